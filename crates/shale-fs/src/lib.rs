@@ -1,0 +1,91 @@
+//! The file-system seam of Shale: the only crate that touches the OS file system.
+//!
+//! Every other crate takes a [`FileSystem`] so that the same engine code runs on
+//! - [`OsFs`]: the real file system (fdatasync, directory fsync, `flock`-style locks,
+//!   buffered or `O_DIRECT` reads);
+//! - [`MemFs`]: memory that knows which bytes and directory entries are durable and can
+//!   produce the image a power cut would leave ([`MemFs::crash_image`]);
+//! - [`FaultFs`]: a wrapper that injects failures by operation, path and count.
+//!
+//! # Durability contract (what callers must do, and what `MemFs` models)
+//! 1. Appended bytes are durable only after [`WritableFile::sync_data`] returns `Ok`.
+//! 2. A directory entry change (create, rename, remove, hard link) is durable only after
+//!    [`FileSystem::sync_dir`] of the parent directory returns `Ok`.
+//! 3. After a failed `sync_data` the file's unsynced bytes are in an unknown state; callers
+//!    must never retry the sync and assume the data is safe (see "fsyncgate").
+//!
+//! Clock and threads stay out of this crate on purpose.
+
+mod error;
+mod fault;
+mod mem;
+mod os;
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use error::{Error, Op, Result};
+pub use fault::{FaultError, FaultFs, FaultRule, FaultTrigger, OpKind, RuleId};
+pub use mem::{CrashMode, MemFs, SyncHook};
+pub use os::{OsFs, ReadMode};
+
+/// A file system shaped for an LSM tree: write-once files built by appending, read by
+/// position, published by rename and made durable by explicit syncs.
+pub trait FileSystem: Send + Sync + Debug {
+    /// Creates `path` empty (truncating any existing file) and opens it for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for appending at its end (creating it if missing).
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Atomically replaces `to` with `from` (POSIX rename semantics).
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Creates a hard link `to` naming the same file as `from`.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Lists the names (not paths) of the entries in `dir`, sorted.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates `dir` and any missing parents.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the entries of `dir` (creates, renames, removes) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive advisory lock on `path` (creating it), held until the guard drops.
+    /// Fails with [`Error::Locked`] when another holder (process or handle) has it.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// The current size of a file in bytes.
+    fn size(&self, path: &Path) -> Result<u64>;
+    /// Whether `path` names an existing file or directory.
+    fn exists(&self, path: &Path) -> Result<bool>;
+}
+
+/// A file open for appending.
+pub trait WritableFile: Send + Debug {
+    /// Appends `data`. It may sit in a user-space buffer until [`Self::flush`] or a sync.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the OS (they survive a process crash, not a power cut).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes every appended byte durable (fdatasync).
+    fn sync_data(&mut self) -> Result<()>;
+    /// Bytes appended so far, including any still buffered.
+    fn len(&self) -> u64;
+    /// Whether nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file open for positional reads; shareable between threads.
+pub trait RandomAccessFile: Send + Sync + Debug {
+    /// Reads exactly `buf.len()` bytes at `offset`, failing with
+    /// [`Error::UnexpectedEof`] if the file is shorter.
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// The file's size in bytes.
+    fn size(&self) -> Result<u64>;
+    /// The path the file was opened with (for error messages).
+    fn path(&self) -> &Path;
+}
+
+/// A held lock; dropping it releases the lock.
+pub trait FileLock: Send + Sync + Debug {}

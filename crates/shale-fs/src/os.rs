@@ -1,0 +1,458 @@
+//! [`OsFs`]: the real file system, and the only code in Shale that calls `std::fs`.
+//!
+//! Invariants:
+//! 1. A [`WritableFile`] keeps at most [`WRITE_BUFFER_SIZE`] bytes in user space; `flush`,
+//!    `sync_data` and drop (best effort, errors ignored) hand them to the OS. `sync_data` is
+//!    flush + `fdatasync`.
+//! 2. After any error from a writable file its contents are unknown (a write may have been
+//!    partly done and the buffer is discarded); the caller must stop using it.
+//! 3. Every OS error leaves as [`Error`] naming the operation and the path.
+//! 4. A lock is held by at most one handle in this process (a process-wide set of locked paths)
+//!    and one process on the machine (`flock` through `File::try_lock`).
+//! 5. [`ReadMode::Direct`] reads go through a 4096-byte-aligned buffer with offset and length
+//!    rounded out to 4096, so they are valid for any `O_DIRECT` device up to 4 KiB sectors.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::{Error, FileLock, FileSystem, Op, RandomAccessFile, Result, WritableFile};
+
+/// Bytes a [`WritableFile`] from [`OsFs`] buffers before writing to the OS.
+const WRITE_BUFFER_SIZE: usize = 64 * 1024;
+
+/// Alignment of `O_DIRECT` reads: offset, length and buffer address.
+const DIRECT_ALIGN: usize = 4096;
+
+/// How [`OsFs`] reads files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// Through the OS page cache.
+    #[default]
+    Buffered,
+    /// With `O_DIRECT`, bypassing the page cache (for benchmarks and a user-space block
+    /// cache). On file systems that refuse `O_DIRECT` (tmpfs answers `EINVAL`) files are opened
+    /// buffered instead, silently: results are identical, only caching differs.
+    Direct,
+}
+
+/// The real file system.
+#[derive(Debug, Clone, Default)]
+pub struct OsFs {
+    read_mode: ReadMode,
+}
+
+impl OsFs {
+    /// An `OsFs` with buffered reads.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An `OsFs` reading with `read_mode`.
+    pub fn with_read_mode(read_mode: ReadMode) -> Self {
+        Self { read_mode }
+    }
+
+    /// The read mode asked for (a file may still fall back to buffered, see [`ReadMode::Direct`]).
+    pub fn read_mode(&self) -> ReadMode {
+        self.read_mode
+    }
+}
+
+impl FileSystem for OsFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(Op::Create, path, e))?;
+        Ok(Box::new(OsWritableFile::new(file, path.to_path_buf(), 0)))
+    }
+
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| Error::io(Op::OpenAppend, path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(Op::OpenAppend, path, e))?
+            .len();
+        Ok(Box::new(OsWritableFile::new(file, path.to_path_buf(), len)))
+    }
+
+    fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let (file, direct) = match self.read_mode {
+            ReadMode::Buffered => (open_buffered(path)?, false),
+            ReadMode::Direct => match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(path)
+            {
+                Ok(file) => (file, true),
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (open_buffered(path)?, false),
+                Err(e) => return Err(Error::io(Op::OpenRead, path, e)),
+            },
+        };
+        Ok(Arc::new(OsRandomAccessFile {
+            file,
+            path: path.to_path_buf(),
+            direct,
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| Error::io2(Op::Rename, from, to, &e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| Error::io(Op::Remove, path, e))
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io2(Op::HardLink, from, to, &e))
+    }
+
+    /// Names that are not UTF-8 are converted lossily; they cannot be Shale's own files.
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| Error::io(Op::List, dir, e))? {
+            let entry = entry.map_err(|e| Error::io(Op::List, dir, e))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(|e| Error::io(Op::CreateDir, dir, e))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let file = File::open(dir).map_err(|e| Error::io(Op::SyncDir, dir, e))?;
+        file.sync_all().map_err(|e| Error::io(Op::SyncDir, dir, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(Op::Lock, path, e))?;
+        // The same file reached by two spellings of its path must conflict.
+        let key = fs::canonicalize(path).map_err(|e| Error::io(Op::Lock, path, e))?;
+        if !locked_paths().insert(key.clone()) {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(OsFileLock { file, key })),
+            Err(e) => {
+                locked_paths().remove(&key);
+                Err(match e {
+                    fs::TryLockError::WouldBlock => Error::Locked {
+                        path: path.to_path_buf(),
+                    },
+                    fs::TryLockError::Error(e) => Error::io(Op::Lock, path, e),
+                })
+            }
+        }
+    }
+
+    fn size(&self, path: &Path) -> Result<u64> {
+        fs::metadata(path)
+            .map(|m| m.len())
+            .map_err(|e| Error::io(Op::Size, path, e))
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        path.try_exists()
+            .map_err(|e| Error::io(Op::Exists, path, e))
+    }
+}
+
+fn open_buffered(path: &Path) -> Result<File> {
+    File::open(path).map_err(|e| Error::io(Op::OpenRead, path, e))
+}
+
+/// Paths locked by any `OsFs` handle in this process.
+fn locked_paths() -> MutexGuard<'static, BTreeSet<PathBuf>> {
+    static LOCKED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+    // The set stays consistent even if a holder panicked: each update is a single insert/remove.
+    LOCKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// An exclusive lock from [`OsFs::lock`].
+#[derive(Debug)]
+struct OsFileLock {
+    file: File,
+    key: PathBuf,
+}
+
+impl FileLock for OsFileLock {}
+
+impl Drop for OsFileLock {
+    fn drop(&mut self) {
+        // Release the OS lock before the in-process entry, so a new holder that passes the set
+        // check cannot find the flock still taken. Closing the file would release it anyway.
+        let _ = self.file.unlock();
+        locked_paths().remove(&self.key);
+    }
+}
+
+/// A file from [`OsFs::create`] or [`OsFs::open_append`].
+#[derive(Debug)]
+struct OsWritableFile {
+    file: File,
+    path: PathBuf,
+    buffer: Vec<u8>,
+    /// Bytes in the file plus bytes in `buffer`.
+    len: u64,
+}
+
+impl OsWritableFile {
+    fn new(file: File, path: PathBuf, len: u64) -> Self {
+        Self {
+            file,
+            path,
+            buffer: Vec::with_capacity(WRITE_BUFFER_SIZE),
+            len,
+        }
+    }
+
+    fn write_buffer(&mut self, op: Op) -> Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let result = self.file.write_all(&self.buffer);
+        // Written or not, these bytes must never be written twice (invariant 2).
+        self.buffer.clear();
+        result.map_err(|e| Error::io(op, &self.path, e))
+    }
+}
+
+impl WritableFile for OsWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        if self.buffer.len() + data.len() > WRITE_BUFFER_SIZE {
+            self.write_buffer(Op::Append)?;
+        }
+        if data.len() >= WRITE_BUFFER_SIZE {
+            self.file
+                .write_all(data)
+                .map_err(|e| Error::io(Op::Append, &self.path, e))?;
+        } else {
+            self.buffer.extend_from_slice(data);
+        }
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.write_buffer(Op::Flush)
+    }
+
+    fn sync_data(&mut self) -> Result<()> {
+        self.write_buffer(Op::SyncData)?;
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(Op::SyncData, &self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl Drop for OsWritableFile {
+    fn drop(&mut self) {
+        // Best effort: a caller that cares about the bytes has flushed or synced already.
+        let _ = self.write_buffer(Op::Flush);
+    }
+}
+
+/// A file from [`OsFs::open_read`].
+#[derive(Debug)]
+struct OsRandomAccessFile {
+    file: File,
+    path: PathBuf,
+    /// Whether `file` was opened with `O_DIRECT`.
+    direct: bool,
+}
+
+impl OsRandomAccessFile {
+    fn eof_error(&self, offset: u64, len: usize) -> Error {
+        // If even the size is unavailable, report 0: the read failing is the news.
+        let file_size = self.file.metadata().map_or(0, |m| m.len());
+        Error::UnexpectedEof {
+            path: self.path.clone(),
+            offset,
+            len,
+            file_size,
+        }
+    }
+}
+
+impl RandomAccessFile for OsRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let result = if self.direct {
+            read_aligned(&self.file, offset, buf)
+        } else {
+            self.file.read_exact_at(buf, offset)
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                Err(self.eof_error(offset, buf.len()))
+            }
+            Err(e) => Err(Error::io(Op::Read, &self.path, e)),
+        }
+    }
+
+    fn size(&self) -> Result<u64> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| Error::io(Op::Size, &self.path, e))
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Reads `buf.len()` bytes at `offset` using only [`DIRECT_ALIGN`]-aligned offsets, lengths
+/// and buffer addresses, as `O_DIRECT` requires. Fails with `UnexpectedEof` if the file ends
+/// first. Works on any file; only `O_DIRECT` ones need it.
+fn read_aligned(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    let align = DIRECT_ALIGN as u64;
+    let start = offset - offset % align;
+    let end = offset
+        .checked_add(buf.len() as u64)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past u64::MAX"))?;
+    let end = end.div_ceil(align) * align;
+    let span = usize::try_from(end - start)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "read too large"))?;
+    // Over-allocate by one alignment unit and start at the first aligned address inside.
+    let mut storage = vec![0u8; span + DIRECT_ALIGN];
+    let shift = storage.as_ptr().align_offset(DIRECT_ALIGN);
+    if shift >= DIRECT_ALIGN {
+        return Err(io::Error::other("cannot align read buffer"));
+    }
+    let aligned = &mut storage[shift..shift + span];
+    let mut filled = 0;
+    while filled < span {
+        let n = match file.read_at(&mut aligned[filled..], start + filled as u64) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        filled += n;
+        // A short read that breaks alignment only happens at end of file; reading on from an
+        // unaligned offset would fail with EINVAL under O_DIRECT.
+        if n == 0 || n % DIRECT_ALIGN != 0 {
+            break;
+        }
+    }
+    let skip = (offset - start) as usize;
+    if filled < skip + buf.len() {
+        return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+    }
+    buf.copy_from_slice(&aligned[skip..skip + buf.len()]);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new(tag: &str) -> Self {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let path = std::env::temp_dir().join(format!(
+                "shale-fs-os-{tag}-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = fs::remove_dir_all(&path);
+            fs::create_dir_all(&path).expect("create temp dir");
+            Self(path)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    #[test]
+    fn read_aligned_matches_plain_reads_at_unaligned_offsets() {
+        let dir = TempDir::new("aligned");
+        let path = dir.0.join("f");
+        let data = pattern(3 * DIRECT_ALIGN + 123);
+        fs::write(&path, &data).expect("write");
+        let file = File::open(&path).expect("open");
+        for (offset, len) in [
+            (0, 1),
+            (1, 4095),
+            (4095, 2),
+            (4096, 4096),
+            (5000, 7000),
+            (0, data.len()),
+            (data.len() - 1, 1),
+        ] {
+            let mut buf = vec![0; len];
+            read_aligned(&file, offset as u64, &mut buf).expect("read");
+            assert_eq!(buf, data[offset..offset + len], "offset {offset} len {len}");
+        }
+        let mut buf = vec![0; 2];
+        let err = read_aligned(&file, data.len() as u64 - 1, &mut buf).expect_err("past end");
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn buffer_is_written_when_full_and_on_drop() {
+        let dir = TempDir::new("buffer");
+        let path = dir.0.join("f");
+        let fs = OsFs::new();
+        let mut file = fs.create(&path).expect("create");
+        file.append(&[1; 100]).expect("append");
+        assert_eq!(
+            fs.size(&path).expect("size"),
+            0,
+            "small appends stay buffered"
+        );
+        file.append(&vec![2; WRITE_BUFFER_SIZE]).expect("append");
+        assert_eq!(
+            fs.size(&path).expect("size"),
+            100 + WRITE_BUFFER_SIZE as u64
+        );
+        file.append(&[3; 10]).expect("append");
+        assert_eq!(file.len(), 110 + WRITE_BUFFER_SIZE as u64);
+        drop(file);
+        assert_eq!(
+            fs.size(&path).expect("size"),
+            110 + WRITE_BUFFER_SIZE as u64
+        );
+    }
+}

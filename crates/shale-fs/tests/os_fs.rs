@@ -1,0 +1,218 @@
+//! Behaviour of `OsFs` on the real file system, in a fresh directory under the temp dir.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use shale_fs::{Error, FileSystem, OsFs, ReadMode};
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "shale-fs-test-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        OsFs::new().create_dir_all(&path).expect("create temp dir");
+        Self(path)
+    }
+
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + i / 509) as u8).collect()
+}
+
+fn write_file(fs: &dyn FileSystem, path: &Path, data: &[u8]) {
+    let mut file = fs.create(path).expect("create");
+    for chunk in data.chunks(1000) {
+        file.append(chunk).expect("append");
+    }
+    file.sync_data().expect("sync");
+}
+
+#[test]
+fn round_trip_through_append_sync_and_positional_reads() {
+    let dir = TempDir::new("roundtrip");
+    let fs = OsFs::new();
+    let path = dir.join("000001.sst");
+    let data = pattern(200_000);
+    let mut file = fs.create(&path).expect("create");
+    assert!(file.is_empty());
+    for chunk in data.chunks(777) {
+        file.append(chunk).expect("append");
+    }
+    assert_eq!(file.len(), data.len() as u64);
+    file.sync_data().expect("sync");
+    drop(file);
+    fs.sync_dir(&dir.0).expect("sync dir");
+
+    assert_eq!(fs.size(&path).expect("size"), data.len() as u64);
+    let reader = fs.open_read(&path).expect("open");
+    assert_eq!(reader.size().expect("size"), data.len() as u64);
+    assert_eq!(reader.path(), path);
+    for (offset, len) in [(0, 10), (12_345, 67_890), (199_990, 10)] {
+        let mut buf = vec![0; len];
+        reader.read_exact_at(offset as u64, &mut buf).expect("read");
+        assert_eq!(buf, data[offset..offset + len]);
+    }
+    let mut buf = vec![0; 20];
+    let err = reader
+        .read_exact_at(199_990, &mut buf)
+        .expect_err("read past end");
+    assert!(
+        matches!(
+            err,
+            Error::UnexpectedEof {
+                offset: 199_990,
+                len: 20,
+                file_size: 200_000,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn open_append_continues_and_create_truncates() {
+    let dir = TempDir::new("append");
+    let fs = OsFs::new();
+    let path = dir.join("000002.wal");
+    write_file(&fs, &path, b"hello ");
+    let mut file = fs.open_append(&path).expect("open append");
+    assert_eq!(file.len(), 6);
+    file.append(b"world").expect("append");
+    file.flush().expect("flush");
+    assert_eq!(std::fs::read(&path).expect("read"), b"hello world");
+    drop(file);
+
+    let file = fs.create(&path).expect("create again");
+    drop(file);
+    assert_eq!(fs.size(&path).expect("size"), 0, "create must truncate");
+}
+
+#[test]
+fn missing_files_are_not_found() {
+    let dir = TempDir::new("missing");
+    let fs = OsFs::new();
+    let missing = dir.join("nope");
+    assert!(fs.open_read(&missing).expect_err("open").is_not_found());
+    assert!(fs.size(&missing).expect_err("size").is_not_found());
+    assert!(fs.remove(&missing).expect_err("remove").is_not_found());
+    assert!(fs.list(&missing).expect_err("list").is_not_found());
+    assert!(!fs.exists(&missing).expect("exists"));
+}
+
+#[test]
+fn lock_conflicts_within_the_process_until_released() {
+    let dir = TempDir::new("lock");
+    let path = dir.join("LOCK");
+    let first = OsFs::new().lock(&path).expect("first lock");
+    let err = OsFs::new().lock(&path).expect_err("second lock");
+    assert!(matches!(err, Error::Locked { .. }), "{err}");
+    assert!(err.to_string().contains("another Shale"));
+    // Another spelling of the same path must conflict too.
+    let dotted = dir.0.join(".").join("LOCK");
+    assert!(matches!(
+        OsFs::new().lock(&dotted).expect_err("dotted"),
+        Error::Locked { .. }
+    ));
+    drop(first);
+    let again = OsFs::new().lock(&path).expect("lock after release");
+    drop(again);
+}
+
+#[test]
+fn direct_reads_return_the_same_bytes_as_buffered() {
+    let dir = TempDir::new("direct");
+    let path = dir.join("000003.sst");
+    let data = pattern(3 * 4096 + 1234);
+    write_file(&OsFs::new(), &path, &data);
+    let buffered = OsFs::with_read_mode(ReadMode::Buffered)
+        .open_read(&path)
+        .expect("open buffered");
+    let direct = OsFs::with_read_mode(ReadMode::Direct)
+        .open_read(&path)
+        .expect("open direct");
+    for (offset, len) in [
+        (0, 1),
+        (1, 100),
+        (4095, 3),
+        (4000, 9000),
+        (13_000, 522),
+        (0, data.len()),
+    ] {
+        let mut a = vec![0; len];
+        let mut b = vec![0; len];
+        buffered
+            .read_exact_at(offset as u64, &mut a)
+            .expect("buffered");
+        direct.read_exact_at(offset as u64, &mut b).expect("direct");
+        assert_eq!(a, b, "offset {offset} len {len}");
+        assert_eq!(a, data[offset..offset + len]);
+    }
+    let mut buf = vec![0; 10];
+    let err = direct
+        .read_exact_at(data.len() as u64 - 5, &mut buf)
+        .expect_err("past end");
+    assert!(matches!(err, Error::UnexpectedEof { .. }), "{err}");
+}
+
+#[test]
+fn list_is_sorted_and_includes_directories() {
+    let dir = TempDir::new("list");
+    let fs = OsFs::new();
+    for name in [
+        "MANIFEST-000005",
+        "000010.sst",
+        "CURRENT",
+        "000002.wal",
+        "LOCK",
+    ] {
+        write_file(&fs, &dir.join(name), b"x");
+    }
+    fs.create_dir_all(&dir.join("archive")).expect("mkdir");
+    assert_eq!(
+        fs.list(&dir.0).expect("list"),
+        [
+            "000002.wal",
+            "000010.sst",
+            "CURRENT",
+            "LOCK",
+            "MANIFEST-000005",
+            "archive"
+        ]
+    );
+}
+
+#[test]
+fn rename_replaces_the_target_and_hard_link_shares_contents() {
+    let dir = TempDir::new("rename");
+    let fs = OsFs::new();
+    let (tmp, current) = (dir.join("CURRENT.tmp"), dir.join("CURRENT"));
+    write_file(&fs, &current, b"MANIFEST-000001\n");
+    write_file(&fs, &tmp, b"MANIFEST-000002\n");
+    fs.rename(&tmp, &current).expect("rename");
+    assert!(!fs.exists(&tmp).expect("exists"));
+    assert_eq!(std::fs::read(&current).expect("read"), b"MANIFEST-000002\n");
+
+    let link = dir.join("backup");
+    fs.hard_link(&current, &link).expect("link");
+    fs.remove(&current).expect("remove");
+    assert_eq!(std::fs::read(&link).expect("read"), b"MANIFEST-000002\n");
+    let err = fs.rename(&current, &tmp).expect_err("rename missing");
+    assert!(err.is_not_found(), "{err}");
+}

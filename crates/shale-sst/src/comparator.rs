@@ -1,0 +1,96 @@
+//! User-key comparators. The comparator's name is stored in every table and checked on open,
+//! because a table sorted by one order is garbage under another.
+
+use std::cmp::Ordering;
+use std::fmt::Debug;
+
+/// A total order on user keys, plus the two key-shortening hooks the index block uses.
+pub trait Comparator: Send + Sync + Debug {
+    /// A stable name stored in each table; change it whenever the order changes.
+    fn name(&self) -> &str;
+    /// Compares two keys.
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
+    /// If `start < limit`, may shorten `start` to any key in `[start, limit)`.
+    fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]);
+    /// May change `key` to any key `>= key`, preferably shorter.
+    fn find_short_successor(&self, key: &mut Vec<u8>);
+}
+
+/// Lexicographic byte order (`memcmp`), the default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BytewiseComparator;
+
+impl BytewiseComparator {
+    /// The name stored in tables sorted by this comparator.
+    pub const NAME: &'static str = "shale.BytewiseComparator";
+}
+
+impl Comparator for BytewiseComparator {
+    fn name(&self) -> &str {
+        Self::NAME
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
+        let common = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+        if common >= start.len().min(limit.len()) {
+            return; // one is a prefix of the other: cannot shorten
+        }
+        let byte = start[common];
+        if byte < 0xff && byte + 1 < limit[common] {
+            start[common] = byte + 1;
+            start.truncate(common + 1);
+        }
+    }
+
+    fn find_short_successor(&self, key: &mut Vec<u8>) {
+        if let Some(i) = key.iter().position(|&b| b != 0xff) {
+            key[i] += 1;
+            key.truncate(i + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn separator_lies_between() {
+        let cmp = BytewiseComparator;
+        let cases: &[(&[u8], &[u8])] = &[
+            (b"abcdef", b"abzz"),
+            (b"abc", b"abd"),
+            (b"ab", b"abc"),
+            (b"a\xff\xff", b"b"),
+            (b"x", b"x"),
+        ];
+        for &(start, limit) in cases {
+            let mut s = start.to_vec();
+            cmp.find_shortest_separator(&mut s, limit);
+            assert!(s.as_slice() >= start, "{s:?} < {start:?}");
+            if start < limit {
+                assert!(s.as_slice() < limit, "{s:?} >= {limit:?}");
+            }
+        }
+        let mut s = b"abcdef".to_vec();
+        cmp.find_shortest_separator(&mut s, b"abzz");
+        assert_eq!(s, b"abd");
+    }
+
+    #[test]
+    fn successor_is_not_smaller() {
+        let cmp = BytewiseComparator;
+        for key in [&b"abc"[..], b"\xff\xffa", b"\xff\xff", b""] {
+            let mut k = key.to_vec();
+            cmp.find_short_successor(&mut k);
+            assert!(k.as_slice() >= key);
+        }
+        let mut k = b"\x01\x02".to_vec();
+        cmp.find_short_successor(&mut k);
+        assert_eq!(k, b"\x02");
+    }
+}

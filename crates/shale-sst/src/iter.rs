@@ -1,0 +1,299 @@
+//! The table iterator: a two-level iterator over the index block and the data blocks it
+//! points to, with optional user-key bounds.
+//!
+//! Invariants:
+//! 1. `valid` is true only when the data iterator is positioned on an entry inside the bounds
+//!    and no error has been seen; every positioning call recomputes it.
+//! 2. The first error (I/O or corruption) is kept, makes the iterator invalid and is returned
+//!    by [`TableIter::status`]; nothing after a damaged block is returned silently.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::block::BlockIter;
+use crate::error::{DecodeError, Error, Result};
+use crate::format::BlockHandle;
+use crate::key::{user_key_of, InternalKey, MAX_SEQNO};
+use crate::reader::{ReadOptions, Table};
+
+/// Iterates a table's point entries in internal-key order.
+#[derive(Debug)]
+pub struct TableIter {
+    table: Arc<Table>,
+    index: BlockIter,
+    data: Option<BlockIter>,
+    data_handle: Option<BlockHandle>,
+    options: ReadOptions,
+    error: Option<Error>,
+    valid: bool,
+}
+
+impl TableIter {
+    pub(crate) fn new(table: Arc<Table>, options: ReadOptions) -> Self {
+        let index = table.index_iter();
+        TableIter {
+            table,
+            index,
+            data: None,
+            data_handle: None,
+            options,
+            error: None,
+            valid: false,
+        }
+    }
+
+    /// Whether the iterator is on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current entry's encoded internal key.
+    pub fn key(&self) -> &[u8] {
+        debug_assert!(self.valid);
+        self.data.as_ref().map_or(&[], BlockIter::key)
+    }
+
+    /// The current entry's user key.
+    pub fn user_key(&self) -> &[u8] {
+        user_key_of(self.key())
+    }
+
+    /// The current entry's value.
+    pub fn value(&self) -> &[u8] {
+        debug_assert!(self.valid);
+        self.data.as_ref().map_or(&[], BlockIter::value)
+    }
+
+    /// The first error seen, if any.
+    pub fn status(&self) -> Result<()> {
+        self.error.as_ref().map_or(Ok(()), |e| Err(e.duplicate()))
+    }
+
+    /// Positions at the first entry (at or after the lower bound).
+    pub fn seek_to_first(&mut self) {
+        if let Some(lower) = self.options.lower_bound.clone() {
+            self.seek(InternalKey::for_seek(&lower, MAX_SEQNO).encoded());
+            return;
+        }
+        self.index.seek_to_first();
+        self.load_data_block();
+        if let Some(data) = &mut self.data {
+            data.seek_to_first();
+        }
+        self.skip_empty_forward();
+        self.settle_forward();
+    }
+
+    /// Positions at the last entry (before the upper bound).
+    pub fn seek_to_last(&mut self) {
+        if let Some(upper) = self.options.upper_bound.clone() {
+            self.seek_for_prev(InternalKey::for_seek(&upper, MAX_SEQNO).encoded());
+            return;
+        }
+        self.index.seek_to_last();
+        self.load_data_block();
+        if let Some(data) = &mut self.data {
+            data.seek_to_last();
+        }
+        self.skip_empty_backward();
+        self.settle_backward();
+    }
+
+    /// Positions at the first entry whose internal key is `>= target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        let clamped;
+        let target = match &self.options.lower_bound {
+            Some(lower) if self.user_compare(user_key_of(target), lower) == Ordering::Less => {
+                clamped = InternalKey::for_seek(lower, MAX_SEQNO);
+                clamped.encoded()
+            }
+            _ => target,
+        };
+        self.index.seek(target);
+        self.load_data_block();
+        if let Some(data) = &mut self.data {
+            data.seek(target);
+        }
+        self.skip_empty_forward();
+        self.settle_forward();
+    }
+
+    /// Positions at the last entry whose internal key is `<= target`.
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let clamped;
+        let target = match &self.options.upper_bound {
+            Some(upper) if self.user_compare(user_key_of(target), upper) != Ordering::Less => {
+                clamped = InternalKey::for_seek(upper, MAX_SEQNO);
+                clamped.encoded()
+            }
+            _ => target,
+        };
+        self.index.seek(target);
+        if !self.index.valid() && self.index.status().is_ok() {
+            self.index.seek_to_last();
+        }
+        self.load_data_block();
+        if let Some(data) = &mut self.data {
+            data.seek_for_prev(target);
+        }
+        self.skip_empty_backward();
+        self.settle_backward();
+    }
+
+    /// Moves to the next entry.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if let Some(data) = &mut self.data {
+            data.next();
+        }
+        self.skip_empty_forward();
+        self.settle_forward();
+    }
+
+    /// Moves to the previous entry.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if let Some(data) = &mut self.data {
+            data.prev();
+        }
+        self.skip_empty_backward();
+        self.settle_backward();
+    }
+
+    /// Turns a decode error about the current entry into a corruption naming its block.
+    pub(crate) fn corruption_here(&self, error: DecodeError) -> Error {
+        error.at(self.table.path(), self.data_handle.map_or(0, |h| h.offset))
+    }
+
+    fn user_compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        self.table
+            .internal_comparator()
+            .user_comparator()
+            .compare(a, b)
+    }
+
+    /// Loads the data block the index iterator points at (invalidating on error or end).
+    fn load_data_block(&mut self) {
+        if self.error.is_some() || !self.index.valid() {
+            if let Err(e) = self.index.status() {
+                self.fail(e.at(self.table.path(), self.table.footer().index.offset));
+            }
+            self.data = None;
+            return;
+        }
+        let handle = match BlockHandle::decode_exact(self.index.value()) {
+            Ok(h) => h,
+            Err(e) => {
+                let e = DecodeError::new(format!("index entry: {e}"));
+                self.fail(e.at(self.table.path(), self.table.footer().index.offset));
+                return;
+            }
+        };
+        if self.data.is_some() && self.data_handle == Some(handle) {
+            return;
+        }
+        match self.table.data_block(handle, !self.options.skip_cache_fill) {
+            Ok(block) => {
+                self.data = Some(block.iter(self.table.internal_comparator().clone()));
+                self.data_handle = Some(handle);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn fail(&mut self, error: Error) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+        self.data = None;
+        self.data_handle = None;
+        self.valid = false;
+    }
+
+    /// Takes a data iterator's error, if it has one. Returns true when it did.
+    fn take_data_error(&mut self) -> bool {
+        let Some(data) = &self.data else { return false };
+        match data.status() {
+            Ok(()) => false,
+            Err(e) => {
+                let offset = self.data_handle.map_or(0, |h| h.offset);
+                self.fail(e.at(self.table.path(), offset));
+                true
+            }
+        }
+    }
+
+    fn skip_empty_forward(&mut self) {
+        loop {
+            if self.error.is_some() {
+                return;
+            }
+            match self.data.as_ref().map(BlockIter::valid) {
+                Some(true) => return,
+                Some(false) if self.take_data_error() => return,
+                None if !self.index.valid() => return,
+                _ => {}
+            }
+            // Every key of later blocks is above this block's separator; past the upper
+            // bound there is nothing left to read.
+            if let Some(upper) = &self.options.upper_bound {
+                if self.index.valid()
+                    && self.user_compare(user_key_of(self.index.key()), upper) != Ordering::Less
+                {
+                    self.data = None;
+                    return;
+                }
+            }
+            self.index.next();
+            self.load_data_block();
+            match &mut self.data {
+                Some(data) => data.seek_to_first(),
+                None => return,
+            }
+        }
+    }
+
+    fn skip_empty_backward(&mut self) {
+        loop {
+            if self.error.is_some() {
+                return;
+            }
+            match self.data.as_ref().map(BlockIter::valid) {
+                Some(true) => return,
+                Some(false) if self.take_data_error() => return,
+                None if !self.index.valid() => return,
+                _ => {}
+            }
+            self.index.prev();
+            self.load_data_block();
+            match &mut self.data {
+                Some(data) => data.seek_to_last(),
+                None => return,
+            }
+        }
+    }
+
+    fn on_entry(&self) -> bool {
+        self.error.is_none() && self.data.as_ref().is_some_and(BlockIter::valid)
+    }
+
+    fn settle_forward(&mut self) {
+        self.valid = self.on_entry()
+            && self.options.upper_bound.as_ref().is_none_or(|upper| {
+                let key = self.data.as_ref().map_or(&[][..], BlockIter::key);
+                self.user_compare(user_key_of(key), upper) == Ordering::Less
+            });
+    }
+
+    fn settle_backward(&mut self) {
+        self.valid = self.on_entry()
+            && self.options.lower_bound.as_ref().is_none_or(|lower| {
+                let key = self.data.as_ref().map_or(&[][..], BlockIter::key);
+                self.user_compare(user_key_of(key), lower) != Ordering::Less
+            });
+    }
+}

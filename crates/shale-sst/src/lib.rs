@@ -1,0 +1,39 @@
+//! Shale's sorted table (SST): one sorted, immutable file of internal keys and values.
+//!
+//! The format is specified in docs/format/sst.md; [`format`] holds its constants.
+//! A [`TableWriter`] builds a file front to back over a [`shale_fs::FileSystem`]; a
+//! [`Table`] opens one for point lookups ([`Table::get`]), iteration ([`TableIter`]) and
+//! verification ([`Table::verify`]). Blocks are read through a shared [`BlockCache`].
+
+mod block;
+mod block_builder;
+mod cache;
+mod checksum;
+mod coding;
+mod comparator;
+mod compression;
+mod error;
+mod filter;
+pub mod format;
+mod iter;
+mod key;
+mod layout;
+mod properties;
+mod reader;
+mod writer;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use cache::{BlockCache, CacheKey, CacheStats, Priority, ShardedLru};
+pub use comparator::{BytewiseComparator, Comparator};
+pub use compression::{train_zstd_dictionary, Compression};
+pub use error::{DecodeError, Error, Result};
+pub use filter::{FixedPrefix, PrefixExtractor};
+pub use format::{BlockHandle, ChecksumType, Footer, FORMAT_VERSION};
+pub use iter::TableIter;
+pub use key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind, MAX_SEQNO};
+pub use layout::{describe_internal_key, printable, BlockInfo, BlockKind, TableLayout};
+pub use properties::TableProperties;
+pub use reader::{FilterStats, LookupResult, RangeTombstone, ReadOptions, Table, TableOpenOptions};
+pub use writer::{TableWriter, WriterOptions};

@@ -1,0 +1,484 @@
+//! Opens a table file for point lookups, iteration and verification.
+//!
+//! On open the footer, metaindex, properties, index, filters and range tombstones are read
+//! and kept by the [`Table`] (pinned); data blocks are read on demand through the optional
+//! [`BlockCache`]. Every block read checks the trailer's checksum unless the caller turned
+//! that off, and every decoding failure becomes `Error::Corruption` naming file and offset.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use shale_fs::{FileSystem, RandomAccessFile};
+
+use crate::block::{Block, BlockIter};
+use crate::cache::{BlockCache, CacheKey, Priority};
+use crate::checksum;
+use crate::comparator::{BytewiseComparator, Comparator};
+use crate::compression::{Compression, Decompressor};
+use crate::error::{DecodeError, Error, Result};
+use crate::filter::{BloomFilter, PrefixExtractor};
+use crate::format::{
+    BlockHandle, ChecksumType, Footer, BLOCK_TRAILER_SIZE, FOOTER_SIZE, FORMAT_VERSION,
+    MAX_BLOCK_SIZE, META_COMPRESSION_DICT, META_FILTER, META_PREFIX_FILTER, META_PROPERTIES,
+    META_RANGE_DEL,
+};
+use crate::iter::TableIter;
+use crate::key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind};
+use crate::properties::TableProperties;
+
+/// How a table is opened.
+#[derive(Debug, Clone)]
+pub struct TableOpenOptions {
+    /// Must have the name stored in the file.
+    pub comparator: Arc<dyn Comparator>,
+    /// Used for prefix-filter checks when its name matches the file's.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Shared cache of uncompressed data blocks.
+    pub block_cache: Option<Arc<BlockCache>>,
+    /// Check block checksums on every read (the default).
+    pub verify_checksums: bool,
+}
+
+impl Default for TableOpenOptions {
+    fn default() -> Self {
+        TableOpenOptions {
+            comparator: Arc::new(BytewiseComparator),
+            prefix_extractor: None,
+            block_cache: None,
+            verify_checksums: true,
+        }
+    }
+}
+
+/// Per-read choices for iterators.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Inclusive lower bound on user keys.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Exclusive upper bound on user keys.
+    pub upper_bound: Option<Vec<u8>>,
+    /// Skip inserting blocks read by this iterator into the cache (scans).
+    pub skip_cache_fill: bool,
+}
+
+/// What a point lookup found: the newest entry for the key at or below the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupResult {
+    /// Value or deletion.
+    pub kind: ValueKind,
+    /// The entry's sequence number.
+    pub seqno: SeqNo,
+    /// The value (empty for deletions).
+    pub value: Vec<u8>,
+}
+
+/// A range tombstone read from the table: user keys in `[start, end)` deleted at `seqno`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeTombstone {
+    /// Inclusive start user key.
+    pub start: Vec<u8>,
+    /// Exclusive end user key.
+    pub end: Vec<u8>,
+    /// Sequence number of the deletion.
+    pub seqno: SeqNo,
+}
+
+/// The shape of a bloom filter block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterStats {
+    /// Bits in the filter.
+    pub num_bits: u64,
+    /// Probes per key.
+    pub num_probes: u32,
+    /// Bytes of the filter block contents.
+    pub size_bytes: u64,
+}
+
+/// An open table file.
+#[derive(Debug)]
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    file_size: u64,
+    footer: Footer,
+    comparator: Arc<InternalKeyComparator>,
+    meta_handles: Vec<(String, BlockHandle)>,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    prefix_filter: Option<BloomFilter>,
+    prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    range_tombstones: Vec<RangeTombstone>,
+    properties: TableProperties,
+    decompressor: Decompressor,
+    has_dictionary: bool,
+    cache: Option<Arc<BlockCache>>,
+    file_id: u64,
+    verify_checksums: bool,
+}
+
+impl Table {
+    /// Opens the table at `path` on `fs`.
+    pub fn open(
+        fs: &dyn FileSystem,
+        path: &Path,
+        options: &TableOpenOptions,
+    ) -> Result<Arc<Table>> {
+        let file = fs.open_read(path)?;
+        Self::open_file(file, options)
+    }
+
+    /// Opens a table from an already-open file.
+    pub fn open_file(
+        file: Arc<dyn RandomAccessFile>,
+        options: &TableOpenOptions,
+    ) -> Result<Arc<Table>> {
+        let path = file.path().to_path_buf();
+        let file_size = file.size()?;
+        let corrupt = |offset: u64, detail: String| Error::Corruption {
+            file: path.clone(),
+            offset,
+            detail,
+        };
+        if file_size < FOOTER_SIZE as u64 {
+            return Err(corrupt(
+                0,
+                format!("file is {file_size} bytes, too short for the {FOOTER_SIZE}-byte footer"),
+            ));
+        }
+        let footer_offset = file_size - FOOTER_SIZE as u64;
+        let mut footer_bytes = [0u8; FOOTER_SIZE];
+        file.read_exact_at(footer_offset, &mut footer_bytes)?;
+        let footer = Footer::decode(&footer_bytes).map_err(|e| e.at(&path, footer_offset))?;
+        if footer.format_version > FORMAT_VERSION || footer.format_version == 0 {
+            return Err(Error::NotSupported(format!(
+                "{} has table format version {}, this build reads 1..={FORMAT_VERSION} \
+                 (written by a newer Shale?)",
+                path.display(),
+                footer.format_version
+            )));
+        }
+        let mut table = Table {
+            file,
+            path: path.clone(),
+            file_size,
+            footer,
+            comparator: Arc::new(InternalKeyComparator::new(options.comparator.clone())),
+            meta_handles: Vec::new(),
+            index: Arc::new(
+                Block::decode(vec![0, 0, 0, 0, 1, 0, 0, 0]).map_err(|e| e.at(&path, 0))?,
+            ),
+            filter: None,
+            prefix_filter: None,
+            prefix_extractor: None,
+            range_tombstones: Vec::new(),
+            properties: TableProperties::default(),
+            decompressor: Decompressor::new(None).map_err(|e| e.at(&path, 0))?,
+            has_dictionary: false,
+            cache: options.block_cache.clone(),
+            file_id: 0,
+            verify_checksums: true,
+        };
+        // Meta blocks are always verified on open, whatever the caller's choice for data blocks.
+        let metaindex = table.read_block_contents(footer.metaindex, true)?;
+        table.meta_handles = table.decode_metaindex(metaindex, footer.metaindex.offset)?;
+        if let Some(handle) = table.meta_handle(META_COMPRESSION_DICT) {
+            let dictionary = table.read_block_contents(handle, true)?;
+            table.decompressor =
+                Decompressor::new(Some(&dictionary)).map_err(|e| e.at(&path, handle.offset))?;
+            table.has_dictionary = true;
+        }
+        let props_handle = table.meta_handle(META_PROPERTIES).ok_or_else(|| {
+            corrupt(
+                footer.metaindex.offset,
+                "metaindex has no shale.properties".into(),
+            )
+        })?;
+        let props = table.read_block_contents(props_handle, true)?;
+        table.properties =
+            TableProperties::decode(props).map_err(|e| e.at(&path, props_handle.offset))?;
+        if table.properties.comparator != options.comparator.name() {
+            return Err(Error::InvalidArgument(format!(
+                "{} was sorted by comparator {:?} but is being opened with {:?}",
+                path.display(),
+                table.properties.comparator,
+                options.comparator.name()
+            )));
+        }
+        let index = table.read_block_contents(footer.index, true)?;
+        table.index = Arc::new(Block::decode(index).map_err(|e| e.at(&path, footer.index.offset))?);
+        if let Some(handle) = table.meta_handle(META_FILTER) {
+            let contents = table.read_block_contents(handle, true)?;
+            table.filter = BloomFilter::decode(contents).map_err(|e| e.at(&path, handle.offset))?;
+        }
+        if let (Some(handle), Some(extractor)) = (
+            table.meta_handle(META_PREFIX_FILTER),
+            options.prefix_extractor.as_ref(),
+        ) {
+            if table.properties.prefix_extractor.as_deref() == Some(extractor.name()) {
+                let contents = table.read_block_contents(handle, true)?;
+                table.prefix_filter =
+                    BloomFilter::decode(contents).map_err(|e| e.at(&path, handle.offset))?;
+                table.prefix_extractor = Some(extractor.clone());
+            }
+        }
+        if let Some(handle) = table.meta_handle(META_RANGE_DEL) {
+            let contents = table.read_block_contents(handle, true)?;
+            table.range_tombstones = table
+                .decode_range_tombstones(contents)
+                .map_err(|e| e.at(&path, handle.offset))?;
+        }
+        table.file_id = table.cache.as_ref().map_or(0, |c| c.new_file_id());
+        table.verify_checksums = options.verify_checksums;
+        Ok(Arc::new(table))
+    }
+
+    fn decode_metaindex(
+        &self,
+        contents: Vec<u8>,
+        offset: u64,
+    ) -> Result<Vec<(String, BlockHandle)>> {
+        let block = Arc::new(Block::decode(contents).map_err(|e| e.at(&self.path, offset))?);
+        let mut iter = block.iter(Arc::new(BytewiseComparator));
+        let mut handles = Vec::new();
+        iter.seek_to_first();
+        while iter.valid() {
+            let name = String::from_utf8_lossy(iter.key()).into_owned();
+            let handle = BlockHandle::decode_exact(iter.value()).map_err(|e| {
+                DecodeError::new(format!("metaindex entry {name}: {e}")).at(&self.path, offset)
+            })?;
+            handles.push((name, handle));
+            iter.next();
+        }
+        iter.status().map_err(|e| e.at(&self.path, offset))?;
+        Ok(handles)
+    }
+
+    fn decode_range_tombstones(
+        &self,
+        contents: Vec<u8>,
+    ) -> std::result::Result<Vec<RangeTombstone>, DecodeError> {
+        let block = Arc::new(Block::decode(contents)?);
+        let mut iter = block.iter(self.comparator.clone());
+        let mut out = Vec::new();
+        iter.seek_to_first();
+        while iter.valid() {
+            let key = ParsedInternalKey::parse(iter.key())?;
+            if key.kind != ValueKind::RangeDeletion {
+                return Err(DecodeError::new(format!(
+                    "range deletion block holds a {} entry",
+                    key.kind.name()
+                )));
+            }
+            out.push(RangeTombstone {
+                start: key.user_key.to_vec(),
+                end: iter.value().to_vec(),
+                seqno: key.seqno,
+            });
+            iter.next();
+        }
+        iter.status()?;
+        Ok(out)
+    }
+
+    fn meta_handle(&self, name: &str) -> Option<BlockHandle> {
+        self.meta_handles
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, h)| *h)
+    }
+
+    /// Reads a block and its trailer, checks the checksum (if `verify`) and decompresses it.
+    pub(crate) fn read_block_contents(&self, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
+        let (stored, tag) = self.read_stored_block(handle, verify)?;
+        if tag == Compression::None.tag() {
+            return Ok(stored);
+        }
+        self.decompressor
+            .decompress(tag, &stored)
+            .map_err(|e| e.at(&self.path, handle.offset))
+    }
+
+    /// Reads a block's stored bytes and compression tag, checking the checksum if `verify`.
+    pub(crate) fn read_stored_block(
+        &self,
+        handle: BlockHandle,
+        verify: bool,
+    ) -> Result<(Vec<u8>, u8)> {
+        let end = handle.end_with_trailer();
+        if handle.size > MAX_BLOCK_SIZE as u64 || end > self.file_size - FOOTER_SIZE as u64 {
+            return Err(Error::Corruption {
+                file: self.path.clone(),
+                offset: handle.offset,
+                detail: format!(
+                    "block handle (offset {}, size {}) runs past the data area ({} bytes)",
+                    handle.offset,
+                    handle.size,
+                    self.file_size - FOOTER_SIZE as u64
+                ),
+            });
+        }
+        let size = handle.size as usize;
+        let mut buf = vec![0u8; size + BLOCK_TRAILER_SIZE];
+        self.file.read_exact_at(handle.offset, &mut buf)?;
+        let tag = buf[size];
+        if verify {
+            let stored =
+                u32::from_le_bytes([buf[size + 1], buf[size + 2], buf[size + 3], buf[size + 4]]);
+            let actual = checksum::block_checksum(self.footer.checksum_type, &buf[..size], tag);
+            if stored != actual {
+                return Err(Error::Corruption {
+                    file: self.path.clone(),
+                    offset: handle.offset,
+                    detail: format!(
+                        "block checksum mismatch: stored {stored:#010x}, computed {actual:#010x} \
+                         ({}, block of {size} bytes)",
+                        self.footer.checksum_type.name()
+                    ),
+                });
+            }
+        }
+        if tag == Compression::ZstdDict.tag() && !self.has_dictionary {
+            return Err(Error::Corruption {
+                file: self.path.clone(),
+                offset: handle.offset,
+                detail: "block compressed with a dictionary but the file has none".into(),
+            });
+        }
+        buf.truncate(size);
+        Ok((buf, tag))
+    }
+
+    /// A data block, from the cache or the file.
+    pub(crate) fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
+        let key = CacheKey {
+            file_id: self.file_id,
+            offset: handle.offset,
+        };
+        if let Some(cache) = &self.cache {
+            if let Some(block) = cache.get(&key) {
+                return Ok(block);
+            }
+        }
+        let contents = self.read_block_contents(handle, self.verify_checksums)?;
+        let block = Arc::new(Block::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?);
+        if let (Some(cache), true) = (&self.cache, fill_cache) {
+            cache.insert(key, block.clone(), block.size(), Priority::Low);
+        }
+        Ok(block)
+    }
+
+    /// Whether the bloom filter allows `user_key` (true when there is no filter).
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// Whether the prefix filter allows keys starting with `prefix` (true when there is no
+    /// usable prefix filter or `prefix` is not in the extractor's domain).
+    pub fn may_contain_prefix(&self, key_or_prefix: &[u8]) -> bool {
+        match (&self.prefix_filter, &self.prefix_extractor) {
+            (Some(filter), Some(extractor)) => extractor
+                .prefix(key_or_prefix)
+                .is_none_or(|p| filter.may_contain(p)),
+            _ => true,
+        }
+    }
+
+    /// The newest point entry for `user_key` with seqno `<= seqno`, if this table has one.
+    /// Range tombstones are not applied here; see [`Table::range_tombstones`].
+    pub fn get(self: &Arc<Self>, user_key: &[u8], seqno: SeqNo) -> Result<Option<LookupResult>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = InternalKey::for_seek(user_key, seqno);
+        let mut iter = TableIter::new(self.clone(), ReadOptions::default());
+        iter.seek(target.encoded());
+        if !iter.valid() {
+            iter.status()?;
+            return Ok(None);
+        }
+        let parsed = ParsedInternalKey::parse(iter.key()).map_err(|e| iter.corruption_here(e))?;
+        if self
+            .comparator
+            .user_comparator()
+            .compare(parsed.user_key, user_key)
+            != std::cmp::Ordering::Equal
+        {
+            return Ok(None);
+        }
+        Ok(Some(LookupResult {
+            kind: parsed.kind,
+            seqno: parsed.seqno,
+            value: iter.value().to_vec(),
+        }))
+    }
+
+    /// An iterator over the table's point entries.
+    pub fn iter(self: &Arc<Self>, options: ReadOptions) -> TableIter {
+        TableIter::new(self.clone(), options)
+    }
+
+    /// The properties block.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The range tombstones, sorted by start key.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_tombstones
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The decoded footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The checksum type of the file's blocks.
+    pub fn checksum_type(&self) -> ChecksumType {
+        self.footer.checksum_type
+    }
+
+    /// Meta block names and handles, as listed in the metaindex.
+    pub fn meta_handles(&self) -> &[(String, BlockHandle)] {
+        &self.meta_handles
+    }
+
+    /// Reads raw bytes inside the data area (trailers, for tools).
+    pub(crate) fn read_raw(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        if offset.saturating_add(out.len() as u64) > self.file_size {
+            return Err(DecodeError::new("read past the end of the file").at(&self.path, offset));
+        }
+        self.file.read_exact_at(offset, out)?;
+        Ok(())
+    }
+
+    pub(crate) fn internal_comparator(&self) -> &Arc<InternalKeyComparator> {
+        &self.comparator
+    }
+
+    pub(crate) fn index_iter(&self) -> BlockIter {
+        self.index.iter(self.comparator.clone())
+    }
+
+    /// Shape of the full-key and prefix bloom filters, when present.
+    pub fn filter_stats(&self) -> (Option<FilterStats>, Option<FilterStats>) {
+        let stats = |f: &BloomFilter| FilterStats {
+            num_bits: u64::from(f.num_bits()),
+            num_probes: u32::from(f.num_probes()),
+            size_bytes: f.size_bytes() as u64,
+        };
+        (
+            self.filter.as_ref().map(stats),
+            self.prefix_filter.as_ref().map(stats),
+        )
+    }
+}
