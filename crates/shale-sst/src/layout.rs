@@ -15,7 +15,7 @@ use crate::block::Block;
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::compression::Compression;
 use crate::error::{DecodeError, Error, Result};
-use crate::format::{BlockHandle, Footer, BLOCK_TRAILER_SIZE, FOOTER_SIZE};
+use crate::format::{BlockHandle, Footer, FOOTER_SIZE};
 use crate::key::{ParsedInternalKey, ValueKind};
 use crate::properties::TableProperties;
 use crate::reader::Table;
@@ -103,85 +103,9 @@ pub struct TableLayout {
 impl Table {
     /// Reads and checks every block of the file; see the module docs for what is checked.
     pub fn layout(self: &Arc<Self>) -> Result<TableLayout> {
-        let mut blocks = Vec::new();
         let icmp: Arc<dyn Comparator> = self.internal_comparator().clone();
         let bytewise: Arc<dyn Comparator> = Arc::new(BytewiseComparator);
-        // Data blocks, through the index.
-        let mut index = self.index_iter();
-        index.seek_to_first();
-        let mut previous_key: Option<Vec<u8>> = None;
-        let mut previous_separator: Option<Vec<u8>> = None;
-        let (mut entries, mut deletions) = (0u64, 0u64);
-        while index.valid() {
-            let separator = index.key().to_vec();
-            let handle = BlockHandle::decode_exact(index.value()).map_err(|e| {
-                self.corrupt(self.footer().index.offset, format!("index entry: {e}"))
-            })?;
-            let info = self.read_block_info(BlockKind::Data, handle, &icmp)?;
-            let (Some(first), Some(last)) = (&info.first_key, &info.last_key) else {
-                return Err(self.corrupt(handle.offset, "data block has no entries".into()));
-            };
-            if let Some(prev) = &previous_key {
-                if icmp.compare(prev, first) != Ordering::Less {
-                    return Err(
-                        self.corrupt(handle.offset, "keys out of order across data blocks".into())
-                    );
-                }
-            }
-            if let Some(prev_sep) = &previous_separator {
-                if icmp.compare(prev_sep, first) != Ordering::Less {
-                    return Err(self.corrupt(
-                        handle.offset,
-                        "previous index key is not below this block".into(),
-                    ));
-                }
-            }
-            if icmp.compare(last, &separator) == Ordering::Greater {
-                return Err(self.corrupt(
-                    handle.offset,
-                    "index key is below the block's last key".into(),
-                ));
-            }
-            let contents = self.read_block_contents(handle, true)?;
-            let block =
-                Arc::new(Block::decode(contents).map_err(|e| e.at(self.path(), handle.offset))?);
-            let mut iter = block.iter(icmp.clone());
-            iter.seek_to_first();
-            while iter.valid() {
-                let key = ParsedInternalKey::parse(iter.key())
-                    .map_err(|e| e.at(self.path(), handle.offset))?;
-                match key.kind {
-                    ValueKind::Deletion => deletions += 1,
-                    ValueKind::Value => {}
-                    ValueKind::RangeDeletion => {
-                        return Err(
-                            self.corrupt(handle.offset, "range deletion in a data block".into())
-                        )
-                    }
-                }
-                entries += 1;
-                iter.next();
-            }
-            iter.status()
-                .map_err(|e| e.at(self.path(), handle.offset))?;
-            previous_key.clone_from(&info.last_key);
-            previous_separator = Some(separator);
-            blocks.push(info);
-            index.next();
-        }
-        index
-            .status()
-            .map_err(|e| e.at(self.path(), self.footer().index.offset))?;
-        let props = self.properties();
-        if entries != props.num_entries || deletions != props.num_deletions {
-            return Err(self.corrupt(
-                0,
-                format!(
-                    "data blocks hold {entries} entries ({deletions} deletions) but the properties say {} ({})",
-                    props.num_entries, props.num_deletions
-                ),
-            ));
-        }
+        let mut blocks = self.walk_data_blocks(&icmp)?;
         for (name, handle) in self.meta_handles() {
             let Some(kind) = BlockKind::from_meta_name(name) else {
                 continue;
@@ -191,14 +115,16 @@ impl Table {
             } else {
                 &bytewise
             };
-            blocks.push(self.read_block_info(kind, *handle, cmp)?);
+            blocks.push(self.read_block_info(kind, *handle, cmp)?.0);
         }
-        blocks.push(self.read_block_info(BlockKind::Index, self.footer().index, &icmp)?);
-        blocks.push(self.read_block_info(
-            BlockKind::Metaindex,
-            self.footer().metaindex,
-            &bytewise,
-        )?);
+        blocks.push(
+            self.read_block_info(BlockKind::Index, self.footer().index, &icmp)?
+                .0,
+        );
+        blocks.push(
+            self.read_block_info(BlockKind::Metaindex, self.footer().metaindex, &bytewise)?
+                .0,
+        );
         blocks.sort_by_key(|b| b.handle.offset);
         let mut expected = 0;
         for block in &blocks {
@@ -227,6 +153,86 @@ impl Table {
         })
     }
 
+    /// Reads every data block through the index, checking key order within and across blocks,
+    /// index separators, entry kinds and the entry counts of the properties.
+    fn walk_data_blocks(&self, icmp: &Arc<dyn Comparator>) -> Result<Vec<BlockInfo>> {
+        let mut blocks = Vec::new();
+        let mut index = self.index_iter();
+        index.seek_to_first();
+        let mut previous_key: Option<Vec<u8>> = None;
+        let mut previous_separator: Option<Vec<u8>> = None;
+        let (mut entries, mut deletions) = (0u64, 0u64);
+        while index.valid() {
+            let separator = index.key().to_vec();
+            let handle = BlockHandle::decode_exact(index.value()).map_err(|e| {
+                self.corrupt(self.footer().index.offset, format!("index entry: {e}"))
+            })?;
+            let (info, block) = self.read_block_info(BlockKind::Data, handle, icmp)?;
+            let (Some(first), Some(last), Some(block)) = (&info.first_key, &info.last_key, block)
+            else {
+                return Err(self.corrupt(handle.offset, "data block has no entries".into()));
+            };
+            let out_of_order = |earlier: &Option<Vec<u8>>| {
+                earlier
+                    .as_ref()
+                    .is_some_and(|e| icmp.compare(e, first) != Ordering::Less)
+            };
+            if out_of_order(&previous_key) {
+                return Err(
+                    self.corrupt(handle.offset, "keys out of order across data blocks".into())
+                );
+            }
+            if out_of_order(&previous_separator) {
+                return Err(self.corrupt(
+                    handle.offset,
+                    "previous index key is not below this block".into(),
+                ));
+            }
+            if icmp.compare(last, &separator) == Ordering::Greater {
+                return Err(self.corrupt(
+                    handle.offset,
+                    "index key is below the block's last key".into(),
+                ));
+            }
+            let mut iter = block.iter(icmp.clone());
+            iter.seek_to_first();
+            while iter.valid() {
+                let key = ParsedInternalKey::parse(iter.key())
+                    .map_err(|e| e.at(self.path(), handle.offset))?;
+                match key.kind {
+                    ValueKind::Deletion => deletions += 1,
+                    ValueKind::Value => {}
+                    ValueKind::RangeDeletion => {
+                        return Err(
+                            self.corrupt(handle.offset, "range deletion in a data block".into())
+                        )
+                    }
+                }
+                entries += 1;
+                iter.next();
+            }
+            previous_key.clone_from(&info.last_key);
+            previous_separator = Some(separator);
+            blocks.push(info);
+            index.next();
+        }
+        index
+            .status()
+            .map_err(|e| e.at(self.path(), self.footer().index.offset))?;
+        let props = self.properties();
+        if entries != props.num_entries || deletions != props.num_deletions {
+            return Err(self.corrupt(
+                0,
+                format!(
+                    "data blocks hold {entries} entries ({deletions} deletions) but the properties \
+                     say {} ({})",
+                    props.num_entries, props.num_deletions
+                ),
+            ));
+        }
+        Ok(blocks)
+    }
+
     /// Checks every checksum and structural invariant of the file (see the module docs).
     pub fn verify(self: &Arc<Self>) -> Result<TableLayout> {
         self.layout()
@@ -241,13 +247,10 @@ impl Table {
         kind: BlockKind,
         handle: BlockHandle,
         cmp: &Arc<dyn Comparator>,
-    ) -> Result<BlockInfo> {
-        let (stored, compression) = self.read_stored_block(handle, true)?;
-        let mut trailer = [0u8; BLOCK_TRAILER_SIZE];
-        self.read_trailer(handle, &mut trailer)?;
-        let checksum = u32::from_le_bytes([trailer[1], trailer[2], trailer[3], trailer[4]]);
-        drop(stored);
-        let contents = self.read_block_contents(handle, true)?;
+    ) -> Result<(BlockInfo, Option<Arc<Block>>)> {
+        let stored = self.read_stored_block(handle, true)?;
+        let (compression, checksum) = (stored.compression, stored.checksum);
+        let contents = self.decompress(handle, stored)?;
         let mut info = BlockInfo {
             kind,
             handle,
@@ -262,7 +265,7 @@ impl Table {
             kind,
             BlockKind::Filter | BlockKind::PrefixFilter | BlockKind::CompressionDict
         ) {
-            return Ok(info);
+            return Ok((info, None));
         }
         let block =
             Arc::new(Block::decode(contents).map_err(|e| e.at(self.path(), handle.offset))?);
@@ -288,11 +291,7 @@ impl Table {
         iter.status()
             .map_err(|e| e.at(self.path(), handle.offset))?;
         info.last_key = last;
-        Ok(info)
-    }
-
-    fn read_trailer(&self, handle: BlockHandle, out: &mut [u8; BLOCK_TRAILER_SIZE]) -> Result<()> {
-        self.read_raw(handle.offset + handle.size, out)
+        Ok((info, Some(block)))
     }
 }
 

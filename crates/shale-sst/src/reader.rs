@@ -83,6 +83,14 @@ pub struct RangeTombstone {
     pub seqno: SeqNo,
 }
 
+/// A block as stored: possibly compressed bytes and its trailer's fields.
+#[derive(Debug)]
+pub(crate) struct StoredBlock {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) compression: u8,
+    pub(crate) checksum: u32,
+}
+
 /// The shape of a bloom filter block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FilterStats {
@@ -289,63 +297,74 @@ impl Table {
 
     /// Reads a block and its trailer, checks the checksum (if `verify`) and decompresses it.
     pub(crate) fn read_block_contents(&self, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
-        let (stored, tag) = self.read_stored_block(handle, verify)?;
-        if tag == Compression::None.tag() {
-            return Ok(stored);
+        let stored = self.read_stored_block(handle, verify)?;
+        self.decompress(handle, stored)
+    }
+
+    /// Turns a stored block into its contents.
+    pub(crate) fn decompress(&self, handle: BlockHandle, stored: StoredBlock) -> Result<Vec<u8>> {
+        if stored.compression == Compression::None.tag() {
+            return Ok(stored.bytes);
         }
         self.decompressor
-            .decompress(tag, &stored)
+            .decompress(stored.compression, &stored.bytes)
             .map_err(|e| e.at(&self.path, handle.offset))
     }
 
-    /// Reads a block's stored bytes and compression tag, checking the checksum if `verify`.
+    /// Reads a block's stored bytes and trailer, checking the checksum if `verify`.
     pub(crate) fn read_stored_block(
         &self,
         handle: BlockHandle,
         verify: bool,
-    ) -> Result<(Vec<u8>, u8)> {
-        let end = handle.end_with_trailer();
-        if handle.size > MAX_BLOCK_SIZE as u64 || end > self.file_size - FOOTER_SIZE as u64 {
+    ) -> Result<StoredBlock> {
+        let data_end = self.file_size - FOOTER_SIZE as u64;
+        if handle.size > MAX_BLOCK_SIZE as u64 || handle.end_with_trailer() > data_end {
             return Err(Error::Corruption {
                 file: self.path.clone(),
                 offset: handle.offset,
                 detail: format!(
-                    "block handle (offset {}, size {}) runs past the data area ({} bytes)",
-                    handle.offset,
-                    handle.size,
-                    self.file_size - FOOTER_SIZE as u64
+                    "block handle (offset {}, size {}) runs past the data area ({data_end} bytes)",
+                    handle.offset, handle.size
                 ),
             });
         }
         let size = handle.size as usize;
-        let mut buf = vec![0u8; size + BLOCK_TRAILER_SIZE];
-        self.file.read_exact_at(handle.offset, &mut buf)?;
-        let tag = buf[size];
+        let mut bytes = vec![0u8; size + BLOCK_TRAILER_SIZE];
+        self.file.read_exact_at(handle.offset, &mut bytes)?;
+        let compression = bytes[size];
+        let checksum = u32::from_le_bytes([
+            bytes[size + 1],
+            bytes[size + 2],
+            bytes[size + 3],
+            bytes[size + 4],
+        ]);
+        bytes.truncate(size);
         if verify {
-            let stored =
-                u32::from_le_bytes([buf[size + 1], buf[size + 2], buf[size + 3], buf[size + 4]]);
-            let actual = checksum::block_checksum(self.footer.checksum_type, &buf[..size], tag);
-            if stored != actual {
+            let actual = checksum::block_checksum(self.footer.checksum_type, &bytes, compression);
+            if checksum != actual {
                 return Err(Error::Corruption {
                     file: self.path.clone(),
                     offset: handle.offset,
                     detail: format!(
-                        "block checksum mismatch: stored {stored:#010x}, computed {actual:#010x} \
+                        "block checksum mismatch: stored {checksum:#010x}, computed {actual:#010x} \
                          ({}, block of {size} bytes)",
                         self.footer.checksum_type.name()
                     ),
                 });
             }
         }
-        if tag == Compression::ZstdDict.tag() && !self.has_dictionary {
+        if compression == Compression::ZstdDict.tag() && !self.has_dictionary {
             return Err(Error::Corruption {
                 file: self.path.clone(),
                 offset: handle.offset,
                 detail: "block compressed with a dictionary but the file has none".into(),
             });
         }
-        buf.truncate(size);
-        Ok((buf, tag))
+        Ok(StoredBlock {
+            bytes,
+            compression,
+            checksum,
+        })
     }
 
     /// A data block, from the cache or the file.
@@ -450,15 +469,6 @@ impl Table {
     /// Meta block names and handles, as listed in the metaindex.
     pub fn meta_handles(&self) -> &[(String, BlockHandle)] {
         &self.meta_handles
-    }
-
-    /// Reads raw bytes inside the data area (trailers, for tools).
-    pub(crate) fn read_raw(&self, offset: u64, out: &mut [u8]) -> Result<()> {
-        if offset.saturating_add(out.len() as u64) > self.file_size {
-            return Err(DecodeError::new("read past the end of the file").at(&self.path, offset));
-        }
-        self.file.read_exact_at(offset, out)?;
-        Ok(())
     }
 
     pub(crate) fn internal_comparator(&self) -> &Arc<InternalKeyComparator> {
