@@ -327,8 +327,7 @@ impl fmt::Display for TableLayout {
             if let (Some(first), Some(last)) = (&block.first_key, &block.last_key) {
                 let _ = write!(keys, "{} .. {}", show(first), show(last));
             }
-            writeln!(
-                f,
+            let line = format!(
                 "{:>8} {:>6} {:>6}  {:<16} {:<9} {:#010x} {:>7}  {}",
                 block.handle.offset,
                 block.handle.size,
@@ -338,7 +337,8 @@ impl fmt::Display for TableLayout {
                 block.checksum,
                 block.entries,
                 keys
-            )?;
+            );
+            writeln!(f, "{}", line.trim_end())?;
         }
         writeln!(
             f,
