@@ -1,1 +1,168 @@
-fn main() {}
+//! The `shale` command: inspection tools and benchmarks (the server comes later).
+//!
+//! This file holds the command-line definition and the dispatch only; each command lives in
+//! its own module. Exit codes and output rules are in [`output`].
+
+mod bench_sst;
+mod histogram;
+mod keygen;
+mod output;
+mod tool_sst;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::output::Failure;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "shale",
+    version,
+    about = "Shale LSM storage engine: tools and benchmarks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect and check files.
+    #[command(subcommand)]
+    Tool(ToolCommand),
+    /// Measure components.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ToolCommand {
+    /// Show a sorted table file: properties, blocks, filter, entries; verify checksums.
+    Sst(SstToolArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Write a sorted table and measure writes, bloom filter, lookups, scans and compression.
+    Sst(SstBenchArgs),
+}
+
+/// Flags of `shale tool sst`.
+// Each bool is an independent view flag on the command line; clap owns their meaning.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Debug, Args)]
+pub struct SstToolArgs {
+    /// The table file.
+    pub file: PathBuf,
+    /// Print the properties block (the default when no other view is asked for).
+    #[arg(long)]
+    pub properties: bool,
+    /// Print every block: offset, size, raw size, kind, compression, checksum, entries, keys.
+    /// Reads and checks the whole file.
+    #[arg(long)]
+    pub blocks: bool,
+    /// Print entries in order (see --from, --to, --limit, --hex).
+    #[arg(long)]
+    pub scan: bool,
+    /// Show keys and values as hex, and read --from/--to as hex.
+    #[arg(long)]
+    pub hex: bool,
+    /// Scan from this user key (inclusive); escaped like the output (`\xNN`), or hex with --hex.
+    #[arg(long, value_name = "KEY", requires = "scan")]
+    pub from: Option<String>,
+    /// Scan up to this user key (exclusive); escaped like the output, or hex with --hex.
+    #[arg(long, value_name = "KEY", requires = "scan")]
+    pub to: Option<String>,
+    /// Print at most N entries.
+    #[arg(long, value_name = "N", requires = "scan")]
+    pub limit: Option<u64>,
+    /// Print bloom filter statistics and the estimated false-positive rate.
+    #[arg(long)]
+    pub filter: bool,
+    /// Check every block's checksum and the file's structure; exit 2 on corruption.
+    #[arg(long)]
+    pub verify: bool,
+    /// Print what was asked for as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `shale bench sst`. Defaults follow `db_bench` (`RocksDB`) where it has the flag.
+#[derive(Debug, Args)]
+pub struct SstBenchArgs {
+    /// Directory for the tables (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "shale-data")]
+    pub dir: PathBuf,
+    /// Entries in the table.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Random point lookups to run (default: --num), within --seconds.
+    #[arg(long, value_name = "N")]
+    pub reads: Option<u64>,
+    /// Bytes per user key.
+    #[arg(long, value_name = "BYTES", default_value_t = 16)]
+    pub key_size: usize,
+    /// Bytes per value.
+    #[arg(long, value_name = "BYTES", default_value_t = 100)]
+    pub value_size: usize,
+    #[arg(
+        long,
+        value_name = "RATIO",
+        default_value_t = 0.5,
+        help = "How far generated values compress (db_bench's --compression_ratio)"
+    )]
+    pub compression_ratio: f64,
+    /// Target uncompressed data block size.
+    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    pub block_size: usize,
+    /// Bloom filter bits per key (0: no filter).
+    #[arg(long, value_name = "BITS", default_value_t = 10)]
+    pub bloom_bits: u32,
+    /// Compression of the table the speed phases read: none, snappy, zlib, lz4, zstd.
+    #[arg(long, value_name = "CODEC", default_value = "lz4")]
+    pub compression: String,
+    /// Block cache capacity in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    pub cache_size: usize,
+    /// Time cap of each read phase, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Keys known to be absent to check against the bloom filter.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub absent: u64,
+    /// Seed of the random key choice for lookups.
+    #[arg(long, value_name = "N", default_value_t = 301)]
+    pub seed: u64,
+    /// Keep every table of the size phase, not only the speed table.
+    #[arg(long)]
+    pub keep_tables: bool,
+    /// Print the results as one JSON object instead of text lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Help and --version are not errors; bad usage exits 1 so that 2 means corruption.
+            return ExitCode::from(u8::from(e.use_stderr()));
+        }
+    };
+    let result = match &cli.command {
+        Command::Tool(ToolCommand::Sst(args)) => tool_sst::run(args),
+        Command::Bench(BenchCommand::Sst(args)) => bench_sst::run(args),
+    };
+    match result {
+        Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(failure) => {
+            let _ = std::io::stdout().flush();
+            let _ = writeln!(std::io::stderr(), "error: {failure}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! What the commands share for talking to people and scripts: the failure type and its exit
+//! codes, the benchmark report (text lines or JSON), byte rendering, and progress bars.
+//!
+//! Contract of every command:
+//! 1. Results go to stdout; progress and errors go to stderr, so `> file` keeps only results.
+//! 2. An error prints `error: <message>` on stderr and exits 1; a corruption exits 2, so a
+//!    script can tell a damaged file from a wrong argument or a missing file. Usage errors
+//!    (bad flags) exit 1 as well.
+//! 3. A closed stdout (`| head`) ends the command quietly with exit 0; nothing panics.
+
+use std::fmt::{self, Write as _};
+use std::io::{self, Write as _};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Map, Value};
+
+/// Why a command failed; decides the exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// A file's bytes are damaged (exit 2).
+    Corruption(String),
+    /// Anything else: bad arguments, missing files, I/O errors, wrong results (exit 1).
+    Error(String),
+    /// stdout was closed by its reader; not an error for the person (exit 0, no message).
+    BrokenPipe,
+}
+
+impl Failure {
+    /// The process exit code for this failure.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Corruption(_) => 2,
+            Failure::Error(_) => 1,
+            Failure::BrokenPipe => 0,
+        }
+    }
+
+    /// A plain error with `message`.
+    pub fn error(message: impl Into<String>) -> Self {
+        Failure::Error(message.into())
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Corruption(m) | Failure::Error(m) => f.write_str(m),
+            Failure::BrokenPipe => f.write_str("stdout closed"),
+        }
+    }
+}
+
+impl From<shale_sst::Error> for Failure {
+    fn from(error: shale_sst::Error) -> Self {
+        match error {
+            shale_sst::Error::Corruption { .. } => Failure::Corruption(error.to_string()),
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
+impl From<shale_fs::Error> for Failure {
+    fn from(error: shale_fs::Error) -> Self {
+        Failure::Error(error.to_string())
+    }
+}
+
+/// Errors writing results to stdout.
+impl From<io::Error> for Failure {
+    fn from(error: io::Error) -> Self {
+        if error.kind() == io::ErrorKind::BrokenPipe {
+            Failure::BrokenPipe
+        } else {
+            Failure::Error(format!("writing to stdout failed: {error}"))
+        }
+    }
+}
+
+/// Width of the name column of measurement lines (`db_bench` uses 12; our names are longer).
+const NAME_WIDTH: usize = 18;
+
+/// Where a benchmark's results go: text lines as they are measured, or one JSON object at the
+/// end.
+pub struct Report {
+    json: bool,
+    fields: Map<String, Value>,
+}
+
+impl Report {
+    /// A report printing text lines, or JSON when `json`.
+    pub fn new(json: bool) -> Self {
+        Report {
+            json,
+            fields: Map::new(),
+        }
+    }
+
+    /// A line of text (nothing with JSON).
+    pub fn line(&self, text: &str) -> Result<(), Failure> {
+        if !self.json {
+            let mut out = io::stdout().lock();
+            writeln!(out, "{text}")?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    /// One measurement line: the name in a column, as `db_bench` prints them.
+    pub fn measure(&self, name: &str, text: &str) -> Result<(), Failure> {
+        self.line(&format!("{name:<NAME_WIDTH$} : {text}"))
+    }
+
+    /// Sets a field of the JSON object (ignored for text).
+    pub fn set(&mut self, name: &str, value: Value) {
+        self.fields.insert(name.to_owned(), value);
+    }
+
+    /// Prints the JSON object, when JSON was asked for.
+    pub fn finish(self) -> Result<(), Failure> {
+        if self.json {
+            let mut out = io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &Value::Object(self.fields))
+                .map_err(io::Error::from)?;
+            writeln!(out)?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Lower-case hex of `bytes`, no separators.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// Decodes hex (an optional `0x` prefix, upper or lower case, no separators).
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    if !digits.len().is_multiple_of(2) {
+        return Err(format!("{text:?} has an odd number of hex digits"));
+    }
+    digits
+        .as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|s| u8::from_str_radix(s, 16).ok())
+                .ok_or_else(|| format!("{text:?} is not hex"))
+        })
+        .collect()
+}
+
+/// Decodes the escaped form [`shale_sst::printable`] prints, so a key copied from the tool's
+/// output can be passed back: `\xNN`, `\\` and `\"` escapes; optional surrounding quotes; any
+/// other character stands for its UTF-8 bytes.
+pub fn parse_escaped(text: &str) -> Result<Vec<u8>, String> {
+    let inner = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    let mut out = Vec::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        match chars.next() {
+            Some(e @ ('\\' | '"')) => out.push(e as u8),
+            Some('x') => {
+                let digits: String = chars.by_ref().take(2).collect();
+                let byte = (digits.len() == 2)
+                    .then(|| u8::from_str_radix(&digits, 16).ok())
+                    .flatten()
+                    .ok_or_else(|| format!("{text:?}: \\x needs two hex digits"))?;
+                out.push(byte);
+            }
+            Some(other) => return Err(format!("{text:?}: unknown escape \\{other}")),
+            None => return Err(format!("{text:?} ends with a lone backslash")),
+        }
+    }
+    Ok(out)
+}
+
+/// A progress bar on stderr over `total` steps; hidden when stderr is not a terminal.
+pub fn progress(total: u64, message: &str) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template("{msg:<24} [{bar:40}] {pos}/{len} ({eta})")
+        .map_or_else(
+            |_| ProgressStyle::default_bar(),
+            |s| s.progress_chars("=> "),
+        );
+    bar.set_style(style);
+    bar.set_message(message.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// A spinner on stderr for a step of unknown length; hidden when stderr is not a terminal.
+pub fn spinner(message: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_message(message.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_round_trips() {
+        let bytes = [0u8, 1, 0xab, 0xff, b'a'];
+        assert_eq!(hex(&bytes), "0001abff61");
+        assert_eq!(parse_hex("0001abff61").unwrap(), bytes);
+        assert_eq!(parse_hex("0x0001ABFF61").unwrap(), bytes);
+        assert!(parse_hex("abc").is_err());
+        assert!(parse_hex("zz").is_err());
+        assert!(parse_hex("é1").is_err());
+    }
+
+    #[test]
+    fn escaped_round_trips_printable() {
+        let bytes = b"\x00\x01ab\"c\\d\x7f 0".to_vec();
+        let shown = shale_sst::printable(&bytes);
+        assert_eq!(parse_escaped(&shown).unwrap(), bytes);
+        assert_eq!(parse_escaped("plain").unwrap(), b"plain");
+        assert!(parse_escaped("\\x0").is_err());
+        assert!(parse_escaped("\\q").is_err());
+        assert!(parse_escaped("end\\").is_err());
+    }
+
+    #[test]
+    fn corruption_exits_2_and_the_rest_1() {
+        let corrupt = shale_sst::Error::Corruption {
+            file: "/x/1.sst".into(),
+            offset: 42,
+            detail: "bad".into(),
+        };
+        let failure = Failure::from(corrupt);
+        assert_eq!(failure.exit_code(), 2);
+        assert!(failure.to_string().contains("offset 42"));
+        let invalid = Failure::from(shale_sst::Error::InvalidArgument("x".into()));
+        assert_eq!(invalid.exit_code(), 1);
+        let pipe = Failure::from(io::Error::from(io::ErrorKind::BrokenPipe));
+        assert_eq!(pipe.exit_code(), 0);
+    }
+}
