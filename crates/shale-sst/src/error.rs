@@ -28,8 +28,9 @@ pub enum Error {
 
 impl Error {
     /// A copy of this error for handing out again (iterators keep their first error and
-    /// report it on every later `status` call). I/O errors keep their operation, path and
-    /// message; their `source` becomes a plain message of the same kind.
+    /// report it on every later `status` call). File-system errors keep their variant,
+    /// operation, path and fields; an OS error's `source` becomes a plain message of the same
+    /// kind.
     #[must_use]
     pub fn duplicate(&self) -> Error {
         match self {
@@ -42,14 +43,44 @@ impl Error {
                 offset: *offset,
                 detail: detail.clone(),
             },
-            Error::Io(e) => Error::Io(shale_fs::Error::io(
-                e.op(),
-                e.path(),
-                std::io::Error::other(e.to_string()),
-            )),
+            Error::Io(e) => Error::Io(duplicate_fs_error(e)),
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
         }
+    }
+}
+
+/// A copy of a file-system error (`io::Error` cannot be cloned): the same variant, so that
+/// `is_injected`, `is_no_space` and `is_not_found` still answer, and the same message.
+fn duplicate_fs_error(e: &shale_fs::Error) -> shale_fs::Error {
+    use shale_fs::Error as FsError;
+    match e {
+        FsError::Io { op, path, source } => FsError::Io {
+            op: *op,
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        FsError::Locked { path } => FsError::Locked { path: path.clone() },
+        FsError::UnexpectedEof {
+            path,
+            offset,
+            len,
+            file_size,
+        } => FsError::UnexpectedEof {
+            path: path.clone(),
+            offset: *offset,
+            len: *len,
+            file_size: *file_size,
+        },
+        FsError::NotFound { op, path } => FsError::NotFound {
+            op: *op,
+            path: path.clone(),
+        },
+        FsError::Injected { op, path, fault } => FsError::Injected {
+            op: *op,
+            path: path.clone(),
+            fault: *fault,
+        },
     }
 }
 

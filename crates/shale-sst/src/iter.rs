@@ -1,5 +1,5 @@
-//! The table iterator: a two-level iterator over the index block and the data blocks it
-//! points to, with optional user-key bounds.
+//! The table iterator: a two-level iterator over the decoded index (a position in
+//! [`crate::index::Index`]) and the data blocks it points to, with optional user-key bounds.
 //!
 //! Invariants:
 //! 1. `valid` is true only when the data iterator is positioned on an entry inside the bounds
@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::block::BlockIter;
-use crate::error::{DecodeError, Error, Result};
+use crate::error::{Error, Result};
 use crate::format::BlockHandle;
 use crate::key::{user_key_of, InternalKey, MAX_SEQNO};
 use crate::reader::{ReadOptions, Table};
@@ -20,7 +20,8 @@ use crate::reader::{ReadOptions, Table};
 #[derive(Debug)]
 pub struct TableIter {
     table: Arc<Table>,
-    index: BlockIter,
+    /// Position in the decoded index; `None` when off either end.
+    index: Option<usize>,
     data: Option<BlockIter>,
     data_handle: Option<BlockHandle>,
     options: ReadOptions,
@@ -30,7 +31,7 @@ pub struct TableIter {
 
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, options: ReadOptions) -> Self {
-        let index = table.index_iter();
+        let index = None;
         TableIter {
             table,
             index,
@@ -75,7 +76,7 @@ impl TableIter {
             self.seek(InternalKey::for_seek(&lower, MAX_SEQNO).encoded());
             return;
         }
-        self.index.seek_to_first();
+        self.index = (self.table.index().len() > 0).then_some(0);
         self.load_data_block();
         if let Some(data) = &mut self.data {
             data.seek_to_first();
@@ -90,7 +91,7 @@ impl TableIter {
             self.seek_for_prev(InternalKey::for_seek(&upper, MAX_SEQNO).encoded());
             return;
         }
-        self.index.seek_to_last();
+        self.index = self.table.index().len().checked_sub(1);
         self.load_data_block();
         if let Some(data) = &mut self.data {
             data.seek_to_last();
@@ -109,7 +110,8 @@ impl TableIter {
             }
             _ => target,
         };
-        self.index.seek(target);
+        let position = self.table.index().seek(target);
+        self.index = (position < self.table.index().len()).then_some(position);
         self.load_data_block();
         if let Some(data) = &mut self.data {
             data.seek(target);
@@ -128,9 +130,10 @@ impl TableIter {
             }
             _ => target,
         };
-        self.index.seek(target);
-        if !self.index.valid() && self.index.status().is_ok() {
-            self.index.seek_to_last();
+        let index = self.table.index();
+        self.index = Some(index.seek(target).min(index.len())).filter(|&p| p < index.len());
+        if self.index.is_none() {
+            self.index = index.len().checked_sub(1);
         }
         self.load_data_block();
         if let Some(data) = &mut self.data {
@@ -164,11 +167,6 @@ impl TableIter {
         self.settle_backward();
     }
 
-    /// Turns a decode error about the current entry into a corruption naming its block.
-    pub(crate) fn corruption_here(&self, error: DecodeError) -> Error {
-        error.at(self.table.path(), self.data_handle.map_or(0, |h| h.offset))
-    }
-
     fn user_compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         self.table
             .internal_comparator()
@@ -176,23 +174,13 @@ impl TableIter {
             .compare(a, b)
     }
 
-    /// Loads the data block the index iterator points at (invalidating on error or end).
+    /// Loads the data block the index position points at (invalidating at either end).
     fn load_data_block(&mut self) {
-        if self.error.is_some() || !self.index.valid() {
-            if let Err(e) = self.index.status() {
-                self.fail(e.at(self.table.path(), self.table.footer().index.offset));
-            }
+        let Some(position) = self.index.filter(|_| self.error.is_none()) else {
             self.data = None;
             return;
-        }
-        let handle = match BlockHandle::decode_exact(self.index.value()) {
-            Ok(h) => h,
-            Err(e) => {
-                let e = DecodeError::new(format!("index entry: {e}"));
-                self.fail(e.at(self.table.path(), self.table.footer().index.offset));
-                return;
-            }
         };
+        let handle = self.table.index().handle(position);
         if self.data.is_some() && self.data_handle == Some(handle) {
             return;
         }
@@ -235,20 +223,24 @@ impl TableIter {
             match self.data.as_ref().map(BlockIter::valid) {
                 Some(true) => return,
                 Some(false) if self.take_data_error() => return,
-                None if !self.index.valid() => return,
+                None if self.index.is_none() => return,
                 _ => {}
             }
             // Every key of later blocks is above this block's separator; past the upper
             // bound there is nothing left to read.
             if let Some(upper) = &self.options.upper_bound {
-                if self.index.valid()
-                    && self.user_compare(user_key_of(self.index.key()), upper) != Ordering::Less
+                let separator = self.index.map(|p| self.table.index().key(p));
+                if separator
+                    .is_some_and(|k| self.user_compare(user_key_of(k), upper) != Ordering::Less)
                 {
                     self.data = None;
                     return;
                 }
             }
-            self.index.next();
+            self.index = self
+                .index
+                .map(|p| p + 1)
+                .filter(|&p| p < self.table.index().len());
             self.load_data_block();
             match &mut self.data {
                 Some(data) => data.seek_to_first(),
@@ -265,10 +257,10 @@ impl TableIter {
             match self.data.as_ref().map(BlockIter::valid) {
                 Some(true) => return,
                 Some(false) if self.take_data_error() => return,
-                None if !self.index.valid() => return,
+                None if self.index.is_none() => return,
                 _ => {}
             }
-            self.index.prev();
+            self.index = self.index.and_then(|p| p.checked_sub(1));
             self.load_data_block();
             match &mut self.data {
                 Some(data) => data.seek_to_last(),

@@ -157,16 +157,15 @@ impl Table {
     /// index separators, entry kinds and the entry counts of the properties.
     fn walk_data_blocks(&self, icmp: &Arc<dyn Comparator>) -> Result<Vec<BlockInfo>> {
         let mut blocks = Vec::new();
-        let mut index = self.index_iter();
-        index.seek_to_first();
+        let index = self.index();
         let mut previous_key: Option<Vec<u8>> = None;
         let mut previous_separator: Option<Vec<u8>> = None;
         let (mut entries, mut deletions) = (0u64, 0u64);
-        while index.valid() {
-            let separator = index.key().to_vec();
-            let handle = BlockHandle::decode_exact(index.value()).map_err(|e| {
-                self.corrupt(self.footer().index.offset, format!("index entry: {e}"))
-            })?;
+        // The index was decoded and its order checked at open; here each block is checked
+        // against its separators.
+        for position in 0..index.len() {
+            let separator = index.key(position).to_vec();
+            let handle = index.handle(position);
             let (info, block) = self.read_block_info(BlockKind::Data, handle, icmp)?;
             let (Some(first), Some(last), Some(block)) = (&info.first_key, &info.last_key, block)
             else {
@@ -214,11 +213,7 @@ impl Table {
             previous_key.clone_from(&info.last_key);
             previous_separator = Some(separator);
             blocks.push(info);
-            index.next();
         }
-        index
-            .status()
-            .map_err(|e| e.at(self.path(), self.footer().index.offset))?;
         let props = self.properties();
         if entries != props.num_entries || deletions != props.num_deletions {
             return Err(self.corrupt(

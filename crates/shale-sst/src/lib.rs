@@ -15,6 +15,7 @@ mod compression;
 mod error;
 mod filter;
 pub mod format;
+mod index;
 mod iter;
 mod key;
 mod layout;

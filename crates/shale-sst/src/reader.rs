@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use shale_fs::{FileSystem, RandomAccessFile};
 
-use crate::block::{Block, BlockIter};
+use crate::block::Block;
 use crate::cache::{BlockCache, CacheKey, Priority};
 use crate::checksum;
 use crate::comparator::{BytewiseComparator, Comparator};
@@ -22,6 +22,7 @@ use crate::format::{
     MAX_BLOCK_SIZE, META_COMPRESSION_DICT, META_FILTER, META_PREFIX_FILTER, META_PROPERTIES,
     META_RANGE_DEL,
 };
+use crate::index::Index;
 use crate::iter::TableIter;
 use crate::key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind};
 use crate::properties::TableProperties;
@@ -111,7 +112,7 @@ pub struct Table {
     footer: Footer,
     comparator: Arc<InternalKeyComparator>,
     meta_handles: Vec<(String, BlockHandle)>,
-    index: Arc<Block>,
+    index: Index,
     filter: Option<BloomFilter>,
     prefix_filter: Option<BloomFilter>,
     prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
@@ -172,9 +173,7 @@ impl Table {
             footer,
             comparator: Arc::new(InternalKeyComparator::new(options.comparator.clone())),
             meta_handles: Vec::new(),
-            index: Arc::new(
-                Block::decode(vec![0, 0, 0, 0, 1, 0, 0, 0]).map_err(|e| e.at(&path, 0))?,
-            ),
+            index: Index::empty(),
             filter: None,
             prefix_filter: None,
             prefix_extractor: None,
@@ -213,7 +212,9 @@ impl Table {
             )));
         }
         let index = table.read_block_contents(footer.index, true)?;
-        table.index = Arc::new(Block::decode(index).map_err(|e| e.at(&path, footer.index.offset))?);
+        let index = Block::decode(index).map_err(|e| e.at(&path, footer.index.offset))?;
+        table.index = Index::decode(index, table.comparator.clone())
+            .map_err(|e| e.at(&path, footer.index.offset))?;
         if let Some(handle) = table.meta_handle(META_FILTER) {
             let contents = table.read_block_contents(handle, true)?;
             table.filter = BloomFilter::decode(contents).map_err(|e| e.at(&path, handle.offset))?;
@@ -404,31 +405,55 @@ impl Table {
 
     /// The newest point entry for `user_key` with seqno `<= seqno`, if this table has one.
     /// Range tombstones are not applied here; see [`Table::range_tombstones`].
-    pub fn get(self: &Arc<Self>, user_key: &[u8], seqno: SeqNo) -> Result<Option<LookupResult>> {
+    pub fn get(&self, user_key: &[u8], seqno: SeqNo) -> Result<Option<LookupResult>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
         let target = InternalKey::for_seek(user_key, seqno);
-        let mut iter = TableIter::new(self.clone(), ReadOptions::default());
-        iter.seek(target.encoded());
-        if !iter.valid() {
-            iter.status()?;
-            return Ok(None);
+        let mut position = self.index.seek(target.encoded());
+        // The first entry >= target is in block `position`, or first in the next one when
+        // every key of that block is below the target but its separator is not.
+        while position < self.index.len() {
+            let handle = self.index.handle(position);
+            let block = self.data_block(handle, true)?;
+            let mut iter = block.iter(self.comparator.clone());
+            iter.seek(target.encoded());
+            if iter.valid() {
+                let found = ParsedInternalKey::parse(iter.key())
+                    .map_err(|e| e.at(&self.path, handle.offset))?;
+                if self
+                    .comparator
+                    .user_comparator()
+                    .compare(found.user_key, user_key)
+                    != std::cmp::Ordering::Equal
+                {
+                    return Ok(None);
+                }
+                return Ok(Some(LookupResult {
+                    kind: found.kind,
+                    seqno: found.seqno,
+                    value: iter.value().to_vec(),
+                }));
+            }
+            iter.status().map_err(|e| e.at(&self.path, handle.offset))?;
+            position += 1;
         }
-        let parsed = ParsedInternalKey::parse(iter.key()).map_err(|e| iter.corruption_here(e))?;
-        if self
-            .comparator
-            .user_comparator()
-            .compare(parsed.user_key, user_key)
-            != std::cmp::Ordering::Equal
-        {
-            return Ok(None);
-        }
-        Ok(Some(LookupResult {
-            kind: parsed.kind,
-            seqno: parsed.seqno,
-            value: iter.value().to_vec(),
-        }))
+        Ok(None)
+    }
+
+    /// Bytes of memory the open table pins outside the block cache: the decoded index, the
+    /// filters and the range tombstones.
+    pub fn pinned_memory(&self) -> usize {
+        let filters = [&self.filter, &self.prefix_filter]
+            .iter()
+            .filter_map(|f| f.as_ref().map(BloomFilter::size_bytes))
+            .sum::<usize>();
+        let tombstones = self
+            .range_tombstones
+            .iter()
+            .map(|t| t.start.len() + t.end.len() + std::mem::size_of::<RangeTombstone>())
+            .sum::<usize>();
+        self.index.memory_usage() + filters + tombstones
     }
 
     /// An iterator over the table's point entries.
@@ -475,8 +500,8 @@ impl Table {
         &self.comparator
     }
 
-    pub(crate) fn index_iter(&self) -> BlockIter {
-        self.index.iter(self.comparator.clone())
+    pub(crate) fn index(&self) -> &Index {
+        &self.index
     }
 
     /// Shape of the full-key and prefix bloom filters, when present.

@@ -197,6 +197,7 @@ impl TableWriter {
         kind: ValueKind,
         value: &[u8],
     ) -> Result<()> {
+        check_seqno(seqno)?;
         let mut key = Vec::with_capacity(user_key.len() + 8);
         append_internal_key(&mut key, user_key, seqno, kind);
         self.add(&key, value)
@@ -207,12 +208,6 @@ impl TableWriter {
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         let parsed = ParsedInternalKey::parse(internal_key)
             .map_err(|e| Error::InvalidArgument(format!("bad internal key: {e}")))?;
-        if parsed.seqno > crate::key::MAX_SEQNO {
-            return Err(Error::InvalidArgument(format!(
-                "seqno {} exceeds 56 bits",
-                parsed.seqno
-            )));
-        }
         if parsed.kind == ValueKind::RangeDeletion {
             return self.add_range_deletion(parsed.user_key, value, parsed.seqno);
         }
@@ -266,6 +261,7 @@ impl TableWriter {
 
     /// Adds a range tombstone deleting user keys in `[start, end)` at `seqno`.
     pub fn add_range_deletion(&mut self, start: &[u8], end: &[u8], seqno: SeqNo) -> Result<()> {
+        check_seqno(seqno)?;
         if self.options.comparator.compare(start, end) != std::cmp::Ordering::Less {
             return Err(Error::InvalidArgument(
                 "range deletion start must be below its end".into(),
@@ -359,7 +355,16 @@ impl TableWriter {
         if !self.range_deletions.is_empty() {
             let mut tombstones = std::mem::take(&mut self.range_deletions);
             tombstones.sort_by(|a, b| self.comparator.compare(&a.0, &b.0));
-            tombstones.dedup_by(|a, b| a.0 == b.0);
+            // Equal (start, seqno) keys cannot both be stored; their union is the widest end.
+            let user = self.options.comparator.clone();
+            tombstones.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same && user.compare(&later.1, &kept.1) == std::cmp::Ordering::Greater {
+                    std::mem::swap(&mut kept.1, &mut later.1);
+                }
+                same
+            });
+            self.props.num_range_deletions = tombstones.len() as u64;
             let mut block = BlockBuilder::new(1);
             for (key, end) in &tombstones {
                 block.add(key, end);
@@ -434,6 +439,18 @@ impl TableWriter {
             self.props.largest_key = end_key;
         }
     }
+}
+
+/// Refuses a seqno that does not fit the 56 bits of an internal key's trailer (it would be
+/// silently truncated by the encoding).
+fn check_seqno(seqno: SeqNo) -> Result<()> {
+    if seqno > crate::key::MAX_SEQNO {
+        return Err(Error::InvalidArgument(format!(
+            "seqno {seqno} exceeds 56 bits (max {})",
+            crate::key::MAX_SEQNO
+        )));
+    }
+    Ok(())
 }
 
 fn now_seconds() -> u64 {
