@@ -1,0 +1,166 @@
+//! The engine's error type.
+//!
+//! Every corruption names the file and the offset where the damage was found; a failed write
+//! or sync of the WAL makes the writer sticky-failed, and every later call says so with
+//! [`Error::Background`] (docs/format/wal.md, "Writer").
+
+use std::path::PathBuf;
+
+/// What can go wrong in the key-value engine.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bytes on disk do not match their format page in docs/format/.
+    #[error("corruption in {} at offset {offset}: {detail}", file.display())]
+    Corruption {
+        /// The damaged file (for a write batch decoded outside a file, a description of it).
+        file: PathBuf,
+        /// Offset of the damaged record (or byte) in that file.
+        offset: u64,
+        /// What check failed, and what to do about it where there is a choice.
+        detail: String,
+    },
+    /// The file system failed.
+    #[error(transparent)]
+    Io(#[from] shale_fs::Error),
+    /// A sorted table failed.
+    #[error(transparent)]
+    Sst(#[from] shale_sst::Error),
+    /// A caller passed something that cannot work (an oversized key, a full batch, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The input is valid but needs a feature this build does not have (e.g. a newer format).
+    #[error("not supported: {0}")]
+    NotSupported(String),
+    /// An earlier write or sync failed, so nothing more may be written until the database is
+    /// reopened (recovery then decides from the log what survived).
+    #[error("the database refuses writes after an earlier failure: {reason}; reopen it")]
+    Background {
+        /// The earlier failure, as it was reported.
+        reason: String,
+    },
+}
+
+impl Error {
+    /// Whether this is a [`Error::Corruption`] (of the engine's own files or of a table).
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            Error::Corruption { .. } | Error::Sst(shale_sst::Error::Corruption { .. })
+        )
+    }
+
+    /// A copy of this error for handing out again (a reader that failed repeats its error on
+    /// every later call). I/O errors keep their operation, path, kind and message.
+    #[must_use]
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                detail: detail.clone(),
+            },
+            Error::Io(e) => Error::Io(duplicate_fs_error(e)),
+            Error::Sst(e) => Error::Sst(e.duplicate()),
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::NotSupported(s) => Error::NotSupported(s.clone()),
+            Error::Background { reason } => Error::Background {
+                reason: reason.clone(),
+            },
+        }
+    }
+}
+
+fn duplicate_fs_error(e: &shale_fs::Error) -> shale_fs::Error {
+    use shale_fs::Error as FsError;
+    match e {
+        FsError::Io { op, path, source } => FsError::Io {
+            op: *op,
+            path: path.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        FsError::Locked { path } => FsError::Locked { path: path.clone() },
+        FsError::UnexpectedEof {
+            path,
+            offset,
+            len,
+            file_size,
+        } => FsError::UnexpectedEof {
+            path: path.clone(),
+            offset: *offset,
+            len: *len,
+            file_size: *file_size,
+        },
+        FsError::NotFound { op, path } => FsError::NotFound {
+            op: *op,
+            path: path.clone(),
+        },
+        FsError::Injected { op, path, fault } => FsError::Injected {
+            op: *op,
+            path: path.clone(),
+            fault: *fault,
+        },
+    }
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_fs::{FaultError, Op};
+
+    #[test]
+    fn corruption_names_file_and_offset() {
+        let e = Error::Corruption {
+            file: "/db/000007.wal".into(),
+            offset: 4096,
+            detail: "checksum mismatch".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "corruption in /db/000007.wal at offset 4096: checksum mismatch"
+        );
+        assert!(e.is_corruption());
+        assert_eq!(e.duplicate().to_string(), e.to_string());
+    }
+
+    #[test]
+    fn duplicate_keeps_io_kind_and_injected_fault() {
+        let no_space = Error::Io(shale_fs::Error::io(
+            Op::Append,
+            "/db/000001.wal",
+            std::io::Error::from(std::io::ErrorKind::StorageFull),
+        ));
+        match no_space.duplicate() {
+            Error::Io(e) => {
+                assert!(e.is_no_space());
+                assert_eq!(e.op(), Op::Append);
+            }
+            other => panic!("{other:?}"),
+        }
+        let injected = Error::Io(shale_fs::Error::Injected {
+            op: Op::SyncData,
+            path: "/db/000001.wal".into(),
+            fault: FaultError::FailedSync,
+        });
+        let copy = injected.duplicate();
+        assert_eq!(copy.to_string(), injected.to_string());
+        assert!(matches!(copy, Error::Io(e) if e.is_injected()));
+    }
+
+    #[test]
+    fn background_says_what_to_do() {
+        let e = Error::Background {
+            reason: "fdatasync of /db/000003.wal failed: EIO".into(),
+        };
+        let text = e.to_string();
+        assert!(text.contains("refuses writes"), "{text}");
+        assert!(text.ends_with("reopen it"), "{text}");
+        assert!(!e.is_corruption());
+    }
+}

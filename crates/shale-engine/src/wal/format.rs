@@ -1,0 +1,242 @@
+//! Constants and encodings of the write-ahead log (docs/format/wal.md).
+//!
+//! Invariants:
+//! 1. A physical record never straddles a `BLOCK_SIZE` boundary; when fewer than `HEADER_SIZE`
+//!    bytes remain in a block they are zero-filled padding and the next record starts at the
+//!    next block. So every block boundary inside the written data starts a record header.
+//! 2. The checksum covers every header byte after itself (length, type, log number) and the
+//!    payload, and is stored masked.
+//! 3. Record type values never change; 0 is never a valid record, so zero bytes never decode
+//!    as data.
+
+/// Size of a block: records are laid out so that none straddles a multiple of this offset.
+pub const BLOCK_SIZE: usize = 32 * 1024;
+
+/// Bytes of a physical record header: checksum u32, length u16, type u8, log number u32.
+pub const HEADER_SIZE: usize = 11;
+
+/// The largest payload one physical record can carry (a whole block minus its header).
+pub const MAX_FRAGMENT_SIZE: usize = BLOCK_SIZE - HEADER_SIZE;
+
+/// The magic at the start of the file header record's payload.
+pub const MAGIC: &[u8; 8] = b"SHALEWAL";
+
+/// The format version this build writes, and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Bytes of the file header record's payload in format version 1: magic, version, log number.
+pub const FILE_HEADER_PAYLOAD_SIZE: usize = 20;
+
+/// The type byte of a physical record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RecordType {
+    /// A whole logical record.
+    Full = 1,
+    /// The first fragment of a logical record.
+    First = 2,
+    /// A fragment that is neither first nor last.
+    Middle = 3,
+    /// The last fragment of a logical record.
+    Last = 4,
+    /// The file header; only ever the first record of a file.
+    FileHeader = 5,
+}
+
+impl RecordType {
+    /// Decodes a type byte; `None` for 0 (padding, never a record) and unknown values.
+    pub fn from_byte(byte: u8) -> Option<Self> {
+        match byte {
+            1 => Some(Self::Full),
+            2 => Some(Self::First),
+            3 => Some(Self::Middle),
+            4 => Some(Self::Last),
+            5 => Some(Self::FileHeader),
+            _ => None,
+        }
+    }
+
+    /// The name used in error messages, tools and the golden test.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::First => "FIRST",
+            Self::Middle => "MIDDLE",
+            Self::Last => "LAST",
+            Self::FileHeader => "FILE_HEADER",
+        }
+    }
+}
+
+/// The name of the log file with `log_number`: at least six digits, then `.wal`.
+pub fn log_file_name(log_number: u64) -> String {
+    format!("{log_number:06}.wal")
+}
+
+/// The log number of a file named by [`log_file_name`], or `None` for any other name.
+pub fn parse_log_file_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".wal")?;
+    if digits.len() < 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The low 32 bits of a log number, as every record header stores them.
+pub(crate) fn log_number_low(log_number: u64) -> u32 {
+    log_number as u32
+}
+
+/// Added after rotating, as `LevelDB` masks stored CRCs (the same mask as docs/format/sst.md).
+const CRC_MASK_DELTA: u32 = 0xa282_ead8;
+
+/// The stored checksum of a record whose header bytes after the checksum are `header_rest`
+/// (length, type, log number) and whose payload is `payload`.
+pub(crate) fn record_checksum(header_rest: &[u8], payload: &[u8]) -> u32 {
+    let crc = crc32c::crc32c_append(crc32c::crc32c(header_rest), payload);
+    crc.rotate_right(15).wrapping_add(CRC_MASK_DELTA)
+}
+
+/// Appends a physical record (header and payload) to `out`. `payload` must fit one block.
+pub(crate) fn put_record(out: &mut Vec<u8>, kind: RecordType, log_low: u32, payload: &[u8]) {
+    debug_assert!(payload.len() <= MAX_FRAGMENT_SIZE);
+    let mut rest = [0u8; HEADER_SIZE - 4];
+    rest[0..2].copy_from_slice(&(payload.len() as u16).to_le_bytes());
+    rest[2] = kind as u8;
+    rest[3..7].copy_from_slice(&log_low.to_le_bytes());
+    out.extend_from_slice(&record_checksum(&rest, payload).to_le_bytes());
+    out.extend_from_slice(&rest);
+    out.extend_from_slice(payload);
+}
+
+/// The decoded fields of a record header (not yet checked against anything).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub checksum: u32,
+    pub length: usize,
+    pub type_byte: u8,
+    pub log_low: u32,
+}
+
+impl Header {
+    /// Decodes the header at the start of `bytes`, which must hold at least `HEADER_SIZE`.
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Header> {
+        let h: &[u8; HEADER_SIZE] = bytes.get(..HEADER_SIZE)?.try_into().ok()?;
+        Some(Header {
+            checksum: u32::from_le_bytes([h[0], h[1], h[2], h[3]]),
+            length: u16::from_le_bytes([h[4], h[5]]) as usize,
+            type_byte: h[6],
+            log_low: u32::from_le_bytes([h[7], h[8], h[9], h[10]]),
+        })
+    }
+}
+
+/// The payload of the file header record.
+pub(crate) fn file_header_payload(log_number: u64) -> [u8; FILE_HEADER_PAYLOAD_SIZE] {
+    let mut out = [0u8; FILE_HEADER_PAYLOAD_SIZE];
+    out[0..8].copy_from_slice(MAGIC);
+    out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out[12..20].copy_from_slice(&log_number.to_le_bytes());
+    out
+}
+
+/// A file header payload, decoded far enough to judge it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileHeaderPayload {
+    /// Not a Shale WAL (wrong magic, or too short to hold magic and version).
+    NotAWal,
+    /// A WAL of another format version; `log_number` when the payload has one where
+    /// version 1 puts it.
+    Version {
+        version: u32,
+        log_number: Option<u64>,
+        len: usize,
+    },
+}
+
+pub(crate) fn decode_file_header(payload: &[u8]) -> FileHeaderPayload {
+    let (Some(magic), Some(version)) = (payload.get(0..8), payload.get(8..12)) else {
+        return FileHeaderPayload::NotAWal;
+    };
+    if magic != MAGIC {
+        return FileHeaderPayload::NotAWal;
+    }
+    let version = u32::from_le_bytes([version[0], version[1], version[2], version[3]]);
+    let log_number = payload
+        .get(12..20)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes);
+    FileHeaderPayload::Version {
+        version,
+        log_number,
+        len: payload.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_round_trip() {
+        assert_eq!(log_file_name(7), "000007.wal");
+        assert_eq!(log_file_name(12_345_678), "12345678.wal");
+        assert_eq!(parse_log_file_name("000007.wal"), Some(7));
+        assert_eq!(parse_log_file_name("12345678.wal"), Some(12_345_678));
+        for bad in [
+            "7.wal",
+            "000007.sst",
+            "00000x.wal",
+            "000007.wal.tmp",
+            "+00007.wal",
+        ] {
+            assert_eq!(parse_log_file_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    #[allow(clippy::manual_rotate)] // Spelled exactly as the spec writes it.
+    fn checksum_is_masked_crc32c_of_header_rest_and_payload() {
+        let rest = [3u8, 0, 1, 7, 0, 0, 0];
+        let crc = crc32c::crc32c(&[3, 0, 1, 7, 0, 0, 0, b'a', b'b', b'c']);
+        assert_eq!(
+            record_checksum(&rest, b"abc"),
+            ((crc >> 15) | (crc << 17)).wrapping_add(0xa282_ead8)
+        );
+    }
+
+    #[test]
+    fn record_encoding_matches_header_decoding() {
+        let mut out = Vec::new();
+        put_record(&mut out, RecordType::Middle, 0xdead_beef, b"payload");
+        assert_eq!(out.len(), HEADER_SIZE + 7);
+        let h = Header::decode(&out).unwrap();
+        assert_eq!(h.length, 7);
+        assert_eq!(RecordType::from_byte(h.type_byte), Some(RecordType::Middle));
+        assert_eq!(h.log_low, 0xdead_beef);
+        assert_eq!(
+            h.checksum,
+            record_checksum(&out[4..HEADER_SIZE], b"payload")
+        );
+        assert_eq!(RecordType::from_byte(0), None);
+        assert_eq!(RecordType::from_byte(6), None);
+    }
+
+    #[test]
+    fn file_header_decoding() {
+        let payload = file_header_payload(0x0102_0304_0506_0708);
+        assert_eq!(
+            decode_file_header(&payload),
+            FileHeaderPayload::Version {
+                version: FORMAT_VERSION,
+                log_number: Some(0x0102_0304_0506_0708),
+                len: FILE_HEADER_PAYLOAD_SIZE,
+            }
+        );
+        assert_eq!(decode_file_header(b"SHALEWA"), FileHeaderPayload::NotAWal);
+        assert_eq!(
+            decode_file_header(b"SHALESST\x01\0\0\0"),
+            FileHeaderPayload::NotAWal
+        );
+    }
+}

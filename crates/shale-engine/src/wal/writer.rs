@@ -1,0 +1,154 @@
+//! [`LogWriter`]: appends logical records to one WAL file (docs/format/wal.md, "Writer").
+//!
+//! Invariants:
+//! 1. `block_offset == file_size % BLOCK_SIZE` while the writer is healthy.
+//! 2. One `add_record` is one `append` call on the file: the fragments (and any block padding
+//!    before them) are assembled in `buf` first, so a commit group reaches the file whole or,
+//!    after a failure, as a torn tail the reader drops.
+//! 3. After the first failed append, flush or sync the writer is poisoned: it never touches the
+//!    file again, and every later call fails with [`Error::Background`] naming the first
+//!    failure. A failed sync is never retried (shale-fs durability contract, rule 3).
+
+use shale_fs::WritableFile;
+
+use super::format::{
+    file_header_payload, log_number_low, put_record, RecordType, BLOCK_SIZE, HEADER_SIZE,
+};
+use crate::error::{Error, Result};
+
+/// A scratch buffer larger than this is released after the record that needed it.
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
+
+/// Writes one WAL file front to back.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: Box<dyn WritableFile>,
+    log_number: u64,
+    log_low: u32,
+    /// Offset inside the current block where the next record starts.
+    block_offset: usize,
+    file_size: u64,
+    buf: Vec<u8>,
+    /// The first failure, as text (invariant 3).
+    poisoned: Option<String>,
+}
+
+impl LogWriter {
+    /// Starts log `log_number` in `file`, which must be empty, by appending the file header
+    /// record. Nothing is synced yet.
+    pub fn new(file: Box<dyn WritableFile>, log_number: u64) -> Result<LogWriter> {
+        if !file.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "log {log_number} must be written into an empty file, not one of {} bytes",
+                file.len()
+            )));
+        }
+        let mut writer = LogWriter {
+            file,
+            log_number,
+            log_low: log_number_low(log_number),
+            block_offset: 0,
+            file_size: 0,
+            buf: Vec::new(),
+            poisoned: None,
+        };
+        writer.write_record(RecordType::FileHeader, &file_header_payload(log_number))?;
+        Ok(writer)
+    }
+
+    /// Appends `payload` as one logical record (one `append` call on the file) and returns
+    /// the file offset just past it. Durable only after [`Self::sync`].
+    pub fn add_record(&mut self, payload: &[u8]) -> Result<u64> {
+        self.check_healthy()?;
+        self.write_record(RecordType::Full, payload)?;
+        Ok(self.file_size)
+    }
+
+    /// Hands appended bytes to the OS (they survive a process crash, not a power cut).
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_healthy()?;
+        let result = self.file.flush();
+        self.poison_on_error(result)
+    }
+
+    /// Makes every record added so far durable (fdatasync). After a failure the writer is
+    /// poisoned and never syncs again.
+    pub fn sync(&mut self) -> Result<()> {
+        self.check_healthy()?;
+        let result = self.file.sync_data();
+        self.poison_on_error(result)
+    }
+
+    /// Bytes written to the file so far (header, padding and records).
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The log number this file was started with.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// The first failure, if the writer is poisoned.
+    pub fn poisoned_reason(&self) -> Option<&str> {
+        self.poisoned.as_deref()
+    }
+
+    fn check_healthy(&self) -> Result<()> {
+        match &self.poisoned {
+            None => Ok(()),
+            Some(reason) => Err(Error::Background {
+                reason: format!("log {} failed earlier: {reason}", self.log_number),
+            }),
+        }
+    }
+
+    fn poison_on_error(&mut self, result: shale_fs::Result<()>) -> Result<()> {
+        result.map_err(|e| {
+            self.poisoned = Some(e.to_string());
+            Error::Io(e)
+        })
+    }
+
+    /// Fragments `payload` (as `whole`, or FIRST/MIDDLE/LAST when it does not fit the rest
+    /// of the block) into `buf` and appends it in one call.
+    fn write_record(&mut self, whole: RecordType, payload: &[u8]) -> Result<()> {
+        debug_assert_eq!(self.block_offset as u64, self.file_size % BLOCK_SIZE as u64);
+        self.buf.clear();
+        let mut block_offset = self.block_offset;
+        let mut rest = payload;
+        let mut first = true;
+        loop {
+            let leftover = BLOCK_SIZE - block_offset;
+            if leftover < HEADER_SIZE {
+                self.buf.resize(self.buf.len() + leftover, 0);
+                block_offset = 0;
+            }
+            let room = BLOCK_SIZE - block_offset - HEADER_SIZE;
+            let (fragment, after) = rest.split_at(rest.len().min(room));
+            let last = after.is_empty();
+            let kind = match (first, last) {
+                (true, true) => whole,
+                (true, false) => RecordType::First,
+                (false, false) => RecordType::Middle,
+                (false, true) => RecordType::Last,
+            };
+            put_record(&mut self.buf, kind, self.log_low, fragment);
+            block_offset += HEADER_SIZE + fragment.len();
+            rest = after;
+            first = false;
+            if last {
+                break;
+            }
+        }
+        let result = self.file.append(&self.buf);
+        if result.is_ok() {
+            self.file_size += self.buf.len() as u64;
+            self.block_offset = block_offset % BLOCK_SIZE;
+        }
+        if self.buf.capacity() > KEEP_BUFFER_BYTES {
+            self.buf = Vec::new();
+        }
+        self.poison_on_error(result)
+    }
+}

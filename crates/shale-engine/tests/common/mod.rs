@@ -1,0 +1,160 @@
+//! Helpers shared by the WAL tests: writing logs on a `MemFs` and reading them back.
+
+#![allow(dead_code)] // Each test binary uses a different subset.
+
+use std::path::{Path, PathBuf};
+
+use shale_engine::wal::format::{log_file_name, BLOCK_SIZE, HEADER_SIZE};
+use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
+use shale_engine::{Error, Result};
+use shale_fs::{FileSystem, MemFs};
+
+pub const ALL_MODES: [RecoveryMode; 4] = [
+    RecoveryMode::TolerateCorruptedTailRecords,
+    RecoveryMode::AbsoluteConsistency,
+    RecoveryMode::PointInTime,
+    RecoveryMode::SkipAnyCorruptedRecords,
+];
+
+/// The size of the file header record.
+pub const FILE_HEADER_RECORD: u64 = HEADER_SIZE as u64 + 20;
+
+/// A distinct payload for record `index` of `len` bytes.
+pub fn payload(index: usize, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(31) ^ index.wrapping_mul(131) ^ (i >> 8)) as u8)
+        .collect()
+}
+
+pub fn log_path(dir: &str, log_number: u64) -> PathBuf {
+    Path::new(dir).join(log_file_name(log_number))
+}
+
+/// A log that was written, with where each record starts and ends.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub path: PathBuf,
+    pub log_number: u64,
+    pub records: Vec<Vec<u8>>,
+    pub starts: Vec<u64>,
+    pub ends: Vec<u64>,
+}
+
+impl Written {
+    /// The records (with starts) whose last byte is below `len`.
+    pub fn complete_within(&self, len: u64) -> Records {
+        self.records
+            .iter()
+            .zip(&self.starts)
+            .zip(&self.ends)
+            .filter(|(_, &end)| end <= len)
+            .map(|((r, &s), _)| (r.clone(), s))
+            .collect()
+    }
+
+    /// Where the first record that is not complete within `len` starts (`None`: all are).
+    pub fn first_incomplete_start(&self, len: u64) -> Option<u64> {
+        self.starts
+            .iter()
+            .zip(&self.ends)
+            .find(|(_, &end)| end > len)
+            .map(|(&s, _)| s)
+    }
+
+    pub fn all(&self) -> Records {
+        self.complete_within(u64::MAX)
+    }
+}
+
+/// Where the writer starts a record after one ending at `end`: the next block when fewer
+/// than a header's bytes are left in this one.
+pub fn next_start(end: u64) -> u64 {
+    let block = BLOCK_SIZE as u64;
+    if block - end % block < HEADER_SIZE as u64 {
+        (end / block + 1) * block
+    } else {
+        end
+    }
+}
+
+/// Writes `records` as log `log_number` at `path`, syncing after the first `synced` records
+/// (all of them when `synced >= records.len()`).
+pub fn write_log_synced(
+    fs: &MemFs,
+    path: &Path,
+    log_number: u64,
+    records: &[Vec<u8>],
+    synced: usize,
+) -> Written {
+    if let Some(dir) = path.parent() {
+        fs.create_dir_all(dir).unwrap();
+    }
+    let mut writer = LogWriter::new(fs.create(path).unwrap(), log_number).unwrap();
+    assert_eq!(writer.file_size(), FILE_HEADER_RECORD);
+    let mut starts = Vec::new();
+    let mut ends = Vec::new();
+    for (i, record) in records.iter().enumerate() {
+        starts.push(next_start(writer.file_size()));
+        let end = writer.add_record(record).unwrap();
+        assert_eq!(end, writer.file_size());
+        ends.push(end);
+        if i + 1 == synced {
+            writer.sync().unwrap();
+        }
+    }
+    if synced >= records.len() {
+        writer.sync().unwrap();
+    }
+    if let Some(dir) = path.parent() {
+        fs.sync_dir(dir).unwrap();
+    }
+    Written {
+        path: path.to_path_buf(),
+        log_number,
+        records: records.to_vec(),
+        starts,
+        ends,
+    }
+}
+
+pub fn write_log(fs: &MemFs, path: &Path, log_number: u64, records: &[Vec<u8>]) -> Written {
+    write_log_synced(fs, path, log_number, records, usize::MAX)
+}
+
+/// Records as the reader returns them: payload and start offset.
+pub type Records = Vec<(Vec<u8>, u64)>;
+
+/// Reads every record of a log; the reader is returned for its report.
+pub fn read_log(
+    fs: &MemFs,
+    path: &Path,
+    log_number: u64,
+    mode: RecoveryMode,
+) -> Result<(Records, LogReader)> {
+    let mut reader = LogReader::new(fs.open_read(path).unwrap(), log_number, mode)?;
+    let mut records = Vec::new();
+    while let Some(record) = reader.read_record()? {
+        records.push(record);
+    }
+    // Ended readers stay ended.
+    assert!(reader.read_record()?.is_none());
+    assert!(reader.end().is_some());
+    Ok((records, reader))
+}
+
+/// A file holding exactly `bytes` at `path` (durable), replacing any earlier one.
+pub fn plant(fs: &MemFs, path: &Path, bytes: &[u8]) {
+    fs.write_file_for_test(path, bytes).unwrap();
+}
+
+/// The offset and detail of a corruption error; panics on anything else.
+pub fn corruption_at(result: Result<impl std::fmt::Debug>) -> (PathBuf, u64, String) {
+    match result {
+        Err(Error::Corruption {
+            file,
+            offset,
+            detail,
+        }) => (file, offset, detail),
+        other => panic!("expected a corruption error, got {other:?}"),
+    }
+}

@@ -1,0 +1,216 @@
+//! Golden test: writes a small write batch and a small log, decodes the log with this file's
+//! own reading of docs/format/wal.md (not the crate's reader), and compares the printout with
+//! `tests/testdata/golden_wal.txt`; and checks that the format pages name every constant the
+//! code writes. Regenerate the fixture with `SHALE_REGENERATE_GOLDEN=1` after a deliberate
+//! format change, and update docs/format/ in the same commit.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use common::{log_path, payload, write_log};
+use shale_engine::wal::format::{
+    RecordType, BLOCK_SIZE, FILE_HEADER_PAYLOAD_SIZE, FORMAT_VERSION, HEADER_SIZE, MAGIC,
+    MAX_FRAGMENT_SIZE,
+};
+use shale_engine::WriteBatch;
+use shale_fs::MemFs;
+use shale_sst::printable;
+
+fn hex_dump(out: &mut String, bytes: &[u8]) {
+    for (i, chunk) in bytes.chunks(16).enumerate() {
+        let hex: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(out, "{:06x}  {}", i * 16, hex.join(" ")).unwrap();
+    }
+}
+
+fn golden_batch() -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    batch.put(0, b"apple", b"red").unwrap();
+    batch.delete(1, b"pear").unwrap();
+    batch.delete_range(300, b"a", b"c").unwrap();
+    batch.set_first_seqno(100);
+    batch
+}
+
+/// Decodes the physical records of a log as the spec describes them.
+fn describe_log(out: &mut String, bytes: &[u8]) {
+    writeln!(
+        out,
+        "{:>7}  {:>5}  {:<11}  {:>6}  {:>4}  {:<10}  note",
+        "offset", "block", "type", "length", "log", "checksum"
+    )
+    .unwrap();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let left_in_block = BLOCK_SIZE - pos % BLOCK_SIZE;
+        if left_in_block < HEADER_SIZE {
+            let end = (pos + left_in_block).min(bytes.len());
+            assert!(bytes[pos..end].iter().all(|&b| b == 0), "padding at {pos}");
+            writeln!(
+                out,
+                "{pos:>7}  {:>5}  padding, {} zero bytes",
+                pos / BLOCK_SIZE,
+                end - pos
+            )
+            .unwrap();
+            pos = end;
+            continue;
+        }
+        let h = &bytes[pos..pos + HEADER_SIZE];
+        let checksum = u32::from_le_bytes(h[0..4].try_into().unwrap());
+        let length = u16::from_le_bytes(h[4..6].try_into().unwrap()) as usize;
+        let log = u32::from_le_bytes(h[7..11].try_into().unwrap());
+        let body = &bytes[pos + HEADER_SIZE..pos + HEADER_SIZE + length];
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&h[4..]), body);
+        assert_eq!(
+            checksum,
+            crc.rotate_right(15).wrapping_add(0xa282_ead8),
+            "checksum at {pos}"
+        );
+        let name = match h[6] {
+            1 => "FULL",
+            2 => "FIRST",
+            3 => "MIDDLE",
+            4 => "LAST",
+            5 => "FILE_HEADER",
+            t => panic!("type {t} at {pos}"),
+        };
+        let note = if h[6] == 5 {
+            format!(
+                "magic={} version={} log={}",
+                String::from_utf8_lossy(&body[0..8]),
+                u32::from_le_bytes(body[8..12].try_into().unwrap()),
+                u64::from_le_bytes(body[12..20].try_into().unwrap())
+            )
+        } else if length <= 24 {
+            printable(body)
+        } else {
+            String::new()
+        };
+        let line = format!(
+            "{pos:>7}  {:>5}  {name:<11}  {length:>6}  {log:>4}  {checksum:#010x}  {note}",
+            pos / BLOCK_SIZE
+        );
+        writeln!(out, "{}", line.trim_end()).unwrap();
+        pos += HEADER_SIZE + length;
+    }
+    writeln!(out, "{pos:>7}  end of file").unwrap();
+}
+
+fn golden_printout() -> String {
+    let mut out = String::new();
+    writeln!(
+        out,
+        "# docs/format/write_batch.md and docs/format/wal.md, written by \
+         crates/shale-engine/tests/golden.rs"
+    )
+    .unwrap();
+
+    let batch = golden_batch();
+    writeln!(
+        out,
+        "\n## write batch: first seqno {}, {} entries, {} bytes",
+        batch.first_seqno(),
+        batch.count(),
+        batch.data().len()
+    )
+    .unwrap();
+    hex_dump(&mut out, batch.data());
+    for e in batch.iter() {
+        writeln!(
+            out,
+            "seqno {}  {:<8}  keyspace {:<3}  {}  {}",
+            e.seqno,
+            e.kind.name(),
+            e.keyspace,
+            printable(e.key),
+            printable(e.value)
+        )
+        .unwrap();
+    }
+
+    // The batch, an empty record, one that leaves 5 bytes of padding at the end of block 0,
+    // a small one at the start of block 1, and one of 70000 bytes (FIRST, MIDDLE, LAST).
+    let fs = MemFs::new();
+    let path = log_path("/db", 7);
+    let used = 31 + (HEADER_SIZE + batch.data().len()) + HEADER_SIZE;
+    let filler = BLOCK_SIZE - used - HEADER_SIZE - 5;
+    let records = vec![
+        batch.data().to_vec(),
+        Vec::new(),
+        payload(2, filler),
+        b"tail".to_vec(),
+        payload(4, 70_000),
+    ];
+    write_log(&fs, &path, 7, &records);
+    let bytes = fs.file_contents(&path).unwrap();
+    writeln!(out, "\n## log 000007.wal: {} bytes", bytes.len()).unwrap();
+    describe_log(&mut out, &bytes);
+    writeln!(
+        out,
+        "\n## its first {} bytes",
+        31 + HEADER_SIZE + batch.data().len()
+    )
+    .unwrap();
+    hex_dump(&mut out, &bytes[..31 + HEADER_SIZE + batch.data().len()]);
+    out
+}
+
+#[test]
+fn layout_matches_fixture() {
+    let printout = golden_printout();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/golden_wal.txt");
+    if std::env::var_os("SHALE_REGENERATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(fixture.parent().unwrap()).unwrap();
+        std::fs::write(&fixture, &printout).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&fixture).unwrap();
+    assert_eq!(
+        printout, expected,
+        "WAL or write batch layout changed; if deliberate, update docs/format/ and regenerate \
+         with SHALE_REGENERATE_GOLDEN=1 cargo test -p shale-engine --test golden"
+    );
+}
+
+#[test]
+fn specs_name_every_constant() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/format");
+    let wal = std::fs::read_to_string(docs.join("wal.md")).unwrap();
+    let must_appear = [
+        String::from_utf8(MAGIC.to_vec()).unwrap(),
+        format!("format version {FORMAT_VERSION}"),
+        format!("{BLOCK_SIZE}-byte blocks"),
+        format!("fewer than {HEADER_SIZE} bytes"),
+        format!("at most {MAX_FRAGMENT_SIZE}"),
+        format!("a {FILE_HEADER_PAYLOAD_SIZE}-byte payload"),
+        "0xa282ead8".to_owned(),
+    ];
+    for needle in &must_appear {
+        assert!(
+            wal.contains(needle.as_str()),
+            "wal.md does not mention {needle:?}"
+        );
+    }
+    for kind in [
+        RecordType::Full,
+        RecordType::First,
+        RecordType::Middle,
+        RecordType::Last,
+        RecordType::FileHeader,
+    ] {
+        let row = format!("| {} | {} |", kind as u8, kind.name());
+        assert!(wal.contains(&row), "wal.md lacks the row {row:?}");
+    }
+    let batch = std::fs::read_to_string(docs.join("write_batch.md")).unwrap();
+    for row in [
+        "| 0 | deletion |",
+        "| 1 | value |",
+        "| 2 | range deletion |",
+        "| 3..=127 |",
+    ] {
+        assert!(batch.contains(row), "write_batch.md lacks the row {row:?}");
+    }
+}
