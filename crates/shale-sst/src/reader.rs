@@ -158,7 +158,13 @@ impl Table {
         let mut footer_bytes = [0u8; FOOTER_SIZE];
         file.read_exact_at(footer_offset, &mut footer_bytes)?;
         let footer = Footer::decode(&footer_bytes).map_err(|e| e.at(&path, footer_offset))?;
-        if footer.format_version > FORMAT_VERSION || footer.format_version == 0 {
+        if footer.format_version == 0 {
+            return Err(corrupt(
+                footer_offset,
+                "footer has format version 0, which was never written".into(),
+            ));
+        }
+        if footer.format_version > FORMAT_VERSION {
             return Err(Error::NotSupported(format!(
                 "{} has table format version {}, this build reads 1..={FORMAT_VERSION} \
                  (written by a newer Shale?)",

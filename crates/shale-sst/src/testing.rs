@@ -13,6 +13,7 @@ use crate::comparator::{BytewiseComparator, Comparator};
 use crate::compression::Decompressor;
 use crate::filter::BloomFilter;
 use crate::format::{BlockHandle, Footer};
+use crate::index::Index;
 use crate::key::InternalKeyComparator;
 use crate::properties::TableProperties;
 use crate::reader::{ReadOptions, Table, TableOpenOptions};
@@ -51,20 +52,32 @@ pub fn fuzz_block(data: &[u8]) {
     }
 }
 
-/// Decodes an index block: a block whose values are block handles.
+/// Decodes an index block: a block whose values are block handles, walked as a block and
+/// decoded into the in-memory [`Index`] a table keeps, which is then searched.
 pub fn fuzz_index(data: &[u8]) {
     let Ok(block) = Block::decode(data.to_vec()) else {
         return;
     };
-    let mut iter = Arc::new(block).iter(Arc::new(InternalKeyComparator::new(Arc::new(
-        BytewiseComparator,
-    ))));
+    let comparator = Arc::new(InternalKeyComparator::new(Arc::new(BytewiseComparator)));
+    let mut iter = Arc::new(block).iter(comparator.clone());
     iter.seek_to_first();
     let mut steps = 0;
     while iter.valid() && steps < 100_000 {
         let _ = BlockHandle::decode_exact(iter.value());
         iter.next();
         steps += 1;
+    }
+    let Ok(Ok(index)) = Block::decode(data.to_vec()).map(|b| Index::decode(b, comparator)) else {
+        return;
+    };
+    let mut targets: Vec<Vec<u8>> = vec![Vec::new(), b"m".to_vec(), vec![0xff; 17]];
+    for i in 0..index.len().min(64) {
+        targets.push(index.key(i).to_vec());
+        let _ = index.handle(i);
+    }
+    for target in &targets {
+        let position = index.seek(target);
+        assert!(position <= index.len(), "index seek past the end");
     }
 }
 

@@ -1,0 +1,10 @@
+//! Decodes bytes as a data block and walks it forwards, backwards and by seeks.
+//! A panic, hang or sanitizer report is a bug in shale-sst.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    shale_sst::testing::fuzz_block(data);
+});
