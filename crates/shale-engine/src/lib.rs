@@ -6,7 +6,9 @@
 
 mod batch;
 mod error;
+mod iterator;
 pub mod wal;
 
 pub use batch::{BatchEntry, WriteBatch};
 pub use error::{Error, Result};
+pub use iterator::{InternalIterator, VecIterator};
