@@ -191,60 +191,66 @@ impl Table {
             file_id: 0,
             verify_checksums: true,
         };
-        // Meta blocks are always verified on open, whatever the caller's choice for data blocks.
-        let metaindex = table.read_block_contents(footer.metaindex, true)?;
-        table.meta_handles = table.decode_metaindex(metaindex, footer.metaindex.offset)?;
-        if let Some(handle) = table.meta_handle(META_COMPRESSION_DICT) {
-            let dictionary = table.read_block_contents(handle, true)?;
-            table.decompressor =
-                Decompressor::new(Some(&dictionary)).map_err(|e| e.at(&path, handle.offset))?;
-            table.has_dictionary = true;
-        }
-        let props_handle = table.meta_handle(META_PROPERTIES).ok_or_else(|| {
-            corrupt(
-                footer.metaindex.offset,
-                "metaindex has no shale.properties".into(),
-            )
-        })?;
-        let props = table.read_block_contents(props_handle, true)?;
-        table.properties =
-            TableProperties::decode(props).map_err(|e| e.at(&path, props_handle.offset))?;
-        if table.properties.comparator != options.comparator.name() {
-            return Err(Error::InvalidArgument(format!(
-                "{} was sorted by comparator {:?} but is being opened with {:?}",
-                path.display(),
-                table.properties.comparator,
-                options.comparator.name()
-            )));
-        }
-        let index = table.read_block_contents(footer.index, true)?;
-        let index = Block::decode(index).map_err(|e| e.at(&path, footer.index.offset))?;
-        table.index = Index::decode(index, table.comparator.clone())
-            .map_err(|e| e.at(&path, footer.index.offset))?;
-        if let Some(handle) = table.meta_handle(META_FILTER) {
-            let contents = table.read_block_contents(handle, true)?;
-            table.filter = BloomFilter::decode(contents).map_err(|e| e.at(&path, handle.offset))?;
-        }
-        if let (Some(handle), Some(extractor)) = (
-            table.meta_handle(META_PREFIX_FILTER),
-            options.prefix_extractor.as_ref(),
-        ) {
-            if table.properties.prefix_extractor.as_deref() == Some(extractor.name()) {
-                let contents = table.read_block_contents(handle, true)?;
-                table.prefix_filter =
-                    BloomFilter::decode(contents).map_err(|e| e.at(&path, handle.offset))?;
-                table.prefix_extractor = Some(extractor.clone());
-            }
-        }
-        if let Some(handle) = table.meta_handle(META_RANGE_DEL) {
-            let contents = table.read_block_contents(handle, true)?;
-            table.range_tombstones = table
-                .decode_range_tombstones(contents)
-                .map_err(|e| e.at(&path, handle.offset))?;
-        }
+        table.load_meta_blocks(options)?;
         table.file_id = table.cache.as_ref().map_or(0, |c| c.new_file_id());
         table.verify_checksums = options.verify_checksums;
         Ok(Arc::new(table))
+    }
+
+    /// Reads the metaindex and every meta block, and the index. They are always verified,
+    /// whatever the caller chose for data blocks.
+    fn load_meta_blocks(&mut self, options: &TableOpenOptions) -> Result<()> {
+        let footer = self.footer;
+        let metaindex = self.read_block_contents(footer.metaindex, true)?;
+        self.meta_handles = self.decode_metaindex(metaindex, footer.metaindex.offset)?;
+        if let Some(handle) = self.meta_handle(META_COMPRESSION_DICT) {
+            let dictionary = self.read_block_contents(handle, true)?;
+            self.decompressor = Decompressor::new(Some(&dictionary))
+                .map_err(|e| e.at(&self.path, handle.offset))?;
+            self.has_dictionary = true;
+        }
+        let props_handle = self.meta_handle(META_PROPERTIES).ok_or_else(|| {
+            DecodeError::new("metaindex has no shale.properties")
+                .at(&self.path, footer.metaindex.offset)
+        })?;
+        let props = self.read_block_contents(props_handle, true)?;
+        self.properties =
+            TableProperties::decode(props).map_err(|e| e.at(&self.path, props_handle.offset))?;
+        if self.properties.comparator != options.comparator.name() {
+            return Err(Error::InvalidArgument(format!(
+                "{} was sorted by comparator {:?} but is being opened with {:?}",
+                self.path.display(),
+                self.properties.comparator,
+                options.comparator.name()
+            )));
+        }
+        let index = self.read_block_contents(footer.index, true)?;
+        let index = Block::decode(index).map_err(|e| e.at(&self.path, footer.index.offset))?;
+        self.index = Index::decode(index, self.comparator.clone())
+            .map_err(|e| e.at(&self.path, footer.index.offset))?;
+        if let Some(handle) = self.meta_handle(META_FILTER) {
+            let contents = self.read_block_contents(handle, true)?;
+            self.filter =
+                BloomFilter::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?;
+        }
+        if let (Some(handle), Some(extractor)) = (
+            self.meta_handle(META_PREFIX_FILTER),
+            options.prefix_extractor.as_ref(),
+        ) {
+            if self.properties.prefix_extractor.as_deref() == Some(extractor.name()) {
+                let contents = self.read_block_contents(handle, true)?;
+                self.prefix_filter =
+                    BloomFilter::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?;
+                self.prefix_extractor = Some(extractor.clone());
+            }
+        }
+        if let Some(handle) = self.meta_handle(META_RANGE_DEL) {
+            let contents = self.read_block_contents(handle, true)?;
+            self.range_tombstones = self
+                .decode_range_tombstones(contents)
+                .map_err(|e| e.at(&self.path, handle.offset))?;
+        }
+        Ok(())
     }
 
     fn decode_metaindex(
