@@ -5,10 +5,49 @@
 //! `docs/format/write_batch.md`) that WAL records carry.
 
 mod batch;
+mod db_iter;
 mod error;
 mod iterator;
+mod level_iter;
+mod memtable;
+mod merging_iter;
+mod options_file;
+mod range_del;
+mod version;
 pub mod wal;
 
 pub use batch::{BatchEntry, WriteBatch};
+pub use db_iter::{DbIter, DbIterOptions};
 pub use error::{Error, Result};
 pub use iterator::{InternalIterator, VecIterator};
+pub use level_iter::{LevelFile, LevelIter, TableOpener};
+pub use memtable::{MemTable, MemTableIter};
+pub use merging_iter::MergingIter;
+pub use options_file::{
+    options_file_name, parse_options_file_name, OptionsFile, OPTIONS_FORMAT_VERSION,
+};
+pub use range_del::RangeDelSet;
+pub use version::{
+    manifest_file_name, parse_manifest_file_name, DeletedFile, FileMetaData, NewFile, Version,
+    VersionEdit, VersionSet, CURRENT_FILE_NAME, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME,
+    DEFAULT_MAX_MANIFEST_SIZE, DEFAULT_NUM_LEVELS, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC,
+    MAX_KEYSPACE_NAME_LEN, MAX_NUM_LEVELS, SAFE_TO_IGNORE,
+};
+
+mod background;
+mod compaction;
+mod db;
+mod flush;
+mod keyspace;
+mod options;
+mod read;
+mod recovery;
+mod snapshot;
+mod table_cache;
+mod write;
+mod write_queue;
+pub use db::{Db, DEFAULT_KEYSPACE};
+pub use keyspace::Keyspace;
+pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
+pub use read::{DbIterator, ReadOptions};
+pub use snapshot::Snapshot;

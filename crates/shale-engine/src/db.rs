@@ -1,0 +1,415 @@
+//! [`Db`]: the embeddable key-value engine, and the state its parts share.
+//!
+//! Flows (ARCHITECTURE.md, "The engine's flows"):
+//! - write: [`Db::write`] -> group commit ([`crate::write_queue`]) -> WAL record -> memtable
+//!   inserts -> sequence numbers published;
+//! - flush: a full memtable is frozen by the write leader, a background thread writes it as an
+//!   L0 table and records it in the MANIFEST (`crate::flush`);
+//! - compaction: L0 -> L1 merges keep the tree bounded (`crate::compaction`);
+//! - read: memtable, frozen memtables, L0 newest first, then one table per level
+//!   (`crate::read`);
+//! - open: MANIFEST, then WAL replay (`crate::recovery`).
+//!
+//! Locks, always taken in this order: `state`, then `wal`. The write queue's own lock is never
+//! held while taking either. Invariants:
+//! 1. `visible_seqno <= last_allocated_seqno`; a reader never sees an entry above
+//!    `visible_seqno` (writes become visible in commit order, see `write_queue`).
+//! 2. A memtable is frozen only by the write leader, between groups, so no insert into it is
+//!    in flight once it is frozen.
+//! 3. Every WAL file with a number below every keyspace's log number holds only flushed data
+//!    and may be deleted; a table file is deleted only when no live Version references it and
+//!    it is not being written (`pending_outputs`).
+//! 4. After a failed WAL/MANIFEST write or sync, or a panic in a background job,
+//!    `background_error` is set and every later write fails with it, until reopen.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use shale_fs::{FileLock, FileSystem};
+use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::keyspace::{Keyspace, KeyspaceState, SuperVersion};
+use crate::memtable::MemTable;
+use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
+use crate::read::{DbIterator, ReadOptions};
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::table_cache::TableCache;
+use crate::version::VersionSet;
+use crate::wal::LogWriter;
+use crate::write_queue::WriteQueue;
+
+/// Id of the keyspace every database has.
+pub const DEFAULT_KEYSPACE_ID: u32 = 0;
+/// Name of the keyspace every database has.
+pub const DEFAULT_KEYSPACE: &str = "default";
+
+/// An open database. Cheap to share by reference across threads (`Db: Sync`); dropping it
+/// closes the database (see [`Db::close`] to observe errors).
+#[derive(Debug)]
+pub struct Db {
+    pub(crate) inner: Arc<DbInner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// What the write leader hands to the inserters of a group.
+#[derive(Debug)]
+pub(crate) struct GroupContext {
+    /// The active memtable of every keyspace when the group was formed.
+    pub(crate) memtables: BTreeMap<u32, Arc<MemTable>>,
+}
+
+/// The WAL currently written to.
+#[derive(Debug)]
+pub(crate) struct WalState {
+    pub(crate) writer: LogWriter,
+    pub(crate) number: u64,
+    /// Records written since the last sync (what the background syncer must make durable).
+    pub(crate) unsynced: bool,
+}
+
+/// State guarded by the main mutex.
+#[derive(Debug)]
+pub(crate) struct DbState {
+    pub(crate) versions: VersionSet,
+    pub(crate) keyspaces: BTreeMap<u32, KeyspaceState>,
+    /// Table files being written by flushes or compactions (never deleted as obsolete).
+    pub(crate) pending_outputs: BTreeSet<u64>,
+    /// Keyspaces a compaction is running for.
+    pub(crate) compacting: BTreeSet<u32>,
+    /// Flushes and compactions finished since open (tests and tools wait on these).
+    pub(crate) flushes_done: u64,
+    pub(crate) compactions_done: u64,
+}
+
+/// Everything the parts of the engine share. Background threads hold an `Arc` of it.
+#[derive(Debug)]
+pub(crate) struct DbInner {
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) comparator: Arc<InternalKeyComparator>,
+    pub(crate) state: Mutex<DbState>,
+    /// Signalled when a flush or compaction finishes, work is queued, or on shutdown.
+    pub(crate) state_changed: Condvar,
+    pub(crate) wal: Mutex<WalState>,
+    pub(crate) write_queue: WriteQueue<GroupContext>,
+    pub(crate) last_allocated_seqno: AtomicU64,
+    pub(crate) visible_seqno: AtomicU64,
+    background_error: Mutex<Option<String>>,
+    has_background_error: AtomicBool,
+    pub(crate) table_cache: TableCache,
+    pub(crate) snapshots: SnapshotList,
+    pub(crate) shutting_down: AtomicBool,
+    /// Released by close even while `Keyspace` handles still hold the `DbInner`.
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+impl DbInner {
+    #[allow(clippy::too_many_arguments)] // assembled once, in recovery
+    pub(crate) fn new(
+        options: Options,
+        dir: &Path,
+        lock: Box<dyn FileLock>,
+        versions: VersionSet,
+        keyspaces: BTreeMap<u32, KeyspaceState>,
+        wal: WalState,
+        last_seqno: SeqNo,
+    ) -> Self {
+        let fs = options.file_system.clone();
+        let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        let table_cache = TableCache::new(
+            fs.clone(),
+            dir,
+            options.comparator.clone(),
+            block_cache,
+            options.verify_checksums,
+            options.max_open_files,
+        );
+        DbInner {
+            fs,
+            dir: dir.to_path_buf(),
+            comparator: Arc::new(InternalKeyComparator::new(options.comparator.clone())),
+            state: Mutex::new(DbState {
+                versions,
+                keyspaces,
+                pending_outputs: BTreeSet::new(),
+                compacting: BTreeSet::new(),
+                flushes_done: 0,
+                compactions_done: 0,
+            }),
+            state_changed: Condvar::new(),
+            wal: Mutex::new(wal),
+            write_queue: WriteQueue::new(),
+            last_allocated_seqno: AtomicU64::new(last_seqno),
+            visible_seqno: AtomicU64::new(last_seqno),
+            background_error: Mutex::new(None),
+            has_background_error: AtomicBool::new(false),
+            table_cache,
+            snapshots: SnapshotList::default(),
+            shutting_down: AtomicBool::new(false),
+            options,
+            lock: Mutex::new(Some(lock)),
+        }
+    }
+
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn lock_wal(&self) -> MutexGuard<'_, WalState> {
+        self.wal.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn wait_state<'a>(&self, guard: MutexGuard<'a, DbState>) -> MutexGuard<'a, DbState> {
+        self.state_changed
+            .wait(guard)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes every later write fail with `reason` (invariant 4). The first reason wins.
+    pub(crate) fn set_background_error(&self, reason: String) {
+        let mut error = self
+            .background_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if error.is_none() {
+            *error = Some(reason);
+            self.has_background_error.store(true, Ordering::Release);
+        }
+        drop(error);
+        self.state_changed.notify_all();
+    }
+
+    /// The sticky background error, if any.
+    pub(crate) fn background_error(&self) -> Option<Error> {
+        if !self.has_background_error.load(Ordering::Acquire) {
+            return None;
+        }
+        let error = self
+            .background_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        error.as_ref().map(|reason| Error::Background {
+            reason: reason.clone(),
+        })
+    }
+
+    pub(crate) fn check_background_error(&self) -> Result<()> {
+        self.background_error().map_or(Ok(()), Err)
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument("the database is closed".into()));
+        }
+        Ok(())
+    }
+
+    /// The newest sequence number readers may see.
+    pub(crate) fn visible_seqno(&self) -> SeqNo {
+        self.visible_seqno.load(Ordering::Acquire)
+    }
+
+    /// The current read view of a keyspace.
+    pub(crate) fn super_version(&self, keyspace: u32) -> Result<Arc<SuperVersion>> {
+        let state = self.lock_state();
+        state
+            .keyspaces
+            .get(&keyspace)
+            .map(|k| k.super_version.clone())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("keyspace id {keyspace} does not exist (dropped?)"))
+            })
+    }
+
+    pub(crate) fn user_comparator(&self) -> &Arc<dyn Comparator> {
+        self.comparator.user_comparator()
+    }
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in `path`.
+    ///
+    /// ```
+    /// use shale_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+    /// use std::sync::Arc;
+    ///
+    /// # fn main() -> shale_engine::Result<()> {
+    /// // An in-memory file system keeps the example self-contained; leave `file_system`
+    /// // at its default for a real directory.
+    /// let options = Options { file_system: Arc::new(shale_fs::MemFs::new()), ..Options::default() };
+    /// let db = Db::open("/example", options)?;
+    /// db.put(b"apple", b"red")?;
+    /// let users = db.create_keyspace("users", Default::default())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(users.id(), b"u1", b"alice")?;
+    /// batch.delete(db.default_keyspace().id(), b"apple")?;
+    /// db.write(batch, &WriteOptions::sync())?; // both or neither
+    /// assert_eq!(users.get(b"u1")?, Some(b"alice".to_vec()));
+    /// assert_eq!(db.get(b"apple")?, None);
+    /// let mut iter = users.iterator(ReadOptions::default())?;
+    /// iter.seek_to_first();
+    /// assert_eq!(iter.key(), b"u1");
+    /// db.close()
+    /// # }
+    /// ```
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        options.validate()?;
+        let inner = Arc::new(crate::recovery::open(path.as_ref(), options)?);
+        let threads = crate::background::start(&inner)?;
+        Ok(Db {
+            inner,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// The keyspace every database has.
+    pub fn default_keyspace(&self) -> Keyspace {
+        Keyspace::new(
+            self.inner.clone(),
+            DEFAULT_KEYSPACE_ID,
+            DEFAULT_KEYSPACE.to_owned(),
+        )
+    }
+
+    /// A handle to the keyspace called `name`, if it exists.
+    pub fn keyspace(&self, name: &str) -> Option<Keyspace> {
+        let state = self.inner.lock_state();
+        state
+            .keyspaces
+            .values()
+            .find(|k| k.name == name)
+            .map(|k| Keyspace::new(self.inner.clone(), k.id, k.name.clone()))
+    }
+
+    /// Names of all keyspaces, sorted.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        let state = self.inner.lock_state();
+        let mut names: Vec<String> = state.keyspaces.values().map(|k| k.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// Creates a keyspace with its own options.
+    pub fn create_keyspace(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
+        self.inner.check_open()?;
+        self.inner.check_background_error()?;
+        crate::keyspace::create(&self.inner, name, options)
+    }
+
+    /// Drops a keyspace: its data becomes unreachable at once and its files are deleted.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.check_background_error()?;
+        crate::keyspace::drop_keyspace(&self.inner, name)
+    }
+
+    /// Writes `key = value` in the default keyspace with the default durability.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.default_keyspace().put(key, value)
+    }
+
+    /// Deletes `key` from the default keyspace.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.default_keyspace().delete(key)
+    }
+
+    /// Deletes keys in `[start, end)` from the default keyspace.
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.default_keyspace().delete_range(start, end)
+    }
+
+    /// The value of `key` in the default keyspace.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.default_keyspace().get(key)
+    }
+
+    /// Applies `batch` atomically: after a crash either all of it or none of it is there.
+    pub fn write(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+        crate::write::write(&self.inner, batch, *options, false)
+    }
+
+    /// An iterator over the default keyspace.
+    pub fn iterator(&self, options: ReadOptions) -> Result<DbIterator> {
+        self.default_keyspace().iterator(options)
+    }
+
+    /// A consistent read view as of now; pass it in [`ReadOptions::snapshot`].
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshots.acquire(self.inner.visible_seqno())
+    }
+
+    /// Freezes every keyspace's memtable and waits until all are written as tables.
+    pub fn flush(&self) -> Result<()> {
+        crate::flush::flush_and_wait(&self.inner)
+    }
+
+    /// Waits until no flush or compaction is pending (tests and tools).
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        crate::background::wait_idle(&self.inner)
+    }
+
+    /// The sequence number of the newest visible write.
+    pub fn latest_seqno(&self) -> SeqNo {
+        self.inner.visible_seqno()
+    }
+
+    /// Number of table files per level of a keyspace (level 0 first).
+    pub fn level_file_counts(&self, keyspace: &Keyspace) -> Result<Vec<usize>> {
+        let version = self.inner.super_version(keyspace.id())?.version.clone();
+        Ok((0..version.num_levels())
+            .map(|level| version.num_files(keyspace.id(), level))
+            .collect())
+    }
+
+    /// Closes the database: waits for the running background job, stops the threads, and
+    /// makes every acknowledged write durable (the WAL is synced), whatever its durability.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.inner.state_changed.notify_all();
+        let threads =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
+        for thread in threads {
+            if thread.join().is_err() {
+                self.inner
+                    .set_background_error("a background thread panicked".into());
+            }
+        }
+        let synced = crate::background::sync_wal(&self.inner);
+        self.inner
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        synced?;
+        self.inner.check_background_error()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        // Errors were already made sticky; `close` is the way to see them.
+        let _ = self.shutdown();
+    }
+}
+
+/// Acknowledged-write helper for keyspace handles: one entry, default durability.
+pub(crate) fn write_one(inner: &Arc<DbInner>, batch: WriteBatch) -> Result<()> {
+    crate::write::write(inner, batch, WriteOptions::default(), false)
+}
+
+/// The durability a write uses.
+pub(crate) fn durability_of(inner: &DbInner, options: WriteOptions) -> Durability {
+    options.durability.unwrap_or(inner.options.durability)
+}

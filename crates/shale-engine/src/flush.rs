@@ -1,0 +1,246 @@
+//! Flush: a frozen memtable becomes an L0 table, recorded in the MANIFEST with the
+//! keyspace's new log number; then WALs and tables nobody needs are deleted.
+//!
+//! Invariants:
+//! 1. The table is written and synced, and its directory entry synced, before the MANIFEST
+//!    edit that names it; the edit is synced before the memtable is dropped.
+//! 2. Frozen memtables of a keyspace are flushed oldest first, so the keyspace's log number
+//!    only moves forward and never past a WAL holding unflushed data.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use shale_fs::FileSystem;
+use shale_sst::{Comparator, TableProperties, TableWriter, WriterOptions};
+
+use crate::db::{DbInner, DbState};
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::memtable::MemTable;
+use crate::options::{KeyspaceOptions, WriteOptions};
+use crate::table_cache::table_file_name;
+use crate::version::{FileMetaData, VersionEdit};
+use crate::wal::format::parse_log_file_name;
+
+/// Writer options for tables of a keyspace.
+pub(crate) fn writer_options(
+    comparator: &Arc<dyn Comparator>,
+    options: &KeyspaceOptions,
+) -> WriterOptions {
+    WriterOptions {
+        block_size: options.block_size,
+        compression: options.compression,
+        compression_level: options.compression_level,
+        checksum: options.checksum,
+        filter_bits_per_key: options.bloom_bits_per_key,
+        prefix_extractor: options.prefix_extractor.clone(),
+        comparator: comparator.clone(),
+        ..WriterOptions::default()
+    }
+}
+
+/// The MANIFEST's description of a finished table.
+pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Result<FileMetaData> {
+    let key = |bytes: &[u8], which: &str| {
+        shale_sst::InternalKey::from_encoded(bytes.to_vec()).map_err(|e| {
+            Error::InvalidArgument(format!("table {number} has a bad {which} key: {e}"))
+        })
+    };
+    Ok(FileMetaData {
+        number,
+        size,
+        smallest: key(&props.smallest_key, "smallest")?,
+        largest: key(&props.largest_key, "largest")?,
+        smallest_seqno: props.smallest_seqno,
+        largest_seqno: props.largest_seqno,
+        num_entries: props.num_entries,
+        num_deletions: props.num_deletions + props.num_range_deletions,
+        creation_time: Some(props.creation_time),
+    })
+}
+
+/// Writes `mem` as table `number`. Returns `None` when the memtable held nothing.
+pub(crate) fn write_memtable(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    comparator: &Arc<dyn Comparator>,
+    mem: &Arc<MemTable>,
+    number: u64,
+    options: &KeyspaceOptions,
+) -> Result<Option<FileMetaData>> {
+    let tombstones = mem.range_tombstones();
+    if mem.is_empty() && tombstones.is_empty() {
+        return Ok(None);
+    }
+    let path = table_file_name(dir, number);
+    let mut writer = TableWriter::create(fs, &path, writer_options(comparator, options))?;
+    let mut iter = mem.iter();
+    iter.seek_to_first();
+    while iter.valid() {
+        writer.add(iter.key(), iter.value())?;
+        iter.next();
+    }
+    iter.status()?;
+    for tombstone in &tombstones {
+        writer.add_range_deletion(&tombstone.start, &tombstone.end, tombstone.seqno)?;
+    }
+    let (size, props) = writer.finish()?;
+    Ok(Some(file_meta(number, size, &props)?))
+}
+
+/// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
+pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
+    let (keyspace, frozen, options, number) = {
+        let mut state = inner.lock_state();
+        let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
+            return Ok(false);
+        };
+        let (id, options) = (keyspace.id, keyspace.options.clone());
+        let frozen = keyspace
+            .imm
+            .front()
+            .cloned()
+            .ok_or_else(|| Error::Background {
+                reason: "frozen memtable vanished".into(),
+            })?;
+        let number = state.versions.new_file_number();
+        state.pending_outputs.insert(number);
+        (id, frozen, options, number)
+    };
+    let written = write_memtable(
+        &*inner.fs,
+        &inner.dir,
+        &inner.options.comparator,
+        &frozen.mem,
+        number,
+        &options,
+    )
+    .and_then(|meta| {
+        inner.fs.sync_dir(&inner.dir)?;
+        Ok(meta)
+    });
+    let mut state = inner.lock_state();
+    state.pending_outputs.remove(&number);
+    let meta = match written {
+        Ok(meta) => meta,
+        Err(error) => {
+            drop(state);
+            inner.set_background_error(format!(
+                "flushing a memtable to table {number} failed: {error}"
+            ));
+            return Err(error);
+        }
+    };
+    let Some(state_keyspace) = state.keyspaces.get(&keyspace) else {
+        // Dropped while flushing: the table is obsolete.
+        delete_obsolete_files(inner, &mut state);
+        return Ok(true);
+    };
+    // Invariant 2: the next needed log is the next frozen memtable's, or the active one's.
+    let next_log = state_keyspace
+        .imm
+        .get(1)
+        .map_or(state_keyspace.mem_log_number, |f| f.log_number);
+    let mut edit = VersionEdit::default();
+    edit.set_log_number(keyspace, next_log);
+    if let Some(meta) = meta {
+        edit.add_file(keyspace, 0, meta);
+    }
+    if let Err(error) = {
+        let allocated = inner
+            .last_allocated_seqno
+            .load(std::sync::atomic::Ordering::Acquire);
+        let last = allocated.max(state.versions.last_sequence());
+        state.versions.set_last_sequence(last);
+        state.versions.log_and_apply(edit)
+    } {
+        drop(state);
+        inner.set_background_error(format!(
+            "recording flushed table {number} in the MANIFEST failed: {error}"
+        ));
+        return Err(error);
+    }
+    let version = state.versions.current();
+    if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {
+        keyspace.imm.pop_front();
+        keyspace.install_super_version(version);
+    }
+    state.flushes_done += 1;
+    delete_obsolete_files(inner, &mut state);
+    inner.state_changed.notify_all();
+    Ok(true)
+}
+
+/// Freezes every non-empty memtable and waits until all frozen memtables are flushed.
+pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
+    crate::write::write(
+        inner,
+        crate::batch::WriteBatch::new(),
+        WriteOptions::default(),
+        true,
+    )?;
+    let mut state = inner.lock_state();
+    loop {
+        inner.check_background_error()?;
+        if state.keyspaces.values().all(|k| k.imm.is_empty()) {
+            return Ok(());
+        }
+        inner.check_open()?;
+        state = inner.wait_state(state);
+    }
+}
+
+/// Deletes WALs no keyspace needs, tables no live Version references, and old MANIFEST and
+/// OPTIONS files. Failures are ignored: the files are retried at the next call or open.
+pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
+    let Ok(names) = inner.fs.list(&inner.dir) else {
+        return;
+    };
+    let min_log = state
+        .keyspaces
+        .values()
+        .map(crate::keyspace::KeyspaceState::oldest_needed_log)
+        .min()
+        .unwrap_or(0);
+    let current_wal = inner.lock_wal().number;
+    let live = state.versions.live_files();
+    let manifest = state.versions.manifest_file_number();
+    let newest_options = names.iter().filter_map(|n| options_number(n)).max();
+    for name in names {
+        let remove = if let Some(number) = parse_log_file_name(&name) {
+            number < min_log && number != current_wal
+        } else if let Some(number) = table_number(&name) {
+            let obsolete = !live.contains(&number) && !state.pending_outputs.contains(&number);
+            if obsolete {
+                inner.table_cache.erase(number);
+            }
+            obsolete
+        } else if let Some(number) = manifest_number(&name) {
+            number < manifest
+        } else if let Some(number) = options_number(&name) {
+            Some(number) < newest_options
+        } else {
+            false
+        };
+        if remove {
+            let _ = inner.fs.remove(&inner.dir.join(&name));
+        }
+    }
+}
+
+fn table_number(name: &str) -> Option<u64> {
+    name.strip_suffix(".sst").and_then(|n| n.parse().ok())
+}
+
+fn manifest_number(name: &str) -> Option<u64> {
+    name.strip_prefix("MANIFEST-").and_then(|n| n.parse().ok())
+}
+
+fn options_number(name: &str) -> Option<u64> {
+    name.strip_prefix("OPTIONS-").and_then(|n| n.parse().ok())
+}
+
+/// Whether `dir` holds a database (its CURRENT file exists).
+pub(crate) fn database_exists(fs: &dyn FileSystem, dir: &Path) -> Result<bool> {
+    Ok(fs.exists(&dir.join("CURRENT"))?)
+}

@@ -1,0 +1,275 @@
+//! A concurrent bump allocator for memtable nodes: memory is handed out from chunks and freed
+//! only when the whole arena drops.
+//!
+//! Each thread allocates from the current chunk of its own shard (threads are spread over
+//! shards round-robin), so concurrent writers do not fight over one cache line; a shard takes a
+//! new chunk under the arena's mutex when its chunk is full. A chunk starts with a header
+//! holding its own atomic bump offset, so a thread still holding a replaced chunk either gets
+//! space in that old chunk or sees it full: there is no window where an offset applies to the
+//! wrong chunk.
+//!
+//! Invariants:
+//! 1. Every chunk, and so every allocation, stays at the same address until the arena drops.
+//! 2. A chunk's header is written before the chunk is published to a shard (Release store,
+//!    Acquire load), and only its `offset` changes afterwards.
+//! 3. Allocations are 8-byte aligned and never overlap: each is a distinct range reserved by a
+//!    `fetch_add` on its chunk's offset (or a chunk of its own, for large ones).
+
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::cell::Cell;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// Alignment of every allocation (and of chunks).
+pub(super) const ALIGN: usize = 8;
+
+/// The default chunk size.
+pub(super) const DEFAULT_CHUNK_SIZE: usize = 1 << 20;
+
+/// The head of every chunk; the chunk's usable bytes follow it.
+#[repr(C)]
+struct ChunkHeader {
+    /// Bytes reserved so far; may run past `capacity` once the chunk is full.
+    offset: AtomicUsize,
+    capacity: usize,
+}
+
+const HEADER_SIZE: usize = std::mem::size_of::<ChunkHeader>();
+const _: () = assert!(HEADER_SIZE.is_multiple_of(ALIGN));
+
+/// A shard: the chunk its threads currently bump-allocate from. Padded to its own cache lines.
+#[repr(align(128))]
+struct Shard {
+    current: AtomicPtr<ChunkHeader>,
+}
+
+/// A chunk owned by the arena, freed when it drops.
+struct OwnedChunk {
+    start: NonNull<ChunkHeader>,
+    layout: Layout,
+}
+
+/// The bump allocator. See the module docs.
+pub(super) struct Arena {
+    shards: Box<[Shard]>,
+    chunk_size: usize,
+    /// Every chunk ever allocated; also serializes refills.
+    chunks: Mutex<Vec<OwnedChunk>>,
+    /// Bytes of all chunks (headers included).
+    reserved: AtomicUsize,
+}
+
+// SAFETY: an `OwnedChunk` is the sole owner of its allocation (like a `Box<[u8]>`), which any
+// thread may free; the arena keeps it behind its mutex.
+unsafe impl Send for OwnedChunk {}
+
+impl Arena {
+    /// An empty arena allocating chunks of `chunk_size` bytes (large requests get their own).
+    pub(super) fn new(chunk_size: usize) -> Self {
+        let chunk_size = chunk_size.max(4 * ALIGN + HEADER_SIZE);
+        Arena {
+            shards: (0..shard_count())
+                .map(|_| Shard {
+                    current: AtomicPtr::new(std::ptr::null_mut()),
+                })
+                .collect(),
+            chunk_size,
+            chunks: Mutex::new(Vec::new()),
+            reserved: AtomicUsize::new(0),
+        }
+    }
+
+    /// Bytes of memory the arena holds (all chunks, including their unused tails).
+    pub(super) fn memory_usage(&self) -> usize {
+        self.reserved.load(Ordering::Relaxed)
+    }
+
+    /// Returns `size` bytes of uninitialized memory, 8-byte aligned, for the caller alone and
+    /// valid until the arena drops.
+    pub(super) fn allocate(&self, size: usize) -> NonNull<u8> {
+        let size = size.max(1).next_multiple_of(ALIGN);
+        if size > (self.chunk_size - HEADER_SIZE) / 4 {
+            return self.allocate_dedicated(size);
+        }
+        let shard = &self.shards[thread_index() & (self.shards.len() - 1)];
+        loop {
+            let chunk = shard.current.load(Ordering::Acquire);
+            if let Some(chunk) = NonNull::new(chunk) {
+                // SAFETY: a published chunk is initialized (invariant 2) and lives until the
+                // arena drops (invariant 1).
+                let header = unsafe { chunk.as_ref() };
+                let offset = header.offset.fetch_add(size, Ordering::Relaxed);
+                if offset + size <= header.capacity {
+                    // SAFETY: `HEADER_SIZE + offset + size` lies within the chunk, so the
+                    // pointer stays in bounds of its allocation.
+                    return unsafe { chunk.cast::<u8>().add(HEADER_SIZE + offset) };
+                }
+            }
+            self.refill(shard, chunk);
+        }
+    }
+
+    /// Gives `shard` a fresh chunk unless another thread already replaced `stale`.
+    fn refill(&self, shard: &Shard, stale: *mut ChunkHeader) {
+        let mut chunks = self
+            .chunks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if shard.current.load(Ordering::Acquire) == stale {
+            let fresh = self.new_chunk_locked(&mut chunks, self.chunk_size, 0);
+            shard.current.store(fresh.as_ptr(), Ordering::Release);
+        }
+    }
+
+    /// A large allocation gets a chunk of its own, born full so nothing else lands in it.
+    fn allocate_dedicated(&self, size: usize) -> NonNull<u8> {
+        let mut chunks = self
+            .chunks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let chunk = self.new_chunk_locked(&mut chunks, HEADER_SIZE + size, size);
+        // SAFETY: the chunk has `size` usable bytes after its header.
+        unsafe { chunk.cast::<u8>().add(HEADER_SIZE) }
+    }
+
+    fn new_chunk_locked(
+        &self,
+        chunks: &mut Vec<OwnedChunk>,
+        bytes: usize,
+        used: usize,
+    ) -> NonNull<ChunkHeader> {
+        let layout = Layout::from_size_align(bytes, ALIGN.max(std::mem::align_of::<ChunkHeader>()))
+            .expect("memtable chunk size overflows");
+        // SAFETY: the layout has a non-zero size (at least the header).
+        #[allow(clippy::cast_ptr_alignment)] // the layout asks for the header's alignment
+        let start = unsafe { alloc(layout) }.cast::<ChunkHeader>();
+        let Some(start) = NonNull::new(start) else {
+            handle_alloc_error(layout)
+        };
+        // SAFETY: `start` is a fresh allocation, aligned and large enough for the header.
+        unsafe {
+            start.as_ptr().write(ChunkHeader {
+                offset: AtomicUsize::new(used),
+                capacity: bytes - HEADER_SIZE,
+            });
+        }
+        chunks.push(OwnedChunk { start, layout });
+        self.reserved.fetch_add(bytes, Ordering::Relaxed);
+        start
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        let chunks = self
+            .chunks
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for chunk in chunks.drain(..) {
+            // SAFETY: allocated in `new_chunk_locked` with this layout, freed once; `&mut self`
+            // means no allocation from it is still in use (invariant 1 ends here).
+            unsafe { dealloc(chunk.start.as_ptr().cast(), chunk.layout) };
+        }
+    }
+}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arena")
+            .field("shards", &self.shards.len())
+            .field("chunk_size", &self.chunk_size)
+            .field("reserved", &self.memory_usage())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many shards per-thread structures use: the CPU count rounded up to a power of two,
+/// at most 16 (more threads than that share shards, which is correct, only slower).
+pub(super) fn shard_count() -> usize {
+    static COUNT: OnceLock<usize> = OnceLock::new();
+    *COUNT.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(4, std::num::NonZeroUsize::get)
+            .next_power_of_two()
+            .min(16)
+    })
+}
+
+/// A small number fixed for the life of the calling thread, handed out round-robin; used to
+/// pick a shard (`thread_index() & (shard_count() - 1)`).
+pub(super) fn thread_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|index| {
+        if index.get() == usize::MAX {
+            index.set(NEXT.fetch_add(1, Ordering::Relaxed) % (1 << 20));
+        }
+        index.get()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn allocations_are_aligned_disjoint_and_counted() {
+        let arena = Arena::new(4096);
+        assert_eq!(arena.memory_usage(), 0);
+        let mut ranges = Vec::new();
+        for size in (1..200).chain([1000, 5000, 3]) {
+            let p = arena.allocate(size);
+            assert_eq!(p.as_ptr() as usize % ALIGN, 0);
+            // SAFETY: `p` has `size` writable bytes.
+            unsafe { p.as_ptr().write_bytes(size as u8, size) };
+            ranges.push((p.as_ptr() as usize, size));
+        }
+        ranges.sort_unstable();
+        for pair in ranges.windows(2) {
+            assert!(pair[0].0 + pair[0].1 <= pair[1].0, "{pair:?} overlap");
+        }
+        let total: usize = ranges.iter().map(|r| r.1).sum();
+        assert!(arena.memory_usage() >= total);
+        // 5000 > chunk/4: its own chunk, exactly sized.
+        assert!(arena.memory_usage() < total + 4 * 4096 + 5000);
+    }
+
+    #[test]
+    fn concurrent_allocations_do_not_overlap() {
+        let arena = Arc::new(Arena::new(1 << 14));
+        let threads: Vec<_> = (0..4u8)
+            .map(|t| {
+                let arena = arena.clone();
+                std::thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    for i in 0..20_000usize {
+                        let size = 8 + (i * 7 + t as usize) % 120;
+                        let p = arena.allocate(size);
+                        // SAFETY: `p` has `size` writable bytes, ours alone.
+                        unsafe { p.as_ptr().write_bytes(t, size) };
+                        mine.push((p.as_ptr() as usize, size));
+                    }
+                    // Nobody else wrote into our ranges.
+                    for &(p, size) in &mine {
+                        // SAFETY: reading back our own initialized allocation.
+                        let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, size) };
+                        assert!(bytes.iter().all(|&b| b == t));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let mut all: Vec<_> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        all.sort_unstable();
+        for pair in all.windows(2) {
+            assert!(pair[0].0 + pair[0].1 <= pair[1].0);
+        }
+    }
+}

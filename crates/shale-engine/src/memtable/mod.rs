@@ -1,0 +1,394 @@
+//! The memtable: the newest writes, in memory, sorted by internal key, until a flush turns them
+//! into an L0 table.
+//!
+//! Writers of a commit group call [`MemTable::add`] from many threads at once; readers call
+//! [`MemTable::get`] and iterate concurrently, without locks (the lock-free [`skiplist`] over
+//! an [`arena`]). The memtable does not decide what is visible: the Db publishes a last visible
+//! sequence number after a group's inserts finish, and readers pass it (or an older snapshot)
+//! as `snapshot`; entries with larger sequence numbers may already be in the skiplist.
+//!
+//! Range deletions are kept apart, in a list read with [`MemTable::range_tombstones`], and not
+//! in the skiplist: iterators yield point entries only, as table iterators do, and the Db
+//! applies tombstones from every source the same way.
+//!
+//! Invariants:
+//! 1. Sequence numbers given to `add` are unique within a memtable (so internal keys are unique,
+//!    skiplist invariant 4) and at most [`MAX_SEQNO`].
+//! 2. Entries are never removed or changed: a reader that saw an entry sees it for as long as
+//!    it holds the memtable.
+//! 3. Counters are sharded by thread and read by summing; while writers run they are
+//!    approximate, once writers are done (and their completion is synchronized with the reader,
+//!    e.g. by the Db's Release store of the visible sequence) they are exact.
+
+mod arena;
+mod skiplist;
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as MemoryOrder};
+use std::sync::{Arc, Mutex};
+
+use shale_sst::{Comparator, RangeTombstone, SeqNo, ValueKind, MAX_SEQNO};
+
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+
+use self::arena::{shard_count, thread_index, DEFAULT_CHUNK_SIZE};
+use self::skiplist::{split_internal_key, Position, SkipList};
+
+/// An in-memory sorted buffer of writes. See the module docs.
+pub struct MemTable {
+    id: u64,
+    list: SkipList,
+    range_tombstones: Mutex<Vec<RangeTombstone>>,
+    /// Heap bytes held by `range_tombstones`, for the memory estimate.
+    range_tombstone_bytes: AtomicUsize,
+    stats: Box<[StatsShard]>,
+}
+
+/// Per-thread-shard counters (invariant 3), each on its own cache lines.
+#[repr(align(128))]
+struct StatsShard {
+    entries: AtomicU64,
+    deletions: AtomicU64,
+    min_seqno: AtomicU64,
+    max_seqno: AtomicU64,
+}
+
+impl MemTable {
+    /// An empty memtable ordering user keys by `comparator`; `id` is the Db's name for it.
+    pub fn new(comparator: Arc<dyn Comparator>, id: u64) -> Self {
+        Self::with_chunk_size(comparator, id, DEFAULT_CHUNK_SIZE)
+    }
+
+    fn with_chunk_size(comparator: Arc<dyn Comparator>, id: u64, chunk_size: usize) -> Self {
+        MemTable {
+            id,
+            list: SkipList::new(comparator, chunk_size),
+            range_tombstones: Mutex::new(Vec::new()),
+            range_tombstone_bytes: AtomicUsize::new(0),
+            stats: (0..shard_count())
+                .map(|_| StatsShard {
+                    entries: AtomicU64::new(0),
+                    deletions: AtomicU64::new(0),
+                    min_seqno: AtomicU64::new(u64::MAX),
+                    max_seqno: AtomicU64::new(0),
+                })
+                .collect(),
+        }
+    }
+
+    /// The Db's identifier for this memtable.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Adds one write; safe to call from many threads at once.
+    ///
+    /// For [`ValueKind::RangeDeletion`], `user_key` is the inclusive start and `value` the
+    /// exclusive end of the deleted range.
+    ///
+    /// Precondition: `seqno <= MAX_SEQNO` and no other `add` to this memtable used `seqno`
+    /// (invariant 1; checked only in debug builds). Panics if the key or value exceeds 4 GiB.
+    pub fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        debug_assert!(seqno <= MAX_SEQNO, "seqno {seqno} exceeds 56 bits");
+        match kind {
+            ValueKind::RangeDeletion => {
+                self.range_tombstone_bytes.fetch_add(
+                    std::mem::size_of::<RangeTombstone>() + user_key.len() + value.len(),
+                    MemoryOrder::Relaxed,
+                );
+                self.range_tombstones
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(RangeTombstone {
+                        start: user_key.to_vec(),
+                        end: value.to_vec(),
+                        seqno,
+                    });
+            }
+            ValueKind::Value | ValueKind::Deletion => {
+                self.list
+                    .insert(user_key, (seqno << 8) | u64::from(kind.tag()), value);
+            }
+        }
+        let shard = &self.stats[thread_index() & (self.stats.len() - 1)];
+        shard.min_seqno.fetch_min(seqno, MemoryOrder::Relaxed);
+        shard.max_seqno.fetch_max(seqno, MemoryOrder::Relaxed);
+        shard.entries.fetch_add(1, MemoryOrder::Relaxed);
+        if kind == ValueKind::Deletion {
+            shard.deletions.fetch_add(1, MemoryOrder::Relaxed);
+        }
+    }
+
+    /// The newest point entry (a value or a deletion) of `user_key` with a sequence number
+    /// `<= snapshot`, as (kind, seqno, value). Range tombstones are not applied here: the Db
+    /// combines them with [`MemTable::range_tombstones`].
+    pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, SeqNo, Vec<u8>)> {
+        // The largest trailer of `snapshot`: every kind at that seqno is included.
+        let target = (snapshot.min(MAX_SEQNO) << 8) | u64::from(ValueKind::MAX.tag());
+        let position = self.list.seek(user_key, target)?;
+        let (found_user_key, trailer) = split_internal_key(self.list.key(position));
+        if self
+            .list
+            .comparator()
+            .compare_user(found_user_key, user_key)
+            != Ordering::Equal
+        {
+            return None;
+        }
+        let kind = ValueKind::from_tag(trailer as u8).ok()?;
+        Some((kind, trailer >> 8, self.list.value(position).to_vec()))
+    }
+
+    /// The range deletions added so far, sorted by start key (user comparator), newest first
+    /// for equal starts.
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        let mut tombstones = self
+            .range_tombstones
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let comparator = self.list.comparator();
+        tombstones.sort_by(|a, b| {
+            comparator
+                .compare_user(&a.start, &b.start)
+                .then_with(|| b.seqno.cmp(&a.seqno))
+        });
+        tombstones
+    }
+
+    /// An iterator over the point entries (not range deletions), keeping the memtable alive.
+    pub fn iter(self: &Arc<Self>) -> MemTableIter {
+        MemTableIter {
+            table: Arc::clone(self),
+            position: None,
+        }
+    }
+
+    /// Bytes of memory held: the arena's chunks plus the range tombstones. Cheap (two relaxed
+    /// loads); grows in chunk-sized steps.
+    pub fn approximate_memory_usage(&self) -> usize {
+        self.list.memory_usage() + self.range_tombstone_bytes.load(MemoryOrder::Relaxed)
+    }
+
+    /// Entries added, range deletions included.
+    pub fn num_entries(&self) -> u64 {
+        self.stats
+            .iter()
+            .map(|s| s.entries.load(MemoryOrder::Relaxed))
+            .sum()
+    }
+
+    /// Point deletions added.
+    pub fn num_deletions(&self) -> u64 {
+        self.stats
+            .iter()
+            .map(|s| s.deletions.load(MemoryOrder::Relaxed))
+            .sum()
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.num_entries() == 0
+    }
+
+    /// The smallest sequence number added, `None` when empty.
+    pub fn first_seqno(&self) -> Option<SeqNo> {
+        self.stats
+            .iter()
+            .map(|s| s.min_seqno.load(MemoryOrder::Relaxed))
+            .min()
+            .filter(|&s| s != u64::MAX)
+    }
+
+    /// The largest sequence number added, `None` when empty.
+    pub fn largest_seqno(&self) -> Option<SeqNo> {
+        self.stats
+            .iter()
+            .filter(|s| s.min_seqno.load(MemoryOrder::Relaxed) != u64::MAX)
+            .map(|s| s.max_seqno.load(MemoryOrder::Relaxed))
+            .max()
+    }
+}
+
+impl std::fmt::Debug for MemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTable")
+            .field("id", &self.id)
+            .field("entries", &self.num_entries())
+            .field("memory", &self.approximate_memory_usage())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A cursor over a memtable's point entries in internal-key order (see
+/// [`InternalIterator`]). It holds the memtable, so it may outlive the caller's handle; it
+/// sees entries added after it was made, so readers filter by their snapshot.
+pub struct MemTableIter {
+    table: Arc<MemTable>,
+    position: Option<Position>,
+}
+
+impl std::fmt::Debug for MemTableIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTableIter")
+            .field("table", &self.table.id)
+            .field("valid", &self.position.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl InternalIterator for MemTableIter {
+    fn valid(&self) -> bool {
+        self.position.is_some()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.position = self.table.list.first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.position = self.table.list.last();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        let (user_key, trailer) = split_internal_key(target);
+        self.position = self.table.list.seek(user_key, trailer);
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        let (user_key, trailer) = split_internal_key(target);
+        self.position = self.table.list.seek_for_prev(user_key, trailer);
+    }
+
+    fn next(&mut self) {
+        self.position = self.position.and_then(|p| self.table.list.next(p));
+    }
+
+    fn prev(&mut self) {
+        self.position = self.position.and_then(|p| self.table.list.prev(p));
+    }
+
+    fn key(&self) -> &[u8] {
+        self.position.map_or(&[], |p| self.table.list.key(p))
+    }
+
+    fn value(&self) -> &[u8] {
+        self.position.map_or(&[], |p| self.table.list.value(p))
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_sst::{BytewiseComparator, InternalKey};
+
+    fn table() -> Arc<MemTable> {
+        Arc::new(MemTable::with_chunk_size(
+            Arc::new(BytewiseComparator),
+            7,
+            4096,
+        ))
+    }
+
+    #[test]
+    fn shared_across_threads() {
+        fn shared<T: Send + Sync>() {}
+        fn sent<T: Send>() {}
+        shared::<MemTable>();
+        sent::<MemTableIter>();
+    }
+
+    #[test]
+    fn get_returns_newest_visible_point_entry() {
+        let m = table();
+        m.add(1, ValueKind::Value, b"k", b"one");
+        m.add(4, ValueKind::Deletion, b"k", b"");
+        m.add(6, ValueKind::Value, b"k", b"six");
+        m.add(7, ValueKind::RangeDeletion, b"a", b"z");
+        m.add(2, ValueKind::Value, b"kk", b"other");
+        assert_eq!(m.get(b"k", 0), None);
+        assert_eq!(m.get(b"k", 1), Some((ValueKind::Value, 1, b"one".to_vec())));
+        assert_eq!(m.get(b"k", 3), Some((ValueKind::Value, 1, b"one".to_vec())));
+        assert_eq!(m.get(b"k", 4), Some((ValueKind::Deletion, 4, Vec::new())));
+        assert_eq!(m.get(b"k", 5), Some((ValueKind::Deletion, 4, Vec::new())));
+        // The range deletion at 7 is not applied by `get`.
+        assert_eq!(
+            m.get(b"k", MAX_SEQNO),
+            Some((ValueKind::Value, 6, b"six".to_vec()))
+        );
+        assert_eq!(
+            m.get(b"k", u64::MAX),
+            Some((ValueKind::Value, 6, b"six".to_vec()))
+        );
+        assert_eq!(m.get(b"j", MAX_SEQNO), None);
+        assert_eq!(m.get(b"kkk", MAX_SEQNO), None);
+        assert_eq!(m.get(b"kk", 1), None);
+    }
+
+    #[test]
+    fn range_deletions_are_listed_not_iterated() {
+        let m = table();
+        m.add(5, ValueKind::RangeDeletion, b"m", b"p");
+        m.add(3, ValueKind::Value, b"n", b"v");
+        m.add(9, ValueKind::RangeDeletion, b"b", b"c");
+        m.add(8, ValueKind::RangeDeletion, b"m", b"q");
+        let tombstones = m.range_tombstones();
+        let summary: Vec<_> = tombstones
+            .iter()
+            .map(|t| (t.start.as_slice(), t.end.as_slice(), t.seqno))
+            .collect();
+        assert_eq!(
+            summary,
+            [(&b"b"[..], &b"c"[..], 9), (b"m", b"q", 8), (b"m", b"p", 5)]
+        );
+        let mut it = m.iter();
+        it.seek_to_first();
+        assert_eq!(
+            it.key(),
+            InternalKey::new(b"n", 3, ValueKind::Value).encoded()
+        );
+        it.next();
+        assert!(!it.valid());
+        assert!(it.status().is_ok());
+        assert_eq!(m.num_entries(), 4);
+        assert_eq!(m.num_deletions(), 0);
+        assert_eq!((m.first_seqno(), m.largest_seqno()), (Some(3), Some(9)));
+    }
+
+    #[test]
+    fn counters_and_memory() {
+        let m = table();
+        assert!(m.is_empty());
+        assert_eq!((m.first_seqno(), m.largest_seqno()), (None, None));
+        assert_eq!(
+            m.approximate_memory_usage(),
+            4096,
+            "just the head node's chunk"
+        );
+        m.add(10, ValueKind::Deletion, b"a", b"");
+        m.add(11, ValueKind::Value, b"b", &[7; 3000]);
+        assert!(!m.is_empty());
+        assert_eq!((m.num_entries(), m.num_deletions()), (2, 1));
+        assert_eq!((m.first_seqno(), m.largest_seqno()), (Some(10), Some(11)));
+        assert!(m.approximate_memory_usage() >= 4096 + 3000);
+        assert_eq!(m.id(), 7);
+    }
+
+    #[test]
+    fn iterator_outlives_the_callers_handle() {
+        let m = table();
+        m.add(1, ValueKind::Value, b"a", b"x");
+        let mut it = m.iter();
+        drop(m);
+        it.seek_to_last();
+        assert_eq!(it.value(), b"x");
+        it.prev();
+        assert!(!it.valid());
+        assert_eq!(it.key(), b"");
+    }
+}

@@ -1,0 +1,649 @@
+//! A concurrent skiplist of encoded internal keys and values, with nodes in an [`Arena`]:
+//! inserts from many threads at once, without locks (CAS on each level's link, as `RocksDB`'s
+//! `InlineSkipList::InsertConcurrently`); reads without locks, concurrently with inserts.
+//! Nothing is ever removed.
+//!
+//! A node, at an 8-byte aligned address inside the arena:
+//!
+//! ```text
+//!   link[height-1] .. link[1] | link[0] | key_len u32 | value_len u32 | internal key | value
+//!                               ^ node pointer
+//! ```
+//!
+//! Links are `AtomicPtr`s at descending addresses before the node pointer, so a node spends
+//! exactly `8 * height` bytes on links and the entry sits at a fixed offset after it. The
+//! internal key is the user key followed by the 8-byte trailer `(seqno << 8) | kind`, little
+//! endian (docs/format/sst.md, "Internal key"), so iterators hand it out as one slice.
+//!
+//! Invariants:
+//! 1. Nodes never move and are never freed before the skiplist drops (they live in its arena).
+//! 2. A node's key, value and lengths are written before the node is linked at any level, and
+//!    never change afterwards; each link is published with a Release CAS and read with Acquire
+//!    loads, so a reader that reaches a node sees it fully written.
+//! 3. Node `n` is linked at level `i` only after it is linked at every level below `i`, and
+//!    `n.link[i]` is set before `n` is linked at level `i`; afterwards only other inserters'
+//!    CASes change it. Every level is a sorted list and level `i + 1` is a sublist of level
+//!    `i` (for nodes fully inserted).
+//! 4. No two nodes hold equal internal keys (the caller's precondition: sequence numbers are
+//!    unique; checked with `debug_assert!`).
+//! 5. A [`Position`] is used only with the skiplist that made it (checked by id on every use),
+//!    so the node it names is alive for as long as that skiplist is borrowed.
+
+use std::cmp::Ordering;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemoryOrder};
+use std::sync::Arc;
+
+use shale_sst::{BytewiseComparator, Comparator};
+
+use super::arena::{thread_index, Arena, ALIGN};
+
+/// The tallest tower.
+pub(super) const MAX_HEIGHT: usize = 12;
+
+/// Bytes of the internal key's trailer.
+const TRAILER_SIZE: usize = 8;
+
+/// The fixed part of a node from its pointer on: link 0 and the two lengths.
+#[repr(C)]
+struct Node {
+    link0: AtomicPtr<Node>,
+    key_len: u32,
+    value_len: u32,
+}
+
+const NODE_SIZE: usize = std::mem::size_of::<Node>();
+const LINK_SIZE: usize = std::mem::size_of::<AtomicPtr<Node>>();
+const _: () = assert!(NODE_SIZE == 16 && LINK_SIZE == 8 && std::mem::align_of::<Node>() <= ALIGN);
+
+/// Orders internal keys given as (user key, trailer); checks once whether the user comparator
+/// is the bytewise one so the hot path compares slices without a virtual call.
+#[derive(Debug)]
+pub(super) struct KeyComparator {
+    user: Arc<dyn Comparator>,
+    bytewise: bool,
+}
+
+impl KeyComparator {
+    pub(super) fn new(user: Arc<dyn Comparator>) -> Self {
+        // A comparator's name identifies its order (it is stored in every table for that
+        // reason), so a comparator calling itself bytewise sorts bytewise.
+        let bytewise = user.name() == BytewiseComparator::NAME;
+        KeyComparator { user, bytewise }
+    }
+
+    /// Compares user keys.
+    #[inline]
+    pub(super) fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
+        if self.bytewise {
+            bytewise_compare(a, b)
+        } else {
+            self.user.compare(a, b)
+        }
+    }
+
+    /// Internal-key order: user key ascending, then trailer (seqno, kind) descending.
+    #[inline]
+    fn compare(&self, a_user: &[u8], a_trailer: u64, b_user: &[u8], b_trailer: u64) -> Ordering {
+        self.compare_user(a_user, b_user)
+            .then_with(|| b_trailer.cmp(&a_trailer))
+    }
+}
+
+/// Byte order; decides most comparisons on the first 8 bytes as one integer compare instead of
+/// a call to `memcmp` (`examples/memtable_bench.rs`: about 15% faster gets on a memtable that
+/// fits in cache; misses dominate on large ones).
+#[inline]
+fn bytewise_compare(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(a8), Some(b8)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let order = u64::from_be_bytes(*a8).cmp(&u64::from_be_bytes(*b8));
+        if order != Ordering::Equal {
+            return order;
+        }
+        return a[8..].cmp(&b[8..]);
+    }
+    a.cmp(b)
+}
+
+/// Splits an encoded internal key into user key and trailer. A key too short to carry a
+/// trailer is all user key with trailer 0, as `shale_sst::InternalKeyComparator` treats it.
+#[inline]
+pub(super) fn split_internal_key(key: &[u8]) -> (&[u8], u64) {
+    match key.len().checked_sub(TRAILER_SIZE) {
+        Some(at) => {
+            let (user, trailer) = key.split_at(at);
+            let trailer = trailer.try_into().map_or(0, u64::from_le_bytes);
+            (user, trailer)
+        }
+        None => (key, 0),
+    }
+}
+
+/// Where an iterator stands: a node of one skiplist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Position {
+    node: NonNull<Node>,
+    list_id: u64,
+}
+
+// SAFETY: a `Position` is an address plus the id of the skiplist it belongs to; it is only
+// dereferenced through that skiplist (invariant 5), whose nodes are immutable once reachable.
+unsafe impl Send for Position {}
+
+/// The skiplist. See the module docs.
+pub(super) struct SkipList {
+    arena: Arena,
+    head: NonNull<Node>,
+    /// Height of the tallest tower so far (levels above it are all empty).
+    max_height: AtomicUsize,
+    comparator: KeyComparator,
+    id: u64,
+}
+
+// SAFETY: all shared state is in atomics, in the arena (itself Send + Sync), or immutable after
+// publication (invariant 2); `head` is a node of the arena.
+unsafe impl Send for SkipList {}
+// SAFETY: as above: inserts coordinate only through atomic links, reads only load them.
+unsafe impl Sync for SkipList {}
+
+impl SkipList {
+    pub(super) fn new(user: Arc<dyn Comparator>, chunk_size: usize) -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        let arena = Arena::new(chunk_size);
+        let head = allocate_node(&arena, MAX_HEIGHT, &[], 0, &[]);
+        SkipList {
+            arena,
+            head,
+            max_height: AtomicUsize::new(1),
+            comparator: KeyComparator::new(user),
+            id: NEXT_ID.fetch_add(1, MemoryOrder::Relaxed),
+        }
+    }
+
+    pub(super) fn comparator(&self) -> &KeyComparator {
+        &self.comparator
+    }
+
+    /// Bytes held by the arena.
+    pub(super) fn memory_usage(&self) -> usize {
+        self.arena.memory_usage()
+    }
+
+    /// Inserts `user_key ++ trailer` with `value`; safe to call from many threads at once.
+    ///
+    /// Precondition: no entry with the same internal key exists or is being inserted
+    /// (invariant 4).
+    pub(super) fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) {
+        let height = random_height();
+        let node = allocate_node(&self.arena, height, user_key, trailer, value);
+        // Read before writing: the shared line is written only when the list grows taller.
+        let mut list_height = self.max_height.load(MemoryOrder::Relaxed);
+        if height > list_height {
+            list_height = self
+                .max_height
+                .fetch_max(height, MemoryOrder::Relaxed)
+                .max(height);
+        }
+
+        // The splice: at each level, the nodes the new one goes between.
+        let mut prev = [self.head; MAX_HEIGHT];
+        let mut next: [Option<NonNull<Node>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
+        let mut before = self.head;
+        for level in (0..list_height).rev() {
+            (prev[level], next[level]) =
+                self.find_splice_for_level(user_key, trailer, before, level);
+            before = prev[level];
+        }
+
+        for level in 0..height {
+            loop {
+                let expected = next[level].map_or(std::ptr::null_mut(), NonNull::as_ptr);
+                // SAFETY: `node` and `prev[level]` are live nodes of this arena (invariant 1)
+                // with towers of at least `level + 1` links (`prev` is the head or was reached
+                // at `level`). `node` is not yet reachable at `level`, so the Relaxed store is
+                // published by the Release CAS below (invariants 2, 3).
+                let linked = unsafe {
+                    link(node, level).store(expected, MemoryOrder::Relaxed);
+                    link(prev[level], level)
+                        .compare_exchange(
+                            expected,
+                            node.as_ptr(),
+                            MemoryOrder::Release,
+                            MemoryOrder::Relaxed,
+                        )
+                        .is_ok()
+                };
+                if linked {
+                    break;
+                }
+                // Someone linked a node after prev[level]: search again from there, which is
+                // still before our key since nodes are never removed.
+                (prev[level], next[level]) =
+                    self.find_splice_for_level(user_key, trailer, prev[level], level);
+            }
+        }
+    }
+
+    /// The first entry, if any.
+    pub(super) fn first(&self) -> Option<Position> {
+        // SAFETY: the head has MAX_HEIGHT links (invariant 1 keeps it alive).
+        let node = unsafe { link(self.head, 0).load(MemoryOrder::Acquire) };
+        self.position(NonNull::new(node))
+    }
+
+    /// The last entry, if any.
+    pub(super) fn last(&self) -> Option<Position> {
+        let mut x = self.head;
+        let mut level = self.max_height.load(MemoryOrder::Relaxed) - 1;
+        loop {
+            // SAFETY: `x` is the head or was reached at `level`, so its tower is tall enough.
+            let next = unsafe { link(x, level).load(MemoryOrder::Acquire) };
+            if let Some(next) = NonNull::new(next) {
+                x = next;
+            } else if level == 0 {
+                return self.position((x != self.head).then_some(x));
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// The first entry `>= (user_key, trailer)`.
+    pub(super) fn seek(&self, user_key: &[u8], trailer: u64) -> Option<Position> {
+        let mut x = self.head;
+        let mut level = self.max_height.load(MemoryOrder::Relaxed) - 1;
+        // The node known to be >= the target at the level above: no need to compare it again.
+        let mut last_bigger = None;
+        // SAFETY: as in `last`.
+        let mut next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+        loop {
+            if let Some(n) = next.filter(|_| next != last_bigger) {
+                // Load n's link before comparing its key, so the two cache misses overlap.
+                // SAFETY: `n` was reached at `level`, so it has a link there.
+                let after = NonNull::new(unsafe { link(n, level).load(MemoryOrder::Acquire) });
+                if self.compare_node(n, user_key, trailer) == Ordering::Less {
+                    x = n;
+                    next = after;
+                    continue;
+                }
+            }
+            if level == 0 {
+                return self.position(next);
+            }
+            last_bigger = next;
+            level -= 1;
+            // SAFETY: as in `last`.
+            next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+        }
+    }
+
+    /// The last entry `<= (user_key, trailer)`.
+    pub(super) fn seek_for_prev(&self, user_key: &[u8], trailer: u64) -> Option<Position> {
+        self.find_last_before(user_key, trailer, true)
+    }
+
+    /// The entry after `p`.
+    pub(super) fn next(&self, p: Position) -> Option<Position> {
+        let node = self.check(p);
+        // SAFETY: `node` is a live node of this list (invariant 5); every node has link 0.
+        let next = unsafe { link(node, 0).load(MemoryOrder::Acquire) };
+        self.position(NonNull::new(next))
+    }
+
+    /// The entry before `p`: a search for the last entry smaller than `p`'s key.
+    pub(super) fn prev(&self, p: Position) -> Option<Position> {
+        // SAFETY: `check` ensures the node belongs to this list and so is alive (invariant 5).
+        let (user_key, trailer) = split_internal_key(unsafe { node_key(self.check(p)) });
+        self.find_last_before(user_key, trailer, false)
+    }
+
+    /// The internal key at `p`.
+    pub(super) fn key(&self, p: Position) -> &[u8] {
+        // SAFETY: the node belongs to this list (checked), so it lives as long as `&self`
+        // (invariant 1) and its entry never changes (invariant 2).
+        unsafe { node_key(self.check(p)) }
+    }
+
+    /// The value at `p`.
+    pub(super) fn value(&self, p: Position) -> &[u8] {
+        // SAFETY: as in `key`.
+        unsafe { node_value(self.check(p)) }
+    }
+
+    /// The node at `p`, after checking `p` belongs to this list (invariant 5).
+    #[inline]
+    fn check(&self, p: Position) -> NonNull<Node> {
+        assert_eq!(p.list_id, self.id, "a Position used with another skiplist");
+        p.node
+    }
+
+    fn position(&self, node: Option<NonNull<Node>>) -> Option<Position> {
+        node.map(|node| Position {
+            node,
+            list_id: self.id,
+        })
+    }
+
+    /// Compares `node`'s key with the target.
+    #[inline]
+    fn compare_node(&self, node: NonNull<Node>, user_key: &[u8], trailer: u64) -> Ordering {
+        // SAFETY: only called on nodes reached through links of this list (invariants 1, 2).
+        let (node_user, node_trailer) = split_internal_key(unsafe { node_key(node) });
+        self.comparator
+            .compare(node_user, node_trailer, user_key, trailer)
+    }
+
+    /// The last node before the target (`< target`, or `<= target` when `or_equal`).
+    fn find_last_before(&self, user_key: &[u8], trailer: u64, or_equal: bool) -> Option<Position> {
+        let mut x = self.head;
+        let mut level = self.max_height.load(MemoryOrder::Relaxed) - 1;
+        let mut last_bigger = None;
+        loop {
+            // SAFETY: as in `last`.
+            let next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+            let advance = next.is_some_and(|n| {
+                next != last_bigger
+                    && match self.compare_node(n, user_key, trailer) {
+                        Ordering::Less => true,
+                        Ordering::Equal => or_equal,
+                        Ordering::Greater => false,
+                    }
+            });
+            if let (true, Some(n)) = (advance, next) {
+                x = n;
+            } else if level == 0 {
+                return self.position((x != self.head).then_some(x));
+            } else {
+                last_bigger = next;
+                level -= 1;
+            }
+        }
+    }
+
+    /// Walks `level` from `before` (which sorts before the target) to the first node `>=` the
+    /// target; returns it with its predecessor.
+    fn find_splice_for_level(
+        &self,
+        user_key: &[u8],
+        trailer: u64,
+        before: NonNull<Node>,
+        level: usize,
+    ) -> (NonNull<Node>, Option<NonNull<Node>>) {
+        let mut x = before;
+        loop {
+            // SAFETY: `x` is `before` (the head or a node reached at `level`) or was reached
+            // at `level`, so it has a link at `level`.
+            let next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+            match next {
+                Some(n) => match self.compare_node(n, user_key, trailer) {
+                    Ordering::Less => x = n,
+                    order => {
+                        debug_assert!(
+                            order == Ordering::Greater,
+                            "duplicate internal key inserted into a memtable"
+                        );
+                        return (x, next);
+                    }
+                },
+                None => return (x, None),
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for SkipList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkipList")
+            .field("max_height", &self.max_height.load(MemoryOrder::Relaxed))
+            .field("arena", &self.arena)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Allocates a node of `height` links (all null) holding `user_key ++ trailer` and `value`.
+fn allocate_node(
+    arena: &Arena,
+    height: usize,
+    user_key: &[u8],
+    trailer: u64,
+    value: &[u8],
+) -> NonNull<Node> {
+    debug_assert!((1..=MAX_HEIGHT).contains(&height));
+    let key_len = user_key.len() + TRAILER_SIZE;
+    let key_len_u32 = u32::try_from(key_len).expect("memtable key longer than 4 GiB");
+    let value_len_u32 = u32::try_from(value.len()).expect("memtable value longer than 4 GiB");
+    let links = (height - 1) * LINK_SIZE;
+    let start = arena.allocate(links + NODE_SIZE + key_len + value.len());
+    // SAFETY: the allocation holds `links + NODE_SIZE + key_len + value.len()` bytes, 8-byte
+    // aligned, ours alone; every write below stays inside it and fully initializes the node
+    // before anyone else can see it (invariant 2).
+    unsafe {
+        let node = start.add(links).cast::<Node>();
+        for level in 0..height {
+            node.cast::<AtomicPtr<Node>>()
+                .sub(level)
+                .write(AtomicPtr::new(std::ptr::null_mut()));
+        }
+        let n = node.as_ptr();
+        std::ptr::addr_of_mut!((*n).key_len).write(key_len_u32);
+        std::ptr::addr_of_mut!((*n).value_len).write(value_len_u32);
+        let entry = node.cast::<u8>().add(NODE_SIZE).as_ptr();
+        std::ptr::copy_nonoverlapping(user_key.as_ptr(), entry, user_key.len());
+        let trailer = trailer.to_le_bytes();
+        std::ptr::copy_nonoverlapping(trailer.as_ptr(), entry.add(user_key.len()), TRAILER_SIZE);
+        std::ptr::copy_nonoverlapping(value.as_ptr(), entry.add(key_len), value.len());
+        node
+    }
+}
+
+/// Link `level` of `node`.
+///
+/// # Safety
+/// `node` is a live, initialized node whose tower has more than `level` links.
+#[inline]
+unsafe fn link<'a>(node: NonNull<Node>, level: usize) -> &'a AtomicPtr<Node> {
+    // SAFETY: the caller guarantees link `level` exists; it was initialized in `allocate_node`.
+    unsafe { node.cast::<AtomicPtr<Node>>().sub(level).as_ref() }
+}
+
+/// The internal key of `node`.
+///
+/// # Safety
+/// `node` is a live, initialized node, and stays alive for `'a`.
+#[inline]
+unsafe fn node_key<'a>(node: NonNull<Node>) -> &'a [u8] {
+    // SAFETY: the lengths and the entry were written before the node was published and never
+    // change (invariant 2); the key starts right after the fixed part.
+    unsafe {
+        let n = node.as_ptr();
+        let key_len = std::ptr::addr_of!((*n).key_len).read() as usize;
+        std::slice::from_raw_parts(node.cast::<u8>().add(NODE_SIZE).as_ptr(), key_len)
+    }
+}
+
+/// The value of `node`.
+///
+/// # Safety
+/// As for [`node_key`].
+#[inline]
+unsafe fn node_value<'a>(node: NonNull<Node>) -> &'a [u8] {
+    // SAFETY: as in `node_key`; the value follows the key.
+    unsafe {
+        let n = node.as_ptr();
+        let key_len = std::ptr::addr_of!((*n).key_len).read() as usize;
+        let value_len = std::ptr::addr_of!((*n).value_len).read() as usize;
+        std::slice::from_raw_parts(
+            node.cast::<u8>().add(NODE_SIZE + key_len).as_ptr(),
+            value_len,
+        )
+    }
+}
+
+/// A height with `P(height > k) = 4^-k`, capped at [`MAX_HEIGHT`].
+fn random_height() -> usize {
+    // Each pair of trailing zero bits is one more level: branching factor 4.
+    let zero_pairs = (next_random() as u32).trailing_zeros() / 2;
+    (1 + zero_pairs as usize).min(MAX_HEIGHT)
+}
+
+/// A per-thread xorshift64* generator: tower heights need speed, not quality.
+fn next_random() -> u64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    STATE.with(|state| {
+        let mut x = state.get();
+        if x == 0 {
+            x = (thread_index() as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        }
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        state.set(x);
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_sst::BytewiseComparator;
+
+    fn list() -> SkipList {
+        SkipList::new(Arc::new(BytewiseComparator), 1 << 12)
+    }
+
+    fn collect(list: &SkipList) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut p = list.first();
+        while let Some(pos) = p {
+            out.push((list.key(pos).to_vec(), list.value(pos).to_vec()));
+            p = list.next(pos);
+        }
+        out
+    }
+
+    fn ikey(user: &[u8], trailer: u64) -> Vec<u8> {
+        let mut k = user.to_vec();
+        k.extend_from_slice(&trailer.to_le_bytes());
+        k
+    }
+
+    #[test]
+    fn empty_list_has_no_positions() {
+        let list = list();
+        assert_eq!(list.first(), None);
+        assert_eq!(list.last(), None);
+        assert_eq!(list.seek(b"", 0), None);
+        assert_eq!(list.seek_for_prev(b"zzz", u64::MAX), None);
+    }
+
+    #[test]
+    fn inserts_in_any_order_come_out_sorted() {
+        let list = list();
+        let mut expected = Vec::new();
+        for i in (0..500u32).map(|i| i.wrapping_mul(2_654_435_761) % 1000) {
+            let user = format!("k{i:04}");
+            list.insert(user.as_bytes(), u64::from(i) << 8 | 1, &i.to_le_bytes());
+            expected.push((
+                ikey(user.as_bytes(), u64::from(i) << 8 | 1),
+                i.to_le_bytes().to_vec(),
+            ));
+        }
+        expected.sort();
+        assert_eq!(collect(&list), expected);
+
+        // Backwards through prev.
+        let mut back = Vec::new();
+        let mut p = list.last();
+        while let Some(pos) = p {
+            back.push(list.key(pos).to_vec());
+            p = list.prev(pos);
+        }
+        back.reverse();
+        assert_eq!(
+            back,
+            expected.iter().map(|e| e.0.clone()).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn newer_versions_sort_first_and_seek_respects_trailers() {
+        let list = list();
+        for seqno in [3u64, 9, 5] {
+            list.insert(b"a", seqno << 8 | 1, b"v");
+        }
+        list.insert(b"b", 1 << 8 | 1, b"v");
+        let trailers: Vec<u64> = collect(&list)
+            .iter()
+            .map(|(k, _)| split_internal_key(k).1 >> 8)
+            .collect();
+        assert_eq!(trailers, [9, 5, 3, 1]);
+        // Seek to a@6 (every kind): first entry <= seqno 6 is a@5.
+        let p = list.seek(b"a", 6 << 8 | 0xff).unwrap();
+        assert_eq!(list.key(p), ikey(b"a", 5 << 8 | 1));
+        // Exact match for both directions.
+        let exact = (5 << 8) | 1;
+        assert_eq!(list.key(list.seek(b"a", exact).unwrap()), ikey(b"a", exact));
+        assert_eq!(
+            list.key(list.seek_for_prev(b"a", exact).unwrap()),
+            ikey(b"a", exact)
+        );
+        // Last entry <= a@4 is a@5 (a@5 sorts before a@4).
+        assert_eq!(
+            list.key(list.seek_for_prev(b"a", 4 << 8).unwrap()),
+            ikey(b"a", exact)
+        );
+        assert_eq!(list.seek_for_prev(b"a", u64::MAX), None);
+        assert_eq!(list.seek(b"c", 0), None);
+    }
+
+    #[test]
+    fn heights_follow_branching_four() {
+        let mut counts = [0usize; MAX_HEIGHT + 1];
+        for _ in 0..100_000 {
+            counts[random_height()] += 1;
+        }
+        assert_eq!(counts[0], 0);
+        // About 3/4 of towers are height 1, 3/16 height 2.
+        assert!((72_000..78_000).contains(&counts[1]), "{counts:?}");
+        assert!((17_000..20_500).contains(&counts[2]), "{counts:?}");
+    }
+
+    #[test]
+    fn positions_of_another_list_are_rejected() {
+        let a = list();
+        let b = list();
+        a.insert(b"x", 1 << 8 | 1, b"");
+        let p = a.first().unwrap();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.key(p).len()));
+        assert!(result.is_err());
+    }
+
+    #[test]
+    fn bytewise_fast_path_is_byte_order() {
+        let keys: [&[u8]; 9] = [
+            b"",
+            b"a",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgi",
+            b"abcdefg",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"abcdefghij",
+            b"abcdefghik",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(bytewise_compare(a, b), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn split_handles_short_keys() {
+        assert_eq!(split_internal_key(b"abc"), (&b"abc"[..], 0));
+        assert_eq!(split_internal_key(&ikey(b"u", 77)), (&b"u"[..], 77));
+    }
+}

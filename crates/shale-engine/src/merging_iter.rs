@@ -1,0 +1,365 @@
+//! [`MergingIter`]: merges any number of child iterators (memtable, immutable memtables, L0
+//! tables newest first, then one iterator per level) into one internal-key-ordered stream that
+//! can be walked in both directions. `LevelDB`'s `MergingIterator` is the reference behaviour.
+//!
+//! Invariants:
+//! 1. `heap` holds exactly the valid children, ordered as a binary heap whose top is the child
+//!    that comes first in the current `direction`: the smallest key going forward, the largest
+//!    going backward. The merge is on `children[heap[0]]`.
+//! 2. Going forward every child is positioned at its first entry after the merge's current
+//!    position; going backward, at its last entry before it. A direction switch re-establishes
+//!    this for every child but the current one before the heap is rebuilt.
+//! 3. Ties: children never hold equal internal keys (sequence numbers are unique), but if they
+//!    do, the order is stable: going forward the lower child index comes first, going backward
+//!    the higher one (exactly the reverse of the forward order), and direction switches honour
+//!    the same order, so no entry is skipped or repeated.
+//! 4. Errors are sticky: the first error any child reports (a child reports one by becoming
+//!    invalid with a failing `status`) makes the merge invalid for good and is what `status`
+//!    returns. A failing source is never skipped, because skipping it could expose a version
+//!    that one of its entries shadows.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use shale_sst::{Comparator as _, InternalKeyComparator};
+
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// Merges child iterators into one ordered stream; see the module docs.
+pub struct MergingIter {
+    comparator: Arc<InternalKeyComparator>,
+    children: Vec<Box<dyn InternalIterator>>,
+    /// Indexes of the valid children, as a binary heap ordered by [`comes_first`].
+    heap: Vec<usize>,
+    direction: Direction,
+    error: Option<Error>,
+    /// The current key, copied while the other children are repositioned on a direction switch.
+    switch_key: Vec<u8>,
+}
+
+impl MergingIter {
+    /// Merges `children`, newest source first (child 0 is the memtable). The children must all
+    /// be ordered by `comparator`.
+    pub fn new(
+        comparator: Arc<InternalKeyComparator>,
+        children: Vec<Box<dyn InternalIterator>>,
+    ) -> Self {
+        let heap = Vec::with_capacity(children.len());
+        MergingIter {
+            comparator,
+            children,
+            heap,
+            direction: Direction::Forward,
+            error: None,
+            switch_key: Vec::new(),
+        }
+    }
+
+    /// Positions every child with `position`, then rebuilds the heap for `direction`.
+    fn reposition_all(
+        &mut self,
+        direction: Direction,
+        position: impl Fn(&mut dyn InternalIterator),
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        for child in &mut self.children {
+            position(child.as_mut());
+        }
+        self.direction = direction;
+        self.rebuild_heap();
+    }
+
+    /// Puts every valid child on the heap; takes the first error of an invalid one.
+    fn rebuild_heap(&mut self) {
+        self.heap.clear();
+        for (index, child) in self.children.iter().enumerate() {
+            if child.valid() {
+                self.heap.push(index);
+            } else if let Err(e) = child.status() {
+                self.fail(e);
+                return;
+            }
+        }
+        for at in (0..self.heap.len() / 2).rev() {
+            self.sift_down(at);
+        }
+    }
+
+    fn fail(&mut self, error: Error) {
+        if self.error.is_none() {
+            self.error = Some(error);
+        }
+        self.heap.clear();
+    }
+
+    /// Restores the heap after the top child moved: it sinks to its place, or leaves the heap
+    /// if it ran off its end (or failed, which fails the merge).
+    fn fix_top(&mut self) {
+        let top = self.heap[0];
+        if self.children[top].valid() {
+            self.sift_down(0);
+            return;
+        }
+        if let Err(e) = self.children[top].status() {
+            self.fail(e);
+            return;
+        }
+        let last = self.heap.pop().expect("the heap held the top");
+        if !self.heap.is_empty() {
+            self.heap[0] = last;
+            self.sift_down(0);
+        }
+    }
+
+    fn sift_down(&mut self, mut at: usize) {
+        let len = self.heap.len();
+        loop {
+            let left = 2 * at + 1;
+            if left >= len {
+                return;
+            }
+            let right = left + 1;
+            let mut first = left;
+            if right < len && self.comes_first(self.heap[right], self.heap[left]) {
+                first = right;
+            }
+            if !self.comes_first(self.heap[first], self.heap[at]) {
+                return;
+            }
+            self.heap.swap(at, first);
+            at = first;
+        }
+    }
+
+    /// Whether child `a`'s entry comes before child `b`'s in the current direction.
+    fn comes_first(&self, a: usize, b: usize) -> bool {
+        let order = self
+            .comparator
+            .compare(self.children[a].key(), self.children[b].key())
+            .then(a.cmp(&b));
+        match self.direction {
+            Direction::Forward => order == Ordering::Less,
+            Direction::Reverse => order == Ordering::Greater,
+        }
+    }
+
+    /// Moves every child but the current one to its first entry after the current position
+    /// (invariants 2 and 3), then rebuilds the heap going forward.
+    fn switch_to_forward(&mut self) {
+        let current = self.heap[0];
+        self.switch_key.clear();
+        self.switch_key
+            .extend_from_slice(self.children[current].key());
+        for (index, child) in self.children.iter_mut().enumerate() {
+            if index == current {
+                continue;
+            }
+            child.seek(&self.switch_key);
+            // An equal key in a lower child came before the current entry.
+            if index < current
+                && child.valid()
+                && self.comparator.compare(child.key(), &self.switch_key) == Ordering::Equal
+            {
+                child.next();
+            }
+        }
+        self.direction = Direction::Forward;
+        self.rebuild_heap();
+        debug_assert!(self.error.is_some() || self.heap.first() == Some(&current));
+    }
+
+    /// Moves every child but the current one to its last entry before the current position,
+    /// then rebuilds the heap going backward.
+    fn switch_to_reverse(&mut self) {
+        let current = self.heap[0];
+        self.switch_key.clear();
+        self.switch_key
+            .extend_from_slice(self.children[current].key());
+        for (index, child) in self.children.iter_mut().enumerate() {
+            if index == current {
+                continue;
+            }
+            child.seek_for_prev(&self.switch_key);
+            // An equal key in a higher child comes after the current entry going forward.
+            if index > current
+                && child.valid()
+                && self.comparator.compare(child.key(), &self.switch_key) == Ordering::Equal
+            {
+                child.prev();
+            }
+        }
+        self.direction = Direction::Reverse;
+        self.rebuild_heap();
+        debug_assert!(self.error.is_some() || self.heap.first() == Some(&current));
+    }
+}
+
+impl InternalIterator for MergingIter {
+    fn valid(&self) -> bool {
+        !self.heap.is_empty()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.reposition_all(Direction::Forward, |c| c.seek_to_first());
+    }
+
+    fn seek_to_last(&mut self) {
+        self.reposition_all(Direction::Reverse, |c| c.seek_to_last());
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.reposition_all(Direction::Forward, |c| c.seek(target));
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.reposition_all(Direction::Reverse, |c| c.seek_for_prev(target));
+    }
+
+    fn next(&mut self) {
+        if self.heap.is_empty() {
+            return;
+        }
+        if self.direction == Direction::Reverse {
+            self.switch_to_forward();
+            if self.heap.is_empty() {
+                return;
+            }
+        }
+        let top = self.heap[0];
+        self.children[top].next();
+        self.fix_top();
+    }
+
+    fn prev(&mut self) {
+        if self.heap.is_empty() {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            self.switch_to_reverse();
+            if self.heap.is_empty() {
+                return;
+            }
+        }
+        let top = self.heap[0];
+        self.children[top].prev();
+        self.fix_top();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.heap.first().map_or(&[], |&c| self.children[c].key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.heap.first().map_or(&[], |&c| self.children[c].value())
+    }
+
+    fn status(&self) -> Result<()> {
+        self.error.as_ref().map_or(Ok(()), |e| Err(e.duplicate()))
+    }
+}
+
+impl fmt::Debug for MergingIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MergingIter")
+            .field("children", &self.children.len())
+            .field("current", &self.heap.first())
+            .field("direction", &self.direction)
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iterator::VecIterator;
+    use shale_sst::{BytewiseComparator, InternalKey, ValueKind};
+
+    fn comparator() -> Arc<InternalKeyComparator> {
+        Arc::new(InternalKeyComparator::new(Arc::new(BytewiseComparator)))
+    }
+
+    /// A child whose values are `<key><seqno>/<child>`.
+    fn source(child: usize, entries: &[(&str, u64)]) -> Box<dyn InternalIterator> {
+        let entries = entries
+            .iter()
+            .map(|&(k, s)| {
+                let key = InternalKey::new(k.as_bytes(), s, ValueKind::Value).into_encoded();
+                (key, format!("{k}{s}/{child}").into_bytes())
+            })
+            .collect();
+        Box::new(VecIterator::new(entries, comparator()))
+    }
+
+    fn values(merge: &MergingIter) -> String {
+        String::from_utf8(merge.value().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn equal_keys_are_stable_in_both_directions_and_across_switches() {
+        // Child 0 and child 2 both hold b@5 (which unique seqnos rule out, but must not break).
+        let mut merge = MergingIter::new(
+            comparator(),
+            vec![
+                source(0, &[("a", 1), ("b", 5)]),
+                source(1, &[("b", 6), ("c", 1)]),
+                source(2, &[("b", 5), ("d", 1)]),
+            ],
+        );
+        let mut forward = Vec::new();
+        merge.seek_to_first();
+        while merge.valid() {
+            forward.push(values(&merge));
+            merge.next();
+        }
+        assert_eq!(forward, ["a1/0", "b6/1", "b5/0", "b5/2", "c1/1", "d1/2"]);
+        // The two b@5 entries: child 0's first going forward.
+        merge.seek(InternalKey::new(b"b", 5, ValueKind::Value).encoded());
+        assert_eq!(values(&merge), "b5/0");
+        merge.next();
+        assert_eq!(values(&merge), "b5/2");
+        merge.prev();
+        assert_eq!(values(&merge), "b5/0");
+        merge.prev();
+        assert_eq!(values(&merge), "b6/1");
+        merge.next();
+        assert_eq!(values(&merge), "b5/0");
+        merge.next();
+        merge.next();
+        assert_eq!(values(&merge), "c1/1");
+        merge.prev();
+        assert_eq!(values(&merge), "b5/2");
+        merge.prev();
+        merge.prev();
+        assert_eq!(values(&merge), "b6/1");
+        let mut backward = Vec::new();
+        merge.seek_to_last();
+        while merge.valid() {
+            backward.push(values(&merge));
+            merge.prev();
+        }
+        forward.reverse();
+        assert_eq!(backward, forward);
+    }
+
+    #[test]
+    fn empty_merge_is_invalid_and_ok() {
+        let mut merge = MergingIter::new(comparator(), Vec::new());
+        merge.seek_to_first();
+        assert!(!merge.valid());
+        merge.next();
+        merge.prev();
+        assert!(!merge.valid());
+        assert!(merge.status().is_ok());
+    }
+}

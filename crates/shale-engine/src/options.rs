@@ -1,0 +1,393 @@
+//! Options: how a database and each keyspace behave, validated at open and persisted in an
+//! `OPTIONS-NNNNNN` file (docs/format/options.md) so that a reopen with an incompatible
+//! comparator is refused before anything is read.
+//!
+//! Durability modes mirror `MySQL`'s `innodb_flush_log_at_trx_commit` (see README, "Durability"):
+//! [`Durability::Sync`] (=1), [`Durability::Flush`] (=2), [`Durability::Buffered`] (=0).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use shale_fs::{FileSystem, OsFs};
+use shale_sst::{BytewiseComparator, ChecksumType, Comparator, Compression, PrefixExtractor};
+
+use crate::error::{Error, Result};
+use crate::options_file::OptionsFile;
+use crate::wal::RecoveryMode;
+
+/// When a write is acknowledged relative to the write-ahead log reaching the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// fdatasync the WAL before acknowledging (like `innodb_flush_log_at_trx_commit=1`).
+    /// An acknowledged write survives any crash, the OS's included.
+    #[default]
+    Sync,
+    /// Hand the WAL record to the OS before acknowledging; a background thread syncs about
+    /// every `sync_interval` (=2). Survives a process crash; a power cut may lose up to about
+    /// one interval of acknowledged writes.
+    Flush,
+    /// Keep the record in the process's WAL buffer; a background thread writes and syncs about
+    /// every `sync_interval` (=0). A process crash or power cut may lose up to about one
+    /// interval of acknowledged writes.
+    Buffered,
+}
+
+impl Durability {
+    /// The name used in OPTIONS files and tools.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Sync => "sync",
+            Durability::Flush => "flush",
+            Durability::Buffered => "buffered",
+        }
+    }
+
+    /// Parses [`Durability::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "sync" => Some(Durability::Sync),
+            "flush" => Some(Durability::Flush),
+            "buffered" => Some(Durability::Buffered),
+            _ => None,
+        }
+    }
+}
+
+/// Per-write choices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Overrides [`Options::durability`] for this write.
+    pub durability: Option<Durability>,
+}
+
+impl WriteOptions {
+    /// A write acknowledged only once it is durable.
+    pub fn sync() -> Self {
+        WriteOptions {
+            durability: Some(Durability::Sync),
+        }
+    }
+}
+
+/// Options of one keyspace (column family).
+#[derive(Debug, Clone)]
+pub struct KeyspaceOptions {
+    /// Bytes a memtable may hold before it is frozen and flushed.
+    pub write_buffer_size: usize,
+    /// Memtables (active plus frozen) before writes wait for a flush.
+    pub max_write_buffer_number: usize,
+    /// Compression of table data blocks.
+    pub compression: Compression,
+    /// Codec level; `i32::MIN` picks the codec's default.
+    pub compression_level: i32,
+    /// Target uncompressed size of a data block.
+    pub block_size: usize,
+    /// Bloom filter bits per key; 0 disables the filter.
+    pub bloom_bits_per_key: u32,
+    /// When set, tables carry a prefix filter and prefix iteration can skip tables.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Number of L0 files that triggers an L0 -> L1 compaction.
+    pub level0_compaction_trigger: usize,
+    /// Target size of a table written by compaction.
+    pub target_file_size: u64,
+    /// Checksum of table blocks.
+    pub checksum: ChecksumType,
+}
+
+impl Default for KeyspaceOptions {
+    fn default() -> Self {
+        KeyspaceOptions {
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            compression: Compression::Lz4,
+            compression_level: i32::MIN,
+            block_size: 4096,
+            bloom_bits_per_key: 10,
+            prefix_extractor: None,
+            level0_compaction_trigger: 4,
+            target_file_size: 64 << 20,
+            checksum: ChecksumType::Xxh3,
+        }
+    }
+}
+
+impl KeyspaceOptions {
+    /// Checks every value, naming the option that is wrong.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::InvalidArgument(what));
+        if self.write_buffer_size < 4096 || self.write_buffer_size > (4 << 30) {
+            return bad(format!(
+                "write_buffer_size {} must be between 4 KiB and 4 GiB",
+                self.write_buffer_size
+            ));
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad(format!(
+                "max_write_buffer_number {} must be at least 2 (one active, one flushing)",
+                self.max_write_buffer_number
+            ));
+        }
+        if self.block_size < 256 || self.block_size > (64 << 20) {
+            return bad(format!(
+                "block_size {} must be between 256 B and 64 MiB",
+                self.block_size
+            ));
+        }
+        if self.bloom_bits_per_key > 100 {
+            return bad(format!(
+                "bloom_bits_per_key {} is above 100",
+                self.bloom_bits_per_key
+            ));
+        }
+        if self.level0_compaction_trigger < 2 {
+            return bad(format!(
+                "level0_compaction_trigger {} must be at least 2",
+                self.level0_compaction_trigger
+            ));
+        }
+        if self.target_file_size < 64 << 10 {
+            return bad(format!(
+                "target_file_size {} is below 64 KiB",
+                self.target_file_size
+            ));
+        }
+        if self.compression == Compression::ZstdDict {
+            return bad(
+                "compression zstd-dict needs a trained dictionary; it is not yet a keyspace option"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// Reads the persisted form back; missing or unreadable values keep `fallback`'s. The
+    /// prefix extractor is always `fallback`'s (extractors are code, not data); tables written
+    /// with a differently named one are still read correctly, only without their prefix filter.
+    pub(crate) fn from_pairs(
+        pairs: &[(String, String)],
+        fallback: &KeyspaceOptions,
+    ) -> KeyspaceOptions {
+        let mut options = fallback.clone();
+        for (key, value) in pairs {
+            match key.as_str() {
+                "write_buffer_size" => set_parsed(&mut options.write_buffer_size, value),
+                "max_write_buffer_number" => {
+                    set_parsed(&mut options.max_write_buffer_number, value);
+                }
+                "compression" => {
+                    if let Some(c) = Compression::from_name(value) {
+                        options.compression = c;
+                    }
+                }
+                "compression_level" => set_parsed(&mut options.compression_level, value),
+                "block_size" => set_parsed(&mut options.block_size, value),
+                "bloom_bits_per_key" => set_parsed(&mut options.bloom_bits_per_key, value),
+                "level0_compaction_trigger" => {
+                    set_parsed(&mut options.level0_compaction_trigger, value);
+                }
+                "target_file_size" => set_parsed(&mut options.target_file_size, value),
+                "checksum" => {
+                    options.checksum = match value.as_str() {
+                        "crc32c" => ChecksumType::Crc32c,
+                        _ => ChecksumType::Xxh3,
+                    };
+                }
+                _ => {}
+            }
+        }
+        if options.validate().is_err() {
+            return fallback.clone();
+        }
+        options
+    }
+
+    /// The persisted form (names and values as in docs/format/options.md).
+    pub(crate) fn to_pairs(&self) -> Vec<(String, String)> {
+        let mut pairs = vec![
+            (
+                "write_buffer_size".to_owned(),
+                self.write_buffer_size.to_string(),
+            ),
+            (
+                "max_write_buffer_number".to_owned(),
+                self.max_write_buffer_number.to_string(),
+            ),
+            ("compression".to_owned(), self.compression.name().to_owned()),
+            (
+                "compression_level".to_owned(),
+                self.compression_level.to_string(),
+            ),
+            ("block_size".to_owned(), self.block_size.to_string()),
+            (
+                "bloom_bits_per_key".to_owned(),
+                self.bloom_bits_per_key.to_string(),
+            ),
+            (
+                "level0_compaction_trigger".to_owned(),
+                self.level0_compaction_trigger.to_string(),
+            ),
+            (
+                "target_file_size".to_owned(),
+                self.target_file_size.to_string(),
+            ),
+            ("checksum".to_owned(), self.checksum.name().to_owned()),
+        ];
+        if let Some(extractor) = &self.prefix_extractor {
+            pairs.push(("prefix_extractor".to_owned(), extractor.name().to_owned()));
+        }
+        pairs
+    }
+}
+
+/// Options of a database. `Default` gives a database in `Sync` durability on the OS file
+/// system with a 64 MiB block cache.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none.
+    pub create_if_missing: bool,
+    /// Refuse to open a database that already exists.
+    pub error_if_exists: bool,
+    /// Default durability of writes.
+    pub durability: Durability,
+    /// How often `Flush` and `Buffered` writes are synced in the background.
+    pub sync_interval: Duration,
+    /// What a damaged WAL means at open (docs/format/wal.md).
+    pub wal_recovery_mode: RecoveryMode,
+    /// User-key order; its name is persisted and checked on every open.
+    pub comparator: Arc<dyn Comparator>,
+    /// Bytes of uncompressed blocks kept in memory.
+    pub block_cache_capacity: usize,
+    /// Table files kept open.
+    pub max_open_files: usize,
+    /// Verify block checksums on every read.
+    pub verify_checksums: bool,
+    /// Options for keyspaces created without their own (including "default").
+    pub default_keyspace: KeyspaceOptions,
+    /// Where files live; the OS file system unless a test supplies `MemFs` or `FaultFs`.
+    pub file_system: Arc<dyn FileSystem>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            durability: Durability::Sync,
+            sync_interval: Duration::from_secs(1),
+            wal_recovery_mode: RecoveryMode::default(),
+            comparator: Arc::new(BytewiseComparator),
+            block_cache_capacity: 64 << 20,
+            max_open_files: 1000,
+            verify_checksums: true,
+            default_keyspace: KeyspaceOptions::default(),
+            file_system: Arc::new(OsFs::new()),
+        }
+    }
+}
+
+impl Options {
+    /// Checks every value, naming the option that is wrong.
+    pub fn validate(&self) -> Result<()> {
+        if self.sync_interval.is_zero() || self.sync_interval > Duration::from_secs(3600) {
+            return Err(Error::InvalidArgument(format!(
+                "sync_interval {:?} must be between 1 ns and 1 hour",
+                self.sync_interval
+            )));
+        }
+        if self.max_open_files < 16 {
+            return Err(Error::InvalidArgument(format!(
+                "max_open_files {} must be at least 16",
+                self.max_open_files
+            )));
+        }
+        self.default_keyspace.validate()
+    }
+
+    /// The OPTIONS file for this database and its keyspaces.
+    pub(crate) fn to_file(&self, keyspaces: &[(String, KeyspaceOptions)]) -> OptionsFile {
+        let db = vec![
+            ("comparator".to_owned(), self.comparator.name().to_owned()),
+            ("durability".to_owned(), self.durability.name().to_owned()),
+            (
+                "sync_interval_ms".to_owned(),
+                self.sync_interval.as_millis().to_string(),
+            ),
+            (
+                "wal_recovery_mode".to_owned(),
+                format!("{:?}", self.wal_recovery_mode),
+            ),
+            (
+                "block_cache_capacity".to_owned(),
+                self.block_cache_capacity.to_string(),
+            ),
+            ("max_open_files".to_owned(), self.max_open_files.to_string()),
+            (
+                "verify_checksums".to_owned(),
+                self.verify_checksums.to_string(),
+            ),
+        ];
+        let mut sections = vec![("db".to_owned(), db)];
+        for (name, options) in keyspaces {
+            sections.push((format!("keyspace \"{name}\""), options.to_pairs()));
+        }
+        OptionsFile { sections }
+    }
+
+    /// Refuses to open with options the persisted ones make unsafe.
+    pub(crate) fn check_compatible(&self, persisted: &OptionsFile) -> Result<()> {
+        if let Some(name) = persisted.get("db", "comparator") {
+            if name != self.comparator.name() {
+                return Err(Error::InvalidArgument(format!(
+                    "the database was created with comparator {name:?} but is being opened \
+                     with {:?}; keys would be read in the wrong order",
+                    self.comparator.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn set_parsed<T: std::str::FromStr>(target: &mut T, value: &str) {
+    if let Ok(parsed) = value.parse() {
+        *target = parsed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_named() {
+        Options::default().validate().unwrap();
+        let mut options = Options::default();
+        options.default_keyspace.write_buffer_size = 10;
+        let message = options.validate().unwrap_err().to_string();
+        assert!(message.contains("write_buffer_size"), "{message}");
+        let mut options = Options::default();
+        options.default_keyspace.max_write_buffer_number = 1;
+        assert!(options
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("max_write_buffer_number"));
+        let options = Options {
+            sync_interval: Duration::ZERO,
+            ..Options::default()
+        };
+        assert!(options
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("sync_interval"));
+    }
+
+    #[test]
+    fn durability_names_round_trip() {
+        for d in [Durability::Sync, Durability::Flush, Durability::Buffered] {
+            assert_eq!(Durability::from_name(d.name()), Some(d));
+        }
+        assert_eq!(Durability::from_name("fsync"), None);
+    }
+}

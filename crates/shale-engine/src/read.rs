@@ -1,0 +1,364 @@
+//! Reads: point lookups and iterators over one keyspace's read view (memtable, frozen
+//! memtables, L0 newest first, then one table per level).
+//!
+//! Range tombstones: a point entry with seqno `s` is hidden by a visible tombstone with a
+//! larger seqno covering its key. Sources are searched newest first, and within the LSM every
+//! entry of a newer source is newer than every entry of an older one for the same key, so a
+//! lookup only needs the tombstones of the sources searched up to and including the one where
+//! it finds the key.
+
+use std::sync::Arc;
+
+use shale_sst::{
+    Comparator, PrefixExtractor, RangeTombstone, ReadOptions as TableReadOptions, SeqNo, Table,
+    TableIter, ValueKind,
+};
+
+use crate::db::DbInner;
+use crate::db_iter::{DbIter, DbIterOptions};
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+use crate::keyspace::SuperVersion;
+use crate::level_iter::{LevelFile, LevelIter, TableOpener};
+use crate::merging_iter::MergingIter;
+use crate::range_del::RangeDelSet;
+use crate::snapshot::Snapshot;
+
+/// Per-read choices.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot instead of now.
+    pub snapshot: Option<Snapshot>,
+    /// Iterators: smallest key returned (inclusive).
+    pub lower_bound: Option<Vec<u8>>,
+    /// Iterators: key to stop before (exclusive).
+    pub upper_bound: Option<Vec<u8>>,
+    /// Iterators: return only keys with the same prefix (by the keyspace's prefix extractor)
+    /// as the key sought, and skip tables whose prefix filter rules that prefix out.
+    pub prefix_same_as_start: bool,
+    /// Do not insert the blocks this read loads into the block cache (large scans).
+    pub skip_cache_fill: bool,
+}
+
+fn snapshot_seqno(inner: &DbInner, options: &ReadOptions) -> SeqNo {
+    options
+        .snapshot
+        .as_ref()
+        .map_or_else(|| inner.visible_seqno(), Snapshot::seqno)
+}
+
+/// The value of `key` in keyspace `keyspace`.
+pub(crate) fn get(
+    inner: &Arc<DbInner>,
+    keyspace: u32,
+    key: &[u8],
+    options: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    inner.check_open()?;
+    let view = inner.super_version(keyspace)?;
+    let snapshot = snapshot_seqno(inner, options);
+    get_from(inner, keyspace, &view, key, snapshot)
+}
+
+/// Values of several keys from one read view.
+pub(crate) fn multi_get(
+    inner: &Arc<DbInner>,
+    keyspace: u32,
+    keys: &[&[u8]],
+    options: &ReadOptions,
+) -> Result<Vec<Option<Vec<u8>>>> {
+    inner.check_open()?;
+    let view = inner.super_version(keyspace)?;
+    let snapshot = snapshot_seqno(inner, options);
+    keys.iter()
+        .map(|key| get_from(inner, keyspace, &view, key, snapshot))
+        .collect()
+}
+
+/// The newest visible tombstone seqno covering `key` among `tombstones`.
+fn covering(
+    cmp: &dyn Comparator,
+    tombstones: &[RangeTombstone],
+    key: &[u8],
+    snapshot: SeqNo,
+) -> SeqNo {
+    tombstones
+        .iter()
+        .filter(|t| {
+            t.seqno <= snapshot
+                && cmp.compare(&t.start, key).is_le()
+                && cmp.compare(key, &t.end).is_lt()
+        })
+        .map(|t| t.seqno)
+        .max()
+        .unwrap_or(0)
+}
+
+fn resolve(kind: ValueKind, seqno: SeqNo, value: Vec<u8>, tombstone: SeqNo) -> Option<Vec<u8>> {
+    (kind == ValueKind::Value && seqno > tombstone).then_some(value)
+}
+
+fn get_from(
+    inner: &DbInner,
+    keyspace: u32,
+    view: &SuperVersion,
+    key: &[u8],
+    snapshot: SeqNo,
+) -> Result<Option<Vec<u8>>> {
+    let cmp = inner.user_comparator().as_ref();
+    let mut tombstone = 0;
+    for mem in std::iter::once(&view.mem).chain(&view.imm) {
+        tombstone = tombstone.max(covering(cmp, &mem.range_tombstones(), key, snapshot));
+        if let Some((kind, seqno, value)) = mem.get(key, snapshot) {
+            return Ok(resolve(kind, seqno, value, tombstone));
+        }
+    }
+    let version = &view.version;
+    let extractor = prefix_extractor(inner, keyspace);
+    for level in 0..version.num_levels() {
+        let files = version.files(keyspace, level);
+        let candidates: Vec<&Arc<crate::version::FileMetaData>> = if level == 0 {
+            files
+                .iter()
+                .filter(|f| {
+                    cmp.compare(f.smallest.user_key(), key).is_le()
+                        && cmp.compare(key, f.largest.user_key()).is_le()
+                })
+                .collect()
+        } else {
+            // Sorted and disjoint: the first file whose largest key is not below `key`.
+            let at = files.partition_point(|f| match cmp.compare(f.largest.user_key(), key) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => f.largest_is_exclusive(),
+                std::cmp::Ordering::Greater => false,
+            });
+            files
+                .get(at)
+                .filter(|f| cmp.compare(f.smallest.user_key(), key).is_le())
+                .into_iter()
+                .collect()
+        };
+        for file in candidates {
+            let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+            tombstone = tombstone.max(covering(cmp, table.range_tombstones(), key, snapshot));
+            if let Some(found) = table.get(key, snapshot)? {
+                return Ok(resolve(found.kind, found.seqno, found.value, tombstone));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn prefix_extractor(inner: &DbInner, keyspace: u32) -> Option<Arc<dyn PrefixExtractor>> {
+    let state = inner.lock_state();
+    state
+        .keyspaces
+        .get(&keyspace)
+        .and_then(|k| k.options.prefix_extractor.clone())
+}
+
+/// A table iterator that, in prefix mode, is empty after a seek whose prefix the table's
+/// prefix filter rules out (so the table's blocks are never read).
+struct PrefixCheckedIter {
+    table: Arc<Table>,
+    iter: TableIter,
+    ruled_out: bool,
+}
+
+impl PrefixCheckedIter {
+    fn check(&mut self, target: &[u8]) -> bool {
+        let user_key = crate::db_iter::user_key_of(target);
+        self.ruled_out = !self.table.may_contain_prefix(user_key);
+        !self.ruled_out
+    }
+}
+
+impl InternalIterator for PrefixCheckedIter {
+    fn valid(&self) -> bool {
+        !self.ruled_out && self.iter.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.ruled_out = false;
+        self.iter.seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        self.ruled_out = false;
+        self.iter.seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        if self.check(target) {
+            self.iter.seek(target);
+        }
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        if self.check(target) {
+            self.iter.seek_for_prev(target);
+        }
+    }
+    fn next(&mut self) {
+        self.iter.next();
+    }
+    fn prev(&mut self) {
+        self.iter.prev();
+    }
+    fn key(&self) -> &[u8] {
+        self.iter.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.iter.value()
+    }
+    fn status(&self) -> Result<()> {
+        Ok(self.iter.status()?)
+    }
+}
+
+/// An iterator over a keyspace as of one snapshot: each live key once, with its newest value,
+/// in key order, in either direction.
+pub struct DbIterator {
+    iter: DbIter,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("valid", &self.iter.valid())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DbIterator {
+    /// Whether the iterator is on a key.
+    pub fn valid(&self) -> bool {
+        self.iter.valid()
+    }
+    /// The current key.
+    pub fn key(&self) -> &[u8] {
+        self.iter.key()
+    }
+    /// The current value.
+    pub fn value(&self) -> &[u8] {
+        self.iter.value()
+    }
+    /// Positions at the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) {
+        self.iter.seek_to_first();
+    }
+    /// Positions at the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) {
+        self.iter.seek_to_last();
+    }
+    /// Positions at the first key `>= key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        self.iter.seek(key);
+    }
+    /// Positions at the last key `<= key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.iter.seek_for_prev(key);
+    }
+    /// Moves to the next key.
+    pub fn next(&mut self) {
+        self.iter.next();
+    }
+    /// Moves to the previous key.
+    pub fn prev(&mut self) {
+        self.iter.prev();
+    }
+    /// The first error met; an iterator that stops early with `Ok` reached the end.
+    pub fn status(&self) -> Result<()> {
+        self.iter.status()
+    }
+}
+
+/// Builds the iterator over `keyspace`'s read view.
+pub(crate) fn iter(
+    inner: &Arc<DbInner>,
+    keyspace: u32,
+    options: ReadOptions,
+) -> Result<DbIterator> {
+    inner.check_open()?;
+    let view = inner.super_version(keyspace)?;
+    let snapshot = snapshot_seqno(inner, &options);
+    let extractor = prefix_extractor(inner, keyspace);
+    let table_options = TableReadOptions {
+        lower_bound: options.lower_bound.clone(),
+        upper_bound: options.upper_bound.clone(),
+        skip_cache_fill: options.skip_cache_fill,
+    };
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut tombstones: Vec<RangeTombstone> = Vec::new();
+    for mem in std::iter::once(&view.mem).chain(&view.imm) {
+        tombstones.extend(mem.range_tombstones());
+        children.push(Box::new(mem.iter()));
+    }
+    let version = &view.version;
+    for file in version.files(keyspace, 0) {
+        let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+        tombstones.extend_from_slice(table.range_tombstones());
+        let iter = table.iter(table_options.clone());
+        if options.prefix_same_as_start {
+            children.push(Box::new(PrefixCheckedIter {
+                table,
+                iter,
+                ruled_out: false,
+            }));
+        } else {
+            children.push(Box::new(iter));
+        }
+    }
+    for level in 1..version.num_levels() {
+        let files = version.files(keyspace, level);
+        if files.is_empty() {
+            continue;
+        }
+        // Range tombstones are read up front for every table; tables without any cost one
+        // table-cache lookup here.
+        for file in files {
+            let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+            tombstones.extend_from_slice(table.range_tombstones());
+        }
+        let level_files: Arc<[LevelFile]> = files
+            .iter()
+            .map(|f| LevelFile {
+                smallest: f.smallest.clone(),
+                largest: f.largest.clone(),
+                file_number: f.number,
+            })
+            .collect();
+        let opener: TableOpener = {
+            let (inner, extractor, table_options) =
+                (inner.clone(), extractor.clone(), table_options.clone());
+            let prefix_mode = options.prefix_same_as_start;
+            Arc::new(move |number| {
+                let table = inner.table_cache.get(number, extractor.as_ref())?;
+                let iter = table.iter(table_options.clone());
+                Ok(if prefix_mode {
+                    Box::new(PrefixCheckedIter {
+                        table,
+                        iter,
+                        ruled_out: false,
+                    }) as Box<dyn InternalIterator>
+                } else {
+                    Box::new(iter)
+                })
+            })
+        };
+        let level_iter = LevelIter::new(inner.comparator.clone(), level_files, opener)
+            .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
+        children.push(Box::new(level_iter));
+    }
+    let cmp = inner.user_comparator().clone();
+    let range_dels = RangeDelSet::new(cmp.clone(), snapshot, &tombstones);
+    let merged = MergingIter::new(inner.comparator.clone(), children);
+    let iter_options = DbIterOptions {
+        lower_bound: options.lower_bound,
+        upper_bound: options.upper_bound,
+        prefix_extractor: if options.prefix_same_as_start {
+            extractor
+        } else {
+            None
+        },
+    };
+    Ok(DbIterator {
+        iter: DbIter::new(Box::new(merged), cmp, snapshot, range_dels, iter_options),
+    })
+}

@@ -1,0 +1,288 @@
+//! [`FileMetaData`] and [`Version`]: the table files of every level of every keyspace at one
+//! point in the MANIFEST's history (docs/format/manifest.md).
+//!
+//! Invariants (kept by the builder, which refuses an edit that would break one):
+//! 1. A `Version` never changes once built. An edit makes a new `Version`, which shares the
+//!    levels the edit did not touch (`Arc`).
+//! 2. L0 is ordered newest first: by largest seqno descending, then file number descending.
+//! 3. In L1 and deeper, files are sorted by smallest key and never overlap: for neighbours `a`
+//!    before `b`, `user(a.largest) < user(b.smallest)` by the user comparator (invariant 2 of
+//!    docs/architecture.md). One user key never spans two files of such a level.
+//! 4. A file number appears at most once in a `Version` (in one keyspace, one level), and every
+//!    file has `smallest <= largest` and `smallest_seqno <= largest_seqno`.
+//! 5. Every keyspace has exactly `num_levels` levels; keyspace 0 ("default") always exists.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use shale_sst::{describe_internal_key, printable, Comparator, InternalKey, SeqNo};
+
+/// What the engine knows about one table file without opening it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMetaData {
+    /// The file number (the file is `NNNNNN.sst`).
+    pub number: u64,
+    /// The file size in bytes.
+    pub size: u64,
+    /// The smallest internal key in the file.
+    pub smallest: InternalKey,
+    /// The largest internal key in the file.
+    pub largest: InternalKey,
+    /// The smallest sequence number of any entry.
+    pub smallest_seqno: SeqNo,
+    /// The largest sequence number of any entry.
+    pub largest_seqno: SeqNo,
+    /// Entries in the file.
+    pub num_entries: u64,
+    /// Point and range deletions among them.
+    pub num_deletions: u64,
+    /// When the file was written, in seconds since the Unix epoch (optional in the MANIFEST).
+    pub creation_time: Option<u64>,
+}
+
+impl FileMetaData {
+    /// Whether the largest key is a range-deletion sentinel, `(user key, MAX_SEQNO, range
+    /// deletion)`: the end of a tombstone clipped at the next file's first key. Such a bound is
+    /// exclusive (the file holds nothing of that user key), so the next file of the level may
+    /// start with the same user key.
+    pub fn largest_is_exclusive(&self) -> bool {
+        shale_sst::ParsedInternalKey::parse(self.largest.encoded()).is_ok_and(|k| {
+            k.seqno == shale_sst::MAX_SEQNO && k.kind == shale_sst::ValueKind::RangeDeletion
+        })
+    }
+}
+
+impl fmt::Display for FileMetaData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:06} [{} .. {}] seqno {}..{} size {} entries {} deletions {}",
+            self.number,
+            describe_internal_key(self.smallest.encoded()),
+            describe_internal_key(self.largest.encoded()),
+            self.smallest_seqno,
+            self.largest_seqno,
+            self.size,
+            self.num_entries,
+            self.num_deletions
+        )?;
+        if let Some(time) = self.creation_time {
+            write!(f, " created {time}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One level's files, shared between versions until an edit touches the level.
+pub(crate) type Level = Arc<Vec<Arc<FileMetaData>>>;
+
+/// A keyspace as a version sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyspaceFiles {
+    pub name: String,
+    pub log_number: u64,
+    /// Exactly `num_levels` entries (invariant 5).
+    pub levels: Vec<Level>,
+}
+
+impl PartialEq for KeyspaceFiles {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.log_number == other.log_number
+            && self.levels.len() == other.levels.len()
+            && self
+                .levels
+                .iter()
+                .zip(&other.levels)
+                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+    }
+}
+
+/// The table files of every level of every keyspace at one point in time, with the keyspaces'
+/// names and log numbers. Immutable; readers hold an `Arc<Version>` for as long as they read
+/// its files, which keeps those files from being deleted
+/// ([`crate::VersionSet::live_files`]).
+#[derive(Clone)]
+pub struct Version {
+    comparator: Arc<dyn Comparator>,
+    num_levels: usize,
+    keyspaces: BTreeMap<u32, KeyspaceFiles>,
+}
+
+/// Versions are equal when they hold the same keyspaces and files (the comparator is not
+/// compared: a version set has one).
+impl PartialEq for Version {
+    fn eq(&self, other: &Self) -> bool {
+        self.num_levels == other.num_levels && self.keyspaces == other.keyspaces
+    }
+}
+
+impl Eq for Version {}
+
+impl Version {
+    pub(crate) fn new(
+        comparator: Arc<dyn Comparator>,
+        num_levels: usize,
+        keyspaces: BTreeMap<u32, KeyspaceFiles>,
+    ) -> Self {
+        Version {
+            comparator,
+            num_levels,
+            keyspaces,
+        }
+    }
+
+    pub(crate) fn keyspace_map(&self) -> &BTreeMap<u32, KeyspaceFiles> {
+        &self.keyspaces
+    }
+
+    /// The number of levels of every keyspace.
+    pub fn num_levels(&self) -> usize {
+        self.num_levels
+    }
+
+    /// The user comparator that orders every level.
+    pub fn comparator(&self) -> &Arc<dyn Comparator> {
+        &self.comparator
+    }
+
+    /// The live keyspaces as (id, name), by id.
+    pub fn keyspaces(&self) -> Vec<(u32, String)> {
+        self.keyspaces
+            .iter()
+            .map(|(id, k)| (*id, k.name.clone()))
+            .collect()
+    }
+
+    /// Whether keyspace `id` is live.
+    pub fn has_keyspace(&self, id: u32) -> bool {
+        self.keyspaces.contains_key(&id)
+    }
+
+    /// The id of the live keyspace named `name`.
+    pub fn keyspace_id(&self, name: &str) -> Option<u32> {
+        self.keyspaces
+            .iter()
+            .find(|(_, k)| k.name == name)
+            .map(|(id, _)| *id)
+    }
+
+    /// The log number of `keyspace`: its writes in WAL files numbered below this are all in
+    /// table files.
+    pub fn log_number(&self, keyspace: u32) -> Option<u64> {
+        self.keyspaces.get(&keyspace).map(|k| k.log_number)
+    }
+
+    /// The files of `level` of `keyspace` in level order (L0: newest first; deeper: by key).
+    /// Empty for an unknown keyspace or level.
+    pub fn files(&self, keyspace: u32, level: usize) -> &[Arc<FileMetaData>] {
+        self.keyspaces
+            .get(&keyspace)
+            .and_then(|k| k.levels.get(level))
+            .map_or(&[], |files| files.as_slice())
+    }
+
+    /// The files of `level` of `keyspace` whose user-key range intersects
+    /// `[smallest_user_key, largest_user_key]` (both inclusive), in level order. L1 and deeper
+    /// are binary-searched; L0 is scanned. The range is not widened by the files found (a
+    /// compaction picker that needs the closure over L0 expands it itself).
+    pub fn overlapping_files(
+        &self,
+        keyspace: u32,
+        level: usize,
+        smallest_user_key: &[u8],
+        largest_user_key: &[u8],
+    ) -> Vec<Arc<FileMetaData>> {
+        let cmp = &self.comparator;
+        let files = self.files(keyspace, level);
+        if cmp.compare(smallest_user_key, largest_user_key) == Ordering::Greater {
+            return Vec::new();
+        }
+        let overlaps = |f: &FileMetaData| {
+            cmp.compare(f.largest.user_key(), smallest_user_key) != Ordering::Less
+                && cmp.compare(f.smallest.user_key(), largest_user_key) != Ordering::Greater
+        };
+        if level == 0 {
+            return files.iter().filter(|f| overlaps(f)).cloned().collect();
+        }
+        // Invariant 3: both the smallest and the largest keys ascend along the level.
+        let start = files.partition_point(|f| {
+            cmp.compare(f.largest.user_key(), smallest_user_key) == Ordering::Less
+        });
+        files[start..]
+            .iter()
+            .take_while(|f| {
+                cmp.compare(f.smallest.user_key(), largest_user_key) != Ordering::Greater
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The total size in bytes of the files of `level` of `keyspace`.
+    pub fn level_size(&self, keyspace: u32, level: usize) -> u64 {
+        self.files(keyspace, level).iter().map(|f| f.size).sum()
+    }
+
+    /// The number of files of `level` of `keyspace`.
+    pub fn num_files(&self, keyspace: u32, level: usize) -> usize {
+        self.files(keyspace, level).len()
+    }
+
+    /// The number of files in all levels of all keyspaces.
+    pub fn total_files(&self) -> usize {
+        self.keyspaces
+            .values()
+            .flat_map(|k| &k.levels)
+            .map(|level| level.len())
+            .sum()
+    }
+
+    /// Every file as (keyspace, level, file), by keyspace, then level, then level order.
+    pub fn all_files(&self) -> impl Iterator<Item = (u32, usize, &Arc<FileMetaData>)> + '_ {
+        self.keyspaces.iter().flat_map(|(id, k)| {
+            k.levels
+                .iter()
+                .enumerate()
+                .flat_map(move |(level, files)| files.iter().map(move |f| (*id, level, f)))
+        })
+    }
+}
+
+/// One keyspace a paragraph, one file a line, in level order:
+///
+/// ```text
+/// keyspace 0 "default" log 5
+///   L0 000009 ["c"@7:put .. "f"@9:put] seqno 7..9 size 100 entries 3 deletions 0
+///   L1 000004 ["a"@1:put .. "b"@2:put] seqno 1..2 size 100 entries 2 deletions 0
+/// ```
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (id, k) in &self.keyspaces {
+            if !first {
+                writeln!(f)?;
+            }
+            first = false;
+            write!(
+                f,
+                "keyspace {id} {} log {}",
+                printable(k.name.as_bytes()),
+                k.log_number
+            )?;
+            for (level, files) in k.levels.iter().enumerate() {
+                for file in files.iter() {
+                    write!(f, "\n  L{level} {file}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Version({} levels)\n{self}", self.num_levels)
+    }
+}

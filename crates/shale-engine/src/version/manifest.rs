@@ -1,0 +1,276 @@
+//! MANIFEST files and `CURRENT` (docs/format/manifest.md, "File names and numbers",
+//! "`CURRENT`" and "Switching `CURRENT`").
+//!
+//! A MANIFEST is a WAL-format log ([`crate::wal::LogWriter`]) whose records are version edits;
+//! `CURRENT` is one checksummed line naming it, replaced atomically by rename.
+//!
+//! Invariants:
+//! 1. A MANIFEST is synced (snapshot record first) before `CURRENT` can name it.
+//! 2. `CURRENT` is only ever replaced by renaming a synced `CURRENT.tmp` over it, followed by a
+//!    sync of the directory; nothing else writes it.
+
+use std::path::{Path, PathBuf};
+
+use shale_fs::FileSystem;
+
+use crate::error::{Error, Result};
+use crate::wal::format::parse_log_file_name;
+use crate::wal::LogWriter;
+
+/// The name of the file that names the live MANIFEST.
+pub const CURRENT_FILE_NAME: &str = "CURRENT";
+
+/// The temporary file `CURRENT` is written through.
+pub(crate) const CURRENT_TEMP_NAME: &str = "CURRENT.tmp";
+
+/// The most bytes of `CURRENT` that are read; a longer file is corrupt.
+const CURRENT_MAX_SIZE: u64 = 255;
+
+const MANIFEST_PREFIX: &str = "MANIFEST-";
+const OPTIONS_PREFIX: &str = "OPTIONS-";
+
+/// The name of MANIFEST number `number`: `MANIFEST-` and at least six digits.
+pub fn manifest_file_name(number: u64) -> String {
+    format!("{MANIFEST_PREFIX}{number:06}")
+}
+
+/// The number of a file named by [`manifest_file_name`], or `None` for any other name.
+pub fn parse_manifest_file_name(name: &str) -> Option<u64> {
+    parse_digits(name.strip_prefix(MANIFEST_PREFIX)?)
+}
+
+/// At least six ASCII digits and nothing else, as a number.
+pub(crate) fn parse_digits(digits: &str) -> Option<u64> {
+    if digits.len() < 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The number of any file that takes a number from the database's file-number counter:
+/// `NNNNNN.wal`, `NNNNNN.sst`, `MANIFEST-NNNNNN`, `OPTIONS-NNNNNN`.
+pub(crate) fn numbered_file(name: &str) -> Option<u64> {
+    parse_log_file_name(name)
+        .or_else(|| parse_digits(name.strip_suffix(".sst")?))
+        .or_else(|| parse_manifest_file_name(name))
+        .or_else(|| parse_digits(name.strip_prefix(OPTIONS_PREFIX)?))
+}
+
+/// The contents of `CURRENT` naming MANIFEST `number`.
+pub(crate) fn current_contents(number: u64) -> String {
+    let name = manifest_file_name(number);
+    let crc = crc32c::crc32c(name.as_bytes());
+    format!("{name} crc32c={crc:08x}\n")
+}
+
+fn current_corruption(path: &Path, offset: usize, detail: String) -> Error {
+    Error::Corruption {
+        file: path.to_path_buf(),
+        offset: offset as u64,
+        detail,
+    }
+}
+
+/// Parses the contents of `CURRENT` (read from `path`) into a MANIFEST number.
+pub(crate) fn parse_current(bytes: &[u8], path: &Path) -> Result<u64> {
+    let hint =
+        "CURRENT must hold one line `MANIFEST-NNNNNN crc32c=xxxxxxxx` (docs/format/manifest.md)";
+    let Some(line) = bytes.strip_suffix(b"\n") else {
+        return Err(current_corruption(
+            path,
+            bytes.len(),
+            format!("missing the final newline; {hint}"),
+        ));
+    };
+    let Some(space) = line.iter().position(|&b| b == b' ') else {
+        return Err(current_corruption(
+            path,
+            0,
+            format!("no checksum after the MANIFEST name; {hint}"),
+        ));
+    };
+    let (name, checksum) = line.split_at(space);
+    let checksum = &checksum[1..];
+    let number = std::str::from_utf8(name)
+        .ok()
+        .and_then(parse_manifest_file_name)
+        .ok_or_else(|| {
+            current_corruption(
+                path,
+                0,
+                format!(
+                    "{} is not a MANIFEST name; {hint}",
+                    shale_sst::printable(name)
+                ),
+            )
+        })?;
+    let stored = checksum
+        .strip_prefix(b"crc32c=")
+        .filter(|hex| {
+            hex.len() == 8
+                && hex
+                    .iter()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        })
+        .and_then(|hex| std::str::from_utf8(hex).ok())
+        .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+        .ok_or_else(|| {
+            current_corruption(
+                path,
+                space + 1,
+                format!(
+                    "{} is not `crc32c=` and 8 lowercase hex digits; {hint}",
+                    shale_sst::printable(checksum)
+                ),
+            )
+        })?;
+    let computed = crc32c::crc32c(name);
+    if stored != computed {
+        return Err(current_corruption(
+            path,
+            space + 1,
+            format!(
+                "checksum mismatch: CURRENT says {stored:08x}, the name {} has {computed:08x}",
+                shale_sst::printable(name)
+            ),
+        ));
+    }
+    Ok(number)
+}
+
+/// Reads `CURRENT` in `dir`: the number of the live MANIFEST, which must exist.
+pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+    let path = dir.join(CURRENT_FILE_NAME);
+    let file = fs.open_read(&path).map_err(|e| {
+        if e.is_not_found() {
+            Error::InvalidArgument(format!(
+                "no database in {}: {CURRENT_FILE_NAME} is missing (create the database first)",
+                dir.display()
+            ))
+        } else {
+            Error::Io(e)
+        }
+    })?;
+    let size = file.size()?;
+    if size > CURRENT_MAX_SIZE {
+        return Err(current_corruption(
+            &path,
+            CURRENT_MAX_SIZE as usize,
+            format!("{size} bytes long; a valid CURRENT has at most {CURRENT_MAX_SIZE}"),
+        ));
+    }
+    let mut bytes = vec![0; size as usize];
+    file.read_exact_at(0, &mut bytes)?;
+    let number = parse_current(&bytes, &path)?;
+    let manifest = dir.join(manifest_file_name(number));
+    if !fs.exists(&manifest)? {
+        return Err(current_corruption(
+            &path,
+            0,
+            format!(
+                "CURRENT names {}, which does not exist",
+                manifest_file_name(number)
+            ),
+        ));
+    }
+    Ok(number)
+}
+
+/// Points `CURRENT` at MANIFEST `number`, crash-safely (invariant 2).
+pub(crate) fn write_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
+    let temp = dir.join(CURRENT_TEMP_NAME);
+    let mut file = fs.create(&temp)?;
+    file.append(current_contents(number).as_bytes())?;
+    file.sync_data()?;
+    drop(file);
+    fs.rename(&temp, &dir.join(CURRENT_FILE_NAME))?;
+    fs.sync_dir(dir)?;
+    Ok(())
+}
+
+/// An open MANIFEST being appended to.
+#[derive(Debug)]
+pub(crate) struct ManifestWriter {
+    pub log: LogWriter,
+    pub number: u64,
+    pub path: PathBuf,
+    /// Bytes of the file after its snapshot record (the rollover rule compares with it).
+    pub snapshot_end: u64,
+}
+
+/// Writes MANIFEST `number` in `dir`: the `snapshot` record, then `edit` if any, synced
+/// (invariant 1). `CURRENT` is not touched.
+pub(crate) fn start_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    snapshot: &[u8],
+    edit: Option<&[u8]>,
+) -> Result<ManifestWriter> {
+    let path = dir.join(manifest_file_name(number));
+    let file = fs.create(&path)?;
+    let mut log = LogWriter::new(file, number)?;
+    let snapshot_end = log.add_record(snapshot)?;
+    if let Some(edit) = edit {
+        log.add_record(edit)?;
+    }
+    log.sync()?;
+    Ok(ManifestWriter {
+        log,
+        number,
+        path,
+        snapshot_end,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(manifest_file_name(1), "MANIFEST-000001");
+        assert_eq!(parse_manifest_file_name("MANIFEST-000001"), Some(1));
+        assert_eq!(
+            parse_manifest_file_name("MANIFEST-1234567"),
+            Some(1_234_567)
+        );
+        for bad in [
+            "MANIFEST-1",
+            "MANIFEST-00000x",
+            "MANIFEST-000001.tmp",
+            "000001",
+        ] {
+            assert_eq!(parse_manifest_file_name(bad), None, "{bad}");
+        }
+        assert_eq!(numbered_file("000012.wal"), Some(12));
+        assert_eq!(numbered_file("000013.sst"), Some(13));
+        assert_eq!(numbered_file("OPTIONS-000014"), Some(14));
+        assert_eq!(numbered_file("OPTIONS-000014.tmp"), None);
+        assert_eq!(numbered_file("CURRENT"), None);
+    }
+
+    #[test]
+    fn current_round_trip_and_checks() {
+        let path = Path::new("/db/CURRENT");
+        let text = current_contents(7);
+        assert!(text.starts_with("MANIFEST-000007 crc32c="), "{text}");
+        assert_eq!(parse_current(text.as_bytes(), path).unwrap(), 7);
+        let bad: &[&[u8]] = &[
+            b"",
+            b"MANIFEST-000007\n",
+            b"MANIFEST-000007 crc32c=00000000\n",
+            b"MANIFEST-7 crc32c=00000000\n",
+        ];
+        for bytes in bad {
+            let err = parse_current(bytes, path).unwrap_err();
+            assert!(err.is_corruption(), "{err}");
+        }
+        let upper = text
+            .to_uppercase()
+            .replace("MANIFEST-000007 CRC32C=", "MANIFEST-000007 crc32c=");
+        if upper != text {
+            assert!(parse_current(upper.as_bytes(), path).is_err());
+        }
+    }
+}

@@ -1,0 +1,714 @@
+//! [`VersionSet`]: the current [`Version`], the counters, and the MANIFEST that makes them
+//! durable (docs/format/manifest.md, "Writer" and "Recovery").
+//!
+//! Invariants:
+//! 1. `current` is what the MANIFEST records: an edit is installed only after its record was
+//!    appended and synced, and an edit that fails the builder's checks writes nothing.
+//! 2. After the first failed MANIFEST append, sync or switch, `failed` holds its text and
+//!    nothing is written again: every writing call returns [`Error::Background`] naming it. A
+//!    failed sync is never retried.
+//! 3. `next_file_number` is above every number in use: files of any version, log numbers, the
+//!    MANIFEST, and (after recovery) every numbered file found in the directory.
+//! 4. `old_versions` holds a `Weak` for every version that stopped being current while someone
+//!    still held it, so [`VersionSet::live_files`] sees every file a reader may still open
+//!    (invariant 4 of docs/architecture.md). Dead entries are pruned on each install.
+//! 5. Keyspace ids are never reused: a new id is `max_keyspace_id + 1`, and the maximum is
+//!    recorded in the MANIFEST.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use shale_fs::FileSystem;
+use shale_sst::{Comparator, SeqNo, MAX_SEQNO};
+
+use super::builder::{index_of, BuildError, FileIndex, VersionBuilder};
+use super::edit::{VersionEdit, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
+use super::levels::Version;
+use super::manifest::{
+    manifest_file_name, numbered_file, read_current, start_manifest, write_current, ManifestWriter,
+    CURRENT_FILE_NAME,
+};
+use crate::error::{Error, Result};
+use crate::wal::{LogReader, RecoveryMode};
+
+/// The number of levels of a keyspace unless configured otherwise.
+pub const DEFAULT_NUM_LEVELS: usize = 7;
+
+/// The most levels a database may be opened with.
+pub const MAX_NUM_LEVELS: usize = 64;
+
+/// The MANIFEST size after which the next edit starts a new MANIFEST.
+pub const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
+
+/// The id of the default keyspace, which every database has and which cannot be dropped.
+pub const DEFAULT_KEYSPACE_ID: u32 = 0;
+
+/// The name of the default keyspace.
+pub const DEFAULT_KEYSPACE_NAME: &str = "default";
+
+/// The longest keyspace name, in bytes.
+pub const MAX_KEYSPACE_NAME_LEN: usize = 255;
+
+/// The database's shape and its history: the current [`Version`], the versions readers still
+/// hold, the file-number and sequence counters, the keyspaces, and the MANIFEST they are
+/// logged to.
+///
+/// Single-threaded (`&mut self`); the database wraps it in its own mutex.
+pub struct VersionSet {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    comparator: Arc<dyn Comparator>,
+    num_levels: usize,
+    max_manifest_size: u64,
+    current: Arc<Version>,
+    /// Where every file of `current` is, so an edit costs what it touches.
+    index: FileIndex,
+    old_versions: Vec<Weak<Version>>,
+    next_file_number: u64,
+    last_sequence: SeqNo,
+    max_keyspace_id: u32,
+    manifest: ManifestWriter,
+    failed: Option<String>,
+}
+
+impl fmt::Debug for VersionSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VersionSet")
+            .field("dir", &self.dir)
+            .field("comparator", &self.comparator.name())
+            .field("num_levels", &self.num_levels)
+            .field("manifest", &self.manifest.path)
+            .field("next_file_number", &self.next_file_number)
+            .field("last_sequence", &self.last_sequence)
+            .field("max_keyspace_id", &self.max_keyspace_id)
+            .field("files", &self.current.total_files())
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_num_levels(num_levels: usize) -> Result<()> {
+    if (1..=MAX_NUM_LEVELS).contains(&num_levels) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "num_levels must be 1 to {MAX_NUM_LEVELS}, not {num_levels}"
+        )))
+    }
+}
+
+/// The first record of a MANIFEST: the whole state (docs/format/manifest.md, "Record 0").
+fn snapshot_edit(
+    version: &Version,
+    comparator: &str,
+    next_file_number: u64,
+    last_sequence: SeqNo,
+    max_keyspace_id: u32,
+) -> VersionEdit {
+    let mut edit = VersionEdit {
+        manifest_format_version: Some(MANIFEST_FORMAT_VERSION),
+        comparator: Some(comparator.to_owned()),
+        next_file_number: Some(next_file_number),
+        last_sequence: Some(last_sequence),
+        max_keyspace_id: Some(max_keyspace_id),
+        ..VersionEdit::default()
+    };
+    for (id, keyspace) in version.keyspace_map() {
+        edit.added_keyspaces.push((*id, keyspace.name.clone()));
+        edit.log_numbers.push((*id, keyspace.log_number));
+    }
+    for (keyspace, level, meta) in version.all_files() {
+        edit.add_file(keyspace, level as u32, (**meta).clone());
+    }
+    edit
+}
+
+/// What replay has gathered besides the version.
+struct Replayed {
+    next_file_number: u64,
+    last_sequence: SeqNo,
+    max_keyspace_id: u32,
+}
+
+impl VersionSet {
+    /// Creates a new database in `dir` (creating the directory): `MANIFEST-000001` holding the
+    /// default keyspace (id 0, `"default"`), then `CURRENT` naming it. Fails with
+    /// `InvalidArgument` if `CURRENT` already exists.
+    pub fn create(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        comparator: Arc<dyn Comparator>,
+        num_levels: usize,
+    ) -> Result<Self> {
+        check_num_levels(num_levels)?;
+        fs.create_dir_all(dir)?;
+        if Self::exists(&*fs, dir)? {
+            return Err(Error::InvalidArgument(format!(
+                "a database already exists in {} ({CURRENT_FILE_NAME} is there)",
+                dir.display()
+            )));
+        }
+        let mut builder = VersionBuilder::new(comparator.clone(), num_levels);
+        let mut initial = VersionEdit::new();
+        initial
+            .added_keyspaces
+            .push((DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME.to_owned()));
+        builder
+            .apply(&initial, 0)
+            .map_err(|e| Error::InvalidArgument(e.detail))?;
+        let version = builder
+            .build()
+            .map_err(|e| Error::InvalidArgument(e.detail))?
+            .version;
+        let manifest_number = 1;
+        let next_file_number = manifest_number + 1;
+        let snapshot = snapshot_edit(
+            &version,
+            comparator.name(),
+            next_file_number,
+            0,
+            DEFAULT_KEYSPACE_ID,
+        );
+        let manifest = start_manifest(&*fs, dir, manifest_number, &snapshot.encode(), None)?;
+        write_current(&*fs, dir, manifest_number)?;
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            comparator,
+            num_levels,
+            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
+            index: index_of(&version),
+            current: Arc::new(version),
+            old_versions: Vec::new(),
+            next_file_number,
+            last_sequence: 0,
+            max_keyspace_id: DEFAULT_KEYSPACE_ID,
+            manifest,
+            failed: None,
+        })
+    }
+
+    /// Whether `dir` holds a database (its `CURRENT` exists).
+    pub fn exists(fs: &dyn FileSystem, dir: &Path) -> Result<bool> {
+        Ok(fs.exists(&dir.join(CURRENT_FILE_NAME))?)
+    }
+
+    /// Opens the database in `dir`: reads `CURRENT`, replays every edit of the MANIFEST it
+    /// names (a torn last record is dropped; any other damage is `Corruption` naming the file
+    /// and record offset), refuses another comparator with `InvalidArgument`, then starts a
+    /// new MANIFEST holding a snapshot of the recovered state, switches `CURRENT` to it and
+    /// removes the old one (docs/format/manifest.md, "Recovery").
+    pub fn recover(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        comparator: Arc<dyn Comparator>,
+        num_levels: usize,
+    ) -> Result<Self> {
+        check_num_levels(num_levels)?;
+        let old_number = read_current(&*fs, dir)?;
+        let old_path = dir.join(manifest_file_name(old_number));
+        let (version, replayed) = replay(&*fs, &old_path, old_number, &comparator, num_levels)?;
+
+        // Invariant 3: above every number in use, including files created after the last edit.
+        let mut next_file_number = replayed.next_file_number.max(old_number + 1);
+        for (_, _, meta) in version.all_files() {
+            next_file_number = next_file_number.max(meta.number + 1);
+        }
+        for keyspace in version.keyspace_map().values() {
+            next_file_number = next_file_number.max(keyspace.log_number + 1);
+        }
+        for name in fs.list(dir)? {
+            if let Some(number) = numbered_file(&name) {
+                next_file_number = next_file_number.max(number.saturating_add(1));
+            }
+        }
+
+        let manifest_number = next_file_number;
+        next_file_number += 1;
+        let snapshot = snapshot_edit(
+            &version,
+            comparator.name(),
+            next_file_number,
+            replayed.last_sequence,
+            replayed.max_keyspace_id,
+        );
+        let manifest = start_manifest(&*fs, dir, manifest_number, &snapshot.encode(), None)?;
+        write_current(&*fs, dir, manifest_number)?;
+        // Best effort: CURRENT no longer names it, so a leftover is only a wasted file that
+        // the database's sweep of obsolete files removes.
+        let _ = fs.remove(&old_path);
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            comparator,
+            num_levels,
+            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
+            index: index_of(&version),
+            current: Arc::new(version),
+            old_versions: Vec::new(),
+            next_file_number,
+            last_sequence: replayed.last_sequence,
+            max_keyspace_id: replayed.max_keyspace_id,
+            manifest,
+            failed: None,
+        })
+    }
+
+    /// The current version. Holding it keeps its files from being deleted.
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// Applies `edit`: checks it against the current version (an invalid edit is
+    /// `InvalidArgument` and changes nothing), fills in the next file number (after marking
+    /// the edit's file and log numbers used), the last sequence and, when it adds keyspaces,
+    /// the max keyspace id (overwriting what the caller set), appends it to the MANIFEST (first
+    /// switching to a new MANIFEST if this one is too large), syncs, and installs the new
+    /// version. Returns only once the edit is durable.
+    ///
+    /// If writing fails the error is returned and the version set is failed: every later
+    /// writing call returns `Background` naming this error, until the database is reopened.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        self.check_healthy()?;
+        if edit.manifest_format_version.is_some() || edit.comparator.is_some() {
+            return Err(Error::InvalidArgument(
+                "an edit may not carry MANIFEST_HEADER or COMPARATOR: the version set writes \
+                 them into each MANIFEST's first record"
+                    .to_owned(),
+            ));
+        }
+        let mut max_keyspace_id = self.max_keyspace_id;
+        for (id, name) in &edit.added_keyspaces {
+            if *id <= self.max_keyspace_id {
+                return Err(Error::InvalidArgument(format!(
+                    "cannot add keyspace {id} ({name:?}): ids up to {} were assigned before and \
+                     are never reused",
+                    self.max_keyspace_id
+                )));
+            }
+            check_keyspace_name(name)?;
+            max_keyspace_id = max_keyspace_id.max(*id);
+        }
+        for f in &edit.new_files {
+            if f.meta.largest_seqno > self.last_sequence {
+                return Err(Error::InvalidArgument(format!(
+                    "file {:06} holds seqno {} but the last sequence is {}: publish the \
+                     sequence (set_last_sequence) before adding the file",
+                    f.meta.number, f.meta.largest_seqno, self.last_sequence
+                )));
+            }
+        }
+        let mut builder = VersionBuilder::from_version(&self.current, &self.index);
+        builder
+            .apply(&edit, 0)
+            .map_err(|e| Error::InvalidArgument(e.detail))?;
+        let built = builder
+            .build()
+            .map_err(|e| Error::InvalidArgument(e.detail))?;
+
+        for f in &edit.new_files {
+            self.mark_file_number_used(f.meta.number);
+        }
+        for (_, log_number) in &edit.log_numbers {
+            self.mark_file_number_used(*log_number);
+        }
+        let roll_over = self.should_roll_over();
+        let new_manifest = roll_over.then(|| self.new_file_number());
+        edit.next_file_number = Some(self.next_file_number);
+        edit.last_sequence = Some(self.last_sequence);
+        edit.max_keyspace_id = (!edit.added_keyspaces.is_empty()).then_some(max_keyspace_id);
+        let record = edit.encode();
+
+        let written = match new_manifest {
+            Some(number) => self.switch_manifest(number, &record),
+            None => self
+                .manifest
+                .log
+                .add_record(&record)
+                .and_then(|_| self.manifest.log.sync()),
+        };
+        if let Err(e) = written {
+            self.failed = Some(e.to_string());
+            return Err(e);
+        }
+        self.max_keyspace_id = max_keyspace_id;
+        built.update_index(&mut self.index);
+        self.install(built.version);
+        Ok(())
+    }
+
+    fn should_roll_over(&self) -> bool {
+        let size = self.manifest.log.file_size();
+        size > self.max_manifest_size && size > self.manifest.snapshot_end.saturating_mul(2)
+    }
+
+    /// Starts MANIFEST `number` with a snapshot of the current state followed by `record`,
+    /// points `CURRENT` at it and removes the previous one.
+    fn switch_manifest(&mut self, number: u64, record: &[u8]) -> Result<()> {
+        let snapshot = snapshot_edit(
+            &self.current,
+            self.comparator.name(),
+            self.next_file_number,
+            self.last_sequence,
+            self.max_keyspace_id,
+        );
+        let manifest = start_manifest(
+            &*self.fs,
+            &self.dir,
+            number,
+            &snapshot.encode(),
+            Some(record),
+        )?;
+        write_current(&*self.fs, &self.dir, number)?;
+        let old = std::mem::replace(&mut self.manifest, manifest);
+        let old_path = old.path.clone();
+        drop(old);
+        // Best effort, as in `recover`.
+        let _ = self.fs.remove(&old_path);
+        Ok(())
+    }
+
+    fn install(&mut self, version: Version) {
+        let old = std::mem::replace(&mut self.current, Arc::new(version));
+        self.old_versions.retain(|v| v.strong_count() > 0);
+        // Nobody else holds it: nobody can obtain it any more either.
+        if Arc::strong_count(&old) > 1 {
+            self.old_versions.push(Arc::downgrade(&old));
+        }
+    }
+
+    fn check_healthy(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(reason) => Err(Error::Background {
+                reason: format!("a MANIFEST write failed earlier: {reason}"),
+            }),
+        }
+    }
+
+    /// The first failure of a MANIFEST write, if the version set is failed.
+    pub fn failed_reason(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// Allocates a file number (for a WAL, table, MANIFEST or OPTIONS file).
+    pub fn new_file_number(&mut self) -> u64 {
+        let number = self.next_file_number;
+        self.next_file_number += 1;
+        number
+    }
+
+    /// The number [`Self::new_file_number`] will return next.
+    pub fn next_file_number(&self) -> u64 {
+        self.next_file_number
+    }
+
+    /// Makes sure `number` is never allocated again.
+    pub fn mark_file_number_used(&mut self, number: u64) {
+        self.next_file_number = self.next_file_number.max(number.saturating_add(1));
+    }
+
+    /// The last sequence number in use (published by the database).
+    pub fn last_sequence(&self) -> SeqNo {
+        self.last_sequence
+    }
+
+    /// Publishes `seqno` as the last sequence number in use. It never goes back.
+    pub fn set_last_sequence(&mut self, seqno: SeqNo) {
+        debug_assert!(
+            seqno >= self.last_sequence,
+            "last sequence would go back from {} to {seqno}",
+            self.last_sequence
+        );
+        debug_assert!(seqno <= MAX_SEQNO, "seqno {seqno} exceeds 56 bits");
+        self.last_sequence = self.last_sequence.max(seqno.min(MAX_SEQNO));
+    }
+
+    /// The log number of `keyspace`: its writes in WAL files numbered below it are in tables.
+    pub fn log_number(&self, keyspace: u32) -> Option<u64> {
+        self.current.log_number(keyspace)
+    }
+
+    /// The smallest log number of any keyspace: WAL files numbered below it hold nothing any
+    /// keyspace needs and may be deleted. The database must advance the log number of a
+    /// keyspace whose memtable is empty when it switches WALs, or that keyspace keeps every
+    /// WAL alive.
+    pub fn min_log_number_to_keep(&self) -> u64 {
+        self.current
+            .keyspace_map()
+            .values()
+            .map(|k| k.log_number)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Creates a keyspace named `name` through an edit and returns its new id (never an id
+    /// used before). `log_number` is the WAL the database is writing: no WAL below it can hold
+    /// writes of a keyspace that did not exist, so it becomes the keyspace's log number.
+    /// `InvalidArgument` for a name that is empty, longer than 255 bytes, holds control
+    /// characters, or is taken.
+    pub fn create_keyspace(&mut self, name: &str, log_number: u64) -> Result<u32> {
+        self.check_healthy()?;
+        check_keyspace_name(name)?;
+        if let Some(id) = self.keyspace_id(name) {
+            return Err(Error::InvalidArgument(format!(
+                "a keyspace named {name:?} exists (id {id})"
+            )));
+        }
+        let id = self
+            .max_keyspace_id
+            .checked_add(1)
+            .ok_or_else(|| Error::InvalidArgument("every keyspace id has been used".to_owned()))?;
+        let mut edit = VersionEdit::new();
+        edit.added_keyspaces.push((id, name.to_owned()));
+        edit.set_log_number(id, log_number);
+        self.log_and_apply(edit)?;
+        Ok(id)
+    }
+
+    /// Drops keyspace `id` and all its files through an edit. The files stay on disk while an
+    /// older version holding them is alive ([`Self::live_files`]).
+    pub fn drop_keyspace(&mut self, id: u32) -> Result<()> {
+        self.check_healthy()?;
+        if id == DEFAULT_KEYSPACE_ID {
+            return Err(Error::InvalidArgument(
+                "the default keyspace cannot be dropped".to_owned(),
+            ));
+        }
+        if !self.current.has_keyspace(id) {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {id} does not exist"
+            )));
+        }
+        let mut edit = VersionEdit::new();
+        edit.dropped_keyspaces.push(id);
+        self.log_and_apply(edit)
+    }
+
+    /// The id of the live keyspace named `name`.
+    pub fn keyspace_id(&self, name: &str) -> Option<u32> {
+        self.current.keyspace_id(name)
+    }
+
+    /// The live keyspaces as (id, name), by id.
+    pub fn keyspaces(&self) -> Vec<(u32, String)> {
+        self.current.keyspaces()
+    }
+
+    /// The largest keyspace id ever assigned.
+    pub fn max_keyspace_id(&self) -> u32 {
+        self.max_keyspace_id
+    }
+
+    /// The numbers of the table files referenced by the current version or by any older
+    /// version someone still holds. A table file not in this set (and not being written by a
+    /// running flush or compaction) may be deleted.
+    pub fn live_files(&self) -> BTreeSet<u64> {
+        let mut live = BTreeSet::new();
+        let mut add = |version: &Version| {
+            live.extend(version.all_files().map(|(_, _, f)| f.number));
+        };
+        add(&self.current);
+        for old in &self.old_versions {
+            if let Some(version) = old.upgrade() {
+                add(&version);
+            }
+        }
+        live
+    }
+
+    /// The number of the live MANIFEST (the one `CURRENT` names). Every other `MANIFEST-*` in
+    /// the directory is obsolete.
+    pub fn manifest_file_number(&self) -> u64 {
+        self.manifest.number
+    }
+
+    /// Bytes written to the live MANIFEST so far.
+    pub fn manifest_size(&self) -> u64 {
+        self.manifest.log.file_size()
+    }
+
+    /// Sets the size after which the next edit starts a new MANIFEST (default 64 MiB). A new
+    /// MANIFEST is started only when the current one is also more than twice its snapshot.
+    pub fn set_max_manifest_size(&mut self, bytes: u64) {
+        self.max_manifest_size = bytes;
+    }
+
+    /// The user comparator.
+    pub fn comparator(&self) -> &Arc<dyn Comparator> {
+        &self.comparator
+    }
+
+    /// The number of levels of every keyspace.
+    pub fn num_levels(&self) -> usize {
+        self.num_levels
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+fn check_keyspace_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_KEYSPACE_NAME_LEN || name.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "keyspace name {name:?} must be 1 to {MAX_KEYSPACE_NAME_LEN} bytes without control \
+             characters"
+        )));
+    }
+    Ok(())
+}
+
+fn replay_error(path: &Path, e: BuildError) -> Error {
+    if e.too_few_levels {
+        Error::InvalidArgument(format!("{}: {}", path.display(), e.detail))
+    } else {
+        Error::Corruption {
+            file: path.to_path_buf(),
+            offset: e.origin,
+            detail: e.detail,
+        }
+    }
+}
+
+/// Checks the raw bytes of record 0 before decoding: a `MANIFEST_HEADER` field (tag 1, 12 bytes)
+/// with the magic, and a version this build reads.
+fn check_manifest_header(record: &[u8], path: &Path, offset: u64) -> Result<()> {
+    let corruption = |detail: String| Error::Corruption {
+        file: path.to_path_buf(),
+        offset,
+        detail,
+    };
+    let (Some(&[1, 12]), Some(magic), Some(version)) =
+        (record.get(..2), record.get(2..10), record.get(10..14))
+    else {
+        return Err(corruption(
+            "the first record does not start with a MANIFEST_HEADER field: not a Shale \
+             MANIFEST (a write-ahead log?)"
+                .to_owned(),
+        ));
+    };
+    if magic != MANIFEST_MAGIC {
+        return Err(corruption(format!(
+            "the manifest magic is {}, not {}: not a Shale MANIFEST",
+            shale_sst::printable(magic),
+            shale_sst::printable(MANIFEST_MAGIC)
+        )));
+    }
+    let version = u32::from_le_bytes([version[0], version[1], version[2], version[3]]);
+    if version > MANIFEST_FORMAT_VERSION {
+        return Err(Error::NotSupported(format!(
+            "{} is manifest format version {version}, written by a newer Shale; this build \
+             reads versions up to {MANIFEST_FORMAT_VERSION}",
+            path.display()
+        )));
+    }
+    if version == 0 {
+        return Err(corruption(
+            "manifest format version 0 is invalid".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads MANIFEST `number` at `path` and replays it (docs/format/manifest.md, "Recovery",
+/// steps 2 to 4).
+fn replay(
+    fs: &dyn FileSystem,
+    path: &Path,
+    number: u64,
+    comparator: &Arc<dyn Comparator>,
+    num_levels: usize,
+) -> Result<(Version, Replayed)> {
+    let file = fs.open_read(path)?;
+    let mut reader = LogReader::new(file, number, RecoveryMode::TolerateCorruptedTailRecords)?;
+    let mut builder = VersionBuilder::new(comparator.clone(), num_levels);
+    let mut replayed = Replayed {
+        next_file_number: 0,
+        last_sequence: 0,
+        max_keyspace_id: 0,
+    };
+    let mut records = 0u64;
+    let corruption = |offset: u64, detail: String| Error::Corruption {
+        file: path.to_path_buf(),
+        offset,
+        detail,
+    };
+    while let Some((record, offset)) = reader.read_record()? {
+        if records == 0 {
+            check_manifest_header(&record, path, offset)?;
+        }
+        let edit = VersionEdit::decode_record(&record, path, offset)?;
+        if records == 0 {
+            let name = edit.comparator.as_deref().ok_or_else(|| {
+                corruption(offset, "the first record has no COMPARATOR".to_owned())
+            })?;
+            if name != comparator.name() {
+                return Err(Error::InvalidArgument(format!(
+                    "{} was written with comparator {name:?}, but the database is opened with \
+                     {:?}; open it with the comparator it was created with",
+                    path.display(),
+                    comparator.name()
+                )));
+            }
+            if edit.next_file_number.is_none() || edit.last_sequence.is_none() {
+                return Err(corruption(
+                    offset,
+                    "the first record lacks NEXT_FILE_NUMBER or LAST_SEQUENCE: not a snapshot"
+                        .to_owned(),
+                ));
+            }
+        } else if edit.manifest_format_version.is_some() || edit.comparator.is_some() {
+            return Err(corruption(
+                offset,
+                "MANIFEST_HEADER or COMPARATOR in a record other than the first".to_owned(),
+            ));
+        }
+        builder
+            .apply(&edit, offset)
+            .map_err(|e| replay_error(path, e))?;
+        if let Some(n) = edit.next_file_number {
+            replayed.next_file_number = n;
+        }
+        if let Some(n) = edit.last_sequence {
+            replayed.last_sequence = n;
+        }
+        let added = edit.added_keyspaces.iter().map(|(id, _)| *id);
+        replayed.max_keyspace_id = added
+            .chain(edit.max_keyspace_id)
+            .fold(replayed.max_keyspace_id, u32::max);
+        if let Some(f) = edit
+            .new_files
+            .iter()
+            .find(|f| f.meta.largest_seqno > replayed.last_sequence)
+        {
+            return Err(corruption(
+                offset,
+                format!(
+                    "file {:06} holds seqno {} beyond the last sequence {}",
+                    f.meta.number, f.meta.largest_seqno, replayed.last_sequence
+                ),
+            ));
+        }
+        records += 1;
+    }
+    if records == 0 {
+        return Err(corruption(
+            0,
+            "the MANIFEST holds no complete record (a MANIFEST is synced with its snapshot \
+             before CURRENT names it)"
+                .to_owned(),
+        ));
+    }
+    let version = builder.build().map_err(|e| replay_error(path, e))?.version;
+    if !version.has_keyspace(DEFAULT_KEYSPACE_ID) {
+        return Err(corruption(
+            0,
+            "the default keyspace (id 0) is missing".to_owned(),
+        ));
+    }
+    Ok((version, replayed))
+}

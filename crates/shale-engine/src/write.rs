@@ -1,0 +1,225 @@
+//! The write path: validate, group-commit through the WAL, insert into memtables, publish.
+//!
+//! The leader of each group (see `write_queue`) first makes room: when a keyspace's memtable
+//! is full (or a flush was asked for) it waits while too many memtables are already frozen
+//! (a write stall), then switches to a new WAL file and freezes the full memtables. Only then
+//! does it write the group's record, so no insert into a frozen memtable is ever in flight
+//! (db.rs invariant 2).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use shale_sst::{SeqNo, ValueKind};
+
+use crate::batch::WriteBatch;
+use crate::db::{durability_of, DbInner, DbState, GroupContext, WalState};
+use crate::error::{Error, Result};
+use crate::keyspace::FrozenMemTable;
+use crate::memtable::MemTable;
+use crate::options::{Durability, WriteOptions};
+use crate::wal::format::log_file_name;
+use crate::wal::LogWriter;
+use crate::write_queue::{GroupPlan, QueuedWrite};
+
+/// Commits `batch`. With `force_flush`, the leader freezes every non-empty memtable first
+/// (how [`crate::Db::flush`] starts).
+pub(crate) fn write(
+    inner: &Arc<DbInner>,
+    batch: WriteBatch,
+    options: WriteOptions,
+    force_flush: bool,
+) -> Result<()> {
+    inner.check_open()?;
+    inner.check_background_error()?;
+    validate_keyspaces(inner, &batch)?;
+    let durability = durability_of(inner, options);
+    inner.write_queue.write(
+        batch,
+        durability,
+        |group| lead_group(inner, group, force_flush),
+        insert_batch,
+        |last_seqno| inner.visible_seqno.store(last_seqno, Ordering::Release),
+    )
+}
+
+fn validate_keyspaces(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let state = inner.lock_state();
+    for entry in batch.iter() {
+        if !state.keyspaces.contains_key(&entry.keyspace) {
+            return Err(Error::InvalidArgument(format!(
+                "write batch names keyspace id {} which does not exist (dropped?)",
+                entry.keyspace
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The leader's step: make room, assign sequence numbers, write and sync the WAL record.
+fn lead_group(
+    inner: &Arc<DbInner>,
+    group: &[Arc<QueuedWrite>],
+    force_flush: bool,
+) -> Result<GroupPlan<GroupContext>> {
+    inner.check_background_error()?;
+    let memtables = make_room(inner, force_flush)?;
+    let count: u64 = group.iter().map(|w| u64::from(w.batch.count())).sum();
+    let first_seqno = inner.last_allocated_seqno.load(Ordering::Acquire) + 1;
+    if count > 0 {
+        let mut record = WriteBatch::new();
+        for write in group {
+            record.append(&write.batch)?;
+        }
+        record.set_first_seqno(first_seqno);
+        let durability = group
+            .iter()
+            .map(|w| w.durability)
+            .min_by_key(|d| strength_rank(*d))
+            .unwrap_or(Durability::Sync);
+        let mut wal = inner.lock_wal();
+        let result = wal
+            .writer
+            .add_record(record.data())
+            .and_then(|_| match durability {
+                Durability::Sync => wal.writer.sync(),
+                Durability::Flush => wal.writer.flush(),
+                Durability::Buffered => Ok(()),
+            });
+        if let Err(error) = result {
+            drop(wal);
+            inner.set_background_error(format!("writing the WAL failed: {error}"));
+            return Err(error);
+        }
+        wal.unsynced = durability != Durability::Sync;
+        inner
+            .last_allocated_seqno
+            .store(first_seqno + count - 1, Ordering::Release);
+    }
+    Ok(GroupPlan {
+        first_seqno,
+        context: Arc::new(GroupContext { memtables }),
+    })
+}
+
+/// Sync is the strongest durability; the group is written with its strongest member's.
+fn strength_rank(durability: Durability) -> u8 {
+    match durability {
+        Durability::Sync => 0,
+        Durability::Flush => 1,
+        Durability::Buffered => 2,
+    }
+}
+
+fn insert_batch(batch: &WriteBatch, first_seqno: SeqNo, context: &GroupContext) {
+    for (index, entry) in batch.iter().enumerate() {
+        // A keyspace dropped since validation has no memtable here: its data is discarded.
+        if let Some(mem) = context.memtables.get(&entry.keyspace) {
+            let kind = entry.kind;
+            debug_assert!(matches!(
+                kind,
+                ValueKind::Value | ValueKind::Deletion | ValueKind::RangeDeletion
+            ));
+            mem.add(first_seqno + index as u64, kind, entry.key, entry.value);
+        }
+    }
+}
+
+/// Freezes full memtables (waiting if too many are frozen) and returns the active memtables.
+fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<BTreeMap<u32, Arc<MemTable>>> {
+    let mut state = inner.lock_state();
+    loop {
+        let full: Vec<u32> = state
+            .keyspaces
+            .values()
+            .filter(|k| {
+                let usage = k.mem.approximate_memory_usage();
+                (force_flush && !k.mem.is_empty()) || usage >= k.options.write_buffer_size
+            })
+            .map(|k| k.id)
+            .collect();
+        if full.is_empty() {
+            break;
+        }
+        let stalled = full.iter().any(|id| {
+            state
+                .keyspaces
+                .get(id)
+                .is_some_and(|k| k.imm.len() + 1 >= k.options.max_write_buffer_number)
+        });
+        if stalled && !force_flush {
+            // Write stall: too many frozen memtables; wait for a flush to finish.
+            inner.check_background_error()?;
+            inner.check_open()?;
+            state = inner.wait_state(state);
+            continue;
+        }
+        switch_memtables(inner, &mut state, &full)?;
+        inner.state_changed.notify_all();
+        break;
+    }
+    Ok(state
+        .keyspaces
+        .iter()
+        .map(|(id, k)| (*id, k.mem.clone()))
+        .collect())
+}
+
+/// Starts a new WAL and freezes the memtables of `keyspaces`.
+pub(crate) fn switch_memtables(
+    inner: &DbInner,
+    state: &mut DbState,
+    keyspaces: &[u32],
+) -> Result<()> {
+    let number = state.versions.new_file_number();
+    let mut wal = inner.lock_wal();
+    let new_wal = start_wal(inner, number).and_then(|writer| {
+        // docs/format/wal.md: a WAL is synced before the next one gets its first record, so
+        // a torn tail can only be in the newest log.
+        wal.writer.sync()?;
+        Ok(writer)
+    });
+    let writer = match new_wal {
+        Ok(writer) => writer,
+        Err(error) => {
+            drop(wal);
+            inner.set_background_error(format!("switching to WAL {number} failed: {error}"));
+            return Err(error);
+        }
+    };
+    *wal = WalState {
+        writer,
+        number,
+        unsynced: false,
+    };
+    drop(wal);
+    let version = state.versions.current();
+    for id in keyspaces {
+        let new_mem = Arc::new(MemTable::new(
+            inner.options.comparator.clone(),
+            state.versions.new_file_number(),
+        ));
+        if let Some(keyspace) = state.keyspaces.get_mut(id) {
+            let old = std::mem::replace(&mut keyspace.mem, new_mem);
+            let log_number = std::mem::replace(&mut keyspace.mem_log_number, number);
+            keyspace.imm.push_back(FrozenMemTable {
+                mem: old,
+                log_number,
+            });
+            keyspace.install_super_version(version.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Creates WAL file `number` and makes its name durable.
+pub(crate) fn start_wal(inner: &DbInner, number: u64) -> Result<LogWriter> {
+    let path = inner.dir.join(log_file_name(number));
+    let file = inner.fs.create(&path)?;
+    let writer = LogWriter::new(file, number)?;
+    inner.fs.sync_dir(&inner.dir)?;
+    Ok(writer)
+}

@@ -1,0 +1,343 @@
+//! Group commit: concurrent writers queue up; the writer at the front becomes the leader of a
+//! group, writes the whole group to the WAL as one record (syncing once for all), and then
+//! every writer of the group inserts its own batch into the memtables concurrently. The
+//! writer that finishes last publishes the group's sequence numbers.
+//!
+//! Invariants:
+//! 1. At most one group is active at a time; the next leader is chosen only after the active
+//!    group has published (or failed). Sequence numbers therefore become visible in order.
+//! 2. A writer is acknowledged (its `write` returns `Ok`) only after its group's WAL record was
+//!    written with the group's strongest durability and its group was published.
+//! 3. If the leader's WAL step fails, every writer of the group gets the error and nothing of
+//!    the group is inserted or published.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use shale_sst::SeqNo;
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::options::Durability;
+
+/// Limits what one leader takes into its group, so that a huge group does not delay small
+/// writers behind it for long.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// What the leader tells the group after its WAL step.
+#[derive(Debug)]
+pub(crate) struct GroupPlan<C> {
+    /// Sequence number of the first entry of the group.
+    pub(crate) first_seqno: SeqNo,
+    /// Shared state the inserts need (the memtables, for the Db).
+    pub(crate) context: Arc<C>,
+}
+
+/// One queued write, as the leader sees it.
+#[derive(Debug)]
+pub(crate) struct QueuedWrite {
+    pub(crate) batch: Arc<WriteBatch>,
+    pub(crate) durability: Durability,
+}
+
+#[derive(Debug)]
+enum Status<C> {
+    Waiting,
+    /// The WAL step succeeded: insert the batch starting at `first_seqno`.
+    Insert {
+        first_seqno: SeqNo,
+        context: Arc<C>,
+    },
+    /// Inserted; waiting for the rest of the group to publish.
+    Inserted,
+    Done(Result<()>),
+}
+
+#[derive(Debug)]
+struct Slot<C> {
+    id: u64,
+    write: Arc<QueuedWrite>,
+    status: Status<C>,
+}
+
+#[derive(Debug)]
+struct QueueState<C> {
+    slots: VecDeque<Slot<C>>,
+    next_id: u64,
+    group_active: bool,
+    /// Writers of the active group that have not finished inserting.
+    group_remaining: usize,
+    group_last_seqno: SeqNo,
+}
+
+/// The group-commit queue. `C` is the context the leader hands to inserters.
+#[derive(Debug)]
+pub(crate) struct WriteQueue<C> {
+    state: Mutex<QueueState<C>>,
+    changed: Condvar,
+}
+
+impl<C: Send + Sync> WriteQueue<C> {
+    pub(crate) fn new() -> Self {
+        WriteQueue {
+            state: Mutex::new(QueueState {
+                slots: VecDeque::new(),
+                next_id: 0,
+                group_active: false,
+                group_remaining: 0,
+                group_last_seqno: 0,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, QueueState<C>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, QueueState<C>>) -> MutexGuard<'a, QueueState<C>> {
+        self.changed
+            .wait(guard)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Commits `batch` with `durability` through a group.
+    ///
+    /// - `lead` runs if this writer becomes a leader: given the group's writes (its own first),
+    ///   it writes the WAL record and returns the plan; an error fails the whole group.
+    /// - `insert` inserts one batch whose first entry has sequence number `first_seqno`.
+    /// - `publish` makes sequence numbers up to the given one visible; run once per group by
+    ///   the writer that finishes inserting last.
+    pub(crate) fn write<L, I, P>(
+        &self,
+        batch: WriteBatch,
+        durability: Durability,
+        lead: L,
+        insert: I,
+        publish: P,
+    ) -> Result<()>
+    where
+        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+        I: Fn(&WriteBatch, SeqNo, &C),
+        P: Fn(SeqNo),
+    {
+        let write = Arc::new(QueuedWrite {
+            batch: Arc::new(batch),
+            durability,
+        });
+        let mut state = self.lock();
+        let id = state.next_id;
+        state.next_id += 1;
+        state.slots.push_back(Slot {
+            id,
+            write: write.clone(),
+            status: Status::Waiting,
+        });
+        let mut lead = Some(lead);
+        loop {
+            let position = state
+                .slots
+                .iter()
+                .position(|s| s.id == id)
+                .unwrap_or(usize::MAX);
+            let may_lead = !state.group_active && position == 0;
+            let Some(slot) = state.slots.get_mut(position) else {
+                return Err(Error::Background {
+                    reason: "write queue lost a writer (a bug)".into(),
+                });
+            };
+            match &mut slot.status {
+                Status::Done(_) => {
+                    let Some(Slot {
+                        status: Status::Done(result),
+                        ..
+                    }) = state.slots.remove(position)
+                    else {
+                        unreachable!("checked above");
+                    };
+                    return result;
+                }
+                Status::Insert { .. } => {
+                    let Status::Insert {
+                        first_seqno,
+                        context,
+                    } = std::mem::replace(&mut slot.status, Status::Inserted)
+                    else {
+                        unreachable!("checked above");
+                    };
+                    drop(state);
+                    insert(&write.batch, first_seqno, &context);
+                    state = self.lock();
+                    state.group_remaining -= 1;
+                    if state.group_remaining == 0 {
+                        publish(state.group_last_seqno);
+                        for slot in state
+                            .slots
+                            .iter_mut()
+                            .filter(|s| matches!(s.status, Status::Inserted))
+                        {
+                            slot.status = Status::Done(Ok(()));
+                        }
+                        state.group_active = false;
+                        self.changed.notify_all();
+                    }
+                }
+                Status::Waiting if may_lead => {
+                    state = self.lead_group(state, lead.take(), &write);
+                }
+                Status::Waiting | Status::Inserted => state = self.wait(state),
+            }
+        }
+    }
+
+    /// Runs the leader's WAL step for the writers at the front of the queue.
+    fn lead_group<'a, L>(
+        &'a self,
+        mut state: MutexGuard<'a, QueueState<C>>,
+        lead: Option<L>,
+        own: &Arc<QueuedWrite>,
+    ) -> MutexGuard<'a, QueueState<C>>
+    where
+        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+    {
+        state.group_active = true;
+        let mut group = vec![own.clone()];
+        let mut bytes = own.batch.approximate_size();
+        for slot in state.slots.iter().skip(1) {
+            let size = slot.write.batch.approximate_size();
+            if !matches!(slot.status, Status::Waiting) || bytes + size > MAX_GROUP_BYTES {
+                break;
+            }
+            bytes += size;
+            group.push(slot.write.clone());
+        }
+        let members = group.len();
+        drop(state);
+        let plan = match lead {
+            Some(lead) => lead(&group),
+            None => Err(Error::Background {
+                reason: "a writer led twice (a bug)".into(),
+            }),
+        };
+        let mut state = self.lock();
+        match plan {
+            Ok(plan) => {
+                let mut seqno = plan.first_seqno;
+                for slot in state.slots.iter_mut().take(members) {
+                    slot.status = Status::Insert {
+                        first_seqno: seqno,
+                        context: plan.context.clone(),
+                    };
+                    seqno += u64::from(slot.write.batch.count());
+                }
+                state.group_remaining = members;
+                state.group_last_seqno = seqno - 1;
+            }
+            Err(error) => {
+                for slot in state.slots.iter_mut().take(members) {
+                    slot.status = Status::Done(Err(error.duplicate()));
+                }
+                state.group_active = false;
+            }
+        }
+        self.changed.notify_all();
+        state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Mutex as StdMutex;
+    use std::thread;
+
+    use super::*;
+
+    /// A toy database: the "WAL" is a list of group sizes, the "memtable" a list of seqnos.
+    #[derive(Default)]
+    struct Toy {
+        next_seqno: AtomicU64,
+        visible: AtomicU64,
+        wal_groups: StdMutex<Vec<usize>>,
+        inserted: StdMutex<Vec<SeqNo>>,
+        fail_next_wal: std::sync::atomic::AtomicBool,
+    }
+
+    fn commit(queue: &WriteQueue<()>, toy: &Toy, entries: u32) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for i in 0..entries {
+            batch.put(0, format!("k{i}").as_bytes(), b"v")?;
+        }
+        queue.write(
+            batch,
+            Durability::Sync,
+            |group| {
+                if toy.fail_next_wal.swap(false, Ordering::SeqCst) {
+                    return Err(Error::InvalidArgument("injected WAL failure".into()));
+                }
+                let total: u64 = group.iter().map(|w| u64::from(w.batch.count())).sum();
+                let first = toy.next_seqno.fetch_add(total, Ordering::SeqCst) + 1;
+                toy.wal_groups.lock().unwrap().push(group.len());
+                Ok(GroupPlan {
+                    first_seqno: first,
+                    context: Arc::new(()),
+                })
+            },
+            |batch, first, ()| {
+                let mut inserted = toy.inserted.lock().unwrap();
+                for i in 0..u64::from(batch.count()) {
+                    inserted.push(first + i);
+                }
+            },
+            |last| {
+                let previous = toy.visible.swap(last, Ordering::SeqCst);
+                assert!(previous < last, "published {last} after {previous}");
+            },
+        )
+    }
+
+    #[test]
+    fn concurrent_writers_form_groups_and_publish_in_order() {
+        let queue = Arc::new(WriteQueue::<()>::new());
+        let toy = Arc::new(Toy::default());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let (queue, toy) = (queue.clone(), toy.clone());
+                thread::spawn(move || {
+                    for i in 0..500 {
+                        commit(&queue, &toy, 1 + (t + i) % 3).unwrap();
+                        // Acknowledged means visible.
+                        assert!(toy.visible.load(Ordering::SeqCst) >= 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let total = toy.next_seqno.load(Ordering::SeqCst);
+        assert_eq!(toy.visible.load(Ordering::SeqCst), total);
+        let mut inserted = toy.inserted.lock().unwrap().clone();
+        inserted.sort_unstable();
+        assert_eq!(
+            inserted,
+            (1..=total).collect::<Vec<_>>(),
+            "every seqno inserted once"
+        );
+        let groups = toy.wal_groups.lock().unwrap();
+        assert_eq!(groups.iter().sum::<usize>(), 8 * 500);
+    }
+
+    #[test]
+    fn a_failed_wal_step_fails_the_group_and_the_queue_goes_on() {
+        let queue = WriteQueue::<()>::new();
+        let toy = Toy::default();
+        toy.fail_next_wal.store(true, Ordering::SeqCst);
+        let error = commit(&queue, &toy, 2).unwrap_err();
+        assert!(error.to_string().contains("injected"), "{error}");
+        assert_eq!(toy.visible.load(Ordering::SeqCst), 0);
+        assert!(toy.inserted.lock().unwrap().is_empty());
+        commit(&queue, &toy, 2).unwrap();
+        assert_eq!(toy.visible.load(Ordering::SeqCst), 2);
+    }
+}

@@ -1,0 +1,146 @@
+//! Behaviour of the `Db` API on `MemFs`: the basics every later test builds on.
+
+use std::sync::Arc;
+
+use shale_engine::{Db, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions};
+use shale_fs::{FileSystem, MemFs};
+
+fn options(fs: &MemFs) -> Options {
+    let mut options = Options {
+        file_system: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    options.default_keyspace.write_buffer_size = 64 << 10;
+    options
+}
+
+fn scan(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut iter = db.iterator(ReadOptions::default()).unwrap();
+    iter.seek_to_first();
+    let mut out = Vec::new();
+    while iter.valid() {
+        out.push((iter.key().to_vec(), iter.value().to_vec()));
+        iter.next();
+    }
+    iter.status().unwrap();
+    out
+}
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put(b"b", b"2").unwrap();
+    db.delete(b"a").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+    assert_eq!(scan(&db), vec![(b"b".to_vec(), b"2".to_vec())]);
+}
+
+#[test]
+fn many_writes_flush_compact_and_survive_reopen() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    for round in 0..3u32 {
+        for i in 0..3000u32 {
+            db.put(
+                format!("key{i:05}").as_bytes(),
+                format!("value{i}-{round}").as_bytes(),
+            )
+            .unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let counts = db.level_file_counts(&db.default_keyspace()).unwrap();
+    assert!(counts[1] > 0, "compaction moved data to L1: {counts:?}");
+    assert!(counts[0] < 4, "L0 stays under its trigger: {counts:?}");
+    for i in (0..3000u32).step_by(97) {
+        assert_eq!(
+            db.get(format!("key{i:05}").as_bytes()).unwrap(),
+            Some(format!("value{i}-2").into_bytes())
+        );
+    }
+    assert_eq!(scan(&db).len(), 3000);
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    assert_eq!(scan(&db).len(), 3000);
+    assert_eq!(db.get(b"key02999").unwrap(), Some(b"value2999-2".to_vec()));
+}
+
+#[test]
+fn delete_range_and_snapshots() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}").as_bytes(), b"v").unwrap();
+    }
+    let before = db.snapshot();
+    db.delete_range(b"k010", b"k020").unwrap();
+    assert_eq!(db.get(b"k015").unwrap(), None);
+    assert_eq!(db.get(b"k020").unwrap(), Some(b"v".to_vec()));
+    let old = ReadOptions {
+        snapshot: Some(before.clone()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.default_keyspace().get_with(b"k015", &old).unwrap(),
+        Some(b"v".to_vec())
+    );
+    assert_eq!(scan(&db).len(), 90);
+    db.flush().unwrap();
+    assert_eq!(db.get(b"k015").unwrap(), None);
+    assert_eq!(
+        db.default_keyspace().get_with(b"k015", &old).unwrap(),
+        Some(b"v".to_vec())
+    );
+    assert_eq!(scan(&db).len(), 90);
+    db.put(b"k015", b"back").unwrap();
+    assert_eq!(db.get(b"k015").unwrap(), Some(b"back".to_vec()));
+}
+
+#[test]
+fn keyspaces_and_atomic_batches() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let users = db
+        .create_keyspace("users", KeyspaceOptions::default())
+        .unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put(users.id(), b"u1", b"alice").unwrap();
+    batch
+        .put(db.default_keyspace().id(), b"count", b"1")
+        .unwrap();
+    db.write(batch, &WriteOptions::sync()).unwrap();
+    assert_eq!(users.get(b"u1").unwrap(), Some(b"alice".to_vec()));
+    assert_eq!(db.get(b"u1").unwrap(), None, "keyspaces are separate");
+    assert_eq!(
+        db.keyspace_names(),
+        vec!["default".to_owned(), "users".to_owned()]
+    );
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let users = db.keyspace("users").unwrap();
+    assert_eq!(users.get(b"u1").unwrap(), Some(b"alice".to_vec()));
+    db.drop_keyspace("users").unwrap();
+    assert!(db.keyspace("users").is_none());
+    assert!(
+        users.get(b"u1").is_err(),
+        "a dropped keyspace's handle errors"
+    );
+    assert!(db.drop_keyspace("default").is_err());
+}
+
+#[test]
+fn second_open_is_refused_while_locked() {
+    let fs = MemFs::new();
+    let _db = Db::open("/db", options(&fs)).unwrap();
+    let err = Db::open("/db", options(&fs)).unwrap_err();
+    assert!(err.to_string().contains("locked"), "{err}");
+    assert!(fs.exists(std::path::Path::new("/db/CURRENT")).unwrap());
+}
