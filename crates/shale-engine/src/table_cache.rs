@@ -52,6 +52,9 @@ impl TableCache {
                 prefix_extractor: None,
                 block_cache: Some(block_cache),
                 verify_checksums,
+                // One strict memory budget: index and filter blocks are charged to the
+                // block cache at high priority rather than pinned per open table.
+                cache_index_and_filter_blocks: true,
             },
             capacity: capacity.max(1),
             state: Mutex::new(CacheState::default()),

@@ -91,6 +91,7 @@ impl Block {
     }
 
     /// Number of restart points (at least 1).
+    #[cfg(test)]
     pub fn num_restarts(&self) -> usize {
         self.num_restarts
     }
@@ -248,6 +249,7 @@ impl BlockIter {
     }
 
     /// Where the current value lies in [`Block::contents`], so callers can avoid a copy.
+    #[cfg(test)]
     pub fn value_range(&self) -> Range<usize> {
         debug_assert!(
             self.valid(),
@@ -257,6 +259,7 @@ impl BlockIter {
     }
 
     /// Offset of the current entry in the block (the end of the entry area when invalid).
+    #[cfg(test)]
     pub fn entry_offset(&self) -> usize {
         self.current
     }

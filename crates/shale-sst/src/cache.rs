@@ -13,7 +13,9 @@
 //! Invariants, per shard (checked by `check_locked` in tests):
 //! 1. Every live slot is in the map and in exactly one list; every free slot is in `free`, in no
 //!    list, and holds no value.
-//! 2. `usage` is the sum of live charges and `usage <= capacity` after every operation;
+//! 2. `usage` is the sum of live charges, `reserved` the sum of outstanding reservations, and
+//!    `usage + reserved <= capacity` after every operation (the strict budget: a block's charge
+//!    is reserved before it is read, see [`ShardedLru::reserve`]);
 //!    `high_usage` is the sum of the charges in the high list and `<= high_capacity`.
 //! 3. Eviction takes the least recently used low entry; high entries are evicted only when the
 //!    low list is empty. When high entries exceed `high_capacity`, the oldest ones are demoted
@@ -30,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The cache of uncompressed blocks shared by tables.
-pub type BlockCache = ShardedLru<crate::block::Block>;
+pub type BlockCache = ShardedLru<dyn std::any::Any + Send + Sync>;
 
 /// Identifies a cached block: the opening table's id and the block's file offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,7 +80,7 @@ const MAX_SHARD_BITS: u32 = 16;
 const DEFAULT_HIGH_PRIORITY_RATIO: f64 = 0.5;
 
 /// A sharded, size-bounded LRU cache from [`CacheKey`] to `Arc<V>`.
-pub struct ShardedLru<V> {
+pub struct ShardedLru<V: ?Sized> {
     shards: Box<[PaddedShard<V>]>,
     shard_mask: usize,
     capacity: usize,
@@ -87,9 +89,9 @@ pub struct ShardedLru<V> {
 
 /// A shard on its own cache lines, so locking one does not slow its neighbours.
 #[repr(align(64))]
-struct PaddedShard<V>(Mutex<Shard<V>>);
+struct PaddedShard<V: ?Sized>(Mutex<Shard<V>>);
 
-impl<V> fmt::Debug for ShardedLru<V> {
+impl<V: ?Sized> fmt::Debug for ShardedLru<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardedLru")
             .field("capacity", &self.capacity)
@@ -98,7 +100,7 @@ impl<V> fmt::Debug for ShardedLru<V> {
     }
 }
 
-impl<V> ShardedLru<V> {
+impl<V: ?Sized> ShardedLru<V> {
     /// A cache of `capacity_bytes` with as many shards (a power of two, at most 64) as keep
     /// each shard at 512 KiB or more.
     pub fn new(capacity_bytes: usize) -> Self {
@@ -157,6 +159,24 @@ impl<V> ShardedLru<V> {
         drop(displaced);
     }
 
+    /// Charges `charge` bytes for `key` before the value exists (before a block is read), so
+    /// that concurrent reads cannot overshoot the budget: evicts to make room, and returns
+    /// `None` when the space cannot be found (the caller then reads without caching). The
+    /// reservation is released when filled or dropped.
+    pub fn reserve(&self, key: CacheKey, charge: usize) -> Option<CacheReservation<'_, V>> {
+        let charge = charge.max(1);
+        let mut displaced = Displaced::default();
+        let reserved = lock(self.shard(&key)).reserve(charge, &mut displaced);
+        drop(displaced);
+        // Lazily: a reservation built and dropped would release a charge never taken.
+        reserved.then(|| CacheReservation {
+            cache: self,
+            key,
+            charge,
+            filled: false,
+        })
+    }
+
     /// Removes the entry for `key`, if any.
     pub fn erase(&self, key: &CacheKey) {
         let mut shard = lock(self.shard(key));
@@ -208,7 +228,45 @@ impl<V> ShardedLru<V> {
 
 /// Locks a shard. A panic while holding the lock cannot leave a shard half-updated (the
 /// operations do not panic between their steps), so a poisoned lock is simply taken over.
-fn lock<V>(shard: &PaddedShard<V>) -> MutexGuard<'_, Shard<V>> {
+/// Space charged in the cache before its value exists; see [`ShardedLru::reserve`].
+pub struct CacheReservation<'a, V: ?Sized> {
+    cache: &'a ShardedLru<V>,
+    key: CacheKey,
+    charge: usize,
+    filled: bool,
+}
+
+impl<V: ?Sized> fmt::Debug for CacheReservation<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacheReservation")
+            .field("key", &self.key)
+            .field("charge", &self.charge)
+            .finish()
+    }
+}
+
+impl<V: ?Sized> CacheReservation<'_, V> {
+    /// Caches `value` in the reserved space; `charge` is its real size, which may differ from
+    /// the reserved estimate (more is evicted if it is larger).
+    pub fn fill(mut self, value: Arc<V>, charge: usize, priority: Priority) {
+        let mut shard = lock(self.cache.shard(&self.key));
+        shard.reserved -= self.charge;
+        self.filled = true;
+        let displaced = shard.insert(self.key, value, charge.max(1), priority);
+        drop(shard);
+        drop(displaced);
+    }
+}
+
+impl<V: ?Sized> Drop for CacheReservation<'_, V> {
+    fn drop(&mut self) {
+        if !self.filled {
+            lock(self.cache.shard(&self.key)).reserved -= self.charge;
+        }
+    }
+}
+
+fn lock<V: ?Sized>(shard: &PaddedShard<V>) -> MutexGuard<'_, Shard<V>> {
     shard.0.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -260,13 +318,13 @@ impl Hasher for KeyHasher {
 /// Values removed under the lock, to be dropped after it is released (a block's memory is
 /// freed when its last `Arc` goes). Inline up to four so that the usual insert, which evicts
 /// one or two entries, does not allocate.
-struct Displaced<V> {
+struct Displaced<V: ?Sized> {
     inline: [Option<Arc<V>>; 4],
     len: usize,
     spill: Vec<Arc<V>>,
 }
 
-impl<V> Default for Displaced<V> {
+impl<V: ?Sized> Default for Displaced<V> {
     fn default() -> Self {
         Displaced {
             inline: [None, None, None, None],
@@ -276,7 +334,7 @@ impl<V> Default for Displaced<V> {
     }
 }
 
-impl<V> Displaced<V> {
+impl<V: ?Sized> Displaced<V> {
     fn push(&mut self, value: Arc<V>) {
         if let Some(slot) = self.inline.get_mut(self.len) {
             *slot = Some(value);
@@ -291,7 +349,7 @@ const NIL: u32 = u32::MAX;
 const LOW: usize = 0;
 const HIGH: usize = 1;
 
-struct Entry<V> {
+struct Entry<V: ?Sized> {
     key: CacheKey,
     /// `None` exactly when the slot is free.
     value: Option<Arc<V>>,
@@ -314,7 +372,7 @@ struct List {
     tail: u32,
 }
 
-struct Shard<V> {
+struct Shard<V: ?Sized> {
     map: HashMap<CacheKey, u32, BuildHasherDefault<KeyHasher>>,
     entries: Vec<Entry<V>>,
     free: Vec<u32>,
@@ -322,6 +380,7 @@ struct Shard<V> {
     capacity: usize,
     high_capacity: usize,
     usage: usize,
+    reserved: usize,
     high_usage: usize,
     hits: u64,
     misses: u64,
@@ -329,7 +388,7 @@ struct Shard<V> {
     evictions: u64,
 }
 
-impl<V> Shard<V> {
+impl<V: ?Sized> Shard<V> {
     fn new(capacity: usize, high_priority_ratio: f64) -> Self {
         Shard {
             map: HashMap::default(),
@@ -342,6 +401,7 @@ impl<V> Shard<V> {
             capacity,
             high_capacity: high_capacity(capacity, high_priority_ratio),
             usage: 0,
+            reserved: 0,
             high_usage: 0,
             hits: 0,
             misses: 0,
@@ -367,6 +427,35 @@ impl<V> Shard<V> {
         value
     }
 
+    /// Evicts least recently used entries (low list first) until `charge` more bytes fit
+    /// beside the cached entries and the reservations, or nothing is left to evict.
+    fn evict_for(&mut self, charge: usize, displaced: &mut Displaced<V>) {
+        while self.usage + self.reserved + charge > self.capacity {
+            let victim = match self.lists[LOW].tail {
+                NIL => self.lists[HIGH].tail,
+                tail => tail,
+            };
+            if victim == NIL {
+                break;
+            }
+            displaced.push(self.remove(victim));
+            self.evictions += 1;
+        }
+    }
+
+    /// Reserves `charge` bytes (evicting to make room); false if they cannot fit.
+    fn reserve(&mut self, charge: usize, displaced: &mut Displaced<V>) -> bool {
+        if charge > self.capacity {
+            return false;
+        }
+        self.evict_for(charge, displaced);
+        if self.usage + self.reserved + charge > self.capacity {
+            return false;
+        }
+        self.reserved += charge;
+        true
+    }
+
     /// Inserts an entry (`charge >= 1`); returns the values it displaced so the caller can drop
     /// them outside the lock.
     fn insert(
@@ -383,16 +472,9 @@ impl<V> Shard<V> {
         if charge > self.capacity || (self.free.is_empty() && self.entries.len() >= NIL as usize) {
             return displaced;
         }
-        while self.usage + charge > self.capacity {
-            let victim = match self.lists[LOW].tail {
-                NIL => self.lists[HIGH].tail,
-                tail => tail,
-            };
-            if victim == NIL {
-                break;
-            }
-            displaced.push(self.remove(victim));
-            self.evictions += 1;
+        self.evict_for(charge, &mut displaced);
+        if self.usage + self.reserved + charge > self.capacity {
+            return displaced; // outstanding reservations hold the space
         }
         let high_priority = priority == Priority::High;
         let entry = Entry {

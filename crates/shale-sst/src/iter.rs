@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::block::BlockIter;
 use crate::error::{Error, Result};
 use crate::format::BlockHandle;
+use crate::index::Index;
 use crate::key::{user_key_of, InternalKey, MAX_SEQNO};
 use crate::reader::{ReadOptions, Table};
 
@@ -20,6 +21,8 @@ use crate::reader::{ReadOptions, Table};
 #[derive(Debug)]
 pub struct TableIter {
     table: Arc<Table>,
+    /// The table's decoded index, held for the iterator's life (it may live in the cache).
+    block_index: Arc<Index>,
     /// Position in the decoded index; `None` when off either end.
     index: Option<usize>,
     data: Option<BlockIter>,
@@ -32,13 +35,19 @@ pub struct TableIter {
 impl TableIter {
     pub(crate) fn new(table: Arc<Table>, options: ReadOptions) -> Self {
         let index = None;
+        // An index that cannot be loaded leaves the iterator empty with the error as status.
+        let (block_index, error) = match table.index() {
+            Ok(block_index) => (block_index, None),
+            Err(error) => (Arc::new(Index::empty()), Some(error)),
+        };
         TableIter {
             table,
+            block_index,
             index,
             data: None,
             data_handle: None,
             options,
-            error: None,
+            error,
             valid: false,
         }
     }
@@ -76,7 +85,7 @@ impl TableIter {
             self.seek(InternalKey::for_seek(&lower, MAX_SEQNO).encoded());
             return;
         }
-        self.index = (self.table.index().len() > 0).then_some(0);
+        self.index = (self.block_index.len() > 0).then_some(0);
         self.load_data_block();
         if let Some(data) = &mut self.data {
             data.seek_to_first();
@@ -91,7 +100,7 @@ impl TableIter {
             self.seek_for_prev(InternalKey::for_seek(&upper, MAX_SEQNO).encoded());
             return;
         }
-        self.index = self.table.index().len().checked_sub(1);
+        self.index = self.block_index.len().checked_sub(1);
         self.load_data_block();
         if let Some(data) = &mut self.data {
             data.seek_to_last();
@@ -110,8 +119,8 @@ impl TableIter {
             }
             _ => target,
         };
-        let position = self.table.index().seek(target);
-        self.index = (position < self.table.index().len()).then_some(position);
+        let position = self.block_index.seek(target);
+        self.index = (position < self.block_index.len()).then_some(position);
         self.load_data_block();
         if let Some(data) = &mut self.data {
             data.seek(target);
@@ -130,7 +139,7 @@ impl TableIter {
             }
             _ => target,
         };
-        let index = self.table.index();
+        let index = &self.block_index;
         self.index = Some(index.seek(target).min(index.len())).filter(|&p| p < index.len());
         if self.index.is_none() {
             self.index = index.len().checked_sub(1);
@@ -180,7 +189,7 @@ impl TableIter {
             self.data = None;
             return;
         };
-        let handle = self.table.index().handle(position);
+        let handle = self.block_index.handle(position);
         if self.data.is_some() && self.data_handle == Some(handle) {
             return;
         }
@@ -229,7 +238,7 @@ impl TableIter {
             // Every key of later blocks is above this block's separator; past the upper
             // bound there is nothing left to read.
             if let Some(upper) = &self.options.upper_bound {
-                let separator = self.index.map(|p| self.table.index().key(p));
+                let separator = self.index.map(|p| self.block_index.key(p));
                 if separator
                     .is_some_and(|k| self.user_compare(user_key_of(k), upper) != Ordering::Less)
                 {
@@ -240,7 +249,7 @@ impl TableIter {
             self.index = self
                 .index
                 .map(|p| p + 1)
-                .filter(|&p| p < self.table.index().len());
+                .filter(|&p| p < self.block_index.len());
             self.load_data_block();
             match &mut self.data {
                 Some(data) => data.seek_to_first(),

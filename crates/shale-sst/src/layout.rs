@@ -157,7 +157,7 @@ impl Table {
     /// index separators, entry kinds and the entry counts of the properties.
     fn walk_data_blocks(&self, icmp: &Arc<dyn Comparator>) -> Result<Vec<BlockInfo>> {
         let mut blocks = Vec::new();
-        let index = self.index();
+        let index = self.index()?;
         let mut previous_key: Option<Vec<u8>> = None;
         let mut previous_separator: Option<Vec<u8>> = None;
         let (mut entries, mut deletions) = (0u64, 0u64);

@@ -38,6 +38,10 @@ pub struct TableOpenOptions {
     pub block_cache: Option<Arc<BlockCache>>,
     /// Check block checksums on every read (the default).
     pub verify_checksums: bool,
+    /// Keep the index and filters in `block_cache` at high priority, charged to its budget,
+    /// instead of pinning them in the open table (what an engine with a strict memory budget
+    /// wants). Without a block cache they stay pinned.
+    pub cache_index_and_filter_blocks: bool,
 }
 
 impl Default for TableOpenOptions {
@@ -47,6 +51,7 @@ impl Default for TableOpenOptions {
             prefix_extractor: None,
             block_cache: None,
             verify_checksums: true,
+            cache_index_and_filter_blocks: false,
         }
     }
 }
@@ -112,9 +117,15 @@ pub struct Table {
     footer: Footer,
     comparator: Arc<InternalKeyComparator>,
     meta_handles: Vec<(String, BlockHandle)>,
-    index: Index,
-    filter: Option<BloomFilter>,
-    prefix_filter: Option<BloomFilter>,
+    /// Pinned meta blocks; `None` when they live in the block cache instead
+    /// (`cache_index_and_filter_blocks`) or the file has none.
+    index: Option<Arc<Index>>,
+    filter: Option<Arc<BloomFilter>>,
+    prefix_filter: Option<Arc<BloomFilter>>,
+    /// Where the filters are, for reloading them into the cache.
+    filter_handle: Option<BlockHandle>,
+    prefix_filter_handle: Option<BlockHandle>,
+    cache_meta_blocks: bool,
     prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     range_tombstones: Vec<RangeTombstone>,
     properties: TableProperties,
@@ -179,9 +190,12 @@ impl Table {
             footer,
             comparator: Arc::new(InternalKeyComparator::new(options.comparator.clone())),
             meta_handles: Vec::new(),
-            index: Index::empty(),
+            index: None,
             filter: None,
             prefix_filter: None,
+            filter_handle: None,
+            prefix_filter_handle: None,
+            cache_meta_blocks: false,
             prefix_extractor: None,
             range_tombstones: Vec::new(),
             properties: TableProperties::default(),
@@ -193,6 +207,9 @@ impl Table {
         };
         table.load_meta_blocks(options)?;
         table.file_id = table.cache.as_ref().map_or(0, |c| c.new_file_id());
+        if options.cache_index_and_filter_blocks && table.cache.is_some() {
+            table.move_meta_blocks_to_cache();
+        }
         table.verify_checksums = options.verify_checksums;
         Ok(Arc::new(table))
     }
@@ -224,23 +241,18 @@ impl Table {
                 options.comparator.name()
             )));
         }
-        let index = self.read_block_contents(footer.index, true)?;
-        let index = Block::decode(index).map_err(|e| e.at(&self.path, footer.index.offset))?;
-        self.index = Index::decode(index, self.comparator.clone())
-            .map_err(|e| e.at(&self.path, footer.index.offset))?;
+        self.index = Some(Arc::new(self.load_index()?));
         if let Some(handle) = self.meta_handle(META_FILTER) {
-            let contents = self.read_block_contents(handle, true)?;
-            self.filter =
-                BloomFilter::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?;
+            self.filter = self.load_filter(handle)?.map(Arc::new);
+            self.filter_handle = self.filter.is_some().then_some(handle);
         }
         if let (Some(handle), Some(extractor)) = (
             self.meta_handle(META_PREFIX_FILTER),
             options.prefix_extractor.as_ref(),
         ) {
             if self.properties.prefix_extractor.as_deref() == Some(extractor.name()) {
-                let contents = self.read_block_contents(handle, true)?;
-                self.prefix_filter =
-                    BloomFilter::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?;
+                self.prefix_filter = self.load_filter(handle)?.map(Arc::new);
+                self.prefix_filter_handle = self.prefix_filter.is_some().then_some(handle);
                 self.prefix_extractor = Some(extractor.clone());
             }
         }
@@ -380,34 +392,148 @@ impl Table {
         })
     }
 
-    /// A data block, from the cache or the file.
-    pub(crate) fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
-        let key = CacheKey {
-            file_id: self.file_id,
-            offset: handle.offset,
+    fn load_index(&self) -> Result<Index> {
+        let handle = self.footer.index;
+        let contents = self.read_block_contents(handle, true)?;
+        let block = Block::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?;
+        Index::decode(block, self.comparator.clone()).map_err(|e| e.at(&self.path, handle.offset))
+    }
+
+    fn load_filter(&self, handle: BlockHandle) -> Result<Option<BloomFilter>> {
+        let contents = self.read_block_contents(handle, true)?;
+        BloomFilter::decode(contents).map_err(|e| e.at(&self.path, handle.offset))
+    }
+
+    /// Hands the index and filters to the block cache at high priority instead of pinning
+    /// them; they are reloaded (and checked again) when evicted and needed.
+    fn move_meta_blocks_to_cache(&mut self) {
+        let Some(cache) = self.cache.clone() else {
+            return;
         };
-        if let Some(cache) = &self.cache {
-            if let Some(block) = cache.get(&key) {
-                return Ok(block);
+        let key = |offset| CacheKey {
+            file_id: self.file_id,
+            offset,
+        };
+        if let Some(index) = self.index.take() {
+            let charge = index.memory_usage();
+            cache.insert(key(self.footer.index.offset), index, charge, Priority::High);
+        }
+        for (filter, handle) in [
+            (self.filter.take(), self.filter_handle),
+            (self.prefix_filter.take(), self.prefix_filter_handle),
+        ] {
+            if let (Some(filter), Some(handle)) = (filter, handle) {
+                let charge = filter.size_bytes();
+                cache.insert(key(handle.offset), filter, charge, Priority::High);
             }
         }
-        let contents = self.read_block_contents(handle, self.verify_checksums)?;
-        let block = Arc::new(Block::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?);
-        if let (Some(cache), true) = (&self.cache, fill_cache) {
-            cache.insert(key, block.clone(), block.size(), Priority::Low);
+        self.cache_meta_blocks = true;
+    }
+
+    /// A value kept in the block cache under `offset`, loaded (and cached) on a miss. The
+    /// charge is reserved before the load (the strict budget); when it cannot be, the value is
+    /// used without being cached.
+    fn cached<T: std::any::Any + Send + Sync>(
+        &self,
+        offset: u64,
+        reserve: usize,
+        priority: Priority,
+        fill: bool,
+        load: impl FnOnce() -> Result<T>,
+        charge: impl FnOnce(&T) -> usize,
+    ) -> Result<Arc<T>> {
+        let Some(cache) = &self.cache else {
+            return load().map(Arc::new);
+        };
+        let key = CacheKey {
+            file_id: self.file_id,
+            offset,
+        };
+        if let Some(value) = cache.get(&key).and_then(|v| v.downcast::<T>().ok()) {
+            return Ok(value);
         }
-        Ok(block)
+        let reservation = if fill {
+            cache.reserve(key, reserve)
+        } else {
+            None
+        };
+        let value = Arc::new(load()?);
+        if let Some(reservation) = reservation {
+            let charge = charge(&value);
+            reservation.fill(value.clone(), charge, priority);
+        }
+        Ok(value)
+    }
+
+    /// A data block, from the cache or the file. Its stored size is charged to the cache
+    /// before the read; the real (decompressed) size when it is inserted.
+    pub(crate) fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
+        self.cached(
+            handle.offset,
+            handle.size as usize,
+            Priority::Low,
+            fill_cache,
+            || {
+                let contents = self.read_block_contents(handle, self.verify_checksums)?;
+                Block::decode(contents).map_err(|e| e.at(&self.path, handle.offset))
+            },
+            Block::size,
+        )
+    }
+
+    /// The decoded index: pinned, or from the cache (reloaded on a miss).
+    pub(crate) fn index(&self) -> Result<Arc<Index>> {
+        if let Some(index) = &self.index {
+            return Ok(index.clone());
+        }
+        let index_size = self.footer.index.size as usize;
+        self.cached(
+            self.footer.index.offset,
+            index_size,
+            Priority::High,
+            true,
+            || self.load_index(),
+            Index::memory_usage,
+        )
+    }
+
+    /// A filter: pinned, or from the cache. A filter that fails to reload is skipped (it can
+    /// only make reads slower, never wrong), and the data read reports any damage.
+    fn filter_for(
+        &self,
+        pinned: Option<&Arc<BloomFilter>>,
+        handle: Option<BlockHandle>,
+    ) -> Option<Arc<BloomFilter>> {
+        if let Some(filter) = pinned {
+            return Some(filter.clone());
+        }
+        let handle = handle.filter(|_| self.cache_meta_blocks)?;
+        self.cached(
+            handle.offset,
+            handle.size as usize,
+            Priority::High,
+            true,
+            || {
+                self.load_filter(handle)?.ok_or_else(|| {
+                    DecodeError::new("filter kind vanished").at(&self.path, handle.offset)
+                })
+            },
+            BloomFilter::size_bytes,
+        )
+        .ok()
     }
 
     /// Whether the bloom filter allows `user_key` (true when there is no filter).
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+        self.filter_for(self.filter.as_ref(), self.filter_handle)
+            .is_none_or(|f| f.may_contain(user_key))
     }
 
     /// Whether the prefix filter allows keys starting with `prefix` (true when there is no
     /// usable prefix filter or `prefix` is not in the extractor's domain).
     pub fn may_contain_prefix(&self, key_or_prefix: &[u8]) -> bool {
-        match (&self.prefix_filter, &self.prefix_extractor) {
+        let filter = self.filter_for(self.prefix_filter.as_ref(), self.prefix_filter_handle);
+        match (filter, &self.prefix_extractor) {
             (Some(filter), Some(extractor)) => extractor
                 .prefix(key_or_prefix)
                 .is_none_or(|p| filter.may_contain(p)),
@@ -422,11 +548,12 @@ impl Table {
             return Ok(None);
         }
         let target = InternalKey::for_seek(user_key, seqno);
-        let mut position = self.index.seek(target.encoded());
+        let index = self.index()?;
+        let mut position = index.seek(target.encoded());
         // The first entry >= target is in block `position`, or first in the next one when
         // every key of that block is below the target but its separator is not.
-        while position < self.index.len() {
-            let handle = self.index.handle(position);
+        while position < index.len() {
+            let handle = index.handle(position);
             let block = self.data_block(handle, true)?;
             let mut iter = block.iter(self.comparator.clone());
             iter.seek(target.encoded());
@@ -458,14 +585,14 @@ impl Table {
     pub fn pinned_memory(&self) -> usize {
         let filters = [&self.filter, &self.prefix_filter]
             .iter()
-            .filter_map(|f| f.as_ref().map(BloomFilter::size_bytes))
+            .filter_map(|f| f.as_ref().map(|f| f.size_bytes()))
             .sum::<usize>();
         let tombstones = self
             .range_tombstones
             .iter()
             .map(|t| t.start.len() + t.end.len() + std::mem::size_of::<RangeTombstone>())
             .sum::<usize>();
-        self.index.memory_usage() + filters + tombstones
+        self.index.as_ref().map_or(0, |i| i.memory_usage()) + filters + tombstones
     }
 
     /// An iterator over the table's point entries.
@@ -512,10 +639,6 @@ impl Table {
         &self.comparator
     }
 
-    pub(crate) fn index(&self) -> &Index {
-        &self.index
-    }
-
     /// Shape of the full-key and prefix bloom filters, when present.
     pub fn filter_stats(&self) -> (Option<FilterStats>, Option<FilterStats>) {
         let stats = |f: &BloomFilter| FilterStats {
@@ -524,8 +647,12 @@ impl Table {
             size_bytes: f.size_bytes() as u64,
         };
         (
-            self.filter.as_ref().map(stats),
-            self.prefix_filter.as_ref().map(stats),
+            self.filter_for(self.filter.as_ref(), self.filter_handle)
+                .as_deref()
+                .map(stats),
+            self.filter_for(self.prefix_filter.as_ref(), self.prefix_filter_handle)
+                .as_deref()
+                .map(stats),
         )
     }
 }

@@ -1,0 +1,121 @@
+//! The block cache's strict budget: charges reserved before reads, index and filter blocks
+//! cached at high priority and reloaded after eviction, usage never above capacity.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use shale_fs::MemFs;
+use shale_sst::{
+    BlockCache, CacheKey, Priority, ReadOptions, Table, TableOpenOptions, TableWriter, ValueKind,
+    WriterOptions, MAX_SEQNO,
+};
+
+fn write_table(fs: &MemFs, path: &Path, entries: u64) {
+    let options = WriterOptions {
+        block_size: 512,
+        ..WriterOptions::default()
+    };
+    let mut writer = TableWriter::create(fs, path, options).unwrap();
+    for i in 0..entries {
+        let key = format!("key{i:08}");
+        writer
+            .add_entry(key.as_bytes(), i + 1, ValueKind::Value, &[b'v'; 100])
+            .unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+#[test]
+fn reservations_count_against_the_budget_and_release_on_drop() {
+    let cache = BlockCache::with_shards(10_000, 0);
+    let key = |offset| CacheKey { file_id: 1, offset };
+    let first = cache
+        .reserve(key(0), 6_000)
+        .expect("fits in an empty cache");
+    assert!(
+        cache.reserve(key(1), 6_000).is_none(),
+        "two reservations would exceed the budget"
+    );
+    // An insert cannot use the reserved space either.
+    cache.insert(
+        key(2),
+        Arc::new(vec![0u8; 5_000]) as Arc<dyn std::any::Any + Send + Sync>,
+        5_000,
+        Priority::Low,
+    );
+    assert!(
+        cache.get(&key(2)).is_none(),
+        "insert refused while the space is reserved"
+    );
+    drop(first);
+    let second = cache.reserve(key(1), 6_000).expect("released by the drop");
+    second.fill(Arc::new(vec![0u8; 7_000]), 7_000, Priority::Low);
+    assert!(cache.get(&key(1)).is_some());
+    assert!(cache.usage() <= cache.capacity());
+}
+
+#[test]
+fn index_and_filters_live_in_the_cache_and_reload_after_eviction() {
+    let fs = MemFs::new();
+    let path = Path::new("/t.sst");
+    write_table(&fs, path, 2_000);
+    // Small enough that data blocks push the index and filter out.
+    let cache = Arc::new(BlockCache::with_shards(64 << 10, 0));
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        cache_index_and_filter_blocks: true,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&fs, path, &options).unwrap();
+    assert_eq!(table.pinned_memory(), 0, "nothing pinned outside the cache");
+    assert!(cache.usage() > 0, "index and filter were inserted at open");
+    for round in 0..3 {
+        for i in (0..2_000u64).step_by(7) {
+            let key = format!("key{i:08}");
+            let found = table
+                .get(key.as_bytes(), MAX_SEQNO)
+                .unwrap()
+                .expect("present");
+            assert_eq!(found.seqno, i + 1, "round {round}");
+            assert!(
+                cache.usage() <= cache.capacity(),
+                "budget exceeded: {} > {}",
+                cache.usage(),
+                cache.capacity()
+            );
+        }
+        assert_eq!(table.get(b"absent", MAX_SEQNO).unwrap(), None);
+    }
+    assert!(
+        cache.stats().evictions > 0,
+        "the test must evict to mean anything"
+    );
+    let mut iter = table.iter(ReadOptions::default());
+    iter.seek_to_first();
+    let mut count = 0;
+    while iter.valid() {
+        count += 1;
+        iter.next();
+    }
+    iter.status().unwrap();
+    assert_eq!(count, 2_000);
+    assert!(
+        table.filter_stats().0.is_some(),
+        "the filter reloads for tools too"
+    );
+}
+
+#[test]
+fn without_the_option_meta_blocks_are_pinned() {
+    let fs = MemFs::new();
+    let path = Path::new("/t.sst");
+    write_table(&fs, path, 500);
+    let cache = Arc::new(BlockCache::with_shards(1 << 20, 0));
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&fs, path, &options).unwrap();
+    assert!(table.pinned_memory() > 0);
+    assert_eq!(cache.usage(), 0, "nothing cached before the first read");
+}
