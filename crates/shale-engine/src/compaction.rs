@@ -99,6 +99,15 @@ pub(crate) fn compact_once(inner: &Arc<DbInner>) -> Result<()> {
     state.compacting.remove(&compaction.keyspace);
     let outputs = match result {
         Ok(outputs) => outputs,
+        Err(_)
+            if inner
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Acquire) =>
+        {
+            // Stopped by close: nothing was recorded, the inputs stay, the partial outputs are
+            // deleted as unreferenced at the next open.
+            return Ok(());
+        }
         Err(error) => {
             // Partial outputs stay in pending_outputs: the error is sticky, and the next open
             // deletes them as unreferenced.

@@ -216,6 +216,9 @@ impl InternalIterator for PrefixCheckedIter {
 /// in key order, in either direction.
 pub struct DbIterator {
     iter: DbIter,
+    /// Keeps the Version (and so every table file the iterator may still open) alive:
+    /// ARCHITECTURE.md invariant 4.
+    _view: Arc<SuperVersion>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -359,6 +362,7 @@ pub(crate) fn iter(
         },
     };
     Ok(DbIterator {
+        _view: view.clone(),
         iter: DbIter::new(Box::new(merged), cmp, snapshot, range_dels, iter_options),
     })
 }

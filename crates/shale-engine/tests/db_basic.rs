@@ -144,3 +144,40 @@ fn second_open_is_refused_while_locked() {
     assert!(err.to_string().contains("locked"), "{err}");
     assert!(fs.exists(std::path::Path::new("/db/CURRENT")).unwrap());
 }
+
+#[test]
+fn an_iterator_keeps_its_tables_alive_through_compactions() {
+    let fs = MemFs::new();
+    let mut opts = options(&fs);
+    opts.default_keyspace.target_file_size = 64 << 10;
+    let db = Db::open("/db", opts).unwrap();
+    for i in 0..4000u32 {
+        db.put(format!("key{i:05}").as_bytes(), &[b'a'; 64])
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let mut iter = db.iterator(ReadOptions::default()).unwrap();
+    iter.seek_to_first();
+    // Rewrite everything so compaction replaces (and deletes) every table the iterator has
+    // not opened yet.
+    for round in 0..2 {
+        for i in 0..4000u32 {
+            db.put(
+                format!("key{i:05}").as_bytes(),
+                format!("new{round}").as_bytes(),
+            )
+            .unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_background_work().unwrap();
+    }
+    let mut seen = 0;
+    while iter.valid() {
+        assert_eq!(iter.value(), &[b'a'; 64], "the iterator's view is fixed");
+        seen += 1;
+        iter.next();
+    }
+    iter.status().unwrap();
+    assert_eq!(seen, 4000);
+}
