@@ -173,6 +173,14 @@ impl DbInner {
 
     /// Makes every later write fail with `reason` (invariant 4). The first reason wins.
     pub(crate) fn set_background_error(&self, reason: String) {
+        let state = self.lock_state();
+        self.set_background_error_locked(&state, reason);
+    }
+
+    /// [`Self::set_background_error`] for a caller holding the state lock. Waiters check the
+    /// error under that lock before they wait, so notifying with it held loses no wakeup (a
+    /// lost one left a stalled writer or `flush` waiting forever).
+    pub(crate) fn set_background_error_locked(&self, _state: &DbState, reason: String) {
         let mut error = self
             .background_error
             .lock()
@@ -377,7 +385,12 @@ impl Db {
         if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        self.inner.state_changed.notify_all();
+        // Under the state lock: a background thread checks the flag under it before waiting,
+        // so it cannot miss this wakeup (and hang the join below).
+        {
+            let _state = self.inner.lock_state();
+            self.inner.state_changed.notify_all();
+        }
         let threads =
             std::mem::take(&mut *self.threads.lock().unwrap_or_else(PoisonError::into_inner));
         for thread in threads {

@@ -68,14 +68,19 @@ pub(crate) fn write_memtable(
     number: u64,
     options: &KeyspaceOptions,
 ) -> Result<Option<FileMetaData>> {
-    let tombstones = mem.range_tombstones();
-    if mem.is_empty() && tombstones.is_empty() {
+    // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
+    let tombstones: Vec<_> = mem
+        .range_tombstones()
+        .into_iter()
+        .filter(|t| comparator.compare(&t.start, &t.end).is_lt())
+        .collect();
+    let mut iter = mem.iter();
+    iter.seek_to_first();
+    if !iter.valid() && tombstones.is_empty() {
         return Ok(None);
     }
     let path = table_file_name(dir, number);
     let mut writer = TableWriter::create(fs, &path, writer_options(comparator, options))?;
-    let mut iter = mem.iter();
-    iter.seek_to_first();
     while iter.valid() {
         writer.add(iter.key(), iter.value())?;
         iter.next();

@@ -187,9 +187,10 @@ pub(crate) fn create(
         .versions
         .create_keyspace(name, log_number)
         .map_err(|e| {
-            inner.set_background_error(format!(
-                "MANIFEST write failed creating keyspace {name:?}: {e}"
-            ));
+            inner.set_background_error_locked(
+                &state,
+                format!("MANIFEST write failed creating keyspace {name:?}: {e}"),
+            );
             e
         })?;
     let mem = Arc::new(MemTable::new(
@@ -224,9 +225,10 @@ pub(crate) fn drop_keyspace(inner: &Arc<DbInner>, name: &str) -> Result<()> {
         ));
     }
     state.versions.drop_keyspace(id).map_err(|e| {
-        inner.set_background_error(format!(
-            "MANIFEST write failed dropping keyspace {name:?}: {e}"
-        ));
+        inner.set_background_error_locked(
+            &state,
+            format!("MANIFEST write failed dropping keyspace {name:?}: {e}"),
+        );
         e
     })?;
     state.keyspaces.remove(&id);

@@ -7,7 +7,7 @@
 //! lookup only needs the tombstones of the sources searched up to and including the one where
 //! it finds the key.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use shale_sst::{
     Comparator, PrefixExtractor, RangeTombstone, ReadOptions as TableReadOptions, SeqNo, Table,
@@ -157,18 +157,32 @@ fn prefix_extractor(inner: &DbInner, keyspace: u32) -> Option<Arc<dyn PrefixExtr
         .and_then(|k| k.options.prefix_extractor.clone())
 }
 
-/// A table iterator that, in prefix mode, is empty after a seek whose prefix the table's
-/// prefix filter rules out (so the table's blocks are never read).
+/// In prefix mode, the key the user last sought with `seek` or `seek_for_prev`, shared by a
+/// [`DbIterator`] and its tables: the iteration keeps to that key's prefix. `None` after
+/// `seek_to_first` and `seek_to_last`, whose iteration no filter may narrow.
+type PrefixSeekTarget = Arc<Mutex<Option<Vec<u8>>>>;
+
+/// A table iterator that, in prefix mode, is empty after a seek while the prefix the
+/// iteration keeps to is one the table's prefix filter rules out (so its blocks are never
+/// read). That prefix is the user's seek target's, not the sought key's: a lower bound can
+/// replace the target, and the merging iterator re-seeks its children to keys of other
+/// prefixes when it changes direction; filtering on those skipped tables the iteration needs.
 struct PrefixCheckedIter {
     table: Arc<Table>,
     iter: TableIter,
     ruled_out: bool,
+    seek_target: PrefixSeekTarget,
 }
 
 impl PrefixCheckedIter {
-    fn check(&mut self, target: &[u8]) -> bool {
-        let user_key = crate::db_iter::user_key_of(target);
-        self.ruled_out = !self.table.may_contain_prefix(user_key);
+    fn check(&mut self) -> bool {
+        let target = self
+            .seek_target
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.ruled_out = target
+            .as_deref()
+            .is_some_and(|key| !self.table.may_contain_prefix(key));
         !self.ruled_out
     }
 }
@@ -186,12 +200,12 @@ impl InternalIterator for PrefixCheckedIter {
         self.iter.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
-        if self.check(target) {
+        if self.check() {
             self.iter.seek(target);
         }
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        if self.check(target) {
+        if self.check() {
             self.iter.seek_for_prev(target);
         }
     }
@@ -219,6 +233,8 @@ pub struct DbIterator {
     /// Keeps the Version (and so every table file the iterator may still open) alive:
     /// ARCHITECTURE.md invariant 4.
     _view: Arc<SuperVersion>,
+    /// In prefix mode with an extractor, shared with the tables' `PrefixCheckedIter`s.
+    prefix_seek_target: Option<PrefixSeekTarget>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -244,18 +260,22 @@ impl DbIterator {
     }
     /// Positions at the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
+        self.set_prefix_seek_target(None);
         self.iter.seek_to_first();
     }
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
+        self.set_prefix_seek_target(None);
         self.iter.seek_to_last();
     }
     /// Positions at the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) {
+        self.set_prefix_seek_target(Some(key));
         self.iter.seek(key);
     }
     /// Positions at the last key `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.set_prefix_seek_target(Some(key));
         self.iter.seek_for_prev(key);
     }
     /// Moves to the next key.
@@ -265,6 +285,11 @@ impl DbIterator {
     /// Moves to the previous key.
     pub fn prev(&mut self) {
         self.iter.prev();
+    }
+    fn set_prefix_seek_target(&self, key: Option<&[u8]>) {
+        if let Some(target) = &self.prefix_seek_target {
+            *target.lock().unwrap_or_else(PoisonError::into_inner) = key.map(<[u8]>::to_vec);
+        }
     }
     /// The first error met; an iterator that stops early with `Ok` reached the end.
     pub fn status(&self) -> Result<()> {
@@ -287,6 +312,8 @@ pub(crate) fn iter(
         upper_bound: options.upper_bound.clone(),
         skip_cache_fill: options.skip_cache_fill,
     };
+    let prefix_seek_target: Option<PrefixSeekTarget> =
+        (options.prefix_same_as_start && extractor.is_some()).then(PrefixSeekTarget::default);
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     for mem in std::iter::once(&view.mem).chain(&view.imm) {
@@ -298,11 +325,12 @@ pub(crate) fn iter(
         let table = inner.table_cache.get(file.number, extractor.as_ref())?;
         tombstones.extend_from_slice(table.range_tombstones());
         let iter = table.iter(table_options.clone());
-        if options.prefix_same_as_start {
+        if let Some(seek_target) = &prefix_seek_target {
             children.push(Box::new(PrefixCheckedIter {
                 table,
                 iter,
                 ruled_out: false,
+                seek_target: seek_target.clone(),
             }));
         } else {
             children.push(Box::new(iter));
@@ -328,17 +356,21 @@ pub(crate) fn iter(
             })
             .collect();
         let opener: TableOpener = {
-            let (inner, extractor, table_options) =
-                (inner.clone(), extractor.clone(), table_options.clone());
-            let prefix_mode = options.prefix_same_as_start;
+            let (inner, extractor, table_options, prefix_seek_target) = (
+                inner.clone(),
+                extractor.clone(),
+                table_options.clone(),
+                prefix_seek_target.clone(),
+            );
             Arc::new(move |number| {
                 let table = inner.table_cache.get(number, extractor.as_ref())?;
                 let iter = table.iter(table_options.clone());
-                Ok(if prefix_mode {
+                Ok(if let Some(seek_target) = &prefix_seek_target {
                     Box::new(PrefixCheckedIter {
                         table,
                         iter,
                         ruled_out: false,
+                        seek_target: seek_target.clone(),
                     }) as Box<dyn InternalIterator>
                 } else {
                     Box::new(iter)
@@ -364,5 +396,6 @@ pub(crate) fn iter(
     Ok(DbIterator {
         _view: view.clone(),
         iter: DbIter::new(Box::new(merged), cmp, snapshot, range_dels, iter_options),
+        prefix_seek_target,
     })
 }

@@ -32,7 +32,7 @@ pub(crate) fn write(
 ) -> Result<()> {
     inner.check_open()?;
     inner.check_background_error()?;
-    validate_keyspaces(inner, &batch)?;
+    validate_entries(inner, &batch)?;
     let durability = durability_of(inner, options);
     inner.write_queue.write(
         batch,
@@ -43,16 +43,27 @@ pub(crate) fn write(
     )
 }
 
-fn validate_keyspaces(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+/// Refuses batches naming a missing keyspace or holding a reversed range deletion (which no
+/// table could hold: accepting it would fail the flush and, from the WAL, every later open).
+/// An empty range (`start == end`) deletes nothing and is accepted, as in `RocksDB`.
+fn validate_entries(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
     if batch.is_empty() {
         return Ok(());
     }
+    let cmp = inner.user_comparator();
     let state = inner.lock_state();
     for entry in batch.iter() {
         if !state.keyspaces.contains_key(&entry.keyspace) {
             return Err(Error::InvalidArgument(format!(
                 "write batch names keyspace id {} which does not exist (dropped?)",
                 entry.keyspace
+            )));
+        }
+        if entry.kind == ValueKind::RangeDeletion && cmp.compare(entry.key, entry.value).is_gt() {
+            return Err(Error::InvalidArgument(format!(
+                "range deletion start {} is above its end {}",
+                shale_sst::printable(entry.key),
+                shale_sst::printable(entry.value)
             )));
         }
     }
@@ -176,17 +187,17 @@ pub(crate) fn switch_memtables(
 ) -> Result<()> {
     let number = state.versions.new_file_number();
     let mut wal = inner.lock_wal();
-    let new_wal = start_wal(inner, number).and_then(|writer| {
-        // docs/format/wal.md: a WAL is synced before the next one gets its first record, so
-        // a torn tail can only be in the newest log.
-        wal.writer.sync()?;
-        Ok(writer)
-    });
+    // docs/format/wal.md: a WAL is synced before the next one exists (its name and file
+    // header would follow a torn tail), so a torn tail can only be in the newest log.
+    let new_wal = wal.writer.sync().and_then(|()| start_wal(inner, number));
     let writer = match new_wal {
         Ok(writer) => writer,
         Err(error) => {
             drop(wal);
-            inner.set_background_error(format!("switching to WAL {number} failed: {error}"));
+            inner.set_background_error_locked(
+                state,
+                format!("switching to WAL {number} failed: {error}"),
+            );
             return Err(error);
         }
     };

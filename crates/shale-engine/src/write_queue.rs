@@ -155,6 +155,15 @@ impl<C: Send + Sync> WriteQueue<C> {
                     else {
                         unreachable!("checked above");
                     };
+                    // The writer now at the front may lead, but it was behind this slot when
+                    // the group finished and nothing else will wake it.
+                    let front_waits = state
+                        .slots
+                        .front()
+                        .is_some_and(|s| matches!(s.status, Status::Waiting));
+                    if front_waits && !state.group_active {
+                        self.changed.notify_all();
+                    }
                     return result;
                 }
                 Status::Insert { .. } => {
@@ -261,6 +270,8 @@ mod tests {
         wal_groups: StdMutex<Vec<usize>>,
         inserted: StdMutex<Vec<SeqNo>>,
         fail_next_wal: std::sync::atomic::AtomicBool,
+        /// Time the "WAL" step takes (an fsync), so that writers pile up behind the leader.
+        wal_delay: std::time::Duration,
     }
 
     fn commit(queue: &WriteQueue<()>, toy: &Toy, entries: u32) -> Result<()> {
@@ -275,6 +286,7 @@ mod tests {
                 if toy.fail_next_wal.swap(false, Ordering::SeqCst) {
                     return Err(Error::InvalidArgument("injected WAL failure".into()));
                 }
+                thread::sleep(toy.wal_delay);
                 let total: u64 = group.iter().map(|w| u64::from(w.batch.count())).sum();
                 let first = toy.next_seqno.fetch_add(total, Ordering::SeqCst) + 1;
                 toy.wal_groups.lock().unwrap().push(group.len());
@@ -326,6 +338,34 @@ mod tests {
         );
         let groups = toy.wal_groups.lock().unwrap();
         assert_eq!(groups.iter().sum::<usize>(), 8 * 500);
+    }
+
+    /// Regression: a writer that reached the front of the queue only because the writers of
+    /// the previous group removed their finished slots was never woken, so with a slow WAL
+    /// step (a real fsync) every writer ended up waiting forever.
+    #[test]
+    fn writers_behind_a_finished_group_are_woken_to_lead() {
+        let queue = Arc::new(WriteQueue::<()>::new());
+        let toy = Arc::new(Toy {
+            wal_delay: std::time::Duration::from_micros(300),
+            ..Toy::default()
+        });
+        let (done, finished) = std::sync::mpsc::channel();
+        for _ in 0..8 {
+            let (queue, toy, done) = (queue.clone(), toy.clone(), done.clone());
+            thread::spawn(move || {
+                for _ in 0..200 {
+                    commit(&queue, &toy, 1).unwrap();
+                }
+                done.send(()).unwrap();
+            });
+        }
+        for _ in 0..8 {
+            finished
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("every writer finishes (no writer left waiting for a wakeup)");
+        }
+        assert_eq!(toy.visible.load(Ordering::SeqCst), 8 * 200);
     }
 
     #[test]
