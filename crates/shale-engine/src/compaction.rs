@@ -26,7 +26,7 @@ use crate::iterator::InternalIterator;
 use crate::merging_iter::MergingIter;
 use crate::options::KeyspaceOptions;
 use crate::table_cache::table_file_name;
-use crate::version::{FileMetaData, VersionEdit};
+use crate::version::{FileMetaData, Version, VersionEdit};
 
 /// One compaction: inputs from L0 and L1 of a keyspace.
 #[derive(Debug)]
@@ -36,6 +36,9 @@ struct Compaction {
     level0: Vec<Arc<FileMetaData>>,
     level1: Vec<Arc<FileMetaData>>,
     bottommost: bool,
+    /// The Version the inputs were picked from: while it is held its tables are live, so
+    /// dropping the keyspace meanwhile cannot delete them under the compaction.
+    _version: Arc<Version>,
 }
 
 /// Whether some keyspace not already compacting has reached its L0 trigger.
@@ -73,6 +76,7 @@ fn pick(state: &DbState) -> Option<Compaction> {
             level0: level0.to_vec(),
             level1,
             bottommost,
+            _version: version.clone(),
         });
     }
     None
@@ -156,6 +160,8 @@ pub(crate) fn compact_once(inner: &Arc<DbInner>) -> Result<()> {
         keyspace.install_super_version(version);
     }
     state.compactions_done += 1;
+    // Its Version no longer keeps the inputs: delete them now.
+    drop(compaction);
     crate::flush::delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();
     Ok(())

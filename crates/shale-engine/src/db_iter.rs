@@ -239,9 +239,12 @@ impl DbIter {
         }
         if self.direction == Direction::Reverse {
             // The inner iterator is before the current key's entries (or off the start):
-            // bring it back onto them; the forward scan skips them as `saved_key`'s.
+            // bring it back onto them; the forward scan skips them as `saved_key`'s. In prefix
+            // mode it may be on a key of another prefix, and entries of that prefix written
+            // since the snapshot may lie between it and the current key: the forward scan
+            // would stop at them as the prefix's end, so seek the current key instead.
             self.direction = Direction::Forward;
-            if self.iter.valid() {
+            if self.iter.valid() && !self.prefix_active {
                 self.iter.next();
             } else {
                 self.iter

@@ -193,9 +193,10 @@ pub(crate) fn create(
             );
             e
         })?;
-    let mem = Arc::new(MemTable::new(
+    let mem = Arc::new(MemTable::for_write_buffer(
         inner.options.comparator.clone(),
         state.versions.new_file_number(),
+        options.write_buffer_size,
     ));
     let version = state.versions.current();
     state.keyspaces.insert(

@@ -46,14 +46,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let version = versions.current();
     let mut keyspaces = BTreeMap::new();
     for (id, name) in version.keyspaces() {
-        let mem = Arc::new(MemTable::new(
+        let own_options = keyspace_options(&name);
+        let mem = Arc::new(MemTable::for_write_buffer(
             options.comparator.clone(),
             versions.new_file_number(),
+            own_options.write_buffer_size,
         ));
-        let options = keyspace_options(&name);
         keyspaces.insert(
             id,
-            KeyspaceState::new(id, name, options, mem, wal_number, version.clone()),
+            KeyspaceState::new(id, name, own_options, mem, wal_number, version.clone()),
         );
     }
     if !keyspaces.contains_key(&DEFAULT_KEYSPACE_ID) {

@@ -209,9 +209,14 @@ pub(crate) fn switch_memtables(
     drop(wal);
     let version = state.versions.current();
     for id in keyspaces {
-        let new_mem = Arc::new(MemTable::new(
+        let Some(write_buffer_size) = state.keyspaces.get(id).map(|k| k.options.write_buffer_size)
+        else {
+            continue;
+        };
+        let new_mem = Arc::new(MemTable::for_write_buffer(
             inner.options.comparator.clone(),
             state.versions.new_file_number(),
+            write_buffer_size,
         ));
         if let Some(keyspace) = state.keyspaces.get_mut(id) {
             let old = std::mem::replace(&mut keyspace.mem, new_mem);
@@ -221,6 +226,13 @@ pub(crate) fn switch_memtables(
                 log_number,
             });
             keyspace.install_super_version(version.clone());
+        }
+    }
+    // An empty active memtable needs no older WAL (no insert is in flight: invariant 2).
+    // Without this, a keyspace nobody writes kept every WAL from its creation on.
+    for keyspace in state.keyspaces.values_mut() {
+        if keyspace.mem.is_empty() {
+            keyspace.mem_log_number = number;
         }
     }
     Ok(())

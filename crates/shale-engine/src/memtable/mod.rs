@@ -60,6 +60,19 @@ impl MemTable {
         Self::with_chunk_size(comparator, id, DEFAULT_CHUNK_SIZE)
     }
 
+    /// An empty memtable for a keyspace that freezes memtables at `write_buffer_size` bytes.
+    /// [`Self::approximate_memory_usage`] counts whole arena chunks and every writer thread's
+    /// shard starts one, so the chunks are sized to let a memtable fill with entries, not
+    /// chunks: with fixed 1 MiB chunks, any buffer below that was full from its creation.
+    pub(crate) fn for_write_buffer(
+        comparator: Arc<dyn Comparator>,
+        id: u64,
+        write_buffer_size: usize,
+    ) -> Self {
+        let chunk_size = (write_buffer_size / (8 * shard_count())).min(DEFAULT_CHUNK_SIZE);
+        Self::with_chunk_size(comparator, id, chunk_size)
+    }
+
     fn with_chunk_size(comparator: Arc<dyn Comparator>, id: u64, chunk_size: usize) -> Self {
         MemTable {
             id,
