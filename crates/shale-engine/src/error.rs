@@ -63,7 +63,7 @@ impl Error {
                 offset: *offset,
                 detail: detail.clone(),
             },
-            Error::Io(e) => Error::Io(duplicate_fs_error(e)),
+            Error::Io(e) => Error::Io(e.duplicate()),
             Error::Sst(e) => Error::Sst(e.duplicate()),
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
@@ -71,38 +71,6 @@ impl Error {
                 reason: reason.clone(),
             },
         }
-    }
-}
-
-fn duplicate_fs_error(e: &shale_fs::Error) -> shale_fs::Error {
-    use shale_fs::Error as FsError;
-    match e {
-        FsError::Io { op, path, source } => FsError::Io {
-            op: *op,
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        FsError::Locked { path } => FsError::Locked { path: path.clone() },
-        FsError::UnexpectedEof {
-            path,
-            offset,
-            len,
-            file_size,
-        } => FsError::UnexpectedEof {
-            path: path.clone(),
-            offset: *offset,
-            len: *len,
-            file_size: *file_size,
-        },
-        FsError::NotFound { op, path } => FsError::NotFound {
-            op: *op,
-            path: path.clone(),
-        },
-        FsError::Injected { op, path, fault } => FsError::Injected {
-            op: *op,
-            path: path.clone(),
-            fault: *fault,
-        },
     }
 }
 

@@ -210,6 +210,41 @@ impl Error {
             | Error::Injected { path, .. } => path,
         }
     }
+
+    /// A copy of this error (`io::Error` cannot be cloned), for a reader or a sticky error that
+    /// hands the same failure out again: the same variant, so that [`Self::is_no_space`] and
+    /// friends still answer, with the same operation, path and message.
+    #[must_use]
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { op, path, source } => Error::Io {
+                op: *op,
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::UnexpectedEof {
+                path,
+                offset,
+                len,
+                file_size,
+            } => Error::UnexpectedEof {
+                path: path.clone(),
+                offset: *offset,
+                len: *len,
+                file_size: *file_size,
+            },
+            Error::NotFound { op, path } => Error::NotFound {
+                op: *op,
+                path: path.clone(),
+            },
+            Error::Injected { op, path, fault } => Error::Injected {
+                op: *op,
+                path: path.clone(),
+                fault: *fault,
+            },
+        }
+    }
 }
 
 fn is_enospc(source: &io::Error) -> bool {
@@ -251,6 +286,31 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn duplicate_keeps_variant_kind_and_message() {
+        let enospc = Error::io(
+            Op::Append,
+            "/x/7.sst",
+            io::Error::from_raw_os_error(libc::ENOSPC),
+        );
+        let copy = enospc.duplicate();
+        assert!(copy.is_no_space(), "{copy}");
+        assert_eq!(copy.to_string(), enospc.to_string());
+        let missing = Error::io(
+            Op::OpenRead,
+            "/x/1.sst",
+            io::Error::from(io::ErrorKind::NotFound),
+        );
+        assert!(missing.duplicate().is_not_found());
+        let eof = Error::UnexpectedEof {
+            path: "/x/2.sst".into(),
+            offset: 10,
+            len: 4,
+            file_size: 12,
+        };
+        assert_eq!(eof.duplicate().to_string(), eof.to_string());
     }
 
     #[test]

@@ -43,44 +43,10 @@ impl Error {
                 offset: *offset,
                 detail: detail.clone(),
             },
-            Error::Io(e) => Error::Io(duplicate_fs_error(e)),
+            Error::Io(e) => Error::Io(e.duplicate()),
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
         }
-    }
-}
-
-/// A copy of a file-system error (`io::Error` cannot be cloned): the same variant, so that
-/// `is_injected`, `is_no_space` and `is_not_found` still answer, and the same message.
-fn duplicate_fs_error(e: &shale_fs::Error) -> shale_fs::Error {
-    use shale_fs::Error as FsError;
-    match e {
-        FsError::Io { op, path, source } => FsError::Io {
-            op: *op,
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        FsError::Locked { path } => FsError::Locked { path: path.clone() },
-        FsError::UnexpectedEof {
-            path,
-            offset,
-            len,
-            file_size,
-        } => FsError::UnexpectedEof {
-            path: path.clone(),
-            offset: *offset,
-            len: *len,
-            file_size: *file_size,
-        },
-        FsError::NotFound { op, path } => FsError::NotFound {
-            op: *op,
-            path: path.clone(),
-        },
-        FsError::Injected { op, path, fault } => FsError::Injected {
-            op: *op,
-            path: path.clone(),
-            fault: *fault,
-        },
     }
 }
 
