@@ -119,14 +119,8 @@ impl OptionsFile {
     /// Writes the file as `OPTIONS-NNNNNN` (`number`) in `dir`: a temporary file, synced, then
     /// renamed, then the directory synced.
     pub fn write(&self, fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
-        let name = options_file_name(number);
-        let temp = dir.join(format!("{name}.tmp"));
-        let mut file = fs.create(&temp)?;
-        file.append(&self.encode())?;
-        file.sync_data()?;
-        drop(file);
-        fs.rename(&temp, &dir.join(name))?;
-        fs.sync_dir(dir)?;
+        let path = dir.join(options_file_name(number));
+        shale_fs::replace_file_durably(fs, &path, &self.encode())?;
         Ok(())
     }
 

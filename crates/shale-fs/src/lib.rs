@@ -20,6 +20,7 @@ mod error;
 mod fault;
 mod mem;
 mod os;
+mod replace;
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -29,6 +30,7 @@ pub use error::{Error, Op, Result};
 pub use fault::{FaultError, FaultFs, FaultRule, FaultTrigger, OpKind, RuleId};
 pub use mem::{CrashMode, MemFs, SyncHook};
 pub use os::{OsFs, ReadMode};
+pub use replace::{replace_file_durably, temp_path};
 
 /// A file system shaped for an LSM tree: write-once files built by appending, read by
 /// position, published by rename and made durable by explicit syncs.

@@ -20,9 +20,6 @@ use crate::wal::LogWriter;
 /// The name of the file that names the live MANIFEST.
 pub const CURRENT_FILE_NAME: &str = "CURRENT";
 
-/// The temporary file `CURRENT` is written through.
-pub(crate) const CURRENT_TEMP_NAME: &str = "CURRENT.tmp";
-
 /// The most bytes of `CURRENT` that are read; a longer file is corrupt.
 const CURRENT_MAX_SIZE: u64 = 255;
 
@@ -178,13 +175,8 @@ pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
 
 /// Points `CURRENT` at MANIFEST `number`, crash-safely (invariant 2).
 pub(crate) fn write_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
-    let temp = dir.join(CURRENT_TEMP_NAME);
-    let mut file = fs.create(&temp)?;
-    file.append(current_contents(number).as_bytes())?;
-    file.sync_data()?;
-    drop(file);
-    fs.rename(&temp, &dir.join(CURRENT_FILE_NAME))?;
-    fs.sync_dir(dir)?;
+    let path = dir.join(CURRENT_FILE_NAME);
+    shale_fs::replace_file_durably(fs, &path, current_contents(number).as_bytes())?;
     Ok(())
 }
 
