@@ -348,13 +348,22 @@ impl Totals {
         }
     }
 
-    fn json(self) -> Value {
-        json!({
+    /// As JSON, led by the level number when these are one level's totals.
+    fn json(self, level: Option<usize>) -> Value {
+        let mut v = serde_json::Map::new();
+        if let Some(level) = level {
+            v.insert("level".into(), json!(level));
+        }
+        let totals = json!({
             "files": self.files,
             "bytes": self.bytes,
             "entries": self.entries,
             "deletions": self.deletions,
-        })
+        });
+        if let Value::Object(fields) = totals {
+            v.extend(fields);
+        }
+        Value::Object(v)
     }
 }
 
@@ -406,12 +415,8 @@ pub fn run_lsm(args: &LsmToolArgs) -> Result<(), Failure> {
             keyspaces.push(json!({
                 "id": id,
                 "name": name,
-                "levels": levels.iter().map(|(level, t)| {
-                    let mut v = t.json();
-                    v["level"] = json!(level);
-                    v
-                }).collect::<Vec<_>>(),
-                "total": total.json(),
+                "levels": levels.iter().map(|(level, t)| t.json(Some(*level))).collect::<Vec<_>>(),
+                "total": total.json(None),
             }));
             continue;
         }
@@ -446,7 +451,7 @@ pub fn run_lsm(args: &LsmToolArgs) -> Result<(), Failure> {
         return print_json(&json!({
             "manifest": path.display().to_string(),
             "keyspaces": keyspaces,
-            "total": grand.json(),
+            "total": grand.json(None),
             "last_sequence": state.last_sequence,
         }));
     }

@@ -30,6 +30,7 @@ use indicatif::ProgressBar;
 use serde_json::{json, Value};
 use shale_engine::inspect::{
     live_manifest, parse_table_file_name, read_manifest, table_file_name, ManifestState,
+    CURRENT_FILE_NAME,
 };
 use shale_engine::wal::{LogReader, RecoveryMode};
 use shale_engine::{parse_manifest_file_name, parse_options_file_name, FileMetaData, OptionsFile};
@@ -173,6 +174,15 @@ pub fn run(args: &VerifyToolArgs) -> Result<(), Failure> {
         )));
     }
     let names = fs.list(dir)?;
+    let is_database = names
+        .iter()
+        .any(|n| n == CURRENT_FILE_NAME || parse_manifest_file_name(n).is_some());
+    if !is_database {
+        return Err(Failure::error(format!(
+            "no database in {}: neither {CURRENT_FILE_NAME} nor a MANIFEST is there",
+            dir.display()
+        )));
+    }
     let total: u64 = names
         .iter()
         .map(|name| fs.size(&dir.join(name)).unwrap_or(0))
@@ -243,7 +253,7 @@ fn check_manifest(
     report: &mut Report,
     bar: &ProgressBar,
 ) -> Option<ManifestState> {
-    let current = dir.join(shale_engine::CURRENT_FILE_NAME);
+    let current = dir.join(CURRENT_FILE_NAME);
     let manifest = match live_manifest(fs, dir) {
         Ok(path) => {
             report.ok(&current, format!("ok, names {}", report.name(&path)));

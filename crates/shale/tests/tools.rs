@@ -309,6 +309,12 @@ fn verify_passes_a_clean_database() {
     assert!(out.contains(".wal: ok"), "{out}");
     assert!(out.contains("OPTIONS-"), "{out}");
     assert_eq!(out.matches(".sst: ok").count(), 3, "{out}");
+    // A directory that holds no database is a usage error (1), not damage (2).
+    let empty = scratch("verify-empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (code, _, err) = tool(&["verify"], &empty);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no database"), "{err}");
 }
 
 /// Asserts that verify fails and that some problem names `file` (and `offset` when given).
