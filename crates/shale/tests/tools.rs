@@ -454,3 +454,45 @@ fn verify_checks_table_contents_against_the_manifest() {
     );
     assert!(about(&older, "but the MANIFEST says"), "{problems:?}");
 }
+
+/// Copies the files of `from` (not LOCK) into a fresh `to`.
+fn copy_db(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "LOCK" {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn verify_finds_any_flipped_byte_in_any_file_without_panicking() {
+    use rand::{Rng, SeedableRng};
+    let clean = build("verify-flips-clean");
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let flips_per_file: usize = std::env::var("SHALE_TOOLS_FLIPS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(6);
+    let mut names: Vec<PathBuf> = files_with(&clean, "");
+    names.retain(|p| p.file_name().unwrap() != "LOCK");
+    let dir = scratch("verify-flips");
+    for file in &names {
+        let name = file.file_name().unwrap();
+        let size = std::fs::metadata(file).unwrap().len();
+        for _ in 0..flips_per_file {
+            let offset = rng.gen_range(0..size);
+            copy_db(&clean, &dir);
+            let damaged = dir.join(name);
+            flip_byte(&damaged, offset);
+            let (code, out, err) = tool(&["verify"], &dir);
+            let what = format!("{} at {offset}", name.to_str().unwrap());
+            assert!(!err.contains("panicked"), "{what}: {err}");
+            assert_eq!(code, 2, "{what}: {out}");
+            let expected = format!("problem: {}", damaged.display());
+            assert!(out.contains(&expected), "{what}: {out}");
+        }
+    }
+}
