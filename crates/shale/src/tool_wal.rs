@@ -5,16 +5,19 @@
 //! torn tail, a batch that does not decode) stops the tool, which prints what it read before
 //! it and exits 2 naming the file, the offset and what is wrong.
 
+use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{json, Value};
+use shale_engine::inspect::{live_manifest, read_manifest};
 use shale_engine::wal::format::parse_log_file_name;
 use shale_engine::wal::{LogEnd, LogReader, RecoveryMode};
 use shale_engine::{BatchEntry, WriteBatch};
 use shale_fs::{FileSystem, OsFs};
-use shale_sst::ValueKind;
+use shale_sst::{BytewiseComparator, Comparator, ValueKind};
 
 use crate::output::{print_json, progress, Failure, Render};
 
@@ -97,9 +100,44 @@ fn end_json(end: Option<&LogEnd>) -> Value {
     }
 }
 
-/// One batch entry as a text line: `seqno op keyspace key [=> value | .. end]`.
-fn entry_text(e: &BatchEntry<'_>, render: Render) -> String {
-    let head = format!("{} {} ks {}", e.seqno, e.kind.name(), e.keyspace);
+/// How entries are shown: the rendering of bytes, and keyspace names where known.
+struct Show {
+    render: Render,
+    /// Keyspace names by id, from the directory's MANIFEST (empty for a lone file).
+    names: BTreeMap<u32, String>,
+}
+
+/// Keyspace names by id from the MANIFEST of `dir`, read as opening the database would; empty
+/// when it cannot be read (the logs are still worth printing).
+fn keyspace_names(fs: &OsFs, dir: &Path) -> BTreeMap<u32, String> {
+    let comparator: Arc<dyn Comparator> = Arc::new(BytewiseComparator);
+    live_manifest(fs, dir)
+        .and_then(|path| {
+            read_manifest(
+                fs,
+                &path,
+                &comparator,
+                RecoveryMode::TolerateCorruptedTailRecords,
+                &mut |_, _| {},
+            )
+        })
+        .map(|state| state.version.keyspaces().into_iter().collect())
+        .unwrap_or_default()
+}
+
+/// One batch entry as a text line: `seqno op ks id (name) key [=> value | .. end]`.
+fn entry_text(e: &BatchEntry<'_>, show: &Show) -> String {
+    let render = show.render;
+    let head = match show.names.get(&e.keyspace) {
+        Some(name) => format!(
+            "{} {} ks {} ({})",
+            e.seqno,
+            e.kind.name(),
+            e.keyspace,
+            shale_sst::printable(name.as_bytes())
+        ),
+        None => format!("{} {} ks {}", e.seqno, e.kind.name(), e.keyspace),
+    };
     match e.kind {
         ValueKind::Value => format!(
             "{head} {} => {}",
@@ -115,11 +153,13 @@ fn entry_text(e: &BatchEntry<'_>, render: Render) -> String {
     }
 }
 
-fn entry_json(e: &BatchEntry<'_>, render: Render) -> Value {
+fn entry_json(e: &BatchEntry<'_>, show: &Show) -> Value {
+    let render = show.render;
     let mut v = json!({
         "seqno": e.seqno,
         "op": e.kind.name(),
         "keyspace": e.keyspace,
+        "keyspace_name": show.names.get(&e.keyspace),
         "key": render.bytes_unquoted(e.key),
     });
     match e.kind {
@@ -133,8 +173,15 @@ fn entry_json(e: &BatchEntry<'_>, render: Render) -> Value {
 /// Runs the tool.
 pub fn run(args: &WalToolArgs) -> Result<(), Failure> {
     let fs = OsFs::new();
-    let render = Render { hex: args.hex };
     let logs = log_files(&fs, &args.path)?;
+    let show = Show {
+        render: Render { hex: args.hex },
+        names: if args.path.is_dir() {
+            keyspace_names(&fs, &args.path)
+        } else {
+            BTreeMap::new()
+        },
+    };
     if logs.is_empty() {
         return Err(Failure::error(format!(
             "no log files (NNNNNN.wal) in {}",
@@ -150,7 +197,7 @@ pub fn run(args: &WalToolArgs) -> Result<(), Failure> {
     let mut files_json = Vec::new();
     let mut failure = None;
     for (number, path) in &logs {
-        let result = print_log(&fs, *number, path, render, args.json, &mut out);
+        let result = print_log(&fs, *number, path, &show, args.json, &mut out);
         bar.inc(fs.size(path).unwrap_or(0));
         match result {
             Ok(file) => files_json.push(file),
@@ -180,7 +227,7 @@ fn print_log(
     fs: &dyn FileSystem,
     number: u64,
     path: &Path,
-    render: Render,
+    show: &Show,
     json: bool,
     out: &mut impl Write,
 ) -> Result<Value, (Value, Failure)> {
@@ -227,7 +274,7 @@ fn print_log(
                     "bytes": bytes,
                     "seqno": batch.first_seqno(),
                     "count": batch.count(),
-                    "entries": batch.iter().map(|e| entry_json(&e, render)).collect::<Vec<_>>(),
+                    "entries": batch.iter().map(|e| entry_json(&e, show)).collect::<Vec<_>>(),
                 }));
             } else {
                 writeln!(
@@ -237,7 +284,7 @@ fn print_log(
                     batch.count()
                 )?;
                 for e in batch.iter() {
-                    writeln!(out, "    {}", entry_text(&e, render))?;
+                    writeln!(out, "    {}", entry_text(&e, show))?;
                 }
             }
             Ok(true)

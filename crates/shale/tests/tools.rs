@@ -111,7 +111,7 @@ fn wal_prints_every_record_and_stops_at_damage() {
     let (code, out, err) = tool(&["wal"], &dir);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        out.contains("put ks 0 \"wal-a\" => \"in the log\""),
+        out.contains("put ks 0 (\"default\") \"wal-a\" => \"in the log\""),
         "{out}"
     );
     assert!(out.contains("\"wal-b\" => \"\\x00\\xff\""), "{out}");
@@ -127,9 +127,10 @@ fn wal_prints_every_record_and_stops_at_damage() {
         .flat_map(|r| r["entries"].as_array().unwrap())
         .collect();
     assert!(
-        entries
-            .iter()
-            .any(|e| e["key"] == "77616c2d62" && e["value"] == "00ff" && e["op"] == "put"),
+        entries.iter().any(|e| e["key"] == "77616c2d62"
+            && e["value"] == "00ff"
+            && e["op"] == "put"
+            && e["keyspace_name"] == "default"),
         "{out}"
     );
 
@@ -174,6 +175,12 @@ fn manifest_and_lsm_show_the_shape() {
     assert!(file["smallest"].as_str().unwrap().starts_with("\"alice\"@"));
     assert!(file["largest"].as_str().unwrap().starts_with("\"bob\"@"));
     assert!(!doc["edits"].as_array().unwrap().is_empty());
+    // A MANIFEST file can be named directly (an old one kept by a backup, say).
+    let manifest = manifest_of(&dir);
+    let (code, out, err) = tool(&["manifest", "--shape-only"], &manifest);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("--- edits ---"), "{out}");
+    assert!(out.contains("keyspace 1 \"users\""), "{out}");
 
     let (code, out, err) = tool(&["lsm"], &dir);
     assert_eq!(code, 0, "{out}\n{err}");
@@ -191,7 +198,6 @@ fn manifest_and_lsm_show_the_shape() {
     assert_eq!(doc["total"]["files"], 3);
 
     // A flipped byte in the MANIFEST: edits before it are shown, the damage is named.
-    let manifest = manifest_of(&dir);
     let size = std::fs::metadata(&manifest).unwrap().len();
     flip_byte(&manifest, size - 3);
     let (code, _, err) = tool(&["manifest"], &dir);
