@@ -42,8 +42,9 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// A database with two keyspaces: "default" with two L0 tables (keys `k000`..`k039`, the
-/// second table overwriting `k000`..`k009` and deleting `k010`), "users" with one table, and
-/// a few writes left in the WAL (`wal-a`, `wal-b` = `\x00\xff`).
+/// second table overwriting `k000`..`k009`, deleting `k010` and range-deleting
+/// `k020`..`k024`), "users" with one table, and a few writes left in the WAL (`wal-a`,
+/// `wal-b` = `\x00\xff`, a range deletion of `wal-0`..`wal-1`).
 fn build(name: &str) -> PathBuf {
     let dir = scratch(name);
     let db = Db::open(&dir, Options::default()).unwrap();
@@ -56,6 +57,7 @@ fn build(name: &str) -> PathBuf {
         db.put(format!("k{i:03}").as_bytes(), b"new").unwrap();
     }
     db.delete(b"k010").unwrap();
+    db.delete_range(b"k020", b"k025").unwrap();
     db.flush().unwrap();
     let users = db
         .create_keyspace("users", KeyspaceOptions::default())
@@ -66,6 +68,7 @@ fn build(name: &str) -> PathBuf {
     db.wait_for_background_work().unwrap();
     db.put(b"wal-a", b"in the log").unwrap();
     db.put(b"wal-b", b"\x00\xff").unwrap();
+    db.delete_range(b"wal-0", b"wal-1").unwrap();
     drop(users);
     db.close().unwrap();
     dir
@@ -115,6 +118,10 @@ fn wal_prints_every_record_and_stops_at_damage() {
         "{out}"
     );
     assert!(out.contains("\"wal-b\" => \"\\x00\\xff\""), "{out}");
+    assert!(
+        out.contains("rangedel ks 0 (\"default\") [\"wal-0\" .. \"wal-1\")"),
+        "{out}"
+    );
     assert!(out.contains("end: end of file"), "{out}");
     let (code, out, _) = tool(&["wal", "--json", "--hex"], &dir);
     assert_eq!(code, 0);
