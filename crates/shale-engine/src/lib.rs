@@ -7,6 +7,7 @@
 mod batch;
 mod db_iter;
 mod error;
+pub mod inspect;
 mod iterator;
 mod level_iter;
 mod memtable;

@@ -1,4 +1,4 @@
-//! The `shale` command: inspection tools and benchmarks (the server comes later).
+//! The `shale` command: inspection and DBA tools and benchmarks (the server comes later).
 //!
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
@@ -7,7 +7,11 @@ mod bench_sst;
 mod histogram;
 mod keygen;
 mod output;
+mod tool_db;
+mod tool_manifest;
 mod tool_sst;
+mod tool_verify;
+mod tool_wal;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -42,6 +46,22 @@ enum Command {
 enum ToolCommand {
     /// Show a sorted table file: properties, blocks, filter, entries; verify checksums.
     Sst(SstToolArgs),
+    /// Print every record of write-ahead logs with the batch it carries; stop at damage.
+    Wal(tool_wal::WalToolArgs),
+    /// Print the live MANIFEST's version edits and the shape they build.
+    Manifest(tool_manifest::ManifestToolArgs),
+    /// Print files and bytes per level per keyspace.
+    Lsm(tool_manifest::LsmToolArgs),
+    /// Read one key (opens the database).
+    Get(tool_db::GetArgs),
+    /// Write one key (opens the database).
+    Put(tool_db::PutArgs),
+    /// Delete one key (opens the database).
+    Delete(tool_db::DeleteArgs),
+    /// Print keys and values in order (opens the database).
+    Scan(tool_db::ScanArgs),
+    /// Check every checksum and structural invariant of a database directory.
+    Verify(tool_verify::VerifyToolArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -155,6 +175,14 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Tool(ToolCommand::Sst(args)) => tool_sst::run(args),
+        Command::Tool(ToolCommand::Wal(args)) => tool_wal::run(args),
+        Command::Tool(ToolCommand::Manifest(args)) => tool_manifest::run_manifest(args),
+        Command::Tool(ToolCommand::Lsm(args)) => tool_manifest::run_lsm(args),
+        Command::Tool(ToolCommand::Get(args)) => tool_db::run_get(args),
+        Command::Tool(ToolCommand::Put(args)) => tool_db::run_put(args),
+        Command::Tool(ToolCommand::Delete(args)) => tool_db::run_delete(args),
+        Command::Tool(ToolCommand::Scan(args)) => tool_db::run_scan(args),
+        Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
         Command::Bench(BenchCommand::Sst(args)) => bench_sst::run(args),
     };
     match result {

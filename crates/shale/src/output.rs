@@ -60,6 +60,16 @@ impl From<shale_sst::Error> for Failure {
     }
 }
 
+impl From<shale_engine::Error> for Failure {
+    fn from(error: shale_engine::Error) -> Self {
+        if error.is_corruption() {
+            Failure::Corruption(error.to_string())
+        } else {
+            Failure::Error(error.to_string())
+        }
+    }
+}
+
 impl From<shale_fs::Error> for Failure {
     fn from(error: shale_fs::Error) -> Self {
         Failure::Error(error.to_string())
@@ -127,6 +137,66 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// How keys and values are shown: escaped like [`shale_sst::printable`] (quoted, `\xNN` for
+/// bytes that are not printable ASCII), or hex with `--hex`. Keys given on the command line
+/// are read back the same way.
+#[derive(Clone, Copy)]
+pub struct Render {
+    /// Hex instead of the escaped form.
+    pub hex: bool,
+}
+
+impl Render {
+    /// `bytes` for a text line.
+    pub fn bytes(self, bytes: &[u8]) -> String {
+        if self.hex {
+            hex(bytes)
+        } else {
+            shale_sst::printable(bytes)
+        }
+    }
+
+    /// As [`Self::bytes`], without the quotes around the escaped form (JSON has its own).
+    pub fn bytes_unquoted(self, bytes: &[u8]) -> String {
+        let shown = self.bytes(bytes);
+        match shown.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+            Some(inner) if !self.hex => inner.to_owned(),
+            _ => shown,
+        }
+    }
+
+    /// An internal key as `user@seqno:kind`, the user key rendered as [`Self::bytes`].
+    pub fn internal_key(self, key: &[u8]) -> String {
+        if !self.hex {
+            return shale_sst::describe_internal_key(key);
+        }
+        match shale_sst::ParsedInternalKey::parse(key) {
+            Ok(p) => format!("{}@{}:{}", hex(p.user_key), p.seqno, p.kind.name()),
+            Err(_) if key.is_empty() => "(none)".to_owned(),
+            Err(_) => format!("(raw {})", hex(key)),
+        }
+    }
+
+    /// A key or value given on the command line as `flag`: escaped, or hex with `--hex`.
+    pub fn parse_key(self, text: &str, flag: &str) -> Result<Vec<u8>, Failure> {
+        let parsed = if self.hex {
+            parse_hex(text)
+        } else {
+            parse_escaped(text)
+        };
+        parsed.map_err(|e| Failure::error(format!("{flag}: {e}")))
+    }
+}
+
+/// Prints `value` as pretty JSON and a newline.
+pub fn print_json(value: &Value) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
 }
 
 /// Lower-case hex of `bytes`, no separators.

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use shale_fs::OsFs;
 use shale_sst::{
-    describe_internal_key, printable, BlockInfo, BlockKind, Compression, FilterStats,
-    ParsedInternalKey, ReadOptions, Table, TableLayout, TableOpenOptions, TableProperties,
+    printable, BlockInfo, BlockKind, Compression, FilterStats, ParsedInternalKey, ReadOptions,
+    Table, TableLayout, TableOpenOptions, TableProperties,
 };
 
-use crate::output::{hex, parse_escaped, parse_hex, Failure};
+use crate::output::{Failure, Render};
 use crate::SstToolArgs;
 
 /// The bloom filter false-positive rate the standard formula predicts: `(1 - e^(-k n / m))^k`
@@ -29,52 +29,6 @@ pub fn estimated_false_positive_rate(bits: u64, probes: u32, keys: u64) -> f64 {
     let k = f64::from(probes);
     let exponent = -k * keys as f64 / bits as f64;
     (1.0 - exponent.exp()).powf(k)
-}
-
-/// How keys and values are rendered.
-#[derive(Clone, Copy)]
-struct Render {
-    hex: bool,
-}
-
-impl Render {
-    fn bytes(self, bytes: &[u8]) -> String {
-        if self.hex {
-            hex(bytes)
-        } else {
-            printable(bytes)
-        }
-    }
-
-    /// As [`Self::bytes`], without the quotes around the escaped form (JSON has its own).
-    fn bytes_unquoted(self, bytes: &[u8]) -> String {
-        let shown = self.bytes(bytes);
-        match shown.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-            Some(inner) if !self.hex => inner.to_owned(),
-            _ => shown,
-        }
-    }
-
-    /// An internal key as `user@seqno:kind`, the user key rendered as [`Self::bytes`].
-    fn internal_key(self, key: &[u8]) -> String {
-        if !self.hex {
-            return describe_internal_key(key);
-        }
-        match ParsedInternalKey::parse(key) {
-            Ok(p) => format!("{}@{}:{}", hex(p.user_key), p.seqno, p.kind.name()),
-            Err(_) if key.is_empty() => "(none)".to_owned(),
-            Err(_) => format!("(raw {})", hex(key)),
-        }
-    }
-
-    fn parse_key(self, text: &str, flag: &str) -> Result<Vec<u8>, Failure> {
-        let parsed = if self.hex {
-            parse_hex(text)
-        } else {
-            parse_escaped(text)
-        };
-        parsed.map_err(|e| Failure::error(format!("{flag}: {e}")))
-    }
 }
 
 /// Where the views go: text sections on stdout, or fields of one JSON object printed at the end.

@@ -22,7 +22,9 @@ pub use edit::{
     DeletedFile, NewFile, VersionEdit, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC, SAFE_TO_IGNORE,
 };
 pub use levels::{FileMetaData, Version};
+pub(crate) use manifest::read_current;
 pub use manifest::{manifest_file_name, parse_manifest_file_name, CURRENT_FILE_NAME};
+pub(crate) use set::replay;
 pub use set::{
     VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_MAX_MANIFEST_SIZE,
     DEFAULT_NUM_LEVELS, MAX_KEYSPACE_NAME_LEN, MAX_NUM_LEVELS,

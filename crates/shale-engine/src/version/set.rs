@@ -126,10 +126,10 @@ fn snapshot_edit(
 }
 
 /// What replay has gathered besides the version.
-struct Replayed {
-    next_file_number: u64,
-    last_sequence: SeqNo,
-    max_keyspace_id: u32,
+pub(crate) struct Replayed {
+    pub next_file_number: u64,
+    pub last_sequence: SeqNo,
+    pub max_keyspace_id: u32,
 }
 
 impl VersionSet {
@@ -209,7 +209,15 @@ impl VersionSet {
         check_num_levels(num_levels)?;
         let old_number = read_current(&*fs, dir)?;
         let old_path = dir.join(manifest_file_name(old_number));
-        let (version, replayed) = replay(&*fs, &old_path, old_number, &comparator, num_levels)?;
+        let (version, replayed) = replay(
+            &*fs,
+            &old_path,
+            old_number,
+            &comparator,
+            num_levels,
+            RecoveryMode::TolerateCorruptedTailRecords,
+            &mut |_, _| {},
+        )?;
 
         // Invariant 3: above every number in use, including files created after the last edit.
         let mut next_file_number = replayed.next_file_number.max(old_number + 1);
@@ -615,16 +623,19 @@ fn check_manifest_header(record: &[u8], path: &Path, offset: u64) -> Result<()> 
 }
 
 /// Reads MANIFEST `number` at `path` and replays it (docs/format/manifest.md, "Recovery",
-/// steps 2 to 4).
-fn replay(
+/// steps 2 to 4), judging damaged records by `mode` (recovery tolerates a torn tail) and
+/// handing each decoded edit with its record offset to `on_edit` before applying it.
+pub(crate) fn replay(
     fs: &dyn FileSystem,
     path: &Path,
     number: u64,
     comparator: &Arc<dyn Comparator>,
     num_levels: usize,
+    mode: RecoveryMode,
+    on_edit: &mut dyn FnMut(u64, &VersionEdit),
 ) -> Result<(Version, Replayed)> {
     let file = fs.open_read(path)?;
-    let mut reader = LogReader::new(file, number, RecoveryMode::TolerateCorruptedTailRecords)?;
+    let mut reader = LogReader::new(file, number, mode)?;
     let mut builder = VersionBuilder::new(comparator.clone(), num_levels);
     let mut replayed = Replayed {
         next_file_number: 0,
@@ -642,6 +653,7 @@ fn replay(
             check_manifest_header(&record, path, offset)?;
         }
         let edit = VersionEdit::decode_record(&record, path, offset)?;
+        on_edit(offset, &edit);
         if records == 0 {
             let name = edit.comparator.as_deref().ok_or_else(|| {
                 corruption(offset, "the first record has no COMPARATOR".to_owned())

@@ -1,0 +1,290 @@
+//! `shale tool get | put | delete | scan DIR`: quick reads and writes through the engine, like
+//! `ldb get/put/delete/scan` of `RocksDB`.
+//!
+//! They open the database normally (recovery included), so they refuse while another process
+//! holds its LOCK, and say so. They never create a database: a directory without `CURRENT` is
+//! an error. Keys and values are given and shown escaped like `tool sst` (`\xNN`), or as hex
+//! with `--hex`.
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::{json, Value};
+use shale_engine::inspect::{CURRENT_FILE_NAME, LOCK_FILE_NAME};
+use shale_engine::{Db, DbIterator, Keyspace, Options, ReadOptions, DEFAULT_KEYSPACE};
+
+use crate::output::{print_json, Failure, Render};
+
+/// What every one of these tools takes.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// The database directory.
+    pub dir: PathBuf,
+    /// The keyspace to use.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_KEYSPACE)]
+    pub keyspace: String,
+    /// Give and show keys and values as hex.
+    #[arg(long)]
+    pub hex: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `shale tool get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The key (escaped, or hex with --hex).
+    pub key: String,
+}
+
+/// Flags of `shale tool put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The key (escaped, or hex with --hex).
+    pub key: String,
+    /// The value (escaped, or hex with --hex).
+    pub value: String,
+}
+
+/// Flags of `shale tool delete`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// The key (escaped, or hex with --hex).
+    pub key: String,
+}
+
+/// Flags of `shale tool scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// First key (inclusive).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Key to stop before (exclusive).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// Print at most N entries.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Walk from the last key backwards.
+    #[arg(long)]
+    pub reverse: bool,
+}
+
+/// An open database and the keyspace the command works on.
+struct Opened {
+    db: Db,
+    keyspace: Keyspace,
+}
+
+impl Opened {
+    fn close(self) -> Result<(), Failure> {
+        drop(self.keyspace);
+        Ok(self.db.close()?)
+    }
+}
+
+/// The message for a database whose LOCK another process holds.
+fn locked_message(dir: &Path) -> String {
+    format!(
+        "{} is in use: another process holds the database (its {LOCK_FILE_NAME} file is \
+         locked). Stop that process first, or use the tools that only read files: \
+         `shale tool lsm`, `manifest`, `wal`, `verify`",
+        dir.display()
+    )
+}
+
+/// Opens the database in `args.dir` without creating one, and finds the keyspace.
+fn open(args: &DbArgs) -> Result<Opened, Failure> {
+    if !args.dir.join(CURRENT_FILE_NAME).exists() {
+        return Err(Failure::error(format!(
+            "no database in {}: {CURRENT_FILE_NAME} is missing",
+            args.dir.display()
+        )));
+    }
+    let options = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    let db = Db::open(&args.dir, options).map_err(|e| match e {
+        shale_engine::Error::Io(shale_fs::Error::Locked { .. }) => {
+            Failure::error(locked_message(&args.dir))
+        }
+        other => Failure::from(other),
+    })?;
+    let Some(keyspace) = db.keyspace(&args.keyspace) else {
+        let names = db.keyspace_names().join(", ");
+        let _ = db.close();
+        return Err(Failure::error(format!(
+            "no keyspace {:?} in {}; it has: {names}",
+            args.keyspace,
+            args.dir.display()
+        )));
+    };
+    Ok(Opened { db, keyspace })
+}
+
+/// Runs `shale tool get`: prints the value, or fails (exit 1) when the key is absent.
+pub fn run_get(args: &GetArgs) -> Result<(), Failure> {
+    let render = Render { hex: args.db.hex };
+    let key = render.parse_key(&args.key, "KEY")?;
+    let opened = open(&args.db)?;
+    let value = opened.keyspace.get(&key);
+    opened.close()?;
+    let value = value?;
+    if args.db.json {
+        print_json(&json!({
+            "keyspace": args.db.keyspace,
+            "key": render.bytes_unquoted(&key),
+            "found": value.is_some(),
+            "value": value.as_deref().map(|v| render.bytes_unquoted(v)),
+        }))?;
+    } else if let Some(v) = &value {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{}", render.bytes(v))?;
+        out.flush()?;
+    }
+    if value.is_none() {
+        return Err(Failure::error(format!(
+            "key {} not found in keyspace {:?}",
+            render.bytes(&key),
+            args.db.keyspace
+        )));
+    }
+    Ok(())
+}
+
+/// Runs `shale tool put`.
+pub fn run_put(args: &PutArgs) -> Result<(), Failure> {
+    let render = Render { hex: args.db.hex };
+    let key = render.parse_key(&args.key, "KEY")?;
+    let value = render.parse_key(&args.value, "VALUE")?;
+    let opened = open(&args.db)?;
+    let written = opened.keyspace.put(&key, &value);
+    let seqno = opened.keyspace.latest_seqno();
+    opened.close()?;
+    written?;
+    report_write(&args.db, "put", &key, Some(&value), seqno)
+}
+
+/// Runs `shale tool delete`.
+pub fn run_delete(args: &DeleteArgs) -> Result<(), Failure> {
+    let render = Render { hex: args.db.hex };
+    let key = render.parse_key(&args.key, "KEY")?;
+    let opened = open(&args.db)?;
+    let written = opened.keyspace.delete(&key);
+    let seqno = opened.keyspace.latest_seqno();
+    opened.close()?;
+    written?;
+    report_write(&args.db, "delete", &key, None, seqno)
+}
+
+fn report_write(
+    args: &DbArgs,
+    op: &str,
+    key: &[u8],
+    value: Option<&[u8]>,
+    seqno: u64,
+) -> Result<(), Failure> {
+    let render = Render { hex: args.hex };
+    if args.json {
+        return print_json(&json!({
+            "op": op,
+            "keyspace": args.keyspace,
+            "key": render.bytes_unquoted(key),
+            "value": value.map(|v| render.bytes_unquoted(v)),
+            "seqno": seqno,
+        }));
+    }
+    let mut out = io::stdout().lock();
+    match value {
+        Some(v) => writeln!(
+            out,
+            "{op} {} => {} in keyspace {:?} at seqno {seqno}",
+            render.bytes(key),
+            render.bytes(v),
+            args.keyspace
+        )?,
+        None => writeln!(
+            out,
+            "{op} {} in keyspace {:?} at seqno {seqno}",
+            render.bytes(key),
+            args.keyspace
+        )?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs `shale tool scan`.
+pub fn run_scan(args: &ScanArgs) -> Result<(), Failure> {
+    let render = Render { hex: args.db.hex };
+    let parse = |text: &Option<String>, flag| text.as_deref().map(|t| render.parse_key(t, flag));
+    let lower = parse(&args.from, "--from").transpose()?;
+    let upper = parse(&args.to, "--to").transpose()?;
+    let opened = open(&args.db)?;
+    let result = (|| {
+        let iter = opened.keyspace.iterator(ReadOptions {
+            lower_bound: lower,
+            upper_bound: upper,
+            skip_cache_fill: true,
+            ..ReadOptions::default()
+        })?;
+        scan(iter, args, render)
+    })();
+    opened.close()?;
+    result
+}
+
+fn scan(mut iter: DbIterator, args: &ScanArgs, render: Render) -> Result<(), Failure> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut entries: Vec<Value> = Vec::new();
+    let mut count = 0u64;
+    if args.reverse {
+        iter.seek_to_last();
+    } else {
+        iter.seek_to_first();
+    }
+    while iter.valid() && args.limit.is_none_or(|l| count < l) {
+        if args.db.json {
+            entries.push(json!({
+                "key": render.bytes_unquoted(iter.key()),
+                "value": render.bytes_unquoted(iter.value()),
+            }));
+        } else {
+            writeln!(
+                out,
+                "{} => {}",
+                render.bytes(iter.key()),
+                render.bytes(iter.value())
+            )?;
+        }
+        count += 1;
+        if args.reverse {
+            iter.prev();
+        } else {
+            iter.next();
+        }
+    }
+    iter.status()?;
+    if args.db.json {
+        out.flush()?;
+        drop(out);
+        return print_json(&json!({
+            "keyspace": args.db.keyspace,
+            "count": count,
+            "entries": entries,
+        }));
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,634 @@
+//! `shale tool verify DIR`: checks every checksum and structural invariant of a database
+//! directory without opening the database, and reports every problem found.
+//!
+//! What is checked, in order (each step goes on after a problem in an earlier one, so one run
+//! reports everything it can reach):
+//! 1. `CURRENT`: its checksum, and that the MANIFEST it names exists. If it is damaged, the
+//!    newest `MANIFEST-*` in the directory is checked in its place.
+//! 2. The MANIFEST: every record's checksum (a torn last record too), every edit's encoding,
+//!    and the level invariants as edits are applied (L0 newest first; deeper levels sorted and
+//!    non-overlapping), checked again on the final shape.
+//! 3. Every `OPTIONS-*` file: its checksum and syntax.
+//! 4. Every `*.wal` file: every record's checksum and write batch.
+//! 5. Every live table: present, its size equal to the MANIFEST's, every block's checksum
+//!    (`Table::layout`), and every entry and range tombstone inside the MANIFEST's
+//!    smallest/largest keys and sequence range. Tables the MANIFEST does not list are checked
+//!    too and noted as orphans (opening the database deletes them), which is not a problem.
+//!
+//! Exit codes follow [`crate::output`]: 0 when clean, 2 when any problem is found, 1 when the
+//! directory cannot be read at all.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::fmt;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use indicatif::ProgressBar;
+use serde_json::{json, Value};
+use shale_engine::inspect::{
+    live_manifest, parse_table_file_name, read_manifest, table_file_name, ManifestState,
+    CURRENT_FILE_NAME,
+};
+use shale_engine::wal::{LogReader, RecoveryMode};
+use shale_engine::{parse_manifest_file_name, parse_options_file_name, FileMetaData, OptionsFile};
+use shale_engine::{Version, WriteBatch};
+use shale_fs::{FileSystem, OsFs};
+use shale_sst::{
+    BytewiseComparator, Comparator, InternalKeyComparator, ParsedInternalKey, ReadOptions, Table,
+    TableOpenOptions,
+};
+
+use crate::output::{print_json, progress, Failure};
+use crate::tool_wal::log_files;
+
+/// Flags of `shale tool verify`.
+#[derive(Debug, Args)]
+pub struct VerifyToolArgs {
+    /// The database directory.
+    pub dir: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One thing found wrong.
+#[derive(Debug, Clone)]
+struct Problem {
+    file: PathBuf,
+    offset: Option<u64>,
+    detail: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(offset) => write!(
+                f,
+                "{} at offset {offset}: {}",
+                self.file.display(),
+                self.detail
+            ),
+            None => write!(f, "{}: {}", self.file.display(), self.detail),
+        }
+    }
+}
+
+impl Problem {
+    fn new(file: &Path, offset: Option<u64>, detail: impl Into<String>) -> Self {
+        Problem {
+            file: file.to_path_buf(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+
+    /// A problem from an engine error about `file`, keeping the file and offset it names.
+    fn from_engine(file: &Path, error: &shale_engine::Error) -> Self {
+        match error {
+            shale_engine::Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => Problem::new(file, Some(*offset), detail.clone()),
+            shale_engine::Error::Sst(e) => Problem::from_sst(file, e),
+            shale_engine::Error::Io(e) => Problem::from_fs(e),
+            other => Problem::new(file, None, other.to_string()),
+        }
+    }
+
+    fn from_sst(file: &Path, error: &shale_sst::Error) -> Self {
+        match error {
+            shale_sst::Error::Corruption {
+                file,
+                offset,
+                detail,
+            } => Problem::new(file, Some(*offset), detail.clone()),
+            shale_sst::Error::Io(e) => Problem::from_fs(e),
+            other => Problem::new(file, None, other.to_string()),
+        }
+    }
+
+    fn from_fs(error: &shale_fs::Error) -> Self {
+        let offset = match error {
+            shale_fs::Error::UnexpectedEof { offset, .. } => Some(*offset),
+            _ => None,
+        };
+        Problem::new(error.path(), offset, error.to_string())
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "file": self.file.display().to_string(),
+            "offset": self.offset,
+            "detail": self.detail,
+        })
+    }
+}
+
+/// The result shown for a file with problems; the problems follow the list.
+const PROBLEM: &str = "PROBLEM (see below)";
+
+/// What one run found.
+struct Report {
+    dir: PathBuf,
+    json: bool,
+    /// One line per file checked: (file, what was found).
+    checked: Vec<(String, String)>,
+    problems: Vec<Problem>,
+    notes: Vec<String>,
+}
+
+impl Report {
+    fn ok(&mut self, file: &Path, what: String) {
+        self.checked.push((self.name(file), what));
+    }
+
+    fn problem(&mut self, problem: Problem) {
+        let line = (self.name(&problem.file), PROBLEM.to_owned());
+        if self.checked.last() != Some(&line) {
+            self.checked.push(line);
+        }
+        self.problems.push(problem);
+    }
+
+    /// A file's name relative to the database directory, for the list of checked files.
+    fn name(&self, file: &Path) -> String {
+        file.strip_prefix(&self.dir)
+            .unwrap_or(file)
+            .display()
+            .to_string()
+    }
+}
+
+/// Runs the tool.
+pub fn run(args: &VerifyToolArgs) -> Result<(), Failure> {
+    let fs = OsFs::new();
+    let dir = &args.dir;
+    if !dir.is_dir() {
+        return Err(Failure::error(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    let names = fs.list(dir)?;
+    let is_database = names
+        .iter()
+        .any(|n| n == CURRENT_FILE_NAME || parse_manifest_file_name(n).is_some());
+    if !is_database {
+        return Err(Failure::error(format!(
+            "no database in {}: neither {CURRENT_FILE_NAME} nor a MANIFEST is there",
+            dir.display()
+        )));
+    }
+    let total: u64 = names
+        .iter()
+        .map(|name| fs.size(&dir.join(name)).unwrap_or(0))
+        .sum();
+    let bar = progress(total, "verifying");
+    let mut report = Report {
+        dir: dir.clone(),
+        json: args.json,
+        checked: Vec::new(),
+        problems: Vec::new(),
+        notes: Vec::new(),
+    };
+    let state = check_manifest(&fs, dir, &names, &mut report, &bar);
+    check_options(&fs, dir, &names, &mut report, &bar);
+    check_wals(&fs, dir, &mut report, &bar)?;
+    check_tables(&fs, dir, &names, state.as_ref(), &mut report, &bar);
+    bar.finish_and_clear();
+    print(&report)?;
+    if report.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Corruption(format!(
+            "{} problems found in {}",
+            report.problems.len(),
+            dir.display()
+        )))
+    }
+}
+
+fn print(report: &Report) -> Result<(), Failure> {
+    if report.json {
+        return print_json(&json!({
+            "dir": report.dir.display().to_string(),
+            "ok": report.problems.is_empty(),
+            "checked": report.checked.iter()
+                .map(|(file, what)| json!({ "file": file, "result": what }))
+                .collect::<Vec<_>>(),
+            "problems": report.problems.iter().map(Problem::json).collect::<Vec<_>>(),
+            "notes": report.notes,
+        }));
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    writeln!(out, "verify {}", report.dir.display())?;
+    for (file, what) in &report.checked {
+        writeln!(out, "  {file}: {what}")?;
+    }
+    for note in &report.notes {
+        writeln!(out, "note: {note}")?;
+    }
+    for problem in &report.problems {
+        writeln!(out, "problem: {problem}")?;
+    }
+    if report.problems.is_empty() {
+        writeln!(out, "ok: no problems found")?;
+    } else {
+        writeln!(out, "{} problems found", report.problems.len())?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Steps 1 and 2: `CURRENT` and the MANIFEST it names. Returns the shape when the MANIFEST
+/// replays.
+fn check_manifest(
+    fs: &OsFs,
+    dir: &Path,
+    names: &[String],
+    report: &mut Report,
+    bar: &ProgressBar,
+) -> Option<ManifestState> {
+    let current = dir.join(CURRENT_FILE_NAME);
+    let manifest = match live_manifest(fs, dir) {
+        Ok(path) => {
+            report.ok(&current, format!("ok, names {}", report.name(&path)));
+            path
+        }
+        Err(e) => {
+            report.problem(Problem::from_engine(&current, &e));
+            let newest = names
+                .iter()
+                .filter_map(|n| parse_manifest_file_name(n).map(|number| (number, n)))
+                .max()?;
+            report.notes.push(format!(
+                "CURRENT is unusable; checked the newest MANIFEST, {}, in its place",
+                newest.1
+            ));
+            dir.join(newest.1)
+        }
+    };
+    let mut records = 0u64;
+    let replayed = read_manifest(
+        fs,
+        &manifest,
+        &(Arc::new(BytewiseComparator) as Arc<dyn Comparator>),
+        RecoveryMode::AbsoluteConsistency,
+        &mut |_, _| records += 1,
+    );
+    bar.inc(fs.size(&manifest).unwrap_or(0));
+    match replayed {
+        Ok(state) => {
+            report.ok(
+                &manifest,
+                format!(
+                    "ok, {records} records, {} live tables, last sequence {}",
+                    state.version.total_files(),
+                    state.last_sequence
+                ),
+            );
+            for problem in level_problems(&state.version, &manifest) {
+                report.problem(problem);
+            }
+            Some(state)
+        }
+        Err(e) => {
+            report.problem(Problem::from_engine(&manifest, &e));
+            None
+        }
+    }
+}
+
+/// The level invariants of docs/architecture.md checked on the final shape (replay checks
+/// them edit by edit; this makes the report independent of how replay did it).
+fn level_problems(version: &Version, manifest: &Path) -> Vec<Problem> {
+    let user: Arc<dyn Comparator> = Arc::new(BytewiseComparator);
+    let mut problems = Vec::new();
+    for (keyspace, _) in version.keyspaces() {
+        let l0 = version.files(keyspace, 0);
+        for pair in l0.windows(2) {
+            let newer = (pair[0].largest_seqno, pair[0].number);
+            let older = (pair[1].largest_seqno, pair[1].number);
+            if newer < older {
+                problems.push(Problem::new(
+                    manifest,
+                    None,
+                    format!(
+                        "keyspace {keyspace} L0 is not newest first: {:06} (seqno up to {}) \
+                         comes before {:06} (seqno up to {})",
+                        pair[0].number,
+                        pair[0].largest_seqno,
+                        pair[1].number,
+                        pair[1].largest_seqno
+                    ),
+                ));
+            }
+        }
+        for level in 1..version.num_levels() {
+            for pair in version.files(keyspace, level).windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                let order = user.compare(a.largest.user_key(), b.smallest.user_key());
+                let ok = order == Ordering::Less
+                    || (order == Ordering::Equal && a.largest_is_exclusive());
+                if !ok {
+                    problems.push(Problem::new(
+                        manifest,
+                        None,
+                        format!(
+                            "keyspace {keyspace} L{level}: {:06} ends at {} but the next \
+                             file {:06} starts at {} (files of L1 and deeper must be sorted \
+                             and must not overlap)",
+                            a.number,
+                            shale_sst::describe_internal_key(a.largest.encoded()),
+                            b.number,
+                            shale_sst::describe_internal_key(b.smallest.encoded())
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Step 3: every OPTIONS file.
+fn check_options(fs: &OsFs, dir: &Path, names: &[String], report: &mut Report, bar: &ProgressBar) {
+    let mut files: Vec<&String> = names
+        .iter()
+        .filter(|n| parse_options_file_name(n).is_some())
+        .collect();
+    files.sort();
+    for name in files {
+        let path = dir.join(name);
+        let read = (|| -> shale_engine::Result<OptionsFile> {
+            let file = fs.open_read(&path)?;
+            let size = file.size()?;
+            let size = usize::try_from(size).map_err(|_| shale_engine::Error::Corruption {
+                file: path.clone(),
+                offset: 0,
+                detail: "too large to be an OPTIONS file".to_owned(),
+            })?;
+            let mut bytes = vec![0; size];
+            file.read_exact_at(0, &mut bytes)?;
+            OptionsFile::decode(&bytes, &path)
+        })();
+        bar.inc(fs.size(&path).unwrap_or(0));
+        match read {
+            Ok(_) => report.ok(&path, "ok".to_owned()),
+            Err(e) => report.problem(Problem::from_engine(&path, &e)),
+        }
+    }
+}
+
+/// Step 4: every WAL file, every record.
+fn check_wals(
+    fs: &OsFs,
+    dir: &Path,
+    report: &mut Report,
+    bar: &ProgressBar,
+) -> Result<(), Failure> {
+    for (number, path) in log_files(fs, dir)? {
+        let read = (|| -> shale_engine::Result<(u64, u64)> {
+            let file = fs.open_read(&path)?;
+            let mut reader = LogReader::new(file, number, RecoveryMode::AbsoluteConsistency)?;
+            let (mut records, mut entries) = (0u64, 0u64);
+            while let Some((record, offset)) = reader.read_record()? {
+                let batch = WriteBatch::from_wal_record(record, &path, offset)?;
+                records += 1;
+                entries += u64::from(batch.count());
+            }
+            Ok((records, entries))
+        })();
+        bar.inc(fs.size(&path).unwrap_or(0));
+        match read {
+            Ok((records, entries)) => {
+                report.ok(&path, format!("ok, {records} records, {entries} entries"));
+            }
+            Err(e) => report.problem(Problem::from_engine(&path, &e)),
+        }
+    }
+    Ok(())
+}
+
+/// Step 5: live tables against the MANIFEST, then tables it does not list.
+fn check_tables(
+    fs: &OsFs,
+    dir: &Path,
+    names: &[String],
+    state: Option<&ManifestState>,
+    report: &mut Report,
+    bar: &ProgressBar,
+) {
+    let mut live = BTreeSet::new();
+    if let Some(state) = state {
+        for (keyspace, level, meta) in state.version.all_files() {
+            live.insert(meta.number);
+            let path = table_file_name(dir, meta.number);
+            let problems = check_live_table(fs, &path, meta);
+            bar.inc(meta.size);
+            let place = format!("keyspace {keyspace} L{level}");
+            match problems {
+                Ok(summary) => report.ok(&path, format!("ok, {summary} ({place})")),
+                Err(problems) => {
+                    for p in problems {
+                        report.problem(Problem {
+                            detail: format!("{} ({place})", p.detail),
+                            ..p
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut orphans: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_table_file_name(n))
+        .filter(|n| !live.contains(n))
+        .collect();
+    orphans.sort_unstable();
+    for number in orphans {
+        let path = table_file_name(dir, number);
+        bar.inc(fs.size(&path).unwrap_or(0));
+        match open_and_walk(fs, &path) {
+            Ok((table, blocks)) => {
+                if state.is_some() {
+                    report.notes.push(format!(
+                        "{} is not in the MANIFEST (an orphan, e.g. from a crash; opening the \
+                         database deletes it)",
+                        report.name(&path)
+                    ));
+                }
+                report.ok(
+                    &path,
+                    format!(
+                        "ok, {blocks} blocks, {} entries (not in the MANIFEST)",
+                        table.properties().num_entries
+                    ),
+                );
+            }
+            Err(p) => report.problem(p),
+        }
+    }
+}
+
+/// Opens a table and reads every block, checking checksums: the table and its block count.
+fn open_and_walk(fs: &OsFs, path: &Path) -> Result<(Arc<Table>, usize), Problem> {
+    let table = Table::open(fs, path, &TableOpenOptions::default())
+        .map_err(|e| Problem::from_sst(path, &e))?;
+    let layout = table.layout().map_err(|e| Problem::from_sst(path, &e))?;
+    Ok((table, layout.blocks.len()))
+}
+
+/// Checks one live table against its MANIFEST entry; a summary when clean.
+fn check_live_table(fs: &OsFs, path: &Path, meta: &FileMetaData) -> Result<String, Vec<Problem>> {
+    let size = match fs.size(path) {
+        Ok(size) => size,
+        Err(e) if e.is_not_found() => {
+            return Err(vec![Problem::new(
+                path,
+                None,
+                "missing: the MANIFEST lists this live table but the file does not exist",
+            )]);
+        }
+        Err(e) => return Err(vec![Problem::from_fs(&e)]),
+    };
+    let mut problems = Vec::new();
+    if size != meta.size {
+        problems.push(Problem::new(
+            path,
+            Some(size.min(meta.size)),
+            format!(
+                "the file is {size} bytes but the MANIFEST says {} ({})",
+                meta.size,
+                if size < meta.size {
+                    "truncated"
+                } else {
+                    "grown"
+                }
+            ),
+        ));
+    }
+    let (table, blocks) = match open_and_walk(fs, path) {
+        Ok(opened) => opened,
+        Err(p) => {
+            problems.push(p);
+            return Err(problems);
+        }
+    };
+    let entries = match check_contents(&table, path, meta, &mut problems) {
+        Ok(entries) => entries,
+        Err(p) => {
+            problems.push(p);
+            return Err(problems);
+        }
+    };
+    if problems.is_empty() {
+        Ok(format!("{blocks} blocks, {entries} entries"))
+    } else {
+        Err(problems)
+    }
+}
+
+/// Walks every entry and range tombstone of `table`, checking each lies inside the MANIFEST's
+/// key and sequence ranges for it (a key outside would be invisible to reads that trust
+/// the MANIFEST). Returns the number of entries.
+fn check_contents(
+    table: &Arc<Table>,
+    path: &Path,
+    meta: &FileMetaData,
+    problems: &mut Vec<Problem>,
+) -> Result<u64, Problem> {
+    let user: Arc<dyn Comparator> = Arc::new(BytewiseComparator);
+    let icmp = InternalKeyComparator::new(user.clone());
+    let mut iter = table.iter(ReadOptions {
+        skip_cache_fill: true,
+        ..ReadOptions::default()
+    });
+    let (mut first, mut last): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+    let (mut min_seqno, mut max_seqno) = (u64::MAX, 0u64);
+    let mut entries = 0u64;
+    iter.seek_to_first();
+    while iter.valid() {
+        let key = ParsedInternalKey::parse(iter.key()).map_err(|e| {
+            Problem::new(
+                path,
+                None,
+                format!("entry {entries} has an undecodable key: {e}"),
+            )
+        })?;
+        min_seqno = min_seqno.min(key.seqno);
+        max_seqno = max_seqno.max(key.seqno);
+        if first.is_none() {
+            first = Some(iter.key().to_vec());
+        }
+        last = Some(iter.key().to_vec());
+        entries += 1;
+        iter.next();
+    }
+    iter.status().map_err(|e| Problem::from_sst(path, &e))?;
+    let describe = shale_sst::describe_internal_key;
+    if let Some(first) = &first {
+        if icmp.compare(first, meta.smallest.encoded()) == Ordering::Less {
+            problems.push(Problem::new(
+                path,
+                None,
+                format!(
+                    "the first entry {} sorts before the MANIFEST's smallest key {}",
+                    describe(first),
+                    describe(meta.smallest.encoded())
+                ),
+            ));
+        }
+    }
+    if let Some(last) = &last {
+        if icmp.compare(last, meta.largest.encoded()) == Ordering::Greater {
+            problems.push(Problem::new(
+                path,
+                None,
+                format!(
+                    "the last entry {} sorts after the MANIFEST's largest key {}",
+                    describe(last),
+                    describe(meta.largest.encoded())
+                ),
+            ));
+        }
+    }
+    for t in table.range_tombstones() {
+        min_seqno = min_seqno.min(t.seqno);
+        max_seqno = max_seqno.max(t.seqno);
+        let below = user.compare(&t.start, meta.smallest.user_key()) == Ordering::Less;
+        let above = user.compare(&t.end, meta.largest.user_key()) == Ordering::Greater;
+        if below || above {
+            problems.push(Problem::new(
+                path,
+                None,
+                format!(
+                    "range tombstone [{} .. {})@{} reaches outside the MANIFEST's key range \
+                     [{} .. {}]",
+                    shale_sst::printable(&t.start),
+                    shale_sst::printable(&t.end),
+                    t.seqno,
+                    describe(meta.smallest.encoded()),
+                    describe(meta.largest.encoded())
+                ),
+            ));
+        }
+    }
+    if min_seqno <= max_seqno && (min_seqno < meta.smallest_seqno || max_seqno > meta.largest_seqno)
+    {
+        problems.push(Problem::new(
+            path,
+            None,
+            format!(
+                "entries hold seqnos {min_seqno}..{max_seqno}, outside the MANIFEST's range \
+                 {}..{}",
+                meta.smallest_seqno, meta.largest_seqno
+            ),
+        ));
+    }
+    Ok(entries)
+}
