@@ -3,6 +3,7 @@
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
 
+mod bench_db;
 mod bench_sst;
 mod histogram;
 mod keygen;
@@ -28,20 +29,32 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process; boxing the large flag set would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Inspect and check files.
     #[command(subcommand)]
     Tool(ToolCommand),
-    /// Measure components.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    /// Measure the engine with `db_bench`'s benchmarks and flags (`shale bench
+    /// --benchmarks=fillseq,readrandom --num=1000000`), or a component (`shale bench sst`).
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
 enum ToolCommand {
     /// Show a sorted table file: properties, blocks, filter, entries; verify checksums.
     Sst(SstToolArgs),
+}
+
+/// `shale bench`: `db_bench`'s flags, or a component subcommand.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    #[command(flatten)]
+    db: bench_db::DbBenchArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -155,7 +168,11 @@ fn main() -> ExitCode {
     };
     let result = match &cli.command {
         Command::Tool(ToolCommand::Sst(args)) => tool_sst::run(args),
-        Command::Bench(BenchCommand::Sst(args)) => bench_sst::run(args),
+        Command::Bench(BenchArgs {
+            command: Some(BenchCommand::Sst(args)),
+            ..
+        }) => bench_sst::run(args),
+        Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,

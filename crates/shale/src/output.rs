@@ -60,6 +60,16 @@ impl From<shale_sst::Error> for Failure {
     }
 }
 
+impl From<shale_engine::Error> for Failure {
+    fn from(error: shale_engine::Error) -> Self {
+        match error {
+            shale_engine::Error::Corruption { .. } => Failure::Corruption(error.to_string()),
+            shale_engine::Error::Sst(inner) => Failure::from(inner),
+            other => Failure::Error(other.to_string()),
+        }
+    }
+}
+
 impl From<shale_fs::Error> for Failure {
     fn from(error: shale_fs::Error) -> Self {
         Failure::Error(error.to_string())
