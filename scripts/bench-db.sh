@@ -22,6 +22,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 out=${KEEP:-$work}
 mkdir -p "$out"
+: > "$out/load.txt"
 
 flags=(--benchmarks="$benchmarks" --num="$num" --key_size=16 --value_size=100
   --compression_ratio=0.5 --compression_type=lz4 --bloom_bits=10 --cache_size=268435456
@@ -31,12 +32,14 @@ cargo build --release -q -p shale
 have_db_bench=$(command -v db_bench || true)
 for i in $(seq "$runs"); do
   seed=$((1000 + i))
+  echo "shale run $i: load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/load.txt"
   rm -rf "$work/shale-db"
   ./target/release/shale bench "${flags[@]}" --seed="$seed" --db="$work/shale-db" "${extra[@]}" \
     > "$out/shale-$i.txt" 2> "$work/shale-$i.err" || { cat "$work/shale-$i.err" >&2; exit 1; }
   rm -rf "$work/shale-db"
   if [[ -n $have_db_bench ]]; then
     rm -rf "$work/rocksdb"
+    echo "db_bench run $i: load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/load.txt"
     db_bench "${flags[@]}" --seed="$seed" --db="$work/rocksdb" "${extra[@]}" \
       > "$out/rocksdb-$i.txt" 2> "$work/rocksdb-$i.err" || { cat "$work/rocksdb-$i.err" >&2; exit 1; }
     rm -rf "$work/rocksdb"
@@ -84,4 +87,8 @@ for name in names:
     print(f"{name:<17} {fmt(s,'micros',11,'.3f')} {fmt(r,'micros',14,'.3f')} "
           f"{fmt(s,'ops',12,'.0f')} {fmt(r,'ops',14,'.0f')} {ratio} "
           f"{fmt(s,'p99',9,'.2f')} {fmt(r,'p99',12,'.2f')}")
+print()
+print("load average (1, 5, 15 min) before each run; the machine is shared, so read the ratios")
+print("against it:")
+print((out / "load.txt").read_text(), end="")
 PY
