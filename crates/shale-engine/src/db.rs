@@ -375,6 +375,21 @@ impl Db {
             .collect())
     }
 
+    /// Bytes of table files per level of a keyspace (level 0 first), as recorded in the
+    /// current Version: what `db_bench`'s `levelstats` shows beside the file counts.
+    pub fn level_bytes(&self, keyspace: &Keyspace) -> Result<Vec<u64>> {
+        let version = self.inner.super_version(keyspace.id())?.version.clone();
+        Ok((0..version.num_levels())
+            .map(|level| {
+                version
+                    .files(keyspace.id(), level)
+                    .iter()
+                    .map(|file| file.size)
+                    .sum()
+            })
+            .collect())
+    }
+
     /// Closes the database: waits for the running background job, stops the threads, and
     /// makes every acknowledged write durable (the WAL is synced), whatever its durability.
     pub fn close(self) -> Result<()> {

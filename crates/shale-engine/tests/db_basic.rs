@@ -181,3 +181,34 @@ fn an_iterator_keeps_its_tables_alive_through_compactions() {
     iter.status().unwrap();
     assert_eq!(seen, 4000);
 }
+
+#[test]
+fn level_bytes_sum_the_table_files_of_each_level() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let keyspace = db.default_keyspace();
+    assert!(db.level_bytes(&keyspace).unwrap().iter().all(|&b| b == 0));
+    // Well under the 64 KiB write buffer: one flush, one table.
+    for i in 0..200u32 {
+        db.put(format!("key{i:05}").as_bytes(), &[b'v'; 100])
+            .unwrap();
+    }
+    db.flush().unwrap();
+    let bytes = db.level_bytes(&keyspace).unwrap();
+    let counts = db.level_file_counts(&keyspace).unwrap();
+    assert_eq!(bytes.len(), counts.len());
+    assert_eq!(counts[0], 1);
+    let mut on_disk = 0;
+    for name in fs.list(std::path::Path::new("/db")).unwrap() {
+        if std::path::Path::new(&name)
+            .extension()
+            .is_some_and(|ext| ext == "sst")
+        {
+            on_disk += fs.size(&std::path::Path::new("/db").join(&name)).unwrap();
+        }
+    }
+    assert!(on_disk > 0);
+    assert_eq!(bytes.iter().sum::<u64>(), on_disk);
+    assert_eq!(bytes[0], on_disk, "the one table is in level 0: {bytes:?}");
+    db.close().unwrap();
+}

@@ -18,6 +18,8 @@ pub struct Histogram {
     buckets: Vec<u64>,
     count: u64,
     sum: u128,
+    /// Sum of squares, for the standard deviation.
+    sum_squares: f64,
     min: u64,
     max: u64,
 }
@@ -28,6 +30,7 @@ impl Default for Histogram {
             buckets: vec![0; BUCKETS],
             count: 0,
             sum: 0,
+            sum_squares: 0.0,
             min: u64::MAX,
             max: 0,
         }
@@ -68,6 +71,7 @@ impl Histogram {
         self.buckets[bucket_of(value)] += 1;
         self.count += 1;
         self.sum += u128::from(value);
+        self.sum_squares += (value as f64) * (value as f64);
         self.min = self.min.min(value);
         self.max = self.max.max(value);
     }
@@ -84,6 +88,49 @@ impl Histogram {
         } else {
             self.sum as f64 / self.count as f64
         }
+    }
+
+    /// Adds every value `other` recorded.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_squares += other.sum_squares;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// The population standard deviation, or 0 when empty.
+    pub fn std_dev(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let mean = self.mean();
+        (self.sum_squares / n - mean * mean).max(0.0).sqrt()
+    }
+
+    /// The smallest value recorded, or 0 when empty.
+    pub fn min(&self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            self.min
+        }
+    }
+
+    /// The non-empty buckets in order: `(low, high, count)` with values in `[low, high)`.
+    pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(index, &n)| {
+                let (low, high) = bucket_range(index);
+                (low, high, n)
+            })
     }
 
     /// The largest value recorded, or 0 when empty.
@@ -152,6 +199,33 @@ mod tests {
         }
         assert!((h.percentile(100.0) - 10_000.0).abs() < f64::EPSILON);
         assert_eq!(h.max(), 10_000);
+    }
+
+    #[test]
+    fn merge_adds_counts_and_keeps_extremes() {
+        let mut a = Histogram::new();
+        let mut b = Histogram::new();
+        for v in [10, 20, 30] {
+            a.record(v);
+        }
+        for v in [5, 1000] {
+            b.record(v);
+        }
+        a.merge(&b);
+        assert_eq!(a.count(), 5);
+        assert_eq!((a.min(), a.max()), (5, 1000));
+        assert!((a.mean() - 213.0).abs() < 1e-9);
+        assert_eq!(a.buckets().map(|(_, _, n)| n).sum::<u64>(), 5);
+        let mut same = Histogram::new();
+        for _ in 0..4 {
+            same.record(7);
+        }
+        assert!(same.std_dev().abs() < 1e-9);
+        let mut spread = Histogram::new();
+        spread.record(2);
+        spread.record(4);
+        assert!((spread.std_dev() - 1.0).abs() < 1e-9);
+        assert_eq!(Histogram::new().min(), 0);
     }
 
     #[test]

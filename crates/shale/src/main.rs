@@ -3,6 +3,7 @@
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
 
+mod bench_db;
 mod bench_sst;
 mod histogram;
 mod keygen;
@@ -32,14 +33,16 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process; boxing the large flag set would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Inspect and check files.
     #[command(subcommand)]
     Tool(ToolCommand),
-    /// Measure components.
-    #[command(subcommand)]
-    Bench(BenchCommand),
+    /// Measure the engine with `db_bench`'s benchmarks and flags (`shale bench
+    /// --benchmarks=fillseq,readrandom --num=1000000`), or a component (`shale bench sst`).
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -62,6 +65,16 @@ enum ToolCommand {
     Scan(tool_db::ScanArgs),
     /// Check every checksum and structural invariant of a database directory.
     Verify(tool_verify::VerifyToolArgs),
+}
+
+/// `shale bench`: `db_bench`'s flags, or a component subcommand.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    #[command(flatten)]
+    db: bench_db::DbBenchArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -183,7 +196,11 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Delete(args)) => tool_db::run_delete(args),
         Command::Tool(ToolCommand::Scan(args)) => tool_db::run_scan(args),
         Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
-        Command::Bench(BenchCommand::Sst(args)) => bench_sst::run(args),
+        Command::Bench(BenchArgs {
+            command: Some(BenchCommand::Sst(args)),
+            ..
+        }) => bench_sst::run(args),
+        Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,

@@ -62,10 +62,10 @@ impl From<shale_sst::Error> for Failure {
 
 impl From<shale_engine::Error> for Failure {
     fn from(error: shale_engine::Error) -> Self {
-        if error.is_corruption() {
-            Failure::Corruption(error.to_string())
-        } else {
-            Failure::Error(error.to_string())
+        match error {
+            shale_engine::Error::Sst(inner) => Failure::from(inner),
+            other if other.is_corruption() => Failure::Corruption(other.to_string()),
+            other => Failure::Error(other.to_string()),
         }
     }
 }

@@ -1,0 +1,195 @@
+//! Runs `shale bench` (`db_bench`'s flags) end to end on small databases: the "found"
+//! accounting after fills and deletes, the result-line shape, levelstats after a flush,
+//! the refusal to delete a directory that is not a database, and flag errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NUM: &str = "2000";
+
+fn shale(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(args)
+        .output()
+        .expect("run the shale binary")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shale-bench-db-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Runs `shale bench` with `flags` on `db`; panics unless it succeeds; returns stdout.
+fn bench(db: &Path, flags: &[&str]) -> String {
+    let db_flag = format!("--db={}", db.display());
+    let mut args = vec!["bench", "--seed=7", &db_flag];
+    args.extend_from_slice(flags);
+    let out = shale(&args);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    stdout
+}
+
+/// The result line of `name`.
+fn result_line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{name:<12} : ")))
+        .unwrap_or_else(|| panic!("no {name} line in:\n{stdout}"))
+}
+
+/// `(found, read)` from a result line's "(F of R found)".
+fn found(line: &str) -> (u64, u64) {
+    let start = line.rfind('(').expect("a found message");
+    let words: Vec<&str> = line[start + 1..].split_whitespace().collect();
+    assert_eq!((words[1], words[3]), ("of", "found)"), "{line}");
+    (words[0].parse().unwrap(), words[2].parse().unwrap())
+}
+
+/// Checks `name : X micros/op Y ops/sec Z seconds N operations;` and returns N.
+fn operations(line: &str) -> u64 {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == ":").unwrap();
+    assert!(words[at + 1].parse::<f64>().unwrap() > 0.0, "{line}");
+    assert_eq!(words[at + 2], "micros/op", "{line}");
+    assert!(words[at + 3].parse::<u64>().is_ok(), "{line}");
+    assert_eq!(words[at + 4], "ops/sec", "{line}");
+    assert!(words[at + 5].parse::<f64>().is_ok(), "{line}");
+    assert_eq!(words[at + 6], "seconds", "{line}");
+    assert_eq!(words[at + 8].trim_end_matches(';'), "operations", "{line}");
+    words[at + 7].parse().unwrap()
+}
+
+#[test]
+fn fills_find_every_key_and_deletes_lose_some() {
+    let db = scratch("found");
+    let out = bench(
+        &db,
+        &[
+            "--benchmarks=fillseq,readrandom,seekrandom,readseq,readreverse",
+            &format!("--num={NUM}"),
+            "--seek_nexts=10",
+            "--compression_type=lz4",
+            "--bloom_bits=10",
+        ],
+    );
+    let fill = result_line(&out, "fillseq");
+    assert_eq!(operations(fill), 2000);
+    // 2000 writes of 16 + 100 bytes.
+    assert!(fill.ends_with(" MB/s"), "{fill}");
+    assert_eq!(found(result_line(&out, "readrandom")), (2000, 2000));
+    assert_eq!(found(result_line(&out, "seekrandom")), (2000, 2000));
+    assert_eq!(operations(result_line(&out, "readseq")), 2000);
+    assert_eq!(operations(result_line(&out, "readreverse")), 2000);
+
+    // Deleting random keys of the same database (with repeats) loses some but not all.
+    let out = bench(
+        &db,
+        &[
+            "--benchmarks=deleterandom,readrandom,flush,levelstats,readwhilewriting",
+            &format!("--num={NUM}"),
+            "--use_existing_db=1",
+            "--histogram=1",
+        ],
+    );
+    let deletes = result_line(&out, "deleterandom");
+    assert_eq!(operations(deletes), 2000);
+    assert!(
+        deletes.ends_with("operations;"),
+        "no bytes for deletes: {deletes}"
+    );
+    let (hits, reads) = found(result_line(&out, "readrandom"));
+    assert_eq!(reads, 2000);
+    // 2000 deletes of uniform random keys leave about 2000/e = 736 keys.
+    assert!(hits > 400 && hits < 1100, "{hits} of {reads} found");
+    // After the flush, level 0 holds the table.
+    let level0 = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Level Files Size(MB)"))
+        .nth(2)
+        .expect("a level 0 row");
+    let cells: Vec<&str> = level0.split_whitespace().collect();
+    assert_eq!(cells[0], "0");
+    assert!(cells[1].parse::<u64>().unwrap() >= 1, "{level0}");
+    // The writer is not counted: readwhilewriting reports --reads operations.
+    assert_eq!(operations(result_line(&out, "readwhilewriting")), 2000);
+    assert!(out.contains("Microseconds per delete:"), "{out}");
+    assert!(out.contains("Microseconds per read:"), "{out}");
+    assert!(out.contains("Percentiles: P50: "), "{out}");
+
+    // A fill starts from an empty database, unless the database is to be kept.
+    let out = bench(
+        &db,
+        &[
+            "--benchmarks=fillseq,readrandom",
+            "--num=500",
+            "--use_existing_db",
+        ],
+    );
+    assert!(
+        out.contains("fillseq      : skipped (--use_existing_db is true)"),
+        "{out}"
+    );
+    let out = bench(&db, &["--benchmarks=fillrandom,readrandom", "--num=500"]);
+    let (hits, reads) = found(result_line(&out, "readrandom"));
+    // 500 random writes of 500 keys hit about 1 - 1/e of them; the old 2000-key data is gone.
+    assert_eq!(reads, 500);
+    assert!(hits > 250 && hits < 400, "{hits} of {reads}");
+}
+
+#[test]
+fn same_seed_same_keys() {
+    let db = scratch("seed");
+    let run = || {
+        let out = bench(&db, &["--benchmarks=fillrandom,readrandom", "--num=300"]);
+        found(result_line(&out, "readrandom"))
+    };
+    // Same seed: the same keys are written and then looked up.
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn a_directory_that_is_not_a_database_is_left_alone() {
+    let db = scratch("foreign");
+    std::fs::create_dir_all(&db).unwrap();
+    std::fs::write(db.join("notes.txt"), b"keep me").unwrap();
+    let out = shale(&["bench", &format!("--db={}", db.display()), "--num=10"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("notes.txt") && stderr.contains("not a Shale database file"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(db.join("notes.txt")).unwrap(), b"keep me");
+}
+
+#[test]
+fn bad_flags_exit_1_naming_the_flag() {
+    for (flag, expected) in [
+        (
+            "--benchmarks=fillseq,nosuch",
+            "unknown benchmark \"nosuch\"",
+        ),
+        ("--compression_type=lzma", "--compression_type"),
+        ("--write_buffer_size=10", "write_buffer_size"),
+    ] {
+        let db = scratch("bad");
+        let out = shale(&["bench", flag, "--num=10", &format!("--db={}", db.display())]);
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(expected), "{flag}: {stderr}");
+    }
+    // `bench sst` is still a subcommand; db_bench flags do not mix with it.
+    let out = shale(&["bench", "--num=10", "sst"]);
+    assert_eq!(out.status.code(), Some(1));
+}
