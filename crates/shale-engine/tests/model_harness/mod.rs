@@ -75,6 +75,32 @@ pub struct Config {
     pub max_value_len: u16,
     /// Keys per two-byte group of the key space (12 groups; at most 100).
     pub keys_per_group: u8,
+    /// Level sizes, output file sizes and codecs by level.
+    pub leveling: Leveling,
+}
+
+/// How the levels are shaped: the default puts everything in the last level (the base size is
+/// far above what a run writes) with `Config::compression` at every level; tiny sizes make
+/// compactions fill L2 and deeper.
+#[derive(Debug, Clone)]
+pub struct Leveling {
+    pub target_file_size: u64,
+    pub max_bytes_for_level_base: u64,
+    pub max_bytes_for_level_multiplier: u32,
+    /// Use the default codecs by level (none, none, lz4, zstd at the bottom) instead of
+    /// `Config::compression` everywhere.
+    pub per_level_compression: bool,
+}
+
+impl Default for Leveling {
+    fn default() -> Self {
+        Leveling {
+            target_file_size: 64 << 10,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10,
+            per_level_compression: false,
+        }
+    }
 }
 
 impl Config {
@@ -96,11 +122,26 @@ impl Config {
             max_open_files: 100,
             max_value_len: 100,
             keys_per_group: 24,
+            leveling: Leveling::default(),
         }
     }
 
     fn keyspace_options(&self) -> KeyspaceOptions {
+        let leveling = &self.leveling;
+        let defaults = KeyspaceOptions::default();
+        let (compression_per_level, bottommost_compression) = if leveling.per_level_compression {
+            (
+                defaults.compression_per_level,
+                defaults.bottommost_compression,
+            )
+        } else {
+            (Vec::new(), None)
+        };
         KeyspaceOptions {
+            compression_per_level,
+            bottommost_compression,
+            max_bytes_for_level_base: leveling.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: leveling.max_bytes_for_level_multiplier,
             write_buffer_size: self.write_buffer_size,
             max_write_buffer_number: self.max_write_buffer_number,
             compression: self.compression,
@@ -110,7 +151,7 @@ impl Config {
                 .prefix_len
                 .map(|len| Arc::new(FixedPrefix::new(len)) as _),
             level0_compaction_trigger: self.level0_compaction_trigger,
-            target_file_size: 64 << 10,
+            target_file_size: leveling.target_file_size,
             checksum: self.checksum,
             ..KeyspaceOptions::default()
         }
