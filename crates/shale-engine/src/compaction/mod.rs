@@ -165,7 +165,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
             // deletes them as unreferenced.
             drop(state);
             inner.set_background_error(format!(
-                "compaction of keyspace {} ({compaction}) failed: {error}",
+                "compaction of keyspace {} failed ({compaction}): {error}",
                 compaction.keyspace
             ));
             return Err(error);
