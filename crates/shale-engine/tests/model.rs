@@ -217,6 +217,7 @@ fn tiny_levels_leveled() {
                 max_bytes_for_level_base: 8 << 10,
                 max_bytes_for_level_multiplier: 2,
                 per_level_compression: true,
+                min_deeper_levels: 3,
             },
         },
         CASES,

@@ -90,6 +90,8 @@ pub struct Leveling {
     /// Use the default codecs by level (none, none, lz4, zstd at the bottom) instead of
     /// `Config::compression` everywhere.
     pub per_level_compression: bool,
+    /// Some run must end with at least this many levels below L0 holding tables.
+    pub min_deeper_levels: usize,
 }
 
 impl Default for Leveling {
@@ -99,6 +101,7 @@ impl Default for Leveling {
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
             per_level_compression: false,
+            min_deeper_levels: 0,
         }
     }
 }
@@ -356,9 +359,11 @@ pub enum Move {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stats {
     pub ops: usize,
-    /// Table files per level of the default keyspace at the end, levels 0 and 1.
+    /// Table files of the default keyspace at the end: in L0, and below it.
     pub level0_files: usize,
-    pub level1_files: usize,
+    pub deeper_files: usize,
+    /// Levels below L0 holding tables at the end.
+    pub deeper_levels: usize,
     pub reopens: usize,
     pub crashes: usize,
 }
@@ -572,16 +577,16 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
     };
     let started = Instant::now();
     let mut total = Stats::default();
-    let mut with_level1 = 0;
-    let mut most_level1 = 0;
+    let mut with_deeper = 0;
+    let mut most_deeper_levels = 0;
     for &seed in &seeds {
         match run_random(config, seed, steps) {
             Ok(stats) => {
                 total.ops += stats.ops;
                 total.reopens += stats.reopens;
                 total.crashes += stats.crashes;
-                with_level1 += usize::from(stats.level1_files > 0);
-                most_level1 = most_level1.max(stats.level1_files);
+                with_deeper += usize::from(stats.deeper_files > 0);
+                most_deeper_levels = most_deeper_levels.max(stats.deeper_levels);
             }
             Err(failure) => {
                 eprintln!(
@@ -604,8 +609,8 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
         }
     }
     eprintln!(
-        "model {}: {} seeds x {steps} steps, {} ops ({} reopens, {} crashes), L1 reached in \
-         {with_level1} runs (at most {most_level1} L1 tables), {:.1?}",
+        "model {}: {} seeds x {steps} steps, {} ops ({} reopens, {} crashes), compacted tables \
+         in {with_deeper} runs (at most {most_deeper_levels} levels below L0), {:.1?}",
         config.name,
         seeds.len(),
         total.ops,
@@ -613,4 +618,12 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
         total.crashes,
         started.elapsed()
     );
+    if seeds.len() > 1 {
+        assert!(
+            most_deeper_levels >= config.leveling.min_deeper_levels,
+            "option set {}: no run filled {} levels below L0 (at most {most_deeper_levels})",
+            config.name,
+            config.leveling.min_deeper_levels
+        );
+    }
 }
