@@ -282,6 +282,12 @@ pub enum Op {
     },
     Flush,
     WaitIdle,
+    /// `Db::compact_range` over `[start, end]` (flushes first, so everything becomes durable).
+    CompactRange {
+        ks: u8,
+        start: Option<K>,
+        end: Option<K>,
+    },
     Reopen,
     /// Power cut (unsynced bytes dropped), then open the image.
     Crash,

@@ -187,6 +187,18 @@ impl Run {
                 self.db().flush().map_err(|e| format!("flush: {e}"))?;
                 self.made_durable();
             }
+            Op::CompactRange { ks, start, end } => {
+                if let Some(handle) = self.handles.get(ks) {
+                    self.db()
+                        .compact_range(
+                            handle,
+                            start.as_ref().map(|key| &key.0[..]),
+                            end.as_ref().map(|key| &key.0[..]),
+                        )
+                        .map_err(|e| format!("compact_range: {e}"))?;
+                    self.made_durable();
+                }
+            }
             Op::WaitIdle => {
                 self.db()
                     .wait_for_background_work()
