@@ -15,7 +15,7 @@ use shale_engine::{
     VersionEdit,
 };
 use shale_fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
-use shale_sst::{Comparator, Compression};
+use shale_sst::{Comparator, Compression, Table, TableOpenOptions};
 
 const DIR: &str = "/db";
 
@@ -360,6 +360,56 @@ fn level_targets_grow_from_the_bottom() {
             "L{level} is above the base level"
         );
     }
+    db.close().unwrap();
+}
+
+/// Each level's tables use its codec: L0 (flushes) `none`, compaction outputs their output
+/// level's entry of `compression_per_level` (the last entry repeating), and the last level
+/// `bottommost_compression`. Trivial moves keep a table's codec, so a table may carry the codec
+/// of a level above its own, never of one below.
+#[test]
+fn tables_are_compressed_by_level() {
+    let fs = Arc::new(MemFs::new());
+    let keyspace = KeyspaceOptions {
+        compression_per_level: vec![Compression::None, Compression::Snappy, Compression::Lz4],
+        bottommost_compression: Some(Compression::Zstd),
+        ..tiny_leveled()
+    };
+    let db = Db::open(DIR, options(fs.clone(), keyspace)).unwrap();
+    let mut rng = Rng(11);
+    for step in 0..8000 {
+        let i = rng.below(4000);
+        db.put(&key(i), &value(i, step, 40)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let version = db.current_version();
+    let last = version.num_levels() - 1;
+    let mut seen = BTreeSet::new();
+    for level in 0..=last {
+        for file in version.files(0, level) {
+            let path = Path::new(DIR).join(format!("{:06}.sst", file.number));
+            let table = Table::open(&*fs, &path, &TableOpenOptions::default()).unwrap();
+            let codec = table.properties().compression.clone();
+            let allowed: &[&str] = match level {
+                0 => &["none"],
+                l if l == last => &["zstd", "lz4", "snappy", "none"],
+                _ => &["lz4", "snappy", "none"],
+            };
+            assert!(
+                allowed.contains(&codec.as_str()),
+                "L{level} table {} is {codec}",
+                file.number
+            );
+            seen.insert((level, codec));
+        }
+    }
+    assert!(seen.contains(&(last, "zstd".to_owned())), "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|(level, codec)| *level < last && codec == "lz4"),
+        "no lz4 table in the middle levels: {seen:?}"
+    );
     db.close().unwrap();
 }
 
