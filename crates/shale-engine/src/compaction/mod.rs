@@ -19,8 +19,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shale_sst::{
-    ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions, SeqNo, TableWriter,
-    ValueKind,
+    Comparator, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions, SeqNo,
+    TableWriter, ValueKind,
 };
 
 use crate::db::{DbInner, DbState};
@@ -236,6 +236,49 @@ fn stripe(snapshots: &[SeqNo], seqno: SeqNo) -> usize {
     snapshots.partition_point(|&s| s < seqno)
 }
 
+/// Where outputs are cut because of the grandparents (the tables of the level below the output
+/// level): an output ends before a user key once the keys it holds have passed more than
+/// `limit` bytes of them, so compacting it into that level later stays bounded.
+struct GrandparentCut<'a> {
+    grandparents: &'a [Arc<FileMetaData>],
+    /// The first grandparent not yet passed.
+    next: usize,
+    /// Bytes of grandparents passed since the current output started.
+    overlap: u64,
+    limit: u64,
+}
+
+impl<'a> GrandparentCut<'a> {
+    fn new(grandparents: &'a [Arc<FileMetaData>], limit: u64) -> Self {
+        GrandparentCut {
+            grandparents,
+            next: 0,
+            overlap: 0,
+            limit,
+        }
+    }
+
+    /// At each new user key, in order: whether the current output (`open`) should end before
+    /// `user_key`.
+    fn cut_before(&mut self, cmp: &dyn Comparator, user_key: &[u8], open: bool) -> bool {
+        while let Some(file) = self.grandparents.get(self.next) {
+            if cmp.compare(file.largest.user_key(), user_key).is_ge() {
+                break;
+            }
+            if open {
+                self.overlap += file.size;
+            }
+            self.next += 1;
+        }
+        open && self.overlap > self.limit
+    }
+
+    /// A new output starts.
+    fn started(&mut self) {
+        self.overlap = 0;
+    }
+}
+
 /// Output tables being written.
 struct Outputs<'a> {
     inner: &'a DbInner,
@@ -244,54 +287,30 @@ struct Outputs<'a> {
     tombstones: Vec<RangeTombstone>,
     current: Option<(TableWriter, u64, Vec<u8>)>,
     finished: Vec<FileMetaData>,
-    /// The next grandparent (file of the level below the output level) not yet passed.
-    grandparent: usize,
-    /// Bytes of grandparents the current output's keys have passed.
-    grandparent_overlap: u64,
+    grandparents: GrandparentCut<'a>,
 }
 
 impl Outputs<'_> {
     fn add(&mut self, key: &[u8], value: &[u8], user_key: &[u8], new_user_key: bool) -> Result<()> {
         if new_user_key {
-            let passed = self.pass_grandparents(user_key);
-            if self.current.is_some() {
-                self.grandparent_overlap += passed;
-            }
-            let options = &self.job.options;
+            let open = self.current.is_some();
+            let cmp = self.inner.user_comparator();
+            let overlaps_too_much = self.grandparents.cut_before(&**cmp, user_key, open);
             let full = self.current.as_ref().is_some_and(|(writer, _, _)| {
-                writer.estimated_file_size() >= options.target_file_size
+                writer.estimated_file_size() >= self.job.options.target_file_size
             });
-            let overlaps_too_much = self.grandparent_overlap
-                > options
-                    .target_file_size
-                    .saturating_mul(GRANDPARENT_OVERLAP_FACTOR);
-            if self.current.is_some() && (full || overlaps_too_much) {
+            if open && (full || overlaps_too_much) {
                 self.finish_current(Some(user_key))?;
             }
         }
         if self.current.is_none() {
-            self.grandparent_overlap = 0;
+            self.grandparents.started();
             self.open(user_key)?;
         }
         if let Some((writer, _, _)) = &mut self.current {
             writer.add(key, value)?;
         }
         Ok(())
-    }
-
-    /// Moves past the grandparents that end before `user_key`; returns their bytes.
-    fn pass_grandparents(&mut self, user_key: &[u8]) -> u64 {
-        let cmp = self.inner.user_comparator();
-        let grandparents = &self.job.compaction.grandparents;
-        let mut passed = 0;
-        while let Some(file) = grandparents.get(self.grandparent) {
-            if cmp.compare(file.largest.user_key(), user_key).is_ge() {
-                break;
-            }
-            passed += file.size;
-            self.grandparent += 1;
-        }
-        passed
     }
 
     fn open(&mut self, first_user_key: &[u8]) -> Result<()> {
@@ -383,8 +402,12 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         tombstones: carried,
         current: None,
         finished: Vec::new(),
-        grandparent: 0,
-        grandparent_overlap: 0,
+        grandparents: GrandparentCut::new(
+            &compaction.grandparents,
+            job.options
+                .target_file_size
+                .saturating_mul(GRANDPARENT_OVERLAP_FACTOR),
+        ),
     };
     let mut current_user_key: Option<Vec<u8>> = None;
     let mut last_stripe = usize::MAX;
@@ -426,4 +449,70 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
     outputs.finish_current(None)?;
     inner.fs.sync_dir(&inner.dir)?;
     Ok(outputs.finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_sst::{BytewiseComparator, InternalKey};
+
+    fn table(number: u64, smallest: &str, largest: &str, size: u64) -> Arc<FileMetaData> {
+        Arc::new(FileMetaData {
+            number,
+            size,
+            smallest: InternalKey::new(smallest.as_bytes(), 1, ValueKind::Value),
+            largest: InternalKey::new(largest.as_bytes(), 1, ValueKind::Value),
+            smallest_seqno: 1,
+            largest_seqno: 1,
+            num_entries: 1,
+            num_deletions: 0,
+            creation_time: None,
+        })
+    }
+
+    /// Feeds `keys` as an output writer would and returns the keys each output starts with.
+    fn outputs(grandparents: &[Arc<FileMetaData>], limit: u64, keys: &[&str]) -> Vec<String> {
+        let cmp = BytewiseComparator;
+        let mut cut = GrandparentCut::new(grandparents, limit);
+        let mut starts = Vec::new();
+        let mut open = false;
+        for key in keys {
+            if cut.cut_before(&cmp, key.as_bytes(), open) {
+                open = false;
+            }
+            if !open {
+                cut.started();
+                starts.push((*key).to_owned());
+                open = true;
+            }
+        }
+        starts
+    }
+
+    #[test]
+    fn outputs_are_cut_once_they_pass_too_many_grandparent_bytes() {
+        let grandparents = [
+            table(1, "a", "b", 100),
+            table(2, "c", "d", 100),
+            table(3, "e", "f", 100),
+            table(4, "g", "h", 100),
+            table(5, "i", "j", 100),
+        ];
+        // Passing one grandparent (100) is within the limit; the second (200) is not.
+        assert_eq!(
+            outputs(&grandparents, 150, &["a", "c", "e", "g", "i", "k"]),
+            ["a", "e", "i"]
+        );
+        // Keys inside one grandparent pass nothing: one output.
+        assert_eq!(outputs(&grandparents, 150, &["c", "c1", "c2", "d"]), ["c"]);
+        // Grandparents passed before the first output opens do not count against it.
+        assert_eq!(outputs(&grandparents, 150, &["z"]), ["z"]);
+        // A generous limit never cuts.
+        assert_eq!(
+            outputs(&grandparents, 10_000, &["a", "c", "e", "g", "i", "k"]),
+            ["a"]
+        );
+        // No grandparents (the output level is the last): never cut.
+        assert_eq!(outputs(&[], 0, &["a", "b", "c"]), ["a"]);
+    }
 }
