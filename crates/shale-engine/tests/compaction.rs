@@ -413,10 +413,12 @@ fn tables_are_compressed_by_level() {
     db.close().unwrap();
 }
 
-/// A `MemFs` that, once armed, holds the compaction thread as it opens its first table.
+/// A `MemFs` that, once armed, holds the compaction thread as it opens its first table, or
+/// (`hold_flushes`) the flush thread as it creates its next table.
 #[derive(Debug, Default)]
 struct GatedFs {
     inner: MemFs,
+    hold_flushes: bool,
     gate: Mutex<Gate>,
     changed: Condvar,
 }
@@ -435,6 +437,23 @@ impl GatedFs {
         self.changed.notify_all();
     }
 
+    /// Blocks the calling thread while the gate is armed for it.
+    fn pass(&self, held_thread: &str, path: &Path) {
+        let held = std::thread::current().name() == Some(held_thread);
+        if held && path.extension().is_some_and(|e| e == "sst") {
+            let mut gate = self.gate.lock().unwrap();
+            if *gate == Gate::Armed {
+                *gate = Gate::Holding;
+                self.changed.notify_all();
+                drop(
+                    self.changed
+                        .wait_while(gate, |g| *g == Gate::Holding)
+                        .unwrap(),
+                );
+            }
+        }
+    }
+
     fn wait_for(&self, wanted: Gate) {
         let gate = self.gate.lock().unwrap();
         let (_gate, timeout) = self
@@ -447,24 +466,17 @@ impl GatedFs {
 
 impl FileSystem for GatedFs {
     fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
+        if self.hold_flushes {
+            self.pass("shale-flush", path);
+        }
         self.inner.create(path)
     }
     fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
         self.inner.open_append(path)
     }
     fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
-        let compacting = std::thread::current().name() == Some("shale-compact");
-        if compacting && path.extension().is_some_and(|e| e == "sst") {
-            let mut gate = self.gate.lock().unwrap();
-            if *gate == Gate::Armed {
-                *gate = Gate::Holding;
-                self.changed.notify_all();
-                drop(
-                    self.changed
-                        .wait_while(gate, |g| *g == Gate::Holding)
-                        .unwrap(),
-                );
-            }
+        if !self.hold_flushes {
+            self.pass("shale-compact", path);
         }
         self.inner.open_read(path)
     }
@@ -552,4 +564,46 @@ fn level0_stalls_are_counted_by_reason() {
     );
     assert_eq!(stats.stall_memtable_stops, 0, "{stats:?}");
     assert_eq!(db.get(b"stopped").unwrap(), Some(b"1".to_vec()));
+}
+
+/// While a flush is held, the memtables fill up: writes stop (counted once, as a memtable
+/// stall) until the flush finishes.
+#[test]
+fn memtable_stalls_are_counted() {
+    let fs = Arc::new(GatedFs {
+        hold_flushes: true,
+        ..GatedFs::default()
+    });
+    let keyspace = KeyspaceOptions {
+        write_buffer_size: 4 << 10,
+        max_write_buffer_number: 2,
+        ..tiny_leveled()
+    };
+    let db = Arc::new(Db::open(DIR, options(fs.clone(), keyspace)).unwrap());
+    fs.set(Gate::Armed);
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            for i in 0..400 {
+                db.put(&key(i), &value(i, 0, 100)).unwrap();
+            }
+        })
+    };
+    fs.wait_for(Gate::Holding); // the first frozen memtable's flush is held
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while db.stats().stall_memtable_stops == 0 {
+        assert!(Instant::now() < deadline, "the writer never stopped");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        !writer.is_finished(),
+        "writes went on with every memtable full"
+    );
+    fs.set(Gate::Open);
+    writer.join().unwrap();
+    let stats = db.stats();
+    assert!(stats.stall_memtable_stops >= 1, "{stats:?}");
+    assert!(stats.longest_stop_micros > 0, "{stats:?}");
+    assert_eq!(stats.stall_level0_stops, 0, "{stats:?}");
+    assert_eq!(db.get(&key(399)).unwrap(), Some(value(399, 0, 100)));
 }
