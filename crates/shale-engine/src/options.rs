@@ -102,6 +102,11 @@ pub struct KeyspaceOptions {
     pub level0_slowdown_writes_trigger: usize,
     /// Number of L0 files at which writes wait for a compaction (a counted stop stall).
     pub level0_stop_writes_trigger: usize,
+    /// Estimated compaction backlog in bytes at which each write group is delayed by a
+    /// millisecond (docs/compaction.md); 0 disables.
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated compaction backlog in bytes at which writes wait for compactions; 0 disables.
+    pub hard_pending_compaction_bytes_limit: u64,
     /// Target size of the base level (where L0 is compacted to); deeper levels grow by
     /// `max_bytes_for_level_multiplier`. Levels are sized from the bottom up (dynamic level
     /// bytes), see docs/compaction.md.
@@ -129,6 +134,8 @@ impl Default for KeyspaceOptions {
             level0_compaction_trigger: 4,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
             target_file_size: 64 << 20,
@@ -181,6 +188,16 @@ impl KeyspaceOptions {
             return bad(format!(
                 "level0_stop_writes_trigger {} is below level0_slowdown_writes_trigger {}",
                 self.level0_stop_writes_trigger, self.level0_slowdown_writes_trigger
+            ));
+        }
+        let (soft, hard) = (
+            self.soft_pending_compaction_bytes_limit,
+            self.hard_pending_compaction_bytes_limit,
+        );
+        if soft > 0 && hard > 0 && hard < soft {
+            return bad(format!(
+                "hard_pending_compaction_bytes_limit {hard} is below \
+                 soft_pending_compaction_bytes_limit {soft}"
             ));
         }
         if self.target_file_size < 4 << 10 {
@@ -263,6 +280,12 @@ impl KeyspaceOptions {
                 "level0_stop_writes_trigger" => {
                     set_parsed(&mut options.level0_stop_writes_trigger, value);
                 }
+                "soft_pending_compaction_bytes_limit" => {
+                    set_parsed(&mut options.soft_pending_compaction_bytes_limit, value);
+                }
+                "hard_pending_compaction_bytes_limit" => {
+                    set_parsed(&mut options.hard_pending_compaction_bytes_limit, value);
+                }
                 "max_bytes_for_level_base" => {
                     set_parsed(&mut options.max_bytes_for_level_base, value);
                 }
@@ -329,6 +352,14 @@ impl KeyspaceOptions {
             (
                 "level0_stop_writes_trigger".to_owned(),
                 self.level0_stop_writes_trigger.to_string(),
+            ),
+            (
+                "soft_pending_compaction_bytes_limit".to_owned(),
+                self.soft_pending_compaction_bytes_limit.to_string(),
+            ),
+            (
+                "hard_pending_compaction_bytes_limit".to_owned(),
+                self.hard_pending_compaction_bytes_limit.to_string(),
             ),
             (
                 "max_bytes_for_level_base".to_owned(),
@@ -546,6 +577,8 @@ mod tests {
             max_bytes_for_level_multiplier: 8,
             level0_slowdown_writes_trigger: 10,
             level0_stop_writes_trigger: 12,
+            soft_pending_compaction_bytes_limit: 0,
+            hard_pending_compaction_bytes_limit: 1 << 20,
             ..KeyspaceOptions::default()
         };
         let back = KeyspaceOptions::from_pairs(&options.to_pairs(), &KeyspaceOptions::default());
@@ -564,6 +597,14 @@ mod tests {
                     ..KeyspaceOptions::default()
                 },
                 "level0_stop_writes_trigger",
+            ),
+            (
+                KeyspaceOptions {
+                    soft_pending_compaction_bytes_limit: 10,
+                    hard_pending_compaction_bytes_limit: 5,
+                    ..KeyspaceOptions::default()
+                },
+                "hard_pending_compaction_bytes_limit",
             ),
             (
                 KeyspaceOptions {

@@ -20,6 +20,11 @@ pub struct DbStats {
     pub stall_level0_slowdowns: u64,
     /// Times writes stopped because L0 reached `level0_stop_writes_trigger`.
     pub stall_level0_stops: u64,
+    /// Write groups delayed because the estimated compaction backlog reached
+    /// `soft_pending_compaction_bytes_limit`.
+    pub stall_pending_bytes_slowdowns: u64,
+    /// Times writes stopped because it reached `hard_pending_compaction_bytes_limit`.
+    pub stall_pending_bytes_stops: u64,
     /// Times writes stopped because `max_write_buffer_number` memtables were full.
     pub stall_memtable_stops: u64,
     /// Microseconds writes spent stalled, for every reason.
@@ -38,6 +43,8 @@ pub(crate) struct StatCounters {
     pub compaction_bytes_written: AtomicU64,
     pub stall_level0_slowdowns: AtomicU64,
     pub stall_level0_stops: AtomicU64,
+    pub stall_pending_bytes_slowdowns: AtomicU64,
+    pub stall_pending_bytes_stops: AtomicU64,
     pub stall_memtable_stops: AtomicU64,
     pub stall_micros: AtomicU64,
     pub longest_stop_micros: AtomicU64,
@@ -65,6 +72,8 @@ impl StatCounters {
             compaction_bytes_written: get(&self.compaction_bytes_written),
             stall_level0_slowdowns: get(&self.stall_level0_slowdowns),
             stall_level0_stops: get(&self.stall_level0_stops),
+            stall_pending_bytes_slowdowns: get(&self.stall_pending_bytes_slowdowns),
+            stall_pending_bytes_stops: get(&self.stall_pending_bytes_stops),
             stall_memtable_stops: get(&self.stall_memtable_stops),
             stall_micros: get(&self.stall_micros),
             longest_stop_micros: get(&self.longest_stop_micros),

@@ -1,11 +1,12 @@
 //! The write path: validate, group-commit through the WAL, insert into memtables, publish.
 //!
 //! The leader of each group (see `write_queue`) first makes room: when a keyspace's L0 has
-//! `level0_slowdown_writes_trigger` files it sleeps a millisecond, at
-//! `level0_stop_writes_trigger` it waits for a compaction; when a keyspace's memtable is full
-//! (or a flush was asked for) it waits while too many memtables are already frozen. Each of
-//! these write stalls is counted by reason in `DbStats`. Then it switches to a new WAL file and
-//! freezes the full memtables. Only then does it write the group's record, so no insert into a
+//! `level0_slowdown_writes_trigger` files or its estimated compaction backlog reaches
+//! `soft_pending_compaction_bytes_limit` it sleeps a millisecond; at
+//! `level0_stop_writes_trigger` or `hard_pending_compaction_bytes_limit` it waits for
+//! compactions; when a keyspace's memtable is full (or a flush was asked for) it waits while
+//! too many memtables are already frozen. Each of these write stalls is counted by reason in
+//! `DbStats`. Then it switches to a new WAL file and freezes the full memtables. Only then does it write the group's record, so no insert into a
 //! frozen memtable is ever in flight (db.rs invariant 2).
 
 use std::collections::BTreeMap;
@@ -150,22 +151,35 @@ fn micros_since(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
-/// Delays the group while some keyspace's L0 is at its slowdown trigger, and waits for a
-/// compaction while one is at its stop trigger.
-fn stall_for_level0(inner: &Arc<DbInner>) -> Result<()> {
+/// Whether `value` reached `limit` (0: no limit).
+fn reached(limit: u64, value: u64) -> bool {
+    limit > 0 && value >= limit
+}
+
+/// Delays the group while some keyspace's compaction backlog is at a slowdown trigger (L0
+/// files, estimated pending bytes), and waits for compactions while one is at a stop trigger.
+/// Each stall is counted under its reason.
+fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
     let counters = &inner.stats;
     let mut state = inner.lock_state();
     let mut stopped: Option<Instant> = None;
     loop {
         let version = state.versions.current();
-        let level0 = |id: u32| version.num_files(id, 0);
-        let stop = state
-            .keyspaces
-            .values()
-            .any(|k| level0(k.id) >= k.options.level0_stop_writes_trigger);
-        if stop {
+        let stop = state.keyspaces.values().find_map(|k| {
+            if version.num_files(k.id, 0) >= k.options.level0_stop_writes_trigger {
+                Some(&counters.stall_level0_stops)
+            } else if reached(
+                k.options.hard_pending_compaction_bytes_limit,
+                k.pending_compaction_bytes,
+            ) {
+                Some(&counters.stall_pending_bytes_stops)
+            } else {
+                None
+            }
+        });
+        if let Some(counter) = stop {
             if stopped.is_none() {
-                StatCounters::add(&counters.stall_level0_stops, 1);
+                StatCounters::add(counter, 1);
                 stopped = Some(Instant::now());
             }
             inner.check_background_error()?;
@@ -173,15 +187,23 @@ fn stall_for_level0(inner: &Arc<DbInner>) -> Result<()> {
             state = inner.wait_state(state);
             continue;
         }
-        let slow = state
-            .keyspaces
-            .values()
-            .any(|k| level0(k.id) >= k.options.level0_slowdown_writes_trigger);
+        let slow = state.keyspaces.values().find_map(|k| {
+            if version.num_files(k.id, 0) >= k.options.level0_slowdown_writes_trigger {
+                Some(&counters.stall_level0_slowdowns)
+            } else if reached(
+                k.options.soft_pending_compaction_bytes_limit,
+                k.pending_compaction_bytes,
+            ) {
+                Some(&counters.stall_pending_bytes_slowdowns)
+            } else {
+                None
+            }
+        });
         drop(state);
         if let Some(start) = stopped {
             counters.record_stop(micros_since(start));
-        } else if slow {
-            StatCounters::add(&counters.stall_level0_slowdowns, 1);
+        } else if let Some(counter) = slow {
+            StatCounters::add(counter, 1);
             let start = Instant::now();
             std::thread::sleep(SLOWDOWN_DELAY);
             StatCounters::add(&counters.stall_micros, micros_since(start));
@@ -193,7 +215,7 @@ fn stall_for_level0(inner: &Arc<DbInner>) -> Result<()> {
 /// Freezes full memtables (waiting if too many are frozen) and returns the active memtables.
 fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<BTreeMap<u32, Arc<MemTable>>> {
     if !force_flush {
-        stall_for_level0(inner)?;
+        stall_for_compaction(inner)?;
     }
     let mut stopped: Option<Instant> = None;
     let mut state = inner.lock_state();

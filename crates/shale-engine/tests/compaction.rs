@@ -607,3 +607,56 @@ fn memtable_stalls_are_counted() {
     assert_eq!(stats.stall_level0_stops, 0, "{stats:?}");
     assert_eq!(db.get(&key(399)).unwrap(), Some(value(399, 0, 100)));
 }
+
+/// While a compaction is held with L0 at its trigger, the estimated backlog (L0's bytes) is
+/// pending: above the soft limit a write is delayed, above the hard limit writes wait until
+/// the compaction finishes; each counted under its reason.
+#[test]
+fn pending_compaction_bytes_stalls_are_counted() {
+    for (soft, hard) in [(1, 0), (0, 1)] {
+        let fs = Arc::new(GatedFs::default());
+        let keyspace = KeyspaceOptions {
+            write_buffer_size: 1 << 20,
+            soft_pending_compaction_bytes_limit: soft,
+            hard_pending_compaction_bytes_limit: hard,
+            ..tiny_leveled()
+        };
+        let db = Arc::new(Db::open(DIR, options(fs.clone(), keyspace)).unwrap());
+        fs.set(Gate::Armed);
+        for round in 0..2 {
+            for i in 0..50 {
+                db.put(&key(i), &value(i, round, 20)).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        fs.wait_for(Gate::Holding); // L0 at its trigger of 2, its compaction held
+        let writer = {
+            let db = db.clone();
+            std::thread::spawn(move || db.put(b"late", b"1"))
+        };
+        if hard > 0 {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while db.stats().stall_pending_bytes_stops == 0 {
+                assert!(Instant::now() < deadline, "the writer never stopped");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert!(
+                !writer.is_finished(),
+                "a write went through above the hard limit"
+            );
+            fs.set(Gate::Open);
+        }
+        writer.join().unwrap().unwrap();
+        fs.set(Gate::Open);
+        db.wait_for_background_work().unwrap();
+        let stats = db.stats();
+        if hard > 0 {
+            assert_eq!(stats.stall_pending_bytes_stops, 1, "{stats:?}");
+        } else {
+            assert!(stats.stall_pending_bytes_slowdowns >= 1, "{stats:?}");
+            assert_eq!(stats.stall_pending_bytes_stops, 0, "{stats:?}");
+        }
+        assert_eq!(stats.stall_level0_stops + stats.stall_level0_slowdowns, 0);
+        assert_eq!(db.get(b"late").unwrap(), Some(b"1".to_vec()));
+    }
+}

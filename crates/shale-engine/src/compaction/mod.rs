@@ -37,7 +37,7 @@ mod picker;
 #[cfg(test)]
 mod picker_tests;
 
-pub(crate) use picker::{level_targets, Compaction};
+pub(crate) use picker::{estimated_pending_bytes, level_targets, Compaction};
 
 /// An output is cut before it would overlap more than this many target file sizes of the
 /// level below its own (so compacting it later stays bounded), as `LevelDB` does.

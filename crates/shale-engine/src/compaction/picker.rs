@@ -219,6 +219,40 @@ pub(crate) fn scores(
     scores
 }
 
+/// An estimate of the bytes compaction must still rewrite to bring every level within its
+/// target: L0 (when at its trigger) flows into the base level; from there down, each level's
+/// excess over its target flows into the next level, and moving `x` bytes down one level
+/// rewrites them together with about `x * next / this` bytes of the next level. Drives the
+/// pending-compaction-bytes write stalls.
+pub(crate) fn estimated_pending_bytes(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> u64 {
+    let targets = level_targets(version, keyspace, options);
+    let last = version.num_levels() - 1;
+    let mut inflow = if version.num_files(keyspace, 0) >= options.level0_compaction_trigger {
+        version.level_size(keyspace, 0)
+    } else {
+        0
+    };
+    let mut pending = u128::from(inflow);
+    for level in targets.base_level..last {
+        let size = version.level_size(keyspace, level).saturating_add(inflow);
+        let target = targets.max_bytes[level];
+        if size <= target {
+            inflow = 0;
+            continue;
+        }
+        let excess = size - target;
+        let next = version.level_size(keyspace, level + 1);
+        // excess * (1 + next / size), in integers.
+        pending += u128::from(excess) + u128::from(excess) * u128::from(next) / u128::from(size);
+        inflow = excess;
+    }
+    u64::try_from(pending).unwrap_or(u64::MAX)
+}
+
 /// The compaction keyspace `keyspace` needs most, if any level scores 1 or more.
 pub(crate) fn pick(
     version: &Version,

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use shale_fs::{FileSystem, MemFs, OsFs};
 use shale_sst::{BytewiseComparator, InternalKey, ValueKind, MAX_SEQNO};
 
-use super::picker::{level_targets, pick, pick_manual, scores};
+use super::picker::{estimated_pending_bytes, level_targets, pick, pick_manual, scores};
 use crate::options::KeyspaceOptions;
 use crate::version::{FileMetaData, Version, VersionEdit, VersionSet};
 
@@ -152,7 +152,8 @@ fn run_case(case: &Case) -> String {
         for (level, score) in scores(&version, 0, &options, &targets) {
             let _ = write!(out, " L{level}={score:.2}");
         }
-        out.push('\n');
+        let pending = estimated_pending_bytes(&version, 0, &options);
+        let _ = writeln!(out, "\npending {pending}");
         let picked = if command == "pick" {
             pick(&version, 0, &options)
         } else {
