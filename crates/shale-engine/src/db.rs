@@ -5,7 +5,8 @@
 //!   inserts -> sequence numbers published;
 //! - flush: a full memtable is frozen by the write leader, a background thread writes it as an
 //!   L0 table and records it in the MANIFEST (`crate::flush`);
-//! - compaction: L0 -> L1 merges keep the tree bounded (`crate::compaction`);
+//! - compaction: leveled compaction with dynamic level bytes keeps the tree bounded
+//!   (`crate::compaction`, docs/compaction.md);
 //! - read: memtable, frozen memtables, L0 newest first, then one table per level
 //!   (`crate::read`);
 //! - open: MANIFEST, then WAL replay (`crate::recovery`).
@@ -38,6 +39,7 @@ use crate::memtable::MemTable;
 use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
 use crate::read::{DbIterator, ReadOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
+use crate::stats::{DbStats, StatCounters};
 use crate::table_cache::TableCache;
 use crate::version::VersionSet;
 use crate::wal::LogWriter;
@@ -105,6 +107,8 @@ pub(crate) struct DbInner {
     pub(crate) table_cache: TableCache,
     pub(crate) snapshots: SnapshotList,
     pub(crate) shutting_down: AtomicBool,
+    /// Compaction and write-stall counters ([`Db::stats`]).
+    pub(crate) stats: StatCounters,
     /// Released by close even while `Keyspace` handles still hold the `DbInner`.
     lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -152,6 +156,7 @@ impl DbInner {
             table_cache,
             snapshots: SnapshotList::default(),
             shutting_down: AtomicBool::new(false),
+            stats: StatCounters::default(),
             options,
             lock: Mutex::new(Some(lock)),
         }
@@ -388,6 +393,51 @@ impl Db {
                     .sum()
             })
             .collect())
+    }
+
+    /// Compacts the keys of `keyspace` in `[start, end]` (`None`: unbounded on that side):
+    /// flushes every memtable, then merges each level's files in the range into the next
+    /// level, down to the last non-empty one, so shadowed versions nobody's snapshot can see
+    /// and tombstones at the bottom are gone. Waits until done.
+    pub fn compact_range(
+        &self,
+        keyspace: &Keyspace,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.check_background_error()?;
+        crate::compaction::compact_range(&self.inner, keyspace.id(), start, end)
+    }
+
+    /// Compaction and write-stall counters since open.
+    pub fn stats(&self) -> DbStats {
+        self.inner.stats.snapshot()
+    }
+
+    /// The current Version: every keyspace's table files by level (tests and tools).
+    pub fn current_version(&self) -> Arc<crate::version::Version> {
+        self.inner.lock_state().versions.current()
+    }
+
+    /// The base level (where L0 is compacted to) and each level's target size in bytes
+    /// (`u64::MAX` for L0 and the empty levels above the base) of `keyspace`, as the picker
+    /// sees them now (docs/compaction.md).
+    pub fn level_targets(&self, keyspace: &Keyspace) -> Result<(usize, Vec<u64>)> {
+        let state = self.inner.lock_state();
+        let options = state
+            .keyspaces
+            .get(&keyspace.id())
+            .map(|k| k.options.clone())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "keyspace {:?} does not exist (dropped?)",
+                    keyspace.name()
+                ))
+            })?;
+        let targets =
+            crate::compaction::level_targets(&state.versions.current(), keyspace.id(), &options);
+        Ok((targets.base_level, targets.max_bytes))
     }
 
     /// Closes the database: waits for the running background job, stops the threads, and

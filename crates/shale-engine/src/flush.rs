@@ -22,14 +22,14 @@ use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, VersionEdit};
 use crate::wal::format::parse_log_file_name;
 
-/// Writer options for tables of a keyspace.
+/// Writer options for L0 tables of a keyspace (compaction sets its output level's codec).
 pub(crate) fn writer_options(
     comparator: &Arc<dyn Comparator>,
     options: &KeyspaceOptions,
 ) -> WriterOptions {
     WriterOptions {
         block_size: options.block_size,
-        compression: options.compression,
+        compression: options.compression_for_level(0, false),
         compression_level: options.compression_level,
         checksum: options.checksum,
         filter_bits_per_key: options.bloom_bits_per_key,

@@ -49,6 +49,9 @@ pub(crate) struct KeyspaceState {
     /// Oldest first.
     pub(crate) imm: VecDeque<FrozenMemTable>,
     pub(crate) super_version: Arc<SuperVersion>,
+    /// Compaction work the current Version needs (`estimated_pending_bytes`), for the write
+    /// stalls; refreshed with the read view.
+    pub(crate) pending_compaction_bytes: u64,
 }
 
 impl KeyspaceState {
@@ -60,6 +63,8 @@ impl KeyspaceState {
         mem_log_number: u64,
         version: Arc<Version>,
     ) -> Self {
+        let pending_compaction_bytes =
+            crate::compaction::estimated_pending_bytes(&version, id, &options);
         let super_version = Arc::new(SuperVersion {
             mem: mem.clone(),
             imm: Vec::new(),
@@ -73,11 +78,16 @@ impl KeyspaceState {
             mem_log_number,
             imm: VecDeque::new(),
             super_version,
+            pending_compaction_bytes,
         }
     }
 
     /// Rebuilds the read view after the memtables or the Version changed (invariant 1).
     pub(crate) fn install_super_version(&mut self, version: Arc<Version>) {
+        if !Arc::ptr_eq(&version, &self.super_version.version) {
+            self.pending_compaction_bytes =
+                crate::compaction::estimated_pending_bytes(&version, self.id, &self.options);
+        }
         self.super_version = Arc::new(SuperVersion {
             mem: self.mem.clone(),
             imm: self.imm.iter().rev().map(|f| f.mem.clone()).collect(),

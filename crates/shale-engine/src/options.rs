@@ -76,9 +76,18 @@ pub struct KeyspaceOptions {
     pub write_buffer_size: usize,
     /// Memtables (active plus frozen) before writes wait for a flush.
     pub max_write_buffer_number: usize,
-    /// Compression of table data blocks.
+    /// Compression of table data blocks at every level when `compression_per_level` is empty.
     pub compression: Compression,
-    /// Codec level; `i32::MIN` picks the codec's default.
+    /// Compression by level (L0 first); a shorter list repeats its last entry for the deeper
+    /// levels. Empty: `compression` everywhere. Default: none at L0 and L1, lz4 below (what
+    /// `MyRocks` operators run: the top levels are rewritten soon, so compressing them costs
+    /// CPU for little space).
+    pub compression_per_level: Vec<Compression>,
+    /// Compression of tables written to the bottommost level (the last level, or the deepest
+    /// level holding data), overriding the per-level choice; `None` keeps it. Default zstd:
+    /// about 90% of the data lives there and is rewritten least often.
+    pub bottommost_compression: Option<Compression>,
+    /// Codec level (the zstd level for zstd); `i32::MIN` picks the codec's default.
     pub compression_level: i32,
     /// Target uncompressed size of a data block.
     pub block_size: usize,
@@ -86,8 +95,24 @@ pub struct KeyspaceOptions {
     pub bloom_bits_per_key: u32,
     /// When set, tables carry a prefix filter and prefix iteration can skip tables.
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
-    /// Number of L0 files that triggers an L0 -> L1 compaction.
+    /// Number of L0 files that triggers an L0 -> base level compaction (docs/compaction.md).
     pub level0_compaction_trigger: usize,
+    /// Number of L0 files at which each write group is delayed by a millisecond (a counted
+    /// slowdown stall) so compaction can catch up.
+    pub level0_slowdown_writes_trigger: usize,
+    /// Number of L0 files at which writes wait for a compaction (a counted stop stall).
+    pub level0_stop_writes_trigger: usize,
+    /// Estimated compaction backlog in bytes at which each write group is delayed by a
+    /// millisecond (docs/compaction.md); 0 disables.
+    pub soft_pending_compaction_bytes_limit: u64,
+    /// Estimated compaction backlog in bytes at which writes wait for compactions; 0 disables.
+    pub hard_pending_compaction_bytes_limit: u64,
+    /// Target size of the base level (where L0 is compacted to); deeper levels grow by
+    /// `max_bytes_for_level_multiplier`. Levels are sized from the bottom up (dynamic level
+    /// bytes), see docs/compaction.md.
+    pub max_bytes_for_level_base: u64,
+    /// Size ratio between adjacent levels.
+    pub max_bytes_for_level_multiplier: u32,
     /// Target size of a table written by compaction.
     pub target_file_size: u64,
     /// Checksum of table blocks.
@@ -100,11 +125,19 @@ impl Default for KeyspaceOptions {
             write_buffer_size: 64 << 20,
             max_write_buffer_number: 2,
             compression: Compression::Lz4,
+            compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
+            bottommost_compression: Some(Compression::Zstd),
             compression_level: i32::MIN,
             block_size: 4096,
             bloom_bits_per_key: 10,
             prefix_extractor: None,
             level0_compaction_trigger: 4,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            soft_pending_compaction_bytes_limit: 64 << 30,
+            hard_pending_compaction_bytes_limit: 256 << 30,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10,
             target_file_size: 64 << 20,
             checksum: ChecksumType::Xxh3,
         }
@@ -145,19 +178,75 @@ impl KeyspaceOptions {
                 self.level0_compaction_trigger
             ));
         }
-        if self.target_file_size < 64 << 10 {
+        if self.level0_slowdown_writes_trigger < self.level0_compaction_trigger {
             return bad(format!(
-                "target_file_size {} is below 64 KiB",
+                "level0_slowdown_writes_trigger {} is below level0_compaction_trigger {}",
+                self.level0_slowdown_writes_trigger, self.level0_compaction_trigger
+            ));
+        }
+        if self.level0_stop_writes_trigger < self.level0_slowdown_writes_trigger {
+            return bad(format!(
+                "level0_stop_writes_trigger {} is below level0_slowdown_writes_trigger {}",
+                self.level0_stop_writes_trigger, self.level0_slowdown_writes_trigger
+            ));
+        }
+        let (soft, hard) = (
+            self.soft_pending_compaction_bytes_limit,
+            self.hard_pending_compaction_bytes_limit,
+        );
+        if soft > 0 && hard > 0 && hard < soft {
+            return bad(format!(
+                "hard_pending_compaction_bytes_limit {hard} is below \
+                 soft_pending_compaction_bytes_limit {soft}"
+            ));
+        }
+        if self.target_file_size < 4 << 10 {
+            return bad(format!(
+                "target_file_size {} is below 4 KiB",
                 self.target_file_size
             ));
         }
+        if self.max_bytes_for_level_base < 4 << 10 {
+            return bad(format!(
+                "max_bytes_for_level_base {} is below 4 KiB",
+                self.max_bytes_for_level_base
+            ));
+        }
+        if !(2..=100).contains(&self.max_bytes_for_level_multiplier) {
+            return bad(format!(
+                "max_bytes_for_level_multiplier {} must be between 2 and 100",
+                self.max_bytes_for_level_multiplier
+            ));
+        }
+        let dictionary = |what: &str| {
+            bad(format!(
+                "{what} zstd-dict needs a trained dictionary; it is not yet a keyspace option"
+            ))
+        };
         if self.compression == Compression::ZstdDict {
-            return bad(
-                "compression zstd-dict needs a trained dictionary; it is not yet a keyspace option"
-                    .into(),
-            );
+            return dictionary("compression");
+        }
+        if self.compression_per_level.contains(&Compression::ZstdDict) {
+            return dictionary("compression_per_level");
+        }
+        if self.bottommost_compression == Some(Compression::ZstdDict) {
+            return dictionary("bottommost_compression");
         }
         Ok(())
+    }
+
+    /// The codec of tables written to `level`; `bottommost` when the level is the last one or
+    /// no deeper level holds data.
+    pub(crate) fn compression_for_level(&self, level: usize, bottommost: bool) -> Compression {
+        if bottommost {
+            if let Some(compression) = self.bottommost_compression {
+                return compression;
+            }
+        }
+        match self.compression_per_level.as_slice() {
+            [] => self.compression,
+            list => list[level.min(list.len() - 1)],
+        }
     }
 
     /// Reads the persisted form back; missing or unreadable values keep `fallback`'s. The
@@ -184,6 +273,36 @@ impl KeyspaceOptions {
                 "bloom_bits_per_key" => set_parsed(&mut options.bloom_bits_per_key, value),
                 "level0_compaction_trigger" => {
                     set_parsed(&mut options.level0_compaction_trigger, value);
+                }
+                "level0_slowdown_writes_trigger" => {
+                    set_parsed(&mut options.level0_slowdown_writes_trigger, value);
+                }
+                "level0_stop_writes_trigger" => {
+                    set_parsed(&mut options.level0_stop_writes_trigger, value);
+                }
+                "soft_pending_compaction_bytes_limit" => {
+                    set_parsed(&mut options.soft_pending_compaction_bytes_limit, value);
+                }
+                "hard_pending_compaction_bytes_limit" => {
+                    set_parsed(&mut options.hard_pending_compaction_bytes_limit, value);
+                }
+                "max_bytes_for_level_base" => {
+                    set_parsed(&mut options.max_bytes_for_level_base, value);
+                }
+                "max_bytes_for_level_multiplier" => {
+                    set_parsed(&mut options.max_bytes_for_level_multiplier, value);
+                }
+                "compression_per_level" => {
+                    if let Some(list) = parse_compression_list(value) {
+                        options.compression_per_level = list;
+                    }
+                }
+                "bottommost_compression" => {
+                    if value == PER_LEVEL {
+                        options.bottommost_compression = None;
+                    } else if let Some(c) = Compression::from_name(value) {
+                        options.bottommost_compression = Some(c);
+                    }
                 }
                 "target_file_size" => set_parsed(&mut options.target_file_size, value),
                 "checksum" => {
@@ -225,6 +344,44 @@ impl KeyspaceOptions {
             (
                 "level0_compaction_trigger".to_owned(),
                 self.level0_compaction_trigger.to_string(),
+            ),
+            (
+                "level0_slowdown_writes_trigger".to_owned(),
+                self.level0_slowdown_writes_trigger.to_string(),
+            ),
+            (
+                "level0_stop_writes_trigger".to_owned(),
+                self.level0_stop_writes_trigger.to_string(),
+            ),
+            (
+                "soft_pending_compaction_bytes_limit".to_owned(),
+                self.soft_pending_compaction_bytes_limit.to_string(),
+            ),
+            (
+                "hard_pending_compaction_bytes_limit".to_owned(),
+                self.hard_pending_compaction_bytes_limit.to_string(),
+            ),
+            (
+                "max_bytes_for_level_base".to_owned(),
+                self.max_bytes_for_level_base.to_string(),
+            ),
+            (
+                "max_bytes_for_level_multiplier".to_owned(),
+                self.max_bytes_for_level_multiplier.to_string(),
+            ),
+            (
+                "compression_per_level".to_owned(),
+                self.compression_per_level
+                    .iter()
+                    .map(|c| c.name())
+                    .collect::<Vec<_>>()
+                    .join(":"),
+            ),
+            (
+                "bottommost_compression".to_owned(),
+                self.bottommost_compression
+                    .map_or(PER_LEVEL, Compression::name)
+                    .to_owned(),
             ),
             (
                 "target_file_size".to_owned(),
@@ -348,6 +505,17 @@ impl Options {
     }
 }
 
+/// The persisted `bottommost_compression` when the per-level choice applies at the bottom too.
+const PER_LEVEL: &str = "per-level";
+
+/// Parses a `:`-separated list of codec names (empty: the empty list).
+fn parse_compression_list(value: &str) -> Option<Vec<Compression>> {
+    if value.is_empty() {
+        return Some(Vec::new());
+    }
+    value.split(':').map(Compression::from_name).collect()
+}
+
 fn set_parsed<T: std::str::FromStr>(target: &mut T, value: &str) {
     if let Ok(parsed) = value.parse() {
         *target = parsed;
@@ -381,6 +549,88 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("sync_interval"));
+    }
+
+    #[test]
+    fn compression_by_level_repeats_the_last_entry_and_the_bottom_overrides() {
+        let options = KeyspaceOptions::default();
+        assert_eq!(options.compression_for_level(0, false), Compression::None);
+        assert_eq!(options.compression_for_level(1, false), Compression::None);
+        assert_eq!(options.compression_for_level(2, false), Compression::Lz4);
+        assert_eq!(options.compression_for_level(5, false), Compression::Lz4);
+        assert_eq!(options.compression_for_level(6, true), Compression::Zstd);
+        let plain = KeyspaceOptions {
+            compression: Compression::Snappy,
+            compression_per_level: Vec::new(),
+            bottommost_compression: None,
+            ..KeyspaceOptions::default()
+        };
+        assert_eq!(plain.compression_for_level(6, true), Compression::Snappy);
+    }
+
+    #[test]
+    fn compaction_options_round_trip_and_bad_ones_are_named() {
+        let options = KeyspaceOptions {
+            compression_per_level: vec![Compression::Zlib, Compression::Zstd],
+            bottommost_compression: None,
+            max_bytes_for_level_base: 1 << 20,
+            max_bytes_for_level_multiplier: 8,
+            level0_slowdown_writes_trigger: 10,
+            level0_stop_writes_trigger: 12,
+            soft_pending_compaction_bytes_limit: 0,
+            hard_pending_compaction_bytes_limit: 1 << 20,
+            ..KeyspaceOptions::default()
+        };
+        let back = KeyspaceOptions::from_pairs(&options.to_pairs(), &KeyspaceOptions::default());
+        assert_eq!(back.to_pairs(), options.to_pairs());
+        for (options, name) in [
+            (
+                KeyspaceOptions {
+                    level0_slowdown_writes_trigger: 3,
+                    ..KeyspaceOptions::default()
+                },
+                "level0_slowdown_writes_trigger",
+            ),
+            (
+                KeyspaceOptions {
+                    level0_stop_writes_trigger: 19,
+                    ..KeyspaceOptions::default()
+                },
+                "level0_stop_writes_trigger",
+            ),
+            (
+                KeyspaceOptions {
+                    soft_pending_compaction_bytes_limit: 10,
+                    hard_pending_compaction_bytes_limit: 5,
+                    ..KeyspaceOptions::default()
+                },
+                "hard_pending_compaction_bytes_limit",
+            ),
+            (
+                KeyspaceOptions {
+                    max_bytes_for_level_multiplier: 1,
+                    ..KeyspaceOptions::default()
+                },
+                "max_bytes_for_level_multiplier",
+            ),
+            (
+                KeyspaceOptions {
+                    max_bytes_for_level_base: 10,
+                    ..KeyspaceOptions::default()
+                },
+                "max_bytes_for_level_base",
+            ),
+            (
+                KeyspaceOptions {
+                    compression_per_level: vec![Compression::ZstdDict],
+                    ..KeyspaceOptions::default()
+                },
+                "compression_per_level",
+            ),
+        ] {
+            let message = options.validate().unwrap_err().to_string();
+            assert!(message.contains(name), "{message}");
+        }
     }
 
     #[test]

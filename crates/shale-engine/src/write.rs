@@ -1,14 +1,18 @@
 //! The write path: validate, group-commit through the WAL, insert into memtables, publish.
 //!
-//! The leader of each group (see `write_queue`) first makes room: when a keyspace's memtable
-//! is full (or a flush was asked for) it waits while too many memtables are already frozen
-//! (a write stall), then switches to a new WAL file and freezes the full memtables. Only then
-//! does it write the group's record, so no insert into a frozen memtable is ever in flight
-//! (db.rs invariant 2).
+//! The leader of each group (see `write_queue`) first makes room: when a keyspace's L0 has
+//! `level0_slowdown_writes_trigger` files or its estimated compaction backlog reaches
+//! `soft_pending_compaction_bytes_limit` it sleeps a millisecond; at
+//! `level0_stop_writes_trigger` or `hard_pending_compaction_bytes_limit` it waits for
+//! compactions; when a keyspace's memtable is full (or a flush was asked for) it waits while
+//! too many memtables are already frozen. Each of these write stalls is counted by reason in
+//! `DbStats`. Then it switches to a new WAL file and freezes the full memtables. Only then does it write the group's record, so no insert into a
+//! frozen memtable is ever in flight (db.rs invariant 2).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use shale_sst::{SeqNo, ValueKind};
 
@@ -18,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::keyspace::FrozenMemTable;
 use crate::memtable::MemTable;
 use crate::options::{Durability, WriteOptions};
+use crate::stats::StatCounters;
 use crate::wal::format::log_file_name;
 use crate::wal::LogWriter;
 use crate::write_queue::{GroupPlan, QueuedWrite};
@@ -139,8 +144,80 @@ fn insert_batch(batch: &WriteBatch, first_seqno: SeqNo, context: &GroupContext) 
     }
 }
 
+/// How long a write group sleeps when L0 reaches its slowdown trigger.
+const SLOWDOWN_DELAY: Duration = Duration::from_millis(1);
+
+fn micros_since(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Whether `value` reached `limit` (0: no limit).
+fn reached(limit: u64, value: u64) -> bool {
+    limit > 0 && value >= limit
+}
+
+/// Delays the group while some keyspace's compaction backlog is at a slowdown trigger (L0
+/// files, estimated pending bytes), and waits for compactions while one is at a stop trigger.
+/// Each stall is counted under its reason.
+fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
+    let counters = &inner.stats;
+    let mut state = inner.lock_state();
+    let mut stopped: Option<Instant> = None;
+    loop {
+        let version = state.versions.current();
+        let stop = state.keyspaces.values().find_map(|k| {
+            if version.num_files(k.id, 0) >= k.options.level0_stop_writes_trigger {
+                Some(&counters.stall_level0_stops)
+            } else if reached(
+                k.options.hard_pending_compaction_bytes_limit,
+                k.pending_compaction_bytes,
+            ) {
+                Some(&counters.stall_pending_bytes_stops)
+            } else {
+                None
+            }
+        });
+        if let Some(counter) = stop {
+            if stopped.is_none() {
+                StatCounters::add(counter, 1);
+                stopped = Some(Instant::now());
+            }
+            inner.check_background_error()?;
+            inner.check_open()?;
+            state = inner.wait_state(state);
+            continue;
+        }
+        let slow = state.keyspaces.values().find_map(|k| {
+            if version.num_files(k.id, 0) >= k.options.level0_slowdown_writes_trigger {
+                Some(&counters.stall_level0_slowdowns)
+            } else if reached(
+                k.options.soft_pending_compaction_bytes_limit,
+                k.pending_compaction_bytes,
+            ) {
+                Some(&counters.stall_pending_bytes_slowdowns)
+            } else {
+                None
+            }
+        });
+        drop(state);
+        if let Some(start) = stopped {
+            counters.record_stop(micros_since(start));
+        } else if let Some(counter) = slow {
+            StatCounters::add(counter, 1);
+            let start = Instant::now();
+            std::thread::sleep(SLOWDOWN_DELAY);
+            StatCounters::add(&counters.stall_micros, micros_since(start));
+        }
+        return Ok(());
+    }
+}
+
 /// Freezes full memtables (waiting if too many are frozen) and returns the active memtables.
 fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<BTreeMap<u32, Arc<MemTable>>> {
+    if !force_flush {
+        stall_for_compaction(inner)?;
+    }
+    let mut stopped: Option<Instant> = None;
     let mut state = inner.lock_state();
     loop {
         let full: Vec<u32> = state
@@ -163,6 +240,10 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<BTreeMap<u32, Ar
         });
         if stalled && !force_flush {
             // Write stall: too many frozen memtables; wait for a flush to finish.
+            if stopped.is_none() {
+                StatCounters::add(&inner.stats.stall_memtable_stops, 1);
+                stopped = Some(Instant::now());
+            }
             inner.check_background_error()?;
             inner.check_open()?;
             state = inner.wait_state(state);
@@ -171,6 +252,9 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<BTreeMap<u32, Ar
         switch_memtables(inner, &mut state, &full)?;
         inner.state_changed.notify_all();
         break;
+    }
+    if let Some(start) = stopped {
+        inner.stats.record_stop(micros_since(start));
     }
     Ok(state
         .keyspaces

@@ -1,10 +1,11 @@
 //! The model test: random sequences of puts, deletes, range deletes, multi-keyspace batches,
 //! gets, multi-gets, snapshots, bounded and prefix iterators moved both ways (with writes and
-//! flushes while they are open), flushes, waits for compaction, reopens (some with another
-//! prefix extractor), power cuts (clean and torn), keyspace create/drop and bursts of
-//! concurrent writers and a reader, checked against a `BTreeMap` oracle on `MemFs`, under
-//! several option sets (one test each). The machinery and exactly what is checked are in
-//! `model_harness`; every failure found so far is a named test in `tests/model_regressions.rs`.
+//! flushes while they are open), flushes, waits for compaction, manual range compactions,
+//! reopens (some with another prefix extractor), power cuts (clean and torn), keyspace
+//! create/drop and bursts of concurrent writers and a reader, checked against a `BTreeMap`
+//! oracle on `MemFs`, under several option sets (one test each). The machinery and exactly
+//! what is checked are in `model_harness`; every failure found so far is a named test in
+//! `tests/model_regressions.rs`.
 //!
 //! Environment:
 //! - `SHALE_MODEL_CASES` (default 16): seeds per option set; `SHALE_MODEL_STEPS` (default 800):
@@ -19,7 +20,7 @@ mod model_harness;
 
 use std::time::Duration;
 
-use model_harness::{run_config, Config};
+use model_harness::{run_config, Config, Leveling};
 use shale_engine::Durability;
 use shale_sst::{ChecksumType, Compression};
 
@@ -46,6 +47,7 @@ fn tiny_plain_sync() {
             max_open_files: 16,
             max_value_len: 600,
             keys_per_group: 24,
+            leveling: Leveling::default(),
         },
         CASES,
         STEPS,
@@ -72,6 +74,7 @@ fn small_lz4_bloom_flush() {
             max_open_files: 100,
             max_value_len: 200,
             keys_per_group: 24,
+            leveling: Leveling::default(),
         },
         CASES,
         STEPS,
@@ -98,6 +101,7 @@ fn prefix2_zstd_buffered() {
             max_open_files: 1000,
             max_value_len: 300,
             keys_per_group: 24,
+            leveling: Leveling::default(),
         },
         CASES,
         STEPS,
@@ -124,6 +128,7 @@ fn prefix3_snappy_sync() {
             max_open_files: 16,
             max_value_len: 150,
             keys_per_group: 24,
+            leveling: Leveling::default(),
         },
         CASES,
         STEPS,
@@ -151,6 +156,7 @@ fn big_values_zlib_flush() {
             max_open_files: 1000,
             max_value_len: 4000,
             keys_per_group: 100,
+            leveling: Leveling::default(),
         },
         CASES,
         STEPS,
@@ -178,6 +184,42 @@ fn large_memtable_buffered() {
             max_open_files: 1000,
             max_value_len: 100,
             keys_per_group: 24,
+            leveling: Leveling::default(),
+        },
+        CASES,
+        STEPS,
+    );
+}
+
+/// Tiny output files and level sizes with a multiplier of 2, so compactions fill L2 and deeper
+/// (L0 -> base, level-score moves down, trivial moves, grandparent cuts) under the default
+/// codecs by level (none, lz4 in the middle, zstd at the bottom); `Sync`.
+#[test]
+fn tiny_levels_leveled() {
+    run_config(
+        &Config {
+            name: "tiny_levels_leveled",
+            write_buffer_size: 4 << 10,
+            max_write_buffer_number: 2,
+            block_size: 256,
+            compression: Compression::Lz4,
+            bloom_bits_per_key: 10,
+            level0_compaction_trigger: 2,
+            prefix_len: None,
+            durability: Durability::Sync,
+            sync_interval: Duration::from_millis(50),
+            checksum: ChecksumType::Xxh3,
+            block_cache_capacity: 64 << 10,
+            max_open_files: 100,
+            max_value_len: 300,
+            keys_per_group: 60,
+            leveling: Leveling {
+                target_file_size: 4 << 10,
+                max_bytes_for_level_base: 8 << 10,
+                max_bytes_for_level_multiplier: 2,
+                per_level_compression: true,
+                min_deeper_levels: 3,
+            },
         },
         CASES,
         STEPS,

@@ -278,7 +278,12 @@ impl Generator {
                     snapshot: self.snapshot_slot(run),
                 },
                 80..=83 => Op::Flush,
-                84..=86 => Op::WaitIdle,
+                84..=85 => Op::WaitIdle,
+                86 => Op::CompactRange {
+                    ks,
+                    start: self.bound(),
+                    end: self.bound(),
+                },
                 87..=88 => Op::Reopen,
                 89 if self.rng.gen_bool(0.5) => Op::Crash,
                 89 => Op::TornCrash {

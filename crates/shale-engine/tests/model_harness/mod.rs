@@ -75,6 +75,35 @@ pub struct Config {
     pub max_value_len: u16,
     /// Keys per two-byte group of the key space (12 groups; at most 100).
     pub keys_per_group: u8,
+    /// Level sizes, output file sizes and codecs by level.
+    pub leveling: Leveling,
+}
+
+/// How the levels are shaped: the default puts everything in the last level (the base size is
+/// far above what a run writes) with `Config::compression` at every level; tiny sizes make
+/// compactions fill L2 and deeper.
+#[derive(Debug, Clone)]
+pub struct Leveling {
+    pub target_file_size: u64,
+    pub max_bytes_for_level_base: u64,
+    pub max_bytes_for_level_multiplier: u32,
+    /// Use the default codecs by level (none, none, lz4, zstd at the bottom) instead of
+    /// `Config::compression` everywhere.
+    pub per_level_compression: bool,
+    /// Some run must end with at least this many levels below L0 holding tables.
+    pub min_deeper_levels: usize,
+}
+
+impl Default for Leveling {
+    fn default() -> Self {
+        Leveling {
+            target_file_size: 64 << 10,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10,
+            per_level_compression: false,
+            min_deeper_levels: 0,
+        }
+    }
 }
 
 impl Config {
@@ -96,11 +125,26 @@ impl Config {
             max_open_files: 100,
             max_value_len: 100,
             keys_per_group: 24,
+            leveling: Leveling::default(),
         }
     }
 
     fn keyspace_options(&self) -> KeyspaceOptions {
+        let leveling = &self.leveling;
+        let defaults = KeyspaceOptions::default();
+        let (compression_per_level, bottommost_compression) = if leveling.per_level_compression {
+            (
+                defaults.compression_per_level,
+                defaults.bottommost_compression,
+            )
+        } else {
+            (Vec::new(), None)
+        };
         KeyspaceOptions {
+            compression_per_level,
+            bottommost_compression,
+            max_bytes_for_level_base: leveling.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: leveling.max_bytes_for_level_multiplier,
             write_buffer_size: self.write_buffer_size,
             max_write_buffer_number: self.max_write_buffer_number,
             compression: self.compression,
@@ -110,7 +154,7 @@ impl Config {
                 .prefix_len
                 .map(|len| Arc::new(FixedPrefix::new(len)) as _),
             level0_compaction_trigger: self.level0_compaction_trigger,
-            target_file_size: 64 << 10,
+            target_file_size: leveling.target_file_size,
             checksum: self.checksum,
             ..KeyspaceOptions::default()
         }
@@ -238,6 +282,12 @@ pub enum Op {
     },
     Flush,
     WaitIdle,
+    /// `Db::compact_range` over `[start, end]` (flushes first, so everything becomes durable).
+    CompactRange {
+        ks: u8,
+        start: Option<K>,
+        end: Option<K>,
+    },
     Reopen,
     /// Power cut (unsynced bytes dropped), then open the image.
     Crash,
@@ -315,9 +365,11 @@ pub enum Move {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stats {
     pub ops: usize,
-    /// Table files per level of the default keyspace at the end, levels 0 and 1.
+    /// Table files of the default keyspace at the end: in L0, and below it.
     pub level0_files: usize,
-    pub level1_files: usize,
+    pub deeper_files: usize,
+    /// Levels below L0 holding tables at the end.
+    pub deeper_levels: usize,
     pub reopens: usize,
     pub crashes: usize,
 }
@@ -531,16 +583,16 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
     };
     let started = Instant::now();
     let mut total = Stats::default();
-    let mut with_level1 = 0;
-    let mut most_level1 = 0;
+    let mut with_deeper = 0;
+    let mut most_deeper_levels = 0;
     for &seed in &seeds {
         match run_random(config, seed, steps) {
             Ok(stats) => {
                 total.ops += stats.ops;
                 total.reopens += stats.reopens;
                 total.crashes += stats.crashes;
-                with_level1 += usize::from(stats.level1_files > 0);
-                most_level1 = most_level1.max(stats.level1_files);
+                with_deeper += usize::from(stats.deeper_files > 0);
+                most_deeper_levels = most_deeper_levels.max(stats.deeper_levels);
             }
             Err(failure) => {
                 eprintln!(
@@ -563,8 +615,8 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
         }
     }
     eprintln!(
-        "model {}: {} seeds x {steps} steps, {} ops ({} reopens, {} crashes), L1 reached in \
-         {with_level1} runs (at most {most_level1} L1 tables), {:.1?}",
+        "model {}: {} seeds x {steps} steps, {} ops ({} reopens, {} crashes), compacted tables \
+         in {with_deeper} runs (at most {most_deeper_levels} levels below L0), {:.1?}",
         config.name,
         seeds.len(),
         total.ops,
@@ -572,4 +624,12 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
         total.crashes,
         started.elapsed()
     );
+    if seeds.len() > 1 {
+        assert!(
+            most_deeper_levels >= config.leveling.min_deeper_levels,
+            "option set {}: no run filled {} levels below L0 (at most {most_deeper_levels})",
+            config.name,
+            config.leveling.min_deeper_levels
+        );
+    }
 }

@@ -187,6 +187,18 @@ impl Run {
                 self.db().flush().map_err(|e| format!("flush: {e}"))?;
                 self.made_durable();
             }
+            Op::CompactRange { ks, start, end } => {
+                if let Some(handle) = self.handles.get(ks) {
+                    self.db()
+                        .compact_range(
+                            handle,
+                            start.as_ref().map(|key| &key.0[..]),
+                            end.as_ref().map(|key| &key.0[..]),
+                        )
+                        .map_err(|e| format!("compact_range: {e}"))?;
+                    self.made_durable();
+                }
+            }
             Op::WaitIdle => {
                 self.db()
                     .wait_for_background_work()
@@ -723,7 +735,8 @@ impl Run {
             .level_file_counts(&self.handles[&0])
             .map_err(|e| format!("level_file_counts: {e}"))?;
         self.stats.level0_files = counts.first().copied().unwrap_or(0);
-        self.stats.level1_files = counts.get(1).copied().unwrap_or(0);
+        self.stats.deeper_files = counts.iter().skip(1).sum();
+        self.stats.deeper_levels = counts.iter().skip(1).filter(|c| **c > 0).count();
         self.reopen()?;
         self.stats.reopens -= 1;
         let db = self.db.take().expect("open");

@@ -1,0 +1,455 @@
+//! The compaction picker: a pure function from a [`Version`] and a keyspace's options to the
+//! compaction to run next and why (docs/compaction.md). It does no I/O and holds no lock, so
+//! it is tested with LSM shapes written as text (`testdata/compaction/`, see `picker_tests`).
+//!
+//! Leveled compaction with dynamic level bytes:
+//! - the base level (where L0 goes) and every level's target size are derived from the size of
+//!   the largest level, from the bottom up ([`level_targets`]), so the levels above the last
+//!   hold about 1/multiplier of it and space amplification stays near 1.11;
+//! - each level has a score ([`scores`]): L0 by file count over `level0_compaction_trigger`,
+//!   the levels from the base down to the second last by size over target; the last level has
+//!   no score (nothing is below it);
+//! - the highest score of at least 1 wins (ties: the upper level); from L0 every file is taken
+//!   (L0 files overlap, and taking all keeps the newest-first order trivially right); from a
+//!   deeper level the file whose overlap with the next level is least relative to its own size;
+//! - inputs that overlap nothing in the output level move there without being rewritten (a
+//!   trivial move): one file from L1 or deeper, or L0 files that overlap neither each other nor
+//!   the output level.
+//!
+//! Invariants of a [`Compaction`] it returns:
+//! 1. `output_level > start_level`, and `output_level` is `start_level + 1` or, from L0, the
+//!    base level (every level in between is empty).
+//! 2. The outputs' key range, the union of every input's, overlaps no file of `output_level`
+//!    that is not among `output_inputs` (levels stay non-overlapping after the merge).
+//! 3. `drop_tombstones` only when no file below `output_level` overlaps that range.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use shale_sst::Comparator;
+
+use crate::options::KeyspaceOptions;
+use crate::version::{FileMetaData, Version};
+
+/// Why a compaction was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CompactionReason {
+    /// L0 has reached `level0_compaction_trigger` files.
+    Level0FileCount,
+    /// A level is larger than its target.
+    LevelScore,
+    /// `Db::compact_range` asked for it.
+    Manual,
+}
+
+impl CompactionReason {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CompactionReason::Level0FileCount => "level0-file-count",
+            CompactionReason::LevelScore => "level-score",
+            CompactionReason::Manual => "manual",
+        }
+    }
+}
+
+/// One compaction the picker chose.
+#[derive(Debug, Clone)]
+pub(crate) struct Compaction {
+    pub keyspace: u32,
+    pub reason: CompactionReason,
+    /// The score that chose it (1.0 and above; 0 for a manual compaction).
+    pub score: f64,
+    pub start_level: usize,
+    pub output_level: usize,
+    /// Files of `start_level` (L0: newest first; deeper: by key).
+    pub inputs: Vec<Arc<FileMetaData>>,
+    /// Files of `output_level` overlapping the inputs, by key.
+    pub output_inputs: Vec<Arc<FileMetaData>>,
+    /// Files of `output_level + 1` overlapping the inputs: outputs are cut before they would
+    /// overlap too much of them, so a later compaction of one output stays small.
+    pub grandparents: Vec<Arc<FileMetaData>>,
+    /// No file below `output_level` overlaps the inputs: deletions every snapshot sees can go.
+    pub drop_tombstones: bool,
+    /// `output_level` is the last level or every deeper level is empty (bottommost codec).
+    pub bottommost_level: bool,
+    /// Move the inputs to `output_level` without rewriting them.
+    pub trivial_move: bool,
+}
+
+impl Compaction {
+    /// Every input file with its level.
+    pub(crate) fn all_inputs(&self) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> {
+        self.inputs
+            .iter()
+            .map(|f| (self.start_level, f))
+            .chain(self.output_inputs.iter().map(|f| (self.output_level, f)))
+    }
+
+    pub(crate) fn input_bytes(&self) -> u64 {
+        self.all_inputs().map(|(_, f)| f.size).sum()
+    }
+}
+
+/// `L0 #1,#2 + L6 #5 -> L6 (level0-file-count, score 1.00) trivial-move drop-tombstones`.
+impl fmt::Display for Compaction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let numbers = |files: &[Arc<FileMetaData>]| {
+            files
+                .iter()
+                .map(|f| format!("#{}", f.number))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        write!(f, "L{} {}", self.start_level, numbers(&self.inputs))?;
+        if !self.output_inputs.is_empty() {
+            write!(
+                f,
+                " + L{} {}",
+                self.output_level,
+                numbers(&self.output_inputs)
+            )?;
+        }
+        write!(
+            f,
+            " -> L{} ({}, score {:.2})",
+            self.output_level,
+            self.reason.name(),
+            self.score
+        )?;
+        if !self.grandparents.is_empty() {
+            write!(f, " grandparents {}", numbers(&self.grandparents))?;
+        }
+        if self.trivial_move {
+            write!(f, " trivial-move")?;
+        }
+        if self.drop_tombstones {
+            write!(f, " drop-tombstones")?;
+        }
+        if self.bottommost_level {
+            write!(f, " bottommost")?;
+        }
+        Ok(())
+    }
+}
+
+/// The base level and the target size of every level of a keyspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LevelTargets {
+    /// Where L0 is compacted to; the levels between L0 and it are empty.
+    pub base_level: usize,
+    /// Target bytes per level; `u64::MAX` for L0 and the levels above the base.
+    pub max_bytes: Vec<u64>,
+}
+
+/// Dynamic level bytes: the last level's target is the size of the largest level; each level
+/// above is `multiplier` times smaller, up to the first level whose target would fall to
+/// `max_bytes_for_level_base` or below, which becomes the base level. No target is set below
+/// `max_bytes_for_level_base` (an hourglass with levels smaller than L0 would only add
+/// rewrites). An empty keyspace has the last level as its base, so L0 first goes straight
+/// to the bottom.
+pub(crate) fn level_targets(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> LevelTargets {
+    let num_levels = version.num_levels();
+    let last = num_levels - 1;
+    let base_bytes = options.max_bytes_for_level_base;
+    let multiplier = u64::from(options.max_bytes_for_level_multiplier);
+    let mut max_bytes = vec![u64::MAX; num_levels];
+    let first_non_empty = (1..num_levels).find(|&level| version.num_files(keyspace, level) > 0);
+    let Some(first_non_empty) = first_non_empty else {
+        max_bytes[last] = base_bytes;
+        return LevelTargets {
+            base_level: last,
+            max_bytes,
+        };
+    };
+    let largest = (1..num_levels)
+        .map(|level| version.level_size(keyspace, level))
+        .max()
+        .unwrap_or(0);
+    // The size the first non-empty level would get with the largest level at the bottom.
+    let mut size = largest;
+    for _ in first_non_empty..last {
+        size /= multiplier;
+    }
+    let mut base_level = first_non_empty;
+    let base_size = if size <= base_bytes / multiplier {
+        base_bytes
+    } else {
+        while base_level > 1 && size > base_bytes {
+            base_level -= 1;
+            size /= multiplier;
+        }
+        size.min(base_bytes)
+    };
+    let mut target = base_size;
+    for (level, slot) in max_bytes.iter_mut().enumerate().skip(base_level) {
+        if level > base_level {
+            target = target.saturating_mul(multiplier);
+        }
+        *slot = target.max(base_bytes);
+    }
+    LevelTargets {
+        base_level,
+        max_bytes,
+    }
+}
+
+/// The score of every level that has one, as (level, score), L0 first.
+pub(crate) fn scores(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+    targets: &LevelTargets,
+) -> Vec<(usize, f64)> {
+    let last = version.num_levels() - 1;
+    #[allow(clippy::cast_precision_loss)] // scores are ratios; f64 is exact far past any count
+    let mut scores = vec![(
+        0,
+        version.num_files(keyspace, 0) as f64 / options.level0_compaction_trigger as f64,
+    )];
+    for level in targets.base_level..last {
+        #[allow(clippy::cast_precision_loss)]
+        let score = version.level_size(keyspace, level) as f64 / targets.max_bytes[level] as f64;
+        scores.push((level, score));
+    }
+    scores
+}
+
+/// An estimate of the bytes compaction must still rewrite to bring every level within its
+/// target: L0 (when at its trigger) flows into the base level; from there down, each level's
+/// excess over its target flows into the next level, and moving `x` bytes down one level
+/// rewrites them together with about `x * next / this` bytes of the next level. Drives the
+/// pending-compaction-bytes write stalls.
+pub(crate) fn estimated_pending_bytes(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> u64 {
+    let targets = level_targets(version, keyspace, options);
+    let last = version.num_levels() - 1;
+    let mut inflow = if version.num_files(keyspace, 0) >= options.level0_compaction_trigger {
+        version.level_size(keyspace, 0)
+    } else {
+        0
+    };
+    let mut pending = u128::from(inflow);
+    for level in targets.base_level..last {
+        let size = version.level_size(keyspace, level).saturating_add(inflow);
+        let target = targets.max_bytes[level];
+        if size <= target {
+            inflow = 0;
+            continue;
+        }
+        let excess = size - target;
+        let next = version.level_size(keyspace, level + 1);
+        // excess * (1 + next / size), in integers.
+        pending += u128::from(excess) + u128::from(excess) * u128::from(next) / u128::from(size);
+        inflow = excess;
+    }
+    u64::try_from(pending).unwrap_or(u64::MAX)
+}
+
+/// The compaction keyspace `keyspace` needs most, if any level scores 1 or more.
+pub(crate) fn pick(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> Option<Compaction> {
+    let targets = level_targets(version, keyspace, options);
+    let mut scores = scores(version, keyspace, options, &targets);
+    // Highest first; the sort is stable, so ties keep the upper level first.
+    scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let &(level, score) = scores.first().filter(|(_, score)| *score >= 1.0)?;
+    let cmp = version.comparator();
+    let (inputs, output_level, reason) = if level == 0 {
+        (
+            version.files(keyspace, 0).to_vec(),
+            targets.base_level,
+            CompactionReason::Level0FileCount,
+        )
+    } else {
+        let file = least_overlapping_file(version, keyspace, level)?;
+        (vec![file], level + 1, CompactionReason::LevelScore)
+    };
+    Some(complete(
+        version,
+        keyspace,
+        &**cmp,
+        reason,
+        score,
+        level,
+        output_level,
+        inputs,
+    ))
+}
+
+/// The manual compaction of `level` of `keyspace` over `[start, end]` (`None`: unbounded), or
+/// `None` when the level holds nothing there or is the last level. From L0 every file is
+/// taken; deeper, every file of the level overlapping the range. The output level is the base
+/// level from L0, else the next level.
+pub(crate) fn pick_manual(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+    level: usize,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Option<Compaction> {
+    let last = version.num_levels() - 1;
+    if level >= last {
+        return None;
+    }
+    let cmp = version.comparator();
+    let files = version.files(keyspace, level);
+    let inputs: Vec<Arc<FileMetaData>> = if level == 0 {
+        files.to_vec()
+    } else {
+        files
+            .iter()
+            .filter(|f| {
+                start.is_none_or(|s| cmp.compare(f.largest.user_key(), s) != Ordering::Less)
+                    && end
+                        .is_none_or(|e| cmp.compare(f.smallest.user_key(), e) != Ordering::Greater)
+            })
+            .cloned()
+            .collect()
+    };
+    if inputs.is_empty() {
+        return None;
+    }
+    let output_level = if level == 0 {
+        level_targets(version, keyspace, options).base_level
+    } else {
+        level + 1
+    };
+    Some(complete(
+        version,
+        keyspace,
+        &**cmp,
+        CompactionReason::Manual,
+        0.0,
+        level,
+        output_level,
+        inputs,
+    ))
+}
+
+/// The file of `level` with the least overlap with the next level relative to its size
+/// (ties: the first by key). Rewriting it moves the most bytes down per byte rewritten.
+fn least_overlapping_file(
+    version: &Version,
+    keyspace: u32,
+    level: usize,
+) -> Option<Arc<FileMetaData>> {
+    let mut best: Option<(u128, u128, &Arc<FileMetaData>)> = None;
+    for file in version.files(keyspace, level) {
+        let overlap: u64 = version
+            .overlapping_files(
+                keyspace,
+                level + 1,
+                file.smallest.user_key(),
+                file.largest.user_key(),
+            )
+            .iter()
+            .map(|f| f.size)
+            .sum();
+        let (overlap, size) = (u128::from(overlap), u128::from(file.size.max(1)));
+        // overlap / size < best_overlap / best_size, without division.
+        let better = best
+            .is_none_or(|(best_overlap, best_size, _)| overlap * best_size < best_overlap * size);
+        if better {
+            best = Some((overlap, size, file));
+        }
+    }
+    best.map(|(_, _, file)| file.clone())
+}
+
+/// The user-key range `[smallest, largest]` of `files` (not empty).
+fn key_range<'a>(
+    cmp: &dyn Comparator,
+    files: impl Iterator<Item = &'a Arc<FileMetaData>>,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut range: Option<(&[u8], &[u8])> = None;
+    for file in files {
+        let (smallest, largest) = (file.smallest.user_key(), file.largest.user_key());
+        range = Some(match range {
+            None => (smallest, largest),
+            Some((lo, hi)) => (
+                if cmp.compare(smallest, lo).is_lt() {
+                    smallest
+                } else {
+                    lo
+                },
+                if cmp.compare(largest, hi).is_gt() {
+                    largest
+                } else {
+                    hi
+                },
+            ),
+        });
+    }
+    range.map(|(lo, hi)| (lo.to_vec(), hi.to_vec()))
+}
+
+/// Fills in the output-level inputs, grandparents, bottommost flags and the trivial-move
+/// decision for `inputs` of `start_level`.
+#[allow(clippy::too_many_arguments)]
+fn complete(
+    version: &Version,
+    keyspace: u32,
+    cmp: &dyn Comparator,
+    reason: CompactionReason,
+    score: f64,
+    start_level: usize,
+    output_level: usize,
+    inputs: Vec<Arc<FileMetaData>>,
+) -> Compaction {
+    let num_levels = version.num_levels();
+    let (smallest, largest) = key_range(cmp, inputs.iter()).unwrap_or_default();
+    let output_inputs = version.overlapping_files(keyspace, output_level, &smallest, &largest);
+    // The range of everything merged (invariant 2: the output-level inputs are contiguous, so
+    // their union with the inputs' range overlaps no other file of the output level).
+    let (smallest, largest) =
+        key_range(cmp, inputs.iter().chain(&output_inputs)).unwrap_or_default();
+    let grandparents = if output_level + 1 < num_levels {
+        version.overlapping_files(keyspace, output_level + 1, &smallest, &largest)
+    } else {
+        Vec::new()
+    };
+    let drop_tombstones = (output_level + 1..num_levels).all(|level| {
+        version
+            .overlapping_files(keyspace, level, &smallest, &largest)
+            .is_empty()
+    });
+    let bottommost_level =
+        (output_level + 1..num_levels).all(|level| version.num_files(keyspace, level) == 0);
+    let trivial_move = output_inputs.is_empty()
+        && (start_level > 0 && inputs.len() == 1 || start_level == 0 && disjoint(cmp, &inputs));
+    Compaction {
+        keyspace,
+        reason,
+        score,
+        start_level,
+        output_level,
+        inputs,
+        output_inputs,
+        grandparents,
+        drop_tombstones,
+        bottommost_level,
+        trivial_move,
+    }
+}
+
+/// Whether no two of `files` overlap by user key (so they can sit side by side in one level).
+fn disjoint(cmp: &dyn Comparator, files: &[Arc<FileMetaData>]) -> bool {
+    let mut sorted: Vec<&Arc<FileMetaData>> = files.iter().collect();
+    sorted.sort_by(|a, b| cmp.compare(a.smallest.user_key(), b.smallest.user_key()));
+    sorted.windows(2).all(|pair| {
+        let order = cmp.compare(pair[0].largest.user_key(), pair[1].smallest.user_key());
+        order.is_lt() || (order.is_eq() && pair[0].largest_is_exclusive())
+    })
+}

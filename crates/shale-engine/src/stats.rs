@@ -1,0 +1,82 @@
+//! [`DbStats`]: counters of compaction work and write stalls since open, kept as atomics that
+//! only background jobs and stalled write leaders touch (never the read path).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What the database did since it was opened ([`crate::Db::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DbStats {
+    /// Compactions that merged and rewrote their inputs.
+    pub compactions: u64,
+    /// Compactions that moved their inputs a level down without rewriting them.
+    pub trivial_moves: u64,
+    /// Manual compactions (`Db::compact_range`) among both.
+    pub manual_compactions: u64,
+    /// Bytes of table files compactions read (trivial moves read nothing).
+    pub compaction_bytes_read: u64,
+    /// Bytes of table files compactions wrote (trivial moves write nothing).
+    pub compaction_bytes_written: u64,
+    /// Write groups delayed because L0 reached `level0_slowdown_writes_trigger`.
+    pub stall_level0_slowdowns: u64,
+    /// Times writes stopped because L0 reached `level0_stop_writes_trigger`.
+    pub stall_level0_stops: u64,
+    /// Write groups delayed because the estimated compaction backlog reached
+    /// `soft_pending_compaction_bytes_limit`.
+    pub stall_pending_bytes_slowdowns: u64,
+    /// Times writes stopped because it reached `hard_pending_compaction_bytes_limit`.
+    pub stall_pending_bytes_stops: u64,
+    /// Times writes stopped because `max_write_buffer_number` memtables were full.
+    pub stall_memtable_stops: u64,
+    /// Microseconds writes spent stalled, for every reason.
+    pub stall_micros: u64,
+    /// The longest single stop, in microseconds.
+    pub longest_stop_micros: u64,
+}
+
+/// The counters behind [`DbStats`].
+#[derive(Debug, Default)]
+pub(crate) struct StatCounters {
+    pub compactions: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub manual_compactions: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub stall_level0_slowdowns: AtomicU64,
+    pub stall_level0_stops: AtomicU64,
+    pub stall_pending_bytes_slowdowns: AtomicU64,
+    pub stall_pending_bytes_stops: AtomicU64,
+    pub stall_memtable_stops: AtomicU64,
+    pub stall_micros: AtomicU64,
+    pub longest_stop_micros: AtomicU64,
+}
+
+impl StatCounters {
+    pub(crate) fn add(counter: &AtomicU64, value: u64) {
+        counter.fetch_add(value, Ordering::Relaxed);
+    }
+
+    /// Records a stop of `micros` microseconds (already counted by reason).
+    pub(crate) fn record_stop(&self, micros: u64) {
+        Self::add(&self.stall_micros, micros);
+        self.longest_stop_micros
+            .fetch_max(micros, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> DbStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        DbStats {
+            compactions: get(&self.compactions),
+            trivial_moves: get(&self.trivial_moves),
+            manual_compactions: get(&self.manual_compactions),
+            compaction_bytes_read: get(&self.compaction_bytes_read),
+            compaction_bytes_written: get(&self.compaction_bytes_written),
+            stall_level0_slowdowns: get(&self.stall_level0_slowdowns),
+            stall_level0_stops: get(&self.stall_level0_stops),
+            stall_pending_bytes_slowdowns: get(&self.stall_pending_bytes_slowdowns),
+            stall_pending_bytes_stops: get(&self.stall_pending_bytes_stops),
+            stall_memtable_stops: get(&self.stall_memtable_stops),
+            stall_micros: get(&self.stall_micros),
+            longest_stop_micros: get(&self.longest_stop_micros),
+        }
+    }
+}
