@@ -1,7 +1,9 @@
 //! A concurrent skiplist of encoded internal keys and values, with nodes in an [`Arena`]:
 //! inserts from many threads at once, without locks (CAS on each level's link, as `RocksDB`'s
 //! `InlineSkipList::InsertConcurrently`); reads without locks, concurrently with inserts.
-//! Nothing is ever removed.
+//! Nothing is ever removed. Recovery builds a list in one pass instead, from entries it has
+//! sorted, appending at the tail of each level ([`SkipList::append_sorted`]); the invariants
+//! below hold for both ways of building.
 //!
 //! A node, at an 8-byte aligned address inside the arena:
 //!
@@ -84,7 +86,13 @@ impl KeyComparator {
 
     /// Internal-key order: user key ascending, then trailer (seqno, kind) descending.
     #[inline]
-    fn compare(&self, a_user: &[u8], a_trailer: u64, b_user: &[u8], b_trailer: u64) -> Ordering {
+    pub(super) fn compare(
+        &self,
+        a_user: &[u8],
+        a_trailer: u64,
+        b_user: &[u8],
+        b_trailer: u64,
+    ) -> Ordering {
         self.compare_user(a_user, b_user)
             .then_with(|| b_trailer.cmp(&a_trailer))
     }
@@ -222,6 +230,51 @@ impl SkipList {
                     self.find_splice_for_level(user_key, trailer, prev[level], level);
             }
         }
+    }
+
+    /// Builds the list from entries in strictly ascending internal-key order, appending each
+    /// node at the tail of every level its tower reaches: O(height) per entry, no search, no
+    /// CAS. `&mut self` proves no reader or inserter can see the list meanwhile, so plain
+    /// (Relaxed) stores suffice; whoever shares the list afterwards (an `Arc` sent to another
+    /// thread, a mutex) publishes them. Invariant 3 holds because every level is appended to
+    /// in key order and a node joins levels `0..height` together; invariant 4 because the
+    /// order is strict: each entry is compared with the one before it, and the first that
+    /// is not above it stops the build with its index as the error (a list built on from
+    /// there would answer seeks wrongly; the caller discards it).
+    ///
+    /// Precondition: the list is empty.
+    pub(super) fn append_sorted<'a>(
+        &mut self,
+        entries: impl IntoIterator<Item = (&'a [u8], u64, &'a [u8])>,
+    ) -> Result<(), usize> {
+        assert!(
+            self.first().is_none(),
+            "append_sorted needs an empty skiplist"
+        );
+        let mut tails = [self.head; MAX_HEIGHT];
+        let mut list_height = self.max_height.load(MemoryOrder::Relaxed);
+        let mut previous: Option<NonNull<Node>> = None;
+        for (index, (user_key, trailer, value)) in entries.into_iter().enumerate() {
+            if let Some(previous) = previous {
+                if self.compare_node(previous, user_key, trailer) != Ordering::Less {
+                    self.max_height.store(list_height, MemoryOrder::Relaxed);
+                    return Err(index);
+                }
+            }
+            let height = random_height();
+            let node = allocate_node(&self.arena, height, user_key, trailer, value);
+            for (level, tail) in tails.iter_mut().enumerate().take(height) {
+                // SAFETY: `tail` is the head or a node linked at `level` (so its tower has a
+                // link there), alive in this arena (invariant 1); `node` is fully written
+                // (invariant 2) and `&mut self` excludes every other access.
+                unsafe { link(*tail, level).store(node.as_ptr(), MemoryOrder::Relaxed) };
+                *tail = node;
+            }
+            list_height = list_height.max(height);
+            previous = Some(node);
+        }
+        self.max_height.store(list_height, MemoryOrder::Relaxed);
+        Ok(())
     }
 
     /// The first entry, if any.
