@@ -386,7 +386,7 @@ fn build_memtables(
     full_runs.extend(open_runs);
     let mut memtables: BTreeMap<u32, Vec<FrozenMemTable>> = BTreeMap::new();
     // `full_runs` holds each keyspace's runs oldest first (the open ones came last).
-    for (id, mut run) in full_runs {
+    for (id, run) in full_runs {
         let write_buffer_size = keyspace_options
             .get(&id)
             .map_or(options.default_keyspace.write_buffer_size, |(_, o)| {
@@ -396,7 +396,7 @@ fn build_memtables(
             options.comparator.clone(),
             versions.new_file_number(),
             write_buffer_size,
-            &mut run.entries,
+            &run.entries,
             SORT_THREADS,
         )?;
         memtables.entry(id).or_default().push(FrozenMemTable {

@@ -74,6 +74,11 @@ impl KeyComparator {
         KeyComparator { user, bytewise }
     }
 
+    /// Whether user keys are compared bytewise (the comparator calls itself bytewise).
+    pub(super) fn is_bytewise(&self) -> bool {
+        self.bytewise
+    }
+
     /// Compares user keys.
     #[inline]
     pub(super) fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
