@@ -1,17 +1,22 @@
 //! Building a memtable in one pass from writes known up front (WAL replay at open): sort them
-//! once, then append to the skiplist's tails ([`SkipList::append_sorted`]) instead of one
+//! once, then append to the skiplist's tails (`SkipList::append_sorted`) instead of one
 //! random insert each. Inserting a few million random keys one by one costs a cache miss per
-//! skiplist level; a sort and an append are sequential.
+//! skiplist level; a sort and an append are sequential. [`MemTable::from_unsorted`] splits the
+//! writes into key ranges, sorts and builds each on its own thread
+//! (`SkipList::build_segment`) and attaches the parts in order
+//! (`SkipList::attach_segments`).
 //!
 //! Invariants (besides the memtable's and the skiplist's, which a bulk-built memtable keeps):
 //! 1. The result equals, entry for entry, a memtable that got the same writes through
 //!    [`MemTable::add`] in any order: the same point entries in internal-key order (user key
 //!    ascending by the comparator, then seqno descending), the same range tombstones and the
 //!    same counters.
-//! 2. Point entries reach `append_sorted` in strictly ascending internal-key order, or the
-//!    build fails with an error naming the entry; nothing half-built is returned.
+//! 2. Point entries reach the skiplist in strictly ascending internal-key order (within each
+//!    key range, and across the ranges when they are attached), or the build fails with an
+//!    error naming the entry; nothing half-built is returned.
+//! 3. Every key range holds only keys at or below every key of the next range (order
+//!    statistics), so ranges sorted on their own and attached in order are sorted as a whole.
 
-use std::cmp::Ordering;
 use std::sync::atomic::Ordering as MemoryOrder;
 use std::sync::Arc;
 
@@ -88,7 +93,13 @@ impl MemTable {
         for (seqno, start, end) in tombstones {
             table.add_range_tombstone(seqno, start, end);
         }
-        let shard = &table.stats[0];
+        table.set_counts(&counts);
+        Ok(table)
+    }
+
+    /// Stores counters gathered by a bulk build (shard 0 holds them all).
+    fn set_counts(&self, counts: &Counts) {
+        let shard = &self.stats[0];
         shard.entries.store(counts.entries, MemoryOrder::Relaxed);
         shard
             .deletions
@@ -99,17 +110,20 @@ impl MemTable {
         shard
             .max_seqno
             .store(counts.max_seqno, MemoryOrder::Relaxed);
-        Ok(table)
     }
 
-    /// A memtable holding `entries` in any order: sorts them (on up to `threads` threads, each
-    /// sorting a slice, merged as the skiplist is built), then [`MemTable::from_sorted`].
+    /// A memtable holding `entries` in any order (the same rules as
+    /// [`MemTable::from_sorted`] otherwise). With `threads > 1` (and enough entries) the
+    /// point entries are split into that many key ranges (by order statistics, in linear
+    /// time), and one thread per range sorts it and builds its part of the skiplist
+    /// (`SkipList::build_segment`); the parts are
+    /// then attached in key order.
     ///
     /// The sort moves each entry with, for the bytewise comparator, the first 8 bytes of its
     /// user key as an integer, which decides most comparisons without reading the key (it
     /// lies somewhere in the decoded WAL records: a cache miss per look); other comparators
-    /// compare the keys. The build then reads the sorted entries in order and fetches each
-    /// key and value ahead of need ([`prefetch`]).
+    /// compare the keys. The build reads the sorted entries in order and fetches each key and
+    /// value ahead of need ([`prefetch`]).
     pub fn from_unsorted(
         comparator: Arc<dyn Comparator>,
         id: u64,
@@ -117,15 +131,28 @@ impl MemTable {
         entries: &[MemTableEntry<'_>],
         threads: usize,
     ) -> Result<MemTable> {
-        let order = KeyComparator::new(comparator.clone());
+        let mut table = Self::for_write_buffer(comparator.clone(), id, write_buffer_size);
+        let order = KeyComparator::new(comparator);
         let bytewise = order.is_bytewise();
-        let mut keys: Vec<SortKey<'_>> = entries
-            .iter()
-            .map(|e| SortKey {
+        let mut counts = Counts::default();
+        let mut keys: Vec<SortKey<'_>> = Vec::with_capacity(entries.len());
+        for (index, e) in entries.iter().enumerate() {
+            if e.seqno > MAX_SEQNO {
+                return Err(Error::InvalidArgument(format!(
+                    "bulk memtable entry {index} has seqno {}, above the largest {MAX_SEQNO}",
+                    e.seqno
+                )));
+            }
+            counts.note(e);
+            if e.kind == ValueKind::RangeDeletion {
+                table.add_range_tombstone(e.seqno, e.user_key, e.value);
+                continue;
+            }
+            keys.push(SortKey {
                 prefix: if bytewise { key_prefix(e.user_key) } else { 0 },
                 entry: *e,
-            })
-            .collect();
+            });
+        }
         // Ties of the prefix fall back to the full internal-key order, and a smaller prefix
         // means a smaller key (zero padding sorts a short key before any longer key it
         // prefixes, as bytewise order does), so this is the internal-key order.
@@ -136,21 +163,54 @@ impl MemTable {
             })
         };
         let threads = threads.clamp(1, (keys.len() / MIN_PER_THREAD).max(1));
-        let per_run = keys.len().div_ceil(threads).max(1);
-        if threads == 1 {
-            keys.sort_unstable_by(compare);
+        // Key ranges: everything in a range sorts at or below everything in the next.
+        let mut ranges: Vec<(usize, &mut [SortKey<'_>])> = Vec::with_capacity(threads);
+        let mut rest: &mut [SortKey<'_>] = &mut keys;
+        let mut offset = 0;
+        for left in (2..=threads).rev() {
+            let at = rest.len() / left;
+            rest.select_nth_unstable_by(at, compare);
+            let (range, tail) = rest.split_at_mut(at);
+            ranges.push((offset, range));
+            offset += at;
+            rest = tail;
+        }
+        ranges.push((offset, rest));
+        let list = &table.list;
+        let build = |(offset, range): (usize, &mut [SortKey<'_>])| {
+            range.sort_unstable_by(compare);
+            list.build_segment(Prefetching {
+                keys: range,
+                next: 0,
+            })
+            .map_err(|index| offset + index)
+        };
+        let segments: Vec<_> = if ranges.len() == 1 {
+            ranges.into_iter().map(build).collect()
         } else {
             std::thread::scope(|scope| {
-                for run in keys.chunks_mut(per_run) {
-                    scope.spawn(|| run.sort_unstable_by(compare));
-                }
-            });
-        }
-        let merged = MergeRuns {
-            runs: keys.chunks(per_run).map(|run| (run, 0)).collect(),
-            compare: &compare,
+                let handles: Vec<_> = ranges
+                    .into_iter()
+                    .map(|range| scope.spawn(|| build(range)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
         };
-        Self::from_sorted(comparator, id, write_buffer_size, merged)
+        let attached = segments
+            .into_iter()
+            .collect::<std::result::Result<Vec<_>, usize>>()
+            .and_then(|segments| table.list.attach_segments(segments));
+        if let Err(point) = attached {
+            return Err(Error::InvalidArgument(format!(
+                "bulk memtable point entry {point} (in sorted order) is not above the one \
+                 before it in internal-key order (a duplicate seqno)"
+            )));
+        }
+        table.set_counts(&counts);
+        Ok(table)
     }
 }
 
@@ -169,7 +229,7 @@ fn key_prefix(key: &[u8]) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
-/// How many entries ahead of the build [`MergeRuns`] fetches keys and values.
+/// How many entries ahead of the build [`Prefetching`] fetches keys and values.
 const PREFETCH_DISTANCE: usize = 8;
 
 /// Asks the CPU to start loading the cache line at `bytes` (a hint: no effect on results).
@@ -215,38 +275,24 @@ impl Counts {
     }
 }
 
-/// Merges sorted runs (few: one per sorting thread) by repeatedly taking the smallest head,
-/// fetching the key and value of the entry [`PREFETCH_DISTANCE`] places behind each taken one.
-struct MergeRuns<'r, 'a, F> {
-    /// Each run with the position of its head.
-    runs: Vec<(&'r [SortKey<'a>], usize)>,
-    compare: &'r F,
+/// Sorted entries as `build_segment` takes them, fetching the key and value of the entry
+/// [`PREFETCH_DISTANCE`] places ahead of each one handed out.
+struct Prefetching<'r, 'a> {
+    keys: &'r [SortKey<'a>],
+    next: usize,
 }
 
-impl<'a, F> Iterator for MergeRuns<'_, 'a, F>
-where
-    F: Fn(&SortKey<'a>, &SortKey<'a>) -> Ordering,
-{
-    type Item = MemTableEntry<'a>;
+impl<'a> Iterator for Prefetching<'_, 'a> {
+    type Item = (&'a [u8], u64, &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let mut best: Option<(usize, &SortKey<'a>)> = None;
-        for (index, (run, position)) in self.runs.iter().enumerate() {
-            if let Some(head) = run.get(*position) {
-                if best.is_none_or(|(_, b)| (self.compare)(head, b) == Ordering::Less) {
-                    best = Some((index, head));
-                }
-            }
-        }
-        let (index, head) = best?;
-        let head = head.entry;
-        let (run, position) = &mut self.runs[index];
-        *position += 1;
-        if let Some(ahead) = run.get(*position + PREFETCH_DISTANCE) {
+        let entry = self.keys.get(self.next)?.entry;
+        if let Some(ahead) = self.keys.get(self.next + PREFETCH_DISTANCE) {
             prefetch(ahead.entry.user_key);
             prefetch(ahead.entry.value);
         }
-        Some(head)
+        self.next += 1;
+        Some((entry.user_key, entry.trailer(), entry.value))
     }
 }
 
@@ -255,6 +301,7 @@ mod tests {
     use super::*;
     use crate::iterator::InternalIterator;
     use shale_sst::{BytewiseComparator, InternalKey};
+    use std::cmp::Ordering;
 
     /// Writes with many versions per user key (seqnos shuffled), some deletions and range
     /// deletions, as a WAL replay sees them.
@@ -500,6 +547,12 @@ mod tests {
         assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, seqno_ascending).is_err());
         let duplicate = [entry(3, b"a"), entry(3, b"a")];
         assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, duplicate).is_err());
+        // The parallel build checks the same across its key ranges.
+        let many: Vec<_> = (0..40_000u64)
+            .map(|i| entry(1 + (i % 20_000), if i % 2 == 0 { b"x" } else { b"y" }))
+            .collect();
+        let err = MemTable::from_unsorted(comparator.clone(), 5, 64 << 20, &many, 2).unwrap_err();
+        assert!(err.to_string().contains("duplicate"), "{err}");
         let too_big = [entry(MAX_SEQNO + 1, b"a")];
         assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, too_big).is_err());
         let sorted = [entry(3, b"a"), entry(1, b"a"), entry(2, b"b")];
