@@ -22,7 +22,7 @@ pub use db_iter::{DbIter, DbIterOptions};
 pub use error::{Error, Result};
 pub use iterator::{InternalIterator, VecIterator};
 pub use level_iter::{LevelFile, LevelIter, TableOpener};
-pub use memtable::{MemTable, MemTableIter};
+pub use memtable::{MemTable, MemTableEntry, MemTableIter};
 pub use merging_iter::MergingIter;
 pub use options_file::{
     options_file_name, parse_options_file_name, OptionsFile, OPTIONS_FORMAT_VERSION,

@@ -1,11 +1,37 @@
-//! Opening a database: lock, read the MANIFEST, replay the WALs, flush what they held, start
-//! a new WAL.
+//! Opening a database: lock, read the MANIFEST, replay the WALs into memtables, record where
+//! each replayed WAL ends, start a new WAL.
 //!
-//! Recovery writes every replayed memtable as an L0 table before the database accepts writes
-//! (`RocksDB`'s default), so after open no old WAL is needed: a torn tail the recovery mode
-//! tolerated can never sit in the middle of the WAL sequence later, which docs/format/wal.md
-//! requires. The cost is bounded by `write_buffer_size * max_write_buffer_number` per
-//! keyspace, the most a crash can leave unflushed.
+//! Replay does not insert the writes one by one into a skiplist (a cache miss per level per
+//! entry): it decodes every WAL record, cuts each keyspace's writes, in WAL order, into runs
+//! of about `write_buffer_size` (what one memtable would have held), sorts each run once and
+//! bulk-builds its memtable ([`MemTable::from_unsorted`]). The memtables become the
+//! keyspace's frozen memtables, oldest first, each with the number of the WAL holding its
+//! first write; the background flushes them like any frozen memtable, and their WALs stay
+//! until then (the keyspace's log number in the MANIFEST advances only with those flushes).
+//! Writes are accepted as soon as the open returns.
+//!
+//! Not flushing at open leaves the replayed WALs in the middle of the WAL sequence, so a later
+//! recovery reads them again, with newer WALs after them. A tail the recovery mode tolerated
+//! (a torn write that was never acknowledged) would then be damage in an older WAL, which
+//! docs/format/wal.md treats as corruption, and `SkipAnyCorruptedRecords` could even resurrect
+//! records behind it. So the open records in the MANIFEST, before the database accepts a
+//! write, where each replayed WAL's valid data ends (`WAL_END`, docs/format/manifest.md), and
+//! a later recovery reads such a WAL only up to there ([`LogReader::with_end`]).
+//!
+//! Invariants:
+//! 1. Before the `WAL_END` edit is written, every replayed WAL is synced: a recorded end never
+//!    lies beyond data a machine crash could still lose, and the replayed writes, which newer
+//!    acknowledged writes may depend on, are as durable as the WAL writes after them.
+//! 2. A WAL with a recorded end holds exactly the records before that end. Reading it ending
+//!    elsewhere (damage before the end, a file shorter than it, a missing file) is damage in
+//!    the middle of the WAL sequence, judged by the recovery mode as for any WAL that is not
+//!    the newest; the bytes after the end are never read.
+//! 3. Every keyspace's frozen memtables cover consecutive stretches of the WAL history, oldest
+//!    first, with non-decreasing log numbers; the oldest one's is the keyspace's log number in
+//!    the MANIFEST, so the WALs kept in memory's view (`oldest_needed_log`) are exactly those
+//!    a recovery would read (keyspace.rs invariant 2, flush.rs invariant 2).
+//! 4. A keyspace that got no replayed write has its log number set to the new WAL in the open's
+//!    edit, so an idle keyspace never pins old WALs.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,17 +42,25 @@ use shale_sst::SeqNo;
 use crate::batch::WriteBatch;
 use crate::db::{DbInner, DbState, WalState, DEFAULT_KEYSPACE_ID};
 use crate::error::{Error, Result};
-use crate::flush::{database_exists, delete_obsolete_files, write_memtable};
-use crate::keyspace::KeyspaceState;
-use crate::memtable::MemTable;
+use crate::flush::{database_exists, delete_obsolete_files};
+use crate::keyspace::{FrozenMemTable, KeyspaceState};
+use crate::memtable::{MemTable, MemTableEntry};
 use crate::options::{KeyspaceOptions, Options};
 use crate::options_file::OptionsFile;
-use crate::version::{VersionEdit, VersionSet};
+use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::format::{log_file_name, parse_log_file_name};
 use crate::wal::{LogReader, RecoveryMode};
 
 /// Levels per keyspace.
 pub(crate) const NUM_LEVELS: usize = 7;
+
+/// Threads that sort a replayed memtable's writes.
+const SORT_THREADS: usize = 2;
+
+/// Bytes a memtable entry costs besides its key and value: the skiplist node (two lengths,
+/// about two links on average), the internal key's trailer and alignment. Used to cut replay
+/// into memtables of about `write_buffer_size`.
+const ENTRY_OVERHEAD: usize = 40;
 
 /// Opens the database in `dir` (see the module docs).
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
@@ -34,37 +68,46 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     fs.create_dir_all(dir)?;
     let lock = fs.lock(&dir.join("LOCK"))?;
     let (mut versions, persisted) = load_versions(dir, &options)?;
-    let keyspace_options = |name: &str| -> KeyspaceOptions {
-        let section = OptionsFile::keyspace_section(name);
-        persisted.as_ref().map_or_else(
-            || options.default_keyspace.clone(),
-            |file| KeyspaceOptions::from_pairs(file.section(&section), &options.default_keyspace),
-        )
-    };
-    let replayed = replay_wals(&options, dir, &mut versions)?;
-    let wal_number = versions.new_file_number();
     let version = versions.current();
-    let mut keyspaces = BTreeMap::new();
-    for (id, name) in version.keyspaces() {
-        let own_options = keyspace_options(&name);
-        let mem = Arc::new(MemTable::for_write_buffer(
-            options.comparator.clone(),
-            versions.new_file_number(),
-            own_options.write_buffer_size,
-        ));
-        keyspaces.insert(
-            id,
-            KeyspaceState::new(id, name, own_options, mem, wal_number, version.clone()),
-        );
-    }
-    if !keyspaces.contains_key(&DEFAULT_KEYSPACE_ID) {
+    let keyspace_options: BTreeMap<u32, (String, KeyspaceOptions)> = version
+        .keyspaces()
+        .into_iter()
+        .map(|(id, name)| {
+            let section = OptionsFile::keyspace_section(&name);
+            let own = persisted.as_ref().map_or_else(
+                || options.default_keyspace.clone(),
+                |file| {
+                    KeyspaceOptions::from_pairs(file.section(&section), &options.default_keyspace)
+                },
+            );
+            (id, (name, own))
+        })
+        .collect();
+    if !keyspace_options.contains_key(&DEFAULT_KEYSPACE_ID) {
         return Err(Error::Corruption {
             file: dir.join("CURRENT"),
             offset: 0,
             detail: "the MANIFEST has no default keyspace".into(),
         });
     }
-    flush_replayed(
+    let wals = read_wals(&options, dir, &version)?;
+    let mut replayed =
+        build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
+    drop(wals);
+    let wal_number = versions.new_file_number();
+    let mut keyspaces = BTreeMap::new();
+    for (id, (name, own_options)) in keyspace_options {
+        let mem = Arc::new(MemTable::for_write_buffer(
+            options.comparator.clone(),
+            versions.new_file_number(),
+            own_options.write_buffer_size,
+        ));
+        let mut keyspace =
+            KeyspaceState::new(id, name, own_options, mem, wal_number, version.clone());
+        keyspace.imm = replayed.memtables.remove(&id).unwrap_or_default().into();
+        keyspaces.insert(id, keyspace);
+    }
+    record_replay(
         &options,
         dir,
         &mut versions,
@@ -137,9 +180,10 @@ fn load_versions(dir: &Path, options: &Options) -> Result<(VersionSet, Option<Op
     Ok((versions, persisted))
 }
 
-/// Writes what the WALs held as L0 tables and points every keyspace at the new WAL, in one
-/// MANIFEST edit: after it, no older WAL is needed.
-fn flush_replayed(
+/// Syncs the replayed WALs (invariant 1), then records in one MANIFEST edit where each
+/// replayed WAL ends, the new WAL as the log number of every keyspace that got no replayed
+/// write (invariant 4), and the last sequence number replayed.
+fn record_replay(
     options: &Options,
     dir: &Path,
     versions: &mut VersionSet,
@@ -148,94 +192,222 @@ fn flush_replayed(
     wal_number: u64,
 ) -> Result<()> {
     let fs = &*options.file_system;
+    let version = versions.current();
     let mut edit = VersionEdit::new();
-    for (id, mem) in &replayed.memtables {
-        let Some(keyspace) = keyspaces.get(id) else {
-            continue;
-        };
-        let number = versions.new_file_number();
-        if let Some(meta) =
-            write_memtable(fs, dir, &options.comparator, mem, number, &keyspace.options)?
-        {
-            edit.add_file(*id, 0, meta);
+    for &(number, end) in &replayed.wal_ends {
+        if end > 0 && fs.exists(&dir.join(log_file_name(number)))? {
+            fs.open_append(&dir.join(log_file_name(number)))?
+                .sync_data()?;
+        }
+        if version.wal_end(number) != Some(end) {
+            edit.set_wal_end(number, end);
         }
     }
-    for id in keyspaces.keys() {
-        edit.set_log_number(*id, wal_number);
+    for (id, keyspace) in keyspaces {
+        if keyspace.imm.is_empty() {
+            edit.set_log_number(*id, wal_number);
+        }
     }
     let last_seqno = replayed.last_seqno.max(versions.last_sequence());
     versions.set_last_sequence(last_seqno);
-    fs.sync_dir(dir)?;
     versions.log_and_apply(edit)
 }
 
-/// What WAL replay produced.
-struct Replayed {
-    memtables: BTreeMap<u32, Arc<MemTable>>,
-    last_seqno: SeqNo,
+/// The WAL records replay keeps, in WAL order, and where each WAL's valid data ends.
+struct WalContents {
+    /// (log number, batch), oldest first.
+    batches: Vec<(u64, WriteBatch)>,
+    /// (log number, end of valid data) of every WAL at or above the oldest needed one.
+    ends: Vec<(u64, u64)>,
 }
 
-/// Replays every WAL the MANIFEST says may hold unflushed data, in order.
-fn replay_wals(options: &Options, dir: &Path, versions: &mut VersionSet) -> Result<Replayed> {
+/// What replay produced.
+struct Replayed {
+    /// Per keyspace, the frozen memtables, oldest first.
+    memtables: BTreeMap<u32, Vec<FrozenMemTable>>,
+    last_seqno: SeqNo,
+    wal_ends: Vec<(u64, u64)>,
+}
+
+/// Reads every WAL the MANIFEST says may hold unflushed data, oldest first, each up to its
+/// recorded end if it has one, judging damage by the recovery mode (invariant 2).
+fn read_wals(options: &Options, dir: &Path, version: &Version) -> Result<WalContents> {
     let fs = &options.file_system;
-    let version = versions.current();
-    let keyspaces = version.keyspaces();
-    let min_log = keyspaces
+    let mode = options.wal_recovery_mode;
+    let min_log = version
+        .keyspaces()
         .iter()
         .filter_map(|(id, _)| version.log_number(*id))
         .min()
         .unwrap_or(0);
-    let mut logs: Vec<u64> = fs
+    let on_disk: Vec<u64> = fs
         .list(dir)?
         .iter()
         .filter_map(|n| parse_log_file_name(n))
         .filter(|n| *n >= min_log)
         .collect();
+    let mut logs: Vec<u64> = on_disk.clone();
+    logs.extend(version.wal_ends().keys().filter(|n| **n >= min_log));
     logs.sort_unstable();
-    let mut memtables: BTreeMap<u32, Arc<MemTable>> = BTreeMap::new();
-    let mut last_seqno = 0;
+    logs.dedup();
+    let mut contents = WalContents {
+        batches: Vec::new(),
+        ends: Vec::new(),
+    };
+    let mut stopped = false;
     for (position, &number) in logs.iter().enumerate() {
-        let path = dir.join(log_file_name(number));
-        let file = fs.open_read(&path)?;
-        let mut reader = LogReader::new(file, number, options.wal_recovery_mode)?;
-        while let Some((record, offset)) = reader.read_record()? {
-            let batch = WriteBatch::from_wal_record(record, &path, offset)?;
-            for entry in batch.iter() {
-                let flushed_through = version.log_number(entry.keyspace);
-                // Dropped keyspace, or data already in tables.
-                if flushed_through.is_none_or(|log| number < log) {
-                    continue;
-                }
-                let mem = memtables
-                    .entry(entry.keyspace)
-                    .or_insert_with(|| Arc::new(MemTable::new(options.comparator.clone(), 0)));
-                mem.add(entry.seqno, entry.kind, entry.key, entry.value);
-                last_seqno = last_seqno.max(entry.seqno);
-            }
+        if stopped {
+            // PointInTime stopped at an earlier WAL: nothing here is part of the recovered
+            // history, and a later recovery must not read it either.
+            contents.ends.push((number, 0));
+            continue;
         }
-        let is_last = position + 1 == logs.len();
-        if let Some(end) = reader.end() {
-            if end.is_damage() {
-                match options.wal_recovery_mode {
-                    RecoveryMode::PointInTime => break, // everything after the damage is dropped
-                    RecoveryMode::TolerateCorruptedTailRecords if !is_last => {
-                        return Err(Error::Corruption {
-                            file: path,
-                            offset: reader.last_record_end(),
-                            detail: format!(
-                                "WAL {number} ends damaged but newer WALs follow it ({end:?}); \
-                                 a torn tail is only possible in the newest WAL"
-                            ),
-                        });
-                    }
-                    _ => {}
+        let path = dir.join(log_file_name(number));
+        let recorded = version.wal_end(number);
+        let (end, damage) = if on_disk.binary_search(&number).is_ok() {
+            let file = fs.open_read(&path)?;
+            let mut reader = LogReader::with_end(file, number, mode, recorded)?;
+            while let Some((record, offset)) = reader.read_record()? {
+                let batch = WriteBatch::from_wal_record(record, &path, offset)?;
+                contents.batches.push((number, batch));
+            }
+            let end = reader.last_record_end();
+            let damage = match (reader.end(), recorded) {
+                (Some(log_end), _) if log_end.is_damage() => Some(format!("{log_end:?}")),
+                (_, Some(recorded)) if recorded != end => Some(format!(
+                    "its records end at {end}, but an earlier open recorded its valid data \
+                     ending at {recorded}"
+                )),
+                _ => None,
+            };
+            (end, damage)
+        } else if recorded.is_some_and(|r| r > 0) {
+            (
+                0,
+                Some(format!(
+                    "the file is missing, but an earlier open recorded its valid data ending \
+                     at {}",
+                    recorded.unwrap_or(0)
+                )),
+            )
+        } else {
+            (0, None)
+        };
+        contents.ends.push((number, end));
+        let Some(damage) = damage else { continue };
+        // A WAL with a recorded end was sealed by an earlier open; any other WAL but the
+        // newest was synced before the next one got its first record.
+        let sealed = recorded.is_some() || position + 1 < logs.len();
+        match mode {
+            RecoveryMode::PointInTime => stopped = true,
+            RecoveryMode::TolerateCorruptedTailRecords | RecoveryMode::AbsoluteConsistency
+                if sealed =>
+            {
+                return Err(Error::Corruption {
+                    file: path,
+                    offset: end,
+                    detail: format!(
+                        "WAL {number} is damaged where it cannot be a torn tail ({damage}): \
+                         {}; PointInTime or SkipAnyCorruptedRecords recovery would open it",
+                        if recorded.is_some() {
+                            "an earlier open recorded where its valid data ends"
+                        } else {
+                            "newer WALs follow it, and a torn tail is only possible in the \
+                             newest WAL"
+                        }
+                    ),
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(contents)
+}
+
+/// Cuts each keyspace's replayed writes, in WAL order, into memtables of about
+/// `write_buffer_size` and bulk-builds them (invariant 3).
+fn build_memtables(
+    options: &Options,
+    version: &Version,
+    keyspace_options: &BTreeMap<u32, (String, KeyspaceOptions)>,
+    wals: &WalContents,
+    versions: &mut VersionSet,
+) -> Result<Replayed> {
+    /// A keyspace's writes for one memtable, not yet sorted.
+    struct Run<'a> {
+        log_number: u64,
+        entries: Vec<MemTableEntry<'a>>,
+        bytes: usize,
+    }
+    let mut open_runs: BTreeMap<u32, Run<'_>> = BTreeMap::new();
+    let mut full_runs: Vec<(u32, Run<'_>)> = Vec::new();
+    let mut first_run_done = std::collections::BTreeSet::new();
+    let mut last_seqno = 0;
+    for (number, batch) in &wals.batches {
+        for entry in batch.iter() {
+            // Dropped keyspace, or data already in tables.
+            if version
+                .log_number(entry.keyspace)
+                .is_none_or(|log| *number < log)
+            {
+                continue;
+            }
+            let Some((_, own)) = keyspace_options.get(&entry.keyspace) else {
+                continue;
+            };
+            last_seqno = last_seqno.max(entry.seqno);
+            let first_run = !first_run_done.contains(&entry.keyspace);
+            let run = open_runs.entry(entry.keyspace).or_insert_with(|| Run {
+                // The oldest memtable keeps the keyspace's log number from the MANIFEST, so
+                // the WALs the database keeps are the ones a recovery would read.
+                log_number: if first_run {
+                    version.log_number(entry.keyspace).unwrap_or(*number)
+                } else {
+                    *number
+                },
+                entries: Vec::new(),
+                bytes: 0,
+            });
+            run.entries.push(MemTableEntry {
+                seqno: entry.seqno,
+                kind: entry.kind,
+                user_key: entry.key,
+                value: entry.value,
+            });
+            run.bytes += entry.key.len() + entry.value.len() + ENTRY_OVERHEAD;
+            if run.bytes >= own.write_buffer_size {
+                if let Some(run) = open_runs.remove(&entry.keyspace) {
+                    full_runs.push((entry.keyspace, run));
+                    first_run_done.insert(entry.keyspace);
                 }
             }
         }
     }
+    full_runs.extend(open_runs);
+    let mut memtables: BTreeMap<u32, Vec<FrozenMemTable>> = BTreeMap::new();
+    // `full_runs` holds each keyspace's runs oldest first (the open ones came last).
+    for (id, run) in full_runs {
+        let write_buffer_size = keyspace_options
+            .get(&id)
+            .map_or(options.default_keyspace.write_buffer_size, |(_, o)| {
+                o.write_buffer_size
+            });
+        let mem = MemTable::from_unsorted(
+            options.comparator.clone(),
+            versions.new_file_number(),
+            write_buffer_size,
+            &run.entries,
+            SORT_THREADS,
+        )?;
+        memtables.entry(id).or_default().push(FrozenMemTable {
+            mem: Arc::new(mem),
+            log_number: run.log_number,
+        });
+    }
     Ok(Replayed {
         memtables,
         last_seqno,
+        wal_ends: wals.ends.clone(),
     })
 }
 

@@ -106,6 +106,7 @@ fn full_edit() -> VersionEdit {
         new_files: Vec::new(),
         log_numbers: vec![(0, 12), (7, u64::MAX)],
         dropped_keyspaces: vec![3, u32::MAX],
+        wal_ends: vec![(12, 0), (u64::MAX, u64::MAX)],
     };
     let mut m = meta(44, "a", "\u{0}\u{ff}zz", (0, MAX_SEQNO));
     m.size = u64::MAX;
@@ -133,6 +134,7 @@ fn edit_round_trips_every_field() {
         "created 1700000000",
         "log number keyspace 7: 18446744073709551615",
         "drop keyspace 3",
+        "wal end 000012.wal: 0",
     ] {
         assert!(text.contains(needle), "{needle:?} not in\n{text}");
     }
@@ -1212,6 +1214,7 @@ fn describe_record(out: &mut String, record: &[u8]) {
         "NEW_FILE",
         "LOG_NUMBER",
         "DROP_KEYSPACE",
+        "WAL_END",
     ];
     let mut at = 0;
     while at < record.len() {
@@ -1244,6 +1247,7 @@ fn golden_printout() -> String {
     let mut edit = VersionEdit::new();
     edit.delete_file(id, 0, 3);
     edit.add_file(id, 1, meta(3, "apple", "cherry", (1, 7)));
+    edit.set_wal_end(4, 4096);
     set.log_and_apply(edit).unwrap();
 
     let mut out = String::new();

@@ -7,6 +7,10 @@
 //! sequence number after a group's inserts finish, and readers pass it (or an older snapshot)
 //! as `snapshot`; entries with larger sequence numbers may already be in the skiplist.
 //!
+//! At open, WAL replay builds memtables in one pass from sorted writes instead
+//! ([`MemTable::from_sorted`], [`MemTable::from_unsorted`], in [`bulk`]); such a memtable is
+//! then frozen and never added to.
+//!
 //! Range deletions are kept apart, in a list read with [`MemTable::range_tombstones`], and not
 //! in the skiplist: iterators yield point entries only, as table iterators do, and the Db
 //! applies tombstones from every source the same way.
@@ -21,7 +25,10 @@
 //!    e.g. by the Db's Release store of the visible sequence) they are exact.
 
 mod arena;
+mod bulk;
 mod skiplist;
+
+pub use self::bulk::MemTableEntry;
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as MemoryOrder};
@@ -105,20 +112,7 @@ impl MemTable {
     pub fn add(&self, seqno: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         debug_assert!(seqno <= MAX_SEQNO, "seqno {seqno} exceeds 56 bits");
         match kind {
-            ValueKind::RangeDeletion => {
-                self.range_tombstone_bytes.fetch_add(
-                    std::mem::size_of::<RangeTombstone>() + user_key.len() + value.len(),
-                    MemoryOrder::Relaxed,
-                );
-                self.range_tombstones
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(RangeTombstone {
-                        start: user_key.to_vec(),
-                        end: value.to_vec(),
-                        seqno,
-                    });
-            }
+            ValueKind::RangeDeletion => self.add_range_tombstone(seqno, user_key, value),
             ValueKind::Value | ValueKind::Deletion => {
                 self.list
                     .insert(user_key, (seqno << 8) | u64::from(kind.tag()), value);
@@ -131,6 +125,21 @@ impl MemTable {
         if kind == ValueKind::Deletion {
             shard.deletions.fetch_add(1, MemoryOrder::Relaxed);
         }
+    }
+
+    fn add_range_tombstone(&self, seqno: SeqNo, start: &[u8], end: &[u8]) {
+        self.range_tombstone_bytes.fetch_add(
+            std::mem::size_of::<RangeTombstone>() + start.len() + end.len(),
+            MemoryOrder::Relaxed,
+        );
+        self.range_tombstones
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(RangeTombstone {
+                start: start.to_vec(),
+                end: end.to_vec(),
+                seqno,
+            });
     }
 
     /// The newest point entry (a value or a deletion) of `user_key` with a sequence number

@@ -1,7 +1,9 @@
 //! A concurrent skiplist of encoded internal keys and values, with nodes in an [`Arena`]:
 //! inserts from many threads at once, without locks (CAS on each level's link, as `RocksDB`'s
 //! `InlineSkipList::InsertConcurrently`); reads without locks, concurrently with inserts.
-//! Nothing is ever removed.
+//! Nothing is ever removed. Recovery builds a list in one pass instead, from entries it has
+//! sorted, appending at the tail of each level ([`SkipList::append_sorted`]); the invariants
+//! below hold for both ways of building.
 //!
 //! A node, at an 8-byte aligned address inside the arena:
 //!
@@ -72,6 +74,11 @@ impl KeyComparator {
         KeyComparator { user, bytewise }
     }
 
+    /// Whether user keys are compared bytewise (the comparator calls itself bytewise).
+    pub(super) fn is_bytewise(&self) -> bool {
+        self.bytewise
+    }
+
     /// Compares user keys.
     #[inline]
     pub(super) fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
@@ -84,7 +91,13 @@ impl KeyComparator {
 
     /// Internal-key order: user key ascending, then trailer (seqno, kind) descending.
     #[inline]
-    fn compare(&self, a_user: &[u8], a_trailer: u64, b_user: &[u8], b_trailer: u64) -> Ordering {
+    pub(super) fn compare(
+        &self,
+        a_user: &[u8],
+        a_trailer: u64,
+        b_user: &[u8],
+        b_trailer: u64,
+    ) -> Ordering {
         self.compare_user(a_user, b_user)
             .then_with(|| b_trailer.cmp(&a_trailer))
     }
@@ -129,6 +142,21 @@ pub(super) struct Position {
 // SAFETY: a `Position` is an address plus the id of the skiplist it belongs to; it is only
 // dereferenced through that skiplist (invariant 5), whose nodes are immutable once reachable.
 unsafe impl Send for Position {}
+
+/// Nodes of one [`SkipList`] linked among themselves at every level, not yet reachable from
+/// its head ([`SkipList::build_segment`]): the first and last node at each level (null above
+/// the tallest tower).
+#[derive(Debug)]
+pub(super) struct Segment {
+    first: [*mut Node; MAX_HEIGHT],
+    last: [*mut Node; MAX_HEIGHT],
+    len: usize,
+}
+
+// SAFETY: a segment is addresses of nodes in its skiplist's arena, which nobody else can reach
+// or write until `attach_segments` (on the same list) links them; handing the addresses to
+// another thread (the one attaching, after joining the builder) moves no access.
+unsafe impl Send for Segment {}
 
 /// The skiplist. See the module docs.
 pub(super) struct SkipList {
@@ -222,6 +250,114 @@ impl SkipList {
                     self.find_splice_for_level(user_key, trailer, prev[level], level);
             }
         }
+    }
+
+    /// Builds the list from entries in strictly ascending internal-key order, appending each
+    /// node at the tail of every level its tower reaches: O(height) per entry, no search, no
+    /// CAS. One [`Self::build_segment`] then [`Self::attach_segments`]; see there.
+    ///
+    /// Precondition: the list is empty.
+    pub(super) fn append_sorted<'a>(
+        &mut self,
+        entries: impl IntoIterator<Item = (&'a [u8], u64, &'a [u8])>,
+    ) -> Result<(), usize> {
+        let segment = self.build_segment(entries)?;
+        self.attach_segments(vec![segment])
+    }
+
+    /// Allocates nodes for entries in strictly ascending internal-key order and links them to
+    /// each other at every level, each node at the tail of every level its tower reaches; no
+    /// node is reachable from the head yet. Safe to call from several threads at once (the
+    /// arena is shared; each call links only its own new nodes), so key ranges can be built
+    /// in parallel and then attached in order. Each entry is compared with the one before
+    /// it; the first that is not above it stops the build with its index as the error (the
+    /// caller discards the list: invariant 4 needs a strict order).
+    pub(super) fn build_segment<'a>(
+        &self,
+        entries: impl IntoIterator<Item = (&'a [u8], u64, &'a [u8])>,
+    ) -> Result<Segment, usize> {
+        let mut segment = Segment {
+            first: [std::ptr::null_mut(); MAX_HEIGHT],
+            last: [std::ptr::null_mut(); MAX_HEIGHT],
+            len: 0,
+        };
+        let mut previous: Option<NonNull<Node>> = None;
+        for (index, (user_key, trailer, value)) in entries.into_iter().enumerate() {
+            if let Some(previous) = previous {
+                if self.compare_node(previous, user_key, trailer) != Ordering::Less {
+                    return Err(index);
+                }
+            }
+            let height = random_height();
+            let node = allocate_node(&self.arena, height, user_key, trailer, value);
+            for level in 0..height {
+                match NonNull::new(segment.last[level]) {
+                    // SAFETY: `tail` is a node of this segment linked at `level` (its tower
+                    // has that link), alive in this arena (invariant 1) and reachable by no
+                    // one else: only this call writes its links. `node` is fully written
+                    // (invariant 2).
+                    Some(tail) => unsafe {
+                        link(tail, level).store(node.as_ptr(), MemoryOrder::Relaxed);
+                    },
+                    None => segment.first[level] = node.as_ptr(),
+                }
+                segment.last[level] = node.as_ptr();
+            }
+            segment.len += 1;
+            previous = Some(node);
+        }
+        Ok(segment)
+    }
+
+    /// Makes `segments` (from [`Self::build_segment`] on this list, in ascending key order)
+    /// the list's contents: at each level, the head links to the first segment's first node
+    /// there and each segment's last node to the next segment's first. Checks that each
+    /// segment's first entry is above the previous one's last; a failure returns the index of
+    /// that entry counted over all segments.
+    ///
+    /// `&mut self` proves no reader or inserter can see the list meanwhile, so plain (Relaxed)
+    /// stores suffice; whoever shares the list afterwards (an `Arc` sent to another thread, a
+    /// mutex) publishes them, as joining the threads that built the segments published theirs
+    /// to this one. Invariant 3 holds because every level of every segment is in key order,
+    /// segments are joined in key order, and a node joins levels `0..height` together.
+    ///
+    /// Precondition: the list is empty.
+    pub(super) fn attach_segments(&mut self, segments: Vec<Segment>) -> Result<(), usize> {
+        assert!(
+            self.first().is_none(),
+            "attach_segments needs an empty skiplist"
+        );
+        let mut tails = [self.head.as_ptr(); MAX_HEIGHT];
+        let mut list_height = self.max_height.load(MemoryOrder::Relaxed);
+        let mut entries_before = 0;
+        for segment in segments {
+            let Some(first) = NonNull::new(segment.first[0]) else {
+                continue;
+            };
+            if let Some(tail) = NonNull::new(tails[0]).filter(|t| *t != self.head) {
+                // SAFETY: `first` is a live, fully written node of this arena (invariant 1).
+                let (user_key, trailer) = split_internal_key(unsafe { node_key(first) });
+                if self.compare_node(tail, user_key, trailer) != Ordering::Less {
+                    return Err(entries_before);
+                }
+            }
+            for (level, tail) in tails.iter_mut().enumerate() {
+                let (Some(first), Some(previous)) =
+                    (NonNull::new(segment.first[level]), NonNull::new(*tail))
+                else {
+                    break;
+                };
+                // SAFETY: `previous` is the head or a node linked at `level` by its segment
+                // (so its tower has that link), alive in this arena; `&mut self` excludes
+                // every other access.
+                unsafe { link(previous, level).store(first.as_ptr(), MemoryOrder::Relaxed) };
+                *tail = segment.last[level];
+                list_height = list_height.max(level + 1);
+            }
+            entries_before += segment.len;
+        }
+        self.max_height.store(list_height, MemoryOrder::Relaxed);
+        Ok(())
     }
 
     /// The first entry, if any.

@@ -19,6 +19,8 @@
 //! 2. A level whose `dirty` flag is clear is exactly its base level.
 //! 3. `apply` either applies a whole edit or returns an error; after an error the builder is
 //!    discarded (callers never build from it).
+//! 4. A built version keeps a WAL's recorded end only while the WAL is at or above some
+//!    keyspace's log number (below every one it is never read again).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -122,6 +124,7 @@ pub(crate) struct VersionBuilder<'a> {
     removed_by_level: HashMap<Location, Vec<u64>>,
     added: HashMap<u64, Added>,
     dropped: HashSet<u32>,
+    wal_ends: BTreeMap<u64, u64>,
 }
 
 impl<'a> VersionBuilder<'a> {
@@ -137,6 +140,7 @@ impl<'a> VersionBuilder<'a> {
             removed_by_level: HashMap::new(),
             added: HashMap::new(),
             dropped: HashSet::new(),
+            wal_ends: BTreeMap::new(),
         }
     }
 
@@ -144,6 +148,7 @@ impl<'a> VersionBuilder<'a> {
     pub fn from_version(base: &Version, index: &'a FileIndex) -> Self {
         let mut builder = Self::new(base.comparator().clone(), base.num_levels());
         builder.base_index = Some(index);
+        builder.wal_ends = base.wal_ends().clone();
         for (id, k) in base.keyspace_map() {
             builder.keyspaces.insert(
                 *id,
@@ -185,7 +190,11 @@ impl<'a> VersionBuilder<'a> {
         self.delete_files(edit, origin)?;
         self.add_files(edit, origin)?;
         self.set_log_numbers(edit, origin)?;
-        self.drop_keyspaces(edit, origin)
+        self.drop_keyspaces(edit, origin)?;
+        // Step 6: a later WAL_END of a log replaces an earlier one (a PointInTime recovery
+        // may cut a log shorter than an earlier open recorded).
+        self.wal_ends.extend(edit.wal_ends.iter().copied());
+        Ok(())
     }
 
     fn add_keyspaces(&mut self, edit: &VersionEdit, origin: u64) -> Built<()> {
@@ -394,8 +403,12 @@ impl<'a> VersionBuilder<'a> {
             .iter()
             .map(|(number, a)| (*number, a.location))
             .collect();
+        // A WAL below every keyspace's log number is never read again: forget its end.
+        let min_log = keyspaces.values().map(|k| k.log_number).min().unwrap_or(0);
+        let mut wal_ends = self.wal_ends;
+        wal_ends.retain(|log, _| *log >= min_log);
         Ok(BuildOutput {
-            version: Version::new(self.comparator, self.num_levels, keyspaces),
+            version: Version::new(self.comparator, self.num_levels, keyspaces, wal_ends),
             removed: self.removed,
             added,
             dropped: self.dropped,
@@ -540,6 +553,29 @@ mod tests {
         assert!(Arc::ptr_eq(&levels(&v1)[1], &levels(&v2)[1]));
         assert!(!Arc::ptr_eq(&levels(&v1)[0], &levels(&v2)[0]));
         assert_eq!(numbers(&v2, 2), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn wal_ends_replace_and_are_forgotten_below_every_log_number() {
+        let mut b = base();
+        let mut edit = VersionEdit::new();
+        edit.set_log_number(0, 4);
+        edit.set_wal_end(4, 100);
+        edit.set_wal_end(5, 200);
+        b.apply(&edit, 2).unwrap();
+        let mut edit = VersionEdit::new();
+        edit.set_wal_end(5, 0);
+        b.apply(&edit, 3).unwrap();
+        let v1 = b.build().unwrap().version;
+        assert_eq!((v1.wal_end(4), v1.wal_end(5)), (Some(100), Some(0)));
+        let index = index_of(&v1);
+        let mut b = VersionBuilder::from_version(&v1, &index);
+        let mut edit = VersionEdit::new();
+        edit.set_log_number(0, 5);
+        b.apply(&edit, 4).unwrap();
+        let v2 = b.build().unwrap().version;
+        assert_eq!((v2.wal_end(4), v2.wal_end(5)), (None, Some(0)));
+        assert!(v2.to_string().contains("wal 000005.wal ends at 0"), "{v2}");
     }
 
     #[test]

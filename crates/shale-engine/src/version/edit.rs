@@ -40,6 +40,7 @@ pub(crate) mod tag {
     pub const NEW_FILE: u32 = 8;
     pub const LOG_NUMBER: u32 = 9;
     pub const DROP_KEYSPACE: u32 = 10;
+    pub const WAL_END: u32 = 11;
     /// `NEW_FILE` property subtags.
     pub const CREATION_TIME: u32 = 1;
 }
@@ -57,6 +58,7 @@ pub(crate) fn tag_name(tag: u32) -> &'static str {
         tag::NEW_FILE => "NEW_FILE",
         tag::LOG_NUMBER => "LOG_NUMBER",
         tag::DROP_KEYSPACE => "DROP_KEYSPACE",
+        tag::WAL_END => "WAL_END",
         _ => "unknown",
     }
 }
@@ -115,6 +117,9 @@ pub struct VersionEdit {
     pub log_numbers: Vec<(u32, u64)>,
     /// Keyspaces dropped, with all their files.
     pub dropped_keyspaces: Vec<u32>,
+    /// WAL files replayed at an open, as (log number, offset where their valid data ends): a
+    /// later recovery reads each only up to that offset (docs/format/manifest.md, `WAL_END`).
+    pub wal_ends: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -146,6 +151,14 @@ impl VersionEdit {
         match self.log_numbers.iter_mut().find(|(k, _)| *k == keyspace) {
             Some(entry) => entry.1 = log_number,
             None => self.log_numbers.push((keyspace, log_number)),
+        }
+    }
+
+    /// Records that WAL `log_number` holds valid data only up to byte `end`.
+    pub fn set_wal_end(&mut self, log_number: u64, end: u64) {
+        match self.wal_ends.iter_mut().find(|(l, _)| *l == log_number) {
+            Some(entry) => entry.1 = end,
+            None => self.wal_ends.push((log_number, end)),
         }
     }
 
@@ -208,6 +221,11 @@ impl VersionEdit {
         for id in &self.dropped_keyspaces {
             put_varint32(&mut body, *id);
             put_field(out, tag::DROP_KEYSPACE, &mut body);
+        }
+        for (log_number, end) in &self.wal_ends {
+            put_varint64(&mut body, *log_number);
+            put_varint64(&mut body, *end);
+            put_field(out, tag::WAL_END, &mut body);
         }
     }
 
@@ -377,6 +395,17 @@ fn decode_field(
             let id = r.varint32("keyspace id")?;
             edit.dropped_keyspaces.push(id);
         }
+        tag::WAL_END => {
+            let log_number = r.varint64("log number")?;
+            let end = r.varint64("WAL end offset")?;
+            if edit.wal_ends.iter().any(|(l, _)| *l == log_number) {
+                return Err(DecodeFailure::corrupt(
+                    field_at,
+                    format!("a second WAL_END field for log {log_number}"),
+                ));
+            }
+            edit.wal_ends.push((log_number, end));
+        }
         unknown if unknown & SAFE_TO_IGNORE != 0 => {
             r.rest();
         }
@@ -498,6 +527,9 @@ impl fmt::Display for VersionEdit {
         for id in &self.dropped_keyspaces {
             lines.push(format!("drop keyspace {id}"));
         }
+        for (log_number, end) in &self.wal_ends {
+            lines.push(format!("wal end {log_number:06}.wal: {end}"));
+        }
         if lines.is_empty() {
             return f.write_str("(empty edit)");
         }
@@ -540,7 +572,7 @@ mod tests {
         assert_eq!(edit.next_file_number, Some(7));
 
         let mut refused = Vec::new();
-        put_varint32(&mut refused, 11);
+        put_varint32(&mut refused, 12);
         put_bytes(&mut refused, b"");
         let err = VersionEdit::decode(&refused).unwrap_err();
         assert!(matches!(err, Error::NotSupported(_)), "{err}");
@@ -594,6 +626,26 @@ mod tests {
         assert_eq!(VersionEdit::decode(&edit.encode()).unwrap(), edit);
         let text = edit.to_string();
         assert!(text.contains("new file keyspace 3 L2 000012"), "{text}");
+    }
+
+    #[test]
+    fn wal_ends_round_trip_once_per_log() {
+        let mut edit = VersionEdit::new();
+        edit.set_wal_end(12, 4096);
+        edit.set_wal_end(13, 0);
+        edit.set_wal_end(12, 5000);
+        assert_eq!(edit.wal_ends, [(12, 5000), (13, 0)]);
+        let data = edit.encode();
+        assert_eq!(VersionEdit::decode(&data).unwrap(), edit);
+        assert!(edit.to_string().contains("wal end 000012.wal: 5000"));
+        let mut twice = VersionEdit::new();
+        twice.set_wal_end(12, 1);
+        let twice = [twice.encode(), twice.encode()].concat();
+        let err = VersionEdit::decode(&twice).unwrap_err();
+        assert!(
+            err.is_corruption() && err.to_string().contains("WAL_END"),
+            "{err}"
+        );
     }
 
     #[test]

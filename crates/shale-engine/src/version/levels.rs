@@ -109,13 +109,18 @@ pub struct Version {
     comparator: Arc<dyn Comparator>,
     num_levels: usize,
     keyspaces: BTreeMap<u32, KeyspaceFiles>,
+    /// Recorded ends of WALs replayed at an open that some keyspace may still need: log
+    /// number to the offset where its valid data ends (docs/format/manifest.md, `WAL_END`).
+    wal_ends: BTreeMap<u64, u64>,
 }
 
-/// Versions are equal when they hold the same keyspaces and files (the comparator is not
-/// compared: a version set has one).
+/// Versions are equal when they hold the same keyspaces, files and WAL ends (the comparator
+/// is not compared: a version set has one).
 impl PartialEq for Version {
     fn eq(&self, other: &Self) -> bool {
-        self.num_levels == other.num_levels && self.keyspaces == other.keyspaces
+        self.num_levels == other.num_levels
+            && self.keyspaces == other.keyspaces
+            && self.wal_ends == other.wal_ends
     }
 }
 
@@ -126,12 +131,25 @@ impl Version {
         comparator: Arc<dyn Comparator>,
         num_levels: usize,
         keyspaces: BTreeMap<u32, KeyspaceFiles>,
+        wal_ends: BTreeMap<u64, u64>,
     ) -> Self {
         Version {
             comparator,
             num_levels,
             keyspaces,
+            wal_ends,
         }
+    }
+
+    /// Where WAL `log_number`'s valid data ends, if an open recorded it: recovery reads the
+    /// WAL only up to there.
+    pub fn wal_end(&self, log_number: u64) -> Option<u64> {
+        self.wal_ends.get(&log_number).copied()
+    }
+
+    /// Every recorded WAL end, by log number.
+    pub fn wal_ends(&self) -> &BTreeMap<u64, u64> {
+        &self.wal_ends
     }
 
     pub(crate) fn keyspace_map(&self) -> &BTreeMap<u32, KeyspaceFiles> {
@@ -276,6 +294,9 @@ impl fmt::Display for Version {
                     write!(f, "\n  L{level} {file}")?;
                 }
             }
+        }
+        for (log_number, end) in &self.wal_ends {
+            write!(f, "\nwal {log_number:06}.wal ends at {end}")?;
         }
         Ok(())
     }

@@ -122,6 +122,9 @@ fn snapshot_edit(
     for (keyspace, level, meta) in version.all_files() {
         edit.add_file(keyspace, level as u32, (**meta).clone());
     }
+    for (log_number, end) in version.wal_ends() {
+        edit.set_wal_end(*log_number, *end);
+    }
     edit
 }
 

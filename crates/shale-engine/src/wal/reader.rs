@@ -192,8 +192,21 @@ impl LogReader {
         log_number: u64,
         mode: RecoveryMode,
     ) -> Result<LogReader> {
+        Self::with_end(file, log_number, mode, None)
+    }
+
+    /// [`Self::new`] for a log whose valid data is known to end at byte `end` (an open
+    /// recorded it in the MANIFEST, docs/format/wal.md "Recorded ends"): the reader sees the
+    /// file as if it ended there and never looks at the bytes after it. `None` reads the
+    /// whole file.
+    pub fn with_end(
+        file: Arc<dyn RandomAccessFile>,
+        log_number: u64,
+        mode: RecoveryMode,
+        end: Option<u64>,
+    ) -> Result<LogReader> {
         let path = file.path().to_path_buf();
-        let file_size = file.size()?;
+        let file_size = file.size()?.min(end.unwrap_or(u64::MAX));
         let mut reader = LogReader {
             file,
             path,

@@ -1,0 +1,293 @@
+//! Opening without a flush: the replayed WALs stay in the middle of the WAL sequence until
+//! the background flushes their memtables, so the end of valid data the open found in each is
+//! recorded in the MANIFEST (docs/format/wal.md, "Recorded ends"). These tests crash between
+//! such an open and the flush, with newer acknowledged writes in a newer WAL, and reopen:
+//!
+//! - a torn tail the first open tolerated is not corruption at the second open, and is not
+//!   read again;
+//! - a `PointInTime` stop in an old WAL does not make the second open drop the newer WAL's
+//!   acknowledged writes, nor bring back what the first open dropped.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+
+use shale_engine::wal::RecoveryMode;
+use shale_engine::{Db, Durability, Options, WriteOptions};
+use shale_fs::{
+    CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
+};
+
+const DIR: &str = "/db";
+
+/// A `MemFs` whose table creations wait while the gate is closed: holds the background flush
+/// back so a crash image can be taken before it.
+#[derive(Debug, Clone)]
+struct GatedFs {
+    inner: MemFs,
+    gate: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl GatedFs {
+    fn new(inner: MemFs) -> Self {
+        GatedFs {
+            inner,
+            gate: Arc::new((Mutex::new(false), Condvar::new())),
+        }
+    }
+
+    fn open_gate(&self) {
+        *self.gate.0.lock().unwrap() = true;
+        self.gate.1.notify_all();
+    }
+}
+
+impl FileSystem for GatedFs {
+    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            let mut open = self.gate.0.lock().unwrap();
+            while !*open {
+                open = self.gate.1.wait(open).unwrap();
+            }
+        }
+        self.inner.create(path)
+    }
+    fn open_append(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
+        self.inner.open_append(path)
+    }
+    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
+        self.inner.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> FsResult<()> {
+        self.inner.remove(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> FsResult<()> {
+        self.inner.hard_link(from, to)
+    }
+    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> FsResult<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+    fn size(&self, path: &Path) -> FsResult<u64> {
+        self.inner.size(path)
+    }
+    fn exists(&self, path: &Path) -> FsResult<bool> {
+        self.inner.exists(path)
+    }
+}
+
+fn options(fs: Arc<dyn FileSystem>, mode: RecoveryMode) -> Options {
+    let mut options = Options {
+        durability: Durability::Sync,
+        wal_recovery_mode: mode,
+        file_system: fs,
+        ..Options::default()
+    };
+    // Nothing fills a memtable: the only flushes are of what recovery replayed.
+    options.default_keyspace.write_buffer_size = 64 << 20;
+    options
+}
+
+fn key(prefix: &str, i: usize) -> Vec<u8> {
+    format!("{prefix}{i:03}").into_bytes()
+}
+
+fn value(prefix: &str, i: usize) -> Vec<u8> {
+    format!("{prefix}{i:03}-{}", "v".repeat(300)).into_bytes()
+}
+
+fn put_all(db: &Db, prefix: &str, count: usize) {
+    for i in 0..count {
+        db.put(&key(prefix, i), &value(prefix, i)).unwrap();
+    }
+}
+
+fn assert_all(db: &Db, prefix: &str, count: usize, context: &str) {
+    for i in 0..count {
+        assert_eq!(
+            db.get(&key(prefix, i)).unwrap(),
+            Some(value(prefix, i)),
+            "{context}: {prefix}{i:03}"
+        );
+    }
+}
+
+fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
+    let mut names: Vec<String> = fs
+        .list(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A crash image of a database whose only WAL holds `a000..a019`, then damage made by
+/// `damage` (given the WAL's path), and the WAL's name.
+fn damaged_database(damage: impl FnOnce(&MemFs, &Path)) -> (MemFs, String) {
+    let fs = MemFs::new();
+    let db = Db::open(
+        DIR,
+        options(
+            Arc::new(fs.clone()),
+            RecoveryMode::TolerateCorruptedTailRecords,
+        ),
+    )
+    .unwrap();
+    put_all(&db, "a", 20);
+    db.put(b"tail", &value("tail", 0)).unwrap();
+    let image = fs.crash_image(CrashMode::DropUnsynced);
+    drop(db);
+    let wals = files(&image, ".wal");
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    assert!(files(&image, ".sst").is_empty());
+    let wal = Path::new(DIR).join(&wals[0]);
+    damage(&image, &wal);
+    (image, wals[0].clone())
+}
+
+/// Opens `image` with the flush held back, checks it with `check_first`, writes `b000..b019`
+/// (acknowledged, synced, in a new WAL), and returns the crash image taken before any flush.
+fn open_write_and_crash(image: &MemFs, mode: RecoveryMode, check_first: impl Fn(&Db)) -> MemFs {
+    let gated = GatedFs::new(image.clone());
+    let db = Db::open(DIR, options(Arc::new(gated.clone()), mode)).unwrap();
+    check_first(&db);
+    put_all(&db, "b", 20);
+    db.write(shale_engine::WriteBatch::new(), &WriteOptions::sync())
+        .unwrap();
+    let crashed = image.crash_image(CrashMode::DropUnsynced);
+    gated.open_gate();
+    drop(db);
+    assert!(
+        files(&crashed, ".sst").is_empty(),
+        "the crash came before the flush"
+    );
+    assert!(files(&crashed, ".wal").len() >= 2, "a newer WAL follows");
+    crashed
+}
+
+#[test]
+fn a_tolerated_torn_tail_stays_dropped_after_a_crash_before_the_flush() {
+    let (image, wal) = damaged_database(|fs, wal| {
+        // The last record (the `tail` put) loses its last bytes: a torn write.
+        let len = fs.size(wal).unwrap();
+        fs.truncate_for_test(wal, len - 5).unwrap();
+    });
+    let mode = RecoveryMode::TolerateCorruptedTailRecords;
+    let crashed = open_write_and_crash(&image, mode, |db| {
+        assert_all(db, "a", 20, "first open");
+        assert_eq!(db.get(b"tail").unwrap(), None);
+    });
+    assert!(
+        files(&crashed, ".wal").contains(&wal),
+        "{wal} is still needed"
+    );
+    for mode in [
+        RecoveryMode::TolerateCorruptedTailRecords,
+        RecoveryMode::AbsoluteConsistency,
+        RecoveryMode::PointInTime,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    ] {
+        let copy = crashed.crash_image(CrashMode::DropUnsynced);
+        let db = Db::open(DIR, options(Arc::new(copy.clone()), mode))
+            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        assert_all(&db, "a", 20, "second open");
+        assert_all(&db, "b", 20, "second open");
+        assert_eq!(db.get(b"tail").unwrap(), None, "{mode:?}: tail resurrected");
+        // Once the replayed data is flushed, the old WALs go.
+        db.flush().unwrap();
+        db.close().unwrap();
+        assert!(!files(&copy, ".wal").contains(&wal), "{mode:?}");
+        let db = Db::open(DIR, options(Arc::new(copy), mode)).unwrap();
+        assert_all(&db, "a", 20, "third open");
+        assert_all(&db, "b", 20, "third open");
+        assert_eq!(db.get(b"tail").unwrap(), None);
+    }
+}
+
+#[test]
+fn a_point_in_time_stop_neither_drops_newer_writes_nor_comes_back() {
+    let (image, _) = damaged_database(|fs, wal| {
+        // Corrupt a byte in the middle of the log: valid records follow the damage.
+        let len = fs.size(wal).unwrap();
+        fs.corrupt_for_test(wal, len / 2, 0x55).unwrap();
+    });
+    // The number of `a` puts before the damage.
+    let survivors = std::cell::Cell::new(0);
+    let crashed = open_write_and_crash(&image, RecoveryMode::PointInTime, |db| {
+        let present = (0..20)
+            .take_while(|i| db.get(&key("a", *i)).unwrap().is_some())
+            .count();
+        assert!((1..19).contains(&present), "{present}");
+        for i in present..20 {
+            assert_eq!(db.get(&key("a", i)).unwrap(), None, "a prefix of history");
+        }
+        assert_eq!(db.get(b"tail").unwrap(), None);
+        survivors.set(present);
+    });
+    for mode in [
+        RecoveryMode::PointInTime,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    ] {
+        let copy = crashed.crash_image(CrashMode::DropUnsynced);
+        let db = Db::open(DIR, options(Arc::new(copy), mode)).unwrap();
+        assert_all(&db, "a", survivors.get(), "second open");
+        for i in survivors.get()..20 {
+            assert_eq!(db.get(&key("a", i)).unwrap(), None, "{mode:?}: resurrected");
+        }
+        assert_eq!(db.get(b"tail").unwrap(), None);
+        assert_all(
+            &db,
+            "b",
+            20,
+            "second open: acknowledged after the first open",
+        );
+    }
+    // The recorded end of the damaged WAL ends before the damage, so even the strict modes
+    // read it cleanly.
+    let copy = crashed.crash_image(CrashMode::DropUnsynced);
+    let db = Db::open(
+        DIR,
+        options(Arc::new(copy), RecoveryMode::TolerateCorruptedTailRecords),
+    )
+    .unwrap();
+    assert_all(&db, "b", 20, "tolerate");
+}
+
+#[test]
+fn damage_before_a_recorded_end_is_not_a_torn_tail() {
+    let (image, wal) = damaged_database(|_, _| {});
+    let crashed = open_write_and_crash(&image, RecoveryMode::TolerateCorruptedTailRecords, |db| {
+        assert_all(db, "a", 20, "first open");
+    });
+    // The old WAL, already replayed once and recorded, loses its end.
+    let path = Path::new(DIR).join(&wal);
+    let len = crashed.size(&path).unwrap();
+    crashed.truncate_for_test(&path, len - 5).unwrap();
+    let error = Db::open(
+        DIR,
+        options(
+            Arc::new(crashed.clone()),
+            RecoveryMode::TolerateCorruptedTailRecords,
+        ),
+    )
+    .unwrap_err();
+    let text = error.to_string();
+    assert!(error.is_corruption() && text.contains("recorded"), "{text}");
+    // PointInTime recovers the prefix before the damage, and nothing after it.
+    let db = Db::open(DIR, options(Arc::new(crashed), RecoveryMode::PointInTime)).unwrap();
+    assert_all(&db, "a", 19, "point in time");
+    assert_eq!(db.get(b"tail").unwrap(), None);
+    assert_eq!(db.get(&key("b", 0)).unwrap(), None);
+}
