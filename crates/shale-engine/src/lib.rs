@@ -44,6 +44,8 @@ mod read;
 mod recovery;
 mod snapshot;
 mod table_cache;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod write;
 mod write_queue;
 pub use db::{Db, DEFAULT_KEYSPACE};

@@ -22,6 +22,8 @@ pub use edit::{
     DeletedFile, NewFile, VersionEdit, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC, SAFE_TO_IGNORE,
 };
 pub use levels::{FileMetaData, Version};
+#[cfg(feature = "testing")]
+pub(crate) use manifest::{current_contents, parse_current};
 pub use manifest::{manifest_file_name, parse_manifest_file_name, CURRENT_FILE_NAME};
 pub use set::{
     VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_MAX_MANIFEST_SIZE,
