@@ -21,7 +21,7 @@ use crate::version::{
     DEFAULT_NUM_LEVELS,
 };
 use crate::wal::format::{log_file_name, HEADER_SIZE};
-use crate::wal::{LogReader, RecoveryMode};
+use crate::wal::{LogReader, LogWriter, RecoveryMode};
 
 /// Every recovery mode, in the order `fuzz_wal` reads a log with them.
 const RECOVERY_MODES: [RecoveryMode; 4] = [
@@ -208,11 +208,61 @@ fn recovered(versions: &VersionSet) -> Recovered {
 /// the header.
 pub fn fuzz_manifest(data: &[u8]) {
     let number = stated_log_number(data).unwrap_or(1);
+    recover_manifest(number, data);
+}
+
+/// Splits `data` into MANIFEST records, each a u16 little-endian length and that many bytes
+/// (a short last record takes what is left), writes them as MANIFEST-000001 the way the
+/// version set does (so every record's checksum is valid), and recovers from it as
+/// [`fuzz_manifest`] does. Mutations then change the edits themselves rather than breaking
+/// checksums. [`manifest_records_input`] builds inputs from edits.
+pub fn fuzz_manifest_records(data: &[u8]) {
+    let fs = MemFs::new();
+    let path = Path::new("/m");
+    let Ok(file) = fs.create(path) else {
+        return;
+    };
+    let Ok(mut writer) = LogWriter::new(file, 1) else {
+        return;
+    };
+    let mut rest = data;
+    while let [a, b, tail @ ..] = rest {
+        let len = usize::from(u16::from_le_bytes([*a, *b])).min(tail.len());
+        let (record, next) = tail.split_at(len);
+        if writer.add_record(record).is_err() {
+            return;
+        }
+        rest = next;
+    }
+    if writer.sync().is_err() {
+        return;
+    }
+    let Ok(bytes) = fs.file_contents(path) else {
+        return;
+    };
+    recover_manifest(1, &bytes);
+}
+
+/// The input of [`fuzz_manifest_records`] for a MANIFEST holding `records` (each at most
+/// `u16::MAX` bytes; longer ones are cut).
+pub fn manifest_records_input(records: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for record in records {
+        let len = u16::try_from(record.len()).unwrap_or(u16::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&record[..usize::from(len)]);
+    }
+    out
+}
+
+/// Writes `manifest` as MANIFEST `number` beside a `CURRENT` naming it, recovers, and when
+/// that succeeds recovers again from the MANIFEST the first recovery wrote.
+fn recover_manifest(number: u64, manifest: &[u8]) {
     let fs = MemFs::new();
     let dir = Path::new("/db");
     let written = fs.create_dir_all(dir).is_ok()
         && fs
-            .write_file_for_test(dir.join(manifest_file_name(number)), data)
+            .write_file_for_test(dir.join(manifest_file_name(number)), manifest)
             .is_ok()
         && fs
             .write_file_for_test(

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::testing::{
-    fuzz_current, fuzz_manifest, fuzz_manifest_edit, fuzz_options, fuzz_wal, fuzz_write_batch,
+    fuzz_current, fuzz_manifest, fuzz_manifest_edit, fuzz_manifest_records, fuzz_options, fuzz_wal,
+    fuzz_write_batch, manifest_records_input,
 };
 use shale_engine::wal::format::parse_log_file_name;
 use shale_engine::wal::{LogReader, RecoveryMode};
@@ -33,16 +34,18 @@ enum Target {
     WriteBatch,
     ManifestEdit,
     Manifest,
+    ManifestRecords,
     Current,
     Options,
 }
 
 impl Target {
-    const ALL: [Target; 6] = [
+    const ALL: [Target; 7] = [
         Target::Wal,
         Target::WriteBatch,
         Target::ManifestEdit,
         Target::Manifest,
+        Target::ManifestRecords,
         Target::Current,
         Target::Options,
     ];
@@ -53,6 +56,7 @@ impl Target {
             Target::WriteBatch => "write_batch",
             Target::ManifestEdit => "manifest_edit",
             Target::Manifest => "manifest",
+            Target::ManifestRecords => "manifest_records",
             Target::Current => "current",
             Target::Options => "options",
         }
@@ -64,6 +68,7 @@ impl Target {
             Target::WriteBatch => fuzz_write_batch(data),
             Target::ManifestEdit => fuzz_manifest_edit(data),
             Target::Manifest => fuzz_manifest(data),
+            Target::ManifestRecords => fuzz_manifest_records(data),
             Target::Current => fuzz_current(data),
             Target::Options => fuzz_options(data),
         }
@@ -113,7 +118,12 @@ fn collect_files(fs: &MemFs, seeds: &mut Seeds) {
             }
             seeds.entry(Target::Wal).or_default().push(bytes);
         } else if let Some(number) = parse_manifest_file_name(&name) {
-            for record in records(fs, &path, number) {
+            let records = records(fs, &path, number);
+            seeds
+                .entry(Target::ManifestRecords)
+                .or_default()
+                .push(manifest_records_input(&records));
+            for record in records {
                 VersionEdit::decode(&record).unwrap();
                 seeds.entry(Target::ManifestEdit).or_default().push(record);
             }
@@ -243,7 +253,7 @@ fn mutate(rng: &mut SmallRng, input: &[u8]) -> Vec<u8> {
 /// Mutants per seed: whole files are slower to try than single records.
 fn mutants_per_seed(target: Target) -> usize {
     match target {
-        Target::Wal | Target::Manifest => 150,
+        Target::Wal | Target::Manifest | Target::ManifestRecords => 150,
         _ => 300,
     }
 }
