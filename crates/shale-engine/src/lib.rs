@@ -46,6 +46,8 @@ mod recovery;
 mod snapshot;
 mod stats;
 mod table_cache;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod write;
 mod write_queue;
 pub use db::{Db, DEFAULT_KEYSPACE};

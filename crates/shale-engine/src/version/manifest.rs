@@ -53,6 +53,10 @@ pub(crate) fn numbered_file(name: &str) -> Option<u64> {
         .or_else(|| parse_digits(name.strip_prefix(OPTIONS_PREFIX)?))
 }
 
+/// The largest file number a MANIFEST or `CURRENT` may hold (2^63 - 1), so that recovery's
+/// "one above every number in use" and the new MANIFEST's number never overflow.
+pub(crate) const MAX_FILE_NUMBER: u64 = (1 << 63) - 1;
+
 /// The contents of `CURRENT` naming MANIFEST `number`.
 pub(crate) fn current_contents(number: u64) -> String {
     let name = manifest_file_name(number);
@@ -121,6 +125,17 @@ pub(crate) fn parse_current(bytes: &[u8], path: &Path) -> Result<u64> {
                 ),
             )
         })?;
+    if number > MAX_FILE_NUMBER {
+        return Err(current_corruption(
+            path,
+            0,
+            format!(
+                "{} has file number {number}, above the largest file number \
+                 {MAX_FILE_NUMBER}; {hint}",
+                shale_sst::printable(name)
+            ),
+        ));
+    }
     let computed = crc32c::crc32c(name);
     if stored != computed {
         return Err(current_corruption(

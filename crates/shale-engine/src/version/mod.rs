@@ -23,6 +23,8 @@ pub use edit::{
 };
 pub use levels::{FileMetaData, Version};
 pub(crate) use manifest::read_current;
+#[cfg(feature = "testing")]
+pub(crate) use manifest::{current_contents, parse_current};
 pub use manifest::{manifest_file_name, parse_manifest_file_name, CURRENT_FILE_NAME};
 pub(crate) use set::replay;
 pub use set::{

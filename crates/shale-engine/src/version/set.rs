@@ -28,7 +28,7 @@ use super::edit::{VersionEdit, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC};
 use super::levels::Version;
 use super::manifest::{
     manifest_file_name, numbered_file, read_current, start_manifest, write_current, ManifestWriter,
-    CURRENT_FILE_NAME,
+    CURRENT_FILE_NAME, MAX_FILE_NUMBER,
 };
 use crate::error::{Error, Result};
 use crate::wal::{LogReader, RecoveryMode};
@@ -585,6 +585,40 @@ fn replay_error(path: &Path, e: BuildError) -> Error {
     }
 }
 
+/// What is wrong with the counters of `edit`, replayed after records that left the last
+/// sequence at `last_sequence`:
+/// - a file number above [`MAX_FILE_NUMBER`]: recovery derives new numbers from these by
+///   adding to them, which must not overflow;
+/// - a `LAST_SEQUENCE` below `last_sequence`: the engine never lowers it, and a lower one would
+///   leave files of earlier records above the recovered last sequence, which the next
+///   recovery refuses.
+fn bad_counter(edit: &VersionEdit, last_sequence: SeqNo) -> Option<String> {
+    if let Some(n) = edit.last_sequence.filter(|&n| n < last_sequence) {
+        return Some(format!(
+            "LAST_SEQUENCE {n} is below {last_sequence} set by an earlier record; the last \
+             sequence never decreases"
+        ));
+    }
+    let numbers = edit
+        .next_file_number
+        .map(|n| ("NEXT_FILE_NUMBER", n))
+        .into_iter()
+        .chain(
+            edit.new_files
+                .iter()
+                .map(|f| ("NEW_FILE number", f.meta.number)),
+        )
+        .chain(edit.log_numbers.iter().map(|&(_, n)| ("LOG_NUMBER", n)));
+    for (what, number) in numbers {
+        if number > MAX_FILE_NUMBER {
+            return Some(format!(
+                "{what} {number} exceeds the largest file number {MAX_FILE_NUMBER}"
+            ));
+        }
+    }
+    None
+}
+
 /// Checks the raw bytes of record 0 before decoding: a `MANIFEST_HEADER` field (tag 1, 12 bytes)
 /// with the magic, and a version this build reads.
 fn check_manifest_header(record: &[u8], path: &Path, offset: u64) -> Result<()> {
@@ -681,6 +715,9 @@ pub(crate) fn replay(
                 offset,
                 "MANIFEST_HEADER or COMPARATOR in a record other than the first".to_owned(),
             ));
+        }
+        if let Some(detail) = bad_counter(&edit, replayed.last_sequence) {
+            return Err(corruption(offset, detail));
         }
         builder
             .apply(&edit, offset)
