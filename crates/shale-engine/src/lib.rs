@@ -42,9 +42,11 @@ mod flush;
 mod keyspace;
 mod options;
 mod read;
+mod read_latest;
 mod recovery;
 mod snapshot;
 mod table_cache;
+mod txn;
 mod write;
 mod write_queue;
 pub use db::{Db, DEFAULT_KEYSPACE};
@@ -52,3 +54,7 @@ pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
 pub use snapshot::Snapshot;
+pub use txn::{
+    BulkCommit, IsolationLevel, Transaction, TransactionDb, TransactionDbOptions, TransactionError,
+    TransactionIterator, TransactionOptions, TransactionStats,
+};
