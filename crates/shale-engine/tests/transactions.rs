@@ -485,3 +485,115 @@ fn iterator_merges_own_writes_with_the_database() {
         iter.status().unwrap();
     }
 }
+
+/// Sets its flag when dropped, also by a panic.
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Writers keep changing rows while REPEATABLE READ readers read them twice, by point reads
+/// and by iterator: each reader sees the same values both times, and the sum every writer
+/// preserves.
+#[test]
+fn repeatable_reads_under_concurrent_writers() {
+    let db = open();
+    for i in 0..20u32 {
+        db.db().put(format!("r{i:02}").as_bytes(), b"100").unwrap();
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|scope| {
+        for w in 0..3u64 {
+            let (db, stop) = (&db, &stop);
+            scope.spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(w);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let a = format!("r{:02}", rng.gen_range(0..20)).into_bytes();
+                    let b = format!("r{:02}", rng.gen_range(0..20)).into_bytes();
+                    if a == b {
+                        continue;
+                    }
+                    let mut txn = db.begin(rc()).unwrap();
+                    let Ok(Some(va)) = txn.get_for_update(&a) else {
+                        continue;
+                    };
+                    let Ok(Some(vb)) = txn.get_for_update(&b) else {
+                        continue;
+                    };
+                    let va: i64 = std::str::from_utf8(&va).unwrap().parse().unwrap();
+                    let vb: i64 = std::str::from_utf8(&vb).unwrap().parse().unwrap();
+                    txn.put(&a, (va - 1).to_string().as_bytes()).unwrap();
+                    txn.put(&b, (vb + 1).to_string().as_bytes()).unwrap();
+                    txn.commit().unwrap();
+                }
+            });
+        }
+        // Stops the writers however the readers end (a failed assertion must not hang).
+        let _stop_writers = StopOnDrop(&stop);
+        for _ in 0..30 {
+            let mut reader = db.begin(rr()).unwrap();
+            let read = |txn: &mut shale_engine::Transaction<'_>| -> Vec<Vec<u8>> {
+                (0..20u32)
+                    .map(|i| txn.get(format!("r{i:02}").as_bytes()).unwrap().unwrap())
+                    .collect()
+            };
+            let first = read(&mut reader);
+            thread::sleep(Duration::from_millis(2));
+            let second = read(&mut reader);
+            assert_eq!(first, second, "RR point reads repeat");
+            let mut iter = reader.iterator(ReadOptions::default()).unwrap();
+            let mut scanned = Vec::new();
+            iter.seek_to_first();
+            while iter.valid() {
+                scanned.push(iter.value().to_vec());
+                iter.next();
+            }
+            assert_eq!(scanned, first, "RR iterator matches point reads");
+            let sum: i64 = first
+                .iter()
+                .map(|v| std::str::from_utf8(v).unwrap().parse::<i64>().unwrap())
+                .sum();
+            assert_eq!(sum, 2000);
+        }
+    });
+    assert!(db.stats().commits > 0);
+}
+
+/// Optimistic read-modify-write from 8 threads, retried on conflict: no update is lost.
+#[test]
+fn optimistic_increments_lose_nothing() {
+    let db = open();
+    db.db().put(b"n", b"0").unwrap();
+    thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                let mut done = 0;
+                while done < 25 {
+                    let mut txn = db.begin_optimistic(TransactionOptions::default()).unwrap();
+                    let n: u64 = std::str::from_utf8(&txn.get(b"n").unwrap().unwrap())
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    // Widen the read-to-commit window so that threads overlap.
+                    thread::sleep(Duration::from_micros(200));
+                    txn.put(b"n", (n + 1).to_string().as_bytes()).unwrap();
+                    match txn.commit() {
+                        Ok(()) => done += 1,
+                        Err(Error::Transaction(TransactionError::OptimisticConflict {
+                            ..
+                        })) => {}
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(db.db().get(b"n").unwrap(), Some(b"200".to_vec()));
+    assert!(
+        db.stats().optimistic_conflicts > 0,
+        "the threads overlapped"
+    );
+}
