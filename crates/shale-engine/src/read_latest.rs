@@ -31,7 +31,24 @@ pub(crate) fn newest_seqno(inner: &Arc<DbInner>, keyspace: u32, key: &[u8]) -> R
     let version = &view.version;
     let extractor = prefix_extractor(inner, keyspace);
     for level in 0..version.num_levels() {
-        for file in version.files(keyspace, level) {
+        let files = version.files(keyspace, level);
+        // Below L0 files are sorted and disjoint: only the first whose largest key is not
+        // below `key` can hold it (as in `read::get_from`).
+        let from = if level == 0 {
+            0
+        } else {
+            files.partition_point(|f| match cmp.compare(f.largest.user_key(), key) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => f.largest_is_exclusive(),
+                std::cmp::Ordering::Greater => false,
+            })
+        };
+        let to = if level == 0 {
+            files.len()
+        } else {
+            (from + 1).min(files.len())
+        };
+        for file in &files[from..to] {
             if cmp.compare(file.smallest.user_key(), key).is_gt()
                 || cmp.compare(key, file.largest.user_key()).is_gt()
             {

@@ -597,3 +597,81 @@ fn optimistic_increments_lose_nothing() {
         "the threads overlapped"
     );
 }
+
+/// The conflict check finds changes wherever they live: memtable, L0, lower levels after
+/// compaction, and range deletions covering the key.
+#[test]
+fn snapshot_conflicts_see_flushed_compacted_and_range_deleted_changes() {
+    let options = Options {
+        file_system: Arc::new(MemFs::new()),
+        default_keyspace: shale_engine::KeyspaceOptions {
+            level0_compaction_trigger: 2,
+            ..shale_engine::KeyspaceOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = TransactionDb::open("/db", options, TransactionDbOptions::default()).unwrap();
+    for round in 0..3 {
+        for key in [&b"a"[..], b"b", b"c", b"m", b"z"] {
+            db.db().put(key, format!("{round}").as_bytes()).unwrap();
+        }
+        db.db().flush().unwrap();
+    }
+    db.db().wait_for_background_work().unwrap();
+    let counts = db
+        .db()
+        .level_file_counts(&db.db().default_keyspace())
+        .unwrap();
+    assert!(
+        counts.iter().skip(1).any(|&n| n > 0),
+        "compacted: {counts:?}"
+    );
+
+    let mut txn = db.begin(rr()).unwrap();
+    // Unchanged keys in table files do not conflict.
+    txn.put(b"a", b"mine").unwrap();
+    // "y" changes after the snapshot and is compacted below L0; "m" stays in L0.
+    db.db().put(b"y", b"later").unwrap();
+    let keyspace = db.db().default_keyspace();
+    let mut counts = Vec::new();
+    for _ in 0..4 {
+        db.db().flush().unwrap();
+        db.db().wait_for_background_work().unwrap();
+        counts = db.db().level_file_counts(&keyspace).unwrap();
+        if counts[0] == 0 {
+            break;
+        }
+        db.db().put(b"n", b"filler").unwrap();
+    }
+    assert_eq!(counts[0], 0, "compacted: {counts:?}");
+    assert!(
+        matches!(
+            txn_error(txn.put(b"y", b"x")),
+            TransactionError::SnapshotConflict { .. }
+        ),
+        "a change compacted below L0"
+    );
+    db.db().put(b"m", b"later").unwrap();
+    db.db().flush().unwrap();
+    db.db().delete_range(b"b", b"c").unwrap();
+    assert!(
+        matches!(
+            txn_error(txn.put(b"m", b"x")),
+            TransactionError::SnapshotConflict { .. }
+        ),
+        "a change flushed to L0"
+    );
+    assert!(
+        matches!(
+            txn_error(txn.get_for_update(b"b")),
+            TransactionError::SnapshotConflict { .. }
+        ),
+        "a covering range deletion"
+    );
+    // "c" is the range's exclusive end and "z" is untouched.
+    txn.put(b"c", b"mine").unwrap();
+    txn.delete(b"z").unwrap();
+    txn.commit().unwrap();
+    assert_eq!(db.db().get(b"a").unwrap(), Some(b"mine".to_vec()));
+    assert_eq!(db.db().get(b"z").unwrap(), None);
+}
