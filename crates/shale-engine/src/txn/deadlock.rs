@@ -26,7 +26,8 @@ struct Waiting {
 #[derive(Debug, Default)]
 struct GraphState {
     waits: HashMap<TxnId, Waiting>,
-    victims: HashSet<TxnId>,
+    /// Marked victims, with the cycle that condemned them.
+    victims: HashMap<TxnId, Vec<TxnId>>,
 }
 
 /// What adding a wait found.
@@ -65,12 +66,12 @@ impl WaitForGraph {
             return Detection::SelfVictim(cycle);
         }
         let stripe = state.waits.remove(&victim).map_or(0, |w| w.stripe);
-        state.victims.insert(victim);
+        state.victims.insert(victim, cycle);
         Detection::OtherVictim { victim, stripe }
     }
 
-    /// Whether `txn` was chosen as a victim by another transaction (clears the mark).
-    pub(crate) fn take_victim(&self, txn: TxnId) -> bool {
+    /// The cycle, if `txn` was chosen as a victim by another transaction (clears the mark).
+    pub(crate) fn take_victim(&self, txn: TxnId) -> Option<Vec<TxnId>> {
         self.lock().victims.remove(&txn)
     }
 
@@ -126,7 +127,7 @@ mod tests {
         assert_eq!(graph.wait(1, vec![2], 0), Detection::None);
         // 2 closing the cycle is the youngest: it gives up itself.
         assert_eq!(graph.wait(2, vec![1], 1), Detection::SelfVictim(vec![2, 1]));
-        assert!(!graph.take_victim(2));
+        assert_eq!(graph.take_victim(2), None);
     }
 
     #[test]
@@ -140,8 +141,8 @@ mod tests {
                 stripe: 7
             }
         );
-        assert!(graph.take_victim(5));
-        assert!(!graph.take_victim(5), "the mark is taken once");
+        assert_eq!(graph.take_victim(5), Some(vec![3, 5]));
+        assert_eq!(graph.take_victim(5), None, "the mark is taken once");
     }
 
     #[test]

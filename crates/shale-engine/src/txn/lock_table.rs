@@ -123,14 +123,14 @@ impl LockTable {
         let mut entries = stripe.lock();
         let mut started: Option<Instant> = None;
         loop {
-            if started.is_some() && self.graph.take_victim(txn) {
+            if let Some(cycle) = started.and_then(|_| self.graph.take_victim(txn)) {
                 self.graph.stop_waiting(txn);
                 return Err(Self::leave(
                     &mut entries,
                     key,
                     TransactionError::Deadlock {
                         victim: txn,
-                        cycle: Vec::new(),
+                        cycle,
                         key: show_key(&key.1),
                     },
                 ));
@@ -344,10 +344,12 @@ mod tests {
             thread::spawn(move || table.lock(1, &key("b"), LockMode::Exclusive, LONG, &stats))
         };
         let err = young.join().unwrap().unwrap_err();
-        assert!(
-            matches!(err, TransactionError::Deadlock { victim: 2, .. }),
-            "{err:?}"
-        );
+        match err {
+            TransactionError::Deadlock { victim, cycle, .. } => {
+                assert_eq!((victim, cycle), (2, vec![1, 2]));
+            }
+            other => panic!("{other:?}"),
+        }
         table.unlock_all(2, [key("b")].iter());
         old.join().unwrap().unwrap();
         assert_eq!(stats.deadlocks.load(Ordering::Relaxed), 1);
