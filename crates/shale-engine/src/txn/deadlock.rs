@@ -13,6 +13,7 @@
 //! Lock order: a lock-table stripe mutex, then this graph's mutex; never the reverse.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::lock_table::TxnId;
@@ -45,6 +46,9 @@ pub(crate) enum Detection {
 #[derive(Debug, Default)]
 pub(crate) struct WaitForGraph {
     state: Mutex<GraphState>,
+    /// `state.waits.len()`, written under the mutex: a transaction that ends while nobody
+    /// waits skips the mutex (invariant 2 holds trivially then).
+    waiting: AtomicUsize,
 }
 
 impl WaitForGraph {
@@ -57,15 +61,18 @@ impl WaitForGraph {
     pub(crate) fn wait(&self, txn: TxnId, on: Vec<TxnId>, stripe: usize) -> Detection {
         let mut state = self.lock();
         state.waits.insert(txn, Waiting { on, stripe });
+        self.waiting.store(state.waits.len(), Ordering::Release);
         let Some(cycle) = find_cycle(&state.waits, txn) else {
             return Detection::None;
         };
         let victim = cycle.iter().copied().max().unwrap_or(txn);
         if victim == txn {
             state.waits.remove(&txn);
+            self.waiting.store(state.waits.len(), Ordering::Release);
             return Detection::SelfVictim(cycle);
         }
         let stripe = state.waits.remove(&victim).map_or(0, |w| w.stripe);
+        self.waiting.store(state.waits.len(), Ordering::Release);
         state.victims.insert(victim, cycle);
         Detection::OtherVictim { victim, stripe }
     }
@@ -81,12 +88,19 @@ impl WaitForGraph {
         let mut state = self.lock();
         state.waits.remove(&txn);
         state.victims.remove(&txn);
+        self.waiting.store(state.waits.len(), Ordering::Release);
     }
 
-    /// `txn` ended and holds no lock (invariant 2).
+    /// `txn` ended and holds no lock (invariant 2). Called after its locks were released
+    /// under their stripes' mutexes, which every edge to `txn` was added under: so an edge to
+    /// `txn` shows in `waiting` here.
     pub(crate) fn remove(&self, txn: TxnId) {
+        if self.waiting.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let mut state = self.lock();
         state.waits.remove(&txn);
+        self.waiting.store(state.waits.len(), Ordering::Release);
         state.victims.remove(&txn);
         for waiting in state.waits.values_mut() {
             waiting.on.retain(|&t| t != txn);
