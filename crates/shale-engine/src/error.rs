@@ -38,6 +38,10 @@ pub enum Error {
         /// The earlier failure, as it was reported.
         reason: String,
     },
+    /// A transaction could not go on: lock wait timeout, deadlock, conflict, size limit
+    /// (docs/transactions.md, "Errors").
+    #[error(transparent)]
+    Transaction(#[from] crate::txn::TransactionError),
 }
 
 impl Error {
@@ -70,6 +74,7 @@ impl Error {
             Error::Background { reason } => Error::Background {
                 reason: reason.clone(),
             },
+            Error::Transaction(e) => Error::Transaction(e.clone()),
         }
     }
 }

@@ -42,12 +42,14 @@ mod flush;
 mod keyspace;
 mod options;
 mod read;
+mod read_latest;
 mod recovery;
 mod snapshot;
 mod stats;
 mod table_cache;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod txn;
 mod write;
 mod write_queue;
 pub use db::{Db, DEFAULT_KEYSPACE};
@@ -56,3 +58,7 @@ pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
 pub use snapshot::Snapshot;
 pub use stats::DbStats;
+pub use txn::{
+    BulkCommit, IsolationLevel, Transaction, TransactionDb, TransactionDbOptions, TransactionError,
+    TransactionIterator, TransactionOptions, TransactionStats,
+};

@@ -76,7 +76,7 @@ pub(crate) fn multi_get(
 }
 
 /// The newest visible tombstone seqno covering `key` among `tombstones`.
-fn covering(
+pub(crate) fn covering(
     cmp: &dyn Comparator,
     tombstones: &[RangeTombstone],
     key: &[u8],
@@ -149,7 +149,7 @@ fn get_from(
     Ok(None)
 }
 
-fn prefix_extractor(inner: &DbInner, keyspace: u32) -> Option<Arc<dyn PrefixExtractor>> {
+pub(crate) fn prefix_extractor(inner: &DbInner, keyspace: u32) -> Option<Arc<dyn PrefixExtractor>> {
     let state = inner.lock_state();
     state
         .keyspaces
