@@ -190,6 +190,18 @@ impl<V: ?Sized> ShardedLru<V> {
         self.next_file_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The largest charge every shard keeps at high priority without demoting it: the
+    /// smallest shard's high-priority share. A high-priority value above it would be demoted
+    /// to the low list at once (or not cached at all above the shard capacity), so callers
+    /// that cannot afford to reload it keep it themselves instead.
+    pub fn high_priority_room(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| lock(shard).high_capacity)
+            .min()
+            .unwrap_or(0)
+    }
+
     /// The configured capacity in bytes (sum of the shard capacities).
     pub fn capacity(&self) -> usize {
         self.capacity

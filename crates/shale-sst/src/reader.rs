@@ -406,25 +406,39 @@ impl Table {
 
     /// Hands the index and filters to the block cache at high priority instead of pinning
     /// them; they are reloaded (and checked again) when evicted and needed.
+    ///
+    /// One that is larger than a shard's high-priority share stays pinned by the table (as
+    /// `RocksDB` keeps them without `cache_index_and_filter_blocks`): in the cache it would be
+    /// demoted or refused at once and then read and decoded again on every lookup, hundreds of
+    /// microseconds for a filter of a few hundred KiB. It counts in [`Self::pinned_memory`].
     fn move_meta_blocks_to_cache(&mut self) {
         let Some(cache) = self.cache.clone() else {
             return;
         };
+        let room = cache.high_priority_room();
         let key = |offset| CacheKey {
             file_id: self.file_id,
             offset,
         };
-        if let Some(index) = self.index.take() {
-            let charge = index.memory_usage();
-            cache.insert(key(self.footer.index.offset), index, charge, Priority::High);
+        if self
+            .index
+            .as_ref()
+            .is_some_and(|index| index.memory_usage() <= room)
+        {
+            if let Some(index) = self.index.take() {
+                let charge = index.memory_usage();
+                cache.insert(key(self.footer.index.offset), index, charge, Priority::High);
+            }
         }
-        for (filter, handle) in [
-            (self.filter.take(), self.filter_handle),
-            (self.prefix_filter.take(), self.prefix_filter_handle),
+        for (slot, handle) in [
+            (&mut self.filter, self.filter_handle),
+            (&mut self.prefix_filter, self.prefix_filter_handle),
         ] {
-            if let (Some(filter), Some(handle)) = (filter, handle) {
-                let charge = filter.size_bytes();
-                cache.insert(key(handle.offset), filter, charge, Priority::High);
+            if slot.as_ref().is_some_and(|f| f.size_bytes() <= room) {
+                if let (Some(filter), Some(handle)) = (slot.take(), handle) {
+                    let charge = filter.size_bytes();
+                    cache.insert(key(handle.offset), filter, charge, Priority::High);
+                }
             }
         }
         self.cache_meta_blocks = true;

@@ -119,3 +119,36 @@ fn without_the_option_meta_blocks_are_pinned() {
     assert!(table.pinned_memory() > 0);
     assert_eq!(cache.usage(), 0, "nothing cached before the first read");
 }
+
+#[test]
+fn meta_blocks_too_large_for_a_shard_stay_pinned_instead_of_reloading() {
+    let fs = MemFs::new();
+    let path = Path::new("/t.sst");
+    // A 20,000-key filter (about 25 KB at 10 bits/key) against 8 KiB of high-priority room.
+    write_table(&fs, path, 20_000);
+    let cache = Arc::new(BlockCache::with_shards(16 << 10, 0));
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        cache_index_and_filter_blocks: true,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&fs, path, &options).unwrap();
+    assert!(
+        table.pinned_memory() >= 20_000 * 10 / 8,
+        "the filter is kept by the table: {} bytes pinned",
+        table.pinned_memory()
+    );
+    let before = cache.stats();
+    for i in 0..1_000u64 {
+        let key = format!("absent{i:08}");
+        assert_eq!(table.get(key.as_bytes(), MAX_SEQNO).unwrap(), None);
+    }
+    let after = cache.stats();
+    // The filter rejects nearly every absent key without touching the cache; a filter
+    // reloaded through the cache would miss on every lookup.
+    assert!(
+        after.misses - before.misses < 100,
+        "{} cache misses for 1,000 filtered lookups",
+        after.misses - before.misses
+    );
+}
