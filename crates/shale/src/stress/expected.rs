@@ -482,6 +482,46 @@ mod tests {
         assert!(!Slot::default().allows(Some(0)));
     }
 
+    /// The layout of docs/format/stress-expected.md, byte by byte.
+    #[test]
+    fn slot_and_header_bytes_match_the_format_page() {
+        let slot = Slot {
+            latest: 0x0102_0304,
+            pending: 0x0102_0305,
+            pending_delete: true,
+            floor: 7,
+            last_delete: 6,
+        };
+        let bytes = slot.encode();
+        assert_eq!(
+            &bytes[..20],
+            &[4, 3, 2, 1, 5, 3, 2, 1, 1, 0, 0, 0, 7, 0, 0, 0, 6, 0, 0, 0]
+        );
+        assert_eq!(&bytes[20..28], &[0; 8]);
+        assert_eq!(bytes[28..], crc32c::crc32c(&bytes[..28]).to_le_bytes());
+        assert_eq!(Slot::decode(&bytes), Ok(slot));
+        let shape = Shape {
+            seed: 0x1122_3344_5566_7788,
+            threads: 2,
+            keys_per_thread: 5,
+            keyspaces: 3,
+            durability: Some(Durability::Buffered),
+        };
+        let header = header(&shape);
+        assert_eq!(&header[..8], b"SHSTRESS");
+        assert_eq!(
+            &header[8..24],
+            &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0]
+        );
+        assert_eq!(
+            &header[24..36],
+            &[0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 3, 0, 0, 0]
+        );
+        assert_eq!(header[36..40], crc32c::crc32c(&header[..36]).to_le_bytes());
+        assert_eq!(&header[40..], &[0; 24]);
+        assert_eq!(shape.slot_of(2, 7), (1, (3 + 2) * 5 + 2));
+    }
+
     #[test]
     fn the_file_round_trips_and_detects_damage() {
         let dir = std::env::temp_dir().join(format!("shale-expected-{}", std::process::id()));
