@@ -179,3 +179,39 @@ fn verifier_catches_a_lost_write_and_a_misplaced_value() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_expected_state_file_sits_beside_the_database_and_bad_flags_are_refused() {
+    let dir = scratch("slash");
+    let with_slash = format!("{}/", dir.display());
+    let out = shale(&[
+        "stress",
+        "--blackbox",
+        &format!("--db={with_slash}"),
+        "--kills=1",
+        "--max-delay-ms=50",
+    ]);
+    assert_success(&out);
+    assert!(
+        expected_of(&dir).is_file(),
+        "no {}",
+        expected_of(&dir).display()
+    );
+    // A database without its expected-state file is refused rather than trusted.
+    std::fs::remove_file(expected_of(&dir)).unwrap();
+    let out = shale(&[
+        "stress",
+        "--blackbox",
+        &format!("--db={}", dir.display()),
+        "--kills=1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    clean(&dir);
+    let out = shale(&["stress", "--crash-images=1", "--durability=fast"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--durability \"fast\""));
+    let out = shale(&["stress"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("choose a mode"));
+}

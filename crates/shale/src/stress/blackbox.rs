@@ -28,7 +28,10 @@ use crate::output::Failure;
 fn expected_path(args: &StressArgs, db: &Path) -> PathBuf {
     args.expected
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}.expected", db.display())))
+        // `components` drops a trailing slash, so `DIR/` still puts the file beside DIR.
+        .unwrap_or_else(|| {
+            PathBuf::from(format!("{}.expected", db.components().as_path().display()))
+        })
 }
 
 fn db_dir(args: &StressArgs) -> Result<&Path, String> {
