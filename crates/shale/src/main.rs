@@ -8,6 +8,7 @@ mod bench_sst;
 mod histogram;
 mod keygen;
 mod output;
+mod stress;
 mod tool_db;
 mod tool_manifest;
 mod tool_sst;
@@ -43,6 +44,9 @@ enum Command {
     /// Measure the engine with `db_bench`'s benchmarks and flags (`shale bench
     /// --benchmarks=fillseq,readrandom --num=1000000`), or a component (`shale bench sst`).
     Bench(BenchArgs),
+    /// Randomized crash-and-verify stress test: worker processes killed with `SIGKILL` (`--blackbox
+    /// --db=DIR --kills=N`) or in-memory crash images (`--crash-images=N`).
+    Stress(stress::StressArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -201,6 +205,7 @@ fn main() -> ExitCode {
             ..
         }) => bench_sst::run(args),
         Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
+        Command::Stress(args) => stress::run(args),
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
