@@ -36,6 +36,7 @@ pub use version::{
 };
 
 mod background;
+mod checkpoint;
 mod compaction;
 mod db;
 mod flush;
@@ -50,6 +51,7 @@ mod table_cache;
 pub mod testing;
 mod write;
 mod write_queue;
+pub use checkpoint::CheckpointInfo;
 pub use db::{Db, DEFAULT_KEYSPACE};
 pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
