@@ -63,20 +63,20 @@ pub struct CheckpointInfo {
 }
 
 /// The state noted under the locks.
-struct Cut {
-    version: Arc<Version>,
+pub(crate) struct Cut {
+    pub(crate) version: Arc<Version>,
     /// (WAL number, bytes to copy).
-    wals: Vec<(u64, u64)>,
+    pub(crate) wals: Vec<(u64, u64)>,
     manifest_number: u64,
     manifest_record: Vec<u8>,
     options_number: u64,
     options: crate::options_file::OptionsFile,
-    seqno: SeqNo,
-    snapshot: Snapshot,
+    pub(crate) seqno: SeqNo,
+    pub(crate) snapshot: Snapshot,
 }
 
 /// Releases the WAL pins of a cut when the checkpoint is done (or failed).
-struct WalPins<'a> {
+pub(crate) struct WalPins<'a> {
     inner: &'a DbInner,
     numbers: Vec<u64>,
 }
@@ -137,27 +137,36 @@ pub(crate) fn create(inner: &DbInner, dest: &Path) -> Result<CheckpointInfo> {
         info.files.push((name, len));
     }
     drop(pins);
-    let manifest =
-        crate::version::start_manifest(fs, dest, cut.manifest_number, &cut.manifest_record, None)?;
-    let manifest_name = file_name(&manifest.path);
-    info.files.push((manifest_name, manifest.log.file_size()));
-    drop(manifest);
-    cut.options.write(fs, dest, cut.options_number)?;
-    let options_name = crate::options_file::options_file_name(cut.options_number);
-    info.files
-        .push((options_name.clone(), fs.size(&dest.join(&options_name))?));
-    fs.sync_dir(dest)?;
-    write_current(fs, dest, cut.manifest_number)?;
-    info.files.push((
-        crate::version::CURRENT_FILE_NAME.to_owned(),
-        fs.size(&dest.join(crate::version::CURRENT_FILE_NAME))?,
-    ));
+    info.files.extend(write_metadata(fs, dest, &cut)?);
     wait_visible(inner, cut.seqno)?;
     Ok(info)
 }
 
+/// Writes the fresh MANIFEST describing the cut's Version, the OPTIONS file, syncs `dest`,
+/// then writes `CURRENT` (invariant 2). Returns the files written with their sizes.
+pub(crate) fn write_metadata(
+    fs: &dyn FileSystem,
+    dest: &Path,
+    cut: &Cut,
+) -> Result<Vec<(String, u64)>> {
+    let mut files = Vec::new();
+    let manifest =
+        crate::version::start_manifest(fs, dest, cut.manifest_number, &cut.manifest_record, None)?;
+    files.push((file_name(&manifest.path), manifest.log.file_size()));
+    drop(manifest);
+    cut.options.write(fs, dest, cut.options_number)?;
+    let options_name = crate::options_file::options_file_name(cut.options_number);
+    let options_size = fs.size(&dest.join(&options_name))?;
+    files.push((options_name, options_size));
+    fs.sync_dir(dest)?;
+    write_current(fs, dest, cut.manifest_number)?;
+    let current = crate::version::CURRENT_FILE_NAME;
+    files.push((current.to_owned(), fs.size(&dest.join(current))?));
+    Ok(files)
+}
+
 /// Takes the cut under the state and WAL locks (module docs).
-fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
+pub(crate) fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
     let mut state = inner.lock_state();
     let version = state.versions.current();
     let min_log = version
@@ -230,7 +239,7 @@ fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
 
 /// Waits until the groups up to `seqno` are published, so the returned snapshot reads what
 /// the checkpoint holds (a group in the WAL prefix may still be inserting).
-fn wait_visible(inner: &DbInner, seqno: SeqNo) -> Result<()> {
+pub(crate) fn wait_visible(inner: &DbInner, seqno: SeqNo) -> Result<()> {
     while inner.visible_seqno() < seqno {
         inner.check_background_error()?;
         std::thread::sleep(Duration::from_micros(100));

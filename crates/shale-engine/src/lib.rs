@@ -36,6 +36,7 @@ pub use version::{
 };
 
 mod background;
+mod backup;
 mod checkpoint;
 mod compaction;
 mod db;
@@ -51,6 +52,7 @@ mod table_cache;
 pub mod testing;
 mod write;
 mod write_queue;
+pub use backup::{BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup};
 pub use checkpoint::CheckpointInfo;
 pub use db::{Db, DEFAULT_KEYSPACE};
 pub use keyspace::Keyspace;
