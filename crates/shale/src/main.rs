@@ -3,11 +3,13 @@
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
 
+mod backup_cmd;
 mod bench_db;
 mod bench_sst;
 mod histogram;
 mod keygen;
 mod output;
+mod tool_checkpoint;
 mod tool_db;
 mod tool_manifest;
 mod tool_sst;
@@ -43,6 +45,9 @@ enum Command {
     /// Measure the engine with `db_bench`'s benchmarks and flags (`shale bench
     /// --benchmarks=fillseq,readrandom --num=1000000`), or a component (`shale bench sst`).
     Bench(BenchArgs),
+    /// Incremental hot backups: create, list, verify, restore, purge.
+    #[command(subcommand)]
+    Backup(backup_cmd::BackupCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -65,6 +70,8 @@ enum ToolCommand {
     Scan(tool_db::ScanArgs),
     /// Check every checksum and structural invariant of a database directory.
     Verify(tool_verify::VerifyToolArgs),
+    /// Make a consistent, openable copy of a database (hard links where possible).
+    Checkpoint(tool_checkpoint::CheckpointArgs),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -196,6 +203,8 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Delete(args)) => tool_db::run_delete(args),
         Command::Tool(ToolCommand::Scan(args)) => tool_db::run_scan(args),
         Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
+        Command::Tool(ToolCommand::Checkpoint(args)) => tool_checkpoint::run(args),
+        Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),
             ..
