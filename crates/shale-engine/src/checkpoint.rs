@@ -22,8 +22,8 @@
 //! 1. The checkpoint holds every table of the pinned Version and every WAL at or above the
 //!    smallest log number in it, so opening it recovers exactly the writes with sequence
 //!    numbers up to [`CheckpointInfo::seqno`].
-//! 2. `CURRENT` is written last: a directory without it is an unfinished checkpoint, which
-//!    `Db::open` refuses (there is no database) rather than opening half of one.
+//! 2. `CURRENT` is written last: a directory without it is an unfinished checkpoint, not a
+//!    database (`Db::open` without `create_if_missing` refuses it; delete it and retry).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -193,7 +193,15 @@ pub(crate) fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
     let options = inner.options.to_file(&keyspaces);
     let (current, current_size, seqno, snapshot) = {
         let mut wal = inner.lock_wal();
-        wal.writer.flush()?;
+        if let Err(error) = wal.writer.flush() {
+            // The writer is poisoned now; make that the sticky error, as a failed write does.
+            drop(wal);
+            inner.set_background_error_locked(
+                &state,
+                format!("flushing the WAL for a checkpoint failed: {error}"),
+            );
+            return Err(error);
+        }
         let seqno = inner
             .last_allocated_seqno
             .load(std::sync::atomic::Ordering::Acquire);
