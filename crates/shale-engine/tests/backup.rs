@@ -151,14 +151,33 @@ fn incremental_verify_restore_and_purge() {
     assert_eq!(restored.get(b"later").unwrap(), None);
     restored.close().unwrap();
 
-    // A table only the purged backup listed is deleted by the next purge.
+    a_table_only_purged_backups_listed_is_deleted(&fs, &engine, db_options, &second.info);
+}
+
+/// After a compaction replaced every table of `second` (the only backup left), a new backup
+/// and `purge --keep 1` leave exactly the new backup's tables in `shared/`.
+fn a_table_only_purged_backups_listed_is_deleted(
+    fs: &MemFs,
+    engine: &BackupEngine,
+    db_options: Options,
+    second: &BackupInfo,
+) {
     let db = Db::open("/db", db_options).unwrap();
+    // Overwriting the keys makes the tables overlap: the compaction merges them into new ones.
+    fill(&db, "a", 1000);
+    fill(&db, "b", 1000);
     db.compact_range(&db.default_keyspace(), None, None)
         .unwrap();
     let third = engine
         .create(&db, &BackupOptions::default(), &mut no_progress)
         .unwrap();
     db.close().unwrap();
+    assert!(
+        shared(&third.info)
+            .iter()
+            .all(|s| !shared(second).contains(s)),
+        "the compaction replaced every table"
+    );
     engine.purge(1).unwrap();
     let on_disk = fs.list(Path::new("/backups/shared")).unwrap();
     let listed: Vec<String> = shared(&third.info)
@@ -233,4 +252,46 @@ fn a_backup_under_write_load_restores_to_the_snapshot_at_its_cut() {
         assert_eq!(contents(&restored_users, None), users, "backup {id}");
         restored.close().unwrap();
     }
+}
+
+#[test]
+fn a_failed_backup_leaves_no_backup_and_purge_removes_its_files() {
+    use shale_fs::{FaultError, FaultFs, FaultRule, FaultTrigger, OpKind};
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 1000);
+    db.put(b"in-wal", b"x").unwrap();
+    let faulty = FaultFs::new(Arc::new(fs.clone()));
+    let engine = BackupEngine::open(Arc::new(faulty.clone()), "/backups").unwrap();
+    // The tables are copied, then copying the WAL into private/ fails.
+    faulty.add_rule(
+        FaultRule::new(OpKind::Append, FaultTrigger::Always, FaultError::NoSpace)
+            .path_contains("/backups/private/"),
+    );
+    let err = engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap_err();
+    assert!(err.to_string().contains("/backups/private/1/"), "{err}");
+    assert!(engine.list().unwrap().is_empty(), "no meta, no backup");
+    assert!(!fs.list(Path::new("/backups/shared")).unwrap().is_empty());
+    // The database is unharmed: a failed backup is not a database error.
+    db.put(b"after", b"failure").unwrap();
+    assert!(engine.purge(1).unwrap().is_empty());
+    assert!(
+        fs.list(Path::new("/backups/shared")).unwrap().is_empty(),
+        "purge removes the unreferenced tables"
+    );
+    faulty.clear_rules();
+    let created = engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    assert_eq!(created.info.id, 1);
+    engine.verify(1, &mut no_progress).unwrap();
+    db.close().unwrap();
+    engine
+        .restore(1, Path::new("/restored"), 2, &no_progress)
+        .unwrap();
+    let restored = Db::open("/restored", options(&fs)).unwrap();
+    assert_eq!(restored.get(b"in-wal").unwrap(), Some(b"x".to_vec()));
+    assert_eq!(restored.get(b"after").unwrap(), Some(b"failure".to_vec()));
 }
