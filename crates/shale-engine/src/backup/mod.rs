@@ -66,6 +66,10 @@ pub struct CreatedBackup {
 pub struct BackupEngine {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
+    /// Serializes `create` and `purge` of this engine and its clones (two creates would pick
+    /// the same id; a purge could delete a table a create is about to list). Another process
+    /// working on the same directory is not excluded.
+    exclusive: Arc<Mutex<()>>,
 }
 
 /// Sleeps to keep a copy at or below a rate.
@@ -97,7 +101,11 @@ impl BackupEngine {
         for sub in [SHARED, PRIVATE, META] {
             fs.create_dir_all(&dir.join(sub))?;
         }
-        Ok(BackupEngine { fs, dir })
+        Ok(BackupEngine {
+            fs,
+            dir,
+            exclusive: Arc::new(Mutex::new(())),
+        })
     }
 
     /// Takes a backup of `db` (module docs). `progress` is called with the bytes copied so far
@@ -108,6 +116,10 @@ impl BackupEngine {
         options: &BackupOptions,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<CreatedBackup> {
+        let _exclusive = self
+            .exclusive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let inner = &db.inner;
         inner.check_open()?;
         inner.check_background_error()?;
@@ -332,6 +344,10 @@ impl BackupEngine {
     /// Deletes all but the newest `keep` backups, then every shared file no remaining backup
     /// lists (and leftovers of interrupted backups). Returns the ids deleted.
     pub fn purge(&self, keep: usize) -> Result<Vec<u32>> {
+        let _exclusive = self
+            .exclusive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let fs = &*self.fs;
         let ids = self.ids()?;
         let doomed: Vec<u32> = ids[..ids.len().saturating_sub(keep)].to_vec();
