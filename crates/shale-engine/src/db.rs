@@ -33,6 +33,7 @@ use shale_fs::{FileLock, FileSystem};
 use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
 
 use crate::batch::WriteBatch;
+use crate::checkpoint::CheckpointInfo;
 use crate::error::{Error, Result};
 use crate::keyspace::{Keyspace, KeyspaceState, SuperVersion};
 use crate::memtable::MemTable;
@@ -86,6 +87,9 @@ pub(crate) struct DbState {
     /// Flushes and compactions finished since open (tests and tools wait on these).
     pub(crate) flushes_done: u64,
     pub(crate) compactions_done: u64,
+    /// WAL numbers a running checkpoint still copies (never deleted as obsolete), with the
+    /// number of checkpoints holding each.
+    pub(crate) pinned_wals: BTreeMap<u64, usize>,
 }
 
 /// Everything the parts of the engine share. Background threads hold an `Arc` of it.
@@ -145,6 +149,7 @@ impl DbInner {
                 compacting: BTreeSet::new(),
                 flushes_done: 0,
                 compactions_done: 0,
+                pinned_wals: BTreeMap::new(),
             }),
             state_changed: Condvar::new(),
             wal: Mutex::new(wal),
@@ -408,6 +413,14 @@ impl Db {
         self.inner.check_open()?;
         self.inner.check_background_error()?;
         crate::compaction::compact_range(&self.inner, keyspace.id(), start, end)
+    }
+
+    /// Makes a consistent, openable copy of the database in `dir` (which must not exist or be
+    /// empty) without blocking writers: table files are hard-linked (copied across file
+    /// systems), the WALs copied up to the cut, and a fresh MANIFEST written. The returned
+    /// [`CheckpointInfo`] names the cut's sequence number and holds a snapshot at it.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        crate::checkpoint::create(&self.inner, dir.as_ref())
     }
 
     /// Compaction and write-stall counters since open.

@@ -213,7 +213,7 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
     let newest_options = names.iter().filter_map(|n| options_number(n)).max();
     for name in names {
         let remove = if let Some(number) = parse_log_file_name(&name) {
-            number < min_log && number != current_wal
+            number < min_log && number != current_wal && !state.pinned_wals.contains_key(&number)
         } else if let Some(number) = table_number(&name) {
             let obsolete = !live.contains(&number) && !state.pending_outputs.contains(&number);
             if obsolete {

@@ -36,6 +36,8 @@ pub use version::{
 };
 
 mod background;
+mod backup;
+mod checkpoint;
 mod compaction;
 mod db;
 mod flush;
@@ -52,6 +54,8 @@ pub mod testing;
 mod txn;
 mod write;
 mod write_queue;
+pub use backup::{BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup};
+pub use checkpoint::CheckpointInfo;
 pub use db::{Db, DEFAULT_KEYSPACE};
 pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};

@@ -3,12 +3,14 @@
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
 
+mod backup_cmd;
 mod bench_db;
 mod bench_sst;
 mod histogram;
 mod keygen;
 mod output;
 mod stress;
+mod tool_checkpoint;
 mod tool_db;
 mod tool_manifest;
 mod tool_sst;
@@ -47,6 +49,9 @@ enum Command {
     /// Randomized crash-and-verify stress test: worker processes killed with `SIGKILL` (`--blackbox
     /// --db=DIR --kills=N`) or in-memory crash images (`--crash-images=N`).
     Stress(stress::StressArgs),
+    /// Incremental hot backups: create, list, verify, restore, purge.
+    #[command(subcommand)]
+    Backup(backup_cmd::BackupCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -69,6 +74,8 @@ enum ToolCommand {
     Scan(tool_db::ScanArgs),
     /// Check every checksum and structural invariant of a database directory.
     Verify(tool_verify::VerifyToolArgs),
+    /// Make a consistent, openable copy of a database (hard links where possible).
+    Checkpoint(tool_checkpoint::CheckpointArgs),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -200,6 +207,8 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Delete(args)) => tool_db::run_delete(args),
         Command::Tool(ToolCommand::Scan(args)) => tool_db::run_scan(args),
         Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
+        Command::Tool(ToolCommand::Checkpoint(args)) => tool_checkpoint::run(args),
+        Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),
             ..

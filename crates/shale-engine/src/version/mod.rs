@@ -22,10 +22,10 @@ pub use edit::{
     DeletedFile, NewFile, VersionEdit, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC, SAFE_TO_IGNORE,
 };
 pub use levels::{FileMetaData, Version};
-pub(crate) use manifest::read_current;
 #[cfg(feature = "testing")]
 pub(crate) use manifest::{current_contents, parse_current};
 pub use manifest::{manifest_file_name, parse_manifest_file_name, CURRENT_FILE_NAME};
+pub(crate) use manifest::{read_current, start_manifest, write_current};
 pub(crate) use set::replay;
 pub use set::{
     VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_MAX_MANIFEST_SIZE,

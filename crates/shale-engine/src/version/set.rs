@@ -536,6 +536,19 @@ impl VersionSet {
         self.manifest.number
     }
 
+    /// The first record of a new MANIFEST describing `version` with the current counters
+    /// (a checkpoint's MANIFEST).
+    pub(crate) fn snapshot_record(&self, version: &Version) -> Vec<u8> {
+        snapshot_edit(
+            version,
+            self.comparator.name(),
+            self.next_file_number,
+            self.last_sequence,
+            self.max_keyspace_id,
+        )
+        .encode()
+    }
+
     /// Bytes written to the live MANIFEST so far.
     pub fn manifest_size(&self) -> u64 {
         self.manifest.log.file_size()

@@ -1,0 +1,501 @@
+//! Hot backups: a [`BackupEngine`] keeps numbered backups of a database in a backup directory
+//! (docs/format/backup.md, docs/operations.md "Take and restore a backup"), like `RocksDB`'s
+//! `BackupEngine`.
+//!
+//! Layout: `shared/` holds table files named `<number>-<size>-<crc32c>.sst`, shared between
+//! backups; `private/<id>/` holds the files only that backup needs (WAL prefixes, its MANIFEST,
+//! OPTIONS, CURRENT); `meta/<id>` lists every file of backup `id` with size and checksum.
+//!
+//! A backup is taken at a checkpoint cut (`crate::checkpoint`), so it holds exactly the writes
+//! up to one sequence number, across all keyspaces, without blocking writers.
+//!
+//! Invariants:
+//! 1. `meta/<id>` is written (atomically) only after every file it lists is synced, so a
+//!    backup that is listed is complete; a crash mid-backup leaves only unreferenced files,
+//!    which the next `purge` removes.
+//! 2. A shared file's name carries its size and checksum; it is reused only when the table's
+//!    number, size and checksum all match, so two databases backed up to one directory never
+//!    mix tables.
+//! 3. `purge` deletes a backup's meta before its files, and a shared file only when no
+//!    remaining meta lists it.
+
+mod meta;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use shale_fs::FileSystem;
+
+pub use meta::{BackupFile, BackupInfo};
+
+use crate::checkpoint::{copy_file_with, take_cut, wait_visible, write_metadata};
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::snapshot::Snapshot;
+use crate::table_cache::table_file_name;
+use crate::wal::format::log_file_name;
+
+const SHARED: &str = "shared";
+const PRIVATE: &str = "private";
+const META: &str = "meta";
+
+/// How [`BackupEngine::create`] copies.
+#[derive(Debug, Clone, Default)]
+pub struct BackupOptions {
+    /// Copy at most this many bytes per second (0: unlimited).
+    pub rate_limit_bytes_per_sec: u64,
+}
+
+/// What [`BackupEngine::create`] did.
+#[derive(Debug)]
+pub struct CreatedBackup {
+    pub info: BackupInfo,
+    /// A snapshot of the source at the backup's cut: a restore reads what it reads.
+    pub snapshot: Snapshot,
+    /// Files and bytes copied (shared tables already in the backup directory are not).
+    pub copied_files: usize,
+    pub copied_bytes: u64,
+    /// Tables found in `shared/` from earlier backups and not copied again.
+    pub reused_tables: usize,
+}
+
+/// A directory of backups (see the module docs).
+#[derive(Debug, Clone)]
+pub struct BackupEngine {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    /// Serializes `create` and `purge` of this engine and its clones (two creates would pick
+    /// the same id; a purge could delete a table a create is about to list). Another process
+    /// working on the same directory is not excluded.
+    exclusive: Arc<Mutex<()>>,
+}
+
+/// Sleeps to keep a copy at or below a rate.
+struct Throttle {
+    rate: u64,
+    start: Instant,
+    bytes: u64,
+}
+
+impl Throttle {
+    fn account(&mut self, bytes: u64) {
+        self.bytes += bytes;
+        if self.rate == 0 {
+            return;
+        }
+        #[allow(clippy::cast_precision_loss)] // a delay, not an amount
+        let due = Duration::from_secs_f64(self.bytes as f64 / self.rate as f64);
+        let elapsed = self.start.elapsed();
+        if let Some(wait) = due.checked_sub(elapsed) {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+impl BackupEngine {
+    /// Opens (creating if needed) the backup directory `dir` on `fs`.
+    pub fn open(fs: Arc<dyn FileSystem>, dir: impl AsRef<Path>) -> Result<BackupEngine> {
+        let dir = dir.as_ref().to_path_buf();
+        for sub in [SHARED, PRIVATE, META] {
+            fs.create_dir_all(&dir.join(sub))?;
+        }
+        Ok(BackupEngine {
+            fs,
+            dir,
+            exclusive: Arc::new(Mutex::new(())),
+        })
+    }
+
+    /// Takes a backup of `db` (module docs). `progress` is called with the bytes copied so far
+    /// and the bytes the backup holds.
+    pub fn create(
+        &self,
+        db: &Db,
+        options: &BackupOptions,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<CreatedBackup> {
+        let _exclusive = self
+            .exclusive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let inner = &db.inner;
+        inner.check_open()?;
+        inner.check_background_error()?;
+        let fs = &*self.fs;
+        let id = self.ids()?.last().map_or(1, |last| last + 1);
+        let private_rel = format!("{PRIVATE}/{id}");
+        let private_dir = self.dir.join(&private_rel);
+        fs.create_dir_all(&private_dir)?;
+        for leftover in fs.list(&private_dir)? {
+            fs.remove(&private_dir.join(leftover))?;
+        }
+        let shared_names: BTreeSet<String> = fs.list(&self.dir.join(SHARED))?.into_iter().collect();
+        let (cut, pins) = take_cut(inner)?;
+        let total: u64 = cut.version.all_files().map(|(_, _, f)| f.size).sum::<u64>()
+            + cut.wals.iter().map(|(_, len)| len).sum::<u64>();
+        let mut throttle = Throttle {
+            rate: options.rate_limit_bytes_per_sec,
+            start: Instant::now(),
+            bytes: 0,
+        };
+        let mut done = 0u64;
+        let mut files = Vec::new();
+        let (mut copied_files, mut reused_tables) = (0, 0);
+        for (_, _, meta) in cut.version.all_files() {
+            let source = table_file_name(&inner.dir, meta.number);
+            let (file, copied) = self.backup_table(
+                &source,
+                meta.number,
+                meta.size,
+                &shared_names,
+                &mut throttle,
+            )?;
+            if copied {
+                copied_files += 1;
+            } else {
+                reused_tables += 1;
+            }
+            done += meta.size;
+            progress(done, total);
+            files.push(file);
+        }
+        for &(number, len) in &cut.wals {
+            let name = log_file_name(number);
+            let crc = copy_file_with(
+                fs,
+                &inner.dir.join(&name),
+                &private_dir.join(&name),
+                len,
+                &mut |n| throttle.account(n),
+            )?;
+            copied_files += 1;
+            done += len;
+            progress(done, total);
+            files.push(BackupFile {
+                stored: format!("{private_rel}/{name}"),
+                name,
+                size: len,
+                crc32c: crc,
+            });
+        }
+        drop(pins);
+        for (name, size) in write_metadata(fs, &private_dir, &cut)? {
+            let crc = checksum_file(fs, &private_dir.join(&name), size)?;
+            copied_files += 1;
+            files.push(BackupFile {
+                stored: format!("{private_rel}/{name}"),
+                name,
+                size,
+                crc32c: crc,
+            });
+        }
+        fs.sync_dir(&self.dir.join(SHARED))?;
+        let created = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let info = BackupInfo {
+            id,
+            created,
+            seqno: cut.seqno,
+            files,
+        };
+        shale_fs::replace_file_durably(fs, &self.meta_path(id), &info.encode())?;
+        wait_visible(inner, cut.seqno)?;
+        Ok(CreatedBackup {
+            info,
+            snapshot: cut.snapshot,
+            copied_files,
+            copied_bytes: throttle.bytes,
+            reused_tables,
+        })
+    }
+
+    /// Every backup, oldest first.
+    pub fn list(&self) -> Result<Vec<BackupInfo>> {
+        self.ids()?.into_iter().map(|id| self.info(id)).collect()
+    }
+
+    /// What `meta/<id>` says about backup `id`.
+    pub fn info(&self, id: u32) -> Result<BackupInfo> {
+        let path = self.meta_path(id);
+        if !self.fs.exists(&path)? {
+            return Err(Error::InvalidArgument(format!(
+                "no backup {id} in {} ({} is missing)",
+                self.dir.display(),
+                path.display()
+            )));
+        }
+        let file = self.fs.open_read(&path)?;
+        let size = file.size()?;
+        if size > meta::MAX_META_SIZE {
+            return Err(Error::Corruption {
+                file: path,
+                offset: 0,
+                detail: format!("backup meta is {size} bytes, more than any backup needs"),
+            });
+        }
+        let mut bytes = vec![0u8; usize::try_from(size).unwrap_or(0)];
+        file.read_exact_at(0, &mut bytes)?;
+        let info = BackupInfo::decode(&bytes, &path)?;
+        if info.id != id {
+            return Err(Error::Corruption {
+                file: path,
+                offset: 0,
+                detail: format!("meta file of backup {id} describes backup {}", info.id),
+            });
+        }
+        Ok(info)
+    }
+
+    /// The newest backup's id, if any.
+    pub fn latest_id(&self) -> Result<Option<u32>> {
+        Ok(self.ids()?.last().copied())
+    }
+
+    /// Re-reads every file of backup `id` and checks its size and checksum against the meta.
+    /// Returns the bytes checked; the first mismatch is a corruption error naming the file.
+    pub fn verify(&self, id: u32, progress: &mut dyn FnMut(u64, u64)) -> Result<u64> {
+        let info = self.info(id)?;
+        let total = info.total_bytes();
+        let mut done = 0;
+        for file in &info.files {
+            let path = self.dir.join(&file.stored);
+            self.check_size(&path, file)?;
+            let crc = checksum_file(&*self.fs, &path, file.size)?;
+            check_crc(&path, file, crc)?;
+            done += file.size;
+            progress(done, total);
+        }
+        Ok(done)
+    }
+
+    /// Copies backup `id` into `dest` (which must not exist or be empty) with `threads`
+    /// threads, checking every file's checksum as it is copied; `CURRENT` is written last.
+    pub fn restore(
+        &self,
+        id: u32,
+        dest: &Path,
+        threads: usize,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<()> {
+        let fs = &*self.fs;
+        let info = self.info(id)?;
+        if fs.exists(dest)? && !fs.list(dest)?.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "restore target {} is not empty; restore into an empty or new directory",
+                dest.display()
+            )));
+        }
+        fs.create_dir_all(dest)?;
+        let total = info.total_bytes();
+        let (current, rest): (Vec<&BackupFile>, Vec<&BackupFile>) =
+            info.files.iter().partition(|f| f.name == "CURRENT");
+        let queue = Mutex::new(rest);
+        let done = Mutex::new(0u64);
+        let first_error: Mutex<Option<Error>> = Mutex::new(None);
+        std::thread::scope(|scope| {
+            for _ in 0..threads.max(1) {
+                scope.spawn(|| loop {
+                    if first_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .is_some()
+                    {
+                        return;
+                    }
+                    let Some(file) = queue.lock().unwrap_or_else(PoisonError::into_inner).pop()
+                    else {
+                        return;
+                    };
+                    match self.restore_file(file, dest) {
+                        Ok(()) => {
+                            let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
+                            *done += file.size;
+                            progress(*done, total);
+                        }
+                        Err(e) => {
+                            first_error
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_or_insert(e);
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        if let Some(error) = first_error
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            return Err(error);
+        }
+        fs.sync_dir(dest)?;
+        for file in current {
+            self.restore_file(file, dest)?;
+        }
+        fs.sync_dir(dest)?;
+        progress(total, total);
+        Ok(())
+    }
+
+    /// Deletes all but the newest `keep` backups, then every shared file no remaining backup
+    /// lists (and leftovers of interrupted backups). Returns the ids deleted.
+    pub fn purge(&self, keep: usize) -> Result<Vec<u32>> {
+        let _exclusive = self
+            .exclusive
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let fs = &*self.fs;
+        let ids = self.ids()?;
+        let doomed: Vec<u32> = ids[..ids.len().saturating_sub(keep)].to_vec();
+        for &id in &doomed {
+            fs.remove(&self.meta_path(id))?;
+        }
+        fs.sync_dir(&self.dir.join(META))?;
+        let kept = self.list()?;
+        let kept_ids: BTreeSet<String> = kept.iter().map(|b| b.id.to_string()).collect();
+        for sub in fs.list(&self.dir.join(PRIVATE))? {
+            if kept_ids.contains(&sub) {
+                continue;
+            }
+            let dir = self.dir.join(PRIVATE).join(&sub);
+            for name in fs.list(&dir)? {
+                fs.remove(&dir.join(name))?;
+            }
+        }
+        let referenced: BTreeSet<&str> = kept
+            .iter()
+            .flat_map(|b| b.files.iter())
+            .filter_map(|f| f.stored.strip_prefix("shared/"))
+            .collect();
+        for name in fs.list(&self.dir.join(SHARED))? {
+            if !referenced.contains(name.as_str()) {
+                fs.remove(&self.dir.join(SHARED).join(name))?;
+            }
+        }
+        fs.sync_dir(&self.dir.join(SHARED))?;
+        Ok(doomed)
+    }
+
+    /// Stores table `number` (`size` bytes at `source`) in `shared/`, unless a file with the
+    /// same number, size and checksum is there (invariant 2). Returns its entry and whether
+    /// it was copied.
+    fn backup_table(
+        &self,
+        source: &Path,
+        number: u64,
+        size: u64,
+        shared_names: &BTreeSet<String>,
+        throttle: &mut Throttle,
+    ) -> Result<(BackupFile, bool)> {
+        let fs = &*self.fs;
+        let prefix = format!("{number:06}-{size}-");
+        let mut reused = None;
+        if shared_names.iter().any(|n| n.starts_with(&prefix)) {
+            let crc = checksum_file(fs, source, size)?;
+            if shared_names.contains(&shared_name(number, size, crc)) {
+                reused = Some(crc);
+            }
+        }
+        let (crc, copied) = if let Some(crc) = reused {
+            (crc, false)
+        } else {
+            let temp = self.dir.join(SHARED).join(format!("{prefix}tmp"));
+            let crc = copy_file_with(fs, source, &temp, size, &mut |n| throttle.account(n))?;
+            let stored = self.dir.join(SHARED).join(shared_name(number, size, crc));
+            fs.rename(&temp, &stored)?;
+            (crc, true)
+        };
+        let file = BackupFile {
+            stored: format!("{SHARED}/{}", shared_name(number, size, crc)),
+            name: format!("{number:06}.sst"),
+            size,
+            crc32c: crc,
+        };
+        Ok((file, copied))
+    }
+
+    fn restore_file(&self, file: &BackupFile, dest: &Path) -> Result<()> {
+        let from = self.dir.join(&file.stored);
+        self.check_size(&from, file)?;
+        let crc = copy_file_with(
+            &*self.fs,
+            &from,
+            &dest.join(&file.name),
+            file.size,
+            &mut |_| {},
+        )?;
+        check_crc(&from, file, crc)
+    }
+
+    fn check_size(&self, path: &Path, file: &BackupFile) -> Result<()> {
+        if !self.fs.exists(path)? {
+            return Err(Error::Corruption {
+                file: path.to_path_buf(),
+                offset: 0,
+                detail: "file of the backup is missing".into(),
+            });
+        }
+        let size = self.fs.size(path)?;
+        if size != file.size {
+            return Err(Error::Corruption {
+                file: path.to_path_buf(),
+                offset: size.min(file.size),
+                detail: format!("file is {size} bytes, the backup meta says {}", file.size),
+            });
+        }
+        Ok(())
+    }
+
+    fn ids(&self) -> Result<Vec<u32>> {
+        let mut ids: Vec<u32> = self
+            .fs
+            .list(&self.dir.join(META))?
+            .iter()
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    fn meta_path(&self, id: u32) -> PathBuf {
+        self.dir.join(META).join(id.to_string())
+    }
+}
+
+fn shared_name(number: u64, size: u64, crc: u32) -> String {
+    format!("{number:06}-{size}-{crc:08x}.sst")
+}
+
+fn check_crc(path: &Path, file: &BackupFile, crc: u32) -> Result<()> {
+    if crc == file.crc32c {
+        Ok(())
+    } else {
+        Err(Error::Corruption {
+            file: path.to_path_buf(),
+            offset: 0,
+            detail: format!(
+                "checksum mismatch: the backup meta says crc32c {:08x}, the file has {crc:08x}",
+                file.crc32c
+            ),
+        })
+    }
+}
+
+/// The CRC-32C of the first `len` bytes of `path`.
+fn checksum_file(fs: &dyn FileSystem, path: &Path, len: u64) -> Result<u32> {
+    let file = fs.open_read(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut crc = 0;
+    let mut offset = 0u64;
+    while offset < len {
+        let n = usize::try_from((len - offset).min(buf.len() as u64)).unwrap_or(buf.len());
+        file.read_exact_at(offset, &mut buf[..n])?;
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        offset += n as u64;
+    }
+    Ok(crc)
+}

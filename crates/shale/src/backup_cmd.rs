@@ -1,0 +1,281 @@
+//! `shale backup create | list | verify | restore | purge`: incremental hot backups, like
+//! `RocksDB`'s `BackupEngine` (docs/operations.md "Take and restore a backup", layout in
+//! docs/format/backup.md).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+use shale_engine::{BackupEngine, BackupInfo, BackupOptions};
+use shale_fs::OsFs;
+
+use crate::output::{print_json, progress, Failure};
+use crate::tool_checkpoint::open_existing;
+
+/// `shale backup`: one subcommand per action.
+#[derive(Debug, Subcommand)]
+pub enum BackupCommand {
+    /// Take a backup of a database (tables shared with earlier backups are not copied again).
+    Create(CreateArgs),
+    /// List the backups in a backup directory.
+    List(ListArgs),
+    /// Re-read every file of a backup and check its size and checksum.
+    Verify(VerifyArgs),
+    /// Copy a backup into an empty directory, checking every file.
+    Restore(RestoreArgs),
+    /// Delete all but the newest N backups and the files only they used.
+    Purge(PurgeArgs),
+}
+
+/// Flags of `shale backup create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// The database directory.
+    pub db: PathBuf,
+    /// The backup directory (created if missing).
+    pub backup_dir: PathBuf,
+    /// Copy at most this many MB (10^6 bytes) per second; 0 is unlimited.
+    #[arg(long, value_name = "MB", default_value_t = 0.0)]
+    pub rate_limit_mb: f64,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `shale backup list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The backup directory.
+    pub backup_dir: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `shale backup verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The backup directory.
+    pub backup_dir: PathBuf,
+    /// The backup to verify (default: every backup).
+    #[arg(long)]
+    pub id: Option<u32>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `shale backup restore`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The backup directory.
+    pub backup_dir: PathBuf,
+    /// The directory to restore into: new or empty.
+    pub dest: PathBuf,
+    /// The backup to restore (default: the newest).
+    #[arg(long)]
+    pub id: Option<u32>,
+    /// Files copied at once.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Flags of `shale backup purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// The backup directory.
+    pub backup_dir: PathBuf,
+    /// How many of the newest backups to keep.
+    #[arg(long, value_name = "N")]
+    pub keep: usize,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn engine(dir: &std::path::Path) -> Result<BackupEngine, Failure> {
+    Ok(BackupEngine::open(Arc::new(OsFs::new()), dir)?)
+}
+
+fn existing_engine(dir: &std::path::Path) -> Result<BackupEngine, Failure> {
+    if !dir.join("meta").is_dir() {
+        return Err(Failure::error(format!(
+            "{} is not a backup directory (it has no meta/)",
+            dir.display()
+        )));
+    }
+    engine(dir)
+}
+
+fn info_json(info: &BackupInfo) -> Value {
+    json!({
+        "id": info.id,
+        "created": info.created,
+        "seqno": info.seqno,
+        "files": info.files.len(),
+        "bytes": info.total_bytes(),
+    })
+}
+
+/// Runs `shale backup ...`.
+pub fn run(command: &BackupCommand) -> Result<(), Failure> {
+    match command {
+        BackupCommand::Create(args) => create(args),
+        BackupCommand::List(args) => list(args),
+        BackupCommand::Verify(args) => verify(args),
+        BackupCommand::Restore(args) => restore(args),
+        BackupCommand::Purge(args) => purge(args),
+    }
+}
+
+fn create(args: &CreateArgs) -> Result<(), Failure> {
+    if !(args.rate_limit_mb >= 0.0 && args.rate_limit_mb.is_finite()) {
+        return Err(Failure::error(format!(
+            "--rate-limit-mb must be a number >= 0, not {}",
+            args.rate_limit_mb
+        )));
+    }
+    let engine = engine(&args.backup_dir)?;
+    let db = open_existing(&args.db)?;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked above
+    let options = BackupOptions {
+        rate_limit_bytes_per_sec: (args.rate_limit_mb * 1e6) as u64,
+    };
+    let bar = progress(0, "backup create");
+    let made = engine.create(&db, &options, &mut |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    let made = match made {
+        Ok(made) => made,
+        Err(e) => {
+            let _ = db.close();
+            return Err(e.into());
+        }
+    };
+    drop(made.snapshot);
+    db.close()?;
+    if args.json {
+        let mut value = info_json(&made.info);
+        value["copied_files"] = json!(made.copied_files);
+        value["copied_bytes"] = json!(made.copied_bytes);
+        value["reused_tables"] = json!(made.reused_tables);
+        return print_json(&value);
+    }
+    println!(
+        "backup {} of {} at seqno {}: {} files, {} bytes; copied {} files ({} bytes), reused {} \
+         tables",
+        made.info.id,
+        args.db.display(),
+        made.info.seqno,
+        made.info.files.len(),
+        made.info.total_bytes(),
+        made.copied_files,
+        made.copied_bytes,
+        made.reused_tables
+    );
+    Ok(())
+}
+
+fn list(args: &ListArgs) -> Result<(), Failure> {
+    let backups = existing_engine(&args.backup_dir)?.list()?;
+    if args.json {
+        let list: Vec<Value> = backups.iter().map(info_json).collect();
+        return print_json(&json!({ "backups": list }));
+    }
+    println!(
+        "{:>6} {:>12} {:>14} {:>7} {:>14}",
+        "id", "created", "seqno", "files", "bytes"
+    );
+    for info in &backups {
+        println!(
+            "{:>6} {:>12} {:>14} {:>7} {:>14}",
+            info.id,
+            info.created,
+            info.seqno,
+            info.files.len(),
+            info.total_bytes()
+        );
+    }
+    Ok(())
+}
+
+fn verify(args: &VerifyArgs) -> Result<(), Failure> {
+    let engine = existing_engine(&args.backup_dir)?;
+    let ids = match args.id {
+        Some(id) => vec![id],
+        None => engine.list()?.iter().map(|b| b.id).collect(),
+    };
+    let mut checked = Vec::new();
+    for id in ids {
+        let bar = progress(0, &format!("verify backup {id}"));
+        let result = engine.verify(id, &mut |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
+        });
+        bar.finish_and_clear();
+        let bytes = result?;
+        if !args.json {
+            println!("backup {id}: OK ({bytes} bytes checked)");
+        }
+        checked.push(json!({"id": id, "bytes": bytes, "ok": true}));
+    }
+    if args.json {
+        return print_json(&json!({ "verified": checked }));
+    }
+    Ok(())
+}
+
+fn restore(args: &RestoreArgs) -> Result<(), Failure> {
+    let engine = existing_engine(&args.backup_dir)?;
+    let id = match args.id {
+        Some(id) => id,
+        None => engine.latest_id()?.ok_or_else(|| {
+            Failure::error(format!("no backups in {}", args.backup_dir.display()))
+        })?,
+    };
+    if args.threads == 0 {
+        return Err(Failure::error("--threads must be at least 1"));
+    }
+    let bar = progress(0, &format!("restore backup {id}"));
+    let result = engine.restore(id, &args.dest, args.threads, &|done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    });
+    bar.finish_and_clear();
+    result?;
+    let info = engine.info(id)?;
+    if args.json {
+        let mut value = info_json(&info);
+        value["restored_to"] = json!(args.dest.display().to_string());
+        return print_json(&value);
+    }
+    println!(
+        "restored backup {id} (seqno {}, {} files, {} bytes) into {}",
+        info.seqno,
+        info.files.len(),
+        info.total_bytes(),
+        args.dest.display()
+    );
+    Ok(())
+}
+
+fn purge(args: &PurgeArgs) -> Result<(), Failure> {
+    let engine = existing_engine(&args.backup_dir)?;
+    let purged = engine.purge(args.keep)?;
+    if args.json {
+        return print_json(&json!({ "purged": purged, "kept": args.keep }));
+    }
+    if purged.is_empty() {
+        println!("nothing to purge");
+    } else {
+        let ids: Vec<String> = purged.iter().map(u32::to_string).collect();
+        println!("purged backups {}", ids.join(", "));
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! Runs the built `shale` binary's `tool checkpoint` and `backup create | list | verify |
+//! restore | purge` on small databases built with the engine, on the real file system.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use shale_engine::{Db, Options};
+
+fn shale(args: &[&str]) -> (i32, String, String) {
+    let out: Output = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(args)
+        .output()
+        .expect("run the shale binary");
+    (
+        out.status.code().expect("exited, not killed by a signal"),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn json(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shale-backup-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Writes `k{first}..k{first+count}` as one flushed table plus `wal-{first}` left in the WAL.
+fn write(dir: &Path, first: u32, count: u32) {
+    let db = Db::open(dir, Options::default()).unwrap();
+    for i in first..first + count {
+        db.put(format!("k{i:04}").as_bytes(), format!("v{i}").as_bytes())
+            .unwrap();
+    }
+    db.flush().unwrap();
+    db.put(format!("wal-{first}").as_bytes(), b"unflushed")
+        .unwrap();
+    db.close().unwrap();
+}
+
+fn get(dir: &Path, key: &str) -> Option<String> {
+    let (code, out, _) = shale(&["tool", "get", s(dir), key]);
+    (code == 0).then(|| out.trim().to_owned())
+}
+
+#[test]
+fn checkpoint_opens_and_refuses_a_non_empty_target() {
+    let root = scratch("checkpoint");
+    let db = root.join("db");
+    write(&db, 0, 100);
+    let cp = root.join("cp");
+    let (code, out, err) = shale(&["tool", "checkpoint", s(&db), s(&cp), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let report = json(&out);
+    assert!(report["seqno"].as_u64().unwrap() >= 101, "{report}");
+    assert_eq!(report["tables_linked"].as_u64(), Some(1), "{report}");
+    assert_eq!(get(&cp, "k0099").as_deref(), Some("\"v99\""));
+    assert_eq!(get(&cp, "wal-0").as_deref(), Some("\"unflushed\""));
+    let (code, _, err) = shale(&["tool", "checkpoint", s(&db), s(&cp)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not empty"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn backup_create_list_verify_restore_purge() {
+    let root = scratch("cycle");
+    let (db, backups) = (root.join("db"), root.join("backups"));
+    write(&db, 0, 200);
+    let (code, out, err) = shale(&["backup", "create", s(&db), s(&backups), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let first = json(&out);
+    assert_eq!(first["id"].as_u64(), Some(1));
+    assert_eq!(first["reused_tables"].as_u64(), Some(0));
+    write(&db, 200, 200);
+    let (code, out, err) = shale(&[
+        "backup",
+        "create",
+        s(&db),
+        s(&backups),
+        "--rate-limit-mb",
+        "50",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let second = json(&out);
+    assert_eq!(second["id"].as_u64(), Some(2));
+    assert_eq!(second["reused_tables"].as_u64(), Some(1), "{second}");
+
+    let (code, out, _) = shale(&["backup", "list", s(&backups), "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["backups"].as_array().unwrap().len(), 2);
+    let (code, out, err) = shale(&["backup", "verify", s(&backups)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("backup 1: OK") && out.contains("backup 2: OK"),
+        "{out}"
+    );
+
+    // A flipped byte in a shared table: verify exits 2 naming the file.
+    let shared: Vec<PathBuf> = std::fs::read_dir(backups.join("shared"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let victim = shared.iter().min().unwrap().clone();
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[5] ^= 1;
+    std::fs::write(&victim, &bytes).unwrap();
+    let (code, _, err) = shale(&["backup", "verify", s(&backups), "--id", "2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(s(&victim)), "{err}");
+    bytes[5] ^= 1;
+    std::fs::write(&victim, &bytes).unwrap();
+
+    // Restore refuses a non-empty directory, then restores the newest backup.
+    let (code, _, err) = shale(&["backup", "restore", s(&backups), s(&db)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("not empty"), "{err}");
+    let restored = root.join("restored");
+    let (code, _, err) = shale(&["backup", "restore", s(&backups), s(&restored)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(get(&restored, "k0399").as_deref(), Some("\"v399\""));
+    assert_eq!(get(&restored, "wal-200").as_deref(), Some("\"unflushed\""));
+
+    let (code, out, err) = shale(&["backup", "purge", s(&backups), "--keep", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["purged"], serde_json::json!([1]));
+    let (code, _, err) = shale(&["backup", "verify", s(&backups)]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, _) = shale(&["backup", "--help"]);
+    assert_eq!(code, 0);
+    for sub in ["create", "list", "verify", "restore", "purge"] {
+        assert!(out.contains(sub), "{out}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
