@@ -134,7 +134,7 @@ impl RepairReport {
         let tables: u64 = self
             .lost
             .iter()
-            .filter(|l| l.name.ends_with(".sst"))
+            .filter(|l| table_number(&l.name).is_some())
             .map(|l| l.bytes)
             .sum();
         tables + self.wals.iter().map(|w| w.bytes_lost).sum::<u64>()
@@ -561,6 +561,19 @@ impl Repair<'_> {
                 self.set_aside(&log_file_name(number), damage)?;
             }
         }
+        self.write_wal_tables(manifest, persisted, &flushed, &batches, levels)
+    }
+
+    /// Writes each keyspace's salvaged WAL writes as one new L0 table.
+    fn write_wal_tables(
+        &mut self,
+        manifest: Option<&OldManifest>,
+        persisted: Option<&OptionsFile>,
+        flushed: &BTreeMap<u32, SeqNo>,
+        batches: &[(u64, WriteBatch)],
+        levels: &mut Levels,
+    ) -> Result<()> {
+        let fs = &*self.options.file_system;
         if manifest.is_none() {
             // Keyspaces whose names were lost with the MANIFEST and that no table records.
             let unknown: BTreeSet<u32> = batches
@@ -579,9 +592,9 @@ impl Repair<'_> {
             }
         }
         let mut per_keyspace: BTreeMap<u32, (Vec<MemTableEntry<'_>>, u64)> = BTreeMap::new();
-        for (number, batch) in &batches {
+        for (number, batch) in batches {
             for e in batch.iter() {
-                if !self.wants(manifest, &flushed, *number, e.keyspace, e.seqno) {
+                if !self.wants(manifest, flushed, *number, e.keyspace, e.seqno) {
                     continue;
                 }
                 let slot = per_keyspace.entry(e.keyspace).or_default();

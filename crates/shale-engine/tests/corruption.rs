@@ -76,12 +76,7 @@ enum Allowed {
 }
 
 /// Checks values read from a damaged database against the history.
-fn check_values(
-    seen: &std::collections::BTreeMap<(String, Vec<u8>), Option<Vec<u8>>>,
-    history: &History,
-    allowed: Allowed,
-    context: &str,
-) {
+fn check_values(seen: &fixture_db::Seen, history: &History, allowed: Allowed, context: &str) {
     for ((keyspace, key), value) in seen {
         let in_wal = history.in_wal.contains(&(keyspace.clone(), key.clone()));
         let ok = match allowed {
@@ -130,7 +125,7 @@ fn manifest_tail_dropped(fs: &MemFs, name: &str) -> bool {
 fn exercise(fs: &MemFs, history: &History, name: &str, context: &str) -> &'static str {
     let allowed = if manifest_tail_dropped(fs, name) {
         Allowed::AnyPast
-    } else if name.ends_with(".wal") {
+    } else if shale_engine::wal::format::parse_log_file_name(name).is_some() {
         Allowed::OlderForWalKeys
     } else {
         Allowed::Latest

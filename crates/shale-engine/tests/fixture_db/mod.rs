@@ -14,12 +14,18 @@ use shale_fs::{CrashMode, FileSystem, MemFs};
 pub const DIR: &str = "/db";
 pub const OTHER_KEYSPACE: &str = "orders";
 
+/// A key of one keyspace: (keyspace name, user key).
+pub type Entry = (String, Vec<u8>);
+
+/// What reading every key found: its value, or `None` when absent.
+pub type Seen = BTreeMap<Entry, Option<Vec<u8>>>;
+
 /// Every value a key ever had (`None`: absent), oldest first, per keyspace name.
 #[derive(Debug, Clone, Default)]
 pub struct History {
-    pub keys: BTreeMap<(String, Vec<u8>), Vec<Option<Vec<u8>>>>,
+    pub keys: BTreeMap<Entry, Vec<Option<Vec<u8>>>>,
     /// Keys whose last change is only in the WAL.
-    pub in_wal: BTreeSet<(String, Vec<u8>)>,
+    pub in_wal: BTreeSet<Entry>,
 }
 
 impl History {
@@ -141,10 +147,7 @@ pub fn files(fs: &MemFs) -> Vec<String> {
 
 /// Reads every key of the history from `db` with gets and with an iterator over each
 /// keyspace; returns the values seen, or the first error (as text).
-pub fn read_all(
-    db: &Db,
-    history: &History,
-) -> Result<BTreeMap<(String, Vec<u8>), Option<Vec<u8>>>, shale_engine::Error> {
+pub fn read_all(db: &Db, history: &History) -> Result<Seen, shale_engine::Error> {
     let mut seen = BTreeMap::new();
     for (keyspace, key) in history.keys.keys() {
         let handle = db.keyspace(keyspace).expect("keyspace exists");
