@@ -117,6 +117,10 @@ pub struct LostFile {
     pub moved_to: Option<PathBuf>,
     /// Its size.
     pub bytes: u64,
+    /// The file held no live data: a table the replayed MANIFEST does not list (an obsolete
+    /// compaction input, or an output a crash or shutdown left unfinished). Its bytes are not
+    /// counted as lost.
+    pub obsolete: bool,
     /// Why (the error, naming the offset, for damaged files).
     pub reason: String,
 }
@@ -127,14 +131,14 @@ impl RepairReport {
         !self.tables.is_empty() || self.wals.iter().any(|w| w.records > 0)
     }
 
-    /// Bytes of table data and WAL records lost: damaged and missing tables, tables set
-    /// aside, and WAL bytes after the first damage. Metadata files (`CURRENT`, MANIFEST,
+    /// Bytes of table data and WAL records lost: damaged and missing tables, tables of
+    /// unknown or dropped keyspaces, and WAL bytes after the first damage. Metadata files (`CURRENT`, MANIFEST,
     /// OPTIONS) are not counted; repair rebuilds them.
     pub fn bytes_lost(&self) -> u64 {
         let tables: u64 = self
             .lost
             .iter()
-            .filter(|l| table_number(&l.name).is_some())
+            .filter(|l| !l.obsolete && table_number(&l.name).is_some())
             .map(|l| l.bytes)
             .sum();
         tables + self.wals.iter().map(|w| w.bytes_lost).sum::<u64>()
@@ -259,6 +263,7 @@ impl Repair<'_> {
             name: name.to_owned(),
             moved_to: Some(to),
             bytes,
+            obsolete: false,
             reason,
         });
         Ok(())
@@ -412,6 +417,19 @@ impl Repair<'_> {
             let path = table_file_name(self.dir, number);
             let name = file_name(&path);
             let size = fs.size(&path)?;
+            if manifest.is_some() && !listed.contains_key(&number) {
+                tick(size);
+                self.set_aside(
+                    &name,
+                    "not in the MANIFEST: an obsolete or unfinished table (opening the database \
+                     would delete it)"
+                        .to_owned(),
+                )?;
+                if let Some(lost) = self.report.lost.last_mut() {
+                    lost.obsolete = true;
+                }
+                continue;
+            }
             let checked = verify_table(self.options, &path);
             tick(size);
             let props = match checked {
@@ -431,11 +449,7 @@ impl Repair<'_> {
                         "the file is {size} bytes but the MANIFEST says {}",
                         meta.size
                     )),
-                    None => Err(
-                        "not in the MANIFEST (an obsolete or unfinished table; opening \
-                                 the database would delete it)"
-                            .to_owned(),
-                    ),
+                    None => Err("not in the MANIFEST".to_owned()),
                 }
             } else {
                 self.keyspace_of(&props)
@@ -469,6 +483,7 @@ impl Repair<'_> {
                     name: file_name(&table_file_name(self.dir, *number)),
                     moved_to: None,
                     bytes: meta.size,
+                    obsolete: false,
                     reason: "missing: the MANIFEST lists it but the file does not exist".into(),
                 });
             }

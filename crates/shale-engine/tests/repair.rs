@@ -91,6 +91,25 @@ fn an_undamaged_database_repairs_to_the_same_data() {
 }
 
 #[test]
+fn a_table_the_manifest_does_not_list_is_set_aside_as_obsolete() {
+    let (image, history) = build();
+    let fs = copy(&image);
+    let live = table_file_name(Path::new(DIR), default_l0_table(&fs));
+    let orphan = table_file_name(Path::new(DIR), 999);
+    fs.write_file_for_test(&orphan, &fs.file_contents(&live).unwrap())
+        .unwrap();
+    let report = repair_db(Path::new(DIR), &options(&fs)).unwrap();
+    assert_eq!(lost_names(&report), ["000999.sst"]);
+    assert!(report.lost[0].obsolete);
+    assert_eq!(report.bytes_lost(), 0, "an orphan held no live data");
+    assert!(fs
+        .file_contents(Path::new(DIR).join(LOST_DIR_NAME).join("000999.sst"))
+        .is_ok());
+    assert_verifies(&fs);
+    assert_data(&fs, &history, |_, _| None);
+}
+
+#[test]
 fn a_damaged_table_is_set_aside_and_older_versions_show_through() {
     let (image, history) = build();
     let fs = copy(&image);

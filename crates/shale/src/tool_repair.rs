@@ -95,6 +95,7 @@ fn to_json(args: &RepairArgs, report: &RepairReport) -> serde_json::Value {
             "name": l.name,
             "moved_to": l.moved_to.as_ref().map(|p| p.display().to_string()),
             "bytes": l.bytes,
+            "obsolete": l.obsolete,
             "reason": l.reason,
         })).collect::<Vec<_>>(),
         "bytes_lost": report.bytes_lost(),
@@ -130,6 +131,21 @@ fn print_text(args: &RepairArgs, report: &RepairReport) -> Result<(), Failure> {
         )?;
     }
     for lost in &report.lost {
+        if lost.obsolete {
+            let to = lost
+                .moved_to
+                .as_deref()
+                .unwrap_or(std::path::Path::new("?"));
+            writeln!(
+                out,
+                "  set aside {} ({} bytes, no live data), moved to {}: {}",
+                lost.name,
+                lost.bytes,
+                to.display(),
+                lost.reason
+            )?;
+            continue;
+        }
         match &lost.moved_to {
             Some(to) => writeln!(
                 out,
