@@ -17,6 +17,8 @@
 //!    when the MANIFEST replayed; at or below its largest table seqno otherwise).
 //! 4. A fresh MANIFEST describing the salvaged tables is written (checked against the level
 //!    invariants first), then an OPTIONS file if the newest one was unreadable, then `CURRENT`.
+//! 5. Without a MANIFEST, a keyspace whose L0 tables overlap in both keys and sequence ranges
+//!    is compacted through `Db::open` (see `interleaved_keyspaces`).
 //!
 //! Invariants:
 //! 1. Nothing is deleted: every file repair gives up on is moved into `lost/` with its bytes.
@@ -166,7 +168,7 @@ pub fn repair_db_with_progress(
             dir.display()
         )));
     }
-    let _lock = fs.lock(&dir.join("LOCK"))?;
+    let lock = fs.lock(&dir.join("LOCK"))?;
     let mut repair = Repair {
         dir,
         options,
@@ -211,7 +213,16 @@ pub fn repair_db_with_progress(
         &mut tick,
     )?;
     repair.write_metadata(manifest.as_ref(), persisted.is_none(), &levels)?;
-    Ok(repair.report)
+    let mut report = repair.report;
+    if manifest.is_none() {
+        let interleaved = interleaved_keyspaces(&levels, &options.comparator);
+        if !interleaved.is_empty() {
+            // Opening takes the LOCK itself.
+            drop(lock);
+            compact_keyspaces(dir, options, &interleaved, &mut report)?;
+        }
+    }
+    Ok(report)
 }
 
 /// The MANIFEST that replayed.
@@ -741,6 +752,68 @@ impl Repair<'_> {
         self.report.manifest_number = manifest_number;
         Ok(())
     }
+}
+
+/// Keyspaces whose L0, rebuilt without a MANIFEST, holds two tables that share user keys and
+/// whose sequence ranges interleave. Their old levels are unknown, and a point lookup reads
+/// L0 newest first by largest seqno and stops at the first table holding the key, which there
+/// could be an older version (a deeper table's output can hold a larger seqno for another
+/// key). A compaction merges the tables by internal key, so newer versions win again.
+fn interleaved_keyspaces(levels: &Levels, comparator: &Arc<dyn shale_sst::Comparator>) -> Vec<u32> {
+    let mut out = Vec::new();
+    for ((keyspace, level), tables) in levels {
+        if *level != 0 {
+            continue;
+        }
+        let overlap = |a: &FileMetaData, b: &FileMetaData| {
+            let keys = comparator
+                .compare(a.smallest.user_key(), b.largest.user_key())
+                .is_le()
+                && comparator
+                    .compare(b.smallest.user_key(), a.largest.user_key())
+                    .is_le();
+            let seqnos = a.smallest_seqno <= b.largest_seqno && b.smallest_seqno <= a.largest_seqno;
+            keys && seqnos
+        };
+        let found = tables
+            .iter()
+            .enumerate()
+            .any(|(i, a)| tables[i + 1..].iter().any(|b| overlap(&a.meta, &b.meta)));
+        if found {
+            out.push(*keyspace);
+        }
+    }
+    out
+}
+
+/// Opens the repaired database and compacts `keyspaces` (see [`interleaved_keyspaces`]).
+fn compact_keyspaces(
+    dir: &Path,
+    options: &Options,
+    keyspaces: &[u32],
+    report: &mut RepairReport,
+) -> Result<()> {
+    let db = crate::Db::open(
+        dir,
+        Options {
+            create_if_missing: false,
+            ..options.clone()
+        },
+    )?;
+    for id in keyspaces {
+        let Some((_, name)) = report.keyspaces.iter().find(|(k, _)| k == id) else {
+            continue;
+        };
+        let Some(handle) = db.keyspace(name) else {
+            continue;
+        };
+        db.compact_range(&handle, None, None)?;
+        report.notes.push(format!(
+            "keyspace {name:?}: tables whose sequence ranges interleave over the same keys were \
+             compacted, so the newest version of every key wins"
+        ));
+    }
+    db.close()
 }
 
 /// Reads WAL `number` up to its first damage (and never past `recorded`, where an earlier
