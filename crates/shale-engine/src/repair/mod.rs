@@ -30,7 +30,7 @@
 //!    the repaired database never replays a WAL repair already salvaged.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use shale_sst::{SeqNo, Table, TableOpenOptions, TableProperties};
@@ -51,101 +51,19 @@ use crate::version::{
     DEFAULT_KEYSPACE_NAME, MANIFEST_FORMAT_VERSION,
 };
 use crate::wal::format::{log_file_name, parse_log_file_name};
-use crate::wal::{LogEnd, LogReader, RecoveryMode};
+use crate::wal::RecoveryMode;
+
+mod report;
+mod wal;
+
+pub use report::{LostFile, RepairReport, SalvagedTable, SalvagedWal};
+use wal::read_wal;
 
 /// The directory under the database directory that files repair gives up on are moved into.
 pub const LOST_DIR_NAME: &str = "lost";
 
 /// Threads that sort a WAL's replayed writes.
 const SORT_THREADS: usize = 2;
-
-/// What a repair did.
-#[derive(Debug, Clone, Default)]
-pub struct RepairReport {
-    /// The MANIFEST whose keyspaces and levels were kept; `None` when none replayed and every
-    /// table went to L0.
-    pub manifest_used: Option<PathBuf>,
-    /// Tables in the repaired database (those written from WALs included).
-    pub tables: Vec<SalvagedTable>,
-    /// What each WAL gave.
-    pub wals: Vec<SalvagedWal>,
-    /// Files moved into `lost/`, and tables the MANIFEST listed that were missing.
-    pub lost: Vec<LostFile>,
-    /// The keyspaces of the repaired database, (id, name).
-    pub keyspaces: Vec<(u32, String)>,
-    /// The largest sequence number salvaged.
-    pub last_sequence: SeqNo,
-    /// The new MANIFEST's number.
-    pub manifest_number: u64,
-    /// Things worth knowing that are not losses (e.g. "OPTIONS rewritten from the options
-    /// given").
-    pub notes: Vec<String>,
-}
-
-/// A table of the repaired database.
-#[derive(Debug, Clone)]
-pub struct SalvagedTable {
-    /// Keyspace id.
-    pub keyspace: u32,
-    /// Level it was placed at.
-    pub level: usize,
-    /// The file's description.
-    pub meta: FileMetaData,
-    /// The WAL it was written from, for tables made of WAL records.
-    pub from_wal: Option<u64>,
-}
-
-/// What one WAL gave.
-#[derive(Debug, Clone)]
-pub struct SalvagedWal {
-    /// Log number.
-    pub number: u64,
-    /// Records (commit groups) read.
-    pub records: u64,
-    /// Writes in them that went into new tables (writes already in tables are not counted).
-    pub entries_replayed: u64,
-    /// Bytes after the last good record that were not salvaged.
-    pub bytes_lost: u64,
-    /// Why reading stopped early, with the offset, if it did.
-    pub damage: Option<String>,
-}
-
-/// A file repair gave up on.
-#[derive(Debug, Clone)]
-pub struct LostFile {
-    /// The file's name in the database directory.
-    pub name: String,
-    /// Where it is now (`None`: it was missing).
-    pub moved_to: Option<PathBuf>,
-    /// Its size.
-    pub bytes: u64,
-    /// The file held no live data: a table the replayed MANIFEST does not list (an obsolete
-    /// compaction input, or an output a crash or shutdown left unfinished). Its bytes are not
-    /// counted as lost.
-    pub obsolete: bool,
-    /// Why (the error, naming the offset, for damaged files).
-    pub reason: String,
-}
-
-impl RepairReport {
-    /// Whether any table or WAL record was salvaged.
-    pub fn salvaged_anything(&self) -> bool {
-        !self.tables.is_empty() || self.wals.iter().any(|w| w.records > 0)
-    }
-
-    /// Bytes of table data and WAL records lost: damaged and missing tables, tables of
-    /// unknown or dropped keyspaces, and WAL bytes after the first damage. Metadata files (`CURRENT`, MANIFEST,
-    /// OPTIONS) are not counted; repair rebuilds them.
-    pub fn bytes_lost(&self) -> u64 {
-        let tables: u64 = self
-            .lost
-            .iter()
-            .filter(|l| !l.obsolete && table_number(&l.name).is_some())
-            .map(|l| l.bytes)
-            .sum();
-        tables + self.wals.iter().map(|w| w.bytes_lost).sum::<u64>()
-    }
-}
 
 /// Repairs the database in `dir` with `options` (its file system, comparator and keyspace
 /// options); see the module docs. Fails if another process holds the database's `LOCK`, if
@@ -814,58 +732,6 @@ fn compact_keyspaces(
         ));
     }
     db.close()
-}
-
-/// Reads WAL `number` up to its first damage (and never past `recorded`, where an earlier
-/// open sealed it), appending its write batches to `batches`. Returns the records read, where
-/// the last one ends, and the damage that stopped reading, if any.
-fn read_wal(
-    fs: &dyn shale_fs::FileSystem,
-    path: &Path,
-    number: u64,
-    recorded: Option<u64>,
-    batches: &mut Vec<(u64, WriteBatch)>,
-) -> Result<(u64, u64, Option<String>)> {
-    let file = fs.open_read(path)?;
-    let mut reader = match LogReader::with_end(file, number, RecoveryMode::PointInTime, recorded) {
-        Ok(reader) => reader,
-        Err(e) if e.is_corruption() => return Ok((0, 0, Some(e.to_string()))),
-        Err(e) => return Err(e),
-    };
-    let mut records = 0;
-    loop {
-        let record = match reader.read_record() {
-            Ok(Some(record)) => record,
-            Ok(None) => break,
-            Err(e) if e.is_corruption() => {
-                return Ok((records, reader.last_record_end(), Some(e.to_string())))
-            }
-            Err(e) => return Err(e),
-        };
-        let (bytes, offset) = record;
-        match WriteBatch::from_wal_record(bytes, path, offset) {
-            Ok(batch) => {
-                batches.push((number, batch));
-                records += 1;
-            }
-            Err(e) => return Ok((records, offset, Some(e.to_string()))),
-        }
-    }
-    let end = reader.last_record_end();
-    let damage = match reader.end() {
-        Some(LogEnd::TornTail { offset, bytes }) => Some(format!(
-            "corruption in {} at offset {offset}: torn or damaged tail, {bytes} bytes not \
-             salvaged",
-            path.display()
-        )),
-        Some(LogEnd::Corruption { offset, detail }) => Some(format!(
-            "corruption in {} at offset {offset}: {detail}; the records after it were not \
-             salvaged",
-            path.display()
-        )),
-        _ => None,
-    };
-    Ok((records, end, damage))
 }
 
 /// Opens the table at `path` and checks every block: its properties when it is sound.
