@@ -286,6 +286,15 @@ impl Repair<'_> {
             Ok((version, replayed)) => {
                 self.keyspaces = version.keyspaces().into_iter().collect();
                 self.max_keyspace_id = replayed.max_keyspace_id;
+                // New files never reuse a number the MANIFEST knows, even of a missing file.
+                let known = version
+                    .all_files()
+                    .map(|(_, _, meta)| meta.number)
+                    .chain(version.keyspace_map().values().map(|k| k.log_number))
+                    .chain([number, replayed.next_file_number.saturating_sub(1)]);
+                for used in known {
+                    self.next_file_number = self.next_file_number.max(used.saturating_add(1));
+                }
                 self.report.manifest_used = Some(path);
                 Ok(Some(OldManifest {
                     version,
@@ -483,7 +492,16 @@ impl Repair<'_> {
             *seqno = (*seqno).max(table.meta.largest_seqno);
         }
         let mut batches = Vec::new();
-        for &number in &numbers {
+        // With a MANIFEST, a WAL below every keyspace's log number is already in tables (the
+        // next open deletes it).
+        let oldest_needed = manifest.map_or(0, |m| {
+            self.keyspaces
+                .keys()
+                .filter_map(|id| m.version.log_number(*id))
+                .min()
+                .unwrap_or(u64::MAX)
+        });
+        for &number in numbers.iter().filter(|n| **n >= oldest_needed) {
             let path = self.dir.join(log_file_name(number));
             let size = fs.size(&path)?;
             let recorded = manifest.and_then(|m| m.version.wal_end(number));
