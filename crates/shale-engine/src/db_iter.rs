@@ -69,6 +69,21 @@ fn corrupt_key(key: &[u8], error: &shale_sst::DecodeError) -> Error {
     }
 }
 
+/// Under a TTL (`cutoff`), whether `value` has expired (hidden). A value too short to carry a
+/// write time is hidden and sets `error`.
+fn ttl_expired(cutoff: Option<u64>, value: &[u8], user_key: &[u8], error: &mut Option<Error>) -> bool {
+    let Some(cutoff) = cutoff else {
+        return false;
+    };
+    match crate::ttl::split(value) {
+        Some((_, time)) => time < cutoff,
+        None => {
+            *error = Some(crate::ttl::missing_write_time(user_key));
+            true
+        }
+    }
+}
+
 /// What restricts a [`DbIter`] besides the snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct DbIterOptions {
@@ -78,6 +93,10 @@ pub struct DbIterOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Prefix mode: return only keys with the prefix of the seek key (see the module docs).
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// A keyspace with a TTL: every value ends in its write time (docs/format/ttl.md), which
+    /// `value` strips; a value written before this time is expired and hidden like a
+    /// deletion (older versions are older still, so they stay hidden too).
+    pub ttl_cutoff: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,11 +170,17 @@ impl DbIter {
     /// The current value. Only while [`Self::valid`].
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
-        match self.direction {
+        let value = match self.direction {
             Direction::Forward => self.iter.value(),
             Direction::Reverse => &self.saved_value,
+        };
+        match self.options.ttl_cutoff {
+            // Shown values were checked to carry a write time.
+            Some(_) => &value[..value.len().saturating_sub(crate::ttl::WRITE_TIME_LEN)],
+            None => value,
         }
     }
+
 
     /// The first error seen (of this iterator or the stream below it), if any. After an error
     /// the iterator is invalid.
@@ -296,14 +321,24 @@ impl DbIter {
                         != Ordering::Greater;
                 match entry.kind {
                     ValueKind::Value if !hidden => {
+                        let expired = ttl_expired(
+                            self.options.ttl_cutoff,
+                            self.iter.value(),
+                            entry.user_key,
+                            &mut self.error,
+                        );
                         if !range_deleted(
                             &self.range_dels,
                             &mut self.range_del_cursor,
                             entry.user_key,
                             entry.seqno,
-                        ) {
+                        ) && !expired
+                        {
                             self.valid = true;
                             return;
+                        }
+                        if self.error.is_some() {
+                            break;
                         }
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(entry.user_key);
@@ -348,6 +383,12 @@ impl DbIter {
                     break; // every entry of the candidate was read
                 }
                 if entry.kind == ValueKind::Value
+                    && !ttl_expired(
+                        self.options.ttl_cutoff,
+                        self.iter.value(),
+                        entry.user_key,
+                        &mut self.error,
+                    )
                     && !range_deleted(
                         &self.range_dels,
                         &mut self.range_del_cursor,

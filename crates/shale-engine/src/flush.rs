@@ -56,6 +56,7 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
         num_entries: props.num_entries,
         num_deletions: props.num_deletions + props.num_range_deletions,
         creation_time: Some(props.creation_time),
+        oldest_entry_time: None,
     })
 }
 
@@ -81,8 +82,17 @@ pub(crate) fn write_memtable(
     }
     let path = table_file_name(dir, number);
     let mut writer = TableWriter::create(fs, &path, writer_options(comparator, options))?;
+    // Under a TTL, the oldest value's write time, for the picker's TTL reason.
+    let mut oldest_write_time: Option<u64> = None;
     while iter.valid() {
         writer.add(iter.key(), iter.value())?;
+        if options.ttl.is_some() {
+            let is_value = shale_sst::ParsedInternalKey::parse(iter.key())
+                .is_ok_and(|k| k.kind == shale_sst::ValueKind::Value);
+            if let Some((_, time)) = crate::ttl::split(iter.value()).filter(|_| is_value) {
+                oldest_write_time = Some(oldest_write_time.map_or(time, |t| t.min(time)));
+            }
+        }
         iter.next();
     }
     iter.status()?;
@@ -90,7 +100,9 @@ pub(crate) fn write_memtable(
         writer.add_range_deletion(&tombstone.start, &tombstone.end, tombstone.seqno)?;
     }
     let (size, props) = writer.finish()?;
-    Ok(Some(file_meta(number, size, &props)?))
+    let mut meta = file_meta(number, size, &props)?;
+    meta.oldest_entry_time = oldest_write_time;
+    Ok(Some(meta))
 }
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.

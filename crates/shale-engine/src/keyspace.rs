@@ -29,6 +29,8 @@ pub(crate) struct SuperVersion {
     /// Frozen memtables, newest first.
     pub(crate) imm: Vec<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// The keyspace's TTL in seconds: values carry write times, expired ones are hidden.
+    pub(crate) ttl: Option<u64>,
 }
 
 /// A frozen memtable waiting to be flushed, with the oldest WAL holding its data.
@@ -69,6 +71,7 @@ impl KeyspaceState {
             mem: mem.clone(),
             imm: Vec::new(),
             version,
+            ttl: options.ttl.map(|ttl| ttl.as_secs()),
         });
         KeyspaceState {
             id,
@@ -92,6 +95,7 @@ impl KeyspaceState {
             mem: self.mem.clone(),
             imm: self.imm.iter().rev().map(|f| f.mem.clone()).collect(),
             version,
+            ttl: self.options.ttl.map(|ttl| ttl.as_secs()),
         });
     }
 

@@ -55,6 +55,7 @@ pub(crate) fn get(
     options: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
     inner.check_open()?;
+    inner.idle.read();
     let view = inner.super_version(keyspace)?;
     let snapshot = snapshot_seqno(inner, options);
     get_from(inner, keyspace, &view, key, snapshot)
@@ -68,6 +69,7 @@ pub(crate) fn multi_get(
     options: &ReadOptions,
 ) -> Result<Vec<Option<Vec<u8>>>> {
     inner.check_open()?;
+    inner.idle.read();
     let view = inner.super_version(keyspace)?;
     let snapshot = snapshot_seqno(inner, options);
     keys.iter()
@@ -99,6 +101,23 @@ fn resolve(kind: ValueKind, seqno: SeqNo, value: Vec<u8>, tombstone: SeqNo) -> O
 }
 
 fn get_from(
+    inner: &DbInner,
+    keyspace: u32,
+    view: &SuperVersion,
+    key: &[u8],
+    snapshot: SeqNo,
+) -> Result<Option<Vec<u8>>> {
+    let stored = get_stored(inner, keyspace, view, key, snapshot)?;
+    match (stored, view.ttl) {
+        (Some(stored), Some(ttl)) => {
+            crate::ttl::visible(key, stored, ttl, inner.options.clock.now_seconds())
+        }
+        (stored, _) => Ok(stored),
+    }
+}
+
+/// The newest visible value of `key` as stored (with its write time under a TTL).
+fn get_stored(
     inner: &DbInner,
     keyspace: u32,
     view: &SuperVersion,
@@ -304,6 +323,7 @@ pub(crate) fn iter(
     options: ReadOptions,
 ) -> Result<DbIterator> {
     inner.check_open()?;
+    inner.idle.read();
     let view = inner.super_version(keyspace)?;
     let snapshot = snapshot_seqno(inner, &options);
     let extractor = prefix_extractor(inner, keyspace);
@@ -392,6 +412,9 @@ pub(crate) fn iter(
         } else {
             None
         },
+        ttl_cutoff: view
+            .ttl
+            .map(|ttl| crate::ttl::cutoff(ttl, inner.options.clock.now_seconds())),
     };
     Ok(DbIterator {
         _view: view.clone(),
