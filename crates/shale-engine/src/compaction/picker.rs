@@ -16,8 +16,9 @@
 //!   compacted (reason `ttl`, so expired entries are dropped without waiting for size
 //!   triggers), else the file densest in deletions at or above `tombstone_density_percent`
 //!   (reason `tombstone-density`, so seeks stop skipping tombstones); from L0 every file is
-//!   taken as above, from a deeper level that one file; the last level is never chosen for
-//!   these (nothing lies below it);
+//!   taken as above, from a deeper level that one file; a last-level file past the TTL is
+//!   rewritten in place (nothing lies below it), and none is chosen for density (its
+//!   tombstones are already dropped unless a snapshot needs them);
 //! - inputs that overlap nothing in the output level move there without being rewritten (a
 //!   trivial move): one file from L1 or deeper, or L0 files that overlap neither each other nor
 //!   the output level.
@@ -304,6 +305,21 @@ pub(crate) fn pick(
     let cmp = version.comparator();
     let (inputs, output_level) = if level == 0 {
         (version.files(keyspace, 0).to_vec(), targets.base_level)
+    } else if level == version.num_levels() - 1 {
+        let file = file?;
+        return Some(Compaction {
+            keyspace,
+            reason,
+            score,
+            start_level: level,
+            output_level: level,
+            inputs: vec![file],
+            output_inputs: Vec::new(),
+            grandparents: Vec::new(),
+            drop_tombstones: true,
+            bottommost_level: true,
+            trivial_move: false,
+        });
     } else {
         let file = match file {
             Some(file) => file,
@@ -323,8 +339,8 @@ pub(crate) fn pick(
     ))
 }
 
-/// The files the age and tombstone reasons may choose, with their levels: every level but the
-/// last (nothing lies below it to compact into).
+/// The files the tombstone reason may choose, with their levels: every level but the last
+/// (nothing lies below it to compact into).
 fn files_above_last_level(
     version: &Version,
     keyspace: u32,
@@ -333,9 +349,9 @@ fn files_above_last_level(
         .flat_map(move |level| version.files(keyspace, level).iter().map(move |f| (level, f)))
 }
 
-/// The file whose oldest entry is oldest, if that is older than the keyspace's `ttl` (ties:
-/// the upper level, then the first by key), with its age over the TTL. A file without a
-/// recorded time is never chosen.
+/// The file of any level whose oldest entry is oldest, if that is older than the keyspace's
+/// `ttl` (ties: the upper level, then the first by key), with its age over the TTL. A file
+/// without a recorded time is never chosen.
 fn expired_file(
     version: &Version,
     keyspace: u32,
@@ -344,7 +360,9 @@ fn expired_file(
 ) -> Option<(usize, Arc<FileMetaData>, f64)> {
     let ttl = options.ttl?.as_secs().max(1);
     let mut best: Option<(usize, &Arc<FileMetaData>, u64)> = None;
-    for (level, file) in files_above_last_level(version, keyspace) {
+    let all_levels = (0..version.num_levels())
+        .flat_map(|level| version.files(keyspace, level).iter().map(move |f| (level, f)));
+    for (level, file) in all_levels {
         let Some(time) = file.oldest_entry_time() else {
             continue;
         };
