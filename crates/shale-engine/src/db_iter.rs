@@ -97,6 +97,10 @@ pub struct DbIterOptions {
     /// `value` strips; a value written before this time is expired and hidden like a
     /// deletion (older versions are older still, so they stay hidden too).
     pub ttl_cutoff: Option<u64>,
+    /// A step (seek, next, prev) that skips at least this many entries without showing one
+    /// (deletions, what they hide, expired values) is noted for [`DbIter::take_long_skip`];
+    /// 0 never notes.
+    pub long_skip: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +127,8 @@ pub struct DbIter {
     /// Reverse: the current value.
     saved_value: Vec<u8>,
     error: Option<Error>,
+    /// A step skipped at least `options.long_skip` entries since the last `take_long_skip`.
+    long_skip_seen: bool,
 }
 
 impl DbIter {
@@ -150,6 +156,7 @@ impl DbIter {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             error: None,
+            long_skip_seen: false,
         }
     }
 
@@ -181,6 +188,19 @@ impl DbIter {
         }
     }
 
+
+    /// Whether a step skipped at least `long_skip` entries since the last call.
+    pub fn take_long_skip(&mut self) -> bool {
+        std::mem::take(&mut self.long_skip_seen)
+    }
+
+    /// Counts one more entry a step skipped (`skipped` so far in this step).
+    fn skipped_one(&mut self, skipped: &mut u64) {
+        *skipped += 1;
+        if *skipped == self.options.long_skip {
+            self.long_skip_seen = true;
+        }
+    }
 
     /// The first error seen (of this iterator or the stream below it), if any. After an error
     /// the iterator is invalid.
@@ -303,6 +323,7 @@ impl DbIter {
     /// the next shown key. With `skipping`, entries of user keys `<= saved_key` are hidden.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         debug_assert_eq!(self.direction, Direction::Forward);
+        let mut skipped = 0;
         while self.iter.valid() && self.error.is_none() {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
                 Ok(entry) => entry,
@@ -352,6 +373,7 @@ impl DbIter {
                     _ => {}
                 }
             }
+            self.skipped_one(&mut skipped);
             self.iter.next();
         }
         self.valid = false;
@@ -364,6 +386,7 @@ impl DbIter {
         // Whether `saved_key`/`saved_value` hold a candidate: the newest visible entry seen
         // so far of the key being scanned is a value no tombstone covers.
         let mut found = false;
+        let mut skipped = 0;
         while self.iter.valid() && self.error.is_none() {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
                 Ok(entry) => entry,
@@ -408,6 +431,9 @@ impl DbIter {
                 } else {
                     found = false;
                 }
+            }
+            if !found {
+                self.skipped_one(&mut skipped);
             }
             self.iter.prev();
         }

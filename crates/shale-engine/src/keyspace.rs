@@ -31,6 +31,8 @@ pub(crate) struct SuperVersion {
     pub(crate) version: Arc<Version>,
     /// The keyspace's TTL in seconds: values carry write times, expired ones are hidden.
     pub(crate) ttl: Option<u64>,
+    /// `tombstone_scan_flush_trigger` (0: off).
+    pub(crate) tombstone_scan_flush_trigger: u64,
 }
 
 /// A frozen memtable waiting to be flushed, with the oldest WAL holding its data.
@@ -72,6 +74,7 @@ impl KeyspaceState {
             imm: Vec::new(),
             version,
             ttl: options.ttl.map(|ttl| ttl.as_secs()),
+            tombstone_scan_flush_trigger: options.tombstone_scan_flush_trigger,
         });
         KeyspaceState {
             id,
@@ -96,6 +99,7 @@ impl KeyspaceState {
             imm: self.imm.iter().rev().map(|f| f.mem.clone()).collect(),
             version,
             ttl: self.options.ttl.map(|ttl| ttl.as_secs()),
+            tombstone_scan_flush_trigger: self.options.tombstone_scan_flush_trigger,
         });
     }
 

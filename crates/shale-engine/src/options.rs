@@ -124,6 +124,12 @@ pub struct KeyspaceOptions {
     pub tombstone_density_percent: u32,
     /// ... and at least this many deletions (a few deletes in a small file are cheap to skip).
     pub tombstone_min_count: u64,
+    /// When one iterator step skips at least this many deleted or shadowed entries and the
+    /// active memtable holds at least as many deletions, that memtable is flushed at once, so
+    /// the tombstone-density compaction can remove them instead of every seek stepping over
+    /// them until the memtable fills; 0 disables (like `RocksDB`'s
+    /// `memtable_op_scan_flush_trigger`).
+    pub tombstone_scan_flush_trigger: u64,
     /// Entries older than this are invisible to reads at once and dropped by compaction; a
     /// file whose oldest entry is older is compacted without waiting for size triggers. Values
     /// then carry their write time (docs/format/ttl.md). Fixed when the keyspace is created:
@@ -154,6 +160,7 @@ impl Default for KeyspaceOptions {
             checksum: ChecksumType::Xxh3,
             tombstone_density_percent: 50,
             tombstone_min_count: 1000,
+            tombstone_scan_flush_trigger: 10_000,
             ttl: None,
         }
     }
@@ -336,6 +343,9 @@ impl KeyspaceOptions {
                     set_parsed(&mut options.tombstone_density_percent, value);
                 }
                 "tombstone_min_count" => set_parsed(&mut options.tombstone_min_count, value),
+                "tombstone_scan_flush_trigger" => {
+                    set_parsed(&mut options.tombstone_scan_flush_trigger, value);
+                }
                 "ttl_seconds" => {
                     if let Ok(seconds) = value.parse::<u64>() {
                         options.ttl = (seconds > 0).then(|| Duration::from_secs(seconds));
@@ -431,6 +441,10 @@ impl KeyspaceOptions {
             (
                 "tombstone_min_count".to_owned(),
                 self.tombstone_min_count.to_string(),
+            ),
+            (
+                "tombstone_scan_flush_trigger".to_owned(),
+                self.tombstone_scan_flush_trigger.to_string(),
             ),
             (
                 "ttl_seconds".to_owned(),

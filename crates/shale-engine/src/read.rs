@@ -17,6 +17,8 @@ use shale_sst::{
 use crate::db::DbInner;
 use crate::db_iter::{DbIter, DbIterOptions};
 use crate::error::Result;
+use crate::options::{Durability, WriteOptions};
+use crate::stats::StatCounters;
 use crate::iterator::InternalIterator;
 use crate::keyspace::SuperVersion;
 use crate::level_iter::{LevelFile, LevelIter, TableOpener};
@@ -251,9 +253,12 @@ pub struct DbIterator {
     iter: DbIter,
     /// Keeps the Version (and so every table file the iterator may still open) alive:
     /// ARCHITECTURE.md invariant 4.
-    _view: Arc<SuperVersion>,
+    view: Arc<SuperVersion>,
     /// In prefix mode with an extractor, shared with the tables' `PrefixCheckedIter`s.
     prefix_seek_target: Option<PrefixSeekTarget>,
+    /// For the flush a long run of skipped tombstones asks for.
+    inner: Arc<DbInner>,
+    keyspace: u32,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -281,30 +286,66 @@ impl DbIterator {
     pub fn seek_to_first(&mut self) {
         self.set_prefix_seek_target(None);
         self.iter.seek_to_first();
+        self.flush_after_long_skip();
     }
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
         self.set_prefix_seek_target(None);
         self.iter.seek_to_last();
+        self.flush_after_long_skip();
     }
     /// Positions at the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) {
         self.set_prefix_seek_target(Some(key));
         self.iter.seek(key);
+        self.flush_after_long_skip();
     }
     /// Positions at the last key `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) {
         self.set_prefix_seek_target(Some(key));
         self.iter.seek_for_prev(key);
+        self.flush_after_long_skip();
     }
     /// Moves to the next key.
     pub fn next(&mut self) {
         self.iter.next();
+        self.flush_after_long_skip();
     }
     /// Moves to the previous key.
     pub fn prev(&mut self) {
         self.iter.prev();
+        self.flush_after_long_skip();
     }
+    /// After a step that skipped `tombstone_scan_flush_trigger` entries: when this view's
+    /// memtable is still the active one and holds at least that many deletions, freezes it
+    /// for flushing, so the tombstone-density compaction can remove the run the step skipped
+    /// (a later step then finds a new active memtable and asks nothing).
+    fn flush_after_long_skip(&mut self) {
+        if !self.iter.take_long_skip() {
+            return;
+        }
+        let trigger = self.view.tombstone_scan_flush_trigger;
+        if self.view.mem.num_deletions() < trigger {
+            return;
+        }
+        let still_active = self
+            .inner
+            .super_version(self.keyspace)
+            .is_ok_and(|view| Arc::ptr_eq(&view.mem, &self.view.mem));
+        if still_active {
+            StatCounters::add(&self.inner.stats.tombstone_scan_flushes, 1);
+            // Errors are sticky in the write path; this read goes on regardless.
+            let _ = crate::write::write(
+                &self.inner,
+                crate::batch::WriteBatch::new(),
+                WriteOptions {
+                    durability: Some(Durability::Buffered),
+                },
+                true,
+            );
+        }
+    }
+
     fn set_prefix_seek_target(&self, key: Option<&[u8]>) {
         if let Some(target) = &self.prefix_seek_target {
             *target.lock().unwrap_or_else(PoisonError::into_inner) = key.map(<[u8]>::to_vec);
@@ -415,10 +456,13 @@ pub(crate) fn iter(
         ttl_cutoff: view
             .ttl
             .map(|ttl| crate::ttl::cutoff(ttl, inner.options.clock.now_seconds())),
+        long_skip: view.tombstone_scan_flush_trigger,
     };
     Ok(DbIterator {
-        _view: view.clone(),
+        view: view.clone(),
         iter: DbIter::new(Box::new(merged), cmp, snapshot, range_dels, iter_options),
         prefix_seek_target,
+        inner: inner.clone(),
+        keyspace,
     })
 }

@@ -23,6 +23,9 @@ pub struct DbStats {
     pub idle_compactions: u64,
     /// and `Db::compact_range` (waiting or in the background).
     pub manual_compactions: u64,
+    /// Memtables frozen for flushing because an iterator step skipped
+    /// `tombstone_scan_flush_trigger` entries.
+    pub tombstone_scan_flushes: u64,
     /// Bytes of table files compactions read (trivial moves read nothing).
     pub compaction_bytes_read: u64,
     /// Bytes of table files compactions wrote (trivial moves write nothing).
@@ -59,13 +62,14 @@ impl fmt::Display for DbStats {
         writeln!(
             f,
             "by reason: level0-file-count {} level-score {} ttl {} tombstone-density {} \
-             idle {} manual {}",
+             idle {} manual {}; tombstone-scan flushes {}",
             self.level0_compactions,
             self.level_score_compactions,
             self.ttl_compactions,
             self.tombstone_compactions,
             self.idle_compactions,
-            self.manual_compactions
+            self.manual_compactions,
+            self.tombstone_scan_flushes
         )?;
         write!(
             f,
@@ -93,6 +97,7 @@ pub(crate) struct StatCounters {
     pub tombstone_compactions: AtomicU64,
     pub idle_compactions: AtomicU64,
     pub manual_compactions: AtomicU64,
+    pub tombstone_scan_flushes: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_level0_slowdowns: AtomicU64,
@@ -127,6 +132,7 @@ impl StatCounters {
             tombstone_compactions: get(&self.tombstone_compactions),
             idle_compactions: get(&self.idle_compactions),
             manual_compactions: get(&self.manual_compactions),
+            tombstone_scan_flushes: get(&self.tombstone_scan_flushes),
             compaction_bytes_read: get(&self.compaction_bytes_read),
             compaction_bytes_written: get(&self.compaction_bytes_written),
             stall_level0_slowdowns: get(&self.stall_level0_slowdowns),

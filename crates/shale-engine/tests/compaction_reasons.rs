@@ -279,3 +279,44 @@ fn manual_compaction_runs_in_the_background_and_can_be_waited_for() {
     assert!(running.is_finished());
     let _ = running.wait();
 }
+
+#[test]
+fn a_seek_over_many_tombstones_flushes_the_memtable_so_they_are_compacted_away() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let keyspace = KeyspaceOptions {
+        tombstone_min_count: 100,
+        tombstone_scan_flush_trigger: 1000,
+        ..small_keyspace()
+    };
+    let db = Db::open(DIR, options(fs, keyspace, TestClock::new(1000))).unwrap();
+    let ks = db.default_keyspace();
+    for i in 0..4000 {
+        ks.put(&key(i), b"value").unwrap();
+    }
+    db.compact_range(&ks, None, None).unwrap();
+    for i in 1000..3000 {
+        ks.delete(&key(i)).unwrap();
+    }
+    // A short skip (200 tombstones and the 200 values they hide) asks for nothing.
+    let mut iter = ks.iterator(ReadOptions::default()).unwrap();
+    iter.seek(&key(2800));
+    assert_eq!(iter.key(), &key(3000)[..]);
+    db.wait_for_background_work().unwrap();
+    assert_eq!(db.stats().tombstone_scan_flushes, 0);
+    assert_eq!(db.level_file_counts(&ks).unwrap()[0], 0);
+    // Skipping 2000 tombstones (and 2000 values) freezes the memtable; the flushed file is
+    // dense in deletions. The second seek finds a new active memtable and asks nothing.
+    iter.seek(&key(1000));
+    assert_eq!(iter.key(), &key(3000)[..]);
+    iter.seek(&key(1000));
+    db.wait_for_background_work().unwrap();
+    let stats = db.stats();
+    assert_eq!(stats.tombstone_scan_flushes, 1, "{stats}");
+    assert!(stats.tombstone_compactions >= 1, "{stats}");
+    assert_eq!(db.level_file_counts(&ks).unwrap()[0], 0);
+    assert_eq!(table_entries(&db, &ks), 2000);
+    let mut fresh = ks.iterator(ReadOptions::default()).unwrap();
+    fresh.seek(&key(1000));
+    assert_eq!(fresh.key(), &key(3000)[..]);
+    db.close().unwrap();
+}
