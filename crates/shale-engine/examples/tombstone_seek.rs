@@ -25,7 +25,9 @@ use std::time::Instant;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shale_engine::{Db, Durability, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions};
+use shale_engine::{
+    Db, Durability, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions,
+};
 use shale_fs::{FileSystem, OsFs};
 
 const VALUE_SIZE: usize = 100;
@@ -108,6 +110,19 @@ fn time_seeks(db: &Db, targets: &[u64]) -> f64 {
     mean
 }
 
+/// Puts keys `0..keys` with random values, 1000 to a batch.
+fn load(db: &Db, keys: u64, rng: &mut SmallRng) {
+    let mut value = vec![0u8; VALUE_SIZE];
+    for chunk in (0..keys).collect::<Vec<_>>().chunks(1000) {
+        let mut batch = WriteBatch::new();
+        for &i in chunk {
+            rng.fill(&mut value[..]);
+            batch.put(0, &key(i), &value).expect("a put");
+        }
+        db.write(batch, &WriteOptions::default()).expect("a write");
+    }
+}
+
 fn main() {
     let config = parse_args();
     let fs = OsFs::new();
@@ -131,15 +146,7 @@ fn main() {
     let mut rng = SmallRng::seed_from_u64(10300);
     let write = WriteOptions::default();
     let started = Instant::now();
-    let mut value = vec![0u8; VALUE_SIZE];
-    for chunk in (0..config.keys).collect::<Vec<_>>().chunks(1000) {
-        let mut batch = WriteBatch::new();
-        for &i in chunk {
-            rng.fill(&mut value[..]);
-            batch.put(0, &key(i), &value).expect("a put");
-        }
-        db.write(batch, &write).expect("a write");
-    }
+    load(&db, config.keys, &mut rng);
     let ks = db.default_keyspace();
     db.compact_range(&ks, None, None).expect("compact");
     println!(
@@ -194,7 +201,11 @@ fn main() {
         ("before the deletes", base_into, base_around),
         ("right after the deletes", mem_into, mem_around),
         ("after background work", waited_into, waited_around),
-        ("after flush + background work", compacted_into, compacted_around),
+        (
+            "after flush + background work",
+            compacted_into,
+            compacted_around,
+        ),
     ] {
         println!(
             "{phase:<34} {into_us:>10.2} {:>8.2} {around_us:>10.2} {:>8.2}",

@@ -71,16 +71,20 @@ fn corrupt_key(key: &[u8], error: &shale_sst::DecodeError) -> Error {
 
 /// Under a TTL (`cutoff`), whether `value` has expired (hidden). A value too short to carry a
 /// write time is hidden and sets `error`.
-fn ttl_expired(cutoff: Option<u64>, value: &[u8], user_key: &[u8], error: &mut Option<Error>) -> bool {
+fn ttl_expired(
+    cutoff: Option<u64>,
+    value: &[u8],
+    user_key: &[u8],
+    error: &mut Option<Error>,
+) -> bool {
     let Some(cutoff) = cutoff else {
         return false;
     };
-    match crate::ttl::split(value) {
-        Some((_, time)) => time < cutoff,
-        None => {
-            *error = Some(crate::ttl::missing_write_time(user_key));
-            true
-        }
+    if let Some((_, time)) = crate::ttl::split(value) {
+        time < cutoff
+    } else {
+        *error = Some(crate::ttl::missing_write_time(user_key));
+        true
     }
 }
 
@@ -187,7 +191,6 @@ impl DbIter {
             None => value,
         }
     }
-
 
     /// Whether a step skipped at least `long_skip` entries since the last call.
     pub fn take_long_skip(&mut self) -> bool {

@@ -76,7 +76,7 @@ impl IdleTracker {
                 .saturating_sub(self.last_write_ms.load(Ordering::Relaxed)),
         );
         if quiet < after {
-            return IdleCheck::WaitFor(after - quiet);
+            return IdleCheck::WaitFor(after.saturating_sub(quiet));
         }
         let waiting = self.compacted_since_write.load(Ordering::Relaxed)
             || !self.read_since_write.load(Ordering::Relaxed);
@@ -110,6 +110,9 @@ mod tests {
         assert!(matches!(idle.check(after), IdleCheck::WaitFor(_)));
         idle.wrote();
         idle.read();
-        assert!(matches!(idle.check(after), IdleCheck::WaitFor(_)), "the write is recent");
+        assert!(
+            matches!(idle.check(after), IdleCheck::WaitFor(_)),
+            "the write is recent"
+        );
     }
 }

@@ -51,9 +51,9 @@ mod recovery;
 mod snapshot;
 mod stats;
 mod table_cache;
-mod ttl;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod ttl;
 mod txn;
 mod write;
 mod write_queue;

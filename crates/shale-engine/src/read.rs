@@ -17,14 +17,14 @@ use shale_sst::{
 use crate::db::DbInner;
 use crate::db_iter::{DbIter, DbIterOptions};
 use crate::error::Result;
-use crate::options::{Durability, WriteOptions};
-use crate::stats::StatCounters;
 use crate::iterator::InternalIterator;
 use crate::keyspace::SuperVersion;
 use crate::level_iter::{LevelFile, LevelIter, TableOpener};
 use crate::merging_iter::MergingIter;
+use crate::options::{Durability, WriteOptions};
 use crate::range_del::RangeDelSet;
 use crate::snapshot::Snapshot;
+use crate::stats::StatCounters;
 
 /// Per-read choices.
 #[derive(Debug, Clone, Default)]

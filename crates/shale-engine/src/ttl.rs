@@ -70,8 +70,14 @@ mod tests {
         assert_eq!(split(&stored), Some((&b"v"[..], 1000)));
         assert_eq!(split(b"short"), None);
         // Written at 1000 with a TTL of 10: visible through 1010, expired from 1011.
-        assert_eq!(visible(b"k", stored.clone(), 10, 1010).unwrap(), Some(b"v".to_vec()));
+        assert_eq!(
+            visible(b"k", stored.clone(), 10, 1010).unwrap(),
+            Some(b"v".to_vec())
+        );
         assert_eq!(visible(b"k", stored, 10, 1011).unwrap(), None);
-        assert!(visible(b"k", b"x".to_vec(), 10, 0).unwrap_err().to_string().contains("write time"));
+        assert!(visible(b"k", b"x".to_vec(), 10, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("write time"));
     }
 }

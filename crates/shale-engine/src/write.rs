@@ -90,7 +90,11 @@ fn validate_entries(inner: &DbInner, batch: &WriteBatch) -> Result<BTreeSet<u32>
 
 /// `batch` with the write time `now` appended to every value of a keyspace in `ttl_keyspaces`
 /// (docs/format/ttl.md), before it reaches the WAL so a replay keeps the times.
-fn with_write_times(batch: &WriteBatch, ttl_keyspaces: &BTreeSet<u32>, now: u64) -> Result<WriteBatch> {
+fn with_write_times(
+    batch: &WriteBatch,
+    ttl_keyspaces: &BTreeSet<u32>,
+    now: u64,
+) -> Result<WriteBatch> {
     let mut stamped = WriteBatch::new();
     for entry in batch.iter() {
         match entry.kind {

@@ -122,7 +122,11 @@ fn expired_entries_are_invisible_at_once_and_dropped_by_compaction() {
     clock.set(1050);
     ks.put(b"c", b"young").unwrap();
     clock.set(1100);
-    assert_eq!(ks.get(b"a").unwrap().as_deref(), Some(&b"old"[..]), "at the TTL");
+    assert_eq!(
+        ks.get(b"a").unwrap().as_deref(),
+        Some(&b"old"[..]),
+        "at the TTL"
+    );
     clock.set(1101);
     assert_eq!(ks.get(b"a").unwrap(), None);
     let got = ks
@@ -209,10 +213,13 @@ fn reopening_keeps_ttl_and_refuses_turning_it_on_or_off() {
     db.close().unwrap();
 
     let plain_fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    Db::open(DIR, options(plain_fs.clone(), small_keyspace(), clock.clone()))
-        .unwrap()
-        .close()
-        .unwrap();
+    Db::open(
+        DIR,
+        options(plain_fs.clone(), small_keyspace(), clock.clone()),
+    )
+    .unwrap()
+    .close()
+    .unwrap();
     let on = KeyspaceOptions {
         ttl: Some(Duration::from_secs(5)),
         ..small_keyspace()
@@ -240,7 +247,10 @@ fn idle_compaction_flushes_and_empties_l0_when_only_reads_go_on() {
     assert_eq!(db.level_file_counts(&ks).unwrap()[0], 1);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        assert_eq!(ks.get(&key(150)).unwrap().as_deref(), Some(&b"in the memtable"[..]));
+        assert_eq!(
+            ks.get(&key(150)).unwrap().as_deref(),
+            Some(&b"in the memtable"[..])
+        );
         let counts = db.level_file_counts(&ks).unwrap();
         if counts[0] == 0 && db.stats().idle_compactions > 0 {
             break;

@@ -22,8 +22,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shale_sst::{
-    Comparator, InternalKey, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions, SeqNo,
-    TableWriter, ValueKind,
+    Comparator, InternalKey, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions,
+    SeqNo, TableWriter, ValueKind,
 };
 
 use crate::db::{DbInner, DbState};
@@ -41,8 +41,8 @@ mod picker;
 #[cfg(test)]
 mod picker_tests;
 
-pub use background_manual::BackgroundCompaction;
 pub(crate) use background_manual::start as start_background_compact_range;
+pub use background_manual::BackgroundCompaction;
 use picker::CompactionReason;
 pub(crate) use picker::{estimated_pending_bytes, level_targets, Compaction};
 

@@ -283,24 +283,21 @@ pub(crate) fn pick(
     // Highest first; the sort is stable, so ties keep the upper level first.
     scores.sort_by(|a, b| b.1.total_cmp(&a.1));
     let by_score = scores.first().filter(|(_, score)| *score >= 1.0);
-    let (level, file, score, reason) = match by_score {
-        Some(&(level, score)) => {
-            let reason = if level == 0 {
-                CompactionReason::Level0FileCount
-            } else {
-                CompactionReason::LevelScore
-            };
-            (level, None, score, reason)
-        }
-        None => {
-            let (level, file, score, reason) = expired_file(version, keyspace, options, now)
-                .map(|(l, f, s)| (l, f, s, CompactionReason::Ttl))
-                .or_else(|| {
-                    densest_tombstone_file(version, keyspace, options)
-                        .map(|(l, f, s)| (l, f, s, CompactionReason::TombstoneDensity))
-                })?;
-            (level, Some(file), score, reason)
-        }
+    let (level, file, score, reason) = if let Some(&(level, score)) = by_score {
+        let reason = if level == 0 {
+            CompactionReason::Level0FileCount
+        } else {
+            CompactionReason::LevelScore
+        };
+        (level, None, score, reason)
+    } else {
+        let (level, file, score, reason) = expired_file(version, keyspace, options, now)
+            .map(|(l, f, s)| (l, f, s, CompactionReason::Ttl))
+            .or_else(|| {
+                densest_tombstone_file(version, keyspace, options)
+                    .map(|(l, f, s)| (l, f, s, CompactionReason::TombstoneDensity))
+            })?;
+        (level, Some(file), score, reason)
     };
     let cmp = version.comparator();
     let (inputs, output_level) = if level == 0 {
@@ -345,8 +342,12 @@ fn files_above_last_level(
     version: &Version,
     keyspace: u32,
 ) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> {
-    (0..version.num_levels() - 1)
-        .flat_map(move |level| version.files(keyspace, level).iter().map(move |f| (level, f)))
+    (0..version.num_levels() - 1).flat_map(move |level| {
+        version
+            .files(keyspace, level)
+            .iter()
+            .map(move |f| (level, f))
+    })
 }
 
 /// The file of any level whose oldest entry is oldest, if that is older than the keyspace's
@@ -360,8 +361,12 @@ fn expired_file(
 ) -> Option<(usize, Arc<FileMetaData>, f64)> {
     let ttl = options.ttl?.as_secs().max(1);
     let mut best: Option<(usize, &Arc<FileMetaData>, u64)> = None;
-    let all_levels = (0..version.num_levels())
-        .flat_map(|level| version.files(keyspace, level).iter().map(move |f| (level, f)));
+    let all_levels = (0..version.num_levels()).flat_map(|level| {
+        version
+            .files(keyspace, level)
+            .iter()
+            .map(move |f| (level, f))
+    });
     for (level, file) in all_levels {
         let Some(time) = file.oldest_entry_time() else {
             continue;
@@ -393,8 +398,7 @@ fn densest_tombstone_file(
             u128::from(file.num_deletions),
             u128::from(file.num_entries.max(1)),
         );
-        if file.num_deletions < options.tombstone_min_count || deletions * 100 < percent * entries
-        {
+        if file.num_deletions < options.tombstone_min_count || deletions * 100 < percent * entries {
             continue;
         }
         // deletions / entries > best's, without division.

@@ -34,9 +34,7 @@ use std::sync::Arc;
 use shale_fs::{FileSystem, MemFs, OsFs};
 use shale_sst::{BytewiseComparator, InternalKey, ValueKind, MAX_SEQNO};
 
-use super::picker::{
-    estimated_pending_bytes, level_targets, pick, pick_idle, pick_manual, scores,
-};
+use super::picker::{estimated_pending_bytes, level_targets, pick, pick_idle, pick_manual, scores};
 use crate::options::KeyspaceOptions;
 use crate::version::{FileMetaData, Version, VersionEdit, VersionSet};
 
