@@ -660,10 +660,15 @@ mod tests {
             level0_stop_writes_trigger: 12,
             soft_pending_compaction_bytes_limit: 0,
             hard_pending_compaction_bytes_limit: 1 << 20,
+            tombstone_density_percent: 30,
+            tombstone_min_count: 7,
+            tombstone_scan_flush_trigger: 0,
+            ttl: Some(Duration::from_secs(3600)),
             ..KeyspaceOptions::default()
         };
         let back = KeyspaceOptions::from_pairs(&options.to_pairs(), &KeyspaceOptions::default());
         assert_eq!(back.to_pairs(), options.to_pairs());
+        assert_eq!(back.ttl, Some(Duration::from_secs(3600)));
         for (options, name) in [
             (
                 KeyspaceOptions {
@@ -707,6 +712,20 @@ mod tests {
                     ..KeyspaceOptions::default()
                 },
                 "compression_per_level",
+            ),
+            (
+                KeyspaceOptions {
+                    tombstone_density_percent: 101,
+                    ..KeyspaceOptions::default()
+                },
+                "tombstone_density_percent",
+            ),
+            (
+                KeyspaceOptions {
+                    ttl: Some(Duration::from_millis(500)),
+                    ..KeyspaceOptions::default()
+                },
+                "ttl",
             ),
         ] {
             let message = options.validate().unwrap_err().to_string();
