@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shale_engine::{Clock, Db, Keyspace, KeyspaceOptions, Options, ReadOptions};
+use shale_engine::{
+    Clock, Db, Keyspace, KeyspaceOptions, Options, ReadOptions, TransactionDb,
+    TransactionDbOptions, TransactionOptions,
+};
 use shale_fs::{FileSystem, MemFs};
 use shale_sst::Compression;
 
@@ -329,4 +332,39 @@ fn a_seek_over_many_tombstones_flushes_the_memtable_so_they_are_compacted_away()
     fresh.seek(&key(1000));
     assert_eq!(fresh.key(), &key(3000)[..]);
     db.close().unwrap();
+}
+
+#[test]
+fn transactions_read_ttl_values_without_their_write_time_and_not_once_expired() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let clock = TestClock::new(1000);
+    let keyspace = KeyspaceOptions {
+        ttl: Some(Duration::from_secs(100)),
+        ..small_keyspace()
+    };
+    let db = TransactionDb::open(
+        DIR,
+        options(fs, keyspace, clock.clone()),
+        TransactionDbOptions::default(),
+    )
+    .unwrap();
+    let mut writer = db.begin(TransactionOptions::default()).unwrap();
+    writer.put(b"a", b"1").unwrap();
+    assert_eq!(writer.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    writer.commit().unwrap();
+    let mut reader = db.begin(TransactionOptions::default()).unwrap();
+    assert_eq!(reader.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        reader.get_for_update(b"a").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    let mut iter = reader.iterator(ReadOptions::default()).unwrap();
+    iter.seek_to_first();
+    assert_eq!((iter.key(), iter.value()), (&b"a"[..], &b"1"[..]));
+    drop(iter);
+    reader.commit().unwrap();
+    clock.set(1101);
+    let mut late = db.begin(TransactionOptions::default()).unwrap();
+    assert_eq!(late.get(b"a").unwrap(), None);
+    late.commit().unwrap();
 }
