@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
+use crate::idle::IdleCheck;
 
 /// Starts the background threads.
 pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
@@ -61,7 +62,7 @@ fn run_flushes(inner: &Arc<DbInner>) {
 
 fn run_compactions(inner: &Arc<DbInner>) {
     loop {
-        {
+        let idle_due = {
             let mut state = inner.lock_state();
             loop {
                 let stop = inner.shutting_down.load(Ordering::Acquire)
@@ -69,13 +70,32 @@ fn run_compactions(inner: &Arc<DbInner>) {
                 if stop {
                     return;
                 }
-                if crate::compaction::needs_compaction(&state) {
-                    break;
+                let now = inner.options.clock.now_seconds();
+                if crate::compaction::needs_compaction(&state, now) {
+                    break false;
                 }
-                state = inner.wait_state(state);
+                let Some(after) = inner.options.idle_compaction_after else {
+                    state = inner.wait_state(state);
+                    continue;
+                };
+                match inner.idle.check(after) {
+                    IdleCheck::Due => break true,
+                    IdleCheck::WaitFor(wait) => {
+                        state = inner
+                            .state_changed
+                            .wait_timeout(state, wait)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .0;
+                    }
+                }
             }
-        }
-        let _ = crate::compaction::compact_once(inner);
+        };
+        // Errors are sticky where they matter; the loop then stops at the check above.
+        let _ = if idle_due {
+            crate::compaction::compact_idle(inner)
+        } else {
+            crate::compaction::compact_once(inner)
+        };
     }
 }
 
@@ -129,7 +149,7 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
         inner.check_background_error()?;
         let idle = state.keyspaces.values().all(|k| k.imm.is_empty())
             && state.compacting.is_empty()
-            && !crate::compaction::needs_compaction(&state);
+            && !crate::compaction::needs_compaction(&state, inner.options.clock.now_seconds());
         if idle {
             return Ok(());
         }

@@ -34,7 +34,9 @@ use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
 
 use crate::batch::WriteBatch;
 use crate::checkpoint::CheckpointInfo;
+use crate::compaction::BackgroundCompaction;
 use crate::error::{Error, Result};
+use crate::idle::IdleTracker;
 use crate::keyspace::{Keyspace, KeyspaceState, SuperVersion};
 use crate::memtable::MemTable;
 use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
@@ -113,6 +115,8 @@ pub(crate) struct DbInner {
     pub(crate) shutting_down: AtomicBool,
     /// Compaction and write-stall counters ([`Db::stats`]).
     pub(crate) stats: StatCounters,
+    /// Writes and reads, for idle compaction.
+    pub(crate) idle: IdleTracker,
     /// Released by close even while `Keyspace` handles still hold the `DbInner`.
     lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -162,6 +166,7 @@ impl DbInner {
             snapshots: SnapshotList::default(),
             shutting_down: AtomicBool::new(false),
             stats: StatCounters::default(),
+            idle: IdleTracker::default(),
             options,
             lock: Mutex::new(Some(lock)),
         }
@@ -413,6 +418,31 @@ impl Db {
         self.inner.check_open()?;
         self.inner.check_background_error()?;
         crate::compaction::compact_range(&self.inner, keyspace.id(), start, end)
+    }
+
+    /// Starts [`Self::compact_range`] on its own thread and returns at once; the returned
+    /// [`BackgroundCompaction`] says when it is done and waits for it. `close` stops it
+    /// between steps (its `wait` then returns the error).
+    pub fn compact_range_in_background(
+        &self,
+        keyspace: &Keyspace,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<BackgroundCompaction> {
+        self.inner.check_open()?;
+        self.inner.check_background_error()?;
+        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        // Under the lock `close` takes the threads with, so it joins this one too.
+        self.inner.check_open()?;
+        let (handle, thread) = crate::compaction::start_background_compact_range(
+            &self.inner,
+            keyspace.id(),
+            start.map(<[u8]>::to_vec),
+            end.map(<[u8]>::to_vec),
+        )?;
+        threads.retain(|t| !t.is_finished() || t.thread().name() != Some("shale-manual-compact"));
+        threads.push(thread);
+        Ok(handle)
     }
 
     /// Makes a consistent, openable copy of the database in `dir` (which must not exist or be

@@ -69,6 +69,25 @@ fn corrupt_key(key: &[u8], error: &shale_sst::DecodeError) -> Error {
     }
 }
 
+/// Under a TTL (`cutoff`), whether `value` has expired (hidden). A value too short to carry a
+/// write time is hidden and sets `error`.
+fn ttl_expired(
+    cutoff: Option<u64>,
+    value: &[u8],
+    user_key: &[u8],
+    error: &mut Option<Error>,
+) -> bool {
+    let Some(cutoff) = cutoff else {
+        return false;
+    };
+    if let Some((_, time)) = crate::ttl::split(value) {
+        time < cutoff
+    } else {
+        *error = Some(crate::ttl::missing_write_time(user_key));
+        true
+    }
+}
+
 /// What restricts a [`DbIter`] besides the snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct DbIterOptions {
@@ -78,6 +97,14 @@ pub struct DbIterOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Prefix mode: return only keys with the prefix of the seek key (see the module docs).
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// A keyspace with a TTL: every value ends in its write time (docs/format/ttl.md), which
+    /// `value` strips; a value written before this time is expired and hidden like a
+    /// deletion (older versions are older still, so they stay hidden too).
+    pub ttl_cutoff: Option<u64>,
+    /// A step (seek, next, prev) that skips at least this many entries without showing one
+    /// (deletions, what they hide, expired values) is noted for [`DbIter::take_long_skip`];
+    /// 0 never notes.
+    pub long_skip: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +131,8 @@ pub struct DbIter {
     /// Reverse: the current value.
     saved_value: Vec<u8>,
     error: Option<Error>,
+    /// A step skipped at least `options.long_skip` entries since the last `take_long_skip`.
+    long_skip_seen: bool,
 }
 
 impl DbIter {
@@ -131,6 +160,7 @@ impl DbIter {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             error: None,
+            long_skip_seen: false,
         }
     }
 
@@ -151,9 +181,27 @@ impl DbIter {
     /// The current value. Only while [`Self::valid`].
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
-        match self.direction {
+        let value = match self.direction {
             Direction::Forward => self.iter.value(),
             Direction::Reverse => &self.saved_value,
+        };
+        match self.options.ttl_cutoff {
+            // Shown values were checked to carry a write time.
+            Some(_) => &value[..value.len().saturating_sub(crate::ttl::WRITE_TIME_LEN)],
+            None => value,
+        }
+    }
+
+    /// Whether a step skipped at least `long_skip` entries since the last call.
+    pub fn take_long_skip(&mut self) -> bool {
+        std::mem::take(&mut self.long_skip_seen)
+    }
+
+    /// Counts one more entry a step skipped (`skipped` so far in this step).
+    fn skipped_one(&mut self, skipped: &mut u64) {
+        *skipped += 1;
+        if *skipped == self.options.long_skip {
+            self.long_skip_seen = true;
         }
     }
 
@@ -278,6 +326,7 @@ impl DbIter {
     /// the next shown key. With `skipping`, entries of user keys `<= saved_key` are hidden.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         debug_assert_eq!(self.direction, Direction::Forward);
+        let mut skipped = 0;
         while self.iter.valid() && self.error.is_none() {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
                 Ok(entry) => entry,
@@ -296,14 +345,24 @@ impl DbIter {
                         != Ordering::Greater;
                 match entry.kind {
                     ValueKind::Value if !hidden => {
+                        let expired = ttl_expired(
+                            self.options.ttl_cutoff,
+                            self.iter.value(),
+                            entry.user_key,
+                            &mut self.error,
+                        );
                         if !range_deleted(
                             &self.range_dels,
                             &mut self.range_del_cursor,
                             entry.user_key,
                             entry.seqno,
-                        ) {
+                        ) && !expired
+                        {
                             self.valid = true;
                             return;
+                        }
+                        if self.error.is_some() {
+                            break;
                         }
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(entry.user_key);
@@ -317,6 +376,7 @@ impl DbIter {
                     _ => {}
                 }
             }
+            self.skipped_one(&mut skipped);
             self.iter.next();
         }
         self.valid = false;
@@ -329,6 +389,7 @@ impl DbIter {
         // Whether `saved_key`/`saved_value` hold a candidate: the newest visible entry seen
         // so far of the key being scanned is a value no tombstone covers.
         let mut found = false;
+        let mut skipped = 0;
         while self.iter.valid() && self.error.is_none() {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
                 Ok(entry) => entry,
@@ -348,6 +409,12 @@ impl DbIter {
                     break; // every entry of the candidate was read
                 }
                 if entry.kind == ValueKind::Value
+                    && !ttl_expired(
+                        self.options.ttl_cutoff,
+                        self.iter.value(),
+                        entry.user_key,
+                        &mut self.error,
+                    )
                     && !range_deleted(
                         &self.range_dels,
                         &mut self.range_del_cursor,
@@ -367,6 +434,9 @@ impl DbIter {
                 } else {
                     found = false;
                 }
+            }
+            if !found {
+                self.skipped_one(&mut skipped);
             }
             self.iter.prev();
         }

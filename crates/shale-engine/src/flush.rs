@@ -73,17 +73,20 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
         num_entries: props.num_entries,
         num_deletions: props.num_deletions + props.num_range_deletions,
         creation_time: Some(props.creation_time),
+        oldest_entry_time: None,
     })
 }
 
 /// Writes `mem` as table `number` with `options` (from [`writer_options`]). Returns `None`
-/// when the memtable held nothing.
+/// when the memtable held nothing. With `ttl` (the keyspace has a TTL, so values end in
+/// their write time) the result records the oldest value's write time.
 pub(crate) fn write_memtable(
     fs: &dyn FileSystem,
     dir: &Path,
     mem: &Arc<MemTable>,
     number: u64,
     options: WriterOptions,
+    ttl: bool,
 ) -> Result<Option<FileMetaData>> {
     let comparator = options.comparator.clone();
     // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
@@ -99,8 +102,17 @@ pub(crate) fn write_memtable(
     }
     let path = table_file_name(dir, number);
     let mut writer = TableWriter::create(fs, &path, options)?;
+    // Under a TTL, the oldest value's write time, for the picker's TTL reason.
+    let mut oldest_write_time: Option<u64> = None;
     while iter.valid() {
         writer.add(iter.key(), iter.value())?;
+        if ttl {
+            let is_value = shale_sst::ParsedInternalKey::parse(iter.key())
+                .is_ok_and(|k| k.kind == shale_sst::ValueKind::Value);
+            if let Some((_, time)) = crate::ttl::split(iter.value()).filter(|_| is_value) {
+                oldest_write_time = Some(oldest_write_time.map_or(time, |t| t.min(time)));
+            }
+        }
         iter.next();
     }
     iter.status()?;
@@ -108,12 +120,14 @@ pub(crate) fn write_memtable(
         writer.add_range_deletion(&tombstone.start, &tombstone.end, tombstone.seqno)?;
     }
     let (size, props) = writer.finish()?;
-    Ok(Some(file_meta(number, size, &props)?))
+    let mut meta = file_meta(number, size, &props)?;
+    meta.oldest_entry_time = oldest_write_time;
+    Ok(Some(meta))
 }
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
-    let (keyspace, frozen, options, number) = {
+    let (keyspace, frozen, options, ttl, number) = {
         let mut state = inner.lock_state();
         let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
             return Ok(false);
@@ -131,12 +145,13 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
             .ok_or_else(|| Error::Background {
                 reason: "frozen memtable vanished".into(),
             })?;
+        let ttl = keyspace.options.ttl.is_some();
         let number = state.versions.new_file_number();
         state.pending_outputs.insert(number);
-        (id, frozen, options, number)
+        (id, frozen, options, ttl, number)
     };
-    let written =
-        write_memtable(&*inner.fs, &inner.dir, &frozen.mem, number, options).and_then(|meta| {
+    let written = write_memtable(&*inner.fs, &inner.dir, &frozen.mem, number, options, ttl)
+        .and_then(|meta| {
             inner.fs.sync_dir(&inner.dir)?;
             Ok(meta)
         });

@@ -29,6 +29,10 @@ pub(crate) struct SuperVersion {
     /// Frozen memtables, newest first.
     pub(crate) imm: Vec<Arc<MemTable>>,
     pub(crate) version: Arc<Version>,
+    /// The keyspace's TTL in seconds: values carry write times, expired ones are hidden.
+    pub(crate) ttl: Option<u64>,
+    /// `tombstone_scan_flush_trigger` (0: off).
+    pub(crate) tombstone_scan_flush_trigger: u64,
 }
 
 /// A frozen memtable waiting to be flushed, with the oldest WAL holding its data.
@@ -69,6 +73,8 @@ impl KeyspaceState {
             mem: mem.clone(),
             imm: Vec::new(),
             version,
+            ttl: options.ttl.map(|ttl| ttl.as_secs()),
+            tombstone_scan_flush_trigger: options.tombstone_scan_flush_trigger,
         });
         KeyspaceState {
             id,
@@ -92,6 +98,8 @@ impl KeyspaceState {
             mem: self.mem.clone(),
             imm: self.imm.iter().rev().map(|f| f.mem.clone()).collect(),
             version,
+            ttl: self.options.ttl.map(|ttl| ttl.as_secs()),
+            tombstone_scan_flush_trigger: self.options.tombstone_scan_flush_trigger,
         });
     }
 

@@ -38,9 +38,11 @@ pub use version::{
 mod background;
 mod backup;
 mod checkpoint;
+mod clock;
 mod compaction;
 mod db;
 mod flush;
+mod idle;
 mod keyspace;
 mod options;
 mod read;
@@ -52,11 +54,14 @@ mod stats;
 mod table_cache;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod ttl;
 mod txn;
 mod write;
 mod write_queue;
 pub use backup::{BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup};
 pub use checkpoint::CheckpointInfo;
+pub use clock::{Clock, SystemClock};
+pub use compaction::BackgroundCompaction;
 pub use db::{Db, DEFAULT_KEYSPACE};
 pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};

@@ -11,6 +11,7 @@ use std::time::Duration;
 use shale_fs::{FileSystem, OsFs};
 use shale_sst::{BytewiseComparator, ChecksumType, Comparator, Compression, PrefixExtractor};
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::options_file::OptionsFile;
 use crate::wal::RecoveryMode;
@@ -117,6 +118,23 @@ pub struct KeyspaceOptions {
     pub target_file_size: u64,
     /// Checksum of table blocks.
     pub checksum: ChecksumType,
+    /// A file holding at least this percentage of deletions (point and range, of its entries)
+    /// is compacted when no size trigger fires, so seeks stop skipping its tombstones; 0
+    /// disables (docs/compaction.md, "Tombstone density").
+    pub tombstone_density_percent: u32,
+    /// ... and at least this many deletions (a few deletes in a small file are cheap to skip).
+    pub tombstone_min_count: u64,
+    /// When one iterator step skips at least this many deleted or shadowed entries and the
+    /// active memtable holds at least as many deletions, that memtable is flushed at once, so
+    /// the tombstone-density compaction can remove them instead of every seek stepping over
+    /// them until the memtable fills; 0 disables (like `RocksDB`'s
+    /// `memtable_op_scan_flush_trigger`).
+    pub tombstone_scan_flush_trigger: u64,
+    /// Entries older than this are invisible to reads at once and dropped by compaction; a
+    /// file whose oldest entry is older is compacted without waiting for size triggers. Values
+    /// then carry their write time (docs/format/ttl.md). Fixed when the keyspace is created:
+    /// reopening with TTL turned on or off is refused.
+    pub ttl: Option<Duration>,
 }
 
 impl Default for KeyspaceOptions {
@@ -140,6 +158,10 @@ impl Default for KeyspaceOptions {
             max_bytes_for_level_multiplier: 10,
             target_file_size: 64 << 20,
             checksum: ChecksumType::Xxh3,
+            tombstone_density_percent: 50,
+            tombstone_min_count: 1000,
+            tombstone_scan_flush_trigger: 10_000,
+            ttl: None,
         }
     }
 }
@@ -216,6 +238,18 @@ impl KeyspaceOptions {
             return bad(format!(
                 "max_bytes_for_level_multiplier {} must be between 2 and 100",
                 self.max_bytes_for_level_multiplier
+            ));
+        }
+        if self.tombstone_density_percent > 100 {
+            return bad(format!(
+                "tombstone_density_percent {} is above 100",
+                self.tombstone_density_percent
+            ));
+        }
+        if self.ttl.is_some_and(|ttl| ttl.as_secs() == 0) {
+            return bad(format!(
+                "ttl {:?} must be at least one second (write times are in seconds)",
+                self.ttl
             ));
         }
         let dictionary = |what: &str| {
@@ -305,6 +339,18 @@ impl KeyspaceOptions {
                     }
                 }
                 "target_file_size" => set_parsed(&mut options.target_file_size, value),
+                "tombstone_density_percent" => {
+                    set_parsed(&mut options.tombstone_density_percent, value);
+                }
+                "tombstone_min_count" => set_parsed(&mut options.tombstone_min_count, value),
+                "tombstone_scan_flush_trigger" => {
+                    set_parsed(&mut options.tombstone_scan_flush_trigger, value);
+                }
+                "ttl_seconds" => {
+                    if let Ok(seconds) = value.parse::<u64>() {
+                        options.ttl = (seconds > 0).then(|| Duration::from_secs(seconds));
+                    }
+                }
                 "checksum" => {
                     options.checksum = match value.as_str() {
                         "crc32c" => ChecksumType::Crc32c,
@@ -388,6 +434,22 @@ impl KeyspaceOptions {
                 self.target_file_size.to_string(),
             ),
             ("checksum".to_owned(), self.checksum.name().to_owned()),
+            (
+                "tombstone_density_percent".to_owned(),
+                self.tombstone_density_percent.to_string(),
+            ),
+            (
+                "tombstone_min_count".to_owned(),
+                self.tombstone_min_count.to_string(),
+            ),
+            (
+                "tombstone_scan_flush_trigger".to_owned(),
+                self.tombstone_scan_flush_trigger.to_string(),
+            ),
+            (
+                "ttl_seconds".to_owned(),
+                self.ttl.map_or(0, |ttl| ttl.as_secs()).to_string(),
+            ),
         ];
         if let Some(extractor) = &self.prefix_extractor {
             pairs.push(("prefix_extractor".to_owned(), extractor.name().to_owned()));
@@ -422,6 +484,12 @@ pub struct Options {
     pub default_keyspace: KeyspaceOptions,
     /// Where files live; the OS file system unless a test supplies `MemFs` or `FaultFs`.
     pub file_system: Arc<dyn FileSystem>,
+    /// Wall-clock time for TTL write times and expiry; tests supply their own.
+    pub clock: Arc<dyn Clock>,
+    /// When writes stop and reads go on this long, memtables are flushed and L0 is compacted
+    /// into the base level, so reads stop merging them (docs/compaction.md, "Idle
+    /// compaction"); `None` disables.
+    pub idle_compaction_after: Option<Duration>,
 }
 
 impl Default for Options {
@@ -438,6 +506,8 @@ impl Default for Options {
             verify_checksums: true,
             default_keyspace: KeyspaceOptions::default(),
             file_system: Arc::new(OsFs::new()),
+            clock: Arc::new(SystemClock),
+            idle_compaction_after: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -450,6 +520,11 @@ impl Options {
                 "sync_interval {:?} must be between 1 ns and 1 hour",
                 self.sync_interval
             )));
+        }
+        if self.idle_compaction_after.is_some_and(|d| d.is_zero()) {
+            return Err(Error::InvalidArgument(
+                "idle_compaction_after must be above zero (None disables it)".into(),
+            ));
         }
         if self.max_open_files < 16 {
             return Err(Error::InvalidArgument(format!(
@@ -478,6 +553,12 @@ impl Options {
                 self.block_cache_capacity.to_string(),
             ),
             ("max_open_files".to_owned(), self.max_open_files.to_string()),
+            (
+                "idle_compaction_after_ms".to_owned(),
+                self.idle_compaction_after
+                    .map_or(0, |d| d.as_millis())
+                    .to_string(),
+            ),
             (
                 "verify_checksums".to_owned(),
                 self.verify_checksums.to_string(),
@@ -579,10 +660,15 @@ mod tests {
             level0_stop_writes_trigger: 12,
             soft_pending_compaction_bytes_limit: 0,
             hard_pending_compaction_bytes_limit: 1 << 20,
+            tombstone_density_percent: 30,
+            tombstone_min_count: 7,
+            tombstone_scan_flush_trigger: 0,
+            ttl: Some(Duration::from_secs(3600)),
             ..KeyspaceOptions::default()
         };
         let back = KeyspaceOptions::from_pairs(&options.to_pairs(), &KeyspaceOptions::default());
         assert_eq!(back.to_pairs(), options.to_pairs());
+        assert_eq!(back.ttl, Some(Duration::from_secs(3600)));
         for (options, name) in [
             (
                 KeyspaceOptions {
@@ -626,6 +712,20 @@ mod tests {
                     ..KeyspaceOptions::default()
                 },
                 "compression_per_level",
+            ),
+            (
+                KeyspaceOptions {
+                    tombstone_density_percent: 101,
+                    ..KeyspaceOptions::default()
+                },
+                "tombstone_density_percent",
+            ),
+            (
+                KeyspaceOptions {
+                    ttl: Some(Duration::from_millis(500)),
+                    ..KeyspaceOptions::default()
+                },
+                "ttl",
             ),
         ] {
             let message = options.validate().unwrap_err().to_string();

@@ -21,8 +21,10 @@ use crate::iterator::InternalIterator;
 use crate::keyspace::SuperVersion;
 use crate::level_iter::{LevelFile, LevelIter, TableOpener};
 use crate::merging_iter::MergingIter;
+use crate::options::{Durability, WriteOptions};
 use crate::range_del::RangeDelSet;
 use crate::snapshot::Snapshot;
+use crate::stats::StatCounters;
 
 /// Per-read choices.
 #[derive(Debug, Clone, Default)]
@@ -55,6 +57,7 @@ pub(crate) fn get(
     options: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
     inner.check_open()?;
+    inner.idle.read();
     let view = inner.super_version(keyspace)?;
     let snapshot = snapshot_seqno(inner, options);
     get_from(inner, keyspace, &view, key, snapshot)
@@ -68,6 +71,7 @@ pub(crate) fn multi_get(
     options: &ReadOptions,
 ) -> Result<Vec<Option<Vec<u8>>>> {
     inner.check_open()?;
+    inner.idle.read();
     let view = inner.super_version(keyspace)?;
     let snapshot = snapshot_seqno(inner, options);
     keys.iter()
@@ -99,6 +103,23 @@ fn resolve(kind: ValueKind, seqno: SeqNo, value: Vec<u8>, tombstone: SeqNo) -> O
 }
 
 fn get_from(
+    inner: &DbInner,
+    keyspace: u32,
+    view: &SuperVersion,
+    key: &[u8],
+    snapshot: SeqNo,
+) -> Result<Option<Vec<u8>>> {
+    let stored = get_stored(inner, keyspace, view, key, snapshot)?;
+    match (stored, view.ttl) {
+        (Some(stored), Some(ttl)) => {
+            crate::ttl::visible(key, stored, ttl, inner.options.clock.now_seconds())
+        }
+        (stored, _) => Ok(stored),
+    }
+}
+
+/// The newest visible value of `key` as stored (with its write time under a TTL).
+fn get_stored(
     inner: &DbInner,
     keyspace: u32,
     view: &SuperVersion,
@@ -232,9 +253,12 @@ pub struct DbIterator {
     iter: DbIter,
     /// Keeps the Version (and so every table file the iterator may still open) alive:
     /// ARCHITECTURE.md invariant 4.
-    _view: Arc<SuperVersion>,
+    view: Arc<SuperVersion>,
     /// In prefix mode with an extractor, shared with the tables' `PrefixCheckedIter`s.
     prefix_seek_target: Option<PrefixSeekTarget>,
+    /// For the flush a long run of skipped tombstones asks for.
+    inner: Arc<DbInner>,
+    keyspace: u32,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -262,30 +286,66 @@ impl DbIterator {
     pub fn seek_to_first(&mut self) {
         self.set_prefix_seek_target(None);
         self.iter.seek_to_first();
+        self.flush_after_long_skip();
     }
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
         self.set_prefix_seek_target(None);
         self.iter.seek_to_last();
+        self.flush_after_long_skip();
     }
     /// Positions at the first key `>= key`.
     pub fn seek(&mut self, key: &[u8]) {
         self.set_prefix_seek_target(Some(key));
         self.iter.seek(key);
+        self.flush_after_long_skip();
     }
     /// Positions at the last key `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) {
         self.set_prefix_seek_target(Some(key));
         self.iter.seek_for_prev(key);
+        self.flush_after_long_skip();
     }
     /// Moves to the next key.
     pub fn next(&mut self) {
         self.iter.next();
+        self.flush_after_long_skip();
     }
     /// Moves to the previous key.
     pub fn prev(&mut self) {
         self.iter.prev();
+        self.flush_after_long_skip();
     }
+    /// After a step that skipped `tombstone_scan_flush_trigger` entries: when this view's
+    /// memtable is still the active one and holds at least that many deletions, freezes it
+    /// for flushing, so the tombstone-density compaction can remove the run the step skipped
+    /// (a later step then finds a new active memtable and asks nothing).
+    fn flush_after_long_skip(&mut self) {
+        if !self.iter.take_long_skip() {
+            return;
+        }
+        let trigger = self.view.tombstone_scan_flush_trigger;
+        if self.view.mem.num_deletions() < trigger {
+            return;
+        }
+        let still_active = self
+            .inner
+            .super_version(self.keyspace)
+            .is_ok_and(|view| Arc::ptr_eq(&view.mem, &self.view.mem));
+        if still_active {
+            StatCounters::add(&self.inner.stats.tombstone_scan_flushes, 1);
+            // Errors are sticky in the write path; this read goes on regardless.
+            let _ = crate::write::write(
+                &self.inner,
+                crate::batch::WriteBatch::new(),
+                WriteOptions {
+                    durability: Some(Durability::Buffered),
+                },
+                true,
+            );
+        }
+    }
+
     fn set_prefix_seek_target(&self, key: Option<&[u8]>) {
         if let Some(target) = &self.prefix_seek_target {
             *target.lock().unwrap_or_else(PoisonError::into_inner) = key.map(<[u8]>::to_vec);
@@ -304,6 +364,7 @@ pub(crate) fn iter(
     options: ReadOptions,
 ) -> Result<DbIterator> {
     inner.check_open()?;
+    inner.idle.read();
     let view = inner.super_version(keyspace)?;
     let snapshot = snapshot_seqno(inner, &options);
     let extractor = prefix_extractor(inner, keyspace);
@@ -392,10 +453,16 @@ pub(crate) fn iter(
         } else {
             None
         },
+        ttl_cutoff: view
+            .ttl
+            .map(|ttl| crate::ttl::cutoff(ttl, inner.options.clock.now_seconds())),
+        long_skip: view.tombstone_scan_flush_trigger,
     };
     Ok(DbIterator {
-        _view: view.clone(),
+        view: view.clone(),
         iter: DbIter::new(Box::new(merged), cmp, snapshot, range_dels, iter_options),
         prefix_seek_target,
+        inner: inner.clone(),
+        keyspace,
     })
 }

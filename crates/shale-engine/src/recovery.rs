@@ -83,9 +83,30 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             let own = persisted.as_ref().map_or_else(
                 || options.default_keyspace.clone(),
                 |file| {
-                    KeyspaceOptions::from_pairs(file.section(&section), &options.default_keyspace)
+                    let mut own = KeyspaceOptions::from_pairs(
+                        file.section(&section),
+                        &options.default_keyspace,
+                    );
+                    // Written before TTL existed: its values carry no write times.
+                    if file.get(&section, "ttl_seconds").is_none() {
+                        own.ttl = None;
+                    }
+                    own
                 },
             );
+            (id, (name, own))
+        })
+        .collect();
+    if let Some((_, own)) = keyspace_options.get(&DEFAULT_KEYSPACE_ID) {
+        check_ttl_unchanged(own, &options.default_keyspace)?;
+    }
+    let keyspace_options: BTreeMap<u32, (String, KeyspaceOptions)> = keyspace_options
+        .into_iter()
+        .map(|(id, (name, mut own))| {
+            if id == DEFAULT_KEYSPACE_ID && own.ttl.is_some() {
+                // Both on (checked above): a new duration is safe, and what was asked for.
+                own.ttl = options.default_keyspace.ttl;
+            }
             (id, (name, own))
         })
         .collect();
@@ -151,6 +172,24 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         delete_obsolete_files(&inner, &mut state);
     }
     Ok(inner)
+}
+
+/// Refuses to turn TTL on or off for the existing default keyspace: its stored values carry
+/// write times exactly when it was created with a TTL (docs/format/ttl.md).
+fn check_ttl_unchanged(own: &KeyspaceOptions, requested: &KeyspaceOptions) -> Result<()> {
+    match (own.ttl, requested.ttl) {
+        (Some(ttl), None) => Err(Error::InvalidArgument(format!(
+            "the default keyspace was created with a TTL of {} s; it cannot be turned off \
+             (its values carry write times): open with default_keyspace.ttl set",
+            ttl.as_secs()
+        ))),
+        (None, Some(_)) => Err(Error::InvalidArgument(
+            "the default keyspace was created without a TTL; it cannot be turned on for \
+             existing data: create a new keyspace with a TTL instead"
+                .into(),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reads (or creates) the MANIFEST, checking the persisted options first.

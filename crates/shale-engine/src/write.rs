@@ -9,7 +9,7 @@
 //! `DbStats`. Then it switches to a new WAL file and freezes the full memtables. Only then does it write the group's record, so no insert into a
 //! frozen memtable is ever in flight (db.rs invariant 2).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,8 +37,16 @@ pub(crate) fn write(
 ) -> Result<()> {
     inner.check_open()?;
     inner.check_background_error()?;
-    validate_entries(inner, &batch)?;
+    let ttl_keyspaces = validate_entries(inner, &batch)?;
+    let batch = if ttl_keyspaces.is_empty() {
+        batch
+    } else {
+        with_write_times(&batch, &ttl_keyspaces, inner.options.clock.now_seconds())?
+    };
     let durability = durability_of(inner, options);
+    if !batch.is_empty() {
+        inner.idle.wrote();
+    }
     inner.write_queue.write(
         batch,
         durability,
@@ -51,18 +59,23 @@ pub(crate) fn write(
 /// Refuses batches naming a missing keyspace or holding a reversed range deletion (which no
 /// table could hold: accepting it would fail the flush and, from the WAL, every later open).
 /// An empty range (`start == end`) deletes nothing and is accepted, as in `RocksDB`.
-fn validate_entries(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+/// Returns the keyspaces written that have a TTL.
+fn validate_entries(inner: &DbInner, batch: &WriteBatch) -> Result<BTreeSet<u32>> {
+    let mut ttl_keyspaces = BTreeSet::new();
     if batch.is_empty() {
-        return Ok(());
+        return Ok(ttl_keyspaces);
     }
     let cmp = inner.user_comparator();
     let state = inner.lock_state();
     for entry in batch.iter() {
-        if !state.keyspaces.contains_key(&entry.keyspace) {
+        let Some(keyspace) = state.keyspaces.get(&entry.keyspace) else {
             return Err(Error::InvalidArgument(format!(
                 "write batch names keyspace id {} which does not exist (dropped?)",
                 entry.keyspace
             )));
+        };
+        if keyspace.options.ttl.is_some() {
+            ttl_keyspaces.insert(entry.keyspace);
         }
         if entry.kind == ValueKind::RangeDeletion && cmp.compare(entry.key, entry.value).is_gt() {
             return Err(Error::InvalidArgument(format!(
@@ -72,7 +85,31 @@ fn validate_entries(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
             )));
         }
     }
-    Ok(())
+    Ok(ttl_keyspaces)
+}
+
+/// `batch` with the write time `now` appended to every value of a keyspace in `ttl_keyspaces`
+/// (docs/format/ttl.md), before it reaches the WAL so a replay keeps the times.
+fn with_write_times(
+    batch: &WriteBatch,
+    ttl_keyspaces: &BTreeSet<u32>,
+    now: u64,
+) -> Result<WriteBatch> {
+    let mut stamped = WriteBatch::new();
+    for entry in batch.iter() {
+        match entry.kind {
+            ValueKind::Value if ttl_keyspaces.contains(&entry.keyspace) => {
+                let stored = crate::ttl::with_write_time(entry.value, now);
+                stamped.put(entry.keyspace, entry.key, &stored)?;
+            }
+            ValueKind::Value => stamped.put(entry.keyspace, entry.key, entry.value)?,
+            ValueKind::Deletion => stamped.delete(entry.keyspace, entry.key)?,
+            ValueKind::RangeDeletion => {
+                stamped.delete_range(entry.keyspace, entry.key, entry.value)?;
+            }
+        }
+    }
+    Ok(stamped)
 }
 
 /// The leader's step: make room, assign sequence numbers, write and sync the WAL record.

@@ -1003,6 +1003,7 @@ fn db_iter_matches_oracle() {
             upper_bound: upper.clone(),
             prefix_extractor: prefix_len
                 .map(|n| Arc::new(FixedPrefix::new(n)) as Arc<dyn PrefixExtractor>),
+            ..DbIterOptions::default()
         };
         let visible = image.visible(snapshot);
         let mut model = Model {

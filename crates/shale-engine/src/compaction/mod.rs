@@ -13,14 +13,17 @@
 //!   a point deletion in stripe 0 (every snapshot sees it) together with everything it
 //!   shadows, and a range tombstone in stripe 0 together with the entries it covers;
 //! - every other range tombstone is carried into the outputs, clipped to each output's
-//!   user-key range `[first key, next output's first key)`, so levels stay non-overlapping.
+//!   user-key range `[first key, next output's first key)`, so levels stay non-overlapping;
+//! - in a keyspace with a TTL, a value whose write time has passed the TTL becomes a point
+//!   deletion with its seqno (so no older version of its key shows again), dropped as above
+//!   when tombstones can go. Outputs record the write time of their oldest value.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shale_sst::{
-    Comparator, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions, SeqNo,
-    TableWriter, ValueKind,
+    Comparator, InternalKey, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions,
+    SeqNo, TableWriter, ValueKind,
 };
 
 use crate::db::{DbInner, DbState};
@@ -33,10 +36,14 @@ use crate::stats::StatCounters;
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, Version, VersionEdit};
 
+mod background_manual;
 mod picker;
 #[cfg(test)]
 mod picker_tests;
 
+pub(crate) use background_manual::start as start_background_compact_range;
+pub use background_manual::BackgroundCompaction;
+use picker::CompactionReason;
 pub(crate) use picker::{estimated_pending_bytes, level_targets, Compaction};
 
 /// An output is cut before it would overlap more than this many target file sizes of the
@@ -55,19 +62,19 @@ struct Job {
     _version: Arc<Version>,
 }
 
-/// Whether some keyspace not already compacting needs a compaction.
-pub(crate) fn needs_compaction(state: &DbState) -> bool {
-    pick(state).is_some()
+/// Whether some keyspace not already compacting needs a compaction (`now`: the clock).
+pub(crate) fn needs_compaction(state: &DbState, now: u64) -> bool {
+    pick(state, now).is_some()
 }
 
-fn pick(state: &DbState) -> Option<Job> {
+fn pick(state: &DbState, now: u64) -> Option<Job> {
     let version = state.versions.current();
     state
         .keyspaces
         .values()
         .filter(|k| !state.compacting.contains(&k.id))
         .find_map(|keyspace| {
-            picker::pick(&version, keyspace.id, &keyspace.options).map(|compaction| Job {
+            picker::pick(&version, keyspace.id, &keyspace.options, now).map(|compaction| Job {
                 compaction,
                 options: keyspace.options.clone(),
                 keyspace_name: keyspace.name.clone(),
@@ -80,7 +87,7 @@ fn pick(state: &DbState) -> Option<Job> {
 pub(crate) fn compact_once(inner: &Arc<DbInner>) -> Result<()> {
     let (job, snapshots) = {
         let mut state = inner.lock_state();
-        let Some(job) = pick(&state) else {
+        let Some(job) = pick(&state, inner.options.clock.now_seconds()) else {
             return Ok(());
         };
         state.compacting.insert(job.compaction.keyspace);
@@ -144,10 +151,48 @@ pub(crate) fn compact_range(
             };
             (job, live_snapshots(inner))
         };
-        StatCounters::add(&inner.stats.manual_compactions, 1);
         execute(inner, job, &snapshots)?;
     }
     inner.check_open()
+}
+
+/// Idle compaction (writes stopped, reads go on): flushes the memtables, then compacts every
+/// keyspace's L0 into its base level, once until the next write. Runs on the compaction
+/// thread when nothing else needs compacting, so the flush's write cannot stall on L0.
+pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
+    inner.idle.compacted();
+    crate::flush::flush_and_wait(inner)?;
+    let keyspaces: Vec<u32> = inner.lock_state().keyspaces.keys().copied().collect();
+    for keyspace in keyspaces {
+        let (job, snapshots) = {
+            let mut state = inner.lock_state();
+            inner.check_open()?;
+            if state.compacting.contains(&keyspace) {
+                continue;
+            }
+            let version = state.versions.current();
+            let Some((options, keyspace_name)) = state
+                .keyspaces
+                .get(&keyspace)
+                .map(|k| (k.options.clone(), k.name.clone()))
+            else {
+                continue;
+            };
+            let Some(compaction) = picker::pick_idle(&version, keyspace, &options) else {
+                continue;
+            };
+            state.compacting.insert(keyspace);
+            let job = Job {
+                compaction,
+                options,
+                keyspace_name,
+                _version: version,
+            };
+            (job, live_snapshots(inner))
+        };
+        execute(inner, job, &snapshots)?;
+    }
+    Ok(())
 }
 
 /// Runs `job` (its keyspace is marked compacting) and installs the result.
@@ -212,6 +257,15 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
         return Err(error);
     }
     let counters = &inner.stats;
+    let by_reason = match compaction.reason {
+        CompactionReason::Level0FileCount => &counters.level0_compactions,
+        CompactionReason::LevelScore => &counters.level_score_compactions,
+        CompactionReason::Ttl => &counters.ttl_compactions,
+        CompactionReason::TombstoneDensity => &counters.tombstone_compactions,
+        CompactionReason::Idle => &counters.idle_compactions,
+        CompactionReason::Manual => &counters.manual_compactions,
+    };
+    StatCounters::add(by_reason, 1);
     if compaction.trivial_move {
         StatCounters::add(&counters.trivial_moves, 1);
     } else {
@@ -294,11 +348,18 @@ struct Outputs<'a> {
     /// Tombstones to carry, sorted by start.
     tombstones: Vec<RangeTombstone>,
     current: Option<(TableWriter, u64, Vec<u8>)>,
+    /// The oldest write time of a value in the current output (TTL keyspaces).
+    oldest_write_time: Option<u64>,
     finished: Vec<FileMetaData>,
     grandparents: GrandparentCut<'a>,
 }
 
 impl Outputs<'_> {
+    /// The value just added carries write time `time`.
+    fn saw_write_time(&mut self, time: u64) {
+        self.oldest_write_time = Some(self.oldest_write_time.map_or(time, |t| t.min(time)));
+    }
+
     fn add(&mut self, key: &[u8], value: &[u8], user_key: &[u8], new_user_key: bool) -> Result<()> {
         if new_user_key {
             let open = self.current.is_some();
@@ -372,7 +433,9 @@ impl Outputs<'_> {
             }
         }
         let (size, props) = writer.finish()?;
-        self.finished.push(file_meta(number, size, &props)?);
+        let mut meta = file_meta(number, size, &props)?;
+        meta.oldest_entry_time = self.oldest_write_time.take();
+        self.finished.push(meta);
         Ok(())
     }
 }
@@ -413,6 +476,7 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         job,
         tombstones: carried,
         current: None,
+        oldest_write_time: None,
         finished: Vec::new(),
         grandparents: GrandparentCut::new(
             &compaction.grandparents,
@@ -421,6 +485,10 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
                 .saturating_mul(GRANDPARENT_OVERLAP_FACTOR),
         ),
     };
+    let ttl_cutoff = job
+        .options
+        .ttl
+        .map(|ttl| crate::ttl::cutoff(ttl.as_secs(), inner.options.clock.now_seconds()));
     let mut current_user_key: Option<Vec<u8>> = None;
     let mut last_stripe = usize::MAX;
     merged.seek_to_first();
@@ -445,11 +513,21 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         let entry_stripe = stripe(snapshots, key.seqno);
         let shadowed = entry_stripe == last_stripe;
         last_stripe = entry_stripe;
-        let dropped_deletion =
-            key.kind == ValueKind::Deletion && compaction.drop_tombstones && entry_stripe == 0;
+        let write_time = ttl_cutoff
+            .filter(|_| key.kind == ValueKind::Value)
+            .and_then(|_| crate::ttl::split(merged.value()).map(|(_, time)| time));
+        let expired = matches!((write_time, ttl_cutoff), (Some(t), Some(c)) if t < c);
+        let deletion = key.kind == ValueKind::Deletion || expired;
+        let dropped_deletion = deletion && compaction.drop_tombstones && entry_stripe == 0;
         let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
-        if !drop {
+        if !drop && expired {
+            let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
+            outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
+        } else if !drop {
             outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            if let Some(time) = write_time {
+                outputs.saw_write_time(time);
+            }
         }
         merged.next();
     }
@@ -466,7 +544,7 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shale_sst::{BytewiseComparator, InternalKey};
+    use shale_sst::BytewiseComparator;
 
     fn table(number: u64, smallest: &str, largest: &str, size: u64) -> Arc<FileMetaData> {
         Arc::new(FileMetaData {
@@ -479,6 +557,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             creation_time: None,
+            oldest_entry_time: None,
         })
     }
 

@@ -12,6 +12,13 @@
 //! - the highest score of at least 1 wins (ties: the upper level); from L0 every file is taken
 //!   (L0 files overlap, and taking all keeps the newest-first order trivially right); from a
 //!   deeper level the file whose overlap with the next level is least relative to its own size;
+//! - when no level scores 1, a file whose oldest entry is older than the keyspace's `ttl` is
+//!   compacted (reason `ttl`, so expired entries are dropped without waiting for size
+//!   triggers), else the file densest in deletions at or above `tombstone_density_percent`
+//!   (reason `tombstone-density`, so seeks stop skipping tombstones); from L0 every file is
+//!   taken as above, from a deeper level that one file; a last-level file past the TTL is
+//!   rewritten in place (nothing lies below it), and none is chosen for density (its
+//!   tombstones are already dropped unless a snapshot needs them);
 //! - inputs that overlap nothing in the output level move there without being rewritten (a
 //!   trivial move): one file from L1 or deeper, or L0 files that overlap neither each other nor
 //!   the output level.
@@ -39,6 +46,12 @@ pub(crate) enum CompactionReason {
     Level0FileCount,
     /// A level is larger than its target.
     LevelScore,
+    /// A file's oldest entry is older than the keyspace's `ttl`.
+    Ttl,
+    /// A file holds at least `tombstone_density_percent` deletions.
+    TombstoneDensity,
+    /// Writes stopped while reads continued for `idle_compaction_after`: L0 goes down.
+    Idle,
     /// `Db::compact_range` asked for it.
     Manual,
 }
@@ -48,6 +61,9 @@ impl CompactionReason {
         match self {
             CompactionReason::Level0FileCount => "level0-file-count",
             CompactionReason::LevelScore => "level-score",
+            CompactionReason::Ttl => "ttl",
+            CompactionReason::TombstoneDensity => "tombstone-density",
+            CompactionReason::Idle => "idle",
             CompactionReason::Manual => "manual",
         }
     }
@@ -58,7 +74,8 @@ impl CompactionReason {
 pub(crate) struct Compaction {
     pub keyspace: u32,
     pub reason: CompactionReason,
-    /// The score that chose it (1.0 and above; 0 for a manual compaction).
+    /// The score that chose it: 1.0 and above for the size reasons, the deletion ratio for
+    /// `tombstone-density`, the age over the TTL for `ttl`, 0 for manual and idle ones.
     pub score: f64,
     pub start_level: usize,
     pub output_level: usize,
@@ -253,27 +270,59 @@ pub(crate) fn estimated_pending_bytes(
     u64::try_from(pending).unwrap_or(u64::MAX)
 }
 
-/// The compaction keyspace `keyspace` needs most, if any level scores 1 or more.
+/// The compaction keyspace `keyspace` needs most: a level scoring 1 or more, else a file past
+/// the TTL, else a file dense in deletions. `now` is the clock in seconds since the epoch.
 pub(crate) fn pick(
     version: &Version,
     keyspace: u32,
     options: &KeyspaceOptions,
+    now: u64,
 ) -> Option<Compaction> {
     let targets = level_targets(version, keyspace, options);
     let mut scores = scores(version, keyspace, options, &targets);
     // Highest first; the sort is stable, so ties keep the upper level first.
     scores.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let &(level, score) = scores.first().filter(|(_, score)| *score >= 1.0)?;
-    let cmp = version.comparator();
-    let (inputs, output_level, reason) = if level == 0 {
-        (
-            version.files(keyspace, 0).to_vec(),
-            targets.base_level,
-            CompactionReason::Level0FileCount,
-        )
+    let by_score = scores.first().filter(|(_, score)| *score >= 1.0);
+    let (level, file, score, reason) = if let Some(&(level, score)) = by_score {
+        let reason = if level == 0 {
+            CompactionReason::Level0FileCount
+        } else {
+            CompactionReason::LevelScore
+        };
+        (level, None, score, reason)
     } else {
-        let file = least_overlapping_file(version, keyspace, level)?;
-        (vec![file], level + 1, CompactionReason::LevelScore)
+        let (level, file, score, reason) = expired_file(version, keyspace, options, now)
+            .map(|(l, f, s)| (l, f, s, CompactionReason::Ttl))
+            .or_else(|| {
+                densest_tombstone_file(version, keyspace, options)
+                    .map(|(l, f, s)| (l, f, s, CompactionReason::TombstoneDensity))
+            })?;
+        (level, Some(file), score, reason)
+    };
+    let cmp = version.comparator();
+    let (inputs, output_level) = if level == 0 {
+        (version.files(keyspace, 0).to_vec(), targets.base_level)
+    } else if level == version.num_levels() - 1 {
+        let file = file?;
+        return Some(Compaction {
+            keyspace,
+            reason,
+            score,
+            start_level: level,
+            output_level: level,
+            inputs: vec![file],
+            output_inputs: Vec::new(),
+            grandparents: Vec::new(),
+            drop_tombstones: true,
+            bottommost_level: true,
+            trivial_move: false,
+        });
+    } else {
+        let file = match file {
+            Some(file) => file,
+            None => least_overlapping_file(version, keyspace, level)?,
+        };
+        (vec![file], level + 1)
     };
     Some(complete(
         version,
@@ -285,6 +334,98 @@ pub(crate) fn pick(
         output_level,
         inputs,
     ))
+}
+
+/// The files the tombstone reason may choose, with their levels: every level but the last
+/// (nothing lies below it to compact into).
+fn files_above_last_level(
+    version: &Version,
+    keyspace: u32,
+) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> {
+    (0..version.num_levels() - 1).flat_map(move |level| {
+        version
+            .files(keyspace, level)
+            .iter()
+            .map(move |f| (level, f))
+    })
+}
+
+/// The file of any level whose oldest entry is oldest, if that is older than the keyspace's
+/// `ttl` (ties: the upper level, then the first by key), with its age over the TTL. A file
+/// without a recorded time is never chosen.
+fn expired_file(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+    now: u64,
+) -> Option<(usize, Arc<FileMetaData>, f64)> {
+    let ttl = options.ttl?.as_secs().max(1);
+    let mut best: Option<(usize, &Arc<FileMetaData>, u64)> = None;
+    let all_levels = (0..version.num_levels()).flat_map(|level| {
+        version
+            .files(keyspace, level)
+            .iter()
+            .map(move |f| (level, f))
+    });
+    for (level, file) in all_levels {
+        let Some(time) = file.oldest_entry_time() else {
+            continue;
+        };
+        let age = now.saturating_sub(time);
+        if age > ttl && best.is_none_or(|(_, _, best_age)| age > best_age) {
+            best = Some((level, file, age));
+        }
+    }
+    #[allow(clippy::cast_precision_loss)] // a ratio for display
+    best.map(|(level, file, age)| (level, file.clone(), age as f64 / ttl as f64))
+}
+
+/// The file with the highest share of deletions, if it holds at least
+/// `tombstone_density_percent` of them and `tombstone_min_count` in all (ties: the upper
+/// level, then the first by key), with that share.
+fn densest_tombstone_file(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> Option<(usize, Arc<FileMetaData>, f64)> {
+    let percent = u128::from(options.tombstone_density_percent);
+    if percent == 0 {
+        return None;
+    }
+    let mut best: Option<(usize, &Arc<FileMetaData>)> = None;
+    for (level, file) in files_above_last_level(version, keyspace) {
+        let (deletions, entries) = (
+            u128::from(file.num_deletions),
+            u128::from(file.num_entries.max(1)),
+        );
+        if file.num_deletions < options.tombstone_min_count || deletions * 100 < percent * entries {
+            continue;
+        }
+        // deletions / entries > best's, without division.
+        let better = best.is_none_or(|(_, b)| {
+            deletions * u128::from(b.num_entries.max(1)) > u128::from(b.num_deletions) * entries
+        });
+        if better {
+            best = Some((level, file));
+        }
+    }
+    #[allow(clippy::cast_precision_loss)] // a ratio for display
+    best.map(|(level, file)| {
+        let ratio = file.num_deletions as f64 / file.num_entries.max(1) as f64;
+        (level, file.clone(), ratio)
+    })
+}
+
+/// The compaction of every L0 file into the base level, when L0 holds any, for a database whose
+/// writes stopped while reads go on (reason `idle`): reads then stop merging L0 files.
+pub(crate) fn pick_idle(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> Option<Compaction> {
+    let mut compaction = pick_manual(version, keyspace, options, 0, None, None)?;
+    compaction.reason = CompactionReason::Idle;
+    Some(compaction)
 }
 
 /// The manual compaction of `level` of `keyspace` over `[start, end]` (`None`: unbounded), or

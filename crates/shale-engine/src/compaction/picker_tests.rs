@@ -15,12 +15,15 @@
 //! ```
 //!
 //! - `options` sets keyspace options by their OPTIONS-file names (the rest are defaults);
-//!   `levels=N` sets the number of levels (default 7).
+//!   `levels=N` sets the number of levels (default 7), `now=T` the clock in seconds (default
+//!   1000000).
 //! - `Ln` lines list files as `smallest..largest:size` (user keys; `largest)` marks an exclusive
-//!   largest key, the end of a clipped range tombstone). Files are numbered from 1 in the order
+//!   largest key, the end of a clipped range tombstone), optionally followed by `:dD/E` (D
+//!   deletions among E entries; default none of 1) and `:tT` (oldest entry written at T). Files are numbered from 1 in the order
 //!   written; earlier files get larger sequence numbers, so L0 is listed newest first and upper
 //!   levels are newer than lower ones.
-//! - Commands: `pick` (the automatic choice) and `manual Ln [start..end]`. Each prints the level
+//! - Commands: `pick` (the automatic choice), `idle` (the idle compaction) and
+//!   `manual Ln [start..end]`. Each prints the level
 //!   targets and scores, then the compaction or `none`.
 //! - Expected output runs to the next blank line.
 
@@ -31,7 +34,7 @@ use std::sync::Arc;
 use shale_fs::{FileSystem, MemFs, OsFs};
 use shale_sst::{BytewiseComparator, InternalKey, ValueKind, MAX_SEQNO};
 
-use super::picker::{estimated_pending_bytes, level_targets, pick, pick_manual, scores};
+use super::picker::{estimated_pending_bytes, level_targets, pick, pick_idle, pick_manual, scores};
 use crate::options::KeyspaceOptions;
 use crate::version::{FileMetaData, Version, VersionEdit, VersionSet};
 
@@ -74,9 +77,24 @@ fn parse_cases(text: &str, path: &Path) -> Vec<Case> {
 }
 
 fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
-    let (range, size) = spec
-        .split_once(':')
+    let mut parts = spec.split(':');
+    let (range, size) = parts
+        .next()
+        .zip(parts.next())
         .unwrap_or_else(|| panic!("file {spec:?} is not smallest..largest:size"));
+    let (mut num_entries, mut num_deletions, mut oldest_entry_time) = (1, 0, None);
+    for attribute in parts {
+        if let Some((deletions, entries)) =
+            attribute.strip_prefix('d').and_then(|a| a.split_once('/'))
+        {
+            num_deletions = deletions.parse().expect("dD/E: deletions");
+            num_entries = entries.parse().expect("dD/E: entries");
+        } else if let Some(time) = attribute.strip_prefix('t') {
+            oldest_entry_time = Some(time.parse().expect("tT: seconds"));
+        } else {
+            panic!("file {spec:?}: unknown attribute {attribute:?}");
+        }
+    }
     let (smallest, largest) = range
         .split_once("..")
         .unwrap_or_else(|| panic!("file {spec:?} is not smallest..largest:size"));
@@ -93,9 +111,10 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
         largest,
         smallest_seqno: seqno,
         largest_seqno: seqno,
-        num_entries: 1,
-        num_deletions: 0,
+        num_entries,
+        num_deletions,
         creation_time: None,
+        oldest_entry_time,
     }
 }
 
@@ -103,6 +122,7 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
 fn run_case(case: &Case) -> String {
     let mut options_pairs = Vec::new();
     let mut num_levels = 7;
+    let mut now = 1_000_000;
     let mut files: Vec<(usize, String)> = Vec::new();
     let mut commands = Vec::new();
     for line in &case.input {
@@ -112,13 +132,15 @@ fn run_case(case: &Case) -> String {
                 let (key, value) = pair.split_once('=').expect("options take key=value");
                 if key == "levels" {
                     num_levels = value.parse().expect("levels=N");
+                } else if key == "now" {
+                    now = value.parse().expect("now=T");
                 } else {
                     options_pairs.push((key.to_owned(), value.to_owned()));
                 }
             }
         } else if let Some(level) = word.strip_prefix('L').and_then(|l| l.parse::<usize>().ok()) {
             files.extend(rest.split_whitespace().map(|f| (level, f.to_owned())));
-        } else if word == "pick" || word == "manual" {
+        } else if word == "pick" || word == "manual" || word == "idle" {
             commands.push(line.clone());
         } else if !line.trim().is_empty() {
             panic!("{}: unknown line {line:?}", case.header);
@@ -155,7 +177,9 @@ fn run_case(case: &Case) -> String {
         let pending = estimated_pending_bytes(&version, 0, &options);
         let _ = writeln!(out, "\npending {pending}");
         let picked = if command == "pick" {
-            pick(&version, 0, &options)
+            pick(&version, 0, &options, now)
+        } else if command == "idle" {
+            pick_idle(&version, 0, &options)
         } else {
             let mut words = command.split_whitespace().skip(1);
             let level = words

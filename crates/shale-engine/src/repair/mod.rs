@@ -589,6 +589,7 @@ impl Repair<'_> {
                 &mem,
                 number,
                 writer_options(&self.options.comparator, &own, (keyspace, &name)),
+                own.ttl.is_some(),
             )?;
             if let Some(meta) = written {
                 levels

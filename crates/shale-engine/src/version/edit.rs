@@ -43,6 +43,8 @@ pub(crate) mod tag {
     pub const WAL_END: u32 = 11;
     /// `NEW_FILE` property subtags.
     pub const CREATION_TIME: u32 = 1;
+    /// Advisory (it only steers TTL compaction), so older readers may skip it.
+    pub const OLDEST_ENTRY_TIME: u32 = super::SAFE_TO_IGNORE | 1;
 }
 
 /// The name of a tag, for tools and error messages.
@@ -259,6 +261,11 @@ fn encode_new_file(out: &mut Vec<u8>, f: &NewFile) {
         put_varint64(&mut body, time);
         put_field(out, tag::CREATION_TIME, &mut body);
     }
+    if let Some(time) = m.oldest_entry_time {
+        let mut body = Vec::new();
+        put_varint64(&mut body, time);
+        put_field(out, tag::OLDEST_ENTRY_TIME, &mut body);
+    }
 }
 
 /// Appends `tag | length | body` and clears `body` for the next field.
@@ -433,6 +440,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
     let num_entries = r.varint64("number of entries")?;
     let num_deletions = r.varint64("number of deletions")?;
     let mut creation_time = None;
+    let mut oldest_entry_time = None;
     while !r.is_empty() {
         let property_at = r.at();
         let subtag = r.varint32("file property tag")?;
@@ -448,6 +456,16 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
                     ));
                 }
                 creation_time = Some(time);
+            }
+            tag::OLDEST_ENTRY_TIME => {
+                let time = p.varint64("oldest entry time")?;
+                if oldest_entry_time.is_some() {
+                    return Err(DecodeFailure::corrupt(
+                        property_at,
+                        "a second OLDEST_ENTRY_TIME property in one NEW_FILE",
+                    ));
+                }
+                oldest_entry_time = Some(time);
             }
             unknown if unknown & SAFE_TO_IGNORE != 0 => {
                 p.rest();
@@ -469,6 +487,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
             num_entries,
             num_deletions,
             creation_time,
+            oldest_entry_time,
         },
     })
 }
@@ -554,6 +573,7 @@ mod tests {
             num_entries: 10,
             num_deletions: 2,
             creation_time: Some(1_700_000_000),
+            oldest_entry_time: Some(1_699_999_000),
         }
     }
 
@@ -622,6 +642,7 @@ mod tests {
         edit.add_file(3, 2, meta(12));
         let mut plain = meta(13);
         plain.creation_time = None;
+        plain.oldest_entry_time = None;
         edit.add_file(0, 0, plain);
         assert_eq!(VersionEdit::decode(&edit.encode()).unwrap(), edit);
         let text = edit.to_string();

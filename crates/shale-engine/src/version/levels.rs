@@ -40,9 +40,18 @@ pub struct FileMetaData {
     pub num_deletions: u64,
     /// When the file was written, in seconds since the Unix epoch (optional in the MANIFEST).
     pub creation_time: Option<u64>,
+    /// In a keyspace with a TTL, the write time of the oldest entry, in seconds since the Unix
+    /// epoch (optional in the MANIFEST): the picker compacts the file once it passes the TTL.
+    pub oldest_entry_time: Option<u64>,
 }
 
 impl FileMetaData {
+    /// The write time of the oldest entry as far as known: the recorded one, else the file's
+    /// creation time.
+    pub fn oldest_entry_time(&self) -> Option<u64> {
+        self.oldest_entry_time.or(self.creation_time)
+    }
+
     /// Whether the largest key is a range-deletion sentinel, `(user key, MAX_SEQNO, range
     /// deletion)`: the end of a tombstone clipped at the next file's first key. Such a bound is
     /// exclusive (the file holds nothing of that user key), so the next file of the level may
@@ -70,6 +79,9 @@ impl fmt::Display for FileMetaData {
         )?;
         if let Some(time) = self.creation_time {
             write!(f, " created {time}")?;
+        }
+        if let Some(time) = self.oldest_entry_time {
+            write!(f, " oldest-entry {time}")?;
         }
         Ok(())
     }
