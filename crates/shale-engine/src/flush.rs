@@ -56,6 +56,7 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
         num_entries: props.num_entries,
         num_deletions: props.num_deletions + props.num_range_deletions,
         creation_time: Some(props.creation_time),
+        global_seqno: None,
     })
 }
 

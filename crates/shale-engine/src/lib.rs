@@ -41,6 +41,7 @@ mod checkpoint;
 mod compaction;
 mod db;
 mod flush;
+mod ingest;
 mod keyspace;
 mod options;
 mod read;
@@ -49,6 +50,7 @@ mod recovery;
 mod snapshot;
 mod stats;
 mod table_cache;
+mod table_file_writer;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod txn;
@@ -57,11 +59,13 @@ mod write_queue;
 pub use backup::{BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup};
 pub use checkpoint::CheckpointInfo;
 pub use db::{Db, DEFAULT_KEYSPACE};
+pub use ingest::{IngestArg, IngestOptions, IngestedFile};
 pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
 pub use snapshot::Snapshot;
 pub use stats::DbStats;
+pub use table_file_writer::{ExternalFileInfo, TableFileWriter};
 pub use txn::{
     BulkCommit, IsolationLevel, Transaction, TransactionDb, TransactionDbOptions, TransactionError,
     TransactionIterator, TransactionOptions, TransactionStats,

@@ -139,7 +139,10 @@ fn get_from(
                 .collect()
         };
         for file in candidates {
-            let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+            let table =
+                inner
+                    .table_cache
+                    .get(file.number, file.global_seqno, extractor.as_ref())?;
             tombstone = tombstone.max(covering(cmp, table.range_tombstones(), key, snapshot));
             if let Some(found) = table.get(key, snapshot)? {
                 return Ok(resolve(found.kind, found.seqno, found.value, tombstone));
@@ -322,7 +325,9 @@ pub(crate) fn iter(
     }
     let version = &view.version;
     for file in version.files(keyspace, 0) {
-        let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+        let table = inner
+            .table_cache
+            .get(file.number, file.global_seqno, extractor.as_ref())?;
         tombstones.extend_from_slice(table.range_tombstones());
         let iter = table.iter(table_options.clone());
         if let Some(seek_target) = &prefix_seek_target {
@@ -344,7 +349,10 @@ pub(crate) fn iter(
         // Range tombstones are read up front for every table; tables without any cost one
         // table-cache lookup here.
         for file in files {
-            let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+            let table =
+                inner
+                    .table_cache
+                    .get(file.number, file.global_seqno, extractor.as_ref())?;
             tombstones.extend_from_slice(table.range_tombstones());
         }
         let level_files: Arc<[LevelFile]> = files
@@ -355,6 +363,11 @@ pub(crate) fn iter(
                 file_number: f.number,
             })
             .collect();
+        // The opener is given only a number; ingested tables also need their global seqno.
+        let global_seqnos: std::collections::HashMap<u64, SeqNo> = files
+            .iter()
+            .filter_map(|f| f.global_seqno.map(|seqno| (f.number, seqno)))
+            .collect();
         let opener: TableOpener = {
             let (inner, extractor, table_options, prefix_seek_target) = (
                 inner.clone(),
@@ -363,7 +376,10 @@ pub(crate) fn iter(
                 prefix_seek_target.clone(),
             );
             Arc::new(move |number| {
-                let table = inner.table_cache.get(number, extractor.as_ref())?;
+                let global_seqno = global_seqnos.get(&number).copied();
+                let table = inner
+                    .table_cache
+                    .get(number, global_seqno, extractor.as_ref())?;
                 let iter = table.iter(table_options.clone());
                 Ok(if let Some(seek_target) = &prefix_seek_target {
                     Box::new(PrefixCheckedIter {

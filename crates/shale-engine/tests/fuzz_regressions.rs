@@ -135,6 +135,7 @@ fn manifest_with_table_file_number_u64_max() {
             num_entries: 2,
             num_deletions: 0,
             creation_time: None,
+            global_seqno: None,
         },
     );
     edit.last_sequence = Some(1);
@@ -165,6 +166,7 @@ fn manifest_lowering_last_sequence_below_a_file() {
             num_entries: 27,
             num_deletions: 0,
             creation_time: None,
+            global_seqno: None,
         },
     );
     add.last_sequence = Some(27);

@@ -130,7 +130,13 @@ impl TableIter {
         // The stored entry of the target's user key (seqno 0) is at or after every target of
         // that user key; as returned it may sort before the target, then the next one is it.
         self.seek_stored(InternalKey::for_seek(user_key_of(target), 0).encoded());
-        if self.valid && self.table.internal_comparator().compare(self.key(), target).is_lt() {
+        if self.valid
+            && self
+                .table
+                .internal_comparator()
+                .compare(self.key(), target)
+                .is_lt()
+        {
             self.next();
         }
     }
@@ -165,7 +171,13 @@ impl TableIter {
         let mut last_of_user = user_key_of(target).to_vec();
         last_of_user.extend_from_slice(&u64::from(ValueKind::Deletion.tag()).to_le_bytes());
         self.seek_for_prev_stored(&last_of_user);
-        if self.valid && self.table.internal_comparator().compare(self.key(), target).is_gt() {
+        if self.valid
+            && self
+                .table
+                .internal_comparator()
+                .compare(self.key(), target)
+                .is_gt()
+        {
             self.prev();
         }
     }
@@ -352,7 +364,8 @@ impl TableIter {
         };
         let kind = stored[split];
         self.key_with_global_seqno.clear();
-        self.key_with_global_seqno.extend_from_slice(&stored[..split]);
+        self.key_with_global_seqno
+            .extend_from_slice(&stored[..split]);
         self.key_with_global_seqno
             .extend_from_slice(&((seqno << 8) | u64::from(kind)).to_le_bytes());
     }

@@ -608,7 +608,11 @@ impl Table {
         }
         let target = InternalKey::for_seek(
             user_key,
-            if self.global_seqno.is_some() { 0 } else { seqno },
+            if self.global_seqno.is_some() {
+                0
+            } else {
+                seqno
+            },
         );
         let index = self.index()?;
         let mut position = index.seek(target.encoded());

@@ -96,6 +96,7 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
         num_entries: 1,
         num_deletions: 0,
         creation_time: None,
+        global_seqno: None,
     }
 }
 

@@ -516,6 +516,7 @@ mod tests {
             num_entries: 1,
             num_deletions: 0,
             creation_time: None,
+            global_seqno: None,
         }
     }
 

@@ -43,6 +43,7 @@ pub(crate) mod tag {
     pub const WAL_END: u32 = 11;
     /// `NEW_FILE` property subtags.
     pub const CREATION_TIME: u32 = 1;
+    pub const GLOBAL_SEQNO: u32 = 2;
 }
 
 /// The name of a tag, for tools and error messages.
@@ -259,6 +260,11 @@ fn encode_new_file(out: &mut Vec<u8>, f: &NewFile) {
         put_varint64(&mut body, time);
         put_field(out, tag::CREATION_TIME, &mut body);
     }
+    if let Some(seqno) = m.global_seqno {
+        let mut body = Vec::new();
+        put_varint64(&mut body, seqno);
+        put_field(out, tag::GLOBAL_SEQNO, &mut body);
+    }
 }
 
 /// Appends `tag | length | body` and clears `body` for the next field.
@@ -433,6 +439,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
     let num_entries = r.varint64("number of entries")?;
     let num_deletions = r.varint64("number of deletions")?;
     let mut creation_time = None;
+    let mut global_seqno = None;
     while !r.is_empty() {
         let property_at = r.at();
         let subtag = r.varint32("file property tag")?;
@@ -448,6 +455,16 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
                     ));
                 }
                 creation_time = Some(time);
+            }
+            tag::GLOBAL_SEQNO => {
+                let seqno = p.seqno("global seqno")?;
+                if global_seqno.is_some() {
+                    return Err(DecodeFailure::corrupt(
+                        property_at,
+                        "a second GLOBAL_SEQNO property in one NEW_FILE",
+                    ));
+                }
+                global_seqno = Some(seqno);
             }
             unknown if unknown & SAFE_TO_IGNORE != 0 => {
                 p.rest();
@@ -469,6 +486,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
             num_entries,
             num_deletions,
             creation_time,
+            global_seqno,
         },
     })
 }
@@ -554,6 +572,7 @@ mod tests {
             num_entries: 10,
             num_deletions: 2,
             creation_time: Some(1_700_000_000),
+            global_seqno: None,
         }
     }
 

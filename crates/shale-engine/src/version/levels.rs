@@ -40,6 +40,9 @@ pub struct FileMetaData {
     pub num_deletions: u64,
     /// When the file was written, in seconds since the Unix epoch (optional in the MANIFEST).
     pub creation_time: Option<u64>,
+    /// For an ingested (external) table: the seqno readers give every entry in place of the 0
+    /// stored in the file (docs/format/sst.md, "External files and the global seqno").
+    pub global_seqno: Option<SeqNo>,
 }
 
 impl FileMetaData {
@@ -70,6 +73,9 @@ impl fmt::Display for FileMetaData {
         )?;
         if let Some(time) = self.creation_time {
             write!(f, " created {time}")?;
+        }
+        if let Some(seqno) = self.global_seqno {
+            write!(f, " global seqno {seqno}")?;
         }
         Ok(())
     }
