@@ -24,6 +24,9 @@
 //!    never sees the files.
 //! 3. Newer data is never below older data for the same key: overlapping memtables are flushed
 //!    first, and a file goes no deeper than the first level that overlaps it.
+//! 4. The WAL is synced before the edit is written, so every write acknowledged before the
+//!    ingestion survives a crash the ingestion survives: a crash keeps a prefix of history,
+//!    whatever the writes' durability.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -321,6 +324,8 @@ fn bring_in(inner: &DbInner, candidates: &[Candidate], options: IngestOptions) -
 /// The step under the write leadership: flush what overlaps, assign the seqno, place the
 /// files, record them in one edit, publish.
 fn install(inner: &Arc<DbInner>, candidates: &[Candidate]) -> Result<Vec<IngestedFile>> {
+    // Invariant 4: what was acknowledged before is durable before the files are.
+    crate::background::sync_wal(inner)?;
     let mut state = inner.lock_state();
     inner.check_background_error()?;
     inner.check_open()?;

@@ -94,8 +94,10 @@ pub(crate) fn covering(
         .unwrap_or(0)
 }
 
+/// A tombstone covers entries with a smaller seqno only: an ingested table's entries and range
+/// deletions share one seqno, and its range deletions do not hide its own entries.
 fn resolve(kind: ValueKind, seqno: SeqNo, value: Vec<u8>, tombstone: SeqNo) -> Option<Vec<u8>> {
-    (kind == ValueKind::Value && seqno > tombstone).then_some(value)
+    (kind == ValueKind::Value && seqno >= tombstone).then_some(value)
 }
 
 fn get_from(

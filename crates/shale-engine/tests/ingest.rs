@@ -252,6 +252,8 @@ fn range_deletions_in_a_file_hide_older_data() {
         scan(&ks, ReadOptions::default()),
         pairs(&[("a", "old"), ("c", "new"), ("d", "old")])
     );
+    assert_eq!(get(&ks, "c").as_deref(), Some("new"));
+    assert_eq!(get(&ks, "b"), None);
 }
 
 #[test]
