@@ -52,6 +52,8 @@ pub struct TableFileWriter {
     largest_range_deletion_end: Option<Vec<u8>>,
     first_key: Option<Vec<u8>>,
     num_range_deletions: u64,
+    /// The internal key being added, reused to save an allocation per entry.
+    internal_key: Vec<u8>,
 }
 
 impl TableFileWriter {
@@ -83,6 +85,7 @@ impl TableFileWriter {
             largest_range_deletion_end: None,
             first_key: None,
             num_range_deletions: 0,
+            internal_key: Vec::new(),
         })
     }
 
@@ -143,7 +146,11 @@ impl TableFileWriter {
                 )));
             }
         }
-        self.writer.add_entry(key, 0, kind, value)?;
+        self.internal_key.clear();
+        self.internal_key.extend_from_slice(key);
+        self.internal_key
+            .extend_from_slice(&u64::from(kind.tag()).to_le_bytes());
+        self.writer.add(&self.internal_key, value)?;
         if self.first_key.is_none() {
             self.first_key = Some(key.to_vec());
         }
