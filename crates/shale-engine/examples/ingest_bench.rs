@@ -171,16 +171,16 @@ fn write_files(
     let mut files: Vec<PathBuf> = Vec::new();
     let mut writer: Option<TableFileWriter> = None;
     for index in range {
-        let current = match &mut writer {
-            Some(current) => current,
-            None => {
-                let path = external.join(format!("{prefix}-{:04}.sst", files.len()));
-                files.push(path.clone());
-                writer.insert(
-                    TableFileWriter::create(&path, &options(codec), &keyspace_options)
-                        .map_err(|e| e.to_string())?,
-                )
-            }
+        if writer.is_none() {
+            let path = external.join(format!("{prefix}-{:04}.sst", files.len()));
+            files.push(path.clone());
+            writer = Some(
+                TableFileWriter::create(&path, &options(codec), &keyspace_options)
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        let Some(current) = writer.as_mut() else {
+            continue;
         };
         current
             .put(&key(index), values.next())
@@ -240,7 +240,7 @@ fn load_with_ingest(
     println!(
         "  (ingest: files written by {writers} threads in {:.2} s, Db::ingest took {:.2} s)",
         written.as_secs_f64(),
-        (elapsed - written).as_secs_f64()
+        elapsed.saturating_sub(written).as_secs_f64()
     );
     for file in &files {
         fs::remove_file(file)?;

@@ -302,6 +302,39 @@ impl DbIterator {
     }
 }
 
+/// Opens the tables of one level for a [`LevelIter`], given their numbers.
+fn level_opener(
+    inner: &Arc<DbInner>,
+    files: &[Arc<crate::version::FileMetaData>],
+    extractor: Option<Arc<dyn PrefixExtractor>>,
+    table_options: &TableReadOptions,
+    prefix_seek_target: Option<PrefixSeekTarget>,
+) -> TableOpener {
+    // The opener is given only a number; ingested tables also need their global seqno.
+    let global_seqnos: std::collections::HashMap<u64, SeqNo> = files
+        .iter()
+        .filter_map(|f| f.global_seqno.map(|seqno| (f.number, seqno)))
+        .collect();
+    let (inner, table_options) = (inner.clone(), table_options.clone());
+    Arc::new(move |number| {
+        let global_seqno = global_seqnos.get(&number).copied();
+        let table = inner
+            .table_cache
+            .get(number, global_seqno, extractor.as_ref())?;
+        let iter = table.iter(table_options.clone());
+        Ok(if let Some(seek_target) = &prefix_seek_target {
+            Box::new(PrefixCheckedIter {
+                table,
+                iter,
+                ruled_out: false,
+                seek_target: seek_target.clone(),
+            }) as Box<dyn InternalIterator>
+        } else {
+            Box::new(iter)
+        })
+    })
+}
+
 /// Builds the iterator over `keyspace`'s read view.
 pub(crate) fn iter(
     inner: &Arc<DbInner>,
@@ -365,36 +398,13 @@ pub(crate) fn iter(
                 file_number: f.number,
             })
             .collect();
-        // The opener is given only a number; ingested tables also need their global seqno.
-        let global_seqnos: std::collections::HashMap<u64, SeqNo> = files
-            .iter()
-            .filter_map(|f| f.global_seqno.map(|seqno| (f.number, seqno)))
-            .collect();
-        let opener: TableOpener = {
-            let (inner, extractor, table_options, prefix_seek_target) = (
-                inner.clone(),
-                extractor.clone(),
-                table_options.clone(),
-                prefix_seek_target.clone(),
-            );
-            Arc::new(move |number| {
-                let global_seqno = global_seqnos.get(&number).copied();
-                let table = inner
-                    .table_cache
-                    .get(number, global_seqno, extractor.as_ref())?;
-                let iter = table.iter(table_options.clone());
-                Ok(if let Some(seek_target) = &prefix_seek_target {
-                    Box::new(PrefixCheckedIter {
-                        table,
-                        iter,
-                        ruled_out: false,
-                        seek_target: seek_target.clone(),
-                    }) as Box<dyn InternalIterator>
-                } else {
-                    Box::new(iter)
-                })
-            })
-        };
+        let opener = level_opener(
+            inner,
+            files,
+            extractor.clone(),
+            &table_options,
+            prefix_seek_target.clone(),
+        );
         let level_iter = LevelIter::new(inner.comparator.clone(), level_files, opener)
             .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
         children.push(Box::new(level_iter));

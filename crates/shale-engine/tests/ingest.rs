@@ -87,7 +87,7 @@ fn table_files(fs: &Arc<dyn FileSystem>) -> Vec<String> {
     fs.list(Path::new(DB))
         .unwrap()
         .into_iter()
-        .filter(|n| n.ends_with(".sst"))
+        .filter(|n| Path::new(n).extension().is_some_and(|e| e == "sst"))
         .collect()
 }
 
