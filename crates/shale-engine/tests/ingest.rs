@@ -488,3 +488,74 @@ fn bad_files_are_refused_with_clear_errors() {
     );
     db.put(b"a", b"2").unwrap();
 }
+
+/// A power cut at any sync point of an ingestion leaves all of it or none of it, in both
+/// keyspaces, and never the ingestion without the writes acknowledged before it.
+#[test]
+fn a_crash_at_any_sync_point_keeps_all_or_none_of_an_ingestion() {
+    use shale_engine::{Durability, WriteOptions};
+    use shale_fs::CrashMode;
+    use std::sync::Mutex;
+
+    let mem = MemFs::new();
+    let fs: Arc<dyn FileSystem> = Arc::new(mem.clone());
+    let db = open(&fs);
+    let users = db
+        .create_keyspace("users", KeyspaceOptions::default())
+        .unwrap();
+    let a = external(
+        &fs,
+        "/ext/a.sst",
+        &[Op::Put("k", "default"), Op::Put("m", "d")],
+    );
+    let b = external(&fs, "/ext/b.sst", &[Op::Put("k", "users")]);
+    // Acknowledged but not synced: the ingestion must make it durable first.
+    let mut batch = shale_engine::WriteBatch::new();
+    batch.put(users.id(), b"before", b"1").unwrap();
+    db.write(
+        batch,
+        &WriteOptions {
+            durability: Some(Durability::Buffered),
+        },
+    )
+    .unwrap();
+    let images: Arc<Mutex<Vec<(u64, MemFs)>>> = Arc::default();
+    let (hook_fs, hook_images) = (mem.clone(), images.clone());
+    mem.set_sync_hook(Some(Arc::new(move |point| {
+        let mut images = hook_images.lock().unwrap();
+        images.push((point, hook_fs.crash_image(CrashMode::DropUnsynced)));
+        images.push((point, hook_fs.crash_image(CrashMode::Torn { seed: point })));
+    })));
+    db.ingest(
+        &[arg(&db.default_keyspace(), &[&a]), arg(&users, &[&b])],
+        IngestOptions::default(),
+    )
+    .unwrap();
+    mem.set_sync_hook(None);
+    let mut images = std::mem::take(&mut *images.lock().unwrap());
+    images.push((u64::MAX, mem.crash_image(CrashMode::DropUnsynced)));
+    assert!(images.len() > 4, "only {} sync points imaged", images.len());
+    let mut ingested_in = 0;
+    for (point, image) in images {
+        let fs: Arc<dyn FileSystem> = Arc::new(image);
+        let db = open(&fs);
+        let users = db.keyspace("users").unwrap();
+        let default = get(&db.default_keyspace(), "k");
+        let user = get(&users, "k");
+        match (default.as_deref(), user.as_deref()) {
+            (Some("default"), Some("users")) => {
+                ingested_in += 1;
+                assert_eq!(get(&db.default_keyspace(), "m").as_deref(), Some("d"));
+                assert_eq!(
+                    get(&users, "before").as_deref(),
+                    Some("1"),
+                    "sync point {point}: the ingestion survived but an earlier write did not"
+                );
+            }
+            (None, None) => {}
+            other => panic!("sync point {point}: a partial ingestion {other:?}"),
+        }
+        db.close().unwrap();
+    }
+    assert!(ingested_in > 0, "no image holds the ingestion");
+}
