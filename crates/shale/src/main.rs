@@ -12,6 +12,7 @@ mod output;
 mod stress;
 mod tool_checkpoint;
 mod tool_db;
+mod tool_ingest;
 mod tool_manifest;
 mod tool_sst;
 mod tool_verify;
@@ -76,6 +77,8 @@ enum ToolCommand {
     Verify(tool_verify::VerifyToolArgs),
     /// Make a consistent, openable copy of a database (hard links where possible).
     Checkpoint(tool_checkpoint::CheckpointArgs),
+    /// Ingest external table files into a keyspace, atomically (opens the database).
+    Ingest(tool_ingest::IngestToolArgs),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -208,6 +211,7 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Scan(args)) => tool_db::run_scan(args),
         Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
         Command::Tool(ToolCommand::Checkpoint(args)) => tool_checkpoint::run(args),
+        Command::Tool(ToolCommand::Ingest(args)) => tool_ingest::run(args),
         Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),
