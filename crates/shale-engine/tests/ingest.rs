@@ -567,12 +567,12 @@ fn ingestion_beside_concurrent_writers_and_compactions() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let mut opts = options(fs.clone());
-    opts.default_keyspace.write_buffer_size = 16 << 10;
-    opts.default_keyspace.level0_compaction_trigger = 2;
-    opts.default_keyspace.target_file_size = 16 << 10;
-    opts.default_keyspace.max_bytes_for_level_base = 64 << 10;
-    let db = Db::open(DB, opts).unwrap();
+    let mut db_options = options(fs.clone());
+    db_options.default_keyspace.write_buffer_size = 16 << 10;
+    db_options.default_keyspace.level0_compaction_trigger = 2;
+    db_options.default_keyspace.target_file_size = 16 << 10;
+    db_options.default_keyspace.max_bytes_for_level_base = 64 << 10;
+    let db = Db::open(DB, db_options).unwrap();
     let ks = db.default_keyspace();
     let running = AtomicBool::new(true);
     let rounds = 30;
