@@ -68,7 +68,10 @@ impl TableFileWriter {
     ) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let mut writer_options =
-            crate::flush::writer_options(&options.comparator, keyspace_options);
+            crate::flush::writer_options(&options.comparator, keyspace_options, (0, ""));
+        // Which keyspace the file goes to is known only when it is ingested: the file names
+        // none (no `user.keyspace_id`).
+        writer_options.user_properties.clear();
         writer_options.compression =
             keyspace_options.compression_for_level(crate::version::DEFAULT_NUM_LEVELS - 1, true);
         let writer_options = WriterOptions {

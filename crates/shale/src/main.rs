@@ -14,6 +14,7 @@ mod tool_checkpoint;
 mod tool_db;
 mod tool_ingest;
 mod tool_manifest;
+mod tool_repair;
 mod tool_sst;
 mod tool_verify;
 mod tool_wal;
@@ -79,6 +80,9 @@ enum ToolCommand {
     Checkpoint(tool_checkpoint::CheckpointArgs),
     /// Ingest external table files into a keyspace, atomically (opens the database).
     Ingest(tool_ingest::IngestToolArgs),
+    /// Salvage a damaged database: rebuild the MANIFEST from readable tables and WALs, move
+    /// unreadable files into lost/, report what was lost.
+    Repair(tool_repair::RepairArgs),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -212,6 +216,7 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
         Command::Tool(ToolCommand::Checkpoint(args)) => tool_checkpoint::run(args),
         Command::Tool(ToolCommand::Ingest(args)) => tool_ingest::run(args),
+        Command::Tool(ToolCommand::Repair(args)) => tool_repair::run(args),
         Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),
