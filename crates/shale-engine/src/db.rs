@@ -77,6 +77,14 @@ pub(crate) struct WalState {
     pub(crate) unsynced: bool,
 }
 
+/// The level and user-key range a running compaction writes its outputs to.
+#[derive(Debug, Clone)]
+pub(crate) struct CompactionOutputRange {
+    pub(crate) level: usize,
+    pub(crate) smallest: Vec<u8>,
+    pub(crate) largest: Vec<u8>,
+}
+
 /// State guarded by the main mutex.
 #[derive(Debug)]
 pub(crate) struct DbState {
@@ -86,6 +94,9 @@ pub(crate) struct DbState {
     pub(crate) pending_outputs: BTreeSet<u64>,
     /// Keyspaces a compaction is running for.
     pub(crate) compacting: BTreeSet<u32>,
+    /// What each running compaction will write: ingestion keeps its files out of that range
+    /// of the output level (`crate::ingest`), where they would overlap the outputs.
+    pub(crate) compaction_outputs: BTreeMap<u32, CompactionOutputRange>,
     /// Flushes and compactions finished since open (tests and tools wait on these).
     pub(crate) flushes_done: u64,
     pub(crate) compactions_done: u64,
@@ -151,6 +162,7 @@ impl DbInner {
                 keyspaces,
                 pending_outputs: BTreeSet::new(),
                 compacting: BTreeSet::new(),
+                compaction_outputs: BTreeMap::new(),
                 flushes_done: 0,
                 compactions_done: 0,
                 pinned_wals: BTreeMap::new(),
@@ -451,6 +463,20 @@ impl Db {
     /// [`CheckpointInfo`] names the cut's sequence number and holds a snapshot at it.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
         crate::checkpoint::create(&self.inner, dir.as_ref())
+    }
+
+    /// Ingests external table files (written by [`crate::TableFileWriter`]) into their
+    /// keyspaces atomically: all files of all keyspaces become visible at once, at one new
+    /// sequence number above every earlier write, each placed at the deepest level where it
+    /// overlaps nothing newer (docs/operations.md, "Bulk ingestion"). Writers wait while the
+    /// files are placed; memtables overlapping them are flushed first. On error nothing is
+    /// ingested and nothing is left in the database directory.
+    pub fn ingest(
+        &self,
+        args: &[crate::IngestArg],
+        options: crate::IngestOptions,
+    ) -> Result<Vec<crate::IngestedFile>> {
+        crate::ingest::ingest(&self.inner, args, options)
     }
 
     /// Compaction and write-stall counters since open.

@@ -74,6 +74,7 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
         num_deletions: props.num_deletions + props.num_range_deletions,
         creation_time: Some(props.creation_time),
         oldest_entry_time: None,
+        global_seqno: None,
     })
 }
 

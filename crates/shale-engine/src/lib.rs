@@ -43,6 +43,7 @@ mod compaction;
 mod db;
 mod flush;
 mod idle;
+mod ingest;
 mod keyspace;
 mod options;
 mod read;
@@ -52,6 +53,7 @@ mod repair;
 mod snapshot;
 mod stats;
 mod table_cache;
+mod table_file_writer;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod ttl;
@@ -63,6 +65,7 @@ pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, SystemClock};
 pub use compaction::BackgroundCompaction;
 pub use db::{Db, DEFAULT_KEYSPACE};
+pub use ingest::{IngestArg, IngestOptions, IngestedFile};
 pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
@@ -72,6 +75,7 @@ pub use repair::{
 };
 pub use snapshot::Snapshot;
 pub use stats::DbStats;
+pub use table_file_writer::{ExternalFileInfo, TableFileWriter};
 pub use txn::{
     BulkCommit, IsolationLevel, Transaction, TransactionDb, TransactionDbOptions, TransactionError,
     TransactionIterator, TransactionOptions, TransactionStats,

@@ -98,8 +98,10 @@ pub(crate) fn covering(
         .unwrap_or(0)
 }
 
+/// A tombstone covers entries with a smaller seqno only: an ingested table's entries and range
+/// deletions share one seqno, and its range deletions do not hide its own entries.
 fn resolve(kind: ValueKind, seqno: SeqNo, value: Vec<u8>, tombstone: SeqNo) -> Option<Vec<u8>> {
-    (kind == ValueKind::Value && seqno > tombstone).then_some(value)
+    (kind == ValueKind::Value && seqno >= tombstone).then_some(value)
 }
 
 fn get_from(
@@ -160,7 +162,10 @@ fn get_stored(
                 .collect()
         };
         for file in candidates {
-            let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+            let table =
+                inner
+                    .table_cache
+                    .get(file.number, file.global_seqno, extractor.as_ref())?;
             tombstone = tombstone.max(covering(cmp, table.range_tombstones(), key, snapshot));
             if let Some(found) = table.get(key, snapshot)? {
                 return Ok(resolve(found.kind, found.seqno, found.value, tombstone));
@@ -357,6 +362,39 @@ impl DbIterator {
     }
 }
 
+/// Opens the tables of one level for a [`LevelIter`], given their numbers.
+fn level_opener(
+    inner: &Arc<DbInner>,
+    files: &[Arc<crate::version::FileMetaData>],
+    extractor: Option<Arc<dyn PrefixExtractor>>,
+    table_options: &TableReadOptions,
+    prefix_seek_target: Option<PrefixSeekTarget>,
+) -> TableOpener {
+    // The opener is given only a number; ingested tables also need their global seqno.
+    let global_seqnos: std::collections::HashMap<u64, SeqNo> = files
+        .iter()
+        .filter_map(|f| f.global_seqno.map(|seqno| (f.number, seqno)))
+        .collect();
+    let (inner, table_options) = (inner.clone(), table_options.clone());
+    Arc::new(move |number| {
+        let global_seqno = global_seqnos.get(&number).copied();
+        let table = inner
+            .table_cache
+            .get(number, global_seqno, extractor.as_ref())?;
+        let iter = table.iter(table_options.clone());
+        Ok(if let Some(seek_target) = &prefix_seek_target {
+            Box::new(PrefixCheckedIter {
+                table,
+                iter,
+                ruled_out: false,
+                seek_target: seek_target.clone(),
+            }) as Box<dyn InternalIterator>
+        } else {
+            Box::new(iter)
+        })
+    })
+}
+
 /// Builds the iterator over `keyspace`'s read view.
 pub(crate) fn iter(
     inner: &Arc<DbInner>,
@@ -383,7 +421,9 @@ pub(crate) fn iter(
     }
     let version = &view.version;
     for file in version.files(keyspace, 0) {
-        let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+        let table = inner
+            .table_cache
+            .get(file.number, file.global_seqno, extractor.as_ref())?;
         tombstones.extend_from_slice(table.range_tombstones());
         let iter = table.iter(table_options.clone());
         if let Some(seek_target) = &prefix_seek_target {
@@ -405,7 +445,10 @@ pub(crate) fn iter(
         // Range tombstones are read up front for every table; tables without any cost one
         // table-cache lookup here.
         for file in files {
-            let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+            let table =
+                inner
+                    .table_cache
+                    .get(file.number, file.global_seqno, extractor.as_ref())?;
             tombstones.extend_from_slice(table.range_tombstones());
         }
         let level_files: Arc<[LevelFile]> = files
@@ -416,28 +459,13 @@ pub(crate) fn iter(
                 file_number: f.number,
             })
             .collect();
-        let opener: TableOpener = {
-            let (inner, extractor, table_options, prefix_seek_target) = (
-                inner.clone(),
-                extractor.clone(),
-                table_options.clone(),
-                prefix_seek_target.clone(),
-            );
-            Arc::new(move |number| {
-                let table = inner.table_cache.get(number, extractor.as_ref())?;
-                let iter = table.iter(table_options.clone());
-                Ok(if let Some(seek_target) = &prefix_seek_target {
-                    Box::new(PrefixCheckedIter {
-                        table,
-                        iter,
-                        ruled_out: false,
-                        seek_target: seek_target.clone(),
-                    }) as Box<dyn InternalIterator>
-                } else {
-                    Box::new(iter)
-                })
-            })
-        };
+        let opener = level_opener(
+            inner,
+            files,
+            extractor.clone(),
+            &table_options,
+            prefix_seek_target.clone(),
+        );
         let level_iter = LevelIter::new(inner.comparator.clone(), level_files, opener)
             .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
         children.push(Box::new(level_iter));

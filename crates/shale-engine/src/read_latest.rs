@@ -54,7 +54,10 @@ pub(crate) fn newest_seqno(inner: &Arc<DbInner>, keyspace: u32, key: &[u8]) -> R
             {
                 continue;
             }
-            let table = inner.table_cache.get(file.number, extractor.as_ref())?;
+            let table =
+                inner
+                    .table_cache
+                    .get(file.number, file.global_seqno, extractor.as_ref())?;
             tombstone = tombstone.max(covering(cmp, table.range_tombstones(), key, now));
             if let Some(found) = table.get(key, now)? {
                 return Ok(found.seqno.max(tombstone));

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use shale_fs::FileSystem;
-use shale_sst::{BlockCache, Comparator, PrefixExtractor, Table, TableOpenOptions};
+use shale_sst::{BlockCache, Comparator, PrefixExtractor, SeqNo, Table, TableOpenOptions};
 
 use crate::error::Result;
 
@@ -55,6 +55,7 @@ impl TableCache {
                 // One strict memory budget: index and filter blocks are charged to the
                 // block cache at high priority rather than pinned per open table.
                 cache_index_and_filter_blocks: true,
+                global_seqno: None,
             },
             capacity: capacity.max(1),
             state: Mutex::new(CacheState::default()),
@@ -62,10 +63,12 @@ impl TableCache {
     }
 
     /// The open table for file `number`, opening it if needed. `prefix_extractor` is the
-    /// keyspace's; tables of different keyspaces never share a number.
+    /// keyspace's; tables of different keyspaces never share a number. `global_seqno` is the
+    /// file's ([`crate::FileMetaData::global_seqno`]), fixed for the life of the number.
     pub(crate) fn get(
         &self,
         number: u64,
+        global_seqno: Option<SeqNo>,
         prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
     ) -> Result<Arc<Table>> {
         {
@@ -80,6 +83,7 @@ impl TableCache {
         // Open outside the lock: it reads several blocks.
         let options = TableOpenOptions {
             prefix_extractor: prefix_extractor.cloned(),
+            global_seqno,
             ..self.open_options.clone()
         };
         let table = Table::open(&*self.fs, &table_file_name(&self.dir, number), &options)?;

@@ -56,6 +56,37 @@ pub(crate) fn write(
     )
 }
 
+/// Runs `step` as the leader of a write group before the group's WAL step: no other group is
+/// in flight, so every allocated sequence number is visible, and none is allocated while
+/// `step` runs (how ingestion stops writers briefly). The writers that joined the group are
+/// committed after it as usual. Returns what `step` returned: a failure of the group's own WAL
+/// step after it goes to the group's writers (and becomes the sticky background error).
+pub(crate) fn run_as_leader<T>(
+    inner: &Arc<DbInner>,
+    step: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    inner.check_open()?;
+    inner.check_background_error()?;
+    let mut outcome = None;
+    let written = inner.write_queue.write_leading(
+        WriteBatch::new(),
+        Durability::Buffered,
+        |group| {
+            outcome = Some(step());
+            lead_group(inner, group, false)
+        },
+        insert_batch,
+        |last_seqno| inner.visible_seqno.store(last_seqno, Ordering::Release),
+    );
+    match (outcome, written) {
+        (Some(outcome), _) => outcome,
+        (None, Err(error)) => Err(error),
+        (None, Ok(())) => Err(Error::Background {
+            reason: "a leading write did not lead (a bug)".into(),
+        }),
+    }
+}
+
 /// Refuses batches naming a missing keyspace or holding a reversed range deletion (which no
 /// table could hold: accepting it would fail the flush and, from the WAL, every later open).
 /// An empty range (`start == end`) deletes nothing and is accepted, as in `RocksDB`.

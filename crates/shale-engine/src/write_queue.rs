@@ -10,6 +10,8 @@
 //!    written with the group's strongest durability and its group was published.
 //! 3. If the leader's WAL step fails, every writer of the group gets the error and nothing of
 //!    the group is inserted or published.
+//! 4. A write queued with [`WriteQueue::write_leading`] is never taken into another leader's
+//!    group: its `lead` always runs, when no other group is active.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -38,6 +40,8 @@ pub(crate) struct GroupPlan<C> {
 pub(crate) struct QueuedWrite {
     pub(crate) batch: Arc<WriteBatch>,
     pub(crate) durability: Durability,
+    /// Leads its own group (invariant 4).
+    must_lead: bool,
 }
 
 #[derive(Debug)]
@@ -121,10 +125,45 @@ impl<C: Send + Sync> WriteQueue<C> {
         I: Fn(&WriteBatch, SeqNo, &C),
         P: Fn(SeqNo),
     {
-        let write = Arc::new(QueuedWrite {
+        let write = QueuedWrite {
             batch: Arc::new(batch),
             durability,
-        });
+            must_lead: false,
+        };
+        self.commit(write, lead, insert, publish)
+    }
+
+    /// [`Self::write`], but the writer always leads its group (invariant 4): `lead` runs while
+    /// no other group is in flight, so every sequence number allocated so far is published and
+    /// none is allocated until `lead` returns.
+    pub(crate) fn write_leading<L, I, P>(
+        &self,
+        batch: WriteBatch,
+        durability: Durability,
+        lead: L,
+        insert: I,
+        publish: P,
+    ) -> Result<()>
+    where
+        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+        I: Fn(&WriteBatch, SeqNo, &C),
+        P: Fn(SeqNo),
+    {
+        let write = QueuedWrite {
+            batch: Arc::new(batch),
+            durability,
+            must_lead: true,
+        };
+        self.commit(write, lead, insert, publish)
+    }
+
+    fn commit<L, I, P>(&self, write: QueuedWrite, lead: L, insert: I, publish: P) -> Result<()>
+    where
+        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+        I: Fn(&WriteBatch, SeqNo, &C),
+        P: Fn(SeqNo),
+    {
+        let write = Arc::new(write);
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
@@ -214,7 +253,10 @@ impl<C: Send + Sync> WriteQueue<C> {
         let mut bytes = own.batch.approximate_size();
         for slot in state.slots.iter().skip(1) {
             let size = slot.write.batch.approximate_size();
-            if !matches!(slot.status, Status::Waiting) || bytes + size > MAX_GROUP_BYTES {
+            if !matches!(slot.status, Status::Waiting)
+                || slot.write.must_lead
+                || bytes + size > MAX_GROUP_BYTES
+            {
                 break;
             }
             bytes += size;

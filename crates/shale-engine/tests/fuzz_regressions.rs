@@ -136,6 +136,7 @@ fn manifest_with_table_file_number_u64_max() {
             num_deletions: 0,
             creation_time: None,
             oldest_entry_time: None,
+            global_seqno: None,
         },
     );
     edit.last_sequence = Some(1);
@@ -167,6 +168,7 @@ fn manifest_lowering_last_sequence_below_a_file() {
             num_deletions: 0,
             creation_time: None,
             oldest_entry_time: None,
+            global_seqno: None,
         },
     );
     add.last_sequence = Some(27);

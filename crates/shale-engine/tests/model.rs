@@ -2,7 +2,7 @@
 //! gets, multi-gets, snapshots, bounded and prefix iterators moved both ways (with writes and
 //! flushes while they are open), flushes, waits for compaction, manual range compactions,
 //! reopens (some with another prefix extractor), power cuts (clean and torn), keyspace
-//! create/drop and bursts of concurrent writers and a reader, checked against a `BTreeMap`
+//! create/drop, bulk ingestion of external tables and bursts of concurrent writers and a reader, checked against a `BTreeMap`
 //! oracle on `MemFs`, under several option sets (one test each). The machinery and exactly
 //! what is checked are in `model_harness`; every failure found so far is a named test in
 //! `tests/model_regressions.rs`.

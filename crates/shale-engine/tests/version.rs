@@ -49,6 +49,7 @@ fn meta(number: u64, smallest: &str, largest: &str, seqnos: (u64, u64)) -> FileM
         num_deletions: 0,
         creation_time: None,
         oldest_entry_time: None,
+        global_seqno: None,
     }
 }
 
@@ -191,6 +192,7 @@ fn random_edit(rng: &mut SmallRng) -> VersionEdit {
             num_deletions: rng.gen(),
             creation_time: rng.gen_bool(0.5).then(|| rng.gen()),
             oldest_entry_time: rng.gen_bool(0.5).then(|| rng.gen()),
+            global_seqno: rng.gen_bool(0.3).then(|| rng.gen_range(0..=MAX_SEQNO)),
         };
         edit.add_file(rng.gen(), rng.gen_range(0..100), meta);
     }

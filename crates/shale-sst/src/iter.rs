@@ -6,15 +6,19 @@
 //!    and no error has been seen; every positioning call recomputes it.
 //! 2. The first error (I/O or corruption) is kept, makes the iterator invalid and is returned
 //!    by [`TableIter::status`]; nothing after a damaged block is returned silently.
+//! 3. For a table opened with a global seqno, every key returned carries that seqno in place
+//!    of the stored 0 (`key_with_global_seqno`), and seeks position by the keys as returned.
+//!    Each user key has one entry in such a table, so the rewrite keeps the order.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::block::BlockIter;
+use crate::comparator::Comparator;
 use crate::error::{Error, Result};
 use crate::format::BlockHandle;
 use crate::index::Index;
-use crate::key::{user_key_of, InternalKey, MAX_SEQNO};
+use crate::key::{user_key_of, InternalKey, SeqNo, ValueKind, MAX_SEQNO, TRAILER_SIZE};
 use crate::reader::{ReadOptions, Table};
 
 /// Iterates a table's point entries in internal-key order.
@@ -30,6 +34,9 @@ pub struct TableIter {
     options: ReadOptions,
     error: Option<Error>,
     valid: bool,
+    global_seqno: Option<SeqNo>,
+    /// The current key with the global seqno in its trailer (invariant 3).
+    key_with_global_seqno: Vec<u8>,
 }
 
 impl TableIter {
@@ -41,7 +48,6 @@ impl TableIter {
             Err(error) => (Arc::new(Index::empty()), Some(error)),
         };
         TableIter {
-            table,
             block_index,
             index,
             data: None,
@@ -49,6 +55,9 @@ impl TableIter {
             options,
             error,
             valid: false,
+            global_seqno: table.global_seqno(),
+            key_with_global_seqno: Vec::new(),
+            table,
         }
     }
 
@@ -60,6 +69,9 @@ impl TableIter {
     /// The current entry's encoded internal key.
     pub fn key(&self) -> &[u8] {
         debug_assert!(self.valid);
+        if self.global_seqno.is_some() {
+            return &self.key_with_global_seqno;
+        }
         self.data.as_ref().map_or(&[], BlockIter::key)
     }
 
@@ -111,6 +123,26 @@ impl TableIter {
 
     /// Positions at the first entry whose internal key is `>= target`.
     pub fn seek(&mut self, target: &[u8]) {
+        if self.global_seqno.is_none() {
+            self.seek_stored(target);
+            return;
+        }
+        // The stored entry of the target's user key (seqno 0) is at or after every target of
+        // that user key; as returned it may sort before the target, then the next one is it.
+        self.seek_stored(InternalKey::for_seek(user_key_of(target), 0).encoded());
+        if self.valid
+            && self
+                .table
+                .internal_comparator()
+                .compare(self.key(), target)
+                .is_lt()
+        {
+            self.next();
+        }
+    }
+
+    /// [`Self::seek`] by the keys as stored.
+    fn seek_stored(&mut self, target: &[u8]) {
         let clamped;
         let target = match &self.options.lower_bound {
             Some(lower) if self.user_compare(user_key_of(target), lower) == Ordering::Less => {
@@ -131,6 +163,27 @@ impl TableIter {
 
     /// Positions at the last entry whose internal key is `<= target`.
     pub fn seek_for_prev(&mut self, target: &[u8]) {
+        if self.global_seqno.is_none() {
+            self.seek_for_prev_stored(target);
+            return;
+        }
+        // The smallest internal key of the target's user key is at or after its stored entry.
+        let mut last_of_user = user_key_of(target).to_vec();
+        last_of_user.extend_from_slice(&u64::from(ValueKind::Deletion.tag()).to_le_bytes());
+        self.seek_for_prev_stored(&last_of_user);
+        if self.valid
+            && self
+                .table
+                .internal_comparator()
+                .compare(self.key(), target)
+                .is_gt()
+        {
+            self.prev();
+        }
+    }
+
+    /// [`Self::seek_for_prev`] by the keys as stored.
+    fn seek_for_prev_stored(&mut self, target: &[u8]) {
         let clamped;
         let target = match &self.options.upper_bound {
             Some(upper) if self.user_compare(user_key_of(target), upper) != Ordering::Less => {
@@ -288,6 +341,7 @@ impl TableIter {
                 let key = self.data.as_ref().map_or(&[][..], BlockIter::key);
                 self.user_compare(user_key_of(key), upper) == Ordering::Less
             });
+        self.apply_global_seqno();
     }
 
     fn settle_backward(&mut self) {
@@ -296,5 +350,23 @@ impl TableIter {
                 let key = self.data.as_ref().map_or(&[][..], BlockIter::key);
                 self.user_compare(user_key_of(key), lower) != Ordering::Less
             });
+        self.apply_global_seqno();
+    }
+
+    /// Rewrites the current key's seqno to the global one (invariant 3).
+    fn apply_global_seqno(&mut self) {
+        let (Some(seqno), true, Some(data)) = (self.global_seqno, self.valid, &self.data) else {
+            return;
+        };
+        let stored = data.key();
+        let Some(split) = stored.len().checked_sub(TRAILER_SIZE) else {
+            return;
+        };
+        let kind = stored[split];
+        self.key_with_global_seqno.clear();
+        self.key_with_global_seqno
+            .extend_from_slice(&stored[..split]);
+        self.key_with_global_seqno
+            .extend_from_slice(&((seqno << 8) | u64::from(kind)).to_le_bytes());
     }
 }

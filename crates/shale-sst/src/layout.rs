@@ -365,6 +365,9 @@ impl TableProperties {
         );
         line("shale.creation_time", self.creation_time.to_string());
         line("shale.data_size", self.data_size.to_string());
+        if self.external {
+            line("shale.external", "1".to_owned());
+        }
         line(
             "shale.filter_bits_per_key",
             self.filter_bits_per_key.to_string(),

@@ -61,6 +61,10 @@ pub struct TableProperties {
     pub raw_value_size: u64,
     /// The open map (`user.` names, stored without the prefix here).
     pub user: BTreeMap<String, Vec<u8>>,
+    /// Written outside a database for ingestion (`shale.external = 1`): every entry has
+    /// seqno 0 and user keys are unique; the database that ingests it assigns one global
+    /// seqno to all entries (docs/format/sst.md, "External files and the global seqno").
+    pub external: bool,
 }
 
 enum Field<'a> {
@@ -152,6 +156,9 @@ impl TableProperties {
                 Field::Number(self.smallest_seqno),
             ));
         }
+        if self.external {
+            out.push(("shale.external".to_owned(), Field::Number(1)));
+        }
         if let Some(name) = &self.prefix_extractor {
             out.push((
                 "shale.prefix_extractor".to_owned(),
@@ -228,6 +235,7 @@ impl TableProperties {
                 }
                 "shale.creation_time" => props.creation_time = number()?,
                 "shale.data_size" => props.data_size = number()?,
+                "shale.external" => props.external = number()? == 1,
                 "shale.filter_bits_per_key" => props.filter_bits_per_key = number()?,
                 "shale.filter_size" => props.filter_size = number()?,
                 "shale.format_version" => props.format_version = number()?,

@@ -42,6 +42,10 @@ pub struct TableOpenOptions {
     /// instead of pinning them in the open table (what an engine with a strict memory budget
     /// wants). Without a block cache they stay pinned.
     pub cache_index_and_filter_blocks: bool,
+    /// The sequence number every entry of an ingested (external) table is read with, in
+    /// place of the 0 stored in the file (docs/format/sst.md, "External files and the global
+    /// seqno"). Refused for a table not marked `shale.external` or holding other seqnos.
+    pub global_seqno: Option<SeqNo>,
 }
 
 impl Default for TableOpenOptions {
@@ -52,6 +56,7 @@ impl Default for TableOpenOptions {
             block_cache: None,
             verify_checksums: true,
             cache_index_and_filter_blocks: false,
+            global_seqno: None,
         }
     }
 }
@@ -134,6 +139,7 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     file_id: u64,
     verify_checksums: bool,
+    global_seqno: Option<SeqNo>,
 }
 
 impl Table {
@@ -204,8 +210,12 @@ impl Table {
             cache: options.block_cache.clone(),
             file_id: 0,
             verify_checksums: true,
+            global_seqno: None,
         };
         table.load_meta_blocks(options)?;
+        if let Some(seqno) = options.global_seqno {
+            table.apply_global_seqno(seqno)?;
+        }
         table.file_id = table.cache.as_ref().map_or(0, |c| c.new_file_id());
         if options.cache_index_and_filter_blocks && table.cache.is_some() {
             table.move_meta_blocks_to_cache();
@@ -263,6 +273,37 @@ impl Table {
                 .map_err(|e| e.at(&self.path, handle.offset))?;
         }
         Ok(())
+    }
+
+    /// Checks that a global seqno may replace the table's stored seqnos (an external table,
+    /// every entry at seqno 0) and applies it to the range tombstones; point entries get it
+    /// as they are read.
+    fn apply_global_seqno(&mut self, seqno: SeqNo) -> Result<()> {
+        if seqno > crate::key::MAX_SEQNO {
+            return Err(Error::InvalidArgument(format!(
+                "global seqno {seqno} of {} exceeds 56 bits",
+                self.path.display()
+            )));
+        }
+        if !self.properties.external || self.properties.largest_seqno != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{} is given global seqno {seqno} but is not an external table with only \
+                 seqno 0 entries (shale.external = {}, largest seqno {})",
+                self.path.display(),
+                u8::from(self.properties.external),
+                self.properties.largest_seqno
+            )));
+        }
+        for tombstone in &mut self.range_tombstones {
+            tombstone.seqno = seqno;
+        }
+        self.global_seqno = Some(seqno);
+        Ok(())
+    }
+
+    /// The global seqno the table was opened with, if any.
+    pub fn global_seqno(&self) -> Option<SeqNo> {
+        self.global_seqno
     }
 
     fn decode_metaindex(
@@ -561,7 +602,18 @@ impl Table {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
-        let target = InternalKey::for_seek(user_key, seqno);
+        // An external table holds one entry per user key, all read at the global seqno.
+        if self.global_seqno.is_some_and(|global| global > seqno) {
+            return Ok(None);
+        }
+        let target = InternalKey::for_seek(
+            user_key,
+            if self.global_seqno.is_some() {
+                0
+            } else {
+                seqno
+            },
+        );
         let index = self.index()?;
         let mut position = index.seek(target.encoded());
         // The first entry >= target is in block `position`, or first in the next one when
@@ -584,7 +636,7 @@ impl Table {
                 }
                 return Ok(Some(LookupResult {
                     kind: found.kind,
-                    seqno: found.seqno,
+                    seqno: self.global_seqno.unwrap_or(found.seqno),
                     value: iter.value().to_vec(),
                 }));
             }

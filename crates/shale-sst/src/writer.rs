@@ -58,6 +58,9 @@ pub struct WriterOptions {
     pub oldest_entry_time: u64,
     /// Whether [`TableWriter::finish`] syncs the file (fdatasync).
     pub sync_on_finish: bool,
+    /// Marks the table as written for ingestion (`shale.external = 1`); such a table must
+    /// hold only seqno 0 entries with unique user keys, which the caller guarantees.
+    pub external_file: bool,
 }
 
 impl Default for WriterOptions {
@@ -76,6 +79,7 @@ impl Default for WriterOptions {
             creation_time: None,
             oldest_entry_time: 0,
             sync_on_finish: true,
+            external_file: false,
         }
     }
 }
@@ -167,6 +171,7 @@ impl TableWriter {
             oldest_entry_time: options.oldest_entry_time,
             user: options.user_properties.clone(),
             smallest_seqno: SeqNo::MAX,
+            external: options.external_file,
             ..TableProperties::default()
         };
         Ok(TableWriter {

@@ -12,6 +12,7 @@ mod output;
 mod stress;
 mod tool_checkpoint;
 mod tool_db;
+mod tool_ingest;
 mod tool_manifest;
 mod tool_repair;
 mod tool_sst;
@@ -77,6 +78,8 @@ enum ToolCommand {
     Verify(tool_verify::VerifyToolArgs),
     /// Make a consistent, openable copy of a database (hard links where possible).
     Checkpoint(tool_checkpoint::CheckpointArgs),
+    /// Ingest external table files into a keyspace, atomically (opens the database).
+    Ingest(tool_ingest::IngestToolArgs),
     /// Salvage a damaged database: rebuild the MANIFEST from readable tables and WALs, move
     /// unreadable files into lost/, report what was lost.
     Repair(tool_repair::RepairArgs),
@@ -212,6 +215,7 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Scan(args)) => tool_db::run_scan(args),
         Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
         Command::Tool(ToolCommand::Checkpoint(args)) => tool_checkpoint::run(args),
+        Command::Tool(ToolCommand::Ingest(args)) => tool_ingest::run(args),
         Command::Tool(ToolCommand::Repair(args)) => tool_repair::run(args),
         Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {

@@ -453,7 +453,7 @@ fn check_tables(
     for number in orphans {
         let path = table_file_name(dir, number);
         bar.inc(fs.size(&path).unwrap_or(0));
-        match open_and_walk(fs, &path) {
+        match open_and_walk(fs, &path, None) {
             Ok((table, blocks)) => {
                 if state.is_some() {
                     report.notes.push(format!(
@@ -475,10 +475,18 @@ fn check_tables(
     }
 }
 
-/// Opens a table and reads every block, checking checksums: the table and its block count.
-fn open_and_walk(fs: &OsFs, path: &Path) -> Result<(Arc<Table>, usize), Problem> {
-    let table = Table::open(fs, path, &TableOpenOptions::default())
-        .map_err(|e| Problem::from_sst(path, &e))?;
+/// Opens a table (an ingested one with its global seqno) and reads every block, checking
+/// checksums: the table and its block count.
+fn open_and_walk(
+    fs: &OsFs,
+    path: &Path,
+    global_seqno: Option<shale_sst::SeqNo>,
+) -> Result<(Arc<Table>, usize), Problem> {
+    let options = TableOpenOptions {
+        global_seqno,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(fs, path, &options).map_err(|e| Problem::from_sst(path, &e))?;
     let layout = table.layout().map_err(|e| Problem::from_sst(path, &e))?;
     Ok((table, layout.blocks.len()))
 }
@@ -512,7 +520,7 @@ fn check_live_table(fs: &OsFs, path: &Path, meta: &FileMetaData) -> Result<Strin
             ),
         ));
     }
-    let (table, blocks) = match open_and_walk(fs, path) {
+    let (table, blocks) = match open_and_walk(fs, path, meta.global_seqno) {
         Ok(opened) => opened,
         Err(p) => {
             problems.push(p);

@@ -26,7 +26,7 @@ use shale_sst::{
     SeqNo, TableWriter, ValueKind,
 };
 
-use crate::db::{DbInner, DbState};
+use crate::db::{CompactionOutputRange, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::flush::{file_meta, writer_options};
 use crate::iterator::InternalIterator;
@@ -90,7 +90,7 @@ pub(crate) fn compact_once(inner: &Arc<DbInner>) -> Result<()> {
         let Some(job) = pick(&state, inner.options.clock.now_seconds()) else {
             return Ok(());
         };
-        state.compacting.insert(job.compaction.keyspace);
+        mark_compacting(inner, &mut state, &job.compaction);
         (job, live_snapshots(inner))
     };
     execute(inner, job, &snapshots)
@@ -142,7 +142,7 @@ pub(crate) fn compact_range(
             else {
                 continue;
             };
-            state.compacting.insert(keyspace);
+            mark_compacting(inner, &mut state, &compaction);
             let job = Job {
                 compaction,
                 options,
@@ -181,7 +181,7 @@ pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
             let Some(compaction) = picker::pick_idle(&version, keyspace, &options) else {
                 continue;
             };
-            state.compacting.insert(keyspace);
+            mark_compacting(inner, &mut state, &compaction);
             let job = Job {
                 compaction,
                 options,
@@ -195,6 +195,34 @@ pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
     Ok(())
 }
 
+/// Marks the keyspace of `compaction` compacting and records the range its outputs cover:
+/// every output key comes from an input, so the inputs' user-key range bounds them.
+fn mark_compacting(inner: &DbInner, state: &mut DbState, compaction: &Compaction) {
+    state.compacting.insert(compaction.keyspace);
+    let cmp = inner.user_comparator();
+    let mut inputs = compaction.all_inputs().map(|(_, f)| f);
+    let Some(first) = inputs.next() else {
+        return;
+    };
+    let mut range = CompactionOutputRange {
+        level: compaction.output_level,
+        smallest: first.smallest.user_key().to_vec(),
+        largest: first.largest.user_key().to_vec(),
+    };
+    for file in inputs {
+        if cmp
+            .compare(file.smallest.user_key(), &range.smallest)
+            .is_lt()
+        {
+            range.smallest = file.smallest.user_key().to_vec();
+        }
+        if cmp.compare(file.largest.user_key(), &range.largest).is_gt() {
+            range.largest = file.largest.user_key().to_vec();
+        }
+    }
+    state.compaction_outputs.insert(compaction.keyspace, range);
+}
+
 /// Runs `job` (its keyspace is marked compacting) and installs the result.
 fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
     let compaction = &job.compaction;
@@ -205,6 +233,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
     };
     let mut state = inner.lock_state();
     state.compacting.remove(&compaction.keyspace);
+    state.compaction_outputs.remove(&compaction.keyspace);
     inner.state_changed.notify_all();
     let outputs = match result {
         Ok(outputs) => outputs,
@@ -448,9 +477,11 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut tombstones = Vec::new();
     for (_, file) in compaction.all_inputs() {
-        let table = inner
-            .table_cache
-            .get(file.number, job.options.prefix_extractor.as_ref())?;
+        let table = inner.table_cache.get(
+            file.number,
+            file.global_seqno,
+            job.options.prefix_extractor.as_ref(),
+        )?;
         tombstones.extend_from_slice(table.range_tombstones());
         children.push(Box::new(table.iter(TableReadOptions {
             skip_cache_fill: true,
@@ -558,6 +589,7 @@ mod tests {
             num_deletions: 0,
             creation_time: None,
             oldest_entry_time: None,
+            global_seqno: None,
         })
     }
 

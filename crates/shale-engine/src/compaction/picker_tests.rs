@@ -115,6 +115,7 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
         num_deletions,
         creation_time: None,
         oldest_entry_time,
+        global_seqno: None,
     }
 }
 

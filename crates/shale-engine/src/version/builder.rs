@@ -517,6 +517,7 @@ mod tests {
             num_deletions: 0,
             creation_time: None,
             oldest_entry_time: None,
+            global_seqno: None,
         }
     }
 

@@ -45,6 +45,7 @@ pub(crate) mod tag {
     pub const CREATION_TIME: u32 = 1;
     /// Advisory (it only steers TTL compaction), so older readers may skip it.
     pub const OLDEST_ENTRY_TIME: u32 = super::SAFE_TO_IGNORE | 1;
+    pub const GLOBAL_SEQNO: u32 = 2;
 }
 
 /// The name of a tag, for tools and error messages.
@@ -266,6 +267,11 @@ fn encode_new_file(out: &mut Vec<u8>, f: &NewFile) {
         put_varint64(&mut body, time);
         put_field(out, tag::OLDEST_ENTRY_TIME, &mut body);
     }
+    if let Some(seqno) = m.global_seqno {
+        let mut body = Vec::new();
+        put_varint64(&mut body, seqno);
+        put_field(out, tag::GLOBAL_SEQNO, &mut body);
+    }
 }
 
 /// Appends `tag | length | body` and clears `body` for the next field.
@@ -441,6 +447,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
     let num_deletions = r.varint64("number of deletions")?;
     let mut creation_time = None;
     let mut oldest_entry_time = None;
+    let mut global_seqno = None;
     while !r.is_empty() {
         let property_at = r.at();
         let subtag = r.varint32("file property tag")?;
@@ -467,6 +474,16 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
                 }
                 oldest_entry_time = Some(time);
             }
+            tag::GLOBAL_SEQNO => {
+                let seqno = p.seqno("global seqno")?;
+                if global_seqno.is_some() {
+                    return Err(DecodeFailure::corrupt(
+                        property_at,
+                        "a second GLOBAL_SEQNO property in one NEW_FILE",
+                    ));
+                }
+                global_seqno = Some(seqno);
+            }
             unknown if unknown & SAFE_TO_IGNORE != 0 => {
                 p.rest();
             }
@@ -488,6 +505,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
             num_deletions,
             creation_time,
             oldest_entry_time,
+            global_seqno,
         },
     })
 }
@@ -574,6 +592,7 @@ mod tests {
             num_deletions: 2,
             creation_time: Some(1_700_000_000),
             oldest_entry_time: Some(1_699_999_000),
+            global_seqno: None,
         }
     }
 

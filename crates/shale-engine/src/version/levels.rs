@@ -43,6 +43,9 @@ pub struct FileMetaData {
     /// In a keyspace with a TTL, the write time of the oldest entry, in seconds since the Unix
     /// epoch (optional in the MANIFEST): the picker compacts the file once it passes the TTL.
     pub oldest_entry_time: Option<u64>,
+    /// For an ingested (external) table: the seqno readers give every entry in place of the 0
+    /// stored in the file (docs/format/sst.md, "External files and the global seqno").
+    pub global_seqno: Option<SeqNo>,
 }
 
 impl FileMetaData {
@@ -82,6 +85,9 @@ impl fmt::Display for FileMetaData {
         }
         if let Some(time) = self.oldest_entry_time {
             write!(f, " oldest-entry {time}")?;
+        }
+        if let Some(seqno) = self.global_seqno {
+            write!(f, " global seqno {seqno}")?;
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 
 use super::run::Run;
-use super::{BatchOp, Move, Op, K, SNAPSHOT_SLOTS};
+use super::{BatchOp, IngestOp, Move, Op, K, SNAPSHOT_SLOTS};
 
 /// The keys ops use: 12 groups of `per_group` keys sharing two-byte prefixes (and one-byte and
 /// three-byte ones), keys shorter than every prefix, the empty key, long keys and bytes at both
@@ -186,6 +186,63 @@ impl Generator {
         }
     }
 
+    /// An [`Op::Ingest`] into one or two keyspaces, one or two files each.
+    fn ingest(&mut self, run: &Run) -> Op {
+        let mut keyspaces: Vec<u8> = run.handles.keys().copied().collect();
+        keyspaces.shuffle(&mut self.rng);
+        keyspaces.truncate(self.rng.gen_range(1..=2));
+        let mut files = Vec::new();
+        for ks in keyspaces {
+            let count = self.rng.gen_range(1..=2);
+            let mut bounds: Vec<usize> = (0..count * 2)
+                .map(|_| self.rng.gen_range(0..=self.keys.len()))
+                .collect();
+            bounds.sort_unstable();
+            let mut list = Vec::new();
+            // Chunks `[bounds[2i], bounds[2i+1])` of the sorted key space never overlap.
+            for chunk in bounds.chunks(2) {
+                let (lo, hi) = (chunk[0], chunk[1].min(chunk[0] + 40));
+                if lo >= hi {
+                    continue;
+                }
+                list.push(self.ingest_file(lo, hi));
+            }
+            if !list.is_empty() {
+                files.push((ks, list));
+            }
+        }
+        Op::Ingest {
+            files,
+            move_files: self.rng.gen_bool(0.5),
+        }
+    }
+
+    /// The entries of one external table over `keys[lo..hi)` (`lo < hi`).
+    fn ingest_file(&mut self, lo: usize, hi: usize) -> Vec<IngestOp> {
+        let mut entries = Vec::new();
+        for index in lo..hi {
+            if index != lo && self.rng.gen_bool(0.5) {
+                continue;
+            }
+            let key = K(self.keys[index].clone());
+            if self.rng.gen_bool(0.8) {
+                let (value, len) = self.value();
+                entries.push(IngestOp::IngestPut { key, value, len });
+            } else {
+                entries.push(IngestOp::IngestDelete { key });
+            }
+        }
+        if hi - lo >= 2 && self.rng.gen_bool(0.3) {
+            let a = self.rng.gen_range(lo..hi - 1);
+            let b = self.rng.gen_range(a + 1..hi);
+            entries.push(IngestOp::IngestDeleteRange {
+                start: K(self.keys[a].clone()),
+                end: K(self.keys[b].clone()),
+            });
+        }
+        entries
+    }
+
     #[allow(clippy::too_many_lines)] // one arm per kind of op
     pub(super) fn op(&mut self, run: &Run) -> Op {
         loop {
@@ -304,6 +361,7 @@ impl Generator {
                         seed: self.rng.gen(),
                     }
                 }
+                93..=94 => self.ingest(run),
                 92 if self.change_prefix => Op::ChangePrefix {
                     len: [None, Some(1), Some(2), Some(3)][self.rng.gen_range(0..4)],
                 },

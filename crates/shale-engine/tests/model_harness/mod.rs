@@ -315,6 +315,22 @@ pub enum Op {
     ChangePrefix {
         len: Option<usize>,
     },
+    /// Writes external tables with `TableFileWriter` and ingests them all at once
+    /// (`Db::ingest`): per keyspace, files of strictly increasing keys that do not overlap each
+    /// other; `move_files` hard-links them in.
+    Ingest {
+        files: Vec<(u8, Vec<Vec<IngestOp>>)>,
+        move_files: bool,
+    },
+}
+
+/// One entry of an external table of [`Op::Ingest`].
+#[derive(Debug, Clone)]
+#[allow(clippy::enum_variant_names)] // Distinct from `Op`'s, so op lists can import both.
+pub enum IngestOp {
+    IngestPut { key: K, value: u32, len: u16 },
+    IngestDelete { key: K },
+    IngestDeleteRange { start: K, end: K },
 }
 
 /// One entry of [`Op::Batch`].
@@ -372,6 +388,7 @@ pub struct Stats {
     pub deeper_levels: usize,
     pub reopens: usize,
     pub crashes: usize,
+    pub ingested_files: usize,
 }
 
 /// A failing run: the ops that reproduce it and what went wrong.
@@ -591,6 +608,7 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
                 total.ops += stats.ops;
                 total.reopens += stats.reopens;
                 total.crashes += stats.crashes;
+                total.ingested_files += stats.ingested_files;
                 with_deeper += usize::from(stats.deeper_files > 0);
                 most_deeper_levels = most_deeper_levels.max(stats.deeper_levels);
             }
@@ -615,13 +633,15 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
         }
     }
     eprintln!(
-        "model {}: {} seeds x {steps} steps, {} ops ({} reopens, {} crashes), compacted tables \
-         in {with_deeper} runs (at most {most_deeper_levels} levels below L0), {:.1?}",
+        "model {}: {} seeds x {steps} steps, {} ops ({} reopens, {} crashes, {} files \
+         ingested), compacted tables in {with_deeper} runs (at most {most_deeper_levels} levels \
+         below L0), {:.1?}",
         config.name,
         seeds.len(),
         total.ops,
         total.reopens,
         total.crashes,
+        total.ingested_files,
         started.elapsed()
     );
     if seeds.len() > 1 {

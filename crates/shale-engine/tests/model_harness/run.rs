@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{
-    Db, Durability, Error, Keyspace, ReadOptions, Snapshot, WriteBatch, WriteOptions,
+    Db, Durability, Error, IngestArg, IngestOptions, Keyspace, ReadOptions, Snapshot,
+    TableFileWriter, WriteBatch, WriteOptions,
 };
 use shale_fs::{CrashMode, MemFs};
 
 use super::generate::key_space;
 use super::oracle::{diff, parse_value, Cursor, Data, Model};
-use super::{printable, value, BatchOp, Config, Move, Op, Stats, K, KEYSPACES};
+use super::{printable, value, BatchOp, Config, IngestOp, Move, Op, Stats, K, KEYSPACES};
 
 /// Where every run keeps its database.
 const DIR: &str = "/model";
@@ -232,6 +233,7 @@ impl Run {
                 first_value,
                 seed,
             } => self.concurrent_writes(*ks, *threads, *writes, *flushes, *first_value, *seed)?,
+            Op::Ingest { files, move_files } => self.ingest(files, *move_files)?,
             Op::Crash => self.crash(CrashMode::DropUnsynced)?,
             Op::TornCrash { seed } => self.crash(CrashMode::Torn { seed: *seed })?,
             Op::CreateThird => {
@@ -317,6 +319,87 @@ impl Run {
         result.map_err(|e| format!("write: {e}"))?;
         self.model = after;
         self.wrote(sync);
+        Ok(())
+    }
+
+    /// Writes the external tables, ingests them, and applies them to the oracle: all entries
+    /// of the ingestion share one seqno, so a file's range deletions hide older data but not
+    /// the file's own entries.
+    fn ingest(
+        &mut self,
+        files: &[(u8, Vec<Vec<IngestOp>>)],
+        move_files: bool,
+    ) -> Result<(), String> {
+        use shale_fs::FileSystem as _;
+        let external = std::path::Path::new("/external");
+        self.fs
+            .create_dir_all(external)
+            .map_err(|e| format!("create_dir_all: {e}"))?;
+        let options = self.config.options(&self.fs);
+        let mut after = self.model.clone();
+        let mut args = Vec::new();
+        let mut paths = Vec::new();
+        for (ks, list) in files {
+            let Some(handle) = self.handles.get(ks) else {
+                continue;
+            };
+            let mut arg = IngestArg {
+                keyspace: handle.clone(),
+                files: Vec::new(),
+            };
+            for entries in list {
+                let path = external.join(format!("{}-{}.sst", self.stats.ops, paths.len()));
+                let mut writer = TableFileWriter::create(
+                    &path,
+                    &options,
+                    &self.config.keyspace_options_for(*ks),
+                )
+                .map_err(|e| format!("TableFileWriter::create: {e}"))?;
+                for entry in entries {
+                    match entry {
+                        IngestOp::IngestPut { key, value: v, len } => {
+                            writer.put(&key.0, &value(*v, *len))
+                        }
+                        IngestOp::IngestDelete { key } => writer.delete(&key.0),
+                        IngestOp::IngestDeleteRange { start, end } => {
+                            after.apply_delete_range(*ks, start, end);
+                            writer.delete_range(&start.0, &end.0)
+                        }
+                    }
+                    .map_err(|e| format!("TableFileWriter: {e}"))?;
+                }
+                for entry in entries {
+                    match entry {
+                        IngestOp::IngestPut { key, value: v, len } => {
+                            after.apply_put(*ks, key, *v, *len);
+                        }
+                        IngestOp::IngestDelete { key } => after.apply_delete(*ks, key),
+                        IngestOp::IngestDeleteRange { .. } => {}
+                    }
+                }
+                writer
+                    .finish()
+                    .map_err(|e| format!("TableFileWriter::finish: {e}"))?;
+                arg.files.push(path.clone());
+                paths.push(path);
+            }
+            args.push(arg);
+        }
+        if paths.is_empty() {
+            return Ok(());
+        }
+        self.db()
+            .ingest(&args, IngestOptions { move_files })
+            .map_err(|e| format!("ingest: {e}"))?;
+        self.stats.ingested_files += paths.len();
+        for path in &paths {
+            self.fs
+                .remove(path)
+                .map_err(|e| format!("removing {}: {e}", path.display()))?;
+        }
+        self.model = after;
+        // The ingestion syncs the WAL and the MANIFEST: everything before it is durable.
+        self.made_durable();
         Ok(())
     }
 

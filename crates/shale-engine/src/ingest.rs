@@ -1,0 +1,490 @@
+//! Bulk ingestion of external table files ([`crate::Db::ingest`], like `RocksDB`'s
+//! `IngestExternalFile`).
+//!
+//! Flow:
+//! 1. Validate every file outside any lock: an external table (`shale.external = 1`) with the
+//!    database's comparator, every block's checksum, strictly increasing user keys, all
+//!    seqnos 0; files of one keyspace must not overlap each other.
+//! 2. Copy (or hard-link, with `move_files`) each file into the database directory under a
+//!    new file number, synced, and sync the directory.
+//! 3. As the leader of a write group (`write::run_as_leader`: writers wait), flush the
+//!    memtables that overlap the files, take ONE new sequence number `G`, place each file at
+//!    the deepest level where it overlaps nothing at that level or above (nor the output range
+//!    of a running compaction at that level), write ONE `VersionEdit` with every file of every
+//!    keyspace, each with global seqno `G` (docs/format/manifest.md, `GLOBAL_SEQNO`), and only
+//!    then publish `G`.
+//!
+//! Invariants:
+//! 1. Ingestion is all or nothing across files and keyspaces: the files become live only
+//!    through the one edit; before it, they are in `pending_outputs` (never deleted as
+//!    obsolete) and any error removes them; after a crash they are unreferenced and the next
+//!    open deletes them.
+//! 2. Every entry of an ingested file reads at seqno `G`, above every write acknowledged before
+//!    the ingestion and below every write after it; a snapshot taken before it (seqno `< G`)
+//!    never sees the files.
+//! 3. Newer data is never below older data for the same key: overlapping memtables are flushed
+//!    first, and a file goes no deeper than the first level that overlaps it.
+//! 4. The WAL is synced before the edit is written, so every write acknowledged before the
+//!    ingestion survives a crash the ingestion survives: a crash keeps a prefix of history,
+//!    whatever the writes' durability.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use shale_sst::{
+    printable, Comparator, InternalKey, ParsedInternalKey, ReadOptions as TableReadOptions, SeqNo,
+    Table, TableOpenOptions, ValueKind, MAX_SEQNO,
+};
+
+use crate::db::{DbInner, DbState};
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::keyspace::Keyspace;
+use crate::memtable::MemTable;
+use crate::table_cache::table_file_name;
+use crate::version::{FileMetaData, Version, VersionEdit};
+
+/// The files to ingest into one keyspace.
+#[derive(Debug, Clone)]
+pub struct IngestArg {
+    /// Where the files go.
+    pub keyspace: Keyspace,
+    /// External tables written by [`crate::TableFileWriter`] (or any table marked
+    /// `shale.external` with only seqno 0 entries), on the database's file system.
+    pub files: Vec<PathBuf>,
+}
+
+/// How [`crate::Db::ingest`] takes the files in.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IngestOptions {
+    /// Hard-link the files into the database directory instead of copying them (falls back to
+    /// a copy where linking fails, e.g. across file systems). The caller must not change or
+    /// reuse a linked file afterwards; deleting its own name is fine.
+    pub move_files: bool,
+}
+
+/// Where one ingested file went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestedFile {
+    /// The file as it was given.
+    pub source: PathBuf,
+    /// Its keyspace id.
+    pub keyspace: u32,
+    /// Its table number in the database.
+    pub number: u64,
+    /// The level it was placed at.
+    pub level: usize,
+    /// The sequence number every entry reads at.
+    pub global_seqno: SeqNo,
+}
+
+/// A validated external file, copied in as table `number`.
+#[derive(Debug)]
+struct Candidate {
+    source: PathBuf,
+    keyspace: u32,
+    number: u64,
+    size: u64,
+    /// Smallest and largest internal keys as stored (seqno 0, or the range-deletion end
+    /// sentinel for the largest).
+    smallest: InternalKey,
+    largest: InternalKey,
+    num_entries: u64,
+    num_deletions: u64,
+    creation_time: u64,
+}
+
+impl Candidate {
+    fn meta(&self, global_seqno: SeqNo) -> Result<FileMetaData> {
+        Ok(FileMetaData {
+            number: self.number,
+            size: self.size,
+            smallest: with_seqno(&self.smallest, global_seqno)?,
+            largest: with_seqno(&self.largest, global_seqno)?,
+            smallest_seqno: global_seqno,
+            largest_seqno: global_seqno,
+            num_entries: self.num_entries,
+            num_deletions: self.num_deletions,
+            creation_time: Some(self.creation_time),
+            oldest_entry_time: None,
+            global_seqno: Some(global_seqno),
+        })
+    }
+}
+
+/// Whether a file whose largest internal key is `largest` holds keys at or above `key`
+/// (a range-deletion end sentinel is exclusive).
+fn upper_reaches(cmp: &dyn Comparator, largest: &InternalKey, key: &[u8]) -> bool {
+    let exclusive = ParsedInternalKey::parse(largest.encoded())
+        .is_ok_and(|k| k.seqno == MAX_SEQNO && k.kind == ValueKind::RangeDeletion);
+    let order = cmp.compare(largest.user_key(), key);
+    if exclusive {
+        order.is_gt()
+    } else {
+        order.is_ge()
+    }
+}
+
+/// `key` with its seqno replaced by `seqno`, except the exclusive range-deletion end sentinel,
+/// which keeps the largest seqno so that it still bounds nothing of its user key.
+fn with_seqno(key: &InternalKey, seqno: SeqNo) -> Result<InternalKey> {
+    let parsed = ParsedInternalKey::parse(key.encoded())
+        .map_err(|e| Error::InvalidArgument(format!("bad internal key: {e}")))?;
+    if parsed.seqno == MAX_SEQNO && parsed.kind == ValueKind::RangeDeletion {
+        return Ok(key.clone());
+    }
+    Ok(InternalKey::new(parsed.user_key, seqno, parsed.kind))
+}
+
+/// Ingests `args` atomically; see the module docs.
+pub(crate) fn ingest(
+    inner: &Arc<DbInner>,
+    args: &[IngestArg],
+    options: IngestOptions,
+) -> Result<Vec<IngestedFile>> {
+    inner.check_open()?;
+    inner.check_background_error()?;
+    let mut seen = std::collections::BTreeSet::new();
+    for arg in args {
+        if !seen.insert(arg.keyspace.id()) {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {:?} is named twice in one ingestion: give all its files in one \
+                 IngestArg",
+                arg.keyspace.name()
+            )));
+        }
+    }
+    {
+        // A TTL keyspace's values end in their write time (docs/format/ttl.md), which
+        // TableFileWriter does not append: such files would read as garbage times.
+        let state = inner.lock_state();
+        for arg in args {
+            let ttl = state
+                .keyspaces
+                .get(&arg.keyspace.id())
+                .is_some_and(|k| k.options.ttl.is_some());
+            if ttl {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {:?} has a TTL: ingesting external tables into a TTL keyspace \
+                     is not supported",
+                    arg.keyspace.name()
+                )));
+            }
+        }
+    }
+    let mut candidates = Vec::new();
+    for arg in args {
+        let mut files = Vec::new();
+        for path in &arg.files {
+            files.push(inspect(inner, arg.keyspace.id(), path)?);
+        }
+        check_disjoint(inner, &arg.keyspace, &mut files)?;
+        candidates.extend(files);
+    }
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    {
+        let mut state = inner.lock_state();
+        for candidate in &mut candidates {
+            candidate.number = state.versions.new_file_number();
+            state.pending_outputs.insert(candidate.number);
+        }
+    }
+    let result = bring_in(inner, &candidates, options)
+        .and_then(|()| crate::write::run_as_leader(inner, || install(inner, &candidates)));
+    let mut state = inner.lock_state();
+    if result.is_err() && inner.background_error().is_some() {
+        // The MANIFEST may or may not hold the edit: the files stay until the next open,
+        // which deletes them if they are unreferenced.
+        return result;
+    }
+    for candidate in &candidates {
+        state.pending_outputs.remove(&candidate.number);
+    }
+    if result.is_err() {
+        // Invariant 1: nothing of a failed ingestion stays behind.
+        for candidate in &candidates {
+            let path = table_file_name(&inner.dir, candidate.number);
+            if inner.fs.exists(&path).unwrap_or(false) {
+                let _ = inner.fs.remove(&path);
+            }
+        }
+    }
+    drop(state);
+    result
+}
+
+/// Opens and reads `path` whole: an external table of the database's comparator, intact,
+/// with strictly increasing user keys at seqno 0.
+fn inspect(inner: &DbInner, keyspace: u32, path: &Path) -> Result<Candidate> {
+    let refuse = |detail: String| {
+        Error::InvalidArgument(format!("cannot ingest {}: {detail}", path.display()))
+    };
+    let open_options = TableOpenOptions {
+        comparator: inner.options.comparator.clone(),
+        verify_checksums: true,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&*inner.fs, path, &open_options)?;
+    let props = table.properties();
+    if !props.external {
+        return Err(refuse(
+            "it is not an external table (no shale.external property): write it with \
+             TableFileWriter"
+                .into(),
+        ));
+    }
+    let cmp = inner.user_comparator();
+    let mut iter = table.iter(TableReadOptions {
+        skip_cache_fill: true,
+        ..TableReadOptions::default()
+    });
+    iter.seek_to_first();
+    let mut previous: Option<Vec<u8>> = None;
+    let mut num_entries = 0u64;
+    let mut num_deletions = 0u64;
+    while iter.valid() {
+        let key = ParsedInternalKey::parse(iter.key())
+            .map_err(|e| refuse(format!("entry {num_entries} has a bad key: {e}")))?;
+        if key.seqno != 0 {
+            return Err(refuse(format!(
+                "entry {} has seqno {}, an external table holds only seqno 0",
+                printable(key.user_key),
+                key.seqno
+            )));
+        }
+        if let Some(previous) = &previous {
+            if !cmp.compare(previous, key.user_key).is_lt() {
+                return Err(refuse(format!(
+                    "key {} does not sort above the previous key {}",
+                    printable(key.user_key),
+                    printable(previous)
+                )));
+            }
+        }
+        if key.kind == ValueKind::Deletion {
+            num_deletions += 1;
+        }
+        num_entries += 1;
+        previous = Some(key.user_key.to_vec());
+        iter.next();
+    }
+    iter.status()?;
+    if let Some(t) = table.range_tombstones().iter().find(|t| t.seqno != 0) {
+        return Err(refuse(format!(
+            "range deletion from {} has seqno {}, an external table holds only seqno 0",
+            printable(&t.start),
+            t.seqno
+        )));
+    }
+    if num_entries != props.num_entries {
+        return Err(refuse(format!(
+            "it holds {num_entries} entries but its properties say {}",
+            props.num_entries
+        )));
+    }
+    if num_entries == 0 && table.range_tombstones().is_empty() {
+        return Err(refuse("it holds no entries".into()));
+    }
+    let key = |bytes: &[u8], which: &str| {
+        InternalKey::from_encoded(bytes.to_vec())
+            .map_err(|e| refuse(format!("its {which} key property is bad: {e}")))
+    };
+    Ok(Candidate {
+        source: path.to_path_buf(),
+        keyspace,
+        number: 0,
+        size: table.file_size(),
+        smallest: key(&props.smallest_key, "smallest")?,
+        largest: key(&props.largest_key, "largest")?,
+        num_entries,
+        num_deletions: num_deletions + table.range_tombstones().len() as u64,
+        creation_time: props.creation_time,
+    })
+}
+
+/// Sorts one keyspace's files by key and refuses overlapping ones.
+fn check_disjoint(inner: &DbInner, keyspace: &Keyspace, files: &mut [Candidate]) -> Result<()> {
+    let cmp = inner.user_comparator().clone();
+    files.sort_by(|a, b| cmp.compare(a.smallest.user_key(), b.smallest.user_key()));
+    for pair in files.windows(2) {
+        if upper_reaches(&*cmp, &pair[0].largest, pair[1].smallest.user_key()) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot ingest {} and {} into keyspace {:?}: their key ranges overlap ({} .. {} \
+                 and {} .. {})",
+                pair[0].source.display(),
+                pair[1].source.display(),
+                keyspace.name(),
+                printable(pair[0].smallest.user_key()),
+                printable(pair[0].largest.user_key()),
+                printable(pair[1].smallest.user_key()),
+                printable(pair[1].largest.user_key()),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Copies or links every file in under its number, synced, then syncs the directory.
+fn bring_in(inner: &DbInner, candidates: &[Candidate], options: IngestOptions) -> Result<()> {
+    for candidate in candidates {
+        let to = table_file_name(&inner.dir, candidate.number);
+        let linked = options.move_files && inner.fs.hard_link(&candidate.source, &to).is_ok();
+        if !linked {
+            crate::checkpoint::copy_file(&*inner.fs, &candidate.source, &to, candidate.size)?;
+        }
+    }
+    inner.fs.sync_dir(&inner.dir)?;
+    Ok(())
+}
+
+/// The step under the write leadership: flush what overlaps, assign the seqno, place the
+/// files, record them in one edit, publish.
+fn install(inner: &Arc<DbInner>, candidates: &[Candidate]) -> Result<Vec<IngestedFile>> {
+    // Invariant 4: what was acknowledged before is durable before the files are.
+    crate::background::sync_wal(inner)?;
+    let mut state = inner.lock_state();
+    inner.check_background_error()?;
+    inner.check_open()?;
+    for candidate in candidates {
+        if !state.keyspaces.contains_key(&candidate.keyspace) {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace id {} was dropped during the ingestion",
+                candidate.keyspace
+            )));
+        }
+    }
+    state = flush_overlapping_memtables(inner, state, candidates)?;
+    let global_seqno = inner.last_allocated_seqno.load(Ordering::Acquire) + 1;
+    if global_seqno > MAX_SEQNO {
+        return Err(Error::InvalidArgument(format!(
+            "sequence numbers are exhausted (next would be {global_seqno})"
+        )));
+    }
+    let version = state.versions.current();
+    let mut edit = VersionEdit::default();
+    let mut placed = Vec::new();
+    for candidate in candidates {
+        let level = pick_level(inner, &state, &version, candidate);
+        edit.add_file(
+            candidate.keyspace,
+            u32::try_from(level).unwrap_or(u32::MAX),
+            candidate.meta(global_seqno)?,
+        );
+        placed.push(IngestedFile {
+            source: candidate.source.clone(),
+            keyspace: candidate.keyspace,
+            number: candidate.number,
+            level,
+            global_seqno,
+        });
+    }
+    let last = global_seqno.max(state.versions.last_sequence());
+    state.versions.set_last_sequence(last);
+    if let Err(error) = state.versions.log_and_apply(edit) {
+        inner.set_background_error_locked(
+            &state,
+            format!("recording ingested tables in the MANIFEST failed: {error}"),
+        );
+        return Err(error);
+    }
+    // As the leader, every earlier seqno is already published (write_queue invariant 4).
+    inner
+        .last_allocated_seqno
+        .store(global_seqno, Ordering::Release);
+    inner.visible_seqno.store(global_seqno, Ordering::Release);
+    let version = state.versions.current();
+    for candidate in candidates {
+        if let Some(keyspace) = state.keyspaces.get_mut(&candidate.keyspace) {
+            keyspace.install_super_version(version.clone());
+        }
+    }
+    inner.state_changed.notify_all();
+    Ok(placed)
+}
+
+/// Freezes the active memtables that overlap a file of their keyspace and waits until every
+/// overlapping memtable is flushed (invariant 3).
+fn flush_overlapping_memtables<'a>(
+    inner: &'a DbInner,
+    mut state: std::sync::MutexGuard<'a, DbState>,
+    candidates: &[Candidate],
+) -> Result<std::sync::MutexGuard<'a, DbState>> {
+    let cmp = inner.user_comparator().clone();
+    let overlaps = |keyspace: u32, mem: &Arc<MemTable>| {
+        candidates
+            .iter()
+            .filter(|c| c.keyspace == keyspace)
+            .any(|c| memtable_overlaps(&*cmp, mem, c))
+    };
+    let to_freeze: Vec<u32> = state
+        .keyspaces
+        .values()
+        .filter(|k| overlaps(k.id, &k.mem))
+        .map(|k| k.id)
+        .collect();
+    if !to_freeze.is_empty() {
+        crate::write::switch_memtables(inner, &mut state, &to_freeze)?;
+        inner.state_changed.notify_all();
+    }
+    loop {
+        inner.check_background_error()?;
+        inner.check_open()?;
+        let waiting = state
+            .keyspaces
+            .values()
+            .any(|k| k.imm.iter().any(|frozen| overlaps(k.id, &frozen.mem)));
+        if !waiting {
+            return Ok(state);
+        }
+        state = inner.wait_state(state);
+    }
+}
+
+/// Whether `mem` holds a point entry or range deletion in the file's key range.
+fn memtable_overlaps(cmp: &dyn Comparator, mem: &Arc<MemTable>, file: &Candidate) -> bool {
+    if mem.is_empty() {
+        return false;
+    }
+    let (smallest, largest) = (file.smallest.user_key(), file.largest.user_key());
+    let mut iter = mem.iter();
+    iter.seek(InternalKey::for_seek(smallest, MAX_SEQNO).encoded());
+    if iter.valid() {
+        if let Ok(first) = ParsedInternalKey::parse(iter.key()) {
+            if cmp.compare(first.user_key, largest).is_le() {
+                return true;
+            }
+        }
+    }
+    mem.range_tombstones()
+        .iter()
+        .any(|t| cmp.compare(&t.start, largest).is_le() && cmp.compare(&t.end, smallest).is_gt())
+}
+
+/// The deepest level where `candidate` overlaps nothing at that level or above, nor the
+/// output range of a running compaction of its keyspace into that level. Overlap is judged on
+/// inclusive user-key ranges (an exclusive range-deletion end counts), which at worst places a
+/// file one level higher than needed.
+fn pick_level(inner: &DbInner, state: &DbState, version: &Version, candidate: &Candidate) -> usize {
+    let cmp = inner.user_comparator();
+    let (smallest, largest) = (candidate.smallest.user_key(), candidate.largest.user_key());
+    let running = state.compaction_outputs.get(&candidate.keyspace);
+    let mut chosen = 0;
+    for level in 0..version.num_levels() {
+        let overlapping = !version
+            .overlapping_files(candidate.keyspace, level, smallest, largest)
+            .is_empty();
+        let in_compaction = running.is_some_and(|r| {
+            r.level == level
+                && cmp.compare(&r.smallest, largest).is_le()
+                && cmp.compare(smallest, &r.largest).is_le()
+        });
+        if overlapping || in_compaction {
+            break;
+        }
+        chosen = level;
+    }
+    chosen
+}

@@ -1,0 +1,206 @@
+//! [`TableFileWriter`]: builds a table file outside any database from sorted input, ready for
+//! [`crate::Db::ingest`] (like `RocksDB`'s `SstFileWriter`).
+//!
+//! The file is an ordinary table (docs/format/sst.md) marked `shale.external = 1`; every entry
+//! has seqno 0 and the database that ingests it reads them all at one global seqno
+//! (docs/format/sst.md, "External files and the global seqno").
+//!
+//! Invariants:
+//! 1. Point entries (puts and deletes) come in strictly increasing user-key order, so each user
+//!    key has exactly one entry; a key out of order or repeated is refused, naming both keys,
+//!    before anything of it is written.
+//! 2. Range deletions may come in any order (they are kept in their own block), each with
+//!    `start < end`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use shale_sst::{printable, Comparator, TableWriter, ValueKind, WriterOptions};
+
+use crate::error::{Error, Result};
+use crate::options::{KeyspaceOptions, Options};
+
+/// What a finished external table holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalFileInfo {
+    /// Where the file was written.
+    pub path: PathBuf,
+    /// The smallest user key of a point entry or range-deletion start (empty if neither).
+    pub smallest_key: Vec<u8>,
+    /// The largest user key of a point entry (empty if none); range deletions end below
+    /// [`Self::largest_range_deletion_end`].
+    pub largest_key: Vec<u8>,
+    /// The largest exclusive end of a range deletion, if the file has one.
+    pub largest_range_deletion_end: Option<Vec<u8>>,
+    /// Point entries (puts and deletes).
+    pub num_entries: u64,
+    /// Range deletions.
+    pub num_range_deletions: u64,
+    /// The file size in bytes.
+    pub file_size: u64,
+}
+
+/// Writes one external table file from sorted input; see the module docs.
+#[derive(Debug)]
+pub struct TableFileWriter {
+    writer: TableWriter,
+    path: PathBuf,
+    comparator: Arc<dyn Comparator>,
+    /// The last point key added (invariant 1).
+    last_key: Option<Vec<u8>>,
+    smallest_range_deletion_start: Option<Vec<u8>>,
+    largest_range_deletion_end: Option<Vec<u8>>,
+    first_key: Option<Vec<u8>>,
+    num_range_deletions: u64,
+    /// The internal key being added, reused to save an allocation per entry.
+    internal_key: Vec<u8>,
+}
+
+impl TableFileWriter {
+    /// Creates `path` on `options.file_system` for a keyspace with `keyspace_options` in a
+    /// database opened with `options` (its comparator, block size, checksum, bloom filter and
+    /// prefix extractor). Data blocks use the codec of the bottommost level, where ingested
+    /// files usually land.
+    pub fn create(
+        path: impl AsRef<Path>,
+        options: &Options,
+        keyspace_options: &KeyspaceOptions,
+    ) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let mut writer_options =
+            crate::flush::writer_options(&options.comparator, keyspace_options, (0, ""));
+        // Which keyspace the file goes to is known only when it is ingested: the file names
+        // none (no `user.keyspace_id`).
+        writer_options.user_properties.clear();
+        writer_options.compression =
+            keyspace_options.compression_for_level(crate::version::DEFAULT_NUM_LEVELS - 1, true);
+        let writer_options = WriterOptions {
+            external_file: true,
+            ..writer_options
+        };
+        let writer = TableWriter::create(&*options.file_system, &path, writer_options)?;
+        Ok(TableFileWriter {
+            writer,
+            path,
+            comparator: options.comparator.clone(),
+            last_key: None,
+            smallest_range_deletion_start: None,
+            largest_range_deletion_end: None,
+            first_key: None,
+            num_range_deletions: 0,
+            internal_key: Vec::new(),
+        })
+    }
+
+    /// Adds `key = value`.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_point(key, ValueKind::Value, value)
+    }
+
+    /// Adds a deletion of `key` (it hides older values of `key` in the database).
+    pub fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.add_point(key, ValueKind::Deletion, b"")
+    }
+
+    /// Adds a deletion of every key in `[start, end)` (older data in the database).
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> Result<()> {
+        if !self.comparator.compare(start, end).is_lt() {
+            return Err(Error::InvalidArgument(format!(
+                "range deletion [{} .. {}) for {} is empty or reversed: start must be below end",
+                printable(start),
+                printable(end),
+                self.path.display()
+            )));
+        }
+        self.writer.add_range_deletion(start, end, 0)?;
+        let cmp = &self.comparator;
+        if self
+            .smallest_range_deletion_start
+            .as_deref()
+            .is_none_or(|s| cmp.compare(start, s).is_lt())
+        {
+            self.smallest_range_deletion_start = Some(start.to_vec());
+        }
+        if self
+            .largest_range_deletion_end
+            .as_deref()
+            .is_none_or(|e| cmp.compare(end, e).is_gt())
+        {
+            self.largest_range_deletion_end = Some(end.to_vec());
+        }
+        self.num_range_deletions += 1;
+        Ok(())
+    }
+
+    fn add_point(&mut self, key: &[u8], kind: ValueKind, value: &[u8]) -> Result<()> {
+        if let Some(last) = &self.last_key {
+            if !self.comparator.compare(last, key).is_lt() {
+                let what = if self.comparator.compare(last, key).is_eq() {
+                    "repeats"
+                } else {
+                    "is below"
+                };
+                return Err(Error::InvalidArgument(format!(
+                    "key {} {what} the previous key {} in {}: an external table needs strictly \
+                     increasing keys",
+                    printable(key),
+                    printable(last),
+                    self.path.display()
+                )));
+            }
+        }
+        self.internal_key.clear();
+        self.internal_key.extend_from_slice(key);
+        self.internal_key
+            .extend_from_slice(&u64::from(kind.tag()).to_le_bytes());
+        self.writer.add(&self.internal_key, value)?;
+        if self.first_key.is_none() {
+            self.first_key = Some(key.to_vec());
+        }
+        match &mut self.last_key {
+            Some(last) => {
+                last.clear();
+                last.extend_from_slice(key);
+            }
+            None => self.last_key = Some(key.to_vec()),
+        }
+        Ok(())
+    }
+
+    /// Point entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.writer.num_entries()
+    }
+
+    /// Roughly the bytes the file would have if finished now (for cutting files by size).
+    pub fn estimated_file_size(&self) -> u64 {
+        self.writer.estimated_file_size()
+    }
+
+    /// Writes the rest of the table and syncs it. A file with no entry and no range deletion
+    /// is refused (there is nothing to ingest).
+    pub fn finish(self) -> Result<ExternalFileInfo> {
+        if self.last_key.is_none() && self.num_range_deletions == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "external table {} is empty: add at least one entry before finish",
+                self.path.display()
+            )));
+        }
+        let (file_size, props) = self.writer.finish()?;
+        let cmp = &self.comparator;
+        let smallest_key = match (self.first_key, self.smallest_range_deletion_start) {
+            (Some(point), Some(start)) if cmp.compare(&start, &point).is_lt() => start,
+            (Some(point), _) => point,
+            (None, start) => start.unwrap_or_default(),
+        };
+        Ok(ExternalFileInfo {
+            path: self.path,
+            smallest_key,
+            largest_key: self.last_key.unwrap_or_default(),
+            largest_range_deletion_end: self.largest_range_deletion_end,
+            num_entries: props.num_entries,
+            num_range_deletions: props.num_range_deletions,
+            file_size,
+        })
+    }
+}
