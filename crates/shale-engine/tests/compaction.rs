@@ -413,6 +413,66 @@ fn tables_are_compressed_by_level() {
     db.close().unwrap();
 }
 
+/// A JSON document with the same field names in every row and varied values.
+fn json_row(rng: &mut Rng, i: u64) -> Vec<u8> {
+    const CITIES: [&str; 5] = ["Lisbon", "Oslo", "Quito", "Hanoi", "Perth"];
+    format!(
+        r#"{{"id":{i},"email":"user{}@example.com","address":{{"city":"{}","zip":"{:05}"}},"active":{},"balance":{},"created_at":"2024-01-{:02}T10:{:02}:00Z"}}"#,
+        rng.below(100_000),
+        CITIES[rng.below(5) as usize],
+        rng.below(100_000),
+        rng.below(2) == 1,
+        rng.below(1_000_000),
+        rng.below(28) + 1,
+        rng.below(60),
+    )
+    .into_bytes()
+}
+
+/// Tables compacted to the bottommost level train a zstd dictionary (`zstd_max_dict_bytes`)
+/// and read back intact; the same data without a dictionary takes more space.
+#[test]
+fn bottommost_tables_train_a_zstd_dictionary() {
+    let mut sizes = Vec::new();
+    for max_dict_bytes in [0, 4 << 10] {
+        let fs = Arc::new(MemFs::new());
+        let keyspace = KeyspaceOptions {
+            write_buffer_size: 256 << 10,
+            target_file_size: 4 << 20,
+            bottommost_compression: Some(Compression::Zstd),
+            zstd_max_dict_bytes: max_dict_bytes,
+            ..KeyspaceOptions::default()
+        };
+        let db = Db::open(DIR, options(fs.clone(), keyspace)).unwrap();
+        let mut rng = Rng(5);
+        let rows: Vec<Vec<u8>> = (0..6000).map(|i| json_row(&mut rng, i)).collect();
+        // Scattered keys, so the L0 tables overlap and are merged rather than moved down.
+        for n in 0..rows.len() {
+            let i = n * 7919 % rows.len();
+            db.put(&key(i as u64), &rows[i]).unwrap();
+        }
+        db.compact_range(&db.default_keyspace(), None, None).unwrap();
+        let version = db.current_version();
+        let last = version.num_levels() - 1;
+        let files = version.files(0, last);
+        assert!(!files.is_empty());
+        assert!((0..last).all(|level| version.files(0, level).is_empty()));
+        for file in files {
+            let path = Path::new(DIR).join(format!("{:06}.sst", file.number));
+            let table = Table::open(&*fs, &path, &TableOpenOptions::default()).unwrap();
+            let expected = if max_dict_bytes > 0 { "zstd-dict" } else { "zstd" };
+            assert_eq!(table.properties().compression, expected);
+            table.verify().unwrap();
+        }
+        for (i, row) in rows.iter().enumerate() {
+            assert_eq!(db.get(&key(i as u64)).unwrap().as_deref(), Some(row.as_slice()));
+        }
+        sizes.push(files.iter().map(|f| f.size).sum::<u64>());
+        db.close().unwrap();
+    }
+    assert!(sizes[1] * 10 < sizes[0] * 9, "zstd {} vs zstd-dict {}", sizes[0], sizes[1]);
+}
+
 /// A `MemFs` that, once armed, holds the compaction thread as it opens its first table, or
 /// (`hold_flushes`) the flush thread as it creates its next table.
 #[derive(Debug, Default)]

@@ -327,6 +327,11 @@ impl Outputs<'_> {
             .job
             .options
             .compression_for_level(compaction.output_level, compaction.bottommost_level);
+        if compaction.bottommost_level {
+            // Only the bottom trains dictionaries: it holds most of the data, rewritten least.
+            options.zstd_max_dict_bytes = self.job.options.zstd_max_dict_bytes;
+            options.zstd_max_train_bytes = self.job.options.zstd_max_train_bytes;
+        }
         let writer = TableWriter::create(&*self.inner.fs, &path, options)?;
         // The first output also takes tombstones that start before its first key.
         let lower = if self.finished.is_empty() {
