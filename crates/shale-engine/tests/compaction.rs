@@ -451,7 +451,8 @@ fn bottommost_tables_train_a_zstd_dictionary() {
             let i = n * 7919 % rows.len();
             db.put(&key(i as u64), &rows[i]).unwrap();
         }
-        db.compact_range(&db.default_keyspace(), None, None).unwrap();
+        db.compact_range(&db.default_keyspace(), None, None)
+            .unwrap();
         let version = db.current_version();
         let last = version.num_levels() - 1;
         let files = version.files(0, last);
@@ -460,17 +461,29 @@ fn bottommost_tables_train_a_zstd_dictionary() {
         for file in files {
             let path = Path::new(DIR).join(format!("{:06}.sst", file.number));
             let table = Table::open(&*fs, &path, &TableOpenOptions::default()).unwrap();
-            let expected = if max_dict_bytes > 0 { "zstd-dict" } else { "zstd" };
+            let expected = if max_dict_bytes > 0 {
+                "zstd-dict"
+            } else {
+                "zstd"
+            };
             assert_eq!(table.properties().compression, expected);
             table.verify().unwrap();
         }
         for (i, row) in rows.iter().enumerate() {
-            assert_eq!(db.get(&key(i as u64)).unwrap().as_deref(), Some(row.as_slice()));
+            assert_eq!(
+                db.get(&key(i as u64)).unwrap().as_deref(),
+                Some(row.as_slice())
+            );
         }
         sizes.push(files.iter().map(|f| f.size).sum::<u64>());
         db.close().unwrap();
     }
-    assert!(sizes[1] * 10 < sizes[0] * 9, "zstd {} vs zstd-dict {}", sizes[0], sizes[1]);
+    assert!(
+        sizes[1] * 10 < sizes[0] * 9,
+        "zstd {} vs zstd-dict {}",
+        sizes[0],
+        sizes[1]
+    );
 }
 
 /// A `MemFs` that, once armed, holds the compaction thread as it opens its first table, or

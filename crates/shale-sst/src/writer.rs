@@ -424,7 +424,9 @@ impl TableWriter {
                 self.compressor = compressor;
                 self.options.compression = Compression::ZstdDict;
                 self.options.compression_dictionary = Some(dictionary.into());
-                self.props.compression = Compression::ZstdDict.name().to_owned();
+                Compression::ZstdDict
+                    .name()
+                    .clone_into(&mut self.props.compression);
             }
         }
         for held in training.blocks {

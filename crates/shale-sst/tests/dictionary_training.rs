@@ -66,7 +66,9 @@ fn write(
 }
 
 fn raw_bytes(rows: &[(Vec<u8>, Vec<u8>)]) -> u64 {
-    rows.iter().map(|(k, v)| (k.len() + 8 + v.len()) as u64).sum()
+    rows.iter()
+        .map(|(k, v)| (k.len() + 8 + v.len()) as u64)
+        .sum()
 }
 
 fn options(max_dict_bytes: usize, max_train_bytes: usize) -> WriterOptions {
@@ -79,7 +81,11 @@ fn options(max_dict_bytes: usize, max_train_bytes: usize) -> WriterOptions {
 }
 
 /// Opens the table, checks every row by scan and by `get`, and returns its verified layout.
-fn check(fs: &dyn FileSystem, path: &Path, rows: &[(Vec<u8>, Vec<u8>)]) -> (Arc<Table>, TableLayout) {
+fn check(
+    fs: &dyn FileSystem,
+    path: &Path,
+    rows: &[(Vec<u8>, Vec<u8>)],
+) -> (Arc<Table>, TableLayout) {
     let table = Table::open(fs, path, &TableOpenOptions::default()).unwrap();
     let layout = table.verify().unwrap();
     let mut iter = table.iter(ReadOptions::default());

@@ -74,15 +74,14 @@ fn data_set(name: &str, rows: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
         keys.key_into(i, &mut out);
         out
     };
-    match name {
-        "json" => {
-            let mut rng = SmallRng::seed_from_u64(42);
-            (0..rows).map(|i| (key(i), json_row(&mut rng, i))).collect()
-        }
-        _ => {
-            let values = keygen::ValueGenerator::new(100, 0.5);
-            (0..rows).map(|i| (key(i), values.value(i).to_vec())).collect()
-        }
+    if name == "json" {
+        let mut rng = SmallRng::seed_from_u64(42);
+        (0..rows).map(|i| (key(i), json_row(&mut rng, i))).collect()
+    } else {
+        let values = keygen::ValueGenerator::new(100, 0.5);
+        (0..rows)
+            .map(|i| (key(i), values.value(i).to_vec()))
+            .collect()
     }
 }
 
@@ -109,7 +108,7 @@ fn measure(rows: &[(Vec<u8>, Vec<u8>)], max_dict_bytes: usize) -> Measured {
     let db = Db::open(DIR, options).expect("open");
     // A stride coprime to the row count visits every row once, scattered.
     let n = rows.len() as u64;
-    let stride = (7919..).find(|s| gcd(*s, n) == 1).unwrap_or(1);
+    let stride = (7919..7919 + n).find(|s| gcd(*s, n) == 1).unwrap_or(1);
     let start = Instant::now();
     for k in 0..n {
         let (key, value) = &rows[usize::try_from(k * stride % n).unwrap_or(0)];
