@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
 use crate::options::{KeyspaceOptions, WriteOptions};
+use crate::rate_limiter::{IoPriority, RateLimitedFile, RateLimiter};
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, VersionEdit};
 use crate::wal::format::parse_log_file_name;
@@ -67,6 +68,7 @@ pub(crate) fn write_memtable(
     mem: &Arc<MemTable>,
     number: u64,
     options: &KeyspaceOptions,
+    rate_limiter: Option<&Arc<RateLimiter>>,
 ) -> Result<Option<FileMetaData>> {
     // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
     let tombstones: Vec<_> = mem
@@ -80,7 +82,8 @@ pub(crate) fn write_memtable(
         return Ok(None);
     }
     let path = table_file_name(dir, number);
-    let mut writer = TableWriter::create(fs, &path, writer_options(comparator, options))?;
+    let file = RateLimitedFile::wrap(fs.create(&path)?, rate_limiter, IoPriority::Flush);
+    let mut writer = TableWriter::new(file, path, writer_options(comparator, options))?;
     while iter.valid() {
         writer.add(iter.key(), iter.value())?;
         iter.next();
@@ -119,6 +122,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         &frozen.mem,
         number,
         &options,
+        inner.rate_limiter.as_ref(),
     )
     .and_then(|meta| {
         inner.fs.sync_dir(&inner.dir)?;
@@ -170,6 +174,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         keyspace.imm.pop_front();
         keyspace.install_super_version(version);
     }
+    inner.note_pending_compaction_bytes_locked(&state);
     state.flushes_done += 1;
     delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();

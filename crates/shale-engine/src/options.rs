@@ -433,6 +433,7 @@ impl KeyspaceOptions {
 /// Options of a database. `Default` gives a database in `Sync` durability on the OS file
 /// system with a 64 MiB block cache.
 #[derive(Debug, Clone)]
+#[allow(clippy::struct_excessive_bools)] // independent switches, as RocksDB's options are
 pub struct Options {
     /// Create the database if the directory holds none.
     pub create_if_missing: bool,
@@ -456,6 +457,12 @@ pub struct Options {
     pub default_keyspace: KeyspaceOptions,
     /// Where files live; the OS file system unless a test supplies `MemFs` or `FaultFs`.
     pub file_system: Arc<dyn FileSystem>,
+    /// Bytes per second that flushes and compactions together may write to table files,
+    /// flushes first (docs/compaction.md, "Rate limiter"); 0 (the default) does not limit.
+    pub rate_limit_bytes_per_sec: u64,
+    /// Tune the rate between 1/20 of `rate_limit_bytes_per_sec` and all of it by the pending
+    /// compaction bytes: up while they grow, down while they fall or are zero.
+    pub rate_limiter_auto_tune: bool,
 }
 
 impl Default for Options {
@@ -472,6 +479,8 @@ impl Default for Options {
             verify_checksums: true,
             default_keyspace: KeyspaceOptions::default(),
             file_system: Arc::new(OsFs::new()),
+            rate_limit_bytes_per_sec: 0,
+            rate_limiter_auto_tune: false,
         }
     }
 }
@@ -484,6 +493,12 @@ impl Options {
                 "sync_interval {:?} must be between 1 ns and 1 hour",
                 self.sync_interval
             )));
+        }
+        if self.rate_limiter_auto_tune && self.rate_limit_bytes_per_sec == 0 {
+            return Err(Error::InvalidArgument(
+                "rate_limiter_auto_tune needs rate_limit_bytes_per_sec above 0 (its ceiling)"
+                    .into(),
+            ));
         }
         if self.max_open_files < 16 {
             return Err(Error::InvalidArgument(format!(
@@ -515,6 +530,14 @@ impl Options {
             (
                 "verify_checksums".to_owned(),
                 self.verify_checksums.to_string(),
+            ),
+            (
+                "rate_limit_bytes_per_sec".to_owned(),
+                self.rate_limit_bytes_per_sec.to_string(),
+            ),
+            (
+                "rate_limiter_auto_tune".to_owned(),
+                self.rate_limiter_auto_tune.to_string(),
             ),
         ];
         let mut sections = vec![("db".to_owned(), db)];

@@ -31,6 +31,13 @@ pub struct DbStats {
     pub stall_micros: u64,
     /// The longest single stop, in microseconds.
     pub longest_stop_micros: u64,
+    /// The rate limiter's current bytes per second (it moves with auto-tuning); 0 without
+    /// a limiter.
+    pub rate_limit_bytes_per_sec: u64,
+    /// Table bytes flushes wrote through the rate limiter.
+    pub rate_limited_flush_bytes: u64,
+    /// Table bytes compactions wrote through the rate limiter.
+    pub rate_limited_compaction_bytes: u64,
 }
 
 /// The counters behind [`DbStats`].
@@ -77,6 +84,9 @@ impl StatCounters {
             stall_memtable_stops: get(&self.stall_memtable_stops),
             stall_micros: get(&self.stall_micros),
             longest_stop_micros: get(&self.longest_stop_micros),
+            rate_limit_bytes_per_sec: 0,
+            rate_limited_flush_bytes: 0,
+            rate_limited_compaction_bytes: 0,
         }
     }
 }

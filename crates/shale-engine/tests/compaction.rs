@@ -733,3 +733,49 @@ fn pending_compaction_bytes_stalls_are_counted() {
         assert_eq!(db.get(b"late").unwrap(), Some(b"1".to_vec()));
     }
 }
+
+/// With a rate limit, every table byte flushes and compactions write is charged to the
+/// limiter under its priority; without one nothing is.
+#[test]
+fn rate_limiter_is_charged_for_flush_and_compaction_writes() {
+    for limit in [0, 1 << 40] {
+        let fs = Arc::new(MemFs::new());
+        let db = Db::open(
+            DIR,
+            Options {
+                rate_limit_bytes_per_sec: limit,
+                ..options(fs.clone(), tiny_leveled())
+            },
+        )
+        .unwrap();
+        let mut rng = Rng(3);
+        for step in 0..3000 {
+            let i = rng.below(1500);
+            db.put(&key(i), &value(i, step, 60)).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_background_work().unwrap();
+        let stats = db.stats();
+        assert!(stats.compactions > 0);
+        let flushed: u64 = manifest_edits(&*fs)
+            .iter()
+            .flat_map(|e| e.new_files.iter())
+            .filter(|f| f.level == 0)
+            .map(|f| f.meta.size)
+            .sum();
+        assert!(flushed > 0);
+        if limit == 0 {
+            assert_eq!(stats.rate_limit_bytes_per_sec, 0);
+            assert_eq!(stats.rate_limited_flush_bytes, 0);
+            assert_eq!(stats.rate_limited_compaction_bytes, 0);
+        } else {
+            assert_eq!(stats.rate_limit_bytes_per_sec, limit);
+            assert_eq!(stats.rate_limited_flush_bytes, flushed);
+            assert_eq!(
+                stats.rate_limited_compaction_bytes,
+                stats.compaction_bytes_written
+            );
+        }
+        db.close().unwrap();
+    }
+}

@@ -29,6 +29,7 @@ use crate::flush::{file_meta, writer_options};
 use crate::iterator::InternalIterator;
 use crate::merging_iter::MergingIter;
 use crate::options::KeyspaceOptions;
+use crate::rate_limiter::{IoPriority, RateLimitedFile};
 use crate::stats::StatCounters;
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, Version, VersionEdit};
@@ -218,6 +219,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
     if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {
         keyspace.install_super_version(version);
     }
+    inner.note_pending_compaction_bytes_locked(&state);
     state.compactions_done += 1;
     // Its Version no longer keeps the inputs: delete them now.
     drop(job);
@@ -332,7 +334,12 @@ impl Outputs<'_> {
             options.zstd_max_dict_bytes = self.job.options.zstd_max_dict_bytes;
             options.zstd_max_train_bytes = self.job.options.zstd_max_train_bytes;
         }
-        let writer = TableWriter::create(&*self.inner.fs, &path, options)?;
+        let file = RateLimitedFile::wrap(
+            self.inner.fs.create(&path)?,
+            self.inner.rate_limiter.as_ref(),
+            IoPriority::Compaction,
+        );
+        let writer = TableWriter::new(file, path, options)?;
         // The first output also takes tombstones that start before its first key.
         let lower = if self.finished.is_empty() {
             Vec::new()
