@@ -126,6 +126,9 @@ pub struct KeyspaceOptions {
     pub target_file_size: u64,
     /// Checksum of table blocks.
     pub checksum: ChecksumType,
+    /// Key ranges a large compaction is split into, each merged on its own thread
+    /// (docs/compaction.md, "Subcompactions"); 1 (the default) never splits. 1 to 64.
+    pub max_subcompactions: usize,
 }
 
 impl Default for KeyspaceOptions {
@@ -151,6 +154,7 @@ impl Default for KeyspaceOptions {
             max_bytes_for_level_multiplier: 10,
             target_file_size: 64 << 20,
             checksum: ChecksumType::Xxh3,
+            max_subcompactions: 1,
         }
     }
 }
@@ -229,6 +233,18 @@ impl KeyspaceOptions {
                 self.max_bytes_for_level_multiplier
             ));
         }
+        if !(1..=64).contains(&self.max_subcompactions) {
+            return bad(format!(
+                "max_subcompactions {} must be between 1 and 64",
+                self.max_subcompactions
+            ));
+        }
+        self.validate_compression()
+    }
+
+    /// The compression checks of [`Self::validate`].
+    fn validate_compression(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::InvalidArgument(what));
         if self.zstd_max_dict_bytes > 4 << 20 {
             return bad(format!(
                 "zstd_max_dict_bytes {} is above 4 MiB",
@@ -331,6 +347,7 @@ impl KeyspaceOptions {
                     }
                 }
                 "target_file_size" => set_parsed(&mut options.target_file_size, value),
+                "max_subcompactions" => set_parsed(&mut options.max_subcompactions, value),
                 "checksum" => {
                     options.checksum = match value.as_str() {
                         "crc32c" => ChecksumType::Crc32c,
@@ -422,6 +439,10 @@ impl KeyspaceOptions {
                 self.target_file_size.to_string(),
             ),
             ("checksum".to_owned(), self.checksum.name().to_owned()),
+            (
+                "max_subcompactions".to_owned(),
+                self.max_subcompactions.to_string(),
+            ),
         ];
         if let Some(extractor) = &self.prefix_extractor {
             pairs.push(("prefix_extractor".to_owned(), extractor.name().to_owned()));
@@ -638,6 +659,7 @@ mod tests {
             hard_pending_compaction_bytes_limit: 1 << 20,
             zstd_max_dict_bytes: 32 << 10,
             zstd_max_train_bytes: 1 << 20,
+            max_subcompactions: 3,
             ..KeyspaceOptions::default()
         };
         let back = KeyspaceOptions::from_pairs(&options.to_pairs(), &KeyspaceOptions::default());

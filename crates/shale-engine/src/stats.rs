@@ -12,6 +12,8 @@ pub struct DbStats {
     pub trivial_moves: u64,
     /// Manual compactions (`Db::compact_range`) among both.
     pub manual_compactions: u64,
+    /// Key ranges run by compactions split into subcompactions (`max_subcompactions`).
+    pub subcompactions: u64,
     /// Bytes of table files compactions read (trivial moves read nothing).
     pub compaction_bytes_read: u64,
     /// Bytes of table files compactions wrote (trivial moves write nothing).
@@ -46,6 +48,7 @@ pub(crate) struct StatCounters {
     pub compactions: AtomicU64,
     pub trivial_moves: AtomicU64,
     pub manual_compactions: AtomicU64,
+    pub subcompactions: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_level0_slowdowns: AtomicU64,
@@ -75,6 +78,7 @@ impl StatCounters {
             compactions: get(&self.compactions),
             trivial_moves: get(&self.trivial_moves),
             manual_compactions: get(&self.manual_compactions),
+            subcompactions: get(&self.subcompactions),
             compaction_bytes_read: get(&self.compaction_bytes_read),
             compaction_bytes_written: get(&self.compaction_bytes_written),
             stall_level0_slowdowns: get(&self.stall_level0_slowdowns),

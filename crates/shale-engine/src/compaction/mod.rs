@@ -19,8 +19,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shale_sst::{
-    Comparator, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions, SeqNo,
-    TableWriter, ValueKind,
+    Comparator, InternalKey, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions,
+    SeqNo, TableWriter, ValueKind, MAX_SEQNO,
 };
 
 use crate::db::{DbInner, DbState};
@@ -37,6 +37,7 @@ use crate::version::{FileMetaData, Version, VersionEdit};
 mod picker;
 #[cfg(test)]
 mod picker_tests;
+mod subcompaction;
 
 pub(crate) use picker::{estimated_pending_bytes, level_targets, Compaction};
 
@@ -378,8 +379,70 @@ impl Outputs<'_> {
 }
 
 /// Merges the inputs into new tables of the output level (written and synced, not yet
-/// recorded).
+/// recorded). With `max_subcompactions > 1` a large compaction is split by user key into
+/// ranges merged on their own threads (`subcompaction`); their outputs, in range order, are
+/// the outputs of one compaction.
 fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaData>> {
+    let cmp = inner.user_comparator().clone();
+    let boundaries = subcompaction::boundaries(&*cmp, &job.compaction, &job.options);
+    let outputs = if boundaries.is_empty() {
+        run_range(inner, job, snapshots, None, None)?
+    } else {
+        StatCounters::add(&inner.stats.subcompactions, boundaries.len() as u64 + 1);
+        let mut ranges = Vec::with_capacity(boundaries.len() + 1);
+        let mut lower: Option<&[u8]> = None;
+        for boundary in &boundaries {
+            ranges.push((lower, Some(boundary.as_slice())));
+            lower = Some(boundary.as_slice());
+        }
+        ranges.push((lower, None));
+        let results: Vec<Result<Vec<FileMetaData>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges[1..]
+                .iter()
+                .map(|&(lower, upper)| {
+                    std::thread::Builder::new()
+                        .name("shale-subcompact".into())
+                        .spawn_scoped(scope, move || {
+                            run_range(inner, job, snapshots, lower, upper)
+                        })
+                })
+                .collect();
+            let (lower, upper) = ranges[0];
+            let mut results = vec![run_range(inner, job, snapshots, lower, upper)];
+            for handle in handles {
+                results.push(match handle {
+                    Ok(handle) => handle.join().unwrap_or_else(|_| {
+                        Err(Error::Background {
+                            reason: "a subcompaction thread panicked".into(),
+                        })
+                    }),
+                    Err(e) => Err(Error::Background {
+                        reason: format!("cannot start a subcompaction thread: {e}"),
+                    }),
+                });
+            }
+            results
+        });
+        let mut outputs = Vec::new();
+        for result in results {
+            outputs.extend(result?);
+        }
+        outputs
+    };
+    inner.fs.sync_dir(&inner.dir)?;
+    Ok(outputs)
+}
+
+/// Merges the inputs' entries with user keys in `[lower, upper)` (`None`: unbounded) into
+/// new tables. Range tombstones are clipped to the range, so the outputs of adjacent ranges
+/// never overlap.
+fn run_range(
+    inner: &DbInner,
+    job: &Job,
+    snapshots: &[SeqNo],
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Result<Vec<FileMetaData>> {
     let compaction = &job.compaction;
     let cmp = inner.user_comparator().clone();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -398,7 +461,10 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
     let (applied, carried): (Vec<RangeTombstone>, Vec<RangeTombstone>) = tombstones
         .into_iter()
         .partition(|t| compaction.drop_tombstones && stripe(snapshots, t.seqno) == 0);
-    let mut carried = carried;
+    let mut carried: Vec<RangeTombstone> = carried
+        .into_iter()
+        .filter_map(|t| subcompaction::clip(&*cmp, t, lower, upper))
+        .collect();
     carried.sort_by(|a, b| cmp.compare(&a.start, &b.start));
     let covered_by_applied = |user_key: &[u8], seqno: SeqNo| {
         applied.iter().any(|t| {
@@ -423,7 +489,11 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
     };
     let mut current_user_key: Option<Vec<u8>> = None;
     let mut last_stripe = usize::MAX;
-    merged.seek_to_first();
+    match lower {
+        // The first entry of `lower`: the largest trailer sorts first.
+        Some(lower) => merged.seek(InternalKey::new(lower, MAX_SEQNO, ValueKind::MAX).encoded()),
+        None => merged.seek_to_first(),
+    }
     while merged.valid() {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Background {
@@ -435,6 +505,9 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
             offset: 0,
             detail: format!("compaction input holds a bad internal key: {e}"),
         })?;
+        if upper.is_some_and(|upper| cmp.compare(key.user_key, upper).is_ge()) {
+            break;
+        }
         let new_user_key = current_user_key
             .as_deref()
             .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
@@ -459,7 +532,6 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         outputs.open(&first)?;
     }
     outputs.finish_current(None)?;
-    inner.fs.sync_dir(&inner.dir)?;
     Ok(outputs.finished)
 }
 
