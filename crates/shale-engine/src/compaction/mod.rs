@@ -383,8 +383,7 @@ impl Outputs<'_> {
 /// ranges merged on their own threads (`subcompaction`); their outputs, in range order, are
 /// the outputs of one compaction.
 fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaData>> {
-    let cmp = inner.user_comparator().clone();
-    let boundaries = subcompaction::boundaries(&*cmp, &job.compaction, &job.options);
+    let boundaries = subcompaction::boundaries(inner, job)?;
     let outputs = if boundaries.is_empty() {
         run_range(inner, job, snapshots, None, None)?
     } else {

@@ -2,77 +2,91 @@
 //! their own threads (docs/compaction.md, "Subcompactions").
 //!
 //! Invariants:
-//! 1. Boundaries are strictly increasing user keys, each above the smallest input key, so no
-//!    range is empty of inputs at its start and ranges `[None, b1), [b1, b2), .., [bn, None)`
-//!    cover every key exactly once.
+//! 1. Boundaries are strictly increasing user keys with strictly increasing input bytes below
+//!    them, none with no input below or above it, so ranges `[None, b1), [b1, b2), ..,
+//!    [bn, None)` cover every key exactly once and none is planned empty.
 //! 2. One user key falls in exactly one range, so all its versions are merged together and the
 //!    snapshot and tombstone rules see them as a single-threaded run would.
-//! 3. Each range gets about an equal share of the input bytes, and no range is planned below
-//!    `MIN_RANGE_FRACTION` of a target file size (a thread is not worth less).
+//! 3. Each range gets about an equal share of the input bytes (as estimated from the tables'
+//!    indexes), and no more ranges are planned than give each a quarter of a target file
+//!    size (a thread is not worth less).
 
 use shale_sst::{Comparator, RangeTombstone};
 
-use super::Compaction;
-use crate::options::KeyspaceOptions;
+use super::Job;
+use crate::db::DbInner;
+use crate::error::Result;
 
 /// A range is not planned below `target_file_size / MIN_RANGE_FRACTION` input bytes.
 const MIN_RANGE_FRACTION: u64 = 4;
+/// Index keys sampled from each input table as candidate split keys.
+const SAMPLES_PER_TABLE: usize = 64;
 
-/// The user keys at which `compaction` is split: empty when it runs as one range.
-pub(super) fn boundaries(
-    cmp: &dyn Comparator,
-    compaction: &Compaction,
-    options: &KeyspaceOptions,
-) -> Vec<Vec<u8>> {
-    let files: Vec<(&[u8], &[u8], u64)> = compaction
-        .all_inputs()
-        .map(|(_, f)| (f.smallest.user_key(), f.largest.user_key(), f.size))
-        .collect();
-    let min_range = (options.target_file_size / MIN_RANGE_FRACTION).max(1);
-    split_points(cmp, &files, options.max_subcompactions, min_range)
-}
-
-/// Up to `max_ranges - 1` split keys for input files `(smallest, largest, bytes)`, chosen
-/// among the files' smallest keys so that the estimated input bytes below each split are
-/// closest to an equal share (a file straddling a split counts half on each side).
-pub(super) fn split_points(
-    cmp: &dyn Comparator,
-    files: &[(&[u8], &[u8], u64)],
-    max_ranges: usize,
-    min_range_bytes: u64,
-) -> Vec<Vec<u8>> {
-    let total: u64 = files.iter().map(|f| f.2).sum();
-    let ranges = (max_ranges as u64).min(total / min_range_bytes.max(1));
-    if ranges < 2 {
-        return Vec::new();
+/// The user keys at which `job` is split: empty when it runs as one range.
+///
+/// Candidates are index separators sampled evenly from every input table; the input bytes
+/// below a candidate are estimated from each table's index (`Table::approximate_offset_of`,
+/// the data offset where the key would be), so tables spanning the whole range, as L0 tables
+/// do, are split where their data is, not at their ends.
+pub(super) fn boundaries(inner: &DbInner, job: &Job) -> Result<Vec<Vec<u8>>> {
+    let options = &job.options;
+    if options.max_subcompactions < 2 {
+        return Ok(Vec::new());
     }
-    let mut candidates: Vec<&[u8]> = files.iter().map(|f| f.0).collect();
+    let cmp = inner.user_comparator();
+    let tables = job
+        .compaction
+        .all_inputs()
+        .map(|(_, file)| {
+            inner
+                .table_cache
+                .get(file.number, options.prefix_extractor.as_ref())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let total: u64 = tables.iter().map(|t| t.properties().data_size).sum();
+    let min_range = (options.target_file_size / MIN_RANGE_FRACTION).max(1);
+    let ranges = (options.max_subcompactions as u64).min(total / min_range);
+    if ranges < 2 {
+        return Ok(Vec::new());
+    }
+    let mut candidates = Vec::new();
+    for table in &tables {
+        candidates.extend(table.sample_index_keys(SAMPLES_PER_TABLE)?);
+    }
     candidates.sort_by(|a, b| cmp.compare(a, b));
     candidates.dedup_by(|a, b| cmp.compare(a, b).is_eq());
-    // Invariant 1: never the smallest key.
-    candidates.remove(0);
-    let below = |key: &[u8]| -> u64 {
-        files
-            .iter()
-            .map(|&(smallest, largest, bytes)| {
-                if cmp.compare(largest, key).is_lt() {
-                    bytes
-                } else if cmp.compare(smallest, key).is_lt() {
-                    bytes / 2
-                } else {
-                    0
-                }
-            })
-            .sum()
-    };
-    let estimates: Vec<u64> = candidates.iter().map(|c| below(c)).collect();
-    let mut chosen: Vec<Vec<u8>> = Vec::new();
+    let mut estimates = Vec::with_capacity(candidates.len());
+    for candidate in &candidates {
+        let mut below = 0u64;
+        for table in &tables {
+            below += table.approximate_offset_of(candidate)?;
+        }
+        estimates.push(below);
+    }
+    Ok(choose(&candidates, &estimates, total, ranges))
+}
+
+/// Up to `ranges - 1` of `candidates` (sorted, with `estimates[i]` input bytes below each):
+/// for the `k`-th split the one whose estimate is closest to `k / ranges` of `total`. Only
+/// candidates with more bytes below them than the previous split and fewer than `total` are
+/// taken, so no planned range is empty (invariant 1).
+pub(super) fn choose(
+    candidates: &[Vec<u8>],
+    estimates: &[u64],
+    total: u64,
+    ranges: u64,
+) -> Vec<Vec<u8>> {
+    let mut chosen = Vec::new();
     let mut next = 0; // candidates before this index are used up (strictly increasing)
+    let mut previous = 0; // bytes below the last split
     for k in 1..ranges {
         let target = total / ranges * k;
-        let best = (next..candidates.len()).min_by_key(|&i| estimates[i].abs_diff(target));
+        let best = (next..candidates.len())
+            .filter(|&i| estimates[i] > previous && estimates[i] < total)
+            .min_by_key(|&i| estimates[i].abs_diff(target));
         let Some(best) = best else { break };
-        chosen.push(candidates[best].to_vec());
+        chosen.push(candidates[best].clone());
+        previous = estimates[best];
         next = best + 1;
     }
     chosen
@@ -105,46 +119,33 @@ mod tests {
     use super::*;
     use shale_sst::BytewiseComparator;
 
-    fn split(files: &[(&str, &str, u64)], max_ranges: usize, min_range: u64) -> Vec<String> {
-        let files: Vec<(&[u8], &[u8], u64)> = files
-            .iter()
-            .map(|&(a, b, n)| (a.as_bytes(), b.as_bytes(), n))
-            .collect();
-        split_points(&BytewiseComparator, &files, max_ranges, min_range)
+    fn pick(candidates: &[(&str, u64)], total: u64, ranges: u64) -> Vec<String> {
+        let keys: Vec<Vec<u8>> = candidates.iter().map(|c| c.0.into()).collect();
+        let estimates: Vec<u64> = candidates.iter().map(|c| c.1).collect();
+        choose(&keys, &estimates, total, ranges)
             .into_iter()
             .map(|k| String::from_utf8(k).unwrap())
             .collect()
     }
 
     #[test]
-    fn splits_balance_input_bytes_at_file_starts() {
-        // Four equal L1 files under two overlapping L0 files.
-        let files = [
-            ("a", "c", 100),
-            ("d", "f", 100),
-            ("g", "i", 100),
-            ("j", "l", 100),
-            ("b", "k", 40),
-            ("e", "h", 40),
-        ];
-        assert_eq!(split(&files, 2, 1), ["g"]);
-        assert_eq!(split(&files, 4, 1), ["d", "g", "j"]);
-        // One range asked for, or too few bytes for more: no split.
-        assert!(split(&files, 1, 1).is_empty());
-        assert!(split(&files, 4, 1000).is_empty());
-        // The byte floor limits the number of ranges: 480 bytes / 200 = 2 ranges.
-        assert_eq!(split(&files, 4, 200), ["g"]);
+    fn splits_balance_the_estimated_bytes() {
+        let candidates = [("b", 50), ("d", 120), ("e", 130), ("g", 240), ("j", 360)];
+        assert_eq!(pick(&candidates, 480, 2), ["g"]);
+        assert_eq!(pick(&candidates, 480, 4), ["d", "g", "j"]);
+        assert!(pick(&candidates, 480, 1).is_empty());
     }
 
     #[test]
-    fn splits_are_increasing_and_never_the_smallest_key() {
-        // All files start at the same key: nothing to split at.
-        assert!(split(&[("a", "z", 100), ("a", "m", 100)], 4, 1).is_empty());
-        // Few candidates, many ranges asked: each candidate at most once, in order.
-        let points = split(&[("a", "b", 10), ("c", "d", 10), ("e", "f", 1000)], 8, 1);
-        assert!(points.windows(2).all(|w| w[0] < w[1]), "{points:?}");
-        assert!(points.iter().all(|p| p.as_str() > "a"));
-        assert!(points.len() <= 2);
+    fn splits_increase_and_never_leave_a_range_empty() {
+        // Nothing below the first candidates, everything below the last: neither is a split.
+        let candidates = [("a", 0), ("b", 0), ("c", 300), ("d", 600), ("e", 600)];
+        assert_eq!(pick(&candidates, 600, 2), ["c"]);
+        // Few usable candidates, many ranges asked: each at most once, in order.
+        assert_eq!(pick(&candidates, 600, 8), ["c"]);
+        // Equal estimates: the second would make an empty range.
+        let flat = [("b", 100), ("c", 100), ("d", 100)];
+        assert_eq!(pick(&flat, 300, 3), ["b"]);
     }
 
     #[test]
