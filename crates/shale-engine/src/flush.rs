@@ -23,11 +23,27 @@ use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, VersionEdit};
 use crate::wal::format::parse_log_file_name;
 
-/// Writer options for L0 tables of a keyspace (compaction sets its output level's codec).
+/// The table property (`user.keyspace_id`, docs/format/sst.md) holding the id of the keyspace
+/// a table belongs to, in decimal: repair places tables by it when the MANIFEST is lost.
+pub(crate) const KEYSPACE_ID_PROPERTY: &str = "keyspace_id";
+
+/// The table property (`user.keyspace_name`) holding the name of the keyspace a table belongs to.
+pub(crate) const KEYSPACE_NAME_PROPERTY: &str = "keyspace_name";
+
+/// Writer options for L0 tables of keyspace `(id, name)` (compaction sets its output level's
+/// codec).
 pub(crate) fn writer_options(
     comparator: &Arc<dyn Comparator>,
     options: &KeyspaceOptions,
+    keyspace: (u32, &str),
 ) -> WriterOptions {
+    let user_properties = [
+        (KEYSPACE_ID_PROPERTY, keyspace.0.to_string().into_bytes()),
+        (KEYSPACE_NAME_PROPERTY, keyspace.1.as_bytes().to_vec()),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect();
     WriterOptions {
         block_size: options.block_size,
         compression: options.compression_for_level(0, false),
@@ -36,6 +52,7 @@ pub(crate) fn writer_options(
         filter_bits_per_key: options.bloom_bits_per_key,
         prefix_extractor: options.prefix_extractor.clone(),
         comparator: comparator.clone(),
+        user_properties,
         ..WriterOptions::default()
     }
 }
@@ -60,16 +77,17 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
     })
 }
 
-/// Writes `mem` as table `number`. Returns `None` when the memtable held nothing.
+/// Writes `mem` as table `number` with `options` (from [`writer_options`]). Returns `None`
+/// when the memtable held nothing.
 pub(crate) fn write_memtable(
     fs: &dyn FileSystem,
     dir: &Path,
-    comparator: &Arc<dyn Comparator>,
     mem: &Arc<MemTable>,
     number: u64,
-    options: &KeyspaceOptions,
+    options: WriterOptions,
     rate_limiter: Option<&Arc<RateLimiter>>,
 ) -> Result<Option<FileMetaData>> {
+    let comparator = options.comparator.clone();
     // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
     let tombstones: Vec<_> = mem
         .range_tombstones()
@@ -83,7 +101,7 @@ pub(crate) fn write_memtable(
     }
     let path = table_file_name(dir, number);
     let file = RateLimitedFile::wrap(fs.create(&path)?, rate_limiter, IoPriority::Flush);
-    let mut writer = TableWriter::new(file, path, writer_options(comparator, options))?;
+    let mut writer = TableWriter::new(file, path, options)?;
     while iter.valid() {
         writer.add(iter.key(), iter.value())?;
         iter.next();
@@ -103,7 +121,12 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
             return Ok(false);
         };
-        let (id, options) = (keyspace.id, keyspace.options.clone());
+        let id = keyspace.id;
+        let options = writer_options(
+            &inner.options.comparator,
+            &keyspace.options,
+            (id, &keyspace.name),
+        );
         let frozen = keyspace
             .imm
             .front()
@@ -118,10 +141,9 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     let written = write_memtable(
         &*inner.fs,
         &inner.dir,
-        &inner.options.comparator,
         &frozen.mem,
         number,
-        &options,
+        options,
         inner.rate_limiter.as_ref(),
     )
     .and_then(|meta| {

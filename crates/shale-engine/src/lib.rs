@@ -47,6 +47,7 @@ mod options;
 mod read;
 mod read_latest;
 mod recovery;
+mod repair;
 mod snapshot;
 mod stats;
 mod table_cache;
@@ -61,6 +62,10 @@ pub use db::{Db, DEFAULT_KEYSPACE};
 pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
+pub use repair::{
+    repair_db, repair_db_with_progress, LostFile, RepairReport, SalvagedTable, SalvagedWal,
+    LOST_DIR_NAME,
+};
 pub use snapshot::Snapshot;
 pub use stats::DbStats;
 pub use txn::{

@@ -43,6 +43,7 @@ use crate::batch::WriteBatch;
 use crate::db::{DbInner, DbState, WalState, DEFAULT_KEYSPACE_ID};
 use crate::error::{Error, Result};
 use crate::flush::{database_exists, delete_obsolete_files};
+use crate::inspect::LOCK_FILE_NAME;
 use crate::keyspace::{FrozenMemTable, KeyspaceState};
 use crate::memtable::{MemTable, MemTableEntry};
 use crate::options::{KeyspaceOptions, Options};
@@ -65,8 +66,13 @@ const ENTRY_OVERHEAD: usize = 40;
 /// Opens the database in `dir` (see the module docs).
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let fs = options.file_system.clone();
+    // Without create_if_missing a missing database is refused before anything is created:
+    // neither the directory nor a LOCK file is left behind by a mistyped path.
+    if !options.create_if_missing && !database_exists(&*fs, dir)? {
+        return Err(no_database(dir));
+    }
     fs.create_dir_all(dir)?;
-    let lock = fs.lock(&dir.join("LOCK"))?;
+    let lock = fs.lock(&dir.join(LOCK_FILE_NAME))?;
     let (mut versions, persisted) = load_versions(dir, &options)?;
     let version = versions.current();
     let keyspace_options: BTreeMap<u32, (String, KeyspaceOptions)> = version
@@ -164,10 +170,7 @@ fn load_versions(dir: &Path, options: &Options) -> Result<(VersionSet, Option<Op
         VersionSet::recover(fs.clone(), dir, options.comparator.clone(), NUM_LEVELS)?
     } else {
         if !options.create_if_missing {
-            return Err(Error::InvalidArgument(format!(
-                "no database in {} (set create_if_missing to create one)",
-                dir.display()
-            )));
+            return Err(no_database(dir));
         }
         VersionSet::create(fs.clone(), dir, options.comparator.clone(), NUM_LEVELS)?
     };
@@ -178,6 +181,13 @@ fn load_versions(dir: &Path, options: &Options) -> Result<(VersionSet, Option<Op
         }
     }
     Ok((versions, persisted))
+}
+
+fn no_database(dir: &Path) -> Error {
+    Error::InvalidArgument(format!(
+        "no database in {} (no CURRENT file; set create_if_missing to create one)",
+        dir.display()
+    ))
 }
 
 /// Syncs the replayed WALs (invariant 1), then records in one MANIFEST edit where each

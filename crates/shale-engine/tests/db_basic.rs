@@ -141,6 +141,29 @@ fn keyspaces_and_atomic_batches() {
 }
 
 #[test]
+fn open_without_create_if_missing_refuses_a_missing_database_and_creates_nothing() {
+    let fs = MemFs::new();
+    let mut opts = options(&fs);
+    opts.create_if_missing = false;
+    let err = Db::open("/missing/db", opts.clone()).unwrap_err();
+    assert!(err.to_string().contains("/missing/db"), "{err}");
+    assert!(err.to_string().contains("create_if_missing"), "{err}");
+    assert!(!fs.exists(std::path::Path::new("/missing")).unwrap());
+
+    // An existing, empty directory gets no LOCK file either.
+    fs.create_dir_all(std::path::Path::new("/empty")).unwrap();
+    Db::open("/empty", opts.clone()).unwrap_err();
+    assert_eq!(
+        fs.list(std::path::Path::new("/empty")).unwrap(),
+        Vec::<String>::new()
+    );
+
+    // A database that exists opens as usual.
+    drop(Db::open("/db", options(&fs)).unwrap());
+    Db::open("/db", opts).unwrap();
+}
+
+#[test]
 fn second_open_is_refused_while_locked() {
     let fs = MemFs::new();
     let _db = Db::open("/db", options(&fs)).unwrap();

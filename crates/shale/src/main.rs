@@ -13,6 +13,7 @@ mod stress;
 mod tool_checkpoint;
 mod tool_db;
 mod tool_manifest;
+mod tool_repair;
 mod tool_sst;
 mod tool_verify;
 mod tool_wal;
@@ -76,6 +77,9 @@ enum ToolCommand {
     Verify(tool_verify::VerifyToolArgs),
     /// Make a consistent, openable copy of a database (hard links where possible).
     Checkpoint(tool_checkpoint::CheckpointArgs),
+    /// Salvage a damaged database: rebuild the MANIFEST from readable tables and WALs, move
+    /// unreadable files into lost/, report what was lost.
+    Repair(tool_repair::RepairArgs),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -208,6 +212,7 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Scan(args)) => tool_db::run_scan(args),
         Command::Tool(ToolCommand::Verify(args)) => tool_verify::run(args),
         Command::Tool(ToolCommand::Checkpoint(args)) => tool_checkpoint::run(args),
+        Command::Tool(ToolCommand::Repair(args)) => tool_repair::run(args),
         Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),

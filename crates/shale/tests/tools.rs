@@ -1,5 +1,5 @@
 //! Runs the built `shale` binary's database tools (`tool wal | manifest | lsm | get | put |
-//! delete | scan | verify`) on small databases built with the engine, clean and damaged.
+//! delete | scan | verify | repair`) on small databases built with the engine, clean and damaged.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -428,7 +428,7 @@ fn help_lists_every_tool() {
     let out = shale(&["tool", "--help"]);
     let help = text(&out.stdout);
     for name in [
-        "sst", "wal", "manifest", "lsm", "get", "put", "delete", "scan", "verify",
+        "sst", "wal", "manifest", "lsm", "get", "put", "delete", "scan", "verify", "repair",
     ] {
         assert!(help.contains(name), "{name} missing from:\n{help}");
     }
@@ -508,4 +508,126 @@ fn verify_finds_any_flipped_byte_in_any_file_without_panicking() {
             assert!(out.contains(&expected), "{what}: {out}");
         }
     }
+}
+
+/// `tool get KEY [--keyspace K]` on `dir`: the value printed (unquoted), or `None` when not
+/// found.
+fn get_value(dir: &Path, key: &str, keyspace: Option<&str>) -> Option<String> {
+    let mut args = vec!["get", key];
+    if let Some(keyspace) = keyspace {
+        args.extend(["--keyspace", keyspace]);
+    }
+    let (code, out, err) = tool(&args, dir);
+    assert!(!err.contains("panicked"), "{err}");
+    (code == 0).then(|| out.trim_end().trim_matches('"').to_owned())
+}
+
+#[test]
+fn repair_salvages_around_a_damaged_table_and_manifest() {
+    let dir = build("repair");
+    let newer_table = live_tables(&dir)[0].clone();
+    let table_name = newer_table
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let size = std::fs::metadata(&newer_table).unwrap().len();
+    flip_byte(&newer_table, size / 3);
+    let manifest = manifest_of(&dir);
+    let manifest_name = manifest.file_name().unwrap().to_str().unwrap().to_owned();
+    flip_byte(&manifest, 30);
+    let (code, _, _) = tool(&["verify"], &dir);
+    assert_eq!(code, 2);
+
+    let (code, out, err) = tool(&["repair", "--json"], &dir);
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out);
+    assert!(doc["manifest_used"].is_null(), "{doc}");
+    let lost: Vec<&str> = doc["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert!(lost.contains(&table_name.as_str()), "{lost:?}");
+    assert!(lost.contains(&manifest_name.as_str()), "{lost:?}");
+    assert!(doc["bytes_lost"].as_u64().unwrap() >= size);
+    assert!(
+        dir.join("lost").join(&table_name).exists(),
+        "set aside, not deleted"
+    );
+    let names: Vec<&str> = doc["keyspaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "users"]);
+
+    let (code, out, problems) = verify(&dir);
+    assert_eq!(code, 0, "{out}\n{problems:?}");
+    // The damaged table held the newer versions of k000..k009, the deletion of k010 and the
+    // range deletion of k020..k024: the first table's versions show through.
+    assert_eq!(get_value(&dir, "k000", None).as_deref(), Some("v0"));
+    assert_eq!(get_value(&dir, "k010", None).as_deref(), Some("v10"));
+    assert_eq!(get_value(&dir, "k022", None).as_deref(), Some("v22"));
+    assert_eq!(get_value(&dir, "k039", None).as_deref(), Some("v39"));
+    assert_eq!(
+        get_value(&dir, "wal-a", None).as_deref(),
+        Some("in the log")
+    );
+    assert_eq!(get_value(&dir, "bob", Some("users")).as_deref(), Some("2"));
+
+    // A second repair of the repaired database loses nothing.
+    let (code, out, err) = tool(&["repair"], &dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("0 files set aside, 0 bytes of data lost"),
+        "{out}"
+    );
+    assert!(out.contains("kept "), "{out}");
+}
+
+#[test]
+fn repair_reports_a_damaged_wal_tail() {
+    let dir = build("repair-wal");
+    let wal = live_wal(&dir);
+    let size = std::fs::metadata(&wal).unwrap().len();
+    flip_byte(&wal, size - 3);
+    let (code, out, err) = tool(&["repair"], &dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("levels and keyspaces from"), "{out}");
+    let wal_name = wal.file_name().unwrap().to_str().unwrap();
+    assert!(out.contains(&format!("lost {wal_name}")), "{out}");
+    assert!(out.contains("offset"), "{out}");
+    let (code, out, _) = verify(&dir);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(get_value(&dir, "k039", None).as_deref(), Some("v39"));
+}
+
+#[test]
+fn repair_refuses_while_another_holds_the_database_or_when_nothing_is_there() {
+    let dir = build("repair-locked");
+    let db = Db::open(&dir, Options::default()).unwrap();
+    let (code, _, err) = tool(&["repair"], &dir);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("another process holds the database"), "{err}");
+    db.close().unwrap();
+    assert!(!dir.join("lost").exists());
+
+    let empty = scratch("repair-empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let (code, _, err) = tool(&["repair"], &empty);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("nothing to repair"), "{err}");
+
+    // Only a damaged CURRENT: nothing to salvage (exit 2).
+    let hopeless = scratch("repair-hopeless");
+    std::fs::create_dir_all(&hopeless).unwrap();
+    std::fs::write(hopeless.join("CURRENT"), b"garbage").unwrap();
+    let (code, _, err) = tool(&["repair"], &hopeless);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing could be salvaged"), "{err}");
+    assert!(hopeless.join("lost").join("CURRENT").exists());
 }

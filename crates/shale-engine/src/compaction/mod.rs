@@ -50,6 +50,8 @@ const GRANDPARENT_OVERLAP_FACTOR: u64 = 10;
 struct Job {
     compaction: Compaction,
     options: KeyspaceOptions,
+    /// The keyspace's name, recorded in every output table (flush.rs, `KEYSPACE_NAME_PROPERTY`).
+    keyspace_name: String,
     /// The Version the inputs were picked from: while it is held its tables are live, so
     /// dropping the keyspace meanwhile cannot delete them under the compaction.
     _version: Arc<Version>,
@@ -70,6 +72,7 @@ fn pick(state: &DbState) -> Option<Job> {
             picker::pick(&version, keyspace.id, &keyspace.options).map(|compaction| Job {
                 compaction,
                 options: keyspace.options.clone(),
+                keyspace_name: keyspace.name.clone(),
                 _version: version.clone(),
             })
         })
@@ -122,7 +125,11 @@ pub(crate) fn compact_range(
                 state = inner.wait_state(state);
             }
             let version = state.versions.current();
-            let Some(options) = state.keyspaces.get(&keyspace).map(|k| k.options.clone()) else {
+            let Some((options, keyspace_name)) = state
+                .keyspaces
+                .get(&keyspace)
+                .map(|k| (k.options.clone(), k.name.clone()))
+            else {
                 continue;
             };
             let Some(compaction) =
@@ -134,6 +141,7 @@ pub(crate) fn compact_range(
             let job = Job {
                 compaction,
                 options,
+                keyspace_name,
                 _version: version,
             };
             (job, live_snapshots(inner))
@@ -325,7 +333,11 @@ impl Outputs<'_> {
         };
         let path = table_file_name(&self.inner.dir, number);
         let compaction = &self.job.compaction;
-        let mut options = writer_options(&self.inner.options.comparator, &self.job.options);
+        let mut options = writer_options(
+            &self.inner.options.comparator,
+            &self.job.options,
+            (compaction.keyspace, &self.job.keyspace_name),
+        );
         options.compression = self
             .job
             .options

@@ -777,3 +777,29 @@ pub(crate) fn replay(
     }
     Ok((version, replayed))
 }
+
+/// Writes `snapshot`, a complete first record describing a whole database, as MANIFEST
+/// `number` in `dir` and points `CURRENT` at it (repair, which rebuilds the state from the
+/// files themselves). The snapshot is first applied to an empty version, which refuses one
+/// that breaks a level invariant (`levels.rs`), so an invalid MANIFEST is never written.
+pub(crate) fn write_fresh_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    comparator: &Arc<dyn Comparator>,
+    num_levels: usize,
+    number: u64,
+    snapshot: &VersionEdit,
+) -> Result<()> {
+    let invalid = |e: BuildError| {
+        Error::InvalidArgument(format!(
+            "the rebuilt MANIFEST for {} would be invalid: {}",
+            dir.display(),
+            e.detail
+        ))
+    };
+    let mut builder = VersionBuilder::new(comparator.clone(), num_levels);
+    builder.apply(snapshot, 0).map_err(invalid)?;
+    builder.build().map_err(invalid)?;
+    drop(start_manifest(fs, dir, number, &snapshot.encode(), None)?);
+    write_current(fs, dir, number)
+}
