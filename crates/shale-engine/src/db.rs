@@ -40,6 +40,7 @@ use crate::idle::IdleTracker;
 use crate::keyspace::{Keyspace, KeyspaceState, SuperVersion};
 use crate::memtable::MemTable;
 use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
+use crate::rate_limiter::{IoPriority, RateLimiter};
 use crate::read::{DbIterator, ReadOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{DbStats, StatCounters};
@@ -130,6 +131,8 @@ pub(crate) struct DbInner {
     pub(crate) idle: IdleTracker,
     /// Released by close even while `Keyspace` handles still hold the `DbInner`.
     lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Charges table writes of flushes and compactions (`rate_limit_bytes_per_sec > 0`).
+    pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 impl DbInner {
@@ -179,8 +182,26 @@ impl DbInner {
             shutting_down: AtomicBool::new(false),
             stats: StatCounters::default(),
             idle: IdleTracker::default(),
+            rate_limiter: (options.rate_limit_bytes_per_sec > 0).then(|| {
+                Arc::new(RateLimiter::new(
+                    options.rate_limit_bytes_per_sec,
+                    options.rate_limiter_auto_tune,
+                ))
+            }),
             options,
             lock: Mutex::new(Some(lock)),
+        }
+    }
+
+    /// Tells the rate limiter's auto-tuning the pending compaction bytes of all keyspaces.
+    pub(crate) fn note_pending_compaction_bytes_locked(&self, state: &DbState) {
+        if let Some(limiter) = &self.rate_limiter {
+            let pending = state
+                .keyspaces
+                .values()
+                .map(|k| k.pending_compaction_bytes)
+                .fold(0u64, u64::saturating_add);
+            limiter.set_pending_compaction_bytes(pending);
         }
     }
 
@@ -481,7 +502,13 @@ impl Db {
 
     /// Compaction and write-stall counters since open.
     pub fn stats(&self) -> DbStats {
-        self.inner.stats.snapshot()
+        let mut stats = self.inner.stats.snapshot();
+        if let Some(limiter) = &self.inner.rate_limiter {
+            stats.rate_limit_bytes_per_sec = limiter.bytes_per_sec();
+            stats.rate_limited_flush_bytes = limiter.granted_bytes(IoPriority::Flush);
+            stats.rate_limited_compaction_bytes = limiter.granted_bytes(IoPriority::Compaction);
+        }
+        stats
     }
 
     /// The current Version: every keyspace's table files by level (tests and tools).

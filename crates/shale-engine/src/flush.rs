@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
 use crate::options::{KeyspaceOptions, WriteOptions};
+use crate::rate_limiter::{IoPriority, RateLimitedFile, RateLimiter};
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, VersionEdit};
 use crate::wal::format::parse_log_file_name;
@@ -88,6 +89,7 @@ pub(crate) fn write_memtable(
     number: u64,
     options: WriterOptions,
     ttl: bool,
+    rate_limiter: Option<&Arc<RateLimiter>>,
 ) -> Result<Option<FileMetaData>> {
     let comparator = options.comparator.clone();
     // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
@@ -102,7 +104,8 @@ pub(crate) fn write_memtable(
         return Ok(None);
     }
     let path = table_file_name(dir, number);
-    let mut writer = TableWriter::create(fs, &path, options)?;
+    let file = RateLimitedFile::wrap(fs.create(&path)?, rate_limiter, IoPriority::Flush);
+    let mut writer = TableWriter::new(file, path, options)?;
     // Under a TTL, the oldest value's write time, for the picker's TTL reason.
     let mut oldest_write_time: Option<u64> = None;
     while iter.valid() {
@@ -151,11 +154,19 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         state.pending_outputs.insert(number);
         (id, frozen, options, ttl, number)
     };
-    let written = write_memtable(&*inner.fs, &inner.dir, &frozen.mem, number, options, ttl)
-        .and_then(|meta| {
-            inner.fs.sync_dir(&inner.dir)?;
-            Ok(meta)
-        });
+    let written = write_memtable(
+        &*inner.fs,
+        &inner.dir,
+        &frozen.mem,
+        number,
+        options,
+        ttl,
+        inner.rate_limiter.as_ref(),
+    )
+    .and_then(|meta| {
+        inner.fs.sync_dir(&inner.dir)?;
+        Ok(meta)
+    });
     let mut state = inner.lock_state();
     state.pending_outputs.remove(&number);
     let meta = match written {
@@ -202,6 +213,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         keyspace.imm.pop_front();
         keyspace.install_super_version(version);
     }
+    inner.note_pending_compaction_bytes_locked(&state);
     state.flushes_done += 1;
     delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();

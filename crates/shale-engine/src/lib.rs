@@ -14,6 +14,7 @@ mod memtable;
 mod merging_iter;
 mod options_file;
 mod range_del;
+mod rate_limiter;
 mod version;
 pub mod wal;
 

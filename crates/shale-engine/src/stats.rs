@@ -26,6 +26,8 @@ pub struct DbStats {
     /// Memtables frozen for flushing because an iterator step skipped
     /// `tombstone_scan_flush_trigger` entries.
     pub tombstone_scan_flushes: u64,
+    /// Key ranges run by compactions split into subcompactions (`max_subcompactions`).
+    pub subcompactions: u64,
     /// Bytes of table files compactions read (trivial moves read nothing).
     pub compaction_bytes_read: u64,
     /// Bytes of table files compactions wrote (trivial moves write nothing).
@@ -45,6 +47,13 @@ pub struct DbStats {
     pub stall_micros: u64,
     /// The longest single stop, in microseconds.
     pub longest_stop_micros: u64,
+    /// The rate limiter's current bytes per second (it moves with auto-tuning); 0 without
+    /// a limiter.
+    pub rate_limit_bytes_per_sec: u64,
+    /// Table bytes flushes wrote through the rate limiter.
+    pub rate_limited_flush_bytes: u64,
+    /// Table bytes compactions wrote through the rate limiter.
+    pub rate_limited_compaction_bytes: u64,
 }
 
 /// `compactions 3 (trivial moves 1) by reason: level0-file-count 2 ...` then stalls, one
@@ -98,6 +107,7 @@ pub(crate) struct StatCounters {
     pub idle_compactions: AtomicU64,
     pub manual_compactions: AtomicU64,
     pub tombstone_scan_flushes: AtomicU64,
+    pub subcompactions: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_level0_slowdowns: AtomicU64,
@@ -133,6 +143,7 @@ impl StatCounters {
             idle_compactions: get(&self.idle_compactions),
             manual_compactions: get(&self.manual_compactions),
             tombstone_scan_flushes: get(&self.tombstone_scan_flushes),
+            subcompactions: get(&self.subcompactions),
             compaction_bytes_read: get(&self.compaction_bytes_read),
             compaction_bytes_written: get(&self.compaction_bytes_written),
             stall_level0_slowdowns: get(&self.stall_level0_slowdowns),
@@ -142,6 +153,9 @@ impl StatCounters {
             stall_memtable_stops: get(&self.stall_memtable_stops),
             stall_micros: get(&self.stall_micros),
             longest_stop_micros: get(&self.longest_stop_micros),
+            rate_limit_bytes_per_sec: 0,
+            rate_limited_flush_bytes: 0,
+            rate_limited_compaction_bytes: 0,
         }
     }
 }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use shale_engine::wal::{LogReader, RecoveryMode};
 use shale_engine::{
-    manifest_file_name, parse_manifest_file_name, Db, FileMetaData, KeyspaceOptions, Options,
-    VersionEdit,
+    manifest_file_name, parse_manifest_file_name, Db, DbStats, FileMetaData, KeyspaceOptions,
+    Options, ReadOptions, VersionEdit,
 };
 use shale_fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
 use shale_sst::{Comparator, Compression, Table, TableOpenOptions};
@@ -413,6 +413,79 @@ fn tables_are_compressed_by_level() {
     db.close().unwrap();
 }
 
+/// A JSON document with the same field names in every row and varied values.
+fn json_row(rng: &mut Rng, i: u64) -> Vec<u8> {
+    const CITIES: [&str; 5] = ["Lisbon", "Oslo", "Quito", "Hanoi", "Perth"];
+    format!(
+        r#"{{"id":{i},"email":"user{}@example.com","address":{{"city":"{}","zip":"{:05}"}},"active":{},"balance":{},"created_at":"2024-01-{:02}T10:{:02}:00Z"}}"#,
+        rng.below(100_000),
+        CITIES[rng.below(5) as usize],
+        rng.below(100_000),
+        rng.below(2) == 1,
+        rng.below(1_000_000),
+        rng.below(28) + 1,
+        rng.below(60),
+    )
+    .into_bytes()
+}
+
+/// Tables compacted to the bottommost level train a zstd dictionary (`zstd_max_dict_bytes`)
+/// and read back intact; the same data without a dictionary takes more space.
+#[test]
+fn bottommost_tables_train_a_zstd_dictionary() {
+    let mut sizes = Vec::new();
+    for max_dict_bytes in [0, 4 << 10] {
+        let fs = Arc::new(MemFs::new());
+        let keyspace = KeyspaceOptions {
+            write_buffer_size: 256 << 10,
+            target_file_size: 4 << 20,
+            bottommost_compression: Some(Compression::Zstd),
+            zstd_max_dict_bytes: max_dict_bytes,
+            ..KeyspaceOptions::default()
+        };
+        let db = Db::open(DIR, options(fs.clone(), keyspace)).unwrap();
+        let mut rng = Rng(5);
+        let rows: Vec<Vec<u8>> = (0..6000).map(|i| json_row(&mut rng, i)).collect();
+        // Scattered keys, so the L0 tables overlap and are merged rather than moved down.
+        for n in 0..rows.len() {
+            let i = n * 7919 % rows.len();
+            db.put(&key(i as u64), &rows[i]).unwrap();
+        }
+        db.compact_range(&db.default_keyspace(), None, None)
+            .unwrap();
+        let version = db.current_version();
+        let last = version.num_levels() - 1;
+        let files = version.files(0, last);
+        assert!(!files.is_empty());
+        assert!((0..last).all(|level| version.files(0, level).is_empty()));
+        for file in files {
+            let path = Path::new(DIR).join(format!("{:06}.sst", file.number));
+            let table = Table::open(&*fs, &path, &TableOpenOptions::default()).unwrap();
+            let expected = if max_dict_bytes > 0 {
+                "zstd-dict"
+            } else {
+                "zstd"
+            };
+            assert_eq!(table.properties().compression, expected);
+            table.verify().unwrap();
+        }
+        for (i, row) in rows.iter().enumerate() {
+            assert_eq!(
+                db.get(&key(i as u64)).unwrap().as_deref(),
+                Some(row.as_slice())
+            );
+        }
+        sizes.push(files.iter().map(|f| f.size).sum::<u64>());
+        db.close().unwrap();
+    }
+    assert!(
+        sizes[1] * 10 < sizes[0] * 9,
+        "zstd {} vs zstd-dict {}",
+        sizes[0],
+        sizes[1]
+    );
+}
+
 /// A `MemFs` that, once armed, holds the compaction thread as it opens its first table, or
 /// (`hold_flushes`) the flush thread as it creates its next table.
 #[derive(Debug, Default)]
@@ -658,5 +731,140 @@ fn pending_compaction_bytes_stalls_are_counted() {
         }
         assert_eq!(stats.stall_level0_stops + stats.stall_level0_slowdowns, 0);
         assert_eq!(db.get(b"late").unwrap(), Some(b"1".to_vec()));
+    }
+}
+
+/// With a rate limit, every table byte flushes and compactions write is charged to the
+/// limiter under its priority; without one nothing is.
+#[test]
+fn rate_limiter_is_charged_for_flush_and_compaction_writes() {
+    for limit in [0, 1 << 40] {
+        let fs = Arc::new(MemFs::new());
+        let db = Db::open(
+            DIR,
+            Options {
+                rate_limit_bytes_per_sec: limit,
+                ..options(fs.clone(), tiny_leveled())
+            },
+        )
+        .unwrap();
+        let mut rng = Rng(3);
+        for step in 0..3000 {
+            let i = rng.below(1500);
+            db.put(&key(i), &value(i, step, 60)).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_background_work().unwrap();
+        let stats = db.stats();
+        assert!(stats.compactions > 0);
+        let flushed: u64 = manifest_edits(&*fs)
+            .iter()
+            .flat_map(|e| e.new_files.iter())
+            .filter(|f| f.level == 0)
+            .map(|f| f.meta.size)
+            .sum();
+        assert!(flushed > 0);
+        if limit == 0 {
+            assert_eq!(stats.rate_limit_bytes_per_sec, 0);
+            assert_eq!(stats.rate_limited_flush_bytes, 0);
+            assert_eq!(stats.rate_limited_compaction_bytes, 0);
+        } else {
+            assert_eq!(stats.rate_limit_bytes_per_sec, limit);
+            assert_eq!(stats.rate_limited_flush_bytes, flushed);
+            assert_eq!(
+                stats.rate_limited_compaction_bytes,
+                stats.compaction_bytes_written
+            );
+        }
+        db.close().unwrap();
+    }
+}
+
+/// Keys and values in order.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every key and value `options` reads.
+fn scan_with(db: &Db, options: ReadOptions) -> Pairs {
+    let mut iter = db.iterator(options).unwrap();
+    iter.seek_to_first();
+    let mut out = Vec::new();
+    while iter.valid() {
+        out.push((iter.key().to_vec(), iter.value().to_vec()));
+        iter.next();
+    }
+    iter.status().unwrap();
+    out
+}
+
+/// A workload of puts, deletions and range deletions with a snapshot held across it, then a
+/// full manual compaction; returns the data read now and at the snapshot, with the stats.
+/// Every MANIFEST edit keeps L1+ sorted and non-overlapping.
+fn subcompaction_workload(max_subcompactions: usize) -> (Pairs, Pairs, DbStats) {
+    let fs = Arc::new(MemFs::new());
+    let keyspace = KeyspaceOptions {
+        max_subcompactions,
+        ..tiny_leveled()
+    };
+    let db = Db::open(DIR, options(fs.clone(), keyspace)).unwrap();
+    let mut rng = Rng(0xab);
+    let mut snapshot = None;
+    for step in 0..6000u64 {
+        if step == 3000 {
+            snapshot = Some(db.snapshot());
+        }
+        let i = rng.below(3000);
+        match rng.below(20) {
+            0 => db.delete(&key(i)).unwrap(),
+            1 => db.delete_range(&key(i), &key(i + rng.below(40))).unwrap(),
+            _ => db.put(&key(i), &value(i, step, 40)).unwrap(),
+        }
+    }
+    db.compact_range(&db.default_keyspace(), None, None)
+        .unwrap();
+    let at_snapshot = scan_with(
+        &db,
+        ReadOptions {
+            snapshot: snapshot.clone(),
+            ..ReadOptions::default()
+        },
+    );
+    let now = scan_with(&db, ReadOptions::default());
+    let comparator = db.current_version().comparator().clone();
+    let mut levels: BTreeMap<(u32, u32), Vec<FileMetaData>> = BTreeMap::new();
+    for (at, edit) in manifest_edits(&*fs).iter().enumerate() {
+        for deleted in &edit.deleted_files {
+            if let Some(files) = levels.get_mut(&(deleted.keyspace, deleted.level)) {
+                files.retain(|f| f.number != deleted.number);
+            }
+        }
+        for new in &edit.new_files {
+            levels
+                .entry((new.keyspace, new.level))
+                .or_default()
+                .push(new.meta.clone());
+        }
+        check_levels(&*comparator, &levels, at);
+    }
+    let stats = db.stats();
+    drop(snapshot);
+    db.close().unwrap();
+    (now, at_snapshot, stats)
+}
+
+/// Compactions split into key ranges merged on their own threads give exactly the data a
+/// single-threaded run gives, now and at a snapshot, and keep the level invariants.
+#[test]
+fn subcompactions_match_the_single_threaded_result() {
+    let (now, at_snapshot, single) = subcompaction_workload(1);
+    assert_eq!(single.subcompactions, 0);
+    assert!(now.len() > 1000 && at_snapshot.len() > 1000);
+    for max in [2, 4] {
+        let (split_now, split_at_snapshot, stats) = subcompaction_workload(max);
+        assert!(stats.subcompactions > 0, "max {max}: nothing was split");
+        assert!(split_now == now, "max {max}: data differs");
+        assert!(
+            split_at_snapshot == at_snapshot,
+            "max {max}: data at the snapshot differs"
+        );
     }
 }

@@ -193,7 +193,8 @@ fn large_memtable_buffered() {
 
 /// Tiny output files and level sizes with a multiplier of 2, so compactions fill L2 and deeper
 /// (L0 -> base, level-score moves down, trivial moves, grandparent cuts) under the default
-/// codecs by level (none, lz4 in the middle, zstd at the bottom); `Sync`.
+/// codecs by level (none, lz4 in the middle, zstd at the bottom, with trained dictionaries),
+/// compactions split into 2 subcompactions; `Sync`.
 #[test]
 fn tiny_levels_leveled() {
     run_config(
@@ -219,6 +220,9 @@ fn tiny_levels_leveled() {
                 max_bytes_for_level_multiplier: 2,
                 per_level_compression: true,
                 min_deeper_levels: 3,
+                // Split compactions, and bottommost tables that train (tiny) dictionaries.
+                max_subcompactions: 2,
+                zstd_max_dict_bytes: 512,
             },
         },
         CASES,

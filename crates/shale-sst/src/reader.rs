@@ -646,6 +646,39 @@ impl Table {
         Ok(None)
     }
 
+    /// About how many bytes of data blocks hold keys below `user_key`: the offset of the
+    /// data block where `user_key` would be (the data size when it is past the last key). From
+    /// the index alone, like `RocksDB`'s `ApproximateOffsetOf`; used to split work by key.
+    pub fn approximate_offset_of(&self, user_key: &[u8]) -> Result<u64> {
+        let index = self.index()?;
+        let target = InternalKey::for_seek(user_key, crate::key::MAX_SEQNO);
+        let position = index.seek(target.encoded());
+        Ok(if position < index.len() {
+            index.handle(position).offset
+        } else {
+            self.properties.data_size
+        })
+    }
+
+    /// The user keys of up to `count` index separators spread evenly over the table, in
+    /// order: keys that split the table's data into about equal parts.
+    pub fn sample_index_keys(&self, count: usize) -> Result<Vec<Vec<u8>>> {
+        let index = self.index()?;
+        let len = index.len();
+        if len == 0 || count == 0 {
+            return Ok(Vec::new());
+        }
+        let step = len.div_ceil(count);
+        (0..len)
+            .step_by(step)
+            .map(|i| {
+                ParsedInternalKey::parse(index.key(i))
+                    .map(|k| k.user_key.to_vec())
+                    .map_err(|e| e.at(&self.path, self.footer.index.offset))
+            })
+            .collect()
+    }
+
     /// Bytes of memory the open table pins outside the block cache: the decoded index, the
     /// filters and the range tombstones.
     pub fn pinned_memory(&self) -> usize {

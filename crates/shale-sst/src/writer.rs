@@ -7,6 +7,12 @@
 //!    so its separator is `>=` every key of the block and `<` every key after it.
 //! 3. Nothing but [`TableWriter::finish`] writes the meta blocks and footer; a writer dropped
 //!    without finishing leaves a file without a footer, which no reader accepts.
+//! 4. While a zstd dictionary is being trained (`zstd_max_dict_bytes > 0` with
+//!    [`Compression::Zstd`]), finished data blocks are held uncompressed, in order, and
+//!    nothing is written; once the training budget is reached (or at `finish`) they are all
+//!    written, compressed with the trained dictionary or, if training failed, plainly. So the
+//!    file's bytes are still written front to back, and every data block of a file is
+//!    compressed the same way.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +67,12 @@ pub struct WriterOptions {
     /// Marks the table as written for ingestion (`shale.external = 1`); such a table must
     /// hold only seqno 0 entries with unique user keys, which the caller guarantees.
     pub external_file: bool,
+    /// With [`Compression::Zstd`]: the size of a zstd dictionary to train from this file's
+    /// first data blocks and store in it (the file then reads as `zstd-dict`); 0 trains none.
+    pub zstd_max_dict_bytes: usize,
+    /// Uncompressed data-block bytes held back as training samples; 0 means 100 times
+    /// `zstd_max_dict_bytes` (zstd's advice for its trainer).
+    pub zstd_max_train_bytes: usize,
 }
 
 impl Default for WriterOptions {
@@ -80,6 +92,8 @@ impl Default for WriterOptions {
             oldest_entry_time: 0,
             sync_on_finish: true,
             external_file: false,
+            zstd_max_dict_bytes: 0,
+            zstd_max_train_bytes: 0,
         }
     }
 }
@@ -97,6 +111,20 @@ impl WriterOptions {
                 "block_restart_interval must be at least 1".into(),
             ));
         }
+        if self.zstd_max_dict_bytes > MAX_DICTIONARY_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "zstd_max_dict_bytes {} is above {} MiB",
+                self.zstd_max_dict_bytes,
+                MAX_DICTIONARY_BYTES >> 20
+            )));
+        }
+        if self.zstd_max_train_bytes > MAX_TRAIN_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "zstd_max_train_bytes {} is above {} MiB",
+                self.zstd_max_train_bytes,
+                MAX_TRAIN_BYTES >> 20
+            )));
+        }
         if self.filter_bits_per_key > 100 {
             return Err(Error::InvalidArgument(format!(
                 "filter_bits_per_key {} is above 100",
@@ -105,6 +133,34 @@ impl WriterOptions {
         }
         Ok(())
     }
+}
+
+/// The largest dictionary a writer trains: zstd handles more, but a dictionary is stored in
+/// every file and loaded by every reader of it.
+const MAX_DICTIONARY_BYTES: usize = 4 << 20;
+/// The most sample bytes a writer holds back for training (they sit in memory).
+const MAX_TRAIN_BYTES: usize = 256 << 20;
+/// Sample bytes per dictionary byte when `zstd_max_train_bytes` is 0.
+const DEFAULT_TRAIN_FACTOR: usize = 100;
+/// Fewer sample bytes than this many dictionary sizes train no dictionary: the dictionary,
+/// stored in the file, would cost about as much as it could save.
+const MIN_TRAIN_FACTOR: usize = 8;
+
+/// Data blocks held back while a dictionary is trained (invariant 4).
+#[derive(Debug)]
+struct DictionaryTraining {
+    max_dict_bytes: usize,
+    max_train_bytes: usize,
+    /// Finished data blocks, uncompressed, in order, each with its index separator once the
+    /// next key is known (only the last one may lack it).
+    blocks: Vec<HeldBlock>,
+    held_bytes: usize,
+}
+
+#[derive(Debug)]
+struct HeldBlock {
+    contents: Vec<u8>,
+    separator: Option<Vec<u8>>,
 }
 
 /// Writes one table file. Add entries in order, then [`finish`](Self::finish).
@@ -127,6 +183,7 @@ pub struct TableWriter {
     props: TableProperties,
     compressed: Vec<u8>,
     separator: Vec<u8>,
+    training: Option<DictionaryTraining>,
 }
 
 impl TableWriter {
@@ -154,6 +211,20 @@ impl TableWriter {
             (Some(_), bits) if bits > 0 => Some(BloomBuilder::new(bits)),
             _ => None,
         };
+        let training = (options.compression == Compression::Zstd
+            && options.zstd_max_dict_bytes > 0)
+            .then(|| DictionaryTraining {
+                max_dict_bytes: options.zstd_max_dict_bytes,
+                max_train_bytes: match options.zstd_max_train_bytes {
+                    0 => options
+                        .zstd_max_dict_bytes
+                        .saturating_mul(DEFAULT_TRAIN_FACTOR)
+                        .min(MAX_TRAIN_BYTES),
+                    bytes => bytes,
+                },
+                blocks: Vec::new(),
+                held_bytes: 0,
+            });
         let props = TableProperties {
             comparator: options.comparator.name().to_owned(),
             compression: options.compression.name().to_owned(),
@@ -190,6 +261,7 @@ impl TableWriter {
             props,
             compressed: Vec::new(),
             separator: Vec::new(),
+            training,
             options,
         })
     }
@@ -234,6 +306,16 @@ impl TableWriter {
             let mut encoded = Vec::with_capacity(20);
             handle.encode_to(&mut encoded);
             self.index_block.add(&self.separator, &encoded);
+        } else if let Some(held) = self
+            .training
+            .as_mut()
+            .and_then(|t| t.blocks.last_mut())
+            .filter(|b| b.separator.is_none())
+        {
+            let mut separator = self.last_key.clone();
+            self.comparator
+                .find_shortest_separator(&mut separator, internal_key);
+            held.separator = Some(separator);
         }
         if let Some(filter) = &mut self.filter {
             filter.add_key(parsed.user_key);
@@ -292,11 +374,26 @@ impl TableWriter {
 
     /// Bytes the file would have if finished now, roughly (for cutting output files).
     pub fn estimated_file_size(&self) -> u64 {
-        self.offset + self.data_block.estimated_size() as u64
+        let held = self.training.as_ref().map_or(0, |t| t.held_bytes);
+        self.offset + held as u64 + self.data_block.estimated_size() as u64
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
+            return Ok(());
+        }
+        if let Some(training) = &mut self.training {
+            let contents = self.data_block.finish().to_vec();
+            training.held_bytes += contents.len();
+            training.blocks.push(HeldBlock {
+                contents,
+                separator: None,
+            });
+            self.data_block.reset();
+            self.props.num_data_blocks += 1;
+            if training.held_bytes >= training.max_train_bytes {
+                self.finish_training()?;
+            }
             return Ok(());
         }
         let contents = self.data_block.finish();
@@ -316,6 +413,51 @@ impl TableWriter {
         Ok(())
     }
 
+    /// Trains the dictionary on the held blocks (or gives up on one), then writes them and
+    /// leaves the writer compressing later blocks the same way (invariant 4).
+    fn finish_training(&mut self) -> Result<()> {
+        let Some(training) = self.training.take() else {
+            return Ok(());
+        };
+        if let Some(dictionary) = train_dictionary(&training) {
+            // zstd may still refuse what its trainer produced; plain zstd is then kept.
+            if let Ok(compressor) = Compressor::new(
+                Compression::ZstdDict,
+                self.options.compression_level,
+                Some(&dictionary),
+            ) {
+                self.compressor = compressor;
+                self.options.compression = Compression::ZstdDict;
+                self.options.compression_dictionary = Some(dictionary.into());
+                Compression::ZstdDict
+                    .name()
+                    .clone_into(&mut self.props.compression);
+            }
+        }
+        for held in training.blocks {
+            let handle = write_block(
+                &mut *self.file,
+                &mut self.offset,
+                &mut self.compressor,
+                &mut self.compressed,
+                self.options.checksum,
+                &held.contents,
+                true,
+            )?;
+            match held.separator {
+                Some(separator) => {
+                    let mut encoded = Vec::with_capacity(20);
+                    handle.encode_to(&mut encoded);
+                    self.index_block.add(&separator, &encoded);
+                }
+                // The last held block: its separator waits for the next key (invariant 2).
+                None => self.pending_index_entry = Some(handle),
+            }
+        }
+        self.props.data_size = self.offset;
+        Ok(())
+    }
+
     fn write_meta_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
         write_block(
             &mut *self.file,
@@ -332,6 +474,7 @@ impl TableWriter {
     /// `sync_on_finish`, and returns the file size and the properties written.
     pub fn finish(mut self) -> Result<(u64, TableProperties)> {
         self.flush_data_block()?;
+        self.finish_training()?;
         if let Some(handle) = self.pending_index_entry.take() {
             self.separator.clear();
             self.separator.extend_from_slice(&self.last_key);
@@ -444,6 +587,23 @@ impl TableWriter {
             self.props.largest_key = end_key;
         }
     }
+}
+
+/// A dictionary trained on the held blocks, or `None` when there are too few sample bytes to
+/// pay for one or zstd's trainer gives up (too few or too uniform samples).
+fn train_dictionary(training: &DictionaryTraining) -> Option<Vec<u8>> {
+    let max_dict_bytes = training.max_dict_bytes;
+    if training.held_bytes < max_dict_bytes.saturating_mul(MIN_TRAIN_FACTOR) {
+        return None;
+    }
+    let samples: Vec<&[u8]> = training
+        .blocks
+        .iter()
+        .map(|b| b.contents.as_slice())
+        .collect();
+    crate::compression::train_zstd_dictionary(&samples, max_dict_bytes)
+        .ok()
+        .filter(|d| !d.is_empty())
 }
 
 /// Refuses a seqno that does not fit the 56 bits of an internal key's trailer (it would be

@@ -1517,3 +1517,55 @@ fn failed_reads_surface_as_errors_never_wrong_answers() {
     ));
     expect_injected(&Table::open(&fs, path, &TableOpenOptions::default()).unwrap_err());
 }
+
+/// `approximate_offset_of` grows with the key from 0 to the data size, and
+/// `sample_index_keys` spreads sorted keys over the table (they split compactions).
+#[test]
+fn approximate_offsets_and_index_samples_follow_the_data() {
+    let fs = MemFs::new();
+    let path = Path::new("/offsets.sst");
+    let mut writer = TableWriter::create(
+        &fs,
+        path,
+        WriterOptions {
+            block_size: 256,
+            ..options_for(Compression::None)
+        },
+    )
+    .unwrap();
+    let key = |i: u32| format!("key{i:05}").into_bytes();
+    for i in 0..2000 {
+        writer
+            .add_entry(&key(i), 1, ValueKind::Value, &[b'v'; 40])
+            .unwrap();
+    }
+    writer.finish().unwrap();
+    let table = open(&fs, path);
+    let data_size = table.properties().data_size;
+    assert_eq!(table.approximate_offset_of(b"").unwrap(), 0);
+    assert_eq!(table.approximate_offset_of(&key(0)).unwrap(), 0);
+    assert_eq!(table.approximate_offset_of(b"zzz").unwrap(), data_size);
+    let middle = table.approximate_offset_of(&key(1000)).unwrap();
+    assert!(
+        middle.abs_diff(data_size / 2) < data_size / 50,
+        "{middle} of {data_size}"
+    );
+    let mut last = 0;
+    for i in (0..2000).step_by(7) {
+        let offset = table.approximate_offset_of(&key(i)).unwrap();
+        assert!(offset >= last && offset <= data_size);
+        last = offset;
+    }
+    let samples = table.sample_index_keys(10).unwrap();
+    assert!((5..=10).contains(&samples.len()), "{}", samples.len());
+    assert!(samples.windows(2).all(|w| w[0] < w[1]));
+    let offsets: Vec<u64> = samples
+        .iter()
+        .map(|k| table.approximate_offset_of(k).unwrap())
+        .collect();
+    // Evenly spread: consecutive samples about a tenth of the data apart.
+    for pair in offsets.windows(2) {
+        assert!(pair[1] - pair[0] > data_size / 20, "{offsets:?}");
+    }
+    assert!(table.sample_index_keys(0).unwrap().is_empty());
+}

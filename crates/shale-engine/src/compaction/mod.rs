@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use shale_sst::{
     Comparator, InternalKey, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions,
-    SeqNo, TableWriter, ValueKind,
+    SeqNo, TableWriter, ValueKind, MAX_SEQNO,
 };
 
 use crate::db::{CompactionOutputRange, DbInner, DbState};
@@ -32,6 +32,7 @@ use crate::flush::{file_meta, writer_options};
 use crate::iterator::InternalIterator;
 use crate::merging_iter::MergingIter;
 use crate::options::KeyspaceOptions;
+use crate::rate_limiter::{IoPriority, RateLimitedFile};
 use crate::stats::StatCounters;
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, Version, VersionEdit};
@@ -40,6 +41,7 @@ mod background_manual;
 mod picker;
 #[cfg(test)]
 mod picker_tests;
+mod subcompaction;
 
 pub(crate) use background_manual::start as start_background_compact_range;
 pub use background_manual::BackgroundCompaction;
@@ -309,6 +311,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
     if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {
         keyspace.install_super_version(version);
     }
+    inner.note_pending_compaction_bytes_locked(&state);
     state.compactions_done += 1;
     // Its Version no longer keeps the inputs: delete them now.
     drop(job);
@@ -429,7 +432,17 @@ impl Outputs<'_> {
             .job
             .options
             .compression_for_level(compaction.output_level, compaction.bottommost_level);
-        let writer = TableWriter::create(&*self.inner.fs, &path, options)?;
+        if compaction.bottommost_level {
+            // Only the bottom trains dictionaries: it holds most of the data, rewritten least.
+            options.zstd_max_dict_bytes = self.job.options.zstd_max_dict_bytes;
+            options.zstd_max_train_bytes = self.job.options.zstd_max_train_bytes;
+        }
+        let file = RateLimitedFile::wrap(
+            self.inner.fs.create(&path)?,
+            self.inner.rate_limiter.as_ref(),
+            IoPriority::Compaction,
+        );
+        let writer = TableWriter::new(file, path, options)?;
         // The first output also takes tombstones that start before its first key.
         let lower = if self.finished.is_empty() {
             Vec::new()
@@ -470,8 +483,69 @@ impl Outputs<'_> {
 }
 
 /// Merges the inputs into new tables of the output level (written and synced, not yet
-/// recorded).
+/// recorded). With `max_subcompactions > 1` a large compaction is split by user key into
+/// ranges merged on their own threads (`subcompaction`); their outputs, in range order, are
+/// the outputs of one compaction.
 fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaData>> {
+    let boundaries = subcompaction::boundaries(inner, job)?;
+    let outputs = if boundaries.is_empty() {
+        run_range(inner, job, snapshots, None, None)?
+    } else {
+        StatCounters::add(&inner.stats.subcompactions, boundaries.len() as u64 + 1);
+        let mut ranges = Vec::with_capacity(boundaries.len() + 1);
+        let mut lower: Option<&[u8]> = None;
+        for boundary in &boundaries {
+            ranges.push((lower, Some(boundary.as_slice())));
+            lower = Some(boundary.as_slice());
+        }
+        ranges.push((lower, None));
+        let results: Vec<Result<Vec<FileMetaData>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges[1..]
+                .iter()
+                .map(|&(lower, upper)| {
+                    std::thread::Builder::new()
+                        .name("shale-subcompact".into())
+                        .spawn_scoped(scope, move || {
+                            run_range(inner, job, snapshots, lower, upper)
+                        })
+                })
+                .collect();
+            let (lower, upper) = ranges[0];
+            let mut results = vec![run_range(inner, job, snapshots, lower, upper)];
+            for handle in handles {
+                results.push(match handle {
+                    Ok(handle) => handle.join().unwrap_or_else(|_| {
+                        Err(Error::Background {
+                            reason: "a subcompaction thread panicked".into(),
+                        })
+                    }),
+                    Err(e) => Err(Error::Background {
+                        reason: format!("cannot start a subcompaction thread: {e}"),
+                    }),
+                });
+            }
+            results
+        });
+        let mut outputs = Vec::new();
+        for result in results {
+            outputs.extend(result?);
+        }
+        outputs
+    };
+    inner.fs.sync_dir(&inner.dir)?;
+    Ok(outputs)
+}
+
+/// Merges the inputs' entries with user keys in `[lower, upper)` (`None`: unbounded) into
+/// new tables. Range tombstones are clipped to the range, so the outputs of adjacent ranges
+/// never overlap.
+fn run_range(
+    inner: &DbInner,
+    job: &Job,
+    snapshots: &[SeqNo],
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Result<Vec<FileMetaData>> {
     let compaction = &job.compaction;
     let cmp = inner.user_comparator().clone();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -492,7 +566,10 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
     let (applied, carried): (Vec<RangeTombstone>, Vec<RangeTombstone>) = tombstones
         .into_iter()
         .partition(|t| compaction.drop_tombstones && stripe(snapshots, t.seqno) == 0);
-    let mut carried = carried;
+    let mut carried: Vec<RangeTombstone> = carried
+        .into_iter()
+        .filter_map(|t| subcompaction::clip(&*cmp, t, lower, upper))
+        .collect();
     carried.sort_by(|a, b| cmp.compare(&a.start, &b.start));
     let covered_by_applied = |user_key: &[u8], seqno: SeqNo| {
         applied.iter().any(|t| {
@@ -522,7 +599,11 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         .map(|ttl| crate::ttl::cutoff(ttl.as_secs(), inner.options.clock.now_seconds()));
     let mut current_user_key: Option<Vec<u8>> = None;
     let mut last_stripe = usize::MAX;
-    merged.seek_to_first();
+    match lower {
+        // The first entry of `lower`: the largest trailer sorts first.
+        Some(lower) => merged.seek(InternalKey::new(lower, MAX_SEQNO, ValueKind::MAX).encoded()),
+        None => merged.seek_to_first(),
+    }
     while merged.valid() {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Background {
@@ -534,6 +615,9 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
             offset: 0,
             detail: format!("compaction input holds a bad internal key: {e}"),
         })?;
+        if upper.is_some_and(|upper| cmp.compare(key.user_key, upper).is_ge()) {
+            break;
+        }
         let new_user_key = current_user_key
             .as_deref()
             .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
@@ -568,7 +652,6 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         outputs.open(&first)?;
     }
     outputs.finish_current(None)?;
-    inner.fs.sync_dir(&inner.dir)?;
     Ok(outputs.finished)
 }
 

@@ -590,6 +590,7 @@ impl Repair<'_> {
                 number,
                 writer_options(&self.options.comparator, &own, (keyspace, &name)),
                 own.ttl.is_some(),
+                None, // repair runs offline: nothing to share the disk with
             )?;
             if let Some(meta) = written {
                 levels

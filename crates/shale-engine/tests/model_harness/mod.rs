@@ -92,6 +92,10 @@ pub struct Leveling {
     pub per_level_compression: bool,
     /// Some run must end with at least this many levels below L0 holding tables.
     pub min_deeper_levels: usize,
+    /// `KeyspaceOptions::max_subcompactions`.
+    pub max_subcompactions: usize,
+    /// `KeyspaceOptions::zstd_max_dict_bytes` (used with `per_level_compression`'s zstd).
+    pub zstd_max_dict_bytes: usize,
 }
 
 impl Default for Leveling {
@@ -102,6 +106,8 @@ impl Default for Leveling {
             max_bytes_for_level_multiplier: 10,
             per_level_compression: false,
             min_deeper_levels: 0,
+            max_subcompactions: 1,
+            zstd_max_dict_bytes: 0,
         }
     }
 }
@@ -156,6 +162,8 @@ impl Config {
             level0_compaction_trigger: self.level0_compaction_trigger,
             target_file_size: leveling.target_file_size,
             checksum: self.checksum,
+            max_subcompactions: leveling.max_subcompactions,
+            zstd_max_dict_bytes: leveling.zstd_max_dict_bytes,
             ..KeyspaceOptions::default()
         }
     }
