@@ -109,7 +109,9 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
 /// writes unsynced for good (invariant 5 of docs/architecture.md bounds their loss by time).
 /// A WAL that failed itself is poisoned, so this never retries its failed sync.
 pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
-    let mut wal = inner.lock_wal();
+    let Ok(mut wal) = inner.lock_wal() else {
+        return Ok(()); // Read-only: there is no WAL.
+    };
     if !wal.unsynced {
         return Ok(());
     }

@@ -22,6 +22,8 @@
 //!    it is not being written (`pending_outputs`).
 //! 4. After a failed WAL/MANIFEST write or sync, or a panic in a background job,
 //!    `background_error` is set and every later write fails with it, until reopen.
+//! 5. A read-only open (`crate::read_only`) has no WAL, no LOCK and no background threads;
+//!    every call that would write fails with [`Error::ReadOnly`] before touching a file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -102,7 +104,9 @@ pub(crate) struct DbInner {
     pub(crate) state: Mutex<DbState>,
     /// Signalled when a flush or compaction finishes, work is queued, or on shutdown.
     pub(crate) state_changed: Condvar,
-    pub(crate) wal: Mutex<WalState>,
+    /// `None` when the database is open read-only (`crate::read_only`): there is no WAL to
+    /// write, and every writing call fails with [`Error::ReadOnly`].
+    wal: Option<Mutex<WalState>>,
     pub(crate) write_queue: WriteQueue<GroupContext>,
     pub(crate) last_allocated_seqno: AtomicU64,
     pub(crate) visible_seqno: AtomicU64,
@@ -122,21 +126,28 @@ impl DbInner {
     pub(crate) fn new(
         options: Options,
         dir: &Path,
-        lock: Box<dyn FileLock>,
+        lock: Option<Box<dyn FileLock>>,
         versions: VersionSet,
         keyspaces: BTreeMap<u32, KeyspaceState>,
-        wal: WalState,
+        wal: Option<WalState>,
         last_seqno: SeqNo,
     ) -> Self {
         let fs = options.file_system.clone();
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        // A read-only open keeps every table of its Version open: the writer may delete the
+        // files, and an open handle is what keeps their bytes readable.
+        let max_open_files = if wal.is_some() {
+            options.max_open_files
+        } else {
+            usize::MAX
+        };
         let table_cache = TableCache::new(
             fs.clone(),
             dir,
             options.comparator.clone(),
             block_cache,
             options.verify_checksums,
-            options.max_open_files,
+            max_open_files,
         );
         DbInner {
             fs,
@@ -152,7 +163,7 @@ impl DbInner {
                 pinned_wals: BTreeMap::new(),
             }),
             state_changed: Condvar::new(),
-            wal: Mutex::new(wal),
+            wal: wal.map(Mutex::new),
             write_queue: WriteQueue::new(),
             last_allocated_seqno: AtomicU64::new(last_seqno),
             visible_seqno: AtomicU64::new(last_seqno),
@@ -163,7 +174,7 @@ impl DbInner {
             shutting_down: AtomicBool::new(false),
             stats: StatCounters::default(),
             options,
-            lock: Mutex::new(Some(lock)),
+            lock: Mutex::new(lock),
         }
     }
 
@@ -171,8 +182,25 @@ impl DbInner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn lock_wal(&self) -> MutexGuard<'_, WalState> {
-        self.wal.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The WAL, or [`Error::ReadOnly`] when the database is open read-only.
+    pub(crate) fn lock_wal(&self) -> Result<MutexGuard<'_, WalState>> {
+        match &self.wal {
+            Some(wal) => Ok(wal.lock().unwrap_or_else(PoisonError::into_inner)),
+            None => Err(Error::ReadOnly("writing the WAL".into())),
+        }
+    }
+
+    /// Whether the database was opened read-only ([`Db::open_read_only`]).
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.wal.is_none()
+    }
+
+    /// Fails with [`Error::ReadOnly`] naming `operation` when the database is open read-only.
+    pub(crate) fn check_writable(&self, operation: &str) -> Result<()> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly(operation.to_owned()));
+        }
+        Ok(())
     }
 
     pub(crate) fn wait_state<'a>(&self, guard: MutexGuard<'a, DbState>) -> MutexGuard<'a, DbState> {
@@ -286,6 +314,31 @@ impl Db {
         })
     }
 
+    /// Opens the database in `path` read-only, as it is now, even while another process (or
+    /// another `Db` in this one) writes to it: like `RocksDB`'s read-only mode.
+    ///
+    /// It neither takes nor checks the `LOCK`, and never creates, writes, renames or deletes
+    /// a file: it reads `CURRENT` and the MANIFEST, replays the live WALs into memory (a torn
+    /// tail of the WAL a writer is appending is where the view ends), and opens every table of
+    /// that Version, keeping them open so a writer deleting them later does not disturb it.
+    /// Reads, iterators and snapshots work; everything that writes fails with
+    /// [`Error::ReadOnly`]. The view never changes: reopen to see newer writes. If the writer
+    /// deletes a file between our reading the MANIFEST and opening the file, the open starts
+    /// over from `CURRENT`, a few times (docs/operations.md, "Read-only open").
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        options.validate()?;
+        let inner = Arc::new(crate::read_only::open(path.as_ref(), options)?);
+        Ok(Db {
+            inner,
+            threads: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether this database was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+
     /// The keyspace every database has.
     pub fn default_keyspace(&self) -> Keyspace {
         Keyspace::new(
@@ -316,6 +369,7 @@ impl Db {
     /// Creates a keyspace with its own options.
     pub fn create_keyspace(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
         self.inner.check_open()?;
+        self.inner.check_writable("creating a keyspace")?;
         self.inner.check_background_error()?;
         crate::keyspace::create(&self.inner, name, options)
     }
@@ -323,6 +377,7 @@ impl Db {
     /// Drops a keyspace: its data becomes unreachable at once and its files are deleted.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
         self.inner.check_open()?;
+        self.inner.check_writable("dropping a keyspace")?;
         self.inner.check_background_error()?;
         crate::keyspace::drop_keyspace(&self.inner, name)
     }
@@ -364,11 +419,16 @@ impl Db {
 
     /// Freezes every keyspace's memtable and waits until all are written as tables.
     pub fn flush(&self) -> Result<()> {
+        self.inner.check_writable("flush")?;
         crate::flush::flush_and_wait(&self.inner)
     }
 
     /// Waits until no flush or compaction is pending (tests and tools).
     pub fn wait_for_background_work(&self) -> Result<()> {
+        if self.inner.is_read_only() {
+            // No background work ever runs (the replayed memtables stay frozen in memory).
+            return Ok(());
+        }
         crate::background::wait_idle(&self.inner)
     }
 
@@ -411,6 +471,7 @@ impl Db {
         end: Option<&[u8]>,
     ) -> Result<()> {
         self.inner.check_open()?;
+        self.inner.check_writable("compact_range")?;
         self.inner.check_background_error()?;
         crate::compaction::compact_range(&self.inner, keyspace.id(), start, end)
     }
@@ -420,6 +481,7 @@ impl Db {
     /// systems), the WALs copied up to the cut, and a fresh MANIFEST written. The returned
     /// [`CheckpointInfo`] names the cut's sequence number and holds a snapshot at it.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        self.inner.check_writable("checkpoint")?;
         crate::checkpoint::create(&self.inner, dir.as_ref())
     }
 

@@ -38,6 +38,10 @@ pub enum Error {
         /// The earlier failure, as it was reported.
         reason: String,
     },
+    /// The database was opened read-only ([`crate::Db::open_read_only`]): it never writes,
+    /// so it refuses the named operation.
+    #[error("read-only: the database was opened read-only, so {0} is refused; open it with Db::open to write")]
+    ReadOnly(String),
     /// A transaction could not go on: lock wait timeout, deadlock, conflict, size limit
     /// (docs/transactions.md, "Errors").
     #[error(transparent)]
@@ -74,6 +78,7 @@ impl Error {
             Error::Background { reason } => Error::Background {
                 reason: reason.clone(),
             },
+            Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
             Error::Transaction(e) => Error::Transaction(e.clone()),
         }
     }

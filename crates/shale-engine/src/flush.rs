@@ -207,7 +207,9 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
         .map(crate::keyspace::KeyspaceState::oldest_needed_log)
         .min()
         .unwrap_or(0);
-    let current_wal = inner.lock_wal().number;
+    let Ok(current_wal) = inner.lock_wal().map(|wal| wal.number) else {
+        return; // Read-only: nothing is ever deleted.
+    };
     let live = state.versions.live_files();
     let manifest = state.versions.manifest_file_number();
     let newest_options = names.iter().filter_map(|n| options_number(n)).max();

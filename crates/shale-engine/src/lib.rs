@@ -45,6 +45,7 @@ mod keyspace;
 mod options;
 mod read;
 mod read_latest;
+mod read_only;
 mod recovery;
 mod snapshot;
 mod stats;
