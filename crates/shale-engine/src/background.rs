@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread::{Builder, JoinHandle};
 use std::time::Instant;
 
-use crate::db::DbInner;
+use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
 
 /// Starts the background threads.
@@ -38,43 +38,45 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     Ok(threads)
 }
 
-fn run_flushes(inner: &Arc<DbInner>) {
+/// Waits until `has_work` holds; returns `false` when the thread should stop (shutdown or a
+/// sticky error). While a recoverable error pauses writes, waits for its retry time (or
+/// `Db::resume`) first, then works as usual: the job that failed is tried again, and its
+/// success clears the error (db.rs invariant 4).
+fn wait_for_work(inner: &DbInner, has_work: fn(&DbState) -> bool) -> bool {
+    let mut state = inner.lock_state();
     loop {
-        {
-            let mut state = inner.lock_state();
-            loop {
-                let stop = inner.shutting_down.load(Ordering::Acquire)
-                    || inner.background_error().is_some();
-                if stop {
-                    return;
-                }
-                if state.keyspaces.values().any(|k| !k.imm.is_empty()) {
-                    break;
-                }
-                state = inner.wait_state(state);
+        if inner.shutting_down.load(Ordering::Acquire) || inner.has_sticky_error() {
+            return false;
+        }
+        if let Some(retry) = inner.retry_locked(&state) {
+            let now = Instant::now();
+            if !retry.now && now < retry.next_attempt {
+                state = inner
+                    .state_changed
+                    .wait_timeout(state, retry.next_attempt - now)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .0;
+                continue;
             }
         }
-        // Errors are sticky inside flush_one; the loop then stops at the check above.
+        if has_work(&state) {
+            return true;
+        }
+        state = inner.wait_state(state);
+    }
+}
+
+fn run_flushes(inner: &Arc<DbInner>) {
+    while wait_for_work(inner, |state| {
+        state.keyspaces.values().any(|k| !k.imm.is_empty())
+    }) {
+        // Errors become the background error inside flush_one.
         let _ = crate::flush::flush_one(inner);
     }
 }
 
 fn run_compactions(inner: &Arc<DbInner>) {
-    loop {
-        {
-            let mut state = inner.lock_state();
-            loop {
-                let stop = inner.shutting_down.load(Ordering::Acquire)
-                    || inner.background_error().is_some();
-                if stop {
-                    return;
-                }
-                if crate::compaction::needs_compaction(&state) {
-                    break;
-                }
-                state = inner.wait_state(state);
-            }
-        }
+    while wait_for_work(inner, crate::compaction::needs_compaction) {
         let _ = crate::compaction::compact_once(inner);
     }
 }

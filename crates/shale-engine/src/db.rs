@@ -21,7 +21,13 @@
 //!    and may be deleted; a table file is deleted only when no live Version references it and
 //!    it is not being written (`pending_outputs`).
 //! 4. After a failed WAL/MANIFEST write or sync, or a panic in a background job,
-//!    `background_error` is set and every later write fails with it, until reopen.
+//!    `background_error` is set, sticky, and every later write fails with it, until reopen.
+//!    A failed write of a flush's or compaction's table (out of space, say) sets a
+//!    *recoverable* one instead: the job deleted its partial outputs and left the memtable or
+//!    inputs in place, so nothing acknowledged is lost; writes fail with [`Error::Paused`]
+//!    while the background retries the job with backoff (`Db::resume` retries at once), and
+//!    the first job that then succeeds clears it. A sticky error replaces a recoverable one,
+//!    never the reverse.
 //! 5. A read-only open (`crate::read_only`) has no WAL, no LOCK and no background threads;
 //!    every call that would write fails with [`Error::ReadOnly`] before touching a file.
 
@@ -30,6 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use shale_fs::{FileLock, FileSystem};
 use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
@@ -94,6 +101,29 @@ pub(crate) struct DbState {
     pub(crate) pinned_wals: BTreeMap<u64, usize>,
 }
 
+/// Why writes are refused (db.rs invariant 4).
+#[derive(Debug)]
+struct BackgroundError {
+    reason: String,
+    /// `Some` while the failed job may succeed on retry.
+    retry: Option<Retry>,
+}
+
+/// When a recoverable error's job is retried next.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retry {
+    /// Failed attempts so far (the first failure included).
+    pub(crate) failures: u32,
+    pub(crate) next_attempt: Instant,
+    /// `Db::resume` asked for a retry now.
+    pub(crate) now: bool,
+}
+
+/// The first retry of a recoverable background error waits this long; each failure doubles
+/// it, up to [`MAX_RETRY_DELAY`].
+const FIRST_RETRY_DELAY: Duration = Duration::from_millis(100);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+
 /// Everything the parts of the engine share. Background threads hold an `Arc` of it.
 #[derive(Debug)]
 pub(crate) struct DbInner {
@@ -110,7 +140,7 @@ pub(crate) struct DbInner {
     pub(crate) write_queue: WriteQueue<GroupContext>,
     pub(crate) last_allocated_seqno: AtomicU64,
     pub(crate) visible_seqno: AtomicU64,
-    background_error: Mutex<Option<String>>,
+    background_error: Mutex<Option<BackgroundError>>,
     has_background_error: AtomicBool,
     pub(crate) table_cache: TableCache,
     pub(crate) snapshots: SnapshotList,
@@ -209,22 +239,98 @@ impl DbInner {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Makes every later write fail with `reason` (invariant 4). The first reason wins.
+    /// Makes every later write fail with `reason` (invariant 4). The first sticky reason
+    /// wins; it replaces a recoverable one.
     pub(crate) fn set_background_error(&self, reason: String) {
         let state = self.lock_state();
         self.set_background_error_locked(&state, reason);
+    }
+
+    fn lock_background_error(&self) -> MutexGuard<'_, Option<BackgroundError>> {
+        self.background_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A flush or compaction failed writing its tables (invariant 4): pauses writes with
+    /// `reason` and schedules a retry with backoff, unless a sticky error is already set.
+    pub(crate) fn set_recoverable_error_locked(&self, _state: &DbState, reason: String) {
+        let mut error = self.lock_background_error();
+        let failures = match &*error {
+            None => 1,
+            Some(BackgroundError { retry: None, .. }) => return,
+            Some(BackgroundError {
+                retry: Some(retry), ..
+            }) => retry.failures.saturating_add(1),
+        };
+        let delay = FIRST_RETRY_DELAY
+            .saturating_mul(1 << (failures - 1).min(16))
+            .min(MAX_RETRY_DELAY);
+        *error = Some(BackgroundError {
+            reason,
+            retry: Some(Retry {
+                failures,
+                next_attempt: Instant::now() + delay,
+                now: false,
+            }),
+        });
+        self.has_background_error.store(true, Ordering::Release);
+        drop(error);
+        self.state_changed.notify_all();
+    }
+
+    /// A flush or compaction succeeded: clears a recoverable error (invariant 4).
+    pub(crate) fn clear_recoverable_error_locked(&self, _state: &DbState) {
+        if !self.has_background_error.load(Ordering::Acquire) {
+            return;
+        }
+        let mut error = self.lock_background_error();
+        if error.as_ref().is_some_and(|e| e.retry.is_some()) {
+            *error = None;
+            self.has_background_error.store(false, Ordering::Release);
+            drop(error);
+            self.state_changed.notify_all();
+        }
+    }
+
+    /// The retry schedule of a recoverable error, if that is what is set.
+    pub(crate) fn retry_locked(&self, _state: &DbState) -> Option<Retry> {
+        if !self.has_background_error.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lock_background_error().as_ref().and_then(|e| e.retry)
+    }
+
+    /// Whether a sticky error is set (background jobs stop for good).
+    pub(crate) fn has_sticky_error(&self) -> bool {
+        self.has_background_error.load(Ordering::Acquire)
+            && self
+                .lock_background_error()
+                .as_ref()
+                .is_some_and(|e| e.retry.is_none())
+    }
+
+    /// Asks for the retry of a recoverable error now; returns its failure count then.
+    fn request_retry_locked(&self, _state: &DbState) -> Option<u32> {
+        let mut error = self.lock_background_error();
+        let retry = error.as_mut()?.retry.as_mut()?;
+        retry.now = true;
+        let failures = retry.failures;
+        drop(error);
+        self.state_changed.notify_all();
+        Some(failures)
     }
 
     /// [`Self::set_background_error`] for a caller holding the state lock. Waiters check the
     /// error under that lock before they wait, so notifying with it held loses no wakeup (a
     /// lost one left a stalled writer or `flush` waiting forever).
     pub(crate) fn set_background_error_locked(&self, _state: &DbState, reason: String) {
-        let mut error = self
-            .background_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if error.is_none() {
-            *error = Some(reason);
+        let mut error = self.lock_background_error();
+        if error.as_ref().is_none_or(|e| e.retry.is_some()) {
+            *error = Some(BackgroundError {
+                reason,
+                retry: None,
+            });
             self.has_background_error.store(true, Ordering::Release);
         }
         drop(error);
@@ -236,12 +342,14 @@ impl DbInner {
         if !self.has_background_error.load(Ordering::Acquire) {
             return None;
         }
-        let error = self
-            .background_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        error.as_ref().map(|reason| Error::Background {
-            reason: reason.clone(),
+        let error = self.lock_background_error();
+        error.as_ref().map(|e| {
+            let reason = e.reason.clone();
+            if e.retry.is_some() {
+                Error::Paused { reason }
+            } else {
+                Error::Background { reason }
+            }
         })
     }
 
@@ -483,6 +591,39 @@ impl Db {
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
         self.inner.check_writable("checkpoint")?;
         crate::checkpoint::create(&self.inner, dir.as_ref())
+    }
+
+    /// Retries now the flush or compaction whose failure paused writes ([`Error::Paused`],
+    /// e.g. after the disk filled up and space was freed) and waits for the outcome: `Ok` once
+    /// it succeeded and writes go on (or nothing was paused), the new failure if it failed
+    /// again (the background keeps retrying with backoff), and [`Error::Background`] if the
+    /// error is sticky (a failed WAL or MANIFEST write or sync): only a reopen clears that.
+    pub fn resume(&self) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.check_writable("resume")?;
+        let mut state = self.inner.lock_state();
+        let Some(failures) = self.inner.request_retry_locked(&state) else {
+            return self.inner.check_background_error();
+        };
+        if state.keyspaces.values().all(|k| k.imm.is_empty())
+            && !crate::compaction::needs_compaction(&state)
+        {
+            // The failed job is gone (a manual compaction's caller saw its error): nothing
+            // to retry.
+            self.inner.clear_recoverable_error_locked(&state);
+            return Ok(());
+        }
+        loop {
+            match self.inner.retry_locked(&state) {
+                None => return self.inner.check_background_error(),
+                Some(retry) if retry.failures != failures => {
+                    return self.inner.check_background_error();
+                }
+                Some(_) => {}
+            }
+            self.inner.check_open()?;
+            state = self.inner.wait_state(state);
+        }
     }
 
     /// Compaction and write-stall counters since open.

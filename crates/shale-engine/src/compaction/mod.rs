@@ -83,7 +83,7 @@ pub(crate) fn compact_once(inner: &Arc<DbInner>) -> Result<()> {
         state.compacting.insert(job.compaction.keyspace);
         (job, live_snapshots(inner))
     };
-    execute(inner, job, &snapshots)
+    execute(inner, job, &snapshots, false)
 }
 
 fn live_snapshots(inner: &DbInner) -> Vec<SeqNo> {
@@ -137,13 +137,15 @@ pub(crate) fn compact_range(
             (job, live_snapshots(inner))
         };
         StatCounters::add(&inner.stats.manual_compactions, 1);
-        execute(inner, job, &snapshots)?;
+        execute(inner, job, &snapshots, true)?;
     }
     inner.check_open()
 }
 
-/// Runs `job` (its keyspace is marked compacting) and installs the result.
-fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
+/// Runs `job` (its keyspace is marked compacting) and installs the result. A `manual` job's
+/// failure to write its tables is only returned to its caller; a background job's pauses
+/// writes until a retry succeeds (db.rs invariant 4).
+fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) -> Result<()> {
     let compaction = &job.compaction;
     let result = if compaction.trivial_move {
         Ok(Vec::new())
@@ -161,13 +163,16 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
             return Ok(());
         }
         Err(error) => {
-            // Partial outputs stay in pending_outputs: the error is sticky, and the next open
-            // deletes them as unreferenced.
-            drop(state);
-            inner.set_background_error(format!(
+            // `run` deleted the partial outputs; the inputs stay where they were.
+            let reason = format!(
                 "compaction of keyspace {} failed ({compaction}): {error}",
                 compaction.keyspace
-            ));
+            );
+            if !error.is_retryable_write() {
+                inner.set_background_error_locked(&state, reason);
+            } else if !manual {
+                inner.set_recoverable_error_locked(&state, reason);
+            }
             return Err(error);
         }
     };
@@ -219,6 +224,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
         keyspace.install_super_version(version);
     }
     state.compactions_done += 1;
+    inner.clear_recoverable_error_locked(&state);
     // Its Version no longer keeps the inputs: delete them now.
     drop(job);
     crate::flush::delete_obsolete_files(inner, &mut state);
@@ -287,6 +293,8 @@ struct Outputs<'a> {
     tombstones: Vec<RangeTombstone>,
     current: Option<(TableWriter, u64, Vec<u8>)>,
     finished: Vec<FileMetaData>,
+    /// Every table number this compaction allocated (in `pending_outputs`).
+    numbers: Vec<u64>,
     grandparents: GrandparentCut<'a>,
 }
 
@@ -320,6 +328,7 @@ impl Outputs<'_> {
             state.pending_outputs.insert(number);
             number
         };
+        self.numbers.push(number);
         let path = table_file_name(&self.inner.dir, number);
         let compaction = &self.job.compaction;
         let mut options = writer_options(&self.inner.options.comparator, &self.job.options);
@@ -336,6 +345,22 @@ impl Outputs<'_> {
         };
         self.current = Some((writer, number, lower));
         Ok(())
+    }
+
+    /// After a failure: deletes every output written so far (best effort: a leftover is
+    /// unreferenced, and deleted as obsolete later) and releases their numbers.
+    fn discard(mut self) {
+        self.current = None;
+        for &number in &self.numbers {
+            let _ = self
+                .inner
+                .fs
+                .remove(&table_file_name(&self.inner.dir, number));
+        }
+        let mut state = self.inner.lock_state();
+        for number in &self.numbers {
+            state.pending_outputs.remove(number);
+        }
     }
 
     /// Finishes the current output; `next_first` is the first user key of the next one.
@@ -402,6 +427,7 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         tombstones: carried,
         current: None,
         finished: Vec::new(),
+        numbers: Vec::new(),
         grandparents: GrandparentCut::new(
             &compaction.grandparents,
             job.options
@@ -409,46 +435,54 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
                 .saturating_mul(GRANDPARENT_OVERLAP_FACTOR),
         ),
     };
-    let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_stripe = usize::MAX;
-    merged.seek_to_first();
-    while merged.valid() {
-        if inner.shutting_down.load(Ordering::Acquire) {
-            return Err(Error::Background {
-                reason: "compaction stopped by shutdown".into(),
-            });
+    let mut merge = || -> Result<()> {
+        let mut current_user_key: Option<Vec<u8>> = None;
+        let mut last_stripe = usize::MAX;
+        merged.seek_to_first();
+        while merged.valid() {
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::Background {
+                    reason: "compaction stopped by shutdown".into(),
+                });
+            }
+            let key = ParsedInternalKey::parse(merged.key()).map_err(|e| Error::Corruption {
+                file: inner.dir.clone(),
+                offset: 0,
+                detail: format!("compaction input holds a bad internal key: {e}"),
+            })?;
+            let new_user_key = current_user_key
+                .as_deref()
+                .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
+            if new_user_key {
+                current_user_key = Some(key.user_key.to_vec());
+                last_stripe = usize::MAX;
+            }
+            let entry_stripe = stripe(snapshots, key.seqno);
+            let shadowed = entry_stripe == last_stripe;
+            last_stripe = entry_stripe;
+            let dropped_deletion =
+                key.kind == ValueKind::Deletion && compaction.drop_tombstones && entry_stripe == 0;
+            let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
+            if !drop {
+                outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            }
+            merged.next();
         }
-        let key = ParsedInternalKey::parse(merged.key()).map_err(|e| Error::Corruption {
-            file: inner.dir.clone(),
-            offset: 0,
-            detail: format!("compaction input holds a bad internal key: {e}"),
-        })?;
-        let new_user_key = current_user_key
-            .as_deref()
-            .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
-        if new_user_key {
-            current_user_key = Some(key.user_key.to_vec());
-            last_stripe = usize::MAX;
+        merged.status()?;
+        if outputs.current.is_none() && !outputs.tombstones.is_empty() {
+            let first = outputs.tombstones[0].start.clone();
+            outputs.open(&first)?;
         }
-        let entry_stripe = stripe(snapshots, key.seqno);
-        let shadowed = entry_stripe == last_stripe;
-        last_stripe = entry_stripe;
-        let dropped_deletion =
-            key.kind == ValueKind::Deletion && compaction.drop_tombstones && entry_stripe == 0;
-        let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
-        if !drop {
-            outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+        outputs.finish_current(None)?;
+        Ok(inner.fs.sync_dir(&inner.dir)?)
+    };
+    match merge() {
+        Ok(()) => Ok(outputs.finished),
+        Err(error) => {
+            outputs.discard();
+            Err(error)
         }
-        merged.next();
     }
-    merged.status()?;
-    if outputs.current.is_none() && !outputs.tombstones.is_empty() {
-        let first = outputs.tombstones[0].start.clone();
-        outputs.open(&first)?;
-    }
-    outputs.finish_current(None)?;
-    inner.fs.sync_dir(&inner.dir)?;
-    Ok(outputs.finished)
 }
 
 #[cfg(test)]
