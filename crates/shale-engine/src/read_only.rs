@@ -41,21 +41,24 @@ pub(crate) const OPEN_ATTEMPTS: usize = 10;
 
 /// Opens the database in `dir` read-only (see the module docs).
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
-    let mut attempt = 1;
-    loop {
+    for _ in 1..OPEN_ATTEMPTS {
         match open_once(dir, options.clone()) {
-            Err(error) if is_missing_file(&error) && attempt < OPEN_ATTEMPTS => attempt += 1,
-            Err(error) if is_missing_file(&error) => {
-                return Err(Error::NotSupported(format!(
-                    "opening {} read-only failed {OPEN_ATTEMPTS} times because the writer \
-                     deleted a file the MANIFEST named before it could be opened (last: \
-                     {error}); try again, or open a checkpoint of it",
-                    dir.display()
-                )))
-            }
+            Err(error) if is_missing_file(&error) => {}
             result => return result,
         }
     }
+    open_once(dir, options).map_err(|error| {
+        if is_missing_file(&error) {
+            Error::NotSupported(format!(
+                "opening {} read-only failed {OPEN_ATTEMPTS} times because the writer deleted \
+                 a file the MANIFEST named before it could be opened (last: {error}); try \
+                 again, or open a checkpoint of it",
+                dir.display()
+            ))
+        } else {
+            error
+        }
+    })
 }
 
 /// Whether `error` says a file was not there (the writer deleted it: invariant 2).

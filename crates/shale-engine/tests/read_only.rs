@@ -15,6 +15,9 @@ use shale_fs::{FileSystem, MemFs, OsFs};
 /// second keyspace, and deletes `k{(i + KEYS / 2) % KEYS}`.
 const KEYS: u64 = 300;
 
+/// A keyspace's keys and values.
+type Contents = BTreeMap<Vec<u8>, Vec<u8>>;
+
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("read-only-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -55,7 +58,7 @@ fn batch(db: &Db, users: u32, i: u64) -> WriteBatch {
 }
 
 /// Both keyspaces' contents after batches `1..=n`.
-fn expected(n: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>) {
+fn expected(n: u64) -> (Contents, Contents) {
     let mut default = BTreeMap::new();
     let mut users = BTreeMap::new();
     for i in 1..=n {
@@ -67,7 +70,7 @@ fn expected(n: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>) 
     (default, users)
 }
 
-fn contents(iter: &mut shale_engine::DbIterator) -> BTreeMap<Vec<u8>, Vec<u8>> {
+fn contents(iter: &mut shale_engine::DbIterator) -> Contents {
     iter.seek_to_first();
     let mut out = BTreeMap::new();
     while iter.valid() {
