@@ -55,7 +55,10 @@ pub mod testing;
 mod txn;
 mod write;
 mod write_queue;
-pub use backup::{BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup};
+pub use backup::{
+    BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup,
+    DEFAULT_ZSTD_LEVEL,
+};
 pub use checkpoint::CheckpointInfo;
 pub use db::{Db, DEFAULT_KEYSPACE};
 pub use keyspace::Keyspace;
