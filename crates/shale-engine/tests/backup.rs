@@ -325,7 +325,7 @@ fn compressed_backups_verify_restore_and_share_tables_incrementally() {
     };
     let (original, stored) = stored_size(&first.info);
     assert!(
-        first.info.files.iter().any(|f| f.name.ends_with(".wal")
+        first.info.files.iter().any(|f| f.name.contains(".wal")
             && f.codec == BackupCodec::Zstd
             && f.stored.ends_with(".wal.zst")),
         "{:?}",
@@ -357,11 +357,7 @@ fn compressed_backups_verify_restore_and_share_tables_incrementally() {
         .iter()
         .all(|f| f.codec == BackupCodec::None));
     db.put(b"later", b"x").unwrap();
-    let expected = {
-        let mut expected = contents(&db.default_keyspace(), Some(&second.snapshot));
-        expected.remove(&b"later".to_vec());
-        expected
-    };
+    let expected = contents(&db.default_keyspace(), Some(&second.snapshot));
     db.close().unwrap();
 
     engine

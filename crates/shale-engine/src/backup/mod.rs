@@ -172,27 +172,16 @@ impl BackupEngine {
         }
         for &(number, len) in &cut.wals {
             let name = log_file_name(number);
-            let from = inner.dir.join(&name);
-            let (stored, crc, codec) = match options.zstd_level {
-                Some(level) => {
-                    let stored = format!("{name}.zst");
-                    let crc = write_compressed(
-                        fs,
-                        &from,
-                        &private_dir.join(&stored),
-                        len,
-                        level,
-                        &mut |n| throttle.account(n),
-                    )?;
-                    (stored, crc, BackupCodec::Zstd)
-                }
-                None => {
-                    let crc = copy_file_with(fs, &from, &private_dir.join(&name), len, &mut |n| {
-                        throttle.account(n)
-                    })?;
-                    (name.clone(), crc, BackupCodec::None)
-                }
-            };
+            let codec = codec_of(options.zstd_level);
+            let stored = stored_name(&name, codec);
+            let crc = store_copy(
+                fs,
+                &inner.dir.join(&name),
+                &private_dir.join(&stored),
+                len,
+                options.zstd_level,
+                &mut throttle,
+            )?;
             copied_files += 1;
             done += len;
             progress(done, total);
@@ -421,11 +410,7 @@ impl BackupEngine {
         throttle: &mut Throttle,
     ) -> Result<(BackupFile, bool)> {
         let fs = &*self.fs;
-        let codec = if zstd_level.is_some() {
-            BackupCodec::Zstd
-        } else {
-            BackupCodec::None
-        };
+        let codec = codec_of(zstd_level);
         let prefix = format!("{number:06}-{size}-");
         let mut reused = None;
         if shared_names.iter().any(|n| n.starts_with(&prefix)) {
@@ -438,12 +423,7 @@ impl BackupEngine {
             (crc, false)
         } else {
             let temp = self.dir.join(SHARED).join(format!("{prefix}tmp"));
-            let crc = match zstd_level {
-                Some(level) => write_compressed(fs, source, &temp, size, level, &mut |n| {
-                    throttle.account(n);
-                })?,
-                None => copy_file_with(fs, source, &temp, size, &mut |n| throttle.account(n))?,
-            };
+            let crc = store_copy(fs, source, &temp, size, zstd_level, throttle)?;
             let stored = self
                 .dir
                 .join(SHARED)
@@ -518,11 +498,41 @@ impl BackupEngine {
     }
 }
 
-fn shared_name(number: u64, size: u64, crc: u32, codec: BackupCodec) -> String {
+/// The name a file called `name` is stored under.
+fn stored_name(name: &str, codec: BackupCodec) -> String {
     match codec {
-        BackupCodec::None => format!("{number:06}-{size}-{crc:08x}.sst"),
-        BackupCodec::Zstd => format!("{number:06}-{size}-{crc:08x}.sst.zst"),
+        BackupCodec::None => name.to_owned(),
+        BackupCodec::Zstd => format!("{name}.zst"),
     }
+}
+
+fn codec_of(zstd_level: Option<i32>) -> BackupCodec {
+    if zstd_level.is_some() {
+        BackupCodec::Zstd
+    } else {
+        BackupCodec::None
+    }
+}
+
+/// Copies the first `len` bytes of `from` to `to` (synced), zstd-compressed at `zstd_level`
+/// if given. Returns the CRC-32C of the original bytes.
+fn store_copy(
+    fs: &dyn FileSystem,
+    from: &Path,
+    to: &Path,
+    len: u64,
+    zstd_level: Option<i32>,
+    throttle: &mut Throttle,
+) -> Result<u32> {
+    let mut account = |n| throttle.account(n);
+    match zstd_level {
+        Some(level) => write_compressed(fs, from, to, len, level, &mut account),
+        None => copy_file_with(fs, from, to, len, &mut account),
+    }
+}
+
+fn shared_name(number: u64, size: u64, crc: u32, codec: BackupCodec) -> String {
+    stored_name(&format!("{number:06}-{size}-{crc:08x}.sst"), codec)
 }
 
 fn check_crc(path: &Path, file: &BackupFile, crc: u32) -> Result<()> {
