@@ -39,7 +39,8 @@ use crate::wal::RecoveryMode;
 /// How many times the open starts over when the writer deleted a file it needed (invariant 2).
 pub(crate) const OPEN_ATTEMPTS: usize = 10;
 
-/// Opens the database in `dir` read-only (see the module docs).
+/// Opens the database in `dir` read-only (see the module docs). After [`OPEN_ATTEMPTS`]
+/// attempts that each found a file missing, fails with the last missing file's error.
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     for _ in 1..OPEN_ATTEMPTS {
         match open_once(dir, options.clone()) {
@@ -47,18 +48,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             result => return result,
         }
     }
-    open_once(dir, options).map_err(|error| {
-        if is_missing_file(&error) {
-            Error::NotSupported(format!(
-                "opening {} read-only failed {OPEN_ATTEMPTS} times because the writer deleted \
-                 a file the MANIFEST named before it could be opened (last: {error}); try \
-                 again, or open a checkpoint of it",
-                dir.display()
-            ))
-        } else {
-            error
-        }
-    })
+    open_once(dir, options)
 }
 
 /// Whether `error` says a file was not there (the writer deleted it: invariant 2).

@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use shale_engine::{Db, Durability, Error, KeyspaceOptions, Options, ReadOptions, WriteBatch};
-use shale_fs::{FileSystem, MemFs, OsFs};
+use shale_fs::{FileLock, FileSystem, MemFs, Op, OsFs, RandomAccessFile, WritableFile};
 
 /// Keys batch `i` overwrites: batch `i` puts `k{i % KEYS}` and `{ks}:k{i % KEYS}` in the
 /// second keyspace, and deletes `k{(i + KEYS / 2) % KEYS}`.
@@ -289,4 +289,151 @@ fn a_read_only_open_of_a_missing_database_fails_without_creating_it() {
     let error = Db::open_read_only("/nothing", options(Arc::new(fs.clone()))).unwrap_err();
     assert!(error.to_string().contains("no database"), "{error}");
     assert!(!fs.exists(Path::new("/nothing")).unwrap());
+}
+
+/// A hook run before a table is opened (once), and a count of table opens to fail as if the
+/// file had been deleted: the writer moving on in the middle of a read-only open.
+#[derive(Clone)]
+struct RacingFs {
+    inner: MemFs,
+    before_table_open: Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>,
+    vanished_opens: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for RacingFs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RacingFs").finish_non_exhaustive()
+    }
+}
+
+impl FileSystem for RacingFs {
+    fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
+        self.inner.create(path)
+    }
+    fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
+        self.inner.open_append(path)
+    }
+    fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            let hook = self.before_table_open.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+            let vanish = self
+                .vanished_opens
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+            if vanish {
+                return Err(shale_fs::Error::NotFound {
+                    op: Op::OpenRead,
+                    path: path.to_path_buf(),
+                });
+            }
+        }
+        self.inner.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> shale_fs::Result<()> {
+        self.inner.remove(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
+        self.inner.hard_link(from, to)
+    }
+    fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> shale_fs::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> shale_fs::Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+    fn size(&self, path: &Path) -> shale_fs::Result<u64> {
+        self.inner.size(path)
+    }
+    fn exists(&self, path: &Path) -> shale_fs::Result<bool> {
+        self.inner.exists(path)
+    }
+}
+
+#[test]
+fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
+    let mem = MemFs::new();
+    let racing = RacingFs {
+        inner: mem.clone(),
+        before_table_open: Arc::new(Mutex::new(None)),
+        vanished_opens: Arc::new(AtomicUsize::new(0)),
+    };
+    let db = Arc::new(Db::open("/db", options(Arc::new(mem.clone()))).unwrap());
+    let users = db
+        .create_keyspace("users", KeyspaceOptions::default())
+        .unwrap();
+    for i in 1..=1000 {
+        db.write(
+            batch(&db, users.id(), i),
+            &shale_engine::WriteOptions::default(),
+        )
+        .unwrap();
+        if i % 300 == 0 {
+            db.flush().unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let before: Vec<u64> = db
+        .current_version()
+        .all_files()
+        .map(|(_, _, f)| f.number)
+        .collect();
+    // While the view opens its first table, the writer writes more and compacts (trivial moves
+    // keep some files): the MANIFEST the view read names files that are gone. Only an open that starts
+    // over sees the new writes.
+    let writer = db.clone();
+    *racing.before_table_open.lock().unwrap() = Some(Box::new(move || {
+        let users = writer.keyspace("users").unwrap();
+        for i in 1001..=1300 {
+            writer
+                .write(
+                    batch(&writer, users.id(), i),
+                    &shale_engine::WriteOptions::default(),
+                )
+                .unwrap();
+        }
+        writer
+            .compact_range(&writer.default_keyspace(), None, None)
+            .unwrap();
+        writer.compact_range(&users, None, None).unwrap();
+    }));
+    let view = Db::open_read_only("/db", options(Arc::new(racing.clone()))).unwrap();
+    assert!(
+        racing.before_table_open.lock().unwrap().is_none(),
+        "the hook never ran"
+    );
+    assert!(
+        before
+            .iter()
+            .any(|n| !mem.exists(Path::new(&format!("/db/{n:06}.sst"))).unwrap()),
+        "the writer deleted none of the tables {before:?}"
+    );
+    assert_eq!(check_view(&view), 1300);
+    drop(view);
+
+    // A file that stays missing: the open gives up after a bounded number of attempts.
+    racing.vanished_opens.store(usize::MAX, Ordering::SeqCst);
+    let error = Db::open_read_only("/db", options(Arc::new(racing.clone()))).unwrap_err();
+    assert!(
+        error.to_string().contains("no such file") && error.to_string().contains(".sst"),
+        "{error}"
+    );
+    // A few vanishing opens are absorbed by the retries.
+    racing.vanished_opens.store(3, Ordering::SeqCst);
+    let view = Db::open_read_only("/db", options(Arc::new(racing))).unwrap();
+    assert_eq!(check_view(&view), 1300);
+    drop(view);
+    Arc::try_unwrap(db).unwrap().close().unwrap();
 }
