@@ -291,12 +291,15 @@ fn a_read_only_open_of_a_missing_database_fails_without_creating_it() {
     assert!(!fs.exists(Path::new("/nothing")).unwrap());
 }
 
+/// What `RacingFs` runs before opening a table.
+type Hook = Box<dyn FnOnce() + Send>;
+
 /// A hook run before a table is opened (once), and a count of table opens to fail as if the
 /// file had been deleted: the writer moving on in the middle of a read-only open.
 #[derive(Clone)]
 struct RacingFs {
     inner: MemFs,
-    before_table_open: Arc<Mutex<Option<Box<dyn FnOnce() + Send>>>>,
+    before_table_open: Arc<Mutex<Option<Hook>>>,
     vanished_opens: Arc<AtomicUsize>,
 }
 
