@@ -483,6 +483,12 @@ fn check_failed_flush(rule: FaultRule, why: &str, fault_text: &str) {
         other => panic!("{context}: not a background error: {other}"),
     }
     assert_refuses_writes(&db, &harness, why);
+    // Only a reopen clears a sticky error; resume says so.
+    harness.fault.clear_rules();
+    match db.resume() {
+        Err(Error::Background { reason }) => assert!(reason.contains(why), "{context}: {reason}"),
+        other => panic!("{context}: resume after a sticky error: {other:?}"),
+    }
     drop(db);
     harness.fault.clear_rules();
     harness.check_recovery(&context, None);

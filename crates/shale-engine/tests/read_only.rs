@@ -260,6 +260,7 @@ fn a_read_only_open_writes_nothing_and_refuses_writes() {
             .err(),
         view.drop_keyspace("users").err(),
         view.checkpoint("/copy").err(),
+        view.resume().err(),
     ];
     for refusal in refusals {
         match refusal {
