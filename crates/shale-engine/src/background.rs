@@ -7,11 +7,11 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::thread::{Builder, JoinHandle};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crate::db::DbInner;
+use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::idle::IdleCheck;
 
@@ -39,15 +39,54 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     Ok(threads)
 }
 
+/// While a recoverable error pauses writes and its retry time (or `Db::resume`) has not come,
+/// waits for it and returns `true` with the guard: the caller then checks everything again.
+/// Otherwise returns `false` at once, and the job that failed is tried again as usual; its
+/// success clears the error (db.rs invariant 4).
+fn wait_for_retry<'a>(
+    inner: &DbInner,
+    state: MutexGuard<'a, DbState>,
+) -> (MutexGuard<'a, DbState>, bool) {
+    let Some(retry) = inner.retry_locked(&state) else {
+        return (state, false);
+    };
+    let now = Instant::now();
+    if retry.now || now >= retry.next_attempt {
+        return (state, false);
+    }
+    (wait_timeout(inner, state, retry.next_attempt - now), true)
+}
+
+/// Waits on the state condition variable for at most `timeout`.
+fn wait_timeout<'a>(
+    inner: &DbInner,
+    state: MutexGuard<'a, DbState>,
+    timeout: Duration,
+) -> MutexGuard<'a, DbState> {
+    inner
+        .state_changed
+        .wait_timeout(state, timeout)
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .0
+}
+
+/// Whether the thread should stop: shutdown, or a sticky error (only a reopen clears it).
+fn should_stop(inner: &DbInner) -> bool {
+    inner.shutting_down.load(Ordering::Acquire) || inner.has_sticky_error()
+}
+
 fn run_flushes(inner: &Arc<DbInner>) {
     loop {
         {
             let mut state = inner.lock_state();
             loop {
-                let stop = inner.shutting_down.load(Ordering::Acquire)
-                    || inner.background_error().is_some();
-                if stop {
+                if should_stop(inner) {
                     return;
+                }
+                let waited;
+                (state, waited) = wait_for_retry(inner, state);
+                if waited {
+                    continue;
                 }
                 if state.keyspaces.values().any(|k| !k.imm.is_empty()) {
                     break;
@@ -55,7 +94,7 @@ fn run_flushes(inner: &Arc<DbInner>) {
                 state = inner.wait_state(state);
             }
         }
-        // Errors are sticky inside flush_one; the loop then stops at the check above.
+        // Errors become the background error inside flush_one.
         let _ = crate::flush::flush_one(inner);
     }
 }
@@ -65,10 +104,13 @@ fn run_compactions(inner: &Arc<DbInner>) {
         let idle_due = {
             let mut state = inner.lock_state();
             loop {
-                let stop = inner.shutting_down.load(Ordering::Acquire)
-                    || inner.background_error().is_some();
-                if stop {
+                if should_stop(inner) {
                     return;
+                }
+                let waited;
+                (state, waited) = wait_for_retry(inner, state);
+                if waited {
+                    continue;
                 }
                 let now = inner.options.clock.now_seconds();
                 if crate::compaction::needs_compaction(&state, now) {
@@ -80,17 +122,11 @@ fn run_compactions(inner: &Arc<DbInner>) {
                 };
                 match inner.idle.check(after) {
                     IdleCheck::Due => break true,
-                    IdleCheck::WaitFor(wait) => {
-                        state = inner
-                            .state_changed
-                            .wait_timeout(state, wait)
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .0;
-                    }
+                    IdleCheck::WaitFor(wait) => state = wait_timeout(inner, state, wait),
                 }
             }
         };
-        // Errors are sticky where they matter; the loop then stops at the check above.
+        // Errors become the background error (sticky or paused) where they happen.
         let _ = if idle_due {
             crate::compaction::compact_idle(inner)
         } else {
@@ -129,7 +165,9 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
 /// writes unsynced for good (invariant 5 of docs/architecture.md bounds their loss by time).
 /// A WAL that failed itself is poisoned, so this never retries its failed sync.
 pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
-    let mut wal = inner.lock_wal();
+    let Ok(mut wal) = inner.lock_wal() else {
+        return Ok(()); // Read-only: there is no WAL.
+    };
     if !wal.unsynced {
         return Ok(());
     }

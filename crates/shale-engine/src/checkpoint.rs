@@ -192,7 +192,7 @@ pub(crate) fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
         .collect();
     let options = inner.options.to_file(&keyspaces);
     let (current, current_size, seqno, snapshot) = {
-        let mut wal = inner.lock_wal();
+        let mut wal = inner.lock_wal()?;
         if let Err(error) = wal.writer.flush() {
             // The writer is poisoned now; make that the sticky error, as a failed write does.
             drop(wal);

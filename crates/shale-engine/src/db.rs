@@ -21,13 +21,22 @@
 //!    and may be deleted; a table file is deleted only when no live Version references it and
 //!    it is not being written (`pending_outputs`).
 //! 4. After a failed WAL/MANIFEST write or sync, or a panic in a background job,
-//!    `background_error` is set and every later write fails with it, until reopen.
+//!    `background_error` is set, sticky, and every later write fails with it, until reopen.
+//!    A failed write of a flush's or compaction's table (out of space, say) sets a
+//!    *recoverable* one instead: the job deleted its partial outputs and left the memtable or
+//!    inputs in place, so nothing acknowledged is lost; writes fail with [`Error::Paused`]
+//!    while the background retries the job with backoff (`Db::resume` retries at once), and
+//!    the first job that then succeeds clears it. A sticky error replaces a recoverable one,
+//!    never the reverse.
+//! 5. A read-only open (`crate::read_only`) has no WAL, no LOCK and no background threads;
+//!    every call that would write fails with [`Error::ReadOnly`] before touching a file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use shale_fs::{FileLock, FileSystem};
 use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
@@ -106,6 +115,29 @@ pub(crate) struct DbState {
     pub(crate) pinned_wals: BTreeMap<u64, usize>,
 }
 
+/// Why writes are refused (db.rs invariant 4).
+#[derive(Debug)]
+struct BackgroundError {
+    reason: String,
+    /// `Some` while the failed job may succeed on retry.
+    retry: Option<Retry>,
+}
+
+/// When a recoverable error's job is retried next.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Retry {
+    /// Failed attempts so far (the first failure included).
+    pub(crate) failures: u32,
+    pub(crate) next_attempt: Instant,
+    /// `Db::resume` asked for a retry now.
+    pub(crate) now: bool,
+}
+
+/// The first retry of a recoverable background error waits this long; each failure doubles
+/// it, up to [`MAX_RETRY_DELAY`].
+const FIRST_RETRY_DELAY: Duration = Duration::from_millis(100);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+
 /// Everything the parts of the engine share. Background threads hold an `Arc` of it.
 #[derive(Debug)]
 pub(crate) struct DbInner {
@@ -116,11 +148,13 @@ pub(crate) struct DbInner {
     pub(crate) state: Mutex<DbState>,
     /// Signalled when a flush or compaction finishes, work is queued, or on shutdown.
     pub(crate) state_changed: Condvar,
-    pub(crate) wal: Mutex<WalState>,
+    /// `None` when the database is open read-only (`crate::read_only`): there is no WAL to
+    /// write, and every writing call fails with [`Error::ReadOnly`].
+    wal: Option<Mutex<WalState>>,
     pub(crate) write_queue: WriteQueue<GroupContext>,
     pub(crate) last_allocated_seqno: AtomicU64,
     pub(crate) visible_seqno: AtomicU64,
-    background_error: Mutex<Option<String>>,
+    background_error: Mutex<Option<BackgroundError>>,
     has_background_error: AtomicBool,
     pub(crate) table_cache: TableCache,
     pub(crate) snapshots: SnapshotList,
@@ -140,21 +174,28 @@ impl DbInner {
     pub(crate) fn new(
         options: Options,
         dir: &Path,
-        lock: Box<dyn FileLock>,
+        lock: Option<Box<dyn FileLock>>,
         versions: VersionSet,
         keyspaces: BTreeMap<u32, KeyspaceState>,
-        wal: WalState,
+        wal: Option<WalState>,
         last_seqno: SeqNo,
     ) -> Self {
         let fs = options.file_system.clone();
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        // A read-only open keeps every table of its Version open: the writer may delete the
+        // files, and an open handle is what keeps their bytes readable.
+        let max_open_files = if wal.is_some() {
+            options.max_open_files
+        } else {
+            usize::MAX
+        };
         let table_cache = TableCache::new(
             fs.clone(),
             dir,
             options.comparator.clone(),
             block_cache,
             options.verify_checksums,
-            options.max_open_files,
+            max_open_files,
         );
         DbInner {
             fs,
@@ -171,7 +212,7 @@ impl DbInner {
                 pinned_wals: BTreeMap::new(),
             }),
             state_changed: Condvar::new(),
-            wal: Mutex::new(wal),
+            wal: wal.map(Mutex::new),
             write_queue: WriteQueue::new(),
             last_allocated_seqno: AtomicU64::new(last_seqno),
             visible_seqno: AtomicU64::new(last_seqno),
@@ -189,7 +230,7 @@ impl DbInner {
                 ))
             }),
             options,
-            lock: Mutex::new(Some(lock)),
+            lock: Mutex::new(lock),
         }
     }
 
@@ -209,8 +250,25 @@ impl DbInner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(crate) fn lock_wal(&self) -> MutexGuard<'_, WalState> {
-        self.wal.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The WAL, or [`Error::ReadOnly`] when the database is open read-only.
+    pub(crate) fn lock_wal(&self) -> Result<MutexGuard<'_, WalState>> {
+        match &self.wal {
+            Some(wal) => Ok(wal.lock().unwrap_or_else(PoisonError::into_inner)),
+            None => Err(Error::ReadOnly("writing the WAL".into())),
+        }
+    }
+
+    /// Whether the database was opened read-only ([`Db::open_read_only`]).
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.wal.is_none()
+    }
+
+    /// Fails with [`Error::ReadOnly`] naming `operation` when the database is open read-only.
+    pub(crate) fn check_writable(&self, operation: &str) -> Result<()> {
+        if self.is_read_only() {
+            return Err(Error::ReadOnly(operation.to_owned()));
+        }
+        Ok(())
     }
 
     pub(crate) fn wait_state<'a>(&self, guard: MutexGuard<'a, DbState>) -> MutexGuard<'a, DbState> {
@@ -219,22 +277,98 @@ impl DbInner {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Makes every later write fail with `reason` (invariant 4). The first reason wins.
+    /// Makes every later write fail with `reason` (invariant 4). The first sticky reason
+    /// wins; it replaces a recoverable one.
     pub(crate) fn set_background_error(&self, reason: String) {
         let state = self.lock_state();
         self.set_background_error_locked(&state, reason);
+    }
+
+    fn lock_background_error(&self) -> MutexGuard<'_, Option<BackgroundError>> {
+        self.background_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A flush or compaction failed writing its tables (invariant 4): pauses writes with
+    /// `reason` and schedules a retry with backoff, unless a sticky error is already set.
+    pub(crate) fn set_recoverable_error_locked(&self, _state: &DbState, reason: String) {
+        let mut error = self.lock_background_error();
+        let failures = match &*error {
+            None => 1,
+            Some(BackgroundError { retry: None, .. }) => return,
+            Some(BackgroundError {
+                retry: Some(retry), ..
+            }) => retry.failures.saturating_add(1),
+        };
+        let delay = FIRST_RETRY_DELAY
+            .saturating_mul(1 << (failures - 1).min(16))
+            .min(MAX_RETRY_DELAY);
+        *error = Some(BackgroundError {
+            reason,
+            retry: Some(Retry {
+                failures,
+                next_attempt: Instant::now() + delay,
+                now: false,
+            }),
+        });
+        self.has_background_error.store(true, Ordering::Release);
+        drop(error);
+        self.state_changed.notify_all();
+    }
+
+    /// A flush or compaction succeeded: clears a recoverable error (invariant 4).
+    pub(crate) fn clear_recoverable_error_locked(&self, _state: &DbState) {
+        if !self.has_background_error.load(Ordering::Acquire) {
+            return;
+        }
+        let mut error = self.lock_background_error();
+        if error.as_ref().is_some_and(|e| e.retry.is_some()) {
+            *error = None;
+            self.has_background_error.store(false, Ordering::Release);
+            drop(error);
+            self.state_changed.notify_all();
+        }
+    }
+
+    /// The retry schedule of a recoverable error, if that is what is set.
+    pub(crate) fn retry_locked(&self, _state: &DbState) -> Option<Retry> {
+        if !self.has_background_error.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lock_background_error().as_ref().and_then(|e| e.retry)
+    }
+
+    /// Whether a sticky error is set (background jobs stop for good).
+    pub(crate) fn has_sticky_error(&self) -> bool {
+        self.has_background_error.load(Ordering::Acquire)
+            && self
+                .lock_background_error()
+                .as_ref()
+                .is_some_and(|e| e.retry.is_none())
+    }
+
+    /// Asks for the retry of a recoverable error now; returns its failure count then.
+    fn request_retry_locked(&self, _state: &DbState) -> Option<u32> {
+        let mut error = self.lock_background_error();
+        let retry = error.as_mut()?.retry.as_mut()?;
+        retry.now = true;
+        let failures = retry.failures;
+        drop(error);
+        self.state_changed.notify_all();
+        Some(failures)
     }
 
     /// [`Self::set_background_error`] for a caller holding the state lock. Waiters check the
     /// error under that lock before they wait, so notifying with it held loses no wakeup (a
     /// lost one left a stalled writer or `flush` waiting forever).
     pub(crate) fn set_background_error_locked(&self, _state: &DbState, reason: String) {
-        let mut error = self
-            .background_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if error.is_none() {
-            *error = Some(reason);
+        let mut error = self.lock_background_error();
+        if error.as_ref().is_none_or(|e| e.retry.is_some()) {
+            *error = Some(BackgroundError {
+                reason,
+                retry: None,
+            });
             self.has_background_error.store(true, Ordering::Release);
         }
         drop(error);
@@ -246,12 +380,14 @@ impl DbInner {
         if !self.has_background_error.load(Ordering::Acquire) {
             return None;
         }
-        let error = self
-            .background_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        error.as_ref().map(|reason| Error::Background {
-            reason: reason.clone(),
+        let error = self.lock_background_error();
+        error.as_ref().map(|e| {
+            let reason = e.reason.clone();
+            if e.retry.is_some() {
+                Error::Paused { reason }
+            } else {
+                Error::Background { reason }
+            }
         })
     }
 
@@ -324,6 +460,31 @@ impl Db {
         })
     }
 
+    /// Opens the database in `path` read-only, as it is now, even while another process (or
+    /// another `Db` in this one) writes to it: like `RocksDB`'s read-only mode.
+    ///
+    /// It neither takes nor checks the `LOCK`, and never creates, writes, renames or deletes
+    /// a file: it reads `CURRENT` and the MANIFEST, replays the live WALs into memory (a torn
+    /// tail of the WAL a writer is appending is where the view ends), and opens every table of
+    /// that Version, keeping them open so a writer deleting them later does not disturb it.
+    /// Reads, iterators and snapshots work; everything that writes fails with
+    /// [`Error::ReadOnly`]. The view never changes: reopen to see newer writes. If the writer
+    /// deletes a file between our reading the MANIFEST and opening the file, the open starts
+    /// over from `CURRENT`, a few times (docs/operations.md, "Read-only open").
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        options.validate()?;
+        let inner = Arc::new(crate::read_only::open(path.as_ref(), options)?);
+        Ok(Db {
+            inner,
+            threads: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether this database was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
+    }
+
     /// The keyspace every database has.
     pub fn default_keyspace(&self) -> Keyspace {
         Keyspace::new(
@@ -354,6 +515,7 @@ impl Db {
     /// Creates a keyspace with its own options.
     pub fn create_keyspace(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
         self.inner.check_open()?;
+        self.inner.check_writable("creating a keyspace")?;
         self.inner.check_background_error()?;
         crate::keyspace::create(&self.inner, name, options)
     }
@@ -361,6 +523,7 @@ impl Db {
     /// Drops a keyspace: its data becomes unreachable at once and its files are deleted.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
         self.inner.check_open()?;
+        self.inner.check_writable("dropping a keyspace")?;
         self.inner.check_background_error()?;
         crate::keyspace::drop_keyspace(&self.inner, name)
     }
@@ -402,11 +565,16 @@ impl Db {
 
     /// Freezes every keyspace's memtable and waits until all are written as tables.
     pub fn flush(&self) -> Result<()> {
+        self.inner.check_writable("flush")?;
         crate::flush::flush_and_wait(&self.inner)
     }
 
     /// Waits until no flush or compaction is pending (tests and tools).
     pub fn wait_for_background_work(&self) -> Result<()> {
+        if self.inner.is_read_only() {
+            // No background work ever runs (the replayed memtables stay frozen in memory).
+            return Ok(());
+        }
         crate::background::wait_idle(&self.inner)
     }
 
@@ -449,6 +617,7 @@ impl Db {
         end: Option<&[u8]>,
     ) -> Result<()> {
         self.inner.check_open()?;
+        self.inner.check_writable("compact_range")?;
         self.inner.check_background_error()?;
         crate::compaction::compact_range(&self.inner, keyspace.id(), start, end)
     }
@@ -483,6 +652,7 @@ impl Db {
     /// systems), the WALs copied up to the cut, and a fresh MANIFEST written. The returned
     /// [`CheckpointInfo`] names the cut's sequence number and holds a snapshot at it.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        self.inner.check_writable("checkpoint")?;
         crate::checkpoint::create(&self.inner, dir.as_ref())
     }
 
@@ -497,7 +667,41 @@ impl Db {
         args: &[crate::IngestArg],
         options: crate::IngestOptions,
     ) -> Result<Vec<crate::IngestedFile>> {
+        self.inner.check_writable("ingest")?;
         crate::ingest::ingest(&self.inner, args, options)
+    }
+
+    /// Retries now the flush or compaction whose failure paused writes ([`Error::Paused`],
+    /// e.g. after the disk filled up and space was freed) and waits for the outcome: `Ok` once
+    /// it succeeded and writes go on (or nothing was paused), the new failure if it failed
+    /// again (the background keeps retrying with backoff), and [`Error::Background`] if the
+    /// error is sticky (a failed WAL or MANIFEST write or sync): only a reopen clears that.
+    pub fn resume(&self) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.check_writable("resume")?;
+        let mut state = self.inner.lock_state();
+        let Some(failures) = self.inner.request_retry_locked(&state) else {
+            return self.inner.check_background_error();
+        };
+        if state.keyspaces.values().all(|k| k.imm.is_empty())
+            && !crate::compaction::needs_compaction(&state, self.inner.options.clock.now_seconds())
+        {
+            // The failed job is gone (a manual compaction's caller saw its error): nothing
+            // to retry.
+            self.inner.clear_recoverable_error_locked(&state);
+            return Ok(());
+        }
+        loop {
+            match self.inner.retry_locked(&state) {
+                None => return self.inner.check_background_error(),
+                Some(retry) if retry.failures != failures => {
+                    return self.inner.check_background_error();
+                }
+                Some(_) => {}
+            }
+            self.inner.check_open()?;
+            state = self.inner.wait_state(state);
+        }
     }
 
     /// Compaction and write-stall counters since open.

@@ -38,6 +38,22 @@ pub enum Error {
         /// The earlier failure, as it was reported.
         reason: String,
     },
+    /// A flush or compaction failed writing its tables (most often: the disk is full), so
+    /// writes are paused; the job is retried in the background with backoff, or at once by
+    /// [`crate::Db::resume`], and writes go on once it succeeds. Nothing acknowledged is lost.
+    #[error(
+        "writes are paused: {reason}; the failed flush or compaction is retried in the \
+         background (Db::resume retries now) and writes resume once it succeeds: free disk \
+         space if it is full"
+    )]
+    Paused {
+        /// The failure, as it was reported.
+        reason: String,
+    },
+    /// The database was opened read-only ([`crate::Db::open_read_only`]): it never writes,
+    /// so it refuses the named operation.
+    #[error("read-only: the database was opened read-only, so {0} is refused; open it with Db::open to write")]
+    ReadOnly(String),
     /// A transaction could not go on: lock wait timeout, deadlock, conflict, size limit
     /// (docs/transactions.md, "Errors").
     #[error(transparent)]
@@ -45,6 +61,30 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether this failure of a flush's or compaction's file system call may go away on
+    /// retry (db.rs invariant 4): an I/O error of a call that writes a table (create, append,
+    /// flush, sync, directory sync, remove, rename), such as ENOSPC. Reads and corruption
+    /// are not retried.
+    pub(crate) fn is_retryable_write(&self) -> bool {
+        use shale_fs::Op;
+        let (Error::Io(e) | Error::Sst(shale_sst::Error::Io(e))) = self else {
+            return false;
+        };
+        matches!(
+            e.op(),
+            Op::Create
+                | Op::OpenAppend
+                | Op::Append
+                | Op::Flush
+                | Op::SyncData
+                | Op::SyncDir
+                | Op::Rename
+                | Op::Remove
+                | Op::HardLink
+                | Op::CreateDir
+        )
+    }
+
     /// Whether this is a [`Error::Corruption`] (of the engine's own files or of a table).
     pub fn is_corruption(&self) -> bool {
         matches!(
@@ -72,6 +112,10 @@ impl Error {
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
             Error::Background { reason } => Error::Background {
+                reason: reason.clone(),
+            },
+            Error::ReadOnly(s) => Error::ReadOnly(s.clone()),
+            Error::Paused { reason } => Error::Paused {
                 reason: reason.clone(),
             },
             Error::Transaction(e) => Error::Transaction(e.clone()),

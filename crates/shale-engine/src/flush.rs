@@ -6,6 +6,8 @@
 //!    edit that names it; the edit is synced before the memtable is dropped.
 //! 2. Frozen memtables of a keyspace are flushed oldest first, so the keyspace's log number
 //!    only moves forward and never past a WAL holding unflushed data.
+//! 3. A flush whose table write fails (ENOSPC, say) deletes the partial table and leaves the
+//!    memtable frozen and its WALs in place; it is retried (db.rs invariant 4).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -172,10 +174,15 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     let meta = match written {
         Ok(meta) => meta,
         Err(error) => {
-            drop(state);
-            inner.set_background_error(format!(
-                "flushing a memtable to table {number} failed: {error}"
-            ));
+            // The memtable stays frozen and its WAL stays: nothing is lost. The partial
+            // table goes (best effort: a leftover is unreferenced and deleted later).
+            let _ = inner.fs.remove(&table_file_name(&inner.dir, number));
+            let reason = format!("flushing a memtable to table {number} failed: {error}");
+            if error.is_retryable_write() {
+                inner.set_recoverable_error_locked(&state, reason);
+            } else {
+                inner.set_background_error_locked(&state, reason);
+            }
             return Err(error);
         }
     };
@@ -215,6 +222,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     }
     inner.note_pending_compaction_bytes_locked(&state);
     state.flushes_done += 1;
+    inner.clear_recoverable_error_locked(&state);
     delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();
     Ok(true)
@@ -251,7 +259,9 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
         .map(crate::keyspace::KeyspaceState::oldest_needed_log)
         .min()
         .unwrap_or(0);
-    let current_wal = inner.lock_wal().number;
+    let Ok(current_wal) = inner.lock_wal().map(|wal| wal.number) else {
+        return; // Read-only: nothing is ever deleted.
+    };
     let live = state.versions.live_files();
     let manifest = state.versions.manifest_file_number();
     let newest_options = names.iter().filter_map(|n| options_number(n)).max();

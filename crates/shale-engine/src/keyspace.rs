@@ -200,7 +200,7 @@ pub(crate) fn create(
             "keyspace {name:?} already exists"
         )));
     }
-    let log_number = inner.lock_wal().number;
+    let log_number = inner.lock_wal()?.number;
     let id = state
         .versions
         .create_keyspace(name, log_number)

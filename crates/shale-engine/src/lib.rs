@@ -49,6 +49,7 @@ mod keyspace;
 mod options;
 mod read;
 mod read_latest;
+mod read_only;
 mod recovery;
 mod repair;
 mod snapshot;
@@ -61,7 +62,10 @@ mod ttl;
 mod txn;
 mod write;
 mod write_queue;
-pub use backup::{BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup};
+pub use backup::{
+    BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup,
+    DEFAULT_ZSTD_LEVEL,
+};
 pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, SystemClock};
 pub use compaction::BackgroundCompaction;

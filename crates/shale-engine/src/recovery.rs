@@ -75,49 +75,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let lock = fs.lock(&dir.join(LOCK_FILE_NAME))?;
     let (mut versions, persisted) = load_versions(dir, &options)?;
     let version = versions.current();
-    let keyspace_options: BTreeMap<u32, (String, KeyspaceOptions)> = version
-        .keyspaces()
-        .into_iter()
-        .map(|(id, name)| {
-            let section = OptionsFile::keyspace_section(&name);
-            let own = persisted.as_ref().map_or_else(
-                || options.default_keyspace.clone(),
-                |file| {
-                    let mut own = KeyspaceOptions::from_pairs(
-                        file.section(&section),
-                        &options.default_keyspace,
-                    );
-                    // Written before TTL existed: its values carry no write times.
-                    if file.get(&section, "ttl_seconds").is_none() {
-                        own.ttl = None;
-                    }
-                    own
-                },
-            );
-            (id, (name, own))
-        })
-        .collect();
-    if let Some((_, own)) = keyspace_options.get(&DEFAULT_KEYSPACE_ID) {
-        check_ttl_unchanged(own, &options.default_keyspace)?;
-    }
-    let keyspace_options: BTreeMap<u32, (String, KeyspaceOptions)> = keyspace_options
-        .into_iter()
-        .map(|(id, (name, mut own))| {
-            if id == DEFAULT_KEYSPACE_ID && own.ttl.is_some() {
-                // Both on (checked above): a new duration is safe, and what was asked for.
-                own.ttl = options.default_keyspace.ttl;
-            }
-            (id, (name, own))
-        })
-        .collect();
-    if !keyspace_options.contains_key(&DEFAULT_KEYSPACE_ID) {
-        return Err(Error::Corruption {
-            file: dir.join("CURRENT"),
-            offset: 0,
-            detail: "the MANIFEST has no default keyspace".into(),
-        });
-    }
-    let wals = read_wals(&options, dir, &version)?;
+    let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
+    let names = fs.list(dir)?;
+    let wals = read_wals(&options, dir, &version, &names, options.wal_recovery_mode)?;
     let mut replayed =
         build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
     drop(wals);
@@ -156,14 +116,14 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let inner = DbInner::new(
         options,
         dir,
-        lock,
+        Some(lock),
         versions,
         keyspaces,
-        WalState {
+        Some(WalState {
             writer,
             number: wal_number,
             unsynced: false,
-        },
+        }),
         last_seqno,
     );
     {
@@ -172,6 +132,52 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         delete_obsolete_files(&inner, &mut state);
     }
     Ok(inner)
+}
+
+/// Each keyspace's name and options: the persisted OPTIONS file's section for it, else the
+/// defaults of `options`. The default keyspace's TTL may not be turned on or off
+/// ([`check_ttl_unchanged`]); its duration is the one asked for.
+pub(crate) fn keyspace_options(
+    dir: &Path,
+    options: &Options,
+    version: &Version,
+    persisted: Option<&OptionsFile>,
+) -> Result<BTreeMap<u32, (String, KeyspaceOptions)>> {
+    let mut keyspace_options: BTreeMap<u32, (String, KeyspaceOptions)> = version
+        .keyspaces()
+        .into_iter()
+        .map(|(id, name)| {
+            let section = OptionsFile::keyspace_section(&name);
+            let own = persisted.map_or_else(
+                || options.default_keyspace.clone(),
+                |file| {
+                    let mut own = KeyspaceOptions::from_pairs(
+                        file.section(&section),
+                        &options.default_keyspace,
+                    );
+                    // Written before TTL existed: its values carry no write times.
+                    if file.get(&section, "ttl_seconds").is_none() {
+                        own.ttl = None;
+                    }
+                    own
+                },
+            );
+            (id, (name, own))
+        })
+        .collect();
+    let Some((_, default)) = keyspace_options.get_mut(&DEFAULT_KEYSPACE_ID) else {
+        return Err(Error::Corruption {
+            file: dir.join("CURRENT"),
+            offset: 0,
+            detail: "the MANIFEST has no default keyspace".into(),
+        });
+    };
+    check_ttl_unchanged(default, &options.default_keyspace)?;
+    if default.ttl.is_some() {
+        // Both on (checked above): a new duration is safe, and what was asked for.
+        default.ttl = options.default_keyspace.ttl;
+    }
+    Ok(keyspace_options)
 }
 
 /// Refuses to turn TTL on or off for the existing default keyspace: its stored values carry
@@ -263,7 +269,7 @@ fn record_replay(
 }
 
 /// The WAL records replay keeps, in WAL order, and where each WAL's valid data ends.
-struct WalContents {
+pub(crate) struct WalContents {
     /// (log number, batch), oldest first.
     batches: Vec<(u64, WriteBatch)>,
     /// (log number, end of valid data) of every WAL at or above the oldest needed one.
@@ -271,26 +277,31 @@ struct WalContents {
 }
 
 /// What replay produced.
-struct Replayed {
+pub(crate) struct Replayed {
     /// Per keyspace, the frozen memtables, oldest first.
-    memtables: BTreeMap<u32, Vec<FrozenMemTable>>,
-    last_seqno: SeqNo,
+    pub(crate) memtables: BTreeMap<u32, Vec<FrozenMemTable>>,
+    pub(crate) last_seqno: SeqNo,
     wal_ends: Vec<(u64, u64)>,
 }
 
 /// Reads every WAL the MANIFEST says may hold unflushed data, oldest first, each up to its
-/// recorded end if it has one, judging damage by the recovery mode (invariant 2).
-fn read_wals(options: &Options, dir: &Path, version: &Version) -> Result<WalContents> {
+/// recorded end if it has one, judging damage by `mode` (invariant 2). `names` is the
+/// directory listing the WALs on disk are taken from.
+pub(crate) fn read_wals(
+    options: &Options,
+    dir: &Path,
+    version: &Version,
+    names: &[String],
+    mode: RecoveryMode,
+) -> Result<WalContents> {
     let fs = &options.file_system;
-    let mode = options.wal_recovery_mode;
     let min_log = version
         .keyspaces()
         .iter()
         .filter_map(|(id, _)| version.log_number(*id))
         .min()
         .unwrap_or(0);
-    let on_disk: Vec<u64> = fs
-        .list(dir)?
+    let on_disk: Vec<u64> = names
         .iter()
         .filter_map(|n| parse_log_file_name(n))
         .filter(|n| *n >= min_log)
@@ -375,7 +386,7 @@ fn read_wals(options: &Options, dir: &Path, version: &Version) -> Result<WalCont
 
 /// Cuts each keyspace's replayed writes, in WAL order, into memtables of about
 /// `write_buffer_size` and bulk-builds them (invariant 3).
-fn build_memtables(
+pub(crate) fn build_memtables(
     options: &Options,
     version: &Version,
     keyspace_options: &BTreeMap<u32, (String, KeyspaceOptions)>,

@@ -36,6 +36,7 @@ pub(crate) fn write(
     force_flush: bool,
 ) -> Result<()> {
     inner.check_open()?;
+    inner.check_writable("writing")?;
     inner.check_background_error()?;
     let ttl_keyspaces = validate_entries(inner, &batch)?;
     let batch = if ttl_keyspaces.is_empty() {
@@ -164,7 +165,7 @@ fn lead_group(
             .map(|w| w.durability)
             .min_by_key(|d| strength_rank(*d))
             .unwrap_or(Durability::Sync);
-        let mut wal = inner.lock_wal();
+        let mut wal = inner.lock_wal()?;
         let result = wal
             .writer
             .add_record(record.data())
@@ -338,7 +339,7 @@ pub(crate) fn switch_memtables(
     keyspaces: &[u32],
 ) -> Result<()> {
     let number = state.versions.new_file_number();
-    let mut wal = inner.lock_wal();
+    let mut wal = inner.lock_wal()?;
     // docs/format/wal.md: a WAL is synced before the next one exists (its name and file
     // header would follow a torn tail), so a torn tail can only be in the newest log.
     let new_wal = wal.writer.sync().and_then(|()| start_wal(inner, number));

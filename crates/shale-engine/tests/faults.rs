@@ -10,9 +10,12 @@
 //!   after a power cut) every acknowledged write is there and a failed batch is all or nothing;
 //! - a failing open returns an error naming the file, never panics, and damages nothing.
 //!
-//! Out of space (ENOSPC) is not special today: a failed table write makes the error sticky
-//! like any other, and the database is writable again once reopened with space available
-//! (`enospc_on_table_writes_is_sticky_until_reopen`).
+//! A failed table write of a flush or compaction (ENOSPC above all, but also EIO, a short
+//! write or a failed sync of a table) is recoverable instead: the job deletes its partial
+//! tables, writes fail with `Error::Paused` naming the failure, the job is retried with
+//! backoff (`Db::resume` retries at once), and once it succeeds writes go on without a reopen
+//! (`enospc_during_flush_pauses_writes_until_space_is_freed` and the tests after it). Failed
+//! WAL and MANIFEST writes and syncs stay sticky.
 //!
 //! `random_faults_never_lose_acknowledged_writes` injects one random fault (operation, file
 //! kind, trigger, error) per seed into a workload with flushes and compactions; scale it with
@@ -106,7 +109,10 @@ impl Harness {
                 Ok(())
             }
             Err(error) => {
-                self.maybe.get_or_insert(effects);
+                // A paused write never reached the WAL.
+                if !matches!(error, Error::Paused { .. }) {
+                    self.maybe.get_or_insert(effects);
+                }
                 Err(error)
             }
         }
@@ -205,6 +211,16 @@ fn failing_batch() -> (WriteBatch, Vec<Vec<u8>>) {
 /// Every kind of write fails with a `Background` error whose reason contains `why`; reads
 /// still work.
 fn assert_refuses_writes(db: &Db, harness: &Harness, why: &str) {
+    check_refusals(db, harness, why, true);
+}
+
+/// Every kind of write fails with a `Paused` error whose reason contains `why`; reads still
+/// work.
+fn assert_pauses_writes(db: &Db, harness: &Harness, why: &str) {
+    check_refusals(db, harness, why, false);
+}
+
+fn check_refusals(db: &Db, harness: &Harness, why: &str, sticky: bool) {
     let results = [
         ("put", db.put(b"later", b"v")),
         ("delete", db.delete(b"later")),
@@ -221,15 +237,25 @@ fn assert_refuses_writes(db: &Db, harness: &Harness, why: &str) {
         let error = result.expect_err(what);
         let text = error.to_string();
         match &error {
-            Error::Background { reason } => {
+            Error::Background { reason } if sticky => {
                 assert!(reason.contains(why), "{what}: {reason:?} lacks {why:?}");
+                assert!(
+                    text.contains("refuses writes") && text.contains("reopen"),
+                    "{what}: {text}"
+                );
             }
-            other => panic!("{what}: not a background error: {other}"),
+            Error::Paused { reason } if !sticky => {
+                assert!(reason.contains(why), "{what}: {reason:?} lacks {why:?}");
+                assert!(
+                    text.contains("writes are paused") && text.contains("Db::resume"),
+                    "{what}: {text}"
+                );
+            }
+            other => panic!(
+                "{what}: not a {} error: {other}",
+                if sticky { "sticky" } else { "paused" }
+            ),
         }
-        assert!(
-            text.contains("refuses writes") && text.contains("reopen"),
-            "{what}: {text}"
-        );
     }
     harness.assert_acked_present(db, "reads after the failure");
     let mut iter = db.iterator(ReadOptions::default()).unwrap();
@@ -457,25 +483,139 @@ fn check_failed_flush(rule: FaultRule, why: &str, fault_text: &str) {
         other => panic!("{context}: not a background error: {other}"),
     }
     assert_refuses_writes(&db, &harness, why);
+    // Only a reopen clears a sticky error; resume says so.
+    harness.fault.clear_rules();
+    match db.resume() {
+        Err(Error::Background { reason }) => assert!(reason.contains(why), "{context}: {reason}"),
+        other => panic!("{context}: resume after a sticky error: {other:?}"),
+    }
     drop(db);
     harness.fault.clear_rules();
     harness.check_recovery(&context, None);
 }
 
+/// The table files in the directory.
+fn table_files(mem: &MemFs) -> Vec<u64> {
+    let mut tables: Vec<u64> = mem
+        .list(Path::new(DIR))
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.strip_suffix(".sst").and_then(|n| n.parse().ok()))
+        .collect();
+    tables.sort_unstable();
+    tables
+}
+
+/// The table files the current Version names.
+fn live_tables(db: &Db) -> Vec<u64> {
+    let mut tables: Vec<u64> = db
+        .current_version()
+        .all_files()
+        .map(|(_, _, f)| f.number)
+        .collect();
+    tables.sort_unstable();
+    tables
+}
+
+/// Between retries, no partial table of a failed job is left (the retries run every 100 ms
+/// and more, so some listing within a second falls between two).
+fn assert_no_partial_tables(harness: &Harness, db: &Db, context: &str) {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        let (on_disk, live) = (table_files(&harness.mem), live_tables(db));
+        if on_disk == live {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{context}: tables on disk {on_disk:?}, live {live:?}: partial outputs were left"
+        );
+        std::thread::sleep(Duration::from_millis(7));
+    }
+}
+
+/// A flush fails by `rule` (always): writes pause with the reason, partial tables are gone,
+/// `resume` fails while the fault lasts; once it is removed `resume` succeeds, writes go on
+/// without a reopen, and recovery has every acknowledged write.
+fn check_paused_flush(rule: FaultRule, fault_text: &str) {
+    let context = format!("{rule:?}");
+    let mut harness = Harness::new(Durability::Sync, 4096);
+    let db = harness.open();
+    let rule = harness.fault.add_rule(rule);
+    let error = harness.write_until_error(&db, 1000);
+    match &error {
+        Error::Paused { reason } => assert!(
+            reason.contains("flushing a memtable to table") && reason.contains(fault_text),
+            "{context}: {reason}"
+        ),
+        other => panic!("{context}: not a paused error: {other}"),
+    }
+    assert_pauses_writes(&db, &harness, fault_text);
+    assert_no_partial_tables(&harness, &db, &context);
+    let again = db.resume().expect_err("resume while the fault lasts");
+    assert!(matches!(again, Error::Paused { .. }), "{context}: {again}");
+    harness.fault.remove_rule(rule);
+    db.resume()
+        .unwrap_or_else(|e| panic!("{context}: resume after the fault: {e}"));
+    for _ in 0..50 {
+        harness.write(&db).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    harness.assert_acked_present(&db, &context);
+    assert_eq!(table_files(&harness.mem), live_tables(&db), "{context}");
+    db.close().unwrap();
+    harness.check_recovery(&context, None);
+}
+
 #[test]
-fn failed_table_write_or_sync_during_flush_is_sticky() {
+fn failed_table_write_or_sync_during_flush_pauses_writes_until_a_retry_succeeds() {
     for (op, fault) in [
         (OpKind::Append, FaultError::Eio),
         (OpKind::Append, FaultError::ShortWrite),
         (OpKind::SyncData, FaultError::FailedSync),
         (OpKind::Create, FaultError::Eio),
     ] {
-        check_failed_flush(
+        check_paused_flush(
             FaultRule::new(op, FaultTrigger::Always, fault).path_contains(".sst"),
-            "flushing a memtable to table",
             &fault.to_string(),
         );
     }
+}
+
+#[test]
+fn enospc_during_flush_pauses_writes_until_space_is_freed() {
+    check_paused_flush(
+        FaultRule::new(OpKind::Append, FaultTrigger::Always, FaultError::NoSpace)
+            .path_contains(".sst"),
+        "no space left on device (ENOSPC)",
+    );
+}
+
+#[test]
+fn writes_resume_by_themselves_once_space_is_freed() {
+    let mut harness = Harness::new(Durability::Sync, 4096);
+    let db = harness.open();
+    let full = harness.fault.add_rule(
+        FaultRule::new(OpKind::Append, FaultTrigger::Always, FaultError::NoSpace)
+            .path_contains(".sst"),
+    );
+    let error = harness.write_until_error(&db, 1000);
+    assert!(error.to_string().contains("ENOSPC"), "{error}");
+    harness.fault.remove_rule(full);
+    // No resume call: the background retry (after at most a few backoff steps) clears it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Err(error) = harness.write(&db) {
+        assert!(matches!(error, Error::Paused { .. }), "{error}");
+        assert!(Instant::now() < deadline, "writes did not resume in 10 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..50 {
+        harness.write(&db).unwrap();
+    }
+    harness.assert_acked_present(&db, "resumed");
+    db.close().unwrap();
+    harness.check_recovery("resumed by itself", None);
 }
 
 #[test]
@@ -559,23 +699,55 @@ fn check_failed_compaction(rule: FaultRule, why: &str) {
 }
 
 #[test]
-fn failed_compaction_is_sticky() {
+fn failed_compaction_table_write_pauses_writes_until_a_retry_succeeds() {
     // The third table created and synced is the compaction's output (the first two are the
-    // flushes').
-    check_failed_compaction(
-        FaultRule::new(
-            OpKind::SyncData,
-            FaultTrigger::Nth(3),
-            FaultError::FailedSync,
-        )
-        .path_contains(".sst"),
-        "compaction of keyspace 0 failed",
-    );
-    check_failed_compaction(
-        FaultRule::new(OpKind::Create, FaultTrigger::Nth(3), FaultError::NoSpace)
-            .path_contains(".sst"),
-        "compaction of keyspace 0 failed",
-    );
+    // flushes'); every later one fails too until the rule is removed.
+    for (op, fault) in [
+        (OpKind::SyncData, FaultError::FailedSync),
+        (OpKind::Create, FaultError::NoSpace),
+    ] {
+        let rule = FaultRule::new(op, FaultTrigger::EveryFrom(3), fault).path_contains(".sst");
+        let context = format!("{rule:?}");
+        let mut harness = Harness::new(Durability::Sync, 1 << 20);
+        let db = harness.open();
+        let rule = harness.fault.add_rule(rule);
+        let mut flushed = Ok(());
+        for _ in 0..2 {
+            for _ in 0..20 {
+                harness.write(&db).unwrap();
+            }
+            flushed = db.flush();
+        }
+        let error = flushed
+            .err()
+            .unwrap_or_else(|| wait_for_background_error(&db));
+        match &error {
+            Error::Paused { reason } => assert!(
+                reason.contains("compaction of keyspace 0 failed")
+                    && reason.contains(&fault.to_string()),
+                "{context}: {reason}"
+            ),
+            other => panic!("{context}: not a paused error: {other}"),
+        }
+        assert_pauses_writes(&db, &harness, "compaction of keyspace 0 failed");
+        assert_no_partial_tables(&harness, &db, &context);
+        assert_eq!(db.stats().compactions, 0, "{context}");
+        harness.fault.remove_rule(rule);
+        db.resume()
+            .unwrap_or_else(|e| panic!("{context}: resume after the fault: {e}"));
+        db.wait_for_background_work().unwrap();
+        assert!(db.stats().compactions > 0, "{context}");
+        for _ in 0..20 {
+            harness.write(&db).unwrap();
+        }
+        harness.assert_acked_present(&db, &context);
+        db.close().unwrap();
+        harness.check_recovery(&context, None);
+    }
+}
+
+#[test]
+fn failed_compaction_read_or_manifest_write_is_sticky() {
     // Flushes read no table; the compaction reads its inputs.
     check_failed_compaction(
         FaultRule::new(OpKind::Read, FaultTrigger::Always, FaultError::Eio).path_contains(".sst"),
@@ -587,45 +759,6 @@ fn failed_compaction_is_sticky() {
             .path_contains("MANIFEST"),
         "recording a compaction in the MANIFEST failed",
     );
-}
-
-#[test]
-fn enospc_on_table_writes_is_sticky_until_reopen() {
-    let mut harness = Harness::new(Durability::Sync, 4096);
-    let db = harness.open();
-    let full = FaultRule::new(OpKind::Append, FaultTrigger::Always, FaultError::NoSpace)
-        .path_contains(".sst");
-    let rule = harness.fault.add_rule(full.clone());
-    let error = harness.write_until_error(&db, 1000);
-    let text = error.to_string();
-    assert!(
-        text.contains("flushing a memtable to table")
-            && text.contains("no space left on device (ENOSPC)")
-            && text.contains("reopen"),
-        "{text}"
-    );
-    // Space coming back does not clear the error: only a reopen does.
-    harness.fault.remove_rule(rule);
-    assert_refuses_writes(&db, &harness, "ENOSPC");
-    drop(db);
-    // Reopening while the disk is still full succeeds: recovery writes no table, the WAL's
-    // data comes back as frozen memtables and every acknowledged write reads back. Their
-    // background flush then fails, stickily, with an error that says why.
-    harness.fault.add_rule(full);
-    let db = harness.open();
-    harness.assert_acked_present(&db, "reopened on a full disk");
-    let error = db.flush().unwrap_err();
-    assert!(error.to_string().contains("ENOSPC"), "{error}");
-    assert_refuses_writes(&db, &harness, "ENOSPC");
-    drop(db);
-    harness.fault.clear_rules();
-    let db = harness.open();
-    harness.assert_acked_present(&db, "reopened with space");
-    for _ in 0..50 {
-        harness.write(&db).unwrap();
-    }
-    db.close().unwrap();
-    harness.check_recovery("after ENOSPC", None);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -941,6 +1074,12 @@ fn random_faults_never_lose_acknowledged_writes() {
                 (Ok(()), None) => {}
                 (Ok(()), Some(first)) => {
                     panic!("{context}: step {i} succeeded after a failure ({first})")
+                }
+                // A failed table write pauses writes until a retry succeeds; only sticky
+                // errors are final.
+                (Err(error @ Error::Paused { .. }), None) => {
+                    let text = error.to_string();
+                    assert!(text.contains("injected"), "{context}: unclear error {text}");
                 }
                 (Err(error), None) => {
                     let text = error.to_string();

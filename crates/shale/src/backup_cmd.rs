@@ -38,9 +38,31 @@ pub struct CreateArgs {
     /// Copy at most this many MB (10^6 bytes) per second; 0 is unlimited.
     #[arg(long, value_name = "MB", default_value_t = 0.0)]
     pub rate_limit_mb: f64,
+    /// Store tables and WAL copies compressed: `zstd` or `zstd:LEVEL` (1 to 22; default 3),
+    /// or `none`. Verify and restore decompress.
+    #[arg(long, value_name = "CODEC", default_value = "none")]
+    pub compress: String,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The zstd level `--compress` asks for (`None`: no compression).
+fn parse_compress(text: &str) -> Result<Option<i32>, Failure> {
+    let bad = || {
+        Failure::error(format!(
+            "--compress must be none, zstd or zstd:LEVEL with LEVEL 1 to 22, not {text:?}"
+        ))
+    };
+    match text.split_once(':') {
+        None if text == "none" => Ok(None),
+        None if text == "zstd" => Ok(Some(shale_engine::DEFAULT_ZSTD_LEVEL)),
+        Some(("zstd", level)) => match level.parse::<i32>() {
+            Ok(level) if (1..=22).contains(&level) => Ok(Some(level)),
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
 }
 
 /// Flags of `shale backup list`.
@@ -118,6 +140,11 @@ fn info_json(info: &BackupInfo) -> Value {
         "seqno": info.seqno,
         "files": info.files.len(),
         "bytes": info.total_bytes(),
+        "compressed_files": info
+            .files
+            .iter()
+            .filter(|f| f.codec != shale_engine::BackupCodec::None)
+            .count(),
     })
 }
 
@@ -139,11 +166,13 @@ fn create(args: &CreateArgs) -> Result<(), Failure> {
             args.rate_limit_mb
         )));
     }
+    let zstd_level = parse_compress(&args.compress)?;
     let engine = engine(&args.backup_dir)?;
     let db = open_existing(&args.db)?;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked above
     let options = BackupOptions {
         rate_limit_bytes_per_sec: (args.rate_limit_mb * 1e6) as u64,
+        zstd_level,
     };
     let bar = progress(0, "backup create");
     let made = engine.create(&db, &options, &mut |done, total| {

@@ -1,9 +1,10 @@
 //! `shale tool get | put | delete | scan DIR`: quick reads and writes through the engine, like
 //! `ldb get/put/delete/scan` of `RocksDB`.
 //!
-//! They open the database normally (recovery included), so they refuse while another process
-//! holds its LOCK, and say so. They never create a database: a directory without `CURRENT` is
-//! an error. Keys and values are given and shown escaped like `tool sst` (`\xNN`), or as hex
+//! `get` and `scan` open it read-only (`Db::open_read_only`): they work beside a running
+//! writer, see its state as of their open, and never change a file. `put` and `delete` open it
+//! normally (recovery included), so they refuse while another process holds its LOCK, and say
+//! so. None creates a database: a directory without `CURRENT` is an error. Keys and values are given and shown escaped like `tool sst` (`\xNN`), or as hex
 //! with `--hex`.
 
 use std::io::{self, BufWriter, Write};
@@ -97,14 +98,21 @@ impl Opened {
 fn locked_message(dir: &Path) -> String {
     format!(
         "{} is in use: another process holds the database (its {LOCK_FILE_NAME} file is \
-         locked). Stop that process first, or use the tools that only read files: \
-         `shale tool lsm`, `manifest`, `wal`, `verify`",
+         locked). Stop that process first, or use the tools that only read: \
+         `shale tool get`, `scan`, `lsm`, `manifest`, `wal`, `verify`",
         dir.display()
     )
 }
 
+/// Whether a tool writes (opens the database normally) or only reads (opens it read-only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
 /// Opens the database in `args.dir` without creating one, and finds the keyspace.
-fn open(args: &DbArgs) -> Result<Opened, Failure> {
+fn open(args: &DbArgs, access: Access) -> Result<Opened, Failure> {
     if !args.dir.join(CURRENT_FILE_NAME).exists() {
         return Err(Failure::error(format!(
             "no database in {}: {CURRENT_FILE_NAME} is missing",
@@ -115,7 +123,11 @@ fn open(args: &DbArgs) -> Result<Opened, Failure> {
         create_if_missing: false,
         ..Options::default()
     };
-    let db = Db::open(&args.dir, options).map_err(|e| match e {
+    let db = match access {
+        Access::ReadOnly => Db::open_read_only(&args.dir, options),
+        Access::ReadWrite => Db::open(&args.dir, options),
+    }
+    .map_err(|e| match e {
         shale_engine::Error::Io(shale_fs::Error::Locked { .. }) => {
             Failure::error(locked_message(&args.dir))
         }
@@ -137,7 +149,7 @@ fn open(args: &DbArgs) -> Result<Opened, Failure> {
 pub fn run_get(args: &GetArgs) -> Result<(), Failure> {
     let render = Render { hex: args.db.hex };
     let key = render.parse_key(&args.key, "KEY")?;
-    let opened = open(&args.db)?;
+    let opened = open(&args.db, Access::ReadOnly)?;
     let value = opened.keyspace.get(&key);
     opened.close()?;
     let value = value?;
@@ -168,7 +180,7 @@ pub fn run_put(args: &PutArgs) -> Result<(), Failure> {
     let render = Render { hex: args.db.hex };
     let key = render.parse_key(&args.key, "KEY")?;
     let value = render.parse_key(&args.value, "VALUE")?;
-    let opened = open(&args.db)?;
+    let opened = open(&args.db, Access::ReadWrite)?;
     let written = opened.keyspace.put(&key, &value);
     let seqno = opened.keyspace.latest_seqno();
     opened.close()?;
@@ -180,7 +192,7 @@ pub fn run_put(args: &PutArgs) -> Result<(), Failure> {
 pub fn run_delete(args: &DeleteArgs) -> Result<(), Failure> {
     let render = Render { hex: args.db.hex };
     let key = render.parse_key(&args.key, "KEY")?;
-    let opened = open(&args.db)?;
+    let opened = open(&args.db, Access::ReadWrite)?;
     let written = opened.keyspace.delete(&key);
     let seqno = opened.keyspace.latest_seqno();
     opened.close()?;
@@ -231,7 +243,7 @@ pub fn run_scan(args: &ScanArgs) -> Result<(), Failure> {
     let parse = |text: &Option<String>, flag| text.as_deref().map(|t| render.parse_key(t, flag));
     let lower = parse(&args.from, "--from").transpose()?;
     let upper = parse(&args.to, "--to").transpose()?;
-    let opened = open(&args.db)?;
+    let opened = open(&args.db, Access::ReadOnly)?;
     let result = (|| {
         let iter = opened.keyspace.iterator(ReadOptions {
             lower_bound: lower,

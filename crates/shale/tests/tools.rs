@@ -279,6 +279,16 @@ fn tools_that_open_the_database_refuse_while_another_holds_it() {
     // The file tools still work beside it.
     let (code, _, err) = tool(&["lsm"], &dir);
     assert_eq!(code, 0, "{err}");
+    // get and scan open it read-only from this second process: they see the writer's
+    // acknowledged writes (still only in its WAL) and leave its files alone.
+    db.put(b"live", b"from the writer").unwrap();
+    let (code, out, err) = tool(&["get", "live"], &dir);
+    assert_eq!((code, out.as_str()), (0, "\"from the writer\"\n"), "{err}");
+    let (code, out, err) = tool(&["scan", "--from", "live", "--limit", "1"], &dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"live\" => \"from the writer\""), "{out}");
+    db.put(b"live", b"again").unwrap();
+    assert_eq!(db.get(b"live").unwrap(), Some(b"again".to_vec()));
     db.close().unwrap();
     let (code, _, err) = tool(&["put", "x", "y"], &dir);
     assert_eq!(code, 0, "{err}");

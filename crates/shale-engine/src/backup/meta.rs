@@ -9,12 +9,33 @@ use shale_sst::SeqNo;
 
 use crate::error::{Error, Result};
 
-/// The first line of every meta file; the number is the format version.
+/// The first line of a meta file listing no compressed file (format version 1).
 const HEADER: &str = "shale-backup 1";
+/// The first line of a meta file whose `file` lines carry a codec (format version 2).
+const HEADER_V2: &str = "shale-backup 2";
 /// The prefix of the header line, whatever the version.
 const HEADER_PREFIX: &str = "shale-backup ";
 /// Meta files larger than this are refused (a backup of a million files stays far below).
 pub(crate) const MAX_META_SIZE: u64 = 256 << 20;
+
+/// How a file is stored in the backup directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackupCodec {
+    /// The file's own bytes.
+    #[default]
+    None,
+    /// zstd chunks (docs/format/backup.md, "Compressed files").
+    Zstd,
+}
+
+impl BackupCodec {
+    fn name(self) -> &'static str {
+        match self {
+            BackupCodec::None => "none",
+            BackupCodec::Zstd => "zstd",
+        }
+    }
+}
 
 /// One file of a backup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +44,11 @@ pub struct BackupFile {
     pub stored: String,
     /// Its name in a restored database directory.
     pub name: String,
+    /// Size and CRC-32C of the file's own (restored) bytes, whatever the codec.
     pub size: u64,
     pub crc32c: u32,
+    /// How the stored copy is encoded.
+    pub codec: BackupCodec,
 }
 
 /// What `meta/<id>` says about one backup.
@@ -44,17 +68,26 @@ impl BackupInfo {
         self.files.iter().map(|f| f.size).sum()
     }
 
+    /// Version 1 while no file is compressed (so older builds read such backups), else 2.
     pub(crate) fn encode(&self) -> Vec<u8> {
+        let with_codec = self.files.iter().any(|f| f.codec != BackupCodec::None);
         let mut text = format!(
-            "{HEADER}\nid {}\ncreated {}\nseqno {}\n",
-            self.id, self.created, self.seqno
+            "{}\nid {}\ncreated {}\nseqno {}\n",
+            if with_codec { HEADER_V2 } else { HEADER },
+            self.id,
+            self.created,
+            self.seqno
         );
         for file in &self.files {
-            let _ = writeln!(
+            let _ = write!(
                 text,
                 "file {} {} {} {:08x}",
                 file.stored, file.name, file.size, file.crc32c
             );
+            if with_codec {
+                let _ = write!(text, " {}", file.codec.name());
+            }
+            text.push('\n');
         }
         let crc = crc32c::crc32c(text.as_bytes());
         let _ = writeln!(text, "end {crc:08x}");
@@ -70,10 +103,12 @@ impl BackupInfo {
         let text = std::str::from_utf8(bytes)
             .map_err(|e| bad(e.valid_up_to(), "backup meta is not UTF-8".into()))?;
         let first = text.lines().next().unwrap_or("");
-        if first != HEADER {
+        let with_codec = first == HEADER_V2;
+        if first != HEADER && !with_codec {
             let detail = match first.strip_prefix(HEADER_PREFIX) {
                 Some(version) => format!(
-                    "backup meta format version {version:?} is not supported (this build reads 1)"
+                    "backup meta format version {version:?} is not supported (this build reads \
+                     1 and 2)"
                 ),
                 None => "not a backup meta file (bad header)".to_owned(),
             };
@@ -126,13 +161,21 @@ impl BackupInfo {
                     info.seqno = number(1)?;
                     seen[2] = true;
                 }
-                Some("file") if fields.len() == 5 => {
+                Some("file") if fields.len() == if with_codec { 6 } else { 5 } => {
+                    let codec = match fields.get(5).copied() {
+                        None | Some("none") => BackupCodec::None,
+                        Some("zstd") => BackupCodec::Zstd,
+                        Some(other) => {
+                            return Err(bad(offset, format!("unknown codec {other:?}")));
+                        }
+                    };
                     let file = BackupFile {
                         stored: fields[1].to_owned(),
                         name: fields[2].to_owned(),
                         size: number(3)?,
                         crc32c: u32::from_str_radix(fields[4], 16)
                             .map_err(|_| bad(offset, format!("bad checksum in line {line:?}")))?,
+                        codec,
                     };
                     check_paths(&file, info.id)
                         .map_err(|detail| bad(offset, format!("{detail} in line {line:?}")))?;
@@ -194,12 +237,14 @@ mod tests {
                     name: "000007.sst".into(),
                     size: 100,
                     crc32c: 0xabcd,
+                    codec: BackupCodec::None,
                 },
                 BackupFile {
                     stored: "private/3/CURRENT".into(),
                     name: "CURRENT".into(),
                     size: 30,
                     crc32c: 1,
+                    codec: BackupCodec::None,
                 },
             ],
         }
@@ -223,6 +268,29 @@ mod tests {
     }
 
     #[test]
+    fn a_compressed_file_makes_version_2_with_a_codec_on_every_line() {
+        let mut info = sample();
+        info.files[0].stored = "shared/000007-100-0000abcd.sst.zst".into();
+        info.files[0].codec = BackupCodec::Zstd;
+        let bytes = info.encode();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let body = "shale-backup 2\nid 3\ncreated 1700000000\nseqno 42\n\
+                    file shared/000007-100-0000abcd.sst.zst 000007.sst 100 0000abcd zstd\n\
+                    file private/3/CURRENT CURRENT 30 00000001 none\n";
+        assert_eq!(
+            text,
+            format!("{body}end {:08x}\n", crc32c::crc32c(body.as_bytes()))
+        );
+        assert_eq!(BackupInfo::decode(&bytes, Path::new("m")).unwrap(), info);
+        let unknown = body.replace(" zstd\n", " lzma\n");
+        let unknown = format!("{unknown}end {:08x}\n", crc32c::crc32c(unknown.as_bytes()));
+        let err = BackupInfo::decode(unknown.as_bytes(), Path::new("m"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown codec"), "{err}");
+    }
+
+    #[test]
     fn refuses_damage_versions_and_escaping_paths() {
         let path = Path::new("/b/meta/3");
         let mut flipped = sample().encode();
@@ -234,11 +302,11 @@ mod tests {
         );
         let newer = String::from_utf8(sample().encode())
             .unwrap()
-            .replace("shale-backup 1", "shale-backup 2");
+            .replace("shale-backup 1", "shale-backup 3");
         let err = BackupInfo::decode(newer.as_bytes(), path)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("version \"2\""), "{err}");
+        assert!(err.contains("version \"3\""), "{err}");
         for (stored, name) in [
             ("shared/../../etc/passwd", "x"),
             ("private/4/CURRENT", "CURRENT"),

@@ -2,8 +2,8 @@
 //! (docs/format/backup.md, docs/operations.md "Take and restore a backup"), like `RocksDB`'s
 //! `BackupEngine`.
 //!
-//! Layout: `shared/` holds table files named `<number>-<size>-<crc32c>.sst`, shared between
-//! backups; `private/<id>/` holds the files only that backup needs (WAL prefixes, its MANIFEST,
+//! Layout: `shared/` holds table files named `<number>-<size>-<crc32c>.sst` (`.sst.zst` when
+//! stored compressed), shared between backups; `private/<id>/` holds the files only that backup needs (WAL prefixes, its MANIFEST,
 //! OPTIONS, CURRENT); `meta/<id>` lists every file of backup `id` with size and checksum.
 //!
 //! A backup is taken at a checkpoint cut (`crate::checkpoint`), so it holds exactly the writes
@@ -18,7 +18,11 @@
 //!    mix tables.
 //! 3. `purge` deletes a backup's meta before its files, and a shared file only when no
 //!    remaining meta lists it.
+//! 4. Size and checksum in the meta are those of the original bytes, whatever the codec: a
+//!    compressed file is decompressed whole by `verify` and `restore` and checked against
+//!    them.
 
+mod compressed;
 mod meta;
 
 use std::collections::BTreeSet;
@@ -28,7 +32,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use shale_fs::FileSystem;
 
-pub use meta::{BackupFile, BackupInfo};
+pub use compressed::DEFAULT_ZSTD_LEVEL;
+pub use meta::{BackupCodec, BackupFile, BackupInfo};
 
 use crate::checkpoint::{copy_file_with, take_cut, wait_visible, write_metadata};
 use crate::db::Db;
@@ -36,6 +41,7 @@ use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
 use crate::table_cache::table_file_name;
 use crate::wal::format::log_file_name;
+use compressed::{read_compressed, write_compressed};
 
 const SHARED: &str = "shared";
 const PRIVATE: &str = "private";
@@ -46,6 +52,8 @@ const META: &str = "meta";
 pub struct BackupOptions {
     /// Copy at most this many bytes per second (0: unlimited).
     pub rate_limit_bytes_per_sec: u64,
+    /// Store tables and WAL copies zstd-compressed at this level (`None`: as they are).
+    pub zstd_level: Option<i32>,
 }
 
 /// What [`BackupEngine::create`] did.
@@ -150,6 +158,7 @@ impl BackupEngine {
                 meta.number,
                 meta.size,
                 &shared_names,
+                options.zstd_level,
                 &mut throttle,
             )?;
             if copied {
@@ -163,21 +172,25 @@ impl BackupEngine {
         }
         for &(number, len) in &cut.wals {
             let name = log_file_name(number);
-            let crc = copy_file_with(
+            let codec = codec_of(options.zstd_level);
+            let stored = stored_name(&name, codec);
+            let crc = store_copy(
                 fs,
                 &inner.dir.join(&name),
-                &private_dir.join(&name),
+                &private_dir.join(&stored),
                 len,
-                &mut |n| throttle.account(n),
+                options.zstd_level,
+                &mut throttle,
             )?;
             copied_files += 1;
             done += len;
             progress(done, total);
             files.push(BackupFile {
-                stored: format!("{private_rel}/{name}"),
+                stored: format!("{private_rel}/{stored}"),
                 name,
                 size: len,
                 crc32c: crc,
+                codec,
             });
         }
         drop(pins);
@@ -189,6 +202,7 @@ impl BackupEngine {
                 name,
                 size,
                 crc32c: crc,
+                codec: BackupCodec::None,
             });
         }
         fs.sync_dir(&self.dir.join(SHARED))?;
@@ -263,7 +277,10 @@ impl BackupEngine {
         for file in &info.files {
             let path = self.dir.join(&file.stored);
             self.check_size(&path, file)?;
-            let crc = checksum_file(&*self.fs, &path, file.size)?;
+            let crc = match file.codec {
+                BackupCodec::None => checksum_file(&*self.fs, &path, file.size)?,
+                BackupCodec::Zstd => read_compressed(&*self.fs, &path, file.size, &mut |_| Ok(()))?,
+            };
             check_crc(&path, file, crc)?;
             done += file.size;
             progress(done, total);
@@ -380,23 +397,25 @@ impl BackupEngine {
         Ok(doomed)
     }
 
-    /// Stores table `number` (`size` bytes at `source`) in `shared/`, unless a file with the
-    /// same number, size and checksum is there (invariant 2). Returns its entry and whether
-    /// it was copied.
+    /// Stores table `number` (`size` bytes at `source`) in `shared/` (compressed at
+    /// `zstd_level` if given), unless a file with the same number, size, checksum and codec
+    /// is there (invariant 2). Returns its entry and whether it was copied.
     fn backup_table(
         &self,
         source: &Path,
         number: u64,
         size: u64,
         shared_names: &BTreeSet<String>,
+        zstd_level: Option<i32>,
         throttle: &mut Throttle,
     ) -> Result<(BackupFile, bool)> {
         let fs = &*self.fs;
+        let codec = codec_of(zstd_level);
         let prefix = format!("{number:06}-{size}-");
         let mut reused = None;
         if shared_names.iter().any(|n| n.starts_with(&prefix)) {
             let crc = checksum_file(fs, source, size)?;
-            if shared_names.contains(&shared_name(number, size, crc)) {
+            if shared_names.contains(&shared_name(number, size, crc, codec)) {
                 reused = Some(crc);
             }
         }
@@ -404,16 +423,20 @@ impl BackupEngine {
             (crc, false)
         } else {
             let temp = self.dir.join(SHARED).join(format!("{prefix}tmp"));
-            let crc = copy_file_with(fs, source, &temp, size, &mut |n| throttle.account(n))?;
-            let stored = self.dir.join(SHARED).join(shared_name(number, size, crc));
+            let crc = store_copy(fs, source, &temp, size, zstd_level, throttle)?;
+            let stored = self
+                .dir
+                .join(SHARED)
+                .join(shared_name(number, size, crc, codec));
             fs.rename(&temp, &stored)?;
             (crc, true)
         };
         let file = BackupFile {
-            stored: format!("{SHARED}/{}", shared_name(number, size, crc)),
+            stored: format!("{SHARED}/{}", shared_name(number, size, crc, codec)),
             name: format!("{number:06}.sst"),
             size,
             crc32c: crc,
+            codec,
         };
         Ok((file, copied))
     }
@@ -421,16 +444,22 @@ impl BackupEngine {
     fn restore_file(&self, file: &BackupFile, dest: &Path) -> Result<()> {
         let from = self.dir.join(&file.stored);
         self.check_size(&from, file)?;
-        let crc = copy_file_with(
-            &*self.fs,
-            &from,
-            &dest.join(&file.name),
-            file.size,
-            &mut |_| {},
-        )?;
+        let to = dest.join(&file.name);
+        let crc = match file.codec {
+            BackupCodec::None => copy_file_with(&*self.fs, &from, &to, file.size, &mut |_| {})?,
+            BackupCodec::Zstd => {
+                let mut out = self.fs.create(&to)?;
+                let crc = read_compressed(&*self.fs, &from, file.size, &mut |bytes| {
+                    Ok(out.append(bytes)?)
+                })?;
+                out.sync_data()?;
+                crc
+            }
+        };
         check_crc(&from, file, crc)
     }
 
+    /// The stored file exists and, unless compressed, has the original's size.
     fn check_size(&self, path: &Path, file: &BackupFile) -> Result<()> {
         if !self.fs.exists(path)? {
             return Err(Error::Corruption {
@@ -438,6 +467,9 @@ impl BackupEngine {
                 offset: 0,
                 detail: "file of the backup is missing".into(),
             });
+        }
+        if file.codec != BackupCodec::None {
+            return Ok(()); // its decompressed size is checked as it is read
         }
         let size = self.fs.size(path)?;
         if size != file.size {
@@ -466,8 +498,41 @@ impl BackupEngine {
     }
 }
 
-fn shared_name(number: u64, size: u64, crc: u32) -> String {
-    format!("{number:06}-{size}-{crc:08x}.sst")
+/// The name a file called `name` is stored under.
+fn stored_name(name: &str, codec: BackupCodec) -> String {
+    match codec {
+        BackupCodec::None => name.to_owned(),
+        BackupCodec::Zstd => format!("{name}.zst"),
+    }
+}
+
+fn codec_of(zstd_level: Option<i32>) -> BackupCodec {
+    if zstd_level.is_some() {
+        BackupCodec::Zstd
+    } else {
+        BackupCodec::None
+    }
+}
+
+/// Copies the first `len` bytes of `from` to `to` (synced), zstd-compressed at `zstd_level`
+/// if given. Returns the CRC-32C of the original bytes.
+fn store_copy(
+    fs: &dyn FileSystem,
+    from: &Path,
+    to: &Path,
+    len: u64,
+    zstd_level: Option<i32>,
+    throttle: &mut Throttle,
+) -> Result<u32> {
+    let mut account = |n| throttle.account(n);
+    match zstd_level {
+        Some(level) => write_compressed(fs, from, to, len, level, &mut account),
+        None => copy_file_with(fs, from, to, len, &mut account),
+    }
+}
+
+fn shared_name(number: u64, size: u64, crc: u32, codec: BackupCodec) -> String {
+    stored_name(&format!("{number:06}-{size}-{crc:08x}.sst"), codec)
 }
 
 fn check_crc(path: &Path, file: &BackupFile, crc: u32) -> Result<()> {

@@ -95,7 +95,7 @@ pub(crate) fn compact_once(inner: &Arc<DbInner>) -> Result<()> {
         mark_compacting(inner, &mut state, &job.compaction);
         (job, live_snapshots(inner))
     };
-    execute(inner, job, &snapshots)
+    execute(inner, job, &snapshots, false)
 }
 
 fn live_snapshots(inner: &DbInner) -> Vec<SeqNo> {
@@ -153,7 +153,7 @@ pub(crate) fn compact_range(
             };
             (job, live_snapshots(inner))
         };
-        execute(inner, job, &snapshots)?;
+        execute(inner, job, &snapshots, true)?;
     }
     inner.check_open()
 }
@@ -192,7 +192,7 @@ pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
             };
             (job, live_snapshots(inner))
         };
-        execute(inner, job, &snapshots)?;
+        execute(inner, job, &snapshots, false)?;
     }
     Ok(())
 }
@@ -225,8 +225,10 @@ fn mark_compacting(inner: &DbInner, state: &mut DbState, compaction: &Compaction
     state.compaction_outputs.insert(compaction.keyspace, range);
 }
 
-/// Runs `job` (its keyspace is marked compacting) and installs the result.
-fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
+/// Runs `job` (its keyspace is marked compacting) and installs the result. A `manual` job's
+/// failure to write its tables is only returned to its caller; a background job's pauses
+/// writes until a retry succeeds (db.rs invariant 4).
+fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) -> Result<()> {
     let compaction = &job.compaction;
     let result = if compaction.trivial_move {
         Ok(Vec::new())
@@ -245,13 +247,16 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
             return Ok(());
         }
         Err(error) => {
-            // Partial outputs stay in pending_outputs: the error is sticky, and the next open
-            // deletes them as unreferenced.
-            drop(state);
-            inner.set_background_error(format!(
+            // `run` deleted the partial outputs; the inputs stay where they were.
+            let reason = format!(
                 "compaction of keyspace {} failed ({compaction}): {error}",
                 compaction.keyspace
-            ));
+            );
+            if !error.is_retryable_write() {
+                inner.set_background_error_locked(&state, reason);
+            } else if !manual {
+                inner.set_recoverable_error_locked(&state, reason);
+            }
             return Err(error);
         }
     };
@@ -313,6 +318,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo]) -> Result<()> {
     }
     inner.note_pending_compaction_bytes_locked(&state);
     state.compactions_done += 1;
+    inner.clear_recoverable_error_locked(&state);
     // Its Version no longer keeps the inputs: delete them now.
     drop(job);
     crate::flush::delete_obsolete_files(inner, &mut state);
@@ -383,6 +389,8 @@ struct Outputs<'a> {
     /// The oldest write time of a value in the current output (TTL keyspaces).
     oldest_write_time: Option<u64>,
     finished: Vec<FileMetaData>,
+    /// Every table number this output writer allocated (in `pending_outputs`).
+    numbers: Vec<u64>,
     grandparents: GrandparentCut<'a>,
 }
 
@@ -421,6 +429,7 @@ impl Outputs<'_> {
             state.pending_outputs.insert(number);
             number
         };
+        self.numbers.push(number);
         let path = table_file_name(&self.inner.dir, number);
         let compaction = &self.job.compaction;
         let mut options = writer_options(
@@ -451,6 +460,12 @@ impl Outputs<'_> {
         };
         self.current = Some((writer, number, lower));
         Ok(())
+    }
+
+    /// After a failure: deletes every output written so far and releases their numbers.
+    fn discard(mut self) {
+        self.current = None;
+        discard_tables(self.inner, &self.numbers);
     }
 
     /// Finishes the current output; `next_first` is the first user key of the next one.
@@ -526,14 +541,44 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
             }
             results
         });
+        // A failed range discarded its own outputs; the others' go too, as nothing of the
+        // compaction is installed.
+        let failure = results.iter().position(Result::is_err);
         let mut outputs = Vec::new();
+        let mut error = None;
         for result in results {
-            outputs.extend(result?);
+            match result {
+                Ok(tables) => outputs.extend(tables),
+                Err(e) => {
+                    error.get_or_insert(e);
+                }
+            }
+        }
+        if let (Some(_), Some(error)) = (failure, error) {
+            let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
+            discard_tables(inner, &numbers);
+            return Err(error);
         }
         outputs
     };
-    inner.fs.sync_dir(&inner.dir)?;
+    if let Err(error) = inner.fs.sync_dir(&inner.dir) {
+        let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
+        discard_tables(inner, &numbers);
+        return Err(error.into());
+    }
     Ok(outputs)
+}
+
+/// Deletes the output tables `numbers` of a failed compaction (best effort: a leftover is
+/// unreferenced, and deleted as obsolete later) and releases their numbers.
+fn discard_tables(inner: &DbInner, numbers: &[u64]) {
+    for &number in numbers {
+        let _ = inner.fs.remove(&table_file_name(&inner.dir, number));
+    }
+    let mut state = inner.lock_state();
+    for number in numbers {
+        state.pending_outputs.remove(number);
+    }
 }
 
 /// Merges the inputs' entries with user keys in `[lower, upper)` (`None`: unbounded) into
@@ -586,6 +631,7 @@ fn run_range(
         current: None,
         oldest_write_time: None,
         finished: Vec::new(),
+        numbers: Vec::new(),
         grandparents: GrandparentCut::new(
             &compaction.grandparents,
             job.options
@@ -593,66 +639,77 @@ fn run_range(
                 .saturating_mul(GRANDPARENT_OVERLAP_FACTOR),
         ),
     };
-    let ttl_cutoff = job
-        .options
-        .ttl
-        .map(|ttl| crate::ttl::cutoff(ttl.as_secs(), inner.options.clock.now_seconds()));
-    let mut current_user_key: Option<Vec<u8>> = None;
-    let mut last_stripe = usize::MAX;
-    match lower {
-        // The first entry of `lower`: the largest trailer sorts first.
-        Some(lower) => merged.seek(InternalKey::new(lower, MAX_SEQNO, ValueKind::MAX).encoded()),
-        None => merged.seek_to_first(),
-    }
-    while merged.valid() {
-        if inner.shutting_down.load(Ordering::Acquire) {
-            return Err(Error::Background {
-                reason: "compaction stopped by shutdown".into(),
-            });
-        }
-        let key = ParsedInternalKey::parse(merged.key()).map_err(|e| Error::Corruption {
-            file: inner.dir.clone(),
-            offset: 0,
-            detail: format!("compaction input holds a bad internal key: {e}"),
-        })?;
-        if upper.is_some_and(|upper| cmp.compare(key.user_key, upper).is_ge()) {
-            break;
-        }
-        let new_user_key = current_user_key
-            .as_deref()
-            .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
-        if new_user_key {
-            current_user_key = Some(key.user_key.to_vec());
-            last_stripe = usize::MAX;
-        }
-        let entry_stripe = stripe(snapshots, key.seqno);
-        let shadowed = entry_stripe == last_stripe;
-        last_stripe = entry_stripe;
-        let write_time = ttl_cutoff
-            .filter(|_| key.kind == ValueKind::Value)
-            .and_then(|_| crate::ttl::split(merged.value()).map(|(_, time)| time));
-        let expired = matches!((write_time, ttl_cutoff), (Some(t), Some(c)) if t < c);
-        let deletion = key.kind == ValueKind::Deletion || expired;
-        let dropped_deletion = deletion && compaction.drop_tombstones && entry_stripe == 0;
-        let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
-        if !drop && expired {
-            let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
-            outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
-        } else if !drop {
-            outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
-            if let Some(time) = write_time {
-                outputs.saw_write_time(time);
+    let mut merge = || -> Result<()> {
+        let ttl_cutoff = job
+            .options
+            .ttl
+            .map(|ttl| crate::ttl::cutoff(ttl.as_secs(), inner.options.clock.now_seconds()));
+        let mut current_user_key: Option<Vec<u8>> = None;
+        let mut last_stripe = usize::MAX;
+        match lower {
+            // The first entry of `lower`: the largest trailer sorts first.
+            Some(lower) => {
+                merged.seek(InternalKey::new(lower, MAX_SEQNO, ValueKind::MAX).encoded())
             }
+            None => merged.seek_to_first(),
         }
-        merged.next();
+        while merged.valid() {
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::Background {
+                    reason: "compaction stopped by shutdown".into(),
+                });
+            }
+            let key = ParsedInternalKey::parse(merged.key()).map_err(|e| Error::Corruption {
+                file: inner.dir.clone(),
+                offset: 0,
+                detail: format!("compaction input holds a bad internal key: {e}"),
+            })?;
+            if upper.is_some_and(|upper| cmp.compare(key.user_key, upper).is_ge()) {
+                break;
+            }
+            let new_user_key = current_user_key
+                .as_deref()
+                .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
+            if new_user_key {
+                current_user_key = Some(key.user_key.to_vec());
+                last_stripe = usize::MAX;
+            }
+            let entry_stripe = stripe(snapshots, key.seqno);
+            let shadowed = entry_stripe == last_stripe;
+            last_stripe = entry_stripe;
+            let write_time = ttl_cutoff
+                .filter(|_| key.kind == ValueKind::Value)
+                .and_then(|_| crate::ttl::split(merged.value()).map(|(_, time)| time));
+            let expired = matches!((write_time, ttl_cutoff), (Some(t), Some(c)) if t < c);
+            let deletion = key.kind == ValueKind::Deletion || expired;
+            let dropped_deletion = deletion && compaction.drop_tombstones && entry_stripe == 0;
+            let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
+            if !drop && expired {
+                let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
+                outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
+            } else if !drop {
+                outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+                if let Some(time) = write_time {
+                    outputs.saw_write_time(time);
+                }
+            }
+            merged.next();
+        }
+        merged.status()?;
+        if outputs.current.is_none() && !outputs.tombstones.is_empty() {
+            let first = outputs.tombstones[0].start.clone();
+            outputs.open(&first)?;
+        }
+        outputs.finish_current(None)?;
+        Ok(())
+    };
+    match merge() {
+        Ok(()) => Ok(outputs.finished),
+        Err(error) => {
+            outputs.discard();
+            Err(error)
+        }
     }
-    merged.status()?;
-    if outputs.current.is_none() && !outputs.tombstones.is_empty() {
-        let first = outputs.tombstones[0].start.clone();
-        outputs.open(&first)?;
-    }
-    outputs.finish_current(None)?;
-    Ok(outputs.finished)
 }
 
 #[cfg(test)]

@@ -38,9 +38,11 @@ pub(super) fn boundaries(inner: &DbInner, job: &Job) -> Result<Vec<Vec<u8>>> {
         .compaction
         .all_inputs()
         .map(|(_, file)| {
-            inner
-                .table_cache
-                .get(file.number, file.global_seqno, options.prefix_extractor.as_ref())
+            inner.table_cache.get(
+                file.number,
+                file.global_seqno,
+                options.prefix_extractor.as_ref(),
+            )
         })
         .collect::<Result<Vec<_>>>()?;
     let total: u64 = tables.iter().map(|t| t.properties().data_size).sum();

@@ -199,7 +199,6 @@ pub(crate) fn write_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Res
 #[derive(Debug)]
 pub(crate) struct ManifestWriter {
     pub log: LogWriter,
-    pub number: u64,
     pub path: PathBuf,
     /// Bytes of the file after its snapshot record (the rollover rule compares with it).
     pub snapshot_end: u64,
@@ -224,7 +223,6 @@ pub(crate) fn start_manifest(
     log.sync()?;
     Ok(ManifestWriter {
         log,
-        number,
         path,
         snapshot_end,
     })

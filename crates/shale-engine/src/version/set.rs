@@ -69,7 +69,10 @@ pub struct VersionSet {
     next_file_number: u64,
     last_sequence: SeqNo,
     max_keyspace_id: u32,
-    manifest: ManifestWriter,
+    /// `None` in a read-only set ([`VersionSet::open_read_only`]): every writing call fails.
+    manifest: Option<ManifestWriter>,
+    /// The MANIFEST `CURRENT` named when this set was recovered or last switched.
+    manifest_number: u64,
     failed: Option<String>,
 }
 
@@ -79,7 +82,7 @@ impl fmt::Debug for VersionSet {
             .field("dir", &self.dir)
             .field("comparator", &self.comparator.name())
             .field("num_levels", &self.num_levels)
-            .field("manifest", &self.manifest.path)
+            .field("manifest", &self.manifest.as_ref().map(|m| &m.path))
             .field("next_file_number", &self.next_file_number)
             .field("last_sequence", &self.last_sequence)
             .field("max_keyspace_id", &self.max_keyspace_id)
@@ -87,6 +90,10 @@ impl fmt::Debug for VersionSet {
             .field("failed", &self.failed)
             .finish_non_exhaustive()
     }
+}
+
+fn read_only_error() -> Error {
+    Error::ReadOnly("changing the MANIFEST".to_owned())
 }
 
 fn check_num_levels(num_levels: usize) -> Result<()> {
@@ -188,7 +195,8 @@ impl VersionSet {
             next_file_number,
             last_sequence: 0,
             max_keyspace_id: DEFAULT_KEYSPACE_ID,
-            manifest,
+            manifest: Some(manifest),
+            manifest_number,
             failed: None,
         })
     }
@@ -262,7 +270,47 @@ impl VersionSet {
             next_file_number,
             last_sequence: replayed.last_sequence,
             max_keyspace_id: replayed.max_keyspace_id,
-            manifest,
+            manifest: Some(manifest),
+            manifest_number,
+            failed: None,
+        })
+    }
+
+    /// Reads the MANIFEST `CURRENT` names without writing anything (a read-only open, maybe
+    /// while a writer appends to it: a torn last record is where its history ends). The set
+    /// it returns refuses every edit with [`Error::ReadOnly`].
+    pub(crate) fn open_read_only(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        comparator: Arc<dyn Comparator>,
+        num_levels: usize,
+    ) -> Result<Self> {
+        check_num_levels(num_levels)?;
+        let manifest_number = read_current(&*fs, dir)?;
+        let (version, replayed) = replay(
+            &*fs,
+            &dir.join(manifest_file_name(manifest_number)),
+            manifest_number,
+            &comparator,
+            num_levels,
+            RecoveryMode::TolerateCorruptedTailRecords,
+            &mut |_, _| {},
+        )?;
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            comparator,
+            num_levels,
+            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
+            index: index_of(&version),
+            current: Arc::new(version),
+            old_versions: Vec::new(),
+            // Numbers for in-memory memtables only; nothing is ever created under them.
+            next_file_number: replayed.next_file_number.max(manifest_number + 1),
+            last_sequence: replayed.last_sequence,
+            max_keyspace_id: replayed.max_keyspace_id,
+            manifest: None,
+            manifest_number,
             failed: None,
         })
     }
@@ -334,11 +382,13 @@ impl VersionSet {
 
         let written = match new_manifest {
             Some(number) => self.switch_manifest(number, &record),
-            None => self
-                .manifest
-                .log
-                .add_record(&record)
-                .and_then(|_| self.manifest.log.sync()),
+            None => match self.manifest.as_mut() {
+                Some(manifest) => manifest
+                    .log
+                    .add_record(&record)
+                    .and_then(|_| manifest.log.sync()),
+                None => Err(read_only_error()),
+            },
         };
         if let Err(e) = written {
             self.failed = Some(e.to_string());
@@ -351,8 +401,11 @@ impl VersionSet {
     }
 
     fn should_roll_over(&self) -> bool {
-        let size = self.manifest.log.file_size();
-        size > self.max_manifest_size && size > self.manifest.snapshot_end.saturating_mul(2)
+        let Some(manifest) = &self.manifest else {
+            return false;
+        };
+        let size = manifest.log.file_size();
+        size > self.max_manifest_size && size > manifest.snapshot_end.saturating_mul(2)
     }
 
     /// Starts MANIFEST `number` with a snapshot of the current state followed by `record`,
@@ -373,11 +426,13 @@ impl VersionSet {
             Some(record),
         )?;
         write_current(&*self.fs, &self.dir, number)?;
-        let old = std::mem::replace(&mut self.manifest, manifest);
-        let old_path = old.path.clone();
-        drop(old);
-        // Best effort, as in `recover`.
-        let _ = self.fs.remove(&old_path);
+        self.manifest_number = number;
+        if let Some(old) = self.manifest.replace(manifest) {
+            let old_path = old.path.clone();
+            drop(old);
+            // Best effort, as in `recover`.
+            let _ = self.fs.remove(&old_path);
+        }
         Ok(())
     }
 
@@ -391,6 +446,9 @@ impl VersionSet {
     }
 
     fn check_healthy(&self) -> Result<()> {
+        if self.manifest.is_none() {
+            return Err(read_only_error());
+        }
         match &self.failed {
             None => Ok(()),
             Some(reason) => Err(Error::Background {
@@ -533,7 +591,7 @@ impl VersionSet {
     /// The number of the live MANIFEST (the one `CURRENT` names). Every other `MANIFEST-*` in
     /// the directory is obsolete.
     pub fn manifest_file_number(&self) -> u64 {
-        self.manifest.number
+        self.manifest_number
     }
 
     /// The first record of a new MANIFEST describing `version` with the current counters
@@ -551,7 +609,7 @@ impl VersionSet {
 
     /// Bytes written to the live MANIFEST so far.
     pub fn manifest_size(&self) -> u64 {
-        self.manifest.log.file_size()
+        self.manifest.as_ref().map_or(0, |m| m.log.file_size())
     }
 
     /// Sets the size after which the next edit starts a new MANIFEST (default 64 MiB). A new

@@ -1,0 +1,115 @@
+//! Opening a database read-only ([`crate::Db::open_read_only`]), maybe while a writer in
+//! another process (or this one) keeps writing, flushing and compacting.
+//!
+//! The open reads what a recovery reads (`crate::recovery`) but writes nothing: no LOCK, no
+//! new WAL or MANIFEST, no `WAL_END` edit, no OPTIONS file, no deletion. The replayed WAL
+//! writes stay in memory as frozen memtables that are never flushed, and every table of the
+//! Version is opened at once and kept open, so the view stays readable when the writer deletes
+//! those files later (an open handle keeps a deleted file's bytes on POSIX file systems).
+//!
+//! Invariants:
+//! 1. The directory is listed before `CURRENT` is read. A WAL the writer deleted before the
+//!    listing was made obsolete by a flush recorded in the MANIFEST before the deletion, so
+//!    the MANIFEST we read already has a log number past it; a WAL deleted after the listing
+//!    fails to open. So no WAL the view needs is skipped silently.
+//! 2. Any file the MANIFEST (or the listing) names that is missing when opened (MANIFEST,
+//!    OPTIONS, WAL, table) means the writer moved on in between: the open starts over from
+//!    the listing, at most [`OPEN_ATTEMPTS`] times.
+//! 3. The view is the MANIFEST's Version plus every complete WAL record after its log
+//!    numbers, in WAL order: a prefix of the writer's commits, as of some moment during the
+//!    open. A damaged tail of the newest WAL is a record the writer is still appending, not
+//!    corruption, whatever the recovery mode (`AbsoluteConsistency` is read as
+//!    `TolerateCorruptedTailRecords`); damage anywhere else is judged as recovery does.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::db::{DbInner, DEFAULT_KEYSPACE_ID};
+use crate::error::{Error, Result};
+use crate::flush::database_exists;
+use crate::keyspace::KeyspaceState;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::options_file::OptionsFile;
+use crate::recovery::{build_memtables, keyspace_options, read_wals, NUM_LEVELS};
+use crate::version::VersionSet;
+use crate::wal::RecoveryMode;
+
+/// How many times the open starts over when the writer deleted a file it needed (invariant 2).
+pub(crate) const OPEN_ATTEMPTS: usize = 10;
+
+/// Opens the database in `dir` read-only (see the module docs). After [`OPEN_ATTEMPTS`]
+/// attempts that each found a file missing, fails with the last missing file's error.
+pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+    for _ in 1..OPEN_ATTEMPTS {
+        match open_once(dir, options.clone()) {
+            Err(error) if is_missing_file(&error) => {}
+            result => return result,
+        }
+    }
+    open_once(dir, options)
+}
+
+/// Whether `error` says a file was not there (the writer deleted it: invariant 2).
+fn is_missing_file(error: &Error) -> bool {
+    match error {
+        Error::Io(e) | Error::Sst(shale_sst::Error::Io(e)) => e.is_not_found(),
+        _ => false,
+    }
+}
+
+fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
+    let fs = options.file_system.clone();
+    if !database_exists(&*fs, dir)? {
+        return Err(Error::InvalidArgument(format!(
+            "no database in {} (CURRENT is missing); a read-only open never creates one",
+            dir.display()
+        )));
+    }
+    let names = fs.list(dir)?;
+    let persisted = OptionsFile::read_latest(&*fs, dir)?.map(|(_, file)| file);
+    if let Some(persisted) = &persisted {
+        options.check_compatible(persisted)?;
+    }
+    let mut versions =
+        VersionSet::open_read_only(fs.clone(), dir, options.comparator.clone(), NUM_LEVELS)?;
+    let version = versions.current();
+    let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
+    let mode = match options.wal_recovery_mode {
+        RecoveryMode::AbsoluteConsistency => RecoveryMode::TolerateCorruptedTailRecords,
+        mode => mode,
+    };
+    let wals = read_wals(&options, dir, &version, &names, mode)?;
+    let mut replayed =
+        build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
+    drop(wals);
+    let last_seqno = replayed.last_seqno.max(versions.last_sequence());
+    versions.set_last_sequence(last_seqno);
+    let mut keyspaces = BTreeMap::new();
+    let mut extractors = BTreeMap::new();
+    for (id, (name, own_options)) in keyspace_options {
+        // Never written: it only gives the read view the active memtable it expects.
+        let mem = Arc::new(MemTable::for_write_buffer(
+            options.comparator.clone(),
+            versions.new_file_number(),
+            own_options.write_buffer_size,
+        ));
+        let log_number = version.log_number(id).unwrap_or(0);
+        extractors.insert(id, own_options.prefix_extractor.clone());
+        let mut keyspace =
+            KeyspaceState::new(id, name, own_options, mem, log_number, version.clone());
+        keyspace.imm = replayed.memtables.remove(&id).unwrap_or_default().into();
+        keyspace.install_super_version(version.clone());
+        keyspaces.insert(id, keyspace);
+    }
+    debug_assert!(keyspaces.contains_key(&DEFAULT_KEYSPACE_ID));
+    let inner = DbInner::new(options, dir, None, versions, keyspaces, None, last_seqno);
+    for (keyspace, _, file) in version.all_files() {
+        let extractor = extractors.get(&keyspace).cloned().flatten();
+        inner
+            .table_cache
+            .get(file.number, file.global_seqno, extractor.as_ref())?;
+    }
+    Ok(inner)
+}
