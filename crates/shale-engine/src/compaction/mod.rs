@@ -639,77 +639,99 @@ fn run_range(
                 .saturating_mul(GRANDPARENT_OVERLAP_FACTOR),
         ),
     };
-    let mut merge = || -> Result<()> {
-        let ttl_cutoff = job
-            .options
-            .ttl
-            .map(|ttl| crate::ttl::cutoff(ttl.as_secs(), inner.options.clock.now_seconds()));
-        let mut current_user_key: Option<Vec<u8>> = None;
-        let mut last_stripe = usize::MAX;
-        match lower {
-            // The first entry of `lower`: the largest trailer sorts first.
-            Some(lower) => {
-                merged.seek(InternalKey::new(lower, MAX_SEQNO, ValueKind::MAX).encoded())
-            }
-            None => merged.seek_to_first(),
-        }
-        while merged.valid() {
-            if inner.shutting_down.load(Ordering::Acquire) {
-                return Err(Error::Background {
-                    reason: "compaction stopped by shutdown".into(),
-                });
-            }
-            let key = ParsedInternalKey::parse(merged.key()).map_err(|e| Error::Corruption {
-                file: inner.dir.clone(),
-                offset: 0,
-                detail: format!("compaction input holds a bad internal key: {e}"),
-            })?;
-            if upper.is_some_and(|upper| cmp.compare(key.user_key, upper).is_ge()) {
-                break;
-            }
-            let new_user_key = current_user_key
-                .as_deref()
-                .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
-            if new_user_key {
-                current_user_key = Some(key.user_key.to_vec());
-                last_stripe = usize::MAX;
-            }
-            let entry_stripe = stripe(snapshots, key.seqno);
-            let shadowed = entry_stripe == last_stripe;
-            last_stripe = entry_stripe;
-            let write_time = ttl_cutoff
-                .filter(|_| key.kind == ValueKind::Value)
-                .and_then(|_| crate::ttl::split(merged.value()).map(|(_, time)| time));
-            let expired = matches!((write_time, ttl_cutoff), (Some(t), Some(c)) if t < c);
-            let deletion = key.kind == ValueKind::Deletion || expired;
-            let dropped_deletion = deletion && compaction.drop_tombstones && entry_stripe == 0;
-            let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
-            if !drop && expired {
-                let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
-                outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
-            } else if !drop {
-                outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
-                if let Some(time) = write_time {
-                    outputs.saw_write_time(time);
-                }
-            }
-            merged.next();
-        }
-        merged.status()?;
-        if outputs.current.is_none() && !outputs.tombstones.is_empty() {
-            let first = outputs.tombstones[0].start.clone();
-            outputs.open(&first)?;
-        }
-        outputs.finish_current(None)?;
-        Ok(())
-    };
-    match merge() {
+    let merge = merge_range(
+        inner,
+        job,
+        snapshots,
+        (lower, upper),
+        &mut merged,
+        &mut outputs,
+        &covered_by_applied,
+    );
+    match merge {
         Ok(()) => Ok(outputs.finished),
         Err(error) => {
             outputs.discard();
             Err(error)
         }
     }
+}
+
+/// The merge loop of [`run_range`]: every entry of `merged` with a user key in `range`,
+/// minus what no snapshot can see, into `outputs`.
+fn merge_range(
+    inner: &DbInner,
+    job: &Job,
+    snapshots: &[SeqNo],
+    (lower, upper): (Option<&[u8]>, Option<&[u8]>),
+    merged: &mut MergingIter,
+    outputs: &mut Outputs<'_>,
+    covered_by_applied: &dyn Fn(&[u8], SeqNo) -> bool,
+) -> Result<()> {
+    let compaction = &job.compaction;
+    let cmp = inner.user_comparator().clone();
+    let ttl_cutoff = job
+        .options
+        .ttl
+        .map(|ttl| crate::ttl::cutoff(ttl.as_secs(), inner.options.clock.now_seconds()));
+    let mut current_user_key: Option<Vec<u8>> = None;
+    let mut last_stripe = usize::MAX;
+    match lower {
+        // The first entry of `lower`: the largest trailer sorts first.
+        Some(lower) => {
+            merged.seek(InternalKey::new(lower, MAX_SEQNO, ValueKind::MAX).encoded());
+        }
+        None => merged.seek_to_first(),
+    }
+    while merged.valid() {
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Background {
+                reason: "compaction stopped by shutdown".into(),
+            });
+        }
+        let key = ParsedInternalKey::parse(merged.key()).map_err(|e| Error::Corruption {
+            file: inner.dir.clone(),
+            offset: 0,
+            detail: format!("compaction input holds a bad internal key: {e}"),
+        })?;
+        if upper.is_some_and(|upper| cmp.compare(key.user_key, upper).is_ge()) {
+            break;
+        }
+        let new_user_key = current_user_key
+            .as_deref()
+            .is_none_or(|k| cmp.compare(k, key.user_key).is_ne());
+        if new_user_key {
+            current_user_key = Some(key.user_key.to_vec());
+            last_stripe = usize::MAX;
+        }
+        let entry_stripe = stripe(snapshots, key.seqno);
+        let shadowed = entry_stripe == last_stripe;
+        last_stripe = entry_stripe;
+        let write_time = ttl_cutoff
+            .filter(|_| key.kind == ValueKind::Value)
+            .and_then(|_| crate::ttl::split(merged.value()).map(|(_, time)| time));
+        let expired = matches!((write_time, ttl_cutoff), (Some(t), Some(c)) if t < c);
+        let deletion = key.kind == ValueKind::Deletion || expired;
+        let dropped_deletion = deletion && compaction.drop_tombstones && entry_stripe == 0;
+        let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
+        if !drop && expired {
+            let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
+            outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
+        } else if !drop {
+            outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            if let Some(time) = write_time {
+                outputs.saw_write_time(time);
+            }
+        }
+        merged.next();
+    }
+    merged.status()?;
+    if outputs.current.is_none() && !outputs.tombstones.is_empty() {
+        let first = outputs.tombstones[0].start.clone();
+        outputs.open(&first)?;
+    }
+    outputs.finish_current(None)?;
+    Ok(())
 }
 
 #[cfg(test)]
