@@ -16,6 +16,7 @@ mod tool_ingest;
 mod tool_manifest;
 mod tool_repair;
 mod tool_sst;
+mod tool_stats;
 mod tool_verify;
 mod tool_wal;
 
@@ -83,6 +84,9 @@ enum ToolCommand {
     /// Salvage a damaged database: rebuild the MANIFEST from readable tables and WALs, move
     /// unreadable files into lost/, report what was lost.
     Repair(tool_repair::RepairArgs),
+    /// Per-level statistics from the tables' properties (entries, deletions, raw bytes,
+    /// codecs, compression ratio), WAL and unreferenced bytes, space amplification.
+    Stats(tool_stats::StatsToolArgs),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -217,6 +221,7 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Checkpoint(args)) => tool_checkpoint::run(args),
         Command::Tool(ToolCommand::Ingest(args)) => tool_ingest::run(args),
         Command::Tool(ToolCommand::Repair(args)) => tool_repair::run(args),
+        Command::Tool(ToolCommand::Stats(args)) => tool_stats::run(args),
         Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),

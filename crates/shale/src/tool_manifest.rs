@@ -192,7 +192,7 @@ fn edit_json(offset: u64, edit: &VersionEdit, render: Render) -> Value {
 }
 
 /// Levels worth showing: the default number, or up to the deepest non-empty level.
-fn shown_levels(version: &Version, keyspace: u32) -> usize {
+pub(crate) fn shown_levels(version: &Version, keyspace: u32) -> usize {
     let deepest = (0..version.num_levels())
         .rev()
         .find(|&level| version.num_files(keyspace, level) > 0)

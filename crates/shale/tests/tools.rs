@@ -434,11 +434,55 @@ fn verify_finds_a_damaged_current_and_still_checks_the_rest() {
 }
 
 #[test]
+fn stats_adds_up_table_properties_per_level() {
+    let dir = build("stats");
+    let (code, out, err) = tool(&["stats"], &dir);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("keyspace 1 \"users\""), "{out}");
+    assert!(out.contains("WAL: 1 files"), "{out}");
+    let (code, out, err) = tool(&["stats", "--json"], &dir);
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out);
+    let l0 = &doc["keyspaces"][0]["levels"][0];
+    assert_eq!(l0["files"], 2, "{out}");
+    assert_eq!(l0["deletions"], 1, "{out}");
+    assert_eq!(l0["range_deletions"], 1, "{out}");
+    // 40 + 10 keys of 4 bytes, each with its 8-byte trailer, plus the deletion's.
+    assert_eq!(l0["raw_key_bytes"], 51 * 12, "{out}");
+    let users = &doc["keyspaces"][1]["total"];
+    assert_eq!(users["entries"], 2, "{out}");
+    assert_eq!(users["raw_value_bytes"], 2, "{out}");
+    assert_eq!(doc["total"]["files"], 3, "{out}");
+    assert!(doc["wal_bytes"].as_u64().unwrap() > 0, "{out}");
+    assert_eq!(doc["unreferenced_tables"], 0, "{out}");
+
+    // A table no version references (left by a crashed compaction, say) is counted apart.
+    let table = live_tables(&dir).remove(0);
+    std::fs::copy(&table, dir.join("999999.sst")).unwrap();
+    let (code, out, _) = tool(&["stats", "--json"], &dir);
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["unreferenced_tables"], 1, "{out}");
+
+    // A damaged live table is an error naming it, not wrong numbers.
+    let size = std::fs::metadata(&table).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&table)
+        .unwrap()
+        .set_len(size - 10)
+        .unwrap();
+    let (code, _, err) = tool(&["stats"], &dir);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(table.to_str().unwrap()), "{err}");
+}
+
+#[test]
 fn help_lists_every_tool() {
     let out = shale(&["tool", "--help"]);
     let help = text(&out.stdout);
     for name in [
         "sst", "wal", "manifest", "lsm", "get", "put", "delete", "scan", "verify", "repair",
+        "stats",
     ] {
         assert!(help.contains(name), "{name} missing from:\n{help}");
     }
