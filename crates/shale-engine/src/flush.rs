@@ -8,6 +8,11 @@
 //!    only moves forward and never past a WAL holding unflushed data.
 //! 3. A flush whose table write fails (ENOSPC, say) deletes the partial table and leaves the
 //!    memtable frozen and its WALs in place; it is retried (db.rs invariant 4).
+//! 4. A WAL is deleted only below every log number the MANIFEST holds, never on the strength
+//!    of memory alone, so the MANIFEST never names a deleted WAL (recovery.rs invariant 5).
+//!    Each flush edit carries every other keyspace's log number forward to the oldest WAL it
+//!    needs (an idle keyspace's moves at every WAL switch, in memory), so idle keyspaces do
+//!    not pin WALs past the next flush.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -198,6 +203,13 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         .map_or(state_keyspace.mem_log_number, |f| f.log_number);
     let mut edit = VersionEdit::default();
     edit.set_log_number(keyspace, next_log);
+    // Invariant 4: the other keyspaces' advances become durable with this edit.
+    for other in state.keyspaces.values().filter(|k| k.id != keyspace) {
+        let needed = other.oldest_needed_log();
+        if state.versions.log_number(other.id) < Some(needed) {
+            edit.set_log_number(other.id, needed);
+        }
+    }
     if let Some(meta) = meta {
         edit.add_file(keyspace, 0, meta);
     }
@@ -253,12 +265,14 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
     let Ok(names) = inner.fs.list(&inner.dir) else {
         return;
     };
+    // Invariant 4: the MANIFEST's log numbers, which never run ahead of memory's.
     let min_log = state
         .keyspaces
         .values()
         .map(crate::keyspace::KeyspaceState::oldest_needed_log)
         .min()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .min(state.versions.min_log_number_to_keep());
     let Ok(current_wal) = inner.lock_wal().map(|wal| wal.number) else {
         return; // Read-only: nothing is ever deleted.
     };

@@ -32,7 +32,9 @@ use crate::keyspace::KeyspaceState;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::options_file::OptionsFile;
-use crate::recovery::{build_memtables, keyspace_options, read_wals, NUM_LEVELS};
+use crate::recovery::{
+    build_memtables, check_wals_present, keyspace_options, read_wals, NUM_LEVELS,
+};
 use crate::version::VersionSet;
 use crate::wal::RecoveryMode;
 
@@ -72,8 +74,15 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     if let Some(persisted) = &persisted {
         options.check_compatible(persisted)?;
     }
-    let mut versions =
-        VersionSet::open_read_only(fs.clone(), dir, options.comparator.clone(), NUM_LEVELS)?;
+    let mut versions = VersionSet::open_read_only(
+        fs.clone(),
+        dir,
+        options.comparator.clone(),
+        NUM_LEVELS,
+        &|version, manifest, end| {
+            check_wals_present(version, &names, options.wal_recovery_mode, manifest, end)
+        },
+    )?;
     let version = versions.current();
     let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
     let mode = match options.wal_recovery_mode {

@@ -30,8 +30,15 @@
 //!    first, with non-decreasing log numbers; the oldest one's is the keyspace's log number in
 //!    the MANIFEST, so the WALs kept in memory's view (`oldest_needed_log`) are exactly those
 //!    a recovery would read (keyspace.rs invariant 2, flush.rs invariant 2).
-//! 4. A keyspace that got no replayed write has its log number set to the new WAL in the open's
-//!    edit, so an idle keyspace never pins old WALs.
+//! 4. The open's edit sets every keyspace's log number to the oldest WAL it still needs: the
+//!    WAL of its first replayed write, or the new WAL for a keyspace that got none (so an idle
+//!    keyspace never pins old WALs). The new WAL is created, and its name synced, before that
+//!    edit names it.
+//! 5. With `WALS_TRACKED` in the MANIFEST (set by that same edit), every keyspace's log number
+//!    names a WAL on disk: log numbers only ever name WALs that exist (invariant 4, flush.rs)
+//!    and a WAL is deleted only once the MANIFEST's log numbers are all past it
+//!    (`delete_obsolete_files`). A missing one means lost writes, and the open refuses it
+//!    ([`check_wals_present`]) before anything is written, instead of opening an older state.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -73,15 +80,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     fs.create_dir_all(dir)?;
     let lock = fs.lock(&dir.join(LOCK_FILE_NAME))?;
-    let (mut versions, persisted) = load_versions(dir, &options)?;
+    let names = fs.list(dir)?;
+    let (mut versions, persisted, first_wal) = load_versions(dir, &options, &names)?;
     let version = versions.current();
     let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
-    let names = fs.list(dir)?;
     let wals = read_wals(&options, dir, &version, &names, options.wal_recovery_mode)?;
     let mut replayed =
         build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
     drop(wals);
-    let wal_number = versions.new_file_number();
+    let wal_number = first_wal.unwrap_or_else(|| versions.new_file_number());
     let mut keyspaces = BTreeMap::new();
     for (id, (name, own_options)) in keyspace_options {
         let mem = Arc::new(MemTable::for_write_buffer(
@@ -94,24 +101,18 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         keyspace.imm = replayed.memtables.remove(&id).unwrap_or_default().into();
         keyspaces.insert(id, keyspace);
     }
-    record_replay(
-        &options,
-        dir,
-        &mut versions,
-        &replayed,
-        &keyspaces,
-        wal_number,
-    )?;
-    let version = versions.current();
-    for keyspace in keyspaces.values_mut() {
-        keyspace.install_super_version(version.clone());
-    }
+    // Invariant 4: the new WAL exists before an edit names it.
     let writer = {
         let file = fs.create(&dir.join(log_file_name(wal_number)))?;
         let writer = crate::wal::LogWriter::new(file, wal_number)?;
         fs.sync_dir(dir)?;
         writer
     };
+    record_replay(&options, dir, &mut versions, &replayed, &keyspaces)?;
+    let version = versions.current();
+    for keyspace in keyspaces.values_mut() {
+        keyspace.install_super_version(version.clone());
+    }
     let last_seqno = versions.last_sequence();
     let inner = DbInner::new(
         options,
@@ -198,10 +199,17 @@ fn check_ttl_unchanged(own: &KeyspaceOptions, requested: &KeyspaceOptions) -> Re
     }
 }
 
-/// Reads (or creates) the MANIFEST, checking the persisted options first.
-fn load_versions(dir: &Path, options: &Options) -> Result<(VersionSet, Option<OptionsFile>)> {
+/// Reads (or creates) the MANIFEST, checking the persisted options first, and that the WALs it
+/// needs are among `names` (the directory listing). For a new database, also returns the
+/// number its first WAL must have (the MANIFEST names it from the start).
+fn load_versions(
+    dir: &Path,
+    options: &Options,
+    names: &[String],
+) -> Result<(VersionSet, Option<OptionsFile>, Option<u64>)> {
     let fs = &options.file_system;
     let persisted = OptionsFile::read_latest(&**fs, dir)?.map(|(_, file)| file);
+    let mut first_wal = None;
     let mut versions = if database_exists(&**fs, dir)? {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
@@ -212,12 +220,34 @@ fn load_versions(dir: &Path, options: &Options) -> Result<(VersionSet, Option<Op
         if let Some(persisted) = &persisted {
             options.check_compatible(persisted)?;
         }
-        VersionSet::recover(fs.clone(), dir, options.comparator.clone(), NUM_LEVELS)?
+        VersionSet::recover_checked(
+            fs.clone(),
+            dir,
+            options.comparator.clone(),
+            NUM_LEVELS,
+            &|version, manifest, end| {
+                check_wals_present(version, names, options.wal_recovery_mode, manifest, end)
+            },
+        )?
     } else {
         if !options.create_if_missing {
             return Err(no_database(dir));
         }
-        VersionSet::create(fs.clone(), dir, options.comparator.clone(), NUM_LEVELS)?
+        // Above any stray numbered file a failed creation may have left.
+        let wal = names
+            .iter()
+            .filter_map(|n| file_number_of(n))
+            .max()
+            .unwrap_or(1)
+            + 1;
+        first_wal = Some(wal.max(2));
+        VersionSet::create_with_wal(
+            fs.clone(),
+            dir,
+            options.comparator.clone(),
+            NUM_LEVELS,
+            first_wal,
+        )?
     };
     // File numbers already on disk are never reused, even if the MANIFEST missed them.
     for name in fs.list(dir)? {
@@ -225,7 +255,7 @@ fn load_versions(dir: &Path, options: &Options) -> Result<(VersionSet, Option<Op
             versions.mark_file_number_used(number);
         }
     }
-    Ok((versions, persisted))
+    Ok((versions, persisted, first_wal))
 }
 
 fn no_database(dir: &Path) -> Error {
@@ -236,15 +266,14 @@ fn no_database(dir: &Path) -> Error {
 }
 
 /// Syncs the replayed WALs (invariant 1), then records in one MANIFEST edit where each
-/// replayed WAL ends, the new WAL as the log number of every keyspace that got no replayed
-/// write (invariant 4), and the last sequence number replayed.
+/// replayed WAL ends, every keyspace's oldest needed WAL as its log number (invariant 4),
+/// `WALS_TRACKED` (invariant 5) and the last sequence number replayed.
 fn record_replay(
     options: &Options,
     dir: &Path,
     versions: &mut VersionSet,
     replayed: &Replayed,
     keyspaces: &BTreeMap<u32, KeyspaceState>,
-    wal_number: u64,
 ) -> Result<()> {
     let fs = &*options.file_system;
     let version = versions.current();
@@ -259,13 +288,63 @@ fn record_replay(
         }
     }
     for (id, keyspace) in keyspaces {
-        if keyspace.imm.is_empty() {
-            edit.set_log_number(*id, wal_number);
+        let needed = keyspace.oldest_needed_log();
+        if version.log_number(*id) != Some(needed) {
+            edit.set_log_number(*id, needed);
         }
     }
+    edit.wals_tracked = !version.wals_tracked();
     let last_seqno = replayed.last_seqno.max(versions.last_sequence());
     versions.set_last_sequence(last_seqno);
     versions.log_and_apply(edit)
+}
+
+/// With `WALS_TRACKED` (invariant 5), refuses a state whose keyspaces need a WAL that is not
+/// among `names`: the MANIFEST (`manifest`, valid up to `end`) lost its newest edits (a cut
+/// or damaged tail, which replay drops as torn) after their flushes deleted the WAL, or the
+/// WAL was deleted by hand. Either way writes are lost, and opening the older state the
+/// MANIFEST describes would hide it. `SkipAnyCorruptedRecords` opens it anyway (salvage).
+/// Not detectable: every WAL deleted from a database that has no table yet (it looks like a
+/// database created by an open that stopped before its first WAL).
+pub(crate) fn check_wals_present(
+    version: &Version,
+    names: &[String],
+    mode: RecoveryMode,
+    manifest: &Path,
+    end: u64,
+) -> Result<()> {
+    if !version.wals_tracked() || mode == RecoveryMode::SkipAnyCorruptedRecords {
+        return Ok(());
+    }
+    let on_disk: std::collections::BTreeSet<u64> = names
+        .iter()
+        .filter_map(|n| parse_log_file_name(n))
+        .collect();
+    for (id, name) in version.keyspaces() {
+        let Some(needed) = version.log_number(id) else {
+            continue;
+        };
+        // A database created but never opened to the end: nothing was ever written.
+        if on_disk.contains(&needed) || (on_disk.is_empty() && version.total_files() == 0) {
+            continue;
+        }
+        let cause = match on_disk.last().filter(|newest| **newest > needed) {
+            Some(newest) => format!(
+                "newer WAL {newest} exists, so the MANIFEST has most likely lost its newest                  edits (a cut or damaged tail after its last valid record here) and with them                  the tables that hold those writes"
+            ),
+            None => "no newer WAL exists: it was deleted or not copied".to_owned(),
+        };
+        return Err(Error::Corruption {
+            file: manifest.to_path_buf(),
+            offset: end,
+            detail: format!(
+                "keyspace {name:?} needs WAL {} ({}), which is missing: {cause}; writes may be                  lost. `shale tool repair` rebuilds the MANIFEST from the tables and WALs on                  disk; SkipAnyCorruptedRecords recovery opens this state as it is",
+                needed,
+                log_file_name(needed)
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The WAL records replay keeps, in WAL order, and where each WAL's valid data ends.
@@ -401,7 +480,6 @@ pub(crate) fn build_memtables(
     }
     let mut open_runs: BTreeMap<u32, Run<'_>> = BTreeMap::new();
     let mut full_runs: Vec<(u32, Run<'_>)> = Vec::new();
-    let mut first_run_done = std::collections::BTreeSet::new();
     let mut last_seqno = 0;
     for (number, batch) in &wals.batches {
         for entry in batch.iter() {
@@ -416,15 +494,10 @@ pub(crate) fn build_memtables(
                 continue;
             };
             last_seqno = last_seqno.max(entry.seqno);
-            let first_run = !first_run_done.contains(&entry.keyspace);
+            // Each memtable needs the WALs from the one holding its first write on: no older
+            // WAL holds a write of the keyspace that is not in tables.
             let run = open_runs.entry(entry.keyspace).or_insert_with(|| Run {
-                // The oldest memtable keeps the keyspace's log number from the MANIFEST, so
-                // the WALs the database keeps are the ones a recovery would read.
-                log_number: if first_run {
-                    version.log_number(entry.keyspace).unwrap_or(*number)
-                } else {
-                    *number
-                },
+                log_number: *number,
                 entries: Vec::new(),
                 bytes: 0,
             });
@@ -438,7 +511,6 @@ pub(crate) fn build_memtables(
             if run.bytes >= own.write_buffer_size {
                 if let Some(run) = open_runs.remove(&entry.keyspace) {
                     full_runs.push((entry.keyspace, run));
-                    first_run_done.insert(entry.keyspace);
                 }
             }
         }

@@ -109,6 +109,7 @@ fn full_edit() -> VersionEdit {
         log_numbers: vec![(0, 12), (7, u64::MAX)],
         dropped_keyspaces: vec![3, u32::MAX],
         wal_ends: vec![(12, 0), (u64::MAX, u64::MAX)],
+        wals_tracked: true,
     };
     let mut m = meta(44, "a", "\u{0}\u{ff}zz", (0, MAX_SEQNO));
     m.size = u64::MAX;

@@ -7,7 +7,9 @@
 //!    replayed as recovery would, tolerating a torn last record. If it replays, its keyspaces
 //!    and the level of every table are kept. If not, the keyspaces its readable records added
 //!    and the keyspace every table records in its properties (`user.keyspace_id`,
-//!    docs/format/sst.md) are used, and every table goes to L0.
+//!    docs/format/sst.md) are used, and every table goes to L0. The same holds for a MANIFEST
+//!    that replays but has lost its newest edits (a WAL its log numbers need is missing,
+//!    `recovery::check_wals_present`): the tables those edits added are not in its levels.
 //! 2. Every table file is opened and verified (every block checksum, entry counts). A table
 //!    that fails, a table the replayed MANIFEST does not list (obsolete or unfinished), and a
 //!    table of a dropped keyspace are moved into `lost/`.
@@ -43,7 +45,7 @@ use crate::flush::{
 use crate::memtable::{MemTable, MemTableEntry};
 use crate::options::{KeyspaceOptions, Options};
 use crate::options_file::{options_file_name, parse_options_file_name, OptionsFile};
-use crate::recovery::NUM_LEVELS;
+use crate::recovery::{check_wals_present, NUM_LEVELS};
 use crate::table_cache::table_file_name;
 use crate::version::{
     manifest_file_name, parse_manifest_file_name, read_current, replay, write_fresh_manifest,
@@ -295,6 +297,10 @@ impl Repair<'_> {
                 for used in known {
                     self.next_file_number = self.next_file_number.max(used.saturating_add(1));
                 }
+                if self.lost_newest_edits(&version, &path, replayed.valid_end)? {
+                    self.max_keyspace_id = replayed.max_keyspace_id;
+                    return Ok(None);
+                }
                 self.report.manifest_used = Some(path);
                 Ok(Some(OldManifest {
                     version,
@@ -329,6 +335,33 @@ impl Repair<'_> {
                 Ok(None)
             }
         }
+    }
+
+    /// Whether the replayed MANIFEST at `path` lost its newest edits (recovery.rs invariant
+    /// 5): then it misses the tables they added, so its levels are not trusted (its keyspaces
+    /// are), and it is set aside.
+    fn lost_newest_edits(
+        &mut self,
+        version: &Version,
+        path: &Path,
+        valid_end: u64,
+    ) -> Result<bool> {
+        let Err(e) = check_wals_present(
+            version,
+            &self.names,
+            RecoveryMode::TolerateCorruptedTailRecords,
+            path,
+            valid_end,
+        ) else {
+            return Ok(false);
+        };
+        self.report.notes.push(format!(
+            "{} replays but has lost its newest edits ({e}); every readable table goes to L0 \
+             of the keyspace it records",
+            file_name(path)
+        ));
+        self.set_aside(&file_name(path), e.to_string())?;
+        Ok(true)
     }
 
     /// Step 2: verifies every table and places the readable ones.

@@ -125,6 +125,7 @@ pub(crate) struct VersionBuilder<'a> {
     added: HashMap<u64, Added>,
     dropped: HashSet<u32>,
     wal_ends: BTreeMap<u64, u64>,
+    wals_tracked: bool,
 }
 
 impl<'a> VersionBuilder<'a> {
@@ -141,6 +142,7 @@ impl<'a> VersionBuilder<'a> {
             added: HashMap::new(),
             dropped: HashSet::new(),
             wal_ends: BTreeMap::new(),
+            wals_tracked: false,
         }
     }
 
@@ -149,6 +151,7 @@ impl<'a> VersionBuilder<'a> {
         let mut builder = Self::new(base.comparator().clone(), base.num_levels());
         builder.base_index = Some(index);
         builder.wal_ends = base.wal_ends().clone();
+        builder.wals_tracked = base.wals_tracked();
         for (id, k) in base.keyspace_map() {
             builder.keyspaces.insert(
                 *id,
@@ -194,6 +197,8 @@ impl<'a> VersionBuilder<'a> {
         // Step 6: a later WAL_END of a log replaces an earlier one (a PointInTime recovery
         // may cut a log shorter than an earlier open recorded).
         self.wal_ends.extend(edit.wal_ends.iter().copied());
+        // Step 7: once set, WAL tracking stays on (a snapshot carries it on).
+        self.wals_tracked |= edit.wals_tracked;
         Ok(())
     }
 
@@ -408,7 +413,13 @@ impl<'a> VersionBuilder<'a> {
         let mut wal_ends = self.wal_ends;
         wal_ends.retain(|log, _| *log >= min_log);
         Ok(BuildOutput {
-            version: Version::new(self.comparator, self.num_levels, keyspaces, wal_ends),
+            version: Version::new(
+                self.comparator,
+                self.num_levels,
+                keyspaces,
+                wal_ends,
+                self.wals_tracked,
+            ),
             removed: self.removed,
             added,
             dropped: self.dropped,

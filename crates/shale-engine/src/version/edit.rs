@@ -46,6 +46,9 @@ pub(crate) mod tag {
     /// Advisory (it only steers TTL compaction), so older readers may skip it.
     pub const OLDEST_ENTRY_TIME: u32 = super::SAFE_TO_IGNORE | 1;
     pub const GLOBAL_SEQNO: u32 = 2;
+    /// A marker with an empty body; advisory for readers that do not know it (they only skip
+    /// a check), so it may be skipped.
+    pub const WALS_TRACKED: u32 = super::SAFE_TO_IGNORE | 0x0c;
 }
 
 /// The name of a tag, for tools and error messages.
@@ -62,6 +65,7 @@ pub(crate) fn tag_name(tag: u32) -> &'static str {
         tag::LOG_NUMBER => "LOG_NUMBER",
         tag::DROP_KEYSPACE => "DROP_KEYSPACE",
         tag::WAL_END => "WAL_END",
+        tag::WALS_TRACKED => "WALS_TRACKED",
         _ => "unknown",
     }
 }
@@ -123,6 +127,10 @@ pub struct VersionEdit {
     /// WAL files replayed at an open, as (log number, offset where their valid data ends): a
     /// later recovery reads each only up to that offset (docs/format/manifest.md, `WAL_END`).
     pub wal_ends: Vec<(u64, u64)>,
+    /// From this edit on, every live keyspace's log number names a WAL that stays on disk
+    /// until the log number moves past it, so a recovery may treat a missing one as lost
+    /// data (docs/format/manifest.md, `WALS_TRACKED`). Set by the open; kept in snapshots.
+    pub wals_tracked: bool,
 }
 
 impl VersionEdit {
@@ -229,6 +237,9 @@ impl VersionEdit {
             put_varint64(&mut body, *log_number);
             put_varint64(&mut body, *end);
             put_field(out, tag::WAL_END, &mut body);
+        }
+        if self.wals_tracked {
+            put_field(out, tag::WALS_TRACKED, &mut body);
         }
     }
 
@@ -419,6 +430,15 @@ fn decode_field(
             }
             edit.wal_ends.push((log_number, end));
         }
+        tag::WALS_TRACKED => {
+            if edit.wals_tracked {
+                return Err(DecodeFailure::corrupt(
+                    field_at,
+                    "a second WALS_TRACKED field in one edit",
+                ));
+            }
+            edit.wals_tracked = true;
+        }
         unknown if unknown & SAFE_TO_IGNORE != 0 => {
             r.rest();
         }
@@ -567,6 +587,9 @@ impl fmt::Display for VersionEdit {
         for (log_number, end) in &self.wal_ends {
             lines.push(format!("wal end {log_number:06}.wal: {end}"));
         }
+        if self.wals_tracked {
+            lines.push("wals tracked".to_owned());
+        }
         if lines.is_empty() {
             return f.write_str("(empty edit)");
         }
@@ -686,6 +709,21 @@ mod tests {
             err.is_corruption() && err.to_string().contains("WAL_END"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn wals_tracked_round_trips_and_is_skipped_as_unknown() {
+        let edit = VersionEdit {
+            wals_tracked: true,
+            ..VersionEdit::new()
+        };
+        let data = edit.encode();
+        assert_eq!(VersionEdit::decode(&data).unwrap(), edit);
+        assert!(edit.to_string().contains("wals tracked"));
+        // An older reader sees an unknown tag marked safe to ignore.
+        assert_ne!(tag::WALS_TRACKED & SAFE_TO_IGNORE, 0);
+        let err = VersionEdit::decode(&[data.clone(), data].concat()).unwrap_err();
+        assert!(err.to_string().contains("WALS_TRACKED"), "{err}");
     }
 
     #[test]

@@ -130,15 +130,19 @@ pub struct Version {
     /// Recorded ends of WALs replayed at an open that some keyspace may still need: log
     /// number to the offset where its valid data ends (docs/format/manifest.md, `WAL_END`).
     wal_ends: BTreeMap<u64, u64>,
+    /// Whether every live keyspace's log number names a WAL kept until the log number moves
+    /// past it (docs/format/manifest.md, `WALS_TRACKED`).
+    wals_tracked: bool,
 }
 
-/// Versions are equal when they hold the same keyspaces, files and WAL ends (the comparator
+/// Versions are equal when they hold the same keyspaces, files, WAL ends and WAL tracking (the comparator
 /// is not compared: a version set has one).
 impl PartialEq for Version {
     fn eq(&self, other: &Self) -> bool {
         self.num_levels == other.num_levels
             && self.keyspaces == other.keyspaces
             && self.wal_ends == other.wal_ends
+            && self.wals_tracked == other.wals_tracked
     }
 }
 
@@ -150,13 +154,21 @@ impl Version {
         num_levels: usize,
         keyspaces: BTreeMap<u32, KeyspaceFiles>,
         wal_ends: BTreeMap<u64, u64>,
+        wals_tracked: bool,
     ) -> Self {
         Version {
             comparator,
             num_levels,
             keyspaces,
             wal_ends,
+            wals_tracked,
         }
+    }
+
+    /// Whether a recovery may treat a keyspace's missing log-number WAL as lost data (an
+    /// open of this or a later Shale set `WALS_TRACKED`).
+    pub fn wals_tracked(&self) -> bool {
+        self.wals_tracked
     }
 
     /// Where WAL `log_number`'s valid data ends, if an open recorded it: recovery reads the
@@ -315,6 +327,9 @@ impl fmt::Display for Version {
         }
         for (log_number, end) in &self.wal_ends {
             write!(f, "\nwal {log_number:06}.wal ends at {end}")?;
+        }
+        if self.wals_tracked {
+            write!(f, "\nwals tracked")?;
         }
         Ok(())
     }

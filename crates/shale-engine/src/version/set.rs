@@ -132,6 +132,7 @@ fn snapshot_edit(
     for (log_number, end) in version.wal_ends() {
         edit.set_wal_end(*log_number, *end);
     }
+    edit.wals_tracked = version.wals_tracked();
     edit
 }
 
@@ -140,7 +141,14 @@ pub(crate) struct Replayed {
     pub next_file_number: u64,
     pub last_sequence: SeqNo,
     pub max_keyspace_id: u32,
+    /// Where the MANIFEST's last record replayed ends: a tail after it was dropped as torn.
+    pub valid_end: u64,
 }
+
+/// A check of a recovered state against the rest of the directory, run before recovery
+/// writes anything: the recovered Version, the MANIFEST it came from, and where that
+/// MANIFEST's replayed records end.
+pub(crate) type RecoveryCheck<'a> = &'a dyn Fn(&Version, &Path, u64) -> Result<()>;
 
 impl VersionSet {
     /// Creates a new database in `dir` (creating the directory): `MANIFEST-000001` holding the
@@ -152,6 +160,20 @@ impl VersionSet {
         comparator: Arc<dyn Comparator>,
         num_levels: usize,
     ) -> Result<Self> {
+        Self::create_with_wal(fs, dir, comparator, num_levels, None)
+    }
+
+    /// [`Self::create`] for a database whose first WAL will be `first_wal` (2: the first
+    /// number after the MANIFEST's): the snapshot names it as the default keyspace's log
+    /// number and sets `WALS_TRACKED`, so even the first edits of the database are covered by
+    /// the recovery check of a missing WAL (docs/format/manifest.md).
+    pub(crate) fn create_with_wal(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        comparator: Arc<dyn Comparator>,
+        num_levels: usize,
+        first_wal: Option<u64>,
+    ) -> Result<Self> {
         check_num_levels(num_levels)?;
         fs.create_dir_all(dir)?;
         if Self::exists(&*fs, dir)? {
@@ -161,10 +183,21 @@ impl VersionSet {
             )));
         }
         let mut builder = VersionBuilder::new(comparator.clone(), num_levels);
+        let manifest_number = 1;
         let mut initial = VersionEdit::new();
         initial
             .added_keyspaces
             .push((DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME.to_owned()));
+        if let Some(wal) = first_wal {
+            if wal <= manifest_number || wal > MAX_FILE_NUMBER {
+                return Err(Error::InvalidArgument(format!(
+                    "the first WAL number must be above the MANIFEST's ({manifest_number}), \
+                     not {wal}"
+                )));
+            }
+            initial.set_log_number(DEFAULT_KEYSPACE_ID, wal);
+            initial.wals_tracked = true;
+        }
         builder
             .apply(&initial, 0)
             .map_err(|e| Error::InvalidArgument(e.detail))?;
@@ -172,8 +205,7 @@ impl VersionSet {
             .build()
             .map_err(|e| Error::InvalidArgument(e.detail))?
             .version;
-        let manifest_number = 1;
-        let next_file_number = manifest_number + 1;
+        let next_file_number = first_wal.unwrap_or(manifest_number) + 1;
         let snapshot = snapshot_edit(
             &version,
             comparator.name(),
@@ -217,6 +249,18 @@ impl VersionSet {
         comparator: Arc<dyn Comparator>,
         num_levels: usize,
     ) -> Result<Self> {
+        Self::recover_checked(fs, dir, comparator, num_levels, &|_, _, _| Ok(()))
+    }
+
+    /// [`Self::recover`], running `check` on the recovered state before anything is written:
+    /// an error leaves the old MANIFEST and `CURRENT` as they were.
+    pub(crate) fn recover_checked(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        comparator: Arc<dyn Comparator>,
+        num_levels: usize,
+        check: RecoveryCheck<'_>,
+    ) -> Result<Self> {
         check_num_levels(num_levels)?;
         let old_number = read_current(&*fs, dir)?;
         let old_path = dir.join(manifest_file_name(old_number));
@@ -229,6 +273,7 @@ impl VersionSet {
             RecoveryMode::TolerateCorruptedTailRecords,
             &mut |_, _| {},
         )?;
+        check(&version, &old_path, replayed.valid_end)?;
 
         // Invariant 3: above every number in use, including files created after the last edit.
         let mut next_file_number = replayed.next_file_number.max(old_number + 1);
@@ -278,24 +323,27 @@ impl VersionSet {
 
     /// Reads the MANIFEST `CURRENT` names without writing anything (a read-only open, maybe
     /// while a writer appends to it: a torn last record is where its history ends). The set
-    /// it returns refuses every edit with [`Error::ReadOnly`].
+    /// it returns refuses every edit with [`Error::ReadOnly`]. `check` runs on the state read.
     pub(crate) fn open_read_only(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         comparator: Arc<dyn Comparator>,
         num_levels: usize,
+        check: RecoveryCheck<'_>,
     ) -> Result<Self> {
         check_num_levels(num_levels)?;
         let manifest_number = read_current(&*fs, dir)?;
+        let path = dir.join(manifest_file_name(manifest_number));
         let (version, replayed) = replay(
             &*fs,
-            &dir.join(manifest_file_name(manifest_number)),
+            &path,
             manifest_number,
             &comparator,
             num_levels,
             RecoveryMode::TolerateCorruptedTailRecords,
             &mut |_, _| {},
         )?;
+        check(&version, &path, replayed.valid_end)?;
         Ok(VersionSet {
             fs,
             dir: dir.to_path_buf(),
@@ -749,6 +797,7 @@ pub(crate) fn replay(
         next_file_number: 0,
         last_sequence: 0,
         max_keyspace_id: 0,
+        valid_end: 0,
     };
     let mut records = 0u64;
     let corruption = |offset: u64, detail: String| Error::Corruption {
@@ -817,6 +866,7 @@ pub(crate) fn replay(
             ));
         }
         records += 1;
+        replayed.valid_end = reader.last_record_end();
     }
     if records == 0 {
         return Err(corruption(
