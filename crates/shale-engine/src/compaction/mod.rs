@@ -20,6 +20,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use shale_sst::{
     Comparator, InternalKey, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions,
@@ -46,7 +47,7 @@ mod subcompaction;
 pub(crate) use background_manual::start as start_background_compact_range;
 pub use background_manual::BackgroundCompaction;
 use picker::CompactionReason;
-pub(crate) use picker::{estimated_pending_bytes, level_targets, Compaction};
+pub(crate) use picker::{estimated_pending_bytes, level_targets, scores, Compaction};
 
 /// An output is cut before it would overlap more than this many target file sizes of the
 /// level below its own (so compacting it later stays bounded), as `LevelDB` does.
@@ -230,11 +231,13 @@ fn mark_compacting(inner: &DbInner, state: &mut DbState, compaction: &Compaction
 /// writes until a retry succeeds (db.rs invariant 4).
 fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) -> Result<()> {
     let compaction = &job.compaction;
+    let started = Instant::now();
     let result = if compaction.trivial_move {
         Ok(Vec::new())
     } else {
         run(inner, &job, snapshots)
     };
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let mut state = inner.lock_state();
     state.compacting.remove(&compaction.keyspace);
     state.compaction_outputs.remove(&compaction.keyspace);
@@ -302,14 +305,21 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
         CompactionReason::Manual => &counters.manual_compactions,
     };
     StatCounters::add(by_reason, 1);
+    let level = &counters.levels[compaction.output_level];
+    let upper_bytes: u64 = compaction.inputs.iter().map(|f| f.size).sum();
     if compaction.trivial_move {
         StatCounters::add(&counters.trivial_moves, 1);
+        StatCounters::add(&level.moved_bytes, upper_bytes);
     } else {
+        let written: u64 = outputs.iter().map(|f| f.size).sum();
         StatCounters::add(&counters.compactions, 1);
         StatCounters::add(&counters.compaction_bytes_read, compaction.input_bytes());
-        StatCounters::add(
-            &counters.compaction_bytes_written,
-            outputs.iter().map(|f| f.size).sum(),
+        StatCounters::add(&counters.compaction_bytes_written, written);
+        level.record_job(
+            upper_bytes,
+            compaction.output_inputs.iter().map(|f| f.size).sum(),
+            written,
+            micros,
         );
     }
     let version = state.versions.current();

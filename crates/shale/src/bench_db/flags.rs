@@ -110,7 +110,8 @@ pub struct DbBenchArgs {
         default_value_t = 0.5
     )]
     pub compression_ratio: f64,
-    /// Block compression: none, snappy, lz4, zlib, zstd.
+    /// Block compression at every level, the bottom included (as `db_bench`, whose
+    /// `compression_per_level` is empty): none, snappy, lz4, zlib, zstd.
     #[arg(
         long = "compression_type",
         value_name = "CODEC",
