@@ -17,6 +17,12 @@
 //! - in a keyspace with a TTL, a value whose write time has passed the TTL becomes a point
 //!   deletion with its seqno (so no older version of its key shows again), dropped as above
 //!   when tombstones can go. Outputs record the write time of their oldest value.
+//!
+//! Where tombstones can go, a value in stripe 0 is written with seqno 0, as `RocksDB` does at
+//! the bottommost level: every snapshot sees it, no older version of its key is left below,
+//! and any newer one has a larger seqno, so its seqno orders it against nothing (a
+//! transaction's conflict check compares with a live snapshot, which it is not newer than);
+//! the repeated zero trailer then costs a data block almost nothing after compression.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -728,7 +734,18 @@ fn merge_range(
             let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
             outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
         } else if !drop {
-            outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            // Nothing below holds the key and every snapshot sees this value: its seqno no
+            // longer orders it against anything, and 0 compresses (what RocksDB does).
+            let zero_seqno = compaction.drop_tombstones
+                && entry_stripe == 0
+                && key.kind == ValueKind::Value
+                && key.seqno != 0;
+            if zero_seqno {
+                let zeroed = InternalKey::new(key.user_key, 0, ValueKind::Value);
+                outputs.add(zeroed.encoded(), merged.value(), key.user_key, new_user_key)?;
+            } else {
+                outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            }
             if let Some(time) = write_time {
                 outputs.saw_write_time(time);
             }
