@@ -380,7 +380,7 @@ fn values_every_snapshot_sees_get_seqno_zero_where_nothing_lies_below() {
             ks.get_with(&key(i), &at_snapshot).unwrap(),
             Some(value(i, 0, 40))
         );
-        let now = if i < 300 { 1 } else { 0 };
+        let now = u64::from(i < 300);
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, now, 40)));
     }
     // Without the snapshot, a compaction through every bottom table zeroes the rest.
