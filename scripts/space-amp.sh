@@ -2,11 +2,13 @@
 # Space and write-amp of `shale bench` beside RocksDB's db_bench (Debian rocksdb-tools 7.8.3)
 # after NUM random inserts and again after overwriting NUM random keys, with the same flags.
 #
-# Each tool runs twice, as two processes on one database directory:
+# Each tool runs three times, as three processes on one database directory:
 #   1. --benchmarks=fillrandom,waitforcompaction,stats,levelstats
 #   2. --use_existing_db=1 --benchmarks=overwrite,waitforcompaction,stats,levelstats
-# Both wait for compaction before the figures are taken, so the sizes are those of a settled
-# tree. After each phase the script records the directory size (du -b), the bytes of table
+#   3. --use_existing_db=1 --benchmarks=compact,waitforcompaction,stats,levelstats
+# Each waits for compaction before the figures are taken, so the sizes are those of a settled
+# tree; the third flushes and compacts everything into the last level, which takes away the
+# L0 files each tool leaves below its compaction trigger. After each phase the script records the directory size (du -b), the bytes of table
 # files, and the bytes the process made the kernel write (write_bytes of /proc/<pid>/io,
 # read as ru_oublock * 512 from wait4, threads included).
 #
@@ -65,14 +67,11 @@ run_tool() {
   local cmd=("$@")
   rm -rf "$db"
   local phase benchmarks more
-  for phase in fill overwrite; do
-    if [[ $phase == fill ]]; then
-      benchmarks=fillrandom,waitforcompaction,stats,levelstats
-      more=()
-    else
-      benchmarks=overwrite,waitforcompaction,stats,levelstats
-      more=(--use_existing_db=1)
-    fi
+  for phase in fill overwrite compact; do
+    case $phase in
+      fill) benchmarks=fillrandom,waitforcompaction,stats,levelstats more=() ;;
+      *) benchmarks=$phase,waitforcompaction,stats,levelstats more=(--use_existing_db=1) ;;
+    esac
     read -r written seconds < <(measure "$dir/$name-$phase.txt" "${cmd[@]}" \
       --benchmarks="$benchmarks" "${more[@]}" --db="$db")
     printf '%-8s %-10s du_bytes %12d sst_bytes %12d write_bytes %12d seconds %5d\n' \

@@ -78,6 +78,11 @@ pub fn run(args: &DbBenchArgs) -> Result<(), Failure> {
                 current.wait_for_background_work()?;
                 continue;
             }
+            Benchmark::Compact => {
+                current.flush()?;
+                current.compact_range(&current.default_keyspace(), None, None)?;
+                continue;
+            }
             _ => {}
         }
         if benchmark.needs_fresh_db() {
