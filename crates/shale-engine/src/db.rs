@@ -44,6 +44,7 @@ use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
 use crate::batch::WriteBatch;
 use crate::checkpoint::CheckpointInfo;
 use crate::compaction::BackgroundCompaction;
+use crate::compaction_stats::CompactionStats;
 use crate::error::{Error, Result};
 use crate::idle::IdleTracker;
 use crate::keyspace::{Keyspace, KeyspaceState, SuperVersion};
@@ -713,6 +714,23 @@ impl Db {
             stats.rate_limited_compaction_bytes = limiter.granted_bytes(IoPriority::Compaction);
         }
         stats
+    }
+
+    /// `RocksDB`'s compaction stats table: files, size and score of every level now, and the
+    /// flush and compaction work into each since open, every keyspace together; its `Display`
+    /// is the text `shale bench`'s `stats` prints.
+    pub fn compaction_stats(&self) -> CompactionStats {
+        let (version, keyspaces) = {
+            let state = self.inner.lock_state();
+            let keyspaces: Vec<_> = state
+                .keyspaces
+                .values()
+                .map(|k| (k.id, k.options.clone()))
+                .collect();
+            (state.versions.current(), keyspaces)
+        };
+        let io = self.inner.stats.level_snapshot(version.num_levels());
+        CompactionStats::build(&version, &keyspaces, &io, self.stats())
     }
 
     /// The current Version: every keyspace's table files by level (tests and tools).

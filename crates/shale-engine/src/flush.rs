@@ -16,6 +16,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use shale_fs::FileSystem;
 use shale_sst::{Comparator, TableProperties, TableWriter, WriterOptions};
@@ -26,6 +27,7 @@ use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
 use crate::options::{KeyspaceOptions, WriteOptions};
 use crate::rate_limiter::{IoPriority, RateLimitedFile, RateLimiter};
+use crate::stats::StatCounters;
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, VersionEdit};
 use crate::wal::format::parse_log_file_name;
@@ -161,6 +163,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         state.pending_outputs.insert(number);
         (id, frozen, options, ttl, number)
     };
+    let started = Instant::now();
     let written = write_memtable(
         &*inner.fs,
         &inner.dir,
@@ -210,6 +213,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
             edit.set_log_number(other.id, needed);
         }
     }
+    let flushed_bytes = meta.as_ref().map(|m| m.size);
     if let Some(meta) = meta {
         edit.add_file(keyspace, 0, meta);
     }
@@ -226,6 +230,13 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
             "recording flushed table {number} in the MANIFEST failed: {error}"
         ));
         return Err(error);
+    }
+    if let Some(bytes) = flushed_bytes {
+        let counters = &inner.stats;
+        StatCounters::add(&counters.flushes, 1);
+        StatCounters::add(&counters.flush_bytes_written, bytes);
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        counters.levels[0].record_job(0, 0, bytes, micros);
     }
     let version = state.versions.current();
     if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {

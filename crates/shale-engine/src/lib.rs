@@ -41,6 +41,7 @@ mod backup;
 mod checkpoint;
 mod clock;
 mod compaction;
+mod compaction_stats;
 mod db;
 mod flush;
 mod idle;
@@ -69,6 +70,7 @@ pub use backup::{
 pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, SystemClock};
 pub use compaction::BackgroundCompaction;
+pub use compaction_stats::{CompactionStats, LevelCompactionStats};
 pub use db::{Db, DEFAULT_KEYSPACE};
 pub use ingest::{IngestArg, IngestOptions, IngestedFile};
 pub use keyspace::Keyspace;
@@ -79,7 +81,7 @@ pub use repair::{
     LOST_DIR_NAME,
 };
 pub use snapshot::Snapshot;
-pub use stats::DbStats;
+pub use stats::{DbStats, LevelIoStats};
 pub use table_file_writer::{ExternalFileInfo, TableFileWriter};
 pub use txn::{
     BulkCommit, IsolationLevel, Transaction, TransactionDb, TransactionDbOptions, TransactionError,

@@ -1,8 +1,12 @@
-//! [`DbStats`]: counters of compaction work and write stalls since open, kept as atomics that
-//! only background jobs and stalled write leaders touch (never the read path).
+//! [`DbStats`]: counters of flush and compaction work and write stalls since open, and
+//! [`LevelIoStats`]: the same work by output level (the counters of `RocksDB`'s compaction stats
+//! table, [`crate::CompactionStats`]). All are atomics that only background jobs (once per
+//! job) and stalled write leaders touch; the read and write paths never do.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::version::MAX_NUM_LEVELS;
 
 /// What the database did since it was opened ([`crate::Db::stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -32,6 +36,10 @@ pub struct DbStats {
     pub compaction_bytes_read: u64,
     /// Bytes of table files compactions wrote (trivial moves write nothing).
     pub compaction_bytes_written: u64,
+    /// Memtables flushed to L0 tables.
+    pub flushes: u64,
+    /// Bytes of the L0 tables flushes wrote.
+    pub flush_bytes_written: u64,
     /// Write groups delayed because L0 reached `level0_slowdown_writes_trigger`.
     pub stall_level0_slowdowns: u64,
     /// Times writes stopped because L0 reached `level0_stop_writes_trigger`.
@@ -56,13 +64,16 @@ pub struct DbStats {
     pub rate_limited_compaction_bytes: u64,
 }
 
-/// `compactions 3 (trivial moves 1) by reason: level0-file-count 2 ...` then stalls, one
-/// line each.
+/// `flushes 4, written .. B; compactions 3 (trivial moves 1) ...`, then the compactions by
+/// reason and the stalls, one line each.
 impl fmt::Display for DbStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "compactions {} (trivial moves {}), read {} B, written {} B",
+            "flushes {}, written {} B; compactions {} (trivial moves {}), read {} B, \
+             written {} B",
+            self.flushes,
+            self.flush_bytes_written,
             self.compactions,
             self.trivial_moves,
             self.compaction_bytes_read,
@@ -95,7 +106,7 @@ impl fmt::Display for DbStats {
     }
 }
 
-/// The counters behind [`DbStats`].
+/// The counters behind [`DbStats`] and the per-level part of [`crate::CompactionStats`].
 #[derive(Debug, Default)]
 pub(crate) struct StatCounters {
     pub compactions: AtomicU64,
@@ -110,6 +121,8 @@ pub(crate) struct StatCounters {
     pub subcompactions: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_bytes_written: AtomicU64,
     pub stall_level0_slowdowns: AtomicU64,
     pub stall_level0_stops: AtomicU64,
     pub stall_pending_bytes_slowdowns: AtomicU64,
@@ -117,6 +130,114 @@ pub(crate) struct StatCounters {
     pub stall_memtable_stops: AtomicU64,
     pub stall_micros: AtomicU64,
     pub longest_stop_micros: AtomicU64,
+    pub levels: LevelCounterTable,
+}
+
+/// One [`LevelCounters`] per possible level, indexed by level number.
+#[derive(Debug)]
+pub(crate) struct LevelCounterTable(Box<[LevelCounters]>);
+
+impl Default for LevelCounterTable {
+    fn default() -> Self {
+        LevelCounterTable(
+            (0..MAX_NUM_LEVELS)
+                .map(|_| LevelCounters::default())
+                .collect(),
+        )
+    }
+}
+
+impl std::ops::Index<usize> for LevelCounterTable {
+    type Output = LevelCounters;
+
+    /// Levels are below `MAX_NUM_LEVELS` (the MANIFEST refuses deeper ones).
+    fn index(&self, level: usize) -> &LevelCounters {
+        &self.0[level]
+    }
+}
+
+/// Flush and compaction work into one level since open, every keyspace together. Reads are
+/// counted at the output level, as `RocksDB` does: a compaction from L2 into L3 reads
+/// `read_upper_bytes` from L2 and `read_output_bytes` from L3, and both are L3's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelIoStats {
+    /// Flushes (L0) or rewriting compactions whose output is this level.
+    pub jobs: u64,
+    /// Bytes read from the level above (L0: 0, flushes read memory).
+    pub read_upper_bytes: u64,
+    /// Bytes read from this level itself.
+    pub read_output_bytes: u64,
+    /// Bytes of tables written into this level.
+    pub written_bytes: u64,
+    /// Bytes of tables trivially moved into this level (not rewritten).
+    pub moved_bytes: u64,
+    /// Wall-clock microseconds the jobs ran (reading, merging and writing).
+    pub micros: u64,
+}
+
+impl LevelIoStats {
+    /// Bytes written per byte that came from the level above (`RocksDB`'s per-level W-Amp);
+    /// 0 when nothing came from above (L0, whose input is memory).
+    pub fn write_amp(&self) -> f64 {
+        ratio(self.written_bytes, self.read_upper_bytes)
+    }
+
+    /// Bytes read from either level.
+    pub fn read_bytes(&self) -> u64 {
+        self.read_upper_bytes + self.read_output_bytes
+    }
+
+    /// `self` and `other` added field by field.
+    #[must_use]
+    pub fn plus(&self, other: &LevelIoStats) -> LevelIoStats {
+        LevelIoStats {
+            jobs: self.jobs + other.jobs,
+            read_upper_bytes: self.read_upper_bytes + other.read_upper_bytes,
+            read_output_bytes: self.read_output_bytes + other.read_output_bytes,
+            written_bytes: self.written_bytes + other.written_bytes,
+            moved_bytes: self.moved_bytes + other.moved_bytes,
+            micros: self.micros + other.micros,
+        }
+    }
+}
+
+/// `numerator / denominator`, 0 when the denominator is.
+#[allow(clippy::cast_precision_loss)] // a ratio for people; f64 is exact far past any size
+pub(crate) fn ratio(numerator: u64, denominator: u64) -> f64 {
+    if denominator == 0 {
+        return 0.0;
+    }
+    numerator as f64 / denominator as f64
+}
+
+/// The counters behind one [`LevelIoStats`]. Only flush and compaction jobs add to them, once
+/// per job, so one atomic each is no contention.
+#[derive(Debug, Default)]
+pub(crate) struct LevelCounters {
+    pub jobs: AtomicU64,
+    pub read_upper_bytes: AtomicU64,
+    pub read_output_bytes: AtomicU64,
+    pub written_bytes: AtomicU64,
+    pub moved_bytes: AtomicU64,
+    pub micros: AtomicU64,
+}
+
+impl LevelCounters {
+    /// Records a job that read `read_upper_bytes` + `read_output_bytes` and wrote
+    /// `written_bytes` into this level in `micros`.
+    pub(crate) fn record_job(
+        &self,
+        read_upper_bytes: u64,
+        read_output_bytes: u64,
+        written_bytes: u64,
+        micros: u64,
+    ) {
+        StatCounters::add(&self.jobs, 1);
+        StatCounters::add(&self.read_upper_bytes, read_upper_bytes);
+        StatCounters::add(&self.read_output_bytes, read_output_bytes);
+        StatCounters::add(&self.written_bytes, written_bytes);
+        StatCounters::add(&self.micros, micros);
+    }
 }
 
 impl StatCounters {
@@ -146,6 +267,8 @@ impl StatCounters {
             subcompactions: get(&self.subcompactions),
             compaction_bytes_read: get(&self.compaction_bytes_read),
             compaction_bytes_written: get(&self.compaction_bytes_written),
+            flushes: get(&self.flushes),
+            flush_bytes_written: get(&self.flush_bytes_written),
             stall_level0_slowdowns: get(&self.stall_level0_slowdowns),
             stall_level0_stops: get(&self.stall_level0_stops),
             stall_pending_bytes_slowdowns: get(&self.stall_pending_bytes_slowdowns),
@@ -157,5 +280,23 @@ impl StatCounters {
             rate_limited_flush_bytes: 0,
             rate_limited_compaction_bytes: 0,
         }
+    }
+
+    /// The levels `0..num_levels`.
+    pub(crate) fn level_snapshot(&self, num_levels: usize) -> Vec<LevelIoStats> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        self.levels
+            .0
+            .iter()
+            .take(num_levels)
+            .map(|level| LevelIoStats {
+                jobs: get(&level.jobs),
+                read_upper_bytes: get(&level.read_upper_bytes),
+                read_output_bytes: get(&level.read_output_bytes),
+                written_bytes: get(&level.written_bytes),
+                moved_bytes: get(&level.moved_bytes),
+                micros: get(&level.micros),
+            })
+            .collect()
     }
 }

@@ -334,6 +334,76 @@ fn compact_range_drops_deleted_keys_and_keeps_the_rest() {
     db.close().unwrap();
 }
 
+/// The seqnos of every table file of keyspace 0, as (smallest, largest) of each.
+fn table_seqnos(db: &Db) -> Vec<(u64, u64)> {
+    let version = db.current_version();
+    (0..version.num_levels())
+        .flat_map(|level| version.files(0, level).iter())
+        .map(|f| (f.smallest_seqno, f.largest_seqno))
+        .collect()
+}
+
+#[test]
+fn values_every_snapshot_sees_get_seqno_zero_where_nothing_lies_below() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open(DIR, options(fs, tiny_leveled())).unwrap();
+    let ks = db.default_keyspace();
+    // Scattered orders, so every table overlaps the others and is merged, never moved (a
+    // moved table keeps its seqnos).
+    for i in 0..600 {
+        let i = i * 7 % 600;
+        db.put(&key(i), &value(i, 0, 40)).unwrap();
+    }
+    let snapshot = db.snapshot();
+    for i in 0..300 {
+        let i = i * 7 % 300;
+        db.put(&key(i), &value(i, 1, 40)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(&ks, None, None).unwrap();
+    // The versions the snapshot sees are zeroed; the 300 newer ones keep their seqnos.
+    let seqnos = table_seqnos(&db);
+    assert!(
+        seqnos.iter().all(|(smallest, _)| *smallest == 0),
+        "{seqnos:?}"
+    );
+    assert!(
+        seqnos.iter().any(|(_, largest)| *largest > 600),
+        "{seqnos:?}"
+    );
+    let at_snapshot = ReadOptions {
+        snapshot: Some(snapshot.clone()),
+        ..ReadOptions::default()
+    };
+    for i in [0, 299, 300, 599] {
+        assert_eq!(
+            ks.get_with(&key(i), &at_snapshot).unwrap(),
+            Some(value(i, 0, 40))
+        );
+        let now = u64::from(i < 300);
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, now, 40)));
+    }
+    // Without the snapshot, a compaction through every bottom table zeroes the rest.
+    drop(at_snapshot);
+    drop(snapshot);
+    for i in (0..600).step_by(50) {
+        db.put(&key(i), &value(i, 2, 40)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(&ks, None, None).unwrap();
+    let seqnos = table_seqnos(&db);
+    assert!(!seqnos.is_empty());
+    assert!(seqnos.iter().all(|s| *s == (0, 0)), "{seqnos:?}");
+    for (i, round) in [(0, 2), (299, 1), (300, 2), (599, 0)] {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, round, 40)));
+    }
+    // A newer write still shadows a zeroed value.
+    db.put(&key(5), &value(5, 2, 40)).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(&key(5)).unwrap(), Some(value(5, 2, 40)));
+    db.close().unwrap();
+}
+
 #[test]
 fn level_targets_grow_from_the_bottom() {
     let fs = Arc::new(MemFs::new());

@@ -193,3 +193,41 @@ fn bad_flags_exit_1_naming_the_flag() {
     let out = shale(&["bench", "--num=10", "sst"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn compact_leaves_only_the_last_level_and_stats_print_the_compaction_table() {
+    let db = scratch("compact");
+    bench(&db, &["--benchmarks=fillrandom", "--num=3000"]);
+    let out = bench(
+        &db,
+        &[
+            "--benchmarks=compact,stats,levelstats",
+            "--num=3000",
+            "--use_existing_db=1",
+        ],
+    );
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Level Files Size(MB)"))
+        .skip(2)
+        .map(|l| l.split_whitespace().collect())
+        .take_while(|cells: &Vec<&str>| cells.len() == 3)
+        .collect();
+    let files: Vec<u64> = rows.iter().map(|r| r[1].parse().unwrap()).collect();
+    assert!(files.len() > 1, "{out}");
+    let (last, above) = files.split_last().unwrap();
+    assert!(*last >= 1 && above.iter().all(|f| *f == 0), "{out}");
+    // The table of Db::compaction_stats: the flush of the memtable the fill left, then the
+    // compaction into the last level, and their sum.
+    assert!(out.contains("** Compaction Stats **"), "{out}");
+    let sum = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("Sum "))
+        .unwrap_or_else(|| panic!("no Sum row in\n{out}"));
+    assert_eq!(
+        sum.split_whitespace().nth(1),
+        Some(last.to_string().as_str()),
+        "{sum}"
+    );
+    assert!(out.contains("Stalls(count):"), "{out}");
+}

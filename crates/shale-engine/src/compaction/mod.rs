@@ -17,9 +17,16 @@
 //! - in a keyspace with a TTL, a value whose write time has passed the TTL becomes a point
 //!   deletion with its seqno (so no older version of its key shows again), dropped as above
 //!   when tombstones can go. Outputs record the write time of their oldest value.
+//!
+//! Where tombstones can go, a value in stripe 0 is written with seqno 0, as `RocksDB` does at
+//! the bottommost level: every snapshot sees it, no older version of its key is left below,
+//! and any newer one has a larger seqno, so its seqno orders it against nothing (a
+//! transaction's conflict check compares with a live snapshot, which it is not newer than);
+//! the repeated zero trailer then costs a data block almost nothing after compression.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use shale_sst::{
     Comparator, InternalKey, ParsedInternalKey, RangeTombstone, ReadOptions as TableReadOptions,
@@ -46,7 +53,7 @@ mod subcompaction;
 pub(crate) use background_manual::start as start_background_compact_range;
 pub use background_manual::BackgroundCompaction;
 use picker::CompactionReason;
-pub(crate) use picker::{estimated_pending_bytes, level_targets, Compaction};
+pub(crate) use picker::{estimated_pending_bytes, level_targets, scores, Compaction};
 
 /// An output is cut before it would overlap more than this many target file sizes of the
 /// level below its own (so compacting it later stays bounded), as `LevelDB` does.
@@ -230,11 +237,13 @@ fn mark_compacting(inner: &DbInner, state: &mut DbState, compaction: &Compaction
 /// writes until a retry succeeds (db.rs invariant 4).
 fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) -> Result<()> {
     let compaction = &job.compaction;
+    let started = Instant::now();
     let result = if compaction.trivial_move {
         Ok(Vec::new())
     } else {
         run(inner, &job, snapshots)
     };
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let mut state = inner.lock_state();
     state.compacting.remove(&compaction.keyspace);
     state.compaction_outputs.remove(&compaction.keyspace);
@@ -302,14 +311,21 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
         CompactionReason::Manual => &counters.manual_compactions,
     };
     StatCounters::add(by_reason, 1);
+    let level = &counters.levels[compaction.output_level];
+    let upper_bytes: u64 = compaction.inputs.iter().map(|f| f.size).sum();
     if compaction.trivial_move {
         StatCounters::add(&counters.trivial_moves, 1);
+        StatCounters::add(&level.moved_bytes, upper_bytes);
     } else {
+        let written: u64 = outputs.iter().map(|f| f.size).sum();
         StatCounters::add(&counters.compactions, 1);
         StatCounters::add(&counters.compaction_bytes_read, compaction.input_bytes());
-        StatCounters::add(
-            &counters.compaction_bytes_written,
-            outputs.iter().map(|f| f.size).sum(),
+        StatCounters::add(&counters.compaction_bytes_written, written);
+        level.record_job(
+            upper_bytes,
+            compaction.output_inputs.iter().map(|f| f.size).sum(),
+            written,
+            micros,
         );
     }
     let version = state.versions.current();
@@ -718,7 +734,18 @@ fn merge_range(
             let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
             outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
         } else if !drop {
-            outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            // Nothing below holds the key and every snapshot sees this value: its seqno no
+            // longer orders it against anything, and 0 compresses (what RocksDB does).
+            let zero_seqno = compaction.drop_tombstones
+                && entry_stripe == 0
+                && key.kind == ValueKind::Value
+                && key.seqno != 0;
+            if zero_seqno {
+                let zeroed = InternalKey::new(key.user_key, 0, ValueKind::Value);
+                outputs.add(zeroed.encoded(), merged.value(), key.user_key, new_user_key)?;
+            } else {
+                outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            }
             if let Some(time) = write_time {
                 outputs.saw_write_time(time);
             }

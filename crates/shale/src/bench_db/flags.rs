@@ -41,10 +41,12 @@ pub enum Benchmark {
     Flush,
     /// Wait until no flush or compaction is pending.
     WaitForCompaction,
+    /// Flush, then compact the whole key range down to the last level (`CompactRange`).
+    Compact,
 }
 
 impl Benchmark {
-    const ALL: [(&'static str, Benchmark); 13] = [
+    const ALL: [(&'static str, Benchmark); 14] = [
         ("fillseq", Benchmark::FillSeq),
         ("fillrandom", Benchmark::FillRandom),
         ("overwrite", Benchmark::Overwrite),
@@ -58,6 +60,7 @@ impl Benchmark {
         ("levelstats", Benchmark::LevelStats),
         ("flush", Benchmark::Flush),
         ("waitforcompaction", Benchmark::WaitForCompaction),
+        ("compact", Benchmark::Compact),
     ];
 
     /// The `db_bench` name.
@@ -85,7 +88,7 @@ impl Benchmark {
 pub struct DbBenchArgs {
     /// Comma-separated benchmarks to run in order: fillseq, fillrandom, overwrite, readrandom,
     /// readseq, readreverse, seekrandom, readwhilewriting, deleterandom, stats, levelstats,
-    /// flush, waitforcompaction.
+    /// flush, waitforcompaction, compact.
     #[arg(long, value_name = "LIST", default_value = "fillseq,readrandom")]
     pub benchmarks: String,
     /// Number of key/values to place in the database (per thread for writes).
@@ -110,7 +113,8 @@ pub struct DbBenchArgs {
         default_value_t = 0.5
     )]
     pub compression_ratio: f64,
-    /// Block compression: none, snappy, lz4, zlib, zstd.
+    /// Block compression at every level, the bottom included (as `db_bench`, whose
+    /// `compression_per_level` is empty): none, snappy, lz4, zlib, zstd.
     #[arg(
         long = "compression_type",
         value_name = "CODEC",

@@ -78,6 +78,11 @@ pub fn run(args: &DbBenchArgs) -> Result<(), Failure> {
                 current.wait_for_background_work()?;
                 continue;
             }
+            Benchmark::Compact => {
+                current.flush()?;
+                current.compact_range(&current.default_keyspace(), None, None)?;
+                continue;
+            }
             _ => {}
         }
         if benchmark.needs_fresh_db() {
@@ -258,7 +263,10 @@ fn open(config: &Config) -> Result<Db, Failure> {
     };
     let keyspace = &mut options.default_keyspace;
     keyspace.write_buffer_size = config.write_buffer_size;
+    // As `db_bench`'s --compression_type: one codec at every level, bottom included.
     keyspace.compression = config.compression;
+    keyspace.compression_per_level = Vec::new();
+    keyspace.bottommost_compression = None;
     keyspace.block_size = config.block_size;
     keyspace.bloom_bits_per_key = config.bloom_bits;
     Db::open(&config.db, options)
@@ -322,7 +330,7 @@ fn level_stats_text(db: &Db) -> Result<String, Failure> {
     Ok(text)
 }
 
-/// `stats`: what the engine reports about itself today.
+/// `stats`: table counts and the compaction stats table with its stall line.
 fn stats_text(db: &Db) -> Result<String, Failure> {
     let keyspace = db.default_keyspace();
     let counts = db.level_file_counts(&keyspace)?;
@@ -334,7 +342,7 @@ fn stats_text(db: &Db) -> Result<String, Failure> {
         counts.iter().sum::<usize>(),
         bytes.iter().sum::<u64>()
     );
-    text.push_str(&level_stats_text(db)?);
+    let _ = writeln!(text, "{}", db.compaction_stats());
     Ok(text)
 }
 

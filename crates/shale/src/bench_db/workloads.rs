@@ -167,7 +167,8 @@ pub fn run_thread(
         Benchmark::Stats
         | Benchmark::LevelStats
         | Benchmark::Flush
-        | Benchmark::WaitForCompaction => Err(Failure::error(format!(
+        | Benchmark::WaitForCompaction
+        | Benchmark::Compact => Err(Failure::error(format!(
             "{} is not a threaded benchmark",
             benchmark.name()
         ))),
