@@ -175,7 +175,12 @@ pub struct DbBenchArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
     /// The engine to run: shale, redb, or rocksdb (with the rocksdb-peer feature).
-    #[arg(long, value_name = "NAME", default_value = "shale", conflicts_with = "engines")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "shale",
+        conflicts_with = "engines"
+    )]
     pub engine: String,
     /// Comma-separated engines to run in turn in this process, each in its own subdirectory
     /// of --db named after it, each with the same seeds.

@@ -103,7 +103,10 @@ mod tests {
 
     #[test]
     fn samples_every_interval_and_keeps_the_last_partial_one() {
-        let counters = vec![Arc::new(OpCounter::default()), Arc::new(OpCounter::default())];
+        let counters = vec![
+            Arc::new(OpCounter::default()),
+            Arc::new(OpCounter::default()),
+        ];
         let (stop, stopped) = mpsc::channel();
         let start = Instant::now();
         let points = std::thread::scope(|scope| {

@@ -113,7 +113,9 @@ fn report_path(config: &Config, engine: EngineKind) -> Option<PathBuf> {
     if !config.engine_subdirs {
         return Some(path.clone());
     }
-    let stem = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
     let name = match path.extension() {
         Some(ext) => format!("{stem}-{}.{}", engine.name(), ext.to_string_lossy()),
         None => format!("{stem}-{}", engine.name()),

@@ -252,9 +252,10 @@ impl Merged {
                 0.0
             },
             micros_per_op: self.thread_seconds * 1e6 / done as f64,
-            percentiles: self.histogram.as_ref().map(|h| {
-                [50.0, 99.0, 99.9].map(|p| h.percentile(p) / 1000.0)
-            }),
+            percentiles: self
+                .histogram
+                .as_ref()
+                .map(|h| [50.0, 99.0, 99.9].map(|p| h.percentile(p) / 1000.0)),
         }
     }
 

@@ -210,10 +210,7 @@ fn write(
     Ok(())
 }
 
-fn delete_random(
-    shared: &Shared<'_>,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn delete_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     let num = shared.config.num;
     let mut limit = Limit::new(shared.config.deletes, shared.config.duration);
     let mut key = Vec::with_capacity(shared.keys.key_size());
@@ -225,10 +222,7 @@ fn delete_random(
     Ok(())
 }
 
-fn read_random(
-    shared: &Shared<'_>,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn read_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     let num = shared.config.num;
     let mut limit = Limit::new(shared.config.reads, shared.config.duration);
     let mut key = Vec::with_capacity(shared.keys.key_size());
@@ -271,10 +265,7 @@ fn read_sequential(
     iter.status()
 }
 
-fn seek_random(
-    shared: &Shared<'_>,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn seek_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     let num = shared.config.num;
     let mut limit = Limit::new(shared.config.reads, shared.config.duration);
     let mut key = Vec::with_capacity(shared.keys.key_size());
@@ -300,10 +291,7 @@ fn seek_random(
     Ok(())
 }
 
-fn background_writer(
-    shared: &Shared<'_>,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn background_writer(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     thread.stats.exclude_from_merge();
     let num = shared.config.num;
     let mut key = Vec::with_capacity(shared.keys.key_size());

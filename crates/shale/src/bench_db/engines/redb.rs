@@ -245,7 +245,9 @@ impl Cursor for RedbCursor {
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(_, value)| value.value())
+        self.current
+            .as_ref()
+            .map_or(&[], |(_, value)| value.value())
     }
 
     fn status(&self) -> Result<(), Failure> {

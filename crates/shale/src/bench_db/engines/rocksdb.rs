@@ -66,9 +66,8 @@ fn options(config: &Config) -> Result<Options, Failure> {
 impl RocksDbEngine {
     pub fn open(dir: &Path, config: &Config) -> Result<Self, Failure> {
         let options = options(config)?;
-        let db = DB::open(&options, dir).map_err(|e| {
-            Failure::error(format!("opening --db={} failed: {e}", dir.display()))
-        })?;
+        let db = DB::open(&options, dir)
+            .map_err(|e| Failure::error(format!("opening --db={} failed: {e}", dir.display())))?;
         let mut write_options = WriteOptions::default();
         write_options.set_sync(config.sync);
         Ok(RocksDbEngine {
