@@ -186,14 +186,14 @@ pub struct DbBenchArgs {
     /// of --db named after it, each with the same seeds.
     #[arg(long, value_name = "LIST")]
     pub engines: Option<String>,
-    /// Seconds per interval of the interval throughput series (like db_bench's); 0: none.
+    /// Seconds per interval of the interval throughput series (like `db_bench`'s); 0: none.
     #[arg(
         long = "report_interval_seconds",
         value_name = "SECONDS",
         default_value_t = 0
     )]
     pub report_interval_seconds: u64,
-    /// Where the interval series goes as db_bench's CSV (`secs_elapsed,interval_qps`); with
+    /// Where the interval series goes as `db_bench`'s CSV (`secs_elapsed,interval_qps`); with
     /// --engines, one file per engine with `-ENGINE` before the extension.
     #[arg(long = "report_file", value_name = "PATH")]
     pub report_file: Option<PathBuf>,
@@ -318,16 +318,7 @@ impl Config {
             .map_err(|_| format!("--bloom_bits={} is too large", args.bloom_bits))?;
         let cache_size = usize::try_from(args.cache_size.max(0))
             .map_err(|_| format!("--cache_size={} is too large", args.cache_size))?;
-        let (engines, engine_subdirs) = match &args.engines {
-            Some(list) => (parse_engines("--engines", list)?, true),
-            None => (parse_engines("--engine", &args.engine)?, false),
-        };
-        if engines.len() != 1 && !engine_subdirs {
-            return Err("--engine names one engine (use --engines for several)".into());
-        }
-        if args.report_file.is_some() && args.report_interval_seconds == 0 {
-            return Err("--report_file needs --report_interval_seconds above 0".into());
-        }
+        let (engines, engine_subdirs) = engines_of(args)?;
         let or_num = |n: i64| u64::try_from(n).unwrap_or(args.num);
         Ok(Config {
             benchmarks,
@@ -362,6 +353,22 @@ impl Config {
             json_out: args.json_out.clone(),
         })
     }
+}
+
+/// `--engine` or `--engines`, and whether the engines get subdirectories; checks the
+/// interval flags that go with them.
+fn engines_of(args: &DbBenchArgs) -> Result<(Vec<EngineKind>, bool), String> {
+    let (engines, engine_subdirs) = match &args.engines {
+        Some(list) => (parse_engines("--engines", list)?, true),
+        None => (parse_engines("--engine", &args.engine)?, false),
+    };
+    if engines.len() != 1 && !engine_subdirs {
+        return Err("--engine names one engine (use --engines for several)".into());
+    }
+    if args.report_file.is_some() && args.report_interval_seconds == 0 {
+        return Err("--report_file needs --report_interval_seconds above 0".into());
+    }
+    Ok((engines, engine_subdirs))
 }
 
 /// The engines of a comma-separated `list`, each once.

@@ -45,7 +45,7 @@ pub fn sample(
     counters: &[Arc<OpCounter>],
     interval: Duration,
     start: Instant,
-    stop: Receiver<()>,
+    stop: &Receiver<()>,
 ) -> Vec<IntervalPoint> {
     let total = || counters.iter().map(|c| c.load()).sum::<u64>();
     let mut points = Vec::new();
@@ -110,8 +110,9 @@ mod tests {
         let (stop, stopped) = mpsc::channel();
         let start = Instant::now();
         let points = std::thread::scope(|scope| {
+            let shared = &counters;
             let sampler =
-                scope.spawn(|| sample(&counters, Duration::from_millis(100), start, stopped));
+                scope.spawn(move || sample(shared, Duration::from_millis(100), start, &stopped));
             // 50 + 50 operations in the first 100 ms, 30 more after it.
             counters[0].publish(50);
             counters[1].publish(50);
@@ -144,7 +145,7 @@ mod tests {
         let counters = vec![Arc::new(OpCounter::default())];
         let (stop, stopped) = mpsc::channel::<()>();
         drop(stop);
-        let points = sample(&counters, Duration::from_secs(10), Instant::now(), stopped);
+        let points = sample(&counters, Duration::from_secs(10), Instant::now(), &stopped);
         assert!(points.is_empty());
     }
 }

@@ -145,10 +145,17 @@ fn run_engine(
         }
         None => None,
     };
-    let run_start = Instant::now();
     let values = ValueGenerator::new(config.value_size, config.compression_ratio);
+    let mut run = EngineRun {
+        kind,
+        dir,
+        config,
+        values: &values,
+        seed_base,
+        threads_started: 0,
+        start: Instant::now(),
+    };
     let mut db = Some(kind.open(dir, config)?);
-    let mut threads_started = 0u64;
     for &benchmark in &config.benchmarks {
         let current = db
             .as_deref()
@@ -190,56 +197,13 @@ fn run_engine(
         let current = db
             .as_deref()
             .ok_or_else(|| Failure::error("database not open"))?;
-        let offset = run_start.elapsed().as_secs_f64();
-        let process_before = results::process_bytes_written();
-        let engine_before = current.engine_bytes_written();
-        let (stats, intervals) = run_benchmark(
+        measure(
+            &mut run,
             benchmark,
             current,
-            config,
-            &values,
-            seed_base,
-            &mut threads_started,
+            report_file.as_mut(),
+            json_out.as_deref_mut(),
         )?;
-        let process_written = process_before
-            .zip(results::process_bytes_written())
-            .map(|(before, after)| after.saturating_sub(before));
-        let engine_written = engine_before
-            .zip(current.engine_bytes_written())
-            .map(|(before, after)| after.saturating_sub(before));
-        let Some(merged) = Merged::of(&stats) else {
-            continue;
-        };
-        let mut text = merged.result_line(benchmark.name());
-        text.push('\n');
-        if config.histogram {
-            if let Some(block) = merged.histogram_block() {
-                text.push_str(&block);
-                text.push('\n');
-            }
-        }
-        print(&text)?;
-        if let Some(out) = &mut report_file {
-            out.write(&intervals::csv_lines(&intervals, offset))?;
-        }
-        if let Some(out) = json_out.as_deref_mut() {
-            let record = BenchmarkRecord {
-                engine: kind.name(),
-                benchmark: benchmark.name(),
-                num: config.num,
-                key_size: config.key_size,
-                value_size: config.value_size,
-                threads: config.threads,
-                seed: seed_base,
-                summary: merged.summary(),
-                user_bytes_written: report::written_bytes(&stats),
-                process_bytes_written: process_written,
-                engine_bytes_written: engine_written,
-                db_size_bytes: results::directory_size(dir),
-                intervals,
-            };
-            out.write(&format!("{}\n", record.to_json()))?;
-        }
     }
     if let Some(db) = db {
         if config.statistics {
@@ -249,6 +213,80 @@ fn run_engine(
     }
     if let Some(out) = report_file {
         finish(out)?;
+    }
+    Ok(())
+}
+
+/// What the benchmarks of one engine's run share.
+struct EngineRun<'a> {
+    kind: EngineKind,
+    dir: &'a Path,
+    config: &'a Config,
+    values: &'a ValueGenerator,
+    seed_base: u64,
+    /// Threads started so far in this engine's run (each thread's seed is the next one).
+    threads_started: u64,
+    start: Instant,
+}
+
+/// Runs one threaded benchmark and reports it: the result line (and histogram), the
+/// interval series in `report_file`, the JSON record in `json_out`.
+fn measure(
+    run: &mut EngineRun<'_>,
+    benchmark: Benchmark,
+    current: &dyn Engine,
+    report_file: Option<&mut Output>,
+    json_out: Option<&mut Output>,
+) -> Result<(), Failure> {
+    let offset = run.start.elapsed().as_secs_f64();
+    let process_before = results::process_bytes_written();
+    let engine_before = current.engine_bytes_written();
+    let (stats, intervals) = run_benchmark(
+        benchmark,
+        current,
+        run.config,
+        run.values,
+        run.seed_base,
+        &mut run.threads_started,
+    )?;
+    let process_written = process_before
+        .zip(results::process_bytes_written())
+        .map(|(before, after)| after.saturating_sub(before));
+    let engine_written = engine_before
+        .zip(current.engine_bytes_written())
+        .map(|(before, after)| after.saturating_sub(before));
+    let Some(merged) = Merged::of(&stats) else {
+        return Ok(());
+    };
+    let mut text = merged.result_line(benchmark.name());
+    text.push('\n');
+    if run.config.histogram {
+        if let Some(block) = merged.histogram_block() {
+            text.push_str(&block);
+            text.push('\n');
+        }
+    }
+    print(&text)?;
+    if let Some(out) = report_file {
+        out.write(&intervals::csv_lines(&intervals, offset))?;
+    }
+    if let Some(out) = json_out {
+        let record = BenchmarkRecord {
+            engine: run.kind.name(),
+            benchmark: benchmark.name(),
+            num: run.config.num,
+            key_size: run.config.key_size,
+            value_size: run.config.value_size,
+            threads: run.config.threads,
+            seed: run.seed_base,
+            summary: merged.summary(),
+            user_bytes_written: report::written_bytes(&stats),
+            process_bytes_written: process_written,
+            engine_bytes_written: engine_written,
+            db_size_bytes: results::directory_size(run.dir),
+            intervals,
+        };
+        out.write(&format!("{}\n", record.to_json()))?;
     }
     Ok(())
 }
@@ -306,7 +344,7 @@ fn run_benchmark(
             let counters = &counters;
             scope.spawn(move || {
                 barrier.wait();
-                intervals::sample(counters, interval, Instant::now(), sampler_stopped)
+                intervals::sample(counters, interval, Instant::now(), &sampler_stopped)
             })
         });
         let handles: Vec<_> = states

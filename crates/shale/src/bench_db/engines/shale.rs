@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use shale_engine::{Db, DbIterator, Durability, Keyspace, Options, WriteBatch, WriteOptions};
+use shale_engine::{
+    Db, DbIterator, Durability, Keyspace, Options, ReadOptions, WriteBatch, WriteOptions,
+};
 
 use super::{destroy_own_files, Cursor, Engine};
 use crate::bench_db::flags::Config;
@@ -72,7 +74,7 @@ impl Engine for ShaleEngine {
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>, Failure> {
-        Ok(Box::new(self.keyspace.iterator(Default::default())?))
+        Ok(Box::new(self.keyspace.iterator(ReadOptions::default())?))
     }
 
     fn flush(&self) -> Result<(), Failure> {
