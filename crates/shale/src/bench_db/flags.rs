@@ -355,6 +355,20 @@ impl Config {
     }
 }
 
+/// The defaults with `--db=db`, for tests of the modules that take a [`Config`].
+#[cfg(test)]
+pub fn default_config(db: &std::path::Path) -> Config {
+    use clap::Parser;
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: DbBenchArgs,
+    }
+    let flag = format!("--db={}", db.display());
+    let cli = Cli::try_parse_from(["bench", flag.as_str()]).expect("default flags parse");
+    Config::from_args(&cli.args).expect("default flags are valid")
+}
+
 /// `--engine` or `--engines`, and whether the engines get subdirectories; checks the
 /// interval flags that go with them.
 fn engines_of(args: &DbBenchArgs) -> Result<(Vec<EngineKind>, bool), String> {

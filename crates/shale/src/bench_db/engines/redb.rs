@@ -262,3 +262,62 @@ impl Cursor for RedbCursor {
 pub fn destroy(dir: &Path) -> Result<(), Failure> {
     destroy_own_files(dir, "redb", |name| name == FILE_NAME)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench_db::flags::default_config;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("shale-bench-redb-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn cursor_turns_around_and_reads_survive_reopen() {
+        let dir = scratch("cursor");
+        let config = default_config(&dir);
+        let engine = RedbEngine::open(&dir, &config).unwrap();
+        for key in [b"a", b"b", b"c", b"d"] {
+            engine.put(key, b"value").unwrap();
+        }
+        engine.delete(b"d").unwrap();
+        assert_eq!(engine.get(b"a").unwrap(), Some(5));
+        assert_eq!(engine.get(b"d").unwrap(), None);
+        let mut cursor = engine.cursor().unwrap();
+        let mut seen = Vec::new();
+        cursor.seek(b"b");
+        seen.push(cursor.key().to_vec());
+        cursor.next();
+        seen.push(cursor.key().to_vec());
+        cursor.prev();
+        seen.push(cursor.key().to_vec());
+        cursor.prev();
+        seen.push(cursor.key().to_vec());
+        cursor.next();
+        seen.push(cursor.key().to_vec());
+        assert_eq!(seen, [b"b", b"c", b"b", b"a", b"b"]);
+        assert_eq!(cursor.value(), b"value");
+        cursor.seek_to_last();
+        assert_eq!(cursor.key(), b"c");
+        cursor.next();
+        assert!(!cursor.valid());
+        cursor.status().unwrap();
+        drop(cursor);
+        Box::new(engine).close().unwrap();
+
+        // A --sync=0 (Durability::None) write is durable after close's Immediate commit.
+        let config = Config {
+            use_existing_db: true,
+            ..config
+        };
+        let engine = RedbEngine::open(&dir, &config).unwrap();
+        assert_eq!(engine.get(b"c").unwrap(), Some(5));
+        drop(engine);
+        destroy(&dir).unwrap();
+        assert!(!dir.join(FILE_NAME).exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
