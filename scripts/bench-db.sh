@@ -8,7 +8,10 @@
 #   fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom,readwhilewriting
 # Common flags (both tools): 16-byte keys, 100-byte values, ratio 0.5, lz4, bloom 10,
 # 256 MiB cache, 1 thread, seek_nexts 10, histogram on, one fixed seed per run.
-# KEEP=DIR keeps every raw output in DIR.
+# KEEP=DIR keeps every raw output in DIR, with shale-N.json (--json_out) and the db_bench
+# report CSV rocksdb-N.csv (10-second intervals; db_bench rewrites it for each benchmark, so it
+# holds the last one's), ready for:
+#   shale bench report DIR/shale-*.json DIR/rocksdb-*.txt --svg_dir=DIR/charts
 # Needs: cargo, python3; db_bench (apt-get install rocksdb-tools) for the anchor column.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +29,7 @@ mkdir -p "$out"
 
 flags=(--benchmarks="$benchmarks" --num="$num" --key_size=16 --value_size=100
   --compression_ratio=0.5 --compression_type=lz4 --bloom_bits=10 --cache_size=268435456
-  --threads=1 --seek_nexts=10 --histogram=1)
+  --threads=1 --seek_nexts=10 --histogram=1 --report_interval_seconds=10)
 
 cargo build --release -q -p shale
 have_db_bench=$(command -v db_bench || true)
@@ -34,13 +37,15 @@ for i in $(seq "$runs"); do
   seed=$((1000 + i))
   echo "shale run $i: load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/load.txt"
   rm -rf "$work/shale-db"
-  ./target/release/shale bench "${flags[@]}" --seed="$seed" --db="$work/shale-db" "${extra[@]}" \
+  ./target/release/shale bench "${flags[@]}" --seed="$seed" --db="$work/shale-db" \
+    --json_out="$out/shale-$i.json" "${extra[@]}" \
     > "$out/shale-$i.txt" 2> "$work/shale-$i.err" || { cat "$work/shale-$i.err" >&2; exit 1; }
   rm -rf "$work/shale-db"
   if [[ -n $have_db_bench ]]; then
     rm -rf "$work/rocksdb"
     echo "db_bench run $i: load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/load.txt"
-    db_bench "${flags[@]}" --seed="$seed" --db="$work/rocksdb" "${extra[@]}" \
+    db_bench "${flags[@]}" --seed="$seed" --db="$work/rocksdb" \
+      --report_file="$out/rocksdb-$i.csv" "${extra[@]}" \
       > "$out/rocksdb-$i.txt" 2> "$work/rocksdb-$i.err" || { cat "$work/rocksdb-$i.err" >&2; exit 1; }
     rm -rf "$work/rocksdb"
   fi

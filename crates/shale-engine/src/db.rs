@@ -708,6 +708,9 @@ impl Db {
     /// Compaction and write-stall counters since open.
     pub fn stats(&self) -> DbStats {
         let mut stats = self.inner.stats.snapshot();
+        if let Ok(wal) = self.inner.lock_wal() {
+            stats.wal_bytes_written += wal.writer.file_size();
+        }
         if let Some(limiter) = &self.inner.rate_limiter {
             stats.rate_limit_bytes_per_sec = limiter.bytes_per_sec();
             stats.rate_limited_flush_bytes = limiter.granted_bytes(IoPriority::Flush);

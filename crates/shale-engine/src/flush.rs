@@ -206,13 +206,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         .map_or(state_keyspace.mem_log_number, |f| f.log_number);
     let mut edit = VersionEdit::default();
     edit.set_log_number(keyspace, next_log);
-    // Invariant 4: the other keyspaces' advances become durable with this edit.
-    for other in state.keyspaces.values().filter(|k| k.id != keyspace) {
-        let needed = other.oldest_needed_log();
-        if state.versions.log_number(other.id) < Some(needed) {
-            edit.set_log_number(other.id, needed);
-        }
-    }
+    carry_log_numbers_forward(&state, keyspace, &mut edit);
     let flushed_bytes = meta.as_ref().map(|m| m.size);
     if let Some(meta) = meta {
         edit.add_file(keyspace, 0, meta);
@@ -249,6 +243,17 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();
     Ok(true)
+}
+
+/// Invariant 4: the keyspaces other than `flushed` whose oldest needed WAL moved on in memory
+/// get that log number in `edit`, so their advances become durable with it.
+fn carry_log_numbers_forward(state: &DbState, flushed: u32, edit: &mut VersionEdit) {
+    for other in state.keyspaces.values().filter(|k| k.id != flushed) {
+        let needed = other.oldest_needed_log();
+        if state.versions.log_number(other.id) < Some(needed) {
+            edit.set_log_number(other.id, needed);
+        }
+    }
 }
 
 /// Freezes every non-empty memtable and waits until all frozen memtables are flushed.

@@ -40,6 +40,9 @@ pub struct DbStats {
     pub flushes: u64,
     /// Bytes of the L0 tables flushes wrote.
     pub flush_bytes_written: u64,
+    /// Bytes written to WAL files since open (closed WALs plus the current one's length,
+    /// so counted per WAL switch, never per write).
+    pub wal_bytes_written: u64,
     /// Write groups delayed because L0 reached `level0_slowdown_writes_trigger`.
     pub stall_level0_slowdowns: u64,
     /// Times writes stopped because L0 reached `level0_stop_writes_trigger`.
@@ -70,8 +73,9 @@ impl fmt::Display for DbStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "flushes {}, written {} B; compactions {} (trivial moves {}), read {} B, \
-             written {} B",
+            "WAL written {} B; flushes {}, written {} B; compactions {} (trivial moves {}), \
+             read {} B, written {} B",
+            self.wal_bytes_written,
             self.flushes,
             self.flush_bytes_written,
             self.compactions,
@@ -123,6 +127,8 @@ pub(crate) struct StatCounters {
     pub compaction_bytes_written: AtomicU64,
     pub flushes: AtomicU64,
     pub flush_bytes_written: AtomicU64,
+    /// Lengths of the WALs this process wrote and switched away from.
+    pub closed_wal_bytes: AtomicU64,
     pub stall_level0_slowdowns: AtomicU64,
     pub stall_level0_stops: AtomicU64,
     pub stall_pending_bytes_slowdowns: AtomicU64,
@@ -269,6 +275,7 @@ impl StatCounters {
             compaction_bytes_written: get(&self.compaction_bytes_written),
             flushes: get(&self.flushes),
             flush_bytes_written: get(&self.flush_bytes_written),
+            wal_bytes_written: get(&self.closed_wal_bytes),
             stall_level0_slowdowns: get(&self.stall_level0_slowdowns),
             stall_level0_stops: get(&self.stall_level0_stops),
             stall_pending_bytes_slowdowns: get(&self.stall_pending_bytes_slowdowns),

@@ -343,6 +343,7 @@ pub(crate) fn switch_memtables(
     // docs/format/wal.md: a WAL is synced before the next one exists (its name and file
     // header would follow a torn tail), so a torn tail can only be in the newest log.
     let new_wal = wal.writer.sync().and_then(|()| start_wal(inner, number));
+    let closed_bytes = wal.writer.file_size();
     let writer = match new_wal {
         Ok(writer) => writer,
         Err(error) => {
@@ -360,6 +361,7 @@ pub(crate) fn switch_memtables(
         unsynced: false,
     };
     drop(wal);
+    StatCounters::add(&inner.stats.closed_wal_bytes, closed_bytes);
     let version = state.versions.current();
     for id in keyspaces {
         let Some(write_buffer_size) = state.keyspaces.get(id).map(|k| k.options.write_buffer_size)

@@ -5,6 +5,7 @@
 
 mod backup_cmd;
 mod bench_db;
+mod bench_report;
 mod bench_sst;
 mod histogram;
 mod keygen;
@@ -103,6 +104,9 @@ struct BenchArgs {
 enum BenchCommand {
     /// Write a sorted table and measure writes, bloom filter, lookups, scans and compression.
     Sst(SstBenchArgs),
+    /// Ratios of Shale to peer engines over result files (medians of repeated runs), and
+    /// SVG charts of throughput per interval.
+    Report(bench_report::BenchReportArgs),
 }
 
 /// Flags of `shale tool sst`.
@@ -227,6 +231,10 @@ fn main() -> ExitCode {
             command: Some(BenchCommand::Sst(args)),
             ..
         }) => bench_sst::run(args),
+        Command::Bench(BenchArgs {
+            command: Some(BenchCommand::Report(args)),
+            ..
+        }) => bench_report::run(args),
         Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
         Command::Stress(args) => stress::run(args),
     };

@@ -12,6 +12,8 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args};
 use shale_sst::Compression;
 
+use super::engines::EngineKind;
+
 /// The benchmarks `shale bench` knows, in `db_bench`'s names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Benchmark {
@@ -176,6 +178,33 @@ pub struct DbBenchArgs {
     /// Base seed of the per-thread key generators; 0: taken from the clock (and printed).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
+    /// The engine to run: shale, redb, or rocksdb (with the rocksdb-peer feature).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "shale",
+        conflicts_with = "engines"
+    )]
+    pub engine: String,
+    /// Comma-separated engines to run in turn in this process, each in its own subdirectory
+    /// of --db named after it, each with the same seeds.
+    #[arg(long, value_name = "LIST")]
+    pub engines: Option<String>,
+    /// Seconds per interval of the interval throughput series (like `db_bench`'s); 0: none.
+    #[arg(
+        long = "report_interval_seconds",
+        value_name = "SECONDS",
+        default_value_t = 0
+    )]
+    pub report_interval_seconds: u64,
+    /// Where the interval series goes as `db_bench`'s CSV (`secs_elapsed,interval_qps`); with
+    /// --engines, one file per engine with `-ENGINE` before the extension.
+    #[arg(long = "report_file", value_name = "PATH")]
+    pub report_file: Option<PathBuf>,
+    /// Write one JSON object per benchmark (one per line) to this file for `shale bench
+    /// report`: engine, ops/s, percentiles, bytes written, db size, write-amp, intervals.
+    #[arg(long = "json_out", value_name = "PATH")]
+    pub json_out: Option<PathBuf>,
 }
 
 /// Parses a `db_bench` (gflags) boolean.
@@ -216,6 +245,13 @@ pub struct Config {
     pub duration: u64,
     pub write_rate_limit: u64,
     pub seed: u64,
+    /// The engines to run, in order.
+    pub engines: Vec<EngineKind>,
+    /// Whether each engine's database goes in a subdirectory of `db` named after it.
+    pub engine_subdirs: bool,
+    pub report_interval_seconds: u64,
+    pub report_file: Option<PathBuf>,
+    pub json_out: Option<PathBuf>,
 }
 
 /// Values past these are mistakes, not benchmarks.
@@ -286,6 +322,7 @@ impl Config {
             .map_err(|_| format!("--bloom_bits={} is too large", args.bloom_bits))?;
         let cache_size = usize::try_from(args.cache_size.max(0))
             .map_err(|_| format!("--cache_size={} is too large", args.cache_size))?;
+        let (engines, engine_subdirs) = engines_of(args)?;
         let or_num = |n: i64| u64::try_from(n).unwrap_or(args.num);
         Ok(Config {
             benchmarks,
@@ -313,8 +350,59 @@ impl Config {
             duration: args.duration,
             write_rate_limit: args.benchmark_write_rate_limit,
             seed: args.seed,
+            engines,
+            engine_subdirs,
+            report_interval_seconds: args.report_interval_seconds,
+            report_file: args.report_file.clone(),
+            json_out: args.json_out.clone(),
         })
     }
+}
+
+/// The defaults with `--db=db`, for tests of the modules that take a [`Config`].
+#[cfg(test)]
+pub fn default_config(db: &std::path::Path) -> Config {
+    use clap::Parser;
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: DbBenchArgs,
+    }
+    let flag = format!("--db={}", db.display());
+    let cli = Cli::try_parse_from(["bench", flag.as_str()]).expect("default flags parse");
+    Config::from_args(&cli.args).expect("default flags are valid")
+}
+
+/// `--engine` or `--engines`, and whether the engines get subdirectories; checks the
+/// interval flags that go with them.
+fn engines_of(args: &DbBenchArgs) -> Result<(Vec<EngineKind>, bool), String> {
+    let (engines, engine_subdirs) = match &args.engines {
+        Some(list) => (parse_engines("--engines", list)?, true),
+        None => (parse_engines("--engine", &args.engine)?, false),
+    };
+    if engines.len() != 1 && !engine_subdirs {
+        return Err("--engine names one engine (use --engines for several)".into());
+    }
+    if args.report_file.is_some() && args.report_interval_seconds == 0 {
+        return Err("--report_file needs --report_interval_seconds above 0".into());
+    }
+    Ok((engines, engine_subdirs))
+}
+
+/// The engines of a comma-separated `list`, each once.
+fn parse_engines(flag: &str, list: &str) -> Result<Vec<EngineKind>, String> {
+    let mut engines = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let kind = EngineKind::from_name(name).map_err(|e| format!("{flag}: {e}"))?;
+        if engines.contains(&kind) {
+            return Err(format!("{flag}: {name} is named twice"));
+        }
+        engines.push(kind);
+    }
+    if engines.is_empty() {
+        return Err(format!("{flag} names no engine"));
+    }
+    Ok(engines)
 }
 
 #[cfg(test)]
@@ -355,6 +443,29 @@ mod tests {
         assert!(!config.sync && !config.use_existing_db && !config.histogram);
         assert!(!config.statistics);
         assert_eq!((config.seek_nexts, config.duration, config.seed), (0, 0, 0));
+        assert_eq!(config.engines, vec![EngineKind::Shale]);
+        assert!(!config.engine_subdirs);
+        assert_eq!(config.report_interval_seconds, 0);
+        assert!(config.report_file.is_none() && config.json_out.is_none());
+    }
+
+    #[test]
+    fn engines_run_in_subdirectories_and_report_flags_parse() {
+        let config = parse(&[
+            "--engines=redb,shale",
+            "--report_interval_seconds=10",
+            "--report_file=/tmp/r.csv",
+            "--json_out=/tmp/r.json",
+        ])
+        .unwrap();
+        assert_eq!(config.engines, vec![EngineKind::Redb, EngineKind::Shale]);
+        assert!(config.engine_subdirs);
+        assert_eq!(config.report_interval_seconds, 10);
+        assert_eq!(config.report_file, Some(PathBuf::from("/tmp/r.csv")));
+        assert_eq!(config.json_out, Some(PathBuf::from("/tmp/r.json")));
+        let config = parse(&["--engine=redb"]).unwrap();
+        assert_eq!(config.engines, vec![EngineKind::Redb]);
+        assert!(!config.engine_subdirs);
     }
 
     #[test]
@@ -432,7 +543,12 @@ mod tests {
 
     #[test]
     fn bad_flags_are_named() {
-        let cases: [(&[&str], &str); 11] = [
+        let cases: [(&[&str], &str); 16] = [
+            (&["--engine=lmdb"], "--engine: unknown engine \"lmdb\""),
+            (&["--engine=shale,redb"], "--engine names one engine"),
+            (&["--engines=shale,shale"], "named twice"),
+            (&["--engines=,"], "names no engine"),
+            (&["--report_file=/tmp/x.csv"], "--report_interval_seconds"),
             (
                 &["--benchmarks=fillseq,readfast"],
                 "unknown benchmark \"readfast\"",

@@ -5,33 +5,39 @@
 //! - [`random`]: `db_bench`'s key-picking random numbers (`std::mt19937_64`).
 //! - [`workloads`]: what each benchmark's threads do.
 //! - [`report`]: per-thread counters and the result and histogram lines.
+//! - [`engines`]: the engines the workloads run against (Shale, redb, `RocksDB`).
+//! - [`intervals`]: throughput per interval (`--report_interval_seconds`).
+//! - [`results`]: one JSON object per benchmark (`--json_out`).
 //!
-//! A run: print the header; delete the database unless `--use_existing_db`; open it; run each
-//! benchmark of `--benchmarks` in order (fill benchmarks first reopen an empty database);
-//! close. Results go to stdout; `... finished N ops` progress goes to stderr.
-//!
-//! The engine's durability maps `--sync=1` to `Durability::Sync` (fdatasync per commit group)
-//! and `--sync=0` to `Durability::Flush` (each write handed to the OS, as `db_bench`'s default
-//! write with the WAL on).
+//! A run: for each engine of `--engine`/`--engines` (each in its own subdirectory of `--db`
+//! with `--engines`): print the header; delete the database unless `--use_existing_db`;
+//! open it; run each benchmark of `--benchmarks` in order (fill benchmarks first reopen an
+//! empty database); close. Every engine gets the same seeds, so the same keys. Results go to
+//! stdout; `... finished N ops` progress goes to stderr.
 
+mod engines;
 mod flags;
+mod intervals;
 mod random;
 mod report;
+mod results;
 mod workloads;
 
 use std::fmt::Write as _;
-use std::io::{self, Write as _};
-use std::path::Path;
+use std::fs::File;
+use std::io::{self, BufWriter, Write as _};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
-use std::sync::Barrier;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::{mpsc, Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use shale_engine::{Db, Durability, Options, WriteOptions};
-
+use engines::{Engine, EngineKind};
 pub use flags::DbBenchArgs;
 use flags::{Benchmark, Config};
+use intervals::{IntervalPoint, OpCounter};
 use random::Random64;
 use report::{Merged, Stats};
+use results::BenchmarkRecord;
 use workloads::{op_kind, RateLimiter, Shared, ThreadState};
 
 use crate::keygen::{KeyGenerator, ValueGenerator};
@@ -40,7 +46,7 @@ use crate::output::Failure;
 /// Bytes in the `MB` of sizes, as in `db_bench`.
 const MB: f64 = 1_048_576.0;
 
-/// Runs the benchmarks `args` name.
+/// Runs the benchmarks `args` name on each engine it names.
 pub fn run(args: &DbBenchArgs) -> Result<(), Failure> {
     let config = Config::from_args(args).map_err(Failure::error)?;
     let seed_base = if config.seed == 0 {
@@ -50,24 +56,118 @@ pub fn run(args: &DbBenchArgs) -> Result<(), Failure> {
     } else {
         config.seed
     };
-    header(&config)?;
-    if !config.use_existing_db {
-        destroy(&config.db)?;
+    let mut json_out = match &config.json_out {
+        Some(path) => Some(create(path)?),
+        None => None,
+    };
+    for &engine in &config.engines {
+        let dir = if config.engine_subdirs {
+            config.db.join(engine.name())
+        } else {
+            config.db.clone()
+        };
+        run_engine(engine, &dir, &config, seed_base, json_out.as_mut())?;
     }
+    if let Some(out) = json_out {
+        finish(out)?;
+    }
+    Ok(())
+}
+
+/// An output file that names itself in errors.
+struct Output {
+    path: PathBuf,
+    file: BufWriter<File>,
+}
+
+impl Output {
+    fn write(&mut self, text: &str) -> Result<(), Failure> {
+        self.file
+            .write_all(text.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|e| Failure::error(format!("writing {} failed: {e}", self.path.display())))
+    }
+}
+
+fn create(path: &Path) -> Result<Output, Failure> {
+    let file = File::create(path)
+        .map_err(|e| Failure::error(format!("creating {} failed: {e}", path.display())))?;
+    Ok(Output {
+        path: path.to_path_buf(),
+        file: BufWriter::new(file),
+    })
+}
+
+fn finish(out: Output) -> Result<(), Failure> {
+    let Output { path, file } = out;
+    file.into_inner()
+        .map_err(|e| Failure::error(format!("writing {} failed: {e}", path.display())))?
+        .sync_all()
+        .map_err(|e| Failure::error(format!("syncing {} failed: {e}", path.display())))
+}
+
+/// `--report_file` for `engine`: the path itself, or with `-ENGINE` before the extension when
+/// several engines run.
+fn report_path(config: &Config, engine: EngineKind) -> Option<PathBuf> {
+    let path = config.report_file.as_ref()?;
+    if !config.engine_subdirs {
+        return Some(path.clone());
+    }
+    let stem = path
+        .file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{}.{}", engine.name(), ext.to_string_lossy()),
+        None => format!("{stem}-{}", engine.name()),
+    };
+    Some(path.with_file_name(name))
+}
+
+/// Runs every benchmark on one engine's database in `dir`.
+fn run_engine(
+    kind: EngineKind,
+    dir: &Path,
+    config: &Config,
+    seed_base: u64,
+    mut json_out: Option<&mut Output>,
+) -> Result<(), Failure> {
+    header(config, kind, dir)?;
+    if !config.use_existing_db {
+        kind.destroy(dir)?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::error(format!("creating {} failed: {e}", dir.display())))?;
+    }
+    let mut report_file = match report_path(config, kind) {
+        Some(path) => {
+            let mut out = create(&path)?;
+            out.write("secs_elapsed,interval_qps\n")?;
+            Some(out)
+        }
+        None => None,
+    };
     let values = ValueGenerator::new(config.value_size, config.compression_ratio);
-    let mut db = Some(open(&config)?);
-    let mut threads_started = 0u64;
+    let mut run = EngineRun {
+        kind,
+        dir,
+        config,
+        values: &values,
+        seed_base,
+        threads_started: 0,
+        start: Instant::now(),
+    };
+    let mut db = Some(kind.open(dir, config)?);
     for &benchmark in &config.benchmarks {
         let current = db
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| Failure::error("database not open"))?;
         match benchmark {
             Benchmark::Stats => {
-                say(&stats_text(current)?)?;
+                say(&current.stats_text()?)?;
                 continue;
             }
             Benchmark::LevelStats => {
-                say(&level_stats_text(current)?)?;
+                let text = current.level_stats_text()?;
+                say(&text.unwrap_or_else(|| format!("{} has no levels", kind.name())))?;
                 continue;
             }
             Benchmark::Flush => {
@@ -75,12 +175,11 @@ pub fn run(args: &DbBenchArgs) -> Result<(), Failure> {
                 continue;
             }
             Benchmark::WaitForCompaction => {
-                current.wait_for_background_work()?;
+                current.wait_for_compaction()?;
                 continue;
             }
             Benchmark::Compact => {
-                current.flush()?;
-                current.compact_range(&current.default_keyspace(), None, None)?;
+                current.compact()?;
                 continue;
             }
             _ => {}
@@ -96,82 +195,162 @@ pub fn run(args: &DbBenchArgs) -> Result<(), Failure> {
             if let Some(old) = db.take() {
                 old.close()?;
             }
-            destroy(&config.db)?;
-            db = Some(open(&config)?);
+            kind.destroy(dir)?;
+            db = Some(kind.open(dir, config)?);
         }
         let current = db
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| Failure::error("database not open"))?;
-        let stats = run_benchmark(
+        measure(
+            &mut run,
             benchmark,
             current,
-            &config,
-            &values,
-            seed_base,
-            &mut threads_started,
+            report_file.as_mut(),
+            json_out.as_deref_mut(),
         )?;
-        let Some(merged) = Merged::of(&stats) else {
-            continue;
-        };
-        let mut text = merged.result_line(benchmark.name());
-        text.push('\n');
-        if let Some(block) = merged.histogram_block() {
-            text.push_str(&block);
-            text.push('\n');
-        }
-        print(&text)?;
     }
     if let Some(db) = db {
         if config.statistics {
-            say(&format!("STATISTICS:\n{}", stats_text(&db)?))?;
+            say(&format!("STATISTICS:\n{}", db.stats_text()?))?;
         }
         db.close()?;
+    }
+    if let Some(out) = report_file {
+        finish(out)?;
     }
     Ok(())
 }
 
-/// Runs one threaded benchmark and returns every thread's counters.
+/// What the benchmarks of one engine's run share.
+struct EngineRun<'a> {
+    kind: EngineKind,
+    dir: &'a Path,
+    config: &'a Config,
+    values: &'a ValueGenerator,
+    seed_base: u64,
+    /// Threads started so far in this engine's run (each thread's seed is the next one).
+    threads_started: u64,
+    start: Instant,
+}
+
+/// Runs one threaded benchmark and reports it: the result line (and histogram), the
+/// interval series in `report_file`, the JSON record in `json_out`.
+fn measure(
+    run: &mut EngineRun<'_>,
+    benchmark: Benchmark,
+    current: &dyn Engine,
+    report_file: Option<&mut Output>,
+    json_out: Option<&mut Output>,
+) -> Result<(), Failure> {
+    let offset = run.start.elapsed().as_secs_f64();
+    let process_before = results::process_bytes_written();
+    let engine_before = current.engine_bytes_written();
+    let (stats, intervals) = run_benchmark(
+        benchmark,
+        current,
+        run.config,
+        run.values,
+        run.seed_base,
+        &mut run.threads_started,
+    )?;
+    let process_written = process_before
+        .zip(results::process_bytes_written())
+        .map(|(before, after)| after.saturating_sub(before));
+    let engine_written = engine_before
+        .zip(current.engine_bytes_written())
+        .map(|(before, after)| after.saturating_sub(before));
+    let Some(merged) = Merged::of(&stats) else {
+        return Ok(());
+    };
+    let mut text = merged.result_line(benchmark.name());
+    text.push('\n');
+    if run.config.histogram {
+        if let Some(block) = merged.histogram_block() {
+            text.push_str(&block);
+            text.push('\n');
+        }
+    }
+    print(&text)?;
+    if let Some(out) = report_file {
+        out.write(&intervals::csv_lines(&intervals, offset))?;
+    }
+    if let Some(out) = json_out {
+        let record = BenchmarkRecord {
+            engine: run.kind.name(),
+            benchmark: benchmark.name(),
+            num: run.config.num,
+            key_size: run.config.key_size,
+            value_size: run.config.value_size,
+            threads: run.config.threads,
+            seed: run.seed_base,
+            summary: merged.summary(),
+            user_bytes_written: report::written_bytes(&stats),
+            process_bytes_written: process_written,
+            engine_bytes_written: engine_written,
+            db_size_bytes: results::directory_size(run.dir),
+            intervals,
+        };
+        out.write(&format!("{}\n", record.to_json()))?;
+    }
+    Ok(())
+}
+
+/// Runs one threaded benchmark; returns every thread's counters and, with
+/// `--report_interval_seconds`, the throughput per interval.
 fn run_benchmark(
     benchmark: Benchmark,
-    db: &Db,
+    db: &dyn Engine,
     config: &Config,
     values: &ValueGenerator,
     seed_base: u64,
     threads_started: &mut u64,
-) -> Result<Vec<Stats>, Failure> {
+) -> Result<(Vec<Stats>, Vec<IntervalPoint>), Failure> {
     let writer = usize::from(benchmark == Benchmark::ReadWhileWriting);
     let count = config.threads + writer;
-    let durability = if config.sync {
-        Durability::Sync
-    } else {
-        Durability::Flush
-    };
     let shared = Shared {
         db,
         config,
         keys: KeyGenerator::new(config.key_size),
         values,
-        write_options: WriteOptions {
-            durability: Some(durability),
-        },
         rate_limiter: (config.write_rate_limit > 0)
             .then(|| RateLimiter::new(config.write_rate_limit)),
         readers_done: AtomicUsize::new(0),
         readers: config.threads,
     };
+    let interval = Duration::from_secs(config.report_interval_seconds);
+    let mut counters = Vec::new();
+    // --json_out records percentiles, so it needs the histogram even without --histogram.
+    let histogram = config.histogram || config.json_out.is_some();
     let mut states: Vec<ThreadState> = (0..count)
         .map(|tid| {
             let seed = seed_base.wrapping_add(*threads_started);
             *threads_started += 1;
+            let mut stats = Stats::new(op_kind(benchmark), histogram, true);
+            // readwhilewriting's writer (thread 0) is left out, as from the result line.
+            if !interval.is_zero() && (writer == 0 || tid > 0) {
+                let counter = Arc::new(OpCounter::default());
+                stats.publish_to(Arc::clone(&counter));
+                counters.push(counter);
+            }
             ThreadState {
                 tid,
                 rand: Random64::new(seed),
-                stats: Stats::new(op_kind(benchmark), config.histogram, true),
+                stats,
             }
         })
         .collect();
-    let barrier = Barrier::new(count);
-    let results: Vec<Result<(), Failure>> = std::thread::scope(|scope| {
+    let sampling = !counters.is_empty();
+    let barrier = Barrier::new(count + usize::from(sampling));
+    let (stop_sampler, sampler_stopped) = mpsc::channel::<()>();
+    let (results, points) = std::thread::scope(|scope| {
+        let sampler = sampling.then(|| {
+            let barrier = &barrier;
+            let counters = &counters;
+            scope.spawn(move || {
+                barrier.wait();
+                intervals::sample(counters, interval, Instant::now(), &sampler_stopped)
+            })
+        });
         let handles: Vec<_> = states
             .iter_mut()
             .map(|state| {
@@ -186,13 +365,16 @@ fn run_benchmark(
                 })
             })
             .collect();
-        handles
+        let results: Vec<Result<(), Failure>> = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err(Failure::error("a benchmark thread panicked")))
             })
-            .collect()
+            .collect();
+        let _ = stop_sampler.send(());
+        let points = sampler.map_or_else(Vec::new, |s| s.join().unwrap_or_default());
+        (results, points)
     });
     // Progress lines end in '\r'; start the results on a clean line.
     if states.iter().any(|s| s.stats.done() >= 100) {
@@ -201,7 +383,7 @@ fn run_benchmark(
     for result in results {
         result?;
     }
-    Ok(states.into_iter().map(|s| s.stats).collect())
+    Ok((states.into_iter().map(|s| s.stats).collect(), points))
 }
 
 /// A seed from the clock, for `--seed=0` (as `db_bench` does).
@@ -212,7 +394,7 @@ fn clock_seed() -> u64 {
     micros.max(1)
 }
 
-fn header(config: &Config) -> Result<(), Failure> {
+fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure> {
     let compressed = (config.value_size as f64 * config.compression_ratio + 0.5).floor();
     let raw = (config.key_size + config.value_size) as f64 * config.num as f64 / MB;
     let file = (config.key_size as f64 + config.value_size as f64 * config.compression_ratio)
@@ -220,6 +402,7 @@ fn header(config: &Config) -> Result<(), Failure> {
         / MB;
     let mut text = format!(
         "Shale:      version {}\n\
+         Engine:     {} ({})\n\
          Keys:       {} bytes each\n\
          Values:     {} bytes each ({compressed} bytes after compression)\n\
          Entries:    {}\n\
@@ -230,6 +413,8 @@ fn header(config: &Config) -> Result<(), Failure> {
          Bloom bits: {}  Block cache: {} bytes  Block size: {}  Write buffer: {}\n\
          Durability: {}\n",
         env!("CARGO_PKG_VERSION"),
+        engine.name(),
+        engine.version(),
         config.key_size,
         config.value_size,
         config.num,
@@ -246,104 +431,8 @@ fn header(config: &Config) -> Result<(), Failure> {
     }
     text.push_str(&"-".repeat(48));
     text.push('\n');
-    let _ = write!(text, "DB path: [{}]", config.db.display());
+    let _ = write!(text, "DB path: [{}]", dir.display());
     say(&text)
-}
-
-fn open(config: &Config) -> Result<Db, Failure> {
-    let mut options = Options {
-        create_if_missing: !config.use_existing_db,
-        durability: if config.sync {
-            Durability::Sync
-        } else {
-            Durability::Flush
-        },
-        block_cache_capacity: config.cache_size,
-        ..Options::default()
-    };
-    let keyspace = &mut options.default_keyspace;
-    keyspace.write_buffer_size = config.write_buffer_size;
-    // As `db_bench`'s --compression_type: one codec at every level, bottom included.
-    keyspace.compression = config.compression;
-    keyspace.compression_per_level = Vec::new();
-    keyspace.bottommost_compression = None;
-    keyspace.block_size = config.block_size;
-    keyspace.bloom_bits_per_key = config.bloom_bits;
-    Db::open(&config.db, options)
-        .map_err(|e| Failure::error(format!("opening --db={} failed: {e}", config.db.display())))
-}
-
-/// Whether `name` is a file a Shale database directory holds.
-fn is_database_file(name: &str) -> bool {
-    let base = name.strip_suffix(".tmp").unwrap_or(name);
-    matches!(base, "CURRENT" | "LOCK")
-        || base.starts_with("MANIFEST-")
-        || base.starts_with("OPTIONS-")
-        || Path::new(base)
-            .extension()
-            .is_some_and(|ext| ext == "sst" || ext == "wal")
-}
-
-/// Deletes the database in `dir` (as `db_bench`'s `DestroyDB`): only Shale's own files, and
-/// nothing at all when the directory holds anything else.
-fn destroy(dir: &Path) -> Result<(), Failure> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(Failure::error(format!(
-                "reading --db={} failed: {e}",
-                dir.display()
-            )))
-        }
-    };
-    let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry
-            .map_err(|e| Failure::error(format!("reading --db={} failed: {e}", dir.display())))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !is_database_file(&name) || !entry.path().is_file() {
-            return Err(Failure::error(format!(
-                "--db={} holds {name:?}, which is not a Shale database file; not deleting \
-                 anything (use an empty directory, or --use_existing_db)",
-                dir.display()
-            )));
-        }
-        files.push(entry.path());
-    }
-    for file in files {
-        std::fs::remove_file(&file)
-            .map_err(|e| Failure::error(format!("deleting {} failed: {e}", file.display())))?;
-    }
-    Ok(())
-}
-
-/// `levelstats`: files and bytes per level, in `db_bench`'s table.
-fn level_stats_text(db: &Db) -> Result<String, Failure> {
-    let keyspace = db.default_keyspace();
-    let counts = db.level_file_counts(&keyspace)?;
-    let bytes = db.level_bytes(&keyspace)?;
-    let mut text = String::from("Level Files Size(MB)\n--------------------\n");
-    for (level, (files, size)) in counts.iter().zip(&bytes).enumerate() {
-        let _ = writeln!(text, "{level:3} {files:8} {:8.0}", *size as f64 / MB);
-    }
-    Ok(text)
-}
-
-/// `stats`: table counts and the compaction stats table with its stall line.
-fn stats_text(db: &Db) -> Result<String, Failure> {
-    let keyspace = db.default_keyspace();
-    let counts = db.level_file_counts(&keyspace)?;
-    let bytes = db.level_bytes(&keyspace)?;
-    let mut text = format!(
-        "** DB Stats [{}] **\nLatest sequence number: {}\nTable files: {}  Table bytes: {}\n",
-        keyspace.name(),
-        db.latest_seqno(),
-        counts.iter().sum::<usize>(),
-        bytes.iter().sum::<u64>()
-    );
-    let _ = writeln!(text, "{}", db.compaction_stats());
-    Ok(text)
 }
 
 /// Prints `text` and a newline on stdout.
@@ -356,28 +445,4 @@ fn print(text: &str) -> Result<(), Failure> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_database_files_are_recognised() {
-        for name in [
-            "CURRENT",
-            "CURRENT.tmp",
-            "LOCK",
-            "MANIFEST-000003",
-            "OPTIONS-000005",
-            "OPTIONS-000005.tmp",
-            "000012.sst",
-            "000007.wal",
-        ] {
-            assert!(is_database_file(name), "{name}");
-        }
-        for name in ["notes.txt", "data", ".bashrc", "sst"] {
-            assert!(!is_database_file(name), "{name}");
-        }
-    }
 }

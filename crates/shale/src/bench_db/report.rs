@@ -22,8 +22,10 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::sync::Arc;
 use std::time::Instant;
 
+use super::intervals::OpCounter;
 use crate::histogram::Histogram;
 
 /// Bytes in the `MB` of rates, as in `db_bench`.
@@ -64,6 +66,8 @@ pub struct Stats {
     excluded: bool,
     next_report: u64,
     progress: bool,
+    /// Where the interval sampler reads this thread's count, when it does.
+    counter: Option<Arc<OpCounter>>,
 }
 
 impl Stats {
@@ -84,7 +88,13 @@ impl Stats {
             excluded: false,
             next_report: 100,
             progress,
+            counter: None,
         }
+    }
+
+    /// Publishes the operation count to `counter` after every operation.
+    pub fn publish_to(&mut self, counter: Arc<OpCounter>) {
+        self.counter = Some(counter);
     }
 
     /// Starts the clock (after every thread is ready).
@@ -130,6 +140,9 @@ impl Stats {
             self.last_op = now;
         }
         self.done += 1;
+        if let Some(counter) = &self.counter {
+            counter.publish(self.done);
+        }
         if self.done >= self.next_report {
             self.next_report += match self.next_report {
                 0..1_000 => 100,
@@ -147,6 +160,27 @@ impl Stats {
             }
         }
     }
+}
+
+/// User key + value bytes the benchmark wrote: every writing thread's, readwhilewriting's
+/// excluded writer included.
+pub fn written_bytes(threads: &[Stats]) -> u64 {
+    threads
+        .iter()
+        .filter(|s| s.kind == OpKind::Write || s.excluded)
+        .map(|s| s.bytes)
+        .sum()
+}
+
+/// The figures of one benchmark that `--json_out` records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub operations: u64,
+    pub seconds: f64,
+    pub ops_per_sec: f64,
+    pub micros_per_op: f64,
+    /// Latency percentiles in microseconds: P50, P99, P99.9 (with a histogram).
+    pub percentiles: Option<[f64; 3]>,
 }
 
 /// The threads' counters of one benchmark, merged.
@@ -204,6 +238,25 @@ impl Merged {
     #[cfg(test)]
     pub fn done(&self) -> u64 {
         self.done
+    }
+
+    /// The figures of the result line and the percentiles, as numbers.
+    pub fn summary(&self) -> Summary {
+        let done = self.done.max(1);
+        Summary {
+            operations: self.done,
+            seconds: self.elapsed,
+            ops_per_sec: if self.elapsed > 0.0 {
+                done as f64 / self.elapsed
+            } else {
+                0.0
+            },
+            micros_per_op: self.thread_seconds * 1e6 / done as f64,
+            percentiles: self
+                .histogram
+                .as_ref()
+                .map(|h| [50.0, 99.0, 99.9].map(|p| h.percentile(p) / 1000.0)),
+        }
     }
 
     /// The `db_bench` result line (without the final newline).
@@ -310,6 +363,10 @@ mod tests {
     fn result_line_has_db_bench_shape() {
         let stats = stats_with(1000, 1 << 20, 500);
         let merged = Merged::of(&[stats]).unwrap();
+        let summary = merged.summary();
+        assert_eq!((summary.operations, summary.ops_per_sec), (1000, 2000.0));
+        assert!((summary.micros_per_op - 500.0).abs() < 1e-9);
+        assert!(summary.percentiles.is_some());
         assert_eq!(
             merged.result_line("fillseq"),
             "fillseq      :     500.000 micros/op 2000 ops/sec 0.500 seconds 1000 operations;    2.0 MB/s"

@@ -23,8 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use shale_engine::{Db, Keyspace, ReadOptions, WriteBatch, WriteOptions};
-
+use super::engines::Engine;
 use super::flags::{Benchmark, Config};
 use super::random::Random64;
 use super::report::{OpKind, Stats};
@@ -36,11 +35,10 @@ const DURATION_CHECK_EVERY: u64 = 1000;
 
 /// What the threads of one benchmark share.
 pub struct Shared<'a> {
-    pub db: &'a Db,
+    pub db: &'a dyn Engine,
     pub config: &'a Config,
     pub keys: KeyGenerator,
     pub values: &'a ValueGenerator,
-    pub write_options: WriteOptions,
     pub rate_limiter: Option<RateLimiter>,
     /// Reader threads that have finished (readwhilewriting's writer stops when all have).
     pub readers_done: AtomicUsize,
@@ -138,20 +136,19 @@ pub fn run_thread(
     thread: &mut ThreadState,
 ) -> Result<(), Failure> {
     let config = shared.config;
-    let keyspace = shared.db.default_keyspace();
     match benchmark {
-        Benchmark::FillSeq => write(shared, &keyspace, thread, Order::Sequential, 0),
+        Benchmark::FillSeq => write(shared, thread, Order::Sequential, 0),
         Benchmark::FillRandom | Benchmark::Overwrite => {
-            write(shared, &keyspace, thread, Order::Random, config.duration)
+            write(shared, thread, Order::Random, config.duration)
         }
-        Benchmark::DeleteRandom => delete_random(shared, &keyspace, thread),
-        Benchmark::ReadRandom => read_random(shared, &keyspace, thread),
-        Benchmark::ReadSeq => read_sequential(shared, &keyspace, thread, true),
-        Benchmark::ReadReverse => read_sequential(shared, &keyspace, thread, false),
-        Benchmark::SeekRandom => seek_random(shared, &keyspace, thread),
+        Benchmark::DeleteRandom => delete_random(shared, thread),
+        Benchmark::ReadRandom => read_random(shared, thread),
+        Benchmark::ReadSeq => read_sequential(shared, thread, true),
+        Benchmark::ReadReverse => read_sequential(shared, thread, false),
+        Benchmark::SeekRandom => seek_random(shared, thread),
         Benchmark::ReadWhileWriting => {
             if thread.tid == 0 {
-                background_writer(shared, &keyspace, thread)
+                background_writer(shared, thread)
             } else {
                 // Counted even when the reader fails, so the writer always stops.
                 struct Done<'a>(&'a AtomicUsize);
@@ -161,7 +158,7 @@ pub fn run_thread(
                     }
                 }
                 let _done = Done(&shared.readers_done);
-                read_random(shared, &keyspace, thread)
+                read_random(shared, thread)
             }
         }
         Benchmark::Stats
@@ -181,26 +178,16 @@ enum Order {
     Random,
 }
 
-fn engine(error: shale_engine::Error) -> Failure {
-    Failure::from(error)
-}
-
 /// Writes one entry as `db_bench`'s `DoWrite` does with one entry per batch.
-fn put(shared: &Shared<'_>, keyspace: &Keyspace, key: &[u8], value: &[u8]) -> Result<(), Failure> {
+fn put(shared: &Shared<'_>, key: &[u8], value: &[u8]) -> Result<(), Failure> {
     if let Some(limiter) = &shared.rate_limiter {
         limiter.request(key.len() + value.len());
     }
-    let mut batch = WriteBatch::new();
-    batch.put(keyspace.id(), key, value).map_err(engine)?;
-    shared
-        .db
-        .write(batch, &shared.write_options)
-        .map_err(engine)
+    shared.db.put(key, value)
 }
 
 fn write(
     shared: &Shared<'_>,
-    keyspace: &Keyspace,
     thread: &mut ThreadState,
     order: Order,
     seconds: u64,
@@ -216,7 +203,7 @@ fn write(
         };
         shared.keys.key_into(index, &mut key);
         let value = shared.values.value(written);
-        put(shared, keyspace, &key, value)?;
+        put(shared, &key, value)?;
         written += 1;
         thread.stats.add_bytes(key.len() + value.len());
         thread.stats.finished_op();
@@ -224,43 +211,29 @@ fn write(
     Ok(())
 }
 
-fn delete_random(
-    shared: &Shared<'_>,
-    keyspace: &Keyspace,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn delete_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     let num = shared.config.num;
     let mut limit = Limit::new(shared.config.deletes, shared.config.duration);
     let mut key = Vec::with_capacity(shared.keys.key_size());
     while !limit.done() {
         shared.keys.key_into(thread.rand.next_u64() % num, &mut key);
-        let mut batch = WriteBatch::new();
-        batch.delete(keyspace.id(), &key).map_err(engine)?;
-        shared
-            .db
-            .write(batch, &shared.write_options)
-            .map_err(engine)?;
+        shared.db.delete(&key)?;
         thread.stats.finished_op();
     }
     Ok(())
 }
 
-fn read_random(
-    shared: &Shared<'_>,
-    keyspace: &Keyspace,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn read_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     let num = shared.config.num;
     let mut limit = Limit::new(shared.config.reads, shared.config.duration);
     let mut key = Vec::with_capacity(shared.keys.key_size());
-    let options = ReadOptions::default();
     while !limit.done() {
         shared.keys.key_into(thread.rand.next_u64() % num, &mut key);
-        let value = keyspace.get_with(&key, &options).map_err(engine)?;
-        if let Some(value) = &value {
-            thread.stats.add_bytes(key.len() + value.len());
+        let value_len = shared.db.get(&key)?;
+        if let Some(value_len) = value_len {
+            thread.stats.add_bytes(key.len() + value_len);
         }
-        thread.stats.add_lookup(value.is_some());
+        thread.stats.add_lookup(value_len.is_some());
         thread.stats.finished_op();
     }
     Ok(())
@@ -268,11 +241,10 @@ fn read_random(
 
 fn read_sequential(
     shared: &Shared<'_>,
-    keyspace: &Keyspace,
     thread: &mut ThreadState,
     forward: bool,
 ) -> Result<(), Failure> {
-    let mut iter = keyspace.iterator(ReadOptions::default()).map_err(engine)?;
+    let mut iter = shared.db.cursor()?;
     if forward {
         iter.seek_to_first();
     } else {
@@ -291,20 +263,16 @@ fn read_sequential(
             iter.prev();
         }
     }
-    iter.status().map_err(engine)
+    iter.status()
 }
 
-fn seek_random(
-    shared: &Shared<'_>,
-    keyspace: &Keyspace,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn seek_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     let num = shared.config.num;
     let mut limit = Limit::new(shared.config.reads, shared.config.duration);
     let mut key = Vec::with_capacity(shared.keys.key_size());
     while !limit.done() {
         shared.keys.key_into(thread.rand.next_u64() % num, &mut key);
-        let mut iter = keyspace.iterator(ReadOptions::default()).map_err(engine)?;
+        let mut iter = shared.db.cursor()?;
         iter.seek(&key);
         thread
             .stats
@@ -318,17 +286,13 @@ fn seek_random(
                 .add_bytes(iter.key().len() + iter.value().len());
             iter.next();
         }
-        iter.status().map_err(engine)?;
+        iter.status()?;
         thread.stats.finished_op();
     }
     Ok(())
 }
 
-fn background_writer(
-    shared: &Shared<'_>,
-    keyspace: &Keyspace,
-    thread: &mut ThreadState,
-) -> Result<(), Failure> {
+fn background_writer(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     thread.stats.exclude_from_merge();
     let num = shared.config.num;
     let mut key = Vec::with_capacity(shared.keys.key_size());
@@ -336,7 +300,7 @@ fn background_writer(
     while shared.readers_done.load(Ordering::Acquire) < shared.readers {
         shared.keys.key_into(thread.rand.next_u64() % num, &mut key);
         let value = shared.values.value(written);
-        put(shared, keyspace, &key, value)?;
+        put(shared, &key, value)?;
         written += 1;
         thread.stats.add_bytes(key.len() + value.len());
         thread.stats.finished_op();
