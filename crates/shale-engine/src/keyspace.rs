@@ -137,14 +137,14 @@ impl Keyspace {
 
     /// Writes `key = value` with the database's default durability.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(WriteBatch::put_size(key, value));
         batch.put(self.id, key, value)?;
         write_one(&self.inner, batch)
     }
 
     /// Deletes `key`.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(WriteBatch::put_size(key, &[]));
         batch.delete(self.id, key)?;
         write_one(&self.inner, batch)
     }

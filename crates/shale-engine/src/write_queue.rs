@@ -38,7 +38,8 @@ pub(crate) struct GroupPlan<C> {
 /// One queued write, as the leader sees it.
 #[derive(Debug)]
 pub(crate) struct QueuedWrite {
-    pub(crate) batch: Arc<WriteBatch>,
+    /// Held inline: one allocation (the `Arc<QueuedWrite>`) per queued write.
+    pub(crate) batch: WriteBatch,
     pub(crate) durability: Durability,
     /// Leads its own group (invariant 4).
     must_lead: bool,
@@ -72,6 +73,9 @@ struct QueueState<C> {
     /// Writers of the active group that have not finished inserting.
     group_remaining: usize,
     group_last_seqno: SeqNo,
+    /// The leader's list of its group, kept between groups so that forming one does not
+    /// allocate (only one leader runs at a time: invariant 1).
+    group_scratch: Vec<Arc<QueuedWrite>>,
 }
 
 /// The group-commit queue. `C` is the context the leader hands to inserters.
@@ -90,6 +94,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                 group_active: false,
                 group_remaining: 0,
                 group_last_seqno: 0,
+                group_scratch: Vec::new(),
             }),
             changed: Condvar::new(),
         }
@@ -126,7 +131,7 @@ impl<C: Send + Sync> WriteQueue<C> {
         P: Fn(SeqNo),
     {
         let write = QueuedWrite {
-            batch: Arc::new(batch),
+            batch,
             durability,
             must_lead: false,
         };
@@ -150,7 +155,7 @@ impl<C: Send + Sync> WriteQueue<C> {
         P: Fn(SeqNo),
     {
         let write = QueuedWrite {
-            batch: Arc::new(batch),
+            batch,
             durability,
             must_lead: true,
         };
@@ -249,7 +254,8 @@ impl<C: Send + Sync> WriteQueue<C> {
         L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
     {
         state.group_active = true;
-        let mut group = vec![own.clone()];
+        let mut group = std::mem::take(&mut state.group_scratch);
+        group.push(own.clone());
         let mut bytes = own.batch.approximate_size();
         for slot in state.slots.iter().skip(1) {
             let size = slot.write.batch.approximate_size();
@@ -270,7 +276,9 @@ impl<C: Send + Sync> WriteQueue<C> {
                 reason: "a writer led twice (a bug)".into(),
             }),
         };
+        group.clear();
         let mut state = self.lock();
+        state.group_scratch = group;
         match plan {
             Ok(plan) => {
                 let mut seqno = plan.first_seqno;

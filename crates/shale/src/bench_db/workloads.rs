@@ -189,7 +189,7 @@ fn put(shared: &Shared<'_>, keyspace: &Keyspace, key: &[u8], value: &[u8]) -> Re
     if let Some(limiter) = &shared.rate_limiter {
         limiter.request(key.len() + value.len());
     }
-    let mut batch = WriteBatch::new();
+    let mut batch = WriteBatch::with_capacity(WriteBatch::put_size(key, value));
     batch.put(keyspace.id(), key, value).map_err(engine)?;
     shared
         .db
