@@ -617,16 +617,14 @@ impl Table {
         // The seek key on the stack when it fits: a lookup allocates only its result.
         let mut stack = [0u8; STACK_SEEK_KEY_BYTES];
         let heap;
-        let target: &[u8] = match stack.get_mut(..user_key.len() + crate::key::TRAILER_SIZE) {
-            Some(buffer) => {
+        let target: &[u8] =
+            if let Some(buffer) = stack.get_mut(..user_key.len() + crate::key::TRAILER_SIZE) {
                 crate::key::encode_seek_key(buffer, user_key, seek_seqno);
                 buffer
-            }
-            None => {
+            } else {
                 heap = InternalKey::for_seek(user_key, seek_seqno);
                 heap.encoded()
-            }
-        };
+            };
         let index = self.index()?;
         let mut position = index.seek(target);
         // The first entry >= target is in block `position`, or first in the next one when
