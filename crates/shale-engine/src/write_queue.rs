@@ -76,6 +76,8 @@ struct QueueState<C> {
     /// The leader's list of its group, kept between groups so that forming one does not
     /// allocate (only one leader runs at a time: invariant 1).
     group_scratch: Vec<Arc<QueuedWrite>>,
+    /// Writers blocked in `WriteQueue::wait`; a notification with none is skipped.
+    waiters: usize,
 }
 
 /// The group-commit queue. `C` is the context the leader hands to inserters.
@@ -95,6 +97,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                 group_remaining: 0,
                 group_last_seqno: 0,
                 group_scratch: Vec::new(),
+                waiters: 0,
             }),
             changed: Condvar::new(),
         }
@@ -104,10 +107,22 @@ impl<C: Send + Sync> WriteQueue<C> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wait<'a>(&self, guard: MutexGuard<'a, QueueState<C>>) -> MutexGuard<'a, QueueState<C>> {
-        self.changed
+    fn wait<'a>(&self, mut guard: MutexGuard<'a, QueueState<C>>) -> MutexGuard<'a, QueueState<C>> {
+        guard.waiters += 1;
+        let mut guard = self
+            .changed
             .wait(guard)
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner);
+        guard.waiters -= 1;
+        guard
+    }
+
+    /// Wakes the waiting writers, if there are any: a lone writer then makes no futex call.
+    /// Waiters register under the lock the caller holds, so none is missed.
+    fn notify_locked(&self, state: &QueueState<C>) {
+        if state.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// Commits `batch` with `durability` through a group.
@@ -206,7 +221,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                         .front()
                         .is_some_and(|s| matches!(s.status, Status::Waiting));
                     if front_waits && !state.group_active {
-                        self.changed.notify_all();
+                        self.notify_locked(&state);
                     }
                     return result;
                 }
@@ -232,7 +247,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                             slot.status = Status::Done(Ok(()));
                         }
                         state.group_active = false;
-                        self.changed.notify_all();
+                        self.notify_locked(&state);
                     }
                 }
                 Status::Waiting if may_lead => {
@@ -299,7 +314,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                 state.group_active = false;
             }
         }
-        self.changed.notify_all();
+        self.notify_locked(&state);
         state
     }
 }
