@@ -19,6 +19,9 @@ use crate::error::{Error, Result};
 /// Bytes of the header: first seqno (u64) and entry count (u32).
 pub(crate) const HEADER_SIZE: usize = 12;
 
+/// Most bytes an entry takes besides its key and value: the tag and three varint32s.
+const ENTRY_OVERHEAD: usize = 1 + 3 * 5;
+
 /// Entry tags (`docs/format/write_batch.md`, "Entry tags"). Never change.
 const TAG_DELETION: u8 = 0;
 const TAG_VALUE: u8 = 1;
@@ -78,6 +81,19 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `bytes` of entries, so that filling it does not
+    /// reallocate (`put` needs key + value + about 16 bytes per entry).
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
+        rep.resize(HEADER_SIZE, 0);
+        WriteBatch { rep, count: 0 }
+    }
+
+    /// The room [`Self::with_capacity`] needs for one put of `key` and `value`.
+    pub fn put_size(key: &[u8], value: &[u8]) -> usize {
+        ENTRY_OVERHEAD + key.len() + value.len()
+    }
+
     /// Adds `key = value` in `keyspace`.
     pub fn put(&mut self, keyspace: u32, key: &[u8], value: &[u8]) -> Result<()> {
         self.add(TAG_VALUE, keyspace, key, Some(value))
@@ -100,6 +116,9 @@ impl WriteBatch {
         })?;
         let key_len = checked_len(key, "key")?;
         let value_len = value.map(|v| checked_len(v, "value")).transpose()?;
+        // One reservation for the whole entry instead of growing at each push.
+        self.rep
+            .reserve(ENTRY_OVERHEAD + key.len() + value.map_or(0, <[u8]>::len));
         self.rep.push(tag);
         put_varint32(&mut self.rep, keyspace);
         put_varint32(&mut self.rep, key_len);

@@ -86,6 +86,9 @@ pub(crate) struct WalState {
     pub(crate) number: u64,
     /// Records written since the last sync (what the background syncer must make durable).
     pub(crate) unsynced: bool,
+    /// The group's record is assembled here, reused from group to group so that a write
+    /// does not allocate one.
+    pub(crate) record: WriteBatch,
 }
 
 /// The level and user-key range a running compaction writes its outputs to.
@@ -114,6 +117,10 @@ pub(crate) struct DbState {
     /// WAL numbers a running checkpoint still copies (never deleted as obsolete), with the
     /// number of checkpoints holding each.
     pub(crate) pinned_wals: BTreeMap<u64, usize>,
+    /// The active memtables as the last write group saw them (`write::make_room` reuses it
+    /// while they are unchanged). Cleared when memtables are switched; a dropped keyspace's
+    /// memtable stays alive in it until the next write.
+    pub(crate) group_context: Option<Arc<GroupContext>>,
 }
 
 /// Why writes are refused (db.rs invariant 4).
@@ -211,6 +218,7 @@ impl DbInner {
                 flushes_done: 0,
                 compactions_done: 0,
                 pinned_wals: BTreeMap::new(),
+                group_context: None,
             }),
             state_changed: Condvar::new(),
             wal: wal.map(Mutex::new),

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use shale_sst::SeqNo;
+use shale_sst::{PrefixExtractor, SeqNo};
 
 use crate::batch::WriteBatch;
 use crate::db::{write_one, DbInner, DEFAULT_KEYSPACE_ID};
@@ -33,6 +33,8 @@ pub(crate) struct SuperVersion {
     pub(crate) ttl: Option<u64>,
     /// `tombstone_scan_flush_trigger` (0: off).
     pub(crate) tombstone_scan_flush_trigger: u64,
+    /// The keyspace's prefix extractor, so a lookup need not take the state lock for it.
+    pub(crate) prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
 }
 
 /// A frozen memtable waiting to be flushed, with the oldest WAL holding its data.
@@ -75,6 +77,7 @@ impl KeyspaceState {
             version,
             ttl: options.ttl.map(|ttl| ttl.as_secs()),
             tombstone_scan_flush_trigger: options.tombstone_scan_flush_trigger,
+            prefix_extractor: options.prefix_extractor.clone(),
         });
         KeyspaceState {
             id,
@@ -100,6 +103,7 @@ impl KeyspaceState {
             version,
             ttl: self.options.ttl.map(|ttl| ttl.as_secs()),
             tombstone_scan_flush_trigger: self.options.tombstone_scan_flush_trigger,
+            prefix_extractor: self.options.prefix_extractor.clone(),
         });
     }
 
@@ -137,14 +141,14 @@ impl Keyspace {
 
     /// Writes `key = value` with the database's default durability.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(WriteBatch::put_size(key, value));
         batch.put(self.id, key, value)?;
         write_one(&self.inner, batch)
     }
 
     /// Deletes `key`.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(WriteBatch::put_size(key, &[]));
         batch.delete(self.id, key)?;
         write_one(&self.inner, batch)
     }

@@ -131,41 +131,36 @@ fn get_stored(
     let cmp = inner.user_comparator().as_ref();
     let mut tombstone = 0;
     for mem in std::iter::once(&view.mem).chain(&view.imm) {
-        tombstone = tombstone.max(covering(cmp, &mem.range_tombstones(), key, snapshot));
+        tombstone = tombstone.max(mem.covering_tombstone_seqno(key, snapshot));
         if let Some((kind, seqno, value)) = mem.get(key, snapshot) {
             return Ok(resolve(kind, seqno, value, tombstone));
         }
     }
     let version = &view.version;
-    let extractor = prefix_extractor(inner, keyspace);
+    let extractor = view.prefix_extractor.as_ref();
     for level in 0..version.num_levels() {
         let files = version.files(keyspace, level);
-        let candidates: Vec<&Arc<crate::version::FileMetaData>> = if level == 0 {
-            files
-                .iter()
-                .filter(|f| {
-                    cmp.compare(f.smallest.user_key(), key).is_le()
-                        && cmp.compare(key, f.largest.user_key()).is_le()
-                })
-                .collect()
+        // Level 0 files overlap: every one whose range holds `key`, newest first. Deeper
+        // levels are sorted and disjoint: the first file whose largest key is not below `key`.
+        let (from, to) = if level == 0 {
+            (0, files.len())
         } else {
-            // Sorted and disjoint: the first file whose largest key is not below `key`.
             let at = files.partition_point(|f| match cmp.compare(f.largest.user_key(), key) {
                 std::cmp::Ordering::Less => true,
                 std::cmp::Ordering::Equal => f.largest_is_exclusive(),
                 std::cmp::Ordering::Greater => false,
             });
-            files
-                .get(at)
-                .filter(|f| cmp.compare(f.smallest.user_key(), key).is_le())
-                .into_iter()
-                .collect()
+            (at, files.len().min(at + 1))
         };
-        for file in candidates {
-            let table =
-                inner
-                    .table_cache
-                    .get(file.number, file.global_seqno, extractor.as_ref())?;
+        for file in files.get(from..to).unwrap_or_default() {
+            if cmp.compare(file.smallest.user_key(), key).is_gt()
+                || (level == 0 && cmp.compare(key, file.largest.user_key()).is_gt())
+            {
+                continue;
+            }
+            let table = inner
+                .table_cache
+                .get(file.number, file.global_seqno, extractor)?;
             tombstone = tombstone.max(covering(cmp, table.range_tombstones(), key, snapshot));
             if let Some(found) = table.get(key, snapshot)? {
                 return Ok(resolve(found.kind, found.seqno, found.value, tombstone));
@@ -173,14 +168,6 @@ fn get_stored(
         }
     }
     Ok(None)
-}
-
-pub(crate) fn prefix_extractor(inner: &DbInner, keyspace: u32) -> Option<Arc<dyn PrefixExtractor>> {
-    let state = inner.lock_state();
-    state
-        .keyspaces
-        .get(&keyspace)
-        .and_then(|k| k.options.prefix_extractor.clone())
 }
 
 /// In prefix mode, the key the user last sought with `seek` or `seek_for_prev`, shared by a
@@ -405,7 +392,7 @@ pub(crate) fn iter(
     inner.idle.read();
     let view = inner.super_version(keyspace)?;
     let snapshot = snapshot_seqno(inner, &options);
-    let extractor = prefix_extractor(inner, keyspace);
+    let extractor = view.prefix_extractor.clone();
     let table_options = TableReadOptions {
         lower_bound: options.lower_bound.clone(),
         upper_bound: options.upper_bound.clone(),

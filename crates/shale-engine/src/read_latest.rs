@@ -10,7 +10,7 @@ use shale_sst::SeqNo;
 
 use crate::db::DbInner;
 use crate::error::Result;
-use crate::read::{covering, prefix_extractor};
+use crate::read::covering;
 
 /// The largest seqno of any visible write (put, delete or covering range deletion) to `key`
 /// in `keyspace`.
@@ -23,13 +23,13 @@ pub(crate) fn newest_seqno(inner: &Arc<DbInner>, keyspace: u32, key: &[u8]) -> R
     // a tombstone in a newer source than that entry is newer than it.
     let mut tombstone = 0;
     for mem in std::iter::once(&view.mem).chain(&view.imm) {
-        tombstone = tombstone.max(covering(cmp, &mem.range_tombstones(), key, now));
+        tombstone = tombstone.max(mem.covering_tombstone_seqno(key, now));
         if let Some((_, seqno, _)) = mem.get(key, now) {
             return Ok(seqno.max(tombstone));
         }
     }
     let version = &view.version;
-    let extractor = prefix_extractor(inner, keyspace);
+    let extractor = view.prefix_extractor.clone();
     for level in 0..version.num_levels() {
         let files = version.files(keyspace, level);
         // Below L0 files are sorted and disjoint: only the first whose largest key is not

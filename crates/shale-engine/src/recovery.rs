@@ -124,6 +124,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             writer,
             number: wal_number,
             unsynced: false,
+            record: WriteBatch::new(),
         }),
         last_seqno,
     );

@@ -9,7 +9,7 @@
 //! `DbStats`. Then it switches to a new WAL file and freezes the full memtables. Only then does it write the group's record, so no insert into a
 //! frozen memtable is ever in flight (db.rs invariant 2).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -155,40 +155,50 @@ fn lead_group(
     let count: u64 = group.iter().map(|w| u64::from(w.batch.count())).sum();
     let first_seqno = inner.last_allocated_seqno.load(Ordering::Acquire) + 1;
     if count > 0 {
-        let mut record = WriteBatch::new();
-        for write in group {
-            record.append(&write.batch)?;
-        }
-        record.set_first_seqno(first_seqno);
         let durability = group
             .iter()
             .map(|w| w.durability)
             .min_by_key(|d| strength_rank(*d))
             .unwrap_or(Durability::Sync);
-        let mut wal = inner.lock_wal()?;
+        let mut guard = inner.lock_wal()?;
+        let wal = &mut *guard;
+        wal.record.clear();
+        for write in group {
+            wal.record.append(&write.batch)?;
+        }
+        wal.record.set_first_seqno(first_seqno);
         let result = wal
             .writer
-            .add_record(record.data())
+            .add_record(wal.record.data())
             .and_then(|_| match durability {
                 Durability::Sync => wal.writer.sync(),
                 Durability::Flush => wal.writer.flush(),
                 Durability::Buffered => Ok(()),
             });
+        if wal.record.approximate_size() > KEEP_RECORD_BYTES {
+            wal.record = WriteBatch::new();
+        }
+        if result.is_ok() {
+            wal.unsynced = durability != Durability::Sync;
+        }
+        // The state lock is taken before the WAL lock (switch_memtables): release it first.
+        drop(guard);
         if let Err(error) = result {
-            drop(wal);
             inner.set_background_error(format!("writing the WAL failed: {error}"));
             return Err(error);
         }
-        wal.unsynced = durability != Durability::Sync;
         inner
             .last_allocated_seqno
             .store(first_seqno + count - 1, Ordering::Release);
     }
     Ok(GroupPlan {
         first_seqno,
-        context: Arc::new(GroupContext { memtables }),
+        context: memtables,
     })
 }
+
+/// A group record buffer grown past this is dropped after the write rather than kept.
+const KEEP_RECORD_BYTES: usize = 1 << 20;
 
 /// Sync is the strongest durability; the group is written with its strongest member's.
 fn strength_rank(durability: Durability) -> u8 {
@@ -282,7 +292,7 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
 }
 
 /// Freezes full memtables (waiting if too many are frozen) and returns the active memtables.
-fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<BTreeMap<u32, Arc<MemTable>>> {
+fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext>> {
     if !force_flush {
         stall_for_compaction(inner)?;
     }
@@ -325,11 +335,32 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<BTreeMap<u32, Ar
     if let Some(start) = stopped {
         inner.stats.record_stop(micros_since(start));
     }
-    Ok(state
-        .keyspaces
-        .iter()
-        .map(|(id, k)| (*id, k.mem.clone()))
-        .collect())
+    Ok(group_context_locked(&mut state))
+}
+
+/// The active memtables as a group's context: the one the last group used while no memtable
+/// was switched and no keyspace added or dropped since, so a write does not rebuild it.
+fn group_context_locked(state: &mut DbState) -> Arc<GroupContext> {
+    let current = state.group_context.as_ref().filter(|context| {
+        context.memtables.len() == state.keyspaces.len()
+            && context
+                .memtables
+                .iter()
+                .zip(&state.keyspaces)
+                .all(|((id, mem), (key, k))| id == key && Arc::ptr_eq(mem, &k.mem))
+    });
+    if let Some(context) = current {
+        return context.clone();
+    }
+    let context = Arc::new(GroupContext {
+        memtables: state
+            .keyspaces
+            .iter()
+            .map(|(id, k)| (*id, k.mem.clone()))
+            .collect(),
+    });
+    state.group_context = Some(context.clone());
+    context
 }
 
 /// Starts a new WAL and freezes the memtables of `keyspaces`.
@@ -359,9 +390,12 @@ pub(crate) fn switch_memtables(
         writer,
         number,
         unsynced: false,
+        record: WriteBatch::new(),
     };
     drop(wal);
     StatCounters::add(&inner.stats.closed_wal_bytes, closed_bytes);
+    // Frozen memtables are no longer the group's: do not keep them alive for the flush.
+    state.group_context = None;
     let version = state.versions.current();
     for id in keyspaces {
         let Some(write_buffer_size) = state.keyspaces.get(id).map(|k| k.options.write_buffer_size)

@@ -38,7 +38,8 @@ pub(crate) struct GroupPlan<C> {
 /// One queued write, as the leader sees it.
 #[derive(Debug)]
 pub(crate) struct QueuedWrite {
-    pub(crate) batch: Arc<WriteBatch>,
+    /// Held inline: one allocation (the `Arc<QueuedWrite>`) per queued write.
+    pub(crate) batch: WriteBatch,
     pub(crate) durability: Durability,
     /// Leads its own group (invariant 4).
     must_lead: bool,
@@ -72,6 +73,11 @@ struct QueueState<C> {
     /// Writers of the active group that have not finished inserting.
     group_remaining: usize,
     group_last_seqno: SeqNo,
+    /// The leader's list of its group, kept between groups so that forming one does not
+    /// allocate (only one leader runs at a time: invariant 1).
+    group_scratch: Vec<Arc<QueuedWrite>>,
+    /// Writers blocked in `WriteQueue::wait`; a notification with none is skipped.
+    waiters: usize,
 }
 
 /// The group-commit queue. `C` is the context the leader hands to inserters.
@@ -90,6 +96,8 @@ impl<C: Send + Sync> WriteQueue<C> {
                 group_active: false,
                 group_remaining: 0,
                 group_last_seqno: 0,
+                group_scratch: Vec::new(),
+                waiters: 0,
             }),
             changed: Condvar::new(),
         }
@@ -99,10 +107,22 @@ impl<C: Send + Sync> WriteQueue<C> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wait<'a>(&self, guard: MutexGuard<'a, QueueState<C>>) -> MutexGuard<'a, QueueState<C>> {
-        self.changed
+    fn wait<'a>(&self, mut guard: MutexGuard<'a, QueueState<C>>) -> MutexGuard<'a, QueueState<C>> {
+        guard.waiters += 1;
+        let mut guard = self
+            .changed
             .wait(guard)
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner);
+        guard.waiters -= 1;
+        guard
+    }
+
+    /// Wakes the waiting writers, if there are any: a lone writer then makes no futex call.
+    /// Waiters register under the lock the caller holds, so none is missed.
+    fn notify_locked(&self, state: &QueueState<C>) {
+        if state.waiters > 0 {
+            self.changed.notify_all();
+        }
     }
 
     /// Commits `batch` with `durability` through a group.
@@ -126,7 +146,7 @@ impl<C: Send + Sync> WriteQueue<C> {
         P: Fn(SeqNo),
     {
         let write = QueuedWrite {
-            batch: Arc::new(batch),
+            batch,
             durability,
             must_lead: false,
         };
@@ -150,7 +170,7 @@ impl<C: Send + Sync> WriteQueue<C> {
         P: Fn(SeqNo),
     {
         let write = QueuedWrite {
-            batch: Arc::new(batch),
+            batch,
             durability,
             must_lead: true,
         };
@@ -201,7 +221,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                         .front()
                         .is_some_and(|s| matches!(s.status, Status::Waiting));
                     if front_waits && !state.group_active {
-                        self.changed.notify_all();
+                        self.notify_locked(&state);
                     }
                     return result;
                 }
@@ -227,7 +247,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                             slot.status = Status::Done(Ok(()));
                         }
                         state.group_active = false;
-                        self.changed.notify_all();
+                        self.notify_locked(&state);
                     }
                 }
                 Status::Waiting if may_lead => {
@@ -249,7 +269,8 @@ impl<C: Send + Sync> WriteQueue<C> {
         L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
     {
         state.group_active = true;
-        let mut group = vec![own.clone()];
+        let mut group = std::mem::take(&mut state.group_scratch);
+        group.push(own.clone());
         let mut bytes = own.batch.approximate_size();
         for slot in state.slots.iter().skip(1) {
             let size = slot.write.batch.approximate_size();
@@ -270,7 +291,9 @@ impl<C: Send + Sync> WriteQueue<C> {
                 reason: "a writer led twice (a bug)".into(),
             }),
         };
+        group.clear();
         let mut state = self.lock();
+        state.group_scratch = group;
         match plan {
             Ok(plan) => {
                 let mut seqno = plan.first_seqno;
@@ -291,7 +314,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                 state.group_active = false;
             }
         }
-        self.changed.notify_all();
+        self.notify_locked(&state);
         state
     }
 }

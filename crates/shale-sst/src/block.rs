@@ -15,7 +15,8 @@
 //!    and `restart_index == num_restarts`.
 //! 2. When valid, `key` is the full key of the entry at `current`, `value` its value's byte
 //!    range in the contents, `next_offset` the offset just past it, and `restart_index` the
-//!    last restart point `<= current`.
+//!    last restart point `<= current`; `restart_start` and `next_restart` are the offsets of
+//!    restart points `restart_index` and `restart_index + 1` (`usize::MAX` past the last).
 //! 3. Bytes are untrusted: a malformed entry never panics and never yields a key; the iterator
 //!    becomes invalid and `status()` names the offset. The error is sticky: later seeks leave
 //!    the iterator invalid, so a caller that misses one check cannot read past the damage.
@@ -105,6 +106,8 @@ impl Block {
             current: self.restarts_offset,
             next_offset: self.restarts_offset,
             restart_index: self.num_restarts,
+            restart_start: self.restarts_offset,
+            next_restart: usize::MAX,
             key: Vec::new(),
             value: 0..0,
             status: Ok(()),
@@ -119,10 +122,8 @@ impl Block {
     }
 
     /// Decodes the header of the entry at `offset` and checks that it fits the entry area.
+    #[inline]
     fn decode_entry(&self, offset: usize) -> Result<Entry, DecodeError> {
-        let corrupt = |detail: &dyn std::fmt::Display| {
-            DecodeError::new(format!("bad block entry at offset {offset}: {detail}"))
-        };
         let area = self
             .contents
             .get(..self.restarts_offset)
@@ -131,14 +132,7 @@ impl Block {
         let (shared, unshared, value_len, header) = match *input {
             // Fast path: all three lengths below 128, one byte each.
             [a, b, c, ..] if (a | b | c) < 0x80 => (a as u32, b as u32, c as u32, 3),
-            _ => {
-                let (shared, n1) = get_varint32(input).map_err(|e| corrupt(&e))?;
-                let rest = input.get(n1..).unwrap_or_default();
-                let (unshared, n2) = get_varint32(rest).map_err(|e| corrupt(&e))?;
-                let rest = rest.get(n2..).unwrap_or_default();
-                let (value_len, n3) = get_varint32(rest).map_err(|e| corrupt(&e))?;
-                (shared, unshared, value_len, n1 + n2 + n3)
-            }
+            _ => Self::decode_long_header(input, offset)?,
         };
         let key_start = offset + header;
         let value_start = key_start.checked_add(unshared as usize);
@@ -150,12 +144,34 @@ impl Block {
                 value_start,
                 end,
             }),
-            _ => Err(corrupt(&format_args!(
-                "key delta of {unshared} and value of {value_len} bytes run past the entry \
-                 area at {}",
-                self.restarts_offset
-            ))),
+            _ => Err(self.entry_overrun(offset, unshared, value_len)),
         }
+    }
+
+    /// The entry header when some length takes more than one byte (or the input is short).
+    #[cold]
+    fn decode_long_header(
+        input: &[u8],
+        offset: usize,
+    ) -> Result<(u32, u32, u32, usize), DecodeError> {
+        let corrupt = |detail: &dyn std::fmt::Display| {
+            DecodeError::new(format!("bad block entry at offset {offset}: {detail}"))
+        };
+        let (shared, n1) = get_varint32(input).map_err(|e| corrupt(&e))?;
+        let rest = input.get(n1..).unwrap_or_default();
+        let (unshared, n2) = get_varint32(rest).map_err(|e| corrupt(&e))?;
+        let rest = rest.get(n2..).unwrap_or_default();
+        let (value_len, n3) = get_varint32(rest).map_err(|e| corrupt(&e))?;
+        Ok((shared, unshared, value_len, n1 + n2 + n3))
+    }
+
+    #[cold]
+    fn entry_overrun(&self, offset: usize, unshared: u32, value_len: u32) -> DecodeError {
+        DecodeError::new(format!(
+            "bad block entry at offset {offset}: key delta of {unshared} and value of \
+             {value_len} bytes run past the entry area at {}",
+            self.restarts_offset
+        ))
     }
 
     /// The key of the entry at restart point `index`, which is stored whole.
@@ -216,6 +232,10 @@ pub struct BlockIter {
     next_offset: usize,
     /// The restart region holding `current`; `num_restarts` when invalid.
     restart_index: usize,
+    /// Offsets of restart points `restart_index` and `restart_index + 1` (`usize::MAX` past
+    /// the last), kept so stepping an entry reads no restart array.
+    restart_start: usize,
+    next_restart: usize,
     /// The current key, rebuilt in place from the shared prefix and the delta.
     key: Vec<u8>,
     value: Range<usize>,
@@ -352,8 +372,18 @@ impl BlockIter {
 
     fn seek_to_restart_point(&mut self, index: usize) {
         self.key.clear();
+        self.set_restart_index(index);
+        self.next_offset = self.restart_start;
+    }
+
+    fn set_restart_index(&mut self, index: usize) {
         self.restart_index = index;
-        self.next_offset = self.block.restart_point(index);
+        self.restart_start = self.block.restart_point(index);
+        self.next_restart = if index + 1 < self.block.num_restarts {
+            self.block.restart_point(index + 1)
+        } else {
+            usize::MAX
+        };
     }
 
     /// Steps onto the entry at `next_offset`; false when that leaves the iterator invalid.
@@ -368,29 +398,26 @@ impl BlockIter {
     }
 
     fn try_parse_next_entry(&mut self) -> Result<bool, DecodeError> {
-        let block = &*self.block;
         self.current = self.next_offset;
-        if self.current >= block.restarts_offset {
-            self.current = block.restarts_offset;
-            self.restart_index = block.num_restarts;
+        if self.current >= self.block.restarts_offset {
+            let next_offset = self.next_offset;
+            self.invalidate();
+            self.next_offset = next_offset;
             return Ok(false);
         }
-        while self.restart_index + 1 < block.num_restarts {
-            let next_restart = block.restart_point(self.restart_index + 1);
-            if next_restart > self.current {
-                break;
-            }
-            if next_restart < self.current {
+        while self.next_restart <= self.current {
+            if self.next_restart < self.current {
                 return Err(DecodeError::new(format!(
-                    "bad block entry at offset {}: restart point {next_restart} falls inside \
-                     the previous entry",
-                    self.current
+                    "bad block entry at offset {}: restart point {} falls inside the previous \
+                     entry",
+                    self.current, self.next_restart
                 )));
             }
-            self.restart_index += 1;
+            self.set_restart_index(self.restart_index + 1);
         }
+        let block = &*self.block;
         let entry = block.decode_entry(self.current)?;
-        if entry.shared != 0 && block.restart_point(self.restart_index) == self.current {
+        if entry.shared != 0 && self.restart_start == self.current {
             return Err(DecodeError::new(format!(
                 "bad block entry at offset {}: restart entry shares {} bytes",
                 self.current, entry.shared
@@ -419,6 +446,8 @@ impl BlockIter {
         self.current = self.block.restarts_offset;
         self.next_offset = self.block.restarts_offset;
         self.restart_index = self.block.num_restarts;
+        self.restart_start = self.block.restarts_offset;
+        self.next_restart = usize::MAX;
     }
 
     fn fail(&mut self, e: DecodeError) {

@@ -24,6 +24,10 @@
 //!    1, so the number of entries is bounded by the capacity.
 //! 5. Hit, miss, insert and eviction counters live inside the shard, so readers of different
 //!    shards never touch a shared cache line.
+//! 6. A hit moves its entry to the head of its list unless the entry got there within the
+//!    last `len / 4` moves (and is in the list its priority names): such an entry has at most
+//!    that many entries ahead of it, so the order is LRU up to the newest quarter, and the hot
+//!    entries (index and filter blocks, hit on every lookup) cost no list writes.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -374,6 +378,8 @@ struct Entry<V: ?Sized> {
     list: usize,
     /// Whether it was inserted with [`Priority::High`].
     high_priority: bool,
+    /// The shard's `tick` when the entry was last put at the head of its list.
+    moved_at: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -398,6 +404,9 @@ struct Shard<V: ?Sized> {
     misses: u64,
     inserts: u64,
     evictions: u64,
+    /// Counts moves to a list head; an entry moved at most `len / 4` moves ago has at most
+    /// that many entries ahead of it, so a hit leaves it in place (invariant 6).
+    tick: u64,
 }
 
 impl<V: ?Sized> Shard<V> {
@@ -419,6 +428,7 @@ impl<V: ?Sized> Shard<V> {
             misses: 0,
             inserts: 0,
             evictions: 0,
+            tick: 0,
         }
     }
 
@@ -428,10 +438,14 @@ impl<V: ?Sized> Shard<V> {
             return None;
         };
         self.hits += 1;
-        self.unlink(slot);
         let entry = &self.entries[slot as usize];
         let value = entry.value.clone();
         let list = if entry.high_priority { HIGH } else { LOW };
+        let recent = self.tick - entry.moved_at <= self.map.len() as u64 / 4;
+        if recent && entry.list == list {
+            return value;
+        }
+        self.unlink(slot);
         self.push_front(slot, list);
         if list == HIGH {
             self.balance_high();
@@ -497,6 +511,7 @@ impl<V: ?Sized> Shard<V> {
             next: NIL,
             list: LOW,
             high_priority,
+            moved_at: 0,
         };
         let slot = if let Some(slot) = self.free.pop() {
             self.entries[slot as usize] = entry;
@@ -568,8 +583,10 @@ impl<V: ?Sized> Shard<V> {
     }
 
     fn push_front(&mut self, slot: u32, list: usize) {
+        self.tick += 1;
         let head = self.lists[list].head;
         let entry = &mut self.entries[slot as usize];
+        entry.moved_at = self.tick;
         entry.prev = NIL;
         entry.next = head;
         entry.list = list;

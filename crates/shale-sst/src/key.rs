@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::comparator::Comparator;
+use crate::comparator::{bytewise_compare, BytewiseComparator, Comparator};
 use crate::error::DecodeError;
 
 /// A sequence number: the commit order of a write.
@@ -121,6 +121,17 @@ pub fn append_internal_key(out: &mut Vec<u8>, user_key: &[u8], seqno: SeqNo, kin
     out.extend_from_slice(&((seqno << 8) | u64::from(kind.tag())).to_le_bytes());
 }
 
+/// Writes the seek key of `user_key` at `seqno` ([`InternalKey::for_seek`]) into `out`, which
+/// is exactly `user_key.len() + TRAILER_SIZE` bytes (a stack buffer on the lookup path).
+pub(crate) fn encode_seek_key(out: &mut [u8], user_key: &[u8], seqno: SeqNo) {
+    debug_assert_eq!(out.len(), user_key.len() + TRAILER_SIZE);
+    debug_assert!(seqno <= MAX_SEQNO, "seqno {seqno} exceeds 56 bits");
+    let (user, trailer) = out.split_at_mut(user_key.len());
+    user.copy_from_slice(user_key);
+    let packed = (seqno << 8) | u64::from(ValueKind::MAX.tag());
+    trailer.copy_from_slice(&packed.to_le_bytes());
+}
+
 /// A decoded view of an internal key.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ParsedInternalKey<'a> {
@@ -187,12 +198,17 @@ fn trailer_of(encoded: &[u8]) -> u64 {
 #[derive(Debug, Clone)]
 pub struct InternalKeyComparator {
     user: Arc<dyn Comparator>,
+    /// The user comparator is the bytewise one: compare inline, without a virtual call. A
+    /// comparator's name is its order (tables are refused on a name mismatch for that reason),
+    /// so one calling itself bytewise sorts bytewise.
+    bytewise: bool,
 }
 
 impl InternalKeyComparator {
     /// Wraps a user comparator.
     pub fn new(user: Arc<dyn Comparator>) -> Self {
-        InternalKeyComparator { user }
+        let bytewise = user.name() == BytewiseComparator::NAME;
+        InternalKeyComparator { user, bytewise }
     }
 
     /// The user-key comparator.
@@ -207,9 +223,12 @@ impl Comparator for InternalKeyComparator {
     }
 
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        self.user
-            .compare(user_key_of(a), user_key_of(b))
-            .then_with(|| trailer_of(b).cmp(&trailer_of(a)))
+        let users = if self.bytewise {
+            bytewise_compare(user_key_of(a), user_key_of(b))
+        } else {
+            self.user.compare(user_key_of(a), user_key_of(b))
+        };
+        users.then_with(|| trailer_of(b).cmp(&trailer_of(a)))
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {

@@ -27,6 +27,9 @@ use crate::iter::TableIter;
 use crate::key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind};
 use crate::properties::TableProperties;
 
+/// Seek keys up to this size are built on the stack by [`Table::get`].
+const STACK_SEEK_KEY_BYTES: usize = 128;
+
 /// How a table is opened.
 #[derive(Debug, Clone)]
 pub struct TableOpenOptions {
@@ -606,23 +609,31 @@ impl Table {
         if self.global_seqno.is_some_and(|global| global > seqno) {
             return Ok(None);
         }
-        let target = InternalKey::for_seek(
-            user_key,
-            if self.global_seqno.is_some() {
-                0
+        let seek_seqno = if self.global_seqno.is_some() {
+            0
+        } else {
+            seqno
+        };
+        // The seek key on the stack when it fits: a lookup allocates only its result.
+        let mut stack = [0u8; STACK_SEEK_KEY_BYTES];
+        let heap;
+        let target: &[u8] =
+            if let Some(buffer) = stack.get_mut(..user_key.len() + crate::key::TRAILER_SIZE) {
+                crate::key::encode_seek_key(buffer, user_key, seek_seqno);
+                buffer
             } else {
-                seqno
-            },
-        );
+                heap = InternalKey::for_seek(user_key, seek_seqno);
+                heap.encoded()
+            };
         let index = self.index()?;
-        let mut position = index.seek(target.encoded());
+        let mut position = index.seek(target);
         // The first entry >= target is in block `position`, or first in the next one when
         // every key of that block is below the target but its separator is not.
         while position < index.len() {
             let handle = index.handle(position);
             let block = self.data_block(handle, true)?;
             let mut iter = block.iter(self.comparator.clone());
-            iter.seek(target.encoded());
+            iter.seek(target);
             if iter.valid() {
                 let found = ParsedInternalKey::parse(iter.key())
                     .map_err(|e| e.at(&self.path, handle.offset))?;

@@ -162,6 +162,30 @@ impl MemTable {
         Some((kind, trailer >> 8, self.list.value(position).to_vec()))
     }
 
+    /// The largest sequence number `<= snapshot` of a range deletion covering `user_key`, or 0;
+    /// what a point lookup needs, without copying the list.
+    pub fn covering_tombstone_seqno(&self, user_key: &[u8], snapshot: SeqNo) -> SeqNo {
+        // Nothing to lock for the common memtable without range deletions. A deletion visible
+        // at `snapshot` was counted before its seqno was published (Release/Acquire on the
+        // Db's visible sequence), so this load sees it.
+        if self.range_tombstone_bytes.load(MemoryOrder::Relaxed) == 0 {
+            return 0;
+        }
+        let comparator = self.list.comparator();
+        self.range_tombstones
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|t| {
+                t.seqno <= snapshot
+                    && comparator.compare_user(&t.start, user_key).is_le()
+                    && comparator.compare_user(user_key, &t.end).is_lt()
+            })
+            .map(|t| t.seqno)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The range deletions added so far, sorted by start key (user comparator), newest first
     /// for equal starts.
     pub fn range_tombstones(&self) -> Vec<RangeTombstone> {

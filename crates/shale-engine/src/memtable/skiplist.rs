@@ -217,10 +217,14 @@ impl SkipList {
         let mut prev = [self.head; MAX_HEIGHT];
         let mut next: [Option<NonNull<Node>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
         let mut before = self.head;
+        // The successor found one level up sorts after the key; meeting it again one level
+        // down ends that level's walk without a comparison (as RocksDB's InlineSkipList).
+        let mut known_after = None;
         for level in (0..list_height).rev() {
             (prev[level], next[level]) =
-                self.find_splice_for_level(user_key, trailer, before, level);
+                self.find_splice_for_level(user_key, trailer, before, level, known_after);
             before = prev[level];
+            known_after = next[level];
         }
 
         for level in 0..height {
@@ -247,7 +251,7 @@ impl SkipList {
                 // Someone linked a node after prev[level]: search again from there, which is
                 // still before our key since nodes are never removed.
                 (prev[level], next[level]) =
-                    self.find_splice_for_level(user_key, trailer, prev[level], level);
+                    self.find_splice_for_level(user_key, trailer, prev[level], level, None);
             }
         }
     }
@@ -493,19 +497,24 @@ impl SkipList {
     }
 
     /// Walks `level` from `before` (which sorts before the target) to the first node `>=` the
-    /// target; returns it with its predecessor.
+    /// target; returns it with its predecessor. `known_after`, when given, is a node known to
+    /// sort after the target: reaching it ends the walk without comparing.
     fn find_splice_for_level(
         &self,
         user_key: &[u8],
         trailer: u64,
         before: NonNull<Node>,
         level: usize,
+        known_after: Option<NonNull<Node>>,
     ) -> (NonNull<Node>, Option<NonNull<Node>>) {
         let mut x = before;
         loop {
             // SAFETY: `x` is `before` (the head or a node reached at `level`) or was reached
             // at `level`, so it has a link at `level`.
             let next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+            if next.is_some() && next == known_after {
+                return (x, next);
+            }
             match next {
                 Some(n) => match self.compare_node(n, user_key, trailer) {
                     Ordering::Less => x = n,

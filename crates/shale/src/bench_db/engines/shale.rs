@@ -61,7 +61,8 @@ impl ShaleEngine {
 
 impl Engine for ShaleEngine {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), Failure> {
-        let mut batch = WriteBatch::new();
+        // Sized once: no reallocation while the entry is appended.
+        let mut batch = WriteBatch::with_capacity(WriteBatch::put_size(key, value));
         batch.put(self.keyspace.id(), key, value)?;
         self.write(batch)
     }

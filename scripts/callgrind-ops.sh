@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Instructions per operation of `shale bench` workloads under callgrind (docs/benchmarks.md,
+# "Profiles: instructions per operation"). Instruction counts do not depend on the machine's
+# load, so a change can be measured on a shared machine where wall-clock times cannot.
+#
+# Usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS]
+#   defaults: 200,000 keys; fillrandom,fillseq,readrandom,seekrandom,readseq
+# Fill benchmarks start from a fresh database; the others read one database filled first
+# (natively, fillrandom then flush, so reads go to a table) with --use_existing_db.
+# Only the benchmark threads' work is counted (--toggle-collect on workloads::run_thread):
+# not the open, the WAL replay or background flushes. Prints "NAME Ir=TOTAL Ir/op=N" and keeps
+# OUT_DIR/NAME.cg for callgrind_annotate (--inclusive=yes for the call tree).
+# Needs: valgrind (apt-get install valgrind), cargo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS]}
+num=${2:-200000}
+benchmarks=${3:-fillrandom,fillseq,readrandom,seekrandom,readseq}
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+flags=(--num="$num" --key_size=16 --value_size=100 --compression_ratio=0.5
+  --compression_type=lz4 --bloom_bits=10 --cache_size=268435456 --threads=1 --seek_nexts=10
+  --seed=1001)
+cargo build --release -q -p shale
+bin=./target/release/shale
+filled=
+for name in ${benchmarks//,/ }; do
+  case $name in
+    fillseq | fillrandom) db=$work/fresh; extra=(); rm -rf "$db" ;;
+    *)
+      db=$work/read
+      if [[ -z $filled ]]; then
+        "$bin" bench --benchmarks=fillrandom,flush,waitforcompaction "${flags[@]}" --db="$db" \
+          > /dev/null 2>&1
+        filled=1
+      fi
+      extra=(--use_existing_db) ;;
+  esac
+  valgrind --tool=callgrind --toggle-collect='*workloads*run_thread*' \
+    --callgrind-out-file="$out/$name.cg" \
+    "$bin" bench --benchmarks="$name" "${flags[@]}" --db="$db" "${extra[@]}" \
+    > "$out/$name.txt" 2> "$out/$name.err"
+  ir=$(grep -m1 'Collected :' "$out/$name.err" | awk '{print $NF}')
+  echo "$name Ir=$ir Ir/op=$((ir / num))"
+done
