@@ -377,7 +377,7 @@ impl SkipList {
             };
             if let Some(tail) = NonNull::new(tails[0]).filter(|t| *t != self.head) {
                 // SAFETY: `first` is a live, fully written node of this arena (invariant 1).
-                let (user_key, trailer) = split_internal_key(unsafe { node_key(first) });
+                let (user_key, trailer) = unsafe { node_user_key_and_trailer(first) };
                 if self.compare_node(tail, user_key, trailer) != Ordering::Less {
                     return Err(entries_before);
                 }
@@ -466,7 +466,7 @@ impl SkipList {
     /// The entry before `p`: a search for the last entry smaller than `p`'s key.
     pub(super) fn prev(&self, p: Position) -> Option<Position> {
         // SAFETY: `check` ensures the node belongs to this list and so is alive (invariant 5).
-        let (user_key, trailer) = split_internal_key(unsafe { node_key(self.check(p)) });
+        let (user_key, trailer) = unsafe { node_user_key_and_trailer(self.check(p)) };
         self.find_last_before(user_key, trailer, false)
     }
 
@@ -501,7 +501,7 @@ impl SkipList {
     #[inline]
     fn compare_node(&self, node: NonNull<Node>, user_key: &[u8], trailer: u64) -> Ordering {
         // SAFETY: only called on nodes reached through links of this list (invariants 1, 2).
-        let (node_user, node_trailer) = split_internal_key(unsafe { node_key(node) });
+        let (node_user, node_trailer) = unsafe { node_user_key_and_trailer(node) };
         self.comparator
             .compare(node_user, node_trailer, user_key, trailer)
     }
@@ -723,6 +723,23 @@ unsafe fn node_key<'a>(node: NonNull<Node>) -> &'a [u8] {
     unsafe {
         let (key_len, key) = read_varint32(node.cast::<u8>().add(NODE_SIZE).as_ptr());
         std::slice::from_raw_parts(key, key_len)
+    }
+}
+
+/// The user key and trailer of `node`: [`node_key`] split, without the checks
+/// [`split_internal_key`] needs for keys from outside (every node's key ends in a trailer).
+///
+/// # Safety
+/// As for [`node_key`].
+#[inline]
+unsafe fn node_user_key_and_trailer<'a>(node: NonNull<Node>) -> (&'a [u8], u64) {
+    // SAFETY: as in `node_key`; `write_node` wrote `user_key ++ trailer`, so the key is at
+    // least `TRAILER_SIZE` bytes and its last 8 are the trailer, little endian.
+    unsafe {
+        let (key_len, key) = read_varint32(node.cast::<u8>().add(NODE_SIZE).as_ptr());
+        let user_len = key_len - TRAILER_SIZE;
+        let trailer = u64::from_le(key.add(user_len).cast::<u64>().read_unaligned());
+        (std::slice::from_raw_parts(key, user_len), trailer)
     }
 }
 
