@@ -172,7 +172,7 @@ pub(crate) fn write_memtable(
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
-    let (keyspace, frozen, options, ttl, number) = {
+    let (keyspace, frozen, options, ttl, number, snapshots) = {
         let mut state = inner.lock_state();
         let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
             return Ok(false);
@@ -193,9 +193,8 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         let ttl = keyspace.options.ttl.is_some();
         let number = state.versions.new_file_number();
         state.pending_outputs.insert(number);
-        (id, frozen, options, ttl, number)
+        (id, frozen, options, ttl, number, inner.snapshots.all())
     };
-    let snapshots = inner.snapshots.all();
     let started = Instant::now();
     let written = write_memtable(
         &*inner.fs,
