@@ -118,6 +118,14 @@ impl Arena {
         self.reserved.load(Ordering::Acquire).saturating_sub(free)
     }
 
+    /// Whether [`Self::memory_usage`] plus `extra` is at least `limit`; while the chunks alone
+    /// stay under it (most of a memtable's life) this is one load, not a look at every shard.
+    pub(super) fn memory_usage_reaches(&self, limit: usize, extra: usize) -> bool {
+        // The usage never exceeds the chunks' bytes.
+        self.reserved.load(Ordering::Relaxed) + extra >= limit
+            && self.memory_usage() + extra >= limit
+    }
+
     /// Bytes of all chunks, free room included: what the arena holds from the allocator.
     pub(super) fn reserved_bytes(&self) -> usize {
         self.reserved.load(Ordering::Acquire)

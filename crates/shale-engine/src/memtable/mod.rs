@@ -220,6 +220,13 @@ impl MemTable {
         self.list.memory_usage() + self.range_tombstone_bytes.load(MemoryOrder::Relaxed)
     }
 
+    /// Whether [`Self::approximate_memory_usage`] is at least `limit`: the flush trigger's
+    /// question, answered with two loads while the arena's chunks are below `limit`.
+    pub fn memory_usage_reaches(&self, limit: usize) -> bool {
+        let tombstones = self.range_tombstone_bytes.load(MemoryOrder::Relaxed);
+        self.list.memory_usage_reaches(limit, tombstones)
+    }
+
     /// Entries added, range deletions included.
     pub fn num_entries(&self) -> u64 {
         self.stats
@@ -433,7 +440,8 @@ mod tests {
     fn fill_to_budget(write_buffer_size: usize) -> MemTable {
         let m = MemTable::for_write_buffer(Arc::new(BytewiseComparator), 1, write_buffer_size);
         let mut seqno = 0u64;
-        while m.approximate_memory_usage() < write_buffer_size {
+        while !m.memory_usage_reaches(write_buffer_size) {
+            assert!(m.approximate_memory_usage() < write_buffer_size);
             seqno += 1;
             // Random-looking keys, so towers and splices are those of a random workload.
             let key = (seqno.wrapping_mul(0x9E37_79B9_7F4A_7C15) as u128).to_be_bytes();
@@ -471,6 +479,7 @@ mod tests {
         let reserved = m.list.arena_reserved_bytes();
         let chunk = m.list.arena_chunk_size();
         // The trigger fired within one entry of the budget...
+        assert!(m.approximate_memory_usage() >= budget);
         assert!(m.approximate_memory_usage() < budget + 400);
         // ...the arena holds at most a chunk per shard more than that...
         assert!(

@@ -203,9 +203,14 @@ impl SkipList {
         &self.comparator
     }
 
-    /// Bytes held by the arena.
+    /// Bytes used in the arena (see [`Arena::memory_usage`]).
     pub(super) fn memory_usage(&self) -> usize {
         self.arena.memory_usage()
+    }
+
+    /// Whether the arena's usage plus `extra` is at least `limit`.
+    pub(super) fn memory_usage_reaches(&self, limit: usize, extra: usize) -> bool {
+        self.arena.memory_usage_reaches(limit, extra)
     }
 
     /// Bytes the arena holds from the allocator, free room included.
@@ -579,6 +584,7 @@ impl std::fmt::Debug for SkipList {
 }
 
 /// Allocates a node of `height` links (all null) holding `user_key ++ trailer` and `value`.
+#[inline]
 fn allocate_node(
     arena: &Arena,
     height: usize,
@@ -593,6 +599,7 @@ fn allocate_node(
 
 /// Bytes of a node of `height` links holding `user_key ++ trailer` and `value` (before the
 /// arena rounds it up to 8). Panics if the key or value exceeds 4 GiB.
+#[inline]
 fn node_size(height: usize, user_key: &[u8], value: &[u8]) -> usize {
     debug_assert!((1..=MAX_HEIGHT).contains(&height));
     let key_len = user_key.len() + TRAILER_SIZE;
@@ -611,6 +618,7 @@ fn node_size(height: usize, user_key: &[u8], value: &[u8]) -> usize {
 /// # Safety
 /// `start` is 8-byte aligned with [`node_size`] writable bytes for these arguments, nobody
 /// else's.
+#[inline]
 unsafe fn write_node(
     start: NonNull<u8>,
     height: usize,
