@@ -21,6 +21,9 @@
 //!    Acquire load), and only its `offset` changes afterwards.
 //! 3. Allocations are 8-byte aligned and never overlap: each is a distinct range reserved by a
 //!    `fetch_add` on its chunk's offset (or a chunk of its own, for large ones).
+//! 4. A chunk's bytes are in `reserved` before the chunk is published to a shard (Release
+//!    add, then Release store), so [`Arena::memory_usage`], which reads the shards before
+//!    `reserved` (Acquire), never subtracts a chunk's free room from a total without it.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::Cell;
@@ -73,8 +76,7 @@ pub(super) struct Arena {
     chunk_size: usize,
     /// Every chunk ever allocated; also serializes refills.
     chunks: Mutex<Vec<OwnedChunk>>,
-    /// Bytes of all chunks (headers included); grows before a new chunk is published to a
-    /// shard (Release), so whoever sees the chunk (Acquire) sees it counted.
+    /// Bytes of all chunks (headers included); invariant 4.
     reserved: AtomicUsize,
 }
 
@@ -103,8 +105,7 @@ impl Arena {
     /// happen-before the call; while other threads allocate it may count a chunk published
     /// meanwhile as fully used (an over-count, never an under-count).
     pub(super) fn memory_usage(&self) -> usize {
-        // Shards first, then the total: a chunk seen in a shard is in the total read after it
-        // (Release/Acquire), so its free room is never subtracted from a total without it.
+        // Shards first, then the total (invariant 4).
         let free: usize = self
             .shards
             .iter()
