@@ -1,6 +1,13 @@
 //! Flush: a frozen memtable becomes an L0 table, recorded in the MANIFEST with the
 //! keyspace's new log number; then WALs and tables nobody needs are deleted.
 //!
+//! The table leaves out what no snapshot can see, as compaction does (its first rule): a
+//! version of a user key with a newer version in the same snapshot stripe
+//! ([`crate::snapshot::stripe`]). Deletions are kept (older data may lie below), and so are
+//! range tombstones and whatever they cover. A snapshot taken after the list is read sees
+//! every entry of the frozen memtable (its writes were all published before it froze: db.rs
+//! invariant 2), so it splits no stripe.
+//!
 //! Invariants:
 //! 1. The table is written and synced, and its directory entry synced, before the MANIFEST
 //!    edit that names it; the edit is synced before the memtable is dropped.
@@ -19,7 +26,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use shale_fs::FileSystem;
-use shale_sst::{Comparator, TableProperties, TableWriter, WriterOptions};
+use shale_sst::{
+    Comparator, ParsedInternalKey, SeqNo, TableProperties, TableWriter, ValueKind, WriterOptions,
+};
 
 use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
@@ -27,6 +36,7 @@ use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
 use crate::options::{KeyspaceOptions, WriteOptions};
 use crate::rate_limiter::{IoPriority, RateLimitedFile, RateLimiter};
+use crate::snapshot::stripe;
 use crate::stats::StatCounters;
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, VersionEdit};
@@ -88,9 +98,11 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
     })
 }
 
-/// Writes `mem` as table `number` with `options` (from [`writer_options`]). Returns `None`
+/// Writes `mem` as table `number` with `options` (from [`writer_options`]), without the
+/// versions no snapshot in `snapshots` (ascending) can see (module docs). Returns `None`
 /// when the memtable held nothing. With `ttl` (the keyspace has a TTL, so values end in
 /// their write time) the result records the oldest value's write time.
+#[allow(clippy::too_many_arguments)] // each is a distinct input of the one table write
 pub(crate) fn write_memtable(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -98,6 +110,7 @@ pub(crate) fn write_memtable(
     number: u64,
     options: WriterOptions,
     ttl: bool,
+    snapshots: &[SeqNo],
     rate_limiter: Option<&Arc<RateLimiter>>,
 ) -> Result<Option<FileMetaData>> {
     let comparator = options.comparator.clone();
@@ -117,11 +130,30 @@ pub(crate) fn write_memtable(
     let mut writer = TableWriter::new(file, path, options)?;
     // Under a TTL, the oldest value's write time, for the picker's TTL reason.
     let mut oldest_write_time: Option<u64> = None;
+    // The user key of the entry before and its stripe: entries come newest first per key.
+    let mut previous_user_key: Vec<u8> = Vec::new();
+    let mut previous_stripe = None;
     while iter.valid() {
+        let key = ParsedInternalKey::parse(iter.key()).map_err(|e| Error::Corruption {
+            file: dir.to_path_buf(),
+            offset: 0,
+            detail: format!("memtable {} holds a bad internal key: {e}", mem.id()),
+        })?;
+        let entry_stripe = stripe(snapshots, key.seqno);
+        let same_user_key = previous_stripe.is_some()
+            && comparator.compare(&previous_user_key, key.user_key).is_eq();
+        if same_user_key && previous_stripe == Some(entry_stripe) {
+            iter.next();
+            continue;
+        }
+        if !same_user_key {
+            previous_user_key.clear();
+            previous_user_key.extend_from_slice(key.user_key);
+        }
+        previous_stripe = Some(entry_stripe);
         writer.add(iter.key(), iter.value())?;
         if ttl {
-            let is_value = shale_sst::ParsedInternalKey::parse(iter.key())
-                .is_ok_and(|k| k.kind == shale_sst::ValueKind::Value);
+            let is_value = key.kind == ValueKind::Value;
             if let Some((_, time)) = crate::ttl::split(iter.value()).filter(|_| is_value) {
                 oldest_write_time = Some(oldest_write_time.map_or(time, |t| t.min(time)));
             }
@@ -140,7 +172,7 @@ pub(crate) fn write_memtable(
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
-    let (keyspace, frozen, options, ttl, number) = {
+    let (keyspace, frozen, options, ttl, number, snapshots) = {
         let mut state = inner.lock_state();
         let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
             return Ok(false);
@@ -161,7 +193,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         let ttl = keyspace.options.ttl.is_some();
         let number = state.versions.new_file_number();
         state.pending_outputs.insert(number);
-        (id, frozen, options, ttl, number)
+        (id, frozen, options, ttl, number, inner.snapshots.all())
     };
     let started = Instant::now();
     let written = write_memtable(
@@ -171,6 +203,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         number,
         options,
         ttl,
+        &snapshots,
         inner.rate_limiter.as_ref(),
     )
     .and_then(|meta| {

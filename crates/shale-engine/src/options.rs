@@ -73,7 +73,10 @@ impl WriteOptions {
 /// Options of one keyspace (column family).
 #[derive(Debug, Clone)]
 pub struct KeyspaceOptions {
-    /// Bytes a memtable may hold before it is frozen and flushed.
+    /// Bytes a memtable may hold before it is frozen and flushed: what its entries use in
+    /// memory (skiplist nodes with their padding, about 28 bytes beyond key and value for
+    /// small entries), not the arena's free room, of which each writing thread's shard holds
+    /// at most a small chunk more (docs/architecture.md, "Memory").
     pub write_buffer_size: usize,
     /// Memtables (active plus frozen) before writes wait for a flush.
     pub max_write_buffer_number: usize,

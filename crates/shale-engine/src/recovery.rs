@@ -65,10 +65,11 @@ pub(crate) const NUM_LEVELS: usize = 7;
 /// Threads that sort a replayed memtable's writes.
 const SORT_THREADS: usize = 2;
 
-/// Bytes a memtable entry costs besides its key and value: the skiplist node (two lengths,
-/// about two links on average), the internal key's trailer and alignment. Used to cut replay
-/// into memtables of about `write_buffer_size`.
-const ENTRY_OVERHEAD: usize = 40;
+/// Bytes a memtable entry costs besides its key and value, as the memtable counts them
+/// (memtable/skiplist.rs): two links on average, two one-byte varint lengths, the internal
+/// key's 8-byte trailer and padding to 8 (28 for a 16-byte key and a 100-byte value). Used to
+/// cut replay into memtables of about `write_buffer_size`, as the live flush trigger does.
+const ENTRY_OVERHEAD: usize = 28;
 
 /// Opens the database in `dir` (see the module docs).
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {

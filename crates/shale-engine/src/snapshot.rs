@@ -1,11 +1,18 @@
-//! Snapshots: read views pinned at a sequence number. Compaction keeps every version a live
-//! snapshot can see (ARCHITECTURE.md invariant 3), so the set of live snapshots is shared
-//! with it through [`SnapshotList::oldest`].
+//! Snapshots: read views pinned at a sequence number. Flush and compaction keep every version
+//! a live snapshot can see (ARCHITECTURE.md invariant 3), so the set of live snapshots is
+//! shared with them through [`SnapshotList::all`], and both drop versions by [`stripe`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use shale_sst::SeqNo;
+
+/// The stripe of `seqno` among `snapshots` (ascending): how many are older than it. Of two
+/// versions of one user key in the same stripe, no snapshot sees the older without also
+/// seeing the newer, so the older can be dropped.
+pub(crate) fn stripe(snapshots: &[SeqNo], seqno: SeqNo) -> usize {
+    snapshots.partition_point(|&s| s < seqno)
+}
 
 /// The live snapshots, as a multiset of sequence numbers.
 #[derive(Debug, Default)]

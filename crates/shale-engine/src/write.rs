@@ -303,8 +303,8 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext
             .keyspaces
             .values()
             .filter(|k| {
-                let usage = k.mem.approximate_memory_usage();
-                (force_flush && !k.mem.is_empty()) || usage >= k.options.write_buffer_size
+                (force_flush && !k.mem.is_empty())
+                    || k.mem.memory_usage_reaches(k.options.write_buffer_size)
             })
             .map(|k| k.id)
             .collect();

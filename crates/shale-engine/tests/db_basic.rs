@@ -239,3 +239,64 @@ fn level_bytes_sum_the_table_files_of_each_level() {
     assert_eq!(bytes[0], on_disk, "the one table is in level 0: {bytes:?}");
     db.close().unwrap();
 }
+
+#[test]
+fn flush_leaves_out_versions_no_snapshot_can_see() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put(b"a", b"2").unwrap();
+    db.put(b"b", b"1").unwrap();
+    db.put(b"c", b"1").unwrap();
+    let snapshot = db.snapshot();
+    db.put(b"a", b"3").unwrap();
+    db.put(b"a", b"4").unwrap();
+    db.delete(b"b").unwrap();
+    db.put(b"d", b"1").unwrap();
+    db.put(b"d", b"2").unwrap();
+    db.flush().unwrap();
+    let entries = |db: &Db| -> Vec<u64> {
+        let version = db.current_version();
+        version.files(0, 0).iter().map(|f| f.num_entries).collect()
+    };
+    // a: 4 (newest) and 2 (what the snapshot sees); b: the deletion (older data may lie below)
+    // and the value the snapshot sees; c: 1; d: 2 alone.
+    assert_eq!(entries(&db), [6]);
+    let at_snapshot = ReadOptions {
+        snapshot: Some(snapshot.clone()),
+        ..ReadOptions::default()
+    };
+    let ks = db.default_keyspace();
+    assert_eq!(
+        ks.get_with(b"a", &at_snapshot).unwrap(),
+        Some(b"2".to_vec())
+    );
+    assert_eq!(
+        ks.get_with(b"b", &at_snapshot).unwrap(),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(ks.get_with(b"d", &at_snapshot).unwrap(), None);
+    assert_eq!(db.get(b"a").unwrap(), Some(b"4".to_vec()));
+    assert_eq!(db.get(b"b").unwrap(), None);
+    assert_eq!(db.get(b"d").unwrap(), Some(b"2".to_vec()));
+
+    // Without snapshots only the newest version of each key is written.
+    drop(snapshot);
+    for value in [b"5", b"6", b"7"] {
+        db.put(b"a", value).unwrap();
+    }
+    db.delete(b"c").unwrap();
+    db.flush().unwrap();
+    assert_eq!(entries(&db), [2, 6], "newest table first");
+    assert_eq!(db.get(b"a").unwrap(), Some(b"7".to_vec()));
+    assert_eq!(db.get(b"c").unwrap(), None);
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    assert_eq!(
+        scan(&db),
+        [
+            (b"a".to_vec(), b"7".to_vec()),
+            (b"d".to_vec(), b"2".to_vec())
+        ]
+    );
+}

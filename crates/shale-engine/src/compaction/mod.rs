@@ -40,6 +40,7 @@ use crate::iterator::InternalIterator;
 use crate::merging_iter::MergingIter;
 use crate::options::KeyspaceOptions;
 use crate::rate_limiter::{IoPriority, RateLimitedFile};
+use crate::snapshot::stripe;
 use crate::stats::StatCounters;
 use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, Version, VersionEdit};
@@ -345,11 +346,6 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
 /// A level as the MANIFEST numbers it (levels are below `MAX_NUM_LEVELS`, far below u32).
 fn level_number(level: usize) -> u32 {
     u32::try_from(level).unwrap_or(u32::MAX)
-}
-
-/// The stripe of `seqno`: how many live snapshots are older than it.
-fn stripe(snapshots: &[SeqNo], seqno: SeqNo) -> usize {
-    snapshots.partition_point(|&s| s < seqno)
 }
 
 /// Where outputs are cut because of the grandparents (the tables of the level below the output

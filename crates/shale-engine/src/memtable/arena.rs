@@ -8,12 +8,22 @@
 //! space in that old chunk or sees it full: there is no window where an offset applies to the
 //! wrong chunk.
 //!
+//! Memory usage ([`Arena::memory_usage`]), what a memtable's flush trigger compares with its
+//! write buffer size, is every chunk's bytes minus the room still free at the end of the
+//! chunks shards are filling: so it counts every allocation, its alignment padding, chunk
+//! headers and the tails lost when full chunks were retired, and not room a later allocation
+//! may still use. The memory held beyond it is at most one chunk per shard, which is why
+//! chunks are small against the write buffer ([`super::MemTable::for_write_buffer`]).
+//!
 //! Invariants:
 //! 1. Every chunk, and so every allocation, stays at the same address until the arena drops.
 //! 2. A chunk's header is written before the chunk is published to a shard (Release store,
 //!    Acquire load), and only its `offset` changes afterwards.
 //! 3. Allocations are 8-byte aligned and never overlap: each is a distinct range reserved by a
 //!    `fetch_add` on its chunk's offset (or a chunk of its own, for large ones).
+//! 4. A chunk's bytes are in `reserved` before the chunk is published to a shard (Release
+//!    add, then Release store), so [`Arena::memory_usage`], which reads the shards before
+//!    `reserved` (Acquire), never subtracts a chunk's free room from a total without it.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::Cell;
@@ -24,8 +34,10 @@ use std::sync::{Mutex, OnceLock};
 /// Alignment of every allocation (and of chunks).
 pub(super) const ALIGN: usize = 8;
 
-/// The default chunk size.
-pub(super) const DEFAULT_CHUNK_SIZE: usize = 1 << 20;
+/// The largest chunk size: small enough that the room held and not yet used (at most a chunk
+/// per shard) is a small part of a usual write buffer, large enough that taking a new chunk
+/// under the mutex is rare (once per about 1,800 entries of 144 bytes).
+pub(super) const DEFAULT_CHUNK_SIZE: usize = 256 << 10;
 
 /// The head of every chunk; the chunk's usable bytes follow it.
 #[repr(C)]
@@ -33,6 +45,14 @@ struct ChunkHeader {
     /// Bytes reserved so far; may run past `capacity` once the chunk is full.
     offset: AtomicUsize,
     capacity: usize,
+}
+
+impl ChunkHeader {
+    /// Bytes not yet handed out.
+    fn free(&self) -> usize {
+        self.capacity
+            .saturating_sub(self.offset.load(Ordering::Relaxed))
+    }
 }
 
 const HEADER_SIZE: usize = std::mem::size_of::<ChunkHeader>();
@@ -56,7 +76,7 @@ pub(super) struct Arena {
     chunk_size: usize,
     /// Every chunk ever allocated; also serializes refills.
     chunks: Mutex<Vec<OwnedChunk>>,
-    /// Bytes of all chunks (headers included).
+    /// Bytes of all chunks (headers included); invariant 4.
     reserved: AtomicUsize,
 }
 
@@ -80,9 +100,42 @@ impl Arena {
         }
     }
 
-    /// Bytes of memory the arena holds (all chunks, including their unused tails).
+    /// Bytes of memory used: all chunks minus the free room of the shards' current chunks
+    /// (see the module docs). Never less than the bytes handed out by allocations that
+    /// happen-before the call; while other threads allocate it may count a chunk published
+    /// meanwhile as fully used (an over-count, never an under-count).
     pub(super) fn memory_usage(&self) -> usize {
-        self.reserved.load(Ordering::Relaxed)
+        // Shards first, then the total (invariant 4).
+        let free: usize = self
+            .shards
+            .iter()
+            .map(|shard| {
+                let chunk = shard.current.load(Ordering::Acquire);
+                // SAFETY: a published chunk is initialized (invariant 2) and lives until the
+                // arena drops (invariant 1).
+                NonNull::new(chunk).map_or(0, |chunk| unsafe { chunk.as_ref() }.free())
+            })
+            .sum();
+        self.reserved.load(Ordering::Acquire).saturating_sub(free)
+    }
+
+    /// Whether [`Self::memory_usage`] plus `extra` is at least `limit`; while the chunks alone
+    /// stay under it (most of a memtable's life) this is one load, not a look at every shard.
+    pub(super) fn memory_usage_reaches(&self, limit: usize, extra: usize) -> bool {
+        // The usage never exceeds the chunks' bytes.
+        self.reserved.load(Ordering::Relaxed) + extra >= limit
+            && self.memory_usage() + extra >= limit
+    }
+
+    /// Bytes of all chunks, free room included: what the arena holds from the allocator.
+    pub(super) fn reserved_bytes(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// The chunk size: at most this much room per shard is held and not counted as used.
+    #[cfg(test)]
+    pub(super) fn chunk_size(&self) -> usize {
+        self.chunk_size
     }
 
     /// Returns `size` bytes of uninitialized memory, 8-byte aligned, for the caller alone and
@@ -122,8 +175,11 @@ impl Arena {
         }
     }
 
-    /// A large allocation gets a chunk of its own, born full so nothing else lands in it.
-    fn allocate_dedicated(&self, size: usize) -> NonNull<u8> {
+    /// An allocation in a chunk of its own, exactly sized and born full so nothing else lands
+    /// in it: what large requests get, and what a long-lived allocation made by a thread that
+    /// may never allocate again takes instead of opening a chunk in that thread's shard.
+    pub(super) fn allocate_dedicated(&self, size: usize) -> NonNull<u8> {
+        let size = size.max(1).next_multiple_of(ALIGN);
         let mut chunks = self
             .chunks
             .lock()
@@ -155,7 +211,7 @@ impl Arena {
             });
         }
         chunks.push(OwnedChunk { start, layout });
-        self.reserved.fetch_add(bytes, Ordering::Relaxed);
+        self.reserved.fetch_add(bytes, Ordering::Release);
         start
     }
 }
@@ -179,7 +235,8 @@ impl std::fmt::Debug for Arena {
         f.debug_struct("Arena")
             .field("shards", &self.shards.len())
             .field("chunk_size", &self.chunk_size)
-            .field("reserved", &self.memory_usage())
+            .field("used", &self.memory_usage())
+            .field("reserved", &self.reserved_bytes())
             .finish_non_exhaustive()
     }
 }
@@ -239,6 +296,32 @@ mod tests {
     }
 
     #[test]
+    fn usage_counts_allocations_and_lost_tails_not_free_room() {
+        let arena = Arena::new(4096);
+        let capacity = 4096 - HEADER_SIZE;
+        arena.allocate(100); // 104 after alignment
+        assert_eq!(arena.memory_usage(), HEADER_SIZE + 104);
+        assert_eq!(arena.reserved_bytes(), 4096);
+        // Fill the chunk to 8 bytes short of full, then ask for 16: the 8 are lost with the
+        // chunk, and counted, as is the header of the next chunk.
+        for _ in 0..3 {
+            arena.allocate(1000); // each under a quarter chunk: bump-allocated
+        }
+        arena.allocate(capacity - 104 - 3000 - 8);
+        assert_eq!(arena.memory_usage(), 4096 - 8);
+        assert_eq!(arena.reserved_bytes(), 4096);
+        arena.allocate(16);
+        assert_eq!(arena.memory_usage(), 4096 + HEADER_SIZE + 16);
+        assert_eq!(arena.reserved_bytes(), 2 * 4096);
+        // Dedicated chunks are exactly their size and all used.
+        arena.allocate_dedicated(3000);
+        assert_eq!(
+            arena.memory_usage(),
+            4096 + HEADER_SIZE + 16 + HEADER_SIZE + 3000
+        );
+    }
+
+    #[test]
     fn concurrent_allocations_do_not_overlap() {
         let arena = Arc::new(Arena::new(1 << 14));
         let threads: Vec<_> = (0..4u8)
@@ -271,5 +354,23 @@ mod tests {
         for pair in all.windows(2) {
             assert!(pair[0].0 + pair[0].1 <= pair[1].0);
         }
+        // Once the writers are joined the usage is exact: every allocation (aligned), every
+        // header, and at most one lost tail (under 128 bytes here) per chunk.
+        let handed_out: usize = all
+            .iter()
+            .map(|&(_, size)| size.next_multiple_of(ALIGN))
+            .sum();
+        let chunks = arena.reserved_bytes() / (1 << 14);
+        let usage = arena.memory_usage();
+        assert!(
+            usage >= handed_out + chunks * HEADER_SIZE,
+            "{usage} < {handed_out}"
+        );
+        assert!(
+            usage <= handed_out + chunks * (HEADER_SIZE + 128),
+            "{usage}"
+        );
+        // What is held and not counted is the free room of at most one chunk per shard.
+        assert!(arena.reserved_bytes() - usage <= shard_count() * (1 << 14));
     }
 }

@@ -68,9 +68,10 @@ impl MemTable {
     }
 
     /// An empty memtable for a keyspace that freezes memtables at `write_buffer_size` bytes.
-    /// [`Self::approximate_memory_usage`] counts whole arena chunks and every writer thread's
-    /// shard starts one, so the chunks are sized to let a memtable fill with entries, not
-    /// chunks: with fixed 1 MiB chunks, any buffer below that was full from its creation.
+    /// [`Self::approximate_memory_usage`] does not count the free room of the chunks writer
+    /// threads are filling, so a memtable may hold up to one chunk per arena shard beyond it;
+    /// chunks are sized to keep that a small part of the buffer (at most 1/8 with every shard
+    /// writing, 256 KiB a shard for large buffers: 0.8% of 64 MiB with one or two writers).
     pub(crate) fn for_write_buffer(
         comparator: Arc<dyn Comparator>,
         id: u64,
@@ -211,10 +212,19 @@ impl MemTable {
         }
     }
 
-    /// Bytes of memory held: the arena's chunks plus the range tombstones. Cheap (two relaxed
-    /// loads); grows in chunk-sized steps.
+    /// Bytes of memory used: the skiplist's nodes with their alignment padding, chunk headers
+    /// and chunk tails lost when a chunk filled up, plus the range tombstones; not the free
+    /// room of chunks still being filled (at most one chunk per arena shard, see
+    /// [`Self::for_write_buffer`]). Cheap: a load per shard and two more.
     pub fn approximate_memory_usage(&self) -> usize {
         self.list.memory_usage() + self.range_tombstone_bytes.load(MemoryOrder::Relaxed)
+    }
+
+    /// Whether [`Self::approximate_memory_usage`] is at least `limit`: the flush trigger's
+    /// question, answered with two loads while the arena's chunks are below `limit`.
+    pub fn memory_usage_reaches(&self, limit: usize) -> bool {
+        let tombstones = self.range_tombstone_bytes.load(MemoryOrder::Relaxed);
+        self.list.memory_usage_reaches(limit, tombstones)
     }
 
     /// Entries added, range deletions included.
@@ -411,18 +421,80 @@ mod tests {
         let m = table();
         assert!(m.is_empty());
         assert_eq!((m.first_seqno(), m.largest_seqno()), (None, None));
-        assert_eq!(
-            m.approximate_memory_usage(),
-            4096,
-            "just the head node's chunk"
-        );
+        // The head node: 24 links, two one-byte lengths, an 8-byte trailer; its own chunk
+        // (16-byte header), no shard chunk opened.
+        let head = 16 + (24 * 8 + 2 + 8usize).next_multiple_of(8);
+        assert_eq!(m.approximate_memory_usage(), head);
+        assert_eq!(m.list.arena_reserved_bytes(), head);
         m.add(10, ValueKind::Deletion, b"a", b"");
         m.add(11, ValueKind::Value, b"b", &[7; 3000]);
         assert!(!m.is_empty());
         assert_eq!((m.num_entries(), m.num_deletions()), (2, 1));
         assert_eq!((m.first_seqno(), m.largest_seqno()), (Some(10), Some(11)));
-        assert!(m.approximate_memory_usage() >= 4096 + 3000);
+        assert!(m.approximate_memory_usage() >= head + 3000);
         assert_eq!(m.id(), 7);
+    }
+
+    /// Fills a memtable for a 4 MiB write buffer with 16-byte keys and 100-byte values until
+    /// the flush trigger's comparison says full, as `write::make_room` does.
+    fn fill_to_budget(write_buffer_size: usize) -> MemTable {
+        let m = MemTable::for_write_buffer(Arc::new(BytewiseComparator), 1, write_buffer_size);
+        let mut seqno = 0u64;
+        while !m.memory_usage_reaches(write_buffer_size) {
+            assert!(m.approximate_memory_usage() < write_buffer_size);
+            seqno += 1;
+            // Random-looking keys, so towers and splices are those of a random workload.
+            let key = (seqno.wrapping_mul(0x9E37_79B9_7F4A_7C15) as u128).to_be_bytes();
+            m.add(seqno, ValueKind::Value, &key, &[b'v'; 100]);
+        }
+        m
+    }
+
+    #[test]
+    fn accounting_never_under_counts_what_the_nodes_use() {
+        let memtable = fill_to_budget(4 << 20);
+        // Every node: 8 bytes of link 0, 2 length bytes, 24 of internal key, 100 of value,
+        // rounded up to 8 (136), plus 8 bytes a link above the first.
+        let links: usize = (1..skiplist::MAX_HEIGHT)
+            .map(|level| memtable.list.level_len(level))
+            .sum();
+        let entries = memtable.num_entries() as usize;
+        assert_eq!(memtable.list.level_len(0), entries);
+        let nodes = entries * 136 + links * 8;
+        let usage = memtable.approximate_memory_usage();
+        assert!(usage >= nodes, "{usage} < {nodes} bytes of nodes");
+        // And no more than the nodes plus the head and a header and a lost tail (under one
+        // node) per chunk.
+        let chunks = memtable.list.arena_reserved_bytes() / memtable.list.arena_chunk_size() + 1;
+        assert!(
+            usage <= nodes + 16 + 8 * 24 + 16 + chunks * (16 + 400),
+            "{usage} for {nodes}"
+        );
+    }
+
+    #[test]
+    fn freezes_near_the_budget_and_holds_little_beyond_it() {
+        let budget = 4 << 20;
+        let m = fill_to_budget(budget);
+        let reserved = m.list.arena_reserved_bytes();
+        let chunk = m.list.arena_chunk_size();
+        // The trigger fired within one entry of the budget...
+        assert!(m.approximate_memory_usage() >= budget);
+        assert!(m.approximate_memory_usage() < budget + 400);
+        // ...the arena holds at most a chunk per shard more than that...
+        assert!(
+            reserved <= budget + 400 + shard_count() * chunk,
+            "{reserved}"
+        );
+        assert!(chunk <= budget / 8, "{chunk}");
+        // ...and the entries fill it: 144 bytes a node on average (a 16-byte key, 100-byte
+        // value, two links; 1% for tower-height luck and chunk tails).
+        let entries = m.num_entries() as f64;
+        let expected = budget as f64 / 144.0;
+        assert!(
+            entries > expected * 0.99,
+            "{entries} entries, expected {expected}"
+        );
     }
 
     #[test]

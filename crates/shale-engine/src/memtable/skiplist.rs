@@ -8,14 +8,18 @@
 //! A node, at an 8-byte aligned address inside the arena:
 //!
 //! ```text
-//!   link[height-1] .. link[1] | link[0] | key_len u32 | value_len u32 | internal key | value
+//!   link[height-1] .. link[1] | link[0] | key_len varint | internal key | value_len varint | value
 //!                               ^ node pointer
 //! ```
 //!
 //! Links are `AtomicPtr`s at descending addresses before the node pointer, so a node spends
-//! exactly `8 * height` bytes on links and the entry sits at a fixed offset after it. The
-//! internal key is the user key followed by the 8-byte trailer `(seqno << 8) | kind`, little
-//! endian (docs/format/sst.md, "Internal key"), so iterators hand it out as one slice.
+//! exactly `8 * height` bytes on links and the entry starts at a fixed offset after it. The
+//! lengths are LEB128 varints (one byte each below 128, as for the 16-byte keys and 100-byte
+//! values of the benchmarks), so a node costs its entry plus 8 bytes a link and 2 bytes of
+//! lengths, rounded up to 8: 144 bytes on average for a 16-byte key and a 100-byte value,
+//! 8 fewer than with two `u32` lengths. The internal key is the user key followed by the
+//! 8-byte trailer `(seqno << 8) | kind`, little endian (docs/format/sst.md, "Internal key"), so
+//! iterators hand it out as one slice.
 //!
 //! Invariants:
 //! 1. Nodes never move and are never freed before the skiplist drops (they live in its arena).
@@ -46,17 +50,19 @@ pub(super) const MAX_HEIGHT: usize = 24;
 /// Bytes of the internal key's trailer.
 const TRAILER_SIZE: usize = 8;
 
-/// The fixed part of a node from its pointer on: link 0 and the two lengths.
+/// The fixed part of a node from its pointer on: link 0 (the varint lengths and the entry
+/// follow it).
 #[repr(C)]
 struct Node {
     link0: AtomicPtr<Node>,
-    key_len: u32,
-    value_len: u32,
 }
 
 const NODE_SIZE: usize = std::mem::size_of::<Node>();
 const LINK_SIZE: usize = std::mem::size_of::<AtomicPtr<Node>>();
-const _: () = assert!(NODE_SIZE == 16 && LINK_SIZE == 8 && std::mem::align_of::<Node>() <= ALIGN);
+const _: () = assert!(NODE_SIZE == 8 && LINK_SIZE == 8 && std::mem::align_of::<Node>() <= ALIGN);
+
+/// The most bytes a `u32` takes as a varint.
+const MAX_VARINT32_LEN: usize = 5;
 
 /// Orders internal keys given as (user key, trailer); checks once whether the user comparator
 /// is the bytewise one so the hot path compares slices without a virtual call.
@@ -178,7 +184,12 @@ impl SkipList {
     pub(super) fn new(user: Arc<dyn Comparator>, chunk_size: usize) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let arena = Arena::new(chunk_size);
-        let head = allocate_node(&arena, MAX_HEIGHT, &[], 0, &[]);
+        // In a chunk of its own: the thread making the list may never insert into it, and its
+        // shard's chunk would be held for the head alone.
+        let head_size = node_size(MAX_HEIGHT, &[], &[]);
+        // SAFETY: the allocation has `node_size` bytes for this node.
+        let head =
+            unsafe { write_node(arena.allocate_dedicated(head_size), MAX_HEIGHT, &[], 0, &[]) };
         SkipList {
             arena,
             head,
@@ -192,9 +203,40 @@ impl SkipList {
         &self.comparator
     }
 
-    /// Bytes held by the arena.
+    /// Bytes used in the arena (see [`Arena::memory_usage`]).
     pub(super) fn memory_usage(&self) -> usize {
         self.arena.memory_usage()
+    }
+
+    /// Whether the arena's usage plus `extra` is at least `limit`.
+    pub(super) fn memory_usage_reaches(&self, limit: usize, extra: usize) -> bool {
+        self.arena.memory_usage_reaches(limit, extra)
+    }
+
+    /// Bytes the arena holds from the allocator, free room included.
+    #[cfg(test)]
+    pub(super) fn arena_reserved_bytes(&self) -> usize {
+        self.arena.reserved_bytes()
+    }
+
+    /// The arena's chunk size.
+    #[cfg(test)]
+    pub(super) fn arena_chunk_size(&self) -> usize {
+        self.arena.chunk_size()
+    }
+
+    /// Nodes linked at `level`.
+    #[cfg(test)]
+    pub(super) fn level_len(&self, level: usize) -> usize {
+        let mut count = 0;
+        // SAFETY: the head has MAX_HEIGHT links; a node reached at `level` has a link there.
+        let mut node = unsafe { link(self.head, level).load(MemoryOrder::Acquire) };
+        while let Some(n) = NonNull::new(node) {
+            count += 1;
+            // SAFETY: as above.
+            node = unsafe { link(n, level).load(MemoryOrder::Acquire) };
+        }
+        count
     }
 
     /// Inserts `user_key ++ trailer` with `value`; safe to call from many threads at once.
@@ -340,7 +382,7 @@ impl SkipList {
             };
             if let Some(tail) = NonNull::new(tails[0]).filter(|t| *t != self.head) {
                 // SAFETY: `first` is a live, fully written node of this arena (invariant 1).
-                let (user_key, trailer) = split_internal_key(unsafe { node_key(first) });
+                let (user_key, trailer) = unsafe { node_user_key_and_trailer(first) };
                 if self.compare_node(tail, user_key, trailer) != Ordering::Less {
                     return Err(entries_before);
                 }
@@ -429,7 +471,7 @@ impl SkipList {
     /// The entry before `p`: a search for the last entry smaller than `p`'s key.
     pub(super) fn prev(&self, p: Position) -> Option<Position> {
         // SAFETY: `check` ensures the node belongs to this list and so is alive (invariant 5).
-        let (user_key, trailer) = split_internal_key(unsafe { node_key(self.check(p)) });
+        let (user_key, trailer) = unsafe { node_user_key_and_trailer(self.check(p)) };
         self.find_last_before(user_key, trailer, false)
     }
 
@@ -464,7 +506,7 @@ impl SkipList {
     #[inline]
     fn compare_node(&self, node: NonNull<Node>, user_key: &[u8], trailer: u64) -> Ordering {
         // SAFETY: only called on nodes reached through links of this list (invariants 1, 2).
-        let (node_user, node_trailer) = split_internal_key(unsafe { node_key(node) });
+        let (node_user, node_trailer) = unsafe { node_user_key_and_trailer(node) };
         self.comparator
             .compare(node_user, node_trailer, user_key, trailer)
     }
@@ -542,6 +584,7 @@ impl std::fmt::Debug for SkipList {
 }
 
 /// Allocates a node of `height` links (all null) holding `user_key ++ trailer` and `value`.
+#[inline]
 fn allocate_node(
     arena: &Arena,
     height: usize,
@@ -549,32 +592,122 @@ fn allocate_node(
     trailer: u64,
     value: &[u8],
 ) -> NonNull<Node> {
+    let start = arena.allocate(node_size(height, user_key, value));
+    // SAFETY: the allocation has `node_size` bytes, 8-byte aligned, ours alone.
+    unsafe { write_node(start, height, user_key, trailer, value) }
+}
+
+/// Bytes of a node of `height` links holding `user_key ++ trailer` and `value` (before the
+/// arena rounds it up to 8). Panics if the key or value exceeds 4 GiB.
+#[inline]
+fn node_size(height: usize, user_key: &[u8], value: &[u8]) -> usize {
     debug_assert!((1..=MAX_HEIGHT).contains(&height));
     let key_len = user_key.len() + TRAILER_SIZE;
     let key_len_u32 = u32::try_from(key_len).expect("memtable key longer than 4 GiB");
     let value_len_u32 = u32::try_from(value.len()).expect("memtable value longer than 4 GiB");
-    let links = (height - 1) * LINK_SIZE;
-    let start = arena.allocate(links + NODE_SIZE + key_len + value.len());
-    // SAFETY: the allocation holds `links + NODE_SIZE + key_len + value.len()` bytes, 8-byte
-    // aligned, ours alone; every write below stays inside it and fully initializes the node
-    // before anyone else can see it (invariant 2).
+    (height - 1) * LINK_SIZE
+        + NODE_SIZE
+        + varint32_len(key_len_u32)
+        + key_len
+        + varint32_len(value_len_u32)
+        + value.len()
+}
+
+/// Writes a node of `height` null links holding `user_key ++ trailer` and `value` at `start`.
+///
+/// # Safety
+/// `start` is 8-byte aligned with [`node_size`] writable bytes for these arguments, nobody
+/// else's.
+#[inline]
+unsafe fn write_node(
+    start: NonNull<u8>,
+    height: usize,
+    user_key: &[u8],
+    trailer: u64,
+    value: &[u8],
+) -> NonNull<Node> {
+    // `node_size` checked both lengths fit in a u32.
+    let key_len = (user_key.len() + TRAILER_SIZE) as u32;
+    let value_len = value.len() as u32;
+    // SAFETY: every write below stays inside the node's bytes (the caller's guarantee) and
+    // fully initializes the node before anyone else can see it (invariant 2).
     unsafe {
-        let node = start.add(links).cast::<Node>();
+        let node = start.add((height - 1) * LINK_SIZE).cast::<Node>();
         for level in 0..height {
             node.cast::<AtomicPtr<Node>>()
                 .sub(level)
                 .write(AtomicPtr::new(std::ptr::null_mut()));
         }
-        let n = node.as_ptr();
-        std::ptr::addr_of_mut!((*n).key_len).write(key_len_u32);
-        std::ptr::addr_of_mut!((*n).value_len).write(value_len_u32);
-        let entry = node.cast::<u8>().add(NODE_SIZE).as_ptr();
-        std::ptr::copy_nonoverlapping(user_key.as_ptr(), entry, user_key.len());
-        let trailer = trailer.to_le_bytes();
-        std::ptr::copy_nonoverlapping(trailer.as_ptr(), entry.add(user_key.len()), TRAILER_SIZE);
-        std::ptr::copy_nonoverlapping(value.as_ptr(), entry.add(key_len), value.len());
+        let mut at = node.cast::<u8>().add(NODE_SIZE).as_ptr();
+        at = write_varint32(at, key_len);
+        std::ptr::copy_nonoverlapping(user_key.as_ptr(), at, user_key.len());
+        at = at.add(user_key.len());
+        std::ptr::copy_nonoverlapping(trailer.to_le_bytes().as_ptr(), at, TRAILER_SIZE);
+        at = write_varint32(at.add(TRAILER_SIZE), value_len);
+        std::ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
         node
     }
+}
+
+/// Bytes of `value` as a LEB128 varint.
+#[inline]
+fn varint32_len(value: u32) -> usize {
+    // 7 bits a byte; `| 1` gives 0 one byte.
+    (38 - (value | 1).leading_zeros() as usize) / 7
+}
+
+/// Writes `value` as a LEB128 varint at `at`; returns the address after it.
+///
+/// # Safety
+/// `at` has [`varint32_len`]`(value)` writable bytes.
+#[inline]
+unsafe fn write_varint32(mut at: *mut u8, mut value: u32) -> *mut u8 {
+    // SAFETY: one write per byte of the varint, which the caller provides.
+    unsafe {
+        while value >= 0x80 {
+            at.write((value as u8) | 0x80);
+            at = at.add(1);
+            value >>= 7;
+        }
+        at.write(value as u8);
+        at.add(1)
+    }
+}
+
+/// Reads a LEB128 varint written by [`write_varint32`] at `at`: (value, address after it).
+///
+/// # Safety
+/// `at` holds a complete varint written by [`write_varint32`].
+#[inline]
+unsafe fn read_varint32(at: *const u8) -> (usize, *const u8) {
+    // SAFETY: the caller guarantees a complete varint, so every byte read belongs to it.
+    unsafe {
+        let first = at.read();
+        if first < 0x80 {
+            return (usize::from(first), at.add(1));
+        }
+        read_varint32_long(at)
+    }
+}
+
+/// The multi-byte case of [`read_varint32`], out of the hot path.
+///
+/// # Safety
+/// As for [`read_varint32`].
+#[cold]
+unsafe fn read_varint32_long(at: *const u8) -> (usize, *const u8) {
+    let mut value = 0usize;
+    for i in 0..MAX_VARINT32_LEN {
+        // SAFETY: the varint is complete, so byte `i` is read only if byte `i - 1` said
+        // another follows (at most `MAX_VARINT32_LEN` bytes).
+        let byte = unsafe { at.add(i).read() };
+        value |= usize::from(byte & 0x7f) << (7 * i);
+        if byte < 0x80 {
+            // SAFETY: as above; the address after the last byte is in or one past the node.
+            return (value, unsafe { at.add(i + 1) });
+        }
+    }
+    unreachable!("a memtable length varint runs past {MAX_VARINT32_LEN} bytes")
 }
 
 /// Link `level` of `node`.
@@ -594,11 +727,27 @@ unsafe fn link<'a>(node: NonNull<Node>, level: usize) -> &'a AtomicPtr<Node> {
 #[inline]
 unsafe fn node_key<'a>(node: NonNull<Node>) -> &'a [u8] {
     // SAFETY: the lengths and the entry were written before the node was published and never
-    // change (invariant 2); the key starts right after the fixed part.
+    // change (invariant 2); the key follows its length, after the fixed part.
     unsafe {
-        let n = node.as_ptr();
-        let key_len = std::ptr::addr_of!((*n).key_len).read() as usize;
-        std::slice::from_raw_parts(node.cast::<u8>().add(NODE_SIZE).as_ptr(), key_len)
+        let (key_len, key) = read_varint32(node.cast::<u8>().add(NODE_SIZE).as_ptr());
+        std::slice::from_raw_parts(key, key_len)
+    }
+}
+
+/// The user key and trailer of `node`: [`node_key`] split, without the checks
+/// [`split_internal_key`] needs for keys from outside (every node's key ends in a trailer).
+///
+/// # Safety
+/// As for [`node_key`].
+#[inline]
+unsafe fn node_user_key_and_trailer<'a>(node: NonNull<Node>) -> (&'a [u8], u64) {
+    // SAFETY: as in `node_key`; `write_node` wrote `user_key ++ trailer`, so the key is at
+    // least `TRAILER_SIZE` bytes and its last 8 are the trailer, little endian.
+    unsafe {
+        let (key_len, key) = read_varint32(node.cast::<u8>().add(NODE_SIZE).as_ptr());
+        let user_len = key_len - TRAILER_SIZE;
+        let trailer = u64::from_le(key.add(user_len).cast::<u64>().read_unaligned());
+        (std::slice::from_raw_parts(key, user_len), trailer)
     }
 }
 
@@ -608,15 +757,11 @@ unsafe fn node_key<'a>(node: NonNull<Node>) -> &'a [u8] {
 /// As for [`node_key`].
 #[inline]
 unsafe fn node_value<'a>(node: NonNull<Node>) -> &'a [u8] {
-    // SAFETY: as in `node_key`; the value follows the key.
+    // SAFETY: as in `node_key`; the value's length follows the key, the value its length.
     unsafe {
-        let n = node.as_ptr();
-        let key_len = std::ptr::addr_of!((*n).key_len).read() as usize;
-        let value_len = std::ptr::addr_of!((*n).value_len).read() as usize;
-        std::slice::from_raw_parts(
-            node.cast::<u8>().add(NODE_SIZE + key_len).as_ptr(),
-            value_len,
-        )
+        let (key_len, key) = read_varint32(node.cast::<u8>().add(NODE_SIZE).as_ptr());
+        let (value_len, value) = read_varint32(key.add(key_len));
+        std::slice::from_raw_parts(value, value_len)
     }
 }
 
@@ -785,6 +930,50 @@ mod tests {
             for b in keys {
                 assert_eq!(bytewise_compare(a, b), a.cmp(b), "{a:?} {b:?}");
             }
+        }
+    }
+
+    #[test]
+    fn lengths_round_trip_across_varint_sizes() {
+        let list = list();
+        let sizes = [0usize, 1, 127, 128, 16_383, 16_384, 70_000];
+        for (i, &key_size) in sizes.iter().enumerate() {
+            for (j, &value_size) in sizes.iter().enumerate() {
+                let mut user = vec![b'k'; key_size];
+                user.extend_from_slice(&[i as u8, j as u8]);
+                list.insert(&user, 1 << 8 | 1, &vec![j as u8; value_size]);
+            }
+        }
+        let mut found = 0;
+        let mut p = list.first();
+        while let Some(pos) = p {
+            let (user, trailer) = split_internal_key(list.key(pos));
+            assert_eq!(trailer, 1 << 8 | 1);
+            let (i, j) = (user[user.len() - 2], user[user.len() - 1]);
+            assert_eq!(user.len(), sizes[usize::from(i)] + 2);
+            assert_eq!(list.value(pos), vec![j; sizes[usize::from(j)]]);
+            found += 1;
+            p = list.next(pos);
+        }
+        assert_eq!(found, sizes.len() * sizes.len());
+        for (value, len) in [
+            (0, 1),
+            (127, 1),
+            (128, 2),
+            (16_383, 2),
+            (16_384, 3),
+            (u32::MAX, 5),
+        ] {
+            assert_eq!(varint32_len(value), len, "{value}");
+            let mut buf = [0u8; MAX_VARINT32_LEN];
+            // SAFETY: `buf` has room for any varint32.
+            let (end, (read, after)) = unsafe {
+                let end = write_varint32(buf.as_mut_ptr(), value);
+                (end, read_varint32(buf.as_ptr()))
+            };
+            assert_eq!(read, value as usize);
+            assert_eq!(end as usize - buf.as_ptr() as usize, len);
+            assert_eq!(after as usize, end as usize);
         }
     }
 

@@ -623,6 +623,7 @@ impl Repair<'_> {
                 number,
                 writer_options(&self.options.comparator, &own, (keyspace, &name)),
                 own.ttl.is_some(),
+                &[],  // offline: no snapshots
                 None, // repair runs offline: nothing to share the disk with
             )?;
             if let Some(meta) = written {
