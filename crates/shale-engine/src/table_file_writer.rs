@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use shale_sst::{printable, Comparator, TableWriter, ValueKind, WriterOptions};
+use shale_sst::{printable, Comparator, Compression, TableWriter, ValueKind, WriterOptions};
 
 use crate::error::{Error, Result};
 use crate::options::{KeyspaceOptions, Options};
@@ -38,6 +38,19 @@ pub struct ExternalFileInfo {
     pub num_range_deletions: u64,
     /// The file size in bytes.
     pub file_size: u64,
+}
+
+/// Choices of a [`TableFileWriter`] beyond the database's and keyspace's options.
+#[derive(Debug, Clone, Default)]
+pub struct TableFileWriterOptions {
+    /// The codec of the file's data blocks. `None` (the default) uses the codec of the
+    /// keyspace's bottommost level, where an ingested file lands unless it overlaps data
+    /// already in the tree: the file then holds what compaction would have left there. Set
+    /// it to write a file as an upper level would hold it (say lz4, cheaper to write than
+    /// zstd), or to compare ingestion with puts on equal terms: the same codec for both.
+    /// With zstd the file trains its own dictionary as a bottommost compaction does
+    /// (`KeyspaceOptions::zstd_max_dict_bytes`); `zstd-dict` itself is refused.
+    pub compression: Option<Compression>,
 }
 
 /// Writes one external table file from sorted input; see the module docs.
@@ -66,14 +79,41 @@ impl TableFileWriter {
         options: &Options,
         keyspace_options: &KeyspaceOptions,
     ) -> Result<Self> {
+        Self::create_with(
+            path,
+            options,
+            keyspace_options,
+            &TableFileWriterOptions::default(),
+        )
+    }
+
+    /// [`Self::create`] with the choices of `writer_options` (the codec).
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        options: &Options,
+        keyspace_options: &KeyspaceOptions,
+        writer_options: &TableFileWriterOptions,
+    ) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
+        if writer_options.compression == Some(Compression::ZstdDict) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: TableFileWriterOptions::compression cannot be zstd-dict (it needs a \
+                 dictionary); use zstd with KeyspaceOptions::zstd_max_dict_bytes",
+                path.display()
+            )));
+        }
+        let chosen_compression = writer_options.compression;
         let mut writer_options =
             crate::flush::writer_options(&options.comparator, keyspace_options, (0, ""));
         // Which keyspace the file goes to is known only when it is ingested: the file names
         // none (no `user.keyspace_id`).
         writer_options.user_properties.clear();
-        writer_options.compression =
-            keyspace_options.compression_for_level(crate::version::DEFAULT_NUM_LEVELS - 1, true);
+        writer_options.compression = chosen_compression.unwrap_or_else(|| {
+            keyspace_options.compression_for_level(crate::version::DEFAULT_NUM_LEVELS - 1, true)
+        });
+        // As a bottommost compaction writes zstd: with a dictionary trained from the file.
+        writer_options.zstd_max_dict_bytes = keyspace_options.zstd_max_dict_bytes;
+        writer_options.zstd_max_train_bytes = keyspace_options.zstd_max_train_bytes;
         let writer_options = WriterOptions {
             external_file: true,
             ..writer_options
