@@ -80,7 +80,7 @@ fn load_average() -> BoxResult<f64> {
         .parse()?)
 }
 
-/// Key `index` as 16 decimal digits (sorted as numbers), without the cost of `format!`.
+/// Key `index` as 16 decimal digits (sorted as numbers).
 fn key(mut index: u64) -> [u8; KEY_BYTES] {
     let mut key = [b'0'; KEY_BYTES];
     for digit in key.iter_mut().rev() {
@@ -88,6 +88,37 @@ fn key(mut index: u64) -> [u8; KEY_BYTES] {
         index /= 10;
     }
     key
+}
+
+/// Consecutive keys from a starting index, each made by incrementing the previous one's
+/// digits: the input generator should cost next to nothing beside what it measures.
+struct Keys {
+    index: u64,
+    key: [u8; KEY_BYTES],
+}
+
+impl Keys {
+    fn from(index: u64) -> Self {
+        Keys {
+            index,
+            key: key(index),
+        }
+    }
+
+    /// The current key and its index; then moves to the next one.
+    fn next(&mut self) -> ([u8; KEY_BYTES], u64) {
+        let current = (self.key, self.index);
+        self.index += 1;
+        for digit in self.key.iter_mut().rev() {
+            if *digit == b'9' {
+                *digit = b'0';
+            } else {
+                *digit += 1;
+                break;
+            }
+        }
+        current
+    }
 }
 
 /// The value of key `index`: its first half pseudo-random bytes derived from `index`
@@ -106,17 +137,25 @@ impl Values {
 
     fn of(&mut self, index: u64) -> &[u8] {
         let half = self.value.len() / 2;
-        let mut state = index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        for chunk in self.value[..half].chunks_mut(8) {
+        // Each key's stream starts at a scattered point, so neighbours share no bytes.
+        let mut state = splitmix64(index);
+        let mut chunks = self.value[..half].chunks_exact_mut(8);
+        for chunk in &mut chunks {
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+            chunk.copy_from_slice(&splitmix64(state).to_le_bytes());
         }
+        let rest = chunks.into_remainder();
+        let last = splitmix64(state.wrapping_add(0x9E37_79B9_7F4A_7C15)).to_le_bytes();
+        rest.copy_from_slice(&last[..rest.len()]);
         &self.value
     }
+}
+
+/// The splitmix64 output function: a cheap, well-mixed 64-bit hash.
+fn splitmix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// One run of one path.
@@ -195,8 +234,10 @@ fn load_with_puts(config: &Config, dir: &Path, codec: Compression) -> BoxResult<
     };
     let id = db.default_keyspace().id();
     let mut batch = WriteBatch::new();
-    for index in 0..config.keys {
-        batch.put(id, &key(index), values.of(index))?;
+    let mut keys = Keys::from(0);
+    for _ in 0..config.keys {
+        let (key, index) = keys.next();
+        batch.put(id, &key, values.of(index))?;
         if batch.count() as u64 == BATCH {
             db.write(std::mem::take(&mut batch), &write_options)?;
         }
@@ -224,11 +265,14 @@ fn write_files(
     let options = options(codec);
     let writer_options = TableFileWriterOptions {
         compression: Some(codec),
+        ..TableFileWriterOptions::default()
     };
     let mut values = Values::new(config.value_bytes);
     let mut files: Vec<PathBuf> = Vec::new();
     let mut writer: Option<TableFileWriter> = None;
-    for index in range {
+    let mut keys = Keys::from(range.start);
+    for _ in range {
+        let (key, index) = keys.next();
         let current = match &mut writer {
             Some(current) => current,
             None => {
@@ -246,7 +290,7 @@ fn write_files(
             }
         };
         current
-            .put(&key(index), values.of(index))
+            .put(&key, values.of(index))
             .map_err(|e| e.to_string())?;
         if current.estimated_file_size() >= FILE_BYTES {
             if let Some(full) = writer.take() {
