@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release -p shale-engine --example ingest_bench -- --dir DIR [--keys 10000000]
 //!     [--value-bytes 100] [--codecs none,lz4] [--runs 3] [--writers 2] [--paths puts,ingest]
-//!     [--verify]
+//!     [--verify] [--bytes-per-sync 1048576]
 //! ```
 //!
 //! `DIR` must not exist or be empty; each run uses a fresh database under it and deletes it
@@ -20,7 +20,8 @@
 //!   and in tables (the flush and the trivial moves that follow it are done).
 //! - ingest: `--writers` threads each write one contiguous share of the keys into files of
 //!   about 64 MiB with `TableFileWriter` (each file synced), then one `Db::ingest` of all of
-//!   them with `move_files` (hard links); `--verify` turns on `verify_checksums_before_ingest`.
+//!   them with `move_files` (hard links); `--verify` turns on `verify_checksums_before_ingest`
+//!   and `--bytes-per-sync` sets `TableFileWriterOptions::bytes_per_sync` (0: off).
 //!   The data is visible, durable and in tables when `ingest` returns, so *visible* and
 //!   *loaded* are the same moment.
 //!
@@ -210,6 +211,7 @@ struct Config {
     puts: bool,
     ingest: bool,
     verify: bool,
+    bytes_per_sync: u64,
 }
 
 fn options(codec: Compression) -> Options {
@@ -265,7 +267,7 @@ fn write_files(
     let options = options(codec);
     let writer_options = TableFileWriterOptions {
         compression: Some(codec),
-        ..TableFileWriterOptions::default()
+        bytes_per_sync: config.bytes_per_sync,
     };
     let mut values = Values::new(config.value_bytes);
     let mut files: Vec<PathBuf> = Vec::new();
@@ -375,6 +377,7 @@ fn parse_args() -> BoxResult<Config> {
         puts: true,
         ingest: true,
         verify: false,
+        bytes_per_sync: TableFileWriterOptions::default().bytes_per_sync,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -389,6 +392,7 @@ fn parse_args() -> BoxResult<Config> {
             "--value-bytes" => config.value_bytes = value.parse()?,
             "--runs" => config.runs = value.parse()?,
             "--writers" => config.writers = value.parse()?,
+            "--bytes-per-sync" => config.bytes_per_sync = value.parse()?,
             "--codecs" => {
                 config.codecs = value
                     .split(',')

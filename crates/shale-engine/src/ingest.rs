@@ -70,10 +70,10 @@ pub struct IngestOptions {
     /// counts match the properties. Off by default (as `RocksDB`'s
     /// `verify_checksums_before_ingest`): ingestion then reads only each file's footer,
     /// metaindex, properties, index, filters and range deletions (all checksummed) and its
-    /// first and last entries: a small, fixed share of each file (its index and filters, about
-    /// 2% at 100-byte values), where the full check reads all of it. A damaged data
-    /// block is then found when it is read (every read checks the block's checksum), by
-    /// `shale tool verify`, or by compaction, not at ingestion. Turn it on for files that
+    /// first and last data blocks, about 2% of a file with 100-byte values. A damaged data
+    /// block in the middle of a file is then found when it is read (every read checks the
+    /// block's checksum; the read fails with a corruption error, it never returns bad data),
+    /// by `shale tool verify`, or by compaction, not at ingestion. Turn it on for files that
     /// travelled over an untrusted path or were not written by [`crate::TableFileWriter`].
     pub verify_checksums_before_ingest: bool,
 }

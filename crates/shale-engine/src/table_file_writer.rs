@@ -15,7 +15,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use shale_sst::{printable, Comparator, Compression, TableWriter, ValueKind, WriterOptions};
+use shale_sst::{
+    printable, BytewiseComparator, Comparator, Compression, TableWriter, ValueKind, WriterOptions,
+};
 
 use crate::error::{Error, Result};
 use crate::options::{KeyspaceOptions, Options};
@@ -72,6 +74,9 @@ pub struct TableFileWriter {
     writer: TableWriter,
     path: PathBuf,
     comparator: Arc<dyn Comparator>,
+    /// The comparator is the bytewise one: keys are compared inline (a comparator's name is
+    /// its order).
+    bytewise: bool,
     largest_range_deletion_end: Option<Vec<u8>>,
     num_range_deletions: u64,
     /// The internal key being added, reused to save an allocation per entry.
@@ -134,6 +139,7 @@ impl TableFileWriter {
             writer,
             path,
             comparator: options.comparator.clone(),
+            bytewise: options.comparator.name() == BytewiseComparator::NAME,
             largest_range_deletion_end: None,
             num_range_deletions: 0,
             internal_key: Vec::new(),
@@ -176,7 +182,11 @@ impl TableFileWriter {
     fn add_point(&mut self, key: &[u8], kind: ValueKind, value: &[u8]) -> Result<()> {
         // The table writer holds the previous entry's internal key: no copy of it here.
         if let Some(last) = self.writer.last_key().map(user_key_of) {
-            let order = self.comparator.compare(last, key);
+            let order = if self.bytewise {
+                last.cmp(key)
+            } else {
+                self.comparator.compare(last, key)
+            };
             if !order.is_lt() {
                 let what = if order.is_eq() { "repeats" } else { "is below" };
                 return Err(Error::InvalidArgument(format!(
