@@ -275,21 +275,21 @@ fn write_files(
     let mut keys = Keys::from(range.start);
     for _ in range {
         let (key, index) = keys.next();
-        let current = match &mut writer {
-            Some(current) => current,
-            None => {
-                let path = external.join(format!("{prefix}-{:04}.sst", files.len()));
-                files.push(path.clone());
-                writer.insert(
-                    TableFileWriter::create_with(
-                        &path,
-                        &options,
-                        &options.default_keyspace,
-                        &writer_options,
-                    )
-                    .map_err(|e| e.to_string())?,
+        if writer.is_none() {
+            let path = external.join(format!("{prefix}-{:04}.sst", files.len()));
+            files.push(path.clone());
+            writer = Some(
+                TableFileWriter::create_with(
+                    &path,
+                    &options,
+                    &options.default_keyspace,
+                    &writer_options,
                 )
-            }
+                .map_err(|e| e.to_string())?,
+            );
+        }
+        let Some(current) = writer.as_mut() else {
+            continue;
         };
         current
             .put(&key, values.of(index))
