@@ -342,13 +342,20 @@ fn check_boundaries(
             iter.seek_to_first();
         }
         iter.status()?;
-        if !iter.valid() {
-            if num_entries == 0 {
-                return Ok(());
+        match (iter.valid(), num_entries) {
+            // Only range deletions: they are checked below.
+            (false, 0) => break,
+            (false, _) => {
+                return Err(refuse(format!(
+                    "its properties say {num_entries} entries but its index leads to none"
+                )))
             }
-            return Err(refuse(format!(
-                "its properties say {num_entries} entries but its index leads to none"
-            )));
+            (true, 0) => {
+                return Err(refuse(
+                    "its properties say it holds no entries but its index leads to some".into(),
+                ))
+            }
+            (true, _) => {}
         }
         let entry = ParsedInternalKey::parse(iter.key())
             .map_err(|e| refuse(format!("its {which} entry has a bad key: {e}")))?;

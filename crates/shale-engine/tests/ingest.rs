@@ -254,6 +254,21 @@ fn range_deletions_in_a_file_hide_older_data() {
     );
     assert_eq!(get(&ks, "c").as_deref(), Some("new"));
     assert_eq!(get(&ks, "b"), None);
+    // A file of range deletions only, checked with and without reading every block.
+    for (i, verify) in [false, true].into_iter().enumerate() {
+        let only = external(
+            &fs,
+            &format!("/ext/only-{i}.sst"),
+            &[Op::DeleteRange("a", "b")],
+        );
+        let options = IngestOptions {
+            verify_checksums_before_ingest: verify,
+            ..IngestOptions::default()
+        };
+        db.ingest(&[arg(&ks, &[&only])], options).unwrap();
+    }
+    assert_eq!(get(&ks, "a"), None);
+    assert_eq!(get(&ks, "d").as_deref(), Some("old"));
 }
 
 #[test]
