@@ -3,8 +3,11 @@
 //!
 //! Flow:
 //! 1. Validate every file outside any lock: an external table (`shale.external = 1`) with the
-//!    database's comparator, every block's checksum, strictly increasing user keys, all
-//!    seqnos 0; files of one keyspace must not overlap each other.
+//!    database's comparator, intact footer and meta blocks, seqno 0 in its properties, first
+//!    and last entries and range deletions, and key-range properties covering them; with
+//!    `verify_checksums_before_ingest` also every data block's checksum, strictly increasing
+//!    user keys and seqno 0 for every entry. Files of one keyspace must not overlap each
+//!    other.
 //! 2. Copy (or hard-link, with `move_files`) each file into the database directory under a
 //!    new file number, synced, and sync the directory.
 //! 3. As the leader of a write group (`write::run_as_leader`: writers wait), flush the
@@ -62,6 +65,17 @@ pub struct IngestOptions {
     /// a copy where linking fails, e.g. across file systems). The caller must not change or
     /// reuse a linked file afterwards; deleting its own name is fine.
     pub move_files: bool,
+    /// Read every data block of every file before ingesting it: check each block's checksum,
+    /// that user keys strictly increase, that every entry has seqno 0 and that the entry
+    /// counts match the properties. Off by default (as `RocksDB`'s
+    /// `verify_checksums_before_ingest`): ingestion then reads only each file's footer,
+    /// metaindex, properties, index, filters and range deletions (all checksummed) and its
+    /// first and last data blocks, about 2% of a file with 100-byte values. A damaged data
+    /// block in the middle of a file is then found when it is read (every read checks the
+    /// block's checksum; the read fails with a corruption error, it never returns bad data),
+    /// by `shale tool verify`, or by compaction, not at ingestion. Turn it on for files that
+    /// travelled over an untrusted path or were not written by [`crate::TableFileWriter`].
+    pub verify_checksums_before_ingest: bool,
 }
 
 /// Where one ingested file went.
@@ -177,7 +191,12 @@ pub(crate) fn ingest(
     for arg in args {
         let mut files = Vec::new();
         for path in &arg.files {
-            files.push(inspect(inner, arg.keyspace.id(), path)?);
+            files.push(inspect(
+                inner,
+                arg.keyspace.id(),
+                path,
+                options.verify_checksums_before_ingest,
+            )?);
         }
         check_disjoint(inner, &arg.keyspace, &mut files)?;
         candidates.extend(files);
@@ -216,9 +235,14 @@ pub(crate) fn ingest(
     result
 }
 
-/// Opens and reads `path` whole: an external table of the database's comparator, intact,
-/// with strictly increasing user keys at seqno 0.
-fn inspect(inner: &DbInner, keyspace: u32, path: &Path) -> Result<Candidate> {
+/// Opens `path` and checks what ingestion relies on: an external table of the database's
+/// comparator whose footer, metaindex, properties, index, filters and range deletions are
+/// intact (always checksummed), with seqno 0 everywhere the properties, the first and last
+/// entries and the range deletions say, and whose key-range properties (which place it)
+/// cover its first and last entries and range deletions. With `verify_blocks` every data
+/// block is read as well: its checksum, strictly increasing user keys and seqno 0 for every
+/// entry, and the entry counts the properties state.
+fn inspect(inner: &DbInner, keyspace: u32, path: &Path, verify_blocks: bool) -> Result<Candidate> {
     let refuse = |detail: String| {
         Error::InvalidArgument(format!("cannot ingest {}: {detail}", path.display()))
     };
@@ -236,13 +260,154 @@ fn inspect(inner: &DbInner, keyspace: u32, path: &Path) -> Result<Candidate> {
                 .into(),
         ));
     }
+    if props.largest_seqno != 0 {
+        return Err(refuse(format!(
+            "its properties give seqno {} as its largest, an external table holds only seqno 0",
+            props.largest_seqno
+        )));
+    }
+    if let Some(t) = table.range_tombstones().iter().find(|t| t.seqno != 0) {
+        return Err(refuse(format!(
+            "range deletion from {} has seqno {}, an external table holds only seqno 0",
+            printable(&t.start),
+            t.seqno
+        )));
+    }
+    if props.num_entries == 0 && table.range_tombstones().is_empty() {
+        return Err(refuse("it holds no entries".into()));
+    }
+    let key = |bytes: &[u8], which: &str| {
+        InternalKey::from_encoded(bytes.to_vec())
+            .map_err(|e| refuse(format!("its {which} key property is bad: {e}")))
+    };
+    let smallest = key(&props.smallest_key, "smallest")?;
+    let largest = key(&props.largest_key, "largest")?;
+    let counted = if verify_blocks {
+        Some(scan_entries(
+            &table,
+            inner.user_comparator().as_ref(),
+            &refuse,
+        )?)
+    } else {
+        None
+    };
+    check_boundaries(inner, &table, &smallest, &largest, &refuse)?;
+    let num_deletions = match counted {
+        Some((num_entries, num_deletions)) => {
+            if num_entries != props.num_entries || num_deletions != props.num_deletions {
+                return Err(refuse(format!(
+                    "it holds {num_entries} entries ({num_deletions} deletions) but its \
+                     properties say {} ({})",
+                    props.num_entries, props.num_deletions
+                )));
+            }
+            num_deletions
+        }
+        None => props.num_deletions,
+    };
+    Ok(Candidate {
+        source: path.to_path_buf(),
+        keyspace,
+        number: 0,
+        size: table.file_size(),
+        smallest,
+        largest,
+        num_entries: props.num_entries,
+        num_deletions: num_deletions + table.range_tombstones().len() as u64,
+        creation_time: props.creation_time,
+    })
+}
+
+/// Reads the first and last point entries (one data block each, checksummed) and checks
+/// that they are at seqno 0 and that they and every range deletion lie within the file's
+/// smallest and largest key properties, which decide where the file is placed.
+fn check_boundaries(
+    inner: &DbInner,
+    table: &Arc<Table>,
+    smallest: &InternalKey,
+    largest: &InternalKey,
+    refuse: &dyn Fn(String) -> Error,
+) -> Result<()> {
     let cmp = inner.user_comparator();
+    let internal = shale_sst::InternalKeyComparator::new(cmp.clone());
+    let num_entries = table.properties().num_entries;
+    let mut iter = table.iter(TableReadOptions {
+        skip_cache_fill: true,
+        ..TableReadOptions::default()
+    });
+    for (which, last) in [("first", false), ("last", true)] {
+        if last {
+            iter.seek_to_last();
+        } else {
+            iter.seek_to_first();
+        }
+        iter.status()?;
+        match (iter.valid(), num_entries) {
+            // Only range deletions: they are checked below.
+            (false, 0) => break,
+            (false, _) => {
+                return Err(refuse(format!(
+                    "its properties say {num_entries} entries but its index leads to none"
+                )))
+            }
+            (true, 0) => {
+                return Err(refuse(
+                    "its properties say it holds no entries but its index leads to some".into(),
+                ))
+            }
+            (true, _) => {}
+        }
+        let entry = ParsedInternalKey::parse(iter.key())
+            .map_err(|e| refuse(format!("its {which} entry has a bad key: {e}")))?;
+        if entry.seqno != 0 {
+            return Err(refuse(format!(
+                "entry {} has seqno {}, an external table holds only seqno 0",
+                printable(entry.user_key),
+                entry.seqno
+            )));
+        }
+        if internal.compare(iter.key(), smallest.encoded()).is_lt()
+            || internal.compare(iter.key(), largest.encoded()).is_gt()
+        {
+            return Err(refuse(format!(
+                "its {which} entry {} lies outside the key range its properties give ({} .. {})",
+                printable(entry.user_key),
+                printable(smallest.user_key()),
+                printable(largest.user_key())
+            )));
+        }
+    }
+    for tombstone in table.range_tombstones() {
+        if cmp.compare(&tombstone.start, smallest.user_key()).is_lt()
+            || cmp.compare(&tombstone.end, largest.user_key()).is_gt()
+        {
+            return Err(refuse(format!(
+                "range deletion [{} .. {}) lies outside the key range its properties give \
+                 ({} .. {})",
+                printable(&tombstone.start),
+                printable(&tombstone.end),
+                printable(smallest.user_key()),
+                printable(largest.user_key())
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads every data block (checksums checked by the reader) and returns the number of point
+/// entries and of deletions, refusing a seqno other than 0 or a user key not above the one
+/// before it.
+fn scan_entries(
+    table: &Arc<Table>,
+    cmp: &dyn Comparator,
+    refuse: &dyn Fn(String) -> Error,
+) -> Result<(u64, u64)> {
     let mut iter = table.iter(TableReadOptions {
         skip_cache_fill: true,
         ..TableReadOptions::default()
     });
     iter.seek_to_first();
-    let mut previous: Option<Vec<u8>> = None;
+    let mut previous: Vec<u8> = Vec::new();
     let mut num_entries = 0u64;
     let mut num_deletions = 0u64;
     while iter.valid() {
@@ -255,54 +420,23 @@ fn inspect(inner: &DbInner, keyspace: u32, path: &Path) -> Result<Candidate> {
                 key.seqno
             )));
         }
-        if let Some(previous) = &previous {
-            if !cmp.compare(previous, key.user_key).is_lt() {
-                return Err(refuse(format!(
-                    "key {} does not sort above the previous key {}",
-                    printable(key.user_key),
-                    printable(previous)
-                )));
-            }
+        if num_entries > 0 && !cmp.compare(&previous, key.user_key).is_lt() {
+            return Err(refuse(format!(
+                "key {} does not sort above the previous key {}",
+                printable(key.user_key),
+                printable(&previous)
+            )));
         }
         if key.kind == ValueKind::Deletion {
             num_deletions += 1;
         }
         num_entries += 1;
-        previous = Some(key.user_key.to_vec());
+        previous.clear();
+        previous.extend_from_slice(key.user_key);
         iter.next();
     }
     iter.status()?;
-    if let Some(t) = table.range_tombstones().iter().find(|t| t.seqno != 0) {
-        return Err(refuse(format!(
-            "range deletion from {} has seqno {}, an external table holds only seqno 0",
-            printable(&t.start),
-            t.seqno
-        )));
-    }
-    if num_entries != props.num_entries {
-        return Err(refuse(format!(
-            "it holds {num_entries} entries but its properties say {}",
-            props.num_entries
-        )));
-    }
-    if num_entries == 0 && table.range_tombstones().is_empty() {
-        return Err(refuse("it holds no entries".into()));
-    }
-    let key = |bytes: &[u8], which: &str| {
-        InternalKey::from_encoded(bytes.to_vec())
-            .map_err(|e| refuse(format!("its {which} key property is bad: {e}")))
-    };
-    Ok(Candidate {
-        source: path.to_path_buf(),
-        keyspace,
-        number: 0,
-        size: table.file_size(),
-        smallest: key(&props.smallest_key, "smallest")?,
-        largest: key(&props.largest_key, "largest")?,
-        num_entries,
-        num_deletions: num_deletions + table.range_tombstones().len() as u64,
-        creation_time: props.creation_time,
-    })
+    Ok((num_entries, num_deletions))
 }
 
 /// Sorts one keyspace's files by key and refuses overlapping ones.

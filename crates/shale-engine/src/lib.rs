@@ -82,7 +82,7 @@ pub use repair::{
 };
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelIoStats};
-pub use table_file_writer::{ExternalFileInfo, TableFileWriter};
+pub use table_file_writer::{ExternalFileInfo, TableFileWriter, TableFileWriterOptions};
 pub use txn::{
     BulkCommit, IsolationLevel, Transaction, TransactionDb, TransactionDbOptions, TransactionError,
     TransactionIterator, TransactionOptions, TransactionStats,

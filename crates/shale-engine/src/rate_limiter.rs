@@ -312,6 +312,10 @@ impl WritableFile for RateLimitedFile {
         self.file.flush()
     }
 
+    fn start_writeback(&mut self) -> shale_fs::Result<()> {
+        self.file.start_writeback()
+    }
+
     fn sync_data(&mut self) -> shale_fs::Result<()> {
         self.file.sync_data()
     }

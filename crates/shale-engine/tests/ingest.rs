@@ -254,6 +254,21 @@ fn range_deletions_in_a_file_hide_older_data() {
     );
     assert_eq!(get(&ks, "c").as_deref(), Some("new"));
     assert_eq!(get(&ks, "b"), None);
+    // A file of range deletions only, checked with and without reading every block.
+    for (i, verify) in [false, true].into_iter().enumerate() {
+        let only = external(
+            &fs,
+            &format!("/ext/only-{i}.sst"),
+            &[Op::DeleteRange("a", "b")],
+        );
+        let options = IngestOptions {
+            verify_checksums_before_ingest: verify,
+            ..IngestOptions::default()
+        };
+        db.ingest(&[arg(&ks, &[&only])], options).unwrap();
+    }
+    assert_eq!(get(&ks, "a"), None);
+    assert_eq!(get(&ks, "d").as_deref(), Some("old"));
 }
 
 #[test]
@@ -269,7 +284,10 @@ fn reopen_keeps_ingested_files_and_later_writes_stay_newer() {
     let placed = db
         .ingest(
             &[arg(&db.default_keyspace(), &[&a]), arg(&users, &[&b])],
-            IngestOptions { move_files: true },
+            IngestOptions {
+                move_files: true,
+                ..IngestOptions::default()
+            },
         )
         .unwrap();
     assert_eq!(placed[0].global_seqno, placed[1].global_seqno);
@@ -435,6 +453,11 @@ fn refused(db: &Db, files: &[&PathBuf]) -> String {
     error.to_string()
 }
 
+const VERIFY: IngestOptions = IngestOptions {
+    move_files: false,
+    verify_checksums_before_ingest: true,
+};
+
 #[test]
 fn bad_files_are_refused_with_clear_errors() {
     let mem = MemFs::new();
@@ -450,7 +473,11 @@ fn bad_files_are_refused_with_clear_errors() {
         true,
         &[("a", 0, ValueKind::Value), ("a", 0, ValueKind::Deletion)],
     );
-    let message = refused(&db, &[&repeated]);
+    // A repeated key in the middle of a file is seen only by reading every entry.
+    let message = db
+        .ingest(&[arg(&db.default_keyspace(), &[&repeated])], VERIFY)
+        .unwrap_err()
+        .to_string();
     assert!(
         message.contains("does not sort above the previous key"),
         "{message}"
@@ -487,6 +514,134 @@ fn bad_files_are_refused_with_clear_errors() {
         Vec::new()
     );
     db.put(b"a", b"2").unwrap();
+}
+
+/// An external table of `n` keys `k000000..` with 100-byte values: many data blocks.
+fn big_external(fs: &Arc<dyn FileSystem>, path: &str, n: usize) -> PathBuf {
+    fs.create_dir_all(Path::new("/ext")).unwrap();
+    let mut writer =
+        TableFileWriter::create(path, &options(fs.clone()), &KeyspaceOptions::default()).unwrap();
+    for i in 0..n {
+        writer
+            .put(format!("k{i:06}").as_bytes(), &[b'v'; 100])
+            .unwrap();
+    }
+    writer.finish().unwrap();
+    PathBuf::from(path)
+}
+
+/// The blocks of the table at `path`, in file order.
+fn blocks(fs: &Arc<dyn FileSystem>, path: &Path) -> Vec<shale_sst::BlockInfo> {
+    shale_sst::Table::open(&**fs, path, &shale_sst::TableOpenOptions::default())
+        .unwrap()
+        .layout()
+        .unwrap()
+        .blocks
+}
+
+/// A damaged data block in the middle of a file is caught before ingestion only with
+/// `verify_checksums_before_ingest`; without it the file goes in, and the damage is reported
+/// by the first read of that block, never returned as data.
+#[test]
+fn a_corrupt_middle_data_block_is_caught_with_verify_checksums_before_ingest() {
+    let mem = MemFs::new();
+    let fs: Arc<dyn FileSystem> = Arc::new(mem.clone());
+    let db = open(&fs);
+    let path = big_external(&fs, "/ext/big.sst", 2000);
+    let data: Vec<_> = blocks(&fs, &path)
+        .into_iter()
+        .filter(|b| b.kind == shale_sst::BlockKind::Data)
+        .collect();
+    assert!(data.len() >= 10, "{} data blocks", data.len());
+    let middle = &data[data.len() / 2];
+    mem.corrupt_for_test(&path, middle.handle.offset + 10, 0x40)
+        .unwrap();
+
+    let error = db
+        .ingest(&[arg(&db.default_keyspace(), &[&path])], VERIFY)
+        .unwrap_err();
+    assert!(error.is_corruption(), "{error}");
+    assert!(error.to_string().contains("big.sst"), "{error}");
+    assert!(table_files(&fs).is_empty());
+
+    db.ingest(
+        &[arg(&db.default_keyspace(), &[&path])],
+        IngestOptions::default(),
+    )
+    .unwrap();
+    let keyspace = db.default_keyspace();
+    assert_eq!(
+        get(&keyspace, "k000000").as_deref(),
+        Some(&"v".repeat(100)[..])
+    );
+    assert_eq!(
+        get(&keyspace, "k001999").as_deref(),
+        Some(&"v".repeat(100)[..])
+    );
+    let damaged = user_key_of(middle.first_key.as_deref().unwrap());
+    let error = keyspace.get(damaged.as_bytes()).unwrap_err();
+    assert!(error.is_corruption(), "{error}");
+}
+
+/// The user key of an encoded internal key (the last 8 bytes are the trailer).
+fn user_key_of(internal_key: &[u8]) -> String {
+    String::from_utf8(internal_key[..internal_key.len() - 8].to_vec()).unwrap()
+}
+
+/// Damage to what ingestion always reads (footer, properties, index, filter, first and last
+/// data blocks) refuses the file with the default options, naming it.
+#[test]
+fn a_corrupt_footer_or_meta_block_is_caught_without_verification() {
+    let mem = MemFs::new();
+    let fs: Arc<dyn FileSystem> = Arc::new(mem.clone());
+    let db = open(&fs);
+    let probe = big_external(&fs, "/ext/probe.sst", 2000);
+    let layout = blocks(&fs, &probe);
+    let file_size = fs.size(&probe).unwrap();
+    let first_data = layout
+        .iter()
+        .find(|b| b.kind == shale_sst::BlockKind::Data)
+        .unwrap();
+    let last_data = layout
+        .iter()
+        .rev()
+        .find(|b| b.kind == shale_sst::BlockKind::Data)
+        .unwrap();
+    let at = |kind| {
+        layout
+            .iter()
+            .find(|b| b.kind == kind)
+            .unwrap_or_else(|| panic!("no {kind:?} block"))
+            .handle
+            .offset
+            + 3
+    };
+    let places = [
+        ("footer", file_size - 20),
+        ("properties", at(shale_sst::BlockKind::Properties)),
+        ("index", at(shale_sst::BlockKind::Index)),
+        ("filter", at(shale_sst::BlockKind::Filter)),
+        ("metaindex", at(shale_sst::BlockKind::Metaindex)),
+        ("first data block", first_data.handle.offset + 3),
+        ("last data block", last_data.handle.offset + 3),
+    ];
+    for (i, (what, offset)) in places.into_iter().enumerate() {
+        let path = big_external(&fs, &format!("/ext/damaged-{i}.sst"), 2000);
+        mem.corrupt_for_test(&path, offset, 0x40).unwrap();
+        let error = db
+            .ingest(
+                &[arg(&db.default_keyspace(), &[&path])],
+                IngestOptions::default(),
+            )
+            .expect_err(what);
+        assert!(error.is_corruption(), "{what}: {error}");
+        assert!(
+            error.to_string().contains(&format!("damaged-{i}.sst")),
+            "{what}: {error}"
+        );
+    }
+    assert!(table_files(&fs).is_empty());
+    assert_eq!(get(&db.default_keyspace(), "k000000"), None);
 }
 
 /// A power cut at any sync point of an ingestion leaves all of it or none of it, in both

@@ -436,6 +436,11 @@ impl WritableFile for FaultWritableFile {
         self.inner.flush()
     }
 
+    fn start_writeback(&mut self) -> Result<()> {
+        self.shared.guard(Op::Flush, &self.path)?;
+        self.inner.start_writeback()
+    }
+
     fn sync_data(&mut self) -> Result<()> {
         match self.shared.check(Op::SyncData, &[&self.path]) {
             None => self.inner.sync_data(),

@@ -68,6 +68,15 @@ pub trait WritableFile: Send + Debug {
     fn append(&mut self, data: &[u8]) -> Result<()>;
     /// Hands buffered bytes to the OS (they survive a process crash, not a power cut).
     fn flush(&mut self) -> Result<()>;
+    /// Flushes, then asks the OS to start writing the flushed bytes to the device without
+    /// waiting for it (Linux `sync_file_range(SYNC_FILE_RANGE_WRITE)`, as `RocksDB`'s
+    /// `bytes_per_sync` does). Nothing becomes durable by it (contract 1 still holds): it
+    /// spreads a large file's device writes over the time it is written, so that the final
+    /// [`Self::sync_data`] waits for the last stretch only. Failures count as a flush's. The
+    /// default only flushes.
+    fn start_writeback(&mut self) -> Result<()> {
+        self.flush()
+    }
     /// Flushes, then makes every appended byte durable (fdatasync).
     fn sync_data(&mut self) -> Result<()>;
     /// Bytes appended so far, including any still buffered.

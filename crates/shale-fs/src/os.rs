@@ -15,6 +15,7 @@
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -218,6 +219,8 @@ struct OsWritableFile {
     buffer: Vec<u8>,
     /// Bytes in the file plus bytes in `buffer`.
     len: u64,
+    /// Where the last `start_writeback` ended: the next one asks for the bytes after it.
+    written_back: u64,
 }
 
 impl OsWritableFile {
@@ -227,6 +230,7 @@ impl OsWritableFile {
             path,
             buffer: Vec::with_capacity(WRITE_BUFFER_SIZE),
             len,
+            written_back: len,
         }
     }
 
@@ -259,6 +263,34 @@ impl WritableFile for OsWritableFile {
 
     fn flush(&mut self) -> Result<()> {
         self.write_buffer(Op::Flush)
+    }
+
+    fn start_writeback(&mut self) -> Result<()> {
+        self.write_buffer(Op::Flush)?;
+        let Ok(offset) = libc::off64_t::try_from(self.written_back) else {
+            return Ok(());
+        };
+        let len = self.len.saturating_sub(self.written_back);
+        let Ok(nbytes) = libc::off64_t::try_from(len) else {
+            return Ok(());
+        };
+        if nbytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the descriptor is this open file's; the call reads no memory of ours.
+        let done = unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                offset,
+                nbytes,
+                libc::SYNC_FILE_RANGE_WRITE,
+            )
+        };
+        if done != 0 {
+            return Err(Error::io(Op::Flush, &self.path, io::Error::last_os_error()));
+        }
+        self.written_back = self.len;
+        Ok(())
     }
 
     fn sync_data(&mut self) -> Result<()> {

@@ -344,3 +344,21 @@ fn test_helpers_plant_damage_and_measure() {
         b"0122"
     );
 }
+
+#[test]
+fn start_writeback_hands_bytes_to_readers_but_makes_nothing_durable() {
+    let fs = fs_with_dir();
+    durable_file(&fs, "1.sst", b"synced");
+    let mut file = fs.open_append(&p("1.sst")).expect("open append");
+    file.append(b" written back").expect("append");
+    file.start_writeback().expect("start writeback");
+    assert_eq!(
+        fs.file_contents(p("1.sst")).expect("contents"),
+        b"synced written back"
+    );
+    let image = fs.crash_image(CrashMode::DropUnsynced);
+    assert_eq!(
+        image.file_contents(p("1.sst")).expect("contents"),
+        b"synced"
+    );
+}

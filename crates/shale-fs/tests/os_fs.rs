@@ -216,3 +216,21 @@ fn rename_replaces_the_target_and_hard_link_shares_contents() {
     let err = fs.rename(&current, &tmp).expect_err("rename missing");
     assert!(err.is_not_found(), "{err}");
 }
+
+#[test]
+fn start_writeback_between_appends_keeps_every_byte_in_order() {
+    let dir = TempDir::new("writeback");
+    let fs = OsFs::new();
+    let path = dir.join("f");
+    let data = pattern(300_000);
+    let mut file = fs.create(&path).expect("create");
+    for chunk in data.chunks(70_000) {
+        file.append(chunk).expect("append");
+        file.start_writeback().expect("start writeback");
+        // A second request with nothing new asks for nothing.
+        file.start_writeback().expect("start writeback again");
+    }
+    file.sync_data().expect("sync");
+    assert_eq!(file.len(), data.len() as u64);
+    assert_eq!(std::fs::read(&path).expect("read"), data);
+}

@@ -407,9 +407,8 @@ impl Table {
             bytes[size + 3],
             bytes[size + 4],
         ]);
-        bytes.truncate(size);
         if verify {
-            let actual = checksum::block_checksum(self.footer.checksum_type, &bytes, compression);
+            let actual = checksum::block_checksum(self.footer.checksum_type, &bytes[..=size]);
             if checksum != actual {
                 return Err(Error::Corruption {
                     file: self.path.clone(),
@@ -422,6 +421,7 @@ impl Table {
                 });
             }
         }
+        bytes.truncate(size);
         if compression == Compression::ZstdDict.tag() && !self.has_dictionary {
             return Err(Error::Corruption {
                 file: self.path.clone(),

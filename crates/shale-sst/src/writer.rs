@@ -64,6 +64,10 @@ pub struct WriterOptions {
     pub oldest_entry_time: u64,
     /// Whether [`TableWriter::finish`] syncs the file (fdatasync).
     pub sync_on_finish: bool,
+    /// Every this many bytes written, ask the OS to start writing them to the device
+    /// ([`WritableFile::start_writeback`]), so that the sync at `finish` waits for the last
+    /// stretch only instead of the whole file; 0 never asks.
+    pub bytes_per_sync: u64,
     /// Marks the table as written for ingestion (`shale.external = 1`); such a table must
     /// hold only seqno 0 entries with unique user keys, which the caller guarantees.
     pub external_file: bool,
@@ -91,6 +95,7 @@ impl Default for WriterOptions {
             creation_time: None,
             oldest_entry_time: 0,
             sync_on_finish: true,
+            bytes_per_sync: 0,
             external_file: false,
             zstd_max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
@@ -180,6 +185,8 @@ pub struct TableWriter {
     range_deletions: Vec<(Vec<u8>, Vec<u8>)>,
     last_key: Vec<u8>,
     offset: u64,
+    /// Where the last writeback request ended (`bytes_per_sync`).
+    writeback_requested: u64,
     props: TableProperties,
     compressed: Vec<u8>,
     separator: Vec<u8>,
@@ -258,6 +265,7 @@ impl TableWriter {
             range_deletions: Vec::new(),
             last_key: Vec::new(),
             offset: 0,
+            writeback_requested: 0,
             props,
             compressed: Vec::new(),
             separator: Vec::new(),
@@ -372,6 +380,11 @@ impl TableWriter {
         self.props.num_entries
     }
 
+    /// The encoded internal key of the last point entry added, if any.
+    pub fn last_key(&self) -> Option<&[u8]> {
+        (self.props.num_entries > 0).then_some(self.last_key.as_slice())
+    }
+
     /// Bytes the file would have if finished now, roughly (for cutting output files).
     pub fn estimated_file_size(&self) -> u64 {
         let held = self.training.as_ref().map_or(0, |t| t.held_bytes);
@@ -410,6 +423,17 @@ impl TableWriter {
         self.props.num_data_blocks += 1;
         self.props.data_size = self.offset;
         self.pending_index_entry = Some(handle);
+        self.start_writeback_if_due()
+    }
+
+    /// Asks for the writeback of what was written since the last request once it reaches
+    /// `bytes_per_sync`.
+    fn start_writeback_if_due(&mut self) -> Result<()> {
+        let due = self.options.bytes_per_sync;
+        if due > 0 && self.offset - self.writeback_requested >= due {
+            self.file.start_writeback()?;
+            self.writeback_requested = self.offset;
+        }
         Ok(())
     }
 
@@ -453,6 +477,7 @@ impl TableWriter {
                 // The last held block: its separator waits for the next key (invariant 2).
                 None => self.pending_index_entry = Some(handle),
             }
+            self.start_writeback_if_due()?;
         }
         self.props.data_size = self.offset;
         Ok(())
@@ -624,7 +649,8 @@ fn now_seconds() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Writes one block and its trailer at `*offset`, compressing it if `compress`.
+/// Writes one block and its trailer at `*offset`, compressing it if `compress`. The stored
+/// bytes, tag and checksum are assembled in `scratch` and appended at once.
 fn write_block(
     file: &mut dyn WritableFile,
     offset: &mut u64,
@@ -634,22 +660,26 @@ fn write_block(
     contents: &[u8],
     compress: bool,
 ) -> Result<BlockHandle> {
-    let (stored, tag): (&[u8], u8) = if compress {
-        let tag = compressor.compress(contents, scratch)?;
-        (scratch.as_slice(), tag)
+    let tag = if compress {
+        compressor.compress(contents, scratch)?
     } else {
-        (contents, Compression::None.tag())
+        scratch.clear();
+        scratch.extend_from_slice(contents);
+        Compression::None.tag()
     };
-    let checksum = checksum::block_checksum(checksum_type, stored, tag);
-    let mut trailer = [0u8; crate::format::BLOCK_TRAILER_SIZE];
-    trailer[0] = tag;
-    trailer[1..].copy_from_slice(&checksum.to_le_bytes());
-    file.append(stored)?;
-    file.append(&trailer)?;
+    let stored_len = scratch.len();
+    scratch.push(tag);
+    let checksum = checksum::block_checksum(checksum_type, scratch);
+    scratch.extend_from_slice(&checksum.to_le_bytes());
+    debug_assert_eq!(
+        scratch.len(),
+        stored_len + crate::format::BLOCK_TRAILER_SIZE
+    );
+    file.append(scratch)?;
     let handle = BlockHandle {
         offset: *offset,
-        size: stored.len() as u64,
+        size: stored_len as u64,
     };
-    *offset += stored.len() as u64 + trailer.len() as u64;
+    *offset += scratch.len() as u64;
     Ok(handle)
 }

@@ -1573,3 +1573,74 @@ fn approximate_offsets_and_index_samples_follow_the_data() {
     }
     assert!(table.sample_index_keys(0).unwrap().is_empty());
 }
+
+/// A file that records where each `start_writeback` was asked for.
+#[derive(Debug)]
+struct WritebackLog {
+    inner: Box<dyn shale_fs::WritableFile>,
+    requests: Arc<std::sync::Mutex<Vec<u64>>>,
+}
+
+impl shale_fs::WritableFile for WritebackLog {
+    fn append(&mut self, data: &[u8]) -> shale_fs::Result<()> {
+        self.inner.append(data)
+    }
+    fn flush(&mut self) -> shale_fs::Result<()> {
+        self.inner.flush()
+    }
+    fn start_writeback(&mut self) -> shale_fs::Result<()> {
+        self.requests.lock().unwrap().push(self.inner.len());
+        self.inner.start_writeback()
+    }
+    fn sync_data(&mut self) -> shale_fs::Result<()> {
+        self.inner.sync_data()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+#[test]
+fn bytes_per_sync_asks_for_writeback_about_every_so_many_bytes() {
+    for bytes_per_sync in [0u64, 16 << 10] {
+        let fs = MemFs::new();
+        let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let file = WritebackLog {
+            inner: fs.create(Path::new("/t.sst")).unwrap(),
+            requests: requests.clone(),
+        };
+        let options = WriterOptions {
+            bytes_per_sync,
+            ..WriterOptions::default()
+        };
+        let mut writer = TableWriter::new(Box::new(file), "/t.sst".into(), options).unwrap();
+        for i in 0..2000u32 {
+            writer
+                .add_entry(
+                    format!("key{i:06}").as_bytes(),
+                    1,
+                    ValueKind::Value,
+                    &[7; 100],
+                )
+                .unwrap();
+        }
+        let (size, _) = writer.finish().unwrap();
+        let requests = requests.lock().unwrap().clone();
+        if bytes_per_sync == 0 {
+            assert!(requests.is_empty(), "{requests:?}");
+            continue;
+        }
+        // ~230 KB of data blocks: a request after each 16 KiB and at most a block beyond.
+        assert!(requests.len() >= 10, "{requests:?}");
+        let mut previous = 0;
+        for &at in &requests {
+            assert!(at - previous >= bytes_per_sync, "{requests:?}");
+            assert!(at - previous < bytes_per_sync + 8192, "{requests:?}");
+            previous = at;
+        }
+        assert!(previous < size);
+        // The table reads back whole.
+        let table = Table::open(&fs, Path::new("/t.sst"), &TableOpenOptions::default()).unwrap();
+        assert_eq!(table.properties().num_entries, 2000);
+    }
+}

@@ -26,6 +26,10 @@ pub struct IngestToolArgs {
     /// afterwards).
     #[arg(long = "move")]
     pub move_files: bool,
+    /// Read every data block before ingesting (checksums, key order, seqnos), not only each
+    /// file's meta blocks and first and last entries.
+    #[arg(long)]
+    pub verify_checksums: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -51,6 +55,7 @@ pub fn run(args: &IngestToolArgs) -> Result<(), Failure> {
         }],
         IngestOptions {
             move_files: args.move_files,
+            verify_checksums_before_ingest: args.verify_checksums,
         },
     );
     bar.finish_and_clear();

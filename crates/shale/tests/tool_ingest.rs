@@ -82,3 +82,34 @@ fn ingest_places_files_and_refuses_bad_ones() {
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `--verify-checksums` reads every data block first and refuses a file damaged in the
+/// middle (exit 2); without it only the meta blocks and the first and last data blocks are
+/// read, and the same file goes in.
+#[test]
+fn verify_checksums_refuses_a_file_damaged_in_the_middle() {
+    let root = scratch("verify");
+    let db_dir = root.join("db");
+    Db::open(&db_dir, Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    let path = root.join("big.sst");
+    let keys: Vec<String> = (0..2000).map(|i| format!("k{i:06}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    external(&path, &keys);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // A third of the way in: past the first data block, well before the last.
+    let middle = bytes.len() / 3;
+    bytes[middle] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    let (code, _, err) = shale(&["tool", "ingest", s(&db_dir), s(&path), "--verify-checksums"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("big.sst") && err.contains("checksum"), "{err}");
+    let (code, out, err) = shale(&["tool", "ingest", s(&db_dir), s(&path)]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ingested 1 files"), "{out}");
+    let (code, out, _) = shale(&["tool", "get", s(&db_dir), "k000000"]);
+    assert_eq!((code, out.trim()), (0, "\"ingested\""));
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -389,7 +389,15 @@ impl Run {
             return Ok(());
         }
         self.db()
-            .ingest(&args, IngestOptions { move_files })
+            .ingest(
+                &args,
+                // Copied files are verified block by block, linked ones only by their meta
+                // blocks and first and last entries, so both checks see the op mix.
+                IngestOptions {
+                    move_files,
+                    verify_checksums_before_ingest: !move_files,
+                },
+            )
             .map_err(|e| format!("ingest: {e}"))?;
         self.stats.ingested_files += paths.len();
         for path in &paths {
