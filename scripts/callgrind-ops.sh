@@ -3,8 +3,11 @@
 # "Profiles: instructions per operation"). Instruction counts do not depend on the machine's
 # load, so a change can be measured on a shared machine where wall-clock times cannot.
 #
-# Usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS]
-#   defaults: 200,000 keys; fillrandom,fillseq,readrandom,seekrandom,readseq
+# Usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS] [READS]
+#   defaults: 200,000 keys; fillrandom,fillseq,readrandom,seekrandom,readseq; READS = NUM
+#   (--reads for the read benchmarks, and the divisor of Ir/op for them)
+#   FILL=fillrandom,overwrite fills the read database with those benchmarks instead of
+#   fillrandom alone (several flushes and compactions: tables on more than one level).
 # Fill benchmarks start from a fresh database; the others read one database filled first
 # (natively, fillrandom then flush, so reads go to a table) with --use_existing_db.
 # Only the benchmark threads' work is counted (--toggle-collect on workloads::run_thread):
@@ -16,6 +19,8 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS]}
 num=${2:-200000}
 benchmarks=${3:-fillrandom,fillseq,readrandom,seekrandom,readseq}
+reads=${4:-$num}
+fill=${FILL:-fillrandom}
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -27,20 +32,20 @@ bin=./target/release/shale
 filled=
 for name in ${benchmarks//,/ }; do
   case $name in
-    fillseq | fillrandom) db=$work/fresh; extra=(); rm -rf "$db" ;;
+    fillseq | fillrandom) db=$work/fresh; extra=(); ops=$num; rm -rf "$db" ;;
     *)
       db=$work/read
       if [[ -z $filled ]]; then
-        "$bin" bench --benchmarks=fillrandom,flush,waitforcompaction "${flags[@]}" --db="$db" \
+        "$bin" bench --benchmarks="$fill",flush,waitforcompaction "${flags[@]}" --db="$db" \
           > /dev/null 2>&1
         filled=1
       fi
-      extra=(--use_existing_db) ;;
+      extra=(--use_existing_db --reads="$reads"); ops=$reads ;;
   esac
   valgrind --tool=callgrind --toggle-collect='*workloads*run_thread*' \
     --callgrind-out-file="$out/$name.cg" \
     "$bin" bench --benchmarks="$name" "${flags[@]}" --db="$db" "${extra[@]}" \
     > "$out/$name.txt" 2> "$out/$name.err"
   ir=$(grep -m1 'Collected :' "$out/$name.err" | awk '{print $NF}')
-  echo "$name Ir=$ir Ir/op=$((ir / num))"
+  echo "$name Ir=$ir Ir/op=$((ir / ops))"
 done
