@@ -8,6 +8,8 @@
 #   (--reads for the read benchmarks, and the divisor of Ir/op for them)
 #   FILL=fillrandom,overwrite fills the read database with those benchmarks instead of
 #   fillrandom alone (several flushes and compactions: tables on more than one level).
+#   KEEP_DB=DIR keeps a copy of the filled read database in DIR and reads a copy of DIR when
+#   it exists, so runs before and after a read-side change read the same table files.
 # Fill benchmarks start from a fresh database; the others read one database filled first
 # (natively, fillrandom then flush, so reads go to a table) with --use_existing_db.
 # Only the benchmark threads' work is counted (--toggle-collect on workloads::run_thread):
@@ -35,9 +37,13 @@ for name in ${benchmarks//,/ }; do
     fillseq | fillrandom) db=$work/fresh; extra=(); ops=$num; rm -rf "$db" ;;
     *)
       db=$work/read
-      if [[ -z $filled ]]; then
+      if [[ -z $filled && -n ${KEEP_DB:-} && -d $KEEP_DB ]]; then
+        cp -r "$KEEP_DB" "$db"
+        filled=1
+      elif [[ -z $filled ]]; then
         "$bin" bench --benchmarks="$fill",flush,waitforcompaction "${flags[@]}" --db="$db" \
           > /dev/null 2>&1
+        if [[ -n ${KEEP_DB:-} ]]; then cp -r "$db" "$KEEP_DB"; fi
         filled=1
       fi
       extra=(--use_existing_db --reads="$reads"); ops=$reads ;;
