@@ -8,6 +8,7 @@
 #   (--reads for the read benchmarks, and the divisor of Ir/op for them)
 #   FILL=fillrandom,overwrite fills the read database with those benchmarks instead of
 #   fillrandom alone (several flushes and compactions: tables on more than one level).
+#   BIN=PATH runs that binary instead of building target/release/shale.
 #   KEEP_DB=DIR keeps a copy of the filled read database in DIR and reads a copy of DIR when
 #   it exists, so runs before and after a read-side change read the same table files.
 # Fill benchmarks start from a fresh database; the others read one database filled first
@@ -29,8 +30,12 @@ trap 'rm -rf "$work"' EXIT
 flags=(--num="$num" --key_size=16 --value_size=100 --compression_ratio=0.5
   --compression_type=lz4 --bloom_bits=10 --cache_size=268435456 --threads=1 --seek_nexts=10
   --seed=1001)
-cargo build --release -q -p shale
-bin=./target/release/shale
+if [[ -n ${BIN:-} ]]; then
+  bin=$BIN
+else
+  cargo build --release -q -p shale
+  bin=./target/release/shale
+fi
 filled=
 for name in ${benchmarks//,/ }; do
   case $name in
