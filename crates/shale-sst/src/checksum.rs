@@ -7,7 +7,7 @@
 //!    does not collide trivially. XXH3 checksums are the low 32 bits of XXH3-64, seed 0.
 //! 3. The footer checksum is always masked CRC-32C, whatever the file's checksum type.
 
-use xxhash_rust::xxh3::Xxh3Default;
+use xxhash_rust::xxh3::{xxh3_64, Xxh3Default};
 
 use crate::format::ChecksumType;
 
@@ -38,6 +38,16 @@ pub(crate) fn block_checksum(kind: ChecksumType, block: &[u8], compression_tag: 
             hasher.update(&[compression_tag]);
             hasher.digest() as u32
         }
+    }
+}
+
+/// [`block_checksum`] of a block read with its trailer: `block_and_tag` is the stored block
+/// followed by its compression byte, as they lie in the file, so the checksum is one pass
+/// over contiguous bytes (one-shot XXH3 rather than the streaming state).
+pub(crate) fn stored_block_checksum(kind: ChecksumType, block_and_tag: &[u8]) -> u32 {
+    match kind {
+        ChecksumType::Crc32c => masked_crc32c(block_and_tag),
+        ChecksumType::Xxh3 => xxh3_64(block_and_tag) as u32,
     }
 }
 
@@ -88,6 +98,13 @@ mod tests {
                 masked_crc32c(&joined),
                 "len {len}"
             );
+            for kind in [ChecksumType::Crc32c, ChecksumType::Xxh3] {
+                assert_eq!(
+                    stored_block_checksum(kind, &joined),
+                    block_checksum(kind, &data, 3),
+                    "{kind:?} len {len}"
+                );
+            }
         }
     }
 

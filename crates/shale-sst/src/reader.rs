@@ -407,9 +407,9 @@ impl Table {
             bytes[size + 3],
             bytes[size + 4],
         ]);
-        bytes.truncate(size);
         if verify {
-            let actual = checksum::block_checksum(self.footer.checksum_type, &bytes, compression);
+            let block_and_tag = bytes.get(..=size).unwrap_or_default();
+            let actual = checksum::stored_block_checksum(self.footer.checksum_type, block_and_tag);
             if checksum != actual {
                 return Err(Error::Corruption {
                     file: self.path.clone(),
@@ -422,6 +422,7 @@ impl Table {
                 });
             }
         }
+        bytes.truncate(size);
         if compression == Compression::ZstdDict.tag() && !self.has_dictionary {
             return Err(Error::Corruption {
                 file: self.path.clone(),
