@@ -30,6 +30,15 @@ use crate::properties::TableProperties;
 /// Seek keys up to this size are built on the stack by [`Table::get`].
 const STACK_SEEK_KEY_BYTES: usize = 128;
 
+/// Blocks up to this size are read through the per-thread [`READ_BUFFER`]; larger ones
+/// (rare: blocks are 4 KiB by default) get their own buffer, so no thread keeps a large one.
+const MAX_REUSED_READ_BUFFER: usize = 256 << 10;
+
+thread_local! {
+    /// The stored (compressed) bytes of the block being read, reused between reads.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// How a table is opened.
 #[derive(Debug, Clone)]
 pub struct TableOpenOptions {
@@ -365,9 +374,26 @@ impl Table {
     }
 
     /// Reads a block and its trailer, checks the checksum (if `verify`) and decompresses it.
+    /// A compressed block is read into a per-thread buffer that is reused, so a block-cache
+    /// miss allocates only the decompressed contents (no zeroed read buffer per miss).
     pub(crate) fn read_block_contents(&self, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
-        let stored = self.read_stored_block(handle, verify)?;
-        self.decompress(handle, stored)
+        let size = handle.size as usize;
+        READ_BUFFER.with(|cell| {
+            let mut reused = cell.try_borrow_mut().ok();
+            let mut own = Vec::new();
+            let buffer = match reused.as_deref_mut() {
+                Some(buffer) if size <= MAX_REUSED_READ_BUFFER => buffer,
+                _ => &mut own,
+            };
+            let (compression, _) = self.read_checked(handle, verify, buffer)?;
+            let stored = buffer.get(..size).unwrap_or_default();
+            if compression == Compression::None.tag() {
+                return Ok(stored.to_vec());
+            }
+            self.decompressor
+                .decompress(compression, stored)
+                .map_err(|e| e.at(&self.path, handle.offset))
+        })
     }
 
     /// Turns a stored block into its contents.
@@ -386,6 +412,25 @@ impl Table {
         handle: BlockHandle,
         verify: bool,
     ) -> Result<StoredBlock> {
+        let mut bytes = Vec::new();
+        let (compression, checksum) = self.read_checked(handle, verify, &mut bytes)?;
+        bytes.truncate(handle.size as usize);
+        Ok(StoredBlock {
+            bytes,
+            compression,
+            checksum,
+        })
+    }
+
+    /// Reads block `handle` and its trailer into the front of `buffer` (grown as needed, never
+    /// shrunk), checks the checksum if `verify`, and returns the compression tag and the stored
+    /// checksum. The block is `buffer[..handle.size]`.
+    fn read_checked(
+        &self,
+        handle: BlockHandle,
+        verify: bool,
+        buffer: &mut Vec<u8>,
+    ) -> Result<(u8, u32)> {
         let data_end = self.file_size - FOOTER_SIZE as u64;
         if handle.size > MAX_BLOCK_SIZE as u64 || handle.end_with_trailer() > data_end {
             return Err(Error::Corruption {
@@ -398,8 +443,11 @@ impl Table {
             });
         }
         let size = handle.size as usize;
-        let mut bytes = vec![0u8; size + BLOCK_TRAILER_SIZE];
-        self.file.read_exact_at(handle.offset, &mut bytes)?;
+        if buffer.len() < size + BLOCK_TRAILER_SIZE {
+            buffer.resize(size + BLOCK_TRAILER_SIZE, 0);
+        }
+        let bytes = &mut buffer[..size + BLOCK_TRAILER_SIZE];
+        self.file.read_exact_at(handle.offset, bytes)?;
         let compression = bytes[size];
         let checksum = u32::from_le_bytes([
             bytes[size + 1],
@@ -408,8 +456,7 @@ impl Table {
             bytes[size + 4],
         ]);
         if verify {
-            let block_and_tag = bytes.get(..=size).unwrap_or_default();
-            let actual = checksum::stored_block_checksum(self.footer.checksum_type, block_and_tag);
+            let actual = checksum::stored_block_checksum(self.footer.checksum_type, &bytes[..=size]);
             if checksum != actual {
                 return Err(Error::Corruption {
                     file: self.path.clone(),
@@ -422,7 +469,6 @@ impl Table {
                 });
             }
         }
-        bytes.truncate(size);
         if compression == Compression::ZstdDict.tag() && !self.has_dictionary {
             return Err(Error::Corruption {
                 file: self.path.clone(),
@@ -430,11 +476,7 @@ impl Table {
                 detail: "block compressed with a dictionary but the file has none".into(),
             });
         }
-        Ok(StoredBlock {
-            bytes,
-            compression,
-            checksum,
-        })
+        Ok((compression, checksum))
     }
 
     fn load_index(&self) -> Result<Index> {
