@@ -96,9 +96,12 @@ impl TableCache {
                 prefix_extractor: None,
                 block_cache: Some(block_cache),
                 verify_checksums,
-                // One strict memory budget: index and filter blocks are charged to the
-                // block cache at high priority rather than pinned per open table.
+                // One strict memory budget: index and filter blocks are pinned by the open
+                // table with their memory charged to the block cache (a lookup then asks the
+                // cache for its data block only); ones the cache cannot charge live in it at
+                // high priority.
                 cache_index_and_filter_blocks: true,
+                charge_pinned_index_and_filter: true,
                 global_seqno: None,
             },
             shard_capacity,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use shale_fs::{FileSystem, RandomAccessFile};
 
 use crate::block::Block;
-use crate::cache::{BlockCache, CacheKey, Priority};
+use crate::cache::{BlockCache, CacheKey, PinnedCharge, Priority};
 use crate::checksum;
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::compression::{Compression, Decompressor};
@@ -54,6 +54,12 @@ pub struct TableOpenOptions {
     /// instead of pinning them in the open table (what an engine with a strict memory budget
     /// wants). Without a block cache they stay pinned.
     pub cache_index_and_filter_blocks: bool,
+    /// With a block cache: keep the index and filters pinned in the open table, their memory
+    /// charged to the cache's budget ([`BlockCache::charge_pinned`]) until the table is
+    /// closed, so a lookup asks the cache for its data block only. One the cache cannot charge
+    /// is handled as `cache_index_and_filter_blocks` says. What `db_bench`'s default
+    /// (`cache_index_and_filter_blocks=false`) does, without leaving the memory uncounted.
+    pub charge_pinned_index_and_filter: bool,
     /// The sequence number every entry of an ingested (external) table is read with, in
     /// place of the 0 stored in the file (docs/format/sst.md, "External files and the global
     /// seqno"). Refused for a table not marked `shale.external` or holding other seqnos.
@@ -68,6 +74,7 @@ impl Default for TableOpenOptions {
             block_cache: None,
             verify_checksums: true,
             cache_index_and_filter_blocks: false,
+            charge_pinned_index_and_filter: false,
             global_seqno: None,
         }
     }
@@ -143,6 +150,9 @@ pub struct Table {
     filter_handle: Option<BlockHandle>,
     prefix_filter_handle: Option<BlockHandle>,
     cache_meta_blocks: bool,
+    /// The block-cache charges for the pinned index and filters
+    /// (`charge_pinned_index_and_filter`), released when the table is dropped.
+    charged_pins: Vec<PinnedCharge<dyn std::any::Any + Send + Sync>>,
     prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     range_tombstones: Vec<RangeTombstone>,
     properties: TableProperties,
@@ -214,6 +224,7 @@ impl Table {
             filter_handle: None,
             prefix_filter_handle: None,
             cache_meta_blocks: false,
+            charged_pins: Vec::new(),
             prefix_extractor: None,
             range_tombstones: Vec::new(),
             properties: TableProperties::default(),
@@ -229,8 +240,10 @@ impl Table {
             table.apply_global_seqno(seqno)?;
         }
         table.file_id = table.cache.as_ref().map_or(0, |c| c.new_file_id());
-        if options.cache_index_and_filter_blocks && table.cache.is_some() {
-            table.move_meta_blocks_to_cache();
+        if table.cache.is_some()
+            && (options.cache_index_and_filter_blocks || options.charge_pinned_index_and_filter)
+        {
+            table.place_meta_blocks(options);
         }
         table.verify_checksums = options.verify_checksums;
         Ok(Arc::new(table))
@@ -491,14 +504,17 @@ impl Table {
         BloomFilter::decode(contents).map_err(|e| e.at(&self.path, handle.offset))
     }
 
-    /// Hands the index and filters to the block cache at high priority instead of pinning
-    /// them; they are reloaded (and checked again) when evicted and needed.
+    /// Decides where the index and filters live: pinned with their memory charged to the
+    /// block cache (`charge_pinned_index_and_filter`), else handed to the cache at high
+    /// priority (`cache_index_and_filter_blocks`; reloaded and checked again when evicted and
+    /// needed), else pinned uncharged.
     ///
     /// One that is larger than a shard's high-priority share stays pinned by the table (as
     /// `RocksDB` keeps them without `cache_index_and_filter_blocks`): in the cache it would be
     /// demoted or refused at once and then read and decoded again on every lookup, hundreds of
-    /// microseconds for a filter of a few hundred KiB. It counts in [`Self::pinned_memory`].
-    fn move_meta_blocks_to_cache(&mut self) {
+    /// microseconds for a filter of a few hundred KiB. Uncharged pins count in
+    /// [`Self::pinned_memory`].
+    fn place_meta_blocks(&mut self, options: &TableOpenOptions) {
         let Some(cache) = self.cache.clone() else {
             return;
         };
@@ -507,28 +523,39 @@ impl Table {
             file_id: self.file_id,
             offset,
         };
-        if self
-            .index
-            .as_ref()
-            .is_some_and(|index| index.memory_usage() <= room)
-        {
-            if let Some(index) = self.index.take() {
-                let charge = index.memory_usage();
-                cache.insert(key(self.footer.index.offset), index, charge, Priority::High);
+        let mut charges = Vec::new();
+        let mut charge = |offset, size| {
+            let charged = options.charge_pinned_index_and_filter
+                && cache
+                    .charge_pinned(key(offset), size)
+                    .map(|charge| charges.push(charge))
+                    .is_some();
+            // Not charged: into the cache when asked and it fits a shard's share.
+            !charged && options.cache_index_and_filter_blocks && size <= room
+        };
+        if let Some(size) = self.index.as_ref().map(|index| index.memory_usage()) {
+            if charge(self.footer.index.offset, size) {
+                if let Some(index) = self.index.take() {
+                    cache.insert(key(self.footer.index.offset), index, size, Priority::High);
+                }
             }
         }
         for (slot, handle) in [
             (&mut self.filter, self.filter_handle),
             (&mut self.prefix_filter, self.prefix_filter_handle),
         ] {
-            if slot.as_ref().is_some_and(|f| f.size_bytes() <= room) {
-                if let (Some(filter), Some(handle)) = (slot.take(), handle) {
-                    let charge = filter.size_bytes();
-                    cache.insert(key(handle.offset), filter, charge, Priority::High);
+            let (Some(size), Some(handle)) = (slot.as_ref().map(|f| f.size_bytes()), handle)
+            else {
+                continue;
+            };
+            if charge(handle.offset, size) {
+                if let Some(filter) = slot.take() {
+                    cache.insert(key(handle.offset), filter, size, Priority::High);
                 }
             }
         }
-        self.cache_meta_blocks = true;
+        self.charged_pins = charges;
+        self.cache_meta_blocks = options.cache_index_and_filter_blocks;
     }
 
     /// A value kept in the block cache under `offset`, loaded (and cached) on a miss. The
@@ -733,8 +760,9 @@ impl Table {
             .collect()
     }
 
-    /// Bytes of memory the open table pins outside the block cache: the decoded index, the
-    /// filters and the range tombstones.
+    /// Bytes of memory the open table pins outside the block cache and its budget: the decoded
+    /// index and filters (unless charged to the cache, `charge_pinned_index_and_filter`) and
+    /// the range tombstones.
     pub fn pinned_memory(&self) -> usize {
         let filters = [&self.filter, &self.prefix_filter]
             .iter()
@@ -745,7 +773,9 @@ impl Table {
             .iter()
             .map(|t| t.start.len() + t.end.len() + std::mem::size_of::<RangeTombstone>())
             .sum::<usize>();
-        self.index.as_ref().map_or(0, |i| i.memory_usage()) + filters + tombstones
+        let charged = self.charged_pins.iter().map(PinnedCharge::charge).sum::<usize>();
+        (self.index.as_ref().map_or(0, |i| i.memory_usage()) + filters + tombstones)
+            .saturating_sub(charged)
     }
 
     /// An iterator over the table's point entries.
