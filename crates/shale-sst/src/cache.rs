@@ -190,7 +190,11 @@ impl<V: ?Sized> ShardedLru<V> {
     /// kept outside the cache (an open table's pinned index or filter) that the budget must
     /// still count. Evicts to make room; `None` when the shard cannot find it or its pinned
     /// charges would pass its high-priority share (so pins never crowd out the data blocks).
-    pub fn charge_pinned(self: &Arc<Self>, key: CacheKey, charge: usize) -> Option<PinnedCharge<V>> {
+    pub fn charge_pinned(
+        self: &Arc<Self>,
+        key: CacheKey,
+        charge: usize,
+    ) -> Option<PinnedCharge<V>> {
         let charge = charge.max(1);
         let mut displaced = Displaced::default();
         let mut shard = lock(self.shard(&key));
@@ -753,7 +757,9 @@ mod tests {
         }
         assert_eq!(cache.usage(), 10_000);
         // Room is made by evicting data blocks; the charge is held outside the entries.
-        let pin = cache.charge_pinned(key(100), 3_000).expect("half the shard is the room");
+        let pin = cache
+            .charge_pinned(key(100), 3_000)
+            .expect("half the shard is the room");
         assert_eq!(cache.usage(), 7_000);
         assert_eq!(cache.stats().pinned, 3_000);
         check(&cache);
@@ -765,7 +771,9 @@ mod tests {
         check(&cache);
         // Pins stop at the high-priority share (half of the shard), whatever is evictable.
         assert!(cache.charge_pinned(key(101), 2_001).is_none());
-        let second = cache.charge_pinned(key(101), 2_000).expect("fits the share");
+        let second = cache
+            .charge_pinned(key(101), 2_000)
+            .expect("fits the share");
         assert_eq!(cache.stats().pinned, 5_000);
         drop((pin, second));
         assert_eq!(cache.stats().pinned, 0);
@@ -773,7 +781,11 @@ mod tests {
         for i in 30..40 {
             cache.insert(key(i), value(i), 1_000, Priority::Low);
         }
-        assert_eq!(cache.usage(), 10_000, "the whole budget is back for entries");
+        assert_eq!(
+            cache.usage(),
+            10_000,
+            "the whole budget is back for entries"
+        );
     }
 
     #[test]

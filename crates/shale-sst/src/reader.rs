@@ -469,7 +469,8 @@ impl Table {
             bytes[size + 4],
         ]);
         if verify {
-            let actual = checksum::stored_block_checksum(self.footer.checksum_type, &bytes[..=size]);
+            let actual =
+                checksum::stored_block_checksum(self.footer.checksum_type, &bytes[..=size]);
             if checksum != actual {
                 return Err(Error::Corruption {
                     file: self.path.clone(),
@@ -523,12 +524,12 @@ impl Table {
             file_id: self.file_id,
             offset,
         };
-        let mut charges = Vec::new();
+        let mut pins = Vec::new();
         let mut charge = |offset, size| {
             let charged = options.charge_pinned_index_and_filter
                 && cache
                     .charge_pinned(key(offset), size)
-                    .map(|charge| charges.push(charge))
+                    .map(|charge| pins.push(charge))
                     .is_some();
             // Not charged: into the cache when asked and it fits a shard's share.
             !charged && options.cache_index_and_filter_blocks && size <= room
@@ -544,8 +545,7 @@ impl Table {
             (&mut self.filter, self.filter_handle),
             (&mut self.prefix_filter, self.prefix_filter_handle),
         ] {
-            let (Some(size), Some(handle)) = (slot.as_ref().map(|f| f.size_bytes()), handle)
-            else {
+            let (Some(size), Some(handle)) = (slot.as_ref().map(|f| f.size_bytes()), handle) else {
                 continue;
             };
             if charge(handle.offset, size) {
@@ -554,7 +554,7 @@ impl Table {
                 }
             }
         }
-        self.charged_pins = charges;
+        self.charged_pins = pins;
         self.cache_meta_blocks = options.cache_index_and_filter_blocks;
     }
 
@@ -773,7 +773,11 @@ impl Table {
             .iter()
             .map(|t| t.start.len() + t.end.len() + std::mem::size_of::<RangeTombstone>())
             .sum::<usize>();
-        let charged = self.charged_pins.iter().map(PinnedCharge::charge).sum::<usize>();
+        let charged = self
+            .charged_pins
+            .iter()
+            .map(PinnedCharge::charge)
+            .sum::<usize>();
         (self.index.as_ref().map_or(0, |i| i.memory_usage()) + filters + tombstones)
             .saturating_sub(charged)
     }

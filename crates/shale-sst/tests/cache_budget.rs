@@ -167,9 +167,16 @@ fn charged_pins_count_in_the_budget_and_leave_lookups_one_cache_probe() {
     };
     let table = Table::open(&fs, path, &options).unwrap();
     let pinned = cache.stats().pinned;
-    assert!(pinned > 2_000 * 10 / 8, "index and filter charged: {pinned}");
+    assert!(
+        pinned > 2_000 * 10 / 8,
+        "index and filter charged: {pinned}"
+    );
     assert_eq!(cache.usage(), 0, "charged, not cached");
-    assert_eq!(table.pinned_memory(), 0, "nothing pinned outside the budget");
+    assert_eq!(
+        table.pinned_memory(),
+        0,
+        "nothing pinned outside the budget"
+    );
     let before = cache.stats();
     for i in (0..2_000u64).step_by(7) {
         let key = format!("key{i:08}");
@@ -181,7 +188,11 @@ fn charged_pins_count_in_the_budget_and_leave_lookups_one_cache_probe() {
     assert_eq!(table.get(b"absent", MAX_SEQNO).unwrap(), None);
     let after = cache.stats();
     let probes = (after.hits + after.misses) - (before.hits + before.misses);
-    assert_eq!(probes, 2_000 / 7 + 1, "one probe per lookup: the data block");
+    assert_eq!(
+        probes,
+        2_000 / 7 + 1,
+        "one probe per lookup: the data block"
+    );
     drop(table);
     assert_eq!(cache.stats().pinned, 0, "released with the table");
 }
@@ -194,7 +205,13 @@ fn pins_the_cache_cannot_charge_go_into_the_cache() {
     let cache = Arc::new(BlockCache::with_shards(256 << 10, 0));
     // Another table's pins already take the shard's high-priority share.
     let full = cache
-        .charge_pinned(CacheKey { file_id: 99, offset: 0 }, 128 << 10)
+        .charge_pinned(
+            CacheKey {
+                file_id: 99,
+                offset: 0,
+            },
+            128 << 10,
+        )
         .expect("half the shard");
     let options = TableOpenOptions {
         block_cache: Some(cache.clone()),
