@@ -3,8 +3,14 @@
 # "Profiles: instructions per operation"). Instruction counts do not depend on the machine's
 # load, so a change can be measured on a shared machine where wall-clock times cannot.
 #
-# Usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS]
-#   defaults: 200,000 keys; fillrandom,fillseq,readrandom,seekrandom,readseq
+# Usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS] [READS]
+#   defaults: 200,000 keys; fillrandom,fillseq,readrandom,seekrandom,readseq; READS = NUM
+#   (--reads for the read benchmarks, and the divisor of Ir/op for them)
+#   FILL=fillrandom,overwrite fills the read database with those benchmarks instead of
+#   fillrandom alone (several flushes and compactions: tables on more than one level).
+#   BIN=PATH runs that binary instead of building target/release/shale.
+#   KEEP_DB=DIR keeps a copy of the filled read database in DIR and reads a copy of DIR when
+#   it exists, so runs before and after a read-side change read the same table files.
 # Fill benchmarks start from a fresh database; the others read one database filled first
 # (natively, fillrandom then flush, so reads go to a table) with --use_existing_db.
 # Only the benchmark threads' work is counted (--toggle-collect on workloads::run_thread):
@@ -16,31 +22,41 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/callgrind-ops.sh OUT_DIR [NUM] [BENCHMARKS]}
 num=${2:-200000}
 benchmarks=${3:-fillrandom,fillseq,readrandom,seekrandom,readseq}
+reads=${4:-$num}
+fill=${FILL:-fillrandom}
 mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 flags=(--num="$num" --key_size=16 --value_size=100 --compression_ratio=0.5
   --compression_type=lz4 --bloom_bits=10 --cache_size=268435456 --threads=1 --seek_nexts=10
   --seed=1001)
-cargo build --release -q -p shale
-bin=./target/release/shale
+if [[ -n ${BIN:-} ]]; then
+  bin=$BIN
+else
+  cargo build --release -q -p shale
+  bin=./target/release/shale
+fi
 filled=
 for name in ${benchmarks//,/ }; do
   case $name in
-    fillseq | fillrandom) db=$work/fresh; extra=(); rm -rf "$db" ;;
+    fillseq | fillrandom) db=$work/fresh; extra=(); ops=$num; rm -rf "$db" ;;
     *)
       db=$work/read
-      if [[ -z $filled ]]; then
-        "$bin" bench --benchmarks=fillrandom,flush,waitforcompaction "${flags[@]}" --db="$db" \
+      if [[ -z $filled && -n ${KEEP_DB:-} && -d $KEEP_DB ]]; then
+        cp -r "$KEEP_DB" "$db"
+        filled=1
+      elif [[ -z $filled ]]; then
+        "$bin" bench --benchmarks="$fill",flush,waitforcompaction "${flags[@]}" --db="$db" \
           > /dev/null 2>&1
+        if [[ -n ${KEEP_DB:-} ]]; then cp -r "$db" "$KEEP_DB"; fi
         filled=1
       fi
-      extra=(--use_existing_db) ;;
+      extra=(--use_existing_db --reads="$reads"); ops=$reads ;;
   esac
   valgrind --tool=callgrind --toggle-collect='*workloads*run_thread*' \
     --callgrind-out-file="$out/$name.cg" \
     "$bin" bench --benchmarks="$name" "${flags[@]}" --db="$db" "${extra[@]}" \
     > "$out/$name.txt" 2> "$out/$name.err"
   ir=$(grep -m1 'Collected :' "$out/$name.err" | awk '{print $NF}')
-  echo "$name Ir=$ir Ir/op=$((ir / num))"
+  echo "$name Ir=$ir Ir/op=$((ir / ops))"
 done

@@ -4,13 +4,14 @@
 //! Invariants:
 //! 1. `SuperVersion` is immutable; a reader holding one sees a fixed set of memtables and
 //!    table files (the `Arc`s keep them alive). It is replaced, under the state mutex, after
-//!    every memtable switch, flush, compaction and keyspace change.
+//!    every memtable switch, flush, compaction and keyspace change. Its `table_plan` is
+//!    filled once and depends only on `version`, so read views of one Version share it.
 //! 2. `mem_log_number` is the number of the oldest WAL that may hold data of `mem`; the frozen
 //!    memtables in `imm` carry theirs. The keyspace's log number in the MANIFEST advances only
 //!    when a flush has made those WALs unnecessary for it.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use shale_sst::{PrefixExtractor, SeqNo};
 
@@ -19,7 +20,7 @@ use crate::db::{write_one, DbInner, DEFAULT_KEYSPACE_ID};
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::KeyspaceOptions;
-use crate::read::{DbIterator, ReadOptions};
+use crate::read::{DbIterator, ReadOptions, TableReadPlan};
 use crate::version::Version;
 
 /// A fixed read view of one keyspace.
@@ -35,6 +36,9 @@ pub(crate) struct SuperVersion {
     pub(crate) tombstone_scan_flush_trigger: u64,
     /// The keyspace's prefix extractor, so a lookup need not take the state lock for it.
     pub(crate) prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// What iterators need of `version`'s tables, built by the first one (shared with the
+    /// next read view while the Version stays the same).
+    pub(crate) table_plan: Arc<OnceLock<TableReadPlan>>,
 }
 
 /// A frozen memtable waiting to be flushed, with the oldest WAL holding its data.
@@ -78,6 +82,7 @@ impl KeyspaceState {
             ttl: options.ttl.map(|ttl| ttl.as_secs()),
             tombstone_scan_flush_trigger: options.tombstone_scan_flush_trigger,
             prefix_extractor: options.prefix_extractor.clone(),
+            table_plan: Arc::default(),
         });
         KeyspaceState {
             id,
@@ -93,10 +98,16 @@ impl KeyspaceState {
 
     /// Rebuilds the read view after the memtables or the Version changed (invariant 1).
     pub(crate) fn install_super_version(&mut self, version: Arc<Version>) {
-        if !Arc::ptr_eq(&version, &self.super_version.version) {
+        let same_version = Arc::ptr_eq(&version, &self.super_version.version);
+        if !same_version {
             self.pending_compaction_bytes =
                 crate::compaction::estimated_pending_bytes(&version, self.id, &self.options);
         }
+        let table_plan = if same_version {
+            self.super_version.table_plan.clone()
+        } else {
+            Arc::default()
+        };
         self.super_version = Arc::new(SuperVersion {
             mem: self.mem.clone(),
             imm: self.imm.iter().rev().map(|f| f.mem.clone()).collect(),
@@ -104,6 +115,7 @@ impl KeyspaceState {
             ttl: self.options.ttl.map(|ttl| ttl.as_secs()),
             tombstone_scan_flush_trigger: self.options.tombstone_scan_flush_trigger,
             prefix_extractor: self.options.prefix_extractor.clone(),
+            table_plan,
         });
     }
 

@@ -382,6 +382,58 @@ fn level_opener(
     })
 }
 
+/// What iterators need of a Version's tables besides opening them, built once per Version
+/// ([`SuperVersion::table_plan`]) rather than per iterator: each sorted level's files as the
+/// level iterator takes them, and the range tombstones of every table (reading them opens each
+/// table once through the table cache).
+#[derive(Debug)]
+pub(crate) struct TableReadPlan {
+    /// Indexed by level; L0's entry is empty (every iterator opens L0's tables itself).
+    levels: Vec<Arc<[LevelFile]>>,
+    tombstones: Vec<RangeTombstone>,
+}
+
+/// `view`'s table plan, built now if no iterator has built it yet. A failure (a table that
+/// does not open) is returned and nothing is kept, so the next iterator tries again.
+fn table_read_plan<'a>(
+    inner: &DbInner,
+    keyspace: u32,
+    view: &'a SuperVersion,
+) -> Result<&'a TableReadPlan> {
+    if let Some(plan) = view.table_plan.get() {
+        return Ok(plan);
+    }
+    let version = &view.version;
+    let mut tombstones = Vec::new();
+    let mut levels = Vec::with_capacity(version.num_levels());
+    for level in 0..version.num_levels() {
+        let files = version.files(keyspace, level);
+        for file in files {
+            let table = inner.table_cache.get(
+                file.number,
+                file.global_seqno,
+                view.prefix_extractor.as_ref(),
+            )?;
+            tombstones.extend_from_slice(table.range_tombstones());
+        }
+        levels.push(if level == 0 {
+            Arc::from([])
+        } else {
+            files
+                .iter()
+                .map(|f| LevelFile {
+                    smallest: f.smallest.clone(),
+                    largest: f.largest.clone(),
+                    file_number: f.number,
+                })
+                .collect()
+        });
+    }
+    Ok(view
+        .table_plan
+        .get_or_init(|| TableReadPlan { levels, tombstones }))
+}
+
 /// Builds the iterator over `keyspace`'s read view.
 pub(crate) fn iter(
     inner: &Arc<DbInner>,
@@ -400,18 +452,19 @@ pub(crate) fn iter(
     };
     let prefix_seek_target: Option<PrefixSeekTarget> =
         (options.prefix_same_as_start && extractor.is_some()).then(PrefixSeekTarget::default);
+    let plan = table_read_plan(inner, keyspace, &view)?;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     for mem in std::iter::once(&view.mem).chain(&view.imm) {
         tombstones.extend(mem.range_tombstones());
         children.push(Box::new(mem.iter()));
     }
+    tombstones.extend_from_slice(&plan.tombstones);
     let version = &view.version;
     for file in version.files(keyspace, 0) {
         let table = inner
             .table_cache
             .get(file.number, file.global_seqno, extractor.as_ref())?;
-        tombstones.extend_from_slice(table.range_tombstones());
         let iter = table.iter(table_options.clone());
         if let Some(seek_target) = &prefix_seek_target {
             children.push(Box::new(PrefixCheckedIter {
@@ -424,36 +477,18 @@ pub(crate) fn iter(
             children.push(Box::new(iter));
         }
     }
-    for level in 1..version.num_levels() {
-        let files = version.files(keyspace, level);
-        if files.is_empty() {
+    for (level, level_files) in plan.levels.iter().enumerate().skip(1) {
+        if level_files.is_empty() {
             continue;
         }
-        // Range tombstones are read up front for every table; tables without any cost one
-        // table-cache lookup here.
-        for file in files {
-            let table =
-                inner
-                    .table_cache
-                    .get(file.number, file.global_seqno, extractor.as_ref())?;
-            tombstones.extend_from_slice(table.range_tombstones());
-        }
-        let level_files: Arc<[LevelFile]> = files
-            .iter()
-            .map(|f| LevelFile {
-                smallest: f.smallest.clone(),
-                largest: f.largest.clone(),
-                file_number: f.number,
-            })
-            .collect();
         let opener = level_opener(
             inner,
-            files,
+            version.files(keyspace, level),
             extractor.clone(),
             &table_options,
             prefix_seek_target.clone(),
         );
-        let level_iter = LevelIter::new(inner.comparator.clone(), level_files, opener)
+        let level_iter = LevelIter::new(inner.comparator.clone(), level_files.clone(), opener)
             .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
         children.push(Box::new(level_iter));
     }

@@ -1,11 +1,19 @@
 //! The table cache: open [`Table`]s by file number, at most `capacity` at a time.
 //!
 //! Opening a table reads its footer, index and filters, so readers share open tables here.
-//! Invariant: an evicted or erased table stays usable by whoever still holds its `Arc`; the
-//! file is deleted only when no Version references it (the Db checks `live_files`), and an
-//! open handle keeps the bytes readable until dropped on POSIX file systems.
+//! Every point lookup asks it once per table it searches, so it is sharded by file number
+//! (readers of different tables take different locks) and hashes the number with one
+//! multiplication rather than `SipHash`.
+//!
+//! Invariants:
+//! 1. An evicted or erased table stays usable by whoever still holds its `Arc`; the file is
+//!    deleted only when no Version references it (the Db checks `live_files`), and an open
+//!    handle keeps the bytes readable until dropped on POSIX file systems.
+//! 2. A shard holds at most `shard_capacity` tables and `shards * shard_capacity <=
+//!    capacity`, so at most `capacity` tables are open through the cache.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -25,14 +33,49 @@ pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     open_options: TableOpenOptions,
-    capacity: usize,
-    state: Mutex<CacheState>,
+    shard_capacity: usize,
+    shards: Box<[Mutex<CacheState>]>,
 }
+
+/// At most this many shards; fewer when `capacity` is small, so each keeps several tables.
+const MAX_SHARDS: usize = 16;
+const MIN_TABLES_PER_SHARD: usize = 4;
 
 #[derive(Debug, Default)]
 struct CacheState {
-    tables: HashMap<u64, (Arc<Table>, u64)>,
+    tables: HashMap<u64, (Arc<Table>, u64), BuildHasherDefault<FileNumberHasher>>,
     clock: u64,
+}
+
+/// Hashes a file number (a `u64` key) with one multiplication: numbers are dense and
+/// unique, so the spread of a Fibonacci hash is all the map needs.
+#[derive(Debug, Default)]
+struct FileNumberHasher(u64);
+
+impl Hasher for FileNumberHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(FIBONACCI);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(FIBONACCI);
+    }
+}
+
+const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// How many shards and tables per shard for at most `capacity` open tables (invariant 2).
+fn shard_layout(capacity: usize) -> (usize, usize) {
+    let capacity = capacity.max(1);
+    let mut shards = 1;
+    while shards < MAX_SHARDS && capacity / (shards * 2) >= MIN_TABLES_PER_SHARD {
+        shards *= 2;
+    }
+    (shards, capacity / shards)
 }
 
 impl TableCache {
@@ -44,6 +87,7 @@ impl TableCache {
         verify_checksums: bool,
         capacity: usize,
     ) -> Self {
+        let (shards, shard_capacity) = shard_layout(capacity);
         TableCache {
             fs,
             dir: dir.to_path_buf(),
@@ -52,14 +96,26 @@ impl TableCache {
                 prefix_extractor: None,
                 block_cache: Some(block_cache),
                 verify_checksums,
-                // One strict memory budget: index and filter blocks are charged to the
-                // block cache at high priority rather than pinned per open table.
+                // One strict memory budget: index and filter blocks are pinned by the open
+                // table with their memory charged to the block cache (a lookup then asks the
+                // cache for its data block only); ones the cache cannot charge live in it at
+                // high priority.
                 cache_index_and_filter_blocks: true,
+                charge_pinned_index_and_filter: true,
                 global_seqno: None,
             },
-            capacity: capacity.max(1),
-            state: Mutex::new(CacheState::default()),
+            shard_capacity,
+            shards: (0..shards)
+                .map(|_| Mutex::new(CacheState::default()))
+                .collect(),
         }
+    }
+
+    fn shard(&self, number: u64) -> &Mutex<CacheState> {
+        // The top bits of the Fibonacci hash: the map inside the shard uses the low ones.
+        let mixed = number.wrapping_mul(FIBONACCI) >> 32;
+        let index = usize::try_from(mixed).unwrap_or(0) % self.shards.len();
+        &self.shards[index]
     }
 
     /// The open table for file `number`, opening it if needed. `prefix_extractor` is the
@@ -72,7 +128,10 @@ impl TableCache {
         prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
     ) -> Result<Arc<Table>> {
         {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = self
+                .shard(number)
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             state.clock += 1;
             let now = state.clock;
             if let Some((table, used)) = state.tables.get_mut(&number) {
@@ -87,7 +146,10 @@ impl TableCache {
             ..self.open_options.clone()
         };
         let table = Table::open(&*self.fs, &table_file_name(&self.dir, number), &options)?;
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self
+            .shard(number)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         state.clock += 1;
         let now = state.clock;
         let entry = state
@@ -96,7 +158,7 @@ impl TableCache {
             .or_insert_with(|| (table, now))
             .0
             .clone();
-        if state.tables.len() > self.capacity {
+        if state.tables.len() > self.shard_capacity {
             let oldest = state
                 .tables
                 .iter()
@@ -111,7 +173,28 @@ impl TableCache {
 
     /// Forgets file `number` (before its file is deleted).
     pub(crate) fn erase(&self, number: u64) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self
+            .shard(number)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         state.tables.remove(&number);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_never_hold_more_than_the_capacity() {
+        for capacity in 0..3000 {
+            let (shards, per_shard) = shard_layout(capacity);
+            assert!(per_shard >= 1, "capacity {capacity}");
+            assert!(shards * per_shard <= capacity.max(1), "capacity {capacity}");
+            assert!(shards == 1 || per_shard >= MIN_TABLES_PER_SHARD);
+        }
+        assert_eq!(shard_layout(1000), (16, 62));
+        assert_eq!(shard_layout(16), (4, 4));
+        assert_eq!(shard_layout(5), (1, 5));
     }
 }

@@ -15,7 +15,9 @@
 //!    list, and holds no value.
 //! 2. `usage` is the sum of live charges, `reserved` the sum of outstanding reservations, and
 //!    `usage + reserved <= capacity` after every operation (the strict budget: a block's charge
-//!    is reserved before it is read, see [`ShardedLru::reserve`]);
+//!    is reserved before it is read, see [`ShardedLru::reserve`]); `pinned <= reserved` is the
+//!    part held by [`PinnedCharge`]s (memory kept outside the cache but counted in its budget)
+//!    and `pinned <= high_capacity`;
 //!    `high_usage` is the sum of the charges in the high list and `<= high_capacity`.
 //! 3. Eviction takes the least recently used low entry; high entries are evicted only when the
 //!    low list is empty. When high entries exceed `high_capacity`, the oldest ones are demoted
@@ -65,6 +67,9 @@ pub struct CacheStats {
     pub misses: u64,
     /// Entries cached (replacements included; oversized entries not cached are not counted).
     pub inserts: u64,
+    /// Bytes charged by [`PinnedCharge`]s: kept outside the cache (index and filter blocks
+    /// pinned by open tables) but counted in its budget, beside `usage`.
+    pub pinned: u64,
     /// Entries evicted to make room.
     pub evictions: u64,
     /// Sum of the charges of cached entries.
@@ -181,6 +186,32 @@ impl<V: ?Sized> ShardedLru<V> {
         })
     }
 
+    /// Charges `charge` bytes to `key`'s shard for as long as the returned guard lives: memory
+    /// kept outside the cache (an open table's pinned index or filter) that the budget must
+    /// still count. Evicts to make room; `None` when the shard cannot find it or its pinned
+    /// charges would pass its high-priority share (so pins never crowd out the data blocks).
+    pub fn charge_pinned(
+        self: &Arc<Self>,
+        key: CacheKey,
+        charge: usize,
+    ) -> Option<PinnedCharge<V>> {
+        let charge = charge.max(1);
+        let mut displaced = Displaced::default();
+        let mut shard = lock(self.shard(&key));
+        let charged =
+            shard.pinned + charge <= shard.high_capacity && shard.reserve(charge, &mut displaced);
+        if charged {
+            shard.pinned += charge;
+        }
+        drop(shard);
+        drop(displaced);
+        charged.then(|| PinnedCharge {
+            cache: Arc::clone(self),
+            key,
+            charge,
+        })
+    }
+
     /// Removes the entry for `key`, if any.
     pub fn erase(&self, key: &CacheKey) {
         let mut shard = lock(self.shard(key));
@@ -228,6 +259,7 @@ impl<V: ?Sized> ShardedLru<V> {
             stats.hits += shard.hits;
             stats.misses += shard.misses;
             stats.inserts += shard.inserts;
+            stats.pinned += shard.pinned as u64;
             stats.evictions += shard.evictions;
             stats.usage += shard.usage as u64;
             stats.entries += shard.map.len() as u64;
@@ -279,6 +311,38 @@ impl<V: ?Sized> Drop for CacheReservation<'_, V> {
         if !self.filled {
             lock(self.cache.shard(&self.key)).reserved -= self.charge;
         }
+    }
+}
+
+/// Bytes charged to the cache for memory held outside it; see [`ShardedLru::charge_pinned`].
+/// Released when dropped.
+pub struct PinnedCharge<V: ?Sized> {
+    cache: Arc<ShardedLru<V>>,
+    key: CacheKey,
+    charge: usize,
+}
+
+impl<V: ?Sized> fmt::Debug for PinnedCharge<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinnedCharge")
+            .field("key", &self.key)
+            .field("charge", &self.charge)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: ?Sized> PinnedCharge<V> {
+    /// The bytes charged.
+    pub fn charge(&self) -> usize {
+        self.charge
+    }
+}
+
+impl<V: ?Sized> Drop for PinnedCharge<V> {
+    fn drop(&mut self) {
+        let mut shard = lock(self.cache.shard(&self.key));
+        shard.reserved -= self.charge;
+        shard.pinned -= self.charge;
     }
 }
 
@@ -399,6 +463,8 @@ struct Shard<V: ?Sized> {
     high_capacity: usize,
     usage: usize,
     reserved: usize,
+    /// The part of `reserved` held by [`PinnedCharge`]s.
+    pinned: usize,
     high_usage: usize,
     hits: u64,
     misses: u64,
@@ -423,6 +489,7 @@ impl<V: ?Sized> Shard<V> {
             high_capacity: high_capacity(capacity, high_priority_ratio),
             usage: 0,
             reserved: 0,
+            pinned: 0,
             high_usage: 0,
             hits: 0,
             misses: 0,
@@ -635,7 +702,8 @@ impl<V: ?Sized> Shard<V> {
             .iter()
             .all(|&slot| self.entries[slot as usize].value.is_none()));
         assert_eq!(usage, self.usage);
-        assert!(self.usage <= self.capacity);
+        assert!(self.usage + self.reserved <= self.capacity);
+        assert!(self.pinned <= self.reserved && self.pinned <= self.high_capacity);
     }
 }
 
@@ -679,6 +747,45 @@ mod tests {
         assert_eq!(total, 1001);
         assert_eq!(cache.capacity(), 1001);
         assert!(format!("{cache:?}").contains("capacity: 1001"));
+    }
+
+    #[test]
+    fn pinned_charges_count_in_the_budget_until_dropped() {
+        let cache = Arc::new(ShardedLru::with_shards(10_000, 0));
+        for i in 0..10 {
+            cache.insert(key(i), value(i), 1_000, Priority::Low);
+        }
+        assert_eq!(cache.usage(), 10_000);
+        // Room is made by evicting data blocks; the charge is held outside the entries.
+        let pin = cache
+            .charge_pinned(key(100), 3_000)
+            .expect("half the shard is the room");
+        assert_eq!(cache.usage(), 7_000);
+        assert_eq!(cache.stats().pinned, 3_000);
+        check(&cache);
+        // Inserts now fit in what the pin leaves.
+        for i in 10..30 {
+            cache.insert(key(i), value(i), 1_000, Priority::Low);
+            assert!(cache.usage() <= 7_000);
+        }
+        check(&cache);
+        // Pins stop at the high-priority share (half of the shard), whatever is evictable.
+        assert!(cache.charge_pinned(key(101), 2_001).is_none());
+        let second = cache
+            .charge_pinned(key(101), 2_000)
+            .expect("fits the share");
+        assert_eq!(cache.stats().pinned, 5_000);
+        drop((pin, second));
+        assert_eq!(cache.stats().pinned, 0);
+        check(&cache);
+        for i in 30..40 {
+            cache.insert(key(i), value(i), 1_000, Priority::Low);
+        }
+        assert_eq!(
+            cache.usage(),
+            10_000,
+            "the whole budget is back for entries"
+        );
     }
 
     #[test]
@@ -828,6 +935,7 @@ mod tests {
                 hits: 2,
                 misses: 2,
                 inserts: 5,
+                pinned: 0,
                 evictions: 2,
                 usage: 300,
                 capacity: 300,

@@ -26,7 +26,7 @@ mod writer;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use cache::{BlockCache, CacheKey, CacheStats, Priority, ShardedLru};
+pub use cache::{BlockCache, CacheKey, CacheStats, PinnedCharge, Priority, ShardedLru};
 pub use comparator::{BytewiseComparator, Comparator};
 pub use compression::{train_zstd_dictionary, Compression};
 pub use error::{DecodeError, Error, Result};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use shale_fs::{FileSystem, RandomAccessFile};
 
 use crate::block::Block;
-use crate::cache::{BlockCache, CacheKey, Priority};
+use crate::cache::{BlockCache, CacheKey, PinnedCharge, Priority};
 use crate::checksum;
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::compression::{Compression, Decompressor};
@@ -30,6 +30,15 @@ use crate::properties::TableProperties;
 /// Seek keys up to this size are built on the stack by [`Table::get`].
 const STACK_SEEK_KEY_BYTES: usize = 128;
 
+/// Blocks up to this size are read through the per-thread [`READ_BUFFER`]; larger ones
+/// (rare: blocks are 4 KiB by default) get their own buffer, so no thread keeps a large one.
+const MAX_REUSED_READ_BUFFER: usize = 256 << 10;
+
+thread_local! {
+    /// The stored (compressed) bytes of the block being read, reused between reads.
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// How a table is opened.
 #[derive(Debug, Clone)]
 pub struct TableOpenOptions {
@@ -45,6 +54,12 @@ pub struct TableOpenOptions {
     /// instead of pinning them in the open table (what an engine with a strict memory budget
     /// wants). Without a block cache they stay pinned.
     pub cache_index_and_filter_blocks: bool,
+    /// With a block cache: keep the index and filters pinned in the open table, their memory
+    /// charged to the cache's budget ([`BlockCache::charge_pinned`]) until the table is
+    /// closed, so a lookup asks the cache for its data block only. One the cache cannot charge
+    /// is handled as `cache_index_and_filter_blocks` says. What `db_bench`'s default
+    /// (`cache_index_and_filter_blocks=false`) does, without leaving the memory uncounted.
+    pub charge_pinned_index_and_filter: bool,
     /// The sequence number every entry of an ingested (external) table is read with, in
     /// place of the 0 stored in the file (docs/format/sst.md, "External files and the global
     /// seqno"). Refused for a table not marked `shale.external` or holding other seqnos.
@@ -59,6 +74,7 @@ impl Default for TableOpenOptions {
             block_cache: None,
             verify_checksums: true,
             cache_index_and_filter_blocks: false,
+            charge_pinned_index_and_filter: false,
             global_seqno: None,
         }
     }
@@ -134,6 +150,9 @@ pub struct Table {
     filter_handle: Option<BlockHandle>,
     prefix_filter_handle: Option<BlockHandle>,
     cache_meta_blocks: bool,
+    /// The block-cache charges for the pinned index and filters
+    /// (`charge_pinned_index_and_filter`), released when the table is dropped.
+    charged_pins: Vec<PinnedCharge<dyn std::any::Any + Send + Sync>>,
     prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     range_tombstones: Vec<RangeTombstone>,
     properties: TableProperties,
@@ -205,6 +224,7 @@ impl Table {
             filter_handle: None,
             prefix_filter_handle: None,
             cache_meta_blocks: false,
+            charged_pins: Vec::new(),
             prefix_extractor: None,
             range_tombstones: Vec::new(),
             properties: TableProperties::default(),
@@ -220,8 +240,10 @@ impl Table {
             table.apply_global_seqno(seqno)?;
         }
         table.file_id = table.cache.as_ref().map_or(0, |c| c.new_file_id());
-        if options.cache_index_and_filter_blocks && table.cache.is_some() {
-            table.move_meta_blocks_to_cache();
+        if table.cache.is_some()
+            && (options.cache_index_and_filter_blocks || options.charge_pinned_index_and_filter)
+        {
+            table.place_meta_blocks(options);
         }
         table.verify_checksums = options.verify_checksums;
         Ok(Arc::new(table))
@@ -365,9 +387,26 @@ impl Table {
     }
 
     /// Reads a block and its trailer, checks the checksum (if `verify`) and decompresses it.
+    /// A compressed block is read into a per-thread buffer that is reused, so a block-cache
+    /// miss allocates only the decompressed contents (no zeroed read buffer per miss).
     pub(crate) fn read_block_contents(&self, handle: BlockHandle, verify: bool) -> Result<Vec<u8>> {
-        let stored = self.read_stored_block(handle, verify)?;
-        self.decompress(handle, stored)
+        let size = handle.size as usize;
+        READ_BUFFER.with(|cell| {
+            let mut reused = cell.try_borrow_mut().ok();
+            let mut own = Vec::new();
+            let buffer = match reused.as_deref_mut() {
+                Some(buffer) if size <= MAX_REUSED_READ_BUFFER => buffer,
+                _ => &mut own,
+            };
+            let (compression, _) = self.read_checked(handle, verify, buffer)?;
+            let stored = buffer.get(..size).unwrap_or_default();
+            if compression == Compression::None.tag() {
+                return Ok(stored.to_vec());
+            }
+            self.decompressor
+                .decompress(compression, stored)
+                .map_err(|e| e.at(&self.path, handle.offset))
+        })
     }
 
     /// Turns a stored block into its contents.
@@ -386,6 +425,25 @@ impl Table {
         handle: BlockHandle,
         verify: bool,
     ) -> Result<StoredBlock> {
+        let mut bytes = Vec::new();
+        let (compression, checksum) = self.read_checked(handle, verify, &mut bytes)?;
+        bytes.truncate(handle.size as usize);
+        Ok(StoredBlock {
+            bytes,
+            compression,
+            checksum,
+        })
+    }
+
+    /// Reads block `handle` and its trailer into the front of `buffer` (grown as needed, never
+    /// shrunk), checks the checksum if `verify`, and returns the compression tag and the stored
+    /// checksum. The block is `buffer[..handle.size]`.
+    fn read_checked(
+        &self,
+        handle: BlockHandle,
+        verify: bool,
+        buffer: &mut Vec<u8>,
+    ) -> Result<(u8, u32)> {
         let data_end = self.file_size - FOOTER_SIZE as u64;
         if handle.size > MAX_BLOCK_SIZE as u64 || handle.end_with_trailer() > data_end {
             return Err(Error::Corruption {
@@ -398,8 +456,11 @@ impl Table {
             });
         }
         let size = handle.size as usize;
-        let mut bytes = vec![0u8; size + BLOCK_TRAILER_SIZE];
-        self.file.read_exact_at(handle.offset, &mut bytes)?;
+        if buffer.len() < size + BLOCK_TRAILER_SIZE {
+            buffer.resize(size + BLOCK_TRAILER_SIZE, 0);
+        }
+        let bytes = &mut buffer[..size + BLOCK_TRAILER_SIZE];
+        self.file.read_exact_at(handle.offset, bytes)?;
         let compression = bytes[size];
         let checksum = u32::from_le_bytes([
             bytes[size + 1],
@@ -429,11 +490,7 @@ impl Table {
                 detail: "block compressed with a dictionary but the file has none".into(),
             });
         }
-        Ok(StoredBlock {
-            bytes,
-            compression,
-            checksum,
-        })
+        Ok((compression, checksum))
     }
 
     fn load_index(&self) -> Result<Index> {
@@ -448,14 +505,17 @@ impl Table {
         BloomFilter::decode(contents).map_err(|e| e.at(&self.path, handle.offset))
     }
 
-    /// Hands the index and filters to the block cache at high priority instead of pinning
-    /// them; they are reloaded (and checked again) when evicted and needed.
+    /// Decides where the index and filters live: pinned with their memory charged to the
+    /// block cache (`charge_pinned_index_and_filter`), else handed to the cache at high
+    /// priority (`cache_index_and_filter_blocks`; reloaded and checked again when evicted and
+    /// needed), else pinned uncharged.
     ///
     /// One that is larger than a shard's high-priority share stays pinned by the table (as
     /// `RocksDB` keeps them without `cache_index_and_filter_blocks`): in the cache it would be
     /// demoted or refused at once and then read and decoded again on every lookup, hundreds of
-    /// microseconds for a filter of a few hundred KiB. It counts in [`Self::pinned_memory`].
-    fn move_meta_blocks_to_cache(&mut self) {
+    /// microseconds for a filter of a few hundred KiB. Uncharged pins count in
+    /// [`Self::pinned_memory`].
+    fn place_meta_blocks(&mut self, options: &TableOpenOptions) {
         let Some(cache) = self.cache.clone() else {
             return;
         };
@@ -464,28 +524,38 @@ impl Table {
             file_id: self.file_id,
             offset,
         };
-        if self
-            .index
-            .as_ref()
-            .is_some_and(|index| index.memory_usage() <= room)
-        {
-            if let Some(index) = self.index.take() {
-                let charge = index.memory_usage();
-                cache.insert(key(self.footer.index.offset), index, charge, Priority::High);
+        let mut pins = Vec::new();
+        let mut charge = |offset, size| {
+            let charged = options.charge_pinned_index_and_filter
+                && cache
+                    .charge_pinned(key(offset), size)
+                    .map(|charge| pins.push(charge))
+                    .is_some();
+            // Not charged: into the cache when asked and it fits a shard's share.
+            !charged && options.cache_index_and_filter_blocks && size <= room
+        };
+        if let Some(size) = self.index.as_ref().map(|index| index.memory_usage()) {
+            if charge(self.footer.index.offset, size) {
+                if let Some(index) = self.index.take() {
+                    cache.insert(key(self.footer.index.offset), index, size, Priority::High);
+                }
             }
         }
         for (slot, handle) in [
             (&mut self.filter, self.filter_handle),
             (&mut self.prefix_filter, self.prefix_filter_handle),
         ] {
-            if slot.as_ref().is_some_and(|f| f.size_bytes() <= room) {
-                if let (Some(filter), Some(handle)) = (slot.take(), handle) {
-                    let charge = filter.size_bytes();
-                    cache.insert(key(handle.offset), filter, charge, Priority::High);
+            let (Some(size), Some(handle)) = (slot.as_ref().map(|f| f.size_bytes()), handle) else {
+                continue;
+            };
+            if charge(handle.offset, size) {
+                if let Some(filter) = slot.take() {
+                    cache.insert(key(handle.offset), filter, size, Priority::High);
                 }
             }
         }
-        self.cache_meta_blocks = true;
+        self.charged_pins = pins;
+        self.cache_meta_blocks = options.cache_index_and_filter_blocks;
     }
 
     /// A value kept in the block cache under `offset`, loaded (and cached) on a miss. The
@@ -690,8 +760,9 @@ impl Table {
             .collect()
     }
 
-    /// Bytes of memory the open table pins outside the block cache: the decoded index, the
-    /// filters and the range tombstones.
+    /// Bytes of memory the open table pins outside the block cache and its budget: the decoded
+    /// index and filters (unless charged to the cache, `charge_pinned_index_and_filter`) and
+    /// the range tombstones.
     pub fn pinned_memory(&self) -> usize {
         let filters = [&self.filter, &self.prefix_filter]
             .iter()
@@ -702,7 +773,13 @@ impl Table {
             .iter()
             .map(|t| t.start.len() + t.end.len() + std::mem::size_of::<RangeTombstone>())
             .sum::<usize>();
-        self.index.as_ref().map_or(0, |i| i.memory_usage()) + filters + tombstones
+        let charged = self
+            .charged_pins
+            .iter()
+            .map(PinnedCharge::charge)
+            .sum::<usize>();
+        (self.index.as_ref().map_or(0, |i| i.memory_usage()) + filters + tombstones)
+            .saturating_sub(charged)
     }
 
     /// An iterator over the table's point entries.

@@ -152,3 +152,77 @@ fn meta_blocks_too_large_for_a_shard_stay_pinned_instead_of_reloading() {
         after.misses - before.misses
     );
 }
+
+#[test]
+fn charged_pins_count_in_the_budget_and_leave_lookups_one_cache_probe() {
+    let fs = MemFs::new();
+    let path = Path::new("/t.sst");
+    write_table(&fs, path, 2_000);
+    let cache = Arc::new(BlockCache::with_shards(256 << 10, 0));
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        cache_index_and_filter_blocks: true,
+        charge_pinned_index_and_filter: true,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&fs, path, &options).unwrap();
+    let pinned = cache.stats().pinned;
+    assert!(
+        pinned > 2_000 * 10 / 8,
+        "index and filter charged: {pinned}"
+    );
+    assert_eq!(cache.usage(), 0, "charged, not cached");
+    assert_eq!(
+        table.pinned_memory(),
+        0,
+        "nothing pinned outside the budget"
+    );
+    let before = cache.stats();
+    for i in (0..2_000u64).step_by(7) {
+        let key = format!("key{i:08}");
+        let found = table.get(key.as_bytes(), MAX_SEQNO).unwrap();
+        assert_eq!(found.expect("present").seqno, i + 1);
+        let stats = cache.stats();
+        assert!(stats.usage + stats.pinned <= stats.capacity, "{stats:?}");
+    }
+    assert_eq!(table.get(b"absent", MAX_SEQNO).unwrap(), None);
+    let after = cache.stats();
+    let probes = (after.hits + after.misses) - (before.hits + before.misses);
+    assert_eq!(
+        probes,
+        2_000 / 7 + 1,
+        "one probe per lookup: the data block"
+    );
+    drop(table);
+    assert_eq!(cache.stats().pinned, 0, "released with the table");
+}
+
+#[test]
+fn pins_the_cache_cannot_charge_go_into_the_cache() {
+    let fs = MemFs::new();
+    let path = Path::new("/t.sst");
+    write_table(&fs, path, 2_000);
+    let cache = Arc::new(BlockCache::with_shards(256 << 10, 0));
+    // Another table's pins already take the shard's high-priority share.
+    let full = cache
+        .charge_pinned(
+            CacheKey {
+                file_id: 99,
+                offset: 0,
+            },
+            128 << 10,
+        )
+        .expect("half the shard");
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        cache_index_and_filter_blocks: true,
+        charge_pinned_index_and_filter: true,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&fs, path, &options).unwrap();
+    assert_eq!(cache.stats().pinned, 128 << 10);
+    assert!(cache.usage() > 0, "index and filter cached instead");
+    let found = table.get(b"key00000042", MAX_SEQNO).unwrap();
+    assert_eq!(found.expect("present").seqno, 43);
+    drop(full);
+}

@@ -130,6 +130,8 @@ impl Limit {
 }
 
 /// Runs `benchmark`'s part for one thread.
+// Never inlined: scripts/callgrind-ops.sh counts instructions inside this symbol only.
+#[inline(never)]
 pub fn run_thread(
     benchmark: Benchmark,
     shared: &Shared<'_>,
