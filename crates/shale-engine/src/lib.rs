@@ -38,6 +38,7 @@ pub use version::{
 
 mod background;
 mod backup;
+pub mod blob;
 mod checkpoint;
 mod clock;
 mod compaction;
