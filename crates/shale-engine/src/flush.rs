@@ -85,6 +85,7 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
         creation_time: Some(props.creation_time),
         oldest_entry_time: None,
         global_seqno: None,
+        oldest_blob_file: None,
     })
 }
 

@@ -109,6 +109,7 @@ impl Candidate {
             creation_time: Some(self.creation_time),
             oldest_entry_time: None,
             global_seqno: Some(global_seqno),
+            oldest_blob_file: None,
         })
     }
 }

@@ -50,6 +50,7 @@ fn meta(number: u64, smallest: &str, largest: &str, seqnos: (u64, u64)) -> FileM
         creation_time: None,
         oldest_entry_time: None,
         global_seqno: None,
+        oldest_blob_file: None,
     }
 }
 
@@ -194,6 +195,7 @@ fn random_edit(rng: &mut SmallRng) -> VersionEdit {
             creation_time: rng.gen_bool(0.5).then(|| rng.gen()),
             oldest_entry_time: rng.gen_bool(0.5).then(|| rng.gen()),
             global_seqno: rng.gen_bool(0.3).then(|| rng.gen_range(0..=MAX_SEQNO)),
+            oldest_blob_file: None,
         };
         edit.add_file(rng.gen(), rng.gen_range(0..100), meta);
     }

@@ -779,6 +779,7 @@ mod tests {
             creation_time: None,
             oldest_entry_time: None,
             global_seqno: None,
+            oldest_blob_file: None,
         })
     }
 

@@ -116,6 +116,7 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
         creation_time: None,
         oldest_entry_time,
         global_seqno: None,
+        oldest_blob_file: None,
     }
 }
 
