@@ -19,7 +19,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use shale_fs::FileSystem;
-use shale_sst::{Comparator, TableProperties, TableWriter, WriterOptions};
+use shale_sst::{
+    Comparator, InternalKey, TableProperties, TableWriter, ValueKind, WriterOptions,
+};
+
+use crate::blob::{discard_blob_files, BlobOutputs, BlobSettings};
 
 use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
@@ -91,7 +95,10 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
 
 /// Writes `mem` as table `number` with `options` (from [`writer_options`]). Returns `None`
 /// when the memtable held nothing. With `ttl` (the keyspace has a TTL, so values end in
-/// their write time) the result records the oldest value's write time.
+/// their write time) the result records the oldest value's write time. With `blobs`, values
+/// of at least the keyspace's `min_blob_size` go to blob files and the table holds
+/// references (the caller finishes `blobs` and records its files).
+#[allow(clippy::too_many_arguments)] // one flush's inputs; a struct would only rename them
 pub(crate) fn write_memtable(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -100,6 +107,7 @@ pub(crate) fn write_memtable(
     options: WriterOptions,
     ttl: bool,
     rate_limiter: Option<&Arc<RateLimiter>>,
+    mut blobs: Option<&mut BlobOutputs<'_>>,
 ) -> Result<Option<FileMetaData>> {
     let comparator = options.comparator.clone();
     // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
@@ -118,8 +126,29 @@ pub(crate) fn write_memtable(
     let mut writer = TableWriter::new(file, path, options)?;
     // Under a TTL, the oldest value's write time, for the picker's TTL reason.
     let mut oldest_write_time: Option<u64> = None;
+    let mut oldest_blob_file: Option<u64> = None;
     while iter.valid() {
-        writer.add(iter.key(), iter.value())?;
+        let separated = match blobs.as_deref_mut() {
+            Some(blobs) if blobs.separates(iter.value().len()) => {
+                let key = shale_sst::ParsedInternalKey::parse(iter.key())
+                    .ok()
+                    .filter(|k| k.kind == ValueKind::Value);
+                if let Some(key) = key {
+                    let (reference, blob_number) = blobs.add(key.user_key, iter.value())?;
+                    let blob_key = InternalKey::new(key.user_key, key.seqno, ValueKind::BlobIndex);
+                    writer.add(blob_key.encoded(), &reference)?;
+                    oldest_blob_file =
+                        Some(oldest_blob_file.map_or(blob_number, |n| n.min(blob_number)));
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => false,
+        };
+        if !separated {
+            writer.add(iter.key(), iter.value())?;
+        }
         if ttl {
             let is_value = shale_sst::ParsedInternalKey::parse(iter.key())
                 .is_ok_and(|k| k.kind == shale_sst::ValueKind::Value);
@@ -136,12 +165,13 @@ pub(crate) fn write_memtable(
     let (size, props) = writer.finish()?;
     let mut meta = file_meta(number, size, &props)?;
     meta.oldest_entry_time = oldest_write_time;
+    meta.oldest_blob_file = oldest_blob_file;
     Ok(Some(meta))
 }
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
-    let (keyspace, frozen, options, ttl, number) = {
+    let (keyspace, frozen, options, ttl, number, blob_settings) = {
         let mut state = inner.lock_state();
         let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
             return Ok(false);
@@ -160,11 +190,23 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
                 reason: "frozen memtable vanished".into(),
             })?;
         let ttl = keyspace.options.ttl.is_some();
+        let blob_settings = BlobSettings::of(id, &keyspace.options);
         let number = state.versions.new_file_number();
         state.pending_outputs.insert(number);
-        (id, frozen, options, ttl, number)
+        (id, frozen, options, ttl, number, blob_settings)
     };
     let started = Instant::now();
+    let new_number = || inner.new_pending_output();
+    let mut blobs = blob_settings.map(|settings| {
+        BlobOutputs::new(
+            &*inner.fs,
+            &inner.dir,
+            settings,
+            inner.rate_limiter.as_ref(),
+            IoPriority::Flush,
+            &new_number,
+        )
+    });
     let written = write_memtable(
         &*inner.fs,
         &inner.dir,
@@ -173,19 +215,34 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         options,
         ttl,
         inner.rate_limiter.as_ref(),
-    )
-    .and_then(|meta| {
-        inner.fs.sync_dir(&inner.dir)?;
-        Ok(meta)
-    });
+        blobs.as_mut(),
+    );
+    let blob_numbers: Vec<u64> = blobs.as_ref().map_or_else(Vec::new, |b| b.numbers().to_vec());
+    let written = written
+        .and_then(|meta| {
+            let blob_files = match blobs {
+                Some(blobs) => blobs.finish()?,
+                None => Vec::new(),
+            };
+            Ok((meta, blob_files))
+        })
+        .and_then(|written| {
+            inner.fs.sync_dir(&inner.dir)?;
+            Ok(written)
+        });
     let mut state = inner.lock_state();
     state.pending_outputs.remove(&number);
-    let meta = match written {
-        Ok(meta) => meta,
+    for blob_number in &blob_numbers {
+        state.pending_outputs.remove(blob_number);
+    }
+    let (meta, blob_files) = match written {
+        Ok(written) => written,
         Err(error) => {
             // The memtable stays frozen and its WAL stays: nothing is lost. The partial
-            // table goes (best effort: a leftover is unreferenced and deleted later).
+            // table and blob files go (best effort: a leftover is unreferenced and deleted
+            // later).
             let _ = inner.fs.remove(&table_file_name(&inner.dir, number));
+            discard_blob_files(&*inner.fs, &inner.dir, &blob_numbers);
             let reason = format!("flushing a memtable to table {number} failed: {error}");
             if error.is_retryable_write() {
                 inner.set_recoverable_error_locked(&state, reason);
@@ -211,6 +268,9 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     let flushed_bytes = meta.as_ref().map(|m| m.size);
     if let Some(meta) = meta {
         edit.add_file(keyspace, 0, meta);
+    }
+    for blob in &blob_files {
+        edit.add_blob_file(blob);
     }
     if let Err(error) = {
         let allocated = inner
@@ -276,7 +336,7 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// Deletes WALs no keyspace needs, tables no live Version references, and old MANIFEST and
+/// Deletes WALs no keyspace needs, tables and blob files no live Version references, and old MANIFEST and
 /// OPTIONS files. Failures are ignored: the files are retried at the next call or open.
 pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
     let Ok(names) = inner.fs.list(&inner.dir) else {
@@ -303,6 +363,12 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
             let obsolete = !live.contains(&number) && !state.pending_outputs.contains(&number);
             if obsolete {
                 inner.table_cache.erase(number);
+            }
+            obsolete
+        } else if let Some(number) = crate::blob::parse_blob_file_name(&name) {
+            let obsolete = !live.contains(&number) && !state.pending_outputs.contains(&number);
+            if obsolete {
+                inner.blob_cache.erase(number);
             }
             obsolete
         } else if let Some(number) = manifest_number(&name) {

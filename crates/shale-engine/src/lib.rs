@@ -19,7 +19,7 @@ mod version;
 pub mod wal;
 
 pub use batch::{BatchEntry, WriteBatch};
-pub use db_iter::{DbIter, DbIterOptions};
+pub use db_iter::{BlobResolver, DbIter, DbIterOptions};
 pub use error::{Error, Result};
 pub use iterator::{InternalIterator, VecIterator};
 pub use level_iter::{LevelFile, LevelIter, TableOpener};

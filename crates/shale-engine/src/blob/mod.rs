@@ -2,7 +2,8 @@
 //! (docs/format/blob.md; garbage collection in docs/compaction.md, "Blob files").
 //!
 //! - `format`: header, footer, records, [`BlobReference`];
-//! - `writer`: `BlobFileWriter`, one file front to back;
+//! - `writer`: `BlobFileWriter`, one file front to back; `output`: `BlobOutputs`, the files
+//!   one flush or compaction writes;
 //! - `reader`: `BlobFileReader` (resolve a reference), [`scan_blob_file`] (check a whole
 //!   file) and `BlobFileCache` (open files by number);
 //! - [`BlobFileMeta`] (what a Version knows of a blob file) and `BlobGarbage` (what one
@@ -19,6 +20,7 @@
 //!    tables, ARCHITECTURE.md invariant 4).
 
 mod format;
+mod output;
 mod reader;
 mod writer;
 
@@ -30,6 +32,7 @@ pub use format::{
 };
 pub(crate) use reader::{decode_reference, BlobFileCache};
 pub use reader::{scan_blob_file, BlobFileSummary};
+pub(crate) use output::{discard_blob_files, BlobOutputs, BlobSettings};
 pub(crate) use writer::BlobFileWriter;
 
 /// What the MANIFEST records of one blob file.

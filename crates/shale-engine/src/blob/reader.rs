@@ -301,6 +301,12 @@ impl BlobFileCache {
     }
 }
 
+impl crate::db_iter::BlobResolver for BlobFileCache {
+    fn resolve(&self, user_key: &[u8], reference: &[u8]) -> Result<Vec<u8>> {
+        BlobFileCache::resolve(self, user_key, reference)
+    }
+}
+
 /// Decodes the reference of a `BlobIndex` entry of `user_key`.
 pub(crate) fn decode_reference(stored: &[u8], user_key: &[u8]) -> Result<BlobReference> {
     BlobReference::decode(stored).map_err(|(detail, unsupported)| {

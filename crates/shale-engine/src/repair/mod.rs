@@ -624,6 +624,7 @@ impl Repair<'_> {
                 writer_options(&self.options.comparator, &own, (keyspace, &name)),
                 own.ttl.is_some(),
                 None, // repair runs offline: nothing to share the disk with
+                None, // salvaged WAL values stay inline; compaction may separate them later
             )?;
             if let Some(meta) = written {
                 levels
