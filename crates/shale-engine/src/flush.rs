@@ -23,7 +23,7 @@ use shale_sst::{
     Comparator, InternalKey, TableProperties, TableWriter, ValueKind, WriterOptions,
 };
 
-use crate::blob::{discard_blob_files, BlobOutputs, BlobSettings};
+use crate::blob::{discard_blob_files, BlobFileMeta, BlobOutputs, BlobSettings};
 
 use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
@@ -286,6 +286,11 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         ));
         return Err(error);
     }
+    StatCounters::add(&inner.stats.blob_files_written, blob_files.len() as u64);
+    StatCounters::add(
+        &inner.stats.blob_bytes_written,
+        blob_files.iter().map(BlobFileMeta::file_size).sum(),
+    );
     if let Some(bytes) = flushed_bytes {
         let counters = &inner.stats;
         StatCounters::add(&counters.flushes, 1);

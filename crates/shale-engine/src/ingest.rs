@@ -268,6 +268,13 @@ fn inspect(inner: &DbInner, keyspace: u32, path: &Path) -> Result<Candidate> {
         if key.kind == ValueKind::Deletion {
             num_deletions += 1;
         }
+        if key.kind == ValueKind::BlobIndex {
+            return Err(refuse(format!(
+                "entry {} is a blob reference: it would point into another database's blob \
+                 files",
+                printable(key.user_key)
+            )));
+        }
         num_entries += 1;
         previous = Some(key.user_key.to_vec());
         iter.next();

@@ -33,7 +33,8 @@ pub use format::{
 pub(crate) use reader::{decode_reference, BlobFileCache};
 pub use reader::{scan_blob_file, BlobFileSummary};
 pub(crate) use output::{discard_blob_files, BlobOutputs, BlobSettings};
-pub(crate) use writer::BlobFileWriter;
+#[cfg(test)]
+use writer::BlobFileWriter;
 
 /// What the MANIFEST records of one blob file.
 #[derive(Debug, Clone, PartialEq, Eq)]

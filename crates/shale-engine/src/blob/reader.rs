@@ -68,11 +68,6 @@ impl BlobFileReader {
         })
     }
 
-    /// The header.
-    pub(crate) fn header(&self) -> BlobHeader {
-        self.header
-    }
-
     /// The value `reference` points at, for `user_key`: every check of the format page,
     /// then decompression. Failures are `Corruption` naming this file and the record offset.
     pub(crate) fn read(&self, reference: &BlobReference, user_key: &[u8]) -> Result<Vec<u8>> {
