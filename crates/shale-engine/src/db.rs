@@ -42,6 +42,7 @@ use shale_fs::{FileLock, FileSystem};
 use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
 
 use crate::batch::WriteBatch;
+use crate::blob::BlobFileCache;
 use crate::checkpoint::CheckpointInfo;
 use crate::compaction::BackgroundCompaction;
 use crate::compaction_stats::CompactionStats;
@@ -54,7 +55,6 @@ use crate::rate_limiter::{IoPriority, RateLimiter};
 use crate::read::{DbIterator, ReadOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{DbStats, StatCounters};
-use crate::blob::BlobFileCache;
 use crate::table_cache::TableCache;
 use crate::version::VersionSet;
 use crate::wal::LogWriter;

@@ -19,9 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use shale_fs::FileSystem;
-use shale_sst::{
-    Comparator, InternalKey, TableProperties, TableWriter, ValueKind, WriterOptions,
-};
+use shale_sst::{Comparator, InternalKey, TableProperties, TableWriter, ValueKind, WriterOptions};
 
 use crate::blob::{discard_blob_files, BlobFileMeta, BlobOutputs, BlobSettings};
 
@@ -217,7 +215,9 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         inner.rate_limiter.as_ref(),
         blobs.as_mut(),
     );
-    let blob_numbers: Vec<u64> = blobs.as_ref().map_or_else(Vec::new, |b| b.numbers().to_vec());
+    let blob_numbers: Vec<u64> = blobs
+        .as_ref()
+        .map_or_else(Vec::new, |b| b.numbers().to_vec());
     let written = written
         .and_then(|meta| {
             let blob_files = match blobs {

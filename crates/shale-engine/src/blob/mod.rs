@@ -30,9 +30,9 @@ pub use format::{
     blob_file_name, parse_blob_file_name, record_size, BlobFooter, BlobHeader, BlobRecord,
     BlobReference, BLOB_FORMAT_VERSION, BLOB_MAGIC, FOOTER_SIZE, HEADER_SIZE,
 };
+pub(crate) use output::{discard_blob_files, BlobOutputs, BlobSettings};
 pub(crate) use reader::{decode_reference, BlobFileCache};
 pub use reader::{scan_blob_file, BlobFileSummary};
-pub(crate) use output::{discard_blob_files, BlobOutputs, BlobSettings};
 #[cfg(test)]
 use writer::BlobFileWriter;
 

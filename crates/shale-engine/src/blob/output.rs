@@ -109,7 +109,10 @@ impl<'a> BlobOutputs<'a> {
         if writer.file_size() >= self.settings.file_size {
             self.finish_current()?;
         }
-        Ok((reference.encode_for(stored_value, self.settings.ttl), number))
+        Ok((
+            reference.encode_for(stored_value, self.settings.ttl),
+            number,
+        ))
     }
 
     fn finish_current(&mut self) -> Result<()> {

@@ -902,8 +902,8 @@ fn merge_range(
                 && key.kind.is_value()
                 && key.seqno != 0;
             let seqno = if zero_seqno { 0 } else { key.seqno };
-            let relocated = reference
-                .filter(|r| blobs.gc_cutoff.is_some_and(|cutoff| r.file_number < cutoff));
+            let relocated =
+                reference.filter(|r| blobs.gc_cutoff.is_some_and(|cutoff| r.file_number < cutoff));
             let separate = key.kind == ValueKind::Value
                 && blobs
                     .outputs

@@ -479,7 +479,9 @@ fn blob_garbage_file(
     let garbage: u64 = batch.iter().map(|b| b.garbage_bytes).sum();
     #[allow(clippy::cast_precision_loss)] // a ratio
     let ratio = garbage as f64 / total.max(1) as f64;
-    if ratio < threshold {
+    // Without garbage a rewrite only moves values to a newer file, which would be picked
+    // again in its turn (a threshold of 0 would loop).
+    if garbage == 0 || ratio < threshold {
         return None;
     }
     (0..version.num_levels()).find_map(|level| {
