@@ -401,3 +401,68 @@ fn a_damaged_blob_record_is_corruption_naming_the_file_and_offset() {
     assert!(!iter.valid());
     assert!(iter.status().unwrap_err().to_string().contains("checksum"));
 }
+
+#[test]
+fn checkpoints_link_and_backups_copy_blob_files() {
+    use shale_engine::{BackupEngine, BackupOptions};
+    let fs = Arc::new(MemFs::new());
+    let keyspace = KeyspaceOptions {
+        level0_compaction_trigger: 100,
+        level0_slowdown_writes_trigger: 200,
+        level0_stop_writes_trigger: 300,
+        ..blob_keyspace()
+    };
+    let db = Db::open(DIR, options(&fs, keyspace.clone())).unwrap();
+    let ks = db.default_keyspace();
+    for i in 0..50 {
+        ks.put(&key(i), &value(i, 1, 2000)).unwrap();
+    }
+    db.flush().unwrap();
+    let info = db.checkpoint("/checkpoint").unwrap();
+    let blob = blob_files_on_disk(&fs)[0];
+    assert!(info
+        .files
+        .iter()
+        .any(|(name, _)| *name == format!("{blob:06}.blob")));
+    let engine = BackupEngine::open(fs.clone(), "/backups").unwrap();
+    let first = engine
+        .create(&db, &BackupOptions::default(), &mut |_, _| {})
+        .unwrap();
+    assert!(first
+        .info
+        .files
+        .iter()
+        .any(|f| f.name.ends_with(".blob") && f.stored.starts_with("shared/")));
+    for i in 50..60 {
+        ks.put(&key(i), &value(i, 1, 2000)).unwrap();
+    }
+    db.flush().unwrap();
+    let second = engine
+        .create(&db, &BackupOptions::default(), &mut |_, _| {})
+        .unwrap();
+    // The first table and blob file are shared with the first backup.
+    assert_eq!(second.reused_tables, 2);
+    engine.verify(second.info.id, &mut |_, _| {}).unwrap();
+    engine
+        .restore(second.info.id, Path::new("/restored"), 2, &|_, _| {})
+        .unwrap();
+    drop(db);
+    for dir in ["/checkpoint", "/restored"] {
+        let copy = Db::open(
+            dir,
+            Options {
+                file_system: fs.clone(),
+                default_keyspace: keyspace.clone(),
+                idle_compaction_after: None,
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        let ks = copy.default_keyspace();
+        let count = if dir == "/checkpoint" { 50 } else { 60 };
+        for i in 0..count {
+            assert_eq!(ks.get(&key(i)).unwrap(), Some(value(i, 1, 2000)), "{dir}");
+        }
+        assert_eq!(scan(&ks, ReadOptions::default()).len(), count as usize);
+    }
+}
