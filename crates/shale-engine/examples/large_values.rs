@@ -193,7 +193,10 @@ fn compressed_size(rows: u64, random_percent: u64, codec: Compression) -> u64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let dir = Path::new(args.first().ok_or("usage: large_values DIR [ROWS] [CODEC] ...")?);
+    let dir = Path::new(
+        args.first()
+            .ok_or("usage: large_values DIR [ROWS] [CODEC] ...")?,
+    );
     let rows: u64 = args.get(1).map_or(Ok(5000), |a| a.parse())?;
     let codec: Compression = args.get(2).map_or(Ok(Compression::Zstd), |a| a.parse())?;
     let read_seconds: u64 = args.get(3).map_or(Ok(5), |a| a.parse())?;
@@ -203,11 +206,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "large values: {rows} rows of 10,000-20,000 bytes, codec {codec}, reads for \
          {read_seconds} s with a writer at {writer_rate} rows/s; load average {}",
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     println!(
         "{:>7} {:>6} {:>10} {:>9} {:>10} {:>10} {:>11} {:>7} {:>9}",
-        "random", "blobs", "inserts/s", "cpu s", "db MB", "blob MB", "data cmp MB", "db/cmp", "reads/s"
+        "random",
+        "blobs",
+        "inserts/s",
+        "cpu s",
+        "db MB",
+        "blob MB",
+        "data cmp MB",
+        "db/cmp",
+        "reads/s"
     );
     for random_percent in [20, 45, 75, 95] {
         let compressed = compressed_size(rows, random_percent, codec);

@@ -167,6 +167,57 @@ pub(crate) fn write_memtable(
     Ok(Some(meta))
 }
 
+/// Writes a flush's table (and blob files), synced with their directory entries. Returns
+/// what was written and every blob file number allocated (pending outputs, to release and,
+/// after a failure, to delete).
+#[allow(clippy::type_complexity)] // one flush's outcome, named at its only caller
+fn write_flush_files(
+    inner: &Arc<DbInner>,
+    mem: &Arc<MemTable>,
+    number: u64,
+    options: WriterOptions,
+    ttl: bool,
+    blob_settings: Option<BlobSettings>,
+) -> (Result<(Option<FileMetaData>, Vec<BlobFileMeta>)>, Vec<u64>) {
+    let new_number = || inner.new_pending_output();
+    let mut blobs = blob_settings.map(|settings| {
+        BlobOutputs::new(
+            &*inner.fs,
+            &inner.dir,
+            settings,
+            inner.rate_limiter.as_ref(),
+            IoPriority::Flush,
+            &new_number,
+        )
+    });
+    let written = write_memtable(
+        &*inner.fs,
+        &inner.dir,
+        mem,
+        number,
+        options,
+        ttl,
+        inner.rate_limiter.as_ref(),
+        blobs.as_mut(),
+    );
+    let blob_numbers: Vec<u64> = blobs
+        .as_ref()
+        .map_or_else(Vec::new, |b| b.numbers().to_vec());
+    let written = written
+        .and_then(|meta| {
+            let blob_files = match blobs {
+                Some(blobs) => blobs.finish()?,
+                None => Vec::new(),
+            };
+            Ok((meta, blob_files))
+        })
+        .and_then(|written| {
+            inner.fs.sync_dir(&inner.dir)?;
+            Ok(written)
+        });
+    (written, blob_numbers)
+}
+
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     let (keyspace, frozen, options, ttl, number, blob_settings) = {
@@ -194,46 +245,11 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         (id, frozen, options, ttl, number, blob_settings)
     };
     let started = Instant::now();
-    let new_number = || inner.new_pending_output();
-    let mut blobs = blob_settings.map(|settings| {
-        BlobOutputs::new(
-            &*inner.fs,
-            &inner.dir,
-            settings,
-            inner.rate_limiter.as_ref(),
-            IoPriority::Flush,
-            &new_number,
-        )
-    });
-    let written = write_memtable(
-        &*inner.fs,
-        &inner.dir,
-        &frozen.mem,
-        number,
-        options,
-        ttl,
-        inner.rate_limiter.as_ref(),
-        blobs.as_mut(),
-    );
-    let blob_numbers: Vec<u64> = blobs
-        .as_ref()
-        .map_or_else(Vec::new, |b| b.numbers().to_vec());
-    let written = written
-        .and_then(|meta| {
-            let blob_files = match blobs {
-                Some(blobs) => blobs.finish()?,
-                None => Vec::new(),
-            };
-            Ok((meta, blob_files))
-        })
-        .and_then(|written| {
-            inner.fs.sync_dir(&inner.dir)?;
-            Ok(written)
-        });
+    let (written, blob_numbers) =
+        write_flush_files(inner, &frozen.mem, number, options, ttl, blob_settings);
     let mut state = inner.lock_state();
-    state.pending_outputs.remove(&number);
-    for blob_number in &blob_numbers {
-        state.pending_outputs.remove(blob_number);
+    for output in std::iter::once(&number).chain(&blob_numbers) {
+        state.pending_outputs.remove(output);
     }
     let (meta, blob_files) = match written {
         Ok(written) => written,
@@ -286,11 +302,9 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         ));
         return Err(error);
     }
+    let blob_bytes = blob_files.iter().map(BlobFileMeta::file_size).sum();
     StatCounters::add(&inner.stats.blob_files_written, blob_files.len() as u64);
-    StatCounters::add(
-        &inner.stats.blob_bytes_written,
-        blob_files.iter().map(BlobFileMeta::file_size).sum(),
-    );
+    StatCounters::add(&inner.stats.blob_bytes_written, blob_bytes);
     if let Some(bytes) = flushed_bytes {
         let counters = &inner.stats;
         StatCounters::add(&counters.flushes, 1);

@@ -494,6 +494,7 @@ impl KeyspaceOptions {
     }
 
     /// The persisted form (names and values as in docs/format/options.md).
+    #[allow(clippy::too_many_lines)] // one line pair per option
     pub(crate) fn to_pairs(&self) -> Vec<(String, String)> {
         let mut pairs = vec![
             (

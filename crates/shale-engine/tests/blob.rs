@@ -432,7 +432,7 @@ fn checkpoints_link_and_backups_copy_blob_files() {
         .info
         .files
         .iter()
-        .any(|f| f.name.ends_with(".blob") && f.stored.starts_with("shared/")));
+        .any(|f| f.name == format!("{blob:06}.blob") && f.stored.starts_with("shared/")));
     for i in 50..60 {
         ks.put(&key(i), &value(i, 1, 2000)).unwrap();
     }
@@ -498,7 +498,7 @@ fn repair_keeps_readable_blob_files_and_recomputes_their_garbage() {
         .list(Path::new(DIR))
         .unwrap()
         .into_iter()
-        .filter(|n| n.ends_with(".sst"))
+        .filter(|n| shale_engine::inspect::parse_table_file_name(n).is_some())
         .collect();
     let newest_table = version_tables.iter().max().unwrap().clone();
     fs.remove(&Path::new(DIR).join(&newest_table)).unwrap();

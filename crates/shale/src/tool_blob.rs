@@ -69,12 +69,12 @@ pub fn run(args: &BlobToolArgs) -> Result<(), Failure> {
                 record.compression
             );
             if args.values {
-                line.push_str(&format!(
-                    " => {}",
-                    value
+                line.push_str(" => ");
+                line.push_str(
+                    &value
                         .as_deref()
-                        .map_or_else(String::new, |v| render.bytes(v))
-                ));
+                        .map_or_else(String::new, |v| render.bytes(v)),
+                );
             }
             lines.push(line);
         }

@@ -87,8 +87,11 @@ fn replay(
 
 /// One table file for a text line: number, key range, sequence range, size, entries.
 pub fn file_text(f: &FileMetaData, render: Render) -> String {
-    let mut text = format!(
-        "{:06} [{} .. {}] seqno {}..{} size {} entries {} deletions {}",
+    let oldest_blob = f
+        .oldest_blob_file
+        .map_or_else(String::new, |n| format!(" oldest blob {n:06}"));
+    format!(
+        "{:06} [{} .. {}] seqno {}..{} size {} entries {} deletions {}{oldest_blob}",
         f.number,
         render.internal_key(f.smallest.encoded()),
         render.internal_key(f.largest.encoded()),
@@ -97,11 +100,7 @@ pub fn file_text(f: &FileMetaData, render: Render) -> String {
         f.size,
         f.num_entries,
         f.num_deletions
-    );
-    if let Some(number) = f.oldest_blob_file {
-        text.push_str(&format!(" oldest blob {number:06}"));
-    }
-    text
+    )
 }
 
 /// One blob file: its records, garbage and live ratio.

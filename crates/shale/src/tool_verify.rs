@@ -532,15 +532,15 @@ fn check_blob_files(
                 footer.record_count, footer.record_bytes, meta.total_count, meta.total_bytes
             ));
         }
-        let referenced = references.get(&meta.number).copied().unwrap_or((0, 0));
+        let from_tables = references.get(&meta.number).copied().unwrap_or((0, 0));
         let live_records = (
             meta.total_count - meta.garbage_count,
             meta.total_bytes - meta.garbage_bytes,
         );
-        if referenced != live_records {
+        if from_tables != live_records {
             problems.push(format!(
                 "the tables reference {} records ({} bytes), the MANIFEST's garbage leaves {}                  ({} bytes) live",
-                referenced.0, referenced.1, live_records.0, live_records.1
+                from_tables.0, from_tables.1, live_records.0, live_records.1
             ));
         }
         if problems.is_empty() {

@@ -705,8 +705,11 @@ fn build_with_blobs(name: &str) -> PathBuf {
     .unwrap();
     let ks = db.default_keyspace();
     for i in 0..20 {
-        ks.put(format!("b{i:03}").as_bytes(), &vec![b'a' + i as u8; 500])
-            .unwrap();
+        ks.put(
+            format!("b{i:03}").as_bytes(),
+            &vec![b'a' + u8::try_from(i).unwrap(); 500],
+        )
+        .unwrap();
     }
     db.flush().unwrap();
     db.compact_range(&ks, None, None).unwrap();

@@ -130,10 +130,10 @@ mod tests {
     use super::*;
     use crate::error::Error;
 
-    fn write_file(
-        fs: &MemFs,
-        codec: Compression,
-    ) -> (Vec<(Vec<u8>, Vec<u8>, BlobReference)>, BlobFileMeta) {
+    /// Records written: key, value, reference.
+    type Written = Vec<(Vec<u8>, Vec<u8>, BlobReference)>;
+
+    fn write_file(fs: &MemFs, codec: Compression) -> (Written, BlobFileMeta) {
         let mut writer = BlobFileWriter::create(fs, Path::new("/db"), 7, 3, codec).unwrap();
         let mut written = Vec::new();
         for i in 0..20u32 {

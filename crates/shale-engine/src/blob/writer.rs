@@ -92,17 +92,14 @@ impl BlobFileWriter {
     /// eighth) and returns the reference to it.
     pub(crate) fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<BlobReference> {
         let codec = self.compressor.compress(value, &mut self.compressed);
-        let (key_len, value_len) = match (
+        let (Ok(key_len), Ok(value_len)) = (
             u32::try_from(user_key.len()),
             u32::try_from(self.compressed.len()),
-        ) {
-            (Ok(k), Ok(v)) => (k, v),
-            _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "a {}-byte value does not fit a blob record (at most 4 GiB)",
-                    value.len()
-                )))
-            }
+        ) else {
+            return Err(Error::InvalidArgument(format!(
+                "a {}-byte value does not fit a blob record (at most 4 GiB)",
+                value.len()
+            )));
         };
         let offset = HEADER_SIZE + self.record_bytes;
         let header = record_header(key_len, value_len, codec);

@@ -313,6 +313,37 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
         ));
         return Err(error);
     }
+    record_stats(
+        inner,
+        compaction,
+        &outputs,
+        &blob_files,
+        relocated_bytes,
+        micros,
+    );
+    let version = state.versions.current();
+    if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {
+        keyspace.install_super_version(version);
+    }
+    inner.note_pending_compaction_bytes_locked(&state);
+    state.compactions_done += 1;
+    inner.clear_recoverable_error_locked(&state);
+    // Its Version no longer keeps the inputs: delete them now.
+    drop(job);
+    crate::flush::delete_obsolete_files(inner, &mut state);
+    inner.state_changed.notify_all();
+    Ok(())
+}
+
+/// Counts a finished compaction in `DbStats` and the per-level stats.
+fn record_stats(
+    inner: &DbInner,
+    compaction: &Compaction,
+    outputs: &[FileMetaData],
+    blob_files: &[BlobFileMeta],
+    relocated_bytes: u64,
+    micros: u64,
+) {
     let counters = &inner.stats;
     let by_reason = match compaction.reason {
         CompactionReason::Level0FileCount => &counters.level0_compactions,
@@ -345,18 +376,6 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
             micros,
         );
     }
-    let version = state.versions.current();
-    if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {
-        keyspace.install_super_version(version);
-    }
-    inner.note_pending_compaction_bytes_locked(&state);
-    state.compactions_done += 1;
-    inner.clear_recoverable_error_locked(&state);
-    // Its Version no longer keeps the inputs: delete them now.
-    drop(job);
-    crate::flush::delete_obsolete_files(inner, &mut state);
-    inner.state_changed.notify_all();
-    Ok(())
 }
 
 /// Adds a compaction's blob files and garbage to `edit`, deleting every blob file whose
@@ -808,17 +827,14 @@ fn write_value(
     value: &[u8],
     new_user_key: bool,
 ) -> Result<()> {
-    match blobs.outputs.as_mut().filter(|b| b.separates(value.len())) {
-        Some(blob_outputs) => {
-            let (reference, number) = blob_outputs.add(user_key, value)?;
-            let key = InternalKey::new(user_key, seqno, ValueKind::BlobIndex);
-            outputs.add(key.encoded(), &reference, user_key, new_user_key)?;
-            outputs.saw_blob_file(number);
-        }
-        None => {
-            let key = InternalKey::new(user_key, seqno, ValueKind::Value);
-            outputs.add(key.encoded(), value, user_key, new_user_key)?;
-        }
+    if let Some(blob_outputs) = blobs.outputs.as_mut().filter(|b| b.separates(value.len())) {
+        let (reference, number) = blob_outputs.add(user_key, value)?;
+        let key = InternalKey::new(user_key, seqno, ValueKind::BlobIndex);
+        outputs.add(key.encoded(), &reference, user_key, new_user_key)?;
+        outputs.saw_blob_file(number);
+    } else {
+        let key = InternalKey::new(user_key, seqno, ValueKind::Value);
+        outputs.add(key.encoded(), value, user_key, new_user_key)?;
     }
     Ok(())
 }

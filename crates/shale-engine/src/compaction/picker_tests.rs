@@ -127,6 +127,24 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
     }
 }
 
+/// A `blob N T:G` line's blob file.
+fn blob_meta(spec: &str) -> BlobFileMeta {
+    let (number, sizes) = spec.split_once(' ').expect("blob N T:G");
+    let (total, garbage) = sizes.split_once(':').expect("blob N T:G");
+    let (total, garbage): (u64, u64) = (
+        total.parse().expect("T: bytes"),
+        garbage.parse().expect("G: bytes"),
+    );
+    BlobFileMeta {
+        number: number.parse().expect("N: blob file number"),
+        keyspace: 0,
+        total_count: total,
+        total_bytes: total,
+        garbage_count: garbage,
+        garbage_bytes: garbage,
+    }
+}
+
 /// Runs one case and returns its output.
 fn run_case(case: &Case) -> String {
     let mut options_pairs = Vec::new();
@@ -151,20 +169,7 @@ fn run_case(case: &Case) -> String {
         } else if let Some(level) = word.strip_prefix('L').and_then(|l| l.parse::<usize>().ok()) {
             files.extend(rest.split_whitespace().map(|f| (level, f.to_owned())));
         } else if word == "blob" {
-            let (number, sizes) = rest.split_once(' ').expect("blob N T:G");
-            let (total, garbage) = sizes.split_once(':').expect("blob N T:G");
-            let (total, garbage): (u64, u64) = (
-                total.parse().expect("T: bytes"),
-                garbage.parse().expect("G: bytes"),
-            );
-            blobs.push(BlobFileMeta {
-                number: number.parse().expect("N: blob file number"),
-                keyspace: 0,
-                total_count: total,
-                total_bytes: total,
-                garbage_count: garbage,
-                garbage_bytes: garbage,
-            });
+            blobs.push(blob_meta(rest));
         } else if word == "pick" || word == "manual" || word == "idle" {
             commands.push(line.clone());
         } else if !line.trim().is_empty() {

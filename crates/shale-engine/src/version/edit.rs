@@ -414,6 +414,7 @@ fn decode(data: &[u8]) -> Decoded<VersionEdit> {
 }
 
 /// Decodes the body of one field (in `r`) with `tag`, which starts at `field_at`, into `edit`.
+#[allow(clippy::too_many_lines)] // one short arm per tag
 fn decode_field(
     edit: &mut VersionEdit,
     tag: u32,
@@ -512,6 +513,25 @@ fn decode_field(
             }
             edit.wals_tracked = true;
         }
+        tag::BLOB_FILE_ADDITION | tag::BLOB_FILE_GARBAGE | tag::BLOB_FILE_DELETION => {
+            return decode_blob_field(edit, tag, r, field_at);
+        }
+        unknown if unknown & SAFE_TO_IGNORE != 0 => {
+            r.rest();
+        }
+        unknown => return Err(unknown_tag(unknown, field_at, "field tag")),
+    }
+    Ok(())
+}
+
+/// Decodes the body of a blob-file field (tags 12 to 14).
+fn decode_blob_field(
+    edit: &mut VersionEdit,
+    tag: u32,
+    r: &mut Reader<'_>,
+    field_at: usize,
+) -> Decoded<()> {
+    match tag {
         tag::BLOB_FILE_ADDITION => {
             let keyspace = r.varint32("keyspace id")?;
             let number = r.varint64("blob file number")?;
@@ -544,7 +564,7 @@ fn decode_field(
             }
             edit.blob_file_garbage.push((number, count, bytes));
         }
-        tag::BLOB_FILE_DELETION => {
+        _ => {
             let number = r.varint64("blob file number")?;
             if edit.deleted_blob_files.contains(&number) {
                 return Err(DecodeFailure::corrupt(
@@ -554,10 +574,6 @@ fn decode_field(
             }
             edit.deleted_blob_files.push(number);
         }
-        unknown if unknown & SAFE_TO_IGNORE != 0 => {
-            r.rest();
-        }
-        unknown => return Err(unknown_tag(unknown, field_at, "field tag")),
     }
     Ok(())
 }
