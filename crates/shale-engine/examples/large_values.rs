@@ -17,7 +17,8 @@
 //! Inserts are single-row `Buffered` puts; the insert time runs to the end of the flush and of
 //! every compaction they caused. The database size is every file in the directory after that
 //! (tables, blob files, WAL, MANIFEST, OPTIONS). CPU seconds are this process's user plus
-//! system time (`/proc/self/stat`), steadier than wall time on a busy machine.
+//! system time (`/proc/self/stat`), steadier than wall time on a busy machine; bytes written
+//! are its `wchar` (`/proc/self/io`) over the inserts, flushes and compactions.
 
 use std::fs;
 use std::path::Path;
@@ -39,6 +40,17 @@ fn cpu_seconds() -> Result<f64, Box<dyn std::error::Error>> {
         + fields.get(12).ok_or("no stime")?.parse::<u64>()?;
     #[allow(clippy::cast_precision_loss)]
     Ok(ticks as f64 / 100.0)
+}
+
+/// `wchar` of this process: bytes passed to `write` so far (WAL, tables, blob files, ...).
+fn bytes_written() -> Result<u64, Box<dyn std::error::Error>> {
+    let io = fs::read_to_string("/proc/self/io")?;
+    io.lines()
+        .find_map(|line| line.strip_prefix("wchar: "))
+        .ok_or("no wchar in /proc/self/io")?
+        .trim()
+        .parse()
+        .map_err(Into::into)
 }
 
 /// The value of row `row` (version `version`): 10,000 to 20,000 bytes, `random_percent` of
@@ -72,6 +84,7 @@ fn dir_bytes(dir: &Path) -> std::io::Result<(u64, u64)> {
 struct RunResult {
     inserts_per_sec: f64,
     insert_cpu: f64,
+    insert_written: u64,
     db_bytes: u64,
     blob_bytes: u64,
     reads_per_sec: f64,
@@ -107,7 +120,7 @@ fn run(
     };
     let db = Arc::new(Db::open(dir, options)?);
     let ks = db.default_keyspace();
-    let (started, cpu) = (Instant::now(), cpu_seconds()?);
+    let (started, cpu, written) = (Instant::now(), cpu_seconds()?, bytes_written()?);
     for row in 0..rows {
         ks.put(&key(row), &row_value(row, 0, random_percent))?;
     }
@@ -115,6 +128,7 @@ fn run(
     db.wait_for_background_work()?;
     let elapsed = started.elapsed().as_secs_f64();
     let insert_cpu = cpu_seconds()? - cpu;
+    let insert_written = bytes_written()? - written;
     let (db_bytes, blob_bytes) = dir_bytes(dir)?;
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -172,6 +186,7 @@ fn run(
     Ok(RunResult {
         inserts_per_sec: rows as f64 / elapsed,
         insert_cpu,
+        insert_written,
         db_bytes,
         blob_bytes,
         reads_per_sec,
@@ -238,11 +253,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             #[allow(clippy::cast_precision_loss)]
             let mb = |b: u64| b as f64 / 1e6;
             println!(
-                "{:>6}% {:>6} {:>10.0} {:>9.2} {:>10.1} {:>10.1} {:>11.1} {:>7.2} {:>9.0}",
+                "{:>6}% {:>6} {:>10.0} {:>7.2} {:>11.1} {:>9.1} {:>9.1} {:>11.1} {:>7.2} {:>9.0}",
                 random_percent,
                 if blobs { "on" } else { "off" },
                 r.inserts_per_sec,
                 r.insert_cpu,
+                mb(r.insert_written),
                 mb(r.db_bytes),
                 mb(r.blob_bytes),
                 mb(compressed),
