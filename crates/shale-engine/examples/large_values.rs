@@ -6,13 +6,15 @@
 //! overwrites rows. A measurement, never a test.
 //!
 //! `cargo run --release -p shale-engine --example large_values -- DIR [ROWS] [CODEC]
-//! [READ_SECONDS] [WRITER_ROWS_PER_SEC]`
+//! [READ_SECONDS] [WRITER_ROWS_PER_SEC] [ORDER]`
 //!
 //! `DIR` is scratch space (each run uses and then deletes `DIR/run`). `ROWS` (default 5000)
 //! rows of an 8-byte key; `CODEC` (default `zstd`) is the codec of every table level (inline
 //! runs) or of blob values (blob runs, whose tables keep the same codec); `READ_SECONDS`
 //! (default 5) of point reads by 2 threads while one writer overwrites `WRITER_ROWS_PER_SEC`
-//! (default 50) random rows a second.
+//! (default 50) random rows a second. `ORDER` is `seq` (default: keys ascending, an
+//! auto-increment primary key, as in the `MyRocks` test) or `random` (the same keys shuffled,
+//! so flushed tables overlap and compactions rewrite them).
 //!
 //! Inserts are single-row `Buffered` puts; the insert time runs to the end of the flush and of
 //! every compaction they caused. The database size is every file in the directory after that
@@ -106,11 +108,12 @@ fn run(
     dir: &Path,
     blobs: bool,
     codec: Compression,
-    rows: u64,
     random_percent: u64,
     read_seconds: u64,
     writer_rate: u64,
+    order: &[u64],
 ) -> Result<RunResult, Box<dyn std::error::Error>> {
+    let rows = order.len() as u64;
     let _ = fs::remove_dir_all(dir);
     let options = Options {
         durability: Durability::Buffered,
@@ -121,7 +124,7 @@ fn run(
     let db = Arc::new(Db::open(dir, options)?);
     let ks = db.default_keyspace();
     let (started, cpu, written) = (Instant::now(), cpu_seconds()?, bytes_written()?);
-    for row in 0..rows {
+    for &row in order {
         ks.put(&key(row), &row_value(row, 0, random_percent))?;
     }
     db.flush()?;
@@ -216,11 +219,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let codec: Compression = args.get(2).map_or(Ok(Compression::Zstd), |a| a.parse())?;
     let read_seconds: u64 = args.get(3).map_or(Ok(5), |a| a.parse())?;
     let writer_rate: u64 = args.get(4).map_or(Ok(50), |a| a.parse())?;
+    let random_order = match args.get(5).map_or("seq", String::as_str) {
+        "seq" => false,
+        "random" => true,
+        other => return Err(format!("ORDER is seq or random, not {other}").into()),
+    };
+    let mut order: Vec<u64> = (0..rows).collect();
+    if random_order {
+        let mut rng = SmallRng::seed_from_u64(3);
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.gen_range(0..=i));
+        }
+    }
     fs::create_dir_all(dir)?;
     let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
-        "large values: {rows} rows of 10,000-20,000 bytes, codec {codec}, reads for \
+        "large values: {rows} rows of 10,000-20,000 bytes in {} order, codec {codec}, reads for \
          {read_seconds} s with a writer at {writer_rate} rows/s; load average {}",
+        if random_order { "random" } else { "key" },
         load.split_whitespace()
             .take(3)
             .collect::<Vec<_>>()
@@ -245,10 +261,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 &dir.join("run"),
                 blobs,
                 codec,
-                rows,
                 random_percent,
                 read_seconds,
                 writer_rate,
+                &order,
             )?;
             #[allow(clippy::cast_precision_loss)]
             let mb = |b: u64| b as f64 / 1e6;
