@@ -51,9 +51,9 @@ pub struct CheckpointInfo {
     /// A snapshot of the source database at [`Self::seqno`]: reads through it see what
     /// opening the checkpoint shows.
     pub snapshot: Snapshot,
-    /// Table files hard-linked into the checkpoint.
+    /// Table and blob files hard-linked into the checkpoint.
     pub tables_linked: usize,
-    /// Table files copied (the hard link failed, e.g. another file system).
+    /// Table and blob files copied (the hard link failed, e.g. another file system).
     pub tables_copied: usize,
     /// WAL files copied, and their bytes.
     pub wals: usize,
@@ -128,6 +128,18 @@ pub(crate) fn create(inner: &DbInner, dest: &Path) -> Result<CheckpointInfo> {
             info.tables_copied += 1;
         }
         info.files.push((file_name(&to), meta.size));
+    }
+    // Blob files are write-once like tables: linked, counted with them.
+    for blob in cut.version.blob_files().values() {
+        let from = crate::blob::blob_file_name(&inner.dir, blob.number);
+        let to = crate::blob::blob_file_name(dest, blob.number);
+        if fs.hard_link(&from, &to).is_ok() {
+            info.tables_linked += 1;
+        } else {
+            copy_file(fs, &from, &to, blob.file_size())?;
+            info.tables_copied += 1;
+        }
+        info.files.push((file_name(&to), blob.file_size()));
     }
     for &(number, len) in &cut.wals {
         let name = log_file_name(number);

@@ -42,6 +42,7 @@ use shale_fs::{FileLock, FileSystem};
 use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
 
 use crate::batch::WriteBatch;
+use crate::blob::BlobFileCache;
 use crate::checkpoint::CheckpointInfo;
 use crate::compaction::BackgroundCompaction;
 use crate::compaction_stats::CompactionStats;
@@ -165,6 +166,8 @@ pub(crate) struct DbInner {
     background_error: Mutex<Option<BackgroundError>>,
     has_background_error: AtomicBool,
     pub(crate) table_cache: TableCache,
+    /// Open blob files, for resolving blob references (docs/format/blob.md).
+    pub(crate) blob_cache: Arc<BlobFileCache>,
     pub(crate) snapshots: SnapshotList,
     pub(crate) shutting_down: AtomicBool,
     /// Compaction and write-stall counters ([`Db::stats`]).
@@ -205,6 +208,7 @@ impl DbInner {
             options.verify_checksums,
             max_open_files,
         );
+        let blob_cache = Arc::new(BlobFileCache::new(fs.clone(), dir, max_open_files));
         DbInner {
             fs,
             dir: dir.to_path_buf(),
@@ -228,6 +232,7 @@ impl DbInner {
             background_error: Mutex::new(None),
             has_background_error: AtomicBool::new(false),
             table_cache,
+            blob_cache,
             snapshots: SnapshotList::default(),
             shutting_down: AtomicBool::new(false),
             stats: StatCounters::default(),
@@ -253,6 +258,15 @@ impl DbInner {
                 .fold(0u64, u64::saturating_add);
             limiter.set_pending_compaction_bytes(pending);
         }
+    }
+
+    /// A new file number for a flush or compaction output, marked pending so no
+    /// obsolete-file sweep deletes the file before the MANIFEST names it.
+    pub(crate) fn new_pending_output(&self) -> u64 {
+        let mut state = self.lock_state();
+        let number = state.versions.new_file_number();
+        state.pending_outputs.insert(number);
+        number
     }
 
     pub(crate) fn lock_state(&self) -> MutexGuard<'_, DbState> {

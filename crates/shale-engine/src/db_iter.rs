@@ -88,6 +88,12 @@ fn ttl_expired(
     }
 }
 
+/// Reads the value a blob reference points at (docs/format/blob.md).
+pub trait BlobResolver: Send + Sync + fmt::Debug {
+    /// The stored value the `BlobIndex` entry of `user_key` with value `reference` refers to.
+    fn resolve(&self, user_key: &[u8], reference: &[u8]) -> Result<Vec<u8>>;
+}
+
 /// What restricts a [`DbIter`] besides the snapshot.
 #[derive(Debug, Clone, Default)]
 pub struct DbIterOptions {
@@ -105,6 +111,8 @@ pub struct DbIterOptions {
     /// (deletions, what they hide, expired values) is noted for [`DbIter::take_long_skip`];
     /// 0 never notes.
     pub long_skip: u64,
+    /// Resolves `BlobIndex` entries; without one, meeting such an entry is an error.
+    pub blob_resolver: Option<Arc<dyn BlobResolver>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +138,8 @@ pub struct DbIter {
     saved_key: Vec<u8>,
     /// Reverse: the current value.
     saved_value: Vec<u8>,
+    /// Forward, when the current entry is a blob reference: the value it refers to.
+    blob_value: Option<Vec<u8>>,
     error: Option<Error>,
     /// A step skipped at least `options.long_skip` entries since the last `take_long_skip`.
     long_skip_seen: bool,
@@ -159,6 +169,7 @@ impl DbIter {
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            blob_value: None,
             error: None,
             long_skip_seen: false,
         }
@@ -181,9 +192,10 @@ impl DbIter {
     /// The current value. Only while [`Self::valid`].
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
-        let value = match self.direction {
-            Direction::Forward => self.iter.value(),
-            Direction::Reverse => &self.saved_value,
+        let value = match (self.direction, &self.blob_value) {
+            (Direction::Forward, Some(resolved)) => resolved,
+            (Direction::Forward, None) => self.iter.value(),
+            (Direction::Reverse, _) => &self.saved_value,
         };
         match self.options.ttl_cutoff {
             // Shown values were checked to carry a write time.
@@ -326,6 +338,7 @@ impl DbIter {
     /// the next shown key. With `skipping`, entries of user keys `<= saved_key` are hidden.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         debug_assert_eq!(self.direction, Direction::Forward);
+        self.blob_value = None;
         let mut skipped = 0;
         while self.iter.valid() && self.error.is_none() {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
@@ -344,7 +357,7 @@ impl DbIter {
                     && self.comparator.compare(entry.user_key, &self.saved_key)
                         != Ordering::Greater;
                 match entry.kind {
-                    ValueKind::Value if !hidden => {
+                    ValueKind::Value | ValueKind::BlobIndex if !hidden => {
                         let expired = ttl_expired(
                             self.options.ttl_cutoff,
                             self.iter.value(),
@@ -358,6 +371,15 @@ impl DbIter {
                             entry.seqno,
                         ) && !expired
                         {
+                            if entry.kind == ValueKind::BlobIndex {
+                                match self.resolve_blob(entry.user_key, self.iter.value()) {
+                                    Ok(value) => self.blob_value = Some(value),
+                                    Err(e) => {
+                                        self.error = Some(e);
+                                        break;
+                                    }
+                                }
+                            }
                             self.valid = true;
                             return;
                         }
@@ -389,6 +411,8 @@ impl DbIter {
         // Whether `saved_key`/`saved_value` hold a candidate: the newest visible entry seen
         // so far of the key being scanned is a value no tombstone covers.
         let mut found = false;
+        // Whether `saved_value` is a blob reference still to resolve.
+        let mut saved_is_blob = false;
         let mut skipped = 0;
         while self.iter.valid() && self.error.is_none() {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
@@ -408,7 +432,7 @@ impl DbIter {
                 {
                     break; // every entry of the candidate was read
                 }
-                if entry.kind == ValueKind::Value
+                if entry.kind.is_value()
                     && !ttl_expired(
                         self.options.ttl_cutoff,
                         self.iter.value(),
@@ -430,6 +454,7 @@ impl DbIter {
                     self.saved_key.extend_from_slice(entry.user_key);
                     self.saved_value.clear();
                     self.saved_value.extend_from_slice(value);
+                    saved_is_blob = entry.kind == ValueKind::BlobIndex;
                     found = true;
                 } else {
                     found = false;
@@ -443,6 +468,30 @@ impl DbIter {
         // Off the start of the stream: an error there means the scan is incomplete.
         self.valid =
             found && self.error.is_none() && (self.iter.valid() || self.iter.status().is_ok());
+        if self.valid && saved_is_blob {
+            match self.resolve_blob(&self.saved_key, &self.saved_value) {
+                Ok(value) => self.saved_value = value,
+                Err(e) => {
+                    self.error = Some(e);
+                    self.valid = false;
+                }
+            }
+        }
+    }
+
+    /// The value the blob reference `reference` of `user_key` refers to.
+    fn resolve_blob(&self, user_key: &[u8], reference: &[u8]) -> Result<Vec<u8>> {
+        match &self.options.blob_resolver {
+            Some(resolver) => resolver.resolve(user_key, reference),
+            None => Err(Error::Corruption {
+                file: "<merged iterator>".into(),
+                offset: 0,
+                detail: format!(
+                    "key {} has a blob reference, but this iterator cannot read blob files",
+                    shale_sst::printable(user_key)
+                ),
+            }),
+        }
     }
 
     fn at_or_above_upper(&self, user_key: &[u8]) -> bool {

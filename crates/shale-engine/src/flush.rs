@@ -27,8 +27,11 @@ use std::time::Instant;
 
 use shale_fs::FileSystem;
 use shale_sst::{
-    Comparator, ParsedInternalKey, SeqNo, TableProperties, TableWriter, ValueKind, WriterOptions,
+    Comparator, InternalKey, ParsedInternalKey, SeqNo, TableProperties, TableWriter, ValueKind,
+    WriterOptions,
 };
+
+use crate::blob::{discard_blob_files, BlobFileMeta, BlobOutputs, BlobSettings};
 
 use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
@@ -95,14 +98,17 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
         creation_time: Some(props.creation_time),
         oldest_entry_time: None,
         global_seqno: None,
+        oldest_blob_file: None,
     })
 }
 
 /// Writes `mem` as table `number` with `options` (from [`writer_options`]), without the
 /// versions no snapshot in `snapshots` (ascending) can see (module docs). Returns `None`
 /// when the memtable held nothing. With `ttl` (the keyspace has a TTL, so values end in
-/// their write time) the result records the oldest value's write time.
-#[allow(clippy::too_many_arguments)] // each is a distinct input of the one table write
+/// their write time) the result records the oldest value's write time. With `blobs`, values
+/// of at least the keyspace's `min_blob_size` go to blob files and the table holds
+/// references (the caller finishes `blobs` and records its files).
+#[allow(clippy::too_many_arguments)] // one flush's inputs; a struct would only rename them
 pub(crate) fn write_memtable(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -112,6 +118,7 @@ pub(crate) fn write_memtable(
     ttl: bool,
     snapshots: &[SeqNo],
     rate_limiter: Option<&Arc<RateLimiter>>,
+    mut blobs: Option<&mut BlobOutputs<'_>>,
 ) -> Result<Option<FileMetaData>> {
     let comparator = options.comparator.clone();
     // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
@@ -130,6 +137,7 @@ pub(crate) fn write_memtable(
     let mut writer = TableWriter::new(file, path, options)?;
     // Under a TTL, the oldest value's write time, for the picker's TTL reason.
     let mut oldest_write_time: Option<u64> = None;
+    let mut oldest_blob_file: Option<u64> = None;
     // The user key of the entry before and its stripe: entries come newest first per key.
     let mut previous_user_key: Vec<u8> = Vec::new();
     let mut previous_stripe = None;
@@ -151,7 +159,19 @@ pub(crate) fn write_memtable(
             previous_user_key.extend_from_slice(key.user_key);
         }
         previous_stripe = Some(entry_stripe);
-        writer.add(iter.key(), iter.value())?;
+        let separated = match blobs.as_deref_mut() {
+            Some(blobs) if key.kind == ValueKind::Value && blobs.separates(iter.value().len()) => {
+                let (reference, blob_number) = blobs.add(key.user_key, iter.value())?;
+                let blob_key = InternalKey::new(key.user_key, key.seqno, ValueKind::BlobIndex);
+                writer.add(blob_key.encoded(), &reference)?;
+                oldest_blob_file = Some(oldest_blob_file.map_or(blob_number, |n| n.min(blob_number)));
+                true
+            }
+            _ => false,
+        };
+        if !separated {
+            writer.add(iter.key(), iter.value())?;
+        }
         if ttl {
             let is_value = key.kind == ValueKind::Value;
             if let Some((_, time)) = crate::ttl::split(iter.value()).filter(|_| is_value) {
@@ -167,12 +187,66 @@ pub(crate) fn write_memtable(
     let (size, props) = writer.finish()?;
     let mut meta = file_meta(number, size, &props)?;
     meta.oldest_entry_time = oldest_write_time;
+    meta.oldest_blob_file = oldest_blob_file;
     Ok(Some(meta))
+}
+
+/// Writes a flush's table (and blob files), synced with their directory entries. Returns
+/// what was written and every blob file number allocated (pending outputs, to release and,
+/// after a failure, to delete).
+#[allow(clippy::type_complexity)] // one flush's outcome, named at its only caller
+fn write_flush_files(
+    inner: &Arc<DbInner>,
+    mem: &Arc<MemTable>,
+    number: u64,
+    options: WriterOptions,
+    ttl: bool,
+    snapshots: &[SeqNo],
+    blob_settings: Option<BlobSettings>,
+) -> (Result<(Option<FileMetaData>, Vec<BlobFileMeta>)>, Vec<u64>) {
+    let new_number = || inner.new_pending_output();
+    let mut blobs = blob_settings.map(|settings| {
+        BlobOutputs::new(
+            &*inner.fs,
+            &inner.dir,
+            settings,
+            inner.rate_limiter.as_ref(),
+            IoPriority::Flush,
+            &new_number,
+        )
+    });
+    let written = write_memtable(
+        &*inner.fs,
+        &inner.dir,
+        mem,
+        number,
+        options,
+        ttl,
+        snapshots,
+        inner.rate_limiter.as_ref(),
+        blobs.as_mut(),
+    );
+    let blob_numbers: Vec<u64> = blobs
+        .as_ref()
+        .map_or_else(Vec::new, |b| b.numbers().to_vec());
+    let written = written
+        .and_then(|meta| {
+            let blob_files = match blobs {
+                Some(blobs) => blobs.finish()?,
+                None => Vec::new(),
+            };
+            Ok((meta, blob_files))
+        })
+        .and_then(|written| {
+            inner.fs.sync_dir(&inner.dir)?;
+            Ok(written)
+        });
+    (written, blob_numbers)
 }
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
-    let (keyspace, frozen, options, ttl, number, snapshots) = {
+    let (keyspace, frozen, options, ttl, number, snapshots, blob_settings) = {
         let mut state = inner.lock_state();
         let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
             return Ok(false);
@@ -191,33 +265,33 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
                 reason: "frozen memtable vanished".into(),
             })?;
         let ttl = keyspace.options.ttl.is_some();
+        let blob_settings = BlobSettings::of(id, &keyspace.options);
         let number = state.versions.new_file_number();
         state.pending_outputs.insert(number);
-        (id, frozen, options, ttl, number, inner.snapshots.all())
+        (id, frozen, options, ttl, number, inner.snapshots.all(), blob_settings)
     };
     let started = Instant::now();
-    let written = write_memtable(
-        &*inner.fs,
-        &inner.dir,
+    let (written, blob_numbers) = write_flush_files(
+        inner,
         &frozen.mem,
         number,
         options,
         ttl,
         &snapshots,
-        inner.rate_limiter.as_ref(),
-    )
-    .and_then(|meta| {
-        inner.fs.sync_dir(&inner.dir)?;
-        Ok(meta)
-    });
+        blob_settings,
+    );
     let mut state = inner.lock_state();
-    state.pending_outputs.remove(&number);
-    let meta = match written {
-        Ok(meta) => meta,
+    for output in std::iter::once(&number).chain(&blob_numbers) {
+        state.pending_outputs.remove(output);
+    }
+    let (meta, blob_files) = match written {
+        Ok(written) => written,
         Err(error) => {
             // The memtable stays frozen and its WAL stays: nothing is lost. The partial
-            // table goes (best effort: a leftover is unreferenced and deleted later).
+            // table and blob files go (best effort: a leftover is unreferenced and deleted
+            // later).
             let _ = inner.fs.remove(&table_file_name(&inner.dir, number));
+            discard_blob_files(&*inner.fs, &inner.dir, &blob_numbers);
             let reason = format!("flushing a memtable to table {number} failed: {error}");
             if error.is_retryable_write() {
                 inner.set_recoverable_error_locked(&state, reason);
@@ -244,6 +318,9 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     if let Some(meta) = meta {
         edit.add_file(keyspace, 0, meta);
     }
+    for blob in &blob_files {
+        edit.add_blob_file(blob);
+    }
     if let Err(error) = {
         let allocated = inner
             .last_allocated_seqno
@@ -258,6 +335,9 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         ));
         return Err(error);
     }
+    let blob_bytes = blob_files.iter().map(BlobFileMeta::file_size).sum();
+    StatCounters::add(&inner.stats.blob_files_written, blob_files.len() as u64);
+    StatCounters::add(&inner.stats.blob_bytes_written, blob_bytes);
     if let Some(bytes) = flushed_bytes {
         let counters = &inner.stats;
         StatCounters::add(&counters.flushes, 1);
@@ -308,7 +388,7 @@ pub(crate) fn flush_and_wait(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// Deletes WALs no keyspace needs, tables no live Version references, and old MANIFEST and
+/// Deletes WALs no keyspace needs, tables and blob files no live Version references, and old MANIFEST and
 /// OPTIONS files. Failures are ignored: the files are retried at the next call or open.
 pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
     let Ok(names) = inner.fs.list(&inner.dir) else {
@@ -335,6 +415,12 @@ pub(crate) fn delete_obsolete_files(inner: &DbInner, state: &mut DbState) {
             let obsolete = !live.contains(&number) && !state.pending_outputs.contains(&number);
             if obsolete {
                 inner.table_cache.erase(number);
+            }
+            obsolete
+        } else if let Some(number) = crate::blob::parse_blob_file_name(&name) {
+            let obsolete = !live.contains(&number) && !state.pending_outputs.contains(&number);
+            if obsolete {
+                inner.blob_cache.erase(number);
             }
             obsolete
         } else if let Some(number) = manifest_number(&name) {

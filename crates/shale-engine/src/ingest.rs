@@ -123,6 +123,7 @@ impl Candidate {
             creation_time: Some(self.creation_time),
             oldest_entry_time: None,
             global_seqno: Some(global_seqno),
+            oldest_blob_file: None,
         })
     }
 }
@@ -429,6 +430,13 @@ fn scan_entries(
         }
         if key.kind == ValueKind::Deletion {
             num_deletions += 1;
+        }
+        if key.kind == ValueKind::BlobIndex {
+            return Err(refuse(format!(
+                "entry {} is a blob reference: it would point into another database's blob \
+                 files",
+                printable(key.user_key)
+            )));
         }
         num_entries += 1;
         previous.clear();

@@ -19,7 +19,7 @@ mod version;
 pub mod wal;
 
 pub use batch::{BatchEntry, WriteBatch};
-pub use db_iter::{DbIter, DbIterOptions};
+pub use db_iter::{BlobResolver, DbIter, DbIterOptions};
 pub use error::{Error, Result};
 pub use iterator::{InternalIterator, VecIterator};
 pub use level_iter::{LevelFile, LevelIter, TableOpener};
@@ -38,6 +38,7 @@ pub use version::{
 
 mod background;
 mod backup;
+pub mod blob;
 mod checkpoint;
 mod clock;
 mod compaction;

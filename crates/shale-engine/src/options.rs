@@ -150,6 +150,32 @@ pub struct KeyspaceOptions {
     /// Key ranges a large compaction is split into, each merged on its own thread
     /// (docs/compaction.md, "Subcompactions"); 1 (the default) never splits. 1 to 64.
     pub max_subcompactions: usize,
+    /// Key-value separation (docs/format/blob.md, docs/operations.md "Large values"): flushes
+    /// and compactions write values of at least `min_blob_size` bytes to blob files and keep
+    /// a reference in the table. Default false. Turning it off later leaves existing blob
+    /// files readable; garbage collection then moves their values back into tables.
+    pub enable_blob_files: bool,
+    /// The smallest value (as stored, with a TTL's write time) written to a blob file.
+    /// Default 4096.
+    pub min_blob_size: u64,
+    /// A blob file is finished once it holds this many bytes. Default 256 MiB.
+    pub blob_file_size: u64,
+    /// Codec of values in blob files (each value compressed on its own, kept raw unless that
+    /// saves an eighth). Default none; zstd-dict is refused.
+    pub blob_compression: Compression,
+    /// Compactions relocate the values still referenced in the oldest blob files (see
+    /// `blob_garbage_collection_age_cutoff`) into new ones, so the old files become all
+    /// garbage and are deleted. Default true.
+    pub enable_blob_garbage_collection: bool,
+    /// The oldest fraction of a keyspace's blob files (by number) whose values compactions
+    /// relocate. Default 0.25 (`RocksDB`'s). 0 to 1.
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// When the blob files within the age cutoff hold at least this share of garbage (by
+    /// bytes), the tables referencing the oldest of them are compacted even if no size
+    /// trigger fires (compaction reason `blob-gc`). Default 1.0 (`RocksDB`'s), which never
+    /// fires: a file all garbage is already deleted, and forced compactions are write
+    /// amplification a workload should opt into (0.5 is a common choice). 0 to 1.
+    pub blob_garbage_collection_force_threshold: f64,
 }
 
 impl Default for KeyspaceOptions {
@@ -180,6 +206,13 @@ impl Default for KeyspaceOptions {
             tombstone_scan_flush_trigger: 10_000,
             ttl: None,
             max_subcompactions: 1,
+            enable_blob_files: false,
+            min_blob_size: 4096,
+            blob_file_size: 256 << 20,
+            blob_compression: Compression::None,
+            enable_blob_garbage_collection: true,
+            blob_garbage_collection_age_cutoff: 0.25,
+            blob_garbage_collection_force_threshold: 1.0,
         }
     }
 }
@@ -276,7 +309,41 @@ impl KeyspaceOptions {
                 self.max_subcompactions
             ));
         }
+        self.validate_blob()?;
         self.validate_compression()
+    }
+
+    /// The blob-file checks of [`Self::validate`].
+    fn validate_blob(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::InvalidArgument(what));
+        if self.blob_file_size < 4 << 10 {
+            return bad(format!(
+                "blob_file_size {} is below 4 KiB",
+                self.blob_file_size
+            ));
+        }
+        if self.blob_compression == Compression::ZstdDict {
+            return bad(
+                "blob_compression zstd-dict is not supported: values are compressed one at a \
+                 time; use zstd"
+                    .to_owned(),
+            );
+        }
+        for (name, value) in [
+            (
+                "blob_garbage_collection_age_cutoff",
+                self.blob_garbage_collection_age_cutoff,
+            ),
+            (
+                "blob_garbage_collection_force_threshold",
+                self.blob_garbage_collection_force_threshold,
+            ),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                return bad(format!("{name} {value} must be between 0 and 1"));
+            }
+        }
+        Ok(())
     }
 
     /// The compression checks of [`Self::validate`].
@@ -397,6 +464,23 @@ impl KeyspaceOptions {
                     }
                 }
                 "max_subcompactions" => set_parsed(&mut options.max_subcompactions, value),
+                "enable_blob_files" => set_parsed(&mut options.enable_blob_files, value),
+                "min_blob_size" => set_parsed(&mut options.min_blob_size, value),
+                "blob_file_size" => set_parsed(&mut options.blob_file_size, value),
+                "blob_compression" => {
+                    if let Some(c) = Compression::from_name(value) {
+                        options.blob_compression = c;
+                    }
+                }
+                "enable_blob_garbage_collection" => {
+                    set_parsed(&mut options.enable_blob_garbage_collection, value);
+                }
+                "blob_garbage_collection_age_cutoff" => {
+                    set_parsed(&mut options.blob_garbage_collection_age_cutoff, value);
+                }
+                "blob_garbage_collection_force_threshold" => {
+                    set_parsed(&mut options.blob_garbage_collection_force_threshold, value);
+                }
                 "checksum" => {
                     options.checksum = match value.as_str() {
                         "crc32c" => ChecksumType::Crc32c,
@@ -413,6 +497,7 @@ impl KeyspaceOptions {
     }
 
     /// The persisted form (names and values as in docs/format/options.md).
+    #[allow(clippy::too_many_lines)] // one line pair per option
     pub(crate) fn to_pairs(&self) -> Vec<(String, String)> {
         let mut pairs = vec![
             (
@@ -507,6 +592,28 @@ impl KeyspaceOptions {
             (
                 "max_subcompactions".to_owned(),
                 self.max_subcompactions.to_string(),
+            ),
+            (
+                "enable_blob_files".to_owned(),
+                self.enable_blob_files.to_string(),
+            ),
+            ("min_blob_size".to_owned(), self.min_blob_size.to_string()),
+            ("blob_file_size".to_owned(), self.blob_file_size.to_string()),
+            (
+                "blob_compression".to_owned(),
+                self.blob_compression.name().to_owned(),
+            ),
+            (
+                "enable_blob_garbage_collection".to_owned(),
+                self.enable_blob_garbage_collection.to_string(),
+            ),
+            (
+                "blob_garbage_collection_age_cutoff".to_owned(),
+                self.blob_garbage_collection_age_cutoff.to_string(),
+            ),
+            (
+                "blob_garbage_collection_force_threshold".to_owned(),
+                self.blob_garbage_collection_force_threshold.to_string(),
             ),
         ];
         if let Some(extractor) = &self.prefix_extractor {

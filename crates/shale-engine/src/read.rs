@@ -101,7 +101,7 @@ pub(crate) fn covering(
 /// A tombstone covers entries with a smaller seqno only: an ingested table's entries and range
 /// deletions share one seqno, and its range deletions do not hide its own entries.
 fn resolve(kind: ValueKind, seqno: SeqNo, value: Vec<u8>, tombstone: SeqNo) -> Option<Vec<u8>> {
-    (kind == ValueKind::Value && seqno >= tombstone).then_some(value)
+    (kind.is_value() && seqno >= tombstone).then_some(value)
 }
 
 fn get_from(
@@ -163,7 +163,13 @@ fn get_stored(
                 .get(file.number, file.global_seqno, extractor)?;
             tombstone = tombstone.max(covering(cmp, table.range_tombstones(), key, snapshot));
             if let Some(found) = table.get(key, snapshot)? {
-                return Ok(resolve(found.kind, found.seqno, found.value, tombstone));
+                let kind = found.kind;
+                return match resolve(kind, found.seqno, found.value, tombstone) {
+                    Some(reference) if kind == ValueKind::BlobIndex => {
+                        inner.blob_cache.resolve(key, &reference).map(Some)
+                    }
+                    value => Ok(value),
+                };
             }
         }
     }
@@ -507,6 +513,7 @@ pub(crate) fn iter(
             .ttl
             .map(|ttl| crate::ttl::cutoff(ttl, inner.options.clock.now_seconds())),
         long_skip: view.tombstone_scan_flush_trigger,
+        blob_resolver: Some(inner.blob_cache.clone()),
     };
     Ok(DbIterator {
         view: view.clone(),

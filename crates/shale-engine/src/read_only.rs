@@ -120,5 +120,9 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
             .table_cache
             .get(file.number, file.global_seqno, extractor.as_ref())?;
     }
+    // Blob files too: an open handle keeps a file the writer deletes readable.
+    for number in version.blob_files().keys() {
+        inner.blob_cache.get(*number)?;
+    }
     Ok(inner)
 }

@@ -545,11 +545,12 @@ pub(crate) fn build_memtables(
     })
 }
 
-/// The number in a file name Shale writes (`000012.sst`, `000012.wal`, `MANIFEST-000012`,
-/// `OPTIONS-000012`).
+/// The number in a file name Shale writes (`000012.sst`, `000012.blob`, `000012.wal`,
+/// `MANIFEST-000012`, `OPTIONS-000012`).
 fn file_number_of(name: &str) -> Option<u64> {
     parse_log_file_name(name)
         .or_else(|| name.strip_suffix(".sst").and_then(|n| n.parse().ok()))
+        .or_else(|| crate::blob::parse_blob_file_name(name))
         .or_else(|| name.strip_prefix("MANIFEST-").and_then(|n| n.parse().ok()))
         .or_else(|| name.strip_prefix("OPTIONS-").and_then(|n| n.parse().ok()))
 }

@@ -25,6 +25,8 @@ pub struct DbStats {
     pub tombstone_compactions: u64,
     /// writes stopped while reads went on,
     pub idle_compactions: u64,
+    /// the oldest blob files past `blob_garbage_collection_force_threshold` garbage,
+    pub blob_gc_compactions: u64,
     /// and `Db::compact_range` (waiting or in the background).
     pub manual_compactions: u64,
     /// Memtables frozen for flushing because an iterator step skipped
@@ -36,6 +38,12 @@ pub struct DbStats {
     pub compaction_bytes_read: u64,
     /// Bytes of table files compactions wrote (trivial moves write nothing).
     pub compaction_bytes_written: u64,
+    /// Blob files flushes and compactions wrote (docs/format/blob.md).
+    pub blob_files_written: u64,
+    /// Bytes of those blob files.
+    pub blob_bytes_written: u64,
+    /// Bytes of values compactions moved out of old blob files (garbage collection).
+    pub blob_bytes_relocated: u64,
     /// Memtables flushed to L0 tables.
     pub flushes: u64,
     /// Bytes of the L0 tables flushes wrote.
@@ -86,14 +94,20 @@ impl fmt::Display for DbStats {
         writeln!(
             f,
             "by reason: level0-file-count {} level-score {} ttl {} tombstone-density {} \
-             idle {} manual {}; tombstone-scan flushes {}",
+             idle {} blob-gc {} manual {}; tombstone-scan flushes {}",
             self.level0_compactions,
             self.level_score_compactions,
             self.ttl_compactions,
             self.tombstone_compactions,
             self.idle_compactions,
+            self.blob_gc_compactions,
             self.manual_compactions,
             self.tombstone_scan_flushes
+        )?;
+        writeln!(
+            f,
+            "blob files written {}, {} B; relocated by garbage collection {} B",
+            self.blob_files_written, self.blob_bytes_written, self.blob_bytes_relocated
         )?;
         write!(
             f,
@@ -120,6 +134,10 @@ pub(crate) struct StatCounters {
     pub ttl_compactions: AtomicU64,
     pub tombstone_compactions: AtomicU64,
     pub idle_compactions: AtomicU64,
+    pub blob_gc_compactions: AtomicU64,
+    pub blob_files_written: AtomicU64,
+    pub blob_bytes_written: AtomicU64,
+    pub blob_bytes_relocated: AtomicU64,
     pub manual_compactions: AtomicU64,
     pub tombstone_scan_flushes: AtomicU64,
     pub subcompactions: AtomicU64,
@@ -268,6 +286,10 @@ impl StatCounters {
             ttl_compactions: get(&self.ttl_compactions),
             tombstone_compactions: get(&self.tombstone_compactions),
             idle_compactions: get(&self.idle_compactions),
+            blob_gc_compactions: get(&self.blob_gc_compactions),
+            blob_files_written: get(&self.blob_files_written),
+            blob_bytes_written: get(&self.blob_bytes_written),
+            blob_bytes_relocated: get(&self.blob_bytes_relocated),
             manual_compactions: get(&self.manual_compactions),
             tombstone_scan_flushes: get(&self.tombstone_scan_flushes),
             subcompactions: get(&self.subcompactions),

@@ -139,6 +139,11 @@ fn with_write_times(
             ValueKind::RangeDeletion => {
                 stamped.delete_range(entry.keyspace, entry.key, entry.value)?;
             }
+            ValueKind::BlobIndex => {
+                return Err(Error::InvalidArgument(
+                    "a write batch cannot hold a blob reference".to_owned(),
+                ))
+            }
         }
     }
     Ok(stamped)

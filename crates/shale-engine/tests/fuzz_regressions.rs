@@ -137,6 +137,7 @@ fn manifest_with_table_file_number_u64_max() {
             creation_time: None,
             oldest_entry_time: None,
             global_seqno: None,
+            oldest_blob_file: None,
         },
     );
     edit.last_sequence = Some(1);
@@ -169,6 +170,7 @@ fn manifest_lowering_last_sequence_below_a_file() {
             creation_time: None,
             oldest_entry_time: None,
             global_seqno: None,
+            oldest_blob_file: None,
         },
     );
     add.last_sequence = Some(27);

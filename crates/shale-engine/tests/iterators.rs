@@ -884,6 +884,7 @@ fn random_image(rng: &mut SmallRng) -> Image {
                 ValueKind::Value => format!("{}@{seqno}", show(&user_key)).into_bytes(),
                 ValueKind::RangeDeletion => random_user_key(rng, alphabet, max_len),
                 ValueKind::Deletion => Vec::new(),
+                ValueKind::BlobIndex => unreachable!("not generated"),
             };
             Entry {
                 user_key,

@@ -3,6 +3,7 @@
 //! flushes while they are open), flushes, waits for compaction, manual range compactions,
 //! reopens (some with another prefix extractor), power cuts (clean and torn), keyspace
 //! create/drop, bulk ingestion of external tables and bursts of concurrent writers and a reader, checked against a `BTreeMap`
+//! (with values in blob files in `blob_values`),
 //! oracle on `MemFs`, under several option sets (one test each). The machinery and exactly
 //! what is checked are in `model_harness`; every failure found so far is a named test in
 //! `tests/model_regressions.rs`.
@@ -47,6 +48,7 @@ fn tiny_plain_sync() {
             max_open_files: 16,
             max_value_len: 600,
             keys_per_group: 24,
+            blob_values: None,
             leveling: Leveling::default(),
         },
         CASES,
@@ -74,6 +76,7 @@ fn small_lz4_bloom_flush() {
             max_open_files: 100,
             max_value_len: 200,
             keys_per_group: 24,
+            blob_values: None,
             leveling: Leveling::default(),
         },
         CASES,
@@ -101,6 +104,7 @@ fn prefix2_zstd_buffered() {
             max_open_files: 1000,
             max_value_len: 300,
             keys_per_group: 24,
+            blob_values: None,
             leveling: Leveling::default(),
         },
         CASES,
@@ -128,6 +132,7 @@ fn prefix3_snappy_sync() {
             max_open_files: 16,
             max_value_len: 150,
             keys_per_group: 24,
+            blob_values: None,
             leveling: Leveling::default(),
         },
         CASES,
@@ -156,6 +161,7 @@ fn big_values_zlib_flush() {
             max_open_files: 1000,
             max_value_len: 4000,
             keys_per_group: 100,
+            blob_values: None,
             leveling: Leveling::default(),
         },
         CASES,
@@ -184,6 +190,7 @@ fn large_memtable_buffered() {
             max_open_files: 1000,
             max_value_len: 100,
             keys_per_group: 24,
+            blob_values: None,
             leveling: Leveling::default(),
         },
         CASES,
@@ -214,6 +221,7 @@ fn tiny_levels_leveled() {
             max_open_files: 100,
             max_value_len: 300,
             keys_per_group: 60,
+            blob_values: None,
             leveling: Leveling {
                 target_file_size: 4 << 10,
                 max_bytes_for_level_base: 8 << 10,
@@ -223,6 +231,44 @@ fn tiny_levels_leveled() {
                 // Split compactions, and bottommost tables that train (tiny) dictionaries.
                 max_subcompactions: 2,
                 zstd_max_dict_bytes: 512,
+            },
+        },
+        CASES,
+        STEPS,
+    );
+}
+
+/// Key-value separation: values of 64 bytes and more go to (small) blob files, through
+/// flushes, compactions with garbage collection of the oldest half of the blob files (forced
+/// at 30% garbage), reopens and crash images; tiny levels so compactions run all the time.
+#[test]
+fn blob_values() {
+    run_config(
+        &Config {
+            name: "blob_values",
+            write_buffer_size: 4 << 10,
+            max_write_buffer_number: 2,
+            block_size: 256,
+            compression: Compression::Lz4,
+            bloom_bits_per_key: 10,
+            level0_compaction_trigger: 2,
+            prefix_len: None,
+            durability: Durability::Sync,
+            sync_interval: Duration::from_millis(50),
+            checksum: ChecksumType::Xxh3,
+            block_cache_capacity: 64 << 10,
+            max_open_files: 100,
+            max_value_len: 400,
+            keys_per_group: 40,
+            blob_values: Some(64),
+            leveling: Leveling {
+                target_file_size: 4 << 10,
+                max_bytes_for_level_base: 8 << 10,
+                max_bytes_for_level_multiplier: 2,
+                per_level_compression: false,
+                min_deeper_levels: 2,
+                max_subcompactions: 2,
+                zstd_max_dict_bytes: 0,
             },
         },
         CASES,

@@ -50,6 +50,7 @@ fn meta(number: u64, smallest: &str, largest: &str, seqnos: (u64, u64)) -> FileM
         creation_time: None,
         oldest_entry_time: None,
         global_seqno: None,
+        oldest_blob_file: None,
     }
 }
 
@@ -110,6 +111,16 @@ fn full_edit() -> VersionEdit {
         dropped_keyspaces: vec![3, u32::MAX],
         wal_ends: vec![(12, 0), (u64::MAX, u64::MAX)],
         wals_tracked: true,
+        blob_file_additions: vec![shale_engine::blob::BlobFileMeta {
+            number: 1 << 50,
+            keyspace: u32::MAX,
+            total_count: u64::MAX,
+            total_bytes: 7,
+            garbage_count: 0,
+            garbage_bytes: 0,
+        }],
+        blob_file_garbage: vec![(9, 1, u64::MAX)],
+        deleted_blob_files: vec![u64::MAX],
     };
     let mut m = meta(44, "a", "\u{0}\u{ff}zz", (0, MAX_SEQNO));
     m.size = u64::MAX;
@@ -194,6 +205,7 @@ fn random_edit(rng: &mut SmallRng) -> VersionEdit {
             creation_time: rng.gen_bool(0.5).then(|| rng.gen()),
             oldest_entry_time: rng.gen_bool(0.5).then(|| rng.gen()),
             global_seqno: rng.gen_bool(0.3).then(|| rng.gen_range(0..=MAX_SEQNO)),
+            oldest_blob_file: None,
         };
         edit.add_file(rng.gen(), rng.gen_range(0..100), meta);
     }
@@ -1605,4 +1617,51 @@ fn versions_can_be_shared_between_threads() {
     send_sync::<Version>();
     send_sync::<VersionEdit>();
     send::<VersionSet>();
+}
+
+#[test]
+fn blob_files_are_added_garbage_collected_deleted_and_recovered() {
+    use shale_engine::blob::BlobFileMeta;
+    let fs = MemFs::new();
+    let mut set = create(&fs);
+    let blob = BlobFileMeta {
+        number: 50,
+        keyspace: 0,
+        total_count: 10,
+        total_bytes: 1000,
+        garbage_count: 0,
+        garbage_bytes: 0,
+    };
+    set.mark_file_number_used(50);
+    let mut edit = VersionEdit::new();
+    edit.add_blob_file(&blob);
+    set.log_and_apply(edit).unwrap();
+    // More garbage than records is refused and changes nothing.
+    let mut too_much = VersionEdit::new();
+    too_much.add_blob_garbage(50, 11, 100);
+    let err = set.log_and_apply(too_much).unwrap_err();
+    assert!(err.to_string().contains("more garbage"), "{err}");
+    // Garbage on an unknown file, a second addition, a table with a blob file's number.
+    let mut unknown = VersionEdit::new();
+    unknown.add_blob_garbage(51, 1, 1);
+    assert!(set.log_and_apply(unknown).is_err());
+    let mut again = VersionEdit::new();
+    again.add_blob_file(&blob);
+    assert!(set.log_and_apply(again).is_err());
+    let mut half = VersionEdit::new();
+    half.add_blob_garbage(50, 5, 500);
+    set.log_and_apply(half).unwrap();
+    assert!(set.live_files().contains(&50));
+    let meta = set.current().blob_files()[&50].clone();
+    assert_eq!((meta.garbage_count, meta.garbage_bytes), (5, 500));
+    // Recovery (a new MANIFEST's snapshot) keeps the garbage.
+    drop(set);
+    let mut set = recover(&fs).unwrap();
+    assert_eq!(set.current().blob_files()[&50], meta);
+    let mut rest = VersionEdit::new();
+    rest.add_blob_garbage(50, 5, 500);
+    rest.delete_blob_file(50);
+    set.log_and_apply(rest).unwrap();
+    assert!(set.current().blob_files().is_empty());
+    assert!(!set.live_files().contains(&50));
 }

@@ -42,6 +42,7 @@ fn rebuild(batch: &WriteBatch) -> WriteBatch {
             ValueKind::Value => out.put(e.keyspace, e.key, e.value).unwrap(),
             ValueKind::Deletion => out.delete(e.keyspace, e.key).unwrap(),
             ValueKind::RangeDeletion => out.delete_range(e.keyspace, e.key, e.value).unwrap(),
+            ValueKind::BlobIndex => panic!("a batch never holds a blob reference"),
         }
     }
     out.set_first_seqno(batch.first_seqno());

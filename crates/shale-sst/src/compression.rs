@@ -254,6 +254,51 @@ impl Compressor {
     }
 }
 
+/// Compresses single values one at a time (the engine's blob files), with the same codecs,
+/// tags and "store raw unless an eighth is saved" rule as blocks. A value above
+/// [`MAX_BLOCK_SIZE`] is stored raw. [`Compression::ZstdDict`] is refused: a value has no
+/// file-wide dictionary to refer to.
+#[derive(Debug)]
+pub struct ValueCompressor(Compressor);
+
+impl ValueCompressor {
+    /// A compressor for `kind` at the codec's default level.
+    pub fn new(kind: Compression) -> Result<ValueCompressor, Error> {
+        if kind == Compression::ZstdDict {
+            return Err(Error::InvalidArgument(
+                "zstd-dict cannot compress single values; use zstd".to_owned(),
+            ));
+        }
+        Compressor::new(kind, DEFAULT_LEVEL, None).map(ValueCompressor)
+    }
+
+    /// Replaces `out` with the stored form of `raw` and returns its compression tag (0: raw).
+    pub fn compress(&mut self, raw: &[u8], out: &mut Vec<u8>) -> u8 {
+        if raw.len() > MAX_BLOCK_SIZE {
+            out.clear();
+            out.extend_from_slice(raw);
+            return 0;
+        }
+        // Below the size limit the block compressor cannot fail.
+        self.0.compress(raw, out).unwrap_or_else(|_| {
+            out.clear();
+            out.extend_from_slice(raw);
+            0
+        })
+    }
+}
+
+/// The value stored with compression tag `tag` by a [`ValueCompressor`]: the same checks as a
+/// block's (invariant 4), so untrusted bytes give a [`DecodeError`], never a panic.
+pub fn decompress_value(tag: u8, stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    if tag == Compression::ZstdDict.tag() {
+        return Err(DecodeError::new(
+            "a value compressed with zstd-dict: values never use a dictionary",
+        ));
+    }
+    Decompressor::new(None)?.decompress(tag, stored)
+}
+
 fn oversized_block(len: usize) -> Error {
     Error::InvalidArgument(format!(
         "a block of {len} bytes exceeds the {} MiB block limit; no reader would accept it",

@@ -4,7 +4,7 @@
 //! seqno descending, then kind descending, so the newest version of a key sorts first.
 //! Invariants:
 //! 1. `seqno <= MAX_SEQNO` (56 bits).
-//! 2. The kind tags below never change meaning; 3..=127 are reserved, 128..=255 never valid.
+//! 2. The kind tags below never change meaning; 4..=127 are reserved, 128..=255 never valid.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -31,11 +31,19 @@ pub enum ValueKind {
     Value = 1,
     /// A range deletion; the entry's value is the exclusive end user key.
     RangeDeletion = 2,
+    /// A value stored in a blob file; the entry's value is a blob reference (the engine's
+    /// docs/format/blob.md). Only tables hold these, never a write batch or memtable.
+    BlobIndex = 3,
 }
 
 impl ValueKind {
     /// The largest tag, used when seeking so that every kind of a seqno is included.
-    pub const MAX: ValueKind = ValueKind::RangeDeletion;
+    pub const MAX: ValueKind = ValueKind::BlobIndex;
+
+    /// Whether the entry carries a value (inline or in a blob file).
+    pub fn is_value(self) -> bool {
+        matches!(self, Self::Value | Self::BlobIndex)
+    }
 
     /// The on-disk tag.
     pub fn tag(self) -> u8 {
@@ -48,7 +56,8 @@ impl ValueKind {
             0 => Ok(Self::Deletion),
             1 => Ok(Self::Value),
             2 => Ok(Self::RangeDeletion),
-            3..=127 => Err(DecodeError::new(format!(
+            3 => Ok(Self::BlobIndex),
+            4..=127 => Err(DecodeError::new(format!(
                 "value kind {tag} is reserved: written by a newer Shale?"
             ))),
             _ => Err(DecodeError::new(format!("invalid value kind {tag}"))),
@@ -61,6 +70,7 @@ impl ValueKind {
             Self::Deletion => "del",
             Self::Value => "put",
             Self::RangeDeletion => "rangedel",
+            Self::BlobIndex => "blob",
         }
     }
 }
@@ -239,7 +249,8 @@ impl Comparator for InternalKeyComparator {
         if shortened.len() < user_start.len()
             && self.user.compare(user_start, &shortened) == Ordering::Less
         {
-            append_internal_key(&mut shortened, &[], MAX_SEQNO, ValueKind::MAX);
+            // Tag 2 (not MAX): the bytes separators had before blob references existed.
+            append_internal_key(&mut shortened, &[], MAX_SEQNO, ValueKind::RangeDeletion);
             debug_assert_eq!(self.compare(start, &shortened), Ordering::Less);
             debug_assert_eq!(self.compare(&shortened, limit), Ordering::Less);
             *start = shortened;
@@ -253,7 +264,7 @@ impl Comparator for InternalKeyComparator {
         if successor.len() < user_key.len()
             && self.user.compare(user_key, &successor) == Ordering::Less
         {
-            append_internal_key(&mut successor, &[], MAX_SEQNO, ValueKind::MAX);
+            append_internal_key(&mut successor, &[], MAX_SEQNO, ValueKind::RangeDeletion);
             *key = successor;
         }
     }

@@ -200,7 +200,7 @@ impl Table {
                     .map_err(|e| e.at(self.path(), handle.offset))?;
                 match key.kind {
                     ValueKind::Deletion => deletions += 1,
-                    ValueKind::Value => {}
+                    ValueKind::Value | ValueKind::BlobIndex => {}
                     ValueKind::RangeDeletion => {
                         return Err(
                             self.corrupt(handle.offset, "range deletion in a data block".into())

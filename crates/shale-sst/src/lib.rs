@@ -28,7 +28,7 @@ pub mod testing;
 
 pub use cache::{BlockCache, CacheKey, CacheStats, PinnedCharge, Priority, ShardedLru};
 pub use comparator::{BytewiseComparator, Comparator};
-pub use compression::{train_zstd_dictionary, Compression};
+pub use compression::{decompress_value, train_zstd_dictionary, Compression, ValueCompressor};
 pub use error::{DecodeError, Error, Result};
 pub use filter::{FixedPrefix, PrefixExtractor};
 pub use format::{BlockHandle, ChecksumType, Footer, FORMAT_VERSION};

@@ -604,7 +604,13 @@ impl TableWriter {
         // The end is exclusive; as an internal key with the largest trailer it sorts before
         // every real entry of that user key, so it bounds the tombstone without covering them.
         let mut end_key = Vec::with_capacity(max_end.len() + 8);
-        append_internal_key(&mut end_key, max_end, crate::key::MAX_SEQNO, ValueKind::MAX);
+        // The range-deletion sentinel (`FileMetaData::largest_is_exclusive` recognises it).
+        append_internal_key(
+            &mut end_key,
+            max_end,
+            crate::key::MAX_SEQNO,
+            ValueKind::RangeDeletion,
+        );
         if !has_points
             || self.comparator.compare(&end_key, &self.props.largest_key)
                 == std::cmp::Ordering::Greater

@@ -11,6 +11,7 @@ mod histogram;
 mod keygen;
 mod output;
 mod stress;
+mod tool_blob;
 mod tool_checkpoint;
 mod tool_db;
 mod tool_ingest;
@@ -64,6 +65,8 @@ enum ToolCommand {
     Sst(SstToolArgs),
     /// Print every record of write-ahead logs with the batch it carries; stop at damage.
     Wal(tool_wal::WalToolArgs),
+    /// Show a blob file: header, records (key, offset, sizes, codec), footer; checks checksums.
+    Blob(tool_blob::BlobToolArgs),
     /// Print the live MANIFEST's version edits and the shape they build.
     Manifest(tool_manifest::ManifestToolArgs),
     /// Print files and bytes per level per keyspace.
@@ -215,6 +218,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Tool(ToolCommand::Sst(args)) => tool_sst::run(args),
         Command::Tool(ToolCommand::Wal(args)) => tool_wal::run(args),
+        Command::Tool(ToolCommand::Blob(args)) => tool_blob::run(args),
         Command::Tool(ToolCommand::Manifest(args)) => tool_manifest::run_manifest(args),
         Command::Tool(ToolCommand::Lsm(args)) => tool_manifest::run_lsm(args),
         Command::Tool(ToolCommand::Get(args)) => tool_db::run_get(args),

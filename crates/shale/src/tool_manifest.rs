@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{json, Value};
+use shale_engine::blob::BlobFileMeta;
 use shale_engine::inspect::{live_manifest, read_manifest, ManifestState};
 use shale_engine::wal::RecoveryMode;
 use shale_engine::{
@@ -86,8 +87,11 @@ fn replay(
 
 /// One table file for a text line: number, key range, sequence range, size, entries.
 pub fn file_text(f: &FileMetaData, render: Render) -> String {
+    let oldest_blob = f
+        .oldest_blob_file
+        .map_or_else(String::new, |n| format!(" oldest blob {n:06}"));
     format!(
-        "{:06} [{} .. {}] seqno {}..{} size {} entries {} deletions {}",
+        "{:06} [{} .. {}] seqno {}..{} size {} entries {} deletions {}{oldest_blob}",
         f.number,
         render.internal_key(f.smallest.encoded()),
         render.internal_key(f.largest.encoded()),
@@ -97,6 +101,63 @@ pub fn file_text(f: &FileMetaData, render: Render) -> String {
         f.num_entries,
         f.num_deletions
     )
+}
+
+/// One blob file: its records, garbage and live ratio.
+pub(crate) fn blob_text(b: &BlobFileMeta) -> String {
+    format!(
+        "{:06} records {} bytes {} garbage {} records {} bytes, live {:.1}%",
+        b.number,
+        b.total_count,
+        b.total_bytes,
+        b.garbage_count,
+        b.garbage_bytes,
+        b.live_ratio() * 100.0
+    )
+}
+
+/// One blob file as JSON.
+pub(crate) fn blob_json(b: &BlobFileMeta) -> Value {
+    json!({
+        "number": b.number,
+        "keyspace": b.keyspace,
+        "file_size": b.file_size(),
+        "records": b.total_count,
+        "record_bytes": b.total_bytes,
+        "garbage_records": b.garbage_count,
+        "garbage_bytes": b.garbage_bytes,
+        "live_ratio": b.live_ratio(),
+    })
+}
+
+/// A keyspace's blob files: a summary line, then one line each (`details`).
+pub(crate) fn blob_files_text(
+    version: &Version,
+    keyspace: u32,
+    details: bool,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let blobs: Vec<_> = version.keyspace_blob_files(keyspace).collect();
+    if blobs.is_empty() {
+        return Ok(());
+    }
+    let size: u64 = blobs.iter().map(|b| b.file_size()).sum();
+    let total: u64 = blobs.iter().map(|b| b.total_bytes).sum();
+    let garbage: u64 = blobs.iter().map(|b| b.garbage_bytes).sum();
+    #[allow(clippy::cast_precision_loss)] // a percentage for display
+    let garbage_percent = garbage as f64 * 100.0 / total.max(1) as f64;
+    writeln!(
+        out,
+        "  blob files: {}, {} ({size} bytes), {garbage_percent:.1}% garbage",
+        blobs.len(),
+        human_bytes(size)
+    )?;
+    if details {
+        for b in blobs {
+            writeln!(out, "    {}", blob_text(b))?;
+        }
+    }
+    Ok(())
 }
 
 /// One table file as JSON.
@@ -111,6 +172,7 @@ pub fn file_json(f: &FileMetaData, render: Render) -> Value {
         "entries": f.num_entries,
         "deletions": f.num_deletions,
         "creation_time": f.creation_time,
+        "oldest_blob_file": f.oldest_blob_file,
     })
 }
 
@@ -158,6 +220,20 @@ fn edit_lines(edit: &VersionEdit, render: Render) -> Vec<String> {
     for id in &edit.dropped_keyspaces {
         lines.push(format!("drop keyspace {id}"));
     }
+    for b in &edit.blob_file_additions {
+        lines.push(format!(
+            "add blob file {:06} to keyspace {}: records {} bytes {}",
+            b.number, b.keyspace, b.total_count, b.total_bytes
+        ));
+    }
+    for (number, count, bytes) in &edit.blob_file_garbage {
+        lines.push(format!(
+            "blob file {number:06} garbage +{count} records +{bytes} bytes"
+        ));
+    }
+    for number in &edit.deleted_blob_files {
+        lines.push(format!("delete blob file {number:06}"));
+    }
     if lines.is_empty() {
         lines.push("(empty edit)".to_owned());
     }
@@ -188,6 +264,11 @@ fn edit_json(offset: u64, edit: &VersionEdit, render: Render) -> Value {
             })
             .collect::<Vec<_>>(),
         "dropped_keyspaces": edit.dropped_keyspaces,
+        "blob_file_additions": edit.blob_file_additions.iter().map(blob_json).collect::<Vec<_>>(),
+        "blob_file_garbage": edit.blob_file_garbage.iter()
+            .map(|(n, c, b)| json!({ "number": n, "records": c, "bytes": b }))
+            .collect::<Vec<_>>(),
+        "deleted_blob_files": edit.deleted_blob_files,
     })
 }
 
@@ -221,6 +302,7 @@ fn shape_text(state: &ManifestState, render: Render, out: &mut impl Write) -> io
                 writeln!(out, "    {}", file_text(f, render))?;
             }
         }
+        blob_files_text(version, id, true, out)?;
     }
     writeln!(
         out,
@@ -250,6 +332,7 @@ fn shape_json(state: &ManifestState, render: Render) -> Value {
                 "name": name,
                 "log_number": version.log_number(id),
                 "levels": levels,
+                "blob_files": version.keyspace_blob_files(id).map(|b| blob_json(b)).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -417,6 +500,7 @@ pub fn run_lsm(args: &LsmToolArgs) -> Result<(), Failure> {
                 "name": name,
                 "levels": levels.iter().map(|(level, t)| t.json(Some(*level))).collect::<Vec<_>>(),
                 "total": total.json(None),
+                "blob_files": version.keyspace_blob_files(id).map(|b| blob_json(b)).collect::<Vec<_>>(),
             }));
             continue;
         }
@@ -445,6 +529,7 @@ pub fn run_lsm(args: &LsmToolArgs) -> Result<(), Failure> {
                 human_bytes(t.bytes)
             )?;
         }
+        blob_files_text(version, id, true, &mut out)?;
     }
     if args.json {
         drop(out);

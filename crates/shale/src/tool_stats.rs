@@ -21,7 +21,7 @@ use shale_fs::{FileSystem, OsFs};
 use shale_sst::{BytewiseComparator, Comparator, Table, TableOpenOptions};
 
 use crate::output::{print_json, progress, Failure};
-use crate::tool_manifest::{human_bytes, shown_levels};
+use crate::tool_manifest::{blob_files_text, blob_json, human_bytes, shown_levels};
 use crate::tool_wal::log_files;
 
 /// Flags of `shale tool stats`.
@@ -182,6 +182,7 @@ pub fn run(args: &StatsToolArgs) -> Result<(), Failure> {
                 "levels": k.levels.iter().enumerate().map(|(i, l)| l.json(Some(i))).collect::<Vec<_>>(),
                 "total": k.total.json(None),
                 "space_amplification": k.space_amplification(),
+                "blob_files": version.keyspace_blob_files(k.id).map(|b| blob_json(b)).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "total": all.json(None),
             "wal_files": files.wal_files,
@@ -193,6 +194,7 @@ pub fn run(args: &StatsToolArgs) -> Result<(), Failure> {
     let mut out = BufWriter::new(io::stdout().lock());
     for keyspace in &keyspaces {
         write_keyspace(&mut out, keyspace)?;
+        blob_files_text(version, keyspace.id, true, &mut out)?;
     }
     writeln!(
         out,

@@ -19,7 +19,7 @@
 //! directory cannot be read at all.
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,6 +28,10 @@ use std::sync::Arc;
 use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::{json, Value};
+use shale_engine::blob::{
+    blob_file_name, parse_blob_file_name, record_size, scan_blob_file, BlobReference, FOOTER_SIZE,
+    HEADER_SIZE,
+};
 use shale_engine::inspect::{
     live_manifest, parse_table_file_name, read_manifest, table_file_name, ManifestState,
     CURRENT_FILE_NAME,
@@ -38,7 +42,7 @@ use shale_engine::{Version, WriteBatch};
 use shale_fs::{FileSystem, OsFs};
 use shale_sst::{
     BytewiseComparator, Comparator, InternalKeyComparator, ParsedInternalKey, ReadOptions, Table,
-    TableOpenOptions,
+    TableOpenOptions, ValueKind,
 };
 
 use crate::output::{print_json, progress, Failure};
@@ -198,7 +202,16 @@ pub fn run(args: &VerifyToolArgs) -> Result<(), Failure> {
     let state = check_manifest(&fs, dir, &names, &mut report, &bar);
     check_options(&fs, dir, &names, &mut report, &bar);
     check_wals(&fs, dir, &mut report, &bar)?;
-    check_tables(&fs, dir, &names, state.as_ref(), &mut report, &bar);
+    let references = check_tables(&fs, dir, &names, state.as_ref(), &mut report, &bar);
+    check_blob_files(
+        &fs,
+        dir,
+        &names,
+        state.as_ref(),
+        &references,
+        &mut report,
+        &bar,
+    );
     bar.finish_and_clear();
     print(&report)?;
     if report.problems.is_empty() {
@@ -414,7 +427,11 @@ fn check_wals(
     Ok(())
 }
 
-/// Step 5: live tables against the MANIFEST, then tables it does not list.
+/// Live references per blob file, as (records, record bytes).
+type BlobReferences = BTreeMap<u64, (u64, u64)>;
+
+/// Step 5: live tables against the MANIFEST, then tables it does not list. Returns the blob
+/// references the live tables hold.
 fn check_tables(
     fs: &OsFs,
     dir: &Path,
@@ -422,13 +439,14 @@ fn check_tables(
     state: Option<&ManifestState>,
     report: &mut Report,
     bar: &ProgressBar,
-) {
+) -> BlobReferences {
     let mut live = BTreeSet::new();
+    let mut references = BlobReferences::new();
     if let Some(state) = state {
         for (keyspace, level, meta) in state.version.all_files() {
             live.insert(meta.number);
             let path = table_file_name(dir, meta.number);
-            let problems = check_live_table(fs, &path, meta);
+            let problems = check_live_table(fs, &path, meta, &state.version, &mut references);
             bar.inc(meta.size);
             let place = format!("keyspace {keyspace} L{level}");
             match problems {
@@ -473,6 +491,104 @@ fn check_tables(
             Err(p) => report.problem(p),
         }
     }
+    references
+}
+
+/// Step 6: live blob files against the MANIFEST and the tables' references, then blob files
+/// it does not list.
+fn check_blob_files(
+    fs: &OsFs,
+    dir: &Path,
+    names: &[String],
+    state: Option<&ManifestState>,
+    references: &BlobReferences,
+    report: &mut Report,
+    bar: &ProgressBar,
+) {
+    let live = state
+        .map(|s| s.version.blob_files().clone())
+        .unwrap_or_default();
+    for meta in live.values() {
+        let path = blob_file_name(dir, meta.number);
+        bar.inc(meta.file_size());
+        let summary = match scan_blob_file(fs, &path, &mut |_, _| Ok(())) {
+            Ok(summary) => summary,
+            Err(e) => {
+                report.problem(Problem::from_engine(&path, &e));
+                continue;
+            }
+        };
+        let footer = summary.footer;
+        let mut problems = Vec::new();
+        if summary.header.keyspace != meta.keyspace {
+            problems.push(format!(
+                "the file belongs to keyspace {}, the MANIFEST says {}",
+                summary.header.keyspace, meta.keyspace
+            ));
+        }
+        if (footer.record_count, footer.record_bytes) != (meta.total_count, meta.total_bytes) {
+            problems.push(format!(
+                "the file holds {} records in {} bytes, the MANIFEST says {} in {}",
+                footer.record_count, footer.record_bytes, meta.total_count, meta.total_bytes
+            ));
+        }
+        let from_tables = references.get(&meta.number).copied().unwrap_or((0, 0));
+        let live_records = (
+            meta.total_count - meta.garbage_count,
+            meta.total_bytes - meta.garbage_bytes,
+        );
+        if from_tables != live_records {
+            problems.push(format!(
+                "the tables reference {} records ({} bytes), the MANIFEST's garbage leaves {}                  ({} bytes) live",
+                from_tables.0, from_tables.1, live_records.0, live_records.1
+            ));
+        }
+        if problems.is_empty() {
+            report.ok(
+                &path,
+                format!(
+                    "ok, {} records, {} bytes, {:.1}% live (keyspace {})",
+                    footer.record_count,
+                    footer.record_bytes,
+                    meta.live_ratio() * 100.0,
+                    meta.keyspace
+                ),
+            );
+        } else {
+            for detail in problems {
+                report.problem(Problem::new(&path, None, detail));
+            }
+        }
+    }
+    let mut orphans: Vec<u64> = names
+        .iter()
+        .filter_map(|n| parse_blob_file_name(n))
+        .filter(|n| !live.contains_key(n))
+        .collect();
+    orphans.sort_unstable();
+    for number in orphans {
+        let path = blob_file_name(dir, number);
+        bar.inc(fs.size(&path).unwrap_or(0));
+        match scan_blob_file(fs, &path, &mut |_, _| Ok(())) {
+            Ok(summary) => {
+                if state.is_some() {
+                    report.notes.push(format!(
+                        "{} is not in the MANIFEST (an orphan, e.g. from a crash; opening the \
+                         database deletes it)",
+                        report.name(&path)
+                    ));
+                }
+                report.ok(
+                    &path,
+                    format!(
+                        "ok, {} records (not in the MANIFEST)",
+                        summary.footer.record_count
+                    ),
+                );
+            }
+            Err(e) => report.problem(Problem::from_engine(&path, &e)),
+        }
+    }
 }
 
 /// Opens a table (an ingested one with its global seqno) and reads every block, checking
@@ -491,8 +607,15 @@ fn open_and_walk(
     Ok((table, layout.blocks.len()))
 }
 
-/// Checks one live table against its MANIFEST entry; a summary when clean.
-fn check_live_table(fs: &OsFs, path: &Path, meta: &FileMetaData) -> Result<String, Vec<Problem>> {
+/// Checks one live table against its MANIFEST entry (and its blob references against the
+/// Version's blob files, counting them into `references`); a summary when clean.
+fn check_live_table(
+    fs: &OsFs,
+    path: &Path,
+    meta: &FileMetaData,
+    version: &Version,
+    references: &mut BlobReferences,
+) -> Result<String, Vec<Problem>> {
     let size = match fs.size(path) {
         Ok(size) => size,
         Err(e) if e.is_not_found() => {
@@ -527,7 +650,7 @@ fn check_live_table(fs: &OsFs, path: &Path, meta: &FileMetaData) -> Result<Strin
             return Err(problems);
         }
     };
-    let entries = match check_contents(&table, path, meta, &mut problems) {
+    let entries = match check_contents(&table, path, meta, version, references, &mut problems) {
         Ok(entries) => entries,
         Err(p) => {
             problems.push(p);
@@ -541,6 +664,39 @@ fn check_live_table(fs: &OsFs, path: &Path, meta: &FileMetaData) -> Result<Strin
     }
 }
 
+/// Checks the blob reference `value` of `user_key`: it decodes, and points into a live blob
+/// file, inside its records. Counts it into `references`.
+fn check_reference(
+    user_key: &[u8],
+    value: &[u8],
+    version: &Version,
+    references: &mut BlobReferences,
+) -> Result<(), String> {
+    let key = shale_sst::printable(user_key);
+    let reference = BlobReference::decode(value).map_err(|(detail, _)| {
+        format!("the blob reference of key {key} does not decode: {detail}")
+    })?;
+    let Some(blob) = version.blob_files().get(&reference.file_number) else {
+        return Err(format!(
+            "key {key} references blob file {:06}, which is not live",
+            reference.file_number
+        ));
+    };
+    let size = record_size(user_key.len(), u64::from(reference.value_len));
+    let records_end = blob.file_size() - FOOTER_SIZE;
+    if reference.offset < HEADER_SIZE || reference.offset.saturating_add(size) > records_end {
+        return Err(format!(
+            "key {key} references a {size}-byte record at offset {} of blob file {:06}, outside \
+             its records ({HEADER_SIZE}..{records_end})",
+            reference.offset, reference.file_number
+        ));
+    }
+    let entry = references.entry(reference.file_number).or_default();
+    entry.0 += 1;
+    entry.1 += size;
+    Ok(())
+}
+
 /// Walks every entry and range tombstone of `table`, checking each lies inside the MANIFEST's
 /// key and sequence ranges for it (a key outside would be invisible to reads that trust
 /// the MANIFEST). Returns the number of entries.
@@ -548,6 +704,8 @@ fn check_contents(
     table: &Arc<Table>,
     path: &Path,
     meta: &FileMetaData,
+    version: &Version,
+    references: &mut BlobReferences,
     problems: &mut Vec<Problem>,
 ) -> Result<u64, Problem> {
     let user: Arc<dyn Comparator> = Arc::new(BytewiseComparator);
@@ -570,6 +728,11 @@ fn check_contents(
         })?;
         min_seqno = min_seqno.min(key.seqno);
         max_seqno = max_seqno.max(key.seqno);
+        if key.kind == ValueKind::BlobIndex {
+            if let Err(detail) = check_reference(key.user_key, iter.value(), version, references) {
+                problems.push(Problem::new(path, None, detail));
+            }
+        }
         if first.is_none() {
             first = Some(iter.key().to_vec());
         }

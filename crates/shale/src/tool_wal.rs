@@ -139,7 +139,8 @@ fn entry_text(e: &BatchEntry<'_>, show: &Show) -> String {
         None => format!("{} {} ks {}", e.seqno, e.kind.name(), e.keyspace),
     };
     match e.kind {
-        ValueKind::Value => format!(
+        // A batch never holds a blob reference (the decoder refuses one); shown as a value.
+        ValueKind::Value | ValueKind::BlobIndex => format!(
             "{head} {} => {}",
             render.bytes(e.key),
             render.bytes(e.value)
@@ -163,7 +164,9 @@ fn entry_json(e: &BatchEntry<'_>, show: &Show) -> Value {
         "key": render.bytes_unquoted(e.key),
     });
     match e.kind {
-        ValueKind::Value => v["value"] = json!(render.bytes_unquoted(e.value)),
+        ValueKind::Value | ValueKind::BlobIndex => {
+            v["value"] = json!(render.bytes_unquoted(e.value));
+        }
         ValueKind::RangeDeletion => v["end"] = json!(render.bytes_unquoted(e.value)),
         ValueKind::Deletion => {}
     }

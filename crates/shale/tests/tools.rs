@@ -482,7 +482,7 @@ fn help_lists_every_tool() {
     let help = text(&out.stdout);
     for name in [
         "sst", "wal", "manifest", "lsm", "get", "put", "delete", "scan", "verify", "repair",
-        "stats",
+        "stats", "blob",
     ] {
         assert!(help.contains(name), "{name} missing from:\n{help}");
     }
@@ -684,4 +684,85 @@ fn repair_refuses_while_another_holds_the_database_or_when_nothing_is_there() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("nothing could be salvaged"), "{err}");
     assert!(hopeless.join("lost").join("CURRENT").exists());
+}
+
+/// A database whose values of 100 bytes and more live in blob files; half of them were
+/// overwritten and compacted, so its blob file is part garbage.
+fn build_with_blobs(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    let keyspace = KeyspaceOptions {
+        enable_blob_files: true,
+        min_blob_size: 100,
+        ..KeyspaceOptions::default()
+    };
+    let db = Db::open(
+        &dir,
+        Options {
+            default_keyspace: keyspace,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let ks = db.default_keyspace();
+    for i in 0..20 {
+        ks.put(
+            format!("b{i:03}").as_bytes(),
+            &vec![b'a' + u8::try_from(i).unwrap(); 500],
+        )
+        .unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(&ks, None, None).unwrap();
+    for i in 0..10 {
+        ks.delete(format!("b{i:03}").as_bytes()).unwrap();
+    }
+    db.compact_range(&ks, None, None).unwrap();
+    db.close().unwrap();
+    dir
+}
+
+#[test]
+fn blob_files_in_verify_stats_lsm_manifest_and_blob() {
+    let dir = build_with_blobs("blobs");
+    let blob = files_with(&dir, ".blob").remove(0);
+    let (code, out, problems) = verify(&dir);
+    assert_eq!(code, 0, "{out}");
+    assert!(problems.is_empty());
+    assert!(out.contains(".blob: ok, 20 records"), "{out}");
+    assert!(out.contains("50.0% live"), "{out}");
+    for tool_name in ["stats", "lsm", "manifest"] {
+        let (code, out, err) = tool(&[tool_name], &dir);
+        assert_eq!(code, 0, "{tool_name}: {err}");
+        assert!(out.contains("blob files: 1"), "{tool_name}: {out}");
+        assert!(out.contains("live 50.0%"), "{tool_name}: {out}");
+    }
+    let (_, out, _) = tool(&["manifest"], &dir);
+    assert!(out.contains("add blob file"), "{out}");
+    assert!(out.contains("garbage +10 records"), "{out}");
+    let (_, out, _) = tool(&["lsm", "--json"], &dir);
+    let doc = json(&out);
+    let blobs = doc["keyspaces"][0]["blob_files"].as_array().unwrap();
+    assert_eq!(blobs[0]["garbage_records"], 10);
+    let (code, out, err) = tool(&["blob", "--values"], &blob);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("footer: 20 records"), "{out}");
+    assert!(out.contains("\"b003\""), "{out}");
+
+    // A flipped byte inside the first record: verify and the dump name the blob file and
+    // the record's offset (32, after the header).
+    flip_byte(&blob, 40);
+    assert_found(&dir, &blob, Some(32), "a damaged blob record");
+    let (code, _, err) = tool(&["blob"], &blob);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("offset 32"), "{err}");
+}
+
+#[test]
+fn verify_finds_a_missing_blob_file() {
+    let dir = build_with_blobs("blobs-missing");
+    let blob = files_with(&dir, ".blob").remove(0);
+    std::fs::remove_file(&blob).unwrap();
+    let (code, out, _) = verify(&dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains(blob.to_str().unwrap()), "{out}");
 }

@@ -2,7 +2,8 @@
 //! (docs/format/backup.md, docs/operations.md "Take and restore a backup"), like `RocksDB`'s
 //! `BackupEngine`.
 //!
-//! Layout: `shared/` holds table files named `<number>-<size>-<crc32c>.sst` (`.sst.zst` when
+//! Layout: `shared/` holds table files named `<number>-<size>-<crc32c>.sst` (and blob files
+//! `<number>-<size>-<crc32c>.blob`, docs/format/blob.md) (`.sst.zst` when
 //! stored compressed), shared between backups; `private/<id>/` holds the files only that backup needs (WAL prefixes, its MANIFEST,
 //! OPTIONS, CURRENT); `meta/<id>` lists every file of backup `id` with size and checksum.
 //!
@@ -118,6 +119,7 @@ impl BackupEngine {
 
     /// Takes a backup of `db` (module docs). `progress` is called with the bytes copied so far
     /// and the bytes the backup holds.
+    #[allow(clippy::too_many_lines)] // the copy steps in order, each short
     pub fn create(
         &self,
         db: &Db,
@@ -142,6 +144,12 @@ impl BackupEngine {
         let shared_names: BTreeSet<String> = fs.list(&self.dir.join(SHARED))?.into_iter().collect();
         let (cut, pins) = take_cut(inner)?;
         let total: u64 = cut.version.all_files().map(|(_, _, f)| f.size).sum::<u64>()
+            + cut
+                .version
+                .blob_files()
+                .values()
+                .map(|b| b.file_size())
+                .sum::<u64>()
             + cut.wals.iter().map(|(_, len)| len).sum::<u64>();
         let mut throttle = Throttle {
             rate: options.rate_limit_bytes_per_sec,
@@ -151,12 +159,27 @@ impl BackupEngine {
         let mut done = 0u64;
         let mut files = Vec::new();
         let (mut copied_files, mut reused_tables) = (0, 0);
-        for (_, _, meta) in cut.version.all_files() {
-            let source = table_file_name(&inner.dir, meta.number);
-            let (file, copied) = self.backup_table(
-                &source,
+        // Tables and blob files are write-once: shared between backups by number, size and
+        // CRC-32C.
+        let tables = cut.version.all_files().map(|(_, _, meta)| {
+            (
+                table_file_name(&inner.dir, meta.number),
                 meta.number,
                 meta.size,
+            )
+        });
+        let blobs = cut.version.blob_files().values().map(|b| {
+            (
+                crate::blob::blob_file_name(&inner.dir, b.number),
+                b.number,
+                b.file_size(),
+            )
+        });
+        for (source, number, size) in tables.chain(blobs) {
+            let (file, copied) = self.backup_table(
+                &source,
+                number,
+                size,
                 &shared_names,
                 options.zstd_level,
                 &mut throttle,
@@ -166,7 +189,7 @@ impl BackupEngine {
             } else {
                 reused_tables += 1;
             }
-            done += meta.size;
+            done += size;
             progress(done, total);
             files.push(file);
         }
@@ -411,6 +434,9 @@ impl BackupEngine {
     ) -> Result<(BackupFile, bool)> {
         let fs = &*self.fs;
         let codec = codec_of(zstd_level);
+        let extension = source.extension().and_then(|e| e.to_str()).unwrap_or("sst");
+        let shared_name =
+            |number, size, crc, codec| shared_name(number, size, crc, codec, extension);
         let prefix = format!("{number:06}-{size}-");
         let mut reused = None;
         if shared_names.iter().any(|n| n.starts_with(&prefix)) {
@@ -433,7 +459,7 @@ impl BackupEngine {
         };
         let file = BackupFile {
             stored: format!("{SHARED}/{}", shared_name(number, size, crc, codec)),
-            name: format!("{number:06}.sst"),
+            name: format!("{number:06}.{extension}"),
             size,
             crc32c: crc,
             codec,
@@ -531,8 +557,9 @@ fn store_copy(
     }
 }
 
-fn shared_name(number: u64, size: u64, crc: u32, codec: BackupCodec) -> String {
-    stored_name(&format!("{number:06}-{size}-{crc:08x}.sst"), codec)
+/// `extension`: `sst` for a table, `blob` for a blob file.
+fn shared_name(number: u64, size: u64, crc: u32, codec: BackupCodec, extension: &str) -> String {
+    stored_name(&format!("{number:06}-{size}-{crc:08x}.{extension}"), codec)
 }
 
 fn check_crc(path: &Path, file: &BackupFile, crc: u32) -> Result<()> {

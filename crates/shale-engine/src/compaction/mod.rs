@@ -33,6 +33,9 @@ use shale_sst::{
     SeqNo, TableWriter, ValueKind, MAX_SEQNO,
 };
 
+use crate::blob::{
+    decode_reference, discard_blob_files, BlobFileMeta, BlobGarbage, BlobOutputs, BlobSettings,
+};
 use crate::db::{CompactionOutputRange, DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::flush::{file_meta, writer_options};
@@ -67,9 +70,9 @@ struct Job {
     options: KeyspaceOptions,
     /// The keyspace's name, recorded in every output table (flush.rs, `KEYSPACE_NAME_PROPERTY`).
     keyspace_name: String,
-    /// The Version the inputs were picked from: while it is held its tables are live, so
-    /// dropping the keyspace meanwhile cannot delete them under the compaction.
-    _version: Arc<Version>,
+    /// The Version the inputs were picked from: while it is held its tables and blob files
+    /// are live, so dropping the keyspace meanwhile cannot delete them under the compaction.
+    version: Arc<Version>,
 }
 
 /// Whether some keyspace not already compacting needs a compaction (`now`: the clock).
@@ -88,7 +91,7 @@ fn pick(state: &DbState, now: u64) -> Option<Job> {
                 compaction,
                 options: keyspace.options.clone(),
                 keyspace_name: keyspace.name.clone(),
-                _version: version.clone(),
+                version: version.clone(),
             })
         })
 }
@@ -157,7 +160,7 @@ pub(crate) fn compact_range(
                 compaction,
                 options,
                 keyspace_name,
-                _version: version,
+                version,
             };
             (job, live_snapshots(inner))
         };
@@ -196,7 +199,7 @@ pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
                 compaction,
                 options,
                 keyspace_name,
-                _version: version,
+                version,
             };
             (job, live_snapshots(inner))
         };
@@ -240,7 +243,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
     let compaction = &job.compaction;
     let started = Instant::now();
     let result = if compaction.trivial_move {
-        Ok(Vec::new())
+        Ok(RunOutput::default())
     } else {
         run(inner, &job, snapshots)
     };
@@ -249,8 +252,13 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
     state.compacting.remove(&compaction.keyspace);
     state.compaction_outputs.remove(&compaction.keyspace);
     inner.state_changed.notify_all();
-    let outputs = match result {
-        Ok(outputs) => outputs,
+    let RunOutput {
+        tables: outputs,
+        blob_files,
+        garbage,
+        relocated_bytes,
+    } = match result {
+        Ok(output) => output,
         Err(_) if inner.shutting_down.load(Ordering::Acquire) => {
             // Stopped by close: nothing was recorded, the inputs stay, the partial outputs are
             // deleted as unreferenced at the next open.
@@ -284,6 +292,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
     for output in &outputs {
         edit.add_file(keyspace, output_level, output.clone());
     }
+    record_blob_changes(&state, &mut edit, &blob_files, &garbage);
     let applied = if state.keyspaces.contains_key(&keyspace) {
         let allocated = inner.last_allocated_seqno.load(Ordering::Acquire);
         let last = allocated.max(state.versions.last_sequence());
@@ -295,6 +304,9 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
     for output in &outputs {
         state.pending_outputs.remove(&output.number);
     }
+    for blob in &blob_files {
+        state.pending_outputs.remove(&blob.number);
+    }
     if let Err(error) = applied {
         drop(state);
         inner.set_background_error(format!(
@@ -302,33 +314,14 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
         ));
         return Err(error);
     }
-    let counters = &inner.stats;
-    let by_reason = match compaction.reason {
-        CompactionReason::Level0FileCount => &counters.level0_compactions,
-        CompactionReason::LevelScore => &counters.level_score_compactions,
-        CompactionReason::Ttl => &counters.ttl_compactions,
-        CompactionReason::TombstoneDensity => &counters.tombstone_compactions,
-        CompactionReason::Idle => &counters.idle_compactions,
-        CompactionReason::Manual => &counters.manual_compactions,
-    };
-    StatCounters::add(by_reason, 1);
-    let level = &counters.levels[compaction.output_level];
-    let upper_bytes: u64 = compaction.inputs.iter().map(|f| f.size).sum();
-    if compaction.trivial_move {
-        StatCounters::add(&counters.trivial_moves, 1);
-        StatCounters::add(&level.moved_bytes, upper_bytes);
-    } else {
-        let written: u64 = outputs.iter().map(|f| f.size).sum();
-        StatCounters::add(&counters.compactions, 1);
-        StatCounters::add(&counters.compaction_bytes_read, compaction.input_bytes());
-        StatCounters::add(&counters.compaction_bytes_written, written);
-        level.record_job(
-            upper_bytes,
-            compaction.output_inputs.iter().map(|f| f.size).sum(),
-            written,
-            micros,
-        );
-    }
+    record_stats(
+        inner,
+        compaction,
+        &outputs,
+        &blob_files,
+        relocated_bytes,
+        micros,
+    );
     let version = state.versions.current();
     if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {
         keyspace.install_super_version(version);
@@ -341,6 +334,73 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
     crate::flush::delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();
     Ok(())
+}
+
+/// Counts a finished compaction in `DbStats` and the per-level stats.
+fn record_stats(
+    inner: &DbInner,
+    compaction: &Compaction,
+    outputs: &[FileMetaData],
+    blob_files: &[BlobFileMeta],
+    relocated_bytes: u64,
+    micros: u64,
+) {
+    let counters = &inner.stats;
+    let by_reason = match compaction.reason {
+        CompactionReason::Level0FileCount => &counters.level0_compactions,
+        CompactionReason::LevelScore => &counters.level_score_compactions,
+        CompactionReason::Ttl => &counters.ttl_compactions,
+        CompactionReason::TombstoneDensity => &counters.tombstone_compactions,
+        CompactionReason::Idle => &counters.idle_compactions,
+        CompactionReason::BlobGarbage => &counters.blob_gc_compactions,
+        CompactionReason::Manual => &counters.manual_compactions,
+    };
+    StatCounters::add(by_reason, 1);
+    let level = &counters.levels[compaction.output_level];
+    let upper_bytes: u64 = compaction.inputs.iter().map(|f| f.size).sum();
+    if compaction.trivial_move {
+        StatCounters::add(&counters.trivial_moves, 1);
+        StatCounters::add(&level.moved_bytes, upper_bytes);
+    } else {
+        let blob_bytes: u64 = blob_files.iter().map(BlobFileMeta::file_size).sum();
+        StatCounters::add(&counters.blob_files_written, blob_files.len() as u64);
+        StatCounters::add(&counters.blob_bytes_written, blob_bytes);
+        StatCounters::add(&counters.blob_bytes_relocated, relocated_bytes);
+        let written: u64 = outputs.iter().map(|f| f.size).sum::<u64>() + blob_bytes;
+        StatCounters::add(&counters.compactions, 1);
+        StatCounters::add(&counters.compaction_bytes_read, compaction.input_bytes());
+        StatCounters::add(&counters.compaction_bytes_written, written);
+        level.record_job(
+            upper_bytes,
+            compaction.output_inputs.iter().map(|f| f.size).sum(),
+            written,
+            micros,
+        );
+    }
+}
+
+/// Adds a compaction's blob files and garbage to `edit`, deleting every blob file whose
+/// garbage reaches its total (blob/mod.rs invariant 2: no table references it any more).
+fn record_blob_changes(
+    state: &DbState,
+    edit: &mut VersionEdit,
+    blob_files: &[BlobFileMeta],
+    garbage: &BlobGarbage,
+) {
+    for blob in blob_files {
+        edit.add_blob_file(blob);
+    }
+    let version = state.versions.current();
+    for (&number, &(count, bytes)) in &garbage.files {
+        edit.add_blob_garbage(number, count, bytes);
+        if let Some(meta) = version.blob_files().get(&number) {
+            if meta.garbage_count + count >= meta.total_count
+                && meta.garbage_bytes + bytes >= meta.total_bytes
+            {
+                edit.delete_blob_file(number);
+            }
+        }
+    }
 }
 
 /// A level as the MANIFEST numbers it (levels are below `MAX_NUM_LEVELS`, far below u32).
@@ -400,6 +460,8 @@ struct Outputs<'a> {
     current: Option<(TableWriter, u64, Vec<u8>)>,
     /// The oldest write time of a value in the current output (TTL keyspaces).
     oldest_write_time: Option<u64>,
+    /// The smallest blob file number the current output references.
+    oldest_blob_file: Option<u64>,
     finished: Vec<FileMetaData>,
     /// Every table number this output writer allocated (in `pending_outputs`).
     numbers: Vec<u64>,
@@ -410,6 +472,11 @@ impl Outputs<'_> {
     /// The value just added carries write time `time`.
     fn saw_write_time(&mut self, time: u64) {
         self.oldest_write_time = Some(self.oldest_write_time.map_or(time, |t| t.min(time)));
+    }
+
+    /// The entry just added references blob file `number`.
+    fn saw_blob_file(&mut self, number: u64) {
+        self.oldest_blob_file = Some(self.oldest_blob_file.map_or(number, |n| n.min(number)));
     }
 
     fn add(&mut self, key: &[u8], value: &[u8], user_key: &[u8], new_user_key: bool) -> Result<()> {
@@ -504,8 +571,39 @@ impl Outputs<'_> {
         let (size, props) = writer.finish()?;
         let mut meta = file_meta(number, size, &props)?;
         meta.oldest_entry_time = self.oldest_write_time.take();
+        meta.oldest_blob_file = self.oldest_blob_file.take();
         self.finished.push(meta);
         Ok(())
+    }
+}
+
+/// What a compaction wrote and dropped, not yet recorded.
+#[derive(Debug, Default)]
+struct RunOutput {
+    /// The output tables, in key order.
+    tables: Vec<FileMetaData>,
+    /// The blob files the outputs reference values in (new or relocated ones).
+    blob_files: Vec<BlobFileMeta>,
+    /// References the compaction dropped or relocated, by the blob file they pointed into.
+    garbage: BlobGarbage,
+    /// Bytes of values moved out of old blob files.
+    relocated_bytes: u64,
+}
+
+impl RunOutput {
+    fn merge(&mut self, other: RunOutput) {
+        self.tables.extend(other.tables);
+        self.blob_files.extend(other.blob_files);
+        self.garbage.merge(other.garbage);
+        self.relocated_bytes += other.relocated_bytes;
+    }
+
+    /// After a failure: deletes every file written and releases their numbers.
+    fn discard(&self, inner: &DbInner) {
+        let numbers: Vec<u64> = self.tables.iter().map(|f| f.number).collect();
+        discard_tables(inner, &numbers);
+        let blobs: Vec<u64> = self.blob_files.iter().map(|b| b.number).collect();
+        discard_blobs(inner, &blobs);
     }
 }
 
@@ -513,10 +611,11 @@ impl Outputs<'_> {
 /// recorded). With `max_subcompactions > 1` a large compaction is split by user key into
 /// ranges merged on their own threads (`subcompaction`); their outputs, in range order, are
 /// the outputs of one compaction.
-fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaData>> {
+fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<RunOutput> {
     let boundaries = subcompaction::boundaries(inner, job)?;
-    let outputs = if boundaries.is_empty() {
-        run_range(inner, job, snapshots, None, None)?
+    let gc_cutoff = picker::blob_gc_cutoff(&job.version, job.compaction.keyspace, &job.options);
+    let output = if boundaries.is_empty() {
+        run_range(inner, job, snapshots, (None, None), gc_cutoff)?
     } else {
         StatCounters::add(&inner.stats.subcompactions, boundaries.len() as u64 + 1);
         let mut ranges = Vec::with_capacity(boundaries.len() + 1);
@@ -526,19 +625,18 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
             lower = Some(boundary.as_slice());
         }
         ranges.push((lower, None));
-        let results: Vec<Result<Vec<FileMetaData>>> = std::thread::scope(|scope| {
+        let results: Vec<Result<RunOutput>> = std::thread::scope(|scope| {
             let handles: Vec<_> = ranges[1..]
                 .iter()
-                .map(|&(lower, upper)| {
+                .map(|&range| {
                     std::thread::Builder::new()
                         .name("shale-subcompact".into())
                         .spawn_scoped(scope, move || {
-                            run_range(inner, job, snapshots, lower, upper)
+                            run_range(inner, job, snapshots, range, gc_cutoff)
                         })
                 })
                 .collect();
-            let (lower, upper) = ranges[0];
-            let mut results = vec![run_range(inner, job, snapshots, lower, upper)];
+            let mut results = vec![run_range(inner, job, snapshots, ranges[0], gc_cutoff)];
             for handle in handles {
                 results.push(match handle {
                     Ok(handle) => handle.join().unwrap_or_else(|_| {
@@ -555,30 +653,27 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<Vec<FileMetaDa
         });
         // A failed range discarded its own outputs; the others' go too, as nothing of the
         // compaction is installed.
-        let failure = results.iter().position(Result::is_err);
-        let mut outputs = Vec::new();
+        let mut output = RunOutput::default();
         let mut error = None;
         for result in results {
             match result {
-                Ok(tables) => outputs.extend(tables),
+                Ok(range_output) => output.merge(range_output),
                 Err(e) => {
                     error.get_or_insert(e);
                 }
             }
         }
-        if let (Some(_), Some(error)) = (failure, error) {
-            let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
-            discard_tables(inner, &numbers);
+        if let Some(error) = error {
+            output.discard(inner);
             return Err(error);
         }
-        outputs
+        output
     };
     if let Err(error) = inner.fs.sync_dir(&inner.dir) {
-        let numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();
-        discard_tables(inner, &numbers);
+        output.discard(inner);
         return Err(error.into());
     }
-    Ok(outputs)
+    Ok(output)
 }
 
 /// Deletes the output tables `numbers` of a failed compaction (best effort: a leftover is
@@ -593,6 +688,24 @@ fn discard_tables(inner: &DbInner, numbers: &[u64]) {
     }
 }
 
+/// [`discard_tables`] for blob files.
+fn discard_blobs(inner: &DbInner, numbers: &[u64]) {
+    discard_blob_files(&*inner.fs, &inner.dir, numbers);
+    let mut state = inner.lock_state();
+    for number in numbers {
+        state.pending_outputs.remove(number);
+    }
+}
+
+/// The blob side of one range's merge: the blob files it writes, the garbage it finds, and
+/// which references it relocates (those into blob files numbered below `gc_cutoff`).
+struct BlobWork<'a> {
+    outputs: Option<BlobOutputs<'a>>,
+    gc_cutoff: Option<u64>,
+    garbage: BlobGarbage,
+    relocated_bytes: u64,
+}
+
 /// Merges the inputs' entries with user keys in `[lower, upper)` (`None`: unbounded) into
 /// new tables. Range tombstones are clipped to the range, so the outputs of adjacent ranges
 /// never overlap.
@@ -600,9 +713,9 @@ fn run_range(
     inner: &DbInner,
     job: &Job,
     snapshots: &[SeqNo],
-    lower: Option<&[u8]>,
-    upper: Option<&[u8]>,
-) -> Result<Vec<FileMetaData>> {
+    (lower, upper): (Option<&[u8]>, Option<&[u8]>),
+    gc_cutoff: Option<u64>,
+) -> Result<RunOutput> {
     let compaction = &job.compaction;
     let cmp = inner.user_comparator().clone();
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -642,6 +755,7 @@ fn run_range(
         tombstones: carried,
         current: None,
         oldest_write_time: None,
+        oldest_blob_file: None,
         finished: Vec::new(),
         numbers: Vec::new(),
         grandparents: GrandparentCut::new(
@@ -651,6 +765,22 @@ fn run_range(
                 .saturating_mul(GRANDPARENT_OVERLAP_FACTOR),
         ),
     };
+    let new_number = || inner.new_pending_output();
+    let mut blobs = BlobWork {
+        outputs: BlobSettings::of(compaction.keyspace, &job.options).map(|settings| {
+            BlobOutputs::new(
+                &*inner.fs,
+                &inner.dir,
+                settings,
+                inner.rate_limiter.as_ref(),
+                IoPriority::Compaction,
+                &new_number,
+            )
+        }),
+        gc_cutoff,
+        garbage: BlobGarbage::default(),
+        relocated_bytes: 0,
+    };
     let merge = merge_range(
         inner,
         job,
@@ -658,19 +788,57 @@ fn run_range(
         (lower, upper),
         &mut merged,
         &mut outputs,
+        &mut blobs,
         &covered_by_applied,
     );
-    match merge {
-        Ok(()) => Ok(outputs.finished),
+    let blob_numbers: Vec<u64> = blobs
+        .outputs
+        .as_ref()
+        .map_or_else(Vec::new, |b| b.numbers().to_vec());
+    let blob_files = merge.and_then(|()| match blobs.outputs {
+        Some(outputs) => outputs.finish(),
+        None => Ok(Vec::new()),
+    });
+    match blob_files {
+        Ok(blob_files) => Ok(RunOutput {
+            tables: outputs.finished,
+            blob_files,
+            garbage: blobs.garbage,
+            relocated_bytes: blobs.relocated_bytes,
+        }),
         Err(error) => {
             outputs.discard();
+            discard_blobs(inner, &blob_numbers);
             Err(error)
         }
     }
 }
 
+/// Writes the entry `(user_key, seqno)` with `value` (as stored): to a blob file with a
+/// reference in the table when blob files are on and the value is large enough, else inline.
+fn write_value(
+    outputs: &mut Outputs<'_>,
+    blobs: &mut BlobWork<'_>,
+    (user_key, seqno): (&[u8], SeqNo),
+    value: &[u8],
+    new_user_key: bool,
+) -> Result<()> {
+    if let Some(blob_outputs) = blobs.outputs.as_mut().filter(|b| b.separates(value.len())) {
+        let (reference, number) = blob_outputs.add(user_key, value)?;
+        let key = InternalKey::new(user_key, seqno, ValueKind::BlobIndex);
+        outputs.add(key.encoded(), &reference, user_key, new_user_key)?;
+        outputs.saw_blob_file(number);
+    } else {
+        let key = InternalKey::new(user_key, seqno, ValueKind::Value);
+        outputs.add(key.encoded(), value, user_key, new_user_key)?;
+    }
+    Ok(())
+}
+
 /// The merge loop of [`run_range`]: every entry of `merged` with a user key in `range`,
-/// minus what no snapshot can see, into `outputs`.
+/// minus what no snapshot can see, into `outputs`. A dropped blob reference becomes garbage
+/// of its blob file; a kept one into a blob file below the GC cutoff has its value relocated.
+#[allow(clippy::too_many_arguments, clippy::too_many_lines)] // the loop's state, named
 fn merge_range(
     inner: &DbInner,
     job: &Job,
@@ -678,6 +846,7 @@ fn merge_range(
     (lower, upper): (Option<&[u8]>, Option<&[u8]>),
     merged: &mut MergingIter,
     outputs: &mut Outputs<'_>,
+    blobs: &mut BlobWork<'_>,
     covered_by_applied: &dyn Fn(&[u8], SeqNo) -> bool,
 ) -> Result<()> {
     let compaction = &job.compaction;
@@ -720,12 +889,20 @@ fn merge_range(
         let shadowed = entry_stripe == last_stripe;
         last_stripe = entry_stripe;
         let write_time = ttl_cutoff
-            .filter(|_| key.kind == ValueKind::Value)
+            .filter(|_| key.kind.is_value())
             .and_then(|_| crate::ttl::split(merged.value()).map(|(_, time)| time));
         let expired = matches!((write_time, ttl_cutoff), (Some(t), Some(c)) if t < c);
         let deletion = key.kind == ValueKind::Deletion || expired;
         let dropped_deletion = deletion && compaction.drop_tombstones && entry_stripe == 0;
         let drop = shadowed || dropped_deletion || covered_by_applied(key.user_key, key.seqno);
+        let reference = if key.kind == ValueKind::BlobIndex {
+            Some(decode_reference(merged.value(), key.user_key)?)
+        } else {
+            None
+        };
+        if let Some(reference) = reference.filter(|_| drop || expired) {
+            blobs.garbage.add(&reference, key.user_key.len());
+        }
         if !drop && expired {
             let tombstone = InternalKey::new(key.user_key, key.seqno, ValueKind::Deletion);
             outputs.add(tombstone.encoded(), &[], key.user_key, new_user_key)?;
@@ -734,13 +911,37 @@ fn merge_range(
             // longer orders it against anything, and 0 compresses (what RocksDB does).
             let zero_seqno = compaction.drop_tombstones
                 && entry_stripe == 0
-                && key.kind == ValueKind::Value
+                && key.kind.is_value()
                 && key.seqno != 0;
-            if zero_seqno {
-                let zeroed = InternalKey::new(key.user_key, 0, ValueKind::Value);
+            let seqno = if zero_seqno { 0 } else { key.seqno };
+            let relocated =
+                reference.filter(|r| blobs.gc_cutoff.is_some_and(|cutoff| r.file_number < cutoff));
+            let separate = key.kind == ValueKind::Value
+                && blobs
+                    .outputs
+                    .as_ref()
+                    .is_some_and(|b| b.separates(merged.value().len()));
+            if let Some(reference) = relocated {
+                let value = inner.blob_cache.resolve(key.user_key, merged.value())?;
+                blobs.garbage.add(&reference, key.user_key.len());
+                blobs.relocated_bytes += value.len() as u64;
+                write_value(outputs, blobs, (key.user_key, seqno), &value, new_user_key)?;
+            } else if separate {
+                write_value(
+                    outputs,
+                    blobs,
+                    (key.user_key, seqno),
+                    merged.value(),
+                    new_user_key,
+                )?;
+            } else if zero_seqno {
+                let zeroed = InternalKey::new(key.user_key, 0, key.kind);
                 outputs.add(zeroed.encoded(), merged.value(), key.user_key, new_user_key)?;
             } else {
                 outputs.add(merged.key(), merged.value(), key.user_key, new_user_key)?;
+            }
+            if let Some(reference) = reference.filter(|_| relocated.is_none()) {
+                outputs.saw_blob_file(reference.file_number);
             }
             if let Some(time) = write_time {
                 outputs.saw_write_time(time);
@@ -775,6 +976,7 @@ mod tests {
             creation_time: None,
             oldest_entry_time: None,
             global_seqno: None,
+            oldest_blob_file: None,
         })
     }
 

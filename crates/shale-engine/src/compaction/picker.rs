@@ -19,6 +19,12 @@
 //!   taken as above, from a deeper level that one file; a last-level file past the TTL is
 //!   rewritten in place (nothing lies below it), and none is chosen for density (its
 //!   tombstones are already dropped unless a snapshot needs them);
+//! - then, with blob garbage collection on, when the blob files within the age cutoff (the
+//!   oldest `blob_garbage_collection_age_cutoff` of the keyspace's blob files) hold at least
+//!   `blob_garbage_collection_force_threshold` garbage by bytes, a file whose oldest blob
+//!   reference is into the oldest blob file (reason `blob-gc`: compacting it relocates those
+//!   values, so the old blob files become all garbage and are deleted); L0 as above, a
+//!   last-level file in place;
 //! - inputs that overlap nothing in the output level move there without being rewritten (a
 //!   trivial move): one file from L1 or deeper, or L0 files that overlap neither each other nor
 //!   the output level.
@@ -52,6 +58,8 @@ pub(crate) enum CompactionReason {
     TombstoneDensity,
     /// Writes stopped while reads continued for `idle_compaction_after`: L0 goes down.
     Idle,
+    /// The oldest blob files hold `blob_garbage_collection_force_threshold` garbage.
+    BlobGarbage,
     /// `Db::compact_range` asked for it.
     Manual,
 }
@@ -64,6 +72,7 @@ impl CompactionReason {
             CompactionReason::Ttl => "ttl",
             CompactionReason::TombstoneDensity => "tombstone-density",
             CompactionReason::Idle => "idle",
+            CompactionReason::BlobGarbage => "blob-gc",
             CompactionReason::Manual => "manual",
         }
     }
@@ -296,6 +305,10 @@ pub(crate) fn pick(
             .or_else(|| {
                 densest_tombstone_file(version, keyspace, options)
                     .map(|(l, f, s)| (l, f, s, CompactionReason::TombstoneDensity))
+            })
+            .or_else(|| {
+                blob_garbage_file(version, keyspace, options)
+                    .map(|(l, f, s)| (l, f, s, CompactionReason::BlobGarbage))
             })?;
         (level, Some(file), score, reason)
     };
@@ -413,6 +426,70 @@ fn densest_tombstone_file(
     best.map(|(level, file)| {
         let ratio = file.num_deletions as f64 / file.num_entries.max(1) as f64;
         (level, file.clone(), ratio)
+    })
+}
+
+/// The blob file number below which compactions relocate the values references point at
+/// (`None`: relocate nothing): the number of the first blob file past the oldest
+/// `blob_garbage_collection_age_cutoff` of the keyspace's blob files, by number.
+pub(crate) fn blob_gc_cutoff(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> Option<u64> {
+    if !options.enable_blob_garbage_collection {
+        return None;
+    }
+    let numbers: Vec<u64> = version
+        .keyspace_blob_files(keyspace)
+        .map(|b| b.number)
+        .collect();
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )] // a fraction (0..=1) of a file count
+    let within = (numbers.len() as f64 * options.blob_garbage_collection_age_cutoff) as usize;
+    if within == 0 {
+        return None;
+    }
+    Some(numbers.get(within).copied().unwrap_or(u64::MAX))
+}
+
+/// When the blob files within the age cutoff hold at least the force threshold of garbage
+/// (by bytes), a file referencing the oldest blob file (the upper level first, then the
+/// first by key), with that garbage ratio. A threshold of 1 never fires: a blob file all
+/// garbage is deleted at once.
+fn blob_garbage_file(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+) -> Option<(usize, Arc<FileMetaData>, f64)> {
+    let cutoff = blob_gc_cutoff(version, keyspace, options)?;
+    let threshold = options.blob_garbage_collection_force_threshold;
+    if threshold >= 1.0 {
+        return None;
+    }
+    let batch: Vec<_> = version
+        .keyspace_blob_files(keyspace)
+        .take_while(|b| b.number < cutoff)
+        .collect();
+    let oldest = batch.first()?.number;
+    let total: u64 = batch.iter().map(|b| b.total_bytes).sum();
+    let garbage: u64 = batch.iter().map(|b| b.garbage_bytes).sum();
+    #[allow(clippy::cast_precision_loss)] // a ratio
+    let ratio = garbage as f64 / total.max(1) as f64;
+    // Without garbage a rewrite only moves values to a newer file, which would be picked
+    // again in its turn (a threshold of 0 would loop).
+    if garbage == 0 || ratio < threshold {
+        return None;
+    }
+    (0..version.num_levels()).find_map(|level| {
+        version
+            .files(keyspace, level)
+            .iter()
+            .find(|f| f.oldest_blob_file == Some(oldest))
+            .map(|f| (level, f.clone(), ratio))
     })
 }
 

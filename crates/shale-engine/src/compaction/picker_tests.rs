@@ -19,9 +19,12 @@
 //!   1000000).
 //! - `Ln` lines list files as `smallest..largest:size` (user keys; `largest)` marks an exclusive
 //!   largest key, the end of a clipped range tombstone), optionally followed by `:dD/E` (D
-//!   deletions among E entries; default none of 1) and `:tT` (oldest entry written at T). Files are numbered from 1 in the order
+//!   deletions among E entries; default none of 1), `:tT` (oldest entry written at T) and `:bN`
+//!   (its oldest blob reference is into blob file N). Files are numbered from 1 in the order
 //!   written; earlier files get larger sequence numbers, so L0 is listed newest first and upper
 //!   levels are newer than lower ones.
+//! - `blob N T:G` lines add blob file N (number it above the tables) with T record bytes of
+//!   which G are garbage (one record a byte).
 //! - Commands: `pick` (the automatic choice), `idle` (the idle compaction) and
 //!   `manual Ln [start..end]`. Each prints the level
 //!   targets and scores, then the compaction or `none`.
@@ -35,6 +38,7 @@ use shale_fs::{FileSystem, MemFs, OsFs};
 use shale_sst::{BytewiseComparator, InternalKey, ValueKind, MAX_SEQNO};
 
 use super::picker::{estimated_pending_bytes, level_targets, pick, pick_idle, pick_manual, scores};
+use crate::blob::BlobFileMeta;
 use crate::options::KeyspaceOptions;
 use crate::version::{FileMetaData, Version, VersionEdit, VersionSet};
 
@@ -83,6 +87,7 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
         .zip(parts.next())
         .unwrap_or_else(|| panic!("file {spec:?} is not smallest..largest:size"));
     let (mut num_entries, mut num_deletions, mut oldest_entry_time) = (1, 0, None);
+    let mut oldest_blob_file = None;
     for attribute in parts {
         if let Some((deletions, entries)) =
             attribute.strip_prefix('d').and_then(|a| a.split_once('/'))
@@ -91,6 +96,8 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
             num_entries = entries.parse().expect("dD/E: entries");
         } else if let Some(time) = attribute.strip_prefix('t') {
             oldest_entry_time = Some(time.parse().expect("tT: seconds"));
+        } else if let Some(number) = attribute.strip_prefix('b') {
+            oldest_blob_file = Some(number.parse().expect("bN: blob file number"));
         } else {
             panic!("file {spec:?}: unknown attribute {attribute:?}");
         }
@@ -116,6 +123,25 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
         creation_time: None,
         oldest_entry_time,
         global_seqno: None,
+        oldest_blob_file,
+    }
+}
+
+/// A `blob N T:G` line's blob file.
+fn blob_meta(spec: &str) -> BlobFileMeta {
+    let (number, sizes) = spec.split_once(' ').expect("blob N T:G");
+    let (total, garbage) = sizes.split_once(':').expect("blob N T:G");
+    let (total, garbage): (u64, u64) = (
+        total.parse().expect("T: bytes"),
+        garbage.parse().expect("G: bytes"),
+    );
+    BlobFileMeta {
+        number: number.parse().expect("N: blob file number"),
+        keyspace: 0,
+        total_count: total,
+        total_bytes: total,
+        garbage_count: garbage,
+        garbage_bytes: garbage,
     }
 }
 
@@ -125,6 +151,7 @@ fn run_case(case: &Case) -> String {
     let mut num_levels = 7;
     let mut now = 1_000_000;
     let mut files: Vec<(usize, String)> = Vec::new();
+    let mut blobs: Vec<BlobFileMeta> = Vec::new();
     let mut commands = Vec::new();
     for line in &case.input {
         let (word, rest) = line.split_once(' ').unwrap_or((line.as_str(), ""));
@@ -141,6 +168,8 @@ fn run_case(case: &Case) -> String {
             }
         } else if let Some(level) = word.strip_prefix('L').and_then(|l| l.parse::<usize>().ok()) {
             files.extend(rest.split_whitespace().map(|f| (level, f.to_owned())));
+        } else if word == "blob" {
+            blobs.push(blob_meta(rest));
         } else if word == "pick" || word == "manual" || word == "idle" {
             commands.push(line.clone());
         } else if !line.trim().is_empty() {
@@ -160,7 +189,7 @@ fn run_case(case: &Case) -> String {
             case.header
         );
     }
-    let version = build_version(&files, num_levels);
+    let version = build_version(&files, &blobs, num_levels);
     let mut out = String::new();
     for command in commands {
         let _ = writeln!(out, "> {command}");
@@ -212,7 +241,11 @@ fn run_case(case: &Case) -> String {
 
 /// The version holding `files`, built through a `VersionSet` so an impossible shape (an
 /// overlap in L1+) fails the case instead of testing the picker on it.
-fn build_version(files: &[(usize, String)], num_levels: usize) -> Arc<Version> {
+fn build_version(
+    files: &[(usize, String)],
+    blobs: &[BlobFileMeta],
+    num_levels: usize,
+) -> Arc<Version> {
     let fs = Arc::new(MemFs::new());
     let mut set = VersionSet::create(
         fs,
@@ -228,6 +261,9 @@ fn build_version(files: &[(usize, String)], num_levels: usize) -> Arc<Version> {
         set.mark_file_number_used(number);
         let meta = file_meta(number, spec, (count - index as u64) * 10);
         edit.add_file(0, u32::try_from(*level).expect("level"), meta);
+    }
+    for blob in blobs {
+        edit.add_blob_file(blob);
     }
     set.set_last_sequence(count * 10 + 10);
     set.log_and_apply(edit).expect("a valid LSM shape");

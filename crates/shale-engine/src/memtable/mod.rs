@@ -114,7 +114,9 @@ impl MemTable {
         debug_assert!(seqno <= MAX_SEQNO, "seqno {seqno} exceeds 56 bits");
         match kind {
             ValueKind::RangeDeletion => self.add_range_tombstone(seqno, user_key, value),
-            ValueKind::Value | ValueKind::Deletion => {
+            // Blob references are written by flushes into tables, never into memtables; one
+            // would be stored like any point entry.
+            ValueKind::Value | ValueKind::Deletion | ValueKind::BlobIndex => {
                 self.list
                     .insert(user_key, (seqno << 8) | u64::from(kind.tag()), value);
             }

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use shale_sst::{SeqNo, Table, TableOpenOptions, TableProperties};
 
 use crate::batch::WriteBatch;
+use crate::blob::BlobFileMeta;
 use crate::error::{Error, Result};
 use crate::flush::{
     file_meta, write_memtable, writer_options, KEYSPACE_ID_PROPERTY, KEYSPACE_NAME_PROPERTY,
@@ -625,6 +626,7 @@ impl Repair<'_> {
                 own.ttl.is_some(),
                 &[],  // offline: no snapshots
                 None, // repair runs offline: nothing to share the disk with
+                None, // salvaged WAL values stay inline; compaction may separate them later
             )?;
             if let Some(meta) = written {
                 levels
@@ -661,6 +663,91 @@ impl Repair<'_> {
         }
     }
 
+    /// Step 4a: the blob files the salvaged tables reference. Each is scanned whole (every
+    /// checksum and its footer); a sound one is kept with its garbage recomputed as its total
+    /// less what the tables still reference; a damaged one, one of no live keyspace, and one
+    /// no table references go into `lost/`. References into a blob file that is missing or
+    /// set aside are reported (reading those keys fails with the file named).
+    fn salvage_blob_files(&mut self, levels: &Levels) -> Result<Vec<BlobFileMeta>> {
+        let fs = &*self.options.file_system;
+        let blob_names: Vec<(u64, String)> = self
+            .names
+            .iter()
+            .filter_map(|n| crate::blob::parse_blob_file_name(n).map(|number| (number, n.clone())))
+            .collect();
+        // Live references per blob file: (records, bytes).
+        let mut live: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        for table in levels.values().flatten() {
+            let path = table_file_name(self.dir, table.meta.number);
+            let opened = Table::open(
+                fs,
+                &path,
+                &TableOpenOptions {
+                    comparator: self.options.comparator.clone(),
+                    ..TableOpenOptions::default()
+                },
+            )?;
+            let mut iter = opened.iter(shale_sst::ReadOptions::default());
+            iter.seek_to_first();
+            while iter.valid() {
+                let key = shale_sst::ParsedInternalKey::parse(iter.key()).ok();
+                if let Some(key) = key.filter(|k| k.kind == shale_sst::ValueKind::BlobIndex) {
+                    if let Ok(reference) = crate::blob::decode_reference(iter.value(), key.user_key)
+                    {
+                        let entry = live.entry(reference.file_number).or_default();
+                        entry.0 += 1;
+                        entry.1 += crate::blob::record_size(
+                            key.user_key.len(),
+                            u64::from(reference.value_len),
+                        );
+                    }
+                }
+                iter.next();
+            }
+            iter.status()?;
+        }
+        let mut kept = Vec::new();
+        for (number, name) in blob_names {
+            let scanned =
+                crate::blob::scan_blob_file(fs, &self.dir.join(&name), &mut |_, _| Ok(()));
+            let summary = match scanned {
+                Ok(summary) => summary,
+                Err(e) if e.is_corruption() || matches!(e, Error::NotSupported(_)) => {
+                    self.set_aside(&name, e.to_string())?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let keyspace = summary.header.keyspace;
+            let Some(&(count, bytes)) = live.get(&number) else {
+                self.set_aside(&name, "no salvaged table references it".to_owned())?;
+                continue;
+            };
+            if !self.keyspaces.contains_key(&keyspace) {
+                self.set_aside(&name, format!("its keyspace {keyspace} is not live"))?;
+                continue;
+            }
+            let footer = summary.footer;
+            kept.push(BlobFileMeta {
+                number,
+                keyspace,
+                total_count: footer.record_count,
+                total_bytes: footer.record_bytes,
+                garbage_count: footer.record_count.saturating_sub(count),
+                garbage_bytes: footer.record_bytes.saturating_sub(bytes),
+            });
+            self.next_file_number = self.next_file_number.max(number + 1);
+        }
+        for number in live.keys() {
+            if !kept.iter().any(|b| b.number == *number) {
+                self.report.notes.push(format!(
+                    "tables reference blob file {number:06}, which is missing or damaged:                      reading those keys fails naming it"
+                ));
+            }
+        }
+        Ok(kept)
+    }
+
     /// Step 4: the new MANIFEST, OPTIONS when needed, then `CURRENT` (invariant 2).
     fn write_metadata(
         &mut self,
@@ -693,6 +780,9 @@ impl Repair<'_> {
         }
         for table in levels.values().flatten() {
             edit.add_file(table.keyspace, table.level as u32, table.meta.clone());
+        }
+        for blob in self.salvage_blob_files(levels)? {
+            edit.add_blob_file(&blob);
         }
         if write_options {
             let keyspaces: Vec<(String, KeyspaceOptions)> = self
@@ -847,9 +937,10 @@ fn table_number(name: &str) -> Option<u64> {
     crate::inspect::parse_table_file_name(name)
 }
 
-/// The number in a file name Shale writes (tables, WALs, MANIFEST, OPTIONS).
+/// The number in a file name Shale writes (tables, blob files, WALs, MANIFEST, OPTIONS).
 fn file_number(name: &str) -> Option<u64> {
     table_number(name)
+        .or_else(|| crate::blob::parse_blob_file_name(name))
         .or_else(|| parse_log_file_name(name))
         .or_else(|| parse_manifest_file_name(name))
         .or_else(|| parse_options_file_name(name))

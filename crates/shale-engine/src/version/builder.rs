@@ -30,6 +30,7 @@ use shale_sst::{Comparator, InternalKeyComparator};
 
 use super::edit::VersionEdit;
 use super::levels::{FileMetaData, KeyspaceFiles, Level, Version};
+use crate::blob::BlobFileMeta;
 
 /// Where a live file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,6 +127,8 @@ pub(crate) struct VersionBuilder<'a> {
     dropped: HashSet<u32>,
     wal_ends: BTreeMap<u64, u64>,
     wals_tracked: bool,
+    /// The live blob files (a whole copy: a database has few, and edits touch few).
+    blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
 }
 
 impl<'a> VersionBuilder<'a> {
@@ -143,6 +146,7 @@ impl<'a> VersionBuilder<'a> {
             dropped: HashSet::new(),
             wal_ends: BTreeMap::new(),
             wals_tracked: false,
+            blob_files: BTreeMap::new(),
         }
     }
 
@@ -152,6 +156,7 @@ impl<'a> VersionBuilder<'a> {
         builder.base_index = Some(index);
         builder.wal_ends = base.wal_ends().clone();
         builder.wals_tracked = base.wals_tracked();
+        builder.blob_files = base.blob_files().clone();
         for (id, k) in base.keyspace_map() {
             builder.keyspaces.insert(
                 *id,
@@ -192,6 +197,7 @@ impl<'a> VersionBuilder<'a> {
         self.add_keyspaces(edit, origin)?;
         self.delete_files(edit, origin)?;
         self.add_files(edit, origin)?;
+        self.apply_blob_files(edit, origin)?;
         self.set_log_numbers(edit, origin)?;
         self.drop_keyspaces(edit, origin)?;
         // Step 6: a later WAL_END of a log replaces an earlier one (a PointInTime recovery
@@ -288,6 +294,12 @@ impl<'a> VersionBuilder<'a> {
                     ),
                 ));
             }
+            if self.blob_files.contains_key(&meta.number) {
+                return Err(BuildError::new(
+                    origin,
+                    format!("{what}: the number is a live blob file"),
+                ));
+            }
             let keyspace = self.keyspace_mut(n.keyspace, origin, &what)?;
             if level >= num_levels {
                 return Err(BuildError {
@@ -333,6 +345,61 @@ impl<'a> VersionBuilder<'a> {
         Ok(())
     }
 
+    /// Blob files added, then garbage added, then blob files deleted (docs/format/manifest.md,
+    /// "Applying an edit"). Garbage never exceeds a file's total (blob/mod.rs invariant 2).
+    fn apply_blob_files(&mut self, edit: &VersionEdit, origin: u64) -> Built<()> {
+        for b in &edit.blob_file_additions {
+            let what = format!("cannot add blob file {:06}", b.number);
+            if self.blob_files.contains_key(&b.number) {
+                return Err(BuildError::new(origin, format!("{what}: it is live")));
+            }
+            if let Some(found) = self.lookup(b.number) {
+                return Err(BuildError::new(
+                    origin,
+                    format!(
+                        "{what}: the number is a live table in keyspace {} L{}",
+                        found.keyspace, found.level
+                    ),
+                ));
+            }
+            self.keyspace_mut(b.keyspace, origin, &what)?;
+            self.blob_files.insert(b.number, Arc::new(b.clone()));
+        }
+        for &(number, count, bytes) in &edit.blob_file_garbage {
+            let Some(meta) = self.blob_files.get_mut(&number) else {
+                return Err(BuildError::new(
+                    origin,
+                    format!("cannot add garbage to blob file {number:06}: it is not live"),
+                ));
+            };
+            let (garbage_count, garbage_bytes) = (
+                meta.garbage_count.saturating_add(count),
+                meta.garbage_bytes.saturating_add(bytes),
+            );
+            if garbage_count > meta.total_count || garbage_bytes > meta.total_bytes {
+                return Err(BuildError::new(
+                    origin,
+                    format!(
+                        "blob file {number:06} would hold more garbage ({garbage_count} records,                          {garbage_bytes} bytes) than records ({} records, {} bytes)",
+                        meta.total_count, meta.total_bytes
+                    ),
+                ));
+            }
+            let meta = Arc::make_mut(meta);
+            meta.garbage_count = garbage_count;
+            meta.garbage_bytes = garbage_bytes;
+        }
+        for number in &edit.deleted_blob_files {
+            if self.blob_files.remove(number).is_none() {
+                return Err(BuildError::new(
+                    origin,
+                    format!("cannot delete blob file {number:06}: it is not live"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn set_log_numbers(&mut self, edit: &VersionEdit, origin: u64) -> Built<()> {
         for (id, log_number) in &edit.log_numbers {
             let keyspace = self.keyspace_mut(*id, origin, "set log number")?;
@@ -365,6 +432,7 @@ impl<'a> VersionBuilder<'a> {
                 ));
             }
             self.added.retain(|_, a| a.location.keyspace != *id);
+            self.blob_files.retain(|_, b| b.keyspace != *id);
             self.dropped.insert(*id);
         }
         Ok(())
@@ -419,6 +487,7 @@ impl<'a> VersionBuilder<'a> {
                 keyspaces,
                 wal_ends,
                 self.wals_tracked,
+                self.blob_files,
             ),
             removed: self.removed,
             added,
@@ -529,6 +598,7 @@ mod tests {
             creation_time: None,
             oldest_entry_time: None,
             global_seqno: None,
+            oldest_blob_file: None,
         }
     }
 

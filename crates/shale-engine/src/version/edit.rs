@@ -17,6 +17,7 @@ use shale_sst::{printable, SeqNo};
 
 use super::coding::{put_bytes, put_varint32, put_varint64, utf8, DecodeFailure, Decoded, Reader};
 use super::levels::FileMetaData;
+use crate::blob::BlobFileMeta;
 use crate::error::Result;
 
 /// The magic at the start of the `MANIFEST_HEADER` field.
@@ -41,11 +42,18 @@ pub(crate) mod tag {
     pub const LOG_NUMBER: u32 = 9;
     pub const DROP_KEYSPACE: u32 = 10;
     pub const WAL_END: u32 = 11;
+    /// Blob files (docs/format/blob.md). Not safe to ignore: a reader that skipped them would
+    /// not know the files its tables' references need.
+    pub const BLOB_FILE_ADDITION: u32 = 12;
+    pub const BLOB_FILE_GARBAGE: u32 = 13;
+    pub const BLOB_FILE_DELETION: u32 = 14;
     /// `NEW_FILE` property subtags.
     pub const CREATION_TIME: u32 = 1;
     /// Advisory (it only steers TTL compaction), so older readers may skip it.
     pub const OLDEST_ENTRY_TIME: u32 = super::SAFE_TO_IGNORE | 1;
     pub const GLOBAL_SEQNO: u32 = 2;
+    /// Advisory (it only steers the blob garbage-collection picker).
+    pub const OLDEST_BLOB_FILE: u32 = super::SAFE_TO_IGNORE | 3;
     /// A marker with an empty body; advisory for readers that do not know it (they only skip
     /// a check), so it may be skipped.
     pub const WALS_TRACKED: u32 = super::SAFE_TO_IGNORE | 0x0c;
@@ -66,6 +74,9 @@ pub(crate) fn tag_name(tag: u32) -> &'static str {
         tag::DROP_KEYSPACE => "DROP_KEYSPACE",
         tag::WAL_END => "WAL_END",
         tag::WALS_TRACKED => "WALS_TRACKED",
+        tag::BLOB_FILE_ADDITION => "BLOB_FILE_ADDITION",
+        tag::BLOB_FILE_GARBAGE => "BLOB_FILE_GARBAGE",
+        tag::BLOB_FILE_DELETION => "BLOB_FILE_DELETION",
         _ => "unknown",
     }
 }
@@ -131,6 +142,12 @@ pub struct VersionEdit {
     /// until the log number moves past it, so a recovery may treat a missing one as lost
     /// data (docs/format/manifest.md, `WALS_TRACKED`). Set by the open; kept in snapshots.
     pub wals_tracked: bool,
+    /// Blob files added, with their record count and bytes (garbage is always 0 here).
+    pub blob_file_additions: Vec<BlobFileMeta>,
+    /// Garbage added to blob files, as (file number, records, bytes).
+    pub blob_file_garbage: Vec<(u64, u64, u64)>,
+    /// Blob files leaving the Version (their garbage reached their total, or a repair).
+    pub deleted_blob_files: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -170,6 +187,40 @@ impl VersionEdit {
         match self.wal_ends.iter_mut().find(|(l, _)| *l == log_number) {
             Some(entry) => entry.1 = end,
             None => self.wal_ends.push((log_number, end)),
+        }
+    }
+
+    /// Adds blob file `meta` (its garbage, if any, goes in a garbage field of the same edit).
+    pub fn add_blob_file(&mut self, meta: &BlobFileMeta) {
+        self.blob_file_additions.push(BlobFileMeta {
+            garbage_count: 0,
+            garbage_bytes: 0,
+            ..meta.clone()
+        });
+        if meta.garbage_count > 0 || meta.garbage_bytes > 0 {
+            self.add_blob_garbage(meta.number, meta.garbage_count, meta.garbage_bytes);
+        }
+    }
+
+    /// Adds `count` records of `bytes` to the garbage of blob file `number`.
+    pub fn add_blob_garbage(&mut self, number: u64, count: u64, bytes: u64) {
+        match self
+            .blob_file_garbage
+            .iter_mut()
+            .find(|(n, _, _)| *n == number)
+        {
+            Some(entry) => {
+                entry.1 += count;
+                entry.2 += bytes;
+            }
+            None => self.blob_file_garbage.push((number, count, bytes)),
+        }
+    }
+
+    /// Deletes blob file `number` from the Version.
+    pub fn delete_blob_file(&mut self, number: u64) {
+        if !self.deleted_blob_files.contains(&number) {
+            self.deleted_blob_files.push(number);
         }
     }
 
@@ -241,6 +292,23 @@ impl VersionEdit {
         if self.wals_tracked {
             put_field(out, tag::WALS_TRACKED, &mut body);
         }
+        for b in &self.blob_file_additions {
+            put_varint32(&mut body, b.keyspace);
+            put_varint64(&mut body, b.number);
+            put_varint64(&mut body, b.total_count);
+            put_varint64(&mut body, b.total_bytes);
+            put_field(out, tag::BLOB_FILE_ADDITION, &mut body);
+        }
+        for (number, count, bytes) in &self.blob_file_garbage {
+            put_varint64(&mut body, *number);
+            put_varint64(&mut body, *count);
+            put_varint64(&mut body, *bytes);
+            put_field(out, tag::BLOB_FILE_GARBAGE, &mut body);
+        }
+        for number in &self.deleted_blob_files {
+            put_varint64(&mut body, *number);
+            put_field(out, tag::BLOB_FILE_DELETION, &mut body);
+        }
     }
 
     /// Decodes an edit from untrusted bytes. Damage is [`Error::Corruption`] naming the byte
@@ -282,6 +350,11 @@ fn encode_new_file(out: &mut Vec<u8>, f: &NewFile) {
         let mut body = Vec::new();
         put_varint64(&mut body, seqno);
         put_field(out, tag::GLOBAL_SEQNO, &mut body);
+    }
+    if let Some(number) = m.oldest_blob_file {
+        let mut body = Vec::new();
+        put_varint64(&mut body, number);
+        put_field(out, tag::OLDEST_BLOB_FILE, &mut body);
     }
 }
 
@@ -341,6 +414,7 @@ fn decode(data: &[u8]) -> Decoded<VersionEdit> {
 }
 
 /// Decodes the body of one field (in `r`) with `tag`, which starts at `field_at`, into `edit`.
+#[allow(clippy::too_many_lines)] // one short arm per tag
 fn decode_field(
     edit: &mut VersionEdit,
     tag: u32,
@@ -439,10 +513,67 @@ fn decode_field(
             }
             edit.wals_tracked = true;
         }
+        tag::BLOB_FILE_ADDITION | tag::BLOB_FILE_GARBAGE | tag::BLOB_FILE_DELETION => {
+            return decode_blob_field(edit, tag, r, field_at);
+        }
         unknown if unknown & SAFE_TO_IGNORE != 0 => {
             r.rest();
         }
         unknown => return Err(unknown_tag(unknown, field_at, "field tag")),
+    }
+    Ok(())
+}
+
+/// Decodes the body of a blob-file field (tags 12 to 14).
+fn decode_blob_field(
+    edit: &mut VersionEdit,
+    tag: u32,
+    r: &mut Reader<'_>,
+    field_at: usize,
+) -> Decoded<()> {
+    match tag {
+        tag::BLOB_FILE_ADDITION => {
+            let keyspace = r.varint32("keyspace id")?;
+            let number = r.varint64("blob file number")?;
+            let total_count = r.varint64("blob record count")?;
+            let total_bytes = r.varint64("blob record bytes")?;
+            if edit.blob_file_additions.iter().any(|b| b.number == number) {
+                return Err(DecodeFailure::corrupt(
+                    field_at,
+                    format!("a second BLOB_FILE_ADDITION of blob file {number}"),
+                ));
+            }
+            edit.blob_file_additions.push(BlobFileMeta {
+                number,
+                keyspace,
+                total_count,
+                total_bytes,
+                garbage_count: 0,
+                garbage_bytes: 0,
+            });
+        }
+        tag::BLOB_FILE_GARBAGE => {
+            let number = r.varint64("blob file number")?;
+            let count = r.varint64("garbage record count")?;
+            let bytes = r.varint64("garbage bytes")?;
+            if edit.blob_file_garbage.iter().any(|(n, _, _)| *n == number) {
+                return Err(DecodeFailure::corrupt(
+                    field_at,
+                    format!("a second BLOB_FILE_GARBAGE of blob file {number}"),
+                ));
+            }
+            edit.blob_file_garbage.push((number, count, bytes));
+        }
+        _ => {
+            let number = r.varint64("blob file number")?;
+            if edit.deleted_blob_files.contains(&number) {
+                return Err(DecodeFailure::corrupt(
+                    field_at,
+                    format!("a second BLOB_FILE_DELETION of blob file {number}"),
+                ));
+            }
+            edit.deleted_blob_files.push(number);
+        }
     }
     Ok(())
 }
@@ -468,6 +599,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
     let mut creation_time = None;
     let mut oldest_entry_time = None;
     let mut global_seqno = None;
+    let mut oldest_blob_file = None;
     while !r.is_empty() {
         let property_at = r.at();
         let subtag = r.varint32("file property tag")?;
@@ -504,6 +636,16 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
                 }
                 global_seqno = Some(seqno);
             }
+            tag::OLDEST_BLOB_FILE => {
+                let number = p.varint64("oldest blob file")?;
+                if oldest_blob_file.is_some() {
+                    return Err(DecodeFailure::corrupt(
+                        property_at,
+                        "a second OLDEST_BLOB_FILE property in one NEW_FILE",
+                    ));
+                }
+                oldest_blob_file = Some(number);
+            }
             unknown if unknown & SAFE_TO_IGNORE != 0 => {
                 p.rest();
             }
@@ -526,6 +668,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
             creation_time,
             oldest_entry_time,
             global_seqno,
+            oldest_blob_file,
         },
     })
 }
@@ -590,6 +733,20 @@ impl fmt::Display for VersionEdit {
         if self.wals_tracked {
             lines.push("wals tracked".to_owned());
         }
+        for b in &self.blob_file_additions {
+            lines.push(format!(
+                "add blob file {:06} keyspace {} records {} bytes {}",
+                b.number, b.keyspace, b.total_count, b.total_bytes
+            ));
+        }
+        for (number, count, bytes) in &self.blob_file_garbage {
+            lines.push(format!(
+                "blob file garbage {number:06} +{count} records +{bytes} bytes"
+            ));
+        }
+        for number in &self.deleted_blob_files {
+            lines.push(format!("delete blob file {number:06}"));
+        }
         if lines.is_empty() {
             return f.write_str("(empty edit)");
         }
@@ -616,7 +773,34 @@ mod tests {
             creation_time: Some(1_700_000_000),
             oldest_entry_time: Some(1_699_999_000),
             global_seqno: None,
+            oldest_blob_file: Some(5),
         }
+    }
+
+    #[test]
+    fn blob_fields_round_trip_and_print() {
+        let mut edit = VersionEdit::default();
+        edit.add_file(0, 1, meta(12));
+        edit.add_blob_file(&BlobFileMeta {
+            number: 11,
+            keyspace: 0,
+            total_count: 100,
+            total_bytes: 500_000,
+            garbage_count: 10,
+            garbage_bytes: 50_000,
+        });
+        edit.add_blob_garbage(11, 5, 100);
+        edit.add_blob_garbage(9, 1, 7);
+        edit.delete_blob_file(8);
+        assert_eq!(edit.blob_file_garbage, [(11, 15, 50_100), (9, 1, 7)]);
+        let decoded = VersionEdit::decode(&edit.encode()).unwrap();
+        assert_eq!(decoded, edit);
+        assert_eq!(decoded.new_files[0].meta.oldest_blob_file, Some(5));
+        let text = decoded.to_string();
+        assert!(text.contains("add blob file 000011 keyspace 0 records 100 bytes 500000"));
+        assert!(text.contains("blob file garbage 000011 +15 records +50100 bytes"));
+        assert!(text.contains("delete blob file 000008"));
+        assert!(text.contains("oldest-blob 000005"));
     }
 
     #[test]
@@ -634,7 +818,7 @@ mod tests {
         assert_eq!(edit.next_file_number, Some(7));
 
         let mut refused = Vec::new();
-        put_varint32(&mut refused, 12);
+        put_varint32(&mut refused, 99);
         put_bytes(&mut refused, b"");
         let err = VersionEdit::decode(&refused).unwrap_err();
         assert!(matches!(err, Error::NotSupported(_)), "{err}");

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::blob::BlobFileMeta;
 use shale_sst::{describe_internal_key, printable, Comparator, InternalKey, SeqNo};
 
 /// What the engine knows about one table file without opening it.
@@ -46,6 +47,10 @@ pub struct FileMetaData {
     /// For an ingested (external) table: the seqno readers give every entry in place of the 0
     /// stored in the file (docs/format/sst.md, "External files and the global seqno").
     pub global_seqno: Option<SeqNo>,
+    /// The smallest blob file number the table's blob references point into (optional in
+    /// the MANIFEST): the blob garbage-collection picker finds the tables holding up the
+    /// oldest blob files by it.
+    pub oldest_blob_file: Option<u64>,
 }
 
 impl FileMetaData {
@@ -88,6 +93,9 @@ impl fmt::Display for FileMetaData {
         }
         if let Some(seqno) = self.global_seqno {
             write!(f, " global seqno {seqno}")?;
+        }
+        if let Some(number) = self.oldest_blob_file {
+            write!(f, " oldest-blob {number:06}")?;
         }
         Ok(())
     }
@@ -133,6 +141,8 @@ pub struct Version {
     /// Whether every live keyspace's log number names a WAL kept until the log number moves
     /// past it (docs/format/manifest.md, `WALS_TRACKED`).
     wals_tracked: bool,
+    /// The live blob files of every keyspace, by number (docs/format/blob.md).
+    blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
 }
 
 /// Versions are equal when they hold the same keyspaces, files, WAL ends and WAL tracking (the comparator
@@ -143,6 +153,7 @@ impl PartialEq for Version {
             && self.keyspaces == other.keyspaces
             && self.wal_ends == other.wal_ends
             && self.wals_tracked == other.wals_tracked
+            && self.blob_files == other.blob_files
     }
 }
 
@@ -155,6 +166,7 @@ impl Version {
         keyspaces: BTreeMap<u32, KeyspaceFiles>,
         wal_ends: BTreeMap<u64, u64>,
         wals_tracked: bool,
+        blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
     ) -> Self {
         Version {
             comparator,
@@ -162,7 +174,20 @@ impl Version {
             keyspaces,
             wal_ends,
             wals_tracked,
+            blob_files,
         }
+    }
+
+    /// Every live blob file, by number.
+    pub fn blob_files(&self) -> &BTreeMap<u64, Arc<BlobFileMeta>> {
+        &self.blob_files
+    }
+
+    /// The live blob files of `keyspace`, oldest (smallest number) first.
+    pub fn keyspace_blob_files(&self, keyspace: u32) -> impl Iterator<Item = &Arc<BlobFileMeta>> {
+        self.blob_files
+            .values()
+            .filter(move |b| b.keyspace == keyspace)
     }
 
     /// Whether a recovery may treat a keyspace's missing log-number WAL as lost data (an
@@ -330,6 +355,9 @@ impl fmt::Display for Version {
         }
         if self.wals_tracked {
             write!(f, "\nwals tracked")?;
+        }
+        for blob in self.blob_files.values() {
+            write!(f, "\n{blob}")?;
         }
         Ok(())
     }

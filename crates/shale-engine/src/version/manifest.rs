@@ -49,6 +49,7 @@ pub(crate) fn parse_digits(digits: &str) -> Option<u64> {
 pub(crate) fn numbered_file(name: &str) -> Option<u64> {
     parse_log_file_name(name)
         .or_else(|| parse_digits(name.strip_suffix(".sst")?))
+        .or_else(|| parse_digits(name.strip_suffix(".blob")?))
         .or_else(|| parse_manifest_file_name(name))
         .or_else(|| parse_digits(name.strip_prefix(OPTIONS_PREFIX)?))
 }

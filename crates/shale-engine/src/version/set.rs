@@ -133,6 +133,9 @@ fn snapshot_edit(
         edit.set_wal_end(*log_number, *end);
     }
     edit.wals_tracked = version.wals_tracked();
+    for blob in version.blob_files().values() {
+        edit.add_blob_file(blob);
+    }
     edit
 }
 
@@ -418,6 +421,9 @@ impl VersionSet {
         for f in &edit.new_files {
             self.mark_file_number_used(f.meta.number);
         }
+        for b in &edit.blob_file_additions {
+            self.mark_file_number_used(b.number);
+        }
         for (_, log_number) in &edit.log_numbers {
             self.mark_file_number_used(*log_number);
         }
@@ -619,13 +625,14 @@ impl VersionSet {
         self.max_keyspace_id
     }
 
-    /// The numbers of the table files referenced by the current version or by any older
-    /// version someone still holds. A table file not in this set (and not being written by a
+    /// The numbers of the table and blob files referenced by the current version or by any
+    /// older version someone still holds. A file not in this set (and not being written by a
     /// running flush or compaction) may be deleted.
     pub fn live_files(&self) -> BTreeSet<u64> {
         let mut live = BTreeSet::new();
         let mut add = |version: &Version| {
             live.extend(version.all_files().map(|(_, _, f)| f.number));
+            live.extend(version.blob_files().keys().copied());
         };
         add(&self.current);
         for old in &self.old_versions {
@@ -726,6 +733,11 @@ fn bad_counter(edit: &VersionEdit, last_sequence: SeqNo) -> Option<String> {
             edit.new_files
                 .iter()
                 .map(|f| ("NEW_FILE number", f.meta.number)),
+        )
+        .chain(
+            edit.blob_file_additions
+                .iter()
+                .map(|b| ("BLOB_FILE_ADDITION number", b.number)),
         )
         .chain(edit.log_numbers.iter().map(|&(_, n)| ("LOG_NUMBER", n)));
     for (what, number) in numbers {

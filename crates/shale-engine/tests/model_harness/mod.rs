@@ -75,6 +75,9 @@ pub struct Config {
     pub max_value_len: u16,
     /// Keys per two-byte group of the key space (12 groups; at most 100).
     pub keys_per_group: u8,
+    /// Key-value separation: blob files for values of at least this many bytes (small blob
+    /// files, garbage collection of the oldest half, forced at 30% garbage).
+    pub blob_values: Option<u64>,
     /// Level sizes, output file sizes and codecs by level.
     pub leveling: Leveling,
 }
@@ -131,6 +134,7 @@ impl Config {
             max_open_files: 100,
             max_value_len: 100,
             keys_per_group: 24,
+            blob_values: None,
             leveling: Leveling::default(),
         }
     }
@@ -164,6 +168,12 @@ impl Config {
             checksum: self.checksum,
             max_subcompactions: leveling.max_subcompactions,
             zstd_max_dict_bytes: leveling.zstd_max_dict_bytes,
+            enable_blob_files: self.blob_values.is_some(),
+            min_blob_size: self.blob_values.unwrap_or(4096),
+            blob_file_size: 8 << 10,
+            blob_compression: self.compression,
+            blob_garbage_collection_age_cutoff: 0.5,
+            blob_garbage_collection_force_threshold: 0.3,
             ..KeyspaceOptions::default()
         }
     }
@@ -397,6 +407,10 @@ pub struct Stats {
     pub reopens: usize,
     pub crashes: usize,
     pub ingested_files: usize,
+    /// Blob files written and bytes relocated by blob garbage collection, since the last
+    /// open of the run.
+    pub blob_files_written: u64,
+    pub blob_bytes_relocated: u64,
 }
 
 /// A failing run: the ops that reproduce it and what went wrong.
@@ -618,6 +632,8 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
                 total.crashes += stats.crashes;
                 total.ingested_files += stats.ingested_files;
                 with_deeper += usize::from(stats.deeper_files > 0);
+                total.blob_files_written += stats.blob_files_written;
+                total.blob_bytes_relocated += stats.blob_bytes_relocated;
                 most_deeper_levels = most_deeper_levels.max(stats.deeper_levels);
             }
             Err(failure) => {
@@ -652,6 +668,19 @@ pub fn run_config(config: &Config, default_cases: usize, default_steps: usize) {
         total.ingested_files,
         started.elapsed()
     );
+    if config.blob_values.is_some() {
+        eprintln!(
+            "model {}: {} blob files written, {} bytes relocated by garbage collection",
+            config.name, total.blob_files_written, total.blob_bytes_relocated
+        );
+    }
+    if seeds.len() > 1 && config.blob_values.is_some() {
+        assert!(
+            total.blob_files_written > 0 && total.blob_bytes_relocated > 0,
+            "option set {}: no run wrote blob files and relocated values out of old ones",
+            config.name
+        );
+    }
     if seeds.len() > 1 {
         assert!(
             most_deeper_levels >= config.leveling.min_deeper_levels,

@@ -828,6 +828,9 @@ impl Run {
         self.stats.level0_files = counts.first().copied().unwrap_or(0);
         self.stats.deeper_files = counts.iter().skip(1).sum();
         self.stats.deeper_levels = counts.iter().skip(1).filter(|c| **c > 0).count();
+        let stats = self.db().stats();
+        self.stats.blob_files_written = stats.blob_files_written;
+        self.stats.blob_bytes_relocated = stats.blob_bytes_relocated;
         self.reopen()?;
         self.stats.reopens -= 1;
         let db = self.db.take().expect("open");
