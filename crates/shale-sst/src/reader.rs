@@ -482,7 +482,6 @@ impl Table {
                 });
             }
         }
-        bytes.truncate(size);
         if compression == Compression::ZstdDict.tag() && !self.has_dictionary {
             return Err(Error::Corruption {
                 file: self.path.clone(),
