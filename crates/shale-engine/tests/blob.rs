@@ -519,3 +519,38 @@ fn repair_keeps_readable_blob_files_and_recomputes_their_garbage() {
         assert_eq!(ks.get(&key(i)).unwrap(), Some(value(i, 1, 1000)));
     }
 }
+
+#[test]
+fn transactions_read_blob_values_and_their_own_writes() {
+    use shale_engine::{TransactionDb, TransactionDbOptions, TransactionOptions};
+    let fs = Arc::new(MemFs::new());
+    let db = TransactionDb::open(
+        DIR,
+        options(&fs, blob_keyspace()),
+        TransactionDbOptions::default(),
+    )
+    .unwrap();
+    let mut writer = db.begin(TransactionOptions::default()).unwrap();
+    writer.put(b"a", &value(1, 1, 3000)).unwrap();
+    writer.put(b"b", &value(2, 1, 3000)).unwrap();
+    writer.commit().unwrap();
+    db.db().flush().unwrap();
+    assert_eq!(db.db().current_version().blob_files().len(), 1);
+    let mut txn = db.begin(TransactionOptions::default()).unwrap();
+    assert_eq!(txn.get(b"a").unwrap(), Some(value(1, 1, 3000)));
+    assert_eq!(txn.get_for_update(b"b").unwrap(), Some(value(2, 1, 3000)));
+    txn.put(b"b", &value(2, 2, 3000)).unwrap();
+    let mut iter = txn.iterator(ReadOptions::default()).unwrap();
+    iter.seek_to_first();
+    assert_eq!(
+        (iter.key(), iter.value()),
+        (&b"a"[..], &value(1, 1, 3000)[..])
+    );
+    iter.next();
+    assert_eq!(
+        (iter.key(), iter.value()),
+        (&b"b"[..], &value(2, 2, 3000)[..])
+    );
+    drop(iter);
+    txn.commit().unwrap();
+}

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::testing::{
-    fuzz_current, fuzz_manifest, fuzz_manifest_edit, fuzz_manifest_records, fuzz_options, fuzz_wal,
-    fuzz_write_batch, manifest_records_input,
+    fuzz_blob_file, fuzz_current, fuzz_manifest, fuzz_manifest_edit, fuzz_manifest_records,
+    fuzz_options, fuzz_wal, fuzz_write_batch, manifest_records_input,
 };
 use shale_engine::wal::format::parse_log_file_name;
 use shale_engine::wal::{LogReader, RecoveryMode};
@@ -37,10 +37,11 @@ enum Target {
     ManifestRecords,
     Current,
     Options,
+    Blob,
 }
 
 impl Target {
-    const ALL: [Target; 7] = [
+    const ALL: [Target; 8] = [
         Target::Wal,
         Target::WriteBatch,
         Target::ManifestEdit,
@@ -48,6 +49,7 @@ impl Target {
         Target::ManifestRecords,
         Target::Current,
         Target::Options,
+        Target::Blob,
     ];
 
     fn name(self) -> &'static str {
@@ -59,6 +61,7 @@ impl Target {
             Target::ManifestRecords => "manifest_records",
             Target::Current => "current",
             Target::Options => "options",
+            Target::Blob => "blob",
         }
     }
 
@@ -71,6 +74,7 @@ impl Target {
             Target::ManifestRecords => fuzz_manifest_records(data),
             Target::Current => fuzz_current(data),
             Target::Options => fuzz_options(data),
+            Target::Blob => fuzz_blob_file(data),
         }
     }
 }
@@ -132,6 +136,8 @@ fn collect_files(fs: &MemFs, seeds: &mut Seeds) {
             seeds.entry(Target::Current).or_default().push(bytes);
         } else if parse_options_file_name(&name).is_some() {
             seeds.entry(Target::Options).or_default().push(bytes);
+        } else if shale_engine::blob::parse_blob_file_name(&name).is_some() {
+            seeds.entry(Target::Blob).or_default().push(bytes);
         }
     }
 }
@@ -155,8 +161,17 @@ fn seeds() -> Seeds {
     let mut seeds = Seeds::new();
     let db = Db::open("/db", options()).unwrap();
     collect_files(&fs, &mut seeds);
+    // Its values of 100 bytes go to blob files (lz4-compressed, a run of one byte).
     let other = db
-        .create_keyspace("other", KeyspaceOptions::default())
+        .create_keyspace(
+            "other",
+            KeyspaceOptions {
+                enable_blob_files: true,
+                min_blob_size: 50,
+                blob_compression: shale_sst::Compression::Lz4,
+                ..KeyspaceOptions::default()
+            },
+        )
         .unwrap();
     for round in 0..4u32 {
         db.put(format!("k{round}").as_bytes(), b"v").unwrap();
