@@ -36,6 +36,7 @@ use crate::blob::{discard_blob_files, BlobFileMeta, BlobOutputs, BlobSettings};
 use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
+use crate::keyspace::FrozenMemTable;
 use crate::memtable::MemTable;
 use crate::options::{KeyspaceOptions, WriteOptions};
 use crate::rate_limiter::{IoPriority, RateLimitedFile, RateLimiter};
@@ -164,7 +165,8 @@ pub(crate) fn write_memtable(
                 let (reference, blob_number) = blobs.add(key.user_key, iter.value())?;
                 let blob_key = InternalKey::new(key.user_key, key.seqno, ValueKind::BlobIndex);
                 writer.add(blob_key.encoded(), &reference)?;
-                oldest_blob_file = Some(oldest_blob_file.map_or(blob_number, |n| n.min(blob_number)));
+                oldest_blob_file =
+                    Some(oldest_blob_file.map_or(blob_number, |n| n.min(blob_number)));
                 true
             }
             _ => false,
@@ -244,31 +246,68 @@ fn write_flush_files(
     (written, blob_numbers)
 }
 
+/// One flush, chosen under the state lock: the oldest frozen memtable of some keyspace and
+/// what writing it needs.
+struct FlushJob {
+    keyspace: u32,
+    frozen: FrozenMemTable,
+    options: WriterOptions,
+    ttl: bool,
+    number: u64,
+    /// Taken with the frozen memtable, under the lock, so no snapshot that can see one of its
+    /// versions is missed.
+    snapshots: Vec<SeqNo>,
+    blob_settings: Option<BlobSettings>,
+}
+
+/// Picks the next flush, allocating its table number as a pending output. `None` when no
+/// keyspace has a frozen memtable.
+fn pick_flush_job(inner: &Arc<DbInner>) -> Result<Option<FlushJob>> {
+    let mut state = inner.lock_state();
+    let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
+        return Ok(None);
+    };
+    let id = keyspace.id;
+    let options = writer_options(
+        &inner.options.comparator,
+        &keyspace.options,
+        (id, &keyspace.name),
+    );
+    let frozen = keyspace
+        .imm
+        .front()
+        .cloned()
+        .ok_or_else(|| Error::Background {
+            reason: "frozen memtable vanished".into(),
+        })?;
+    let ttl = keyspace.options.ttl.is_some();
+    let blob_settings = BlobSettings::of(id, &keyspace.options);
+    let number = state.versions.new_file_number();
+    state.pending_outputs.insert(number);
+    Ok(Some(FlushJob {
+        keyspace: id,
+        frozen,
+        options,
+        ttl,
+        number,
+        snapshots: inner.snapshots.all(),
+        blob_settings,
+    }))
+}
+
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
-    let (keyspace, frozen, options, ttl, number, snapshots, blob_settings) = {
-        let mut state = inner.lock_state();
-        let Some(keyspace) = state.keyspaces.values().find(|k| !k.imm.is_empty()) else {
-            return Ok(false);
-        };
-        let id = keyspace.id;
-        let options = writer_options(
-            &inner.options.comparator,
-            &keyspace.options,
-            (id, &keyspace.name),
-        );
-        let frozen = keyspace
-            .imm
-            .front()
-            .cloned()
-            .ok_or_else(|| Error::Background {
-                reason: "frozen memtable vanished".into(),
-            })?;
-        let ttl = keyspace.options.ttl.is_some();
-        let blob_settings = BlobSettings::of(id, &keyspace.options);
-        let number = state.versions.new_file_number();
-        state.pending_outputs.insert(number);
-        (id, frozen, options, ttl, number, inner.snapshots.all(), blob_settings)
+    let Some(FlushJob {
+        keyspace,
+        frozen,
+        options,
+        ttl,
+        number,
+        snapshots,
+        blob_settings,
+    }) = pick_flush_job(inner)?
+    else {
+        return Ok(false);
     };
     let started = Instant::now();
     let (written, blob_numbers) = write_flush_files(
