@@ -179,7 +179,9 @@ fn seeds() -> Seeds {
         db.delete_range(b"x", b"y").unwrap();
         other.put(b"other key", &[7; 100]).unwrap();
         // Kept: flushes leave out the overwritten "other key", so this one makes the blob.
-        other.put(format!("kept {round}").as_bytes(), &[7; 100]).unwrap();
+        other
+            .put(format!("kept {round}").as_bytes(), &[7; 100])
+            .unwrap();
         // Batches may only name keyspaces that exist: 0 and `other`'s id.
         let mut batch = WriteBatch::new();
         batch.put(0, b"batched", b"1").unwrap();
