@@ -55,6 +55,7 @@ use crate::read::{DbIterator, ReadOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{DbStats, StatCounters};
 use crate::table_cache::TableCache;
+use crate::test_hooks::TestHooks;
 use crate::version::VersionSet;
 use crate::wal::LogWriter;
 use crate::write_queue::WriteQueue;
@@ -175,6 +176,8 @@ pub(crate) struct DbInner {
     lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Charges table writes of flushes and compactions (`rate_limit_bytes_per_sec > 0`).
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
+    /// Where tests stop engine threads (feature `testing`).
+    pub(crate) test_hooks: TestHooks,
 }
 
 impl DbInner {
@@ -240,6 +243,7 @@ impl DbInner {
             }),
             options,
             lock: Mutex::new(lock),
+            test_hooks: TestHooks::default(),
         }
     }
 
@@ -663,6 +667,14 @@ impl Db {
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
         self.inner.check_writable("checkpoint")?;
         crate::checkpoint::create(&self.inner, dir.as_ref())
+    }
+
+    /// Runs `hook` in every write leader after its group's WAL record is written and the WAL
+    /// lock released, before the group is inserted and published (feature `testing`: lets a
+    /// test hold a group there). Returns false, leaving the first, if a hook was already set.
+    #[cfg(feature = "testing")]
+    pub fn set_after_wal_record_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
+        self.inner.test_hooks.set_after_wal_record(Box::new(hook))
     }
 
     /// Ingests external table files (written by [`crate::TableFileWriter`]) into their

@@ -192,6 +192,7 @@ fn lead_group(
             inner.set_background_error(format!("writing the WAL failed: {error}"));
             return Err(error);
         }
+        inner.test_hooks.after_wal_record();
     }
     Ok(GroupPlan {
         first_seqno,
