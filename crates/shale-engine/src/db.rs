@@ -30,6 +30,9 @@
 //!    never the reverse.
 //! 5. A read-only open (`crate::read_only`) has no WAL, no LOCK and no background threads;
 //!    every call that would write fails with [`Error::ReadOnly`] before touching a file.
+//! 6. A leader stores `last_allocated_seqno` before it releases the WAL lock that it held to
+//!    append the group's record: whoever holds that lock sees a WAL that holds exactly the
+//!    sequence numbers up to `last_allocated_seqno` (a checkpoint's cut relies on it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

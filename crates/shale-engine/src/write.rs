@@ -180,8 +180,8 @@ fn lead_group(
         }
         if result.is_ok() {
             wal.unsynced = durability != Durability::Sync;
-            // Stored before the WAL lock is released: a checkpoint's cut (taken under this
-            // lock) must never see the group's record in the WAL without its seqnos.
+            // Before the WAL lock is released (db.rs invariant 6): a checkpoint's cut must
+            // never see the group's record in the WAL without its sequence numbers.
             inner
                 .last_allocated_seqno
                 .store(first_seqno + count - 1, Ordering::Release);
