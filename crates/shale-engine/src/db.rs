@@ -30,6 +30,9 @@
 //!    never the reverse.
 //! 5. A read-only open (`crate::read_only`) has no WAL, no LOCK and no background threads;
 //!    every call that would write fails with [`Error::ReadOnly`] before touching a file.
+//! 6. A leader stores `last_allocated_seqno` before it releases the WAL lock that it held to
+//!    append the group's record: whoever holds that lock sees a WAL that holds exactly the
+//!    sequence numbers up to `last_allocated_seqno` (a checkpoint's cut relies on it).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -56,6 +59,7 @@ use crate::read::{DbIterator, ReadOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{DbStats, StatCounters};
 use crate::table_cache::TableCache;
+use crate::test_hooks::TestHooks;
 use crate::version::VersionSet;
 use crate::wal::LogWriter;
 use crate::write_queue::WriteQueue;
@@ -178,6 +182,8 @@ pub(crate) struct DbInner {
     lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Charges table writes of flushes and compactions (`rate_limit_bytes_per_sec > 0`).
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
+    /// Where tests stop engine threads (feature `testing`).
+    pub(crate) test_hooks: TestHooks,
 }
 
 impl DbInner {
@@ -245,6 +251,7 @@ impl DbInner {
             }),
             options,
             lock: Mutex::new(lock),
+            test_hooks: TestHooks::default(),
         }
     }
 
@@ -677,6 +684,14 @@ impl Db {
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
         self.inner.check_writable("checkpoint")?;
         crate::checkpoint::create(&self.inner, dir.as_ref())
+    }
+
+    /// Runs `hook` in every write leader after its group's WAL record is written and the WAL
+    /// lock released, before the group is inserted and published (feature `testing`: lets a
+    /// test hold a group there). Returns false, leaving the first, if a hook was already set.
+    #[cfg(feature = "testing")]
+    pub fn set_after_wal_record_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
+        self.inner.test_hooks.set_after_wal_record(Box::new(hook))
     }
 
     /// Ingests external table files (written by [`crate::TableFileWriter`]) into their

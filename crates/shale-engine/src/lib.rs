@@ -58,6 +58,7 @@ mod snapshot;
 mod stats;
 mod table_cache;
 mod table_file_writer;
+mod test_hooks;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod ttl;

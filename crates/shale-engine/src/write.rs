@@ -185,16 +185,19 @@ fn lead_group(
         }
         if result.is_ok() {
             wal.unsynced = durability != Durability::Sync;
+            // Before the WAL lock is released (db.rs invariant 6): a checkpoint's cut must
+            // never see the group's record in the WAL without its sequence numbers.
+            inner
+                .last_allocated_seqno
+                .store(first_seqno + count - 1, Ordering::Release);
         }
-        // The state lock is taken before the WAL lock (switch_memtables): release it first.
+        // set_background_error takes the state lock, which comes before the WAL lock.
         drop(guard);
         if let Err(error) = result {
             inner.set_background_error(format!("writing the WAL failed: {error}"));
             return Err(error);
         }
-        inner
-            .last_allocated_seqno
-            .store(first_seqno + count - 1, Ordering::Release);
+        inner.test_hooks.after_wal_record();
     }
     Ok(GroupPlan {
         first_seqno,

@@ -122,6 +122,79 @@ fn checkpoints_under_concurrent_writers_equal_a_snapshot_at_the_cut() {
         .unwrap();
 }
 
+/// Regression: a write leader released the WAL lock before it stored the group's sequence
+/// numbers, so a cut taken in between copied the group's WAL record but cut below it, and the
+/// checkpoint opened with a write its snapshot did not show. The hook holds a group right
+/// after its WAL step while the checkpoint is taken.
+#[test]
+fn a_checkpoint_cut_right_after_a_wal_record_holds_exactly_its_seqno() {
+    let fs = MemFs::new();
+    let db = Arc::new(Db::open("/db", options(Arc::new(fs.clone()))).unwrap());
+    db.put(b"before", b"1").unwrap();
+    let before_seqno = db.latest_seqno();
+    // (armed, held): the next group after arming is held until the test releases it.
+    let gate = Arc::new((Mutex::new((false, false)), Condvar::new()));
+    let hook_gate = gate.clone();
+    assert!(db.set_after_wal_record_hook(move || {
+        let (lock, changed) = &*hook_gate;
+        let mut gate = lock.lock().unwrap();
+        if gate.0 {
+            *gate = (false, true);
+            changed.notify_all();
+            while gate.1 {
+                gate = changed.wait(gate).unwrap();
+            }
+        }
+    }));
+    gate.0.lock().unwrap().0 = true;
+    let writer = {
+        let db = db.clone();
+        std::thread::spawn(move || db.put(b"held", b"2").unwrap())
+    };
+    {
+        let (lock, changed) = &*gate;
+        let mut held = lock.lock().unwrap();
+        while !held.1 {
+            held = changed.wait(held).unwrap();
+        }
+    }
+    // The group's record is in the WAL; take the checkpoint while the group is held. It
+    // returns only once the group is published, so it runs on its own thread.
+    let checkpoint = {
+        let db = db.clone();
+        std::thread::spawn(move || db.checkpoint("/cp").unwrap())
+    };
+    let current = Path::new("/cp").join("CURRENT");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !fs.exists(&current).unwrap() && !checkpoint.is_finished() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the checkpoint wrote no CURRENT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    {
+        let (lock, changed) = &*gate;
+        lock.lock().unwrap().1 = false;
+        changed.notify_all();
+    }
+    writer.join().unwrap();
+    let info = checkpoint.join().unwrap();
+    assert_eq!(
+        info.seqno,
+        before_seqno + 1,
+        "the cut is above the record in its WAL"
+    );
+    let expected = contents(&db.default_keyspace(), Some(&info.snapshot));
+    let copy = Db::open("/cp", options(Arc::new(fs.clone()))).unwrap();
+    assert_eq!(copy.latest_seqno(), info.seqno);
+    assert_eq!(contents(&copy.default_keyspace(), None), expected);
+    assert_eq!(copy.get(b"held").unwrap().as_deref(), Some(&b"2"[..]));
+    copy.close().unwrap();
+    drop(info);
+    Arc::try_unwrap(db).unwrap().close().unwrap();
+}
+
 #[test]
 fn a_checkpoint_refuses_a_non_empty_directory_and_holds_tables() {
     let fs = MemFs::new();
