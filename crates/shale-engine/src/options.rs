@@ -726,7 +726,7 @@ impl Options {
             ),
             (
                 "wal_recovery_mode".to_owned(),
-                format!("{:?}", self.wal_recovery_mode),
+                self.wal_recovery_mode.name().to_owned(),
             ),
             (
                 "block_cache_capacity".to_owned(),
@@ -794,6 +794,20 @@ fn set_parsed<T: std::str::FromStr>(target: &mut T, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_options_file_spells_modes_by_their_names() {
+        let options = Options {
+            wal_recovery_mode: RecoveryMode::PointInTime,
+            ..Options::default()
+        };
+        let file = options.to_file(&[]);
+        assert_eq!(file.get("db", "wal_recovery_mode"), Some("point-in-time"));
+        assert_eq!(
+            file.get("db", "durability"),
+            Some(options.durability.name())
+        );
+    }
 
     #[test]
     fn defaults_are_valid_and_bad_values_are_named() {
