@@ -32,7 +32,6 @@
 //! which other processes on a busy machine disturb less than wall time. Each run prints the
 //! 1-minute load average read when it started.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -40,6 +39,7 @@ use shale_engine::{
     Db, Durability, IngestArg, IngestOptions, KeyspaceOptions, Options, TableFileWriter,
     TableFileWriterOptions, WriteBatch, WriteOptions,
 };
+use shale_fs::{FileSystem, OsFs};
 use shale_sst::Compression;
 
 const BATCH: u64 = 1000;
@@ -50,7 +50,7 @@ type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// `wchar` of this process: bytes passed to `write` so far.
 fn bytes_written() -> BoxResult<u64> {
-    let io = fs::read_to_string("/proc/self/io")?;
+    let io = OsFs::new().read_to_string(Path::new("/proc/self/io"))?;
     io.lines()
         .find_map(|line| line.strip_prefix("wchar: "))
         .ok_or("no wchar in /proc/self/io")?
@@ -61,7 +61,7 @@ fn bytes_written() -> BoxResult<u64> {
 
 /// CPU seconds (user + system, all threads) of this process so far.
 fn cpu_seconds() -> BoxResult<f64> {
-    let stat = fs::read_to_string("/proc/self/stat")?;
+    let stat = OsFs::new().read_to_string(Path::new("/proc/self/stat"))?;
     // Fields after the command name (which may hold spaces) start after the last ')'.
     let rest = stat.rsplit(')').next().ok_or("odd /proc/self/stat")?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -73,7 +73,7 @@ fn cpu_seconds() -> BoxResult<f64> {
 
 /// The 1-minute load average.
 fn load_average() -> BoxResult<f64> {
-    let loadavg = fs::read_to_string("/proc/loadavg")?;
+    let loadavg = OsFs::new().read_to_string(Path::new("/proc/loadavg"))?;
     Ok(loadavg
         .split_whitespace()
         .next()
@@ -314,7 +314,7 @@ fn load_with_ingest(
     codec: Compression,
 ) -> BoxResult<(Measured, Duration, usize)> {
     let db = Db::open(dir, options(codec))?;
-    fs::create_dir_all(external)?;
+    OsFs::new().create_dir_all(external)?;
     let start = Start::now()?;
     // Each writer thread builds the files of one contiguous share of the keys.
     let (keys, writers) = (config.keys, config.writers);
@@ -348,7 +348,7 @@ fn load_with_ingest(
     )?;
     let measured = start.measured(start.at.elapsed())?;
     for file in &files {
-        fs::remove_file(file)?;
+        OsFs::new().remove(file)?;
     }
     check(&db, config)?;
     db.close()?;
@@ -435,7 +435,7 @@ fn medians(runs: &[Measured]) -> (f64, f64, f64, f64) {
 
 fn main() -> BoxResult<()> {
     let config = parse_args()?;
-    if config.dir.exists() && fs::read_dir(&config.dir)?.next().is_some() {
+    if config.dir.exists() && !OsFs::new().list(&config.dir)?.is_empty() {
         return Err(format!("{} is not empty", config.dir.display()).into());
     }
     let user_bytes = config.keys * (KEY_BYTES + config.value_bytes) as u64;
@@ -493,7 +493,7 @@ fn main() -> BoxResult<()> {
                 );
                 ingests.push(m);
             }
-            fs::remove_dir_all(&base)?;
+            OsFs::new().remove_dir_all(&base)?;
         }
         let mut summary = Vec::new();
         for (name, runs) in [("puts", &puts), ("ingest", &ingests)] {

@@ -22,7 +22,6 @@
 //! system time (`/proc/self/stat`), steadier than wall time on a busy machine; bytes written
 //! are its `wchar` (`/proc/self/io`) over the inserts, flushes and compactions.
 
-use std::fs;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -31,11 +30,12 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{Db, Durability, KeyspaceOptions, Options};
+use shale_fs::{FileSystem, OsFs};
 use shale_sst::{Compression, ValueCompressor};
 
 /// CPU seconds (user + system, all threads) of this process so far.
 fn cpu_seconds() -> Result<f64, Box<dyn std::error::Error>> {
-    let stat = fs::read_to_string("/proc/self/stat")?;
+    let stat = OsFs::new().read_to_string(Path::new("/proc/self/stat"))?;
     let rest = stat.rsplit(')').next().ok_or("odd /proc/self/stat")?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let ticks: u64 = fields.get(11).ok_or("no utime")?.parse::<u64>()?
@@ -46,7 +46,7 @@ fn cpu_seconds() -> Result<f64, Box<dyn std::error::Error>> {
 
 /// `wchar` of this process: bytes passed to `write` so far (WAL, tables, blob files, ...).
 fn bytes_written() -> Result<u64, Box<dyn std::error::Error>> {
-    let io = fs::read_to_string("/proc/self/io")?;
+    let io = OsFs::new().read_to_string(Path::new("/proc/self/io"))?;
     io.lines()
         .find_map(|line| line.strip_prefix("wchar: "))
         .ok_or("no wchar in /proc/self/io")?
@@ -70,13 +70,13 @@ fn key(row: u64) -> [u8; 8] {
     row.to_be_bytes()
 }
 
-fn dir_bytes(dir: &Path) -> std::io::Result<(u64, u64)> {
+fn dir_bytes(dir: &Path) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+    let fs = OsFs::new();
     let (mut all, mut blobs) = (0, 0);
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let len = entry.metadata()?.len();
+    for name in fs.list(dir)? {
+        let len = fs.size(&dir.join(&name))?;
         all += len;
-        if entry.file_name().to_string_lossy().ends_with(".blob") {
+        if shale_engine::blob::parse_blob_file_name(&name).is_some() {
             blobs += len;
         }
     }
@@ -114,7 +114,7 @@ fn run(
     order: &[u64],
 ) -> Result<RunResult, Box<dyn std::error::Error>> {
     let rows = order.len() as u64;
-    let _ = fs::remove_dir_all(dir);
+    let _ = OsFs::new().remove_dir_all(dir);
     let options = Options {
         durability: Durability::Buffered,
         default_keyspace: keyspace_options(blobs, codec),
@@ -184,7 +184,7 @@ fn run(
     Arc::try_unwrap(db)
         .map_err(|_| "the database is still shared")?
         .close()?;
-    fs::remove_dir_all(dir)?;
+    OsFs::new().remove_dir_all(dir)?;
     #[allow(clippy::cast_precision_loss)]
     Ok(RunResult {
         inserts_per_sec: rows as f64 / elapsed,
@@ -231,8 +231,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             order.swap(i, rng.gen_range(0..=i));
         }
     }
-    fs::create_dir_all(dir)?;
-    let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    OsFs::new().create_dir_all(dir)?;
+    let load = OsFs::new()
+        .read_to_string(Path::new("/proc/loadavg"))
+        .unwrap_or_default();
     println!(
         "large values: {rows} rows of 10,000-20,000 bytes in {} order, codec {codec}, reads for \
          {read_seconds} s with a writer at {writer_rate} rows/s; load average {}",

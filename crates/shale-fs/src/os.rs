@@ -61,6 +61,19 @@ impl OsFs {
     pub fn read_mode(&self) -> ReadMode {
         self.read_mode
     }
+
+    /// The whole text of a small file read at once, such as `/proc/self/io`. Not part of
+    /// [`FileSystem`]: database files are read through positioned reads, and procfs files
+    /// report a size of 0, so benchmarks and tools reading process statistics use this.
+    pub fn read_to_string(&self, path: &Path) -> Result<String> {
+        fs::read_to_string(path).map_err(|e| Error::io(Op::OpenRead, path, e))
+    }
+
+    /// Removes `dir` and everything under it (benchmark scratch directories; no database
+    /// code removes a directory tree).
+    pub fn remove_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::remove_dir_all(dir).map_err(|e| Error::io(Op::Remove, dir, e))
+    }
 }
 
 impl FileSystem for OsFs {

@@ -1,5 +1,5 @@
 //! House rule: only `shale-fs` touches the OS file system (the `shale` binary is exempt for its
-//! argument handling). Scans `crates/*/src/**/*.rs` of every other crate for `std::fs`,
+//! argument handling). Scans `crates/*/src/**/*.rs` and `crates/*/examples/**/*.rs` of every other crate for `std::fs`,
 //! `File::open`, `File::create` and `OpenOptions`, and fails naming each file and line.
 //! Comment lines are skipped; `tests` and `benches` directories are exempt.
 
@@ -85,6 +85,8 @@ fn only_shale_fs_touches_the_file_system() {
         }
         scanned_crates += 1;
         rust_files(&entry.path().join("src"), &mut files);
+        // Examples are what users copy: they go through the seam too.
+        rust_files(&entry.path().join("examples"), &mut files);
     }
     files.sort();
     let mut report = String::new();
