@@ -67,7 +67,8 @@ pub fn fuzz_index(data: &[u8]) {
         iter.next();
         steps += 1;
     }
-    let Ok(Ok(index)) = Block::decode(data.to_vec()).map(|b| Index::decode(b, comparator)) else {
+    let Ok(Ok(index)) = Block::decode(data.to_vec()).map(|b| Index::decode_v1(b, comparator))
+    else {
         return;
     };
     let mut targets: Vec<Vec<u8>> = vec![Vec::new(), b"m".to_vec(), vec![0xff; 17]];
