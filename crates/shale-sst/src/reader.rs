@@ -519,7 +519,7 @@ impl Table {
                 num_data_blocks: self.properties.num_data_blocks,
                 data_size: self.properties.data_size,
             };
-            index_block::decode_v2(&contents, self.comparator.clone(), region)
+            index_block::decode_v2(contents, self.comparator.clone(), region)
         } else {
             Block::decode(contents.to_vec())
                 .and_then(|b| Index::decode_v1(b, self.comparator.clone()))

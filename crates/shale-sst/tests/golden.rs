@@ -158,7 +158,12 @@ fn frozen_version_1_table_still_opens() {
             .file_contents(path)
             .unwrap()
             .chunks(32)
-            .map(|line| line.iter().map(|b| format!("{b:02x}")).collect())
+            .map(|line| {
+                line.iter().fold(String::new(), |mut out, b| {
+                    let _ = write!(out, "{b:02x}");
+                    out
+                })
+            })
             .collect();
         std::fs::write(&frozen, hex.join("\n") + "\n").unwrap();
     }

@@ -1743,6 +1743,9 @@ fn rewrite_index_block(fs: &MemFs, path: &Path, edit: impl FnOnce(&mut Vec<u8>))
     footer.index.offset
 }
 
+/// A change to an index block's contents.
+type IndexEdit = Box<dyn FnOnce(&mut Vec<u8>)>;
+
 #[test]
 fn corrupt_version_2_index_is_corruption_naming_file_and_offset() {
     let fs = MemFs::new();
@@ -1763,8 +1766,7 @@ fn corrupt_version_2_index_is_corruption_naming_file_and_offset() {
     rewrite_index_block(&fs, path, |_| {});
     check_reads(&open(&fs, path), &model);
 
-    type Edit = Box<dyn FnOnce(&mut Vec<u8>)>;
-    let edits: Vec<(&str, Edit, &str)> = vec![
+    let edits: Vec<(&str, IndexEdit, &str)> = vec![
         (
             "a size grown",
             Box::new(|c: &mut Vec<u8>| *c.last_mut().unwrap() += 1),

@@ -122,13 +122,7 @@ pub fn run(args: &SstToolArgs) -> Result<(), Failure> {
         )?;
     }
     if args.index {
-        let entries = table.index_entries()?;
-        let version = table.footer().format_version;
-        printer.view(
-            "index",
-            || index_json(&entries, version, render),
-            |out| write_index(out, &entries, version, render),
-        )?;
+        print_index(&table, render, &mut printer)?;
     }
     if args.filter {
         let (filter, prefix_filter) = table.filter_stats();
@@ -229,6 +223,21 @@ fn scan<W: Write>(
     }
     iter.status()?;
     Ok(collected)
+}
+
+/// The index view: format version, separator form, and one line per data block.
+fn print_index<W: Write>(
+    table: &Table,
+    render: Render,
+    printer: &mut Printer<W>,
+) -> Result<(), Failure> {
+    let entries = table.index_entries()?;
+    let version = table.footer().format_version;
+    printer.view(
+        "index",
+        || index_json(&entries, version, render),
+        |out| write_index(out, &entries, version, render),
+    )
 }
 
 /// A separator as the index stores it: a user key, or an internal key.
