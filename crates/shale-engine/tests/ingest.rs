@@ -785,3 +785,86 @@ fn ingestion_beside_concurrent_writers_and_compactions() {
         );
     }
 }
+
+/// A table in format version 1 (written with `WriterOptions::format_version = 1`, as an older
+/// Shale wrote them) is ingested beside the version-2 tables the database writes, read at its
+/// global seqno, compacted together with them into version-2 tables, and read again after a
+/// reopen.
+#[test]
+fn a_version_1_table_reads_beside_version_2_tables_and_compacts_into_them() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = open(&fs);
+    let ks = db.default_keyspace();
+    // Even keys from the database's own flush (version 2), odd ones from a version-1 file.
+    for i in (0..600).step_by(2) {
+        ks.put(format!("k{i:04}").as_bytes(), format!("db{i}").as_bytes())
+            .unwrap();
+    }
+    db.flush().unwrap();
+    fs.create_dir_all(Path::new("/ext")).unwrap();
+    let path = Path::new("/ext/v1.sst");
+    let options = WriterOptions {
+        external_file: true,
+        format_version: 1,
+        block_size: 256,
+        ..WriterOptions::default()
+    };
+    let mut writer = TableWriter::create(&*fs, path, options).unwrap();
+    for i in (1..600).step_by(2) {
+        let value = format!("v1-{i}");
+        writer
+            .add_entry(
+                format!("k{i:04}").as_bytes(),
+                0,
+                ValueKind::Value,
+                value.as_bytes(),
+            )
+            .unwrap();
+    }
+    writer.finish().unwrap();
+    let version_of = |path: &Path| {
+        shale_sst::Table::open(&*fs, path, &shale_sst::TableOpenOptions::default())
+            .unwrap()
+            .footer()
+            .format_version
+    };
+    assert_eq!(version_of(path), 1);
+    db.ingest(
+        &[arg(&ks, &[&path.to_path_buf()])],
+        IngestOptions::default(),
+    )
+    .unwrap();
+    let expected: Vec<(String, String)> = (0..600)
+        .map(|i| {
+            let value = if i % 2 == 0 {
+                format!("db{i}")
+            } else {
+                format!("v1-{i}")
+            };
+            (format!("k{i:04}"), value)
+        })
+        .collect();
+    let check = |db: &Db| {
+        let ks = db.default_keyspace();
+        assert_eq!(scan(&ks, ReadOptions::default()), expected);
+        for (key, value) in &expected {
+            assert_eq!(get(&ks, key).as_ref(), Some(value), "{key}");
+        }
+    };
+    check(&db);
+    let versions = |fs: &Arc<dyn FileSystem>| {
+        let mut versions: Vec<u32> = table_files(fs)
+            .iter()
+            .map(|name| version_of(&Path::new(DB).join(name)))
+            .collect();
+        versions.sort_unstable();
+        versions.dedup();
+        versions
+    };
+    assert_eq!(versions(&fs), [1, 2]);
+    db.compact_range(&ks, None, None).unwrap();
+    assert_eq!(versions(&fs), [2]);
+    check(&db);
+    db.close().unwrap();
+    check(&open(&fs));
+}

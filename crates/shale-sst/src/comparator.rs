@@ -43,6 +43,17 @@ impl Comparator for BytewiseComparator {
         if byte < 0xff && byte + 1 < limit[common] {
             start[common] = byte + 1;
             start.truncate(common + 1);
+            return;
+        }
+        // `limit` is just above `start` at the first difference (consecutive numbers, say):
+        // keep that byte and increment the first later byte of `start` that can be, which
+        // stays below `limit` and is shorter unless that byte is `start`'s last.
+        if let Some(i) = start[common + 1..].iter().position(|&b| b < 0xff) {
+            let i = common + 1 + i;
+            if i + 1 < start.len() {
+                start[i] += 1;
+                start.truncate(i + 1);
+            }
         }
     }
 
@@ -101,6 +112,8 @@ mod tests {
             (b"abc", b"abd"),
             (b"ab", b"abc"),
             (b"a\xff\xff", b"b"),
+            (b"a\xff\x01\x02", b"b"),
+            (b"a\x01\x02", b"b\x00"),
             (b"x", b"x"),
         ];
         for &(start, limit) in cases {
@@ -114,6 +127,21 @@ mod tests {
         let mut s = b"abcdef".to_vec();
         cmp.find_shortest_separator(&mut s, b"abzz");
         assert_eq!(s, b"abd");
+        // The first difference is one apart: a later byte of `start` is incremented.
+        for (start, limit, expected) in [
+            (
+                &b"\x00\x07\x0100000000"[..],
+                &b"\x00\x07\x0200000000"[..],
+                &b"\x00\x07\x011"[..],
+            ),
+            (b"ab\xff\xffx", b"ac", b"ab\xff\xffx"),
+            (b"ab\xffcd", b"ac", b"ab\xffd"),
+            (b"abc", b"acc", b"abc"),
+        ] {
+            let mut s = start.to_vec();
+            cmp.find_shortest_separator(&mut s, limit);
+            assert_eq!(s, expected, "{start:?} .. {limit:?}");
+        }
     }
 
     #[test]

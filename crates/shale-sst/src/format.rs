@@ -7,7 +7,7 @@ use crate::coding::{get_u32, get_u64, get_varint64, put_u32, put_u64, put_varint
 use crate::error::DecodeError;
 
 /// The newest table format this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// The last 8 bytes of every table file.
 pub const MAGIC: [u8; 8] = *b"SHALESST";
 /// The footer's fixed size in bytes.

@@ -7,9 +7,15 @@
 //! separator's user key in a `u64` array that the binary search compares first, touching the
 //! full key only on a tie.
 //!
+//! A version-2 index may store its separators as user keys (docs/format/sst.md, "Index block,
+//! version 2"); in memory each gets the trailer `0` (seqno 0, kind 0): the largest internal
+//! key of that user key. No user key of such a table spans two data blocks, so that internal
+//! key is `>=` every key of its block and `<` every key of the next, the same contract as a
+//! stored internal separator, and every search below needs no other case.
+//!
 //! Invariants:
 //! 1. `key_offsets.len() == handles.len() + 1`, offsets non-decreasing, last = `keys.len()`.
-//! 2. Separators are strictly increasing in internal-key order (checked while decoding).
+//! 2. Separators are strictly increasing in internal-key order (checked by [`Index::push`]).
 //! 3. `prefixes` is empty unless the user comparator is bytewise; then `prefixes[i]` is the
 //!    big-endian value of the first 8 bytes of separator `i`'s user key, zero-padded. For
 //!    bytewise keys `a <= b` implies `prefix(a) <= prefix(b)`, so differing prefixes decide
@@ -22,7 +28,7 @@ use crate::block::Block;
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::error::DecodeError;
 use crate::format::BlockHandle;
-use crate::key::{user_key_of, InternalKeyComparator};
+use crate::key::{user_key_of, InternalKeyComparator, TRAILER_SIZE};
 
 /// The decoded index: separator `i` bounds data block `i` from above.
 #[derive(Debug)]
@@ -32,49 +38,94 @@ pub(crate) struct Index {
     handles: Vec<BlockHandle>,
     prefixes: Vec<u64>,
     comparator: Arc<InternalKeyComparator>,
+    /// The user comparator is bytewise, so `prefixes` is kept (invariant 3).
+    bytewise: bool,
+    /// The file stores the separators as user keys (the in-memory trailer is then 0).
+    user_key_separators: bool,
 }
 
+/// The in-memory trailer of a separator stored as a user key: seqno 0, kind 0, the largest
+/// internal key of its user key.
+const USER_KEY_SEPARATOR_TRAILER: [u8; TRAILER_SIZE] = [0; TRAILER_SIZE];
+
 impl Index {
-    /// Decodes an index block, checking handles and key order.
-    pub(crate) fn decode(
+    /// An index to be filled with [`Index::push`]; `capacity` entries are reserved (the
+    /// caller bounds it by the bytes it decodes from).
+    pub(crate) fn with_capacity(
+        comparator: Arc<InternalKeyComparator>,
+        user_key_separators: bool,
+        capacity: usize,
+        key_bytes: usize,
+    ) -> Self {
+        let bytewise = comparator.user_comparator().name() == BytewiseComparator::NAME;
+        let mut key_offsets = Vec::with_capacity(capacity + 1);
+        key_offsets.push(0);
+        Index {
+            keys: Vec::with_capacity(key_bytes),
+            key_offsets,
+            handles: Vec::with_capacity(capacity),
+            prefixes: Vec::with_capacity(if bytewise { capacity } else { 0 }),
+            comparator,
+            bytewise,
+            user_key_separators,
+        }
+    }
+
+    /// Decodes a version-1 index block (data-block format, internal-key separators, full
+    /// handles), checking handles and key order.
+    pub(crate) fn decode_v1(
         block: Block,
         comparator: Arc<InternalKeyComparator>,
     ) -> Result<Self, DecodeError> {
         let block = Arc::new(block);
         let mut iter = block.iter(comparator.clone());
-        let bytewise = comparator.user_comparator().name() == BytewiseComparator::NAME;
-        let mut index = Index {
-            keys: Vec::with_capacity(block.contents().len()),
-            key_offsets: vec![0],
-            handles: Vec::new(),
-            prefixes: Vec::new(),
-            comparator,
-        };
+        let mut index = Index::with_capacity(comparator, false, 0, block.contents().len());
         iter.seek_to_first();
         while iter.valid() {
             let handle = BlockHandle::decode_exact(iter.value())
                 .map_err(|e| DecodeError::new(format!("index entry {}: {e}", index.len())))?;
-            if let Some(previous) = index.handles.len().checked_sub(1).map(|i| index.key(i)) {
-                if index.comparator.compare(previous, iter.key()) != Ordering::Less {
-                    return Err(DecodeError::new(format!(
-                        "index keys out of order at entry {}",
-                        index.len()
-                    )));
-                }
-            }
-            index.keys.extend_from_slice(iter.key());
-            let end = u32::try_from(index.keys.len())
-                .map_err(|_| DecodeError::new("index block keys exceed 4 GiB"))?;
-            index.key_offsets.push(end);
-            index.handles.push(handle);
-            if bytewise {
-                index.prefixes.push(key_prefix(user_key_of(iter.key())));
-            }
+            index.push(iter.key(), handle)?;
             iter.next();
         }
         iter.status()?;
         index.keys.shrink_to_fit();
         Ok(index)
+    }
+
+    /// Appends the separator of the next data block, as stored (a user key when the index
+    /// has user-key separators), refusing one that is not above the previous separator.
+    pub(crate) fn push(&mut self, stored: &[u8], handle: BlockHandle) -> Result<(), DecodeError> {
+        let start = self.keys.len();
+        self.keys.extend_from_slice(stored);
+        if self.user_key_separators {
+            self.keys.extend_from_slice(&USER_KEY_SEPARATOR_TRAILER);
+        } else if stored.len() < TRAILER_SIZE {
+            self.keys.truncate(start);
+            return Err(DecodeError::new(format!(
+                "index entry {}: separator of {} bytes is shorter than an internal key's trailer",
+                self.len(),
+                stored.len()
+            )));
+        }
+        if let Some(previous) = self.len().checked_sub(1) {
+            let previous = &self.keys[self.key_offsets[previous] as usize..start];
+            if self.comparator.compare(previous, &self.keys[start..]) != Ordering::Less {
+                self.keys.truncate(start);
+                return Err(DecodeError::new(format!(
+                    "index keys out of order at entry {}",
+                    self.len()
+                )));
+            }
+        }
+        let end = u32::try_from(self.keys.len())
+            .map_err(|_| DecodeError::new("index block keys exceed 4 GiB"))?;
+        self.key_offsets.push(end);
+        self.handles.push(handle);
+        if self.bytewise {
+            self.prefixes
+                .push(key_prefix(user_key_of(&self.keys[start..])));
+        }
+        Ok(())
     }
 
     /// An index of no blocks (a placeholder while a table is being opened).
@@ -85,6 +136,8 @@ impl Index {
             handles: Vec::new(),
             prefixes: Vec::new(),
             comparator: Arc::new(InternalKeyComparator::new(Arc::new(BytewiseComparator))),
+            bytewise: false,
+            user_key_separators: false,
         }
     }
 
@@ -100,6 +153,22 @@ impl Index {
             self.key_offsets[i + 1] as usize,
         );
         &self.keys[start..end]
+    }
+
+    /// Separator `i` as the file stores it: a user key when
+    /// [`Self::user_key_separators`], else the internal key.
+    pub(crate) fn stored_separator(&self, i: usize) -> &[u8] {
+        let key = self.key(i);
+        if self.user_key_separators {
+            user_key_of(key)
+        } else {
+            key
+        }
+    }
+
+    /// Whether the file stores the separators as user keys (format version 2).
+    pub(crate) fn user_key_separators(&self) -> bool {
+        self.user_key_separators
     }
 
     /// Handle of data block `i`.
@@ -168,7 +237,7 @@ mod tests {
             builder.add(key.encoded(), &value);
         }
         let block = Block::decode(builder.finish().to_vec()).unwrap();
-        Index::decode(block, Arc::new(InternalKeyComparator::new(comparator))).unwrap()
+        Index::decode_v1(block, Arc::new(InternalKeyComparator::new(comparator))).unwrap()
     }
 
     #[derive(Debug)]
@@ -258,13 +327,13 @@ mod tests {
         );
         let icmp = Arc::new(InternalKeyComparator::new(Arc::new(BytewiseComparator)));
         let block = Block::decode(builder.finish().to_vec()).unwrap();
-        assert!(Index::decode(block, icmp.clone()).is_err());
+        assert!(Index::decode_v1(block, icmp.clone()).is_err());
         let mut builder = BlockBuilder::new(1);
         builder.add(
             InternalKey::new(b"a", 1, ValueKind::Value).encoded(),
             b"\x80",
         );
         let block = Block::decode(builder.finish().to_vec()).unwrap();
-        assert!(Index::decode(block, icmp).is_err());
+        assert!(Index::decode_v1(block, icmp).is_err());
     }
 }

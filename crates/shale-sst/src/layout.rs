@@ -98,6 +98,9 @@ pub struct TableLayout {
     pub footer: Footer,
     /// The blocks in file order.
     pub blocks: Vec<BlockInfo>,
+    /// The index stores its separators as user keys (format version 2), so the index block's
+    /// first and last keys are user keys.
+    pub index_user_keys: bool,
 }
 
 impl Table {
@@ -117,10 +120,8 @@ impl Table {
             };
             blocks.push(self.read_block_info(kind, *handle, cmp)?.0);
         }
-        blocks.push(
-            self.read_block_info(BlockKind::Index, self.footer().index, &icmp)?
-                .0,
-        );
+        let (index_info, index_user_keys) = self.read_index_info(&icmp)?;
+        blocks.push(index_info);
         blocks.push(
             self.read_block_info(BlockKind::Metaindex, self.footer().metaindex, &bytewise)?
                 .0,
@@ -150,7 +151,37 @@ impl Table {
             file_size: self.file_size(),
             footer: *self.footer(),
             blocks,
+            index_user_keys,
         })
+    }
+
+    /// Reads the index block in its version's encoding; also returns whether its separators
+    /// are user keys. A version-2 block is decoded (and so checked) again here, and its first
+    /// and last keys are the separators as stored.
+    fn read_index_info(&self, icmp: &Arc<dyn Comparator>) -> Result<(BlockInfo, bool)> {
+        let handle = self.footer().index;
+        if self.footer().format_version < 2 {
+            return Ok((
+                self.read_block_info(BlockKind::Index, handle, icmp)?.0,
+                false,
+            ));
+        }
+        let stored = self.read_stored_block(handle, true)?;
+        let (compression, checksum) = (stored.compression, stored.checksum);
+        let contents = self.decompress(handle, stored)?;
+        let index = self.decode_index(&contents)?;
+        let last = index.len().checked_sub(1);
+        let info = BlockInfo {
+            kind: BlockKind::Index,
+            handle,
+            compression,
+            checksum,
+            uncompressed_size: contents.len() as u64,
+            entries: index.len() as u64,
+            first_key: last.map(|_| index.stored_separator(0).to_vec()),
+            last_key: last.map(|i| index.stored_separator(i).to_vec()),
+        };
+        Ok((info, index.user_key_separators()))
     }
 
     /// Reads every data block through the index, checking key order within and across blocks,
@@ -308,10 +339,11 @@ impl fmt::Display for TableLayout {
             let compression =
                 Compression::from_tag(block.compression).map_or("?", Compression::name);
             let mut keys = String::new();
-            let is_internal = matches!(
-                block.kind,
-                BlockKind::Data | BlockKind::Index | BlockKind::RangeDeletion
-            );
+            let is_internal = match block.kind {
+                BlockKind::Data | BlockKind::RangeDeletion => true,
+                BlockKind::Index => !self.index_user_keys,
+                _ => false,
+            };
             let show = |k: &Vec<u8>| {
                 if is_internal {
                     describe_internal_key(k)
@@ -337,7 +369,7 @@ impl fmt::Display for TableLayout {
         }
         writeln!(
             f,
-            "{:>8} {:>6} {:>6}  {:<16} metaindex={}+{} index={}+{} magic=SHALESST",
+            "{:>8} {:>6} {:>6}  {:<16} metaindex={}+{} index={}+{} magic=SHALESST{}",
             self.file_size - FOOTER_SIZE as u64,
             FOOTER_SIZE,
             FOOTER_SIZE,
@@ -345,7 +377,12 @@ impl fmt::Display for TableLayout {
             self.footer.metaindex.offset,
             self.footer.metaindex.size,
             self.footer.index.offset,
-            self.footer.index.size
+            self.footer.index.size,
+            if self.index_user_keys {
+                " (index separators are user keys)"
+            } else {
+                ""
+            }
         )
     }
 }

@@ -16,6 +16,7 @@ mod error;
 mod filter;
 pub mod format;
 mod index;
+mod index_block;
 mod iter;
 mod key;
 mod layout;
@@ -36,5 +37,7 @@ pub use iter::TableIter;
 pub use key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind, MAX_SEQNO};
 pub use layout::{describe_internal_key, printable, BlockInfo, BlockKind, TableLayout};
 pub use properties::TableProperties;
-pub use reader::{FilterStats, LookupResult, RangeTombstone, ReadOptions, Table, TableOpenOptions};
+pub use reader::{
+    FilterStats, IndexEntry, LookupResult, RangeTombstone, ReadOptions, Table, TableOpenOptions,
+};
 pub use writer::{TableWriter, WriterOptions};

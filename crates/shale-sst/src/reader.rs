@@ -23,6 +23,7 @@ use crate::format::{
     META_RANGE_DEL,
 };
 use crate::index::Index;
+use crate::index_block::{self, DataRegion};
 use crate::iter::TableIter;
 use crate::key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind};
 use crate::properties::TableProperties;
@@ -111,6 +112,18 @@ pub struct RangeTombstone {
     pub end: Vec<u8>,
     /// Sequence number of the deletion.
     pub seqno: SeqNo,
+}
+
+/// One entry of a table's index, as the file stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// Bounds the data block from above: `>=` its last key, `<` the next block's first.
+    pub separator: Vec<u8>,
+    /// The separator is a user key (format version 2, no user key spanning two blocks);
+    /// otherwise it is an internal key.
+    pub separator_is_user_key: bool,
+    /// The data block.
+    pub handle: BlockHandle,
 }
 
 /// A block as stored: possibly compressed bytes and its trailer's fields.
@@ -492,11 +505,26 @@ impl Table {
         Ok((compression, checksum))
     }
 
+    /// Reads and decodes the index block in the encoding of the file's format version.
     fn load_index(&self) -> Result<Index> {
+        let contents = self.read_block_contents(self.footer.index, true)?;
+        self.decode_index(&contents)
+    }
+
+    /// Decodes the contents of the index block, as the file's format version encodes it.
+    pub(crate) fn decode_index(&self, contents: &[u8]) -> Result<Index> {
         let handle = self.footer.index;
-        let contents = self.read_block_contents(handle, true)?;
-        let block = Block::decode(contents).map_err(|e| e.at(&self.path, handle.offset))?;
-        Index::decode(block, self.comparator.clone()).map_err(|e| e.at(&self.path, handle.offset))
+        let index = if self.footer.format_version >= 2 {
+            let region = DataRegion {
+                num_data_blocks: self.properties.num_data_blocks,
+                data_size: self.properties.data_size,
+            };
+            index_block::decode_v2(contents, self.comparator.clone(), region)
+        } else {
+            Block::decode(contents.to_vec())
+                .and_then(|b| Index::decode_v1(b, self.comparator.clone()))
+        };
+        index.map_err(|e| e.at(&self.path, handle.offset))
     }
 
     fn load_filter(&self, handle: BlockHandle) -> Result<Option<BloomFilter>> {
@@ -757,6 +785,19 @@ impl Table {
                     .map_err(|e| e.at(&self.path, self.footer.index.offset))
             })
             .collect()
+    }
+
+    /// The index entries as the file stores them, in order: each data block's separator (a
+    /// user key when [`IndexEntry::separator_is_user_key`], else an internal key) and handle.
+    pub fn index_entries(&self) -> Result<Vec<IndexEntry>> {
+        let index = self.index()?;
+        Ok((0..index.len())
+            .map(|i| IndexEntry {
+                separator: index.stored_separator(i).to_vec(),
+                separator_is_user_key: index.user_key_separators(),
+                handle: index.handle(i),
+            })
+            .collect())
     }
 
     /// Bytes of memory the open table pins outside the block cache and its budget: the decoded

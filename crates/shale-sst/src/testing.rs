@@ -14,6 +14,7 @@ use crate::compression::Decompressor;
 use crate::filter::BloomFilter;
 use crate::format::{BlockHandle, Footer};
 use crate::index::Index;
+use crate::index_block::{decode_v2, DataRegion};
 use crate::key::InternalKeyComparator;
 use crate::properties::TableProperties;
 use crate::reader::{ReadOptions, Table, TableOpenOptions};
@@ -52,13 +53,23 @@ pub fn fuzz_block(data: &[u8]) {
     }
 }
 
-/// Decodes an index block: a block whose values are block handles, walked as a block and
-/// decoded into the in-memory [`Index`] a table keeps, which is then searched.
+/// Decodes an index block both ways: as version 2 (with the count it claims and an
+/// unbounded data region, so that every entry is decoded), then as version 1, a block whose values are block handles, walked as a block and decoded into an
+/// [`Index`] which is then searched.
 pub fn fuzz_index(data: &[u8]) {
+    let comparator = Arc::new(InternalKeyComparator::new(Arc::new(BytewiseComparator)));
+    let claimed = data
+        .get(1..)
+        .and_then(|rest| crate::coding::get_varint64(rest).ok())
+        .map_or(0, |(count, _)| count);
+    let region = DataRegion {
+        num_data_blocks: claimed,
+        data_size: u64::MAX,
+    };
+    let _ = decode_v2(data, comparator.clone(), region);
     let Ok(block) = Block::decode(data.to_vec()) else {
         return;
     };
-    let comparator = Arc::new(InternalKeyComparator::new(Arc::new(BytewiseComparator)));
     let mut iter = Arc::new(block).iter(comparator.clone());
     iter.seek_to_first();
     let mut steps = 0;
@@ -67,7 +78,8 @@ pub fn fuzz_index(data: &[u8]) {
         iter.next();
         steps += 1;
     }
-    let Ok(Ok(index)) = Block::decode(data.to_vec()).map(|b| Index::decode(b, comparator)) else {
+    let Ok(Ok(index)) = Block::decode(data.to_vec()).map(|b| Index::decode_v1(b, comparator))
+    else {
         return;
     };
     let mut targets: Vec<Vec<u8>> = vec![Vec::new(), b"m".to_vec(), vec![0xff; 17]];

@@ -4,7 +4,9 @@
 //! 1. Point keys are added in strictly increasing internal-key order; a violation is refused
 //!    with `InvalidArgument` before anything is written for it.
 //! 2. An index entry for a data block is emitted only when the next key (or the end) is known,
-//!    so its separator is `>=` every key of the block and `<` every key after it.
+//!    so its separator is `>=` every key of the block and `<` every key after it; the
+//!    [`IndexBuilder`] also learns the next key, to decide whether user-key separators are
+//!    exact (format version 2).
 //! 3. Nothing but [`TableWriter::finish`] writes the meta blocks and footer; a writer dropped
 //!    without finishing leaves a file without a footer, which no reader accepts.
 //! 4. While a zstd dictionary is being trained (`zstd_max_dict_bytes > 0` with
@@ -31,6 +33,7 @@ use crate::format::{
     BlockHandle, ChecksumType, Footer, FORMAT_VERSION, META_COMPRESSION_DICT, META_FILTER,
     META_PREFIX_FILTER, META_PROPERTIES, META_RANGE_DEL,
 };
+use crate::index_block::IndexBuilder;
 use crate::key::{append_internal_key, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind};
 use crate::properties::TableProperties;
 
@@ -77,6 +80,10 @@ pub struct WriterOptions {
     /// Uncompressed data-block bytes held back as training samples; 0 means 100 times
     /// `zstd_max_dict_bytes` (zstd's advice for its trainer).
     pub zstd_max_train_bytes: usize,
+    /// The table format version to write, 1 to [`FORMAT_VERSION`] (the default). Version 1
+    /// (internal-key separators and full handles in the index) is kept for tests and for
+    /// files an older Shale must read.
+    pub format_version: u32,
 }
 
 impl Default for WriterOptions {
@@ -99,6 +106,7 @@ impl Default for WriterOptions {
             external_file: false,
             zstd_max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
+            format_version: FORMAT_VERSION,
         }
     }
 }
@@ -128,6 +136,12 @@ impl WriterOptions {
                 "zstd_max_train_bytes {} is above {} MiB",
                 self.zstd_max_train_bytes,
                 MAX_TRAIN_BYTES >> 20
+            )));
+        }
+        if !(1..=FORMAT_VERSION).contains(&self.format_version) {
+            return Err(Error::InvalidArgument(format!(
+                "format_version {} is not one this build writes (1..={FORMAT_VERSION})",
+                self.format_version
             )));
         }
         if self.filter_bits_per_key > 100 {
@@ -165,7 +179,8 @@ struct DictionaryTraining {
 #[derive(Debug)]
 struct HeldBlock {
     contents: Vec<u8>,
-    separator: Option<Vec<u8>>,
+    /// The separator and the next block's first key.
+    separator: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Writes one table file. Add entries in order, then [`finish`](Self::finish).
@@ -177,7 +192,7 @@ pub struct TableWriter {
     comparator: InternalKeyComparator,
     compressor: Compressor,
     data_block: BlockBuilder,
-    index_block: BlockBuilder,
+    index_block: IndexBuilder,
     /// The handle of the last finished data block, waiting for the next key (invariant 2).
     pending_index_entry: Option<BlockHandle>,
     filter: Option<BloomBuilder>,
@@ -241,7 +256,7 @@ impl TableWriter {
             } else {
                 0
             },
-            format_version: u64::from(FORMAT_VERSION),
+            format_version: u64::from(options.format_version),
             prefix_extractor: prefix_filter
                 .as_ref()
                 .and(options.prefix_extractor.as_ref())
@@ -258,7 +273,7 @@ impl TableWriter {
             comparator: InternalKeyComparator::new(options.comparator.clone()),
             compressor,
             data_block: BlockBuilder::new(options.block_restart_interval),
-            index_block: BlockBuilder::new(1),
+            index_block: IndexBuilder::new(options.format_version),
             pending_index_entry: None,
             filter,
             prefix_filter,
@@ -311,9 +326,12 @@ impl TableWriter {
             self.separator.extend_from_slice(&self.last_key);
             self.comparator
                 .find_shortest_separator(&mut self.separator, internal_key);
-            let mut encoded = Vec::with_capacity(20);
-            handle.encode_to(&mut encoded);
-            self.index_block.add(&self.separator, &encoded);
+            self.index_block.add(
+                &self.separator,
+                handle,
+                internal_key,
+                &*self.options.comparator,
+            );
         } else if let Some(held) = self
             .training
             .as_mut()
@@ -323,7 +341,7 @@ impl TableWriter {
             let mut separator = self.last_key.clone();
             self.comparator
                 .find_shortest_separator(&mut separator, internal_key);
-            held.separator = Some(separator);
+            held.separator = Some((separator, internal_key.to_vec()));
         }
         if let Some(filter) = &mut self.filter {
             filter.add_key(parsed.user_key);
@@ -469,10 +487,9 @@ impl TableWriter {
                 true,
             )?;
             match held.separator {
-                Some(separator) => {
-                    let mut encoded = Vec::with_capacity(20);
-                    handle.encode_to(&mut encoded);
-                    self.index_block.add(&separator, &encoded);
+                Some((separator, next_key)) => {
+                    self.index_block
+                        .add(&separator, handle, &next_key, &*self.options.comparator);
                 }
                 // The last held block: its separator waits for the next key (invariant 2).
                 None => self.pending_index_entry = Some(handle),
@@ -504,9 +521,7 @@ impl TableWriter {
             self.separator.clear();
             self.separator.extend_from_slice(&self.last_key);
             self.comparator.find_short_successor(&mut self.separator);
-            let mut encoded = Vec::with_capacity(20);
-            handle.encode_to(&mut encoded);
-            self.index_block.add(&self.separator, &encoded);
+            self.index_block.add_last(&self.separator, handle);
         }
         let mut meta: Vec<(&'static str, BlockHandle)> = Vec::new();
         if let Some(dictionary) = self.options.compression_dictionary.clone() {
@@ -549,7 +564,7 @@ impl TableWriter {
         if self.props.smallest_seqno == SeqNo::MAX {
             self.props.smallest_seqno = 0;
         }
-        let index_contents = self.index_block.finish().to_vec();
+        let index_contents = self.index_block.finish();
         // The index size is known before it is written: its stored form is uncompressed.
         self.props.index_size =
             index_contents.len() as u64 + crate::format::BLOCK_TRAILER_SIZE as u64;
@@ -570,7 +585,7 @@ impl TableWriter {
             metaindex,
             index,
             checksum_type: self.options.checksum,
-            format_version: FORMAT_VERSION,
+            format_version: self.options.format_version,
         };
         self.file.append(&footer.encode())?;
         self.offset += crate::format::FOOTER_SIZE as u64;

@@ -103,6 +103,8 @@ fn valid_table(fs: &MemFs, path: &Path, compression: Compression, entries: u32) 
         },
         prefix_extractor: Some(Arc::new(FixedPrefix::new(4))),
         creation_time: Some(1_700_000_000),
+        // Both index encodings among the seeds.
+        format_version: if entries.is_multiple_of(3) { 1 } else { 2 },
         ..WriterOptions::default()
     };
     let mut writer = TableWriter::create(fs, path, options).unwrap();

@@ -1,6 +1,7 @@
 //! Golden test: writes a tiny table and prints its layout block by block, comparing the
-//! printout with `testdata/golden_layout.txt`, and checks that docs/format/sst.md names every
-//! constant the code writes. Regenerate the fixture with `SHALE_REGENERATE_GOLDEN=1` after a
+//! printout with `testdata/golden_layout.txt` (the newest format) and
+//! `testdata/golden_layout_v1.txt` (format version 1, still written on request and read),
+//! and checks that docs/format/sst.md names every constant the code writes. Regenerate the fixture with `SHALE_REGENERATE_GOLDEN=1` after a
 //! deliberate format change, and update docs/format/sst.md in the same commit.
 
 use std::collections::BTreeMap;
@@ -18,9 +19,14 @@ use shale_sst::{
     WriterOptions, FORMAT_VERSION,
 };
 
-fn golden_printout() -> String {
+fn golden_printout(format_version: u32) -> String {
     let fs = MemFs::new();
     fs.create_dir_all(Path::new("/db")).unwrap();
+    golden_printout_into(&fs, format_version)
+}
+
+/// Writes the golden table as `/db/000007.sst` on `fs` and returns its printout.
+fn golden_printout_into(fs: &MemFs, format_version: u32) -> String {
     let path = Path::new("/db/000007.sst");
     let mut user_properties = BTreeMap::new();
     user_properties.insert("schema".to_owned(), b"t1(id INT PRIMARY KEY)".to_vec());
@@ -34,9 +40,10 @@ fn golden_printout() -> String {
         user_properties,
         creation_time: Some(1_700_000_000),
         oldest_entry_time: 1_699_999_000,
+        format_version,
         ..WriterOptions::default()
     };
-    let mut writer = TableWriter::create(&fs, path, options).unwrap();
+    let mut writer = TableWriter::create(fs, path, options).unwrap();
     let entries: &[(&[u8], u64, ValueKind, &[u8])] = &[
         (b"apple", 9, ValueKind::Value, b"red"),
         (b"apple", 4, ValueKind::Deletion, b""),
@@ -56,13 +63,18 @@ fn golden_printout() -> String {
     }
     writer.add_range_deletion(b"d", b"f", 10).unwrap();
     let (size, _) = writer.finish().unwrap();
+    assert_eq!(fs.file_contents(path).unwrap().len() as u64, size);
+    describe(fs, path)
+}
 
+/// The printout of the table at `path`: its layout, properties, index and range tombstones,
+/// and the footer's bytes.
+fn describe(fs: &MemFs, path: &Path) -> String {
     let open = TableOpenOptions {
         prefix_extractor: Some(Arc::new(FixedPrefix::new(3))),
         ..TableOpenOptions::default()
     };
-    let table = Table::open(&fs, path, &open).unwrap();
-    assert_eq!(table.file_size(), size);
+    let table = Table::open(fs, path, &open).unwrap();
     let layout = table.verify().unwrap();
     let mut out = String::new();
     writeln!(
@@ -73,6 +85,21 @@ fn golden_printout() -> String {
     write!(out, "{layout}").unwrap();
     writeln!(out, "\n# properties").unwrap();
     write!(out, "{}", table.properties().describe()).unwrap();
+    writeln!(out, "\n# index").unwrap();
+    for entry in table.index_entries().unwrap() {
+        let separator = if entry.separator_is_user_key {
+            shale_sst::printable(&entry.separator)
+        } else {
+            shale_sst::describe_internal_key(&entry.separator)
+        };
+        let handle = entry.handle;
+        writeln!(
+            out,
+            "{separator} -> offset {} size {}",
+            handle.offset, handle.size
+        )
+        .unwrap();
+    }
     writeln!(out, "\n# range tombstones").unwrap();
     for t in table.range_tombstones() {
         let (start, end) = (shale_sst::printable(&t.start), shale_sst::printable(&t.end));
@@ -87,10 +114,11 @@ fn golden_printout() -> String {
     out
 }
 
-#[test]
-fn layout_matches_fixture() {
-    let printout = golden_printout();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/golden_layout.txt");
+fn check_fixture(format_version: u32, name: &str) {
+    let printout = golden_printout(format_version);
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name);
     if std::env::var_os("SHALE_REGENERATE_GOLDEN").is_some() {
         std::fs::write(&fixture, &printout).unwrap();
         return;
@@ -101,6 +129,55 @@ fn layout_matches_fixture() {
         "table layout changed; if deliberate, update docs/format/sst.md and regenerate with \
          SHALE_REGENERATE_GOLDEN=1 cargo test -p shale-sst --test golden"
     );
+}
+
+#[test]
+fn layout_matches_fixture() {
+    check_fixture(FORMAT_VERSION, "golden_layout.txt");
+}
+
+#[test]
+fn version_1_layout_matches_fixture() {
+    check_fixture(1, "golden_layout_v1.txt");
+}
+
+/// The version-1 golden table's bytes, frozen: written once (when the file is missing) and
+/// never regenerated, so a reader change that stops opening version-1 files fails here. Its
+/// printout, `golden_table_v1.txt`, is frozen too (the writer has since chosen shorter
+/// separators, so it differs from `golden_layout_v1.txt`).
+#[test]
+fn frozen_version_1_table_still_opens() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let frozen = dir.join("golden_table_v1.hex");
+    let path = Path::new("/db/000007.sst");
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    if !frozen.exists() {
+        golden_printout_into(&fs, 1);
+        let hex: Vec<String> = fs
+            .file_contents(path)
+            .unwrap()
+            .chunks(32)
+            .map(|line| {
+                line.iter().fold(String::new(), |mut out, b| {
+                    let _ = write!(out, "{b:02x}");
+                    out
+                })
+            })
+            .collect();
+        std::fs::write(&frozen, hex.join("\n") + "\n").unwrap();
+    }
+    let text = std::fs::read_to_string(&frozen).unwrap();
+    let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
+    let bytes: Vec<u8> = digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).unwrap(), 16).unwrap())
+        .collect();
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/db")).unwrap();
+    fs.write_file_for_test(path, &bytes).unwrap();
+    let expected = std::fs::read_to_string(dir.join("golden_table_v1.txt")).unwrap();
+    assert_eq!(describe(&fs, path), expected);
 }
 
 #[test]
@@ -158,7 +235,7 @@ fn spec_names_every_constant() {
         );
     }
     // Every property the writer emits is in the spec's table.
-    for line in golden_printout()
+    for line in golden_printout(FORMAT_VERSION)
         .lines()
         .filter(|l| l.starts_with("shale."))
     {

@@ -16,7 +16,7 @@ use shale_sst::{
     train_zstd_dictionary, BlockCache, BlockKind, BytewiseComparator, ChecksumType, Comparator,
     Compression, Error, FixedPrefix, Footer, InternalKey, LookupResult, PrefixExtractor,
     ReadOptions, Table, TableIter, TableLayout, TableOpenOptions, TableProperties, TableWriter,
-    ValueKind, WriterOptions, MAX_SEQNO,
+    ValueKind, WriterOptions, FORMAT_VERSION, MAX_SEQNO,
 };
 
 const CREATION_TIME: u64 = 1_700_000_000;
@@ -276,7 +276,7 @@ fn check_properties(
     let entries = model.entries();
     assert_eq!(p.comparator, BytewiseComparator::NAME);
     assert_eq!(p.compression, options.compression.name());
-    assert_eq!(p.format_version, 1);
+    assert_eq!(p.format_version, u64::from(options.format_version));
     assert_eq!(p.creation_time, CREATION_TIME);
     assert_eq!(p.num_entries, entries.len() as u64);
     let deletions = entries
@@ -392,6 +392,12 @@ fn round_trip(compression: Compression, seed: u64) {
                     block_restart_interval: restart_interval,
                     user_properties,
                     oldest_entry_time: 77,
+                    // Both table formats are written and read: version 1 with crc32c.
+                    format_version: if checksum == ChecksumType::Crc32c {
+                        1
+                    } else {
+                        2
+                    },
                     ..options_for(compression)
                 };
                 let path = format!("/db/{compression}-{case}.sst");
@@ -535,6 +541,32 @@ fn random_target(rng: &mut SmallRng, candidates: &[Vec<u8>]) -> OracleKey {
     oracle_key(user_key, seqno, kind)
 }
 
+/// The model with only the newest version of each user key.
+fn newest_versions_only(model: &Model) -> Model {
+    let mut newest = Model::default();
+    for (key, value) in &model.map {
+        if !newest.contains_user_key(&key.0) {
+            newest.map.insert(key.clone(), value.clone());
+        }
+    }
+    newest
+}
+
+/// Whether some user key has entries in two data blocks (then a version-2 index must keep
+/// internal-key separators).
+fn some_user_key_spans_blocks(layout: &TableLayout) -> bool {
+    let data: Vec<_> = layout
+        .blocks
+        .iter()
+        .filter(|b| b.kind == BlockKind::Data)
+        .collect();
+    data.windows(2).any(|pair| {
+        let (last, first) = (pair[0].last_key.as_ref(), pair[1].first_key.as_ref());
+        let user = |k: &Vec<u8>| k[..k.len() - 8].to_vec();
+        last.map(user) == first.map(user)
+    })
+}
+
 #[test]
 fn bounded_iteration_and_stepping_match_the_oracle() {
     let mut rng = SmallRng::seed_from_u64(0xb0_0d);
@@ -544,18 +576,45 @@ fn bounded_iteration_and_stepping_match_the_oracle() {
         (256, 4, Compression::Lz4),
         (4096, 16, Compression::Snappy),
     ];
-    for (n, (block_size, restart_interval, compression)) in configs.into_iter().enumerate() {
-        let model = random_model(&mut rng, 120, false);
+    // Several versions per user key (which span blocks in the small-block tables) or one;
+    // the newest table format and version 1.
+    let forms = [(false, 2), (true, 2), (true, 1)];
+    let cases = configs
+        .into_iter()
+        .flat_map(|config| forms.into_iter().map(move |form| (config, form)));
+    for (n, ((block_size, restart_interval, compression), (single, format_version))) in
+        cases.enumerate()
+    {
+        let mut model = random_model(&mut rng, 120, false);
+        if single {
+            model = newest_versions_only(&model);
+        }
         let path = format!("/bounds-{n}.sst");
         let path = Path::new(&path);
         let options = WriterOptions {
             block_size,
             block_restart_interval: restart_interval,
+            format_version,
             ..options_for(compression)
         };
         write_model(&fs, path, options, &model);
         let table = open(&fs, path);
-        check_layout(&table);
+        let layout = check_layout(&table);
+        let spans = some_user_key_spans_blocks(&layout);
+        if block_size == 64 {
+            assert_eq!(
+                spans, !single,
+                "table {n}: expected user keys spanning blocks"
+            );
+        }
+        let entries = table.index_entries().unwrap();
+        let user_keys = format_version == 2 && !spans;
+        assert!(
+            entries.iter().all(|e| e.separator_is_user_key == user_keys),
+            "table {n}: index separators should be user keys: {user_keys}"
+        );
+        assert_eq!(layout.index_user_keys, user_keys);
+        assert_eq!(entries.len() as u64, table.properties().num_data_blocks);
         let all = model.entries();
         // Bound and seek candidates: every user key, keys between and around them.
         let user_keys = model.user_keys();
@@ -1272,8 +1331,8 @@ fn newer_format_version_is_not_supported() {
     let mut bytes = fs.file_contents(path).unwrap();
     let at = bytes.len() - FOOTER_SIZE;
     let footer = Footer::decode(&bytes[at..]).unwrap();
-    assert_eq!(footer.format_version, 1);
-    for version in [2, u32::MAX] {
+    assert_eq!(footer.format_version, FORMAT_VERSION);
+    for version in [FORMAT_VERSION + 1, u32::MAX] {
         let patched = Footer {
             format_version: version,
             ..footer
@@ -1642,5 +1701,158 @@ fn bytes_per_sync_asks_for_writeback_about_every_so_many_bytes() {
         // The table reads back whole.
         let table = Table::open(&fs, Path::new("/t.sst"), &TableOpenOptions::default()).unwrap();
         assert_eq!(table.properties().num_entries, 2000);
+    }
+}
+
+/// Rewrites the index block of the table at `path` with `edit` applied to its contents, and
+/// a checksum that matches (xxh3, the default), so that only the decoder can notice. Returns
+/// the index block's offset.
+fn rewrite_index_block(fs: &MemFs, path: &Path, edit: impl FnOnce(&mut Vec<u8>)) -> u64 {
+    let bytes = fs.file_contents(path).unwrap();
+    let at = bytes.len() - FOOTER_SIZE;
+    let footer = Footer::decode(&bytes[at..]).unwrap();
+    let start = footer.index.offset as usize;
+    let end = start + footer.index.size as usize;
+    assert_eq!(bytes[end], 0, "the index block is stored uncompressed");
+    let mut contents = bytes[start..end].to_vec();
+    edit(&mut contents);
+    let mut block = contents.clone();
+    block.push(0);
+    let checksum = xxhash_rust::xxh3::xxh3_64(&block) as u32;
+    block.extend_from_slice(&checksum.to_le_bytes());
+    // The index is followed by the metaindex and the footer, which keep their bytes; the
+    // footer's index handle gets the new size (and the metaindex moves with it).
+    let mut out = bytes[..start].to_vec();
+    out.extend_from_slice(&block);
+    let metaindex_offset = out.len() as u64;
+    let metaindex = &bytes[end + BLOCK_TRAILER_SIZE..at];
+    out.extend_from_slice(metaindex);
+    let patched = Footer {
+        index: shale_sst::BlockHandle {
+            offset: footer.index.offset,
+            size: contents.len() as u64,
+        },
+        metaindex: shale_sst::BlockHandle {
+            offset: metaindex_offset,
+            size: footer.metaindex.size,
+        },
+        ..footer
+    };
+    out.extend(patched.encode());
+    fs.write_file_for_test(path, &out).unwrap();
+    footer.index.offset
+}
+
+/// A change to an index block's contents.
+type IndexEdit = Box<dyn FnOnce(&mut Vec<u8>)>;
+
+#[test]
+fn corrupt_version_2_index_is_corruption_naming_file_and_offset() {
+    let fs = MemFs::new();
+    let path = Path::new("/index2.sst");
+    let options = WriterOptions {
+        block_size: 256,
+        ..options_for(Compression::Lz4)
+    };
+    let model = prefixed_model(20, 20);
+    write_model(&fs, path, options, &model);
+    let original = fs.file_contents(path).unwrap();
+    let table = open(&fs, path);
+    assert_eq!(table.footer().format_version, 2);
+    let entries = table.index_entries().unwrap();
+    assert!(entries.len() > 3);
+    assert!(entries.iter().all(|e| e.separator_is_user_key));
+    // The unchanged block round-trips through the rewrite.
+    rewrite_index_block(&fs, path, |_| {});
+    check_reads(&open(&fs, path), &model);
+
+    let edits: Vec<(&str, IndexEdit, &str)> = vec![
+        (
+            "a size grown",
+            Box::new(|c: &mut Vec<u8>| *c.last_mut().unwrap() += 1),
+            "data region",
+        ),
+        (
+            "a size shrunk",
+            Box::new(|c: &mut Vec<u8>| *c.last_mut().unwrap() -= 1),
+            "data region",
+        ),
+        (
+            "truncated",
+            Box::new(|c: &mut Vec<u8>| c.truncate(c.len() / 2)),
+            "index entry",
+        ),
+        (
+            "an extra byte",
+            Box::new(|c: &mut Vec<u8>| c.push(7)),
+            "after its",
+        ),
+        (
+            "unknown flags",
+            Box::new(|c: &mut Vec<u8>| c[0] = 0x41),
+            "flags",
+        ),
+        (
+            "a wrong count",
+            Box::new(|c: &mut Vec<u8>| c[1] ^= 1),
+            "data blocks",
+        ),
+        ("empty", Box::new(|c: &mut Vec<u8>| c.clear()), "empty"),
+    ];
+    for (what, edit, expected) in edits {
+        fs.write_file_for_test(path, &original).unwrap();
+        let offset = rewrite_index_block(&fs, path, edit);
+        let (at, detail) =
+            expect_corruption(Table::open(&fs, path, &TableOpenOptions::default()), path);
+        assert_eq!(at, offset, "{what}: {detail}");
+        assert!(detail.contains(expected), "{what}: {detail}");
+    }
+}
+
+#[test]
+fn version_1_index_read_as_version_2_is_corruption() {
+    let fs = MemFs::new();
+    let path = Path::new("/v1.sst");
+    let options = WriterOptions {
+        format_version: 1,
+        ..options_for(Compression::None)
+    };
+    write_model(&fs, path, options, &prefixed_model(5, 5));
+    let table = open(&fs, path);
+    assert_eq!(table.properties().format_version, 1);
+    assert!(table
+        .index_entries()
+        .unwrap()
+        .iter()
+        .all(|e| !e.separator_is_user_key));
+    let mut bytes = fs.file_contents(path).unwrap();
+    let at = bytes.len() - FOOTER_SIZE;
+    let footer = Footer::decode(&bytes[at..]).unwrap();
+    assert_eq!(footer.format_version, 1);
+    bytes.truncate(at);
+    bytes.extend(
+        Footer {
+            format_version: 2,
+            ..footer
+        }
+        .encode(),
+    );
+    fs.write_file_for_test(path, &bytes).unwrap();
+    let (offset, _) = expect_corruption(Table::open(&fs, path, &TableOpenOptions::default()), path);
+    assert_eq!(offset, footer.index.offset);
+}
+
+#[test]
+fn format_version_outside_the_known_ones_is_refused_by_the_writer() {
+    let fs = MemFs::new();
+    for version in [0, FORMAT_VERSION + 1] {
+        let options = WriterOptions {
+            format_version: version,
+            ..WriterOptions::default()
+        };
+        match TableWriter::create(&fs, Path::new("/x.sst"), options) {
+            Err(Error::InvalidArgument(message)) => assert!(message.contains("format_version")),
+            other => panic!("version {version}: {other:?}"),
+        }
     }
 }

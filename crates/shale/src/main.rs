@@ -141,6 +141,10 @@ pub struct SstToolArgs {
     /// Print at most N entries.
     #[arg(long, value_name = "N", requires = "scan")]
     pub limit: Option<u64>,
+    /// Print the index: the table format version, whether separators are user keys, and each
+    /// data block's separator, offset and size.
+    #[arg(long)]
+    pub index: bool,
     /// Print bloom filter statistics and the estimated false-positive rate.
     #[arg(long)]
     pub filter: bool,

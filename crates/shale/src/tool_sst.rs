@@ -13,8 +13,8 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 use shale_fs::OsFs;
 use shale_sst::{
-    printable, BlockInfo, BlockKind, Compression, FilterStats, ParsedInternalKey, ReadOptions,
-    Table, TableLayout, TableOpenOptions, TableProperties,
+    printable, BlockInfo, BlockKind, Compression, FilterStats, IndexEntry, ParsedInternalKey,
+    ReadOptions, Table, TableLayout, TableOpenOptions, TableProperties,
 };
 
 use crate::output::{Failure, Render};
@@ -84,10 +84,11 @@ pub fn run(args: &SstToolArgs) -> Result<(), Failure> {
     let upper = parse(&args.to, "--to").transpose()?;
     let table = Table::open(&OsFs::new(), &args.file, &TableOpenOptions::default())?;
     let show_properties =
-        args.properties || !(args.blocks || args.scan || args.filter || args.verify);
+        args.properties || !(args.blocks || args.index || args.scan || args.filter || args.verify);
     let views = [
         show_properties,
         args.blocks,
+        args.index,
         args.filter,
         args.scan,
         args.verify,
@@ -119,6 +120,9 @@ pub fn run(args: &SstToolArgs) -> Result<(), Failure> {
             || blocks_json(layout, render),
             |out| write!(out, "{layout}"),
         )?;
+    }
+    if args.index {
+        print_index(&table, render, &mut printer)?;
     }
     if args.filter {
         let (filter, prefix_filter) = table.filter_stats();
@@ -221,6 +225,71 @@ fn scan<W: Write>(
     Ok(collected)
 }
 
+/// The index view: format version, separator form, and one line per data block.
+fn print_index<W: Write>(
+    table: &Table,
+    render: Render,
+    printer: &mut Printer<W>,
+) -> Result<(), Failure> {
+    let entries = table.index_entries()?;
+    let version = table.footer().format_version;
+    printer.view(
+        "index",
+        || index_json(&entries, version, render),
+        |out| write_index(out, &entries, version, render),
+    )
+}
+
+/// A separator as the index stores it: a user key, or an internal key.
+fn separator_text(entry: &IndexEntry, render: Render) -> String {
+    if entry.separator_is_user_key {
+        render.bytes(&entry.separator)
+    } else {
+        render.internal_key(&entry.separator)
+    }
+}
+
+fn write_index<W: Write>(
+    out: &mut W,
+    entries: &[IndexEntry],
+    format_version: u32,
+    render: Render,
+) -> io::Result<()> {
+    let user_keys = entries.first().is_some_and(|e| e.separator_is_user_key);
+    writeln!(
+        out,
+        "index: format version {format_version}, {} entries, separators are {}",
+        entries.len(),
+        if user_keys {
+            "user keys"
+        } else {
+            "internal keys"
+        }
+    )?;
+    for entry in entries {
+        writeln!(
+            out,
+            "{} -> offset {} size {}",
+            separator_text(entry, render),
+            entry.handle.offset,
+            entry.handle.size
+        )?;
+    }
+    Ok(())
+}
+
+fn index_json(entries: &[IndexEntry], format_version: u32, render: Render) -> Value {
+    json!({
+        "format_version": format_version,
+        "separators_are_user_keys": entries.first().is_some_and(|e| e.separator_is_user_key),
+        "entries": entries.iter().map(|e| json!({
+            "separator": separator_text(e, render),
+            "offset": e.handle.offset,
+            "size": e.handle.size,
+        })).collect::<Vec<_>>(),
+    })
+}
+
 fn filter_text(stats: Option<FilterStats>, keys: u64) -> String {
     let Some(f) = stats else {
         return "none".to_owned();
@@ -289,10 +358,11 @@ fn properties_json(p: &TableProperties, render: Render) -> Value {
 
 fn blocks_json(layout: &TableLayout, render: Render) -> Value {
     let block = |b: &BlockInfo| {
-        let internal = matches!(
-            b.kind,
-            BlockKind::Data | BlockKind::Index | BlockKind::RangeDeletion
-        );
+        let internal = match b.kind {
+            BlockKind::Data | BlockKind::RangeDeletion => true,
+            BlockKind::Index => !layout.index_user_keys,
+            _ => false,
+        };
         let key = |k: &Option<Vec<u8>>| {
             k.as_deref().map(|k| {
                 if internal {
@@ -317,6 +387,7 @@ fn blocks_json(layout: &TableLayout, render: Render) -> Value {
     json!({
         "file_size": layout.file_size,
         "format_version": layout.footer.format_version,
+        "index_separators_are_user_keys": layout.index_user_keys,
         "checksum": layout.footer.checksum_type.name(),
         "blocks": layout.blocks.iter().map(block).collect::<Vec<_>>(),
         "footer": {
