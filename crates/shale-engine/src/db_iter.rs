@@ -32,7 +32,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use shale_sst::{
-    Comparator, InternalKey, ParsedInternalKey, PrefixExtractor, SeqNo, ValueKind, MAX_SEQNO,
+    BytewiseComparator, Comparator, InternalKey, ParsedInternalKey, PrefixExtractor, SeqNo, ValueKind, MAX_SEQNO,
 };
 
 use crate::error::{Error, Result};
@@ -53,7 +53,7 @@ pub(crate) fn user_key_of(internal_key: &[u8]) -> &[u8] {
 }
 
 /// Positions `iter` at the last entry of a user key below `upper`.
-fn seek_before(iter: &mut dyn InternalIterator, upper: &[u8]) {
+fn seek_before(iter: &mut impl InternalIterator, upper: &[u8]) {
     // (upper, MAX_SEQNO, MAX) sorts before every real entry of `upper`.
     iter.seek_for_prev(InternalKey::for_seek(upper, MAX_SEQNO).encoded());
 }
@@ -121,10 +121,14 @@ enum Direction {
     Reverse,
 }
 
-/// The user-facing iterator over a snapshot; see the module docs.
-pub struct DbIter {
-    iter: Box<dyn InternalIterator>,
+/// The user-facing iterator over a snapshot; see the module docs. Generic over the stream it
+/// walks so the engine's (a [`crate::MergingIter`]) is called directly, not through a box.
+pub struct DbIter<I = Box<dyn InternalIterator>> {
+    iter: I,
     comparator: Arc<dyn Comparator>,
+    /// `comparator` is the bytewise order: compare user keys inline, without a virtual call
+    /// (a comparator's name is its order).
+    bytewise: bool,
     snapshot: SeqNo,
     range_dels: RangeDelSet,
     range_del_cursor: RangeDelCursor,
@@ -145,11 +149,11 @@ pub struct DbIter {
     long_skip_seen: bool,
 }
 
-impl DbIter {
+impl<I: InternalIterator> DbIter<I> {
     /// Iterates `iter` (internal keys ordered by `comparator`'s internal-key order) as of
     /// `snapshot`, hiding what `range_dels` deletes. Starts unpositioned.
     pub fn new(
-        iter: Box<dyn InternalIterator>,
+        iter: I,
         comparator: Arc<dyn Comparator>,
         snapshot: SeqNo,
         range_dels: RangeDelSet,
@@ -158,6 +162,7 @@ impl DbIter {
         debug_assert!(snapshot <= MAX_SEQNO);
         DbIter {
             iter,
+            bytewise: comparator.name() == BytewiseComparator::NAME,
             comparator,
             snapshot,
             range_dels,
@@ -172,6 +177,16 @@ impl DbIter {
             blob_value: None,
             error: None,
             long_skip_seen: false,
+        }
+    }
+
+    /// Orders two user keys.
+    #[inline]
+    fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
+        if self.bytewise {
+            a.cmp(b)
+        } else {
+            self.comparator.compare(a, b)
         }
     }
 
@@ -245,7 +260,7 @@ impl DbIter {
         self.direction = Direction::Reverse;
         self.prefix_active = false;
         match &self.options.upper_bound {
-            Some(upper) => seek_before(self.iter.as_mut(), upper),
+            Some(upper) => seek_before(&mut self.iter, upper),
             None => self.iter.seek_to_last(),
         }
         self.find_prev_user_entry();
@@ -257,7 +272,7 @@ impl DbIter {
         self.direction = Direction::Forward;
         self.set_prefix_of(target);
         let target = match &self.options.lower_bound {
-            Some(lower) if self.comparator.compare(target, lower) == Ordering::Less => lower,
+            Some(lower) if self.compare_user(target, lower) == Ordering::Less => lower,
             _ => target,
         };
         if self.at_or_above_upper(target) {
@@ -281,9 +296,9 @@ impl DbIter {
             .options
             .upper_bound
             .as_deref()
-            .filter(|&upper| self.comparator.compare(target, upper) != Ordering::Less)
+            .filter(|&upper| self.compare_user(target, upper) != Ordering::Less)
         {
-            seek_before(self.iter.as_mut(), upper);
+            seek_before(&mut self.iter, upper);
         } else {
             // (target, 0, Deletion) sorts after every entry of `target`.
             self.iter
@@ -354,7 +369,7 @@ impl DbIter {
             }
             if entry.seqno <= self.snapshot {
                 let hidden = skipping
-                    && self.comparator.compare(entry.user_key, &self.saved_key)
+                    && self.compare_user(entry.user_key, &self.saved_key)
                         != Ordering::Greater;
                 match entry.kind {
                     ValueKind::Value | ValueKind::BlobIndex if !hidden => {
@@ -428,7 +443,7 @@ impl DbIter {
             }
             if entry.seqno <= self.snapshot && entry.kind != ValueKind::RangeDeletion {
                 if found
-                    && self.comparator.compare(entry.user_key, &self.saved_key) == Ordering::Less
+                    && self.compare_user(entry.user_key, &self.saved_key) == Ordering::Less
                 {
                     break; // every entry of the candidate was read
                 }
@@ -498,14 +513,14 @@ impl DbIter {
         self.options
             .upper_bound
             .as_ref()
-            .is_some_and(|upper| self.comparator.compare(user_key, upper) != Ordering::Less)
+            .is_some_and(|upper| self.compare_user(user_key, upper) != Ordering::Less)
     }
 
     fn below_lower(&self, user_key: &[u8]) -> bool {
         self.options
             .lower_bound
             .as_ref()
-            .is_some_and(|lower| self.comparator.compare(user_key, lower) == Ordering::Less)
+            .is_some_and(|lower| self.compare_user(user_key, lower) == Ordering::Less)
     }
 
     /// In prefix mode, keeps the iteration to the prefix of `key` (if it has one).
@@ -566,7 +581,7 @@ fn range_deleted(
     !range_dels.is_empty() && range_dels.covers_near(cursor, user_key, seqno)
 }
 
-impl fmt::Debug for DbIter {
+impl<I: InternalIterator> fmt::Debug for DbIter<I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = f.debug_struct("DbIter");
         s.field("snapshot", &self.snapshot)

@@ -22,11 +22,11 @@ use std::sync::Arc;
 use shale_sst::{Comparator as _, InternalKey, InternalKeyComparator};
 
 use crate::error::{Error, Result};
-use crate::iterator::InternalIterator;
+use crate::iterator::{InternalIterator, SourceIter};
 
 /// Opens the iterator of the table with the given file number (typically through the table
 /// cache, with the read's options already applied).
-pub type TableOpener = Arc<dyn Fn(u64) -> Result<Box<dyn InternalIterator>> + Send + Sync>;
+pub type TableOpener = Arc<dyn Fn(u64) -> Result<SourceIter> + Send + Sync>;
 
 /// One table of a level, as the level iterator needs to know it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub struct LevelIter {
     files: Arc<[LevelFile]>,
     opener: TableOpener,
     table_index: usize,
-    table: Option<Box<dyn InternalIterator>>,
+    table: Option<SourceIter>,
     error: Option<Error>,
     lower_bound: Option<Vec<u8>>,
     upper_bound: Option<Vec<u8>>,
@@ -182,12 +182,12 @@ impl LevelIter {
     fn position_in(
         &mut self,
         index: Option<usize>,
-        position: impl FnOnce(&mut dyn InternalIterator),
+        position: impl FnOnce(&mut SourceIter),
     ) {
         match index.filter(|&i| i < self.files.len()) {
             Some(i) if self.open(i) => {
                 if let Some(table) = &mut self.table {
-                    position(table.as_mut());
+                    position(table);
                 }
             }
             _ => self.table = None,
@@ -196,6 +196,7 @@ impl LevelIter {
 }
 
 impl InternalIterator for LevelIter {
+    #[inline]
     fn valid(&self) -> bool {
         self.table.as_ref().is_some_and(|t| t.valid())
     }
@@ -228,6 +229,7 @@ impl InternalIterator for LevelIter {
         self.skip_empty_backward();
     }
 
+    #[inline]
     fn next(&mut self) {
         if let Some(table) = self.table.as_mut().filter(|t| t.valid()) {
             table.next();
@@ -242,10 +244,12 @@ impl InternalIterator for LevelIter {
         }
     }
 
+    #[inline]
     fn key(&self) -> &[u8] {
         self.table.as_ref().map_or(&[], |t| t.key())
     }
 
+    #[inline]
     fn value(&self) -> &[u8] {
         self.table.as_ref().map_or(&[], |t| t.value())
     }

@@ -17,7 +17,7 @@ use shale_sst::{
 use crate::db::DbInner;
 use crate::db_iter::{DbIter, DbIterOptions};
 use crate::error::Result;
-use crate::iterator::InternalIterator;
+use crate::iterator::{InternalIterator, SourceIter};
 use crate::keyspace::SuperVersion;
 use crate::level_iter::{LevelFile, LevelIter, TableOpener};
 use crate::merging_iter::MergingIter;
@@ -248,7 +248,7 @@ impl InternalIterator for PrefixCheckedIter {
 /// An iterator over a keyspace as of one snapshot: each live key once, with its newest value,
 /// in key order, in either direction.
 pub struct DbIterator {
-    iter: DbIter,
+    iter: DbIter<MergingIter>,
     /// Keeps the Version (and so every table file the iterator may still open) alive:
     /// ARCHITECTURE.md invariant 4.
     view: Arc<SuperVersion>,
@@ -376,14 +376,14 @@ fn level_opener(
             .get(number, global_seqno, extractor.as_ref())?;
         let iter = table.iter(table_options.clone());
         Ok(if let Some(seek_target) = &prefix_seek_target {
-            Box::new(PrefixCheckedIter {
+            SourceIter::Other(Box::new(PrefixCheckedIter {
                 table,
                 iter,
                 ruled_out: false,
                 seek_target: seek_target.clone(),
-            }) as Box<dyn InternalIterator>
+            }))
         } else {
-            Box::new(iter)
+            SourceIter::Table(iter)
         })
     })
 }
@@ -459,11 +459,11 @@ pub(crate) fn iter(
     let prefix_seek_target: Option<PrefixSeekTarget> =
         (options.prefix_same_as_start && extractor.is_some()).then(PrefixSeekTarget::default);
     let plan = table_read_plan(inner, keyspace, &view)?;
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut children: Vec<SourceIter> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     for mem in std::iter::once(&view.mem).chain(&view.imm) {
         tombstones.extend(mem.range_tombstones());
-        children.push(Box::new(mem.iter()));
+        children.push(SourceIter::MemTable(mem.iter()));
     }
     tombstones.extend_from_slice(&plan.tombstones);
     let version = &view.version;
@@ -473,14 +473,14 @@ pub(crate) fn iter(
             .get(file.number, file.global_seqno, extractor.as_ref())?;
         let iter = table.iter(table_options.clone());
         if let Some(seek_target) = &prefix_seek_target {
-            children.push(Box::new(PrefixCheckedIter {
+            children.push(SourceIter::Other(Box::new(PrefixCheckedIter {
                 table,
                 iter,
                 ruled_out: false,
                 seek_target: seek_target.clone(),
-            }));
+            })));
         } else {
-            children.push(Box::new(iter));
+            children.push(SourceIter::Table(iter));
         }
     }
     for (level, level_files) in plan.levels.iter().enumerate().skip(1) {
@@ -496,7 +496,7 @@ pub(crate) fn iter(
         );
         let level_iter = LevelIter::new(inner.comparator.clone(), level_files.clone(), opener)
             .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
-        children.push(Box::new(level_iter));
+        children.push(SourceIter::Level(Box::new(level_iter)));
     }
     let cmp = inner.user_comparator().clone();
     let range_dels = RangeDelSet::new(cmp.clone(), snapshot, &tombstones);
@@ -517,7 +517,7 @@ pub(crate) fn iter(
     };
     Ok(DbIterator {
         view: view.clone(),
-        iter: DbIter::new(Box::new(merged), cmp, snapshot, range_dels, iter_options),
+        iter: DbIter::new(merged, cmp, snapshot, range_dels, iter_options),
         prefix_seek_target,
         inner: inner.clone(),
         keyspace,

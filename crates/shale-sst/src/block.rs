@@ -244,6 +244,7 @@ pub struct BlockIter {
 
 impl BlockIter {
     /// True when positioned at an entry.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.current < self.block.restarts_offset
     }
@@ -254,12 +255,14 @@ impl BlockIter {
     }
 
     /// The current key. Only meaningful when [`BlockIter::valid`].
+    #[inline]
     pub fn key(&self) -> &[u8] {
         debug_assert!(self.valid(), "BlockIter::key on an invalid iterator");
         &self.key
     }
 
     /// The current value. Only meaningful when [`BlockIter::valid`].
+    #[inline]
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid(), "BlockIter::value on an invalid iterator");
         self.block
@@ -332,6 +335,7 @@ impl BlockIter {
     }
 
     /// Moves to the next entry; becomes invalid after the last one.
+    #[inline]
     pub fn next(&mut self) {
         debug_assert!(self.valid(), "BlockIter::next on an invalid iterator");
         if self.valid() {
