@@ -32,7 +32,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use shale_sst::{
-    BytewiseComparator, Comparator, InternalKey, ParsedInternalKey, PrefixExtractor, SeqNo, ValueKind, MAX_SEQNO,
+    BytewiseComparator, Comparator, InternalKey, ParsedInternalKey, PrefixExtractor, SeqNo,
+    ValueKind, MAX_SEQNO,
 };
 
 use crate::error::{Error, Result};
@@ -69,18 +70,19 @@ fn corrupt_key(key: &[u8], error: &shale_sst::DecodeError) -> Error {
     }
 }
 
-/// Under a TTL (`cutoff`), whether `value` has expired (hidden). A value too short to carry a
-/// write time is hidden and sets `error`.
-fn ttl_expired(
+/// Under a TTL (`cutoff`), whether the value has expired (hidden). A value too short to carry
+/// a write time is hidden and sets `error`. The value is fetched only under a TTL.
+#[inline]
+fn ttl_expired<'v>(
     cutoff: Option<u64>,
-    value: &[u8],
+    value: impl FnOnce() -> &'v [u8],
     user_key: &[u8],
     error: &mut Option<Error>,
 ) -> bool {
     let Some(cutoff) = cutoff else {
         return false;
     };
-    if let Some((_, time)) = crate::ttl::split(value) {
+    if let Some((_, time)) = crate::ttl::split(value()) {
         time < cutoff
     } else {
         *error = Some(crate::ttl::missing_write_time(user_key));
@@ -184,7 +186,7 @@ impl<I: InternalIterator> DbIter<I> {
     #[inline]
     fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
         if self.bytewise {
-            a.cmp(b)
+            BytewiseComparator.compare(a, b)
         } else {
             self.comparator.compare(a, b)
         }
@@ -369,13 +371,12 @@ impl<I: InternalIterator> DbIter<I> {
             }
             if entry.seqno <= self.snapshot {
                 let hidden = skipping
-                    && self.compare_user(entry.user_key, &self.saved_key)
-                        != Ordering::Greater;
+                    && self.compare_user(entry.user_key, &self.saved_key) != Ordering::Greater;
                 match entry.kind {
                     ValueKind::Value | ValueKind::BlobIndex if !hidden => {
                         let expired = ttl_expired(
                             self.options.ttl_cutoff,
-                            self.iter.value(),
+                            || self.iter.value(),
                             entry.user_key,
                             &mut self.error,
                         );
@@ -442,15 +443,13 @@ impl<I: InternalIterator> DbIter<I> {
                 break;
             }
             if entry.seqno <= self.snapshot && entry.kind != ValueKind::RangeDeletion {
-                if found
-                    && self.compare_user(entry.user_key, &self.saved_key) == Ordering::Less
-                {
+                if found && self.compare_user(entry.user_key, &self.saved_key) == Ordering::Less {
                     break; // every entry of the candidate was read
                 }
                 if entry.kind.is_value()
                     && !ttl_expired(
                         self.options.ttl_cutoff,
-                        self.iter.value(),
+                        || self.iter.value(),
                         entry.user_key,
                         &mut self.error,
                     )

@@ -179,11 +179,7 @@ impl LevelIter {
     }
 
     /// Opens table `index` (if it exists) and positions it with `position`.
-    fn position_in(
-        &mut self,
-        index: Option<usize>,
-        position: impl FnOnce(&mut SourceIter),
-    ) {
+    fn position_in(&mut self, index: Option<usize>, position: impl FnOnce(&mut SourceIter)) {
         match index.filter(|&i| i < self.files.len()) {
             Some(i) if self.open(i) => {
                 if let Some(table) = &mut self.table {

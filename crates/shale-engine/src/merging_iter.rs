@@ -125,12 +125,12 @@ impl MergingIter {
         let runner_up = match self.runner_up {
             Some(position) => position,
             None => {
-                let position = if self.heap.len() > 2 && self.comes_first(self.heap[2], self.heap[1])
-                {
-                    2
-                } else {
-                    1
-                };
+                let position =
+                    if self.heap.len() > 2 && self.comes_first(self.heap[2], self.heap[1]) {
+                        2
+                    } else {
+                        1
+                    };
                 self.runner_up = Some(position);
                 position
             }
@@ -388,6 +388,77 @@ mod tests {
         }
         forward.reverse();
         assert_eq!(backward, forward);
+    }
+
+    /// Many children with long runs from one child and frequent hand-overs, walked with random
+    /// steps, seeks and direction switches against the sorted union: the runner-up shortcut
+    /// (invariant 5) must give the heap's order exactly.
+    #[test]
+    fn random_walks_match_the_sorted_union() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for round in 0..200 {
+            let children = rng.gen_range(1..7);
+            let mut all: Vec<(Vec<u8>, String)> = Vec::new();
+            let mut sources = Vec::new();
+            let mut seqno = 1;
+            for child in 0..children {
+                let mut entries = Vec::new();
+                let mut key = rng.gen_range(0..50u32);
+                for _ in 0..rng.gen_range(0..40) {
+                    // Runs of neighbouring keys in one child, then a jump.
+                    key += if rng.gen_bool(0.8) {
+                        1
+                    } else {
+                        rng.gen_range(2..30)
+                    };
+                    let user = format!("k{key:04}");
+                    seqno += 1;
+                    let internal =
+                        InternalKey::new(user.as_bytes(), seqno, ValueKind::Value).into_encoded();
+                    let value = format!("{user}@{seqno}/{child}");
+                    entries.push((internal.clone(), value.clone().into_bytes()));
+                    all.push((internal, value));
+                }
+                entries.sort_by(|a, b| comparator().compare(&a.0, &b.0));
+                sources
+                    .push(Box::new(VecIterator::new(entries, comparator()))
+                        as Box<dyn InternalIterator>);
+            }
+            all.sort_by(|a, b| comparator().compare(&a.0, &b.0));
+            let mut merge = MergingIter::new(comparator(), sources);
+            let mut position: Option<usize> = None;
+            for _ in 0..300 {
+                match rng.gen_range(0..10) {
+                    0 => {
+                        merge.seek_to_first();
+                        position = (!all.is_empty()).then_some(0);
+                    }
+                    1 => {
+                        merge.seek_to_last();
+                        position = all.len().checked_sub(1);
+                    }
+                    2 if !all.is_empty() => {
+                        let target = &all[rng.gen_range(0..all.len())].0;
+                        merge.seek(target);
+                        position = all.iter().position(|(k, _)| k == target);
+                    }
+                    3 | 4 if position.is_some() => {
+                        merge.prev();
+                        position = position.and_then(|p| p.checked_sub(1));
+                    }
+                    _ if position.is_some() => {
+                        merge.next();
+                        position = position.map(|p| p + 1).filter(|&p| p < all.len());
+                    }
+                    _ => {}
+                }
+                assert_eq!(merge.valid(), position.is_some(), "round {round}");
+                if let Some(p) = position {
+                    assert_eq!(values(&merge), all[p].1, "round {round}");
+                }
+            }
+        }
     }
 
     #[test]

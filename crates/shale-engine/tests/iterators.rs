@@ -21,7 +21,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use shale_engine::{
     DbIter, DbIterOptions, Error, InternalIterator, LevelFile, LevelIter, MergingIter, RangeDelSet,
-    Result, TableOpener, VecIterator,
+    Result, SourceIter, TableOpener, VecIterator,
 };
 use shale_sst::{
     BytewiseComparator, Comparator, FixedPrefix, InternalKey, InternalKeyComparator,
@@ -177,11 +177,11 @@ fn memory_opener(
             });
         }
         let index = number as usize;
-        Ok(Box::new(FailingIter::new(
+        Ok(SourceIter::Other(Box::new(FailingIter::new(
             &format!("file {number}"),
             files[index].clone(),
             fail_at.get(index).copied().flatten(),
-        )) as Box<dyn InternalIterator>)
+        ))))
     })
 }
 
@@ -704,10 +704,10 @@ impl Image {
 
     /// The merged internal iterator over every source, as the Db builds it.
     fn merged(&self) -> MergingIter {
-        let children = self
+        let children: Vec<SourceIter> = self
             .sources
             .iter()
-            .map(|source| -> Box<dyn InternalIterator> {
+            .map(|source| -> SourceIter {
                 let files: Vec<Vec<(Vec<u8>, Vec<u8>)>> = source
                     .files
                     .iter()
@@ -719,14 +719,14 @@ impl Image {
                 if source.is_level {
                     let opener =
                         memory_opener(files.clone(), fail_at, None, Arc::new(AtomicUsize::new(0)));
-                    Box::new(LevelIter::new(
+                    SourceIter::Level(Box::new(LevelIter::new(
                         internal_comparator(),
                         level_files(&files),
                         opener,
-                    ))
+                    )))
                 } else {
                     let file = files.into_iter().next().unwrap_or_default();
-                    Box::new(FailingIter::new(&source.name, file, fail_at[0]))
+                    SourceIter::Other(Box::new(FailingIter::new(&source.name, file, fail_at[0])))
                 }
             })
             .collect();
