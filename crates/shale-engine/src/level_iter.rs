@@ -22,11 +22,79 @@ use std::sync::Arc;
 use shale_sst::{Comparator as _, InternalKey, InternalKeyComparator};
 
 use crate::error::{Error, Result};
-use crate::iterator::{InternalIterator, SourceIter};
+use crate::iterator::InternalIterator;
+#[cfg(doc)]
+use crate::iterator::SourceIter;
 
-/// Opens the iterator of the table with the given file number (typically through the table
-/// cache, with the read's options already applied).
-pub type TableOpener = Arc<dyn Fn(u64) -> Result<SourceIter> + Send + Sync>;
+/// Opens the iterator of the given table (typically through the table cache, with the read's
+/// options already applied).
+pub type TableOpener = Arc<dyn Fn(&LevelFile) -> Result<LevelTable> + Send + Sync>;
+
+/// The open table of a level: a table file's iterator, called directly, or any other iterator
+/// (tests, filtering wrappers). Not a [`SourceIter`], which holds levels: a level inside a level
+/// would make the calls recursive, and recursive calls cannot be inlined.
+pub enum LevelTable {
+    /// A table file.
+    Table(shale_sst::TableIter),
+    /// Anything else.
+    Other(Box<dyn InternalIterator>),
+}
+
+/// Runs `$body` with `$it` bound to the iterator inside `$table`, whatever its kind.
+macro_rules! on_table {
+    ($table:expr, $it:ident => $body:expr) => {
+        match $table {
+            LevelTable::Table($it) => $body,
+            LevelTable::Other($it) => $body,
+        }
+    };
+}
+
+impl fmt::Debug for LevelTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LevelTable::Table(it) => f.debug_tuple("Table").field(it).finish(),
+            LevelTable::Other(_) => f.write_str("Other"),
+        }
+    }
+}
+
+impl InternalIterator for LevelTable {
+    #[inline]
+    fn valid(&self) -> bool {
+        on_table!(self, it => it.valid())
+    }
+    fn seek_to_first(&mut self) {
+        on_table!(self, it => it.seek_to_first());
+    }
+    fn seek_to_last(&mut self) {
+        on_table!(self, it => it.seek_to_last());
+    }
+    fn seek(&mut self, target: &[u8]) {
+        on_table!(self, it => it.seek(target));
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        on_table!(self, it => it.seek_for_prev(target));
+    }
+    #[inline]
+    fn next(&mut self) {
+        on_table!(self, it => it.next());
+    }
+    fn prev(&mut self) {
+        on_table!(self, it => it.prev());
+    }
+    #[inline]
+    fn key(&self) -> &[u8] {
+        on_table!(self, it => it.key())
+    }
+    #[inline]
+    fn value(&self) -> &[u8] {
+        on_table!(self, it => it.value())
+    }
+    fn status(&self) -> Result<()> {
+        on_table!(self, it => InternalIterator::status(it))
+    }
+}
 
 /// One table of a level, as the level iterator needs to know it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,8 +103,10 @@ pub struct LevelFile {
     pub smallest: InternalKey,
     /// The table's largest internal key.
     pub largest: InternalKey,
-    /// The table's file number, handed to the [`TableOpener`].
+    /// The table's file number.
     pub file_number: u64,
+    /// An ingested table's global seqno (docs/format/sst.md), which its reader applies.
+    pub global_seqno: Option<shale_sst::SeqNo>,
 }
 
 /// Concatenates the tables of one sorted level; see the module docs.
@@ -45,7 +115,7 @@ pub struct LevelIter {
     files: Arc<[LevelFile]>,
     opener: TableOpener,
     table_index: usize,
-    table: Option<SourceIter>,
+    table: Option<LevelTable>,
     error: Option<Error>,
     lower_bound: Option<Vec<u8>>,
     upper_bound: Option<Vec<u8>>,
@@ -94,7 +164,7 @@ impl LevelIter {
             return true;
         }
         self.table = None;
-        match (self.opener)(self.files[index].file_number) {
+        match (self.opener)(&self.files[index]) {
             Ok(table) => {
                 self.table = Some(table);
                 self.table_index = index;
@@ -179,7 +249,7 @@ impl LevelIter {
     }
 
     /// Opens table `index` (if it exists) and positions it with `position`.
-    fn position_in(&mut self, index: Option<usize>, position: impl FnOnce(&mut SourceIter)) {
+    fn position_in(&mut self, index: Option<usize>, position: impl FnOnce(&mut LevelTable)) {
         match index.filter(|&i| i < self.files.len()) {
             Some(i) if self.open(i) => {
                 if let Some(table) = &mut self.table {

@@ -19,7 +19,7 @@ use crate::db_iter::{DbIter, DbIterOptions};
 use crate::error::Result;
 use crate::iterator::{InternalIterator, SourceIter};
 use crate::keyspace::SuperVersion;
-use crate::level_iter::{LevelFile, LevelIter, TableOpener};
+use crate::level_iter::{LevelFile, LevelIter, LevelTable, TableOpener};
 use crate::merging_iter::MergingIter;
 use crate::options::{Durability, WriteOptions};
 use crate::range_del::RangeDelSet;
@@ -355,35 +355,29 @@ impl DbIterator {
     }
 }
 
-/// Opens the tables of one level for a [`LevelIter`], given their numbers.
+/// Opens the tables of a level for a [`LevelIter`].
 fn level_opener(
     inner: &Arc<DbInner>,
-    files: &[Arc<crate::version::FileMetaData>],
     extractor: Option<Arc<dyn PrefixExtractor>>,
     table_options: &TableReadOptions,
     prefix_seek_target: Option<PrefixSeekTarget>,
 ) -> TableOpener {
-    // The opener is given only a number; ingested tables also need their global seqno.
-    let global_seqnos: std::collections::HashMap<u64, SeqNo> = files
-        .iter()
-        .filter_map(|f| f.global_seqno.map(|seqno| (f.number, seqno)))
-        .collect();
     let (inner, table_options) = (inner.clone(), table_options.clone());
-    Arc::new(move |number| {
-        let global_seqno = global_seqnos.get(&number).copied();
-        let table = inner
-            .table_cache
-            .get(number, global_seqno, extractor.as_ref())?;
+    Arc::new(move |file: &LevelFile| {
+        let table =
+            inner
+                .table_cache
+                .get(file.file_number, file.global_seqno, extractor.as_ref())?;
         let iter = table.iter(table_options.clone());
         Ok(if let Some(seek_target) = &prefix_seek_target {
-            SourceIter::Other(Box::new(PrefixCheckedIter {
+            LevelTable::Other(Box::new(PrefixCheckedIter {
                 table,
                 iter,
                 ruled_out: false,
                 seek_target: seek_target.clone(),
             }))
         } else {
-            SourceIter::Table(iter)
+            LevelTable::Table(iter)
         })
     })
 }
@@ -431,6 +425,7 @@ fn table_read_plan<'a>(
                     smallest: f.smallest.clone(),
                     largest: f.largest.clone(),
                     file_number: f.number,
+                    global_seqno: f.global_seqno,
                 })
                 .collect()
         });
@@ -483,13 +478,12 @@ pub(crate) fn iter(
             children.push(SourceIter::Table(iter));
         }
     }
-    for (level, level_files) in plan.levels.iter().enumerate().skip(1) {
+    for level_files in plan.levels.iter().skip(1) {
         if level_files.is_empty() {
             continue;
         }
         let opener = level_opener(
             inner,
-            version.files(keyspace, level),
             extractor.clone(),
             &table_options,
             prefix_seek_target.clone(),

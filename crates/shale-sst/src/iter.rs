@@ -262,7 +262,10 @@ impl TableIter {
         }
         match self.table.data_block(handle, !self.options.skip_cache_fill) {
             Ok(block) => {
-                self.data = Some(block.iter(self.table.internal_comparator().clone()));
+                match &mut self.data {
+                    Some(data) => data.reset_to(&block),
+                    None => self.data = Some(block.iter(self.table.internal_comparator().clone())),
+                }
                 self.data_handle = Some(handle);
             }
             Err(e) => self.fail(e),
