@@ -571,6 +571,7 @@ impl<I: InternalIterator> DbIter<I> {
 }
 
 /// Whether `range_dels` deletes the entry `(user_key, seqno)`.
+#[inline]
 fn range_deleted(
     range_dels: &RangeDelSet,
     cursor: &mut RangeDelCursor,

@@ -299,7 +299,9 @@ impl InternalIterator for LevelIter {
     fn next(&mut self) {
         if let Some(table) = self.table.as_mut().filter(|t| t.valid()) {
             table.next();
-            self.skip_empty_forward();
+            if !table.valid() {
+                self.skip_empty_forward();
+            }
         }
     }
 

@@ -318,10 +318,15 @@ impl DbIterator {
     /// memtable is still the active one and holds at least that many deletions, freezes it
     /// for flushing, so the tombstone-density compaction can remove the run the step skipped
     /// (a later step then finds a new active memtable and asks nothing).
+    #[inline]
     fn flush_after_long_skip(&mut self) {
-        if !self.iter.take_long_skip() {
-            return;
+        if self.iter.take_long_skip() {
+            self.flush_for_long_skip();
         }
+    }
+
+    #[cold]
+    fn flush_for_long_skip(&mut self) {
         let trigger = self.view.tombstone_scan_flush_trigger;
         if self.view.mem.num_deletions() < trigger {
             return;
