@@ -125,6 +125,10 @@ enum Direction {
 
 /// The user-facing iterator over a snapshot; see the module docs. Generic over the stream it
 /// walks so the engine's (a [`crate::MergingIter`]) is called directly, not through a box.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent flags of one cursor, read on every step"
+)]
 pub struct DbIter<I = Box<dyn InternalIterator>> {
     iter: I,
     comparator: Arc<dyn Comparator>,

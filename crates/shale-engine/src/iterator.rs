@@ -119,6 +119,10 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
 /// or any other iterator. A concrete type rather than `Box<dyn InternalIterator>` because the
 /// merge asks its sources for a key several times per step: matching on the kind lets those
 /// calls be direct and inlined, where a trait object costs a virtual call each.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "tables are most of a merge's sources; boxing them would allocate per table"
+)]
 pub enum SourceIter {
     /// A memtable (active or immutable).
     MemTable(MemTableIter),

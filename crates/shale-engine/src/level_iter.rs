@@ -33,6 +33,10 @@ pub type TableOpener = Arc<dyn Fn(&LevelFile) -> Result<LevelTable> + Send + Syn
 /// The open table of a level: a table file's iterator, called directly, or any other iterator
 /// (tests, filtering wrappers). Not a [`SourceIter`], which holds levels: a level inside a level
 /// would make the calls recursive, and recursive calls cannot be inlined.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the table variant is the usual one; boxing it would allocate per table opened"
+)]
 pub enum LevelTable {
     /// A table file.
     Table(shale_sst::TableIter),
@@ -186,7 +190,7 @@ impl LevelIter {
 
     /// Whether the open table failed; takes its error if so.
     fn take_table_error(&mut self) -> bool {
-        match self.table.as_ref().map(|t| t.status()) {
+        match self.table.as_ref().map(InternalIterator::status) {
             Some(Err(e)) => {
                 self.fail(e);
                 true
@@ -264,16 +268,19 @@ impl LevelIter {
 impl InternalIterator for LevelIter {
     #[inline]
     fn valid(&self) -> bool {
-        self.table.as_ref().is_some_and(|t| t.valid())
+        self.table.as_ref().is_some_and(InternalIterator::valid)
     }
 
     fn seek_to_first(&mut self) {
-        self.position_in(Some(0), |t| t.seek_to_first());
+        self.position_in(Some(0), InternalIterator::seek_to_first);
         self.skip_empty_forward();
     }
 
     fn seek_to_last(&mut self) {
-        self.position_in(self.files.len().checked_sub(1), |t| t.seek_to_last());
+        self.position_in(
+            self.files.len().checked_sub(1),
+            InternalIterator::seek_to_last,
+        );
         self.skip_empty_backward();
     }
 

@@ -122,18 +122,16 @@ impl MergingIter {
         }
         // One comparison while the same child stays first (invariant 5): the runner-up's
         // position in the heap did not change.
-        let runner_up = match self.runner_up {
-            Some(position) => position,
-            None => {
-                let position =
-                    if self.heap.len() > 2 && self.comes_first(self.heap[2], self.heap[1]) {
-                        2
-                    } else {
-                        1
-                    };
-                self.runner_up = Some(position);
-                position
-            }
+        let runner_up = if let Some(position) = self.runner_up {
+            position
+        } else {
+            let position = if self.heap.len() > 2 && self.comes_first(self.heap[2], self.heap[1]) {
+                2
+            } else {
+                1
+            };
+            self.runner_up = Some(position);
+            position
         };
         if self.comes_first(top, self.heap[runner_up]) {
             return;
@@ -248,11 +246,11 @@ impl InternalIterator for MergingIter {
     }
 
     fn seek_to_first(&mut self) {
-        self.reposition_all(Direction::Forward, |c| c.seek_to_first());
+        self.reposition_all(Direction::Forward, InternalIterator::seek_to_first);
     }
 
     fn seek_to_last(&mut self) {
-        self.reposition_all(Direction::Reverse, |c| c.seek_to_last());
+        self.reposition_all(Direction::Reverse, InternalIterator::seek_to_last);
     }
 
     fn seek(&mut self, target: &[u8]) {
