@@ -32,7 +32,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use shale_sst::{
-    Comparator, InternalKey, ParsedInternalKey, PrefixExtractor, SeqNo, ValueKind, MAX_SEQNO,
+    BytewiseComparator, Comparator, InternalKey, ParsedInternalKey, PrefixExtractor, SeqNo,
+    ValueKind, MAX_SEQNO,
 };
 
 use crate::error::{Error, Result};
@@ -53,7 +54,7 @@ pub(crate) fn user_key_of(internal_key: &[u8]) -> &[u8] {
 }
 
 /// Positions `iter` at the last entry of a user key below `upper`.
-fn seek_before(iter: &mut dyn InternalIterator, upper: &[u8]) {
+fn seek_before(iter: &mut impl InternalIterator, upper: &[u8]) {
     // (upper, MAX_SEQNO, MAX) sorts before every real entry of `upper`.
     iter.seek_for_prev(InternalKey::for_seek(upper, MAX_SEQNO).encoded());
 }
@@ -69,18 +70,19 @@ fn corrupt_key(key: &[u8], error: &shale_sst::DecodeError) -> Error {
     }
 }
 
-/// Under a TTL (`cutoff`), whether `value` has expired (hidden). A value too short to carry a
-/// write time is hidden and sets `error`.
-fn ttl_expired(
+/// Under a TTL (`cutoff`), whether the value has expired (hidden). A value too short to carry
+/// a write time is hidden and sets `error`. The value is fetched only under a TTL.
+#[inline]
+fn ttl_expired<'v>(
     cutoff: Option<u64>,
-    value: &[u8],
+    value: impl FnOnce() -> &'v [u8],
     user_key: &[u8],
     error: &mut Option<Error>,
 ) -> bool {
     let Some(cutoff) = cutoff else {
         return false;
     };
-    if let Some((_, time)) = crate::ttl::split(value) {
+    if let Some((_, time)) = crate::ttl::split(value()) {
         time < cutoff
     } else {
         *error = Some(crate::ttl::missing_write_time(user_key));
@@ -121,10 +123,18 @@ enum Direction {
     Reverse,
 }
 
-/// The user-facing iterator over a snapshot; see the module docs.
-pub struct DbIter {
-    iter: Box<dyn InternalIterator>,
+/// The user-facing iterator over a snapshot; see the module docs. Generic over the stream it
+/// walks so the engine's (a [`crate::MergingIter`]) is called directly, not through a box.
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent flags of one cursor, read on every step"
+)]
+pub struct DbIter<I = Box<dyn InternalIterator>> {
+    iter: I,
     comparator: Arc<dyn Comparator>,
+    /// `comparator` is the bytewise order: compare user keys inline, without a virtual call
+    /// (a comparator's name is its order).
+    bytewise: bool,
     snapshot: SeqNo,
     range_dels: RangeDelSet,
     range_del_cursor: RangeDelCursor,
@@ -145,11 +155,11 @@ pub struct DbIter {
     long_skip_seen: bool,
 }
 
-impl DbIter {
+impl<I: InternalIterator> DbIter<I> {
     /// Iterates `iter` (internal keys ordered by `comparator`'s internal-key order) as of
     /// `snapshot`, hiding what `range_dels` deletes. Starts unpositioned.
     pub fn new(
-        iter: Box<dyn InternalIterator>,
+        iter: I,
         comparator: Arc<dyn Comparator>,
         snapshot: SeqNo,
         range_dels: RangeDelSet,
@@ -158,6 +168,7 @@ impl DbIter {
         debug_assert!(snapshot <= MAX_SEQNO);
         DbIter {
             iter,
+            bytewise: comparator.name() == BytewiseComparator::NAME,
             comparator,
             snapshot,
             range_dels,
@@ -172,6 +183,16 @@ impl DbIter {
             blob_value: None,
             error: None,
             long_skip_seen: false,
+        }
+    }
+
+    /// Orders two user keys.
+    #[inline]
+    fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
+        if self.bytewise {
+            BytewiseComparator.compare(a, b)
+        } else {
+            self.comparator.compare(a, b)
         }
     }
 
@@ -245,7 +266,7 @@ impl DbIter {
         self.direction = Direction::Reverse;
         self.prefix_active = false;
         match &self.options.upper_bound {
-            Some(upper) => seek_before(self.iter.as_mut(), upper),
+            Some(upper) => seek_before(&mut self.iter, upper),
             None => self.iter.seek_to_last(),
         }
         self.find_prev_user_entry();
@@ -257,7 +278,7 @@ impl DbIter {
         self.direction = Direction::Forward;
         self.set_prefix_of(target);
         let target = match &self.options.lower_bound {
-            Some(lower) if self.comparator.compare(target, lower) == Ordering::Less => lower,
+            Some(lower) if self.compare_user(target, lower) == Ordering::Less => lower,
             _ => target,
         };
         if self.at_or_above_upper(target) {
@@ -281,9 +302,9 @@ impl DbIter {
             .options
             .upper_bound
             .as_deref()
-            .filter(|&upper| self.comparator.compare(target, upper) != Ordering::Less)
+            .filter(|&upper| self.compare_user(target, upper) != Ordering::Less)
         {
-            seek_before(self.iter.as_mut(), upper);
+            seek_before(&mut self.iter, upper);
         } else {
             // (target, 0, Deletion) sorts after every entry of `target`.
             self.iter
@@ -354,13 +375,12 @@ impl DbIter {
             }
             if entry.seqno <= self.snapshot {
                 let hidden = skipping
-                    && self.comparator.compare(entry.user_key, &self.saved_key)
-                        != Ordering::Greater;
+                    && self.compare_user(entry.user_key, &self.saved_key) != Ordering::Greater;
                 match entry.kind {
                     ValueKind::Value | ValueKind::BlobIndex if !hidden => {
                         let expired = ttl_expired(
                             self.options.ttl_cutoff,
-                            self.iter.value(),
+                            || self.iter.value(),
                             entry.user_key,
                             &mut self.error,
                         );
@@ -427,15 +447,13 @@ impl DbIter {
                 break;
             }
             if entry.seqno <= self.snapshot && entry.kind != ValueKind::RangeDeletion {
-                if found
-                    && self.comparator.compare(entry.user_key, &self.saved_key) == Ordering::Less
-                {
+                if found && self.compare_user(entry.user_key, &self.saved_key) == Ordering::Less {
                     break; // every entry of the candidate was read
                 }
                 if entry.kind.is_value()
                     && !ttl_expired(
                         self.options.ttl_cutoff,
-                        self.iter.value(),
+                        || self.iter.value(),
                         entry.user_key,
                         &mut self.error,
                     )
@@ -498,14 +516,14 @@ impl DbIter {
         self.options
             .upper_bound
             .as_ref()
-            .is_some_and(|upper| self.comparator.compare(user_key, upper) != Ordering::Less)
+            .is_some_and(|upper| self.compare_user(user_key, upper) != Ordering::Less)
     }
 
     fn below_lower(&self, user_key: &[u8]) -> bool {
         self.options
             .lower_bound
             .as_ref()
-            .is_some_and(|lower| self.comparator.compare(user_key, lower) == Ordering::Less)
+            .is_some_and(|lower| self.compare_user(user_key, lower) == Ordering::Less)
     }
 
     /// In prefix mode, keeps the iteration to the prefix of `key` (if it has one).
@@ -557,6 +575,7 @@ impl DbIter {
 }
 
 /// Whether `range_dels` deletes the entry `(user_key, seqno)`.
+#[inline]
 fn range_deleted(
     range_dels: &RangeDelSet,
     cursor: &mut RangeDelCursor,
@@ -566,7 +585,7 @@ fn range_deleted(
     !range_dels.is_empty() && range_dels.covers_near(cursor, user_key, seqno)
 }
 
-impl fmt::Debug for DbIter {
+impl<I: InternalIterator> fmt::Debug for DbIter<I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut s = f.debug_struct("DbIter");
         s.field("snapshot", &self.snapshot)

@@ -9,7 +9,11 @@
 //! 3. An error makes the iterator invalid; `status` then returns it (and keeps returning it).
 //!    `valid() == false` with `status() == Ok` means the end was reached.
 
+use std::fmt;
+
 use crate::error::{Error, Result};
+use crate::level_iter::LevelIter;
+use crate::memtable::MemTableIter;
 
 /// A positioned cursor over internal keys. See the module docs for the contract.
 pub trait InternalIterator: Send {
@@ -37,6 +41,7 @@ pub trait InternalIterator: Send {
 
 /// Table files iterate through the same interface.
 impl InternalIterator for shale_sst::TableIter {
+    #[inline]
     fn valid(&self) -> bool {
         shale_sst::TableIter::valid(self)
     }
@@ -52,20 +57,146 @@ impl InternalIterator for shale_sst::TableIter {
     fn seek_for_prev(&mut self, target: &[u8]) {
         shale_sst::TableIter::seek_for_prev(self, target);
     }
+    #[inline]
     fn next(&mut self) {
         shale_sst::TableIter::next(self);
     }
     fn prev(&mut self) {
         shale_sst::TableIter::prev(self);
     }
+    #[inline]
     fn key(&self) -> &[u8] {
         shale_sst::TableIter::key(self)
     }
+    #[inline]
     fn value(&self) -> &[u8] {
         shale_sst::TableIter::value(self)
     }
     fn status(&self) -> Result<()> {
         shale_sst::TableIter::status(self).map_err(Error::from)
+    }
+}
+
+/// A boxed iterator iterates as what it holds (tests and callers with their own sources).
+impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
+    #[inline]
+    fn valid(&self) -> bool {
+        (**self).valid()
+    }
+    fn seek_to_first(&mut self) {
+        (**self).seek_to_first();
+    }
+    fn seek_to_last(&mut self) {
+        (**self).seek_to_last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        (**self).seek(target);
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        (**self).seek_for_prev(target);
+    }
+    #[inline]
+    fn next(&mut self) {
+        (**self).next();
+    }
+    fn prev(&mut self) {
+        (**self).prev();
+    }
+    #[inline]
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+    #[inline]
+    fn value(&self) -> &[u8] {
+        (**self).value()
+    }
+    fn status(&self) -> Result<()> {
+        (**self).status()
+    }
+}
+
+/// One source of a merge, as the engine builds them: a memtable, a table file, a sorted level,
+/// or any other iterator. A concrete type rather than `Box<dyn InternalIterator>` because the
+/// merge asks its sources for a key several times per step: matching on the kind lets those
+/// calls be direct and inlined, where a trait object costs a virtual call each.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "tables are most of a merge's sources; boxing them would allocate per table"
+)]
+pub enum SourceIter {
+    /// A memtable (active or immutable).
+    MemTable(MemTableIter),
+    /// One table file (an L0 table, or the open table of a level).
+    Table(shale_sst::TableIter),
+    /// A sorted level (L1 and deeper); boxed, as it holds a source of its own.
+    Level(Box<LevelIter>),
+    /// Anything else.
+    Other(Box<dyn InternalIterator>),
+}
+
+/// Runs `$body` with `$it` bound to the iterator inside `$source`, whatever its kind.
+macro_rules! on_source {
+    ($source:expr, $it:ident => $body:expr) => {
+        match $source {
+            SourceIter::MemTable($it) => $body,
+            SourceIter::Table($it) => $body,
+            SourceIter::Level($it) => $body,
+            SourceIter::Other($it) => $body,
+        }
+    };
+}
+
+impl InternalIterator for SourceIter {
+    #[inline]
+    fn valid(&self) -> bool {
+        on_source!(self, it => it.valid())
+    }
+    fn seek_to_first(&mut self) {
+        on_source!(self, it => it.seek_to_first());
+    }
+    fn seek_to_last(&mut self) {
+        on_source!(self, it => it.seek_to_last());
+    }
+    fn seek(&mut self, target: &[u8]) {
+        on_source!(self, it => it.seek(target));
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        on_source!(self, it => it.seek_for_prev(target));
+    }
+    #[inline]
+    fn next(&mut self) {
+        on_source!(self, it => it.next());
+    }
+    fn prev(&mut self) {
+        on_source!(self, it => it.prev());
+    }
+    #[inline]
+    fn key(&self) -> &[u8] {
+        on_source!(self, it => it.key())
+    }
+    #[inline]
+    fn value(&self) -> &[u8] {
+        on_source!(self, it => it.value())
+    }
+    fn status(&self) -> Result<()> {
+        on_source!(self, it => InternalIterator::status(it))
+    }
+}
+
+impl From<Box<dyn InternalIterator>> for SourceIter {
+    fn from(iter: Box<dyn InternalIterator>) -> Self {
+        SourceIter::Other(iter)
+    }
+}
+
+impl fmt::Debug for SourceIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceIter::MemTable(it) => f.debug_tuple("MemTable").field(it).finish(),
+            SourceIter::Table(it) => f.debug_tuple("Table").field(it).finish(),
+            SourceIter::Level(it) => f.debug_tuple("Level").field(it).finish(),
+            SourceIter::Other(_) => f.write_str("Other"),
+        }
     }
 }
 

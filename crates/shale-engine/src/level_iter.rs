@@ -23,10 +23,82 @@ use shale_sst::{Comparator as _, InternalKey, InternalKeyComparator};
 
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
+#[cfg(doc)]
+use crate::iterator::SourceIter;
 
-/// Opens the iterator of the table with the given file number (typically through the table
-/// cache, with the read's options already applied).
-pub type TableOpener = Arc<dyn Fn(u64) -> Result<Box<dyn InternalIterator>> + Send + Sync>;
+/// Opens the iterator of the given table (typically through the table cache, with the read's
+/// options already applied).
+pub type TableOpener = Arc<dyn Fn(&LevelFile) -> Result<LevelTable> + Send + Sync>;
+
+/// The open table of a level: a table file's iterator, called directly, or any other iterator
+/// (tests, filtering wrappers). Not a [`SourceIter`], which holds levels: a level inside a level
+/// would make the calls recursive, and recursive calls cannot be inlined.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the table variant is the usual one; boxing it would allocate per table opened"
+)]
+pub enum LevelTable {
+    /// A table file.
+    Table(shale_sst::TableIter),
+    /// Anything else.
+    Other(Box<dyn InternalIterator>),
+}
+
+/// Runs `$body` with `$it` bound to the iterator inside `$table`, whatever its kind.
+macro_rules! on_table {
+    ($table:expr, $it:ident => $body:expr) => {
+        match $table {
+            LevelTable::Table($it) => $body,
+            LevelTable::Other($it) => $body,
+        }
+    };
+}
+
+impl fmt::Debug for LevelTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LevelTable::Table(it) => f.debug_tuple("Table").field(it).finish(),
+            LevelTable::Other(_) => f.write_str("Other"),
+        }
+    }
+}
+
+impl InternalIterator for LevelTable {
+    #[inline]
+    fn valid(&self) -> bool {
+        on_table!(self, it => it.valid())
+    }
+    fn seek_to_first(&mut self) {
+        on_table!(self, it => it.seek_to_first());
+    }
+    fn seek_to_last(&mut self) {
+        on_table!(self, it => it.seek_to_last());
+    }
+    fn seek(&mut self, target: &[u8]) {
+        on_table!(self, it => it.seek(target));
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        on_table!(self, it => it.seek_for_prev(target));
+    }
+    #[inline]
+    fn next(&mut self) {
+        on_table!(self, it => it.next());
+    }
+    fn prev(&mut self) {
+        on_table!(self, it => it.prev());
+    }
+    #[inline]
+    fn key(&self) -> &[u8] {
+        on_table!(self, it => it.key())
+    }
+    #[inline]
+    fn value(&self) -> &[u8] {
+        on_table!(self, it => it.value())
+    }
+    fn status(&self) -> Result<()> {
+        on_table!(self, it => InternalIterator::status(it))
+    }
+}
 
 /// One table of a level, as the level iterator needs to know it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,8 +107,10 @@ pub struct LevelFile {
     pub smallest: InternalKey,
     /// The table's largest internal key.
     pub largest: InternalKey,
-    /// The table's file number, handed to the [`TableOpener`].
+    /// The table's file number.
     pub file_number: u64,
+    /// An ingested table's global seqno (docs/format/sst.md), which its reader applies.
+    pub global_seqno: Option<shale_sst::SeqNo>,
 }
 
 /// Concatenates the tables of one sorted level; see the module docs.
@@ -45,7 +119,7 @@ pub struct LevelIter {
     files: Arc<[LevelFile]>,
     opener: TableOpener,
     table_index: usize,
-    table: Option<Box<dyn InternalIterator>>,
+    table: Option<LevelTable>,
     error: Option<Error>,
     lower_bound: Option<Vec<u8>>,
     upper_bound: Option<Vec<u8>>,
@@ -94,7 +168,7 @@ impl LevelIter {
             return true;
         }
         self.table = None;
-        match (self.opener)(self.files[index].file_number) {
+        match (self.opener)(&self.files[index]) {
             Ok(table) => {
                 self.table = Some(table);
                 self.table_index = index;
@@ -116,7 +190,7 @@ impl LevelIter {
 
     /// Whether the open table failed; takes its error if so.
     fn take_table_error(&mut self) -> bool {
-        match self.table.as_ref().map(|t| t.status()) {
+        match self.table.as_ref().map(InternalIterator::status) {
             Some(Err(e)) => {
                 self.fail(e);
                 true
@@ -179,15 +253,11 @@ impl LevelIter {
     }
 
     /// Opens table `index` (if it exists) and positions it with `position`.
-    fn position_in(
-        &mut self,
-        index: Option<usize>,
-        position: impl FnOnce(&mut dyn InternalIterator),
-    ) {
+    fn position_in(&mut self, index: Option<usize>, position: impl FnOnce(&mut LevelTable)) {
         match index.filter(|&i| i < self.files.len()) {
             Some(i) if self.open(i) => {
                 if let Some(table) = &mut self.table {
-                    position(table.as_mut());
+                    position(table);
                 }
             }
             _ => self.table = None,
@@ -196,17 +266,21 @@ impl LevelIter {
 }
 
 impl InternalIterator for LevelIter {
+    #[inline]
     fn valid(&self) -> bool {
-        self.table.as_ref().is_some_and(|t| t.valid())
+        self.table.as_ref().is_some_and(InternalIterator::valid)
     }
 
     fn seek_to_first(&mut self) {
-        self.position_in(Some(0), |t| t.seek_to_first());
+        self.position_in(Some(0), InternalIterator::seek_to_first);
         self.skip_empty_forward();
     }
 
     fn seek_to_last(&mut self) {
-        self.position_in(self.files.len().checked_sub(1), |t| t.seek_to_last());
+        self.position_in(
+            self.files.len().checked_sub(1),
+            InternalIterator::seek_to_last,
+        );
         self.skip_empty_backward();
     }
 
@@ -228,10 +302,13 @@ impl InternalIterator for LevelIter {
         self.skip_empty_backward();
     }
 
+    #[inline]
     fn next(&mut self) {
         if let Some(table) = self.table.as_mut().filter(|t| t.valid()) {
             table.next();
-            self.skip_empty_forward();
+            if !table.valid() {
+                self.skip_empty_forward();
+            }
         }
     }
 
@@ -242,10 +319,12 @@ impl InternalIterator for LevelIter {
         }
     }
 
+    #[inline]
     fn key(&self) -> &[u8] {
         self.table.as_ref().map_or(&[], |t| t.key())
     }
 
+    #[inline]
     fn value(&self) -> &[u8] {
         self.table.as_ref().map_or(&[], |t| t.value())
     }

@@ -21,8 +21,8 @@ pub mod wal;
 pub use batch::{BatchEntry, WriteBatch};
 pub use db_iter::{BlobResolver, DbIter, DbIterOptions};
 pub use error::{Error, Result};
-pub use iterator::{InternalIterator, VecIterator};
-pub use level_iter::{LevelFile, LevelIter, TableOpener};
+pub use iterator::{InternalIterator, SourceIter, VecIterator};
+pub use level_iter::{LevelFile, LevelIter, LevelTable, TableOpener};
 pub use memtable::{MemTable, MemTableEntry, MemTableIter};
 pub use merging_iter::MergingIter;
 pub use options_file::{

@@ -17,6 +17,10 @@
 //!    invalid with a failing `status`) makes the merge invalid for good and is what `status`
 //!    returns. A failing source is never skipped, because skipping it could expose a version
 //!    that one of its entries shadows.
+//! 5. `runner_up`, when set, is the heap position (1 or 2) of whichever of the top's two
+//!    children comes first (1 when there is only one). It is cleared whenever positions 1 or
+//!    2 may change: a rebuild, a failure, or the top leaving position 0. While the top child
+//!    keeps coming first after stepping, nothing below it moves, so it stays true.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -25,7 +29,7 @@ use std::sync::Arc;
 use shale_sst::{Comparator as _, InternalKeyComparator};
 
 use crate::error::{Error, Result};
-use crate::iterator::InternalIterator;
+use crate::iterator::{InternalIterator, SourceIter};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -36,9 +40,11 @@ enum Direction {
 /// Merges child iterators into one ordered stream; see the module docs.
 pub struct MergingIter {
     comparator: Arc<InternalKeyComparator>,
-    children: Vec<Box<dyn InternalIterator>>,
+    children: Vec<SourceIter>,
     /// Indexes of the valid children, as a binary heap ordered by [`comes_first`].
     heap: Vec<usize>,
+    /// The heap position (1 or 2) of the top's first child, when known (invariant 5).
+    runner_up: Option<usize>,
     direction: Direction,
     error: Option<Error>,
     /// The current key, copied while the other children are repositioned on a direction switch.
@@ -50,13 +56,15 @@ impl MergingIter {
     /// be ordered by `comparator`.
     pub fn new(
         comparator: Arc<InternalKeyComparator>,
-        children: Vec<Box<dyn InternalIterator>>,
+        children: impl IntoIterator<Item = impl Into<SourceIter>>,
     ) -> Self {
+        let children: Vec<SourceIter> = children.into_iter().map(Into::into).collect();
         let heap = Vec::with_capacity(children.len());
         MergingIter {
             comparator,
             children,
             heap,
+            runner_up: None,
             direction: Direction::Forward,
             error: None,
             switch_key: Vec::new(),
@@ -64,16 +72,12 @@ impl MergingIter {
     }
 
     /// Positions every child with `position`, then rebuilds the heap for `direction`.
-    fn reposition_all(
-        &mut self,
-        direction: Direction,
-        position: impl Fn(&mut dyn InternalIterator),
-    ) {
+    fn reposition_all(&mut self, direction: Direction, position: impl Fn(&mut SourceIter)) {
         if self.error.is_some() {
             return;
         }
         for child in &mut self.children {
-            position(child.as_mut());
+            position(child);
         }
         self.direction = direction;
         self.rebuild_heap();
@@ -82,6 +86,7 @@ impl MergingIter {
     /// Puts every valid child on the heap; takes the first error of an invalid one.
     fn rebuild_heap(&mut self) {
         self.heap.clear();
+        self.runner_up = None;
         for (index, child) in self.children.iter().enumerate() {
             if child.valid() {
                 self.heap.push(index);
@@ -100,16 +105,46 @@ impl MergingIter {
             self.error = Some(error);
         }
         self.heap.clear();
+        self.runner_up = None;
     }
 
-    /// Restores the heap after the top child moved: it sinks to its place, or leaves the heap
-    /// if it ran off its end (or failed, which fails the merge).
+    /// Restores the heap after the top child moved: it stays on top, sinks to its place, or
+    /// leaves the heap if it ran off its end (or failed, which fails the merge).
+    #[inline]
     fn fix_top(&mut self) {
         let top = self.heap[0];
-        if self.children[top].valid() {
-            self.sift_down(0);
+        if !self.children[top].valid() {
+            self.remove_top();
             return;
         }
+        if self.heap.len() == 1 {
+            return;
+        }
+        // One comparison while the same child stays first (invariant 5): the runner-up's
+        // position in the heap did not change.
+        let runner_up = if let Some(position) = self.runner_up {
+            position
+        } else {
+            let position = if self.heap.len() > 2 && self.comes_first(self.heap[2], self.heap[1]) {
+                2
+            } else {
+                1
+            };
+            self.runner_up = Some(position);
+            position
+        };
+        if self.comes_first(top, self.heap[runner_up]) {
+            return;
+        }
+        self.runner_up = None;
+        self.heap.swap(0, runner_up);
+        self.sift_down(runner_up);
+    }
+
+    /// Takes the exhausted (or failed) top child off the heap.
+    fn remove_top(&mut self) {
+        let top = self.heap[0];
+        self.runner_up = None;
         if let Err(e) = self.children[top].status() {
             self.fail(e);
             return;
@@ -142,6 +177,7 @@ impl MergingIter {
     }
 
     /// Whether child `a`'s entry comes before child `b`'s in the current direction.
+    #[inline]
     fn comes_first(&self, a: usize, b: usize) -> bool {
         let order = self
             .comparator
@@ -210,11 +246,11 @@ impl InternalIterator for MergingIter {
     }
 
     fn seek_to_first(&mut self) {
-        self.reposition_all(Direction::Forward, |c| c.seek_to_first());
+        self.reposition_all(Direction::Forward, InternalIterator::seek_to_first);
     }
 
     fn seek_to_last(&mut self) {
-        self.reposition_all(Direction::Reverse, |c| c.seek_to_last());
+        self.reposition_all(Direction::Reverse, InternalIterator::seek_to_last);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -352,9 +388,80 @@ mod tests {
         assert_eq!(backward, forward);
     }
 
+    /// Many children with long runs from one child and frequent hand-overs, walked with random
+    /// steps, seeks and direction switches against the sorted union: the runner-up shortcut
+    /// (invariant 5) must give the heap's order exactly.
+    #[test]
+    fn random_walks_match_the_sorted_union() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for round in 0..200 {
+            let children = rng.gen_range(1..7);
+            let mut all: Vec<(Vec<u8>, String)> = Vec::new();
+            let mut sources = Vec::new();
+            let mut seqno = 1;
+            for child in 0..children {
+                let mut entries = Vec::new();
+                let mut key = rng.gen_range(0..50u32);
+                for _ in 0..rng.gen_range(0..40) {
+                    // Runs of neighbouring keys in one child, then a jump.
+                    key += if rng.gen_bool(0.8) {
+                        1
+                    } else {
+                        rng.gen_range(2..30)
+                    };
+                    let user = format!("k{key:04}");
+                    seqno += 1;
+                    let internal =
+                        InternalKey::new(user.as_bytes(), seqno, ValueKind::Value).into_encoded();
+                    let value = format!("{user}@{seqno}/{child}");
+                    entries.push((internal.clone(), value.clone().into_bytes()));
+                    all.push((internal, value));
+                }
+                entries.sort_by(|a, b| comparator().compare(&a.0, &b.0));
+                sources
+                    .push(Box::new(VecIterator::new(entries, comparator()))
+                        as Box<dyn InternalIterator>);
+            }
+            all.sort_by(|a, b| comparator().compare(&a.0, &b.0));
+            let mut merge = MergingIter::new(comparator(), sources);
+            let mut position: Option<usize> = None;
+            for _ in 0..300 {
+                match rng.gen_range(0..10) {
+                    0 => {
+                        merge.seek_to_first();
+                        position = (!all.is_empty()).then_some(0);
+                    }
+                    1 => {
+                        merge.seek_to_last();
+                        position = all.len().checked_sub(1);
+                    }
+                    2 if !all.is_empty() => {
+                        let target = &all[rng.gen_range(0..all.len())].0;
+                        merge.seek(target);
+                        position = all.iter().position(|(k, _)| k == target);
+                    }
+                    3 | 4 if position.is_some() => {
+                        merge.prev();
+                        position = position.and_then(|p| p.checked_sub(1));
+                    }
+                    _ if position.is_some() => {
+                        merge.next();
+                        position = position.map(|p| p + 1).filter(|&p| p < all.len());
+                    }
+                    _ => {}
+                }
+                assert_eq!(merge.valid(), position.is_some(), "round {round}");
+                if let Some(p) = position {
+                    assert_eq!(values(&merge), all[p].1, "round {round}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn empty_merge_is_invalid_and_ok() {
-        let mut merge = MergingIter::new(comparator(), Vec::new());
+        let mut merge = MergingIter::new(comparator(), Vec::<SourceIter>::new());
         merge.seek_to_first();
         assert!(!merge.valid());
         merge.next();

@@ -134,6 +134,7 @@ impl RangeDelSet {
     }
 
     /// Whether no tombstone is visible (readers then skip every check).
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.fragments.is_empty()
     }

@@ -17,9 +17,9 @@ use shale_sst::{
 use crate::db::DbInner;
 use crate::db_iter::{DbIter, DbIterOptions};
 use crate::error::Result;
-use crate::iterator::InternalIterator;
+use crate::iterator::{InternalIterator, SourceIter};
 use crate::keyspace::SuperVersion;
-use crate::level_iter::{LevelFile, LevelIter, TableOpener};
+use crate::level_iter::{LevelFile, LevelIter, LevelTable, TableOpener};
 use crate::merging_iter::MergingIter;
 use crate::options::{Durability, WriteOptions};
 use crate::range_del::RangeDelSet;
@@ -248,7 +248,7 @@ impl InternalIterator for PrefixCheckedIter {
 /// An iterator over a keyspace as of one snapshot: each live key once, with its newest value,
 /// in key order, in either direction.
 pub struct DbIterator {
-    iter: DbIter,
+    iter: DbIter<MergingIter>,
     /// Keeps the Version (and so every table file the iterator may still open) alive:
     /// ARCHITECTURE.md invariant 4.
     view: Arc<SuperVersion>,
@@ -318,10 +318,15 @@ impl DbIterator {
     /// memtable is still the active one and holds at least that many deletions, freezes it
     /// for flushing, so the tombstone-density compaction can remove the run the step skipped
     /// (a later step then finds a new active memtable and asks nothing).
+    #[inline]
     fn flush_after_long_skip(&mut self) {
-        if !self.iter.take_long_skip() {
-            return;
+        if self.iter.take_long_skip() {
+            self.flush_for_long_skip();
         }
+    }
+
+    #[cold]
+    fn flush_for_long_skip(&mut self) {
         let trigger = self.view.tombstone_scan_flush_trigger;
         if self.view.mem.num_deletions() < trigger {
             return;
@@ -355,35 +360,29 @@ impl DbIterator {
     }
 }
 
-/// Opens the tables of one level for a [`LevelIter`], given their numbers.
+/// Opens the tables of a level for a [`LevelIter`].
 fn level_opener(
     inner: &Arc<DbInner>,
-    files: &[Arc<crate::version::FileMetaData>],
     extractor: Option<Arc<dyn PrefixExtractor>>,
     table_options: &TableReadOptions,
     prefix_seek_target: Option<PrefixSeekTarget>,
 ) -> TableOpener {
-    // The opener is given only a number; ingested tables also need their global seqno.
-    let global_seqnos: std::collections::HashMap<u64, SeqNo> = files
-        .iter()
-        .filter_map(|f| f.global_seqno.map(|seqno| (f.number, seqno)))
-        .collect();
     let (inner, table_options) = (inner.clone(), table_options.clone());
-    Arc::new(move |number| {
-        let global_seqno = global_seqnos.get(&number).copied();
-        let table = inner
-            .table_cache
-            .get(number, global_seqno, extractor.as_ref())?;
+    Arc::new(move |file: &LevelFile| {
+        let table =
+            inner
+                .table_cache
+                .get(file.file_number, file.global_seqno, extractor.as_ref())?;
         let iter = table.iter(table_options.clone());
         Ok(if let Some(seek_target) = &prefix_seek_target {
-            Box::new(PrefixCheckedIter {
+            LevelTable::Other(Box::new(PrefixCheckedIter {
                 table,
                 iter,
                 ruled_out: false,
                 seek_target: seek_target.clone(),
-            }) as Box<dyn InternalIterator>
+            }))
         } else {
-            Box::new(iter)
+            LevelTable::Table(iter)
         })
     })
 }
@@ -431,6 +430,7 @@ fn table_read_plan<'a>(
                     smallest: f.smallest.clone(),
                     largest: f.largest.clone(),
                     file_number: f.number,
+                    global_seqno: f.global_seqno,
                 })
                 .collect()
         });
@@ -459,11 +459,11 @@ pub(crate) fn iter(
     let prefix_seek_target: Option<PrefixSeekTarget> =
         (options.prefix_same_as_start && extractor.is_some()).then(PrefixSeekTarget::default);
     let plan = table_read_plan(inner, keyspace, &view)?;
-    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let mut children: Vec<SourceIter> = Vec::new();
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     for mem in std::iter::once(&view.mem).chain(&view.imm) {
         tombstones.extend(mem.range_tombstones());
-        children.push(Box::new(mem.iter()));
+        children.push(SourceIter::MemTable(mem.iter()));
     }
     tombstones.extend_from_slice(&plan.tombstones);
     let version = &view.version;
@@ -473,30 +473,29 @@ pub(crate) fn iter(
             .get(file.number, file.global_seqno, extractor.as_ref())?;
         let iter = table.iter(table_options.clone());
         if let Some(seek_target) = &prefix_seek_target {
-            children.push(Box::new(PrefixCheckedIter {
+            children.push(SourceIter::Other(Box::new(PrefixCheckedIter {
                 table,
                 iter,
                 ruled_out: false,
                 seek_target: seek_target.clone(),
-            }));
+            })));
         } else {
-            children.push(Box::new(iter));
+            children.push(SourceIter::Table(iter));
         }
     }
-    for (level, level_files) in plan.levels.iter().enumerate().skip(1) {
+    for level_files in plan.levels.iter().skip(1) {
         if level_files.is_empty() {
             continue;
         }
         let opener = level_opener(
             inner,
-            version.files(keyspace, level),
             extractor.clone(),
             &table_options,
             prefix_seek_target.clone(),
         );
         let level_iter = LevelIter::new(inner.comparator.clone(), level_files.clone(), opener)
             .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
-        children.push(Box::new(level_iter));
+        children.push(SourceIter::Level(Box::new(level_iter)));
     }
     let cmp = inner.user_comparator().clone();
     let range_dels = RangeDelSet::new(cmp.clone(), snapshot, &tombstones);
@@ -517,7 +516,7 @@ pub(crate) fn iter(
     };
     Ok(DbIterator {
         view: view.clone(),
-        iter: DbIter::new(Box::new(merged), cmp, snapshot, range_dels, iter_options),
+        iter: DbIter::new(merged, cmp, snapshot, range_dels, iter_options),
         prefix_seek_target,
         inner: inner.clone(),
         keyspace,

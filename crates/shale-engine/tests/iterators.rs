@@ -20,8 +20,8 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use shale_engine::{
-    DbIter, DbIterOptions, Error, InternalIterator, LevelFile, LevelIter, MergingIter, RangeDelSet,
-    Result, TableOpener, VecIterator,
+    DbIter, DbIterOptions, Error, InternalIterator, LevelFile, LevelIter, LevelTable, MergingIter,
+    RangeDelSet, Result, SourceIter, TableOpener, VecIterator,
 };
 use shale_sst::{
     BytewiseComparator, Comparator, FixedPrefix, InternalKey, InternalKeyComparator,
@@ -167,7 +167,8 @@ fn memory_opener(
     fail_open: Option<u64>,
     opens: Arc<AtomicUsize>,
 ) -> TableOpener {
-    Arc::new(move |number: u64| {
+    Arc::new(move |file: &LevelFile| {
+        let number = file.file_number;
         opens.fetch_add(1, AtomicOrdering::Relaxed);
         if Some(number) == fail_open {
             return Err(Error::Corruption {
@@ -177,11 +178,11 @@ fn memory_opener(
             });
         }
         let index = number as usize;
-        Ok(Box::new(FailingIter::new(
+        Ok(LevelTable::Other(Box::new(FailingIter::new(
             &format!("file {number}"),
             files[index].clone(),
             fail_at.get(index).copied().flatten(),
-        )) as Box<dyn InternalIterator>)
+        ))))
     })
 }
 
@@ -194,6 +195,7 @@ fn level_files(files: &[Vec<(Vec<u8>, Vec<u8>)>]) -> Arc<[LevelFile]> {
             smallest: InternalKey::from_encoded(f[0].0.clone()).unwrap(),
             largest: InternalKey::from_encoded(f[f.len() - 1].0.clone()).unwrap(),
             file_number: number as u64,
+            global_seqno: None,
         })
         .collect()
 }
@@ -704,10 +706,10 @@ impl Image {
 
     /// The merged internal iterator over every source, as the Db builds it.
     fn merged(&self) -> MergingIter {
-        let children = self
+        let children: Vec<SourceIter> = self
             .sources
             .iter()
-            .map(|source| -> Box<dyn InternalIterator> {
+            .map(|source| -> SourceIter {
                 let files: Vec<Vec<(Vec<u8>, Vec<u8>)>> = source
                     .files
                     .iter()
@@ -719,14 +721,14 @@ impl Image {
                 if source.is_level {
                     let opener =
                         memory_opener(files.clone(), fail_at, None, Arc::new(AtomicUsize::new(0)));
-                    Box::new(LevelIter::new(
+                    SourceIter::Level(Box::new(LevelIter::new(
                         internal_comparator(),
                         level_files(&files),
                         opener,
-                    ))
+                    )))
                 } else {
                     let file = files.into_iter().next().unwrap_or_default();
-                    Box::new(FailingIter::new(&source.name, file, fail_at[0]))
+                    SourceIter::Other(Box::new(FailingIter::new(&source.name, file, fail_at[0])))
                 }
             })
             .collect();

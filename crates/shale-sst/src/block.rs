@@ -243,7 +243,18 @@ pub struct BlockIter {
 }
 
 impl BlockIter {
+    /// Makes this cursor iterate `block` instead, unpositioned as [`Block::iter`] leaves a new
+    /// one, but keeping its key buffer: stepping from block to block allocates nothing.
+    pub fn reset_to(&mut self, block: &Arc<Block>) {
+        self.block = Arc::clone(block);
+        self.status = Ok(());
+        self.key.clear();
+        self.value = 0..0;
+        self.invalidate();
+    }
+
     /// True when positioned at an entry.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.current < self.block.restarts_offset
     }
@@ -254,12 +265,14 @@ impl BlockIter {
     }
 
     /// The current key. Only meaningful when [`BlockIter::valid`].
+    #[inline]
     pub fn key(&self) -> &[u8] {
         debug_assert!(self.valid(), "BlockIter::key on an invalid iterator");
         &self.key
     }
 
     /// The current value. Only meaningful when [`BlockIter::valid`].
+    #[inline]
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid(), "BlockIter::value on an invalid iterator");
         self.block
@@ -332,6 +345,7 @@ impl BlockIter {
     }
 
     /// Moves to the next entry; becomes invalid after the last one.
+    #[inline]
     pub fn next(&mut self) {
         debug_assert!(self.valid(), "BlockIter::next on an invalid iterator");
         if self.valid() {
@@ -632,6 +646,33 @@ mod tests {
                 check_seeks(&block, &entries, &mut rng, 3000);
             }
         }
+    }
+
+    /// A cursor moved to another block (even one left mid-way, or failed) iterates it as a
+    /// new cursor would.
+    #[test]
+    fn reset_cursor_iterates_the_new_block_like_a_new_one() {
+        let mut rng = StdRng::seed_from_u64(11);
+        let first_entries = random_entries(&mut rng, 40);
+        let second_entries = random_entries(&mut rng, 25);
+        let (first, second) = (build(&first_entries, 4), build(&second_entries, 3));
+        let mut it = first.iter(cmp());
+        it.seek(&random_target(&mut rng, &first_entries));
+        it.reset_to(&second);
+        assert!(!it.valid());
+        assert!(it.status().is_ok());
+        assert_eq!(collect_forward(&mut it), second_entries);
+        assert_eq!(collect_backward(&mut it), second_entries);
+        // A failed cursor recovers on a sound block.
+        let area = [entry(0, b"ab", b"v"), entry(1, b"c", b"w")].concat();
+        let broken = Arc::new(Block::decode(block_with_restarts(&area, &[0, 3], 2)).unwrap());
+        it.reset_to(&broken);
+        it.seek_to_first();
+        it.next();
+        assert!(it.status().is_err());
+        it.reset_to(&first);
+        assert!(it.status().is_ok());
+        assert_eq!(collect_forward(&mut it), first_entries);
     }
 
     #[test]

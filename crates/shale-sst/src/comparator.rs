@@ -30,6 +30,7 @@ impl Comparator for BytewiseComparator {
         Self::NAME
     }
 
+    #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         bytewise_compare(a, b)
     }

@@ -62,11 +62,13 @@ impl TableIter {
     }
 
     /// Whether the iterator is on an entry.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.valid
     }
 
     /// The current entry's encoded internal key.
+    #[inline]
     pub fn key(&self) -> &[u8] {
         debug_assert!(self.valid);
         if self.global_seqno.is_some() {
@@ -81,6 +83,7 @@ impl TableIter {
     }
 
     /// The current entry's value.
+    #[inline]
     pub fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
         self.data.as_ref().map_or(&[], BlockIter::value)
@@ -206,13 +209,24 @@ impl TableIter {
     }
 
     /// Moves to the next entry.
+    #[inline]
     pub fn next(&mut self) {
         if !self.valid {
             return;
         }
         if let Some(data) = &mut self.data {
             data.next();
+            // Still in the block, with no upper bound or global seqno to apply: settled
+            // (invariant 1; a block error would have made `data` invalid).
+            if data.valid() && self.options.upper_bound.is_none() && self.global_seqno.is_none() {
+                return;
+            }
         }
+        self.next_slow();
+    }
+
+    /// The rest of [`Self::next`]: a block boundary, the upper bound, the global seqno.
+    fn next_slow(&mut self) {
         self.skip_empty_forward();
         self.settle_forward();
     }
@@ -248,7 +262,10 @@ impl TableIter {
         }
         match self.table.data_block(handle, !self.options.skip_cache_fill) {
             Ok(block) => {
-                self.data = Some(block.iter(self.table.internal_comparator().clone()));
+                match &mut self.data {
+                    Some(data) => data.reset_to(&block),
+                    None => self.data = Some(block.iter(self.table.internal_comparator().clone())),
+                }
                 self.data_handle = Some(handle);
             }
             Err(e) => self.fail(e),

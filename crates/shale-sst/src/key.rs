@@ -51,16 +51,25 @@ impl ValueKind {
     }
 
     /// Decodes an on-disk tag.
+    #[inline]
     pub fn from_tag(tag: u8) -> Result<Self, DecodeError> {
         match tag {
             0 => Ok(Self::Deletion),
             1 => Ok(Self::Value),
             2 => Ok(Self::RangeDeletion),
             3 => Ok(Self::BlobIndex),
-            4..=127 => Err(DecodeError::new(format!(
+            _ => Err(Self::unknown_tag(tag)),
+        }
+    }
+
+    #[cold]
+    fn unknown_tag(tag: u8) -> DecodeError {
+        if tag <= 127 {
+            DecodeError::new(format!(
                 "value kind {tag} is reserved: written by a newer Shale?"
-            ))),
-            _ => Err(DecodeError::new(format!("invalid value kind {tag}"))),
+            ))
+        } else {
+            DecodeError::new(format!("invalid value kind {tag}"))
         }
     }
 
@@ -155,24 +164,22 @@ pub struct ParsedInternalKey<'a> {
 
 impl<'a> ParsedInternalKey<'a> {
     /// Parses an encoded internal key, rejecting short keys and unknown kinds.
+    #[inline]
     pub fn parse(encoded: &'a [u8]) -> Result<Self, DecodeError> {
-        let split = encoded.len().checked_sub(TRAILER_SIZE).ok_or_else(|| {
-            DecodeError::new(format!(
-                "internal key of {} bytes is shorter than 8",
-                encoded.len()
-            ))
-        })?;
-        let (user_key, trailer) = encoded.split_at(split);
-        let trailer = u64::from_le_bytes(
-            trailer
-                .try_into()
-                .map_err(|_| DecodeError::new("trailer"))?,
-        );
+        let Some((user_key, trailer)) = encoded.split_last_chunk::<TRAILER_SIZE>() else {
+            return Err(Self::too_short(encoded.len()));
+        };
+        let trailer = u64::from_le_bytes(*trailer);
         Ok(ParsedInternalKey {
             user_key,
             seqno: trailer >> 8,
             kind: ValueKind::from_tag(trailer as u8)?,
         })
+    }
+
+    #[cold]
+    fn too_short(len: usize) -> DecodeError {
+        DecodeError::new(format!("internal key of {len} bytes is shorter than 8"))
     }
 }
 
@@ -189,11 +196,13 @@ impl std::fmt::Debug for ParsedInternalKey<'_> {
 }
 
 /// The user key of an encoded internal key (all of it if it is too short to have a trailer).
+#[inline]
 pub(crate) fn user_key_of(encoded: &[u8]) -> &[u8] {
     &encoded[..encoded.len().saturating_sub(TRAILER_SIZE)]
 }
 
 /// The raw trailer of an encoded internal key (0 if it is too short to have one).
+#[inline]
 fn trailer_of(encoded: &[u8]) -> u64 {
     encoded
         .len()
@@ -232,6 +241,7 @@ impl Comparator for InternalKeyComparator {
         self.user.name()
     }
 
+    #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         let users = if self.bytewise {
             bytewise_compare(user_key_of(a), user_key_of(b))
