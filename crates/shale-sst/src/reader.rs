@@ -696,31 +696,27 @@ impl Table {
             };
         let index = self.index()?;
         let mut position = index.seek(target);
+        let mut key = Vec::with_capacity(target.len() + 8);
         // The first entry >= target is in block `position`, or first in the next one when
         // every key of that block is below the target but its separator is not.
         while position < index.len() {
             let handle = index.handle(position);
             let block = self.data_block(handle, true)?;
-            let mut iter = block.iter(self.comparator.clone());
-            iter.seek(target);
-            if iter.valid() {
-                let found = ParsedInternalKey::parse(iter.key())
-                    .map_err(|e| e.at(&self.path, handle.offset))?;
-                if self
-                    .comparator
-                    .user_comparator()
-                    .compare(found.user_key, user_key)
-                    != std::cmp::Ordering::Equal
-                {
+            let found = block
+                .seek_entry(&*self.comparator, target, &mut key)
+                .map_err(|e| e.at(&self.path, handle.offset))?;
+            if let Some(value) = found {
+                let found =
+                    ParsedInternalKey::parse(&key).map_err(|e| e.at(&self.path, handle.offset))?;
+                if !self.comparator.user_keys_equal(found.user_key, user_key) {
                     return Ok(None);
                 }
                 return Ok(Some(LookupResult {
                     kind: found.kind,
                     seqno: self.global_seqno.unwrap_or(found.seqno),
-                    value: iter.value().to_vec(),
+                    value: block.contents().get(value).unwrap_or_default().to_vec(),
                 }));
             }
-            iter.status().map_err(|e| e.at(&self.path, handle.offset))?;
             position += 1;
         }
         Ok(None)
