@@ -439,11 +439,10 @@ impl Decompressor {
             }
             Compression::Lz4 => {
                 let (len, payload) = split_length(kind, stored)?;
-                // Decodes into uninitialised capacity (no zeroing pass: a third of a small
-                // block's decode); the decoder bounds-checks every copy against `len`.
-                let out =
-                    lz4_flex::block::decompress(payload, len).map_err(|e| codec_error(kind, &e))?;
-                check_length(kind, len, out.len())?;
+                let mut out = vec![0; len];
+                let n = lz4_flex::block::decompress_into(payload, &mut out)
+                    .map_err(|e| codec_error(kind, &e))?;
+                check_length(kind, len, n)?;
                 Ok(out)
             }
             Compression::Zstd => {
