@@ -169,6 +169,9 @@ impl MemTable {
     /// `<= snapshot`, as (kind, seqno, value). Range tombstones are not applied here: the Db
     /// combines them with [`MemTable::range_tombstones`].
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, SeqNo, Vec<u8>)> {
+        // An empty list (one load) needs no hash; an entry a reader may see is linked
+        // (skiplist invariant 2), so a null first link means there is none.
+        self.list.first()?;
         if let Some(bloom) = &self.bloom {
             if !bloom.may_contain_hash(key_hash(user_key)) {
                 return None;
