@@ -394,6 +394,7 @@ impl KeyspaceOptions {
     }
 
     /// Bytes of each memtable's bloom filter (0: none).
+    #[allow(clippy::cast_sign_loss)] // `validate` keeps the ratio between 0 and 0.25
     pub(crate) fn memtable_bloom_bytes(&self) -> usize {
         (self.write_buffer_size as f64 * self.memtable_bloom_size_ratio) as usize
     }
@@ -895,11 +896,13 @@ mod tests {
             zstd_max_dict_bytes: 32 << 10,
             zstd_max_train_bytes: 1 << 20,
             max_subcompactions: 3,
+            memtable_bloom_size_ratio: 0.05,
             ..KeyspaceOptions::default()
         };
         let back = KeyspaceOptions::from_pairs(&options.to_pairs(), &KeyspaceOptions::default());
         assert_eq!(back.to_pairs(), options.to_pairs());
         assert_eq!(back.ttl, Some(Duration::from_secs(3600)));
+        assert!((back.memtable_bloom_size_ratio - 0.05).abs() < f64::EPSILON);
         for (options, name) in [
             (
                 KeyspaceOptions {
