@@ -14,7 +14,10 @@
 # Fill benchmarks start from a fresh database; the others read one database filled first
 # (natively, fillrandom then flush, so reads go to a table) with --use_existing_db.
 # Only the benchmark threads' work is counted (--toggle-collect on workloads::run_thread):
-# not the open, the WAL replay or background flushes. Prints "NAME Ir=TOTAL Ir/op=N" and keeps
+# not the open, the WAL replay or background flushes. readwhilewriting counts its readers
+# only (workloads::read_random), so Ir/op is the cost of a get while the writer fills the
+# memtable; valgrind runs one thread at a time, so how far the writer gets between two gets
+# follows its scheduler, and the figure moves by a few percent from run to run. Prints "NAME Ir=TOTAL Ir/op=N" and keeps
 # OUT_DIR/NAME.cg for callgrind_annotate (--inclusive=yes for the call tree).
 # Needs: valgrind (apt-get install valgrind), cargo.
 set -euo pipefail
@@ -53,7 +56,9 @@ for name in ${benchmarks//,/ }; do
       fi
       extra=(--use_existing_db --reads="$reads"); ops=$reads ;;
   esac
-  valgrind --tool=callgrind --toggle-collect='*workloads*run_thread*' \
+  toggle='*workloads*run_thread*'
+  if [[ $name == readwhilewriting ]]; then toggle='*workloads*read_random*'; fi
+  valgrind --tool=callgrind --toggle-collect="$toggle" \
     --callgrind-out-file="$out/$name.cg" \
     "$bin" bench --benchmarks="$name" "${flags[@]}" --db="$db" "${extra[@]}" \
     > "$out/$name.txt" 2> "$out/$name.err"

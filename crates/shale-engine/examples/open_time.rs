@@ -235,7 +235,7 @@ fn measure_split(pristine: &Path) -> Split {
             value: e.value,
         })
         .collect();
-    let mem = MemTable::from_unsorted(Arc::new(BytewiseComparator), 0, usize::MAX, &entries, 2)
+    let mem = MemTable::from_unsorted(Arc::new(BytewiseComparator), 0, usize::MAX, 0, &entries, 2)
         .expect("bulk-build the memtable");
     split.build = start.elapsed();
     split.memtable_bytes = mem.approximate_memory_usage();

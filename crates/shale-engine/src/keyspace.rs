@@ -231,6 +231,7 @@ pub(crate) fn create(
         inner.options.comparator.clone(),
         state.versions.new_file_number(),
         options.write_buffer_size,
+        options.memtable_bloom_bytes(),
     ));
     let version = state.versions.current();
     state.keyspaces.insert(

@@ -138,8 +138,7 @@ fn get_stored(
     }
     let version = &view.version;
     let extractor = view.prefix_extractor.as_ref();
-    for level in 0..version.num_levels() {
-        let files = version.files(keyspace, level);
+    for (level, files) in version.levels(keyspace).iter().enumerate() {
         // Level 0 files overlap: every one whose range holds `key`, newest first. Deeper
         // levels are sorted and disjoint: the first file whose largest key is not below `key`.
         let (from, to) = if level == 0 {

@@ -103,6 +103,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
             options.comparator.clone(),
             versions.new_file_number(),
             own_options.write_buffer_size,
+            own_options.memtable_bloom_bytes(),
         ));
         let log_number = version.log_number(id).unwrap_or(0);
         extractors.insert(id, own_options.prefix_extractor.clone());

@@ -96,6 +96,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             options.comparator.clone(),
             versions.new_file_number(),
             own_options.write_buffer_size,
+            own_options.memtable_bloom_bytes(),
         ));
         let mut keyspace =
             KeyspaceState::new(id, name, own_options, mem, wal_number, version.clone());
@@ -521,15 +522,14 @@ pub(crate) fn build_memtables(
     let mut memtables: BTreeMap<u32, Vec<FrozenMemTable>> = BTreeMap::new();
     // `full_runs` holds each keyspace's runs oldest first (the open ones came last).
     for (id, run) in full_runs {
-        let write_buffer_size = keyspace_options
+        let own = keyspace_options
             .get(&id)
-            .map_or(options.default_keyspace.write_buffer_size, |(_, o)| {
-                o.write_buffer_size
-            });
+            .map_or(&options.default_keyspace, |(_, o)| o);
         let mem = MemTable::from_unsorted(
             options.comparator.clone(),
             versions.new_file_number(),
-            write_buffer_size,
+            own.write_buffer_size,
+            own.memtable_bloom_bytes(),
             &run.entries,
             SORT_THREADS,
         )?;

@@ -406,14 +406,19 @@ pub(crate) fn switch_memtables(
     state.group_context = None;
     let version = state.versions.current();
     for id in keyspaces {
-        let Some(write_buffer_size) = state.keyspaces.get(id).map(|k| k.options.write_buffer_size)
-        else {
+        let Some((write_buffer_size, bloom_bytes)) = state.keyspaces.get(id).map(|k| {
+            (
+                k.options.write_buffer_size,
+                k.options.memtable_bloom_bytes(),
+            )
+        }) else {
             continue;
         };
         let new_mem = Arc::new(MemTable::for_write_buffer(
             inner.options.comparator.clone(),
             state.versions.new_file_number(),
             write_buffer_size,
+            bloom_bytes,
         ));
         if let Some(keyspace) = state.keyspaces.get_mut(id) {
             let old = std::mem::replace(&mut keyspace.mem, new_mem);

@@ -191,7 +191,11 @@ impl Block {
     }
 
     /// The last restart point whose key is `< target`, or 0.
-    fn find_restart(&self, cmp: &dyn Comparator, target: &[u8]) -> Result<usize, DecodeError> {
+    fn find_restart<C: Comparator + ?Sized>(
+        &self,
+        cmp: &C,
+        target: &[u8],
+    ) -> Result<usize, DecodeError> {
         let (mut left, mut right) = (0, self.num_restarts - 1);
         while left < right {
             let mid = left + (right - left).div_ceil(2);
@@ -202,6 +206,72 @@ impl Block {
             }
         }
         Ok(left)
+    }
+
+    /// A point lookup's seek: the first entry whose key is `>= target`, its key rebuilt into
+    /// `key` and its value's byte range returned; `None` when every key is below `target`.
+    /// The same walk and the same checks as [`BlockIter::seek`] (a malformed entry is an
+    /// error, never a key), without an iterator: no reference counts, no restart bookkeeping
+    /// beyond the next restart point, and `cmp` called directly when its type is known.
+    pub(crate) fn seek_entry<C: Comparator + ?Sized>(
+        &self,
+        cmp: &C,
+        target: &[u8],
+        key: &mut Vec<u8>,
+    ) -> Result<Option<Range<usize>>, DecodeError> {
+        let mut restart_index = self.find_restart(cmp, target)?;
+        let mut restart_start = self.restart_point(restart_index);
+        let mut next_restart = self.restart_after(restart_index);
+        let mut offset = restart_start;
+        key.clear();
+        while offset < self.restarts_offset {
+            while next_restart <= offset {
+                if next_restart < offset {
+                    return Err(DecodeError::new(format!(
+                        "bad block entry at offset {offset}: restart point {next_restart} falls \
+                         inside the previous entry"
+                    )));
+                }
+                restart_index += 1;
+                restart_start = next_restart;
+                next_restart = self.restart_after(restart_index);
+            }
+            let entry = self.decode_entry(offset)?;
+            if entry.shared != 0 && offset == restart_start {
+                return Err(DecodeError::new(format!(
+                    "bad block entry at offset {offset}: restart entry shares {} bytes",
+                    entry.shared
+                )));
+            }
+            if entry.shared > key.len() {
+                return Err(DecodeError::new(format!(
+                    "bad block entry at offset {offset}: shares {} bytes of a {}-byte previous \
+                     key",
+                    entry.shared,
+                    key.len()
+                )));
+            }
+            key.truncate(entry.shared);
+            key.extend_from_slice(
+                self.contents
+                    .get(entry.key_start..entry.value_start)
+                    .unwrap_or_default(),
+            );
+            if cmp.compare(key, target) != Ordering::Less {
+                return Ok(Some(entry.value_start..entry.end));
+            }
+            offset = entry.end;
+        }
+        Ok(None)
+    }
+
+    /// The offset of restart point `index + 1`, `usize::MAX` past the last.
+    fn restart_after(&self, index: usize) -> usize {
+        if index + 1 < self.num_restarts {
+            self.restart_point(index + 1)
+        } else {
+            usize::MAX
+        }
     }
 }
 
@@ -930,5 +1000,85 @@ mod tests {
                 exercise(good[..cut].to_vec(), &targets);
             }
         }
+    }
+
+    /// `Block::seek_entry` against `BlockIter::seek` on one block and target: the same entry,
+    /// or both failing (the point lookup's walk checks what the iterator checks).
+    fn check_seek_entry_agrees(block: &Arc<Block>, target: &[u8]) {
+        let mut key = Vec::new();
+        let found = block.seek_entry(&BytewiseComparator, target, &mut key);
+        let mut it = block.iter(cmp());
+        it.seek(target);
+        match found {
+            Ok(Some(value)) => {
+                assert!(
+                    it.valid(),
+                    "seek_entry found {key:?} for {target:?}, the iterator none"
+                );
+                assert_eq!(key, it.key(), "target {target:?}");
+                assert_eq!(value, it.value_range(), "target {target:?}");
+            }
+            Ok(None) => {
+                assert!(!it.valid(), "target {target:?}");
+                assert!(it.status().is_ok(), "target {target:?}");
+            }
+            Err(e) => {
+                assert!(
+                    !it.valid(),
+                    "seek_entry failed ({e}), the iterator found an entry"
+                );
+                assert_eq!(it.status().unwrap_err().0, e.0, "target {target:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn seek_entry_agrees_with_the_iterator_on_good_and_damaged_blocks() {
+        let mut rng = StdRng::seed_from_u64(0x9e7);
+        for restart_interval in [1, 2, 16] {
+            for n in [1, 2, 15, 16, 17, 100, 600] {
+                let entries = random_entries(&mut rng, n);
+                let block = build(&entries, restart_interval);
+                let mut targets: Vec<Vec<u8>> = entries.iter().map(|(k, _)| k.clone()).collect();
+                targets.push(Vec::new());
+                targets.push(vec![0xff; 20]);
+                targets.extend((0..500).map(|_| random_target(&mut rng, &entries)));
+                for target in &targets {
+                    check_seek_entry_agrees(&block, target);
+                }
+            }
+        }
+        let mut entries = random_entries(&mut rng, 12);
+        for (_, v) in &mut entries {
+            v.truncate(6);
+        }
+        let mut builder = BlockBuilder::new(3);
+        for (k, v) in &entries {
+            builder.add(k, v);
+        }
+        let good = builder.finish().to_vec();
+        let mut targets: Vec<Vec<u8>> = entries.iter().map(|(k, _)| k.clone()).collect();
+        targets.extend((0..8).map(|_| random_target(&mut rng, &entries)));
+        targets.push(b"zzz".to_vec());
+        let mut damaged = 0;
+        for i in 0..good.len() {
+            for mask in [0x01u8, 0x10, 0x80, 0xff] {
+                let mut bad = good.clone();
+                bad[i] ^= mask;
+                let Ok(block) = Block::decode(bad) else {
+                    continue;
+                };
+                let block = Arc::new(block);
+                for target in &targets {
+                    damaged += usize::from(
+                        block
+                            .seek_entry(&BytewiseComparator, target, &mut Vec::new())
+                            .is_err(),
+                    );
+                    check_seek_entry_agrees(&block, target);
+                }
+            }
+        }
+        assert!(damaged > 0, "no flip produced a malformed entry");
     }
 }

@@ -234,6 +234,16 @@ impl InternalKeyComparator {
     pub fn user_comparator(&self) -> &Arc<dyn Comparator> {
         &self.user
     }
+
+    /// Whether two user keys are equal in the user comparator's order.
+    #[inline]
+    pub fn user_keys_equal(&self, a: &[u8], b: &[u8]) -> bool {
+        if self.bytewise {
+            a == b
+        } else {
+            self.user.compare(a, b) == Ordering::Equal
+        }
+    }
 }
 
 impl Comparator for InternalKeyComparator {
@@ -241,6 +251,7 @@ impl Comparator for InternalKeyComparator {
         self.user.name()
     }
 
+    // Inline: block seeks call it with the type known, a few times per entry they pass.
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         let users = if self.bytewise {

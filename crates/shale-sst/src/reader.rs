@@ -35,9 +35,15 @@ const STACK_SEEK_KEY_BYTES: usize = 128;
 /// (rare: blocks are 4 KiB by default) get their own buffer, so no thread keeps a large one.
 const MAX_REUSED_READ_BUFFER: usize = 256 << 10;
 
+/// A lookup's key scratch up to this capacity is kept for the thread's next lookup.
+const MAX_REUSED_FOUND_KEY: usize = 4096;
+
 thread_local! {
     /// The stored (compressed) bytes of the block being read, reused between reads.
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The keys a point lookup's block seek rebuilds, reused between lookups (taken out for
+    /// the lookup, so a nested use would only allocate its own).
+    static FOUND_KEY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// How a table is opened.
@@ -680,7 +686,11 @@ impl Table {
 
     /// Whether the bloom filter allows `user_key` (true when there is no filter).
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter_for(self.filter.as_ref(), self.filter_handle)
+        // A pinned filter is probed in place, without a reference count's round trip.
+        if let Some(filter) = &self.filter {
+            return filter.may_contain(user_key);
+        }
+        self.filter_for(None, self.filter_handle)
             .is_none_or(|f| f.may_contain(user_key))
     }
 
@@ -722,33 +732,52 @@ impl Table {
                 heap = InternalKey::for_seek(user_key, seek_seqno);
                 heap.encoded()
             };
-        let index = self.index()?;
+        let mut key = FOUND_KEY.take();
+        let found = self.lookup(user_key, target, &mut key);
+        if key.capacity() <= MAX_REUSED_FOUND_KEY {
+            FOUND_KEY.set(key);
+        }
+        found
+    }
+
+    /// [`Table::get`] after the filter: the first entry `>= target` (the seek key of
+    /// `user_key`), if it holds `user_key`. `key` is scratch for the keys the block seek
+    /// rebuilds.
+    fn lookup(
+        &self,
+        user_key: &[u8],
+        target: &[u8],
+        key: &mut Vec<u8>,
+    ) -> Result<Option<LookupResult>> {
+        // A pinned index is used in place, without a reference count's round trip.
+        let cached;
+        let index: &Index = if let Some(index) = &self.index {
+            index
+        } else {
+            cached = self.index()?;
+            &cached
+        };
         let mut position = index.seek(target);
         // The first entry >= target is in block `position`, or first in the next one when
         // every key of that block is below the target but its separator is not.
         while position < index.len() {
             let handle = index.handle(position);
             let block = self.data_block(handle, true)?;
-            let mut iter = block.iter(self.comparator.clone());
-            iter.seek(target);
-            if iter.valid() {
-                let found = ParsedInternalKey::parse(iter.key())
-                    .map_err(|e| e.at(&self.path, handle.offset))?;
-                if self
-                    .comparator
-                    .user_comparator()
-                    .compare(found.user_key, user_key)
-                    != std::cmp::Ordering::Equal
-                {
+            let found = block
+                .seek_entry(&*self.comparator, target, key)
+                .map_err(|e| e.at(&self.path, handle.offset))?;
+            if let Some(value) = found {
+                let found =
+                    ParsedInternalKey::parse(key).map_err(|e| e.at(&self.path, handle.offset))?;
+                if !self.comparator.user_keys_equal(found.user_key, user_key) {
                     return Ok(None);
                 }
                 return Ok(Some(LookupResult {
                     kind: found.kind,
                     seqno: self.global_seqno.unwrap_or(found.seqno),
-                    value: iter.value().to_vec(),
+                    value: block.contents().get(value).unwrap_or_default().to_vec(),
                 }));
             }
-            iter.status().map_err(|e| e.at(&self.path, handle.offset))?;
             position += 1;
         }
         Ok(None)

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use shale_sst::{Comparator, SeqNo, ValueKind, MAX_SEQNO};
 
+use super::bloom::key_hash;
 use super::skiplist::KeyComparator;
 use super::MemTable;
 use crate::error::{Error, Result};
@@ -53,7 +54,8 @@ impl MemTable {
     /// A memtable holding `entries`, whose point entries (values and deletions) come in
     /// internal-key order: user key ascending by `comparator`, then seqno descending. Range
     /// deletions may come anywhere. Sequence numbers must be unique and at most `MAX_SEQNO`.
-    /// Sized like [`MemTable::for_write_buffer`] for a keyspace with `write_buffer_size`.
+    /// Sized like [`MemTable::for_write_buffer`] for a keyspace with `write_buffer_size`, with
+    /// a bloom filter of `bloom_bytes` (0: none) holding every point entry's key.
     ///
     /// Out-of-order or duplicate point entries, or a seqno above `MAX_SEQNO`, are
     /// `InvalidArgument` naming the entry's position.
@@ -61,9 +63,11 @@ impl MemTable {
         comparator: Arc<dyn Comparator>,
         id: u64,
         write_buffer_size: usize,
+        bloom_bytes: usize,
         entries: impl IntoIterator<Item = MemTableEntry<'a>>,
     ) -> Result<MemTable> {
-        let mut table = Self::for_write_buffer(comparator, id, write_buffer_size);
+        let mut table = Self::for_write_buffer(comparator, id, write_buffer_size, bloom_bytes);
+        let bloom = table.bloom.take();
         let mut counts = Counts::default();
         let mut bad_seqno = None;
         let mut tombstones = Vec::new();
@@ -76,9 +80,13 @@ impl MemTable {
                 tombstones.push((e.seqno, e.user_key, e.value));
                 return None;
             }
+            if let Some(bloom) = &bloom {
+                bloom.add_hash(key_hash(e.user_key));
+            }
             Some((e.user_key, e.trailer(), e.value))
         });
         let sorted = table.list.append_sorted(points);
+        table.bloom = bloom;
         if let Some((index, seqno)) = bad_seqno {
             return Err(Error::InvalidArgument(format!(
                 "bulk memtable entry {index} has seqno {seqno}, above the largest {MAX_SEQNO}"
@@ -128,10 +136,12 @@ impl MemTable {
         comparator: Arc<dyn Comparator>,
         id: u64,
         write_buffer_size: usize,
+        bloom_bytes: usize,
         entries: &[MemTableEntry<'_>],
         threads: usize,
     ) -> Result<MemTable> {
-        let mut table = Self::for_write_buffer(comparator.clone(), id, write_buffer_size);
+        let mut table =
+            Self::for_write_buffer(comparator.clone(), id, write_buffer_size, bloom_bytes);
         let order = KeyComparator::new(comparator);
         let bytewise = order.is_bytewise();
         let mut counts = Counts::default();
@@ -147,6 +157,9 @@ impl MemTable {
             if e.kind == ValueKind::RangeDeletion {
                 table.add_range_tombstone(e.seqno, e.user_key, e.value);
                 continue;
+            }
+            if let Some(bloom) = &table.bloom {
+                bloom.add_hash(key_hash(e.user_key));
             }
             keys.push(SortKey {
                 prefix: if bytewise { key_prefix(e.user_key) } else { 0 },
@@ -300,6 +313,7 @@ impl<'a> Iterator for Prefetching<'_, 'a> {
 mod tests {
     use super::*;
     use crate::iterator::InternalIterator;
+    use crate::memtable::skiplist::split_internal_key;
     use shale_sst::{BytewiseComparator, InternalKey};
     use std::cmp::Ordering;
 
@@ -386,10 +400,31 @@ mod tests {
     fn bulk_built_equals_inserted_and_answers_seeks_and_gets() {
         let writes = writes(3000);
         let unsorted = entries(&writes);
+        // With a filter small enough to answer "maybe" and "no" both often.
         let bulk = Arc::new(
-            MemTable::from_unsorted(Arc::new(BytewiseComparator), 2, 64 << 20, &unsorted, 1)
+            MemTable::from_unsorted(Arc::new(BytewiseComparator), 2, 64 << 20, 512, &unsorted, 1)
                 .unwrap(),
         );
+        let sorted_entries = contents(&bulk);
+        let sorted = MemTable::from_sorted(
+            Arc::new(BytewiseComparator),
+            2,
+            64 << 20,
+            512,
+            entries(&writes)
+                .into_iter()
+                .filter(|e| e.kind == ValueKind::RangeDeletion)
+                .chain(sorted_entries.iter().map(|(key, value)| {
+                    let (user_key, trailer) = split_internal_key(key);
+                    MemTableEntry {
+                        seqno: trailer >> 8,
+                        kind: ValueKind::from_tag(trailer as u8).unwrap(),
+                        user_key,
+                        value,
+                    }
+                })),
+        )
+        .unwrap();
         let added = by_add(&writes);
         assert_same(&bulk, &added);
         // Every user key at several snapshots: the newest visible version, as `add` gives.
@@ -397,6 +432,7 @@ mod tests {
             let key = format!("key{probe:05}").into_bytes();
             for snapshot in [0, 1, 500, 1499, 1500, 2999, MAX_SEQNO] {
                 assert_eq!(bulk.get(&key, snapshot), added.get(&key, snapshot));
+                assert_eq!(sorted.get(&key, snapshot), added.get(&key, snapshot));
             }
             // Seek and seek_for_prev land on the same entries.
             let target = InternalKey::new(&key, 1700, ValueKind::Value);
@@ -421,7 +457,7 @@ mod tests {
         ];
         let unsorted = entries(&writes);
         let bulk = Arc::new(
-            MemTable::from_unsorted(Arc::new(BytewiseComparator), 3, 1 << 20, &unsorted, 2)
+            MemTable::from_unsorted(Arc::new(BytewiseComparator), 3, 1 << 20, 0, &unsorted, 2)
                 .unwrap(),
         );
         let keys: Vec<Vec<u8>> = contents(&bulk).into_iter().map(|(k, _)| k).collect();
@@ -466,7 +502,7 @@ mod tests {
         let writes = writes(40_000);
         let unsorted = entries(&writes);
         let bulk = Arc::new(
-            MemTable::from_unsorted(Arc::new(BytewiseComparator), 4, 64 << 20, &unsorted, 2)
+            MemTable::from_unsorted(Arc::new(BytewiseComparator), 4, 64 << 20, 0, &unsorted, 2)
                 .unwrap(),
         );
         assert_same(&bulk, &by_add(&writes));
@@ -492,7 +528,7 @@ mod tests {
         let comparator: Arc<dyn Comparator> = Arc::new(ReverseComparator);
         let unsorted = entries(&writes);
         let bulk = Arc::new(
-            MemTable::from_unsorted(comparator.clone(), 4, 64 << 20, &unsorted, 2).unwrap(),
+            MemTable::from_unsorted(comparator.clone(), 4, 64 << 20, 0, &unsorted, 2).unwrap(),
         );
         let added = by_add_with(comparator, &writes);
         assert_same(&bulk, &added);
@@ -524,7 +560,7 @@ mod tests {
         }
         let unsorted = entries(&writes);
         let bulk = Arc::new(
-            MemTable::from_unsorted(Arc::new(BytewiseComparator), 5, 1 << 20, &unsorted, 1)
+            MemTable::from_unsorted(Arc::new(BytewiseComparator), 5, 1 << 20, 0, &unsorted, 1)
                 .unwrap(),
         );
         assert_same(&bulk, &by_add(&writes));
@@ -540,30 +576,33 @@ mod tests {
         };
         let comparator: Arc<dyn Comparator> = Arc::new(BytewiseComparator);
         let out_of_order = [entry(1, b"b"), entry(2, b"a")];
-        let err = MemTable::from_sorted(comparator.clone(), 5, 1 << 20, out_of_order).unwrap_err();
+        let err =
+            MemTable::from_sorted(comparator.clone(), 5, 1 << 20, 0, out_of_order).unwrap_err();
         assert!(err.to_string().contains("point entry 1"), "{err}");
         // Same user key, seqno ascending: the older one must come second.
         let seqno_ascending = [entry(1, b"a"), entry(2, b"a")];
-        assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, seqno_ascending).is_err());
+        assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, 0, seqno_ascending).is_err());
         let duplicate = [entry(3, b"a"), entry(3, b"a")];
-        assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, duplicate).is_err());
+        assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, 0, duplicate).is_err());
         // The parallel build checks the same across its key ranges.
         let many: Vec<_> = (0..40_000u64)
             .map(|i| entry(1 + (i % 20_000), if i % 2 == 0 { b"x" } else { b"y" }))
             .collect();
-        let err = MemTable::from_unsorted(comparator.clone(), 5, 64 << 20, &many, 2).unwrap_err();
+        let err =
+            MemTable::from_unsorted(comparator.clone(), 5, 64 << 20, 0, &many, 2).unwrap_err();
         assert!(err.to_string().contains("duplicate"), "{err}");
         let too_big = [entry(MAX_SEQNO + 1, b"a")];
-        assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, too_big).is_err());
+        assert!(MemTable::from_sorted(comparator.clone(), 5, 1 << 20, 0, too_big).is_err());
         let sorted = [entry(3, b"a"), entry(1, b"a"), entry(2, b"b")];
-        let table = MemTable::from_sorted(comparator, 5, 1 << 20, sorted).unwrap();
+        let table = MemTable::from_sorted(comparator, 5, 1 << 20, 0, sorted).unwrap();
         assert_eq!(table.num_entries(), 3);
     }
 
     #[test]
     fn empty_input_is_an_empty_memtable() {
-        let table =
-            Arc::new(MemTable::from_sorted(Arc::new(BytewiseComparator), 6, 1 << 20, []).unwrap());
+        let table = Arc::new(
+            MemTable::from_sorted(Arc::new(BytewiseComparator), 6, 1 << 20, 0, []).unwrap(),
+        );
         assert!(table.is_empty());
         assert!(contents(&table).is_empty());
         assert_eq!(table.first_seqno(), None);

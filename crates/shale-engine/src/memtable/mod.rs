@@ -11,6 +11,10 @@
 //! ([`MemTable::from_sorted`], [`MemTable::from_unsorted`], in [`bulk`]); such a memtable is
 //! then frozen and never added to.
 //!
+//! A memtable may carry a bloom filter over its user keys ([`bloom`], sized by the keyspace's
+//! `memtable_bloom_size_ratio`): [`MemTable::get`] of a key it never held then skips the
+//! skiplist search. Its bytes count in the memtable's memory usage.
+//!
 //! Range deletions are kept apart, in a list read with [`MemTable::range_tombstones`], and not
 //! in the skiplist: iterators yield point entries only, as table iterators do, and the Db
 //! applies tombstones from every source the same way.
@@ -25,6 +29,7 @@
 //!    e.g. by the Db's Release store of the visible sequence) they are exact.
 
 mod arena;
+mod bloom;
 mod bulk;
 mod skiplist;
 
@@ -40,12 +45,15 @@ use crate::error::Result;
 use crate::iterator::InternalIterator;
 
 use self::arena::{shard_count, thread_index, DEFAULT_CHUNK_SIZE};
+use self::bloom::{key_hash, MemTableBloom};
 use self::skiplist::{split_internal_key, Position, SkipList};
 
 /// An in-memory sorted buffer of writes. See the module docs.
 pub struct MemTable {
     id: u64,
     list: SkipList,
+    /// Over the user keys of point entries; `None` when the keyspace asks for none.
+    bloom: Option<MemTableBloom>,
     range_tombstones: Mutex<Vec<RangeTombstone>>,
     /// Heap bytes held by `range_tombstones`, for the memory estimate.
     range_tombstone_bytes: AtomicUsize,
@@ -64,7 +72,7 @@ struct StatsShard {
 impl MemTable {
     /// An empty memtable ordering user keys by `comparator`; `id` is the Db's name for it.
     pub fn new(comparator: Arc<dyn Comparator>, id: u64) -> Self {
-        Self::with_chunk_size(comparator, id, DEFAULT_CHUNK_SIZE)
+        Self::with_chunk_size(comparator, id, DEFAULT_CHUNK_SIZE, 0)
     }
 
     /// An empty memtable for a keyspace that freezes memtables at `write_buffer_size` bytes.
@@ -72,19 +80,27 @@ impl MemTable {
     /// threads are filling, so a memtable may hold up to one chunk per arena shard beyond it;
     /// chunks are sized to keep that a small part of the buffer (at most 1/8 with every shard
     /// writing, 256 KiB a shard for large buffers: 0.8% of 64 MiB with one or two writers).
+    /// With `bloom_bytes > 0` it carries a bloom filter of about that size over its user keys.
     pub(crate) fn for_write_buffer(
         comparator: Arc<dyn Comparator>,
         id: u64,
         write_buffer_size: usize,
+        bloom_bytes: usize,
     ) -> Self {
         let chunk_size = (write_buffer_size / (8 * shard_count())).min(DEFAULT_CHUNK_SIZE);
-        Self::with_chunk_size(comparator, id, chunk_size)
+        Self::with_chunk_size(comparator, id, chunk_size, bloom_bytes)
     }
 
-    fn with_chunk_size(comparator: Arc<dyn Comparator>, id: u64, chunk_size: usize) -> Self {
+    fn with_chunk_size(
+        comparator: Arc<dyn Comparator>,
+        id: u64,
+        chunk_size: usize,
+        bloom_bytes: usize,
+    ) -> Self {
         MemTable {
             id,
             list: SkipList::new(comparator, chunk_size),
+            bloom: (bloom_bytes > 0).then(|| MemTableBloom::with_bytes(bloom_bytes)),
             range_tombstones: Mutex::new(Vec::new()),
             range_tombstone_bytes: AtomicUsize::new(0),
             stats: (0..shard_count())
@@ -117,6 +133,10 @@ impl MemTable {
             // Blob references are written by flushes into tables, never into memtables; one
             // would be stored like any point entry.
             ValueKind::Value | ValueKind::Deletion | ValueKind::BlobIndex => {
+                // Before the insert publishes the entry (bloom invariant 2).
+                if let Some(bloom) = &self.bloom {
+                    bloom.add_hash(key_hash(user_key));
+                }
                 self.list
                     .insert(user_key, (seqno << 8) | u64::from(kind.tag()), value);
             }
@@ -149,6 +169,14 @@ impl MemTable {
     /// `<= snapshot`, as (kind, seqno, value). Range tombstones are not applied here: the Db
     /// combines them with [`MemTable::range_tombstones`].
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(ValueKind, SeqNo, Vec<u8>)> {
+        // An empty list (one load) needs no hash; an entry a reader may see is linked
+        // (skiplist invariant 2), so a null first link means there is none.
+        self.list.first()?;
+        if let Some(bloom) = &self.bloom {
+            if !bloom.may_contain_hash(key_hash(user_key)) {
+                return None;
+            }
+        }
         // The largest trailer of `snapshot`: every kind at that seqno is included.
         let target = (snapshot.min(MAX_SEQNO) << 8) | u64::from(ValueKind::MAX.tag());
         let position = self.list.seek(user_key, target)?;
@@ -215,18 +243,28 @@ impl MemTable {
     }
 
     /// Bytes of memory used: the skiplist's nodes with their alignment padding, chunk headers
-    /// and chunk tails lost when a chunk filled up, plus the range tombstones; not the free
-    /// room of chunks still being filled (at most one chunk per arena shard, see
-    /// [`Self::for_write_buffer`]). Cheap: a load per shard and two more.
+    /// and chunk tails lost when a chunk filled up, plus the range tombstones and the bloom
+    /// filter; not the free room of chunks still being filled (at most one chunk per arena
+    /// shard, see [`Self::for_write_buffer`]). Cheap: a load per shard and two more.
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.memory_usage() + self.range_tombstone_bytes.load(MemoryOrder::Relaxed)
+        self.list.memory_usage() + self.bloom_and_tombstone_bytes()
+    }
+
+    /// Bytes of the bloom filter and the range tombstones.
+    fn bloom_and_tombstone_bytes(&self) -> usize {
+        self.bloom_filter_bytes() + self.range_tombstone_bytes.load(MemoryOrder::Relaxed)
+    }
+
+    /// Bytes of the bloom filter over user keys (0 without one).
+    pub fn bloom_filter_bytes(&self) -> usize {
+        self.bloom.as_ref().map_or(0, MemTableBloom::size_bytes)
     }
 
     /// Whether [`Self::approximate_memory_usage`] is at least `limit`: the flush trigger's
     /// question, answered with two loads while the arena's chunks are below `limit`.
     pub fn memory_usage_reaches(&self, limit: usize) -> bool {
-        let tombstones = self.range_tombstone_bytes.load(MemoryOrder::Relaxed);
-        self.list.memory_usage_reaches(limit, tombstones)
+        self.list
+            .memory_usage_reaches(limit, self.bloom_and_tombstone_bytes())
     }
 
     /// Entries added, range deletions included.
@@ -350,7 +388,103 @@ mod tests {
             Arc::new(BytewiseComparator),
             7,
             4096,
+            0,
         ))
+    }
+
+    fn filtered(bloom_bytes: usize) -> Arc<MemTable> {
+        Arc::new(MemTable::for_write_buffer(
+            Arc::new(BytewiseComparator),
+            8,
+            1 << 20,
+            bloom_bytes,
+        ))
+    }
+
+    fn numbered(i: u64) -> Vec<u8> {
+        format!("user{i:012}").into_bytes()
+    }
+
+    #[test]
+    fn the_filter_answers_like_the_list_and_counts_in_memory() {
+        let (with, without) = (filtered(2048), filtered(0));
+        assert_eq!(with.bloom_filter_bytes(), 2048);
+        assert_eq!(without.bloom_filter_bytes(), 0);
+        assert_eq!(
+            with.approximate_memory_usage(),
+            without.approximate_memory_usage() + 2048
+        );
+        for i in 0..1000u64 {
+            let kind = if i % 7 == 0 {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
+            for m in [&with, &without] {
+                m.add(i + 1, kind, &numbered(i * 2), &i.to_le_bytes());
+            }
+        }
+        for i in 0..2000u64 {
+            let key = numbered(i);
+            assert_eq!(
+                with.get(&key, MAX_SEQNO),
+                without.get(&key, MAX_SEQNO),
+                "key {i}"
+            );
+            assert_eq!(
+                with.get(&key, 500),
+                without.get(&key, 500),
+                "key {i} at 500"
+            );
+        }
+        // Iterators and range deletions do not go through the filter.
+        with.add(5000, ValueKind::RangeDeletion, b"user", b"user~");
+        assert_eq!(with.covering_tombstone_seqno(&numbered(1), MAX_SEQNO), 5000);
+        assert!(with.memory_usage_reaches(without.approximate_memory_usage() + 2048));
+    }
+
+    /// Bloom invariant 2: a reader that sees an entry's sequence number published finds the
+    /// entry, however the writer's filter adds and list inserts interleave with its probes.
+    #[test]
+    fn a_concurrent_writer_never_hides_a_published_key() {
+        use std::sync::atomic::AtomicU64;
+        // Small enough that most lines fill up and probes race with adds to the same words.
+        let m = filtered(256);
+        let published = AtomicU64::new(0);
+        let total = 20_000u64;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for seqno in 1..=total {
+                    m.add(seqno, ValueKind::Value, &numbered(seqno), b"v");
+                    published.store(seqno, MemoryOrder::Release);
+                }
+            });
+            for reader in 0..2u64 {
+                let (m, published) = (&m, &published);
+                s.spawn(move || {
+                    let mut checked = 0u64;
+                    let mut probe = reader;
+                    loop {
+                        let seen = published.load(MemoryOrder::Acquire);
+                        if seen > 0 {
+                            // The newest key and an older one, each just published or long ago.
+                            probe = probe
+                                .wrapping_mul(6_364_136_223_846_793_005)
+                                .wrapping_add(1);
+                            for seqno in [seen, 1 + (probe >> 33) % seen] {
+                                let found = m.get(&numbered(seqno), seen);
+                                assert_eq!(found.map(|(_, s, _)| s), Some(seqno));
+                                checked += 1;
+                            }
+                        }
+                        if seen == total {
+                            break;
+                        }
+                    }
+                    assert!(checked > 0);
+                });
+            }
+        });
     }
 
     #[test]
@@ -440,7 +574,7 @@ mod tests {
     /// Fills a memtable for a 4 MiB write buffer with 16-byte keys and 100-byte values until
     /// the flush trigger's comparison says full, as `write::make_room` does.
     fn fill_to_budget(write_buffer_size: usize) -> MemTable {
-        let m = MemTable::for_write_buffer(Arc::new(BytewiseComparator), 1, write_buffer_size);
+        let m = MemTable::for_write_buffer(Arc::new(BytewiseComparator), 1, write_buffer_size, 0);
         let mut seqno = 0u64;
         while !m.memory_usage_reaches(write_buffer_size) {
             assert!(m.approximate_memory_usage() < write_buffer_size);

@@ -614,6 +614,7 @@ impl Repair<'_> {
                 self.options.comparator.clone(),
                 number,
                 usize::MAX,
+                0,
                 &entries,
                 SORT_THREADS,
             )?);

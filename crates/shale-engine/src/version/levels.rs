@@ -248,6 +248,14 @@ impl Version {
         self.keyspaces.get(&keyspace).map(|k| k.log_number)
     }
 
+    /// Every level of `keyspace`, L0 first, each as [`Self::files`] gives it (one map lookup
+    /// for a point read's walk down the levels). Empty for an unknown keyspace.
+    pub(crate) fn levels(&self, keyspace: u32) -> &[Level] {
+        self.keyspaces
+            .get(&keyspace)
+            .map_or(&[], |k| k.levels.as_slice())
+    }
+
     /// The files of `level` of `keyspace` in level order (L0: newest first; deeper: by key).
     /// Empty for an unknown keyspace or level.
     pub fn files(&self, keyspace: u32, level: usize) -> &[Arc<FileMetaData>] {

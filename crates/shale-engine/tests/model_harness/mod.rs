@@ -174,13 +174,15 @@ impl Config {
             blob_compression: self.compression,
             blob_garbage_collection_age_cutoff: 0.5,
             blob_garbage_collection_force_threshold: 0.3,
+            // A filter of a few lines for these small memtables: lookups lean on it often.
+            memtable_bloom_size_ratio: 0.1,
             ..KeyspaceOptions::default()
         }
     }
 
-    /// The options of keyspace `ks`: "second" differs in its table format (persisted in the
-    /// OPTIONS file, so it must survive reopens); the prefix extractor is always the
-    /// database's, as reopens give every keyspace that one.
+    /// The options of keyspace `ks`: "second" differs in its table format and has no memtable
+    /// filter (persisted in the OPTIONS file, so it must survive reopens); the prefix
+    /// extractor is always the database's, as reopens give every keyspace that one.
     fn keyspace_options_for(&self, ks: u8) -> KeyspaceOptions {
         let mut options = self.keyspace_options();
         if ks == 1 {
@@ -191,6 +193,7 @@ impl Config {
                 _ => Compression::None,
             };
             options.level0_compaction_trigger = self.level0_compaction_trigger + 1;
+            options.memtable_bloom_size_ratio = 0.0;
         }
         options
     }

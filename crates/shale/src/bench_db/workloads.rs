@@ -225,6 +225,8 @@ fn delete_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Fa
     Ok(())
 }
 
+// Never inlined: scripts/callgrind-ops.sh counts readwhilewriting's readers by this symbol.
+#[inline(never)]
 fn read_random(shared: &Shared<'_>, thread: &mut ThreadState) -> Result<(), Failure> {
     let num = shared.config.num;
     let mut limit = Limit::new(shared.config.reads, shared.config.duration);
