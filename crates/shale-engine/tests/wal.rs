@@ -68,9 +68,7 @@ fn interesting_sizes(header: usize) -> Vec<usize> {
         );
         add(
             &mut sizes,
-            (BLOCK_SIZE - 2 * header)
-                .checked_add_signed(delta)
-                .unwrap(),
+            (BLOCK_SIZE - 2 * header).checked_add_signed(delta).unwrap(),
         );
     }
     for len in [100 * 1024, 1 << 20, 3, 2 * BLOCK_SIZE, 0] {
@@ -131,7 +129,10 @@ fn an_unknown_format_version_cannot_be_written() {
     for version in [0, FORMAT_VERSION + 1] {
         let file = fs.create(&log_path("/db", 3)).unwrap();
         let err = LogWriter::with_format_version(file, 3, version).unwrap_err();
-        assert!(matches!(&err, Error::InvalidArgument(text) if text.contains(&format!("version {version}"))), "{err}");
+        assert!(
+            matches!(&err, Error::InvalidArgument(text) if text.contains(&format!("version {version}"))),
+            "{err}"
+        );
     }
 }
 
@@ -529,4 +530,70 @@ fn a_read_error_is_reported_and_repeated() {
         assert!(matches!(&err, Error::Io(e) if e.is_injected()), "{err}");
     }
     assert_eq!(fault.op_count(OpKind::Read), 3);
+}
+
+/// Damage in a version 1 log is judged as before the upgrade: a torn tail is dropped, a
+/// flipped byte with valid records after it is corruption.
+#[test]
+fn damage_in_a_version_1_log_is_judged_by_mode() {
+    let fs = MemFs::new();
+    let path = log_path("/db", 4);
+    let records: Vec<Vec<u8>> = (0..40).map(|i| payload(i, 1500)).collect();
+    let written = write_log_v1(&fs, &path, 4, &records);
+    let bytes = fs.file_contents(&path).unwrap();
+
+    let torn = *written.ends.last().unwrap() - 700;
+    plant(&fs, &path, &bytes[..torn as usize]);
+    let (got, reader) = read_log(&fs, &path, 4, TOLERATE).unwrap();
+    assert!(got == written.complete_within(torn));
+    assert!(
+        matches!(reader.end(), Some(LogEnd::TornTail { offset, .. }) if *offset == written.starts[39])
+    );
+
+    let mut flipped = bytes.clone();
+    let victim = written.starts[5] as usize + 20;
+    flipped[victim] ^= 0x40;
+    plant(&fs, &path, &flipped);
+    let (_, offset, detail) = corruption_at(read_log(&fs, &path, 4, TOLERATE));
+    assert_eq!(offset, written.starts[5]);
+    assert!(
+        detail.contains("valid record of this log follows"),
+        "{detail}"
+    );
+    let (got, reader) = read_log(&fs, &path, 4, RecoveryMode::SkipAnyCorruptedRecords).unwrap();
+    assert_eq!(got.len(), 39);
+    assert_eq!(reader.skipped_corruptions(), 1);
+    let (got, _) = read_log(&fs, &path, 4, RecoveryMode::PointInTime).unwrap();
+    assert_eq!(got.len(), 5);
+}
+
+/// A damaged file header leaves the version unknown: the scan after it finds records of
+/// either layout, so a version 2 log with a damaged header is corruption, never a torn tail
+/// that would silently drop the whole log; skip mode reads its records in their layout.
+#[test]
+fn a_damaged_file_header_of_either_version_is_corruption_not_a_torn_tail() {
+    for version in OLDEST_FORMAT_VERSION..=FORMAT_VERSION {
+        let fs = MemFs::new();
+        let path = log_path("/db", 8);
+        let records: Vec<Vec<u8>> = (0..30).map(|i| payload(i, 2000)).collect();
+        write_log_version(&fs, &path, 8, &records, usize::MAX, version);
+        let mut bytes = fs.file_contents(&path).unwrap();
+        bytes[15] ^= 1; // inside the magic: the header's checksum fails
+        plant(&fs, &path, &bytes);
+        let (_, offset, detail) = corruption_at(read_log(&fs, &path, 8, TOLERATE));
+        assert_eq!(offset, 0, "v{version}");
+        assert!(
+            detail.contains(&format!("follows at offset {FILE_HEADER_RECORD}")),
+            "v{version}: {detail}"
+        );
+        let (got, reader) = read_log(&fs, &path, 8, RecoveryMode::SkipAnyCorruptedRecords).unwrap();
+        // Skip mode resumes where the damaged header claims to end, since a valid record of
+        // the layout the scan found starts there: every data record is read.
+        assert!(
+            got.iter().map(|(r, _)| r).eq(records.iter()),
+            "v{version}: {} records",
+            got.len()
+        );
+        assert_eq!(reader.skipped_corruptions(), 1);
+    }
 }

@@ -286,7 +286,13 @@ mod tests {
         );
 
         let mut out = Vec::new();
-        put_record(&mut out, Layout::Compact, RecordType::Last, 0xdead_beef, b"abc");
+        put_record(
+            &mut out,
+            Layout::Compact,
+            RecordType::Last,
+            0xdead_beef,
+            b"abc",
+        );
         assert_eq!(out, {
             let mut expected = record_checksum(&[3, 0, 4], b"abc").to_le_bytes().to_vec();
             expected.extend_from_slice(&[3, 0, 4, b'a', b'b', b'c']);
@@ -294,7 +300,10 @@ mod tests {
         });
         let h = Header::decode(&out, Layout::Compact).unwrap();
         assert_eq!((h.length, h.type_byte, h.log_low), (3, 4, None));
-        assert_eq!(Header::decode(&out[..HEADER_SIZE - 1], Layout::Compact), None);
+        assert_eq!(
+            Header::decode(&out[..HEADER_SIZE - 1], Layout::Compact),
+            None
+        );
         assert_eq!(RecordType::from_byte(0), None);
         assert_eq!(RecordType::from_byte(6), None);
     }

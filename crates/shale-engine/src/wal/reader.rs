@@ -932,10 +932,7 @@ mod tests {
         assert_eq!(find_valid_record(&block, 0, v2, 7), Some(100));
         assert_eq!(find_valid_record(&block, 101, v2, 1), Some(300));
         assert_eq!(find_valid_record(&block, 301, v2, 7), None);
-        assert_eq!(
-            find_valid_record(&block, 0, Layout::WithLogNumber, 7),
-            None
-        );
+        assert_eq!(find_valid_record(&block, 0, Layout::WithLogNumber, 7), None);
     }
 
     #[test]
