@@ -20,7 +20,7 @@ use crate::version::{
     manifest_file_name, FileMetaData, VersionEdit, VersionSet, CURRENT_FILE_NAME,
     DEFAULT_NUM_LEVELS,
 };
-use crate::wal::format::{log_file_name, HEADER_SIZE};
+use crate::wal::format::{log_file_name, HEADER_SIZE, V1_HEADER_SIZE};
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
 
 /// Every recovery mode, in the order `fuzz_wal` reads a log with them.
@@ -35,10 +35,11 @@ const RECOVERY_MODES: [RecoveryMode; 4] = [
 const FALLBACK_LOG_NUMBER: u64 = 7;
 
 /// The log number stored in the file header of a WAL image (docs/format/wal.md, "File
-/// header"): the record header, then magic (8) and version (4). Reading the log under this
+/// header"): the version 1 record header (every version's file header has it), then magic (8)
+/// and version (4). Reading the log under this
 /// number lets mutants of real logs get past the header check.
 fn stated_log_number(data: &[u8]) -> Option<u64> {
-    let at = HEADER_SIZE + 12;
+    let at = V1_HEADER_SIZE + 12;
     let bytes = data.get(at..at + 8)?;
     Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
@@ -70,8 +71,9 @@ fn read_wal(fs: &MemFs, path: &Path, log_number: u64, mode: RecoveryMode) {
         return;
     };
     let mut previous_offset = None;
-    // Every logical record holds at least one physical record header, so a log cannot hold
-    // more records than this; more means the reader loops.
+    // Every logical record holds at least one physical record header (`HEADER_SIZE`, the
+    // smallest of any version), so a log cannot hold more records than this; more means the
+    // reader loops.
     let max_records = file_size / HEADER_SIZE as u64 + 1;
     let mut records = 0u64;
     loop {

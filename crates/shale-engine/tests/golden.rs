@@ -9,10 +9,10 @@ mod common;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use common::{log_path, payload, write_log};
+use common::{log_path, payload, write_log, write_log_v1};
 use shale_engine::wal::format::{
     RecordType, BLOCK_SIZE, FILE_HEADER_PAYLOAD_SIZE, FORMAT_VERSION, HEADER_SIZE, MAGIC,
-    MAX_FRAGMENT_SIZE,
+    MAX_FRAGMENT_SIZE, V1_HEADER_SIZE,
 };
 use shale_engine::WriteBatch;
 use shale_fs::MemFs;
@@ -34,8 +34,12 @@ fn golden_batch() -> WriteBatch {
     batch
 }
 
-/// Decodes the physical records of a log as the spec describes them.
+/// Decodes the physical records of a log as the spec describes them: the file header at
+/// offset 0 in the version 1 layout, the records after it in the layout of the version it
+/// names (version 1: with the log number; version 2: without).
 fn describe_log(out: &mut String, bytes: &[u8]) {
+    // The file header's layout, until it names the version.
+    let mut header_size = V1_HEADER_SIZE;
     writeln!(
         out,
         "{:>7}  {:>5}  {:<11}  {:>6}  {:>4}  {:<10}  note",
@@ -45,7 +49,7 @@ fn describe_log(out: &mut String, bytes: &[u8]) {
     let mut pos = 0;
     while pos < bytes.len() {
         let left_in_block = BLOCK_SIZE - pos % BLOCK_SIZE;
-        if left_in_block < HEADER_SIZE {
+        if left_in_block < header_size {
             let end = (pos + left_in_block).min(bytes.len());
             assert!(bytes[pos..end].iter().all(|&b| b == 0), "padding at {pos}");
             writeln!(
@@ -58,11 +62,14 @@ fn describe_log(out: &mut String, bytes: &[u8]) {
             pos = end;
             continue;
         }
-        let h = &bytes[pos..pos + HEADER_SIZE];
+        let h = &bytes[pos..pos + header_size];
         let checksum = u32::from_le_bytes(h[0..4].try_into().unwrap());
         let length = u16::from_le_bytes(h[4..6].try_into().unwrap()) as usize;
-        let log = u32::from_le_bytes(h[7..11].try_into().unwrap());
-        let body = &bytes[pos + HEADER_SIZE..pos + HEADER_SIZE + length];
+        let log = match h.get(7..11) {
+            Some(log) => u32::from_le_bytes(log.try_into().unwrap()).to_string(),
+            None => "-".to_owned(),
+        };
+        let body = &bytes[pos + header_size..pos + header_size + length];
         let crc = crc32c::crc32c_append(crc32c::crc32c(&h[4..]), body);
         assert_eq!(
             checksum,
@@ -78,10 +85,14 @@ fn describe_log(out: &mut String, bytes: &[u8]) {
             t => panic!("type {t} at {pos}"),
         };
         let note = if h[6] == 5 {
+            assert_eq!(pos, 0, "a file header after offset 0");
+            let version = u32::from_le_bytes(body[8..12].try_into().unwrap());
+            if version >= 2 {
+                header_size = 7;
+            }
             format!(
-                "magic={} version={} log={}",
+                "magic={} version={version} log={}",
                 String::from_utf8_lossy(&body[0..8]),
-                u32::from_le_bytes(body[8..12].try_into().unwrap()),
                 u64::from_le_bytes(body[12..20].try_into().unwrap())
             )
         } else if length <= 24 {
@@ -94,7 +105,7 @@ fn describe_log(out: &mut String, bytes: &[u8]) {
             pos / BLOCK_SIZE
         );
         writeln!(out, "{}", line.trim_end()).unwrap();
-        pos += HEADER_SIZE + length;
+        pos += h.len() + length;
     }
     writeln!(out, "{pos:>7}  end of file").unwrap();
 }
@@ -155,6 +166,15 @@ fn golden_printout() -> String {
     )
     .unwrap();
     hex_dump(&mut out, &bytes[..31 + HEADER_SIZE + batch.data().len()]);
+
+    // A version 1 log, as Shale wrote them before version 2 (they must still replay; these
+    // bytes are the same as the version 1 fixture's).
+    let path = log_path("/v1", 7);
+    write_log_v1(&fs, &path, 7, &[batch.data().to_vec(), Vec::new()]);
+    let bytes = fs.file_contents(&path).unwrap();
+    writeln!(out, "\n## version 1 log 000007.wal: {} bytes", bytes.len()).unwrap();
+    describe_log(&mut out, &bytes);
+    hex_dump(&mut out, &bytes);
     out
 }
 

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
-use shale_engine::wal::RecoveryMode;
+use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
 use shale_engine::{Db, Durability, Options, WriteOptions};
 use shale_fs::{
     CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
@@ -290,4 +290,64 @@ fn damage_before_a_recorded_end_is_not_a_torn_tail() {
     assert_all(&db, "a", 19, "point in time");
     assert_eq!(db.get(b"tail").unwrap(), None);
     assert_eq!(db.get(&key("b", 0)).unwrap(), None);
+}
+
+/// Rewrites the log-format file `name` of `fs` (a WAL or a MANIFEST, numbered `number`) in WAL
+/// format version 1, record for record, as Shale wrote them before version 2.
+fn rewrite_as_version_1(fs: &MemFs, name: &str, number: u64) {
+    let path = Path::new(DIR).join(name);
+    let file = fs.open_read(&path).unwrap();
+    let mut reader = LogReader::new(file, number, RecoveryMode::AbsoluteConsistency).unwrap();
+    let scratch = Path::new("/scratch").join(name);
+    fs.create_dir_all(scratch.parent().unwrap()).unwrap();
+    let mut writer =
+        LogWriter::with_format_version(fs.create(&scratch).unwrap(), number, 1).unwrap();
+    let mut records = 0;
+    while let Some((record, _)) = reader.read_record().unwrap() {
+        writer.add_record(&record).unwrap();
+        records += 1;
+    }
+    writer.sync().unwrap();
+    assert!(records > 0, "{name} holds no records");
+    let bytes = fs.file_contents(&scratch).unwrap();
+    assert_eq!(bytes[19], 1, "{name} is now format version 1");
+    assert!(
+        bytes.len() as u64 > fs.size(&path).unwrap(),
+        "version 1 is larger"
+    );
+    plant_file(fs, &path, &bytes);
+}
+
+fn plant_file(fs: &MemFs, path: &Path, bytes: &[u8]) {
+    fs.write_file_for_test(path, bytes).unwrap();
+}
+
+#[test]
+fn a_database_whose_logs_were_written_in_wal_format_version_1_opens_after_the_upgrade() {
+    let fs = MemFs::new();
+    let mode = RecoveryMode::AbsoluteConsistency;
+    let db = Db::open(DIR, options(Arc::new(fs.clone()), mode)).unwrap();
+    put_all(&db, "a", 50);
+    let image = fs.crash_image(CrashMode::DropUnsynced);
+    drop(db);
+    let wals = files(&image, ".wal");
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    for name in &wals {
+        let number = shale_engine::wal::format::parse_log_file_name(name).unwrap();
+        rewrite_as_version_1(&image, name, number);
+    }
+    let manifests: Vec<String> = image
+        .list(Path::new(DIR))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("MANIFEST-"))
+        .collect();
+    assert_eq!(manifests.len(), 1, "{manifests:?}");
+    let number = manifests[0]["MANIFEST-".len()..].parse().unwrap();
+    rewrite_as_version_1(&image, &manifests[0], number);
+
+    let db = Db::open(DIR, options(Arc::new(image.clone()), mode)).unwrap();
+    assert_all(&db, "a", 50, "replayed from version 1 logs");
+    put_all(&db, "b", 10);
+    assert_all(&db, "b", 10, "written after the upgrade");
 }

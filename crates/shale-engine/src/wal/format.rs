@@ -1,31 +1,78 @@
 //! Constants and encodings of the write-ahead log (docs/format/wal.md).
 //!
 //! Invariants:
-//! 1. A physical record never straddles a `BLOCK_SIZE` boundary; when fewer than `HEADER_SIZE`
-//!    bytes remain in a block they are zero-filled padding and the next record starts at the
-//!    next block. So every block boundary inside the written data starts a record header.
-//! 2. The checksum covers every header byte after itself (length, type, log number) and the
-//!    payload, and is stored masked.
-//! 3. Record type values never change; 0 is never a valid record, so zero bytes never decode
+//! 1. A physical record never straddles a `BLOCK_SIZE` boundary; when fewer bytes than the
+//!    version's record header remain in a block they are zero-filled padding and the next
+//!    record starts at the next block. So every block boundary inside the written data starts
+//!    a record header.
+//! 2. The checksum covers every header byte after itself (length, type, and in version 1 the
+//!    log number) and the payload, and is stored masked.
+//! 3. The file header record at offset 0 has the version 1 header in every version, so a
+//!    reader learns the version (and the log number) before it needs the record layout.
+//! 4. A version 2 file is never recycled (its records carry no log number to tell stale
+//!    records from this log's): a recycler must write version 1 records.
+//! 5. Record type values never change; 0 is never a valid record, so zero bytes never decode
 //!    as data.
 
 /// Size of a block: records are laid out so that none straddles a multiple of this offset.
 pub const BLOCK_SIZE: usize = 32 * 1024;
 
-/// Bytes of a physical record header: checksum u32, length u16, type u8, log number u32.
-pub const HEADER_SIZE: usize = 11;
+/// Bytes of a version 1 record header: checksum u32, length u16, type u8, log number u32. The
+/// file header record at offset 0 has this header in every version, so any reader can parse it.
+pub const V1_HEADER_SIZE: usize = 11;
 
-/// The largest payload one physical record can carry (a whole block minus its header).
+/// Bytes of a record header in the version this build writes (2): checksum u32, length u16,
+/// type u8. Every record after the file header has it.
+pub const HEADER_SIZE: usize = 7;
+
+/// The largest payload one physical record can carry in the version this build writes (a
+/// whole block minus its header).
 pub const MAX_FRAGMENT_SIZE: usize = BLOCK_SIZE - HEADER_SIZE;
 
 /// The magic at the start of the file header record's payload.
 pub const MAGIC: &[u8; 8] = b"SHALEWAL";
 
 /// The format version this build writes, and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
-/// Bytes of the file header record's payload in format version 1: magic, version, log number.
+/// The oldest format version this build reads (and can still write, for tests).
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
+
+/// Bytes of the file header record's payload (every version): magic, version, log number.
 pub const FILE_HEADER_PAYLOAD_SIZE: usize = 20;
+
+/// Bytes of the file header record at offset 0: its version 1 header and its payload.
+pub const FILE_HEADER_RECORD_SIZE: usize = V1_HEADER_SIZE + FILE_HEADER_PAYLOAD_SIZE;
+
+/// The record header layout of a format version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Layout {
+    /// Version 1: the header carries the low 32 bits of the log number, so the stale records of
+    /// a recycled file are recognised. Also the layout of every file header record.
+    WithLogNumber,
+    /// Version 2: no log number. Sound only because such a file is never recycled: it is
+    /// always created empty, so every checksum-valid record in it was written for this log.
+    Compact,
+}
+
+impl Layout {
+    /// The layout of the records after the file header in format `version`.
+    pub(crate) fn of_version(version: u32) -> Option<Layout> {
+        match version {
+            1 => Some(Layout::WithLogNumber),
+            2 => Some(Layout::Compact),
+            _ => None,
+        }
+    }
+
+    /// Bytes of a record header in this layout.
+    pub(crate) fn header_size(self) -> usize {
+        match self {
+            Layout::WithLogNumber => V1_HEADER_SIZE,
+            Layout::Compact => HEADER_SIZE,
+        }
+    }
+}
 
 /// The type byte of a physical record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,15 +144,23 @@ pub(crate) fn record_checksum(header_rest: &[u8], payload: &[u8]) -> u32 {
     crc.rotate_right(15).wrapping_add(CRC_MASK_DELTA)
 }
 
-/// Appends a physical record (header and payload) to `out`. `payload` must fit one block.
-pub(crate) fn put_record(out: &mut Vec<u8>, kind: RecordType, log_low: u32, payload: &[u8]) {
-    debug_assert!(payload.len() <= MAX_FRAGMENT_SIZE);
-    let mut rest = [0u8; HEADER_SIZE - 4];
+/// Appends a physical record (header in `layout` and payload) to `out`. `payload` must fit
+/// one block; `log_low` is stored only in the `WithLogNumber` layout.
+pub(crate) fn put_record(
+    out: &mut Vec<u8>,
+    layout: Layout,
+    kind: RecordType,
+    log_low: u32,
+    payload: &[u8],
+) {
+    debug_assert!(payload.len() <= BLOCK_SIZE - layout.header_size());
+    let mut rest = [0u8; V1_HEADER_SIZE - 4];
     rest[0..2].copy_from_slice(&(payload.len() as u16).to_le_bytes());
     rest[2] = kind as u8;
     rest[3..7].copy_from_slice(&log_low.to_le_bytes());
-    out.extend_from_slice(&record_checksum(&rest, payload).to_le_bytes());
-    out.extend_from_slice(&rest);
+    let rest = &rest[..layout.header_size() - 4];
+    out.extend_from_slice(&record_checksum(rest, payload).to_le_bytes());
+    out.extend_from_slice(rest);
     out.extend_from_slice(payload);
 }
 
@@ -115,27 +170,32 @@ pub(crate) struct Header {
     pub checksum: u32,
     pub length: usize,
     pub type_byte: u8,
-    pub log_low: u32,
+    /// The low 32 bits of the log number (`WithLogNumber` layout only).
+    pub log_low: Option<u32>,
 }
 
 impl Header {
-    /// Decodes the header at the start of `bytes`, which must hold at least `HEADER_SIZE`.
-    pub(crate) fn decode(bytes: &[u8]) -> Option<Header> {
-        let h: &[u8; HEADER_SIZE] = bytes.get(..HEADER_SIZE)?.try_into().ok()?;
+    /// Decodes the header in `layout` at the start of `bytes`; `None` when `bytes` is shorter
+    /// than the header.
+    pub(crate) fn decode(bytes: &[u8], layout: Layout) -> Option<Header> {
+        let h = bytes.get(..layout.header_size())?;
         Some(Header {
             checksum: u32::from_le_bytes([h[0], h[1], h[2], h[3]]),
             length: u16::from_le_bytes([h[4], h[5]]) as usize,
             type_byte: h[6],
-            log_low: u32::from_le_bytes([h[7], h[8], h[9], h[10]]),
+            log_low: match layout {
+                Layout::WithLogNumber => Some(u32::from_le_bytes([h[7], h[8], h[9], h[10]])),
+                Layout::Compact => None,
+            },
         })
     }
 }
 
-/// The payload of the file header record.
-pub(crate) fn file_header_payload(log_number: u64) -> [u8; FILE_HEADER_PAYLOAD_SIZE] {
+/// The payload of the file header record of a log in format `version`.
+pub(crate) fn file_header_payload(version: u32, log_number: u64) -> [u8; FILE_HEADER_PAYLOAD_SIZE] {
     let mut out = [0u8; FILE_HEADER_PAYLOAD_SIZE];
     out[0..8].copy_from_slice(MAGIC);
-    out[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out[8..12].copy_from_slice(&version.to_le_bytes());
     out[12..20].copy_from_slice(&log_number.to_le_bytes());
     out
 }
@@ -145,8 +205,8 @@ pub(crate) fn file_header_payload(log_number: u64) -> [u8; FILE_HEADER_PAYLOAD_S
 pub(crate) enum FileHeaderPayload {
     /// Not a Shale WAL (wrong magic, or too short to hold magic and version).
     NotAWal,
-    /// A WAL of another format version; `log_number` when the payload has one where
-    /// version 1 puts it.
+    /// A WAL of some format version; `log_number` when the payload has one where versions 1
+    /// and 2 put it.
     Version {
         version: u32,
         log_number: Option<u64>,
@@ -208,15 +268,41 @@ mod tests {
     #[test]
     fn record_encoding_matches_header_decoding() {
         let mut out = Vec::new();
-        put_record(&mut out, RecordType::Middle, 0xdead_beef, b"payload");
-        assert_eq!(out.len(), HEADER_SIZE + 7);
-        let h = Header::decode(&out).unwrap();
+        put_record(
+            &mut out,
+            Layout::WithLogNumber,
+            RecordType::Middle,
+            0xdead_beef,
+            b"payload",
+        );
+        assert_eq!(out.len(), V1_HEADER_SIZE + 7);
+        let h = Header::decode(&out, Layout::WithLogNumber).unwrap();
         assert_eq!(h.length, 7);
         assert_eq!(RecordType::from_byte(h.type_byte), Some(RecordType::Middle));
-        assert_eq!(h.log_low, 0xdead_beef);
+        assert_eq!(h.log_low, Some(0xdead_beef));
         assert_eq!(
             h.checksum,
-            record_checksum(&out[4..HEADER_SIZE], b"payload")
+            record_checksum(&out[4..V1_HEADER_SIZE], b"payload")
+        );
+
+        let mut out = Vec::new();
+        put_record(
+            &mut out,
+            Layout::Compact,
+            RecordType::Last,
+            0xdead_beef,
+            b"abc",
+        );
+        assert_eq!(out, {
+            let mut expected = record_checksum(&[3, 0, 4], b"abc").to_le_bytes().to_vec();
+            expected.extend_from_slice(&[3, 0, 4, b'a', b'b', b'c']);
+            expected
+        });
+        let h = Header::decode(&out, Layout::Compact).unwrap();
+        assert_eq!((h.length, h.type_byte, h.log_low), (3, 4, None));
+        assert_eq!(
+            Header::decode(&out[..HEADER_SIZE - 1], Layout::Compact),
+            None
         );
         assert_eq!(RecordType::from_byte(0), None);
         assert_eq!(RecordType::from_byte(6), None);
@@ -224,7 +310,7 @@ mod tests {
 
     #[test]
     fn file_header_decoding() {
-        let payload = file_header_payload(0x0102_0304_0506_0708);
+        let payload = file_header_payload(FORMAT_VERSION, 0x0102_0304_0506_0708);
         assert_eq!(
             decode_file_header(&payload),
             FileHeaderPayload::Version {

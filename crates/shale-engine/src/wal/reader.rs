@@ -3,9 +3,11 @@
 //!
 //! The reader walks the file block by block with positional reads. A physical record is
 //! *valid* when its header fits the block and the file, its checksum matches, its type is
-//! known and its log number is this log's. Anything else at a record position is *damage*,
-//! except a checksum-valid record of another log number, which is the stale contents of a
-//! recycled file and ends the log cleanly.
+//! known and (format version 1) its log number is this log's. Anything else at a record
+//! position is *damage*, except a checksum-valid version 1 record of another log number, which
+//! is the stale contents of a recycled file and ends the log cleanly. The file header at
+//! offset 0 is read in the version 1 layout (every version writes it so); the records after it
+//! in the layout of the version it names.
 //!
 //! Invariants:
 //! 1. Damage is classified by one scan: is there a valid record of this log at any byte offset
@@ -19,6 +21,9 @@
 //!    error it keeps returning that error.
 //! 4. Allocation is bounded by the file: a logical record is assembled from fragments that
 //!    were each read from the file.
+//! 5. Until the file header has named the version, the layout is unknown: a scan after damage
+//!    there looks for valid records of either layout, and reading goes on (skip mode) in the
+//!    layout of the record it found.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -27,8 +32,8 @@ use std::sync::Arc;
 use shale_fs::RandomAccessFile;
 
 use super::format::{
-    decode_file_header, log_number_low, record_checksum, FileHeaderPayload, Header, RecordType,
-    BLOCK_SIZE, FILE_HEADER_PAYLOAD_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    decode_file_header, log_number_low, record_checksum, FileHeaderPayload, Header, Layout,
+    RecordType, BLOCK_SIZE, FILE_HEADER_PAYLOAD_SIZE, FORMAT_VERSION, OLDEST_FORMAT_VERSION,
 };
 use crate::error::{Error, Result};
 
@@ -119,6 +124,9 @@ pub struct LogReader {
     path: PathBuf,
     log_number: u64,
     log_low: u32,
+    /// The layout of the records after the file header; `None` until the header named it
+    /// (invariant 5).
+    layout: Option<Layout>,
     mode: RecoveryMode,
     file_size: u64,
     /// The bytes of block `block_index` (shorter than a block only for the file's last one).
@@ -178,7 +186,8 @@ enum Flow {
 
 /// The result of scanning the rest of the file after damage (invariant 1).
 struct Scan {
-    valid_at: Option<u64>,
+    /// The first valid record after the damage, and its layout.
+    valid_at: Option<(u64, Layout)>,
     all_zero: bool,
 }
 
@@ -212,6 +221,7 @@ impl LogReader {
             path,
             log_number,
             log_low: log_number_low(log_number),
+            layout: None,
             mode,
             file_size,
             block: Vec::new(),
@@ -324,11 +334,14 @@ impl LogReader {
                     kind.name()
                 );
                 // Skip mode reads the record as data: it is valid, only the header is missing.
+                // It carries this log's number, so the file has the version 1 layout.
+                self.layout = Some(Layout::WithLogNumber);
                 self.pos = 0;
                 self.misplaced(0, 0, detail).map(|_| ())
             }
             Physical::UnknownType { type_byte, .. } => {
                 let detail = format!("the log starts with a record of unknown type {type_byte}");
+                self.layout = Some(Layout::WithLogNumber);
                 self.misplaced(0, self.pos, detail).map(|_| ())
             }
             Physical::Stale {
@@ -370,7 +383,8 @@ impl LogReader {
         )
     }
 
-    fn check_file_header(&self, payload: Range<usize>) -> Result<()> {
+    /// Checks the file header payload and adopts the layout of the version it names.
+    fn check_file_header(&mut self, payload: Range<usize>) -> Result<()> {
         match decode_file_header(&self.block[payload]) {
             FileHeaderPayload::NotAWal => Err(self.corruption(
                 0,
@@ -388,17 +402,22 @@ impl LogReader {
                 log_number,
                 len,
             } => {
-                if version != FORMAT_VERSION || len != FILE_HEADER_PAYLOAD_SIZE {
+                let layout = Layout::of_version(version);
+                let Some(layout) = layout.filter(|_| len == FILE_HEADER_PAYLOAD_SIZE) else {
                     return Err(self.corruption(
                         0,
                         format!(
                             "invalid file header: format version {version}, {len} payload \
-                             bytes (version {FORMAT_VERSION} has {FILE_HEADER_PAYLOAD_SIZE})"
+                             bytes (versions {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION} have \
+                             {FILE_HEADER_PAYLOAD_SIZE})"
                         ),
                     ));
-                }
+                };
                 match log_number {
-                    Some(n) if n == self.log_number => Ok(()),
+                    Some(n) if n == self.log_number => {
+                        self.layout = Some(layout);
+                        Ok(())
+                    }
                     Some(n) => Err(self.stale_file_error(&format!("log {n}"))),
                     None => Err(self.corruption(0, "file header without a log number")),
                 }
@@ -499,10 +518,27 @@ impl LogReader {
         }
     }
 
-    /// The payload range of the valid record at `offset`, which is in the loaded block.
+    /// The layout to read the record position `self.pos` in: the file header's (version 1)
+    /// until the header named another (invariant 5).
+    fn current_layout(&self) -> Layout {
+        self.layout.unwrap_or(Layout::WithLogNumber)
+    }
+
+    /// The layouts a valid record after damage may have (invariant 5).
+    fn possible_layouts(&self) -> &'static [Layout] {
+        match self.layout {
+            Some(Layout::WithLogNumber) => &[Layout::WithLogNumber],
+            Some(Layout::Compact) => &[Layout::Compact],
+            None => &[Layout::WithLogNumber, Layout::Compact],
+        }
+    }
+
+    /// The payload range of the valid record at `offset` (just read, so `self.pos` is its
+    /// end), which is in the loaded block.
     fn payload_of(&self, offset: u64) -> Range<usize> {
-        let in_block = (offset % BLOCK) as usize + HEADER_SIZE;
-        in_block..(in_block + (self.pos - offset) as usize - HEADER_SIZE)
+        let header_size = self.current_layout().header_size();
+        let in_block = (offset % BLOCK) as usize + header_size;
+        in_block..(in_block + (self.pos - offset) as usize - header_size)
     }
 
     fn count_skip(&mut self, bytes: u64) {
@@ -577,7 +613,7 @@ impl LogReader {
     /// fragmented record the damage interrupts.
     fn on_damage(&mut self, pending_start: Option<u64>, damage: Damage) -> Result<Flow> {
         let scan = self.scan_after(damage.offset)?;
-        let Some(valid_at) = scan.valid_at else {
+        let Some((valid_at, layout)) = scan.valid_at else {
             if pending_start.is_none() && scan.all_zero {
                 self.state = State::Ended(LogEnd::ZeroTail {
                     offset: damage.offset,
@@ -622,6 +658,8 @@ impl LogReader {
                 Ok(Flow::End)
             }
             RecoveryMode::SkipAnyCorruptedRecords => {
+                // Invariant 5: a damaged file header leaves the layout to the records found.
+                self.layout.get_or_insert(layout);
                 // Invariant 2: resume where the writer certainly started a record.
                 let next_block = (damage.offset / BLOCK + 1) * BLOCK;
                 let resume = match damage.claimed_end {
@@ -662,7 +700,9 @@ impl LogReader {
             }
             let index = pos / BLOCK;
             let in_block = (pos % BLOCK) as usize;
-            if BLOCK_SIZE - in_block < HEADER_SIZE {
+            let layout = self.current_layout();
+            let header_size = layout.header_size();
+            if BLOCK_SIZE - in_block < header_size {
                 // Block padding: its contents are ignored (no checksum covers them).
                 self.pos = (index + 1) * BLOCK;
                 continue;
@@ -676,11 +716,11 @@ impl LogReader {
                 }))
             };
             let available = self.block.len() - in_block;
-            let Some(header) = Header::decode(&self.block[in_block..]) else {
+            let Some(header) = Header::decode(&self.block[in_block..], layout) else {
                 return damaged(
                     format!(
                         "incomplete record header: the file ends {available} bytes after it \
-                         starts ({HEADER_SIZE} needed)"
+                         starts ({header_size} needed)"
                     ),
                     None,
                 );
@@ -691,7 +731,7 @@ impl LogReader {
                     None,
                 );
             }
-            let end_in_block = in_block + HEADER_SIZE + header.length;
+            let end_in_block = in_block + header_size + header.length;
             if end_in_block > BLOCK_SIZE {
                 return damaged(
                     format!(
@@ -710,12 +750,12 @@ impl LogReader {
                     None,
                 );
             }
-            let payload = in_block + HEADER_SIZE..end_in_block;
+            let payload = in_block + header_size..end_in_block;
             let computed = record_checksum(
-                &self.block[in_block + 4..in_block + HEADER_SIZE],
+                &self.block[in_block + 4..in_block + header_size],
                 &self.block[payload.clone()],
             );
-            let next = pos + (HEADER_SIZE + header.length) as u64;
+            let next = pos + (header_size + header.length) as u64;
             if computed != header.checksum {
                 return damaged(
                     format!(
@@ -728,10 +768,10 @@ impl LogReader {
             }
             let kind = RecordType::from_byte(header.type_byte);
             self.pos = next;
-            if header.log_low != self.log_low {
+            if let Some(log_low) = header.log_low.filter(|&low| low != self.log_low) {
                 return Ok(Physical::Stale {
                     offset: pos,
-                    log_low: header.log_low,
+                    log_low,
                     kind,
                     payload,
                 });
@@ -750,14 +790,15 @@ impl LogReader {
         }
     }
 
-    /// Whether a valid record of this log starts at `offset`.
+    /// Whether a valid record of this log, in the current layout, starts at `offset`.
     fn valid_record_at(&mut self, offset: u64) -> Result<bool> {
         let in_block = (offset % BLOCK) as usize;
-        if offset >= self.file_size || BLOCK_SIZE - in_block < HEADER_SIZE {
+        let layout = self.current_layout();
+        if offset >= self.file_size || BLOCK_SIZE - in_block < layout.header_size() {
             return Ok(false);
         }
         self.load_block(offset / BLOCK)?;
-        Ok(is_valid_record(&self.block, in_block, self.log_low))
+        Ok(is_valid_record(&self.block, in_block, layout, self.log_low))
     }
 
     /// Looks for a valid record of this log at every byte offset after `damage`, and checks
@@ -783,9 +824,17 @@ impl LogReader {
                     .all(|&b| b == 0);
             }
             let candidates = if index == first { from + 1 } else { 0 };
-            if let Some(offset) = find_valid_record(&self.block, candidates, self.log_low) {
+            let found = self
+                .possible_layouts()
+                .iter()
+                .filter_map(|&layout| {
+                    find_valid_record(&self.block, candidates, layout, self.log_low)
+                        .map(|offset| (offset, layout))
+                })
+                .min_by_key(|&(offset, _)| offset);
+            if let Some((offset, layout)) = found {
                 return Ok(Scan {
-                    valid_at: Some(base + offset as u64),
+                    valid_at: Some((base + offset as u64, layout)),
                     all_zero: false,
                 });
             }
@@ -797,18 +846,25 @@ impl LogReader {
     }
 }
 
-/// The first offset at or after `from` in `block` where a valid record of the log with
-/// `log_low` starts. Candidates are found by the first byte of the log number, so scanning
-/// garbage costs about one comparison a byte.
-fn find_valid_record(block: &[u8], from: usize, log_low: u32) -> Option<usize> {
+/// The first offset at or after `from` in `block` where a valid record in `layout` (of the
+/// log with `log_low`, in the version 1 layout) starts. Candidates are found by one byte: the
+/// first byte of the log number (version 1) or a known type byte (version 2), so scanning
+/// garbage costs about one comparison a byte plus a checksum per version 2 candidate whose
+/// length fits the block.
+fn find_valid_record(block: &[u8], from: usize, layout: Layout, log_low: u32) -> Option<usize> {
+    const TYPE_AT: usize = 6;
     const LOG_AT: usize = 7;
     let first_log_byte = log_low.to_le_bytes()[0];
-    let last_start = block.len().checked_sub(HEADER_SIZE)?;
+    let (key_at, is_candidate): (usize, &dyn Fn(u8) -> bool) = match layout {
+        Layout::WithLogNumber => (LOG_AT, &|b| b == first_log_byte),
+        Layout::Compact => (TYPE_AT, &|b| (1..=5).contains(&b)),
+    };
+    let last_start = block.len().checked_sub(layout.header_size())?;
     let mut at = from;
     while at <= last_start {
-        let window = block.get(at + LOG_AT..=last_start + LOG_AT)?;
-        at += window.iter().position(|&b| b == first_log_byte)?;
-        if is_valid_record(block, at, log_low) {
+        let window = block.get(at + key_at..=last_start + key_at)?;
+        at += window.iter().position(|&b| is_candidate(b))?;
+        if is_valid_record(block, at, layout, log_low) {
             return Some(at);
         }
         at += 1;
@@ -816,33 +872,37 @@ fn find_valid_record(block: &[u8], from: usize, log_low: u32) -> Option<usize> {
     None
 }
 
-/// Whether a valid record of the log with `log_low` starts at `at` of `block`: its header
-/// and payload fit the block, the type is known, the log number matches and the checksum too.
-/// The cheap tests come first, so scanning garbage costs a few comparisons a byte.
-fn is_valid_record(block: &[u8], at: usize, log_low: u32) -> bool {
-    let Some(header) = block.get(at..at + HEADER_SIZE) else {
+/// Whether a valid record in `layout` starts at `at` of `block`: its header and payload fit
+/// the block, the type is known, the checksum matches and (version 1) the log number is
+/// `log_low`. The cheap tests come first, so scanning garbage costs a few comparisons a byte.
+fn is_valid_record(block: &[u8], at: usize, layout: Layout, log_low: u32) -> bool {
+    let header_size = layout.header_size();
+    let Some(header) = block.get(at..at + header_size) else {
         return false;
     };
-    if header[7..11] != log_low.to_le_bytes() || !(1..=5).contains(&header[6]) {
+    if !(1..=5).contains(&header[6]) {
+        return false;
+    }
+    if layout == Layout::WithLogNumber && header[7..11] != log_low.to_le_bytes() {
         return false;
     }
     let length = u16::from_le_bytes([header[4], header[5]]) as usize;
     let stored = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
     block
-        .get(at + HEADER_SIZE..at + HEADER_SIZE + length)
+        .get(at + header_size..at + header_size + length)
         .is_some_and(|payload| record_checksum(&header[4..], payload) == stored)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::format::put_record;
+    use super::super::format::{put_record, HEADER_SIZE, V1_HEADER_SIZE};
     use super::*;
 
-    fn block_with(records: &[(usize, u32, &[u8])], len: usize) -> Vec<u8> {
+    fn block_with(layout: Layout, records: &[(usize, u32, &[u8])], len: usize) -> Vec<u8> {
         let mut block: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
         for &(at, log_low, payload) in records {
             let mut encoded = Vec::new();
-            put_record(&mut encoded, RecordType::Full, log_low, payload);
+            put_record(&mut encoded, layout, RecordType::Full, log_low, payload);
             block[at..at + encoded.len()].copy_from_slice(&encoded);
         }
         block
@@ -850,33 +910,56 @@ mod tests {
 
     #[test]
     fn scan_finds_the_first_valid_record_of_the_log_only() {
+        let v1 = Layout::WithLogNumber;
         let block = block_with(
+            v1,
             &[(100, 9, b"other log"), (300, 7, b"mine"), (400, 7, b"")],
             500,
         );
-        assert_eq!(find_valid_record(&block, 0, 7), Some(300));
-        assert_eq!(find_valid_record(&block, 301, 7), Some(400));
-        assert_eq!(find_valid_record(&block, 401, 7), None);
-        assert_eq!(find_valid_record(&block, 0, 9), Some(100));
-        assert_eq!(find_valid_record(&block, 0, 8), None);
+        assert_eq!(find_valid_record(&block, 0, v1, 7), Some(300));
+        assert_eq!(find_valid_record(&block, 301, v1, 7), Some(400));
+        assert_eq!(find_valid_record(&block, 401, v1, 7), None);
+        assert_eq!(find_valid_record(&block, 0, v1, 9), Some(100));
+        assert_eq!(find_valid_record(&block, 0, v1, 8), None);
+        // Version 1 records are not version 2 records, whatever the log number.
+        assert_eq!(find_valid_record(&block, 0, Layout::Compact, 7), None);
+    }
+
+    #[test]
+    fn scan_finds_version_2_records_by_checksum_alone() {
+        let v2 = Layout::Compact;
+        let block = block_with(v2, &[(100, 9, b"first"), (300, 7, b"")], 500);
+        assert_eq!(find_valid_record(&block, 0, v2, 7), Some(100));
+        assert_eq!(find_valid_record(&block, 101, v2, 1), Some(300));
+        assert_eq!(find_valid_record(&block, 301, v2, 7), None);
+        assert_eq!(find_valid_record(&block, 0, Layout::WithLogNumber, 7), None);
     }
 
     #[test]
     fn scan_reaches_a_record_that_ends_the_block_and_no_further() {
         let len = 200;
-        let block = block_with(&[(len - HEADER_SIZE, 0x0101_0101, b"")], len);
-        assert_eq!(
-            find_valid_record(&block, 0, 0x0101_0101),
-            Some(len - HEADER_SIZE)
-        );
-        assert_eq!(find_valid_record(&block[..len - 1], 0, 0x0101_0101), None);
-        assert_eq!(find_valid_record(&[], 0, 1), None);
-        assert_eq!(find_valid_record(&block, len, 1), None);
+        for (layout, header_size) in [
+            (Layout::WithLogNumber, V1_HEADER_SIZE),
+            (Layout::Compact, HEADER_SIZE),
+        ] {
+            let block = block_with(layout, &[(len - header_size, 0x0101_0101, b"")], len);
+            assert_eq!(
+                find_valid_record(&block, 0, layout, 0x0101_0101),
+                Some(len - header_size)
+            );
+            assert_eq!(
+                find_valid_record(&block[..len - 1], 0, layout, 0x0101_0101),
+                None
+            );
+            assert_eq!(find_valid_record(&[], 0, layout, 1), None);
+            assert_eq!(find_valid_record(&block, len, layout, 1), None);
+        }
     }
 
     #[test]
     fn zero_bytes_are_never_a_record_even_for_log_zero() {
         let zeros = vec![0u8; 4096];
-        assert_eq!(find_valid_record(&zeros, 0, 0), None);
+        assert_eq!(find_valid_record(&zeros, 0, Layout::WithLogNumber, 0), None);
+        assert_eq!(find_valid_record(&zeros, 0, Layout::Compact, 0), None);
     }
 }

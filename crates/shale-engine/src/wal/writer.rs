@@ -8,11 +8,14 @@
 //! 3. After the first failed append, flush or sync the writer is poisoned: it never touches the
 //!    file again, and every later call fails with [`Error::Background`] naming the first
 //!    failure. A failed sync is never retried (shale-fs durability contract, rule 3).
+//! 4. A log is only ever written into an empty file (never a recycled one), which is what makes
+//!    version 2 records, without a log number, sound (docs/format/wal.md, "Recycling").
 
 use shale_fs::WritableFile;
 
 use super::format::{
-    file_header_payload, log_number_low, put_record, RecordType, BLOCK_SIZE, HEADER_SIZE,
+    file_header_payload, log_number_low, put_record, Layout, RecordType, BLOCK_SIZE,
+    FORMAT_VERSION, OLDEST_FORMAT_VERSION,
 };
 use crate::error::{Error, Result};
 
@@ -25,6 +28,8 @@ pub struct LogWriter {
     file: Box<dyn WritableFile>,
     log_number: u64,
     log_low: u32,
+    /// The layout of the records after the file header.
+    layout: Layout,
     /// Offset inside the current block where the next record starts.
     block_offset: usize,
     file_size: u64,
@@ -34,9 +39,25 @@ pub struct LogWriter {
 }
 
 impl LogWriter {
-    /// Starts log `log_number` in `file`, which must be empty, by appending the file header
-    /// record. Nothing is synced yet.
+    /// Starts log `log_number` in `file`, which must be empty (invariant 4), by appending the
+    /// file header record. Writes format version [`FORMAT_VERSION`]. Nothing is synced yet.
     pub fn new(file: Box<dyn WritableFile>, log_number: u64) -> Result<LogWriter> {
+        Self::with_format_version(file, log_number, FORMAT_VERSION)
+    }
+
+    /// [`Self::new`] writing format `version`, which must be one this build reads. Only tests
+    /// need an older version (to check that logs written before an upgrade still replay).
+    pub fn with_format_version(
+        file: Box<dyn WritableFile>,
+        log_number: u64,
+        version: u32,
+    ) -> Result<LogWriter> {
+        let layout = Layout::of_version(version).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "WAL format version {version} cannot be written: this build writes versions \
+                 {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION}"
+            ))
+        })?;
         if !file.is_empty() {
             return Err(Error::InvalidArgument(format!(
                 "log {log_number} must be written into an empty file, not one of {} bytes",
@@ -47,12 +68,15 @@ impl LogWriter {
             file,
             log_number,
             log_low: log_number_low(log_number),
+            layout,
             block_offset: 0,
             file_size: 0,
             buf: Vec::new(),
             poisoned: None,
         };
-        writer.write_record(RecordType::FileHeader, &file_header_payload(log_number))?;
+        // Invariant 3 of the format: the file header has the version 1 layout in every version.
+        let header = file_header_payload(version, log_number);
+        writer.write_fragments(Layout::WithLogNumber, RecordType::FileHeader, &header)?;
         Ok(writer)
     }
 
@@ -60,7 +84,7 @@ impl LogWriter {
     /// the file offset just past it. Durable only after [`Self::sync`].
     pub fn add_record(&mut self, payload: &[u8]) -> Result<u64> {
         self.check_healthy()?;
-        self.write_record(RecordType::Full, payload)?;
+        self.write_fragments(self.layout, RecordType::Full, payload)?;
         Ok(self.file_size)
     }
 
@@ -111,8 +135,9 @@ impl LogWriter {
     }
 
     /// Fragments `payload` (as `whole`, or FIRST/MIDDLE/LAST when it does not fit the rest
-    /// of the block) into `buf` and appends it in one call.
-    fn write_record(&mut self, whole: RecordType, payload: &[u8]) -> Result<()> {
+    /// of the block) into `buf` as records in `layout` and appends it in one call.
+    fn write_fragments(&mut self, layout: Layout, whole: RecordType, payload: &[u8]) -> Result<()> {
+        let header_size = layout.header_size();
         debug_assert_eq!(self.block_offset as u64, self.file_size % BLOCK_SIZE as u64);
         self.buf.clear();
         let mut block_offset = self.block_offset;
@@ -120,11 +145,11 @@ impl LogWriter {
         let mut first = true;
         loop {
             let leftover = BLOCK_SIZE - block_offset;
-            if leftover < HEADER_SIZE {
+            if leftover < header_size {
                 self.buf.resize(self.buf.len() + leftover, 0);
                 block_offset = 0;
             }
-            let room = BLOCK_SIZE - block_offset - HEADER_SIZE;
+            let room = BLOCK_SIZE - block_offset - header_size;
             let (fragment, after) = rest.split_at(rest.len().min(room));
             let last = after.is_empty();
             let kind = match (first, last) {
@@ -133,8 +158,8 @@ impl LogWriter {
                 (false, false) => RecordType::Middle,
                 (false, true) => RecordType::Last,
             };
-            put_record(&mut self.buf, kind, self.log_low, fragment);
-            block_offset += HEADER_SIZE + fragment.len();
+            put_record(&mut self.buf, layout, kind, self.log_low, fragment);
+            block_offset += header_size + fragment.len();
             rest = after;
             first = false;
             if last {

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use shale_engine::wal::format::{log_file_name, BLOCK_SIZE, HEADER_SIZE};
+use shale_engine::wal::format::{
+    log_file_name, BLOCK_SIZE, FILE_HEADER_RECORD_SIZE, FORMAT_VERSION, HEADER_SIZE, V1_HEADER_SIZE,
+};
 use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
 use shale_engine::{Error, Result};
 use shale_fs::{FileSystem, MemFs};
@@ -16,8 +18,17 @@ pub const ALL_MODES: [RecoveryMode; 4] = [
     RecoveryMode::SkipAnyCorruptedRecords,
 ];
 
-/// The size of the file header record.
-pub const FILE_HEADER_RECORD: u64 = HEADER_SIZE as u64 + 20;
+/// The size of the file header record (the version 1 record header and 20 bytes, in every
+/// version).
+pub const FILE_HEADER_RECORD: u64 = FILE_HEADER_RECORD_SIZE as u64;
+
+/// The record header size of WAL format `version` (after the file header).
+pub fn header_size(version: u32) -> usize {
+    match version {
+        1 => V1_HEADER_SIZE,
+        _ => HEADER_SIZE,
+    }
+}
 
 /// A distinct payload for record `index` of `len` bytes.
 pub fn payload(index: usize, len: usize) -> Vec<u8> {
@@ -69,8 +80,13 @@ impl Written {
 /// Where the writer starts a record after one ending at `end`: the next block when fewer
 /// than a header's bytes are left in this one.
 pub fn next_start(end: u64) -> u64 {
+    next_start_in(end, HEADER_SIZE)
+}
+
+/// [`next_start`] for records with `header_size`-byte headers.
+pub fn next_start_in(end: u64, header_size: usize) -> u64 {
     let block = BLOCK_SIZE as u64;
-    if block - end % block < HEADER_SIZE as u64 {
+    if block - end % block < header_size as u64 {
         (end / block + 1) * block
     } else {
         end
@@ -86,15 +102,29 @@ pub fn write_log_synced(
     records: &[Vec<u8>],
     synced: usize,
 ) -> Written {
+    write_log_version(fs, path, log_number, records, synced, FORMAT_VERSION)
+}
+
+/// [`write_log_synced`] in WAL format `version` (1 stands for a log written before the
+/// upgrade to version 2).
+pub fn write_log_version(
+    fs: &MemFs,
+    path: &Path,
+    log_number: u64,
+    records: &[Vec<u8>],
+    synced: usize,
+    version: u32,
+) -> Written {
     if let Some(dir) = path.parent() {
         fs.create_dir_all(dir).unwrap();
     }
-    let mut writer = LogWriter::new(fs.create(path).unwrap(), log_number).unwrap();
+    let file = fs.create(path).unwrap();
+    let mut writer = LogWriter::with_format_version(file, log_number, version).unwrap();
     assert_eq!(writer.file_size(), FILE_HEADER_RECORD);
     let mut starts = Vec::new();
     let mut ends = Vec::new();
     for (i, record) in records.iter().enumerate() {
-        starts.push(next_start(writer.file_size()));
+        starts.push(next_start_in(writer.file_size(), header_size(version)));
         let end = writer.add_record(record).unwrap();
         assert_eq!(end, writer.file_size());
         ends.push(end);
@@ -119,6 +149,11 @@ pub fn write_log_synced(
 
 pub fn write_log(fs: &MemFs, path: &Path, log_number: u64, records: &[Vec<u8>]) -> Written {
     write_log_synced(fs, path, log_number, records, usize::MAX)
+}
+
+/// [`write_log`] in format version 1, as Shale wrote logs before version 2.
+pub fn write_log_v1(fs: &MemFs, path: &Path, log_number: u64, records: &[Vec<u8>]) -> Written {
+    write_log_version(fs, path, log_number, records, usize::MAX, 1)
 }
 
 /// Records as the reader returns them: payload and start offset.
