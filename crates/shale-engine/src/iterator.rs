@@ -134,54 +134,58 @@ pub enum SourceIter {
     Other(Box<dyn InternalIterator>),
 }
 
-/// Runs `$body` with `$it` bound to the iterator inside `$source`, whatever its kind.
-macro_rules! on_source {
-    ($source:expr, $it:ident => $body:expr) => {
-        match $source {
-            SourceIter::MemTable($it) => $body,
-            SourceIter::Table($it) => $body,
-            SourceIter::Level($it) => $body,
-            SourceIter::Other($it) => $body,
+/// Implements [`InternalIterator`] for an enum of iterators by forwarding every call to the
+/// variant's iterator: one match per call, and a direct (inlinable) call inside each arm.
+macro_rules! forward_internal_iterator {
+    ($enum:ident { $($variant:ident),+ $(,)? }) => {
+        impl $crate::iterator::InternalIterator for $enum {
+            #[inline]
+            fn valid(&self) -> bool {
+                match self { $($enum::$variant(it) => it.valid(),)+ }
+            }
+            fn seek_to_first(&mut self) {
+                match self { $($enum::$variant(it) => it.seek_to_first(),)+ }
+            }
+            fn seek_to_last(&mut self) {
+                match self { $($enum::$variant(it) => it.seek_to_last(),)+ }
+            }
+            fn seek(&mut self, target: &[u8]) {
+                match self { $($enum::$variant(it) => it.seek(target),)+ }
+            }
+            fn seek_for_prev(&mut self, target: &[u8]) {
+                match self { $($enum::$variant(it) => it.seek_for_prev(target),)+ }
+            }
+            #[inline]
+            fn next(&mut self) {
+                match self { $($enum::$variant(it) => it.next(),)+ }
+            }
+            fn prev(&mut self) {
+                match self { $($enum::$variant(it) => it.prev(),)+ }
+            }
+            #[inline]
+            fn key(&self) -> &[u8] {
+                match self { $($enum::$variant(it) => it.key(),)+ }
+            }
+            #[inline]
+            fn value(&self) -> &[u8] {
+                match self { $($enum::$variant(it) => it.value(),)+ }
+            }
+            fn status(&self) -> $crate::error::Result<()> {
+                match self {
+                    $($enum::$variant(it) => $crate::iterator::InternalIterator::status(it),)+
+                }
+            }
         }
     };
 }
+pub(crate) use forward_internal_iterator;
 
-impl InternalIterator for SourceIter {
-    #[inline]
-    fn valid(&self) -> bool {
-        on_source!(self, it => it.valid())
-    }
-    fn seek_to_first(&mut self) {
-        on_source!(self, it => it.seek_to_first());
-    }
-    fn seek_to_last(&mut self) {
-        on_source!(self, it => it.seek_to_last());
-    }
-    fn seek(&mut self, target: &[u8]) {
-        on_source!(self, it => it.seek(target));
-    }
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        on_source!(self, it => it.seek_for_prev(target));
-    }
-    #[inline]
-    fn next(&mut self) {
-        on_source!(self, it => it.next());
-    }
-    fn prev(&mut self) {
-        on_source!(self, it => it.prev());
-    }
-    #[inline]
-    fn key(&self) -> &[u8] {
-        on_source!(self, it => it.key())
-    }
-    #[inline]
-    fn value(&self) -> &[u8] {
-        on_source!(self, it => it.value())
-    }
-    fn status(&self) -> Result<()> {
-        on_source!(self, it => InternalIterator::status(it))
-    }
-}
+forward_internal_iterator!(SourceIter {
+    MemTable,
+    Table,
+    Level,
+    Other
+});
 
 impl From<Box<dyn InternalIterator>> for SourceIter {
     fn from(iter: Box<dyn InternalIterator>) -> Self {

@@ -44,16 +44,6 @@ pub enum LevelTable {
     Other(Box<dyn InternalIterator>),
 }
 
-/// Runs `$body` with `$it` bound to the iterator inside `$table`, whatever its kind.
-macro_rules! on_table {
-    ($table:expr, $it:ident => $body:expr) => {
-        match $table {
-            LevelTable::Table($it) => $body,
-            LevelTable::Other($it) => $body,
-        }
-    };
-}
-
 impl fmt::Debug for LevelTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -63,42 +53,7 @@ impl fmt::Debug for LevelTable {
     }
 }
 
-impl InternalIterator for LevelTable {
-    #[inline]
-    fn valid(&self) -> bool {
-        on_table!(self, it => it.valid())
-    }
-    fn seek_to_first(&mut self) {
-        on_table!(self, it => it.seek_to_first());
-    }
-    fn seek_to_last(&mut self) {
-        on_table!(self, it => it.seek_to_last());
-    }
-    fn seek(&mut self, target: &[u8]) {
-        on_table!(self, it => it.seek(target));
-    }
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        on_table!(self, it => it.seek_for_prev(target));
-    }
-    #[inline]
-    fn next(&mut self) {
-        on_table!(self, it => it.next());
-    }
-    fn prev(&mut self) {
-        on_table!(self, it => it.prev());
-    }
-    #[inline]
-    fn key(&self) -> &[u8] {
-        on_table!(self, it => it.key())
-    }
-    #[inline]
-    fn value(&self) -> &[u8] {
-        on_table!(self, it => it.value())
-    }
-    fn status(&self) -> Result<()> {
-        on_table!(self, it => InternalIterator::status(it))
-    }
-}
+crate::iterator::forward_internal_iterator!(LevelTable { Table, Other });
 
 /// One table of a level, as the level iterator needs to know it.
 #[derive(Debug, Clone, PartialEq, Eq)]
