@@ -16,8 +16,8 @@
 //! 2. `usage` is the sum of live charges, `reserved` the sum of outstanding reservations, and
 //!    `usage + reserved <= capacity` after every operation (the strict budget: a block's charge
 //!    is reserved before it is read, see [`ShardedLru::reserve`]); `pinned <= reserved` is the
-//!    part held by [`PinnedCharge`]s (memory kept outside the cache but counted in its budget)
-//!    and `pinned <= high_capacity`;
+//!    part held by [`PinnedCharge`]s (memory kept outside the cache but counted in its budget,
+//!    each charge spread evenly over all shards) and `pinned <= high_capacity`;
 //!    `high_usage` is the sum of the charges in the high list and `<= high_capacity`.
 //! 3. Eviction takes the least recently used low entry; high entries are evicted only when the
 //!    low list is empty. When high entries exceed `high_capacity`, the oldest ones are demoted
@@ -186,29 +186,50 @@ impl<V: ?Sized> ShardedLru<V> {
         })
     }
 
-    /// Charges `charge` bytes to `key`'s shard for as long as the returned guard lives: memory
-    /// kept outside the cache (an open table's pinned index or filter) that the budget must
-    /// still count. Evicts to make room; `None` when the shard cannot find it or its pinned
-    /// charges would pass its high-priority share (so pins never crowd out the data blocks).
+    /// Charges `charge` bytes for as long as the returned guard lives: memory kept outside the
+    /// cache (an open table's pinned index or filter) that the budget must still count. The
+    /// charge is spread evenly over all shards ([`pinned_part`]), so whether it fits depends on
+    /// the pins in total (at most each shard's high-priority share, half the cache by default)
+    /// and never on where `key` hashes: a table's filter of a few MiB is larger than one shard's
+    /// share, and a few of them in one shard would be refused there and fall back to the cache,
+    /// reloaded and decoded again whenever they collide. Evicts to make room; `None` when some
+    /// shard cannot find its part or its pinned charges would pass its high-priority share (so
+    /// pins never crowd out the data blocks).
     pub fn charge_pinned(
         self: &Arc<Self>,
         key: CacheKey,
         charge: usize,
     ) -> Option<PinnedCharge<V>> {
         let charge = charge.max(1);
-        let mut displaced = Displaced::default();
-        let mut shard = lock(self.shard(&key));
-        let charged =
-            shard.pinned + charge <= shard.high_capacity && shard.reserve(charge, &mut displaced);
-        if charged {
-            shard.pinned += charge;
+        let shards = self.shards.len();
+        let first = self.shard_index(&key);
+        for (index, shard) in self.shards.iter().enumerate() {
+            let part = pinned_part(charge, shards, first, index);
+            if part == 0 {
+                continue;
+            }
+            let mut displaced = Displaced::default();
+            let mut locked = lock(shard);
+            let charged = locked.pinned + part <= locked.high_capacity
+                && locked.reserve(part, &mut displaced);
+            if charged {
+                locked.pinned += part;
+            }
+            drop(locked);
+            drop(displaced);
+            if !charged {
+                // Give back the parts already taken, one shard lock at a time.
+                for (taken, shard) in self.shards.iter().enumerate().take(index) {
+                    lock(shard).release_pinned(pinned_part(charge, shards, first, taken));
+                }
+                return None;
+            }
         }
-        drop(shard);
-        drop(displaced);
-        charged.then(|| PinnedCharge {
+        Some(PinnedCharge {
             cache: Arc::clone(self),
             key,
             charge,
+            first,
         })
     }
 
@@ -268,9 +289,13 @@ impl<V: ?Sized> ShardedLru<V> {
     }
 
     fn shard(&self, key: &CacheKey) -> &PaddedShard<V> {
+        &self.shards[self.shard_index(key)]
+    }
+
+    fn shard_index(&self, key: &CacheKey) -> usize {
         let h = fmix64(key.file_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.offset);
         // High bits: the shard map's own hasher mixes differently, but keep them apart anyway.
-        &self.shards[(h >> 40) as usize & self.shard_mask]
+        (h >> 40) as usize & self.shard_mask
     }
 }
 
@@ -320,6 +345,8 @@ pub struct PinnedCharge<V: ?Sized> {
     cache: Arc<ShardedLru<V>>,
     key: CacheKey,
     charge: usize,
+    /// The key's shard: the first to carry a byte of the remainder.
+    first: usize,
 }
 
 impl<V: ?Sized> fmt::Debug for PinnedCharge<V> {
@@ -340,10 +367,19 @@ impl<V: ?Sized> PinnedCharge<V> {
 
 impl<V: ?Sized> Drop for PinnedCharge<V> {
     fn drop(&mut self) {
-        let mut shard = lock(self.cache.shard(&self.key));
-        shard.reserved -= self.charge;
-        shard.pinned -= self.charge;
+        let shards = self.cache.shards.len();
+        for (index, shard) in self.cache.shards.iter().enumerate() {
+            lock(shard).release_pinned(pinned_part(self.charge, shards, self.first, index));
+        }
     }
+}
+
+/// The part of a pinned `charge` that shard `index` of `shards` carries: an even split, the
+/// remainder one byte each to the shards from `first` on (wrapping), so the parts add up to
+/// `charge` and the remainders of different keys land on different shards.
+fn pinned_part(charge: usize, shards: usize, first: usize, index: usize) -> usize {
+    let distance = (index + shards - first) % shards;
+    charge / shards + usize::from(distance < charge % shards)
 }
 
 fn lock<V: ?Sized>(shard: &PaddedShard<V>) -> MutexGuard<'_, Shard<V>> {
@@ -534,6 +570,12 @@ impl<V: ?Sized> Shard<V> {
             displaced.push(self.remove(victim));
             self.evictions += 1;
         }
+    }
+
+    /// Gives back a pinned charge's part (`reserve`d and counted in `pinned`).
+    fn release_pinned(&mut self, part: usize) {
+        self.reserved -= part;
+        self.pinned -= part;
     }
 
     /// Reserves `charge` bytes (evicting to make room); false if they cannot fit.
@@ -747,6 +789,46 @@ mod tests {
         assert_eq!(total, 1001);
         assert_eq!(cache.capacity(), 1001);
         assert!(format!("{cache:?}").contains("capacity: 1001"));
+    }
+
+    #[test]
+    fn pinned_charges_are_spread_over_the_shards() {
+        // 8 shards of 1,000 bytes, each with a 500-byte high-priority share.
+        let cache = Arc::new(ShardedLru::with_shards(8_000, 3));
+        for i in 0..8 {
+            cache.insert(key(i), value(i), 1_000, Priority::Low);
+        }
+        // Larger than one shard's share: charged to one shard it could never fit, and pins
+        // landing in the same shard would be refused while the cache had room for them
+        // (an index or filter then thrashes in the cache instead, docs/benchmarks.md).
+        let first = cache
+            .charge_pinned(key(100), 1_500)
+            .expect("a pin fits half of the whole cache, wherever its key hashes");
+        let second = cache
+            .charge_pinned(key(100), 2_492)
+            .expect("the same key's shard again");
+        assert_eq!(cache.stats().pinned, 3_992);
+        for shard in &cache.shards {
+            let pinned = lock(shard).pinned;
+            assert!((498..=500).contains(&pinned), "an even split: {pinned}");
+        }
+        check(&cache);
+        // The total still stops at the shares: parts of 2 bytes do not fit the full shards.
+        assert!(cache.charge_pinned(key(101), 16).is_none());
+        assert_eq!(
+            cache.stats().pinned,
+            3_992,
+            "a refused pin gives its parts back"
+        );
+        check(&cache);
+        drop((first, second));
+        assert_eq!(cache.stats().pinned, 0);
+        check(&cache);
+        let whole = cache
+            .charge_pinned(key(102), 4_000)
+            .expect("every share is free again");
+        check(&cache);
+        drop(whole);
     }
 
     #[test]
