@@ -356,20 +356,33 @@ fn run_benchmark(
             .map(|state| {
                 let shared = &shared;
                 let barrier = &barrier;
-                scope.spawn(move || {
-                    barrier.wait();
-                    state.stats.start();
-                    let result = workloads::run_thread(benchmark, shared, state);
-                    state.stats.stop();
-                    result
-                })
+                // Named so per-thread accounting (scripts/rww-threads.py, top -H) can tell
+                // them apart; a thread name is at most 15 bytes on Linux.
+                let name = match (writer, state.tid) {
+                    (1, 0) => "bench-writer".to_owned(),
+                    (1, tid) => format!("bench-reader-{tid}"),
+                    (_, tid) => format!("bench-{}", tid + 1),
+                };
+                std::thread::Builder::new()
+                    .name(name)
+                    .spawn_scoped(scope, move || {
+                        barrier.wait();
+                        state.stats.start();
+                        let result = workloads::run_thread(benchmark, shared, state);
+                        state.stats.stop();
+                        result
+                    })
             })
             .collect();
         let results: Vec<Result<(), Failure>> = handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Failure::error("a benchmark thread panicked")))
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(Failure::error("a benchmark thread panicked"))),
+                Err(e) => Err(Failure::error(format!(
+                    "cannot start a benchmark thread: {e}"
+                ))),
             })
             .collect();
         let _ = stop_sampler.send(());
