@@ -226,3 +226,35 @@ fn pins_the_cache_cannot_charge_go_into_the_cache() {
     assert_eq!(found.expect("present").seqno, 43);
     drop(full);
 }
+
+#[test]
+fn pins_larger_than_one_shard_are_charged_across_the_shards() {
+    let fs = MemFs::new();
+    let path = Path::new("/t.sst");
+    write_table(&fs, path, 20_000);
+    // 8 shards of 128 KiB: 64 KiB of high-priority share each, 512 KiB in all.
+    let cache = Arc::new(BlockCache::with_shards(1 << 20, 3));
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        cache_index_and_filter_blocks: true,
+        charge_pinned_index_and_filter: true,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&fs, path, &options).unwrap();
+    let pinned = cache.stats().pinned;
+    // The decoded index (about 4,500 blocks of 512 bytes) is larger than one shard's share:
+    // charged to one shard it was refused and stayed pinned outside the budget, as a 64 MiB
+    // table's filter (1.2 MB) in a 256 MiB cache of 4 MiB shards was refused once a shard
+    // held another.
+    assert!(pinned > 64 << 10, "index and filter charged: {pinned}");
+    assert_eq!(
+        table.pinned_memory(),
+        0,
+        "nothing pinned outside the budget"
+    );
+    assert_eq!(cache.usage(), 0, "charged, not cached");
+    let found = table.get(b"key00012345", MAX_SEQNO).unwrap();
+    assert_eq!(found.expect("present").seqno, 12_346);
+    drop(table);
+    assert_eq!(cache.stats().pinned, 0, "released with the table");
+}
