@@ -18,7 +18,10 @@ sample before it exited:
 `shale bench` names its benchmark threads bench-writer and bench-reader-N; db_bench's keep the
 name `db_bench` (its background threads are rocksdb:*). The window opens at the first sample
 showing --bench-threads of them (2: readwhilewriting's reader and writer) and closes at the
-last sample before they are gone.
+last sample before they are gone. db_bench 7.8 keeps two idle threads of its own name as well:
+give it --bench-threads 4 for readwhilewriting. Run the command in its own autogroup at nice
+-20 on a loaded machine (setsid bash -c 'echo -20 > /proc/self/autogroup; exec ...') so the
+other sessions' work does not share its cores.
 
 Usage: scripts/rww-threads.py [--every S] [--json OUT] -- COMMAND...
 Linux only (reads /proc); no dependencies beyond python3.
