@@ -27,7 +27,7 @@ use crate::snapshot::Snapshot;
 use crate::stats::StatCounters;
 
 /// Per-read choices.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Read as of this snapshot instead of now.
     pub snapshot: Option<Snapshot>,
@@ -40,6 +40,25 @@ pub struct ReadOptions {
     pub prefix_same_as_start: bool,
     /// Do not insert the blocks this read loads into the block cache (large scans).
     pub skip_cache_fill: bool,
+    /// Iterators: the largest automatic readahead window per table file, in bytes (`RocksDB`'s
+    /// `max_auto_readahead_size`); 0 turns readahead off. After two sequential data block
+    /// loads from one table, a block missing from the cache is read together with the next
+    /// 8 KiB of the file, then 16 KiB, doubling up to this; a seek elsewhere starts over.
+    /// Point reads never read ahead. Default 256 KiB.
+    pub max_readahead_size: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            lower_bound: None,
+            upper_bound: None,
+            prefix_same_as_start: false,
+            skip_cache_fill: false,
+            max_readahead_size: shale_sst::DEFAULT_MAX_READAHEAD_SIZE,
+        }
+    }
 }
 
 fn snapshot_seqno(inner: &DbInner, options: &ReadOptions) -> SeqNo {
@@ -454,6 +473,7 @@ pub(crate) fn iter(
         lower_bound: options.lower_bound.clone(),
         upper_bound: options.upper_bound.clone(),
         skip_cache_fill: options.skip_cache_fill,
+        max_readahead_size: options.max_readahead_size,
     };
     let prefix_seek_target: Option<PrefixSeekTarget> =
         (options.prefix_same_as_start && extractor.is_some()).then(PrefixSeekTarget::default);

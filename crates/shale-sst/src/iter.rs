@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::format::BlockHandle;
 use crate::index::Index;
 use crate::key::{user_key_of, InternalKey, SeqNo, ValueKind, MAX_SEQNO, TRAILER_SIZE};
+use crate::readahead::Readahead;
 use crate::reader::{ReadOptions, Table};
 
 /// Iterates a table's point entries in internal-key order.
@@ -37,6 +38,8 @@ pub struct TableIter {
     global_seqno: Option<SeqNo>,
     /// The current key with the global seqno in its trailer (invariant 3).
     key_with_global_seqno: Vec<u8>,
+    /// Reads ahead of sequential block loads that miss the cache (src/readahead.rs).
+    readahead: Readahead,
 }
 
 impl TableIter {
@@ -52,11 +55,12 @@ impl TableIter {
             index,
             data: None,
             data_handle: None,
-            options,
             error,
             valid: false,
             global_seqno: table.global_seqno(),
             key_with_global_seqno: Vec::new(),
+            readahead: Readahead::new(options.max_readahead_size),
+            options,
             table,
         }
     }
@@ -260,7 +264,16 @@ impl TableIter {
         if self.data.is_some() && self.data_handle == Some(handle) {
             return;
         }
-        match self.table.data_block(handle, !self.options.skip_cache_fill) {
+        let readahead = if self.readahead.enabled() {
+            self.readahead.note_load(handle);
+            Some(&mut self.readahead)
+        } else {
+            None
+        };
+        match self
+            .table
+            .data_block(handle, !self.options.skip_cache_fill, readahead)
+        {
             Ok(block) => {
                 match &mut self.data {
                     Some(data) => data.reset_to(&block),

@@ -21,6 +21,7 @@ mod iter;
 mod key;
 mod layout;
 mod properties;
+mod readahead;
 mod reader;
 mod writer;
 
@@ -37,6 +38,9 @@ pub use iter::TableIter;
 pub use key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind, MAX_SEQNO};
 pub use layout::{describe_internal_key, printable, BlockInfo, BlockKind, TableLayout};
 pub use properties::TableProperties;
+pub use readahead::{
+    DEFAULT_MAX_READAHEAD_SIZE, INITIAL_READAHEAD_SIZE, SEQUENTIAL_LOADS_BEFORE_READAHEAD,
+};
 pub use reader::{
     FilterStats, IndexEntry, LookupResult, RangeTombstone, ReadOptions, Table, TableOpenOptions,
 };

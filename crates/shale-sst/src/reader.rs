@@ -27,6 +27,7 @@ use crate::index_block::{self, DataRegion};
 use crate::iter::TableIter;
 use crate::key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind};
 use crate::properties::TableProperties;
+use crate::readahead::{Readahead, DEFAULT_MAX_READAHEAD_SIZE};
 
 /// Seek keys up to this size are built on the stack by [`Table::get`].
 const STACK_SEEK_KEY_BYTES: usize = 128;
@@ -88,7 +89,7 @@ impl Default for TableOpenOptions {
 }
 
 /// Per-read choices for iterators.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Inclusive lower bound on user keys.
     pub lower_bound: Option<Vec<u8>>,
@@ -96,6 +97,22 @@ pub struct ReadOptions {
     pub upper_bound: Option<Vec<u8>>,
     /// Skip inserting blocks read by this iterator into the cache (scans).
     pub skip_cache_fill: bool,
+    /// The largest automatic readahead window in bytes (`RocksDB`'s
+    /// `max_auto_readahead_size`); 0 turns readahead off. After two sequential data block
+    /// loads, a block missing from the cache is read with the file's next 8 KiB, then 16 KiB
+    /// and so on up to this, from one buffer per iterator (src/readahead.rs). Default 256 KiB.
+    pub max_readahead_size: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            lower_bound: None,
+            upper_bound: None,
+            skip_cache_fill: false,
+            max_readahead_size: DEFAULT_MAX_READAHEAD_SIZE,
+        }
+    }
 }
 
 /// What a point lookup found: the newest entry for the key at or below the snapshot.
@@ -419,13 +436,18 @@ impl Table {
             };
             let (compression, _) = self.read_checked(handle, verify, buffer)?;
             let stored = buffer.get(..size).unwrap_or_default();
-            if compression == Compression::None.tag() {
-                return Ok(stored.to_vec());
-            }
-            self.decompressor
-                .decompress(compression, stored)
-                .map_err(|e| e.at(&self.path, handle.offset))
+            self.contents_of(handle, compression, stored)
         })
+    }
+
+    /// The contents of a block stored as `stored` with compression tag `compression`.
+    fn contents_of(&self, handle: BlockHandle, compression: u8, stored: &[u8]) -> Result<Vec<u8>> {
+        if compression == Compression::None.tag() {
+            return Ok(stored.to_vec());
+        }
+        self.decompressor
+            .decompress(compression, stored)
+            .map_err(|e| e.at(&self.path, handle.offset))
     }
 
     /// Turns a stored block into its contents.
@@ -463,6 +485,19 @@ impl Table {
         verify: bool,
         buffer: &mut Vec<u8>,
     ) -> Result<(u8, u32)> {
+        self.check_handle(handle)?;
+        let size = handle.size as usize;
+        if buffer.len() < size + BLOCK_TRAILER_SIZE {
+            buffer.resize(size + BLOCK_TRAILER_SIZE, 0);
+        }
+        let bytes = &mut buffer[..size + BLOCK_TRAILER_SIZE];
+        self.file.read_exact_at(handle.offset, bytes)?;
+        self.check_block(handle, verify, bytes)
+    }
+
+    /// Checks that block `handle` and its trailer lie in the data area (before the footer) and
+    /// that the block is not above the size limit; returns where the data area ends.
+    fn check_handle(&self, handle: BlockHandle) -> Result<u64> {
         let data_end = self.file_size - FOOTER_SIZE as u64;
         if handle.size > MAX_BLOCK_SIZE as u64 || handle.end_with_trailer() > data_end {
             return Err(Error::Corruption {
@@ -474,21 +509,29 @@ impl Table {
                 ),
             });
         }
+        Ok(data_end)
+    }
+
+    /// Reads the trailer of block `handle` from `bytes` (the stored block and its trailer, as
+    /// read from the file), checks the checksum if `verify`, and returns the compression tag
+    /// and the stored checksum.
+    fn check_block(&self, handle: BlockHandle, verify: bool, bytes: &[u8]) -> Result<(u8, u32)> {
         let size = handle.size as usize;
-        if buffer.len() < size + BLOCK_TRAILER_SIZE {
-            buffer.resize(size + BLOCK_TRAILER_SIZE, 0);
-        }
-        let bytes = &mut buffer[..size + BLOCK_TRAILER_SIZE];
-        self.file.read_exact_at(handle.offset, bytes)?;
-        let compression = bytes[size];
-        let checksum = u32::from_le_bytes([
-            bytes[size + 1],
-            bytes[size + 2],
-            bytes[size + 3],
-            bytes[size + 4],
-        ]);
+        let Some(&[compression, c0, c1, c2, c3]) = bytes.get(size..size + BLOCK_TRAILER_SIZE)
+        else {
+            return Err(Error::Corruption {
+                file: self.path.clone(),
+                offset: handle.offset,
+                detail: format!(
+                    "block of {size} bytes read as {} bytes, without its trailer",
+                    bytes.len()
+                ),
+            });
+        };
+        let checksum = u32::from_le_bytes([c0, c1, c2, c3]);
         if verify {
-            let actual = checksum::block_checksum(self.footer.checksum_type, &bytes[..=size]);
+            let covered = bytes.get(..=size).unwrap_or_default();
+            let actual = checksum::block_checksum(self.footer.checksum_type, covered);
             if checksum != actual {
                 return Err(Error::Corruption {
                     file: self.path.clone(),
@@ -627,19 +670,41 @@ impl Table {
     }
 
     /// A data block, from the cache or the file. Its stored size is charged to the cache
-    /// before the read; the real (decompressed) size when it is inserted.
-    pub(crate) fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
+    /// before the read; the real (decompressed) size when it is inserted. A miss is served
+    /// from `readahead` when it has the block or decides to read ahead now.
+    pub(crate) fn data_block(
+        &self,
+        handle: BlockHandle,
+        fill_cache: bool,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<Arc<Block>> {
         self.cached(
             handle.offset,
             handle.size as usize,
             Priority::Low,
             fill_cache,
             || {
-                let contents = self.read_block_contents(handle, self.verify_checksums)?;
+                let contents = match readahead {
+                    Some(readahead) => self.read_block_ahead(handle, readahead)?,
+                    None => self.read_block_contents(handle, self.verify_checksums)?,
+                };
                 Block::decode(contents).map_err(|e| e.at(&self.path, handle.offset))
             },
             Block::size,
         )
+    }
+
+    /// [`Self::read_block_contents`] of a data block through an iterator's readahead: the
+    /// block's bytes come from its buffer when it holds them or reads ahead now, and are
+    /// checked and decompressed there, with no copy into a read buffer.
+    fn read_block_ahead(&self, handle: BlockHandle, readahead: &mut Readahead) -> Result<Vec<u8>> {
+        let data_end = self.check_handle(handle)?;
+        let Some(bytes) = readahead.block_bytes(&*self.file, handle, data_end)? else {
+            return self.read_block_contents(handle, self.verify_checksums);
+        };
+        let (compression, _) = self.check_block(handle, self.verify_checksums, bytes)?;
+        let stored = bytes.get(..handle.size as usize).unwrap_or_default();
+        self.contents_of(handle, compression, stored)
     }
 
     /// The decoded index: pinned, or from the cache (reloaded on a miss).
@@ -762,7 +827,7 @@ impl Table {
         // every key of that block is below the target but its separator is not.
         while position < index.len() {
             let handle = index.handle(position);
-            let block = self.data_block(handle, true)?;
+            let block = self.data_block(handle, true, None)?;
             let found = block
                 .seek_entry(&*self.comparator, target, key)
                 .map_err(|e| e.at(&self.path, handle.offset))?;

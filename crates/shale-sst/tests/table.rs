@@ -639,7 +639,7 @@ fn bounded_iteration_and_stepping_match_the_oracle() {
             let read_options = ReadOptions {
                 lower_bound: lower.clone(),
                 upper_bound: upper.clone(),
-                skip_cache_fill: false,
+                ..ReadOptions::default()
             };
             let what = format!("table {n}, bounds {lower:?}..{upper:?}");
             let mut iter = table.iter(read_options);

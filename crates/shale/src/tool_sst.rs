@@ -144,6 +144,7 @@ pub fn run(args: &SstToolArgs) -> Result<(), Failure> {
             lower_bound: lower,
             upper_bound: upper,
             skip_cache_fill: true,
+            ..ReadOptions::default()
         };
         let entries = scan(&table, options, args.limit, render, &mut printer)?;
         if let Some(doc) = &mut printer.doc {

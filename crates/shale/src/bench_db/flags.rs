@@ -129,6 +129,10 @@ pub struct DbBenchArgs {
     /// Block cache bytes; negative or 0: no block cache.
     #[arg(long = "cache_size", value_name = "BYTES", default_value_t = 8 << 20, allow_negative_numbers = true)]
     pub cache_size: i64,
+    /// Largest automatic readahead window of an iterator per table file (Shale only; as
+    /// `db_bench`'s flag of the same name); 0 turns readahead off.
+    #[arg(long = "max_auto_readahead_size", value_name = "BYTES", default_value_t = 256 << 10)]
+    pub max_auto_readahead_size: usize,
     /// Target uncompressed data block size.
     #[arg(long = "block_size", value_name = "BYTES", default_value_t = 4096)]
     pub block_size: usize,
@@ -233,6 +237,7 @@ pub struct Config {
     pub compression: Compression,
     pub bloom_bits: u32,
     pub cache_size: usize,
+    pub max_auto_readahead_size: usize,
     pub block_size: usize,
     pub write_buffer_size: usize,
     pub threads: usize,
@@ -335,6 +340,7 @@ impl Config {
             compression,
             bloom_bits,
             cache_size,
+            max_auto_readahead_size: args.max_auto_readahead_size,
             block_size: args.block_size,
             write_buffer_size: args.write_buffer_size,
             threads: args.threads,

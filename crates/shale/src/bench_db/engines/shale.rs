@@ -20,6 +20,7 @@ pub struct ShaleEngine {
     db: Db,
     keyspace: Keyspace,
     write_options: WriteOptions,
+    max_readahead_size: usize,
 }
 
 impl ShaleEngine {
@@ -51,6 +52,7 @@ impl ShaleEngine {
             write_options: WriteOptions {
                 durability: Some(durability),
             },
+            max_readahead_size: config.max_auto_readahead_size,
         })
     }
 
@@ -78,7 +80,10 @@ impl Engine for ShaleEngine {
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>, Failure> {
-        Ok(Box::new(self.keyspace.iterator(ReadOptions::default())?))
+        Ok(Box::new(self.keyspace.iterator(ReadOptions {
+            max_readahead_size: self.max_readahead_size,
+            ..ReadOptions::default()
+        })?))
     }
 
     fn flush(&self) -> Result<(), Failure> {
