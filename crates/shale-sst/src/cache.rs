@@ -26,13 +26,10 @@
 //!    1, so the number of entries is bounded by the capacity.
 //! 5. Hit, miss, insert and eviction counters live inside the shard, so readers of different
 //!    shards never touch a shared cache line.
-//! 6. A hit moves nothing: it marks its entry `referenced` (unless the entry was demoted out
-//!    of the list its priority names; then it goes back to that list's head). Eviction gives
-//!    a referenced tail entry a second chance instead: the mark is cleared and the entry moves
-//!    to its list's head. So the order is least recently used among the entries not hit since
-//!    they last reached the head (the CLOCK approximation of LRU), and a hit touches only its
-//!    own entry: relinking would write the entries beside it, cache misses of their own when
-//!    reads hit random blocks of a large cache.
+//! 6. A hit moves its entry to the head of its list unless the entry got there within the
+//!    last `len / 4` moves (and is in the list its priority names): such an entry has at most
+//!    that many entries ahead of it, so the order is LRU up to the newest quarter, and the hot
+//!    entries (index and filter blocks, hit on every lookup) cost no list writes.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -445,8 +442,8 @@ struct Entry<V: ?Sized> {
     list: usize,
     /// Whether it was inserted with [`Priority::High`].
     high_priority: bool,
-    /// Hit since it last reached the head of its list (invariant 6).
-    referenced: bool,
+    /// The shard's `tick` when the entry was last put at the head of its list.
+    moved_at: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -473,6 +470,9 @@ struct Shard<V: ?Sized> {
     misses: u64,
     inserts: u64,
     evictions: u64,
+    /// Counts moves to a list head; an entry moved at most `len / 4` moves ago has at most
+    /// that many entries ahead of it, so a hit leaves it in place (invariant 6).
+    tick: u64,
 }
 
 impl<V: ?Sized> Shard<V> {
@@ -495,6 +495,7 @@ impl<V: ?Sized> Shard<V> {
             misses: 0,
             inserts: 0,
             evictions: 0,
+            tick: 0,
         }
     }
 
@@ -504,14 +505,11 @@ impl<V: ?Sized> Shard<V> {
             return None;
         };
         self.hits += 1;
-        let entry = &mut self.entries[slot as usize];
+        let entry = &self.entries[slot as usize];
         let value = entry.value.clone();
         let list = if entry.high_priority { HIGH } else { LOW };
-        if entry.list == list {
-            // Hot entries are marked already: no write to a line other readers share.
-            if !entry.referenced {
-                entry.referenced = true;
-            }
+        let recent = self.tick - entry.moved_at <= self.map.len() as u64 / 4;
+        if recent && entry.list == list {
             return value;
         }
         self.unlink(slot);
@@ -532,16 +530,6 @@ impl<V: ?Sized> Shard<V> {
             };
             if victim == NIL {
                 break;
-            }
-            let entry = &mut self.entries[victim as usize];
-            if entry.referenced {
-                // A second chance (invariant 6). Only hits set marks, and none happen under
-                // this lock, so the loop clears each mark at most once and then evicts.
-                entry.referenced = false;
-                let list = entry.list;
-                self.unlink(victim);
-                self.push_front(victim, list);
-                continue;
             }
             displaced.push(self.remove(victim));
             self.evictions += 1;
@@ -590,7 +578,7 @@ impl<V: ?Sized> Shard<V> {
             next: NIL,
             list: LOW,
             high_priority,
-            referenced: false,
+            moved_at: 0,
         };
         let slot = if let Some(slot) = self.free.pop() {
             self.entries[slot as usize] = entry;
@@ -662,8 +650,10 @@ impl<V: ?Sized> Shard<V> {
     }
 
     fn push_front(&mut self, slot: u32, list: usize) {
+        self.tick += 1;
         let head = self.lists[list].head;
         let entry = &mut self.entries[slot as usize];
+        entry.moved_at = self.tick;
         entry.prev = NIL;
         entry.next = head;
         entry.list = list;
@@ -847,45 +837,6 @@ mod tests {
             );
         }
         assert_eq!(cache.usage(), 950);
-        check(&cache);
-    }
-
-    #[test]
-    fn hits_move_nothing_and_earn_one_second_chance() {
-        let cache = ShardedLru::with_shards(1000, 0);
-        for i in 0..10 {
-            cache.insert(key(i), value(i), 100, Priority::Low);
-        }
-        let order = |cache: &ShardedLru<Vec<u8>>| {
-            let shard = lock(&cache.shards[0]);
-            let mut offsets = Vec::new();
-            let mut slot = shard.lists[LOW].head;
-            while slot != NIL {
-                offsets.push(shard.entries[slot as usize].key.offset);
-                slot = shard.entries[slot as usize].next;
-            }
-            offsets
-        };
-        let before = order(&cache);
-        for hit in [0, 1, 5] {
-            assert!(cache.get(&key(hit)).is_some());
-        }
-        assert_eq!(order(&cache), before, "a hit relinked its entry");
-        // Room for two more: 0 and 1 (hit) get a second chance, 2 and 3 go.
-        cache.insert(key(10), value(10), 200, Priority::Low);
-        for gone in [2, 3] {
-            assert!(cache.get(&key(gone)).is_none(), "{gone}");
-        }
-        check(&cache);
-        // The marks were spent and 0 and 1 went to the head: 4 is the oldest now.
-        cache.insert(key(11), value(11), 100, Priority::Low);
-        assert!(cache.get(&key(4)).is_none());
-        cache.insert(key(12), value(12), 200, Priority::Low);
-        // 5 still carries its mark; 6 and 7 go before it.
-        for gone in [6, 7] {
-            assert!(cache.get(&key(gone)).is_none(), "{gone}");
-        }
-        assert!(cache.get(&key(5)).is_some());
         check(&cache);
     }
 
