@@ -32,8 +32,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use shale_sst::{
-    BytewiseComparator, Comparator, InternalKey, ParsedInternalKey, PrefixExtractor, SeqNo,
-    ValueKind, MAX_SEQNO,
+    append_internal_key, BytewiseComparator, Comparator, InternalKey, ParsedInternalKey,
+    PrefixExtractor, SeqNo, ValueKind, MAX_SEQNO,
 };
 
 use crate::error::{Error, Result};
@@ -285,8 +285,11 @@ impl<I: InternalIterator> DbIter<I> {
             self.valid = false;
             return;
         }
-        let seek_key = InternalKey::for_seek(target, self.snapshot);
-        self.iter.seek(seek_key.encoded());
+        // The seek key is built in `saved_key`, which a forward step reads only after setting
+        // it: one buffer for the seek and the steps after it.
+        self.saved_key.clear();
+        append_internal_key(&mut self.saved_key, target, self.snapshot, ValueKind::MAX);
+        self.iter.seek(&self.saved_key);
         self.find_next_user_entry(false);
     }
 

@@ -58,7 +58,12 @@ impl MergingIter {
         comparator: Arc<InternalKeyComparator>,
         children: impl IntoIterator<Item = impl Into<SourceIter>>,
     ) -> Self {
-        let children: Vec<SourceIter> = children.into_iter().map(Into::into).collect();
+        Self::from_sources(comparator, children.into_iter().map(Into::into).collect())
+    }
+
+    /// [`Self::new`] for sources already collected: they are not moved again (a table
+    /// iterator is several hundred bytes, and reads build a merge for every iterator).
+    pub fn from_sources(comparator: Arc<InternalKeyComparator>, children: Vec<SourceIter>) -> Self {
         let heap = Vec::with_capacity(children.len());
         MergingIter {
             comparator,

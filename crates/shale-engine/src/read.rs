@@ -478,15 +478,18 @@ pub(crate) fn iter(
     let prefix_seek_target: Option<PrefixSeekTarget> =
         (options.prefix_same_as_start && extractor.is_some()).then(PrefixSeekTarget::default);
     let plan = table_read_plan(inner, keyspace, &view)?;
-    let mut children: Vec<SourceIter> = Vec::new();
+    let version = &view.version;
+    let level0 = version.files(keyspace, 0);
+    let sorted_levels = plan.levels.iter().filter(|files| !files.is_empty()).count();
+    let mut children: Vec<SourceIter> =
+        Vec::with_capacity(1 + view.imm.len() + level0.len() + sorted_levels);
     let mut tombstones: Vec<RangeTombstone> = Vec::new();
     for mem in std::iter::once(&view.mem).chain(&view.imm) {
         tombstones.extend(mem.range_tombstones());
         children.push(SourceIter::MemTable(mem.iter()));
     }
     tombstones.extend_from_slice(&plan.tombstones);
-    let version = &view.version;
-    for file in version.files(keyspace, 0) {
+    for file in level0 {
         let table = inner
             .table_cache
             .get(file.number, file.global_seqno, extractor.as_ref())?;
@@ -502,23 +505,35 @@ pub(crate) fn iter(
             children.push(SourceIter::Table(iter));
         }
     }
+    // One opener serves every level of this iterator.
+    let mut opener: Option<TableOpener> = None;
     for level_files in plan.levels.iter().skip(1) {
         if level_files.is_empty() {
             continue;
         }
-        let opener = level_opener(
-            inner,
-            extractor.clone(),
-            &table_options,
-            prefix_seek_target.clone(),
-        );
-        let level_iter = LevelIter::new(inner.comparator.clone(), level_files.clone(), opener)
-            .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
+        let opener = opener.get_or_insert_with(|| {
+            level_opener(
+                inner,
+                extractor.clone(),
+                &table_options,
+                prefix_seek_target.clone(),
+            )
+        });
+        let level_iter = LevelIter::new(
+            inner.comparator.clone(),
+            level_files.clone(),
+            opener.clone(),
+        )
+        .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
         children.push(SourceIter::Level(Box::new(level_iter)));
     }
     let cmp = inner.user_comparator().clone();
-    let range_dels = RangeDelSet::new(cmp.clone(), snapshot, &tombstones);
-    let merged = MergingIter::new(inner.comparator.clone(), children);
+    let range_dels = if tombstones.is_empty() {
+        RangeDelSet::empty(cmp.clone())
+    } else {
+        RangeDelSet::new(cmp.clone(), snapshot, &tombstones)
+    };
+    let merged = MergingIter::from_sources(inner.comparator.clone(), children);
     let iter_options = DbIterOptions {
         lower_bound: options.lower_bound,
         upper_bound: options.upper_bound,

@@ -387,16 +387,25 @@ impl BlockIter {
 
     /// Positions at the first entry whose key is `>= target`, or invalid if there is none.
     pub fn seek(&mut self, target: &[u8]) {
+        let cmp = Arc::clone(&self.cmp);
+        self.seek_by(&*cmp, target);
+    }
+
+    /// [`Self::seek`] with `cmp`, which must be the order the iterator was created with. With
+    /// its type known, the walk's comparisons are inlined rather than virtual calls (a table's
+    /// data-block seek passes its internal-key comparator).
+    #[inline]
+    pub fn seek_by<C: Comparator + ?Sized>(&mut self, cmp: &C, target: &[u8]) {
         if self.status.is_err() {
             return;
         }
-        let restart = match self.block.find_restart(&*self.cmp, target) {
+        let restart = match self.block.find_restart(cmp, target) {
             Ok(restart) => restart,
             Err(e) => return self.fail(e),
         };
         self.seek_to_restart_point(restart);
         while self.parse_next_entry() {
-            if self.cmp.compare(&self.key, target) != Ordering::Less {
+            if cmp.compare(&self.key, target) != Ordering::Less {
                 return;
             }
         }
@@ -471,6 +480,7 @@ impl BlockIter {
     }
 
     /// Steps onto the entry at `next_offset`; false when that leaves the iterator invalid.
+    #[inline]
     fn parse_next_entry(&mut self) -> bool {
         match self.try_parse_next_entry() {
             Ok(valid) => valid,
@@ -481,6 +491,7 @@ impl BlockIter {
         }
     }
 
+    #[inline]
     fn try_parse_next_entry(&mut self) -> Result<bool, DecodeError> {
         self.current = self.next_offset;
         if self.current >= self.block.restarts_offset {
@@ -491,29 +502,16 @@ impl BlockIter {
         }
         while self.next_restart <= self.current {
             if self.next_restart < self.current {
-                return Err(DecodeError::new(format!(
-                    "bad block entry at offset {}: restart point {} falls inside the previous \
-                     entry",
-                    self.current, self.next_restart
-                )));
+                return Err(self.restart_inside_entry());
             }
             self.set_restart_index(self.restart_index + 1);
         }
         let block = &*self.block;
         let entry = block.decode_entry(self.current)?;
-        if entry.shared != 0 && self.restart_start == self.current {
-            return Err(DecodeError::new(format!(
-                "bad block entry at offset {}: restart entry shares {} bytes",
-                self.current, entry.shared
-            )));
-        }
-        if entry.shared > self.key.len() {
-            return Err(DecodeError::new(format!(
-                "bad block entry at offset {}: shares {} bytes of a {}-byte previous key",
-                self.current,
-                entry.shared,
-                self.key.len()
-            )));
+        if (entry.shared != 0 && self.restart_start == self.current)
+            || entry.shared > self.key.len()
+        {
+            return Err(self.bad_shared_prefix(entry.shared));
         }
         let delta = block
             .contents
@@ -524,6 +522,32 @@ impl BlockIter {
         self.value = entry.value_start..entry.end;
         self.next_offset = entry.end;
         Ok(true)
+    }
+
+    #[cold]
+    fn restart_inside_entry(&self) -> DecodeError {
+        DecodeError::new(format!(
+            "bad block entry at offset {}: restart point {} falls inside the previous entry",
+            self.current, self.next_restart
+        ))
+    }
+
+    /// The current entry shares a prefix it may not: any at a restart point, or more than the
+    /// previous key's length.
+    #[cold]
+    fn bad_shared_prefix(&self, shared: usize) -> DecodeError {
+        if self.restart_start == self.current {
+            DecodeError::new(format!(
+                "bad block entry at offset {}: restart entry shares {shared} bytes",
+                self.current
+            ))
+        } else {
+            DecodeError::new(format!(
+                "bad block entry at offset {}: shares {shared} bytes of a {}-byte previous key",
+                self.current,
+                self.key.len()
+            ))
+        }
     }
 
     fn invalidate(&mut self) {

@@ -185,8 +185,28 @@ impl Index {
         let prefix = key_prefix(user_key_of(target));
         // Blocks whose prefix is below the target's are all before it; those above, after.
         let low = self.prefixes.partition_point(|&p| p < prefix);
-        let high = low + self.prefixes[low..].partition_point(|&p| p == prefix);
+        let high = self.equal_prefixes_end(low, prefix);
         self.partition_point_full(low, high, target)
+    }
+
+    /// The end of the run of `prefix`es starting at `start` (where the prefixes reach
+    /// `prefix`). The run is usually empty or one block long, so it is found by galloping
+    /// forward from `start`: a binary search over the rest of the index would touch a cache
+    /// line per step, far from the one already read.
+    fn equal_prefixes_end(&self, start: usize, prefix: u64) -> usize {
+        let len = self.prefixes.len();
+        // prefixes[start..equal] are all `prefix`; the run ends before `probe_end`, or the
+        // probe at `probe_end - 1` shows it goes on.
+        let mut equal = start;
+        let mut step = 1;
+        loop {
+            let probe_end = equal.saturating_add(step).min(len);
+            if probe_end == equal || self.prefixes[probe_end - 1] != prefix {
+                return equal + self.prefixes[equal..probe_end].partition_point(|&p| p == prefix);
+            }
+            equal = probe_end;
+            step *= 2;
+        }
     }
 
     fn partition_point_full(&self, low: usize, high: usize, target: &[u8]) -> usize {
@@ -309,6 +329,44 @@ mod tests {
                     .unwrap_or(separators.len());
                 assert_eq!(index.seek(target.encoded()), expected, "target {target:?}");
             }
+        }
+    }
+
+    #[test]
+    fn seek_finds_blocks_in_long_runs_of_equal_prefixes() {
+        // Runs of 1 to 70 separators sharing their first 8 bytes, between single ones: the
+        // run's end is found by galloping, then the full keys decide.
+        let mut user_keys: Vec<Vec<u8>> = Vec::new();
+        for (run, length) in [1usize, 2, 3, 7, 8, 9, 70].into_iter().enumerate() {
+            user_keys.push(format!("{run}-single").into_bytes());
+            for i in 0..length {
+                user_keys.push(format!("{run}-shared-{i:03}").into_bytes());
+            }
+        }
+        user_keys.sort();
+        let separators: Vec<InternalKey> = user_keys
+            .iter()
+            .map(|k| InternalKey::new(k, 5, ValueKind::Value))
+            .collect();
+        let comparator: Arc<dyn Comparator> = Arc::new(BytewiseComparator);
+        let index = build(&separators, comparator.clone());
+        let icmp = InternalKeyComparator::new(comparator);
+        let mut targets: Vec<InternalKey> = Vec::new();
+        for k in &user_keys {
+            for seqno in [4, 5, 6] {
+                targets.push(InternalKey::new(k, seqno, ValueKind::Value));
+            }
+            let mut after = k.clone();
+            after.push(b'~');
+            targets.push(InternalKey::new(&after, 1, ValueKind::Value));
+        }
+        targets.push(InternalKey::new(b"~", 1, ValueKind::Value));
+        for target in &targets {
+            let expected = separators
+                .iter()
+                .position(|s| icmp.compare(s.encoded(), target.encoded()) != Ordering::Less)
+                .unwrap_or(separators.len());
+            assert_eq!(index.seek(target.encoded()), expected, "target {target:?}");
         }
     }
 

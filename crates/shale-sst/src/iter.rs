@@ -162,7 +162,7 @@ impl TableIter {
         self.index = (position < self.block_index.len()).then_some(position);
         self.load_data_block();
         if let Some(data) = &mut self.data {
-            data.seek(target);
+            data.seek_by(&**self.table.internal_comparator(), target);
         }
         self.skip_empty_forward();
         self.settle_forward();

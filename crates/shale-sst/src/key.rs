@@ -136,6 +136,7 @@ impl std::fmt::Debug for InternalKey {
 /// Appends an encoded internal key to `out`.
 pub fn append_internal_key(out: &mut Vec<u8>, user_key: &[u8], seqno: SeqNo, kind: ValueKind) {
     debug_assert!(seqno <= MAX_SEQNO, "seqno {seqno} exceeds 56 bits");
+    out.reserve(user_key.len() + TRAILER_SIZE);
     out.extend_from_slice(user_key);
     out.extend_from_slice(&((seqno << 8) | u64::from(kind.tag())).to_le_bytes());
 }

@@ -35,7 +35,10 @@ pub use error::{DecodeError, Error, Result};
 pub use filter::{FixedPrefix, PrefixExtractor};
 pub use format::{BlockHandle, ChecksumType, Footer, FORMAT_VERSION};
 pub use iter::TableIter;
-pub use key::{InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind, MAX_SEQNO};
+pub use key::{
+    append_internal_key, InternalKey, InternalKeyComparator, ParsedInternalKey, SeqNo, ValueKind,
+    MAX_SEQNO,
+};
 pub use layout::{describe_internal_key, printable, BlockInfo, BlockKind, TableLayout};
 pub use properties::TableProperties;
 pub use readahead::{
