@@ -6,8 +6,9 @@
 //!    number of entries that follow, and nothing after the last entry. Every constructor and
 //!    mutator keeps it (a rejected `put` leaves the batch unchanged), and [`WriteBatch::from_data`]
 //!    checks it for untrusted bytes, so [`WriteBatch::iter`] decodes without failing.
-//! 2. Entry tags 0, 1, 2 never change meaning; 3..=127 are reserved for future entry kinds and
-//!    128..=255 are never valid (the spec lists both ranges).
+//! 2. Entry tags never change meaning: the low 7 bits are the entry kind (0, 1, 2; 3..=127 are
+//!    reserved for future kinds) and bit 7 says the keyspace field is omitted because the entry
+//!    writes the default keyspace (the spec lists every range).
 //! 3. Decoding never allocates: `from_data` validates the caller's buffer in place.
 
 use std::path::Path;
@@ -26,6 +27,13 @@ const ENTRY_OVERHEAD: usize = 1 + 3 * 5;
 const TAG_DELETION: u8 = 0;
 const TAG_VALUE: u8 = 1;
 const TAG_RANGE_DELETION: u8 = 2;
+
+/// Tag bit 7: the entry writes the default keyspace and has no keyspace field (WAL format
+/// version 3), which saves the byte every entry of a default-keyspace workload would spend.
+const TAG_DEFAULT_KEYSPACE: u8 = 0x80;
+
+/// The id of the default keyspace.
+const DEFAULT_KEYSPACE: u32 = 0;
 
 /// The name a corruption error gives a batch decoded outside a file.
 const BATCH_PSEUDO_FILE: &str = "(write batch)";
@@ -119,8 +127,12 @@ impl WriteBatch {
         // One reservation for the whole entry instead of growing at each push.
         self.rep
             .reserve(ENTRY_OVERHEAD + key.len() + value.map_or(0, <[u8]>::len));
-        self.rep.push(tag);
-        put_varint32(&mut self.rep, keyspace);
+        if keyspace == DEFAULT_KEYSPACE {
+            self.rep.push(tag | TAG_DEFAULT_KEYSPACE);
+        } else {
+            self.rep.push(tag);
+            put_varint32(&mut self.rep, keyspace);
+        }
         put_varint32(&mut self.rep, key_len);
         self.rep.extend_from_slice(key);
         if let (Some(value), Some(value_len)) = (value, value_len) {
@@ -336,20 +348,23 @@ fn decode_entry(
     let tag = *data
         .get(pos)
         .ok_or_else(|| BatchError::new(pos, "entry tag past the end"))?;
-    let (kind, has_value) = match tag {
+    let (kind, has_value) = match tag & !TAG_DEFAULT_KEYSPACE {
         TAG_DELETION => (ValueKind::Deletion, false),
         TAG_VALUE => (ValueKind::Value, true),
         TAG_RANGE_DELETION => (ValueKind::RangeDeletion, true),
-        3..=127 => {
+        _ => {
             return Err(BatchError::new(
                 pos,
                 format!("entry tag {tag} is reserved: written by a newer Shale?"),
             ))
         }
-        _ => return Err(BatchError::new(pos, format!("invalid entry tag {tag}"))),
     };
     let mut at = pos + 1;
-    let keyspace = get_varint32(data, &mut at, "keyspace id")?;
+    let keyspace = if tag & TAG_DEFAULT_KEYSPACE != 0 {
+        DEFAULT_KEYSPACE
+    } else {
+        get_varint32(data, &mut at, "keyspace id")?
+    };
     let key = get_bytes(data, &mut at, "key")?;
     let value = if has_value {
         get_bytes(data, &mut at, "value")?

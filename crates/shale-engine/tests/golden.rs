@@ -9,7 +9,9 @@ mod common;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use common::{log_path, payload, write_log, write_log_v1};
+use common::{
+    batch_in_version_2_encoding, log_path, payload, write_log, write_log_v1, write_log_version,
+};
 use shale_engine::wal::format::{
     RecordType, BLOCK_SIZE, FILE_HEADER_PAYLOAD_SIZE, FORMAT_VERSION, HEADER_SIZE, MAGIC,
     MAX_FRAGMENT_SIZE, V1_HEADER_SIZE,
@@ -30,8 +32,50 @@ fn golden_batch() -> WriteBatch {
     batch.put(0, b"apple", b"red").unwrap();
     batch.delete(1, b"pear").unwrap();
     batch.delete_range(300, b"a", b"c").unwrap();
+    batch.delete(0, b"plum").unwrap();
     batch.set_first_seqno(100);
     batch
+}
+
+/// The golden batch as WAL format versions 1 and 2 encoded it, decoded by this build.
+fn old_golden_batch() -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    batch.put(0, b"apple", b"red").unwrap();
+    batch.delete(1, b"pear").unwrap();
+    batch.delete_range(300, b"a", b"c").unwrap();
+    batch.set_first_seqno(100);
+    let old = batch_in_version_2_encoding(&batch);
+    let decoded = WriteBatch::from_data(old.clone()).unwrap();
+    assert_eq!(decoded.data(), &old[..]);
+    assert!(
+        decoded.iter().eq(batch.iter()),
+        "old encoding decodes to other entries"
+    );
+    decoded
+}
+
+fn describe_batch(out: &mut String, title: &str, batch: &WriteBatch) {
+    writeln!(
+        out,
+        "\n## {title}: first seqno {}, {} entries, {} bytes",
+        batch.first_seqno(),
+        batch.count(),
+        batch.data().len()
+    )
+    .unwrap();
+    hex_dump(out, batch.data());
+    for e in batch.iter() {
+        writeln!(
+            out,
+            "seqno {}  {:<8}  keyspace {:<3}  {}  {}",
+            e.seqno,
+            e.kind.name(),
+            e.keyspace,
+            printable(e.key),
+            printable(e.value)
+        )
+        .unwrap();
+    }
 }
 
 /// Decodes the physical records of a log as the spec describes them: the file header at
@@ -120,27 +164,7 @@ fn golden_printout() -> String {
     .unwrap();
 
     let batch = golden_batch();
-    writeln!(
-        out,
-        "\n## write batch: first seqno {}, {} entries, {} bytes",
-        batch.first_seqno(),
-        batch.count(),
-        batch.data().len()
-    )
-    .unwrap();
-    hex_dump(&mut out, batch.data());
-    for e in batch.iter() {
-        writeln!(
-            out,
-            "seqno {}  {:<8}  keyspace {:<3}  {}  {}",
-            e.seqno,
-            e.kind.name(),
-            e.keyspace,
-            printable(e.key),
-            printable(e.value)
-        )
-        .unwrap();
-    }
+    describe_batch(&mut out, "write batch", &batch);
 
     // The batch, an empty record, one that leaves 5 bytes of padding at the end of block 0,
     // a small one at the start of block 1, and one of 70000 bytes (FIRST, MIDDLE, LAST).
@@ -167,10 +191,27 @@ fn golden_printout() -> String {
     .unwrap();
     hex_dump(&mut out, &bytes[..31 + HEADER_SIZE + batch.data().len()]);
 
-    // A version 1 log, as Shale wrote them before version 2 (they must still replay; these
-    // bytes are the same as the version 1 fixture's).
+    // Logs of versions 2 and 1, as Shale wrote them before version 3 and 2 (they must still
+    // replay): their batches spend a keyspace byte on the default keyspace. These bytes are
+    // frozen: the sections below must never change.
+    let old = old_golden_batch();
+    describe_batch(&mut out, "version 1 and 2 write batch", &old);
+    let path = log_path("/v2", 7);
+    write_log_version(
+        &fs,
+        &path,
+        7,
+        &[old.data().to_vec(), Vec::new()],
+        usize::MAX,
+        2,
+    );
+    let bytes = fs.file_contents(&path).unwrap();
+    writeln!(out, "\n## version 2 log 000007.wal: {} bytes", bytes.len()).unwrap();
+    describe_log(&mut out, &bytes);
+    hex_dump(&mut out, &bytes);
+
     let path = log_path("/v1", 7);
-    write_log_v1(&fs, &path, 7, &[batch.data().to_vec(), Vec::new()]);
+    write_log_v1(&fs, &path, 7, &[old.data().to_vec(), Vec::new()]);
     let bytes = fs.file_contents(&path).unwrap();
     writeln!(out, "\n## version 1 log 000007.wal: {} bytes", bytes.len()).unwrap();
     describe_log(&mut out, &bytes);
@@ -230,6 +271,10 @@ fn specs_name_every_constant() {
         "| 1 | value |",
         "| 2 | range deletion |",
         "| 3..=127 |",
+        "| 128 | deletion in the default keyspace",
+        "| 129 | value in the default keyspace",
+        "| 130 | range deletion in the default keyspace",
+        "| 131..=255 |",
     ] {
         assert!(batch.contains(row), "write_batch.md lacks the row {row:?}");
     }

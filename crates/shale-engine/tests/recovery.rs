@@ -8,11 +8,14 @@
 //! - a `PointInTime` stop in an old WAL does not make the second open drop the newer WAL's
 //!   acknowledged writes, nor bring back what the first open dropped.
 
+mod common;
+
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
+use common::batch_in_version_2_encoding;
 use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
-use shale_engine::{Db, Durability, Options, WriteOptions};
+use shale_engine::{Db, Durability, Options, WriteBatch, WriteOptions};
 use shale_fs::{
     CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
 };
@@ -293,28 +296,42 @@ fn damage_before_a_recorded_end_is_not_a_torn_tail() {
 }
 
 /// Rewrites the log-format file `name` of `fs` (a WAL or a MANIFEST, numbered `number`) in WAL
-/// format version 1, record for record, as Shale wrote them before version 2.
-fn rewrite_as_version_1(fs: &MemFs, name: &str, number: u64) {
+/// format `version` (1 or 2), record for record, as Shale wrote them before version 2 or 3: a
+/// WAL's batches in the encoding of those versions.
+fn rewrite_as_version(fs: &MemFs, name: &str, number: u64, version: u32) {
     let path = Path::new(DIR).join(name);
     let file = fs.open_read(&path).unwrap();
     let mut reader = LogReader::new(file, number, RecoveryMode::AbsoluteConsistency).unwrap();
     let scratch = Path::new("/scratch").join(name);
     fs.create_dir_all(scratch.parent().unwrap()).unwrap();
     let mut writer =
-        LogWriter::with_format_version(fs.create(&scratch).unwrap(), number, 1).unwrap();
+        LogWriter::with_format_version(fs.create(&scratch).unwrap(), number, version).unwrap();
+    let is_wal = std::path::Path::new(name)
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("wal"));
     let mut records = 0;
     while let Some((record, _)) = reader.read_record().unwrap() {
+        let record = if is_wal {
+            batch_in_version_2_encoding(&WriteBatch::from_data(record).unwrap())
+        } else {
+            record
+        };
         writer.add_record(&record).unwrap();
         records += 1;
     }
     writer.sync().unwrap();
     assert!(records > 0, "{name} holds no records");
     let bytes = fs.file_contents(&scratch).unwrap();
-    assert_eq!(bytes[19], 1, "{name} is now format version 1");
-    assert!(
-        bytes.len() as u64 > fs.size(&path).unwrap(),
-        "version 1 is larger"
+    assert_eq!(
+        bytes[19], version as u8,
+        "{name} is now format version {version}"
     );
+    if is_wal || version == 1 {
+        assert!(
+            bytes.len() as u64 > fs.size(&path).unwrap(),
+            "version {version} is larger"
+        );
+    }
     plant_file(fs, &path, &bytes);
 }
 
@@ -324,6 +341,15 @@ fn plant_file(fs: &MemFs, path: &Path, bytes: &[u8]) {
 
 #[test]
 fn a_database_whose_logs_were_written_in_wal_format_version_1_opens_after_the_upgrade() {
+    logs_of_an_older_version_replay(1);
+}
+
+#[test]
+fn a_database_whose_logs_were_written_in_wal_format_version_2_opens_after_the_upgrade() {
+    logs_of_an_older_version_replay(2);
+}
+
+fn logs_of_an_older_version_replay(version: u32) {
     let fs = MemFs::new();
     let mode = RecoveryMode::AbsoluteConsistency;
     let db = Db::open(DIR, options(Arc::new(fs.clone()), mode)).unwrap();
@@ -334,7 +360,7 @@ fn a_database_whose_logs_were_written_in_wal_format_version_1_opens_after_the_up
     assert_eq!(wals.len(), 1, "{wals:?}");
     for name in &wals {
         let number = shale_engine::wal::format::parse_log_file_name(name).unwrap();
-        rewrite_as_version_1(&image, name, number);
+        rewrite_as_version(&image, name, number, version);
     }
     let manifests: Vec<String> = image
         .list(Path::new(DIR))
@@ -344,10 +370,15 @@ fn a_database_whose_logs_were_written_in_wal_format_version_1_opens_after_the_up
         .collect();
     assert_eq!(manifests.len(), 1, "{manifests:?}");
     let number = manifests[0]["MANIFEST-".len()..].parse().unwrap();
-    rewrite_as_version_1(&image, &manifests[0], number);
+    rewrite_as_version(&image, &manifests[0], number, version);
 
     let db = Db::open(DIR, options(Arc::new(image.clone()), mode)).unwrap();
-    assert_all(&db, "a", 50, "replayed from version 1 logs");
+    assert_all(
+        &db,
+        "a",
+        50,
+        &format!("replayed from version {version} logs"),
+    );
     put_all(&db, "b", 10);
     assert_all(&db, "b", 10, "written after the upgrade");
 }

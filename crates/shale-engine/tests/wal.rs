@@ -298,8 +298,8 @@ fn a_newer_format_version_is_not_supported() {
         let err = LogReader::new(fs.open_read(&path).unwrap(), 6, mode).unwrap_err();
         match &err {
             Error::NotSupported(text) => {
-                assert!(text.contains("version 3"), "{text}");
-                assert!(text.contains("versions up to 2"), "{text}");
+                assert!(text.contains("version 4"), "{text}");
+                assert!(text.contains("versions up to 3"), "{text}");
                 assert!(text.contains("000006.wal"), "{text}");
             }
             other => panic!("{mode:?}: {other:?}"),

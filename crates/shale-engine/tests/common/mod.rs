@@ -193,3 +193,34 @@ pub fn corruption_at(result: Result<impl std::fmt::Debug>) -> (PathBuf, u64, Str
         other => panic!("expected a corruption error, got {other:?}"),
     }
 }
+
+/// `batch` in the write batch encoding of WAL format versions 1 and 2, which every entry
+/// spends a keyspace field on, the default keyspace's 0 included (`docs/format/write_batch.md`):
+/// the bytes a log written before version 3 holds.
+pub fn batch_in_version_2_encoding(batch: &shale_engine::WriteBatch) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u32) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let mut out = batch.data()[..12].to_vec();
+    for entry in batch.iter() {
+        let (tag, has_value) = match entry.kind {
+            shale_sst::ValueKind::Deletion => (0u8, false),
+            shale_sst::ValueKind::Value => (1, true),
+            shale_sst::ValueKind::RangeDeletion => (2, true),
+            shale_sst::ValueKind::BlobIndex => panic!("a write batch never holds a blob reference"),
+        };
+        out.push(tag);
+        varint(&mut out, entry.keyspace);
+        varint(&mut out, entry.key.len() as u32);
+        out.extend_from_slice(entry.key);
+        if has_value {
+            varint(&mut out, entry.value.len() as u32);
+            out.extend_from_slice(entry.value);
+        }
+    }
+    out
+}
