@@ -25,7 +25,7 @@ use crate::options::{Durability, WriteOptions};
 use crate::stats::StatCounters;
 use crate::wal::format::log_file_name;
 use crate::wal::LogWriter;
-use crate::write_queue::{GroupPlan, QueuedWrite};
+use crate::write_queue::{Group, GroupPlan};
 
 /// Commits `batch`. With `force_flush`, the leader freezes every non-empty memtable first
 /// (how [`crate::Db::flush`] starts).
@@ -152,23 +152,23 @@ fn with_write_times(
 /// The leader's step: make room, assign sequence numbers, write and sync the WAL record.
 fn lead_group(
     inner: &Arc<DbInner>,
-    group: &[Arc<QueuedWrite>],
+    group: Group<'_>,
     force_flush: bool,
 ) -> Result<GroupPlan<GroupContext>> {
     inner.check_background_error()?;
     let memtables = make_room(inner, force_flush)?;
-    let count: u64 = group.iter().map(|w| u64::from(w.batch.count())).sum();
+    let count: u64 = group.writes().map(|w| u64::from(w.batch.count())).sum();
     let first_seqno = inner.last_allocated_seqno.load(Ordering::Acquire) + 1;
     if count > 0 {
         let durability = group
-            .iter()
+            .writes()
             .map(|w| w.durability)
             .min_by_key(|d| strength_rank(*d))
             .unwrap_or(Durability::Sync);
         let mut guard = inner.lock_wal()?;
         let wal = &mut *guard;
         wal.record.clear();
-        for write in group {
+        for write in group.writes() {
             wal.record.append(&write.batch)?;
         }
         wal.record.set_first_seqno(first_seqno);
