@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use shale_sst::{SeqNo, ValueKind};
@@ -245,8 +245,9 @@ fn reached(limit: u64, value: u64) -> bool {
 
 /// Delays the group while some keyspace's compaction backlog is at a slowdown trigger (L0
 /// files, estimated pending bytes), and waits for compactions while one is at a stop trigger.
-/// Each stall is counted under its reason.
-fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
+/// Each stall is counted under its reason. Returns the state lock, held again after a delay,
+/// so the caller's memtable check needs no second acquisition.
+fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>> {
     let counters = &inner.stats;
     let mut state = inner.lock_state();
     let mut stopped: Option<Instant> = None;
@@ -286,26 +287,28 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
                 None
             }
         });
-        drop(state);
         if let Some(start) = stopped {
             counters.record_stop(micros_since(start));
         } else if let Some(counter) = slow {
+            drop(state);
             StatCounters::add(counter, 1);
             let start = Instant::now();
             std::thread::sleep(SLOWDOWN_DELAY);
             StatCounters::add(&counters.stall_micros, micros_since(start));
+            state = inner.lock_state();
         }
-        return Ok(());
+        return Ok(state);
     }
 }
 
 /// Freezes full memtables (waiting if too many are frozen) and returns the active memtables.
 fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext>> {
-    if !force_flush {
-        stall_for_compaction(inner)?;
-    }
+    let mut state = if force_flush {
+        inner.lock_state()
+    } else {
+        stall_for_compaction(inner)?
+    };
     let mut stopped: Option<Instant> = None;
-    let mut state = inner.lock_state();
     loop {
         let full: Vec<u32> = state
             .keyspaces
