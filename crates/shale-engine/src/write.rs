@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
 use shale_sst::{SeqNo, ValueKind};
@@ -25,7 +25,7 @@ use crate::options::{Durability, WriteOptions};
 use crate::stats::StatCounters;
 use crate::wal::format::log_file_name;
 use crate::wal::LogWriter;
-use crate::write_queue::{GroupPlan, QueuedWrite};
+use crate::write_queue::{Group, GroupPlan};
 
 /// Commits `batch`. With `force_flush`, the leader freezes every non-empty memtable first
 /// (how [`crate::Db::flush`] starts).
@@ -152,23 +152,23 @@ fn with_write_times(
 /// The leader's step: make room, assign sequence numbers, write and sync the WAL record.
 fn lead_group(
     inner: &Arc<DbInner>,
-    group: &[Arc<QueuedWrite>],
+    group: Group<'_>,
     force_flush: bool,
 ) -> Result<GroupPlan<GroupContext>> {
     inner.check_background_error()?;
     let memtables = make_room(inner, force_flush)?;
-    let count: u64 = group.iter().map(|w| u64::from(w.batch.count())).sum();
+    let count: u64 = group.writes().map(|w| u64::from(w.batch.count())).sum();
     let first_seqno = inner.last_allocated_seqno.load(Ordering::Acquire) + 1;
     if count > 0 {
         let durability = group
-            .iter()
+            .writes()
             .map(|w| w.durability)
             .min_by_key(|d| strength_rank(*d))
             .unwrap_or(Durability::Sync);
         let mut guard = inner.lock_wal()?;
         let wal = &mut *guard;
         wal.record.clear();
-        for write in group {
+        for write in group.writes() {
             wal.record.append(&write.batch)?;
         }
         wal.record.set_first_seqno(first_seqno);
@@ -245,8 +245,9 @@ fn reached(limit: u64, value: u64) -> bool {
 
 /// Delays the group while some keyspace's compaction backlog is at a slowdown trigger (L0
 /// files, estimated pending bytes), and waits for compactions while one is at a stop trigger.
-/// Each stall is counted under its reason.
-fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
+/// Each stall is counted under its reason. Returns the state lock, held again after a delay,
+/// so the caller's memtable check needs no second acquisition.
+fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>> {
     let counters = &inner.stats;
     let mut state = inner.lock_state();
     let mut stopped: Option<Instant> = None;
@@ -286,26 +287,28 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<()> {
                 None
             }
         });
-        drop(state);
         if let Some(start) = stopped {
             counters.record_stop(micros_since(start));
         } else if let Some(counter) = slow {
+            drop(state);
             StatCounters::add(counter, 1);
             let start = Instant::now();
             std::thread::sleep(SLOWDOWN_DELAY);
             StatCounters::add(&counters.stall_micros, micros_since(start));
+            state = inner.lock_state();
         }
-        return Ok(());
+        return Ok(state);
     }
 }
 
 /// Freezes full memtables (waiting if too many are frozen) and returns the active memtables.
 fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext>> {
-    if !force_flush {
-        stall_for_compaction(inner)?;
-    }
+    let mut state = if force_flush {
+        inner.lock_state()
+    } else {
+        stall_for_compaction(inner)?
+    };
     let mut stopped: Option<Instant> = None;
-    let mut state = inner.lock_state();
     loop {
         let full: Vec<u32> = state
             .keyspaces

@@ -12,6 +12,10 @@
 //!    the group is inserted or published.
 //! 4. A write queued with [`WriteQueue::write_leading`] is never taken into another leader's
 //!    group: its `lead` always runs, when no other group is active.
+//! 5. A writer that finds no group active and nobody queued leads a group of itself without
+//!    queueing (the lone-writer fast path): it marks the group active under the lock, so
+//!    every writer arriving meanwhile queues behind it and is woken when it finishes. Its
+//!    group obeys invariants 1 to 3 like any other.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -33,6 +37,24 @@ pub(crate) struct GroupPlan<C> {
     pub(crate) first_seqno: SeqNo,
     /// Shared state the inserts need (the memtables, for the Db).
     pub(crate) context: Arc<C>,
+}
+
+/// The writes of one group, as the leader sees them: the leader's own first.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Group<'a> {
+    /// A lone writer's own write (invariant 5); it is then the whole group.
+    alone: Option<&'a QueuedWrite>,
+    /// The writes taken from the queue, the leader's own first.
+    queued: &'a [Arc<QueuedWrite>],
+}
+
+impl<'a> Group<'a> {
+    /// The group's writes in commit order (the order of their sequence numbers).
+    pub(crate) fn writes(self) -> impl Iterator<Item = &'a QueuedWrite> {
+        self.alone
+            .into_iter()
+            .chain(self.queued.iter().map(|write| &**write))
+    }
 }
 
 /// One queued write, as the leader sees it.
@@ -141,7 +163,7 @@ impl<C: Send + Sync> WriteQueue<C> {
         publish: P,
     ) -> Result<()>
     where
-        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+        L: FnOnce(Group<'_>) -> Result<GroupPlan<C>>,
         I: Fn(&WriteBatch, SeqNo, &C),
         P: Fn(SeqNo),
     {
@@ -165,7 +187,7 @@ impl<C: Send + Sync> WriteQueue<C> {
         publish: P,
     ) -> Result<()>
     where
-        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+        L: FnOnce(Group<'_>) -> Result<GroupPlan<C>>,
         I: Fn(&WriteBatch, SeqNo, &C),
         P: Fn(SeqNo),
     {
@@ -179,12 +201,17 @@ impl<C: Send + Sync> WriteQueue<C> {
 
     fn commit<L, I, P>(&self, write: QueuedWrite, lead: L, insert: I, publish: P) -> Result<()>
     where
-        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+        L: FnOnce(Group<'_>) -> Result<GroupPlan<C>>,
         I: Fn(&WriteBatch, SeqNo, &C),
         P: Fn(SeqNo),
     {
-        let write = Arc::new(write);
         let mut state = self.lock();
+        if state.slots.is_empty() && !state.group_active {
+            state.group_active = true;
+            drop(state);
+            return self.commit_alone(&write, lead, insert, publish);
+        }
+        let write = Arc::new(write);
         let id = state.next_id;
         state.next_id += 1;
         state.slots.push_back(Slot {
@@ -258,6 +285,42 @@ impl<C: Send + Sync> WriteQueue<C> {
         }
     }
 
+    /// Commits `write` as a group of its own (invariant 5). The caller has marked the group
+    /// active with no writer queued: no other group can start until this one ends here.
+    fn commit_alone<L, I, P>(
+        &self,
+        write: &QueuedWrite,
+        lead: L,
+        insert: I,
+        publish: P,
+    ) -> Result<()>
+    where
+        L: FnOnce(Group<'_>) -> Result<GroupPlan<C>>,
+        I: Fn(&WriteBatch, SeqNo, &C),
+        P: Fn(SeqNo),
+    {
+        let plan = lead(Group {
+            alone: Some(write),
+            queued: &[],
+        });
+        let result = match plan {
+            Ok(plan) => {
+                insert(&write.batch, plan.first_seqno, &plan.context);
+                // As a queued group's: a batch of no entries publishes first_seqno - 1, which
+                // is already visible.
+                Ok(plan.first_seqno + u64::from(write.batch.count()) - 1)
+            }
+            Err(error) => Err(error),
+        };
+        let mut state = self.lock();
+        if let Ok(last_seqno) = result {
+            publish(last_seqno);
+        }
+        state.group_active = false;
+        self.notify_locked(&state);
+        result.map(|_| ())
+    }
+
     /// Runs the leader's WAL step for the writers at the front of the queue.
     fn lead_group<'a, L>(
         &'a self,
@@ -266,7 +329,7 @@ impl<C: Send + Sync> WriteQueue<C> {
         own: &Arc<QueuedWrite>,
     ) -> MutexGuard<'a, QueueState<C>>
     where
-        L: FnOnce(&[Arc<QueuedWrite>]) -> Result<GroupPlan<C>>,
+        L: FnOnce(Group<'_>) -> Result<GroupPlan<C>>,
     {
         state.group_active = true;
         let mut group = std::mem::take(&mut state.group_scratch);
@@ -286,7 +349,10 @@ impl<C: Send + Sync> WriteQueue<C> {
         let members = group.len();
         drop(state);
         let plan = match lead {
-            Some(lead) => lead(&group),
+            Some(lead) => lead(Group {
+                alone: None,
+                queued: &group,
+            }),
             None => Err(Error::Background {
                 reason: "a writer led twice (a bug)".into(),
             }),
@@ -352,9 +418,9 @@ mod tests {
                     return Err(Error::InvalidArgument("injected WAL failure".into()));
                 }
                 thread::sleep(toy.wal_delay);
-                let total: u64 = group.iter().map(|w| u64::from(w.batch.count())).sum();
+                let total: u64 = group.writes().map(|w| u64::from(w.batch.count())).sum();
                 let first = toy.next_seqno.fetch_add(total, Ordering::SeqCst) + 1;
-                toy.wal_groups.lock().unwrap().push(group.len());
+                toy.wal_groups.lock().unwrap().push(group.writes().count());
                 Ok(GroupPlan {
                     first_seqno: first,
                     context: Arc::new(()),
@@ -431,6 +497,166 @@ mod tests {
                 .expect("every writer finishes (no writer left waiting for a wakeup)");
         }
         assert_eq!(toy.visible.load(Ordering::SeqCst), 8 * 200);
+    }
+
+    /// Commits one batch of `entries` like `commit`, then checks that the writer's own last
+    /// sequence number is visible on return (invariant 2); counts fast-path groups.
+    fn commit_checked(
+        queue: &WriteQueue<()>,
+        toy: &Toy,
+        alone_groups: &AtomicU64,
+        entries: u32,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for i in 0..entries {
+            batch.put(0, format!("k{i}").as_bytes(), b"v")?;
+        }
+        let own_last = std::cell::Cell::new(0);
+        queue.write(
+            batch,
+            Durability::Buffered,
+            |group| {
+                if group.alone.is_some() {
+                    alone_groups.fetch_add(1, Ordering::SeqCst);
+                    assert_eq!(group.writes().count(), 1, "a lone writer's group is itself");
+                }
+                let total: u64 = group.writes().map(|w| u64::from(w.batch.count())).sum();
+                let first = toy.next_seqno.fetch_add(total, Ordering::SeqCst) + 1;
+                toy.wal_groups.lock().unwrap().push(group.writes().count());
+                Ok(GroupPlan {
+                    first_seqno: first,
+                    context: Arc::new(()),
+                })
+            },
+            |batch, first, ()| {
+                let mut inserted = toy.inserted.lock().unwrap();
+                for i in 0..u64::from(batch.count()) {
+                    inserted.push(first + i);
+                }
+                own_last.set(first + u64::from(batch.count()) - 1);
+            },
+            |last| {
+                let previous = toy.visible.swap(last, Ordering::SeqCst);
+                assert!(previous <= last, "published {last} after {previous}");
+            },
+        )?;
+        let visible = toy.visible.load(Ordering::SeqCst);
+        assert!(
+            visible >= own_last.get(),
+            "acknowledged seqno {} while {visible} is visible",
+            own_last.get()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_lone_writer_leads_without_queueing() {
+        let queue = WriteQueue::<()>::new();
+        let toy = Toy::default();
+        let alone = AtomicU64::new(0);
+        for entries in [1, 3, 0, 2] {
+            commit_checked(&queue, &toy, &alone, entries).unwrap();
+        }
+        assert_eq!(alone.load(Ordering::SeqCst), 4);
+        assert_eq!(toy.visible.load(Ordering::SeqCst), 6);
+        let state = queue.lock();
+        assert!(state.slots.is_empty() && !state.group_active);
+    }
+
+    /// Invariant 5: a writer arriving while a lone writer leads queues behind it, and its
+    /// group starts only after the lone writer's group published.
+    #[test]
+    fn a_writer_arriving_during_a_lone_group_waits_for_it() {
+        let queue = Arc::new(WriteQueue::<()>::new());
+        let toy = Arc::new(Toy::default());
+        let (entered, lone_is_leading) = std::sync::mpsc::channel();
+        let (release, wait_release) = std::sync::mpsc::channel::<()>();
+        let lone = {
+            let (queue, toy) = (queue.clone(), toy.clone());
+            thread::spawn(move || {
+                let mut batch = WriteBatch::new();
+                batch.put(0, b"lone", b"v").unwrap();
+                queue.write(
+                    batch,
+                    Durability::Buffered,
+                    |group| {
+                        assert!(group.alone.is_some(), "the queue was empty: fast path");
+                        entered.send(()).unwrap();
+                        wait_release.recv().unwrap();
+                        toy.next_seqno.fetch_add(1, Ordering::SeqCst);
+                        Ok(GroupPlan {
+                            first_seqno: 1,
+                            context: Arc::new(()),
+                        })
+                    },
+                    |_, _, ()| {},
+                    |last| toy.visible.store(last, Ordering::SeqCst),
+                )
+            })
+        };
+        lone_is_leading.recv().unwrap();
+        let second = {
+            let (queue, toy) = (queue.clone(), toy.clone());
+            thread::spawn(move || {
+                let alone = AtomicU64::new(0);
+                commit_checked(&queue, &toy, &alone, 2).unwrap();
+                alone.load(Ordering::SeqCst)
+            })
+        };
+        // The second writer queues (it cannot lead while the lone group is active).
+        while queue.lock().slots.is_empty() {
+            thread::yield_now();
+        }
+        assert_eq!(
+            toy.next_seqno.load(Ordering::SeqCst),
+            0,
+            "nothing led meanwhile"
+        );
+        release.send(()).unwrap();
+        lone.join().unwrap().unwrap();
+        assert_eq!(second.join().unwrap(), 0, "the second writer was queued");
+        assert_eq!(toy.visible.load(Ordering::SeqCst), 3);
+        assert_eq!(*toy.inserted.lock().unwrap(), vec![2, 3]);
+    }
+
+    /// Writers that pause between writes take the fast path some of the time and queue the
+    /// rest: every seqno is inserted once, published in order, and visible when acknowledged.
+    #[test]
+    fn lone_and_queued_groups_interleave() {
+        let queue = Arc::new(WriteQueue::<()>::new());
+        let toy = Arc::new(Toy::default());
+        let alone = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..6u32)
+            .map(|t| {
+                let (queue, toy, alone) = (queue.clone(), toy.clone(), alone.clone());
+                thread::spawn(move || {
+                    for i in 0..400u32 {
+                        commit_checked(&queue, &toy, &alone, (t + i) % 3).unwrap();
+                        if (t + i) % 7 == 0 {
+                            thread::sleep(std::time::Duration::from_micros(50));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let total = toy.next_seqno.load(Ordering::SeqCst);
+        assert_eq!(toy.visible.load(Ordering::SeqCst), total);
+        let mut inserted = toy.inserted.lock().unwrap().clone();
+        inserted.sort_unstable();
+        assert_eq!(inserted, (1..=total).collect::<Vec<_>>());
+        assert_eq!(
+            toy.wal_groups.lock().unwrap().iter().sum::<usize>(),
+            6 * 400
+        );
+        assert!(
+            alone.load(Ordering::SeqCst) > 0,
+            "some writes took the fast path"
+        );
+        let state = queue.lock();
+        assert!(state.slots.is_empty() && !state.group_active);
     }
 
     #[test]

@@ -142,7 +142,10 @@ const CRC_MASK_DELTA: u32 = 0xa282_ead8;
 /// The stored checksum of a record whose header bytes after the checksum are `header_rest`
 /// (length, type, log number) and whose payload is `payload`.
 pub(crate) fn record_checksum(header_rest: &[u8], payload: &[u8]) -> u32 {
-    let crc = crc32c::crc32c_append(crc32c::crc32c(header_rest), payload);
+    masked(crc32c::crc32c_append(crc32c::crc32c(header_rest), payload))
+}
+
+fn masked(crc: u32) -> u32 {
     crc.rotate_right(15).wrapping_add(CRC_MASK_DELTA)
 }
 
@@ -161,9 +164,16 @@ pub(crate) fn put_record(
     rest[2] = kind as u8;
     rest[3..7].copy_from_slice(&log_low.to_le_bytes());
     let rest = &rest[..layout.header_size() - 4];
-    out.extend_from_slice(&record_checksum(rest, payload).to_le_bytes());
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(rest);
     out.extend_from_slice(payload);
+    // The header rest and the payload lie together in `out`: one checksum pass over both
+    // (the value of `record_checksum(rest, payload)`) instead of two calls.
+    let checksum = masked(crc32c::crc32c(out.get(start + 4..).unwrap_or_default()));
+    if let Some(slot) = out.get_mut(start..start + 4) {
+        slot.copy_from_slice(&checksum.to_le_bytes());
+    }
 }
 
 /// The decoded fields of a record header (not yet checked against anything).
@@ -265,6 +275,19 @@ mod tests {
             record_checksum(&rest, b"abc"),
             ((crc >> 15) | (crc << 17)).wrapping_add(0xa282_ead8)
         );
+    }
+
+    /// `put_record` checksums the bytes it appended, not the buffer before them.
+    #[test]
+    fn a_record_appended_after_others_checksums_only_itself() {
+        let mut out = Vec::new();
+        put_record(&mut out, Layout::Compact, RecordType::Full, 0, b"first");
+        let start = out.len();
+        put_record(&mut out, Layout::Compact, RecordType::Full, 0, b"second");
+        let second = &out[start..];
+        let h = Header::decode(second, Layout::Compact).unwrap();
+        assert_eq!(h.checksum, record_checksum(&second[4..7], b"second"));
+        assert_eq!(&second[7..], b"second");
     }
 
     #[test]
