@@ -184,7 +184,10 @@ fn lead_group(
             wal.record = WriteBatch::new();
         }
         if result.is_ok() {
-            wal.unsynced = durability != Durability::Sync;
+            wal.written_groups += 1;
+            if durability == Durability::Sync {
+                wal.synced_groups = wal.written_groups;
+            }
             // Before the WAL lock is released (db.rs invariant 6): a checkpoint's cut must
             // never see the group's record in the WAL without its sequence numbers.
             inner
@@ -317,6 +320,7 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext
             .map(|k| k.id)
             .collect();
         if full.is_empty() {
+            request_presync(inner, &mut state);
             break;
         }
         let stalled = full.iter().any(|id| {
@@ -371,6 +375,26 @@ fn group_context_locked(state: &mut DbState) -> Arc<GroupContext> {
     context
 }
 
+/// Wakes the WAL syncer once an active memtable is 7/8 full. Switching memtables syncs the
+/// old WAL on the writer's path (docs/format/wal.md: a log is synced before the next one
+/// exists); synced in the background shortly before, it leaves that sync little to write.
+fn request_presync(inner: &DbInner, state: &mut DbState) {
+    let nearly_full = state
+        .keyspaces
+        .values()
+        .filter(|k| k.mem_log_number > state.presync_requested_for)
+        .find(|k| {
+            let size = k.options.write_buffer_size;
+            k.mem.memory_usage_reaches(size - size / 8)
+        })
+        .map(|k| k.mem_log_number);
+    if let Some(log_number) = nearly_full {
+        state.presync_requested_for = log_number;
+        inner.wal_sync_requested.store(true, Ordering::Release);
+        inner.state_changed.notify_all();
+    }
+}
+
 /// Starts a new WAL and freezes the memtables of `keyspaces`.
 pub(crate) fn switch_memtables(
     inner: &DbInner,
@@ -397,7 +421,8 @@ pub(crate) fn switch_memtables(
     *wal = WalState {
         writer,
         number,
-        unsynced: false,
+        written_groups: 0,
+        synced_groups: 0,
         record: WriteBatch::new(),
     };
     drop(wal);
