@@ -173,12 +173,23 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
 /// writes unsynced for good (invariant 5 of docs/architecture.md bounds their loss by time).
 /// A WAL that failed itself is poisoned, so this never retries its failed sync.
 pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
-    let Ok(mut wal) = inner.lock_wal() else {
-        return Ok(()); // Read-only: there is no WAL.
+    let mut wal = loop {
+        let Ok(wal) = inner.lock_wal() else {
+            return Ok(()); // Read-only: there is no WAL.
+        };
+        if wal.synced_groups == wal.written_groups {
+            return Ok(());
+        }
+        if wal.name_durable {
+            break wal;
+        }
+        // The records survive a power cut only if the log's name does. Checked again under
+        // the lock the sync is taken under: a switch may start another log meanwhile.
+        drop(wal);
+        if let Err(error) = crate::write::make_wal_name_durable(inner) {
+            return report_wal_sync(inner, Err(error));
+        }
     };
-    if wal.synced_groups == wal.written_groups {
-        return Ok(());
-    }
     let target = wal.written_groups;
     let number = wal.number;
     let syncer = match wal.writer.concurrent_syncer() {

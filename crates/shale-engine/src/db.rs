@@ -95,6 +95,11 @@ pub(crate) struct WalState {
     /// not take the first one's sync, still running, for a finished one.
     pub(crate) written_groups: u64,
     pub(crate) synced_groups: u64,
+    /// Whether the log's directory entry is durable. A memtable switch creates the next log
+    /// without syncing the directory (that is off the writer's path); whatever relies on the
+    /// log surviving a power cut syncs it first: a WAL sync, a `Sync` write, and a MANIFEST
+    /// edit that names the log (`write::make_wal_name_durable`).
+    pub(crate) name_durable: bool,
     /// The group's record is assembled here, reused from group to group so that a write
     /// does not allocate one.
     pub(crate) record: WriteBatch,

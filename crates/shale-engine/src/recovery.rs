@@ -127,6 +127,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             number: wal_number,
             written_groups: 0,
             synced_groups: 0,
+            name_durable: true,
             record: WriteBatch::new(),
         }),
         last_seqno,

@@ -176,7 +176,9 @@ fn lead_group(
             .writer
             .add_record(wal.record.data())
             .and_then(|_| match durability {
-                Durability::Sync => wal.writer.sync(),
+                Durability::Sync => {
+                    sync_wal_name_locked(inner, wal).and_then(|()| wal.writer.sync())
+                }
                 Durability::Flush => wal.writer.flush(),
                 Durability::Buffered => Ok(()),
             });
@@ -206,6 +208,16 @@ fn lead_group(
         first_seqno,
         context: memtables,
     })
+}
+
+/// A `Sync` write's log must survive a power cut by name too (`WalState::name_durable`);
+/// the write already waits for the device, so this syncs under the WAL lock.
+fn sync_wal_name_locked(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+    if !wal.name_durable {
+        inner.fs.sync_dir(&inner.dir)?;
+        wal.name_durable = true;
+    }
+    Ok(())
 }
 
 /// A group record buffer grown past this is dropped after the write rather than kept.
@@ -404,8 +416,12 @@ pub(crate) fn switch_memtables(
     let number = state.versions.new_file_number();
     let mut wal = inner.lock_wal()?;
     // docs/format/wal.md: a WAL is synced before the next one exists (its name and file
-    // header would follow a torn tail), so a torn tail can only be in the newest log.
-    let new_wal = wal.writer.sync().and_then(|()| start_wal(inner, number));
+    // header would follow a torn tail), so a torn tail can only be in the newest log. A
+    // completed WAL sync promises its records survive a power cut, so the log's name goes
+    // first (usually made durable already by the syncer woken at 7/8 full).
+    let new_wal = sync_wal_name_locked(inner, &mut wal)
+        .and_then(|()| wal.writer.sync())
+        .and_then(|()| create_wal(inner, number));
     let closed_bytes = wal.writer.file_size();
     let writer = match new_wal {
         Ok(writer) => writer,
@@ -423,6 +439,7 @@ pub(crate) fn switch_memtables(
         number,
         written_groups: 0,
         synced_groups: 0,
+        name_durable: false,
         record: WriteBatch::new(),
     };
     drop(wal);
@@ -465,11 +482,29 @@ pub(crate) fn switch_memtables(
     Ok(())
 }
 
-/// Creates WAL file `number` and makes its name durable.
-pub(crate) fn start_wal(inner: &DbInner, number: u64) -> Result<LogWriter> {
+/// Creates WAL file `number`. Its name is not durable yet (`WalState::name_durable`).
+fn create_wal(inner: &DbInner, number: u64) -> Result<LogWriter> {
     let path = inner.dir.join(log_file_name(number));
     let file = inner.fs.create(&path)?;
-    let writer = LogWriter::new(file, number)?;
+    LogWriter::new(file, number)
+}
+
+/// Makes the current WAL's directory entry durable if it is not yet. Called before a MANIFEST
+/// edit that names the log (recovery refuses a MANIFEST whose needed WAL is missing) and by
+/// the WAL syncs. The directory sync runs without the WAL lock. The caller makes a failure
+/// the sticky background error (it may hold the state lock).
+pub(crate) fn make_wal_name_durable(inner: &DbInner) -> Result<()> {
+    let number = match inner.lock_wal() {
+        Ok(wal) if !wal.name_durable => wal.number,
+        _ => return Ok(()), // durable already, or read-only (no WAL)
+    };
     inner.fs.sync_dir(&inner.dir)?;
-    Ok(writer)
+    if let Ok(mut wal) = inner.lock_wal() {
+        // A directory sync covers every entry: a newer log's too, had one been created since
+        // (it would have been created after this one, so after the sync started: not marked).
+        if wal.number == number {
+            wal.name_durable = true;
+        }
+    }
+    Ok(())
 }
