@@ -141,7 +141,10 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
     loop {
         {
             let mut state = inner.lock_state();
-            while Instant::now() < next && !inner.shutting_down.load(Ordering::Acquire) {
+            while Instant::now() < next
+                && !inner.shutting_down.load(Ordering::Acquire)
+                && !inner.wal_sync_requested.swap(false, Ordering::AcqRel)
+            {
                 let wait = next.saturating_duration_since(Instant::now());
                 state = inner
                     .state_changed
@@ -161,23 +164,72 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
 
 /// Writes and syncs WAL records acknowledged under `Flush` or `Buffered`.
 ///
+/// The fdatasync runs without the WAL lock (through the log's concurrent syncer, where the
+/// file system has one), so writers go on adding records meanwhile instead of waiting tens of
+/// milliseconds for the device. What it makes durable is every group written before it
+/// started, which is what `synced_groups` then counts.
+///
 /// Also after a background error: a failed flush or compaction must not leave acknowledged
 /// writes unsynced for good (invariant 5 of docs/architecture.md bounds their loss by time).
 /// A WAL that failed itself is poisoned, so this never retries its failed sync.
 pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
-    let Ok(mut wal) = inner.lock_wal() else {
-        return Ok(()); // Read-only: there is no WAL.
-    };
-    if !wal.unsynced {
-        return Ok(());
-    }
-    if let Err(error) = wal.writer.sync() {
+    let mut wal = loop {
+        let Ok(wal) = inner.lock_wal() else {
+            return Ok(()); // Read-only: there is no WAL.
+        };
+        if wal.synced_groups == wal.written_groups {
+            return Ok(());
+        }
+        if wal.name_durable {
+            break wal;
+        }
+        // The records survive a power cut only if the log's name does. Checked again under
+        // the lock the sync is taken under: a switch may start another log meanwhile.
         drop(wal);
-        inner.set_background_error(format!("syncing the WAL failed: {error}"));
-        return Err(error);
+        if let Err(error) = crate::write::make_wal_name_durable(inner) {
+            return report_wal_sync(inner, Err(error));
+        }
+    };
+    let target = wal.written_groups;
+    let number = wal.number;
+    let syncer = match wal.writer.concurrent_syncer() {
+        Ok(Some(syncer)) => syncer,
+        Ok(None) => {
+            let result = wal.writer.sync();
+            if result.is_ok() {
+                wal.synced_groups = target;
+            }
+            drop(wal);
+            return report_wal_sync(inner, result);
+        }
+        Err(error) => {
+            drop(wal);
+            return report_wal_sync(inner, Err(error));
+        }
+    };
+    drop(wal);
+    let result = syncer.sync_data().map_err(Error::Io);
+    if let Ok(mut wal) = inner.lock_wal() {
+        // A switch since may have started another log (after syncing this one itself).
+        if wal.number == number {
+            match &result {
+                Ok(()) => wal.synced_groups = wal.synced_groups.max(target),
+                Err(error) => wal.writer.poison(error.to_string()),
+            }
+        }
     }
-    wal.unsynced = false;
-    Ok(())
+    // Even when a newer log has taken over: the two descriptors share one open file, so this
+    // failure may be the one the switch's sync no longer saw.
+    report_wal_sync(inner, result)
+}
+
+/// Makes a failed WAL sync the sticky background error. Called without the WAL lock: the
+/// state lock comes first.
+fn report_wal_sync(inner: &DbInner, result: Result<()>) -> Result<()> {
+    if let Err(error) = &result {
+        inner.set_background_error(format!("syncing the WAL failed: {error}"));
+    }
+    result
 }
 
 /// Waits until no memtable is frozen and no compaction is needed or running.

@@ -89,8 +89,17 @@ pub(crate) struct GroupContext {
 pub(crate) struct WalState {
     pub(crate) writer: LogWriter,
     pub(crate) number: u64,
-    /// Records written since the last sync (what the background syncer must make durable).
-    pub(crate) unsynced: bool,
+    /// Groups written to this log, and how many of them a completed sync made durable: the
+    /// background syncer has work while `synced_groups < written_groups`. Counts rather than
+    /// a flag because `background::sync_wal` syncs without the WAL lock: a second caller must
+    /// not take the first one's sync, still running, for a finished one.
+    pub(crate) written_groups: u64,
+    pub(crate) synced_groups: u64,
+    /// Whether the log's directory entry is durable. A memtable switch creates the next log
+    /// without syncing the directory (that is off the writer's path); whatever relies on the
+    /// log surviving a power cut syncs it first: a WAL sync, a `Sync` write, and a MANIFEST
+    /// edit that names the log (`write::make_wal_name_durable`).
+    pub(crate) name_durable: bool,
     /// The group's record is assembled here, reused from group to group so that a write
     /// does not allocate one.
     pub(crate) record: WriteBatch,
@@ -126,6 +135,9 @@ pub(crate) struct DbState {
     /// while they are unchanged). Cleared when memtables are switched; a dropped keyspace's
     /// memtable stays alive in it until the next write.
     pub(crate) group_context: Option<Arc<GroupContext>>,
+    /// The WAL (by the active memtables' log number) for which `write::request_presync`
+    /// already woke the syncer: once per memtable.
+    pub(crate) presync_requested_for: u64,
 }
 
 /// Why writes are refused (db.rs invariant 4).
@@ -174,6 +186,9 @@ pub(crate) struct DbInner {
     pub(crate) blob_cache: Arc<BlobFileCache>,
     pub(crate) snapshots: SnapshotList,
     pub(crate) shutting_down: AtomicBool,
+    /// Set (with `state_changed` signalled) to make the WAL syncer sync now rather than at
+    /// its next interval.
+    pub(crate) wal_sync_requested: AtomicBool,
     /// Compaction and write-stall counters ([`Db::stats`]).
     pub(crate) stats: StatCounters,
     /// Writes and reads, for idle compaction.
@@ -229,6 +244,7 @@ impl DbInner {
                 compactions_done: 0,
                 pinned_wals: BTreeMap::new(),
                 group_context: None,
+                presync_requested_for: 0,
             }),
             state_changed: Condvar::new(),
             wal: wal.map(Mutex::new),
@@ -241,6 +257,7 @@ impl DbInner {
             blob_cache,
             snapshots: SnapshotList::default(),
             shutting_down: AtomicBool::new(false),
+            wal_sync_requested: AtomicBool::new(false),
             stats: StatCounters::default(),
             idle: IdleTracker::default(),
             rate_limiter: (options.rate_limit_bytes_per_sec > 0).then(|| {

@@ -360,6 +360,14 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     for blob in &blob_files {
         edit.add_blob_file(blob);
     }
+    // The edit names the active log: its name must be durable before the MANIFEST says so.
+    if let Err(error) = crate::write::make_wal_name_durable(inner) {
+        inner.set_background_error_locked(
+            &state,
+            format!("syncing the directory entry of the WAL failed: {error}"),
+        );
+        return Err(error);
+    }
     if let Err(error) = {
         let allocated = inner
             .last_allocated_seqno

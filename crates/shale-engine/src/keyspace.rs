@@ -217,6 +217,14 @@ pub(crate) fn create(
         )));
     }
     let log_number = inner.lock_wal()?.number;
+    // The edit names this log: its name must be durable before the MANIFEST says so.
+    crate::write::make_wal_name_durable(inner).map_err(|e| {
+        inner.set_background_error_locked(
+            &state,
+            format!("syncing the directory entry of WAL {log_number} failed: {e}"),
+        );
+        e
+    })?;
     let id = state
         .versions
         .create_keyspace(name, log_number)

@@ -320,6 +320,10 @@ impl WritableFile for RateLimitedFile {
         self.file.sync_data()
     }
 
+    fn concurrent_syncer(&mut self) -> shale_fs::Result<Option<Box<dyn shale_fs::DataSyncer>>> {
+        self.file.concurrent_syncer()
+    }
+
     fn len(&self) -> u64 {
         self.file.len()
     }

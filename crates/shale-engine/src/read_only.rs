@@ -69,7 +69,11 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
             dir.display()
         )));
     }
-    let names = fs.list(dir)?;
+    // The writer creates a WAL before an edit names it and deletes it after an edit stops
+    // naming it: a WAL the MANIFEST read below needs is in this listing (taken before the
+    // read) or in the one taken after it, unless the writer both created and deleted it
+    // meanwhile.
+    let listed_before = fs.list(dir)?;
     let persisted = OptionsFile::read_latest(&*fs, dir)?.map(|(_, file)| file);
     if let Some(persisted) = &persisted {
         options.check_compatible(persisted)?;
@@ -80,9 +84,12 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
         options.comparator.clone(),
         NUM_LEVELS,
         &|version, manifest, end| {
+            let mut names = fs.list(dir)?;
+            names.extend(listed_before.iter().cloned());
             check_wals_present(version, &names, options.wal_recovery_mode, manifest, end)
         },
     )?;
+    let names = fs.list(dir)?;
     let version = versions.current();
     let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
     let mode = match options.wal_recovery_mode {

@@ -125,7 +125,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         Some(WalState {
             writer,
             number: wal_number,
-            unsynced: false,
+            written_groups: 0,
+            synced_groups: 0,
+            name_durable: true,
             record: WriteBatch::new(),
         }),
         last_seqno,

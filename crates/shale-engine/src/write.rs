@@ -176,7 +176,9 @@ fn lead_group(
             .writer
             .add_record(wal.record.data())
             .and_then(|_| match durability {
-                Durability::Sync => wal.writer.sync(),
+                Durability::Sync => {
+                    sync_wal_name_locked(inner, wal).and_then(|()| wal.writer.sync())
+                }
                 Durability::Flush => wal.writer.flush(),
                 Durability::Buffered => Ok(()),
             });
@@ -184,7 +186,10 @@ fn lead_group(
             wal.record = WriteBatch::new();
         }
         if result.is_ok() {
-            wal.unsynced = durability != Durability::Sync;
+            wal.written_groups += 1;
+            if durability == Durability::Sync {
+                wal.synced_groups = wal.written_groups;
+            }
             // Before the WAL lock is released (db.rs invariant 6): a checkpoint's cut must
             // never see the group's record in the WAL without its sequence numbers.
             inner
@@ -203,6 +208,16 @@ fn lead_group(
         first_seqno,
         context: memtables,
     })
+}
+
+/// A `Sync` write's log must survive a power cut by name too (`WalState::name_durable`);
+/// the write already waits for the device, so this syncs under the WAL lock.
+fn sync_wal_name_locked(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+    if !wal.name_durable {
+        inner.fs.sync_dir(&inner.dir)?;
+        wal.name_durable = true;
+    }
+    Ok(())
 }
 
 /// A group record buffer grown past this is dropped after the write rather than kept.
@@ -320,6 +335,7 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext
             .map(|k| k.id)
             .collect();
         if full.is_empty() {
+            request_presync(inner, &mut state);
             break;
         }
         let stalled = full.iter().any(|id| {
@@ -374,6 +390,26 @@ fn group_context_locked(state: &mut DbState) -> Arc<GroupContext> {
     context
 }
 
+/// Wakes the WAL syncer once an active memtable is 7/8 full. Switching memtables syncs the
+/// old WAL on the writer's path (docs/format/wal.md: a log is synced before the next one
+/// exists); synced in the background shortly before, it leaves that sync little to write.
+fn request_presync(inner: &DbInner, state: &mut DbState) {
+    let nearly_full = state
+        .keyspaces
+        .values()
+        .filter(|k| k.mem_log_number > state.presync_requested_for)
+        .find(|k| {
+            let size = k.options.write_buffer_size;
+            k.mem.memory_usage_reaches(size - size / 8)
+        })
+        .map(|k| k.mem_log_number);
+    if let Some(log_number) = nearly_full {
+        state.presync_requested_for = log_number;
+        inner.wal_sync_requested.store(true, Ordering::Release);
+        inner.state_changed.notify_all();
+    }
+}
+
 /// Starts a new WAL and freezes the memtables of `keyspaces`.
 pub(crate) fn switch_memtables(
     inner: &DbInner,
@@ -383,8 +419,12 @@ pub(crate) fn switch_memtables(
     let number = state.versions.new_file_number();
     let mut wal = inner.lock_wal()?;
     // docs/format/wal.md: a WAL is synced before the next one exists (its name and file
-    // header would follow a torn tail), so a torn tail can only be in the newest log.
-    let new_wal = wal.writer.sync().and_then(|()| start_wal(inner, number));
+    // header would follow a torn tail), so a torn tail can only be in the newest log. A
+    // completed WAL sync promises its records survive a power cut, so the log's name goes
+    // first (usually made durable already by the syncer woken at 7/8 full).
+    let new_wal = sync_wal_name_locked(inner, &mut wal)
+        .and_then(|()| wal.writer.sync())
+        .and_then(|()| create_wal(inner, number));
     let closed_bytes = wal.writer.file_size();
     let writer = match new_wal {
         Ok(writer) => writer,
@@ -400,7 +440,9 @@ pub(crate) fn switch_memtables(
     *wal = WalState {
         writer,
         number,
-        unsynced: false,
+        written_groups: 0,
+        synced_groups: 0,
+        name_durable: false,
         record: WriteBatch::new(),
     };
     drop(wal);
@@ -443,11 +485,29 @@ pub(crate) fn switch_memtables(
     Ok(())
 }
 
-/// Creates WAL file `number` and makes its name durable.
-pub(crate) fn start_wal(inner: &DbInner, number: u64) -> Result<LogWriter> {
+/// Creates WAL file `number`. Its name is not durable yet (`WalState::name_durable`).
+fn create_wal(inner: &DbInner, number: u64) -> Result<LogWriter> {
     let path = inner.dir.join(log_file_name(number));
     let file = inner.fs.create(&path)?;
-    let writer = LogWriter::new(file, number)?;
+    LogWriter::new(file, number)
+}
+
+/// Makes the current WAL's directory entry durable if it is not yet. Called before a MANIFEST
+/// edit that names the log (recovery refuses a MANIFEST whose needed WAL is missing) and by
+/// the WAL syncs. The directory sync runs without the WAL lock. The caller makes a failure
+/// the sticky background error (it may hold the state lock).
+pub(crate) fn make_wal_name_durable(inner: &DbInner) -> Result<()> {
+    let number = match inner.lock_wal() {
+        Ok(wal) if !wal.name_durable => wal.number,
+        _ => return Ok(()), // durable already, or read-only (no WAL)
+    };
     inner.fs.sync_dir(&inner.dir)?;
-    Ok(writer)
+    if let Ok(mut wal) = inner.lock_wal() {
+        // A directory sync covers every entry: a newer log's too, had one been created since
+        // (it would have been created after this one, so after the sync started: not marked).
+        if wal.number == number {
+            wal.name_durable = true;
+        }
+    }
+    Ok(())
 }

@@ -52,7 +52,8 @@ use shale_engine::{
     Db, Durability, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 use shale_fs::{
-    CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
+    CrashMode, DataSyncer, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult,
+    WritableFile,
 };
 
 const DIR: &str = "/db";
@@ -381,21 +382,50 @@ impl WritableFile for TrackedWal {
     }
 
     fn sync_data(&mut self) -> FsResult<()> {
-        let acked = Probe::read(&self.probe.acked);
-        WAL_SYNC_IN_PROGRESS.with(|s| *s.borrow_mut() = Some(acked.clone()));
-        let result = self.file.sync_data();
-        WAL_SYNC_IN_PROGRESS.with(|s| *s.borrow_mut() = None);
-        if result.is_ok() {
-            for (durable, acked) in self.probe.durable.iter().zip(acked) {
-                durable.fetch_max(acked, Ordering::SeqCst);
-            }
-        }
-        result
+        let file = &mut self.file;
+        tracked_sync(&self.probe, || file.sync_data())
+    }
+
+    fn concurrent_syncer(&mut self) -> FsResult<Option<Box<dyn DataSyncer>>> {
+        Ok(self.file.concurrent_syncer()?.map(|inner| {
+            Box::new(TrackedSyncer {
+                inner,
+                probe: self.probe.clone(),
+            }) as Box<dyn DataSyncer>
+        }))
     }
 
     fn len(&self) -> u64 {
         self.file.len()
     }
+}
+
+/// A [`TrackedWal`]'s background syncer, tracked the same way.
+#[derive(Debug)]
+struct TrackedSyncer {
+    inner: Box<dyn DataSyncer>,
+    probe: Arc<Probe>,
+}
+
+impl DataSyncer for TrackedSyncer {
+    fn sync_data(&self) -> FsResult<()> {
+        tracked_sync(&self.probe, || self.inner.sync_data())
+    }
+}
+
+/// Runs a WAL sync, noting which batches were acknowledged before it started (`MemFs` has no
+/// write buffer: their records were in the file) and, if it succeeds, that they are durable.
+fn tracked_sync(probe: &Probe, sync: impl FnOnce() -> FsResult<()>) -> FsResult<()> {
+    let acked = Probe::read(&probe.acked);
+    WAL_SYNC_IN_PROGRESS.with(|s| *s.borrow_mut() = Some(acked.clone()));
+    let result = sync();
+    WAL_SYNC_IN_PROGRESS.with(|s| *s.borrow_mut() = None);
+    if result.is_ok() {
+        for (durable, acked) in probe.durable.iter().zip(acked) {
+            durable.fetch_max(acked, Ordering::SeqCst);
+        }
+    }
+    result
 }
 
 impl TrackingFs {

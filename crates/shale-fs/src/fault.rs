@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Error, FileLock, FileSystem, Op, RandomAccessFile, Result, WritableFile};
+use crate::{DataSyncer, Error, FileLock, FileSystem, Op, RandomAccessFile, Result, WritableFile};
 
 /// Which calls a [`FaultRule`] applies to: one operation, or all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -452,8 +452,36 @@ impl WritableFile for FaultWritableFile {
         }
     }
 
+    fn concurrent_syncer(&mut self) -> Result<Option<Box<dyn DataSyncer>>> {
+        self.shared.guard(Op::Flush, &self.path)?;
+        Ok(self.inner.concurrent_syncer()?.map(|inner| {
+            Box::new(FaultDataSyncer {
+                inner,
+                path: self.path.clone(),
+                shared: self.shared.clone(),
+            }) as Box<dyn DataSyncer>
+        }))
+    }
+
     fn len(&self) -> u64 {
         self.inner.len()
+    }
+}
+
+/// A [`FaultWritableFile`]'s [`DataSyncer`]: its syncs count, and fail, as the file's do.
+#[derive(Debug)]
+struct FaultDataSyncer {
+    inner: Box<dyn DataSyncer>,
+    path: PathBuf,
+    shared: Arc<Shared>,
+}
+
+impl DataSyncer for FaultDataSyncer {
+    fn sync_data(&self) -> Result<()> {
+        match self.shared.check(Op::SyncData, &[&self.path]) {
+            None => self.inner.sync_data(),
+            Some(fault) => Err(injected(Op::SyncData, &self.path, fault)),
+        }
     }
 }
 

@@ -13,6 +13,10 @@
 //!    [`FileSystem::sync_dir`] of the parent directory returns `Ok`.
 //! 3. After a failed `sync_data` the file's unsynced bytes are in an unknown state; callers
 //!    must never retry the sync and assume the data is safe (see "fsyncgate").
+//! 4. A [`DataSyncer`] from [`WritableFile::concurrent_syncer`] makes durable every byte
+//!    flushed to its file before its `sync_data` call, while the file's writer goes on
+//!    appending; bytes appended during the call may or may not be durable after it. Rule 3
+//!    holds for it too.
 //!
 //! Clock and threads stay out of this crate on purpose.
 
@@ -79,12 +83,26 @@ pub trait WritableFile: Send + Debug {
     }
     /// Flushes, then makes every appended byte durable (fdatasync).
     fn sync_data(&mut self) -> Result<()>;
+    /// Flushes, then returns a handle that syncs this file from another thread (contract 4),
+    /// so that a background sync does not hold up the appends behind it (`RocksDB`'s
+    /// `SyncWithoutFlush`). `None` where the file cannot be synced that way: the caller then
+    /// syncs through [`Self::sync_data`]. The default flushes and returns `None`.
+    fn concurrent_syncer(&mut self) -> Result<Option<Box<dyn DataSyncer>>> {
+        self.flush()?;
+        Ok(None)
+    }
     /// Bytes appended so far, including any still buffered.
     fn len(&self) -> u64;
     /// Whether nothing has been appended.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Syncs one file's flushed bytes while its writer keeps appending (contract 4).
+pub trait DataSyncer: Send + Debug {
+    /// Makes every byte flushed to the file before this call durable (fdatasync).
+    fn sync_data(&self) -> Result<()>;
 }
 
 /// A file open for positional reads; shareable between threads.

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{Error, FileLock, FileSystem, Op, RandomAccessFile, Result, WritableFile};
+use crate::{DataSyncer, Error, FileLock, FileSystem, Op, RandomAccessFile, Result, WritableFile};
 
 /// The granularity at which [`CrashMode::Torn`] keeps or tears unsynced data.
 const SECTOR_SIZE: usize = 512;
@@ -661,16 +661,48 @@ impl WritableFile for MemWritableFile {
     }
 
     fn sync_data(&mut self) -> Result<()> {
-        {
-            let mut inode = lock_inode(&self.inode);
-            inode.synced_len = inode.data.len();
-        }
-        self.shared.sync_point();
+        sync_inode(&self.inode, &self.shared);
         Ok(())
+    }
+
+    fn concurrent_syncer(&mut self) -> Result<Option<Box<dyn DataSyncer>>> {
+        Ok(Some(Box::new(MemDataSyncer {
+            inode: self.inode.clone(),
+            shared: self.shared.clone(),
+        })))
     }
 
     fn len(&self) -> u64 {
         self.len
+    }
+}
+
+/// Makes every byte of the inode durable, then counts the sync point.
+fn sync_inode(inode: &InodeRef, shared: &Shared) {
+    {
+        let mut inode = lock_inode(inode);
+        inode.synced_len = inode.data.len();
+    }
+    shared.sync_point();
+}
+
+/// A [`MemWritableFile`]'s [`DataSyncer`]: there is no buffer, so every byte appended before
+/// the call is in the inode.
+struct MemDataSyncer {
+    inode: InodeRef,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for MemDataSyncer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemDataSyncer").finish_non_exhaustive()
+    }
+}
+
+impl DataSyncer for MemDataSyncer {
+    fn sync_data(&self) -> Result<()> {
+        sync_inode(&self.inode, &self.shared);
+        Ok(())
     }
 }
 

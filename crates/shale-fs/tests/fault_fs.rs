@@ -272,3 +272,40 @@ fn nothing_fails_after_clear_rules() {
     assert_eq!(fs.list(Path::new("/db")).expect("list"), ["1.wal"]);
     assert_eq!(fs.injected_count(), 1);
 }
+
+#[test]
+fn a_concurrent_syncer_fails_as_the_file_sync_would() {
+    let (mem, fs) = setup();
+    let mut file = fs.create(&p("1.wal")).expect("create");
+    fs.sync_dir(Path::new("/db")).expect("sync dir");
+    file.append(b"lost").expect("append");
+    let syncer = file
+        .concurrent_syncer()
+        .expect("flush")
+        .expect("MemFs under FaultFs has one");
+    let syncs = fs.op_count(OpKind::SyncData);
+    fs.add_rule(
+        FaultRule::new(
+            OpKind::SyncData,
+            FaultTrigger::Always,
+            FaultError::FailedSync,
+        )
+        .path_contains(".wal"),
+    );
+    let err = syncer.sync_data().expect_err("sync fails");
+    assert!(matches!(
+        err,
+        Error::Injected {
+            op: Op::SyncData,
+            fault: FaultError::FailedSync,
+            ..
+        }
+    ));
+    assert_eq!(
+        fs.op_count(OpKind::SyncData),
+        syncs + 1,
+        "counted as a sync"
+    );
+    let image = mem.crash_image(CrashMode::DropUnsynced);
+    assert_eq!(image.file_contents(p("1.wal")).expect("contents"), b"");
+}

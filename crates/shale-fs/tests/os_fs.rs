@@ -234,3 +234,25 @@ fn start_writeback_between_appends_keeps_every_byte_in_order() {
     assert_eq!(file.len(), data.len() as u64);
     assert_eq!(std::fs::read(&path).expect("read"), data);
 }
+
+#[test]
+fn a_concurrent_syncer_flushes_then_syncs_from_another_thread() {
+    let dir = TempDir::new("syncer");
+    let fs = OsFs::new();
+    let path = dir.join("000002.wal");
+    let mut file = fs.create(&path).expect("create");
+    file.append(b"small record").expect("append");
+    let syncer = file
+        .concurrent_syncer()
+        .expect("flush")
+        .expect("OS files have one");
+    // Flushed by the call: another descriptor sees the bytes before any sync.
+    assert_eq!(fs.size(&path).expect("size"), 12);
+    let syncing = std::thread::spawn(move || syncer.sync_data());
+    for _ in 0..100 {
+        file.append(b"more").expect("append while syncing");
+    }
+    syncing.join().expect("thread").expect("sync");
+    file.sync_data().expect("sync");
+    assert_eq!(fs.size(&path).expect("size"), 12 + 400);
+}

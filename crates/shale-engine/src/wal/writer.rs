@@ -11,7 +11,7 @@
 //! 4. A log is only ever written into an empty file (never a recycled one), which is what makes
 //!    version 2 records, without a log number, sound (docs/format/wal.md, "Recycling").
 
-use shale_fs::WritableFile;
+use shale_fs::{DataSyncer, WritableFile};
 
 use super::format::{
     file_header_payload, log_number_low, put_record, Layout, RecordType, BLOCK_SIZE,
@@ -101,6 +101,27 @@ impl LogWriter {
         self.check_healthy()?;
         let result = self.file.sync_data();
         self.poison_on_error(result)
+    }
+
+    /// Flushes and returns a handle that syncs this log from another thread while records
+    /// go on being added (shale-fs contract 4), or `None` if the file cannot be synced that
+    /// way. A failed sync through the handle must be reported back with [`Self::poison`].
+    pub fn concurrent_syncer(&mut self) -> Result<Option<Box<dyn DataSyncer>>> {
+        self.check_healthy()?;
+        let result = self.file.concurrent_syncer();
+        match result {
+            Ok(syncer) => Ok(syncer),
+            Err(error) => {
+                self.poisoned = Some(error.to_string());
+                Err(Error::Io(error))
+            }
+        }
+    }
+
+    /// Marks the writer failed by a sync made through [`Self::concurrent_syncer`]'s handle
+    /// (invariant 3), unless it has failed already.
+    pub fn poison(&mut self, reason: String) {
+        self.poisoned.get_or_insert(reason);
     }
 
     /// Bytes written to the file so far (header, padding and records).
