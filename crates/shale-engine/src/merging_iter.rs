@@ -60,7 +60,11 @@ unsafe impl Send for CachedKey {}
 impl CachedKey {
     #[inline]
     fn of(child: &SourceIter) -> Self {
-        let key = child.key();
+        Self::new(child.key())
+    }
+
+    #[inline]
+    fn new(key: &[u8]) -> Self {
         CachedKey {
             ptr: key.as_ptr(),
             len: key.len(),
@@ -164,16 +168,16 @@ impl MergingIter {
         self.runner_up = None;
     }
 
-    /// Restores the heap after the top child moved: it stays on top, sinks to its place, or
-    /// leaves the heap if it ran off its end (or failed, which fails the merge).
+    /// Restores the heap after the top child moved onto `key` (its new current key), or ran
+    /// off its end (or failed, which fails the merge) when `key` is `None`: it stays on top,
+    /// sinks to its place, or leaves the heap.
     #[inline]
-    fn fix_top(&mut self) {
-        let top = &self.children[self.heap[0].child];
-        if !top.valid() {
+    fn fix_top(&mut self, key: Option<CachedKey>) {
+        let Some(key) = key else {
             self.remove_top();
             return;
-        }
-        self.heap[0].key = CachedKey::of(top);
+        };
+        self.heap[0].key = key;
         if self.heap.len() == 1 {
             return;
         }
@@ -235,7 +239,10 @@ impl MergingIter {
 
     /// Whether the entry at heap position `a` comes before the one at `b` in the current
     /// direction.
-    #[inline]
+    // Forced: called once per step from `fix_top`; as a call it cost a third of the compare
+    // in saved registers (measured at 1M keys, docs/benchmarks.md "Seeks, second pass").
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn comes_first(&self, a: usize, b: usize) -> bool {
         let order = self
             .comparator
@@ -332,8 +339,8 @@ impl InternalIterator for MergingIter {
             }
         }
         let top = self.heap[0].child;
-        self.children[top].next();
-        self.fix_top();
+        let key = self.children[top].next_key().map(CachedKey::new);
+        self.fix_top(key);
     }
 
     fn prev(&mut self) {
@@ -347,8 +354,8 @@ impl InternalIterator for MergingIter {
             }
         }
         let top = self.heap[0].child;
-        self.children[top].prev();
-        self.fix_top();
+        let key = self.children[top].prev_key().map(CachedKey::new);
+        self.fix_top(key);
     }
 
     #[inline]
