@@ -51,10 +51,10 @@ use rand::{Rng, SeedableRng};
 use shale_engine::{
     Db, Durability, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions,
 };
-use shale_fs::{
-    CrashMode, DataSyncer, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult,
-    WritableFile,
-};
+use shale_fs::{CrashMode, DataSyncer, FileSystem, MemFs, Result as FsResult, WritableFile};
+
+mod wal_wrapping_fs;
+use wal_wrapping_fs::WalWrappingFs;
 
 const DIR: &str = "/db";
 const OTHER: &str = "other";
@@ -357,15 +357,9 @@ thread_local! {
     static WAL_SYNC_IN_PROGRESS: RefCell<Option<Vec<usize>>> = const { RefCell::new(None) };
 }
 
-/// `MemFs` seen through a wrapper that notes, for each successful WAL sync, which batches were
+/// A WAL file seen through a wrapper that notes, for each successful sync, which batches were
 /// acknowledged before it started (their records were appended before it, so it made them
 /// durable).
-#[derive(Debug, Clone)]
-struct TrackingFs {
-    inner: MemFs,
-    probe: Arc<Probe>,
-}
-
 #[derive(Debug)]
 struct TrackedWal {
     file: Box<dyn WritableFile>,
@@ -426,58 +420,6 @@ fn tracked_sync(probe: &Probe, sync: impl FnOnce() -> FsResult<()>) -> FsResult<
         }
     }
     result
-}
-
-impl TrackingFs {
-    fn track(&self, path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
-        if path.extension().is_some_and(|e| e == "wal") {
-            Box::new(TrackedWal {
-                file,
-                probe: self.probe.clone(),
-            })
-        } else {
-            file
-        }
-    }
-}
-
-impl FileSystem for TrackingFs {
-    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        Ok(self.track(path, self.inner.create(path)?))
-    }
-    fn open_append(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        Ok(self.track(path, self.inner.open_append(path)?))
-    }
-    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> FsResult<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> FsResult<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> FsResult<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> FsResult<bool> {
-        self.inner.exists(path)
-    }
 }
 
 /// A crash image and what the workload had done when it was taken.
@@ -829,10 +771,13 @@ fn run(workload: &Workload) {
     let stride = env_usize("SHALE_CRASH_STRIDE", 1).max(1) as u64;
     let plan = Arc::new(Plan::generate(workload, batches, seed));
     let mem = MemFs::new();
-    let fs: Arc<dyn FileSystem> = Arc::new(TrackingFs {
-        inner: mem.clone(),
-        probe: plan.probe.clone(),
-    });
+    let probe = plan.probe.clone();
+    let fs: Arc<dyn FileSystem> = Arc::new(WalWrappingFs::new(mem.clone(), move |file| {
+        Box::new(TrackedWal {
+            file,
+            probe: probe.clone(),
+        })
+    }));
 
     // Setup, not imaged: the keyspaces and some data left in the WAL for the next open.
     {

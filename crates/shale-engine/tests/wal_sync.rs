@@ -11,9 +11,10 @@ use std::time::Duration;
 use shale_engine::{
     Db, Durability, IngestArg, IngestOptions, KeyspaceOptions, Options, TableFileWriter,
 };
-use shale_fs::{
-    DataSyncer, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
-};
+use shale_fs::{DataSyncer, FileSystem, MemFs, Result as FsResult, WritableFile};
+
+mod wal_wrapping_fs;
+use wal_wrapping_fs::WalWrappingFs;
 
 const DB: &str = "/db";
 
@@ -57,13 +58,6 @@ impl Gate {
         self.state.lock().unwrap().1 = true;
         self.changed.notify_all();
     }
-}
-
-/// `MemFs` whose WAL files sync through the [`Gate`].
-#[derive(Debug, Clone)]
-struct GatedFs {
-    inner: MemFs,
-    gate: Arc<Gate>,
 }
 
 #[derive(Debug)]
@@ -113,58 +107,6 @@ impl DataSyncer for GatedSyncer {
     }
 }
 
-impl GatedFs {
-    fn wrap(&self, path: &Path, file: Box<dyn WritableFile>) -> Box<dyn WritableFile> {
-        if path.extension().is_some_and(|e| e == "wal") {
-            Box::new(GatedWal {
-                file,
-                gate: self.gate.clone(),
-            })
-        } else {
-            file
-        }
-    }
-}
-
-impl FileSystem for GatedFs {
-    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        Ok(self.wrap(path, self.inner.create(path)?))
-    }
-    fn open_append(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        Ok(self.wrap(path, self.inner.open_append(path)?))
-    }
-    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> FsResult<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> FsResult<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> FsResult<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> FsResult<bool> {
-        self.inner.exists(path)
-    }
-}
-
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     Options {
         file_system: fs,
@@ -174,15 +116,26 @@ fn options(fs: Arc<dyn FileSystem>) -> Options {
     }
 }
 
+/// The database's file system, and the gate its WAL syncs pass.
+struct Gated {
+    mem: MemFs,
+    gate: Arc<Gate>,
+}
+
 /// Opens a database whose first WAL sync after the open waits at the gate.
-fn open_gated() -> (Arc<Db>, GatedFs) {
-    let fs = GatedFs {
-        inner: MemFs::new(),
-        gate: Arc::new(Gate::default()),
-    };
-    let db = Db::open(DB, options(Arc::new(fs.clone()))).unwrap();
-    *fs.gate.armed.lock().unwrap() = true;
-    (Arc::new(db), fs)
+fn open_gated() -> (Arc<Db>, Gated) {
+    let gate = Arc::new(Gate::default());
+    let mem = MemFs::new();
+    let wal_gate = gate.clone();
+    let fs = WalWrappingFs::new(mem.clone(), move |file| {
+        Box::new(GatedWal {
+            file,
+            gate: wal_gate.clone(),
+        })
+    });
+    let db = Db::open(DB, options(Arc::new(fs))).unwrap();
+    *gate.armed.lock().unwrap() = true;
+    (Arc::new(db), Gated { mem, gate })
 }
 
 /// Runs `work` on another thread and says whether it finished within a few seconds.
@@ -213,7 +166,7 @@ fn writes_go_on_while_the_background_syncer_syncs_the_wal() {
     );
     Arc::into_inner(db).unwrap().close().unwrap();
     // Everything acknowledged is in the log the reopen replays.
-    let db = Db::open(DB, options(Arc::new(fs.inner.clone()))).unwrap();
+    let db = Db::open(DB, options(Arc::new(fs.mem.clone()))).unwrap();
     assert_eq!(db.get(b"before").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(db.get(b"during99").unwrap().as_deref(), Some(&b"2"[..]));
 }
@@ -226,10 +179,10 @@ fn an_ingestion_syncs_the_wal_itself_while_a_background_sync_is_in_flight() {
     // Ingestion makes the acknowledged writes durable before its files (ingest.rs invariant
     // 4): with the background sync still held, it must sync the WAL itself.
     let path = PathBuf::from("/ext/1.sst");
-    fs.inner.create_dir_all(Path::new("/ext")).unwrap();
+    fs.mem.create_dir_all(Path::new("/ext")).unwrap();
     let mut table = TableFileWriter::create(
         &path,
-        &options(Arc::new(fs.inner.clone())),
+        &options(Arc::new(fs.mem.clone())),
         &KeyspaceOptions::default(),
     )
     .unwrap();
