@@ -15,6 +15,10 @@
 //! may still use. The memory held beyond it is at most one chunk per shard, which is why
 //! chunks are small against the write buffer ([`super::MemTable::for_write_buffer`]).
 //!
+//! An arena made with [`Arena::with_huge_pages`] takes its chunks of [`HUGE_PAGE_SIZE`] from
+//! huge-page mappings ([`super::huge_pages`]), so walking a large memtable costs fewer TLB
+//! misses; large requests and failed mappings use the heap as usual.
+//!
 //! Invariants:
 //! 1. Every chunk, and so every allocation, stays at the same address until the arena drops.
 //! 2. A chunk's header is written before the chunk is published to a shard (Release store,
@@ -30,6 +34,8 @@ use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
+
+use super::huge_pages::{HugePageRegion, HUGE_PAGE_SIZE};
 
 /// Alignment of every allocation (and of chunks).
 pub(super) const ALIGN: usize = 8;
@@ -64,24 +70,32 @@ struct Shard {
     current: AtomicPtr<ChunkHeader>,
 }
 
-/// A chunk owned by the arena, freed when it drops.
-struct OwnedChunk {
-    start: NonNull<ChunkHeader>,
-    layout: Layout,
+/// A chunk owned by the arena, freed when the arena drops.
+enum OwnedChunk {
+    /// From the global allocator, freed with this layout.
+    Heap {
+        start: NonNull<ChunkHeader>,
+        layout: Layout,
+    },
+    /// A huge-page mapping, unmapped when dropped.
+    HugePages { region: HugePageRegion },
 }
 
 /// The bump allocator. See the module docs.
 pub(super) struct Arena {
     shards: Box<[Shard]>,
     chunk_size: usize,
+    /// Whether chunks of `chunk_size` come from huge-page mappings (`chunk_size` is then
+    /// [`HUGE_PAGE_SIZE`]).
+    huge_pages: bool,
     /// Every chunk ever allocated; also serializes refills.
     chunks: Mutex<Vec<OwnedChunk>>,
     /// Bytes of all chunks (headers included); invariant 4.
     reserved: AtomicUsize,
 }
 
-// SAFETY: an `OwnedChunk` is the sole owner of its allocation (like a `Box<[u8]>`), which any
-// thread may free; the arena keeps it behind its mutex.
+// SAFETY: an `OwnedChunk` is the sole owner of its allocation or mapping (like a `Box<[u8]>`),
+// which any thread may free; the arena keeps it behind its mutex.
 unsafe impl Send for OwnedChunk {}
 
 impl Arena {
@@ -95,9 +109,17 @@ impl Arena {
                 })
                 .collect(),
             chunk_size,
+            huge_pages: false,
             chunks: Mutex::new(Vec::new()),
             reserved: AtomicUsize::new(0),
         }
+    }
+
+    /// An empty arena allocating chunks of one huge page each (see the module docs).
+    pub(super) fn with_huge_pages() -> Self {
+        let mut arena = Arena::new(HUGE_PAGE_SIZE);
+        arena.huge_pages = true;
+        arena
     }
 
     /// Bytes of memory used: all chunks minus the free room of the shards' current chunks
@@ -138,6 +160,12 @@ impl Arena {
         self.chunk_size
     }
 
+    /// Whether chunks come from huge-page mappings.
+    #[cfg(test)]
+    pub(super) fn uses_huge_pages(&self) -> bool {
+        self.huge_pages
+    }
+
     /// Returns `size` bytes of uninitialized memory, 8-byte aligned, for the caller alone and
     /// valid until the arena drops.
     pub(super) fn allocate(&self, size: usize) -> NonNull<u8> {
@@ -170,7 +198,13 @@ impl Arena {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if shard.current.load(Ordering::Acquire) == stale {
-            let fresh = self.new_chunk_locked(&mut chunks, self.chunk_size, 0);
+            let fresh = if self.huge_pages {
+                self.new_huge_chunk_locked(&mut chunks)
+            } else {
+                None
+            };
+            let fresh =
+                fresh.unwrap_or_else(|| self.new_chunk_locked(&mut chunks, self.chunk_size, 0));
             shard.current.store(fresh.as_ptr(), Ordering::Release);
         }
     }
@@ -210,9 +244,26 @@ impl Arena {
                 capacity: bytes - HEADER_SIZE,
             });
         }
-        chunks.push(OwnedChunk { start, layout });
+        chunks.push(OwnedChunk::Heap { start, layout });
         self.reserved.fetch_add(bytes, Ordering::Release);
         start
+    }
+
+    /// A chunk of one huge-page mapping, or `None` when the mapping cannot be made.
+    fn new_huge_chunk_locked(&self, chunks: &mut Vec<OwnedChunk>) -> Option<NonNull<ChunkHeader>> {
+        let region = HugePageRegion::map(HUGE_PAGE_SIZE)?;
+        #[allow(clippy::cast_ptr_alignment)] // the region is huge-page aligned
+        let start = region.start().cast::<ChunkHeader>();
+        // SAFETY: the region is fresh, aligned and larger than the header.
+        unsafe {
+            start.as_ptr().write(ChunkHeader {
+                offset: AtomicUsize::new(0),
+                capacity: HUGE_PAGE_SIZE - HEADER_SIZE,
+            });
+        }
+        chunks.push(OwnedChunk::HugePages { region });
+        self.reserved.fetch_add(HUGE_PAGE_SIZE, Ordering::Release);
+        Some(start)
     }
 }
 
@@ -223,9 +274,15 @@ impl Drop for Arena {
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for chunk in chunks.drain(..) {
-            // SAFETY: allocated in `new_chunk_locked` with this layout, freed once; `&mut self`
-            // means no allocation from it is still in use (invariant 1 ends here).
-            unsafe { dealloc(chunk.start.as_ptr().cast(), chunk.layout) };
+            match chunk {
+                // SAFETY: allocated in `new_chunk_locked` with this layout, freed once; `&mut
+                // self` means no allocation from it is still in use (invariant 1 ends here).
+                OwnedChunk::Heap { start, layout } => unsafe {
+                    dealloc(start.as_ptr().cast(), layout);
+                },
+                // Unmapped as it drops, under the same argument.
+                OwnedChunk::HugePages { region } => drop(region),
+            }
         }
     }
 }
@@ -318,6 +375,43 @@ mod tests {
         assert_eq!(
             arena.memory_usage(),
             4096 + HEADER_SIZE + 16 + HEADER_SIZE + 3000
+        );
+    }
+
+    #[test]
+    fn huge_page_chunks_are_aligned_disjoint_and_counted() {
+        let arena = Arena::with_huge_pages();
+        assert!(arena.uses_huge_pages());
+        let first = arena.allocate(100);
+        if cfg!(target_os = "linux") {
+            // The first allocation follows the header of a chunk that is one mapped huge page.
+            assert_eq!((first.as_ptr() as usize - HEADER_SIZE) % HUGE_PAGE_SIZE, 0);
+        }
+        let mut ranges = vec![(first.as_ptr() as usize, 100)];
+        // 3 chunks' worth of nodes, so refills happen and each new chunk is a fresh mapping.
+        for i in 0..(3 * HUGE_PAGE_SIZE / 144) {
+            let size = 120 + i % 40;
+            let p = arena.allocate(size);
+            // SAFETY: `p` has `size` writable bytes.
+            unsafe { p.as_ptr().write_bytes(i as u8, size) };
+            ranges.push((p.as_ptr() as usize, size));
+        }
+        ranges.sort_unstable();
+        for pair in ranges.windows(2) {
+            assert!(pair[0].0 + pair[0].1 <= pair[1].0, "{pair:?} overlap");
+        }
+        assert_eq!(arena.reserved_bytes() % HUGE_PAGE_SIZE, 0);
+        assert!(arena.reserved_bytes() >= 3 * HUGE_PAGE_SIZE);
+        let handed_out: usize = ranges.iter().map(|r| r.1.next_multiple_of(ALIGN)).sum();
+        let usage = arena.memory_usage();
+        assert!(usage >= handed_out, "{usage} < {handed_out}");
+        assert!(usage <= arena.reserved_bytes());
+        // A large request still gets a heap chunk of its own, exactly sized.
+        let before = arena.reserved_bytes();
+        arena.allocate(HUGE_PAGE_SIZE);
+        assert_eq!(
+            arena.reserved_bytes(),
+            before + HEADER_SIZE + HUGE_PAGE_SIZE
         );
     }
 

@@ -187,9 +187,9 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
-    pub(super) fn new(user: Arc<dyn Comparator>, chunk_size: usize) -> Self {
+    /// An empty list whose nodes live in `arena`.
+    pub(super) fn new(user: Arc<dyn Comparator>, arena: Arena) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-        let arena = Arena::new(chunk_size);
         // In a chunk of its own: the thread making the list may never insert into it, and its
         // shard's chunk would be held for the head alone.
         let head_size = node_size(MAX_HEIGHT, &[], &[]);
@@ -223,6 +223,12 @@ impl SkipList {
     #[cfg(test)]
     pub(super) fn arena_reserved_bytes(&self) -> usize {
         self.arena.reserved_bytes()
+    }
+
+    /// Whether the arena's chunks are huge-page mappings.
+    #[cfg(test)]
+    pub(super) fn arena_uses_huge_pages(&self) -> bool {
+        self.arena.uses_huge_pages()
     }
 
     /// The arena's chunk size.
@@ -964,7 +970,7 @@ mod tests {
     use shale_sst::BytewiseComparator;
 
     fn list() -> SkipList {
-        SkipList::new(Arc::new(BytewiseComparator), 1 << 12)
+        SkipList::new(Arc::new(BytewiseComparator), Arena::new(1 << 12))
     }
 
     fn collect(list: &SkipList) -> Vec<(Vec<u8>, Vec<u8>)> {
