@@ -27,7 +27,8 @@
 //!   last-level file in place;
 //! - inputs that overlap nothing in the output level move there without being rewritten (a
 //!   trivial move): one file from L1 or deeper, or L0 files that overlap neither each other nor
-//!   the output level.
+//!   the output level; unless an input holds deletions and nothing lies below the output level
+//!   (invariant 4).
 //!
 //! Invariants of a [`Compaction`] it returns:
 //! 1. `output_level > start_level`, and `output_level` is `start_level + 1` or, from L0, the
@@ -35,6 +36,9 @@
 //! 2. The outputs' key range, the union of every input's, overlaps no file of `output_level`
 //!    that is not among `output_inputs` (levels stay non-overlapping after the merge).
 //! 3. `drop_tombstones` only when no file below `output_level` overlaps that range.
+//! 4. No `trivial_move` of an input holding deletions when `drop_tombstones`: it is rewritten,
+//!    so deletions reach a level with nothing below them only through a merge that drops all
+//!    no snapshot needs.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -645,7 +649,12 @@ fn complete(
     });
     let bottommost_level =
         (output_level + 1..num_levels).all(|level| version.num_files(keyspace, level) == 0);
+    // Invariant 4: a move keeps every entry, and where nothing lies below, no later
+    // compaction would drop the deletions it carried (last-level tables are never picked for
+    // them, and `compact_range` merges only what lies above): rewrite such inputs instead.
+    let carries_deletions = drop_tombstones && inputs.iter().any(|f| f.num_deletions > 0);
     let trivial_move = output_inputs.is_empty()
+        && !carries_deletions
         && (start_level > 0 && inputs.len() == 1 || start_level == 0 && disjoint(cmp, &inputs));
     Compaction {
         keyspace,
