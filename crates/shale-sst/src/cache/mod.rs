@@ -5,14 +5,19 @@
 //! are `Arc`s, so a reader keeps using a block after it is evicted. Nothing here is on disk; the
 //! cached blocks are the decompressed contents described in docs/format/sst.md.
 //!
-//! Each shard is a mutex around a hash map from key to a slot in a slab of entries, threaded on
-//! two intrusive doubly linked lists (most recently used at the head): the low-priority list
-//! (data blocks) and the high-priority list (index and filter blocks). Get, insert, erase and
-//! evict are O(1).
+//! Each shard is a mutex around a slab of entries, found through a [`SlotIndex`] (an
+//! open-addressing table of hash tags and slots) and threaded on two intrusive doubly linked
+//! lists (most recently used at the head): the low-priority list (data blocks) and the
+//! high-priority list (index and filter blocks). Get, insert, erase and evict are O(1).
+//!
+//! With more blocks than fit in the processor's caches, a lookup's cost is its cache misses,
+//! so an entry keeps all a hit reads and writes (key, value, recency, links) in one 64-byte
+//! line: a hit reads the index bucket's line, the entry's, and the value's reference count.
 //!
 //! Invariants, per shard (checked by `check_locked` in tests):
-//! 1. Every live slot is in the map and in exactly one list; every free slot is in `free`, in no
-//!    list, and holds no value.
+//! 1. Every live slot is in the index (under its key's tag) and in exactly one list; every free
+//!    slot is on the free chain (from `free_head` through `next`), in no list and not in the
+//!    index, and holds no value.
 //! 2. `usage` is the sum of live charges, `reserved` the sum of outstanding reservations, and
 //!    `usage + reserved <= capacity` after every operation (the strict budget: a block's charge
 //!    is reserved before it is read, see [`ShardedLru::reserve`]); `pinned <= reserved` is the
@@ -31,11 +36,13 @@
 //!    that many entries ahead of it, so the order is LRU up to the newest quarter, and the hot
 //!    entries (index and filter blocks, hit on every lookup) cost no list writes.
 
-use std::collections::HashMap;
+mod slot_index;
+
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use slot_index::SlotIndex;
 
 /// The cache of uncompressed blocks shared by tables.
 pub type BlockCache = ShardedLru<dyn std::any::Any + Send + Sync>;
@@ -156,7 +163,8 @@ impl<V: ?Sized> ShardedLru<V> {
 
     /// The entry for `key`, which becomes the most recently used of its shard.
     pub fn get(&self, key: &CacheKey) -> Option<Arc<V>> {
-        lock(self.shard(key)).get(key)
+        let hash = key_hash(key);
+        lock(self.shard_of(hash)).get(key, hash)
     }
 
     /// Caches `value` under `key`, replacing any existing entry, and evicts least recently used
@@ -164,7 +172,8 @@ impl<V: ?Sized> ShardedLru<V> {
     /// (and any existing entry for `key` is removed).
     pub fn insert(&self, key: CacheKey, value: Arc<V>, charge: usize, priority: Priority) {
         // Values displaced here are dropped after the lock is released.
-        let displaced = lock(self.shard(&key)).insert(key, value, charge.max(1), priority);
+        let hash = key_hash(&key);
+        let displaced = lock(self.shard_of(hash)).insert(key, hash, value, charge.max(1), priority);
         drop(displaced);
     }
 
@@ -235,8 +244,9 @@ impl<V: ?Sized> ShardedLru<V> {
 
     /// Removes the entry for `key`, if any.
     pub fn erase(&self, key: &CacheKey) {
-        let mut shard = lock(self.shard(key));
-        let removed = shard.map.get(key).copied().map(|slot| shard.remove(slot));
+        let hash = key_hash(key);
+        let mut shard = lock(self.shard_of(hash));
+        let removed = shard.find(key, hash).map(|slot| shard.remove(slot));
         drop(shard);
         drop(removed);
     }
@@ -283,19 +293,26 @@ impl<V: ?Sized> ShardedLru<V> {
             stats.pinned += shard.pinned as u64;
             stats.evictions += shard.evictions;
             stats.usage += shard.usage as u64;
-            stats.entries += shard.map.len() as u64;
+            stats.entries += shard.index.len() as u64;
         }
         stats
     }
 
     fn shard(&self, key: &CacheKey) -> &PaddedShard<V> {
-        &self.shards[self.shard_index(key)]
+        self.shard_of(key_hash(key))
+    }
+
+    fn shard_of(&self, hash: u64) -> &PaddedShard<V> {
+        &self.shards[self.shard_index_of(hash)]
     }
 
     fn shard_index(&self, key: &CacheKey) -> usize {
-        let h = fmix64(key.file_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.offset);
-        // High bits: the shard map's own hasher mixes differently, but keep them apart anyway.
-        (h >> 40) as usize & self.shard_mask
+        self.shard_index_of(key_hash(key))
+    }
+
+    /// Bits 40 and up pick the shard; the index's tag is bits 0-31 (see [`tag_of`]).
+    fn shard_index_of(&self, hash: u64) -> usize {
+        (hash >> 40) as usize & self.shard_mask
     }
 }
 
@@ -325,7 +342,13 @@ impl<V: ?Sized> CacheReservation<'_, V> {
         let mut shard = lock(self.cache.shard(&self.key));
         shard.reserved -= self.charge;
         self.filled = true;
-        let displaced = shard.insert(self.key, value, charge.max(1), priority);
+        let displaced = shard.insert(
+            self.key,
+            key_hash(&self.key),
+            value,
+            charge.max(1),
+            priority,
+        );
         drop(shard);
         drop(displaced);
     }
@@ -408,27 +431,18 @@ fn fmix64(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-/// A cheap hasher for [`CacheKey`] (two `write_u64` calls); `SipHash` would cost more than the
-/// rest of a lookup. Keys are not attacker-chosen: ids come from a counter, offsets from files.
-#[derive(Default)]
-struct KeyHasher(u64);
+/// The hash of a [`CacheKey`], computed once per operation: its high bits pick the shard and
+/// its low 32 are the key's tag in the shard's index. Cheap on purpose: keys are not
+/// attacker-chosen (ids come from a counter, offsets from files).
+#[inline]
+fn key_hash(key: &CacheKey) -> u64 {
+    fmix64(key.file_id.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ key.offset)
+}
 
-impl Hasher for KeyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(23) ^ v).wrapping_mul(0x2545_f491_4f6c_dd1d);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        fmix64(self.0)
-    }
+/// The key's tag in its shard's [`SlotIndex`]: bits apart from the shard's.
+#[inline]
+fn tag_of(hash: u64) -> u32 {
+    hash as u32
 }
 
 /// Values removed under the lock, to be dropped after it is released (a block's memory is
@@ -462,24 +476,50 @@ impl<V: ?Sized> Displaced<V> {
 }
 
 const NIL: u32 = u32::MAX;
-const LOW: usize = 0;
-const HIGH: usize = 1;
+const LOW: u8 = 0;
+const HIGH: u8 = 1;
+/// Most slots a shard's slab has: every slot but [`NIL`] names one.
+const MAX_SLOTS: usize = NIL as usize;
+/// Slots of a shard's first slab.
+const INITIAL_SLOTS: usize = 16;
 
+/// A slab slot. Aligned to a cache line and no larger (a test checks), so that a hit reads
+/// the key, the value and the recency from one line and a relink writes one line per entry.
+#[repr(align(64))]
 struct Entry<V: ?Sized> {
     key: CacheKey,
     /// `None` exactly when the slot is free.
     value: Option<Arc<V>>,
     charge: usize,
-    /// Towards the head (more recently used).
-    prev: u32,
-    /// Towards the tail (less recently used).
-    next: u32,
-    /// Which list the entry is in: [`LOW`] or [`HIGH`].
-    list: usize,
-    /// Whether it was inserted with [`Priority::High`].
-    high_priority: bool,
     /// The shard's `tick` when the entry was last put at the head of its list.
     moved_at: u64,
+    /// Towards the head (more recently used).
+    prev: u32,
+    /// Towards the tail (less recently used); in a free slot, the next free slot.
+    next: u32,
+    /// Which list the entry is in: [`LOW`] or [`HIGH`].
+    list: u8,
+    /// Whether it was inserted with [`Priority::High`].
+    high_priority: bool,
+}
+
+impl<V: ?Sized> Entry<V> {
+    /// A free slot, chained to `next`.
+    fn free(next: u32) -> Self {
+        Entry {
+            key: CacheKey {
+                file_id: 0,
+                offset: 0,
+            },
+            value: None,
+            charge: 0,
+            moved_at: 0,
+            prev: NIL,
+            next,
+            list: LOW,
+            high_priority: false,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -490,53 +530,74 @@ struct List {
     tail: u32,
 }
 
+/// One shard's state. With many shards, a shard is rarely still in the processor's cache
+/// when it is next used, so its fields are laid out in order (`repr(C)`) by when they are
+/// needed: the mutex word (first in `Mutex`) and every field a hit reads or writes fill the
+/// first cache line of its [`PaddedShard`] (a test checks), the list ends (a hit that moves
+/// its entry) and the budget (a miss, which goes on to reserve) start the second.
+#[repr(C)]
 struct Shard<V: ?Sized> {
-    map: HashMap<CacheKey, u32, BuildHasherDefault<KeyHasher>>,
-    entries: Vec<Entry<V>>,
-    free: Vec<u32>,
-    lists: [List; 2],
-    capacity: usize,
-    high_capacity: usize,
-    usage: usize,
-    reserved: usize,
-    /// The part of `reserved` held by [`PinnedCharge`]s.
-    pinned: usize,
-    high_usage: usize,
-    hits: u64,
-    misses: u64,
-    inserts: u64,
-    evictions: u64,
+    index: SlotIndex,
+    /// The slab: live slots and free ones (no value, chained from `free_head` through `next`,
+    /// so taking or giving back a slot touches only that slot's line). Grown by doubling (a
+    /// boxed slice is two words where a `Vec` is three, which keeps the first line).
+    entries: Box<[Entry<V>]>,
     /// Counts moves to a list head; an entry moved at most `len / 4` moves ago has at most
     /// that many entries ahead of it, so a hit leaves it in place (invariant 6).
     tick: u64,
+    hits: u64,
+    lists: [List; 2],
+    misses: u64,
+    capacity: usize,
+    usage: usize,
+    reserved: usize,
+    inserts: u64,
+    evictions: u64,
+    /// The first free slot, or [`NIL`].
+    free_head: u32,
+    high_usage: usize,
+    high_capacity: usize,
+    /// The part of `reserved` held by [`PinnedCharge`]s.
+    pinned: usize,
 }
 
 impl<V: ?Sized> Shard<V> {
     fn new(capacity: usize, high_priority_ratio: f64) -> Self {
         Shard {
-            map: HashMap::default(),
-            entries: Vec::new(),
-            free: Vec::new(),
+            index: SlotIndex::new(),
+            entries: Box::default(),
+            tick: 0,
+            hits: 0,
             lists: [List {
                 head: NIL,
                 tail: NIL,
             }; 2],
+            misses: 0,
             capacity,
-            high_capacity: high_capacity(capacity, high_priority_ratio),
             usage: 0,
             reserved: 0,
-            pinned: 0,
-            high_usage: 0,
-            hits: 0,
-            misses: 0,
             inserts: 0,
             evictions: 0,
-            tick: 0,
+            free_head: NIL,
+            high_usage: 0,
+            high_capacity: high_capacity(capacity, high_priority_ratio),
+            pinned: 0,
         }
     }
 
-    fn get(&mut self, key: &CacheKey) -> Option<Arc<V>> {
-        let Some(&slot) = self.map.get(key) else {
+    /// The live slot holding `key` (`hash` is [`key_hash`] of it).
+    #[inline]
+    fn find(&self, key: &CacheKey, hash: u64) -> Option<u32> {
+        let entries = &self.entries;
+        self.index
+            .find(tag_of(hash), |slot| {
+                entries.get(slot as usize).is_some_and(|e| e.key == *key)
+            })
+            .map(|(_, slot)| slot)
+    }
+
+    fn get(&mut self, key: &CacheKey, hash: u64) -> Option<Arc<V>> {
+        let Some(slot) = self.find(key, hash) else {
             self.misses += 1;
             return None;
         };
@@ -544,7 +605,7 @@ impl<V: ?Sized> Shard<V> {
         let entry = &self.entries[slot as usize];
         let value = entry.value.clone();
         let list = if entry.high_priority { HIGH } else { LOW };
-        let recent = self.tick - entry.moved_at <= self.map.len() as u64 / 4;
+        let recent = self.tick - entry.moved_at <= self.index.len() as u64 / 4;
         if recent && entry.list == list {
             return value;
         }
@@ -560,8 +621,8 @@ impl<V: ?Sized> Shard<V> {
     /// beside the cached entries and the reservations, or nothing is left to evict.
     fn evict_for(&mut self, charge: usize, displaced: &mut Displaced<V>) {
         while self.usage + self.reserved + charge > self.capacity {
-            let victim = match self.lists[LOW].tail {
-                NIL => self.lists[HIGH].tail,
+            let victim = match self.lists[usize::from(LOW)].tail {
+                NIL => self.lists[usize::from(HIGH)].tail,
                 tail => tail,
             };
             if victim == NIL {
@@ -591,20 +652,21 @@ impl<V: ?Sized> Shard<V> {
         true
     }
 
-    /// Inserts an entry (`charge >= 1`); returns the values it displaced so the caller can drop
-    /// them outside the lock.
+    /// Inserts an entry (`charge >= 1`, `hash` is [`key_hash`] of `key`); returns the values
+    /// it displaced so the caller can drop them outside the lock.
     fn insert(
         &mut self,
         key: CacheKey,
+        hash: u64,
         value: Arc<V>,
         charge: usize,
         priority: Priority,
     ) -> Displaced<V> {
         let mut displaced = Displaced::default();
-        if let Some(&slot) = self.map.get(&key) {
+        if let Some(slot) = self.find(&key, hash) {
             displaced.push(self.remove(slot));
         }
-        if charge > self.capacity || (self.free.is_empty() && self.entries.len() >= NIL as usize) {
+        if charge > self.capacity || (self.free_head == NIL && self.entries.len() >= MAX_SLOTS) {
             return displaced;
         }
         self.evict_for(charge, &mut displaced);
@@ -616,20 +678,22 @@ impl<V: ?Sized> Shard<V> {
             key,
             value: Some(value),
             charge,
+            moved_at: 0,
             prev: NIL,
             next: NIL,
             list: LOW,
             high_priority,
-            moved_at: 0,
         };
-        let slot = if let Some(slot) = self.free.pop() {
-            self.entries[slot as usize] = entry;
-            slot
-        } else {
-            self.entries.push(entry);
-            (self.entries.len() - 1) as u32
+        if self.free_head == NIL {
+            self.grow_entries();
+        }
+        let slot = self.free_head;
+        let Some(free) = self.entries.get_mut(slot as usize) else {
+            return displaced; // MAX_SLOTS entries (unreachable: checked above)
         };
-        self.map.insert(key, slot);
+        self.free_head = free.next;
+        *free = entry;
+        self.index.insert(tag_of(hash), slot);
         self.usage += charge;
         self.inserts += 1;
         self.push_front(slot, if high_priority { HIGH } else { LOW });
@@ -639,16 +703,43 @@ impl<V: ?Sized> Shard<V> {
         displaced
     }
 
+    /// Doubles the slab (at most [`MAX_SLOTS`]), the new slots free (chained in order, ahead
+    /// of any free slots already chained).
+    fn grow_entries(&mut self) {
+        let old = self.entries.len();
+        let new = (old * 2).clamp(INITIAL_SLOTS, MAX_SLOTS);
+        if new <= old {
+            return;
+        }
+        let mut entries = std::mem::take(&mut self.entries).into_vec();
+        entries.reserve_exact(new - old);
+        let free_head = self.free_head;
+        entries.extend((old..new).map(|slot| {
+            let next = if slot + 1 < new {
+                slot as u32 + 1
+            } else {
+                free_head
+            };
+            Entry::free(next)
+        }));
+        self.entries = entries.into_boxed_slice();
+        self.free_head = old as u32;
+    }
+
     /// Removes a live entry and returns its value.
     fn remove(&mut self, slot: u32) -> Arc<V> {
         self.unlink(slot);
         let entry = &mut self.entries[slot as usize];
         let value = entry.value.take();
-        let (key, charge) = (entry.key, entry.charge);
-        self.map.remove(&key);
+        let (tag, charge) = (tag_of(key_hash(&entry.key)), entry.charge);
+        // By slot, not key: the entry's line is already read, and one bucket names it.
+        if let Some((position, _)) = self.index.find(tag, |candidate| candidate == slot) {
+            self.index.remove_at(position);
+        }
         self.usage -= charge;
-        self.free.push(slot);
-        // Every live slot holds a value (invariant 1).
+        entry.next = self.free_head;
+        self.free_head = slot;
+        // Every live slot holds a value and is in the index (invariant 1).
         value.unwrap_or_else(|| unreachable!("cache slot {slot} in a list without a value"))
     }
 
@@ -656,7 +747,7 @@ impl<V: ?Sized> Shard<V> {
     /// within its share.
     fn balance_high(&mut self) {
         while self.high_usage > self.high_capacity {
-            let slot = self.lists[HIGH].tail;
+            let slot = self.lists[usize::from(HIGH)].tail;
             if slot == NIL {
                 break;
             }
@@ -673,13 +764,14 @@ impl<V: ?Sized> Shard<V> {
             charge,
             ..
         } = self.entries[slot as usize];
+        let ends = &mut self.lists[usize::from(list)];
         if prev == NIL {
-            self.lists[list].head = next;
+            ends.head = next;
         } else {
             self.entries[prev as usize].next = next;
         }
         if next == NIL {
-            self.lists[list].tail = prev;
+            ends.tail = prev;
         } else {
             self.entries[next as usize].prev = prev;
         }
@@ -691,9 +783,9 @@ impl<V: ?Sized> Shard<V> {
         entry.next = NIL;
     }
 
-    fn push_front(&mut self, slot: u32, list: usize) {
+    fn push_front(&mut self, slot: u32, list: u8) {
         self.tick += 1;
-        let head = self.lists[list].head;
+        let head = self.lists[usize::from(list)].head;
         let entry = &mut self.entries[slot as usize];
         entry.moved_at = self.tick;
         entry.prev = NIL;
@@ -703,11 +795,11 @@ impl<V: ?Sized> Shard<V> {
             self.high_usage += entry.charge;
         }
         if head == NIL {
-            self.lists[list].tail = slot;
+            self.lists[usize::from(list)].tail = slot;
         } else {
             self.entries[head as usize].prev = slot;
         }
-        self.lists[list].head = slot;
+        self.lists[usize::from(list)].head = slot;
     }
 
     /// Checks invariants 1 and 2 (tests only: it walks the whole shard).
@@ -718,31 +810,41 @@ impl<V: ?Sized> Shard<V> {
         for list in [LOW, HIGH] {
             let mut list_usage = 0;
             let mut prev = NIL;
-            let mut slot = self.lists[list].head;
+            let mut slot = self.lists[usize::from(list)].head;
             while slot != NIL {
                 let entry = &self.entries[slot as usize];
                 assert_eq!(entry.prev, prev);
                 assert_eq!(entry.list, list);
                 assert!(entry.value.is_some());
-                assert_eq!(self.map.get(&entry.key), Some(&slot));
+                assert_eq!(self.find(&entry.key, key_hash(&entry.key)), Some(slot));
                 list_usage += entry.charge;
                 seen += 1;
                 prev = slot;
                 slot = entry.next;
             }
-            assert_eq!(self.lists[list].tail, prev);
+            assert_eq!(self.lists[usize::from(list)].tail, prev);
             if list == HIGH {
                 assert_eq!(list_usage, self.high_usage);
                 assert!(self.high_usage <= self.high_capacity);
             }
             usage += list_usage;
         }
-        assert_eq!(seen, self.map.len());
-        assert_eq!(seen + self.free.len(), self.entries.len());
-        assert!(self
-            .free
-            .iter()
-            .all(|&slot| self.entries[slot as usize].value.is_none()));
+        assert_eq!(seen, self.index.len());
+        let mut free = 0;
+        let mut slot = self.free_head;
+        while slot != NIL {
+            let entry = &self.entries[slot as usize];
+            assert!(entry.value.is_none(), "free slot {slot} holds a value");
+            free += 1;
+            assert!(free <= self.entries.len(), "the free chain loops");
+            slot = entry.next;
+        }
+        assert_eq!(seen + free, self.entries.len());
+        for (tag, slot) in self.index.check() {
+            let entry = &self.entries[slot as usize];
+            assert!(entry.value.is_some(), "index names free slot {slot}");
+            assert_eq!(tag, tag_of(key_hash(&entry.key)));
+        }
         assert_eq!(usage, self.usage);
         assert!(self.usage + self.reserved <= self.capacity);
         assert!(self.pinned <= self.reserved && self.pinned <= self.high_capacity);
@@ -773,6 +875,79 @@ mod tests {
     fn is_send_and_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<ShardedLru<Vec<u8>>>();
+    }
+
+    #[test]
+    fn an_entry_is_one_cache_line() {
+        assert_eq!(
+            std::mem::size_of::<Entry<dyn std::any::Any + Send + Sync>>(),
+            64
+        );
+        assert_eq!(
+            std::mem::align_of::<Entry<dyn std::any::Any + Send + Sync>>(),
+            64
+        );
+        assert_eq!(std::mem::size_of::<Entry<Vec<u8>>>(), 64);
+    }
+
+    #[test]
+    fn a_hit_reads_one_line_of_its_shard() {
+        type Block = dyn std::any::Any + Send + Sync;
+        let cache = ShardedLru::<Block>::with_shards(1 << 20, 0);
+        let padded = &cache.shards[0];
+        let line = std::ptr::from_ref(padded).addr();
+        assert_eq!(line % 64, 0);
+        let shard = lock(padded);
+        let data = std::ptr::from_ref::<Shard<Block>>(&shard).addr();
+        // The mutex word precedes the shard: `Mutex`'s data is its last field.
+        assert!(data > line && data - line <= 8, "shard at {}", data - line);
+        let hot_end = data - line + std::mem::offset_of!(Shard<Block>, hits) + 8;
+        assert!(hot_end <= 64, "a hit's fields end at byte {hot_end}");
+        for offset in [
+            std::mem::offset_of!(Shard<Block>, index),
+            std::mem::offset_of!(Shard<Block>, entries),
+            std::mem::offset_of!(Shard<Block>, tick),
+        ] {
+            assert!(offset < std::mem::offset_of!(Shard<Block>, hits));
+        }
+    }
+
+    #[test]
+    fn lookups_match_a_map_through_inserts_replacements_and_erases() {
+        // Large enough that nothing is evicted: every difference from the map is a lost or
+        // stale index entry.
+        let cache = ShardedLru::with_shards(1 << 30, 2);
+        let mut model = std::collections::HashMap::new();
+        let mut rng = StdRng::seed_from_u64(11);
+        for step in 0..30_000u64 {
+            let k = CacheKey {
+                file_id: rng.gen_range(1..5),
+                offset: rng.gen_range(0..600) * 4096,
+            };
+            match rng.gen_range(0..4) {
+                0 | 1 => {
+                    cache.insert(k, value(step), 100, Priority::Low);
+                    model.insert(k, step);
+                }
+                2 => {
+                    cache.erase(&k);
+                    model.remove(&k);
+                }
+                _ => assert_eq!(
+                    cache.get(&k).as_deref(),
+                    model.get(&k).map(|&v| value(v)).as_deref(),
+                    "step {step}"
+                ),
+            }
+            if step % 3_000 == 0 {
+                check(&cache);
+            }
+        }
+        check(&cache);
+        assert_eq!(cache.stats().entries, model.len() as u64);
+        for (k, &v) in &model {
+            assert_eq!(cache.get(k).as_deref(), Some(&*value(v)));
+        }
     }
 
     #[test]
