@@ -585,7 +585,7 @@ pub(crate) fn iter(
             opener.clone(),
         )
         .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
-        children.push(SourceIter::Level(Box::new(level_iter)));
+        children.push(SourceIter::Level(level_iter));
     }
     let cmp = inner.user_comparator().clone();
     let range_dels = if tombstones.is_empty() {
