@@ -181,7 +181,8 @@ pub(crate) struct DbInner {
     pub(crate) visible_seqno: AtomicU64,
     background_error: Mutex<Option<BackgroundError>>,
     has_background_error: AtomicBool,
-    pub(crate) table_cache: TableCache,
+    /// Shared with the level openers iterators keep in a Version's table plan.
+    pub(crate) table_cache: Arc<TableCache>,
     /// Open blob files, for resolving blob references (docs/format/blob.md).
     pub(crate) blob_cache: Arc<BlobFileCache>,
     pub(crate) snapshots: SnapshotList,
@@ -221,14 +222,14 @@ impl DbInner {
         } else {
             usize::MAX
         };
-        let table_cache = TableCache::new(
+        let table_cache = Arc::new(TableCache::new(
             fs.clone(),
             dir,
             options.comparator.clone(),
             block_cache,
             options.verify_checksums,
             max_open_files,
-        );
+        ));
         let blob_cache = Arc::new(BlobFileCache::new(fs.clone(), dir, max_open_files));
         DbInner {
             fs,

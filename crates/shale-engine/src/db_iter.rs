@@ -77,7 +77,7 @@ fn ttl_expired<'v>(
     cutoff: Option<u64>,
     value: impl FnOnce() -> &'v [u8],
     user_key: &[u8],
-    error: &mut Option<Error>,
+    error: &mut Option<Box<Error>>,
 ) -> bool {
     let Some(cutoff) = cutoff else {
         return false;
@@ -85,7 +85,7 @@ fn ttl_expired<'v>(
     if let Some((_, time)) = crate::ttl::split(value()) {
         time < cutoff
     } else {
-        *error = Some(crate::ttl::missing_write_time(user_key));
+        *error = Some(Box::new(crate::ttl::missing_write_time(user_key)));
         true
     }
 }
@@ -150,7 +150,8 @@ pub struct DbIter<I = Box<dyn InternalIterator>> {
     saved_value: Vec<u8>,
     /// Forward, when the current entry is a blob reference: the value it refers to.
     blob_value: Option<Vec<u8>>,
-    error: Option<Error>,
+    /// Boxed, being rare: an iterator is built (and moved) for every seek.
+    error: Option<Box<Error>>,
     /// A step skipped at least `options.long_skip` entries since the last `take_long_skip`.
     long_skip_seen: bool,
 }
@@ -368,7 +369,7 @@ impl<I: InternalIterator> DbIter<I> {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
                 Ok(entry) => entry,
                 Err(e) => {
-                    self.error = Some(corrupt_key(self.iter.key(), &e));
+                    self.error = Some(Box::new(corrupt_key(self.iter.key(), &e)));
                     self.valid = false;
                     return;
                 }
@@ -398,7 +399,7 @@ impl<I: InternalIterator> DbIter<I> {
                                 match self.resolve_blob(entry.user_key, self.iter.value()) {
                                     Ok(value) => self.blob_value = Some(value),
                                     Err(e) => {
-                                        self.error = Some(e);
+                                        self.error = Some(Box::new(e));
                                         break;
                                     }
                                 }
@@ -441,7 +442,7 @@ impl<I: InternalIterator> DbIter<I> {
             let entry = match ParsedInternalKey::parse(self.iter.key()) {
                 Ok(entry) => entry,
                 Err(e) => {
-                    self.error = Some(corrupt_key(self.iter.key(), &e));
+                    self.error = Some(Box::new(corrupt_key(self.iter.key(), &e)));
                     self.valid = false;
                     return;
                 }
@@ -493,7 +494,7 @@ impl<I: InternalIterator> DbIter<I> {
             match self.resolve_blob(&self.saved_key, &self.saved_value) {
                 Ok(value) => self.saved_value = value,
                 Err(e) => {
-                    self.error = Some(e);
+                    self.error = Some(Box::new(e));
                     self.valid = false;
                 }
             }

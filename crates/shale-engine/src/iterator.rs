@@ -147,18 +147,17 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
 /// One source of a merge, as the engine builds them: a memtable, a table file, a sorted level,
 /// or any other iterator. A concrete type rather than `Box<dyn InternalIterator>` because the
 /// merge asks its sources for a key several times per step: matching on the kind lets those
-/// calls be direct and inlined, where a trait object costs a virtual call each.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "tables are most of a merge's sources; boxing them would allocate per table"
-)]
+/// calls be direct and inlined, where a trait object costs a virtual call each. Tables and
+/// levels are held in place (a merge keeps its sources in one slice): boxing them would
+/// allocate per source for every iterator.
 pub enum SourceIter {
     /// A memtable (active or immutable).
     MemTable(MemTableIter),
     /// One table file (an L0 table, or the open table of a level).
     Table(shale_sst::TableIter),
-    /// A sorted level (L1 and deeper); boxed, as it holds a source of its own.
-    Level(Box<LevelIter>),
+    /// A sorted level (L1 and deeper), in place: a box would cost every iterator an
+    /// allocation per level.
+    Level(LevelIter),
     /// Anything else.
     Other(Box<dyn InternalIterator>),
 }

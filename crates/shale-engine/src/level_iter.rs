@@ -75,7 +75,8 @@ pub struct LevelIter {
     opener: TableOpener,
     table_index: usize,
     table: Option<LevelTable>,
-    error: Option<Error>,
+    /// Boxed, being rare: a level iterator is built for every iterator.
+    error: Option<Box<Error>>,
     lower_bound: Option<Vec<u8>>,
     upper_bound: Option<Vec<u8>>,
 }
@@ -138,7 +139,7 @@ impl LevelIter {
 
     fn fail(&mut self, error: Error) {
         if self.error.is_none() {
-            self.error = Some(error);
+            self.error = Some(Box::new(error));
         }
         self.table = None;
     }

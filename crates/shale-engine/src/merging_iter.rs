@@ -29,7 +29,8 @@
 //!    slice, never resized) nor mutated nor dropped while its entry is on the heap, and no
 //!    child keeps its key inside its own inline bytes (a table iterator's key is in a heap
 //!    buffer, a memtable's in its arena, the other sources are boxed), so mutating one child
-//!    never touches the memory another child's entry points at.
+//!    never touches the memory another child's entry points at. A level is held in place,
+//!    but its open table's key is in that table iterator's heap buffer all the same.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -88,7 +89,8 @@ pub struct MergingIter {
     /// The heap position (1 or 2) of the top's first child, when known (invariant 5).
     runner_up: Option<usize>,
     direction: Direction,
-    error: Option<Error>,
+    /// Boxed, being rare: a merge is built (and moved) for every iterator.
+    error: Option<Box<Error>>,
     /// The current key, copied while the other children are repositioned on a direction switch.
     switch_key: Vec<u8>,
 }
@@ -162,7 +164,7 @@ impl MergingIter {
 
     fn fail(&mut self, error: Error) {
         if self.error.is_none() {
-            self.error = Some(error);
+            self.error = Some(Box::new(error));
         }
         self.heap.clear();
         self.runner_up = None;

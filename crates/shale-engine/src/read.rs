@@ -7,7 +7,7 @@
 //! lookup only needs the tombstones of the sources searched up to and including the one where
 //! it finds the key.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use shale_sst::{
     Comparator, PrefixExtractor, RangeTombstone, ReadOptions as TableReadOptions, SeqNo, Table,
@@ -25,6 +25,7 @@ use crate::options::{Durability, WriteOptions};
 use crate::range_del::RangeDelSet;
 use crate::snapshot::Snapshot;
 use crate::stats::StatCounters;
+use crate::table_cache::TableCache;
 
 /// Per-read choices.
 #[derive(Debug, Clone)]
@@ -380,17 +381,14 @@ impl DbIterator {
 
 /// Opens the tables of a level for a [`LevelIter`].
 fn level_opener(
-    inner: &Arc<DbInner>,
+    table_cache: &Arc<TableCache>,
     extractor: Option<Arc<dyn PrefixExtractor>>,
     table_options: &TableReadOptions,
     prefix_seek_target: Option<PrefixSeekTarget>,
 ) -> TableOpener {
-    let (inner, table_options) = (inner.clone(), table_options.clone());
+    let (table_cache, table_options) = (table_cache.clone(), table_options.clone());
     Arc::new(move |file: &LevelFile| {
-        let table =
-            inner
-                .table_cache
-                .get(file.file_number, file.global_seqno, extractor.as_ref())?;
+        let table = table_cache.get(file.file_number, file.global_seqno, extractor.as_ref())?;
         let iter = table.iter(table_options.clone());
         Ok(if let Some(seek_target) = &prefix_seek_target {
             LevelTable::Other(Box::new(PrefixCheckedIter {
@@ -414,6 +412,59 @@ pub(crate) struct TableReadPlan {
     /// Indexed by level; L0's entry is empty (every iterator opens L0's tables itself).
     levels: Vec<Arc<[LevelFile]>>,
     tombstones: Vec<RangeTombstone>,
+    /// The level opener of the first iterator without bounds or prefix mode, shared by later
+    /// ones with the same table options and extractor: making an opener allocates and clones
+    /// the options, per iterator, where a seek opens one table per level.
+    plain_opener: OnceLock<PlainOpener>,
+}
+
+/// A level opener with what it was made for ([`TableReadPlan::plain_opener`]).
+struct PlainOpener {
+    skip_cache_fill: bool,
+    max_readahead_size: usize,
+    extractor: Option<Arc<dyn PrefixExtractor>>,
+    opener: TableOpener,
+}
+
+impl std::fmt::Debug for PlainOpener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlainOpener")
+            .field("skip_cache_fill", &self.skip_cache_fill)
+            .field("max_readahead_size", &self.max_readahead_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableReadPlan {
+    /// A level opener for an iterator without bounds or prefix mode: the shared one when it
+    /// was made for the same options and extractor, else a new one.
+    fn plain_opener(
+        &self,
+        table_cache: &Arc<TableCache>,
+        extractor: Option<&Arc<dyn PrefixExtractor>>,
+        table_options: &TableReadOptions,
+    ) -> TableOpener {
+        debug_assert!(table_options.lower_bound.is_none() && table_options.upper_bound.is_none());
+        let shared = self.plain_opener.get_or_init(|| PlainOpener {
+            skip_cache_fill: table_options.skip_cache_fill,
+            max_readahead_size: table_options.max_readahead_size,
+            extractor: extractor.cloned(),
+            opener: level_opener(table_cache, extractor.cloned(), table_options, None),
+        });
+        let same_extractor = match (shared.extractor.as_ref(), extractor) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if same_extractor
+            && shared.skip_cache_fill == table_options.skip_cache_fill
+            && shared.max_readahead_size == table_options.max_readahead_size
+        {
+            shared.opener.clone()
+        } else {
+            level_opener(table_cache, extractor.cloned(), table_options, None)
+        }
+    }
 }
 
 /// `view`'s table plan, built now if no iterator has built it yet. A failure (a table that
@@ -453,9 +504,11 @@ fn table_read_plan<'a>(
                 .collect()
         });
     }
-    Ok(view
-        .table_plan
-        .get_or_init(|| TableReadPlan { levels, tombstones }))
+    Ok(view.table_plan.get_or_init(|| TableReadPlan {
+        levels,
+        tombstones,
+        plain_opener: OnceLock::new(),
+    }))
 }
 
 /// Builds the iterator over `keyspace`'s read view.
@@ -512,12 +565,19 @@ pub(crate) fn iter(
             continue;
         }
         let opener = opener.get_or_insert_with(|| {
-            level_opener(
-                inner,
-                extractor.clone(),
-                &table_options,
-                prefix_seek_target.clone(),
-            )
+            if prefix_seek_target.is_none()
+                && table_options.lower_bound.is_none()
+                && table_options.upper_bound.is_none()
+            {
+                plan.plain_opener(&inner.table_cache, extractor.as_ref(), &table_options)
+            } else {
+                level_opener(
+                    &inner.table_cache,
+                    extractor.clone(),
+                    &table_options,
+                    prefix_seek_target.clone(),
+                )
+            }
         });
         let level_iter = LevelIter::new(
             inner.comparator.clone(),
@@ -525,7 +585,7 @@ pub(crate) fn iter(
             opener.clone(),
         )
         .with_bounds(options.lower_bound.clone(), options.upper_bound.clone());
-        children.push(SourceIter::Level(Box::new(level_iter)));
+        children.push(SourceIter::Level(level_iter));
     }
     let cmp = inner.user_comparator().clone();
     let range_dels = if tombstones.is_empty() {

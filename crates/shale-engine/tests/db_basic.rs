@@ -108,6 +108,38 @@ fn delete_range_and_snapshots() {
     assert_eq!(db.get(b"k015").unwrap(), Some(b"back".to_vec()));
 }
 
+/// Iterators skip the memtable's range-deletion list while it is empty: one made after the
+/// first range deletion lands in a memtable an earlier iterator already read must apply it,
+/// and the earlier iterator (its snapshot older than the deletion) must not.
+#[test]
+fn range_delete_after_an_iterator_is_seen_by_the_next_one() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    for i in 0..20u32 {
+        db.put(format!("k{i:03}").as_bytes(), b"v").unwrap();
+    }
+    let mut earlier = db.iterator(ReadOptions::default()).unwrap();
+    earlier.seek(b"k005");
+    assert_eq!(earlier.key(), b"k005");
+    db.delete_range(b"k005", b"k010").unwrap();
+    let mut later = db.iterator(ReadOptions::default()).unwrap();
+    later.seek(b"k005");
+    assert_eq!(later.key(), b"k010");
+    later.seek_for_prev(b"k009");
+    assert_eq!(later.key(), b"k004");
+    assert_eq!(scan(&db).len(), 15);
+    let mut seen = 0;
+    while earlier.valid() && earlier.key() < b"k010".as_slice() {
+        seen += 1;
+        earlier.next();
+    }
+    earlier.status().unwrap();
+    assert_eq!(
+        seen, 5,
+        "the earlier iterator's snapshot predates the deletion"
+    );
+}
+
 #[test]
 fn keyspaces_and_atomic_batches() {
     let fs = MemFs::new();

@@ -721,11 +721,11 @@ impl Image {
                 if source.is_level {
                     let opener =
                         memory_opener(files.clone(), fail_at, None, Arc::new(AtomicUsize::new(0)));
-                    SourceIter::Level(Box::new(LevelIter::new(
+                    SourceIter::Level(LevelIter::new(
                         internal_comparator(),
                         level_files(&files),
                         opener,
-                    )))
+                    ))
                 } else {
                     let file = files.into_iter().next().unwrap_or_default();
                     SourceIter::Other(Box::new(FailingIter::new(&source.name, file, fail_at[0])))

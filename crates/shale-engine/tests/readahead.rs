@@ -65,6 +65,16 @@ fn scans_read_ahead_and_return_the_same_entries() {
         "{ahead_reads} reads with readahead, {plain_reads} without"
     );
 
+    // Iterators of one Version share a level opener only when made for the same options:
+    // the first scan's (no readahead) must not serve the second, nor the second's this one.
+    let before = reads();
+    assert!(scan(&db, 0) == plain);
+    let again_reads = reads() - before;
+    assert!(
+        again_reads > ahead_reads * 10,
+        "{again_reads} reads without readahead after a scan with it ({ahead_reads})"
+    );
+
     let before = reads();
     for i in (0..n).step_by(1000) {
         assert!(db.get(format!("key{i:08}").as_bytes()).unwrap().is_some());

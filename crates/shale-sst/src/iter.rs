@@ -7,7 +7,7 @@
 //! 2. The first error (I/O or corruption) is kept, makes the iterator invalid and is returned
 //!    by [`TableIter::status`]; nothing after a damaged block is returned silently.
 //! 3. For a table opened with a global seqno, every key returned carries that seqno in place
-//!    of the stored 0 (`key_with_global_seqno`), and seeks position by the keys as returned.
+//!    of the stored 0 (`GlobalSeqnoKey`), and seeks position by the keys as returned.
 //!    Each user key has one entry in such a table, so the rewrite keeps the order.
 
 use std::cmp::Ordering;
@@ -32,14 +32,34 @@ pub struct TableIter {
     index: Option<usize>,
     data: Option<BlockIter>,
     data_handle: Option<BlockHandle>,
-    options: ReadOptions,
-    error: Option<Error>,
+    // The rarely set parts are boxed: engines build and move iterators for every seek, and
+    // a smaller one is copied in fewer instructions.
+    /// User-key bounds, when the read has either.
+    bounds: Option<Box<Bounds>>,
+    error: Option<Box<Error>>,
     valid: bool,
-    global_seqno: Option<SeqNo>,
-    /// The current key with the global seqno in its trailer (invariant 3).
-    key_with_global_seqno: Vec<u8>,
+    /// `next` may stay in the block without looking further: no upper bound, no global seqno.
+    plain_step: bool,
+    skip_cache_fill: bool,
+    /// An ingested table's global seqno, with the current key rewritten to carry it.
+    global_seqno: Option<Box<GlobalSeqnoKey>>,
     /// Reads ahead of sequential block loads that miss the cache (src/readahead.rs).
     readahead: Readahead,
+}
+
+/// A read's user-key bounds (`ReadOptions::lower_bound` and `upper_bound`).
+#[derive(Debug)]
+struct Bounds {
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+}
+
+/// The global seqno of a table opened with one, and the current key carrying it in its
+/// trailer (invariant 3).
+#[derive(Debug)]
+struct GlobalSeqnoKey {
+    seqno: SeqNo,
+    key: Vec<u8>,
 }
 
 impl TableIter {
@@ -48,19 +68,39 @@ impl TableIter {
         // An index that cannot be loaded leaves the iterator empty with the error as status.
         let (block_index, error) = match table.index() {
             Ok(block_index) => (block_index, None),
-            Err(error) => (Arc::new(Index::empty()), Some(error)),
+            Err(error) => (Arc::new(Index::empty()), Some(Box::new(error))),
         };
+        let global_seqno = table.global_seqno().map(|seqno| {
+            Box::new(GlobalSeqnoKey {
+                seqno,
+                key: Vec::new(),
+            })
+        });
+        let ReadOptions {
+            lower_bound,
+            upper_bound,
+            skip_cache_fill,
+            max_readahead_size,
+        } = options;
+        let plain_step = upper_bound.is_none() && global_seqno.is_none();
+        let bounds = (lower_bound.is_some() || upper_bound.is_some()).then(|| {
+            Box::new(Bounds {
+                lower: lower_bound,
+                upper: upper_bound,
+            })
+        });
         TableIter {
             block_index,
             index,
             data: None,
             data_handle: None,
+            bounds,
             error,
             valid: false,
-            global_seqno: table.global_seqno(),
-            key_with_global_seqno: Vec::new(),
-            readahead: Readahead::new(options.max_readahead_size),
-            options,
+            plain_step,
+            skip_cache_fill,
+            global_seqno,
+            readahead: Readahead::new(max_readahead_size),
             table,
         }
     }
@@ -75,8 +115,8 @@ impl TableIter {
     #[inline]
     pub fn key(&self) -> &[u8] {
         debug_assert!(self.valid);
-        if self.global_seqno.is_some() {
-            return &self.key_with_global_seqno;
+        if let Some(global) = &self.global_seqno {
+            return &global.key;
         }
         self.data.as_ref().map_or(&[], BlockIter::key)
     }
@@ -100,7 +140,7 @@ impl TableIter {
 
     /// Positions at the first entry (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
-        if let Some(lower) = self.options.lower_bound.clone() {
+        if let Some(lower) = self.lower_bound().map(<[u8]>::to_vec) {
             self.seek(InternalKey::for_seek(&lower, MAX_SEQNO).encoded());
             return;
         }
@@ -115,7 +155,7 @@ impl TableIter {
 
     /// Positions at the last entry (before the upper bound).
     pub fn seek_to_last(&mut self) {
-        if let Some(upper) = self.options.upper_bound.clone() {
+        if let Some(upper) = self.upper_bound().map(<[u8]>::to_vec) {
             self.seek_for_prev(InternalKey::for_seek(&upper, MAX_SEQNO).encoded());
             return;
         }
@@ -151,7 +191,7 @@ impl TableIter {
     /// [`Self::seek`] by the keys as stored.
     fn seek_stored(&mut self, target: &[u8]) {
         let clamped;
-        let target = match &self.options.lower_bound {
+        let target = match self.lower_bound() {
             Some(lower) if self.user_compare(user_key_of(target), lower) == Ordering::Less => {
                 clamped = InternalKey::for_seek(lower, MAX_SEQNO);
                 clamped.encoded()
@@ -192,7 +232,7 @@ impl TableIter {
     /// [`Self::seek_for_prev`] by the keys as stored.
     fn seek_for_prev_stored(&mut self, target: &[u8]) {
         let clamped;
-        let target = match &self.options.upper_bound {
+        let target = match self.upper_bound() {
             Some(upper) if self.user_compare(user_key_of(target), upper) != Ordering::Less => {
                 clamped = InternalKey::for_seek(upper, MAX_SEQNO);
                 clamped.encoded()
@@ -222,7 +262,7 @@ impl TableIter {
             data.next();
             // Still in the block, with no upper bound or global seqno to apply: settled
             // (invariant 1; a block error would have made `data` invalid).
-            if data.valid() && self.options.upper_bound.is_none() && self.global_seqno.is_none() {
+            if data.valid() && self.plain_step {
                 return;
             }
         }
@@ -272,7 +312,7 @@ impl TableIter {
         };
         match self
             .table
-            .data_block(handle, !self.options.skip_cache_fill, readahead)
+            .data_block(handle, !self.skip_cache_fill, readahead)
         {
             Ok(block) => {
                 match &mut self.data {
@@ -287,7 +327,7 @@ impl TableIter {
 
     fn fail(&mut self, error: Error) {
         if self.error.is_none() {
-            self.error = Some(error);
+            self.error = Some(Box::new(error));
         }
         self.data = None;
         self.data_handle = None;
@@ -320,7 +360,7 @@ impl TableIter {
             }
             // Every key of later blocks is above this block's separator; past the upper
             // bound there is nothing left to read.
-            if let Some(upper) = &self.options.upper_bound {
+            if let Some(upper) = self.upper_bound() {
                 let separator = self.index.map(|p| self.block_index.key(p));
                 if separator
                     .is_some_and(|k| self.user_compare(user_key_of(k), upper) != Ordering::Less)
@@ -367,7 +407,7 @@ impl TableIter {
 
     fn settle_forward(&mut self) {
         self.valid = self.on_entry()
-            && self.options.upper_bound.as_ref().is_none_or(|upper| {
+            && self.upper_bound().is_none_or(|upper| {
                 let key = self.data.as_ref().map_or(&[][..], BlockIter::key);
                 self.user_compare(user_key_of(key), upper) == Ordering::Less
             });
@@ -376,7 +416,7 @@ impl TableIter {
 
     fn settle_backward(&mut self) {
         self.valid = self.on_entry()
-            && self.options.lower_bound.as_ref().is_none_or(|lower| {
+            && self.lower_bound().is_none_or(|lower| {
                 let key = self.data.as_ref().map_or(&[][..], BlockIter::key);
                 self.user_compare(user_key_of(key), lower) != Ordering::Less
             });
@@ -385,7 +425,8 @@ impl TableIter {
 
     /// Rewrites the current key's seqno to the global one (invariant 3).
     fn apply_global_seqno(&mut self) {
-        let (Some(seqno), true, Some(data)) = (self.global_seqno, self.valid, &self.data) else {
+        let (Some(global), true, Some(data)) = (&mut self.global_seqno, self.valid, &self.data)
+        else {
             return;
         };
         let stored = data.key();
@@ -393,10 +434,17 @@ impl TableIter {
             return;
         };
         let kind = stored[split];
-        self.key_with_global_seqno.clear();
-        self.key_with_global_seqno
-            .extend_from_slice(&stored[..split]);
-        self.key_with_global_seqno
-            .extend_from_slice(&((seqno << 8) | u64::from(kind)).to_le_bytes());
+        let with_seqno = (global.seqno << 8) | u64::from(kind);
+        global.key.clear();
+        global.key.extend_from_slice(&stored[..split]);
+        global.key.extend_from_slice(&with_seqno.to_le_bytes());
+    }
+
+    fn lower_bound(&self) -> Option<&[u8]> {
+        self.bounds.as_ref()?.lower.as_deref()
+    }
+
+    fn upper_bound(&self) -> Option<&[u8]> {
+        self.bounds.as_ref()?.upper.as_deref()
     }
 }

@@ -229,6 +229,11 @@ impl MemTable {
     /// The range deletions added so far, sorted by start key (user comparator), newest first
     /// for equal starts.
     pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        // Every iterator asks: no lock for the common memtable without range deletions (the
+        // ordering argument is `covering_tombstone_seqno`'s).
+        if self.range_tombstone_bytes.load(MemoryOrder::Relaxed) == 0 {
+            return Vec::new();
+        }
         let mut tombstones = self
             .range_tombstones
             .lock()
