@@ -35,7 +35,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::huge_pages::{HugePageRegion, HUGE_PAGE_SIZE};
+use super::huge_pages::{HugePageRegion, HUGE_PAGE_SIZE, POOL};
 
 /// Alignment of every allocation (and of chunks).
 pub(super) const ALIGN: usize = 8;
@@ -77,7 +77,7 @@ enum OwnedChunk {
         start: NonNull<ChunkHeader>,
         layout: Layout,
     },
-    /// A huge-page mapping, unmapped when dropped.
+    /// A huge-page mapping, given back to the page pool when the arena drops.
     HugePages { region: HugePageRegion },
 }
 
@@ -249,9 +249,10 @@ impl Arena {
         start
     }
 
-    /// A chunk of one huge-page mapping, or `None` when the mapping cannot be made.
+    /// A chunk of one huge page (from the pool or freshly mapped), or `None` when no mapping
+    /// can be made.
     fn new_huge_chunk_locked(&self, chunks: &mut Vec<OwnedChunk>) -> Option<NonNull<ChunkHeader>> {
-        let region = HugePageRegion::map(HUGE_PAGE_SIZE)?;
+        let region = POOL.take()?;
         #[allow(clippy::cast_ptr_alignment)] // the region is huge-page aligned
         let start = region.start().cast::<ChunkHeader>();
         // SAFETY: the region is fresh, aligned and larger than the header.
@@ -280,8 +281,8 @@ impl Drop for Arena {
                 OwnedChunk::Heap { start, layout } => unsafe {
                     dealloc(start.as_ptr().cast(), layout);
                 },
-                // Unmapped as it drops, under the same argument.
-                OwnedChunk::HugePages { region } => drop(region),
+                // Kept for the next memtable or unmapped, under the same argument.
+                OwnedChunk::HugePages { region } => POOL.give_back(region),
             }
         }
     }

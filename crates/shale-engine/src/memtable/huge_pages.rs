@@ -10,10 +10,20 @@
 //! instead of 16,384. With "never", or on other systems, the mapping is ordinary memory, and
 //! where a mapping cannot be made the arena falls back to the heap.
 //!
-//! Invariant: a [`HugePageRegion`] owns `len` bytes at `start`, `HUGE_PAGE_SIZE`-aligned,
-//! mapped read-write until it drops, and nothing else unmaps them.
+//! A new mapping's pages are faulted in, and zeroed by the kernel, on first touch: 64 MiB per
+//! memtable, a few percent of a sequential fill's time. So pages of a dropped memtable go to
+//! a process-wide [`PagePool`] and the next memtable takes them from there, as glibc's heap
+//! reuses the small chunks freed memtables leave. The pool keeps at most [`POOL_LIMIT`]
+//! bytes; beyond it, pages are unmapped.
+//!
+//! Invariants:
+//! 1. A [`HugePageRegion`] owns `len` bytes at `start`, `HUGE_PAGE_SIZE`-aligned, mapped
+//!    read-write until it drops, and nothing else unmaps them.
+//! 2. A region in the pool belongs to no arena: an arena gives a region back only when it
+//!    drops, when no allocation from it is in use.
 
 use std::ptr::NonNull;
+use std::sync::{Mutex, PoisonError};
 
 /// The size and alignment of a transparent huge page on x86-64 (and on 64-bit ARM with 4 KiB
 /// pages).
@@ -86,6 +96,60 @@ impl HugePageRegion {
     }
 }
 
+/// Bytes of huge pages the process keeps for reuse: two default (64 MiB) write buffers, what
+/// a keyspace that switches memtables while the last one flushes cycles through.
+pub(super) const POOL_LIMIT: usize = 128 << 20;
+
+/// One-page regions given back by dropped arenas, for the next arena to take.
+pub(super) struct PagePool {
+    pages: Mutex<Vec<HugePageRegion>>,
+    limit: usize,
+}
+
+/// The process's pool (see the module docs).
+pub(super) static POOL: PagePool = PagePool::new(POOL_LIMIT);
+
+impl PagePool {
+    /// An empty pool keeping at most `limit` bytes.
+    pub(super) const fn new(limit: usize) -> Self {
+        PagePool {
+            pages: Mutex::new(Vec::new()),
+            limit,
+        }
+    }
+
+    /// A region of one huge page: a pooled one (holding whatever its last arena wrote; arenas
+    /// hand out uninitialized memory) or, with none pooled, a fresh mapping; `None` when no
+    /// mapping can be made.
+    pub(super) fn take(&self) -> Option<HugePageRegion> {
+        let pooled = self
+            .pages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        pooled.or_else(|| HugePageRegion::map(HUGE_PAGE_SIZE))
+    }
+
+    /// Keeps `region` for the next [`Self::take`] while the pool is under its limit, else
+    /// unmaps it (invariant 2: the caller no longer uses it).
+    pub(super) fn give_back(&self, region: HugePageRegion) {
+        let mut pages = self.pages.lock().unwrap_or_else(PoisonError::into_inner);
+        if region.len == HUGE_PAGE_SIZE && (pages.len() + 1) * HUGE_PAGE_SIZE <= self.limit {
+            pages.push(region);
+        }
+        // Otherwise `region` drops here, unmapped, after the lock is released.
+    }
+
+    /// Pages in the pool now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.pages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
 impl Drop for HugePageRegion {
     fn drop(&mut self) {
         #[cfg(target_os = "linux")]
@@ -113,6 +177,28 @@ mod tests {
         bytes[0] = 1;
         bytes[2 * HUGE_PAGE_SIZE - 1] = 2;
         assert_eq!((bytes[0], bytes[2 * HUGE_PAGE_SIZE - 1]), (1, 2));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_pool_reuses_given_back_pages_up_to_its_limit() {
+        let pool = PagePool::new(2 * HUGE_PAGE_SIZE);
+        let pages: Vec<_> = (0..3)
+            .map(|_| pool.take().expect("mapping 2 MiB"))
+            .collect();
+        let addresses: Vec<_> = pages.iter().map(|p| p.start().as_ptr() as usize).collect();
+        assert_eq!(pool.len(), 0);
+        for page in pages {
+            pool.give_back(page);
+        }
+        // The third page is past the limit: unmapped, not kept.
+        assert_eq!(pool.len(), 2);
+        let again = pool.take().expect("a pooled page");
+        assert_eq!(again.start().as_ptr() as usize, addresses[1]);
+        assert_eq!(pool.len(), 1);
+        // A region of another length is never pooled.
+        pool.give_back(HugePageRegion::map(2 * HUGE_PAGE_SIZE).expect("mapping 4 MiB"));
+        assert_eq!(pool.len(), 1);
     }
 
     #[test]
