@@ -37,21 +37,13 @@ pub trait InternalIterator: Send {
     #[inline]
     fn next_key(&mut self) -> Option<&[u8]> {
         self.next();
-        if self.valid() {
-            Some(self.key())
-        } else {
-            None
-        }
+        self.valid().then(|| self.key())
     }
     /// [`Self::prev`], then the new entry's key, as [`Self::next_key`].
     #[inline]
     fn prev_key(&mut self) -> Option<&[u8]> {
         self.prev();
-        if self.valid() {
-            Some(self.key())
-        } else {
-            None
-        }
+        self.valid().then(|| self.key())
     }
     /// The current internal key.
     fn key(&self) -> &[u8];

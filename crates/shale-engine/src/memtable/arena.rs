@@ -237,16 +237,16 @@ impl Arena {
         let Some(start) = NonNull::new(start) else {
             handle_alloc_error(layout)
         };
-        // SAFETY: `start` is a fresh allocation, aligned and large enough for the header.
+        // SAFETY: `start` is a fresh allocation of `bytes`, aligned for the header.
         unsafe {
-            start.as_ptr().write(ChunkHeader {
-                offset: AtomicUsize::new(used),
-                capacity: bytes - HEADER_SIZE,
-            });
+            self.publish_locked(
+                chunks,
+                start,
+                bytes,
+                used,
+                OwnedChunk::Heap { start, layout },
+            )
         }
-        chunks.push(OwnedChunk::Heap { start, layout });
-        self.reserved.fetch_add(bytes, Ordering::Release);
-        start
     }
 
     /// A chunk of one huge page (from the pool or freshly mapped), or `None` when no mapping
@@ -255,16 +255,37 @@ impl Arena {
         let region = POOL.take()?;
         #[allow(clippy::cast_ptr_alignment)] // the region is huge-page aligned
         let start = region.start().cast::<ChunkHeader>();
-        // SAFETY: the region is fresh, aligned and larger than the header.
+        // SAFETY: the region is ours alone (a fresh mapping, or a pooled page no arena uses:
+        // the pool's invariant 2), huge-page aligned and HUGE_PAGE_SIZE bytes long.
+        let owned = OwnedChunk::HugePages { region };
+        Some(unsafe { self.publish_locked(chunks, start, HUGE_PAGE_SIZE, 0, owned) })
+    }
+
+    /// Writes the header of the chunk of `bytes` at `start` (with `used` bytes already taken),
+    /// records its owner and counts its bytes in `reserved` (invariant 4: before a shard can
+    /// see it).
+    ///
+    /// # Safety
+    /// `start` is the beginning of `bytes >= HEADER_SIZE` bytes that `owned` owns, aligned
+    /// for the header, which nothing else reads or writes.
+    unsafe fn publish_locked(
+        &self,
+        chunks: &mut Vec<OwnedChunk>,
+        start: NonNull<ChunkHeader>,
+        bytes: usize,
+        used: usize,
+        owned: OwnedChunk,
+    ) -> NonNull<ChunkHeader> {
+        // SAFETY: the caller's contract.
         unsafe {
             start.as_ptr().write(ChunkHeader {
-                offset: AtomicUsize::new(0),
-                capacity: HUGE_PAGE_SIZE - HEADER_SIZE,
+                offset: AtomicUsize::new(used),
+                capacity: bytes - HEADER_SIZE,
             });
         }
-        chunks.push(OwnedChunk::HugePages { region });
-        self.reserved.fetch_add(HUGE_PAGE_SIZE, Ordering::Release);
-        Some(start)
+        chunks.push(owned);
+        self.reserved.fetch_add(bytes, Ordering::Release);
+        start
     }
 }
 
