@@ -13,15 +13,17 @@
 # benchmark), Shale keeps it in the memtable and flushes it later (counted).
 #
 # Usage: scripts/peer-rww-wamp.sh [RUNS] [DURATION] [RATE] [NUM]
-#   defaults: 2 runs, 30 s, 15000000 bytes/s, 5,000,000 keys
+#   defaults: 2 runs, 45 s, 10000000 bytes/s (450 MB of user writes), 5,000,000 keys; a rate
+#   the slower engine's writer cannot keep (a loaded machine) gives unequal user bytes: the
+#   report then marks the w-amp ratio, and the table below shows the run that fell short
 # SHALE=path to a shale binary built with the rocksdb-peer feature (default
 #   target/release/shale; build: cargo build --release -p shale --features rocksdb-peer).
 # KEEP=DIR keeps the outputs (fill-N.txt, rww-N.txt with stats and levelstats, rww-N.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-2}
-duration=${2:-30}
-rate=${3:-15000000}
+duration=${2:-45}
+rate=${3:-10000000}
 num=${4:-5000000}
 shale=${SHALE:-target/release/shale}
 work=$(mktemp -d)
