@@ -95,6 +95,18 @@ fn engines_run_in_turn_and_the_report_charts_each() {
         (&"shale".into(), &"fillrandom".into())
     );
     assert_eq!(fill["user_bytes_written"], 2000 * 116);
+    // Shale counts its own bytes by source; the WAL holds at least every user byte.
+    let part = |name: &str| fill[name].as_u64().unwrap();
+    assert!(part("engine_wal_bytes") >= 2000 * 116, "{fill}");
+    assert_eq!(
+        part("engine_wal_bytes") + part("engine_flush_bytes") + part("engine_compaction_bytes"),
+        part("engine_bytes_written")
+    );
+    let redb_fill = lines
+        .iter()
+        .find(|r| r["engine"] == "redb" && r["benchmark"] == "fillrandom")
+        .unwrap();
+    assert!(redb_fill["engine_wal_bytes"].is_null(), "{redb_fill}");
 
     let charts = dir.join("charts");
     let charts_flag = format!("--svg_dir={}", charts.display());

@@ -258,7 +258,7 @@ fn measure(
         .map(|(before, after)| after.saturating_sub(before));
     let engine_written = engine_before
         .zip(current.engine_bytes_written())
-        .map(|(before, after)| after.saturating_sub(before));
+        .map(|(before, after)| after.since(&before));
     let Some(merged) = Merged::of(&stats) else {
         return Ok(());
     };

@@ -11,7 +11,9 @@
 //! - `write_amp`: `process_bytes_written / user_bytes_written`, `null` for benchmarks that
 //!   write nothing; measured the same way for every engine;
 //! - `engine_bytes_written`: what the engine itself counted (WAL + flush + compaction), when
-//!   it counts it (`RocksDB`), else `null`;
+//!   it counts it (Shale, `RocksDB`), else `null`; and the three parts apart, as
+//!   `engine_wal_bytes`, `engine_flush_bytes`, `engine_compaction_bytes` (where write-amp
+//!   comes from);
 //! - `db_size_bytes`: bytes of the files in the database directory at the benchmark's end;
 //! - `intervals`: `[[secs_elapsed, ops_per_sec], ...]` with `--report_interval_seconds`.
 
@@ -19,6 +21,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use super::engines::EngineBytes;
 use super::intervals::IntervalPoint;
 use super::report::Summary;
 
@@ -35,7 +38,7 @@ pub struct BenchmarkRecord<'a> {
     pub summary: Summary,
     pub user_bytes_written: u64,
     pub process_bytes_written: Option<u64>,
-    pub engine_bytes_written: Option<u64>,
+    pub engine_bytes_written: Option<EngineBytes>,
     pub db_size_bytes: u64,
     pub intervals: Vec<IntervalPoint>,
 }
@@ -67,7 +70,10 @@ impl BenchmarkRecord<'_> {
             "user_bytes_written": self.user_bytes_written,
             "process_bytes_written": self.process_bytes_written,
             "write_amp": self.write_amp(),
-            "engine_bytes_written": self.engine_bytes_written,
+            "engine_bytes_written": self.engine_bytes_written.map(|b| b.total()),
+            "engine_wal_bytes": self.engine_bytes_written.map(|b| b.wal),
+            "engine_flush_bytes": self.engine_bytes_written.map(|b| b.flush),
+            "engine_compaction_bytes": self.engine_bytes_written.map(|b| b.compaction),
             "db_size_bytes": self.db_size_bytes,
             "intervals": self
                 .intervals
@@ -150,7 +156,21 @@ mod tests {
         assert_eq!(value["write_amp"], 4.0);
         assert_eq!(value["p999_micros"], 3.0);
         assert_eq!(value["engine_bytes_written"], Value::Null);
+        assert_eq!(value["engine_wal_bytes"], Value::Null);
         assert_eq!(value["intervals"], json!([[0.5, 20.0]]));
+        let counted = BenchmarkRecord {
+            engine_bytes_written: Some(EngineBytes {
+                wal: 1500,
+                flush: 700,
+                compaction: 900,
+            }),
+            ..record.clone()
+        };
+        let value = counted.to_json();
+        assert_eq!(value["engine_bytes_written"], 3100);
+        assert_eq!(value["engine_wal_bytes"], 1500);
+        assert_eq!(value["engine_flush_bytes"], 700);
+        assert_eq!(value["engine_compaction_bytes"], 900);
         let reads = BenchmarkRecord {
             user_bytes_written: 0,
             ..record

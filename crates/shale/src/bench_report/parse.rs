@@ -19,6 +19,8 @@ pub struct Run {
     pub ops_per_sec: f64,
     pub p99_micros: Option<f64>,
     pub p999_micros: Option<f64>,
+    /// Key and value bytes the benchmark wrote (what write-amp is per).
+    pub user_bytes_written: Option<f64>,
     pub process_bytes_written: Option<f64>,
     pub write_amp: Option<f64>,
     pub db_size_bytes: Option<f64>,
@@ -59,6 +61,7 @@ pub fn json_lines(text: &str, source: &str) -> Result<Vec<Run>, String> {
                 .ok_or_else(|| format!("{}: no number field \"ops_per_sec\"", at()))?,
             p99_micros: number_field("p99_micros"),
             p999_micros: number_field("p999_micros"),
+            user_bytes_written: number_field("user_bytes_written"),
             process_bytes_written: number_field("process_bytes_written"),
             write_amp: number_field("write_amp"),
             db_size_bytes: number_field("db_size_bytes"),
@@ -89,6 +92,7 @@ pub fn db_bench_output(text: &str, csv: Option<&str>, source: &str) -> Result<Ve
                 ops_per_sec,
                 p99_micros: None,
                 p999_micros: None,
+                user_bytes_written: None,
                 process_bytes_written: None,
                 write_amp: None,
                 db_size_bytes: None,
@@ -219,7 +223,7 @@ Percentiles: P50: 2.10 P75: 2.80 P99: 7.00 P99.9: 20.00 P99.99: 100.00
 
     #[test]
     fn json_lines_read_every_field() {
-        let text = r#"{"engine":"shale","benchmark":"fillrandom","ops_per_sec":1000.5,"p99_micros":9.0,"p999_micros":30.0,"process_bytes_written":4096,"write_amp":1.5,"db_size_bytes":8192,"intervals":[[1.0,900.0],[2.0,1100.0]]}
+        let text = r#"{"engine":"shale","benchmark":"fillrandom","ops_per_sec":1000.5,"p99_micros":9.0,"p999_micros":30.0,"user_bytes_written":2048,"process_bytes_written":4096,"write_amp":1.5,"db_size_bytes":8192,"intervals":[[1.0,900.0],[2.0,1100.0]]}
 
 {"engine":"redb","benchmark":"fillrandom","ops_per_sec":500,"p99_micros":null,"write_amp":null,"intervals":[]}"#;
         let runs = json_lines(text, "r.json").unwrap();
@@ -232,12 +236,20 @@ Percentiles: P50: 2.10 P75: 2.80 P99: 7.00 P99.9: 20.00 P99.99: 100.00
                 ops_per_sec: 1000.5,
                 p99_micros: Some(9.0),
                 p999_micros: Some(30.0),
+                user_bytes_written: Some(2048.0),
                 process_bytes_written: Some(4096.0),
                 write_amp: Some(1.5),
                 db_size_bytes: Some(8192.0),
                 intervals: vec![(1.0, 900.0), (2.0, 1100.0)],
             }
         );
-        assert_eq!((runs[1].p99_micros, runs[1].write_amp), (None, None));
+        assert_eq!(
+            (
+                runs[1].p99_micros,
+                runs[1].user_bytes_written,
+                runs[1].write_amp
+            ),
+            (None, None, None)
+        );
     }
 }

@@ -6,6 +6,11 @@
 //! of the run whose throughput is the median (the lower middle one for an even count).
 //! A ratio is baseline / peer: above 1 means Shale has more of it (better for throughput,
 //! worse for latency, bytes, write-amp and size).
+//!
+//! Write-amp compares engines only when both wrote about the same user bytes: readwhilewriting's
+//! writer runs as long as the reads do, so a faster reader writes less, and the two engines stop
+//! at different points of their flush and compaction cycles (a window with or without one
+//! compaction of the base level differs by more than the engines do). Such a ratio is marked.
 
 use serde_json::{json, Value};
 
@@ -17,26 +22,37 @@ pub struct Medians {
     pub engine: String,
     pub benchmark: String,
     pub runs: usize,
-    /// ops/s, p99, p99.9, process bytes written, write-amp, db size.
-    pub figures: [Option<f64>; 6],
+    /// ops/s, p99, p99.9, user bytes written, process bytes written, write-amp, db size.
+    pub figures: [Option<f64>; FIGURE_COUNT],
     pub intervals: Vec<(f64, f64)>,
 }
 
+const FIGURE_COUNT: usize = 7;
+
 /// The figures' names, as in the table and the JSON.
-pub const FIGURES: [&str; 6] = [
+pub const FIGURES: [&str; FIGURE_COUNT] = [
     "ops_per_sec",
     "p99_micros",
     "p999_micros",
+    "user_bytes_written",
     "process_bytes_written",
     "write_amp",
     "db_size_bytes",
 ];
 
-fn figures(run: &Run) -> [Option<f64>; 6] {
+const USER_BYTES: usize = 3;
+const WRITE_AMP: usize = 5;
+
+/// How far apart (as a ratio) the two engines' user bytes may be for their write-amp to be
+/// compared without a mark.
+const COMPARABLE_USER_BYTES: std::ops::RangeInclusive<f64> = 0.95..=1.05;
+
+fn figures(run: &Run) -> [Option<f64>; FIGURE_COUNT] {
     [
         Some(run.ops_per_sec),
         run.p99_micros,
         run.p999_micros,
+        run.user_bytes_written,
         run.process_bytes_written,
         run.write_amp,
         run.db_size_bytes,
@@ -78,7 +94,8 @@ pub fn medians(runs: &[Run]) -> Vec<Medians> {
                 .iter()
                 .filter(|r| r.benchmark == benchmark && r.engine == engine)
                 .collect();
-            let per_run: Vec<[Option<f64>; 6]> = group.iter().map(|r| figures(r)).collect();
+            let per_run: Vec<[Option<f64>; FIGURE_COUNT]> =
+                group.iter().map(|r| figures(r)).collect();
             let figures =
                 std::array::from_fn(|i| median(per_run.iter().filter_map(|f| f[i]).collect()));
             let mut by_speed = group.clone();
@@ -101,7 +118,15 @@ pub struct RatioRow<'a> {
     pub baseline: &'a Medians,
     pub peer: &'a Medians,
     /// baseline / peer for each of [`FIGURES`], where both are known and the peer's is not 0.
-    pub ratios: [Option<f64>; 6],
+    pub ratios: [Option<f64>; FIGURE_COUNT],
+}
+
+impl RatioRow<'_> {
+    /// Whether the write-amp ratio compares like with like: both engines wrote user bytes
+    /// within 5% of each other. `None` when either count is unknown.
+    pub fn write_amp_comparable(&self) -> Option<bool> {
+        self.ratios[USER_BYTES].map(|ratio| COMPARABLE_USER_BYTES.contains(&ratio))
+    }
 }
 
 /// One row per (benchmark, peer) where `baseline` ran the benchmark too.
@@ -139,7 +164,7 @@ pub fn human(rows: &[RatioRow<'_>], baseline: &str) -> String {
     );
     let _ = writeln!(
         text,
-        "{:<17} {:<9} {:>4} {:>12} {:>12} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "{:<17} {:<9} {:>4} {:>12} {:>12} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}",
         "benchmark",
         "peer",
         "runs",
@@ -148,6 +173,7 @@ pub fn human(rows: &[RatioRow<'_>], baseline: &str) -> String {
         "ops/s",
         "p99",
         "p99.9",
+        "user",
         "bytes",
         "w-amp",
         "size"
@@ -163,17 +189,28 @@ pub fn human(rows: &[RatioRow<'_>], baseline: &str) -> String {
             ops(row.baseline),
             ops(row.peer),
         );
-        for ratio in row.ratios {
-            let _ = write!(text, " {:>7}", cell(ratio));
+        for (i, ratio) in row.ratios.into_iter().enumerate() {
+            let mut value = cell(ratio);
+            if i == WRITE_AMP && ratio.is_some() && row.write_amp_comparable() == Some(false) {
+                value.push('*');
+            }
+            let _ = write!(text, " {value:>7}");
         }
         text.push('\n');
+    }
+    if rows.iter().any(|r| r.write_amp_comparable() == Some(false)) {
+        text.push_str(
+            "* the engines wrote different user bytes (\"user\" ratio), so they stopped at \
+             different points of their flush and compaction cycles: compare write-amp at equal \
+             user bytes (--duration with --benchmark_write_rate_limit; scripts/peer-rww-wamp.sh)\n",
+        );
     }
     text
 }
 
 /// The table as JSON: medians of both sides and the ratios, per row.
 pub fn to_json(rows: &[RatioRow<'_>], baseline: &str) -> Value {
-    let named = |values: &[Option<f64>; 6]| {
+    let named = |values: &[Option<f64>; FIGURE_COUNT]| {
         let mut map = serde_json::Map::new();
         for (name, value) in FIGURES.iter().zip(values) {
             map.insert((*name).to_string(), json!(value));
@@ -189,6 +226,7 @@ pub fn to_json(rows: &[RatioRow<'_>], baseline: &str) -> Value {
             "baseline_medians": named(&row.baseline.figures),
             "peer_medians": named(&row.peer.figures),
             "ratios": named(&row.ratios),
+            "write_amp_comparable": row.write_amp_comparable(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -204,6 +242,7 @@ mod tests {
             ops_per_sec: ops,
             p99_micros: Some(p99),
             p999_micros: None,
+            user_bytes_written: Some(1000.0),
             process_bytes_written: Some(ops * 10.0),
             write_amp: Some(2.0),
             db_size_bytes: Some(100.0),
@@ -248,8 +287,10 @@ mod tests {
         assert!((ratios[0].unwrap() - 200.0 / 150.0).abs() < 1e-12);
         assert!((ratios[1].unwrap() - 20.0 / 30.0).abs() < 1e-12);
         assert_eq!(ratios[2], None);
-        assert!((ratios[3].unwrap() - 2000.0 / 1500.0).abs() < 1e-12);
-        assert_eq!((ratios[4], ratios[5]), (Some(1.0), Some(1.0)));
+        assert_eq!(ratios[3], Some(1.0));
+        assert!((ratios[4].unwrap() - 2000.0 / 1500.0).abs() < 1e-12);
+        assert_eq!((ratios[5], ratios[6]), (Some(1.0), Some(1.0)));
+        assert_eq!(rows[0].write_amp_comparable(), Some(true));
 
         let text = human(&rows, "shale");
         let line = text.lines().nth(2).unwrap();
@@ -258,9 +299,47 @@ mod tests {
             "{line}"
         );
         assert!(line.contains(" 1.33 "), "{line}");
+        assert!(!text.contains('*'), "{text}");
         let value = to_json(&rows, "shale");
         assert_eq!(value["rows"][0]["peer"], "redb");
         assert_eq!(value["rows"][0]["ratios"]["write_amp"], 1.0);
         assert_eq!(value["rows"][0]["ratios"]["p999_micros"], Value::Null);
+        assert_eq!(value["rows"][0]["write_amp_comparable"], true);
+    }
+
+    #[test]
+    fn write_amp_of_unequal_user_bytes_is_marked() {
+        let mut shale = run("shale", "readwhilewriting", 200.0, 10.0, 1.0);
+        let mut peer = run("rocksdb", "readwhilewriting", 100.0, 20.0, 1.0);
+        shale.user_bytes_written = Some(700.0);
+        peer.user_bytes_written = Some(1000.0);
+        let both = medians(&[shale.clone(), peer.clone()]);
+        let rows = ratio_rows(&both, "shale");
+        assert_eq!(rows[0].write_amp_comparable(), Some(false));
+        let text = human(&rows, "shale");
+        let line = text.lines().nth(2).unwrap();
+        assert!(line.contains(" 0.70 "), "the user bytes ratio: {line}");
+        assert!(line.contains(" 1.00* "), "the marked write-amp: {line}");
+        assert!(
+            text.contains("* the engines wrote different user bytes"),
+            "{text}"
+        );
+        assert_eq!(
+            to_json(&rows, "shale")["rows"][0]["write_amp_comparable"],
+            false
+        );
+
+        // Within 5%: compared as is; unknown user bytes: neither marked nor claimed.
+        shale.user_bytes_written = Some(980.0);
+        let both = medians(&[shale.clone(), peer.clone()]);
+        assert_eq!(
+            ratio_rows(&both, "shale")[0].write_amp_comparable(),
+            Some(true)
+        );
+        shale.user_bytes_written = None;
+        let both = medians(&[shale, peer]);
+        let rows = ratio_rows(&both, "shale");
+        assert_eq!(rows[0].write_amp_comparable(), None);
+        assert!(!human(&rows, "shale").contains('*'));
     }
 }

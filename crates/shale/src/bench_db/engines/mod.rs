@@ -20,6 +20,33 @@ use std::path::Path;
 use super::flags::Config;
 use crate::output::Failure;
 
+/// Bytes an engine counted as written, by source: where write-amp comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineBytes {
+    /// The write-ahead log.
+    pub wal: u64,
+    /// Tables written by flushes.
+    pub flush: u64,
+    /// Tables written by compactions.
+    pub compaction: u64,
+}
+
+impl EngineBytes {
+    pub fn total(&self) -> u64 {
+        self.wal + self.flush + self.compaction
+    }
+
+    /// What was written between `earlier` and `self` (counters only grow; saturating all the
+    /// same, so a reset counter reads as zero rather than wrapping).
+    pub fn since(&self, earlier: &EngineBytes) -> EngineBytes {
+        EngineBytes {
+            wal: self.wal.saturating_sub(earlier.wal),
+            flush: self.flush.saturating_sub(earlier.flush),
+            compaction: self.compaction.saturating_sub(earlier.compaction),
+        }
+    }
+}
+
 /// An engine the workload driver can run against. Shared by every benchmark thread.
 pub trait Engine: Sync {
     /// Writes `key` = `value` as one write.
@@ -53,7 +80,7 @@ pub trait Engine: Sync {
 
     /// Bytes the engine itself counted as written to its files (log, flush and compaction)
     /// since it was opened, when it counts them.
-    fn engine_bytes_written(&self) -> Option<u64>;
+    fn engine_bytes_written(&self) -> Option<EngineBytes>;
 
     /// Closes the database, reporting any error a drop would hide.
     fn close(self: Box<Self>) -> Result<(), Failure>;
@@ -220,6 +247,27 @@ fn destroy_own_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_bytes_since_subtracts_each_source() {
+        let before = EngineBytes {
+            wal: 100,
+            flush: 50,
+            compaction: 10,
+        };
+        let after = EngineBytes {
+            wal: 400,
+            flush: 250,
+            compaction: 1010,
+        };
+        let written = after.since(&before);
+        assert_eq!(
+            (written.wal, written.flush, written.compaction),
+            (300, 200, 1000)
+        );
+        assert_eq!(written.total(), 1500);
+        assert_eq!(before.since(&after), EngineBytes::default());
+    }
 
     #[test]
     fn engine_names_round_trip() {

@@ -15,7 +15,7 @@ use redb::{
     TableDefinition,
 };
 
-use super::{destroy_own_files, Cursor, Engine};
+use super::{destroy_own_files, Cursor, Engine, EngineBytes};
 use crate::bench_db::flags::Config;
 use crate::output::Failure;
 
@@ -151,7 +151,7 @@ impl Engine for RedbEngine {
         Ok(None)
     }
 
-    fn engine_bytes_written(&self) -> Option<u64> {
+    fn engine_bytes_written(&self) -> Option<EngineBytes> {
         None
     }
 

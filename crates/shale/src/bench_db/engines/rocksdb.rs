@@ -14,7 +14,7 @@ use rocksdb::{
 };
 use shale_sst::Compression;
 
-use super::{Cursor, Engine};
+use super::{Cursor, Engine, EngineBytes};
 use crate::bench_db::flags::Config;
 use crate::output::Failure;
 
@@ -130,13 +130,13 @@ impl Engine for RocksDbEngine {
             .map_err(|e| failure(&e))
     }
 
-    fn engine_bytes_written(&self) -> Option<u64> {
+    fn engine_bytes_written(&self) -> Option<EngineBytes> {
         let ticker = |t| self.options.get_ticker_count(t);
-        Some(
-            ticker(Ticker::WalFileBytes)
-                + ticker(Ticker::FlushWriteBytes)
-                + ticker(Ticker::CompactWriteBytes),
-        )
+        Some(EngineBytes {
+            wal: ticker(Ticker::WalFileBytes),
+            flush: ticker(Ticker::FlushWriteBytes),
+            compaction: ticker(Ticker::CompactWriteBytes),
+        })
     }
 
     fn close(self: Box<Self>) -> Result<(), Failure> {

@@ -9,7 +9,7 @@ use shale_engine::{
     Db, DbIterator, Durability, Keyspace, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 
-use super::{destroy_own_files, Cursor, Engine};
+use super::{destroy_own_files, Cursor, Engine, EngineBytes};
 use crate::bench_db::flags::Config;
 use crate::output::Failure;
 
@@ -123,9 +123,13 @@ impl Engine for ShaleEngine {
         Ok(Some(text))
     }
 
-    fn engine_bytes_written(&self) -> Option<u64> {
+    fn engine_bytes_written(&self) -> Option<EngineBytes> {
         let stats = self.db.stats();
-        Some(stats.wal_bytes_written + stats.flush_bytes_written + stats.compaction_bytes_written)
+        Some(EngineBytes {
+            wal: stats.wal_bytes_written,
+            flush: stats.flush_bytes_written,
+            compaction: stats.compaction_bytes_written,
+        })
     }
 
     fn close(self: Box<Self>) -> Result<(), Failure> {
