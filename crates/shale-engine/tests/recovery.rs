@@ -362,6 +362,27 @@ fn a_database_whose_logs_were_written_in_wal_format_version_3_opens_after_the_up
     logs_of_an_older_version_replay(3);
 }
 
+/// A version 4 WAL whose file header is damaged: the version is unknown, and skip mode replays
+/// its records anyway (each payload decodes under exactly one of the batch headers).
+#[test]
+fn skip_mode_replays_a_log_whose_file_header_named_version_4_and_is_damaged() {
+    let fs = MemFs::new();
+    let mode = RecoveryMode::SkipAnyCorruptedRecords;
+    let db = Db::open(DIR, options(Arc::new(fs.clone()), mode)).unwrap();
+    put_all(&db, "a", 50);
+    let image = fs.crash_image(CrashMode::DropUnsynced);
+    drop(db);
+    let wals = files(&image, ".wal");
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    let path = Path::new(DIR).join(&wals[0]);
+    let mut bytes = image.file_contents(&path).unwrap();
+    assert_eq!(bytes[19], 4, "format version 4");
+    bytes[15] ^= 1; // inside the magic: the file header's checksum fails
+    plant_file(&image, &path, &bytes);
+    let db = Db::open(DIR, options(Arc::new(image.clone()), mode)).unwrap();
+    assert_all(&db, "a", 50, "replayed past a damaged file header");
+}
+
 fn logs_of_an_older_version_replay(version: u32) {
     let fs = MemFs::new();
     let mode = RecoveryMode::AbsoluteConsistency;
