@@ -422,7 +422,7 @@ fn read_u32(data: &[u8], at: usize) -> Option<u32> {
         .map(u32::from_le_bytes)
 }
 
-pub(crate) fn put_varint32(out: &mut Vec<u8>, mut v: u32) {
+fn put_varint32(out: &mut Vec<u8>, mut v: u32) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
