@@ -222,7 +222,9 @@ fn measure_split(pristine: &Path) -> Split {
     for path in &wal_files(pristine) {
         let mut reader = open_log(&fs, path);
         while let Some((record, offset)) = reader.read_record().expect("read the WAL") {
-            batches.push(WriteBatch::from_wal_record(record, path, offset).expect("decode"));
+            let version = reader.format_version();
+            let batch = WriteBatch::from_wal_record(record, version, path, offset);
+            batches.push(batch.expect("decode"));
         }
     }
     let entries: Vec<MemTableEntry<'_>> = batches

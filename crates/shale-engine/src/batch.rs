@@ -1,5 +1,6 @@
-//! [`WriteBatch`]: writes to any keyspaces that commit atomically, in the encoding that WAL
-//! records carry (`docs/format/write_batch.md`).
+//! [`WriteBatch`]: writes to any keyspaces that commit atomically, in the encoding of
+//! `docs/format/write_batch.md`. WAL records carry its entries as they are, after a header in
+//! the form of the log's format version (`crate::wal::batch_record`).
 //!
 //! Invariants:
 //! 1. `rep` always holds a complete, valid encoding: a 12-byte header whose count equals the
@@ -169,7 +170,8 @@ impl WriteBatch {
         self.count == 0
     }
 
-    /// The encoded size in bytes (what the WAL record payload will be).
+    /// The encoded size in bytes (about what its WAL record payload will be: a version 4
+    /// record's header takes 2 to 13 bytes instead of 12).
     pub fn approximate_size(&self) -> usize {
         self.rep.len()
     }
@@ -202,6 +204,12 @@ impl WriteBatch {
         &self.rep
     }
 
+    /// The encoded entries, without the header: what a commit group's WAL record holds of
+    /// this batch.
+    pub(crate) fn entries(&self) -> &[u8] {
+        &self.rep[HEADER_SIZE..]
+    }
+
     /// Consumes the batch, returning its encoding.
     pub fn into_data(self) -> Vec<u8> {
         self.rep
@@ -211,8 +219,8 @@ impl WriteBatch {
     /// the count matches and that nothing follows the last entry. A corruption error names
     /// the byte offset inside the encoding.
     pub fn from_data(data: Vec<u8>) -> Result<WriteBatch> {
-        match validate(&data) {
-            Ok(count) => Ok(WriteBatch { rep: data, count }),
+        match Self::validated(data) {
+            Ok(batch) => Ok(batch),
             Err(e) => Err(Error::Corruption {
                 file: BATCH_PSEUDO_FILE.into(),
                 offset: e.offset as u64,
@@ -221,20 +229,39 @@ impl WriteBatch {
         }
     }
 
-    /// [`Self::from_data`] for the payload of the WAL record at `record_offset` of `file`:
-    /// a corruption error names the WAL file and record, and the byte inside the batch.
-    pub fn from_wal_record(data: Vec<u8>, file: &Path, record_offset: u64) -> Result<WriteBatch> {
-        match validate(&data) {
-            Ok(count) => Ok(WriteBatch { rep: data, count }),
-            Err(e) => Err(Error::Corruption {
-                file: file.to_path_buf(),
-                offset: record_offset,
-                detail: format!(
-                    "write batch in the record at this offset, at batch byte {}: {}",
-                    e.offset, e.detail
-                ),
-            }),
-        }
+    /// Decodes the payload of the WAL record at `record_offset` of `file`, a log of WAL format
+    /// `format_version` ([`crate::wal::LogReader::format_version`]): versions 1 to 3 carry the
+    /// encoding [`Self::from_data`] takes, version 4 the compact header
+    /// (docs/format/wal.md, "Logical records"). `None` (a log whose file header was damaged)
+    /// accepts whichever of the two decodes, and neither when both do. A corruption error names
+    /// the WAL file and record, and the byte inside the payload.
+    pub fn from_wal_record(
+        data: Vec<u8>,
+        format_version: Option<u32>,
+        file: &Path,
+        record_offset: u64,
+    ) -> Result<WriteBatch> {
+        crate::wal::batch_record::decode(data, format_version).map_err(|e| Error::Corruption {
+            file: file.to_path_buf(),
+            offset: record_offset,
+            detail: format!(
+                "write batch in the record at this offset, at payload byte {}: {}",
+                e.offset, e.detail
+            ),
+        })
+    }
+
+    /// The batch as the payload of a WAL record in format `format_version` (what
+    /// [`Self::from_wal_record`] decodes), for tools and tests that write logs. The engine
+    /// builds its commit groups' records without this copy.
+    pub fn to_wal_record(&self, format_version: u32) -> Result<Vec<u8>> {
+        crate::wal::batch_record::encode(self, format_version)
+    }
+
+    /// [`Self::from_data`] with the failure as the offset inside the encoding and a detail.
+    pub(crate) fn validated(data: Vec<u8>) -> std::result::Result<WriteBatch, BatchError> {
+        let count = validate(&data)?;
+        Ok(WriteBatch { rep: data, count })
     }
 
     /// The entries in order, each with its sequence number.
@@ -284,13 +311,13 @@ fn encodable_len(len: usize) -> Option<u32> {
 
 /// A decoding failure at a byte offset of the encoding.
 #[derive(Debug)]
-struct BatchError {
-    offset: usize,
-    detail: String,
+pub(crate) struct BatchError {
+    pub(crate) offset: usize,
+    pub(crate) detail: String,
 }
 
 impl BatchError {
-    fn new(offset: usize, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(offset: usize, detail: impl Into<String>) -> Self {
         BatchError {
             offset,
             detail: detail.into(),
@@ -405,7 +432,11 @@ fn put_varint32(out: &mut Vec<u8>, mut v: u32) {
 
 /// Decodes a LEB128 varint32 at `*at`, advancing it; rejects encodings longer than 5 bytes,
 /// over-long (non-minimal) encodings and values above `u32::MAX`.
-fn get_varint32(data: &[u8], at: &mut usize, what: &str) -> std::result::Result<u32, BatchError> {
+pub(crate) fn get_varint32(
+    data: &[u8],
+    at: &mut usize,
+    what: &str,
+) -> std::result::Result<u32, BatchError> {
     let start = *at;
     let mut value: u64 = 0;
     for i in 0..5 {

@@ -61,7 +61,7 @@ use crate::stats::{DbStats, StatCounters};
 use crate::table_cache::TableCache;
 use crate::test_hooks::TestHooks;
 use crate::version::VersionSet;
-use crate::wal::LogWriter;
+use crate::wal::{GroupRecord, LogWriter};
 use crate::write_queue::WriteQueue;
 
 /// Id of the keyspace every database has.
@@ -102,7 +102,7 @@ pub(crate) struct WalState {
     pub(crate) name_durable: bool,
     /// The group's record is assembled here, reused from group to group so that a write
     /// does not allocate one.
-    pub(crate) record: WriteBatch,
+    pub(crate) record: GroupRecord,
 }
 
 /// The level and user-key range a running compaction writes its outputs to.

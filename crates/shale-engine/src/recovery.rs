@@ -57,7 +57,7 @@ use crate::options::{KeyspaceOptions, Options};
 use crate::options_file::OptionsFile;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::wal::format::{log_file_name, parse_log_file_name};
-use crate::wal::{LogReader, RecoveryMode};
+use crate::wal::{GroupRecord, LogReader, RecoveryMode};
 
 /// Levels per keyspace.
 pub(crate) const NUM_LEVELS: usize = 7;
@@ -128,7 +128,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             written_groups: 0,
             synced_groups: 0,
             name_durable: true,
-            record: WriteBatch::new(),
+            record: GroupRecord::new(),
         }),
         last_seqno,
     );
@@ -412,7 +412,8 @@ pub(crate) fn read_wals(
             let file = fs.open_read(&path)?;
             let mut reader = LogReader::with_end(file, number, mode, recorded)?;
             while let Some((record, offset)) = reader.read_record()? {
-                let batch = WriteBatch::from_wal_record(record, &path, offset)?;
+                let version = reader.format_version();
+                let batch = WriteBatch::from_wal_record(record, version, &path, offset)?;
                 contents.batches.push((number, batch));
             }
             let end = reader.last_record_end();

@@ -20,7 +20,7 @@ use crate::version::{
     manifest_file_name, FileMetaData, VersionEdit, VersionSet, CURRENT_FILE_NAME,
     DEFAULT_NUM_LEVELS,
 };
-use crate::wal::format::{log_file_name, HEADER_SIZE, V1_HEADER_SIZE};
+use crate::wal::format::{log_file_name, FORMAT_VERSION, HEADER_SIZE, V1_HEADER_SIZE};
 use crate::wal::{LogReader, LogWriter, RecoveryMode};
 
 /// Every recovery mode, in the order `fuzz_wal` reads a log with them.
@@ -30,6 +30,9 @@ const RECOVERY_MODES: [RecoveryMode; 4] = [
     RecoveryMode::PointInTime,
     RecoveryMode::SkipAnyCorruptedRecords,
 ];
+
+/// The file a WAL record decoded by `fuzz_write_batch` is said to come from.
+const FUZZ_WAL_PATH: &str = "/db/000007.wal";
 
 /// The log number `fuzz_wal` expects when the input has no file header to take it from.
 const FALLBACK_LOG_NUMBER: u64 = 7;
@@ -93,7 +96,8 @@ fn read_wal(fs: &MemFs, path: &Path, log_number: u64, mode: RecoveryMode) {
                     "a record starts past the end of the file"
                 );
                 previous_offset = Some(offset);
-                if let Ok(batch) = WriteBatch::from_wal_record(payload, path, offset) {
+                let version = reader.format_version();
+                if let Ok(batch) = WriteBatch::from_wal_record(payload, version, path, offset) {
                     walk_batch(&batch);
                 }
             }
@@ -133,11 +137,23 @@ fn walk_batch(batch: &WriteBatch) {
     assert!(bytes <= batch.data().len());
 }
 
-/// Decodes `data` as a write batch. When it decodes, walks its entries and rebuilds the batch
-/// entry by entry: the rebuilt encoding must equal the input, except that each default-keyspace
+/// Decodes `data` as a write batch, and as the payload of a WAL record of the newest format
+/// version (docs/format/wal.md, "Logical records"). When the payload decodes, encoding the
+/// batch again must give exactly `data` (the header has one encoding and the entries are
+/// kept as they are). When the batch decodes, walks its entries and rebuilds the batch entry
+/// by entry: the rebuilt encoding must equal the input, except that each default-keyspace
 /// entry in the WAL version 2 form (an explicit keyspace 0) re-encodes a byte shorter (the
 /// encoding has no other second form), and it must decode to the same entries.
 pub fn fuzz_write_batch(data: &[u8]) {
+    let path = Path::new(FUZZ_WAL_PATH);
+    if let Ok(batch) = WriteBatch::from_wal_record(data.to_vec(), Some(FORMAT_VERSION), path, 0) {
+        walk_batch(&batch);
+        let again = batch.to_wal_record(FORMAT_VERSION);
+        assert!(
+            again.is_ok_and(|again| again == data),
+            "a decoded WAL record re-encodes to other bytes"
+        );
+    }
     let Ok(batch) = WriteBatch::from_data(data.to_vec()) else {
         return;
     };

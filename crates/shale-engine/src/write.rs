@@ -24,7 +24,7 @@ use crate::memtable::MemTable;
 use crate::options::{Durability, WriteOptions};
 use crate::stats::StatCounters;
 use crate::wal::format::log_file_name;
-use crate::wal::LogWriter;
+use crate::wal::{GroupRecord, LogWriter};
 use crate::write_queue::{Group, GroupPlan};
 
 /// Commits `batch`. With `force_flush`, the leader freezes every non-empty memtable first
@@ -171,10 +171,10 @@ fn lead_group(
         for write in group.writes() {
             wal.record.append(&write.batch)?;
         }
-        wal.record.set_first_seqno(first_seqno);
+        let payload = wal.record.encode(first_seqno, wal.writer.format_version());
         let result = wal
             .writer
-            .add_record(wal.record.data())
+            .add_record(payload)
             .and_then(|_| match durability {
                 Durability::Sync => {
                     sync_wal_name_locked(inner, wal).and_then(|()| wal.writer.sync())
@@ -182,8 +182,8 @@ fn lead_group(
                 Durability::Flush => wal.writer.flush(),
                 Durability::Buffered => Ok(()),
             });
-        if wal.record.approximate_size() > KEEP_RECORD_BYTES {
-            wal.record = WriteBatch::new();
+        if wal.record.buffered_bytes() > KEEP_RECORD_BYTES {
+            wal.record = GroupRecord::new();
         }
         if result.is_ok() {
             wal.written_groups += 1;
@@ -443,7 +443,7 @@ pub(crate) fn switch_memtables(
         written_groups: 0,
         synced_groups: 0,
         name_durable: false,
-        record: WriteBatch::new(),
+        record: GroupRecord::new(),
     };
     drop(wal);
     StatCounters::add(&inner.stats.closed_wal_bytes, closed_bytes);

@@ -99,15 +99,16 @@ fn every_kind_batch(round: u32) -> WriteBatch {
     batch
 }
 
-/// The logical records of a log file (a WAL or a MANIFEST) named `number`, read strictly.
-fn records(fs: &MemFs, path: &Path, number: u64) -> Vec<Vec<u8>> {
+/// The logical records of a log file (a WAL or a MANIFEST) named `number`, read strictly,
+/// and the format version the log names.
+fn records(fs: &MemFs, path: &Path, number: u64) -> (Vec<Vec<u8>>, Option<u32>) {
     let file = fs.open_read(path).unwrap();
     let mut reader = LogReader::new(file, number, RecoveryMode::AbsoluteConsistency).unwrap();
     let mut out = Vec::new();
     while let Some((record, _)) = reader.read_record().unwrap() {
         out.push(record);
     }
-    out
+    (out, reader.format_version())
 }
 
 /// Takes every database file of `/db` that a target reads, as it is now.
@@ -116,13 +117,18 @@ fn collect_files(fs: &MemFs, seeds: &mut Seeds) {
         let path = Path::new("/db").join(&name);
         let bytes = fs.file_contents(&path).unwrap();
         if let Some(number) = parse_log_file_name(&name) {
-            for record in records(fs, &path, number) {
-                WriteBatch::from_data(record.clone()).unwrap();
-                seeds.entry(Target::WriteBatch).or_default().push(record);
+            let (records, version) = records(fs, &path, number);
+            for record in records {
+                // `fuzz_write_batch` reads its input both ways: as the in-memory encoding
+                // and as a version 4 WAL record payload.
+                let batch = WriteBatch::from_wal_record(record.clone(), version, &path, 0).unwrap();
+                let inputs = seeds.entry(Target::WriteBatch).or_default();
+                inputs.push(batch.into_data());
+                inputs.push(record);
             }
             seeds.entry(Target::Wal).or_default().push(bytes);
         } else if let Some(number) = parse_manifest_file_name(&name) {
-            let records = records(fs, &path, number);
+            let (records, _) = records(fs, &path, number);
             seeds
                 .entry(Target::ManifestRecords)
                 .or_default()

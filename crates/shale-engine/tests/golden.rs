@@ -80,7 +80,7 @@ fn describe_batch(out: &mut String, title: &str, batch: &WriteBatch) {
 
 /// Decodes the physical records of a log as the spec describes them: the file header at
 /// offset 0 in the version 1 layout, the records after it in the layout of the version it
-/// names (version 1: with the log number; version 2: without).
+/// names (version 1: with the log number; versions 2 to 4: without).
 fn describe_log(out: &mut String, bytes: &[u8]) {
     // The file header's layout, until it names the version.
     let mut header_size = V1_HEADER_SIZE;
@@ -154,6 +154,64 @@ fn describe_log(out: &mut String, bytes: &[u8]) {
     writeln!(out, "{pos:>7}  end of file").unwrap();
 }
 
+/// A LEB128 varint at `bytes[*at..]`, read as `docs/format/write_batch.md` spells it (low group
+/// first, high bit "more"), checked to be minimal; advances `*at`.
+fn read_varint(bytes: &[u8], at: &mut usize) -> u64 {
+    let start = *at;
+    let mut value = 0u64;
+    loop {
+        let byte = bytes[*at];
+        value |= u64::from(byte & 0x7f) << (7 * (*at - start));
+        *at += 1;
+        if byte & 0x80 == 0 {
+            assert!(byte != 0 || *at - start == 1, "over-long varint at {start}");
+            return value;
+        }
+    }
+}
+
+/// Decodes a WAL record's payload with this file's reading of docs/format/wal.md ("Logical
+/// records"): version 4's varint first seqno and count, or versions 1 to 3's fixed u64 and
+/// u32, then the entries, which must be `batch`'s bytes as they are in memory.
+fn describe_batch_record(out: &mut String, version: u32, payload: &[u8], batch: &WriteBatch) {
+    let (first_seqno, count, header) = if version >= 4 {
+        let mut at = 0;
+        let first_seqno = read_varint(payload, &mut at);
+        let seqno_bytes = at;
+        let count = read_varint(payload, &mut at);
+        writeln!(
+            out,
+            "\n## version {version} record payload: header {at} bytes (first seqno varint64, \
+             {seqno_bytes} bytes; count varint32, {} bytes)",
+            at - seqno_bytes
+        )
+        .unwrap();
+        (first_seqno, count, at)
+    } else {
+        let first_seqno = u64::from_le_bytes(payload[0..8].try_into().unwrap());
+        let count = u32::from_le_bytes(payload[8..12].try_into().unwrap());
+        writeln!(
+            out,
+            "\n## version {version} record payload: header 12 bytes (first seqno u64, count u32)"
+        )
+        .unwrap();
+        (first_seqno, u64::from(count), 12)
+    };
+    writeln!(
+        out,
+        "first seqno {first_seqno}, count {count}, entries {} bytes",
+        payload.len() - header
+    )
+    .unwrap();
+    assert_eq!(first_seqno, batch.first_seqno());
+    assert_eq!(count, u64::from(batch.count()));
+    assert_eq!(
+        &payload[header..],
+        &batch.data()[12..],
+        "the entries are the in-memory bytes"
+    );
+}
+
 fn golden_printout() -> String {
     let mut out = String::new();
     writeln!(
@@ -166,14 +224,16 @@ fn golden_printout() -> String {
     let batch = golden_batch();
     describe_batch(&mut out, "write batch", &batch);
 
-    // The batch, an empty record, one that leaves 5 bytes of padding at the end of block 0,
-    // a small one at the start of block 1, and one of 70000 bytes (FIRST, MIDDLE, LAST).
+    // The batch as a version 4 record, an empty record, one that leaves 5 bytes of padding at
+    // the end of block 0, a small one at the start of block 1, and one of 70000 bytes (FIRST,
+    // MIDDLE, LAST).
     let fs = MemFs::new();
     let path = log_path("/db", 7);
-    let used = 31 + (HEADER_SIZE + batch.data().len()) + HEADER_SIZE;
+    let record = batch.to_wal_record(FORMAT_VERSION).unwrap();
+    let used = 31 + (HEADER_SIZE + record.len()) + HEADER_SIZE;
     let filler = BLOCK_SIZE - used - HEADER_SIZE - 5;
     let records = vec![
-        batch.data().to_vec(),
+        record.clone(),
         Vec::new(),
         payload(2, filler),
         b"tail".to_vec(),
@@ -183,13 +243,35 @@ fn golden_printout() -> String {
     let bytes = fs.file_contents(&path).unwrap();
     writeln!(out, "\n## log 000007.wal: {} bytes", bytes.len()).unwrap();
     describe_log(&mut out, &bytes);
-    writeln!(
-        out,
-        "\n## its first {} bytes",
-        31 + HEADER_SIZE + batch.data().len()
-    )
-    .unwrap();
-    hex_dump(&mut out, &bytes[..31 + HEADER_SIZE + batch.data().len()]);
+    let first = 31 + HEADER_SIZE + record.len();
+    writeln!(out, "\n## its first {first} bytes").unwrap();
+    hex_dump(&mut out, &bytes[..first]);
+    let payload_at = 31 + HEADER_SIZE;
+    describe_batch_record(&mut out, FORMAT_VERSION, &bytes[payload_at..first], &batch);
+
+    // A log of version 3, as Shale wrote it before version 4 (it must still replay): the
+    // batch's in-memory encoding, fixed 12-byte header included. These bytes are frozen.
+    let path = log_path("/v3", 7);
+    let v3_record = batch.to_wal_record(3).unwrap();
+    write_log_version(
+        &fs,
+        &path,
+        7,
+        &[v3_record.clone(), Vec::new()],
+        usize::MAX,
+        3,
+    );
+    let bytes = fs.file_contents(&path).unwrap();
+    writeln!(out, "\n## version 3 log 000007.wal: {} bytes", bytes.len()).unwrap();
+    describe_log(&mut out, &bytes);
+    hex_dump(&mut out, &bytes);
+    let payload_at = 31 + HEADER_SIZE;
+    describe_batch_record(
+        &mut out,
+        3,
+        &bytes[payload_at..payload_at + v3_record.len()],
+        &batch,
+    );
 
     // Logs of versions 2 and 1, as Shale wrote them before version 3 and 2 (they must still
     // replay): their batches spend a keyspace byte on the default keyspace. These bytes are

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
 use common::batch_in_version_2_encoding;
+use shale_engine::wal::format::FORMAT_VERSION;
 use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
 use shale_engine::{Db, Durability, Options, WriteBatch, WriteOptions};
 use shale_fs::{
@@ -296,8 +297,9 @@ fn damage_before_a_recorded_end_is_not_a_torn_tail() {
 }
 
 /// Rewrites the log-format file `name` of `fs` (a WAL or a MANIFEST, numbered `number`) in WAL
-/// format `version` (1 or 2), record for record, as Shale wrote them before version 2 or 3: a
-/// WAL's batches in the encoding of those versions.
+/// format `version` (1, 2 or 3), record for record, as Shale wrote them before the next
+/// version: a WAL's batches in the encoding of that version (versions 1 and 2 spell out the
+/// default keyspace; versions 1 to 3 have the fixed 12-byte batch header).
 fn rewrite_as_version(fs: &MemFs, name: &str, number: u64, version: u32) {
     let path = Path::new(DIR).join(name);
     let file = fs.open_read(&path).unwrap();
@@ -310,9 +312,15 @@ fn rewrite_as_version(fs: &MemFs, name: &str, number: u64, version: u32) {
         .extension()
         .is_some_and(|ext| ext.eq_ignore_ascii_case("wal"));
     let mut records = 0;
-    while let Some((record, _)) = reader.read_record().unwrap() {
+    while let Some((record, offset)) = reader.read_record().unwrap() {
         let record = if is_wal {
-            batch_in_version_2_encoding(&WriteBatch::from_data(record).unwrap())
+            let version_read = reader.format_version();
+            assert_eq!(version_read, Some(FORMAT_VERSION));
+            let batch = WriteBatch::from_wal_record(record, version_read, &path, offset).unwrap();
+            match version {
+                1 | 2 => batch_in_version_2_encoding(&batch),
+                _ => batch.to_wal_record(version).unwrap(),
+            }
         } else {
             record
         };
@@ -347,6 +355,32 @@ fn a_database_whose_logs_were_written_in_wal_format_version_1_opens_after_the_up
 #[test]
 fn a_database_whose_logs_were_written_in_wal_format_version_2_opens_after_the_upgrade() {
     logs_of_an_older_version_replay(2);
+}
+
+#[test]
+fn a_database_whose_logs_were_written_in_wal_format_version_3_opens_after_the_upgrade() {
+    logs_of_an_older_version_replay(3);
+}
+
+/// A version 4 WAL whose file header is damaged: the version is unknown, and skip mode replays
+/// its records anyway (each payload decodes under exactly one of the batch headers).
+#[test]
+fn skip_mode_replays_a_log_whose_file_header_named_version_4_and_is_damaged() {
+    let fs = MemFs::new();
+    let mode = RecoveryMode::SkipAnyCorruptedRecords;
+    let db = Db::open(DIR, options(Arc::new(fs.clone()), mode)).unwrap();
+    put_all(&db, "a", 50);
+    let image = fs.crash_image(CrashMode::DropUnsynced);
+    drop(db);
+    let wals = files(&image, ".wal");
+    assert_eq!(wals.len(), 1, "{wals:?}");
+    let path = Path::new(DIR).join(&wals[0]);
+    let mut bytes = image.file_contents(&path).unwrap();
+    assert_eq!(bytes[19], 4, "format version 4");
+    bytes[15] ^= 1; // inside the magic: the file header's checksum fails
+    plant_file(&image, &path, &bytes);
+    let db = Db::open(DIR, options(Arc::new(image.clone()), mode)).unwrap();
+    assert_all(&db, "a", 50, "replayed past a damaged file header");
 }
 
 fn logs_of_an_older_version_replay(version: u32) {

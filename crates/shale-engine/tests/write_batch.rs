@@ -309,7 +309,8 @@ fn unknown_tags_short_headers_and_seqno_overflow_are_corruption() {
 fn from_wal_record_names_the_log_file_and_record() {
     let mut data = sample_batch().into_data();
     data.truncate(data.len() - 1);
-    let err = WriteBatch::from_wal_record(data, Path::new("/db/000012.wal"), 4242).unwrap_err();
+    let err =
+        WriteBatch::from_wal_record(data, Some(3), Path::new("/db/000012.wal"), 4242).unwrap_err();
     let text = err.to_string();
     assert!(
         text.starts_with("corruption in /db/000012.wal at offset 4242: write batch"),

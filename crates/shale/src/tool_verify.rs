@@ -410,7 +410,8 @@ fn check_wals(
             let mut reader = LogReader::new(file, number, RecoveryMode::AbsoluteConsistency)?;
             let (mut records, mut entries) = (0u64, 0u64);
             while let Some((record, offset)) = reader.read_record()? {
-                let batch = WriteBatch::from_wal_record(record, &path, offset)?;
+                let version = reader.format_version();
+                let batch = WriteBatch::from_wal_record(record, version, &path, offset)?;
                 records += 1;
                 entries += u64::from(batch.count());
             }

@@ -260,6 +260,16 @@ fn print_log(
         Ok(log) => log,
         Err(e) => return Err(fail(doc, records, e.into())),
     };
+    // The version decides how each record's batch header is laid out (docs/format/wal.md).
+    doc["format_version"] = json!(log.format_version());
+    if !json {
+        let version = log
+            .format_version()
+            .map_or_else(|| "unknown".to_owned(), |v| v.to_string());
+        if let Err(e) = writeln!(out, "  format version {version}") {
+            return Err(fail(doc, records, e.into()));
+        }
+    }
     let mut entries = 0u64;
     let mut record_count = 0u64;
     loop {
@@ -268,7 +278,7 @@ fn print_log(
                 return Ok(false);
             };
             let bytes = record.len();
-            let batch = WriteBatch::from_wal_record(record, path, offset)?;
+            let batch = WriteBatch::from_wal_record(record, log.format_version(), path, offset)?;
             entries += u64::from(batch.count());
             record_count += 1;
             if json {

@@ -33,7 +33,7 @@ pub(super) fn read_wal(
             Err(e) => return Err(e),
         };
         let (bytes, offset) = record;
-        match WriteBatch::from_wal_record(bytes, path, offset) {
+        match WriteBatch::from_wal_record(bytes, reader.format_version(), path, offset) {
             Ok(batch) => {
                 batches.push((number, batch));
                 records += 1;

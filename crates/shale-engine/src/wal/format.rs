@@ -9,7 +9,7 @@
 //!    log number) and the payload, and is stored masked.
 //! 3. The file header record at offset 0 has the version 1 header in every version, so a
 //!    reader learns the version (and the log number) before it needs the record layout.
-//! 4. A version 2 or 3 file is never recycled (its records carry no log number to tell stale
+//! 4. A version 2, 3 or 4 file is never recycled (its records carry no log number to tell stale
 //!    records from this log's): a recycler must write version 1 records.
 //! 5. Record type values never change; 0 is never a valid record, so zero bytes never decode
 //!    as data.
@@ -21,8 +21,8 @@ pub const BLOCK_SIZE: usize = 32 * 1024;
 /// file header record at offset 0 has this header in every version, so any reader can parse it.
 pub const V1_HEADER_SIZE: usize = 11;
 
-/// Bytes of a record header in the version this build writes (3, as in 2): checksum u32, length u16,
-/// type u8. Every record after the file header has it.
+/// Bytes of a record header in the version this build writes (4, as in 2 and 3): checksum u32,
+/// length u16, type u8. Every record after the file header has it.
 pub const HEADER_SIZE: usize = 7;
 
 /// The largest payload one physical record can carry in the version this build writes (a
@@ -32,10 +32,16 @@ pub const MAX_FRAGMENT_SIZE: usize = BLOCK_SIZE - HEADER_SIZE;
 /// The magic at the start of the file header record's payload.
 pub const MAGIC: &[u8; 8] = b"SHALEWAL";
 
-/// The format version this build writes, and the newest it reads. Version 3 has version 2's
-/// records; its write batches may hold the default-keyspace entry tags
-/// (`docs/format/write_batch.md`), which a version 2 reader would reject as corrupt.
-pub const FORMAT_VERSION: u32 = 3;
+/// The format version this build writes, and the newest it reads. Versions 3 and 4 have
+/// version 2's records. Version 3 write batches may hold the default-keyspace entry tags
+/// (`docs/format/write_batch.md`), which a version 2 reader would reject as corrupt; version 4
+/// records start with the compact batch header ([`COMPACT_BATCH_HEADER_VERSION`]).
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The first format version whose records carry a commit group's first seqno and count as
+/// varints instead of the write batch's fixed 12-byte header (docs/format/wal.md, "Logical
+/// records").
+pub const COMPACT_BATCH_HEADER_VERSION: u32 = 4;
 
 /// The oldest format version this build reads (and can still write, for tests).
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
@@ -52,7 +58,7 @@ pub(crate) enum Layout {
     /// Version 1: the header carries the low 32 bits of the log number, so the stale records of
     /// a recycled file are recognised. Also the layout of every file header record.
     WithLogNumber,
-    /// Versions 2 and 3: no log number. Sound only because such a file is never recycled: it is
+    /// Versions 2, 3 and 4: no log number. Sound only because such a file is never recycled: it is
     /// always created empty, so every checksum-valid record in it was written for this log.
     Compact,
 }
@@ -62,7 +68,7 @@ impl Layout {
     pub(crate) fn of_version(version: u32) -> Option<Layout> {
         match version {
             1 => Some(Layout::WithLogNumber),
-            2 | 3 => Some(Layout::Compact),
+            2..=4 => Some(Layout::Compact),
             _ => None,
         }
     }

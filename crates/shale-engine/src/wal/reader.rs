@@ -124,6 +124,8 @@ pub struct LogReader {
     path: PathBuf,
     log_number: u64,
     log_low: u32,
+    /// The format version the file header named; `None` until it did (or when it was damaged).
+    format_version: Option<u32>,
     /// The layout of the records after the file header; `None` until the header named it
     /// (invariant 5).
     layout: Option<Layout>,
@@ -221,6 +223,7 @@ impl LogReader {
             path,
             log_number,
             log_low: log_number_low(log_number),
+            format_version: None,
             layout: None,
             mode,
             file_size,
@@ -288,6 +291,18 @@ impl LogReader {
     /// the first): where the recovered data ends.
     pub fn last_record_end(&self) -> u64 {
         self.last_record_end
+    }
+
+    /// The format version of the records read so far, which decides how a record's payload
+    /// decodes ([`crate::WriteBatch::from_wal_record`]): the version the file header names. When
+    /// the header was damaged or missing and `SkipAnyCorruptedRecords` read on, it is 1 if the
+    /// records have version 1's layout and `None` if they have the layout versions 2 to 4
+    /// share (and before any record was found).
+    pub fn format_version(&self) -> Option<u32> {
+        self.format_version.or(match self.layout {
+            Some(Layout::WithLogNumber) => Some(1),
+            Some(Layout::Compact) | None => None,
+        })
     }
 
     /// The log number the reader expects.
@@ -415,6 +430,7 @@ impl LogReader {
                 };
                 match log_number {
                     Some(n) if n == self.log_number => {
+                        self.format_version = Some(version);
                         self.layout = Some(layout);
                         Ok(())
                     }

@@ -9,7 +9,7 @@
 //!    file again, and every later call fails with [`Error::Background`] naming the first
 //!    failure. A failed sync is never retried (shale-fs durability contract, rule 3).
 //! 4. A log is only ever written into an empty file (never a recycled one), which is what makes
-//!    version 2 records, without a log number, sound (docs/format/wal.md, "Recycling").
+//!    records of versions 2 to 4, without a log number, sound (docs/format/wal.md, "Recycling").
 
 use shale_fs::{DataSyncer, WritableFile};
 
@@ -28,6 +28,9 @@ pub struct LogWriter {
     file: Box<dyn WritableFile>,
     log_number: u64,
     log_low: u32,
+    /// The format version the file header names; the caller's payloads must be in its
+    /// encoding (a commit group's: [`crate::wal::GroupRecord`]).
+    format_version: u32,
     /// The layout of the records after the file header.
     layout: Layout,
     /// Offset inside the current block where the next record starts.
@@ -46,7 +49,9 @@ impl LogWriter {
     }
 
     /// [`Self::new`] writing format `version`, which must be one this build reads. Only tests
-    /// need an older version (to check that logs written before an upgrade still replay).
+    /// need an older version (to check that logs written before an upgrade still replay); the
+    /// payloads they add must be in that version's encoding
+    /// ([`crate::WriteBatch::to_wal_record`]).
     pub fn with_format_version(
         file: Box<dyn WritableFile>,
         log_number: u64,
@@ -68,6 +73,7 @@ impl LogWriter {
             file,
             log_number,
             log_low: log_number_low(log_number),
+            format_version: version,
             layout,
             block_offset: 0,
             file_size: 0,
@@ -132,6 +138,11 @@ impl LogWriter {
     /// The log number this file was started with.
     pub fn log_number(&self) -> u64 {
         self.log_number
+    }
+
+    /// The format version this log is written in (its file header names it).
+    pub fn format_version(&self) -> u32 {
+        self.format_version
     }
 
     /// The first failure, if the writer is poisoned.
