@@ -366,15 +366,9 @@ fn a_database_whose_logs_were_written_in_wal_format_version_3_opens_after_the_up
 /// its records anyway (each payload decodes under exactly one of the batch headers).
 #[test]
 fn skip_mode_replays_a_log_whose_file_header_named_version_4_and_is_damaged() {
-    let fs = MemFs::new();
     let mode = RecoveryMode::SkipAnyCorruptedRecords;
-    let db = Db::open(DIR, options(Arc::new(fs.clone()), mode)).unwrap();
-    put_all(&db, "a", 50);
-    let image = fs.crash_image(CrashMode::DropUnsynced);
-    drop(db);
-    let wals = files(&image, ".wal");
-    assert_eq!(wals.len(), 1, "{wals:?}");
-    let path = Path::new(DIR).join(&wals[0]);
+    let (image, wal) = fifty_puts_in_one_log(mode);
+    let path = Path::new(DIR).join(&wal);
     let mut bytes = image.file_contents(&path).unwrap();
     assert_eq!(bytes[19], 4, "format version 4");
     bytes[15] ^= 1; // inside the magic: the file header's checksum fails
@@ -383,19 +377,25 @@ fn skip_mode_replays_a_log_whose_file_header_named_version_4_and_is_damaged() {
     assert_all(&db, "a", 50, "replayed past a damaged file header");
 }
 
-fn logs_of_an_older_version_replay(version: u32) {
+/// A crash image of a database that took 50 puts (`a` prefix), all in its one log, and
+/// that log's name.
+fn fifty_puts_in_one_log(mode: RecoveryMode) -> (MemFs, String) {
     let fs = MemFs::new();
-    let mode = RecoveryMode::AbsoluteConsistency;
     let db = Db::open(DIR, options(Arc::new(fs.clone()), mode)).unwrap();
     put_all(&db, "a", 50);
     let image = fs.crash_image(CrashMode::DropUnsynced);
     drop(db);
-    let wals = files(&image, ".wal");
+    let mut wals = files(&image, ".wal");
     assert_eq!(wals.len(), 1, "{wals:?}");
-    for name in &wals {
-        let number = shale_engine::wal::format::parse_log_file_name(name).unwrap();
-        rewrite_as_version(&image, name, number, version);
-    }
+    let wal = wals.remove(0);
+    (image, wal)
+}
+
+fn logs_of_an_older_version_replay(version: u32) {
+    let mode = RecoveryMode::AbsoluteConsistency;
+    let (image, wal) = fifty_puts_in_one_log(mode);
+    let number = shale_engine::wal::format::parse_log_file_name(&wal).unwrap();
+    rewrite_as_version(&image, &wal, number, version);
     let manifests: Vec<String> = image
         .list(Path::new(DIR))
         .unwrap()
