@@ -47,11 +47,16 @@ pub(crate) fn take(len: usize) -> Vec<u8> {
         })
         .ok()
         .flatten();
-    // Without a reused buffer, the capacity is rounded up (invariant 3). With one, `resize`
-    // truncates or zero-fills only the growth, and the capacity suffices: no reallocation.
-    let mut buffer =
-        reused.unwrap_or_else(|| Vec::with_capacity(len.next_multiple_of(CAPACITY_GRANULE)));
-    buffer.resize(len, 0);
+    if let Some(mut buffer) = reused {
+        // Truncates or zero-fills only the growth; the capacity suffices, so no reallocation.
+        buffer.resize(len, 0);
+        return buffer;
+    }
+    // The capacity is rounded up (invariant 3). A zeroed allocation, not `with_capacity` and
+    // `resize`: `calloc` skips the fill for memory fresh from the system, which is what a cache
+    // still warming up (nothing evicted, so nothing pooled) gets.
+    let mut buffer = vec![0; len.next_multiple_of(CAPACITY_GRANULE)];
+    buffer.truncate(len);
     buffer
 }
 
