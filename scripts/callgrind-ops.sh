@@ -9,6 +9,8 @@
 #   FILL=fillrandom,overwrite fills the read database with those benchmarks instead of
 #   fillrandom alone (several flushes and compactions: tables on more than one level).
 #   BIN=PATH runs that binary instead of building target/release/shale.
+#   CACHE=BYTES sets --cache_size (default 268435456, which holds all of a 200,000-key
+#   database; a few MiB makes the reads miss the block cache).
 #   KEEP_DB=DIR keeps a copy of the filled read database in DIR and reads a copy of DIR when
 #   it exists, so runs before and after a read-side change read the same table files.
 # Fill benchmarks start from a fresh database; the others read one database filled first
@@ -31,8 +33,8 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 flags=(--num="$num" --key_size=16 --value_size=100 --compression_ratio=0.5
-  --compression_type=lz4 --bloom_bits=10 --cache_size=268435456 --threads=1 --seek_nexts=10
-  --seed=1001)
+  --compression_type=lz4 --bloom_bits=10 --cache_size="${CACHE:-268435456}" --threads=1
+  --seek_nexts=10 --seed=1001)
 if [[ -n ${BIN:-} ]]; then
   bin=$BIN
 else

@@ -275,6 +275,14 @@ impl Block {
     }
 }
 
+impl Drop for Block {
+    /// The contents go back to this thread's buffer pool, for the next block-cache miss to
+    /// decompress into (`crate::buffer_pool`).
+    fn drop(&mut self) {
+        crate::buffer_pool::recycle(std::mem::take(&mut self.contents));
+    }
+}
+
 impl std::fmt::Debug for Block {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Block")

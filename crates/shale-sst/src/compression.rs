@@ -504,14 +504,28 @@ fn check_length(kind: Compression, stated: usize, actual: usize) -> Result<(), D
 }
 
 /// The `len` bytes an LZ4 block `payload` holds. The crate's safe decoder (feature
-/// `safe-decode`, no unsafe code on untrusted bytes) writes into a zero-filled vector of `len`
-/// bytes and refuses input that would write past it, read past the payload or refer before
-/// the output's start. Its other decoder skips the zero fill but took more instructions on our
-/// blocks (docs/dependencies.md).
+/// `safe-decode`, no unsafe code on untrusted bytes) writes into a slice of exactly `len` bytes
+/// and refuses input that would write past it, read past the payload or refer before the
+/// output's start (matches refer to bytes it wrote, never to what the slice held before). The
+/// slice is a recycled block buffer (`crate::buffer_pool`), so a miss neither allocates nor
+/// zero-fills; whatever it held is overwritten, as a result is accepted only when the decoder
+/// wrote all `len` bytes. Its other decoder skips the zero fill but took more instructions on
+/// our blocks (docs/dependencies.md).
 fn decompress_lz4(len: usize, payload: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let kind = Compression::Lz4;
-    let out = lz4_flex::block::decompress(payload, len).map_err(|e| codec_error(kind, &e))?;
-    check_length(kind, len, out.len())?;
+    let mut out = crate::buffer_pool::take(len);
+    let result = lz4_flex::block::decompress_into(payload, &mut out);
+    let written = match result {
+        Ok(written) => written,
+        Err(e) => {
+            crate::buffer_pool::recycle(out);
+            return Err(codec_error(kind, &e));
+        }
+    };
+    if let Err(e) = check_length(kind, len, written) {
+        crate::buffer_pool::recycle(out);
+        return Err(e);
+    }
     Ok(out)
 }
 
@@ -918,6 +932,31 @@ mod tests {
                 assert_eq!(out.len(), len, "round {round}");
             }
         }
+    }
+
+    /// A block decoded into a recycled buffer holds only its own bytes, whatever the buffer
+    /// held before, and a failed decode hands back no buffer contents.
+    #[test]
+    fn recycled_buffers_do_not_leak_into_lz4_blocks() {
+        let raw = compressible(4096);
+        let stored = lz4_flex::block::compress(&raw);
+        for _ in 0..4 {
+            crate::buffer_pool::recycle(vec![0xee; 8192]);
+        }
+        for len in [raw.len(), 100] {
+            let result = decompress_lz4(len, &stored);
+            if len == raw.len() {
+                assert_eq!(result.unwrap(), raw);
+            } else {
+                assert!(result.is_err());
+            }
+        }
+        // Short output: the stated length is longer than what the payload writes.
+        crate::buffer_pool::recycle(vec![0xee; 8192]);
+        assert!(decompress_lz4(raw.len() + 7, &stored).is_err());
+        let small = compressible(300);
+        let out = decompress_lz4(small.len(), &lz4_flex::block::compress(&small)).unwrap();
+        assert_eq!(out, small);
     }
 
     fn snap_header_len(stored: &[u8]) -> usize {

@@ -7,6 +7,7 @@
 
 mod block;
 mod block_builder;
+mod buffer_pool;
 mod cache;
 mod checksum;
 mod coding;
