@@ -219,14 +219,11 @@ impl WriteBatch {
     /// the count matches and that nothing follows the last entry. A corruption error names
     /// the byte offset inside the encoding.
     pub fn from_data(data: Vec<u8>) -> Result<WriteBatch> {
-        match Self::validated(data) {
-            Ok(batch) => Ok(batch),
-            Err(e) => Err(Error::Corruption {
-                file: BATCH_PSEUDO_FILE.into(),
-                offset: e.offset as u64,
-                detail: e.detail,
-            }),
-        }
+        Self::validated(data).map_err(|e| Error::Corruption {
+            file: BATCH_PSEUDO_FILE.into(),
+            offset: e.offset as u64,
+            detail: e.detail,
+        })
     }
 
     /// Decodes the payload of the WAL record at `record_offset` of `file`, a log of WAL format

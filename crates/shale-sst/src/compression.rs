@@ -514,19 +514,16 @@ fn check_length(kind: Compression, stated: usize, actual: usize) -> Result<(), D
 fn decompress_lz4(len: usize, payload: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let kind = Compression::Lz4;
     let mut out = crate::buffer_pool::take(len);
-    let result = lz4_flex::block::decompress_into(payload, &mut out);
-    let written = match result {
-        Ok(written) => written,
+    let checked = lz4_flex::block::decompress_into(payload, &mut out)
+        .map_err(|e| codec_error(kind, &e))
+        .and_then(|written| check_length(kind, len, written));
+    match checked {
+        Ok(()) => Ok(out),
         Err(e) => {
             crate::buffer_pool::recycle(out);
-            return Err(codec_error(kind, &e));
+            Err(e)
         }
-    };
-    if let Err(e) = check_length(kind, len, written) {
-        crate::buffer_pool::recycle(out);
-        return Err(e);
     }
-    Ok(out)
 }
 
 fn decompress_snappy(stored: &[u8]) -> Result<Vec<u8>, DecodeError> {

@@ -34,7 +34,7 @@ pub(super) fn put_varint64(out: &mut Vec<u8>, mut v: u64) {
 
 /// Why decoding failed, at a byte offset of the encoding.
 #[derive(Debug)]
-pub(super) struct DecodeFailure {
+pub(crate) struct DecodeFailure {
     pub offset: usize,
     pub detail: String,
     /// A tag or subtag from a newer Shale, rather than damage.
@@ -73,10 +73,10 @@ impl DecodeFailure {
     }
 }
 
-pub(super) type Decoded<T> = std::result::Result<T, DecodeFailure>;
+pub(crate) type Decoded<T> = std::result::Result<T, DecodeFailure>;
 
 /// A cursor over one field body; offsets in errors are offsets of the whole edit.
-pub(super) struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
     /// Offset of `data[0]` in the edit.

@@ -12,7 +12,7 @@
 //!   `create`, `recover`, `log_and_apply`, keyspaces and `live_files`.
 
 mod builder;
-mod coding;
+pub(crate) mod coding;
 mod edit;
 mod levels;
 mod manifest;

@@ -19,6 +19,7 @@ use shale_sst::SeqNo;
 use super::format::{COMPACT_BATCH_HEADER_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 use crate::batch::{get_varint32, BatchError, WriteBatch, HEADER_SIZE};
 use crate::error::{Error, Result};
+use crate::version::coding::Reader;
 
 /// Most bytes of a varint64.
 const MAX_VARINT64_SIZE: usize = 10;
@@ -194,9 +195,13 @@ pub(crate) fn decode(
 /// Decodes a version 4 payload: the varint header, then the entries, rebuilt into the
 /// in-memory encoding (the recovery path; one copy of the entries).
 fn decode_compact(data: &[u8]) -> std::result::Result<WriteBatch, BatchError> {
-    let mut at = 0;
-    let first_seqno = get_varint64(data, &mut at, "first seqno")?;
-    let seqno_size = at;
+    // The MANIFEST's minimal-varint reader (docs/format/manifest.md): one encoding per value.
+    let mut reader = Reader::new(data, 0);
+    let first_seqno = reader
+        .varint64("first seqno")
+        .map_err(|e| BatchError::new(e.offset, e.detail))?;
+    let seqno_size = reader.at();
+    let mut at = seqno_size;
     let count = get_varint32(data, &mut at, "entry count")?;
     let header_size = at;
     let entries = data.get(header_size..).unwrap_or_default();
@@ -213,42 +218,6 @@ fn decode_compact(data: &[u8]) -> std::result::Result<WriteBatch, BatchError> {
         },
         detail: e.detail,
     })
-}
-
-/// Decodes a LEB128 varint64 at `*at`, advancing it; rejects truncated, over-long
-/// (non-minimal) encodings and values above `u64::MAX`.
-fn get_varint64(data: &[u8], at: &mut usize, what: &str) -> std::result::Result<u64, BatchError> {
-    let start = *at;
-    let mut value: u64 = 0;
-    for i in 0..MAX_VARINT64_SIZE {
-        let byte = *data
-            .get(start + i)
-            .ok_or_else(|| BatchError::new(start, format!("{what}: truncated varint")))?;
-        if byte == 0 && i > 0 {
-            // One encoding per record: a trailing zero group is an over-long varint.
-            return Err(BatchError::new(
-                start,
-                format!("{what}: over-long varint64 encoding"),
-            ));
-        }
-        let group = u64::from(byte & 0x7f);
-        // The tenth byte holds bit 63 only.
-        if i == MAX_VARINT64_SIZE - 1 && group > 1 {
-            return Err(BatchError::new(
-                start,
-                format!("{what}: varint64 overflows"),
-            ));
-        }
-        value |= group << (7 * i);
-        if byte & 0x80 == 0 {
-            *at = start + i + 1;
-            return Ok(value);
-        }
-    }
-    Err(BatchError::new(
-        start,
-        format!("{what}: varint64 longer than {MAX_VARINT64_SIZE} bytes"),
-    ))
 }
 
 #[cfg(test)]
@@ -275,9 +244,9 @@ mod tests {
         ] {
             let bytes = varint64(value);
             assert_eq!(bytes.len(), len, "{value}");
-            let mut at = 0;
-            assert_eq!(get_varint64(&bytes, &mut at, "v").unwrap(), value);
-            assert_eq!(at, len);
+            let mut reader = Reader::new(&bytes, 0);
+            assert_eq!(reader.varint64("v").unwrap(), value);
+            assert_eq!(reader.at(), len);
         }
         for bad in [
             &[][..],
@@ -288,7 +257,7 @@ mod tests {
             &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
             &[0x80; 11],
         ] {
-            assert!(get_varint64(bad, &mut 0, "v").is_err(), "{bad:02x?}");
+            assert!(Reader::new(bad, 0).varint64("v").is_err(), "{bad:02x?}");
         }
     }
 
