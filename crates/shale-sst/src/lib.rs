@@ -21,6 +21,7 @@ mod index_block;
 mod iter;
 mod key;
 mod layout;
+mod prefetch;
 mod properties;
 mod readahead;
 mod reader;
@@ -41,6 +42,7 @@ pub use key::{
     MAX_SEQNO,
 };
 pub use layout::{describe_internal_key, printable, BlockInfo, BlockKind, TableLayout};
+pub use prefetch::prefetch_read;
 pub use properties::TableProperties;
 pub use readahead::{
     DEFAULT_MAX_READAHEAD_SIZE, INITIAL_READAHEAD_SIZE, SEQUENTIAL_LOADS_BEFORE_READAHEAD,
