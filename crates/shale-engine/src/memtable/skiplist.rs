@@ -32,8 +32,8 @@
 //! prefetches both nodes it may compare next: that node's successor at the same level (taken
 //! if the node sorts before the target; `RocksDB`'s `InlineSkipList` prefetches this one too)
 //! and the current node's successor one level down (taken if not), so misses overlap instead
-//! of queueing ([`SkipList::prefetch_candidates`]; about 20% faster gets and 15% faster
-//! inserts on a 64 MiB memtable, docs/benchmarks.md "Skiplist prefetch").
+//! of queueing ([`SkipList::prefetch_candidates`]; gets and inserts about 20-25% faster on a
+//! memtable of 450K-1M entries, docs/benchmarks.md "Skiplist prefetch").
 //!
 //! Invariants:
 //! 1. Nodes never move and are never freed before the skiplist drops (they live in its arena).
