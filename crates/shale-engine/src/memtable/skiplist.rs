@@ -55,7 +55,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemoryOrder};
 use std::sync::Arc;
 
-use shale_sst::{BytewiseComparator, Comparator};
+use shale_sst::{prefetch_read, BytewiseComparator, Comparator};
 
 use super::arena::{thread_index, Arena, ALIGN};
 
@@ -617,14 +617,14 @@ impl SkipList {
             // it lives as long as the list (invariant 1).
             let successor = unsafe { link(n, level).load(MemoryOrder::Relaxed) };
             if let Some(successor) = NonNull::new(successor) {
-                prefetch_node(successor);
+                prefetch_read(successor.as_ptr());
             }
         }
         if level > 0 {
             // SAFETY: the caller's guarantee; a tower with a link at `level` has all below.
             let below = NonNull::new(unsafe { link(x, level - 1).load(MemoryOrder::Relaxed) });
             if let Some(below) = below.filter(|&b| Some(b) != next) {
-                prefetch_node(below);
+                prefetch_read(below.as_ptr());
             }
         }
     }
@@ -886,23 +886,6 @@ unsafe fn read_varint32_long(at: *const u8) -> (usize, *const u8) {
         }
     }
     unreachable!("a memtable length varint runs past {MAX_VARINT32_LEN} bytes")
-}
-
-/// Asks the CPU to start loading the cache line at `node`: its link 0 and the start of its
-/// key, what a comparison reads first. A hint: it changes no result.
-#[allow(clippy::inline_always)]
-#[inline(always)]
-fn prefetch_node(node: NonNull<Node>) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint that never faults, whatever the address; callers pass
-    // nodes of a live list anyway (invariant 1). SSE is part of the x86_64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            node.as_ptr().cast::<i8>(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = node;
 }
 
 /// Link `level` of `node`.
