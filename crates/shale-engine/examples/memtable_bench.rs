@@ -1,5 +1,6 @@
-//! Memtable throughput: concurrent inserts, point gets and a full scan of our skiplist memtable,
-//! beside `crossbeam-skiplist`'s `SkipMap` doing the same work as a reference.
+//! Memtable throughput: concurrent inserts, point gets, iterator seeks and a full scan of our
+//! skiplist memtable, beside `crossbeam-skiplist`'s `SkipMap` doing the same inserts, gets and
+//! scan as a reference.
 //!
 //! `cargo run --release -p shale-engine --example memtable_bench [-- ENTRIES]`
 //!
@@ -25,7 +26,7 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use shale_engine::{InternalIterator, MemTable};
-use shale_sst::{BytewiseComparator, Comparator, ValueKind, MAX_SEQNO};
+use shale_sst::{append_internal_key, BytewiseComparator, Comparator, ValueKind, MAX_SEQNO};
 
 const VALUE_SIZE: usize = 100;
 const ROUNDS: usize = 3;
@@ -140,6 +141,34 @@ fn gets_crossbeam(map: &SkipMap<Vec<u8>, Vec<u8>>, order: &[u64], threads: usize
     })
 }
 
+/// Iterator seeks to every entry in `order` (the memtable's share of a `seekrandom`), each
+/// followed by `nexts` steps forward, or by one step back instead when `nexts` is 0 (a
+/// `seek_for_prev` search, then `prev`'s search).
+fn seeks_ours(memtable: &Arc<MemTable>, order: &[u64], nexts: usize) -> Duration {
+    let mut it = memtable.iter();
+    let mut target = Vec::new();
+    let start = Instant::now();
+    let mut bytes = 0;
+    for &i in order {
+        target.clear();
+        append_internal_key(&mut target, &key(i), MAX_SEQNO, ValueKind::MAX);
+        if nexts == 0 {
+            it.seek_for_prev(&target);
+            it.prev();
+        } else {
+            it.seek(&target);
+            for _ in 0..nexts {
+                bytes += it.value().len();
+                it.next();
+            }
+        }
+        bytes += it.key().len();
+    }
+    let time = start.elapsed();
+    assert!(bytes > 0);
+    time
+}
+
 fn scan_ours(memtable: &Arc<MemTable>) -> Duration {
     let start = Instant::now();
     let mut it = memtable.iter();
@@ -195,6 +224,8 @@ fn child(implementation: &str, threads: usize, entries: usize) {
                 ));
             }
             results.push(("scan", scan_ours(&memtable).as_secs_f64()));
+            results.push(("seek10", seeks_ours(&memtable, &order, 10).as_secs_f64()));
+            results.push(("prev", seeks_ours(&memtable, &order, 0).as_secs_f64()));
             results.push(("memory", memtable.approximate_memory_usage() as f64));
             // A memtable that fits in the CPU caches: comparisons rather than misses dominate.
             let small = (entries / 50).max(1);
@@ -320,6 +351,16 @@ fn main() {
         entries,
         metric(ours, "scan"),
         metric(crossbeam, "scan"),
+    );
+    println!(
+        "{:<38} {:>16}",
+        "seek + 10 nexts, 1 thread",
+        rate(entries, metric(ours, "seek10"))
+    );
+    println!(
+        "{:<38} {:>16}",
+        "seek_for_prev + prev, 1 thread",
+        rate(entries, metric(ours, "prev"))
     );
     println!(
         "memtable memory: {:.1} MiB for {:.1} MiB of keys and values",

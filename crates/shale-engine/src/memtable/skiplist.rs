@@ -26,6 +26,15 @@
 //! walk there instead of at the head: sequential keys (`fillseq`, auto-increment ids, time
 //! series) skip the descent, as `RocksDB`'s `InlineSkipList` does with its cached splice.
 //!
+//! A search (`seek`, `seek_for_prev` and `prev`, the insert's splice) compares a chain of
+//! nodes, each one's address read from the node before, so in a memtable larger than the CPU
+//! caches each comparison waits for a cache miss. While it waits for one node, the search
+//! prefetches both nodes it may compare next: that node's successor at the same level (taken
+//! if the node sorts before the target; `RocksDB`'s `InlineSkipList` prefetches this one too)
+//! and the current node's successor one level down (taken if not), so misses overlap instead
+//! of queueing ([`SkipList::prefetch_candidates`]; gets and inserts about 20-25% faster on a
+//! memtable of 450K-1M entries, docs/benchmarks.md "Skiplist prefetch").
+//!
 //! Invariants:
 //! 1. Nodes never move and are never freed before the skiplist drops (they live in its arena).
 //! 2. A node's key, value and lengths are written before the node is linked at any level, and
@@ -46,7 +55,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemoryOrder};
 use std::sync::Arc;
 
-use shale_sst::{BytewiseComparator, Comparator};
+use shale_sst::{prefetch_read, BytewiseComparator, Comparator};
 
 use super::arena::{thread_index, Arena, ALIGN};
 
@@ -499,6 +508,8 @@ impl SkipList {
         loop {
             // SAFETY: as in `last`.
             let next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+            // SAFETY: as in `last`.
+            unsafe { Self::prefetch_candidates(x, level, next, last_bigger) };
             match next {
                 Some(n)
                     if next != last_bigger
@@ -571,6 +582,53 @@ impl SkipList {
             .compare(node_user, node_trailer, user_key, trailer)
     }
 
+    /// Starts fetching both nodes a search may compare after `next`, `x`'s successor at
+    /// `level`, while `next`'s own miss resolves: each node's address is read from the node
+    /// before, so without this every comparison waits for one miss (~20-35 per search in a
+    /// memtable larger than the caches). `known_after` is the node the caller knows to sort
+    /// after the target without comparing it (`last_bigger`), or None.
+    ///
+    /// - If `next` sorts before the target, the search moves to it and compares its successor
+    ///   at `level`: its address arrives with `next`'s cache line (the links sit just before
+    ///   the key), so its fetch starts before the comparison and its branch resolve. Skipped
+    ///   when `next` is `known_after` (never compared, never moved to).
+    /// - Otherwise the search drops a level at `x` and compares `x`'s successor one level
+    ///   down, whose address `x` (in cache) already holds: its fetch overlaps `next`'s miss.
+    ///   Skipped when that is `next` itself (it then sorts after the target and is not
+    ///   compared again) or null.
+    ///
+    /// Fetching further down `x`'s tower as well (two levels) measured no better
+    /// (docs/benchmarks.md, "Skiplist prefetch").
+    ///
+    /// # Safety
+    /// `x` is the head or a node reached through this list's links, with a link at `level`.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    unsafe fn prefetch_candidates(
+        x: NonNull<Node>,
+        level: usize,
+        next: Option<NonNull<Node>>,
+        known_after: Option<NonNull<Node>>,
+    ) {
+        // Relaxed loads: the addresses are only prefetched; the search loads each link again
+        // with Acquire before it follows it.
+        if let Some(n) = next.filter(|_| next != known_after) {
+            // SAFETY: `n` was reached at `level` (invariant 3), so its tower has that link;
+            // it lives as long as the list (invariant 1).
+            let successor = unsafe { link(n, level).load(MemoryOrder::Relaxed) };
+            if let Some(successor) = NonNull::new(successor) {
+                prefetch_read(successor.as_ptr());
+            }
+        }
+        if level > 0 {
+            // SAFETY: the caller's guarantee; a tower with a link at `level` has all below.
+            let below = NonNull::new(unsafe { link(x, level - 1).load(MemoryOrder::Relaxed) });
+            if let Some(below) = below.filter(|&b| Some(b) != next) {
+                prefetch_read(below.as_ptr());
+            }
+        }
+    }
+
     /// The last node before the target (`< target`, or `<= target` when `or_equal`).
     fn find_last_before(&self, user_key: &[u8], trailer: u64, or_equal: bool) -> Option<Position> {
         let mut x = self.head;
@@ -579,6 +637,8 @@ impl SkipList {
         loop {
             // SAFETY: as in `last`.
             let next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+            // SAFETY: as in `last`.
+            unsafe { Self::prefetch_candidates(x, level, next, last_bigger) };
             let advance = next.is_some_and(|n| {
                 next != last_bigger
                     && match self.compare_node(n, user_key, trailer) {
@@ -670,6 +730,8 @@ impl SkipList {
             // SAFETY: `x` is `before` (the head or a node reached at `level`) or was reached
             // at `level`, so it has a link at `level`.
             let next = NonNull::new(unsafe { link(x, level).load(MemoryOrder::Acquire) });
+            // SAFETY: as above.
+            unsafe { Self::prefetch_candidates(x, level, next, known_after) };
             if next.is_some() && next == known_after {
                 return (x, next);
             }
