@@ -248,16 +248,7 @@ const PREFETCH_DISTANCE: usize = 8;
 /// Asks the CPU to start loading the cache line at `bytes` (a hint: no effect on results).
 #[inline]
 fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint that never faults, whatever the address; `bytes` is a
-    // live slice anyway. SSE is part of the x86_64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            bytes.as_ptr().cast::<i8>(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
+    shale_sst::prefetch_read(bytes.as_ptr());
 }
 
 /// The counters `add` keeps, gathered in one pass.
