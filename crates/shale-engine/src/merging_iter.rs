@@ -323,6 +323,15 @@ impl InternalIterator for MergingIter {
     }
 
     fn seek(&mut self, target: &[u8]) {
+        // Each child's seek is a chain of dependent cache misses (the memtable's skiplist, a
+        // table's index, cache bucket and block); run in turn they wait in series. Starting
+        // every child's first misses before any seek lets the later children's lines arrive
+        // while child 0 (the memtable) searches.
+        if self.error.is_none() {
+            for child in &mut self.children {
+                child.prefetch_seek(target);
+            }
+        }
         self.reposition_all(Direction::Forward, |c| c.seek(target));
     }
 
