@@ -9,6 +9,10 @@
 //! 3. For a table opened with a global seqno, every key returned carries that seqno in place
 //!    of the stored 0 (`GlobalSeqnoKey`), and seeks position by the keys as returned.
 //!    Each user key has one entry in such a table, so the rewrite keeps the order.
+//! 4. A seek takes `prepared_index` in place of searching the index only when it is the
+//!    target's place: separator `p` is `>=` the target and separator `p - 1` is below it.
+//!    Separators strictly increase, so that is the one position a search would return,
+//!    whatever target the preparation saw.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -30,6 +34,9 @@ pub struct TableIter {
     block_index: Arc<Index>,
     /// Position in the decoded index; `None` when off either end.
     index: Option<usize>,
+    /// The index position [`Self::prefetch_seek`] found, for the seek that follows: used
+    /// only after checking that it is the position of that seek's target (invariant 4).
+    prepared_index: Option<usize>,
     data: Option<BlockIter>,
     data_handle: Option<BlockHandle>,
     // The rarely set parts are boxed: engines build and move iterators for every seek, and
@@ -92,6 +99,7 @@ impl TableIter {
         TableIter {
             block_index,
             index,
+            prepared_index: None,
             data: None,
             data_handle: None,
             bounds,
@@ -189,11 +197,11 @@ impl TableIter {
     }
 
     /// Starts loading what [`Self::seek`] to `target` reads first: the index search runs
-    /// (leaving its lines warm for the seek's own), and the block cache's bucket for the
+    /// (its result kept for that seek, invariant 4), and the block cache's bucket for the
     /// block it finds is prefetched. Changes no position, no result and no counter; a caller
     /// with other work before the seek (a merge seeking its memtable) overlaps these cache
     /// misses with it.
-    pub fn prefetch_seek(&self, target: &[u8]) {
+    pub fn prefetch_seek(&mut self, target: &[u8]) {
         if self.error.is_some() {
             return;
         }
@@ -211,6 +219,7 @@ impl TableIter {
             }
         }
         let position = self.block_index.seek(target);
+        self.prepared_index = Some(position);
         if position >= self.block_index.len() {
             return;
         }
@@ -231,7 +240,10 @@ impl TableIter {
             }
             _ => target,
         };
-        let position = self.block_index.seek(target);
+        let position = match self.prepared_index.take() {
+            Some(prepared) if self.is_index_place(prepared, target) => prepared,
+            _ => self.block_index.seek(target),
+        };
         self.index = (position < self.block_index.len()).then_some(position);
         self.load_data_block();
         if let Some(data) = &mut self.data {
@@ -239,6 +251,20 @@ impl TableIter {
         }
         self.skip_empty_forward();
         self.settle_forward();
+    }
+
+    /// Whether index position `position` is where a search for `target` ends: the first
+    /// separator `>= target` (invariant 4). Two comparisons on the lines the preparation's
+    /// search just read, where a search repeats all of its steps.
+    fn is_index_place(&self, position: usize, target: &[u8]) -> bool {
+        let index = &self.block_index;
+        let comparator = self.table.internal_comparator();
+        let at_or_after = position == index.len()
+            || (position < index.len() && comparator.compare(index.key(position), target).is_ge());
+        at_or_after
+            && position
+                .checked_sub(1)
+                .is_none_or(|before| comparator.compare(index.key(before), target).is_lt())
     }
 
     /// Positions at the last entry whose internal key is `<= target`.

@@ -1,5 +1,5 @@
-//! `TableIter::prefetch_seek` is only a hint: an iterator prepared for a seek and then seeked
-//! is positioned exactly like one seeked plainly, through bounds and a global seqno, and the
+//! `TableIter::prefetch_seek` is only a hint: an iterator prepared for a seek (or for another
+//! target) and then seeked is positioned exactly like one seeked plainly, through bounds and a global seqno, and the
 //! block cache it shares ends with the same counters and entries.
 
 use std::path::Path;
@@ -98,8 +98,13 @@ fn prepared_seeks_match_plain_ones(external: bool) {
                 rng.gen_range(0..2 * KEYS)
             };
             let target = InternalKey::for_seek(user.as_bytes(), seqno);
+            // Sometimes prepared for another target (or a neighbour in the index): the seek
+            // must not trust a position found for it.
+            let near = format!("k{:05}", rng.gen_range(0..KEYS + 10));
+            let other = InternalKey::for_seek(near.as_bytes(), MAX_SEQNO);
+            let prepared_for = if rng.gen_bool(0.3) { &other } else { &target };
             let before = prepared_cache.stats();
-            prepared.prefetch_seek(target.encoded());
+            prepared.prefetch_seek(prepared_for.encoded());
             assert_eq!(prepared_cache.stats(), before, "a prefetch counts nothing");
             prepared.seek(target.encoded());
             plain.seek(target.encoded());
