@@ -25,16 +25,6 @@ pub trait InternalIterator: Send {
     fn seek_to_last(&mut self);
     /// Positions at the first entry whose key is `>= target` (an internal key).
     fn seek(&mut self, target: &[u8]);
-    /// Starts loading what a [`Self::seek`] to `target` will read first, so that a caller
-    /// with other work before that seek (a merge seeking its other sources) overlaps the
-    /// cache misses of both. Changes no result: the entries, errors and statistics of the
-    /// next positioning call are what they would have been without it. It may give up the
-    /// current position (a level opens the table the seek will use), so call it only right
-    /// before positioning. Does nothing by default.
-    #[inline]
-    fn prefetch_seek(&mut self, target: &[u8]) {
-        let _ = target;
-    }
     /// Positions at the last entry whose key is `<= target` (an internal key).
     fn seek_for_prev(&mut self, target: &[u8]);
     /// Moves to the next entry.
@@ -78,9 +68,6 @@ impl InternalIterator for shale_sst::TableIter {
     fn seek(&mut self, target: &[u8]) {
         shale_sst::TableIter::seek(self, target);
     }
-    fn prefetch_seek(&mut self, target: &[u8]) {
-        shale_sst::TableIter::prefetch_seek(self, target);
-    }
     fn seek_for_prev(&mut self, target: &[u8]) {
         shale_sst::TableIter::seek_for_prev(self, target);
     }
@@ -118,9 +105,6 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     }
     fn seek(&mut self, target: &[u8]) {
         (**self).seek(target);
-    }
-    fn prefetch_seek(&mut self, target: &[u8]) {
-        (**self).prefetch_seek(target);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         (**self).seek_for_prev(target);
@@ -187,9 +171,6 @@ macro_rules! forward_internal_iterator {
             }
             fn seek(&mut self, target: &[u8]) {
                 match self { $($enum::$variant(it) => it.seek(target),)+ }
-            }
-            fn prefetch_seek(&mut self, target: &[u8]) {
-                match self { $($enum::$variant(it) => it.prefetch_seek(target),)+ }
             }
             fn seek_for_prev(&mut self, target: &[u8]) {
                 match self { $($enum::$variant(it) => it.seek_for_prev(target),)+ }

@@ -208,14 +208,6 @@ impl LevelIter {
         self.comparator.user_comparator().compare(a, b)
     }
 
-    /// The first table whose largest key is `>= target`: it holds the first entry `>= target`
-    /// (`files.len()` when there is none).
-    fn seek_file(&self, target: &[u8]) -> usize {
-        self.files.partition_point(|f| {
-            self.comparator.compare(f.largest.encoded(), target) == Ordering::Less
-        })
-    }
-
     /// Opens table `index` (if it exists) and positions it with `position`.
     fn position_in(&mut self, index: Option<usize>, position: impl FnOnce(&mut LevelTable)) {
         match index.filter(|&i| i < self.files.len()) {
@@ -249,16 +241,12 @@ impl InternalIterator for LevelIter {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        let index = self.seek_file(target);
+        // The first table whose largest key is >= target holds the first entry >= target.
+        let index = self.files.partition_point(|f| {
+            self.comparator.compare(f.largest.encoded(), target) == Ordering::Less
+        });
         self.position_in(Some(index), |t| t.seek(target));
         self.skip_empty_forward();
-    }
-
-    /// Opens the table [`Self::seek`] would (kept for it: no work is done twice; an open
-    /// error becomes the sticky error the seek then reports) and prefetches in it.
-    fn prefetch_seek(&mut self, target: &[u8]) {
-        let index = self.seek_file(target);
-        self.position_in(Some(index), |t| t.prefetch_seek(target));
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {

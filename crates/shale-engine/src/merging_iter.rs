@@ -2,12 +2,6 @@
 //! tables newest first, then one iterator per level) into one internal-key-ordered stream that
 //! can be walked in both directions. `LevelDB`'s `MergingIterator` is the reference behaviour.
 //!
-//! A forward seek first calls every child's [`InternalIterator::prefetch_seek`], then seeks
-//! the children in order: each child's seek is a chain of dependent cache misses (the
-//! memtable's skiplist; a table's index, block cache bucket and block), and preparing the
-//! tables first lets their first lines arrive while child 0, the memtable, searches. The
-//! preparation changes no result (see the trait), so the invariants below ignore it.
-//!
 //! Invariants:
 //! 1. `heap` holds exactly the valid children, ordered as a binary heap whose top is the child
 //!    that comes first in the current `direction`: the smallest key going forward, the largest
@@ -329,12 +323,6 @@ impl InternalIterator for MergingIter {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        // The children's miss chains overlap instead of waiting in series (module docs).
-        if self.error.is_none() {
-            for child in &mut self.children {
-                child.prefetch_seek(target);
-            }
-        }
         self.reposition_all(Direction::Forward, |c| c.seek(target));
     }
 

@@ -9,10 +9,6 @@
 //! 3. For a table opened with a global seqno, every key returned carries that seqno in place
 //!    of the stored 0 (`GlobalSeqnoKey`), and seeks position by the keys as returned.
 //!    Each user key has one entry in such a table, so the rewrite keeps the order.
-//! 4. A seek takes `prepared_index` in place of searching the index only when it is the
-//!    target's place: separator `p` is `>=` the target and separator `p - 1` is below it.
-//!    Separators strictly increase, so that is the one position a search would return,
-//!    whatever target the preparation saw.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -34,9 +30,6 @@ pub struct TableIter {
     block_index: Arc<Index>,
     /// Position in the decoded index; `None` when off either end.
     index: Option<usize>,
-    /// The index position [`Self::prefetch_seek`] found, for the seek that follows: used
-    /// only after checking that it is the position of that seek's target (invariant 4).
-    prepared_index: Option<usize>,
     data: Option<BlockIter>,
     data_handle: Option<BlockHandle>,
     // The rarely set parts are boxed: engines build and move iterators for every seek, and
@@ -99,7 +92,6 @@ impl TableIter {
         TableIter {
             block_index,
             index,
-            prepared_index: None,
             data: None,
             data_handle: None,
             bounds,
@@ -196,40 +188,6 @@ impl TableIter {
         }
     }
 
-    /// Starts loading what [`Self::seek`] to `target` reads first: the index search runs
-    /// (its result kept for that seek, invariant 4), and the block cache's bucket for the
-    /// block it finds is prefetched. Changes no position, no result and no counter; a caller
-    /// with other work before the seek (a merge seeking its memtable) overlaps these cache
-    /// misses with it.
-    pub fn prefetch_seek(&mut self, target: &[u8]) {
-        if self.error.is_some() {
-            return;
-        }
-        let global_target;
-        let mut target = target;
-        if self.global_seqno.is_some() {
-            global_target = InternalKey::for_seek(user_key_of(target), 0);
-            target = global_target.encoded();
-        }
-        let clamped;
-        if let Some(lower) = self.lower_bound() {
-            if self.user_compare(user_key_of(target), lower) == Ordering::Less {
-                clamped = InternalKey::for_seek(lower, MAX_SEQNO);
-                target = clamped.encoded();
-            }
-        }
-        let position = self.block_index.seek(target);
-        self.prepared_index = Some(position);
-        if position >= self.block_index.len() {
-            return;
-        }
-        let handle = self.block_index.handle(position);
-        // The seek keeps a loaded block without a lookup.
-        if self.data.is_none() || self.data_handle != Some(handle) {
-            self.table.prefetch_data_block(handle);
-        }
-    }
-
     /// [`Self::seek`] by the keys as stored.
     fn seek_stored(&mut self, target: &[u8]) {
         let clamped;
@@ -240,10 +198,7 @@ impl TableIter {
             }
             _ => target,
         };
-        let position = match self.prepared_index.take() {
-            Some(prepared) if self.is_index_place(prepared, target) => prepared,
-            _ => self.block_index.seek(target),
-        };
+        let position = self.block_index.seek(target);
         self.index = (position < self.block_index.len()).then_some(position);
         self.load_data_block();
         if let Some(data) = &mut self.data {
@@ -251,20 +206,6 @@ impl TableIter {
         }
         self.skip_empty_forward();
         self.settle_forward();
-    }
-
-    /// Whether index position `position` is where a search for `target` ends: the first
-    /// separator `>= target` (invariant 4). Two comparisons on the lines the preparation's
-    /// search just read, where a search repeats all of its steps.
-    fn is_index_place(&self, position: usize, target: &[u8]) -> bool {
-        let index = &self.block_index;
-        let comparator = self.table.internal_comparator();
-        let at_or_after = position == index.len()
-            || (position < index.len() && comparator.compare(index.key(position), target).is_ge());
-        at_or_after
-            && position
-                .checked_sub(1)
-                .is_none_or(|before| comparator.compare(index.key(before), target).is_lt())
     }
 
     /// Positions at the last entry whose internal key is `<= target`.

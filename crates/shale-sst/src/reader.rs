@@ -694,18 +694,6 @@ impl Table {
         )
     }
 
-    /// Starts loading the block cache's index bucket that [`Self::data_block`] reads first
-    /// for `handle` (a hint: no lookup, no counter, no recency).
-    #[inline]
-    pub(crate) fn prefetch_data_block(&self, handle: BlockHandle) {
-        if let Some(cache) = &self.cache {
-            cache.prefetch(&CacheKey {
-                file_id: self.file_id,
-                offset: handle.offset,
-            });
-        }
-    }
-
     /// [`Self::read_block_contents`] of a data block through an iterator's readahead: the
     /// block's bytes come from its buffer when it holds them or reads ahead now, and are
     /// checked and decompressed there, with no copy into a read buffer.

@@ -39,7 +39,7 @@
 mod slot_index;
 
 use std::fmt;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use slot_index::SlotIndex;
@@ -104,37 +104,8 @@ pub struct ShardedLru<V: ?Sized> {
 }
 
 /// A shard on its own cache lines, so locking one does not slow its neighbours.
-///
-/// `buckets` and `bucket_mask` copy the address and mask of the shard index's bucket array,
-/// stored under the lock whenever the index grows, so that [`ShardedLru::prefetch`] can find
-/// a key's bucket without taking the lock. They are only ever used as a prefetch address: a
-/// stale pair (the array just replaced, or one field newer than the other) costs a useless
-/// prefetch, never a wrong result. After the mutex (`repr(C)`), so a hit's fields still share
-/// the mutex word's line.
-#[repr(C, align(64))]
-struct PaddedShard<V: ?Sized> {
-    lock: Mutex<Shard<V>>,
-    buckets: AtomicPtr<u64>,
-    bucket_mask: AtomicUsize,
-}
-
-impl<V: ?Sized> PaddedShard<V> {
-    fn new(shard: Shard<V>) -> Self {
-        let (buckets, mask) = shard.index.bucket_array();
-        PaddedShard {
-            lock: Mutex::new(shard),
-            buckets: AtomicPtr::new(buckets.cast_mut()),
-            bucket_mask: AtomicUsize::new(mask),
-        }
-    }
-
-    /// Republishes the bucket array's address after an operation that may have grown it.
-    fn publish_buckets(&self, shard: &Shard<V>) {
-        let (buckets, mask) = shard.index.bucket_array();
-        self.buckets.store(buckets.cast_mut(), Ordering::Relaxed);
-        self.bucket_mask.store(mask, Ordering::Relaxed);
-    }
-}
+#[repr(align(64))]
+struct PaddedShard<V: ?Sized>(Mutex<Shard<V>>);
 
 impl<V: ?Sized> fmt::Debug for ShardedLru<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -164,7 +135,10 @@ impl<V: ?Sized> ShardedLru<V> {
                 // Spread the remainder so the shard capacities add up to the total.
                 let capacity =
                     capacity_bytes / num_shards + usize::from(i < capacity_bytes % num_shards);
-                PaddedShard::new(Shard::new(capacity, DEFAULT_HIGH_PRIORITY_RATIO))
+                PaddedShard(Mutex::new(Shard::new(
+                    capacity,
+                    DEFAULT_HIGH_PRIORITY_RATIO,
+                )))
             })
             .collect();
         ShardedLru {
@@ -193,31 +167,13 @@ impl<V: ?Sized> ShardedLru<V> {
         lock(self.shard_of(hash)).get(key, hash)
     }
 
-    /// Starts loading the index bucket [`Self::get`] will read first for `key`, so that a
-    /// caller with other work before the lookup overlaps that cache miss with it. Takes no
-    /// lock and changes nothing (no counter, no recency).
-    #[inline]
-    pub fn prefetch(&self, key: &CacheKey) {
-        let hash = key_hash(key);
-        let shard = self.shard_of(hash);
-        let buckets = shard.buckets.load(Ordering::Relaxed);
-        let mask = shard.bucket_mask.load(Ordering::Relaxed);
-        // `wrapping_add`: the pair may be stale (see `PaddedShard`), and the address is only
-        // a hint, never dereferenced.
-        crate::prefetch_read(buckets.wrapping_add(tag_of(hash) as usize & mask));
-    }
-
     /// Caches `value` under `key`, replacing any existing entry, and evicts least recently used
     /// entries until it fits. A value whose charge exceeds its shard's capacity is not cached
     /// (and any existing entry for `key` is removed).
     pub fn insert(&self, key: CacheKey, value: Arc<V>, charge: usize, priority: Priority) {
         // Values displaced here are dropped after the lock is released.
         let hash = key_hash(&key);
-        let padded = self.shard_of(hash);
-        let mut shard = lock(padded);
-        let displaced = shard.insert(key, hash, value, charge.max(1), priority);
-        padded.publish_buckets(&shard);
-        drop(shard);
+        let displaced = lock(self.shard_of(hash)).insert(key, hash, value, charge.max(1), priority);
         drop(displaced);
     }
 
@@ -383,8 +339,7 @@ impl<V: ?Sized> CacheReservation<'_, V> {
     /// Caches `value` in the reserved space; `charge` is its real size, which may differ from
     /// the reserved estimate (more is evicted if it is larger).
     pub fn fill(mut self, value: Arc<V>, charge: usize, priority: Priority) {
-        let padded = self.cache.shard(&self.key);
-        let mut shard = lock(padded);
+        let mut shard = lock(self.cache.shard(&self.key));
         shard.reserved -= self.charge;
         self.filled = true;
         let displaced = shard.insert(
@@ -394,7 +349,6 @@ impl<V: ?Sized> CacheReservation<'_, V> {
             charge.max(1),
             priority,
         );
-        padded.publish_buckets(&shard);
         drop(shard);
         drop(displaced);
     }
@@ -452,7 +406,7 @@ fn pinned_part(charge: usize, shards: usize, first: usize, index: usize) -> usiz
 }
 
 fn lock<V: ?Sized>(shard: &PaddedShard<V>) -> MutexGuard<'_, Shard<V>> {
-    shard.lock.lock().unwrap_or_else(PoisonError::into_inner)
+    shard.0.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn high_capacity(capacity: usize, ratio: f64) -> usize {
@@ -914,39 +868,6 @@ mod tests {
     fn check(cache: &ShardedLru<Vec<u8>>) {
         for shard in &cache.shards {
             lock(shard).check_locked();
-        }
-    }
-
-    /// A cache given prefetches between its operations ends exactly like one without: same
-    /// counters, same entries (so the same recency order decided every eviction), and each
-    /// shard's published bucket array is the index's current one (so a prefetch after the
-    /// index grew hints at the array `get` reads).
-    #[test]
-    fn prefetch_changes_nothing_and_tracks_the_buckets() {
-        let plain = ShardedLru::<Vec<u8>>::with_shards(64 * 100, 2);
-        let prefetched = ShardedLru::<Vec<u8>>::with_shards(64 * 100, 2);
-        let mut rng = StdRng::seed_from_u64(7);
-        for step in 0..4_000u64 {
-            let k = key(rng.gen_range(0..200));
-            prefetched.prefetch(&key(rng.gen_range(0..200)));
-            prefetched.prefetch(&k);
-            if rng.gen_bool(0.5) {
-                plain.insert(k, value(step), 100, Priority::Low);
-                prefetched.insert(k, value(step), 100, Priority::Low);
-            } else {
-                assert_eq!(plain.get(&k), prefetched.get(&k), "step {step}");
-            }
-        }
-        assert_eq!(plain.stats(), prefetched.stats());
-        for offset in 0..200 {
-            assert_eq!(plain.get(&key(offset)), prefetched.get(&key(offset)));
-        }
-        check(&prefetched);
-        for padded in &prefetched.shards {
-            let (buckets, mask) = lock(padded).index.bucket_array();
-            assert!(mask > 15, "the index grew");
-            assert_eq!(padded.buckets.load(Ordering::Relaxed).cast_const(), buckets);
-            assert_eq!(padded.bucket_mask.load(Ordering::Relaxed), mask);
         }
     }
 

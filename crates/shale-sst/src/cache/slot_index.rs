@@ -38,11 +38,6 @@ impl SlotIndex {
         self.len
     }
 
-    /// The bucket array's address and mask: a key's scan starts at bucket `tag & mask`.
-    pub(super) fn bucket_array(&self) -> (*const u64, usize) {
-        (self.buckets.as_ptr(), self.buckets.len() - 1)
-    }
-
     /// The position and slot of the first bucket with `tag` whose slot `is_wanted` accepts.
     #[inline]
     pub(super) fn find(
