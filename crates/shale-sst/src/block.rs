@@ -4,6 +4,13 @@
 //! [`Block::decode`] checks only the restart array; entries are checked lazily, as the
 //! [`BlockIter`] reaches them, so opening a block costs O(restart points), not O(entries).
 //!
+//! A seek in a block the processor has not cached is a chain of dependent misses: the
+//! restart array, each restart key the binary search probes, then each entry of the scan,
+//! whose header says where the next one starts. The seek therefore prefetches every restart
+//! key's line before the binary search (blocks with few restart points) and the first lines
+//! of the chosen interval before the scan, so those misses overlap; prefetches are hints and
+//! change no result.
+//!
 //! Invariants of a decoded [`Block`]:
 //! 1. `contents.len() >= 4` and `1 <= num_restarts <= (contents.len() - 4) / 4`.
 //! 2. `restarts_offset = contents.len() - 4 - 4 * num_restarts` is the end of the entry area.
@@ -208,11 +215,12 @@ impl Block {
         let end = self
             .restarts_offset
             .min(offset.saturating_add(lines * CACHE_LINE));
+        let base = self.contents.as_ptr();
+        // `end <= restarts_offset <= contents.len()`, so every address is in the block;
+        // `wrapping_add` keeps that from being an `unsafe` claim (a prefetch reads nothing).
         let mut line = offset;
         while line < end {
-            if let Some(byte) = self.contents.get(line) {
-                crate::prefetch_read(byte);
-            }
+            crate::prefetch_read(base.wrapping_add(line));
             line += CACHE_LINE;
         }
     }

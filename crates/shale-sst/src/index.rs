@@ -27,6 +27,11 @@
 //!    below, ending in one window of `prefixes`: a few cache lines per table at any size,
 //!    where a binary search over `prefixes` touches one line per step once past the lines
 //!    shared by every search. Empty unless `prefixes` is kept.
+//!
+//! `handles` stays a separate array: interleaved with `prefixes` as {prefix, offset, size},
+//! the final window's 8 entries would span 3 cache lines instead of 1 line of prefixes plus
+//! 1 of handles. Instead, once that window is known, its handles' lines are prefetched, so
+//! the handle the seek reads next is loading while the window's prefixes are compared.
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -244,11 +249,15 @@ impl Index {
         // The answer is in `window.start..=window.end`; their handles span at most 3 lines.
         let last = window.end.min(self.handles.len().saturating_sub(1));
         if let Some(handles) = self.handles.get(window.start..=last) {
-            for line in handles.chunks(CACHE_LINE / std::mem::size_of::<BlockHandle>()) {
-                crate::prefetch_read(line.as_ptr());
+            let (first, bytes) = (handles.as_ptr().cast::<u8>(), size_of_val(handles));
+            let mut line = 0;
+            while line < bytes {
+                crate::prefetch_read(first.wrapping_add(line));
+                line += CACHE_LINE;
             }
-            if let Some(handle) = handles.last() {
-                crate::prefetch_read(handle);
+            // The last line, when the handles do not start on a line boundary.
+            if let Some(last_byte) = bytes.checked_sub(1) {
+                crate::prefetch_read(first.wrapping_add(last_byte));
             }
         }
         let start = window.start;
