@@ -27,8 +27,14 @@
 //!    below, ending in one window of `prefixes`: a few cache lines per table at any size,
 //!    where a binary search over `prefixes` touches one line per step once past the lines
 //!    shared by every search. Empty unless `prefixes` is kept.
+//!
+//! `handles` stays a separate array: interleaved with `prefixes` as {prefix, offset, size},
+//! the final window's 8 entries would span 3 cache lines instead of 1 line of prefixes plus
+//! 1 of handles. Instead, once that window is known, its handles' lines are prefetched, so
+//! the handle the seek reads next is loading while the window's prefixes are compared.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::block::Block;
@@ -56,6 +62,9 @@ pub(crate) struct Index {
 /// How many entries of one level of `samples` (or of `prefixes`) an entry of the level above
 /// stands for: 8 prefixes are 64 bytes, one cache line (two when unaligned).
 const SAMPLE_FANOUT: usize = 8;
+
+/// The bytes of a cache line, the unit a prefetch loads.
+const CACHE_LINE: usize = 64;
 
 /// The in-memory trailer of a separator stored as a user key: seqno 0, kind 0, the largest
 /// internal key of its user key.
@@ -222,31 +231,52 @@ impl Index {
 
     /// How many prefixes are below `prefix`: searched level by level through `samples`, a
     /// window of at most `SAMPLE_FANOUT - 1` entries in each level below the top (invariant
-    /// 4).
+    /// 4). Once the window of `prefixes` is known, the handles it covers are prefetched: the
+    /// search ends in that window and the seek reads its handle next, so the handle's line
+    /// loads while the window's prefixes are compared, not after.
     fn prefixes_below(&self, prefix: u64) -> usize {
-        let levels = self
-            .samples
-            .iter()
-            .rev()
-            .chain(std::iter::once(&self.prefixes));
         let mut below: Option<usize> = None;
-        for level in levels {
-            let (start, end) = match below {
-                // The top level, searched whole.
-                None => (0, level.len()),
-                // Even the first entry (every level's first is prefix 0) is not below.
-                Some(0) => return 0,
-                // Sample `below - 1` of the level above (entry `(below - 1) * 8` here) is
-                // below `prefix`, and its sample `below` (entry `below * 8`), if any, is not.
-                Some(count) => (
-                    (count - 1) * SAMPLE_FANOUT + 1,
-                    (count * SAMPLE_FANOUT).min(level.len()),
-                ),
-            };
-            let window = level.get(start..end).unwrap_or_default();
-            below = Some(start + window.partition_point(|&p| p < prefix));
+        for level in self.samples.iter().rev() {
+            let window = Self::sample_window(below, level.len());
+            let Some(window) = window else { return 0 };
+            let start = window.start;
+            let entries = level.get(window).unwrap_or_default();
+            below = Some(start + entries.partition_point(|&p| p < prefix));
         }
-        below.unwrap_or(0)
+        let Some(window) = Self::sample_window(below, self.prefixes.len()) else {
+            return 0;
+        };
+        // The answer is in `window.start..=window.end`; their handles span at most 3 lines.
+        let last = window.end.min(self.handles.len().saturating_sub(1));
+        if let Some(handles) = self.handles.get(window.start..=last) {
+            let (first, bytes) = (handles.as_ptr().cast::<u8>(), size_of_val(handles));
+            let mut line = 0;
+            while line < bytes {
+                crate::prefetch_read(first.wrapping_add(line));
+                line += CACHE_LINE;
+            }
+            // The last line, when the handles do not start on a line boundary.
+            if let Some(last_byte) = bytes.checked_sub(1) {
+                crate::prefetch_read(first.wrapping_add(last_byte));
+            }
+        }
+        let start = window.start;
+        let entries = self.prefixes.get(window).unwrap_or_default();
+        start + entries.partition_point(|&p| p < prefix)
+    }
+
+    /// The entries of a level of `len` entries (a level of `samples`, or `prefixes`) that a
+    /// search must still compare, given how many entries of the level above are below the
+    /// target (`None` at the top level, searched whole); `None` when the answer is 0.
+    fn sample_window(below_above: Option<usize>, len: usize) -> Option<Range<usize>> {
+        match below_above {
+            None => Some(0..len),
+            // Even the first entry (every level's first is prefix 0) is not below.
+            Some(0) => None,
+            // Sample `count - 1` of the level above (entry `(count - 1) * 8` here) is below
+            // `prefix`, and its sample `count` (entry `count * 8`), if any, is not.
+            Some(count) => Some((count - 1) * SAMPLE_FANOUT + 1..(count * SAMPLE_FANOUT).min(len)),
+        }
     }
 
     /// The end of the run of `prefix`es starting at `start` (where the prefixes reach
