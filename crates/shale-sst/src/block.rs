@@ -35,9 +35,7 @@ use std::sync::Arc;
 use crate::coding::{get_u32, get_varint32};
 use crate::comparator::Comparator;
 use crate::error::DecodeError;
-
-/// The bytes of a cache line, the unit a prefetch loads.
-const CACHE_LINE: usize = 64;
+use crate::prefetch::{prefetch_lines, CACHE_LINE};
 
 /// A block with at most this many restart points has all their keys' lines prefetched
 /// before its restart search (more would be more lines than the search reads).
@@ -215,14 +213,7 @@ impl Block {
         let end = self
             .restarts_offset
             .min(offset.saturating_add(lines * CACHE_LINE));
-        let base = self.contents.as_ptr();
-        // `end <= restarts_offset <= contents.len()`, so every address is in the block;
-        // `wrapping_add` keeps that from being an `unsafe` claim (a prefetch reads nothing).
-        let mut line = offset;
-        while line < end {
-            crate::prefetch_read(base.wrapping_add(line));
-            line += CACHE_LINE;
-        }
+        prefetch_lines(self.contents.get(offset..end).unwrap_or_default());
     }
 
     /// Starts loading the first lines of the restart interval a seek scans from

@@ -42,6 +42,7 @@ use crate::comparator::{BytewiseComparator, Comparator};
 use crate::error::DecodeError;
 use crate::format::BlockHandle;
 use crate::key::{user_key_of, InternalKeyComparator, TRAILER_SIZE};
+use crate::prefetch::prefetch_lines;
 
 /// The decoded index: separator `i` bounds data block `i` from above.
 #[derive(Debug)]
@@ -62,9 +63,6 @@ pub(crate) struct Index {
 /// How many entries of one level of `samples` (or of `prefixes`) an entry of the level above
 /// stands for: 8 prefixes are 64 bytes, one cache line (two when unaligned).
 const SAMPLE_FANOUT: usize = 8;
-
-/// The bytes of a cache line, the unit a prefetch loads.
-const CACHE_LINE: usize = 64;
 
 /// The in-memory trailer of a separator stored as a user key: seqno 0, kind 0, the largest
 /// internal key of its user key.
@@ -248,18 +246,7 @@ impl Index {
         };
         // The answer is in `window.start..=window.end`; their handles span at most 3 lines.
         let last = window.end.min(self.handles.len().saturating_sub(1));
-        if let Some(handles) = self.handles.get(window.start..=last) {
-            let (first, bytes) = (handles.as_ptr().cast::<u8>(), size_of_val(handles));
-            let mut line = 0;
-            while line < bytes {
-                crate::prefetch_read(first.wrapping_add(line));
-                line += CACHE_LINE;
-            }
-            // The last line, when the handles do not start on a line boundary.
-            if let Some(last_byte) = bytes.checked_sub(1) {
-                crate::prefetch_read(first.wrapping_add(last_byte));
-            }
-        }
+        prefetch_lines(self.handles.get(window.start..=last).unwrap_or_default());
         let start = window.start;
         let entries = self.prefixes.get(window).unwrap_or_default();
         start + entries.partition_point(|&p| p < prefix)

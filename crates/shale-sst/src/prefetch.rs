@@ -20,3 +20,40 @@ pub fn prefetch_read<T>(address: *const T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = address;
 }
+
+/// The bytes of a cache line, the unit a prefetch loads.
+pub(crate) const CACHE_LINE: usize = 64;
+
+/// Starts loading every cache line that holds a byte of `items`. A hint only.
+#[inline]
+pub(crate) fn prefetch_lines<T>(items: &[T]) {
+    let start = items.as_ptr().cast::<u8>();
+    let misalignment = start.addr() % CACHE_LINE;
+    // `wrapping_*`: the addresses are only hints, never dereferenced, so computing one
+    // just outside the slice (its line's start) needs no `unsafe` claim.
+    let first_line = start.wrapping_sub(misalignment);
+    let span = misalignment + size_of_val(items);
+    let mut offset = 0;
+    while offset < span {
+        prefetch_read(first_line.wrapping_add(offset));
+        offset += CACHE_LINE;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefetching_any_range_changes_nothing() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        for start in [0, 1, 63, 64, 200] {
+            for len in [0, 1, 64, 65] {
+                let end = (start + len).min(bytes.len());
+                prefetch_lines(&bytes[start..end]);
+            }
+        }
+        prefetch_lines::<u64>(&[]);
+        assert_eq!(bytes, (0..=255).collect::<Vec<u8>>());
+    }
+}
