@@ -235,8 +235,9 @@ impl Index {
     fn prefixes_below(&self, prefix: u64) -> usize {
         let mut below: Option<usize> = None;
         for level in self.samples.iter().rev() {
-            let window = Self::sample_window(below, level.len());
-            let Some(window) = window else { return 0 };
+            let Some(window) = Self::sample_window(below, level.len()) else {
+                return 0;
+            };
             let start = window.start;
             let entries = level.get(window).unwrap_or_default();
             below = Some(start + entries.partition_point(|&p| p < prefix));
