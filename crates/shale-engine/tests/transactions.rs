@@ -675,3 +675,30 @@ fn snapshot_conflicts_see_flushed_compacted_and_range_deleted_changes() {
     assert_eq!(db.db().get(b"a").unwrap(), Some(b"mine".to_vec()));
     assert_eq!(db.db().get(b"z").unwrap(), None);
 }
+
+#[test]
+fn shared_transaction_outlives_its_borrow_and_locks_across_threads() {
+    let tdb = Arc::new(open());
+    // A session keeps its transaction between commands, on whichever thread runs it.
+    let mut held = tdb.begin_shared(rr()).unwrap();
+    held.put(b"k", b"v1").unwrap();
+    let held = thread::spawn(move || held).join().unwrap();
+    let other = Arc::clone(&tdb);
+    let blocked = thread::spawn(move || {
+        let mut txn = other
+            .begin_shared(TransactionOptions {
+                lock_wait_timeout: Some(Duration::from_millis(50)),
+                ..rr()
+            })
+            .unwrap();
+        txn_error(txn.put(b"k", b"v2"))
+    })
+    .join()
+    .unwrap();
+    assert!(
+        matches!(blocked, TransactionError::LockTimeout { .. }),
+        "{blocked:?}"
+    );
+    held.commit().unwrap();
+    assert_eq!(tdb.db().get(b"k").unwrap().as_deref(), Some(&b"v1"[..]));
+}

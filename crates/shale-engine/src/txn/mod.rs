@@ -28,11 +28,13 @@ mod transaction;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::TransactionError;
 pub use iterator::TransactionIterator;
 pub use stats::TransactionStats;
+use transaction::TdbRef;
 pub use transaction::Transaction;
 
 use crate::db::Db;
@@ -189,7 +191,27 @@ impl TransactionDb {
     /// Begins a pessimistic transaction.
     pub fn begin(&self, options: TransactionOptions) -> Result<Transaction<'_>> {
         options.validate()?;
-        Ok(Transaction::new(self, self.next_id(), options, false))
+        Ok(Transaction::new(
+            TdbRef::Borrowed(self),
+            self.next_id(),
+            options,
+            false,
+        ))
+    }
+
+    /// Begins a pessimistic transaction that holds its own reference to the database, so it
+    /// is not tied to a borrow (a server session keeps one open between commands).
+    pub fn begin_shared(
+        self: &Arc<Self>,
+        options: TransactionOptions,
+    ) -> Result<Transaction<'static>> {
+        options.validate()?;
+        Ok(Transaction::new(
+            TdbRef::Shared(Arc::clone(self)),
+            self.next_id(),
+            options,
+            false,
+        ))
     }
 
     /// Begins an optimistic transaction: no locks until commit, which fails with
@@ -197,7 +219,12 @@ impl TransactionDb {
     /// began. Its reads see the snapshot taken at begin whatever `options.isolation` says.
     pub fn begin_optimistic(&self, options: TransactionOptions) -> Result<Transaction<'_>> {
         options.validate()?;
-        Ok(Transaction::new(self, self.next_id(), options, true))
+        Ok(Transaction::new(
+            TdbRef::Borrowed(self),
+            self.next_id(),
+            options,
+            true,
+        ))
     }
 
     /// Transaction statistics since open.

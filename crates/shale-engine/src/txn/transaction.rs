@@ -26,11 +26,31 @@ use crate::read::ReadOptions;
 use crate::read_latest::newest_seqno;
 use crate::snapshot::Snapshot;
 
+/// How a transaction reaches its database: borrowed for the common scoped use, or shared
+/// through an `Arc` so a transaction can outlive any one borrow (a server session keeps its
+/// open transaction between client commands).
+#[derive(Debug)]
+pub(super) enum TdbRef<'db> {
+    Borrowed(&'db TransactionDb),
+    Shared(std::sync::Arc<TransactionDb>),
+}
+
+impl std::ops::Deref for TdbRef<'_> {
+    type Target = TransactionDb;
+
+    fn deref(&self) -> &TransactionDb {
+        match self {
+            TdbRef::Borrowed(tdb) => tdb,
+            TdbRef::Shared(tdb) => tdb,
+        }
+    }
+}
+
 /// A transaction on a [`TransactionDb`]. Dropping it without [`commit`](Self::commit) rolls
 /// it back.
 #[derive(Debug)]
 pub struct Transaction<'db> {
-    pub(super) tdb: &'db TransactionDb,
+    pub(super) tdb: TdbRef<'db>,
     pub(super) id: TxnId,
     pub(super) options: TransactionOptions,
     pub(super) optimistic: bool,
@@ -48,7 +68,7 @@ pub struct Transaction<'db> {
 
 impl<'db> Transaction<'db> {
     pub(super) fn new(
-        tdb: &'db TransactionDb,
+        tdb: TdbRef<'db>,
         id: TxnId,
         options: TransactionOptions,
         optimistic: bool,
@@ -320,7 +340,11 @@ impl<'db> Transaction<'db> {
                 self.release();
                 self.aborted = Some(format!("rolled back after a deadlock ({error})"));
                 self.finished = true;
-                shared.stats.rollbacks.fetch_add(1, Ordering::Relaxed);
+                self.tdb
+                    .shared()
+                    .stats
+                    .rollbacks
+                    .fetch_add(1, Ordering::Relaxed);
                 Err(error.into())
             }
             Err(error) => Err(error.into()),

@@ -1,0 +1,2 @@
+//! Shale's MySQL-compatible server (`shale serve`): the wire protocol over a
+//! [`shale_sql::Session`] per connection.

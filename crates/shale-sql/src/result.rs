@@ -1,0 +1,76 @@
+//! What a statement returns, described the way the MySQL protocol needs it.
+
+use crate::error::SqlError;
+use shale_table::Value;
+
+/// MySQL's column type codes (`MYSQL_TYPE_*`), as sent in column definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ColumnTypeCode {
+    Decimal = 0,
+    Tiny = 1,
+    Short = 2,
+    Long = 3,
+    Float = 4,
+    Double = 5,
+    Null = 6,
+    Timestamp = 7,
+    LongLong = 8,
+    Int24 = 9,
+    Date = 10,
+    Time = 11,
+    DateTime = 12,
+    Year = 13,
+    VarChar = 15,
+    NewDecimal = 246,
+    Blob = 252,
+    VarString = 253,
+    String = 254,
+}
+
+/// One result column, with everything a column definition packet carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnMeta {
+    /// The name the client shows (alias or expression text).
+    pub name: String,
+    pub org_name: String,
+    pub table: String,
+    pub org_table: String,
+    pub database: String,
+    pub type_code: ColumnTypeCode,
+    /// Display length in characters times the charset's maximum bytes, as MySQL reports it.
+    pub length: u32,
+    /// `NOT_NULL_FLAG` (1), `PRI_KEY_FLAG` (2), `UNIQUE_KEY_FLAG` (4), `MULTIPLE_KEY_FLAG` (8),
+    /// `BLOB_FLAG` (16), `UNSIGNED_FLAG` (32), `BINARY_FLAG` (128), `AUTO_INCREMENT_FLAG` (512), ...
+    pub flags: u16,
+    pub decimals: u8,
+    /// Collation id: 63 binary, 45 `utf8mb4_general_ci`, 46 `utf8mb4_bin`.
+    pub charset: u16,
+}
+
+/// How a statement ended: an OK packet's fields, or the end of a result set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatementStatus {
+    pub affected_rows: u64,
+    pub last_insert_id: u64,
+    pub warnings: u16,
+    /// An OK packet's human text (`Records: 3  Duplicates: 0  Warnings: 0`).
+    pub info: String,
+    pub in_transaction: bool,
+    pub autocommit: bool,
+    /// Another statement of the same text follows (`SERVER_MORE_RESULTS_EXISTS`).
+    pub more_results: bool,
+}
+
+/// Where a statement's results go. For each statement the session calls either `ok`, or
+/// `columns`, then `row` per row, then `end`.
+pub trait ResultSink {
+    /// A statement that returns no rows finished.
+    fn ok(&mut self, status: &StatementStatus) -> Result<(), SqlError>;
+    /// A result set begins.
+    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError>;
+    /// One row, one value per column.
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError>;
+    /// The result set ended.
+    fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError>;
+}

@@ -1,0 +1,69 @@
+//! Table definitions and the catalog: what the system keyspace holds.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::types::ColumnType;
+use crate::value::Value;
+
+/// One column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: ColumnType,
+    pub nullable: bool,
+    /// The value an INSERT that names no value for this column stores (None: NULL, or an
+    /// error under strict mode when NOT NULL).
+    pub default: Option<Value>,
+    pub auto_increment: bool,
+}
+
+/// The primary key or a secondary index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexDef {
+    pub name: String,
+    /// Positions in [`TableDef::columns`], in key order.
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    /// Assigned by the [`Store`](crate::Store) when the index is created; never reused while
+    /// any of its data may remain.
+    pub index_id: u32,
+}
+
+/// A table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableDef {
+    pub database: String,
+    pub name: String,
+    pub columns: Vec<ColumnDef>,
+    /// The primary key (`index_id` is the table's id). Empty `columns`: a hidden 8-byte row
+    /// id is the key.
+    pub primary_key: IndexDef,
+    pub indexes: Vec<IndexDef>,
+    /// Raised by every change of `columns`; each row records the version it was written in.
+    pub schema_version: u32,
+}
+
+impl TableDef {
+    /// The position of the column called `name` (ASCII case-insensitive, as MySQL).
+    pub fn column_position(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+}
+
+/// An immutable snapshot of every database and table definition. DDL builds a new one and
+/// swaps it in; a statement keeps the snapshot it started with.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// Database name -> table name -> definition (names as created).
+    pub databases: BTreeMap<String, BTreeMap<String, Arc<TableDef>>>,
+}
+
+impl Catalog {
+    /// The table `database.name`, if it exists.
+    pub fn table(&self, database: &str, name: &str) -> Option<&Arc<TableDef>> {
+        self.databases.get(database)?.get(name)
+    }
+}

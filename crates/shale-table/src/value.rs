@@ -1,0 +1,16 @@
+//! A SQL value as the table layer stores and returns it.
+
+/// One column's value. Strings (CHAR, VARCHAR, TEXT) and binary strings are `Bytes`; the
+/// column's [`ColumnType`](crate::ColumnType) says which and in what collation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    /// Signed integers of every width.
+    Int(i64),
+    /// UNSIGNED integers of every width.
+    UInt(u64),
+    /// FLOAT and DOUBLE.
+    Double(f64),
+    /// Character and binary strings.
+    Bytes(Vec<u8>),
+}
