@@ -76,7 +76,7 @@ fn dir_bytes(dir: &Path) -> Result<(u64, u64), Box<dyn std::error::Error>> {
     for name in fs.list(dir)? {
         let len = fs.size(&dir.join(&name))?;
         all += len;
-        if shale_engine::blob::parse_blob_file_name(&name).is_some() {
+        if shale_engine::inspect::blob::parse_blob_file_name(&name).is_some() {
             blobs += len;
         }
     }

@@ -25,7 +25,7 @@ use crossbeam_skiplist::SkipMap;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use shale_engine::{InternalIterator, MemTable};
+use shale_engine::testing::{InternalIterator, MemTable};
 use shale_sst::{append_internal_key, BytewiseComparator, Comparator, ValueKind, MAX_SEQNO};
 
 const VALUE_SIZE: usize = 100;

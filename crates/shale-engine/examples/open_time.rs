@@ -32,9 +32,10 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shale_engine::wal::format::parse_log_file_name;
-use shale_engine::wal::{LogReader, RecoveryMode};
-use shale_engine::{Db, Durability, MemTable, MemTableEntry, Options, WriteBatch, WriteOptions};
+use shale_engine::inspect::wal::format::parse_log_file_name;
+use shale_engine::inspect::wal::{LogReader, RecoveryMode};
+use shale_engine::testing::{MemTable, MemTableEntry};
+use shale_engine::{Db, Durability, Options, WriteBatch, WriteOptions};
 use shale_fs::{FileSystem, OsFs};
 use shale_sst::BytewiseComparator;
 

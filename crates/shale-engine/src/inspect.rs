@@ -17,13 +17,25 @@ use shale_fs::FileSystem;
 use shale_sst::{Comparator, SeqNo};
 
 use crate::error::{Error, Result};
-use crate::version::{
-    manifest_file_name, parse_manifest_file_name, replay, Version, VersionEdit, MAX_NUM_LEVELS,
-};
+use crate::version::{replay, MAX_NUM_LEVELS};
 use crate::wal::RecoveryMode;
 
+pub use crate::options_file::{
+    options_file_name, parse_options_file_name, OptionsFile, OPTIONS_FORMAT_VERSION,
+};
 pub use crate::table_cache::table_file_name;
-pub use crate::version::CURRENT_FILE_NAME;
+pub use crate::version::{
+    manifest_file_name, parse_manifest_file_name, DeletedFile, FileMetaData, NewFile, Version,
+    VersionEdit, CURRENT_FILE_NAME, MANIFEST_FORMAT_VERSION,
+};
+
+/// The write-ahead log: record format, reader and writer (docs/format/wal.md).
+#[path = "wal/mod.rs"]
+pub mod wal;
+
+/// Blob files: format, scanning and names (docs/format/blob.md).
+#[path = "blob/mod.rs"]
+pub mod blob;
 
 /// The name of the lock file a database holds while it is open.
 pub const LOCK_FILE_NAME: &str = "LOCK";

@@ -234,12 +234,14 @@ impl fmt::Debug for SourceIter {
 /// An iterator over a sorted in-memory vector of (internal key, value) pairs; used by tests
 /// as a reference source and wherever a small fixed set of entries needs iterating.
 #[derive(Debug, Default)]
+#[cfg(any(test, feature = "testing"))]
 pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     comparator: Option<std::sync::Arc<shale_sst::InternalKeyComparator>>,
     position: Option<usize>,
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl VecIterator {
     /// Wraps entries that are already sorted by `comparator`.
     pub fn new(
@@ -261,6 +263,7 @@ impl VecIterator {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl InternalIterator for VecIterator {
     fn valid(&self) -> bool {
         self.position.is_some()

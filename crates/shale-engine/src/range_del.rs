@@ -140,6 +140,7 @@ impl RangeDelSet {
     }
 
     /// The fragments, in order, as `(start, end, seqno)`.
+    #[cfg(any(test, feature = "testing"))]
     pub fn fragments(&self) -> impl Iterator<Item = (&[u8], &[u8], SeqNo)> + '_ {
         self.fragments
             .iter()
@@ -147,6 +148,7 @@ impl RangeDelSet {
     }
 
     /// The largest sequence number of a visible tombstone covering `user_key`, if any.
+    #[cfg(any(test, feature = "testing"))]
     pub fn max_covering_seqno(&self, user_key: &[u8]) -> Option<SeqNo> {
         let index = self.first_ending_after(user_key);
         self.seqno_at(index, user_key)
@@ -154,6 +156,7 @@ impl RangeDelSet {
 
     /// Whether a visible tombstone newer than `seqno` covers `user_key`, i.e. whether the
     /// entry `(user_key, seqno)` is deleted.
+    #[cfg(any(test, feature = "testing"))]
     pub fn covers(&self, user_key: &[u8], seqno: SeqNo) -> bool {
         self.max_covering_seqno(user_key).is_some_and(|s| s > seqno)
     }

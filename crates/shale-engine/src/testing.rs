@@ -1,10 +1,24 @@
-//! Entry points for fuzz targets and fuzz smoke tests (feature `testing`).
+//! The engine's internals for tests, benchmarks and fuzz targets (feature `testing`): the
+//! memtable, the iterators, the version set, and entry points for fuzz targets.
 //!
-//! Each function feeds untrusted bytes to one decoder of the engine and exercises everything
+//! Nothing here is a stable API; embedders use the crate root.
+//!
+//! Each fuzz entry point feeds untrusted bytes to one decoder of the engine and exercises everything
 //! that decoder feeds, returning normally whatever the input. A panic here is a bug: either in
 //! the decoder (it must return an error naming the file and offset) or in a round-trip
 //! property the function asserts (what decodes must re-encode to something that decodes to
 //! the same value).
+
+pub use crate::db_iter::{BlobResolver, DbIter, DbIterOptions};
+pub use crate::iterator::{InternalIterator, SourceIter, VecIterator};
+pub use crate::level_iter::{LevelFile, LevelIter, LevelTable, TableOpener};
+pub use crate::memtable::{MemTable, MemTableEntry, MemTableIter};
+pub use crate::merging_iter::MergingIter;
+pub use crate::range_del::RangeDelSet;
+pub use crate::version::{
+    VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_MAX_MANIFEST_SIZE,
+    MANIFEST_MAGIC, MAX_KEYSPACE_NAME_LEN, MAX_NUM_LEVELS, SAFE_TO_IGNORE,
+};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,8 +31,7 @@ use crate::options::{KeyspaceOptions, Options};
 use crate::options_file::{options_file_name, OptionsFile};
 use crate::version::{current_contents, parse_current};
 use crate::version::{
-    manifest_file_name, FileMetaData, VersionEdit, VersionSet, CURRENT_FILE_NAME,
-    DEFAULT_NUM_LEVELS,
+    manifest_file_name, FileMetaData, VersionEdit, CURRENT_FILE_NAME, DEFAULT_NUM_LEVELS,
 };
 use crate::wal::format::{log_file_name, FORMAT_VERSION, HEADER_SIZE, V1_HEADER_SIZE};
 use crate::wal::{LogReader, LogWriter, RecoveryMode};

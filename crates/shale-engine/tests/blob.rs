@@ -54,7 +54,7 @@ fn blob_files_on_disk(fs: &MemFs) -> Vec<u64> {
         .list(Path::new(DIR))
         .unwrap()
         .iter()
-        .filter_map(|n| shale_engine::blob::parse_blob_file_name(n))
+        .filter_map(|n| shale_engine::inspect::blob::parse_blob_file_name(n))
         .collect();
     numbers.sort_unstable();
     numbers
@@ -369,7 +369,7 @@ fn a_damaged_blob_record_is_corruption_naming_the_file_and_offset() {
     db.flush().unwrap();
     db.close().unwrap();
     let number = blob_files_on_disk(&fs)[0];
-    let path = shale_engine::blob::blob_file_name(Path::new(DIR), number);
+    let path = shale_engine::inspect::blob::blob_file_name(Path::new(DIR), number);
     let mut bytes = vec![0u8; usize::try_from(fs.size(&path).unwrap()).unwrap()];
     fs.open_read(&path)
         .unwrap()

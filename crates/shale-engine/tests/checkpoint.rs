@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use shale_engine::wal::RecoveryMode;
+use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::{
     Db, Durability, Keyspace, KeyspaceOptions, Options, ReadOptions, Snapshot, WriteBatch,
 };
@@ -298,7 +298,7 @@ fn a_checkpoint_of_a_tolerated_torn_tail_never_brings_it_back() {
         .list(Path::new("/db"))
         .unwrap()
         .into_iter()
-        .find(|n| shale_engine::wal::format::parse_log_file_name(n).is_some())
+        .find(|n| shale_engine::inspect::wal::format::parse_log_file_name(n).is_some())
         .unwrap();
     let wal = Path::new("/db").join(&wal_name);
     let len = image.size(&wal).unwrap();

@@ -9,11 +9,11 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use shale_engine::wal::{LogReader, RecoveryMode};
-use shale_engine::{
-    manifest_file_name, parse_manifest_file_name, Db, DbStats, FileMetaData, KeyspaceOptions,
-    Options, ReadOptions, VersionEdit,
+use shale_engine::inspect::wal::{LogReader, RecoveryMode};
+use shale_engine::inspect::{
+    manifest_file_name, parse_manifest_file_name, FileMetaData, VersionEdit,
 };
+use shale_engine::{Db, DbStats, KeyspaceOptions, Options, ReadOptions};
 use shale_fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
 use shale_sst::{Comparator, Compression, Table, TableOpenOptions};
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use fixture_db::{build, copy, files, options, read_all, History, DIR};
 use shale_engine::inspect::read_manifest;
-use shale_engine::wal::RecoveryMode;
+use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::{Db, Error};
 use shale_fs::MemFs;
 use shale_sst::{BytewiseComparator, Comparator};
@@ -126,7 +126,7 @@ fn manifest_tail_dropped(fs: &MemFs, name: &str) -> bool {
 fn exercise(fs: &MemFs, history: &History, name: &str, context: &str) -> (&'static str, Allowed) {
     let allowed = if manifest_tail_dropped(fs, name) {
         Allowed::AnyPast
-    } else if shale_engine::wal::format::parse_log_file_name(name).is_some() {
+    } else if shale_engine::inspect::wal::format::parse_log_file_name(name).is_some() {
         Allowed::OlderForWalKeys
     } else {
         Allowed::Latest

@@ -11,11 +11,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use shale_engine::inspect::wal::{LogReader, LogWriter, RecoveryMode};
+use shale_engine::inspect::{manifest_file_name, FileMetaData, VersionEdit};
+use shale_engine::testing::VersionSet;
 use shale_engine::testing::{fuzz_manifest, fuzz_manifest_records, manifest_records_input};
-use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
-use shale_engine::{
-    manifest_file_name, Error, FileMetaData, VersionEdit, VersionSet, DEFAULT_NUM_LEVELS,
-};
+use shale_engine::{Error, DEFAULT_NUM_LEVELS};
 use shale_fs::{FileSystem, MemFs};
 use shale_sst::{BytewiseComparator, InternalKey, ValueKind};
 

@@ -15,16 +15,16 @@ use std::sync::Arc;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use shale_engine::inspect::wal::format::parse_log_file_name;
+use shale_engine::inspect::wal::{LogReader, RecoveryMode};
+use shale_engine::inspect::{
+    parse_manifest_file_name, parse_options_file_name, VersionEdit, CURRENT_FILE_NAME,
+};
 use shale_engine::testing::{
     fuzz_blob_file, fuzz_current, fuzz_manifest, fuzz_manifest_edit, fuzz_manifest_records,
     fuzz_options, fuzz_wal, fuzz_write_batch, manifest_records_input,
 };
-use shale_engine::wal::format::parse_log_file_name;
-use shale_engine::wal::{LogReader, RecoveryMode};
-use shale_engine::{
-    parse_manifest_file_name, parse_options_file_name, Db, Durability, KeyspaceOptions, Options,
-    VersionEdit, WriteBatch, WriteOptions, CURRENT_FILE_NAME,
-};
+use shale_engine::{Db, Durability, KeyspaceOptions, Options, WriteBatch, WriteOptions};
 use shale_fs::{FileSystem, MemFs, OsFs};
 
 /// The fuzz targets, by the name of their file in `fuzz/fuzz_targets`.
@@ -142,7 +142,7 @@ fn collect_files(fs: &MemFs, seeds: &mut Seeds) {
             seeds.entry(Target::Current).or_default().push(bytes);
         } else if parse_options_file_name(&name).is_some() {
             seeds.entry(Target::Options).or_default().push(bytes);
-        } else if shale_engine::blob::parse_blob_file_name(&name).is_some() {
+        } else if shale_engine::inspect::blob::parse_blob_file_name(&name).is_some() {
             seeds.entry(Target::Blob).or_default().push(bytes);
         }
     }

@@ -12,7 +12,7 @@ use std::path::Path;
 use common::{
     batch_in_version_2_encoding, log_path, payload, write_log, write_log_v1, write_log_version,
 };
-use shale_engine::wal::format::{
+use shale_engine::inspect::wal::format::{
     RecordType, BLOCK_SIZE, FILE_HEADER_PAYLOAD_SIZE, FORMAT_VERSION, HEADER_SIZE, MAGIC,
     MAX_FRAGMENT_SIZE, V1_HEADER_SIZE,
 };

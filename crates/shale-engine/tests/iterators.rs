@@ -19,10 +19,11 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use shale_engine::{
-    DbIter, DbIterOptions, Error, InternalIterator, LevelFile, LevelIter, LevelTable, MergingIter,
-    RangeDelSet, Result, SourceIter, TableOpener, VecIterator,
+use shale_engine::testing::{
+    DbIter, DbIterOptions, InternalIterator, LevelFile, LevelIter, LevelTable, MergingIter,
+    RangeDelSet, SourceIter, TableOpener, VecIterator,
 };
+use shale_engine::{Error, Result};
 use shale_sst::{
     BytewiseComparator, Comparator, FixedPrefix, InternalKey, InternalKeyComparator,
     ParsedInternalKey, PrefixExtractor, RangeTombstone, SeqNo, ValueKind, MAX_SEQNO,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use shale_engine::inspect::read_manifest;
-use shale_engine::wal::RecoveryMode;
+use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::{repair_db, Db, Durability, KeyspaceOptions, Options};
 use shale_fs::{CrashMode, FileSystem, MemFs};
 use shale_sst::{BytewiseComparator, Comparator};
@@ -37,7 +37,7 @@ fn wal_count(fs: &MemFs) -> usize {
     fs.list(Path::new(DIR))
         .unwrap()
         .iter()
-        .filter(|n| shale_engine::wal::format::parse_log_file_name(n).is_some())
+        .filter(|n| shale_engine::inspect::wal::format::parse_log_file_name(n).is_some())
         .count()
 }
 
@@ -150,7 +150,7 @@ fn a_deleted_log_number_wal_is_refused_even_with_no_newer_wal() {
         .list(Path::new(DIR))
         .unwrap()
         .into_iter()
-        .filter(|n| shale_engine::wal::format::parse_log_file_name(n).is_some())
+        .filter(|n| shale_engine::inspect::wal::format::parse_log_file_name(n).is_some())
         .collect();
     for wal in &wals {
         fs.remove(&Path::new(DIR).join(wal)).unwrap();

@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use shale_engine::{InternalIterator, MemTable, VecIterator};
+use shale_engine::testing::{InternalIterator, MemTable, VecIterator};
 use shale_sst::{
     BytewiseComparator, Comparator, InternalKey, InternalKeyComparator, ParsedInternalKey,
     RangeTombstone, SeqNo, ValueKind, MAX_SEQNO,

@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use shale_engine::{options_file_name, Error, OptionsFile, OPTIONS_FORMAT_VERSION};
+use shale_engine::inspect::{options_file_name, OptionsFile, OPTIONS_FORMAT_VERSION};
+use shale_engine::Error;
 use shale_fs::{
     CrashMode, FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, MemFs, OpKind,
 };

@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 
 use common::batch_in_version_2_encoding;
-use shale_engine::wal::format::FORMAT_VERSION;
-use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
+use shale_engine::inspect::wal::format::FORMAT_VERSION;
+use shale_engine::inspect::wal::{LogReader, LogWriter, RecoveryMode};
 use shale_engine::{Db, Durability, Options, WriteBatch, WriteOptions};
 use shale_fs::{
     CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
@@ -394,7 +394,7 @@ fn fifty_puts_in_one_log(mode: RecoveryMode) -> (MemFs, String) {
 fn logs_of_an_older_version_replay(version: u32) {
     let mode = RecoveryMode::AbsoluteConsistency;
     let (image, wal) = fifty_puts_in_one_log(mode);
-    let number = shale_engine::wal::format::parse_log_file_name(&wal).unwrap();
+    let number = shale_engine::inspect::wal::format::parse_log_file_name(&wal).unwrap();
     rewrite_as_version(&image, &wal, number, version);
     let manifests: Vec<String> = image
         .list(Path::new(DIR))

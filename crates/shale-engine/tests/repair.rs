@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use fixture_db::{build, copy, files, options, read_all, value, History, DIR, OTHER_KEYSPACE};
+use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::inspect::{live_manifest, read_manifest, table_file_name};
-use shale_engine::wal::RecoveryMode;
 use shale_engine::{repair_db, Db, RepairReport, LOST_DIR_NAME};
 use shale_fs::{FileSystem, MemFs};
 use shale_sst::{BytewiseComparator, Comparator, Table, TableOpenOptions};
@@ -196,7 +196,7 @@ fn a_damaged_wal_keeps_the_records_before_the_damage() {
     let fs = copy(&image);
     let wal = files(&fs)
         .into_iter()
-        .rfind(|n| shale_engine::wal::format::parse_log_file_name(n).is_some())
+        .rfind(|n| shale_engine::inspect::wal::format::parse_log_file_name(n).is_some())
         .unwrap();
     let path = Path::new(DIR).join(&wal);
     let size = fs.file_contents(&path).unwrap().len() as u64;

@@ -16,12 +16,13 @@ use std::sync::{Arc, Mutex};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
-use shale_engine::{
-    manifest_file_name, DeletedFile, Error, FileMetaData, NewFile, Version, VersionEdit,
-    VersionSet, WriteBatch, CURRENT_FILE_NAME, DEFAULT_NUM_LEVELS, MANIFEST_FORMAT_VERSION,
-    MANIFEST_MAGIC, SAFE_TO_IGNORE,
+use shale_engine::inspect::wal::{LogReader, LogWriter, RecoveryMode};
+use shale_engine::inspect::{
+    manifest_file_name, DeletedFile, FileMetaData, NewFile, Version, VersionEdit,
+    CURRENT_FILE_NAME, MANIFEST_FORMAT_VERSION,
 };
+use shale_engine::testing::{VersionSet, MANIFEST_MAGIC, SAFE_TO_IGNORE};
+use shale_engine::{Error, WriteBatch, DEFAULT_NUM_LEVELS};
 use shale_fs::{
     CrashMode, FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, MemFs, OpKind,
 };
@@ -111,7 +112,7 @@ fn full_edit() -> VersionEdit {
         dropped_keyspaces: vec![3, u32::MAX],
         wal_ends: vec![(12, 0), (u64::MAX, u64::MAX)],
         wals_tracked: true,
-        blob_file_additions: vec![shale_engine::blob::BlobFileMeta {
+        blob_file_additions: vec![shale_engine::inspect::blob::BlobFileMeta {
             number: 1 << 50,
             keyspace: u32::MAX,
             total_count: u64::MAX,
@@ -1621,7 +1622,7 @@ fn versions_can_be_shared_between_threads() {
 
 #[test]
 fn blob_files_are_added_garbage_collected_deleted_and_recovered() {
-    use shale_engine::blob::BlobFileMeta;
+    use shale_engine::inspect::blob::BlobFileMeta;
     let fs = MemFs::new();
     let mut set = create(&fs);
     let blob = BlobFileMeta {

@@ -9,10 +9,10 @@ use common::{
     corruption_at, header_size, log_path, payload, plant, read_log, write_log, write_log_v1,
     write_log_version, ALL_MODES, FILE_HEADER_RECORD,
 };
-use shale_engine::wal::format::{
+use shale_engine::inspect::wal::format::{
     log_file_name, parse_log_file_name, BLOCK_SIZE, FORMAT_VERSION, MAGIC, OLDEST_FORMAT_VERSION,
 };
-use shale_engine::wal::{LogEnd, LogReader, LogWriter, RecoveryMode};
+use shale_engine::inspect::wal::{LogEnd, LogReader, LogWriter, RecoveryMode};
 use shale_engine::{Error, WriteBatch};
 use shale_fs::{
     CrashMode, FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, MemFs, OpKind,

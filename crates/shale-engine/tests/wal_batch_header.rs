@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use shale_engine::wal::format::{COMPACT_BATCH_HEADER_VERSION, FORMAT_VERSION};
+use shale_engine::inspect::wal::format::{COMPACT_BATCH_HEADER_VERSION, FORMAT_VERSION};
 use shale_engine::{Error, WriteBatch};
 use shale_sst::MAX_SEQNO;
 

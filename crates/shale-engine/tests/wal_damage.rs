@@ -8,8 +8,8 @@ use common::{
     corruption_at, log_path, payload, plant, read_log, write_log, write_log_synced, Written,
     ALL_MODES,
 };
-use shale_engine::wal::format::{BLOCK_SIZE, HEADER_SIZE};
-use shale_engine::wal::{LogEnd, RecoveryMode};
+use shale_engine::inspect::wal::format::{BLOCK_SIZE, HEADER_SIZE};
+use shale_engine::inspect::wal::{LogEnd, RecoveryMode};
 use shale_fs::{CrashMode, FileSystem, MemFs};
 
 const TOLERATE: RecoveryMode = RecoveryMode::TolerateCorruptedTailRecords;

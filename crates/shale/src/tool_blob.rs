@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use shale_engine::blob::{record_size, scan_blob_file};
+use shale_engine::inspect::blob::{record_size, scan_blob_file};
 use shale_fs::OsFs;
 
 use crate::output::{print_json, Failure, Render};

@@ -12,12 +12,11 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{json, Value};
-use shale_engine::blob::BlobFileMeta;
+use shale_engine::inspect::blob::BlobFileMeta;
+use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::inspect::{live_manifest, read_manifest, ManifestState};
-use shale_engine::wal::RecoveryMode;
-use shale_engine::{
-    parse_manifest_file_name, FileMetaData, Version, VersionEdit, DEFAULT_NUM_LEVELS,
-};
+use shale_engine::inspect::{parse_manifest_file_name, FileMetaData, Version, VersionEdit};
+use shale_engine::DEFAULT_NUM_LEVELS;
 use shale_fs::{FileSystem, OsFs};
 use shale_sst::{BytewiseComparator, Comparator};
 

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{json, Value};
+use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::inspect::{live_manifest, parse_table_file_name, read_manifest};
-use shale_engine::wal::RecoveryMode;
-use shale_engine::{FileMetaData, Version};
+use shale_engine::inspect::{FileMetaData, Version};
 use shale_fs::{FileSystem, OsFs};
 use shale_sst::{BytewiseComparator, Comparator, Table, TableOpenOptions};
 

@@ -28,17 +28,20 @@ use std::sync::Arc;
 use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::{json, Value};
-use shale_engine::blob::{
+use shale_engine::inspect::blob::{
     blob_file_name, parse_blob_file_name, record_size, scan_blob_file, BlobReference, FOOTER_SIZE,
     HEADER_SIZE,
 };
+use shale_engine::inspect::wal::{LogReader, RecoveryMode};
+use shale_engine::inspect::Version;
 use shale_engine::inspect::{
     live_manifest, parse_table_file_name, read_manifest, table_file_name, ManifestState,
     CURRENT_FILE_NAME,
 };
-use shale_engine::wal::{LogReader, RecoveryMode};
-use shale_engine::{parse_manifest_file_name, parse_options_file_name, FileMetaData, OptionsFile};
-use shale_engine::{Version, WriteBatch};
+use shale_engine::inspect::{
+    parse_manifest_file_name, parse_options_file_name, FileMetaData, OptionsFile,
+};
+use shale_engine::WriteBatch;
 use shale_fs::{FileSystem, OsFs};
 use shale_sst::{
     BytewiseComparator, Comparator, InternalKeyComparator, ParsedInternalKey, ReadOptions, Table,

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde_json::{json, Value};
+use shale_engine::inspect::wal::format::parse_log_file_name;
+use shale_engine::inspect::wal::{LogEnd, LogReader, RecoveryMode};
 use shale_engine::inspect::{live_manifest, read_manifest};
-use shale_engine::wal::format::parse_log_file_name;
-use shale_engine::wal::{LogEnd, LogReader, RecoveryMode};
 use shale_engine::{BatchEntry, WriteBatch};
 use shale_fs::{FileSystem, OsFs};
 use shale_sst::{BytewiseComparator, Comparator, ValueKind};

@@ -59,6 +59,7 @@ impl MemTable {
     ///
     /// Out-of-order or duplicate point entries, or a seqno above `MAX_SEQNO`, are
     /// `InvalidArgument` naming the entry's position.
+    #[cfg(any(test, feature = "testing"))]
     pub fn from_sorted<'a>(
         comparator: Arc<dyn Comparator>,
         id: u64,

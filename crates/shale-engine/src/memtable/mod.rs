@@ -73,6 +73,7 @@ struct StatsShard {
 
 impl MemTable {
     /// An empty memtable ordering user keys by `comparator`; `id` is the Db's name for it.
+    #[cfg(any(test, feature = "testing"))]
     pub fn new(comparator: Arc<dyn Comparator>, id: u64) -> Self {
         Self::with_arena(comparator, id, Arena::new(DEFAULT_CHUNK_SIZE), 0)
     }
@@ -303,6 +304,7 @@ impl MemTable {
     }
 
     /// The smallest sequence number added, `None` when empty.
+    #[cfg(any(test, feature = "testing"))]
     pub fn first_seqno(&self) -> Option<SeqNo> {
         self.stats
             .iter()
@@ -312,6 +314,7 @@ impl MemTable {
     }
 
     /// The largest sequence number added, `None` when empty.
+    #[cfg(any(test, feature = "testing"))]
     pub fn largest_seqno(&self) -> Option<SeqNo> {
         self.stats
             .iter()

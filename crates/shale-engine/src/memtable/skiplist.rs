@@ -372,6 +372,7 @@ impl SkipList {
     /// CAS. One [`Self::build_segment`] then [`Self::attach_segments`]; see there.
     ///
     /// Precondition: the list is empty.
+    #[cfg(any(test, feature = "testing"))]
     pub(super) fn append_sorted<'a>(
         &mut self,
         entries: impl IntoIterator<Item = (&'a [u8], u64, &'a [u8])>,

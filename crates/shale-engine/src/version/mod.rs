@@ -18,9 +18,9 @@ mod levels;
 mod manifest;
 mod set;
 
-pub use edit::{
-    DeletedFile, NewFile, VersionEdit, MANIFEST_FORMAT_VERSION, MANIFEST_MAGIC, SAFE_TO_IGNORE,
-};
+pub use edit::{DeletedFile, NewFile, VersionEdit, MANIFEST_FORMAT_VERSION};
+#[cfg(feature = "testing")]
+pub use edit::{MANIFEST_MAGIC, SAFE_TO_IGNORE};
 pub use levels::{FileMetaData, Version};
 #[cfg(feature = "testing")]
 pub(crate) use manifest::{current_contents, parse_current};
@@ -28,6 +28,7 @@ pub use manifest::{manifest_file_name, parse_manifest_file_name, CURRENT_FILE_NA
 pub(crate) use manifest::{read_current, start_manifest, write_current};
 pub(crate) use set::{replay, write_fresh_manifest};
 pub use set::{
-    VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_MAX_MANIFEST_SIZE,
-    DEFAULT_NUM_LEVELS, MAX_KEYSPACE_NAME_LEN, MAX_NUM_LEVELS,
+    VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_NUM_LEVELS, MAX_NUM_LEVELS,
 };
+#[cfg(feature = "testing")]
+pub use set::{DEFAULT_MAX_MANIFEST_SIZE, MAX_KEYSPACE_NAME_LEN};

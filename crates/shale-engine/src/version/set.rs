@@ -157,6 +157,7 @@ impl VersionSet {
     /// Creates a new database in `dir` (creating the directory): `MANIFEST-000001` holding the
     /// default keyspace (id 0, `"default"`), then `CURRENT` naming it. Fails with
     /// `InvalidArgument` if `CURRENT` already exists.
+    #[cfg(any(test, feature = "testing"))]
     pub fn create(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -246,6 +247,7 @@ impl VersionSet {
     /// and record offset), refuses another comparator with `InvalidArgument`, then starts a
     /// new MANIFEST holding a snapshot of the recovered state, switches `CURRENT` to it and
     /// removes the old one (docs/format/manifest.md, "Recovery").
+    #[cfg(any(test, feature = "testing"))]
     pub fn recover(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -512,6 +514,7 @@ impl VersionSet {
     }
 
     /// The first failure of a MANIFEST write, if the version set is failed.
+    #[cfg(any(test, feature = "testing"))]
     pub fn failed_reason(&self) -> Option<&str> {
         self.failed.as_deref()
     }
@@ -524,6 +527,7 @@ impl VersionSet {
     }
 
     /// The number [`Self::new_file_number`] will return next.
+    #[cfg(any(test, feature = "testing"))]
     pub fn next_file_number(&self) -> u64 {
         self.next_file_number
     }
@@ -616,11 +620,13 @@ impl VersionSet {
     }
 
     /// The live keyspaces as (id, name), by id.
+    #[cfg(any(test, feature = "testing"))]
     pub fn keyspaces(&self) -> Vec<(u32, String)> {
         self.current.keyspaces()
     }
 
     /// The largest keyspace id ever assigned.
+    #[cfg(any(test, feature = "testing"))]
     pub fn max_keyspace_id(&self) -> u32 {
         self.max_keyspace_id
     }
@@ -663,17 +669,20 @@ impl VersionSet {
     }
 
     /// Bytes written to the live MANIFEST so far.
+    #[cfg(any(test, feature = "testing"))]
     pub fn manifest_size(&self) -> u64 {
         self.manifest.as_ref().map_or(0, |m| m.log.file_size())
     }
 
     /// Sets the size after which the next edit starts a new MANIFEST (default 64 MiB). A new
     /// MANIFEST is started only when the current one is also more than twice its snapshot.
+    #[cfg(any(test, feature = "testing"))]
     pub fn set_max_manifest_size(&mut self, bytes: u64) {
         self.max_manifest_size = bytes;
     }
 
     /// The user comparator.
+    #[cfg(any(test, feature = "testing"))]
     pub fn comparator(&self) -> &Arc<dyn Comparator> {
         &self.comparator
     }
@@ -684,6 +693,7 @@ impl VersionSet {
     }
 
     /// The database directory.
+    #[cfg(any(test, feature = "testing"))]
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use shale_engine::wal::format::{
+use shale_engine::inspect::wal::format::{
     log_file_name, BLOCK_SIZE, FILE_HEADER_RECORD_SIZE, FORMAT_VERSION, HEADER_SIZE, V1_HEADER_SIZE,
 };
-use shale_engine::wal::{LogReader, LogWriter, RecoveryMode};
+use shale_engine::inspect::wal::{LogReader, LogWriter, RecoveryMode};
 use shale_engine::{Error, Result};
 use shale_fs::{FileSystem, MemFs};
 
