@@ -169,7 +169,8 @@ fn log_of_version(dir: &Path, version: u32) -> (PathBuf, usize) {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("000005.wal");
     let file = shale_fs::OsFs::new().create(&path).unwrap();
-    let mut writer = shale_engine::wal::LogWriter::with_format_version(file, 5, version).unwrap();
+    let mut writer =
+        shale_engine::inspect::wal::LogWriter::with_format_version(file, 5, version).unwrap();
     let mut batch = shale_engine::WriteBatch::new();
     batch.put(0, b"old-a", b"1").unwrap();
     batch.put(0, b"old-b", b"2").unwrap();
