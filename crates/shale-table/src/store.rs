@@ -12,6 +12,9 @@ use crate::txn::{TableTxn, TxnOptions};
 pub struct StoreOptions {
     /// The engine's options (file system, cache, durability, ...).
     pub engine: shale_engine::Options,
+    /// Row locks: the default lock wait timeout (`innodb_lock_wait_timeout`), deadlock
+    /// detection, the transaction size cap.
+    pub transactions: shale_engine::TransactionDbOptions,
 }
 
 /// An open database directory: the engine, the system keyspace and the catalog.

@@ -14,6 +14,8 @@ pub struct TxnOptions {
     pub isolation: IsolationLevel,
     /// None: the store's durability.
     pub durability: Option<Durability>,
+    /// None: the store's lock wait timeout ([`StoreOptions::transactions`](crate::StoreOptions)).
+    pub lock_wait_timeout: Option<std::time::Duration>,
 }
 
 impl Default for TxnOptions {
@@ -21,6 +23,7 @@ impl Default for TxnOptions {
         TxnOptions {
             isolation: IsolationLevel::RepeatableRead,
             durability: None,
+            lock_wait_timeout: None,
         }
     }
 }
