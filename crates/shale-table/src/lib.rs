@@ -6,6 +6,7 @@
 //! memcomparable(index columns) ++ memcomparable(primary key)` (docs/format/table-keys.md,
 //! docs/format/rows.md). Reads and writes go through a [`TableTxn`], one engine transaction.
 
+mod codec;
 mod error;
 mod schema;
 mod store;
