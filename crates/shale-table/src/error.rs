@@ -27,7 +27,23 @@ pub enum Error {
     #[error("corruption: {0}")]
     Corruption(String),
     #[error(transparent)]
-    Engine(#[from] shale_engine::Error),
+    Engine(shale_engine::Error),
+}
+
+impl From<shale_engine::Error> for Error {
+    /// Lock timeouts and deadlocks become `MySQL`'s errors; a REPEATABLE READ write conflict
+    /// (the row changed after the snapshot) is reported as a deadlock, as `MyRocks` does:
+    /// the transaction is rolled back and should be retried.
+    fn from(error: shale_engine::Error) -> Self {
+        use shale_engine::TransactionError as T;
+        match error {
+            shale_engine::Error::Transaction(T::LockTimeout { .. }) => Error::LockWaitTimeout,
+            shale_engine::Error::Transaction(T::Deadlock { .. } | T::SnapshotConflict { .. }) => {
+                Error::Deadlock
+            }
+            other => Error::Engine(other),
+        }
+    }
 }
 
 /// The table layer's result type.

@@ -8,8 +8,10 @@
 
 mod codec;
 mod error;
+mod index;
 mod schema;
 mod store;
+mod system;
 mod txn;
 mod types;
 mod value;

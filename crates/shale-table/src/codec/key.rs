@@ -282,6 +282,7 @@ pub(crate) fn decode_int_column(
 }
 
 /// `index_id ++` the encoding of `values` over `columns` (a prefix of them, for bounds).
+#[cfg(test)]
 pub(crate) fn encode_key<'c>(
     out: &mut Vec<u8>,
     index_id: u32,
