@@ -1,4 +1,4 @@
-//! The table layer's errors. Each variant maps to one MySQL error code in the SQL layer.
+//! The table layer's errors. Each variant maps to one `MySQL` error code in the SQL layer.
 
 /// A table-layer error.
 #[derive(Debug, thiserror::Error)]
@@ -11,7 +11,7 @@ pub enum Error {
     NoSuchTable { database: String, table: String },
     #[error("table '{database}.{table}' already exists")]
     TableExists { database: String, table: String },
-    /// `entry` is the key's values as MySQL prints them (`'1-a'`), `key` the index name.
+    /// `entry` is the key's values as `MySQL` prints them (`'1-a'`), `key` the index name.
     #[error("duplicate entry '{entry}' for key '{table}.{key}'")]
     DuplicateKey {
         table: String,

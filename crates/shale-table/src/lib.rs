@@ -6,6 +6,7 @@
 //! memcomparable(index columns) ++ memcomparable(primary key)` (docs/format/table-keys.md,
 //! docs/format/rows.md). Reads and writes go through a [`TableTxn`], one engine transaction.
 
+mod check;
 mod codec;
 mod error;
 mod index;
@@ -16,6 +17,7 @@ mod txn;
 mod types;
 mod value;
 
+pub use check::TableCheck;
 pub use error::{Error, Result};
 pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};

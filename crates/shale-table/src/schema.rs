@@ -45,7 +45,7 @@ pub struct TableDef {
 }
 
 impl TableDef {
-    /// The position of the column called `name` (ASCII case-insensitive, as MySQL).
+    /// The position of the column called `name` (ASCII case-insensitive, as `MySQL`).
     pub fn column_position(&self, name: &str) -> Option<usize> {
         self.columns
             .iter()

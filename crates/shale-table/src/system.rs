@@ -1,5 +1,5 @@
 //! The system keyspace (`shale_system`): where the catalog, the index id counter and the
-//! AUTO_INCREMENT and hidden row id reservations live (docs/format/catalog.md).
+//! `AUTO_INCREMENT` and hidden row id reservations live (docs/format/catalog.md).
 //!
 //! Invariants:
 //! 1. Keys start with a one-byte ASCII tag ([`TAG_DATABASE`] ...); tags never change.
@@ -22,7 +22,7 @@ pub(crate) const KEY_NEXT_INDEX_ID: &[u8] = b"N";
 pub(crate) const TAG_DATABASE: u8 = b'D';
 /// `T ++ table id (u32 big-endian)` -> a table definition.
 pub(crate) const TAG_TABLE: u8 = b'T';
-/// `A ++ table id` -> AUTO_INCREMENT reservation (u64 little-endian): no value at or above it
+/// `A ++ table id` -> `AUTO_INCREMENT` reservation (u64 little-endian): no value at or above it
 /// was handed out.
 pub(crate) const TAG_AUTO_INCREMENT: u8 = b'A';
 /// `R ++ table id` -> hidden row id reservation (u64 little-endian).
@@ -65,7 +65,7 @@ fn collation_from_tag(reader: &Reader<'_>, tag: u8) -> Result<Collation> {
 
 fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
     let int = |out: &mut Vec<u8>, tag: u8, unsigned: bool| {
-        out.extend_from_slice(&[tag, u8::from(unsigned)])
+        out.extend_from_slice(&[tag, u8::from(unsigned)]);
     };
     match *ty {
         ColumnType::TinyInt { unsigned } => int(out, 1, unsigned),

@@ -168,6 +168,7 @@ impl TableTxn {
 
     /// Inserts a full row (one value per column); fails with `DuplicateKey` on a primary or
     /// unique key that exists. A table without primary key gets a fresh hidden row id.
+    #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn insert(&mut self, table: &TableDef, row: Vec<Value>) -> Result<()> {
         self.statement(|t| t.insert_locked(table, &row, None))
     }
@@ -353,6 +354,7 @@ impl TableTxn {
     /// `old`'s primary key and its stored image is what the old index entries are computed
     /// from (invariant 3); if it no longer exists nothing happens. In a table without primary
     /// key the first stored row equal to `old` is replaced (a scan).
+    #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn update(&mut self, table: &TableDef, old: &[Value], new: Vec<Value>) -> Result<()> {
         self.statement(|t| t.update_locked(table, old, &new))
     }
@@ -478,7 +480,7 @@ impl TableTxn {
         })
     }
 
-    /// The next AUTO_INCREMENT value of `table`, never handed out twice, even across restarts.
+    /// The next `AUTO_INCREMENT` value of `table`, never handed out twice, even across restarts.
     /// Values are taken from an in-memory counter outside the transaction (a rolled-back
     /// insert leaves a gap, as in `InnoDB`); the counter's reservation is persisted ahead of
     /// use, 1024 values at a time. An insert with an explicit larger value moves it past.

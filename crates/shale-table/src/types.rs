@@ -1,4 +1,4 @@
-//! Column types and collations (MySQL's names and semantics).
+//! Column types and collations (`MySQL`'s names and semantics).
 
 /// How strings of a column compare and sort.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

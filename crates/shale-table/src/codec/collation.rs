@@ -80,7 +80,7 @@ pub(crate) fn weights(collation: Collation, bytes: &[u8], out: &mut Vec<u16>) {
     out.clear();
     match collation {
         Collation::Binary | Collation::Utf8mb4Bin => {
-            out.extend(bytes.iter().map(|&b| u16::from(b)))
+            out.extend(bytes.iter().map(|&b| u16::from(b)));
         }
         Collation::Utf8mb4GeneralCi => {
             for chunk in bytes.utf8_chunks() {

@@ -91,7 +91,7 @@ pub(crate) fn int_bits(
         } else {
             (1u64 << bits) - 1
         };
-        Ok(((v as u64) & mask) ^ (1u64 << (bits - 1)))
+        Ok((v.cast_unsigned() & mask) ^ (1u64 << (bits - 1)))
     }
 }
 
@@ -278,7 +278,7 @@ pub(crate) fn decode_int_column(
     let flipped = raw ^ (1u64 << (bits - 1));
     // Sign-extend from `bits`.
     let shift = 64 - bits;
-    Ok(Some(Value::Int(((flipped << shift) as i64) >> shift)))
+    Ok(Some(Value::Int((flipped << shift).cast_signed() >> shift)))
 }
 
 /// `index_id ++` the encoding of `values` over `columns` (a prefix of them, for bounds).
@@ -397,7 +397,7 @@ mod tests {
                     })
                 } else {
                     let shift = 64 - bits;
-                    let v = ((raw << shift) as i64) >> shift;
+                    let v = (raw << shift).cast_signed() >> shift;
                     Value::Int(if rng.gen_bool(0.3) { -v.signum() } else { v })
                 }
             }

@@ -23,11 +23,11 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 
 /// Zigzag: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ... so small negatives stay short.
 pub(crate) fn zigzag(value: i64) -> u64 {
-    ((value << 1) ^ (value >> 63)) as u64
+    ((value << 1) ^ (value >> 63)).cast_unsigned()
 }
 
 pub(crate) fn unzigzag(value: u64) -> i64 {
-    ((value >> 1) as i64) ^ -((value & 1) as i64)
+    (value >> 1).cast_signed() ^ -((value & 1).cast_signed())
 }
 
 /// Appends `bytes` with a varint length.
