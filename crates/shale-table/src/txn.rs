@@ -21,7 +21,7 @@ use shale_engine::{
     ReadOptions, Transaction, TransactionIterator, TransactionOptions, WriteOptions,
 };
 
-use crate::codec::key::{encode_column, index_prefix, range_bounds};
+use crate::codec::key::{encode_bound, range_bounds};
 use crate::codec::row::{decode_row, encode_row};
 use crate::error::{Error, Result};
 use crate::index::{
@@ -302,45 +302,40 @@ impl TableTxn {
                 Some(i),
             ),
         };
-        let mut encode = |bound: Bound<Vec<Value>>| -> Result<Bound<Vec<u8>>> {
-            let values = match bound {
+        let columns = index_def
+            .columns
+            .iter()
+            .map(|&c| def.columns.get(c))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
+        let mut encode = |bound: Bound<Vec<Value>>, lower: bool| -> Result<Bound<Vec<u8>>> {
+            let (values, included) = match bound {
                 Bound::Unbounded => return Ok(Bound::Unbounded),
-                Bound::Included(v) | Bound::Excluded(v) if v.is_empty() => {
-                    return Ok(Bound::Unbounded)
-                }
-                Bound::Included(ref v) | Bound::Excluded(ref v) => v,
+                Bound::Included(v) => (v, true),
+                Bound::Excluded(v) => (v, false),
             };
-            if values.len() > index_def.columns.len() {
+            if values.is_empty() {
+                return Ok(Bound::Unbounded);
+            }
+            if values.len() > columns.len() {
                 return Err(Error::InvalidArgument(format!(
                     "a bound of {} values on index '{}' of {} columns",
                     values.len(),
                     index_def.name,
-                    index_def.columns.len()
+                    columns.len()
                 )));
             }
-            let mut key = index_prefix(index_def.index_id).to_vec();
-            for (&position, value) in index_def.columns.iter().zip(values) {
-                let column = def
-                    .columns
-                    .get(position)
-                    .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
-                if matches!(value, Value::Null) && !column.nullable {
-                    // NULL is below every value of the column: as a bound it keeps nothing out
-                    // below, and nothing in above.
-                    return Err(Error::InvalidArgument(format!(
-                        "NULL bound on NOT NULL column '{}'",
-                        column.name
-                    )));
-                }
-                encode_column(&mut key, column, value, &mut self.scratch)?;
-            }
-            Ok(match bound {
-                Bound::Excluded(_) => Bound::Excluded(key),
-                _ => Bound::Included(key),
-            })
+            encode_bound(
+                index_def.index_id,
+                &columns,
+                &values,
+                lower,
+                included,
+                &mut self.scratch,
+            )
         };
-        let lower = encode(range.lower)?;
-        let upper = encode(range.upper)?;
+        let lower = encode(range.lower, true)?;
+        let upper = encode(range.upper, false)?;
         let (lower, upper) = range_bounds(index_def.index_id, lower, upper);
         let iter = self.txn.iterator(ReadOptions {
             lower_bound: Some(lower),

@@ -270,6 +270,74 @@ fn scans_honour_bounds_in_both_directions() {
         backward.reverse();
         assert_eq!(backward, expected, "reverse {range:?}");
     }
+    // Bounds outside INT's range, and fractions, are folded in rather than refused.
+    let value_range = |lower: Bound<Value>, upper: Bound<Value>| KeyRange {
+        lower: lower.map(|v| vec![v]),
+        upper: upper.map(|v| vec![v]),
+    };
+    let folded = [
+        (
+            value_range(Bound::Unbounded, Bound::Excluded(Value::Int(1 << 40))),
+            (-5..=5).collect::<Vec<_>>(),
+        ),
+        (
+            value_range(Bound::Included(Value::Double(2.5)), Bound::Unbounded),
+            vec![3, 4, 5],
+        ),
+        (
+            value_range(Bound::Excluded(Value::Double(2.0)), Bound::Unbounded),
+            vec![3, 4, 5],
+        ),
+        (
+            value_range(Bound::Unbounded, Bound::Excluded(Value::Double(-2.5))),
+            vec![-5, -4, -3],
+        ),
+        (
+            value_range(Bound::Included(Value::UInt(u64::MAX)), Bound::Unbounded),
+            vec![],
+        ),
+        (
+            value_range(
+                Bound::Excluded(Value::Double(f64::NEG_INFINITY)),
+                Bound::Included(Value::Int(i64::MIN)),
+            ),
+            vec![],
+        ),
+    ];
+    for (range, expected) in folded {
+        for reverse in [false, true] {
+            let mut got = ids(&collect(
+                &mut txn
+                    .scan(
+                        &t,
+                        IndexChoice::Primary,
+                        range.clone(),
+                        reverse,
+                        LockMode::None,
+                    )
+                    .unwrap(),
+            ));
+            if reverse {
+                got.reverse();
+            }
+            assert_eq!(got, expected, "{range:?} reverse={reverse}");
+        }
+    }
+    txn.commit().unwrap();
+    // The same scans over committed data (the engine's iterator, not the pending batch).
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let backward = ids(&collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Primary,
+                KeyRange::all(),
+                true,
+                LockMode::None,
+            )
+            .unwrap(),
+    ));
+    assert_eq!(backward, (-5..=5).rev().collect::<Vec<_>>());
     // secondary index on k = 0 for all; a bound on (k) then pk order
     let all = ids(&collect(
         &mut txn

@@ -281,6 +281,120 @@ pub(crate) fn decode_int_column(
     Ok(Some(Value::Int((flipped << shift).cast_signed() >> shift)))
 }
 
+/// Where a numeric bound falls against an integer column.
+enum IntBound {
+    /// The integer itself; `exact` is false when a fraction was rounded toward the range.
+    In {
+        value: Value,
+        exact: bool,
+    },
+    Below,
+    Above,
+}
+
+fn int_bound(
+    column: &ColumnDef,
+    value: &Value,
+    width: u8,
+    unsigned: bool,
+    lower: bool,
+) -> Result<Option<IntBound>> {
+    let (v, exact): (i128, bool) = match *value {
+        Value::Int(v) => (i128::from(v), true),
+        Value::UInt(v) => (i128::from(v), true),
+        Value::Double(d) if d.is_nan() => {
+            return Err(Error::InvalidArgument(format!(
+                "NaN bound on column '{}'",
+                column.name
+            )))
+        }
+        Value::Double(d) if d == f64::INFINITY => return Ok(Some(IntBound::Above)),
+        Value::Double(d) if d == f64::NEG_INFINITY => return Ok(Some(IntBound::Below)),
+        // `as` saturates, and any |d| above 2^64 is out of every column's range anyway.
+        #[allow(clippy::cast_possible_truncation)]
+        Value::Double(d) => {
+            let rounded = if lower { d.ceil() } else { d.floor() };
+            (rounded as i128, rounded == d)
+        }
+        _ => return Ok(None),
+    };
+    let bits = u32::from(width) * 8;
+    let (min, max) = if unsigned {
+        (0, (1i128 << bits) - 1)
+    } else {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    };
+    if v < min {
+        return Ok(Some(IntBound::Below));
+    }
+    if v > max {
+        return Ok(Some(IntBound::Above));
+    }
+    let value = if unsigned {
+        Value::UInt(
+            u64::try_from(v).map_err(|_| Error::InvalidArgument("bound out of range".into()))?,
+        )
+    } else {
+        Value::Int(
+            i64::try_from(v).map_err(|_| Error::InvalidArgument("bound out of range".into()))?,
+        )
+    };
+    Ok(Some(IntBound::In { value, exact }))
+}
+
+/// Encodes a scan bound: `index_id ++` a prefix of the index's columns, as an `Included`
+/// or `Excluded` key prefix for [`range_bounds`]. Numbers outside an integer column's range,
+/// and fractions on an integer column, are folded into the bound (`tinyint < 1000` keeps
+/// every value; `int >= 2.5` starts at 3), so the caller need not clamp.
+pub(crate) fn encode_bound(
+    index_id: u32,
+    columns: &[&ColumnDef],
+    values: &[Value],
+    lower: bool,
+    included: bool,
+    scratch: &mut Vec<u16>,
+) -> Result<Bound<Vec<u8>>> {
+    let mut key = index_prefix(index_id).to_vec();
+    for (column, value) in columns.iter().zip(values) {
+        if let (Kind::Int { width, unsigned }, false) =
+            (column.ty.kind(), matches!(value, Value::Null))
+        {
+            match int_bound(column, value, width, unsigned, lower)? {
+                // Every value of the column is above the bound: a lower bound keeps all of
+                // this prefix, an upper one none of it.
+                Some(IntBound::Below) => {
+                    return Ok(if lower {
+                        Bound::Included(key)
+                    } else {
+                        Bound::Excluded(key)
+                    });
+                }
+                Some(IntBound::Above) => {
+                    return Ok(if lower {
+                        Bound::Excluded(key)
+                    } else {
+                        Bound::Included(key)
+                    });
+                }
+                Some(IntBound::In { value, exact }) => {
+                    encode_column(&mut key, column, &value, scratch)?;
+                    if !exact {
+                        return Ok(Bound::Included(key));
+                    }
+                    continue;
+                }
+                None => {}
+            }
+        }
+        encode_column(&mut key, column, value, scratch)?;
+    }
+    Ok(if included {
+        Bound::Included(key)
+    } else {
+        Bound::Excluded(key)
+    })
+}
+
 /// `index_id ++` the encoding of `values` over `columns` (a prefix of them, for bounds).
 #[cfg(test)]
 pub(crate) fn encode_key<'c>(
