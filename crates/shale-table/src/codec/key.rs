@@ -314,7 +314,7 @@ fn int_bound(
         #[allow(clippy::cast_possible_truncation)]
         Value::Double(d) => {
             let rounded = if lower { d.ceil() } else { d.floor() };
-            (rounded as i128, rounded == d)
+            (rounded as i128, rounded.to_bits() == d.to_bits())
         }
         _ => return Ok(None),
     };
