@@ -270,6 +270,41 @@ fn scans_honour_bounds_in_both_directions() {
         backward.reverse();
         assert_eq!(backward, expected, "reverse {range:?}");
     }
+    // secondary index on k = 0 for all; a bound on (k) then pk order
+    let all = ids(&collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(0),
+                KeyRange::all(),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    ));
+    assert_eq!(all, (-5..=5).collect::<Vec<_>>());
+    assert!(matches!(
+        txn.scan(
+            &t,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::Int(1), Value::Int(2)]),
+            false,
+            LockMode::None
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn bounds_outside_an_integer_columns_range_fold_into_the_range() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in -5..=5 {
+        txn.insert(&t, row(id, 0, "c", None)).unwrap();
+    }
+    txn.commit().unwrap();
+    // Committed data: the engine's iterator, not the pending batch.
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
     // Bounds outside INT's range, and fractions, are folded in rather than refused.
     let value_range = |lower: Bound<Value>, upper: Bound<Value>| KeyRange {
         lower: lower.map(|v| vec![v]),
@@ -323,9 +358,6 @@ fn scans_honour_bounds_in_both_directions() {
             assert_eq!(got, expected, "{range:?} reverse={reverse}");
         }
     }
-    txn.commit().unwrap();
-    // The same scans over committed data (the engine's iterator, not the pending batch).
-    let mut txn = store.begin(TxnOptions::default()).unwrap();
     let backward = ids(&collect(
         &mut txn
             .scan(
@@ -338,29 +370,6 @@ fn scans_honour_bounds_in_both_directions() {
             .unwrap(),
     ));
     assert_eq!(backward, (-5..=5).rev().collect::<Vec<_>>());
-    // secondary index on k = 0 for all; a bound on (k) then pk order
-    let all = ids(&collect(
-        &mut txn
-            .scan(
-                &t,
-                IndexChoice::Secondary(0),
-                KeyRange::all(),
-                false,
-                LockMode::None,
-            )
-            .unwrap(),
-    ));
-    assert_eq!(all, (-5..=5).collect::<Vec<_>>());
-    assert!(matches!(
-        txn.scan(
-            &t,
-            IndexChoice::Secondary(0),
-            KeyRange::prefix(vec![Value::Int(1), Value::Int(2)]),
-            false,
-            LockMode::None
-        ),
-        Err(Error::InvalidArgument(_))
-    ));
 }
 
 #[test]
