@@ -20,6 +20,53 @@ fn hex(bytes: &[u8]) -> String {
         .join(" ")
 }
 
+fn golden_table() -> TableDef {
+    let column = |name: &str, ty, nullable| ColumnDef {
+        name: name.into(),
+        ty,
+        nullable,
+        default: None,
+        auto_increment: false,
+    };
+    TableDef {
+        database: "d".into(),
+        name: "t".into(),
+        columns: vec![
+            column("id", ColumnType::Int { unsigned: false }, false),
+            column(
+                "name",
+                ColumnType::VarChar {
+                    len: 20,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+                true,
+            ),
+            column("score", ColumnType::Double, true),
+        ],
+        primary_key: IndexDef {
+            name: "PRIMARY".into(),
+            columns: vec![0],
+            unique: true,
+            index_id: 0,
+        },
+        indexes: vec![
+            IndexDef {
+                name: "by_name".into(),
+                columns: vec![1],
+                unique: false,
+                index_id: 0,
+            },
+            IndexDef {
+                name: "u_score".into(),
+                columns: vec![2],
+                unique: true,
+                index_id: 0,
+            },
+        ],
+        schema_version: 0,
+    }
+}
+
 #[test]
 fn golden_table_layout() {
     let fs = MemFs::new();
@@ -35,52 +82,7 @@ fn golden_table_layout() {
     )
     .unwrap();
     store.create_database("d").unwrap();
-    let column = |name: &str, ty, nullable| ColumnDef {
-        name: name.into(),
-        ty,
-        nullable,
-        default: None,
-        auto_increment: false,
-    };
-    let table = store
-        .create_table(TableDef {
-            database: "d".into(),
-            name: "t".into(),
-            columns: vec![
-                column("id", ColumnType::Int { unsigned: false }, false),
-                column(
-                    "name",
-                    ColumnType::VarChar {
-                        len: 20,
-                        collation: Collation::Utf8mb4GeneralCi,
-                    },
-                    true,
-                ),
-                column("score", ColumnType::Double, true),
-            ],
-            primary_key: IndexDef {
-                name: "PRIMARY".into(),
-                columns: vec![0],
-                unique: true,
-                index_id: 0,
-            },
-            indexes: vec![
-                IndexDef {
-                    name: "by_name".into(),
-                    columns: vec![1],
-                    unique: false,
-                    index_id: 0,
-                },
-                IndexDef {
-                    name: "u_score".into(),
-                    columns: vec![2],
-                    unique: true,
-                    index_id: 0,
-                },
-            ],
-            schema_version: 0,
-        })
-        .unwrap();
+    let table = store.create_table(golden_table()).unwrap();
     let mut txn = store.begin(TxnOptions::default()).unwrap();
     txn.insert(
         &table,
