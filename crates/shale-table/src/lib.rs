@@ -64,6 +64,7 @@
 //! | `txn` | [`TableTxn`]: row reads, writes and scans in one engine transaction |
 //! | `index` | row keys and secondary index entries |
 //! | `check` | CHECK TABLE |
+//! | `stats` | approximate table sizes for the planner |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
 
@@ -72,6 +73,7 @@ mod codec;
 mod error;
 mod index;
 mod schema;
+mod stats;
 mod store;
 mod system;
 mod txn;
@@ -82,6 +84,7 @@ pub use check::TableCheck;
 pub use error::{Error, Result};
 pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};
+pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};
 pub use txn::{IndexChoice, KeyRange, LockMode, RowCursor, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType};

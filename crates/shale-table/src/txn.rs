@@ -263,6 +263,17 @@ impl TableTxn {
         self.after(result)
     }
 
+    /// The rows of several primary keys, in order (None where absent): an IN list. One
+    /// engine get per key for now (the engine's transactions have no multi-get yet).
+    pub fn get_many(
+        &mut self,
+        table: &TableDef,
+        pks: &[Vec<Value>],
+        lock: LockMode,
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        pks.iter().map(|pk| self.get(table, pk, lock)).collect()
+    }
+
     /// Rows of `table` in `index` order within `range` (descending if `reverse`). With a lock
     /// mode, each row returned is locked (no gap locks yet) and read as of the newest commit.
     pub fn scan(

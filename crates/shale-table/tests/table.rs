@@ -875,3 +875,41 @@ fn table_txn_is_send_and_store_is_sync() {
     send::<shale_table::TableTxn>();
     sync::<Store>();
 }
+
+#[test]
+fn table_stats_count_small_tables_and_estimate_large_ones() {
+    let (_fs, store, t) = setup();
+    let other = store.create_table(sbtest("other")).unwrap();
+    let fill = |table: &TableDef, n: i64| {
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        for id in 0..n {
+            txn.insert(table, row(id, id, "c", None)).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    fill(&t, 100);
+    fill(&other, 10_000);
+    let small = store.table_stats(&t).unwrap();
+    assert_eq!((small.rows, small.exact), (100, true));
+    store.engine().db().flush().unwrap();
+    let large = store.table_stats(&other).unwrap();
+    assert!(!large.exact);
+    assert!((9_000..=11_000).contains(&large.rows), "{large:?}");
+    assert!(large.data_bytes > 0);
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let got = txn
+        .get_many(
+            &t,
+            &[
+                vec![Value::Int(3)],
+                vec![Value::Int(1000)],
+                vec![Value::Int(5)],
+            ],
+            LockMode::None,
+        )
+        .unwrap();
+    assert_eq!(
+        got,
+        [Some(row(3, 3, "c", None)), None, Some(row(5, 5, "c", None))]
+    );
+}
