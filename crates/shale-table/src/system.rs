@@ -291,6 +291,8 @@ pub(crate) fn decode_table(bytes: &[u8]) -> Result<TableDef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
 
     #[test]
     fn table_definitions_round_trip_and_truncations_fail() {
@@ -357,6 +359,17 @@ mod tests {
         assert_eq!(decode_table(&bytes).unwrap(), def);
         for len in 0..bytes.len() {
             assert!(decode_table(&bytes[..len]).is_err());
+        }
+        // Mutated definitions decode or fail, never panic (a smoke test of the fuzz target
+        // to come).
+        let mut rng = SmallRng::seed_from_u64(5);
+        for _ in 0..20_000 {
+            let mut mutated = bytes.clone();
+            for _ in 0..rng.gen_range(1..4) {
+                let at = rng.gen_range(0..mutated.len());
+                mutated[at] = rng.gen();
+            }
+            let _ = decode_table(&mutated);
         }
     }
 }

@@ -37,7 +37,9 @@ use shale_engine::{Durability, IsolationLevel};
 /// How a transaction reads and commits.
 #[derive(Debug, Clone)]
 pub struct TxnOptions {
-    /// REPEATABLE READ by default (snapshot at the first read, as `MyRocks`).
+    /// REPEATABLE READ by default: every read sees the snapshot taken when the transaction
+    /// began, and writing or locking a row changed since fails with [`Error::Deadlock`]
+    /// (`MyRocks`' behaviour; the transaction is then rolled back).
     pub isolation: IsolationLevel,
     /// None: the store's durability.
     pub durability: Option<Durability>,
@@ -188,7 +190,8 @@ impl TableTxn {
         };
         let mut pk_key = Vec::with_capacity(16);
         pk_key_of_row(&mut pk_key, table, row, row_id, &mut self.scratch)?;
-        if self.txn.get_for_update(&pk_key)?.is_some() {
+        // A fresh hidden row id needs no check.
+        if !is_hidden_pk(table) && self.txn.get_for_update(&pk_key)?.is_some() {
             return Err(Error::DuplicateKey {
                 table: table.name.clone(),
                 key: "PRIMARY".into(),

@@ -696,6 +696,15 @@ mod tests {
                 let _ = skip_column(&mut reader, &column);
             }
         }
+        let mut rng = SmallRng::seed_from_u64(9);
+        for column in all_columns() {
+            for _ in 0..2000 {
+                let len = rng.gen_range(0..40);
+                let bytes: Vec<u8> = (0..len).map(|_| rng.gen_range(0..4)).collect();
+                let _ = skip_column(&mut Reader::new(&bytes, "test"), &column);
+                let _ = decode_int_column(&mut Reader::new(&bytes, "test"), &column);
+            }
+        }
         let ci = column(
             ColumnType::Text {
                 collation: Collation::Utf8mb4GeneralCi,

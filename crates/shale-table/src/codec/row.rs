@@ -204,10 +204,14 @@ mod tests {
             let mut out = Vec::new();
             encode_row(&mut out, &table, &row).unwrap();
             assert_eq!(decode_row(&table, &out).unwrap(), row);
-            // Every truncation fails cleanly, never panics.
+            // Every truncation fails cleanly; mutations decode or fail, never panic.
             for len in 0..out.len() {
                 assert!(decode_row(&table, &out[..len]).is_err());
             }
+            let mut mutated = out.clone();
+            let at = rng.gen_range(0..mutated.len());
+            mutated[at] = rng.gen();
+            let _ = decode_row(&table, &mutated);
         }
     }
 
