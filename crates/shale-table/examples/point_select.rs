@@ -15,17 +15,8 @@ use shale_table::{
     StoreOptions, TableDef, TxnOptions, Value,
 };
 
-fn main() -> shale_table::Result<()> {
-    let mut args = std::env::args()
-        .skip(1)
-        .map(|a| a.parse::<u64>().expect("a number"));
-    let rows = args.next().unwrap_or(100_000);
-    let lookups = args.next().unwrap_or(1_000_000);
-
-    let mut options = StoreOptions::default();
-    options.engine.file_system = Arc::new(MemFs::new());
-    let store = Store::open("/db", options)?;
-    store.create_database("sbtest")?;
+/// sysbench's table: `id INT AUTO_INCREMENT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60), KEY k_1 (k)`.
+fn sbtest1() -> TableDef {
     let column = |name: &str, ty| ColumnDef {
         name: name.into(),
         ty,
@@ -39,7 +30,7 @@ fn main() -> shale_table::Result<()> {
     };
     let mut id = column("id", ColumnType::Int { unsigned: false });
     id.auto_increment = true;
-    let table = store.create_table(TableDef {
+    TableDef {
         database: "sbtest".into(),
         name: "sbtest1".into(),
         columns: vec![
@@ -61,7 +52,21 @@ fn main() -> shale_table::Result<()> {
             index_id: 0,
         }],
         schema_version: 0,
-    })?;
+    }
+}
+
+fn main() -> shale_table::Result<()> {
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|a| a.parse::<u64>().expect("a number"));
+    let rows = args.next().unwrap_or(100_000);
+    let lookups = args.next().unwrap_or(1_000_000);
+
+    let mut options = StoreOptions::default();
+    options.engine.file_system = Arc::new(MemFs::new());
+    let store = Store::open("/db", options)?;
+    store.create_database("sbtest")?;
+    let table = store.create_table(sbtest1())?;
 
     let mut rng = SmallRng::seed_from_u64(1);
     let started = Instant::now();
