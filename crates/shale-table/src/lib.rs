@@ -76,6 +76,8 @@ mod schema;
 mod stats;
 mod store;
 mod system;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod txn;
 mod types;
 mod value;
