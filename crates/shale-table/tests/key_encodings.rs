@@ -1,4 +1,4 @@
-//! Data-driven key encodings: tests/testdata/key_encodings.txt lists `type value` lines; this
+//! Data-driven key encodings: `tests/testdata/key_encodings.txt` lists `type value` lines; this
 //! test encodes each and checks the hex after `->`. Regenerate the right-hand sides with
 //! `SHALE_REGENERATE_GOLDEN=1 cargo test -p shale-table --test key_encodings`.
 
