@@ -22,7 +22,7 @@ use shale_engine::{
 };
 
 use crate::codec::key::{encode_bound, range_bounds};
-use crate::codec::row::{decode_row, encode_row};
+use crate::codec::row::{decode_projected, decode_row, encode_row};
 use crate::error::{Error, Result};
 use crate::index::{
     entry_for_row, is_hidden_pk, is_unique_entry, pk_key_from_values, pk_key_of_entry,
@@ -266,6 +266,27 @@ impl TableTxn {
         self.after(result)
     }
 
+    /// Only the columns at `columns` (in that order) of the row whose primary key is `pk`:
+    /// the hot path of `SELECT c FROM t WHERE id = ?`, which copies no other string.
+    pub fn get_projected(
+        &mut self,
+        table: &TableDef,
+        pk: &[Value],
+        lock: LockMode,
+        columns: &[usize],
+    ) -> Result<Option<Vec<Value>>> {
+        let mut key = std::mem::take(&mut self.key);
+        let result = pk_key_from_values(&mut key, table, pk, &mut self.scratch)
+            .and_then(|()| self.read(&key, lock))
+            .and_then(|bytes| {
+                bytes
+                    .map(|b| decode_projected(table, &b, columns))
+                    .transpose()
+            });
+        self.key = key;
+        self.after(result)
+    }
+
     /// The rows of several primary keys, in order (None where absent): an IN list. One
     /// engine get per key for now (the engine's transactions have no multi-get yet).
     pub fn get_many(
@@ -297,6 +318,7 @@ impl TableTxn {
             reverse,
             lock,
             started: false,
+            projection: None,
         })
     }
 
@@ -569,9 +591,16 @@ pub struct RowCursor<'t> {
     reverse: bool,
     lock: LockMode,
     started: bool,
+    projection: Option<Vec<usize>>,
 }
 
 impl RowCursor<'_> {
+    /// From now on return only the columns at `columns`, in that order (other strings are not
+    /// copied).
+    pub fn set_projection(&mut self, columns: Vec<usize>) {
+        self.projection = Some(columns);
+    }
+
     /// The next row (every column), or None at the end of the range.
     pub fn next_row(&mut self) -> Result<Option<Vec<Value>>> {
         let result = self.next_row_inner();
@@ -616,7 +645,10 @@ impl RowCursor<'_> {
             // A row gone since the iterator was made (deleted by this transaction, or by a
             // commit under READ COMMITTED) is skipped.
             if let Some(bytes) = bytes {
-                return decode_row(&self.table, &bytes).map(Some);
+                return match &self.projection {
+                    None => decode_row(&self.table, &bytes).map(Some),
+                    Some(columns) => decode_projected(&self.table, &bytes, columns).map(Some),
+                };
             }
         }
     }
