@@ -66,7 +66,7 @@ mod version;
 
 pub use batch::{BatchEntry, WriteBatch};
 pub use error::{Error, Result};
-pub use version::DEFAULT_NUM_LEVELS;
+pub use version::{DEFAULT_KEYSPACE_ID, DEFAULT_NUM_LEVELS};
 pub use wal::RecoveryMode;
 
 mod background;

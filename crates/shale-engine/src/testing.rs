@@ -16,8 +16,8 @@ pub use crate::memtable::{MemTable, MemTableEntry, MemTableIter};
 pub use crate::merging_iter::MergingIter;
 pub use crate::range_del::RangeDelSet;
 pub use crate::version::{
-    VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_MAX_MANIFEST_SIZE,
-    MANIFEST_MAGIC, MAX_KEYSPACE_NAME_LEN, MAX_NUM_LEVELS, SAFE_TO_IGNORE,
+    VersionSet, DEFAULT_KEYSPACE_NAME, DEFAULT_MAX_MANIFEST_SIZE, MANIFEST_MAGIC,
+    MAX_KEYSPACE_NAME_LEN, MAX_NUM_LEVELS, SAFE_TO_IGNORE,
 };
 
 use std::path::Path;

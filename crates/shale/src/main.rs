@@ -10,6 +10,7 @@ mod bench_sst;
 mod histogram;
 mod keygen;
 mod output;
+mod sql;
 mod stress;
 mod tool_blob;
 mod tool_checkpoint;
@@ -57,6 +58,9 @@ enum Command {
     /// Incremental hot backups: create, list, verify, restore, purge.
     #[command(subcommand)]
     Backup(backup_cmd::BackupCommand),
+    /// An in-process SQL shell over a data directory (like the mysql client, without a
+    /// server): `shale sql -e "SHOW DATABASES"`, a pipe, or interactive.
+    Sql(sql::SqlArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -245,9 +249,11 @@ fn main() -> ExitCode {
         }) => bench_report::run(args),
         Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
         Command::Stress(args) => stress::run(args),
+        Command::Sql(args) => sql::run(args),
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Reported) => ExitCode::from(Failure::Reported.exit_code()),
         Err(failure) => {
             let _ = std::io::stdout().flush();
             let _ = writeln!(std::io::stderr(), "error: {failure}");

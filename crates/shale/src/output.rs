@@ -24,6 +24,9 @@ pub enum Failure {
     Error(String),
     /// stdout was closed by its reader; not an error for the person (exit 0, no message).
     BrokenPipe,
+    /// The command printed its own error already, in its own format (`shale sql` prints
+    /// MySQL's `ERROR 1146 (42S02) ...` lines): exit 1 with no further message.
+    Reported,
 }
 
 impl Failure {
@@ -31,7 +34,7 @@ impl Failure {
     pub fn exit_code(&self) -> u8 {
         match self {
             Failure::Corruption(_) => 2,
-            Failure::Error(_) => 1,
+            Failure::Error(_) | Failure::Reported => 1,
             Failure::BrokenPipe => 0,
         }
     }
@@ -47,6 +50,7 @@ impl fmt::Display for Failure {
         match self {
             Failure::Corruption(m) | Failure::Error(m) => f.write_str(m),
             Failure::BrokenPipe => f.write_str("stdout closed"),
+            Failure::Reported => f.write_str("failed (the error is printed above)"),
         }
     }
 }
