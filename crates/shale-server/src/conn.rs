@@ -182,8 +182,16 @@ async fn authenticate(
         seq = last_seq.wrapping_add(1);
         auth_response = payload;
     }
+    let switched = client_plugin != plugin;
     let verified = record.as_ref().is_some_and(|r| {
-        auth::verify(&plugin, &r.authentication_string, &scramble, &auth_response)
+        let stored = &r.authentication_string;
+        auth::verify(&plugin, stored, &scramble, &auth_response)
+            // PyMySQL scrambles with every byte of the switch request's data, NUL included.
+            || (switched && plugin == CACHING_SHA2 && {
+                let mut with_nul = scramble.to_vec();
+                with_nul.push(0);
+                auth::verify(&plugin, stored, &with_nul, &auth_response)
+            })
     });
     if !verified {
         let error = errors::access_denied(&response.user, &host, !auth_response.is_empty());

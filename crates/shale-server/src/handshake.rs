@@ -37,7 +37,8 @@ pub fn put_handshake(
     put_nul_bytes(out, plugin.as_bytes());
 }
 
-/// Protocol::AuthSwitchRequest: `0xFE`, the plugin name, then its data (the scramble and NUL).
+/// Protocol::AuthSwitchRequest: `0xFE`, the plugin name, then its data: the scramble and a
+/// NUL (libmariadb's `caching_sha2_password` refuses anything but 21 bytes).
 pub fn put_auth_switch(out: &mut Vec<u8>, plugin: &str, scramble: &[u8; 20]) {
     out.push(0xFE);
     put_nul_bytes(out, plugin.as_bytes());
