@@ -67,10 +67,10 @@ fn put_binary_value(out: &mut Vec<u8>, type_code: ColumnTypeCode, value: &Value)
     match type_code {
         ColumnTypeCode::Tiny => out.push(as_i64(value).cast_unsigned() as u8),
         ColumnTypeCode::Short | ColumnTypeCode::Year => {
-            put_u16(out, as_i64(value).cast_unsigned() as u16)
+            put_u16(out, as_i64(value).cast_unsigned() as u16);
         }
         ColumnTypeCode::Long | ColumnTypeCode::Int24 => {
-            put_u32(out, as_i64(value).cast_unsigned() as u32)
+            put_u32(out, as_i64(value).cast_unsigned() as u32);
         }
         ColumnTypeCode::LongLong => out.extend_from_slice(&as_i64(value).to_le_bytes()),
         ColumnTypeCode::Float => out.extend_from_slice(&(as_f64(value) as f32).to_le_bytes()),
