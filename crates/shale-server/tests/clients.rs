@@ -1,4 +1,4 @@
-//! Real clients (the mariadb command-line client, PyMySQL) against the server over a fake SQL
+//! Real clients (the mariadb command-line client, `PyMySQL`) against the server over a fake SQL
 //! layer: handshake and authentication, text result sets, multi-statements, errors, status
 //! flags, streaming a large result.
 

@@ -19,6 +19,7 @@ use shale_sql::{
     Value,
 };
 
+#[derive(Debug)]
 pub struct Fake;
 
 impl Backend for Fake {
@@ -47,6 +48,7 @@ impl Backend for Fake {
     }
 }
 
+#[derive(Debug)]
 struct FakeSession {
     autocommit: bool,
     in_txn: bool,
@@ -317,7 +319,7 @@ pub fn mariadb(addr: SocketAddr, user: &str, password: &str, sql: &str) -> Outpu
         .expect("run mariadb")
 }
 
-/// Runs a Python script with PyMySQL; `PORT` is set in its environment.
+/// Runs a Python script with `PyMySQL`; `PORT` is set in its environment.
 pub fn python(addr: SocketAddr, script: &str) -> Output {
     Command::new("/usr/bin/python3")
         .arg("-c")
