@@ -88,7 +88,7 @@ fn error_code(packet: &[u8]) -> u16 {
     u16::from_le_bytes([packet[1], packet[2]])
 }
 
-/// COM_STMT_EXECUTE's body for `id` with one NULL bitmap byte and optional types.
+/// `COM_STMT_EXECUTE`'s body for `id` with one NULL bitmap byte and optional types.
 fn execute(id: u32, bitmap: u8, types: Option<&[(u8, u8)]>, values: &[u8]) -> Vec<u8> {
     let mut p = vec![0x17];
     p.extend_from_slice(&id.to_le_bytes());
@@ -259,7 +259,7 @@ fn hostile_packets_cost_only_their_connection() {
 
     // Garbage instead of a handshake response, and a truncated one.
     for garbage in [&b"GET / HTTP/1.1\r\n\r\n"[..], b"\x02\x00\x00\x01\x00\x02"] {
-        let mut s = TcpStream::connect(addr).unwrap();
+        let s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut c = Client { stream: s };
         c.payload();
