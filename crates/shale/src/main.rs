@@ -1,4 +1,4 @@
-//! The `shale` command: inspection and DBA tools and benchmarks (the server comes later).
+//! The `shale` command: the MySQL-compatible server, inspection and DBA tools, benchmarks.
 //!
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
@@ -10,6 +10,7 @@ mod bench_sst;
 mod histogram;
 mod keygen;
 mod output;
+mod serve;
 mod stress;
 mod tool_blob;
 mod tool_checkpoint;
@@ -34,7 +35,7 @@ use crate::output::Failure;
 #[command(
     name = "shale",
     version,
-    about = "Shale LSM storage engine: tools and benchmarks"
+    about = "Shale LSM storage engine: MySQL-compatible server, tools and benchmarks"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -57,6 +58,10 @@ enum Command {
     /// Incremental hot backups: create, list, verify, restore, purge.
     #[command(subcommand)]
     Backup(backup_cmd::BackupCommand),
+    #[command(
+        about = "Serve a data directory over the MySQL protocol (mariadb, PyMySQL, sysbench connect)"
+    )]
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -245,6 +250,7 @@ fn main() -> ExitCode {
         }) => bench_report::run(args),
         Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
         Command::Stress(args) => stress::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
