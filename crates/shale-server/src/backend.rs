@@ -20,6 +20,10 @@ pub trait Backend: Send + Sync + 'static {
 
 /// One connection's SQL state; mirrors [`shale_sql::Session`].
 pub trait BackendSession {
+    /// Tells the session who it serves (`CONNECTION_ID()`, `USER()`), right after creation.
+    fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
+        let _ = (connection_id, user, host);
+    }
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError>;
     fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError>;
     fn execute_prepared(

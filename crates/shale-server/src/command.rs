@@ -33,7 +33,13 @@ use crate::wire::{put_u16, put_u32, Reader};
 #[derive(Debug)]
 pub enum Job {
     /// Create the session, select the handshake's database, and reply with OK or ERR.
-    Connect { database: Option<String>, seq: u8 },
+    Connect {
+        connection_id: u32,
+        user: String,
+        host: String,
+        database: Option<String>,
+        seq: u8,
+    },
     /// One command packet; its reply starts at sequence id `seq`.
     Command { payload: Vec<u8>, seq: u8 },
 }
@@ -48,9 +54,19 @@ pub fn run_session(
     let mut handler: Option<CommandHandler> = None;
     while let Ok(job) = jobs.recv() {
         let close = match job {
-            Job::Connect { database, seq } => {
+            Job::Connect {
+                connection_id,
+                user,
+                host,
+                database,
+                seq,
+            } => {
                 output.writer.set_seq(seq);
-                let session = catch_unwind(AssertUnwindSafe(|| shared.backend.session()));
+                let session = catch_unwind(AssertUnwindSafe(|| {
+                    let mut session = shared.backend.session();
+                    session.set_connection(connection_id, &user, &host);
+                    session
+                }));
                 if let Ok(session) = session {
                     let mut h = CommandHandler::new(shared.clone(), session, capabilities);
                     let close = h.connect(database.as_deref(), &mut output);

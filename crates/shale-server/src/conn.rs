@@ -63,6 +63,9 @@ pub(crate) async fn serve(
 /// What a successful connection phase hands to the command phase.
 struct Login {
     capabilities: u32,
+    connection_id: u32,
+    user: String,
+    host: String,
     database: Option<String>,
     /// The sequence id the OK after authentication gets.
     seq: u8,
@@ -207,6 +210,9 @@ async fn authenticate(
     }
     Some(Login {
         capabilities: response.capabilities,
+        connection_id,
+        user: response.user,
+        host,
         database: response.database,
         seq,
     })
@@ -251,6 +257,9 @@ async fn command_loop(
         return;
     };
     let connect = Job::Connect {
+        connection_id: login.connection_id,
+        user: login.user,
+        host: login.host,
         database: login.database,
         seq: login.seq,
     };
