@@ -119,6 +119,8 @@ pub(crate) struct Binder<'a> {
     aggs: Option<Vec<AggSpec>>,
     pub params: usize,
     clause: &'static str,
+    /// Select-list aliases, visible to HAVING and ORDER BY.
+    aliases: Vec<(String, Expr, SqlType)>,
 }
 
 pub(crate) fn ident_name(parts: &ast::ObjectName) -> Vec<String> {
@@ -140,6 +142,7 @@ impl<'a> Binder<'a> {
             aggs: None,
             params: 0,
             clause: "field list",
+            aliases: Vec::new(),
         }
     }
 
@@ -219,8 +222,19 @@ impl<'a> Binder<'a> {
                 if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
                     return Err(SqlError::unsupported("DEFAULT here"));
                 }
-                let (e, t, _) = self.column(&[id.value.as_str()], &id.value)?;
-                (e, t)
+                match self.column(&[id.value.as_str()], &id.value) {
+                    Ok((e, t, _)) => (e, t),
+                    Err(err) => {
+                        let alias = self
+                            .aliases
+                            .iter()
+                            .find(|(a, _, _)| a.eq_ignore_ascii_case(&id.value));
+                        match alias {
+                            Some((_, e, t)) => (e.clone(), t.clone()),
+                            None => return Err(err),
+                        }
+                    }
+                }
             }
             ast::Expr::CompoundIdentifier(ids) => {
                 let parts: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
@@ -829,6 +843,10 @@ impl<'a> Binder<'a> {
                         },
                     };
                     let (x, t) = self.expr(e)?;
+                    if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
+                        self.aliases
+                            .push((alias.value.clone(), x.clone(), t.clone()));
+                    }
                     let meta = match (&x, &self.table) {
                         (Expr::Column(pos), Some(tr)) if *pos < tr.def.columns.len() => {
                             column_meta(&tr.database, &tr.alias, &tr.def, *pos, &name)

@@ -224,8 +224,9 @@ pub(crate) fn table_def(
             ast::TableConstraint::Unique(u) => {
                 let cols = index_columns(&def, &u.columns)?;
                 let name = u
-                    .name
+                    .index_name
                     .as_ref()
+                    .or(u.name.as_ref())
                     .map_or_else(|| def.columns[cols[0]].name.clone(), |n| n.value.clone());
                 def.indexes.push(IndexDef {
                     name,

@@ -205,15 +205,6 @@ impl From<shale_table::Error> for SqlError {
             E::DuplicateKey { key, entry, .. } => SqlError::duplicate_entry(&entry, &key),
             E::LockWaitTimeout => SqlError::lock_wait_timeout(),
             E::Deadlock => SqlError::deadlock(),
-            E::Engine(shale_engine::Error::Transaction(t)) => {
-                use shale_engine::TransactionError as T;
-                match t {
-                    T::LockTimeout { .. } => SqlError::lock_wait_timeout(),
-                    // MyRocks reports snapshot conflicts as deadlocks too: the client's answer
-                    // (retry the transaction) is the same.
-                    _ => SqlError::deadlock(),
-                }
-            }
             other => SqlError::internal(other),
         }
     }

@@ -23,6 +23,8 @@ use crate::types::{int_range, int_value, store_value};
 use crate::value::{self, sort_compare, str_to_f64, str_to_i128_exact, to_i128};
 
 /// Rows of an access path, pulled one at a time.
+// One per statement, on the stack; boxing the cursor would cost a scan an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Source<'t> {
     Empty,
     One(Option<Vec<Value>>),

@@ -4,10 +4,9 @@
 //! 1. With autocommit=1 and no BEGIN, each statement runs in its own `TableTxn`, committed
 //!    when it ends; a failed statement rolls back only itself.
 //! 2. BEGIN/START TRANSACTION (or autocommit=0) keeps one `TableTxn` open across statements
-//!    until COMMIT or ROLLBACK. The table layer has no savepoints, so a statement failing
-//!    inside one leaves whatever it had written (INSERT checks every row before writing the
-//!    first, so a bad value writes nothing); a deadlock or lock wait timeout rolls back the
-//!    whole transaction.
+//!    until COMMIT or ROLLBACK. Each statement inside one runs under a savepoint: a failing
+//!    statement undoes only itself; a deadlock (1213) or lock wait timeout (1205) rolls back
+//!    the whole transaction (MySQL keeps the transaction on 1205; see docs/sql.md).
 //! 3. DDL, BEGIN and SET autocommit=1 commit an open transaction first.
 //!
 //! Prepared statements are bound and planned once; the plan is reused while the instance's
@@ -364,7 +363,7 @@ impl Session {
     fn begin_txn(&self) -> Result<TableTxn, SqlError> {
         Ok(self.instance.store.begin(TxnOptions {
             isolation: self.state.isolation,
-            durability: None,
+            ..TxnOptions::default()
         })?)
     }
 
@@ -404,6 +403,10 @@ impl Session {
             None => self.begin_txn()?,
         };
         let keep = self.keeps_transaction();
+        if keep {
+            // A failing statement inside a transaction undoes only itself.
+            txn.set_savepoint();
+        }
         let env = RunEnv {
             state: &self.state,
             params,
@@ -438,6 +441,7 @@ impl Session {
         match result {
             Ok(ok) => {
                 if keep {
+                    txn.release_savepoint()?;
                     self.txn = Some(txn);
                 } else if let Err(e) = txn.commit() {
                     return Err(e.into());
@@ -452,7 +456,7 @@ impl Session {
                 Ok(())
             }
             Err(e) => {
-                if keep && !e.rolls_back_transaction() {
+                if keep && !e.rolls_back_transaction() && txn.rollback_to_savepoint().is_ok() {
                     self.txn = Some(txn);
                 } else {
                     txn.rollback();
