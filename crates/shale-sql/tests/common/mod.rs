@@ -142,7 +142,7 @@ pub fn parse_params(text: &str) -> Vec<Value> {
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('\'') {
             let end = r.find('\'').unwrap_or(r.len());
-            out.push(Value::Bytes(r[..end].as_bytes().to_vec()));
+            out.push(Value::Bytes(r.as_bytes()[..end].to_vec()));
             rest = r.get(end + 1..).unwrap_or("").trim_start();
         } else {
             let end = rest.find(',').unwrap_or(rest.len());
@@ -247,7 +247,7 @@ impl Runner {
     }
 }
 
-/// Runs testdata/NAME.test, comparing (or with SHALE_REGENERATE=1 rewriting) its outputs.
+/// Runs testdata/NAME.test, comparing (or with `SHALE_REGENERATE=1` rewriting) its outputs.
 pub fn run_file(name: &str) {
     let path = format!("{}/testdata/{name}.test", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).expect("read test file");
