@@ -353,3 +353,12 @@ fn garbage_never_panics() {
     let sink = run(&mut s, "SELECT 1");
     assert_eq!(sink.rows, vec![vec![Value::Int(1)]]);
 }
+
+/// The server moves sessions between threads and shares the instance.
+#[test]
+fn sessions_are_send_and_the_instance_is_shared() {
+    fn send<T: Send>() {}
+    fn shared<T: Send + Sync>() {}
+    send::<shale_sql::Session>();
+    shared::<Instance>();
+}
