@@ -1,4 +1,4 @@
-//! The table layer's errors. Each variant maps to one MySQL error code in the SQL layer.
+//! The table layer's errors. Each variant maps to one `MySQL` error code in the SQL layer.
 
 /// A table-layer error.
 #[derive(Debug, thiserror::Error)]
@@ -11,7 +11,7 @@ pub enum Error {
     NoSuchTable { database: String, table: String },
     #[error("table '{database}.{table}' already exists")]
     TableExists { database: String, table: String },
-    /// `entry` is the key's values as MySQL prints them (`'1-a'`), `key` the index name.
+    /// `entry` is the key's values as `MySQL` prints them (`'1-a'`), `key` the index name.
     #[error("duplicate entry '{entry}' for key '{table}.{key}'")]
     DuplicateKey {
         table: String,
@@ -27,7 +27,23 @@ pub enum Error {
     #[error("corruption: {0}")]
     Corruption(String),
     #[error(transparent)]
-    Engine(#[from] shale_engine::Error),
+    Engine(shale_engine::Error),
+}
+
+impl From<shale_engine::Error> for Error {
+    /// Lock timeouts and deadlocks become `MySQL`'s errors; a REPEATABLE READ write conflict
+    /// (the row changed after the snapshot) is reported as a deadlock, as `MyRocks` does:
+    /// the transaction is rolled back and should be retried.
+    fn from(error: shale_engine::Error) -> Self {
+        use shale_engine::TransactionError as T;
+        match error {
+            shale_engine::Error::Transaction(T::LockTimeout { .. }) => Error::LockWaitTimeout,
+            shale_engine::Error::Transaction(T::Deadlock { .. } | T::SnapshotConflict { .. }) => {
+                Error::Deadlock
+            }
+            other => Error::Engine(other),
+        }
+    }
 }
 
 /// The table layer's result type.

@@ -1,21 +1,92 @@
 //! Shale's table layer: relational tables on the key-value engine, as `MyRocks` stores them.
 //!
 //! A [`Store`] opens a database directory and holds the catalog (databases, tables, columns,
-//! indexes) in a system keyspace. Each table's rows live under `index_id ++
-//! memcomparable(primary key)`, each secondary index entry under `index_id ++
+//! indexes) in a system keyspace (docs/format/catalog.md). Each table's rows live under
+//! `index_id ++ memcomparable(primary key)`, each secondary index entry under `index_id ++
 //! memcomparable(index columns) ++ memcomparable(primary key)` (docs/format/table-keys.md,
 //! docs/format/rows.md). Reads and writes go through a [`TableTxn`], one engine transaction.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use shale_table::{
+//!     Collation, ColumnDef, ColumnType, IndexChoice, IndexDef, KeyRange, LockMode, Store,
+//!     StoreOptions, TableDef, TxnOptions, Value,
+//! };
+//!
+//! # fn main() -> shale_table::Result<()> {
+//! // An in-memory file system here; `StoreOptions::default()` uses the real one.
+//! let mut options = StoreOptions::default();
+//! options.engine.file_system = Arc::new(shale_fs::MemFs::new());
+//! let store = Store::open("/db", options)?;
+//!
+//! store.create_database("shop")?;
+//! let column = |name: &str, ty| ColumnDef {
+//!     name: name.into(), ty, nullable: false, default: None, auto_increment: false,
+//! };
+//! let index = |name: &str, columns| IndexDef { name: name.into(), columns, unique: false, index_id: 0 };
+//! let items = store.create_table(TableDef {
+//!     database: "shop".into(),
+//!     name: "items".into(),
+//!     columns: vec![
+//!         column("id", ColumnType::Int { unsigned: false }),
+//!         column("name", ColumnType::VarChar { len: 40, collation: Collation::Utf8mb4GeneralCi }),
+//!     ],
+//!     primary_key: index("PRIMARY", vec![0]),
+//!     indexes: vec![index("by_name", vec![1])],
+//!     schema_version: 0,
+//! })?;
+//!
+//! let mut txn = store.begin(TxnOptions::default())?;
+//! txn.insert(&items, vec![Value::Int(1), Value::Bytes(b"Pear".to_vec())])?;
+//! txn.insert(&items, vec![Value::Int(2), Value::Bytes(b"apple".to_vec())])?;
+//! txn.commit()?;
+//!
+//! let mut txn = store.begin(TxnOptions::default())?;
+//! // A point read by primary key: one engine get.
+//! let pear = txn.get(&items, &[Value::Int(1)], LockMode::None)?;
+//! assert_eq!(pear, Some(vec![Value::Int(1), Value::Bytes(b"Pear".to_vec())]));
+//! // A case-insensitive lookup through the secondary index returns the stored text.
+//! let by_name = KeyRange::prefix(vec![Value::Bytes(b"APPLE".to_vec())]);
+//! let mut rows = txn.scan(&items, IndexChoice::Secondary(0), by_name, false, LockMode::None)?;
+//! assert_eq!(rows.next_row()?, Some(vec![Value::Int(2), Value::Bytes(b"apple".to_vec())]));
+//! assert_eq!(rows.next_row()?, None);
+//! drop(rows);
+//! assert!(txn.check_table(&items)?.is_ok());
+//! drop(txn);
+//! store.close()
+//! # }
+//! ```
+//!
+//! | module | concept |
+//! |---|---|
+//! | `store` | open, the catalog snapshot, DDL, `AUTO_INCREMENT` and row id counters |
+//! | `system` | the `shale_system` keyspace's layout and table definition encoding |
+//! | `txn` | [`TableTxn`]: row reads, writes and scans in one engine transaction |
+//! | `index` | row keys and secondary index entries |
+//! | `check` | CHECK TABLE |
+//! | `stats` | approximate table sizes for the planner |
+//! | `codec` | memcomparable keys, row values, collation weights |
+//! | `schema`, `types`, `value`, `error` | the public data types |
 
+mod check;
+mod codec;
 mod error;
+mod index;
 mod schema;
+mod stats;
 mod store;
+mod system;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod txn;
 mod types;
 mod value;
 
+pub use check::TableCheck;
 pub use error::{Error, Result};
 pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};
+pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};
 pub use txn::{IndexChoice, KeyRange, LockMode, RowCursor, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType};

@@ -1,4 +1,5 @@
-//! Table definitions and the catalog: what the system keyspace holds.
+//! Table definitions and the catalog: what the system keyspace holds (stored as
+//! docs/format/catalog.md describes; `system.rs` encodes them).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -45,11 +46,29 @@ pub struct TableDef {
 }
 
 impl TableDef {
-    /// The position of the column called `name` (ASCII case-insensitive, as MySQL).
+    /// The position of the column called `name` (ASCII case-insensitive, as `MySQL`).
     pub fn column_position(&self, name: &str) -> Option<usize> {
         self.columns
             .iter()
             .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The position in [`TableDef::indexes`] of the secondary index called `name` (ASCII
+    /// case-insensitive).
+    pub fn index_position(&self, name: &str) -> Option<usize> {
+        self.indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The position of the `AUTO_INCREMENT` column, if the table has one.
+    pub fn auto_increment_column(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.auto_increment)
+    }
+
+    /// Whether the table has no primary key (rows are keyed by a hidden row id).
+    pub fn has_hidden_primary_key(&self) -> bool {
+        self.primary_key.columns.is_empty()
     }
 }
 

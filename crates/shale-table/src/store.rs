@@ -1,83 +1,655 @@
-//! The store: one database directory, its catalog and its DDL.
+//! The store: one database directory, its catalog and its DDL (docs/format/catalog.md).
+//!
+//! Invariants:
+//! 1. The in-memory catalog equals what the system keyspace holds: DDL writes first (one
+//!    atomic engine write, synced) and swaps the new [`Catalog`] in only after it succeeded.
+//! 2. DDL statements run one at a time (the `ddl` mutex), which also guards the index id
+//!    counter.
+//! 3. DROP TABLE, TRUNCATE, DROP DATABASE and DROP INDEX delete their data with range
+//!    tombstones in the same engine write that changes the catalog, so a crash leaves the old
+//!    state or the new one, never a mix (ARCHITECTURE.md invariant 7).
+//! 4. No `AUTO_INCREMENT` value or hidden row id is handed out twice, across restarts too: every
+//!    value handed out is below the reservation persisted under `A`/`R` or below the largest
+//!    value stored + 1, and at open the counter starts above both.
+//!
+//! Concurrency with DML: DDL takes no lock on the rows. A transaction still writing a table
+//! that is being dropped or truncated may leave rows under the old index ids (invisible,
+//! unreachable garbage) — `MySQL`'s metadata locks, which would prevent that, are not built
+//! yet. CREATE INDEX builds the index inside one transaction from a consistent snapshot; rows
+//! written by other transactions during the build are not indexed (the online build is still
+//! to come), so run it while the table is quiet.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::error::Result;
+use shale_engine::{
+    KeyspaceOptions, ReadOptions, TransactionDb, TransactionDbOptions, WriteBatch, WriteOptions,
+};
+
+use crate::codec::key::{decode_int_column, index_prefix, prefix_successor};
+use crate::codec::Reader;
+use crate::error::{Error, Result};
 use crate::schema::{Catalog, IndexDef, TableDef};
+use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
 use crate::txn::{TableTxn, TxnOptions};
+use crate::types::Kind;
+use crate::value::Value;
 
 /// How to open a [`Store`].
 #[derive(Debug, Clone, Default)]
 pub struct StoreOptions {
     /// The engine's options (file system, cache, durability, ...).
     pub engine: shale_engine::Options,
+    /// Row locks: the default lock wait timeout (`innodb_lock_wait_timeout`), deadlock
+    /// detection, the transaction size cap.
+    pub transactions: TransactionDbOptions,
 }
 
-/// An open database directory: the engine, the system keyspace and the catalog.
+/// How many values one persisted `AUTO_INCREMENT` / row id reservation covers.
+const RESERVATION: u64 = 1024;
+
+/// One `AUTO_INCREMENT` or hidden row id counter (invariant 4).
+#[derive(Debug)]
+struct Sequence {
+    next: u64,
+    /// Persisted: no value at or above it was handed out before this open.
+    reserved: u64,
+}
+
+/// What a [`Store`] and its transactions share.
+#[derive(Debug)]
+pub(crate) struct StoreInner {
+    pub(crate) tdb: Arc<TransactionDb>,
+    pub(crate) system: shale_engine::Keyspace,
+    catalog: RwLock<Arc<Catalog>>,
+    /// The next index id; held for the whole of a DDL statement (invariant 2).
+    ddl: Mutex<u32>,
+    sequences: Mutex<HashMap<(u8, u32), Sequence>>,
+}
+
+/// An open database directory: the engine, the system keyspace and the catalog. Share it
+/// between threads (`Arc<Store>`); every method takes `&self`.
 #[derive(Debug)]
 pub struct Store {
-    _private: (),
+    inner: Arc<StoreInner>,
+}
+
+fn sync() -> WriteOptions {
+    WriteOptions::sync()
 }
 
 impl Store {
     /// Opens (creating if missing) the store at `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
-        let _ = (path, options);
-        todo!("table layer: open")
+        let tdb = TransactionDb::open(path, options.engine, options.transactions)?;
+        let db = tdb.db();
+        let system = match db.keyspace(system::KEYSPACE) {
+            Some(keyspace) => keyspace,
+            None => db.create_keyspace(system::KEYSPACE, KeyspaceOptions::default())?,
+        };
+        let next_index_id = match system.get(system::KEY_VERSION)? {
+            None => {
+                let mut batch = WriteBatch::new();
+                batch.put(
+                    system.id(),
+                    system::KEY_VERSION,
+                    &system::CATALOG_VERSION.to_le_bytes(),
+                )?;
+                batch.put(
+                    system.id(),
+                    system::KEY_NEXT_INDEX_ID,
+                    &system::FIRST_INDEX_ID.to_le_bytes(),
+                )?;
+                db.write(batch, &sync())?;
+                system::FIRST_INDEX_ID
+            }
+            Some(version) => {
+                let version = Reader::new(&version, "catalog version")
+                    .array()
+                    .map(u32::from_le_bytes)?;
+                if version != system::CATALOG_VERSION {
+                    return Err(Error::Corruption(format!(
+                        "catalog format version {version}; this build reads {}",
+                        system::CATALOG_VERSION
+                    )));
+                }
+                let next = system
+                    .get(system::KEY_NEXT_INDEX_ID)?
+                    .ok_or_else(|| Error::Corruption("the catalog has no next index id".into()))?;
+                Reader::new(&next, "next index id")
+                    .array()
+                    .map(u32::from_le_bytes)?
+            }
+        };
+        let catalog = load_catalog(&system, next_index_id)?;
+        Ok(Store {
+            inner: Arc::new(StoreInner {
+                tdb: Arc::new(tdb),
+                system,
+                catalog: RwLock::new(Arc::new(catalog)),
+                ddl: Mutex::new(next_index_id),
+                sequences: Mutex::new(HashMap::new()),
+            }),
+        })
     }
 
     /// The current catalog snapshot.
     pub fn catalog(&self) -> Arc<Catalog> {
-        todo!("table layer: catalog")
+        self.inner.catalog()
     }
 
     pub fn create_database(&self, name: &str) -> Result<()> {
-        let _ = name;
-        todo!()
+        let _ddl = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        if catalog.databases.contains_key(name) {
+            return Err(Error::DatabaseExists(name.to_owned()));
+        }
+        check_name("database", name)?;
+        let mut batch = WriteBatch::new();
+        batch.put(self.inner.system.id(), &system::database_key(name), b"")?;
+        self.inner.tdb.db().write(batch, &sync())?;
+        let mut new = (*catalog).clone();
+        new.databases.insert(name.to_owned(), BTreeMap::new());
+        self.inner.install(new);
+        Ok(())
     }
 
     /// Drops the database and every table in it.
     pub fn drop_database(&self, name: &str) -> Result<()> {
-        let _ = name;
-        todo!()
+        let _ddl = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let tables = catalog
+            .databases
+            .get(name)
+            .ok_or_else(|| Error::NoSuchDatabase(name.to_owned()))?;
+        let mut batch = WriteBatch::new();
+        for def in tables.values() {
+            self.inner.drop_table_batch(&mut batch, def)?;
+        }
+        batch.delete(self.inner.system.id(), &system::database_key(name))?;
+        self.inner.tdb.db().write(batch, &sync())?;
+        for def in tables.values() {
+            self.inner.forget_sequences(def.primary_key.index_id);
+        }
+        let mut new = (*catalog).clone();
+        new.databases.remove(name);
+        self.inner.install(new);
+        Ok(())
     }
 
-    /// Creates a table; the store assigns index ids (those in `def` are ignored).
-    pub fn create_table(&self, def: TableDef) -> Result<Arc<TableDef>> {
-        let _ = def;
-        todo!()
+    /// Creates a table; the store assigns index ids (those in `def` are ignored), names the
+    /// primary key `PRIMARY`, makes its columns NOT NULL (as `MySQL` does) and sets the
+    /// schema version to 1.
+    pub fn create_table(&self, mut def: TableDef) -> Result<Arc<TableDef>> {
+        let mut next_id = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let tables = catalog
+            .databases
+            .get(&def.database)
+            .ok_or_else(|| Error::NoSuchDatabase(def.database.clone()))?;
+        if tables.contains_key(&def.name) {
+            return Err(Error::TableExists {
+                database: def.database,
+                table: def.name,
+            });
+        }
+        check_name("table", &def.name)?;
+        def.primary_key.name = "PRIMARY".into();
+        def.primary_key.unique = true;
+        for &c in &def.primary_key.columns {
+            if let Some(column) = def.columns.get_mut(c) {
+                column.nullable = false;
+            }
+        }
+        def.schema_version = 1;
+        validate_table(&def)?;
+        let ids_needed = 1 + def.indexes.len() as u32;
+        let first = *next_id;
+        let after = first
+            .checked_add(ids_needed)
+            .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
+        def.primary_key.index_id = first;
+        for (i, index) in def.indexes.iter_mut().enumerate() {
+            index.index_id = first + 1 + i as u32;
+        }
+        let sys = self.inner.system.id();
+        let mut batch = WriteBatch::new();
+        batch.put(
+            sys,
+            &system::table_key(TAG_TABLE, first),
+            &system::encode_table(&def),
+        )?;
+        batch.put(sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
+        self.inner.tdb.db().write(batch, &sync())?;
+        *next_id = after;
+        let def = Arc::new(def);
+        let mut new = (*catalog).clone();
+        if let Some(tables) = new.databases.get_mut(&def.database) {
+            tables.insert(def.name.clone(), def.clone());
+        }
+        self.inner.install(new);
+        Ok(def)
     }
 
     pub fn drop_table(&self, database: &str, name: &str) -> Result<()> {
-        let _ = (database, name);
-        todo!()
+        let _ddl = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let def = table_of(&catalog, database, name)?;
+        let mut batch = WriteBatch::new();
+        self.inner.drop_table_batch(&mut batch, &def)?;
+        self.inner.tdb.db().write(batch, &sync())?;
+        self.inner.forget_sequences(def.primary_key.index_id);
+        let mut new = (*catalog).clone();
+        if let Some(tables) = new.databases.get_mut(database) {
+            tables.remove(name);
+        }
+        self.inner.install(new);
+        Ok(())
     }
 
+    /// Empties the table at once (range tombstones over each of its indexes) and resets its
+    /// `AUTO_INCREMENT` counter, as `MySQL` does.
     pub fn truncate_table(&self, database: &str, name: &str) -> Result<()> {
-        let _ = (database, name);
-        todo!()
+        let _ddl = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let def = table_of(&catalog, database, name)?;
+        let mut batch = WriteBatch::new();
+        self.inner.delete_data_batch(&mut batch, &def)?;
+        self.inner.tdb.db().write(batch, &sync())?;
+        self.inner.forget_sequences(def.primary_key.index_id);
+        Ok(())
     }
 
-    /// Adds a secondary index and fills it from the table's rows.
-    pub fn create_index(&self, database: &str, table: &str, index: IndexDef) -> Result<()> {
-        let _ = (database, table, index);
-        todo!()
+    /// Adds a secondary index and fills it from the table's rows, in one transaction that also
+    /// writes the new definition (see the module doc: not an online build yet).
+    pub fn create_index(&self, database: &str, table: &str, mut index: IndexDef) -> Result<()> {
+        let mut next_id = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let old = table_of(&catalog, database, table)?;
+        let mut def = (*old).clone();
+        index.index_id = *next_id;
+        let after = next_id
+            .checked_add(1)
+            .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
+        def.indexes.push(index);
+        validate_table(&def)?;
+        let position = def.indexes.len() - 1;
+        let durable = TxnOptions {
+            durability: Some(shale_engine::Durability::Sync),
+            ..TxnOptions::default()
+        };
+        let mut txn = TableTxn::begin(self.inner.clone(), &durable)?;
+        txn.build_index(&def, position)?;
+        let sys = self.inner.system.clone();
+        txn.engine().put_in(
+            &sys,
+            &system::table_key(TAG_TABLE, def.primary_key.index_id),
+            &system::encode_table(&def),
+        )?;
+        txn.engine()
+            .put_in(&sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
+        txn.commit()?;
+        *next_id = after;
+        self.inner.replace_table(&catalog, Arc::new(def));
+        Ok(())
     }
 
     pub fn drop_index(&self, database: &str, table: &str, index: &str) -> Result<()> {
-        let _ = (database, table, index);
-        todo!()
+        let _ddl = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let old = table_of(&catalog, database, table)?;
+        let mut def = (*old).clone();
+        let position = def
+            .indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(index))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "can't DROP '{index}'; check that column/key exists"
+                ))
+            })?;
+        let dropped = def.indexes.remove(position);
+        let mut batch = WriteBatch::new();
+        batch.put(
+            self.inner.system.id(),
+            &system::table_key(TAG_TABLE, def.primary_key.index_id),
+            &system::encode_table(&def),
+        )?;
+        delete_index_range(&mut batch, dropped.index_id)?;
+        self.inner.tdb.db().write(batch, &sync())?;
+        self.inner.replace_table(&catalog, Arc::new(def));
+        Ok(())
     }
 
     /// Begins a transaction (it holds its own reference to the engine).
+    #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn begin(&self, options: TxnOptions) -> Result<TableTxn> {
-        let _ = options;
-        todo!()
+        TableTxn::begin(self.inner.clone(), &options)
     }
 
-    /// Closes the engine cleanly (everything durable).
+    /// The engine under the store, for statistics, flushes and tools.
+    pub fn engine(&self) -> &Arc<TransactionDb> {
+        &self.inner.tdb
+    }
+
+    /// Closes the engine cleanly (everything durable). Fails if a [`TableTxn`] is still alive.
     pub fn close(self) -> Result<()> {
-        todo!()
+        let inner = Arc::try_unwrap(self.inner).map_err(|_| {
+            Error::InvalidArgument("cannot close the store while transactions are open".into())
+        })?;
+        let StoreInner { tdb, system, .. } = inner;
+        drop(system);
+        let tdb = Arc::try_unwrap(tdb).map_err(|_| {
+            Error::InvalidArgument("cannot close the store while transactions are open".into())
+        })?;
+        tdb.close()?;
+        Ok(())
+    }
+}
+
+fn check_name(what: &str, name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 64 {
+        return Err(Error::InvalidArgument(format!(
+            "{what} name '{name}' must be 1 to 64 bytes"
+        )));
+    }
+    Ok(())
+}
+
+fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<Arc<TableDef>> {
+    if !catalog.databases.contains_key(database) {
+        return Err(Error::NoSuchDatabase(database.to_owned()));
+    }
+    catalog
+        .table(database, name)
+        .cloned()
+        .ok_or_else(|| Error::NoSuchTable {
+            database: database.to_owned(),
+            table: name.to_owned(),
+        })
+}
+
+/// Checks what the encoders rely on: positions in range, unique names, at most one
+/// `AUTO_INCREMENT` column and it an integer.
+fn validate_table(def: &TableDef) -> Result<()> {
+    let bad = |detail: String| {
+        Err(Error::InvalidArgument(format!(
+            "table '{}': {detail}",
+            def.name
+        )))
+    };
+    if def.columns.is_empty() {
+        return bad("a table needs at least one column".into());
+    }
+    if def.columns.len() > 4096 {
+        return bad("more than 4096 columns".into());
+    }
+    for (i, column) in def.columns.iter().enumerate() {
+        if def.columns[..i]
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(&column.name))
+        {
+            return bad(format!("duplicate column name '{}'", column.name));
+        }
+        if column.auto_increment && !matches!(column.ty.kind(), Kind::Int { .. }) {
+            return bad(format!(
+                "AUTO_INCREMENT column '{}' must be an integer",
+                column.name
+            ));
+        }
+    }
+    if def.columns.iter().filter(|c| c.auto_increment).count() > 1 {
+        return bad("more than one AUTO_INCREMENT column".into());
+    }
+    for (i, index) in std::iter::once(&def.primary_key)
+        .chain(&def.indexes)
+        .enumerate()
+    {
+        if index.columns.iter().any(|&c| c >= def.columns.len()) {
+            return bad(format!(
+                "index '{}' names a column that does not exist",
+                index.name
+            ));
+        }
+        if i > 0 && index.columns.is_empty() {
+            return bad(format!("index '{}' has no columns", index.name));
+        }
+        if i > 0 && index.name.eq_ignore_ascii_case("PRIMARY") {
+            return bad("a secondary index cannot be called PRIMARY".into());
+        }
+    }
+    for (i, index) in def.indexes.iter().enumerate() {
+        if def.indexes[..i]
+            .iter()
+            .any(|o| o.name.eq_ignore_ascii_case(&index.name))
+        {
+            return bad(format!("duplicate key name '{}'", index.name));
+        }
+    }
+    Ok(())
+}
+
+fn delete_index_range(batch: &mut WriteBatch, index_id: u32) -> Result<()> {
+    let start = index_prefix(index_id);
+    let end = prefix_successor(&start).unwrap_or_else(|| vec![0xFF; 5]);
+    batch.delete_range(shale_engine::DEFAULT_KEYSPACE_ID, &start, &end)?;
+    Ok(())
+}
+
+fn load_catalog(system: &shale_engine::Keyspace, next_index_id: u32) -> Result<Catalog> {
+    let mut catalog = Catalog::default();
+    let mut tables = Vec::new();
+    let mut iter = system.iterator(ReadOptions::default())?;
+    iter.seek_to_first();
+    while iter.valid() {
+        let (key, value) = (iter.key(), iter.value());
+        match key.first() {
+            Some(&system::TAG_DATABASE) => {
+                let name = String::from_utf8(key[1..].to_vec())
+                    .map_err(|_| Error::Corruption("a database name is not UTF-8".into()))?;
+                catalog.databases.insert(name, BTreeMap::new());
+            }
+            Some(&TAG_TABLE) => {
+                let def = system::decode_table(value)?;
+                if key[1..] != def.primary_key.index_id.to_be_bytes()
+                    || def.primary_key.index_id >= next_index_id
+                {
+                    return Err(Error::Corruption(format!(
+                        "table '{}.{}' is stored under the wrong id",
+                        def.database, def.name
+                    )));
+                }
+                tables.push(def);
+            }
+            _ => {}
+        }
+        iter.next();
+    }
+    iter.status()?;
+    for def in tables {
+        let Some(in_database) = catalog.databases.get_mut(&def.database) else {
+            return Err(Error::Corruption(format!(
+                "table '{}.{}' belongs to no database",
+                def.database, def.name
+            )));
+        };
+        in_database.insert(def.name.clone(), Arc::new(def));
+    }
+    Ok(catalog)
+}
+
+impl StoreInner {
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn install(&self, catalog: Catalog) {
+        *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
+    }
+
+    fn replace_table(&self, catalog: &Catalog, def: Arc<TableDef>) {
+        let mut new = catalog.clone();
+        if let Some(tables) = new.databases.get_mut(&def.database) {
+            tables.insert(def.name.clone(), def);
+        }
+        self.install(new);
+    }
+
+    fn lock_ddl(&self) -> std::sync::MutexGuard<'_, u32> {
+        self.ddl.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The shared definition of `table` if it is the catalog's (no copy), else a copy.
+    pub(crate) fn shared_def(&self, table: &TableDef) -> Arc<TableDef> {
+        let catalog = self.catalog();
+        match catalog.table(&table.database, &table.name) {
+            Some(def) if std::ptr::eq(def.as_ref(), table) => def.clone(),
+            _ => Arc::new(table.clone()),
+        }
+    }
+
+    fn delete_data_batch(&self, batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
+        delete_index_range(batch, def.primary_key.index_id)?;
+        for index in &def.indexes {
+            delete_index_range(batch, index.index_id)?;
+        }
+        let sys = self.system.id();
+        batch.delete(
+            sys,
+            &system::table_key(TAG_AUTO_INCREMENT, def.primary_key.index_id),
+        )?;
+        batch.delete(
+            sys,
+            &system::table_key(TAG_ROW_ID, def.primary_key.index_id),
+        )?;
+        Ok(())
+    }
+
+    fn drop_table_batch(&self, batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
+        self.delete_data_batch(batch, def)?;
+        batch.delete(
+            self.system.id(),
+            &system::table_key(TAG_TABLE, def.primary_key.index_id),
+        )?;
+        Ok(())
+    }
+
+    fn forget_sequences(&self, table_id: u32) {
+        let mut sequences = self
+            .sequences
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        sequences.remove(&(TAG_AUTO_INCREMENT, table_id));
+        sequences.remove(&(TAG_ROW_ID, table_id));
+    }
+
+    /// Hands out the next value of the table's `AUTO_INCREMENT` (`TAG_AUTO_INCREMENT`) or hidden
+    /// row id (`TAG_ROW_ID`) counter (invariant 4).
+    pub(crate) fn next_sequence(&self, tag: u8, table: &TableDef) -> Result<u64> {
+        let table_id = table.primary_key.index_id;
+        let mut sequences = self
+            .sequences
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let sequence = self.sequence_locked(&mut sequences, tag, table)?;
+        let value = sequence.next;
+        let next = value.checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument(format!("table '{}': counter exhausted", table.name))
+        })?;
+        if next > sequence.reserved {
+            let reserved = next.saturating_add(RESERVATION);
+            let mut batch = WriteBatch::new();
+            batch.put(
+                self.system.id(),
+                &system::table_key(tag, table_id),
+                &reserved.to_le_bytes(),
+            )?;
+            self.tdb.db().write(batch, &WriteOptions::default())?;
+            sequence.reserved = reserved;
+        }
+        sequence.next = next;
+        Ok(value)
+    }
+
+    /// Moves the `AUTO_INCREMENT` counter past an explicitly inserted `value`.
+    pub(crate) fn note_auto_increment(&self, table: &TableDef, value: u64) -> Result<()> {
+        let mut sequences = self
+            .sequences
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let sequence = self.sequence_locked(&mut sequences, TAG_AUTO_INCREMENT, table)?;
+        if value >= sequence.next {
+            sequence.next = value.saturating_add(1);
+        }
+        Ok(())
+    }
+
+    fn sequence_locked<'s>(
+        &self,
+        sequences: &'s mut HashMap<(u8, u32), Sequence>,
+        tag: u8,
+        table: &TableDef,
+    ) -> Result<&'s mut Sequence> {
+        let table_id = table.primary_key.index_id;
+        let key = (tag, table_id);
+        Ok(match sequences.entry(key) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let reserved = match self.system.get(&system::table_key(tag, table_id))? {
+                    Some(bytes) => Reader::new(&bytes, "counter reservation")
+                        .array()
+                        .map(u64::from_le_bytes)?,
+                    None => 0,
+                };
+                let stored = self.largest_stored(tag, table)?;
+                let next = reserved.max(stored.saturating_add(1)).max(1);
+                entry.insert(Sequence { next, reserved })
+            }
+        })
+    }
+
+    /// The largest committed row id, or value of the `AUTO_INCREMENT` column (0: none; a
+    /// column that starts no index is not looked up).
+    fn largest_stored(&self, tag: u8, table: &TableDef) -> Result<u64> {
+        let (index_id, column) = if tag == TAG_ROW_ID {
+            (table.primary_key.index_id, None)
+        } else {
+            let Some(position) = table.columns.iter().position(|c| c.auto_increment) else {
+                return Ok(0);
+            };
+            let index = std::iter::once(&table.primary_key)
+                .chain(&table.indexes)
+                .find(|i| i.columns.first() == Some(&position));
+            match index {
+                Some(index) => (index.index_id, table.columns.get(position)),
+                None => return Ok(0),
+            }
+        };
+        let start = index_prefix(index_id).to_vec();
+        let options = ReadOptions {
+            upper_bound: prefix_successor(&start),
+            lower_bound: Some(start),
+            ..ReadOptions::default()
+        };
+        let mut iter = self.tdb.db().iterator(options)?;
+        iter.seek_to_last();
+        if !iter.valid() {
+            iter.status()?;
+            return Ok(0);
+        }
+        let mut reader = Reader::new(iter.key(), "largest key");
+        reader.take(4)?;
+        Ok(match column {
+            None => u64::from_be_bytes(reader.array()?),
+            Some(column) => match decode_int_column(&mut reader, column)? {
+                Some(Value::UInt(v)) => v,
+                Some(Value::Int(v)) => u64::try_from(v).unwrap_or(0),
+                _ => 0,
+            },
+        })
     }
 }

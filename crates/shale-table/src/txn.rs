@@ -1,19 +1,50 @@
-//! Row reads and writes inside one engine transaction.
+//! Row reads and writes inside one engine transaction (docs/format/table-keys.md for the keys
+//! it writes).
+//!
+//! Invariants:
+//! 1. Every write call (`insert`, `update`, `delete`) is atomic: it runs inside an engine
+//!    savepoint and undoes its own partial writes when it fails.
+//! 2. Uniqueness is checked by a locking read (`get_for_update`) of the primary key and of
+//!    every unique entry's key before writing, so two transactions can never both insert the
+//!    same key: the second waits for the first's commit and then sees its row, or, under
+//!    REPEATABLE READ, fails with a snapshot conflict (reported as [`Error::Deadlock`]).
+//! 3. `update` and `delete` maintain the indexes from the row as stored (read with a lock),
+//!    not from the caller's copy, so a row changed by a commit after the caller's read (READ
+//!    COMMITTED) cannot leave a stale index entry behind.
+//! 4. After [`Error::Deadlock`] the transaction has been rolled back whole and goes on as a
+//!    new, empty one (`MySQL` too ends the transaction on a deadlock).
 
 use std::ops::Bound;
+use std::sync::Arc;
 
-use crate::error::Result;
+use shale_engine::{
+    ReadOptions, Transaction, TransactionIterator, TransactionOptions, WriteOptions,
+};
+
+use crate::codec::key::{encode_bound, range_bounds};
+use crate::codec::row::{decode_row, encode_row};
+use crate::error::{Error, Result};
+use crate::index::{
+    entry_for_row, is_hidden_pk, is_unique_entry, pk_key_from_values, pk_key_of_entry,
+    pk_key_of_row, show_entry, table_id,
+};
 use crate::schema::TableDef;
+use crate::store::StoreInner;
+use crate::system::{TAG_AUTO_INCREMENT, TAG_ROW_ID};
 use crate::value::Value;
 use shale_engine::{Durability, IsolationLevel};
 
 /// How a transaction reads and commits.
 #[derive(Debug, Clone)]
 pub struct TxnOptions {
-    /// REPEATABLE READ by default (snapshot at the first read, as `MyRocks`).
+    /// REPEATABLE READ by default: every read sees the snapshot taken when the transaction
+    /// began, and writing or locking a row changed since fails with [`Error::Deadlock`]
+    /// (`MyRocks`' behaviour; the transaction is then rolled back).
     pub isolation: IsolationLevel,
     /// None: the store's durability.
     pub durability: Option<Durability>,
+    /// None: the store's lock wait timeout ([`StoreOptions::transactions`](crate::StoreOptions)).
+    pub lock_wait_timeout: Option<std::time::Duration>,
 }
 
 impl Default for TxnOptions {
@@ -21,6 +52,7 @@ impl Default for TxnOptions {
         TxnOptions {
             isolation: IsolationLevel::RepeatableRead,
             durability: None,
+            lock_wait_timeout: None,
         }
     }
 }
@@ -57,34 +89,196 @@ impl KeyRange {
             upper: Bound::Unbounded,
         }
     }
+
+    /// The rows whose first index columns equal `prefix`.
+    pub fn prefix(prefix: Vec<Value>) -> KeyRange {
+        KeyRange {
+            lower: Bound::Included(prefix.clone()),
+            upper: Bound::Included(prefix),
+        }
+    }
 }
 
-/// One transaction over tables. Dropping it rolls it back.
+/// One transaction over tables. Dropping it rolls it back. `Send`: a server session may keep
+/// it between commands.
 #[derive(Debug)]
 pub struct TableTxn {
-    _private: (),
+    txn: Transaction<'static>,
+    store: Arc<StoreInner>,
+    options: TransactionOptions,
+    /// Reused key buffer and collation scratch, so the hot paths allocate little.
+    key: Vec<u8>,
+    scratch: Vec<u16>,
 }
 
+/// An index entry to write: (key, value).
+type Entry = (Vec<u8>, Vec<u8>);
+
 impl TableTxn {
-    /// Inserts a full row (one value per column); fails with `DuplicateKey` on a primary or
-    /// unique key that exists.
-    pub fn insert(&mut self, table: &TableDef, row: Vec<Value>) -> Result<()> {
-        let _ = (table, row);
-        todo!()
+    pub(crate) fn begin(store: Arc<StoreInner>, options: &TxnOptions) -> Result<TableTxn> {
+        let options = TransactionOptions {
+            isolation: options.isolation,
+            lock_wait_timeout: options.lock_wait_timeout,
+            write_options: WriteOptions {
+                durability: options.durability,
+            },
+            ..TransactionOptions::default()
+        };
+        let txn = store.tdb.begin_shared(options.clone())?;
+        Ok(TableTxn {
+            txn,
+            store,
+            options,
+            key: Vec::new(),
+            scratch: Vec::new(),
+        })
     }
 
-    /// The row whose primary key is `pk`.
+    pub(crate) fn engine(&mut self) -> &mut Transaction<'static> {
+        &mut self.txn
+    }
+
+    /// Invariant 4: after a deadlock, start over as a fresh transaction.
+    fn after<T>(&mut self, result: Result<T>) -> Result<T> {
+        if matches!(result, Err(Error::Deadlock)) {
+            if let Ok(fresh) = self.store.tdb.begin_shared(self.options.clone()) {
+                std::mem::replace(&mut self.txn, fresh).rollback();
+            }
+        }
+        result
+    }
+
+    /// Runs `body` as one atomic statement (invariant 1).
+    fn statement<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.txn.set_savepoint();
+        let result = body(self);
+        if result.is_ok() {
+            let _ = self.txn.pop_savepoint();
+        } else {
+            let _ = self.txn.rollback_to_savepoint();
+        }
+        self.after(result)
+    }
+
+    fn read(&mut self, key: &[u8], lock: LockMode) -> Result<Option<Vec<u8>>> {
+        Ok(match lock {
+            LockMode::None => self.txn.get(key)?,
+            LockMode::Shared => self.txn.get_for_share(key)?,
+            LockMode::Exclusive => self.txn.get_for_update(key)?,
+        })
+    }
+
+    /// Inserts a full row (one value per column); fails with `DuplicateKey` on a primary or
+    /// unique key that exists. A table without primary key gets a fresh hidden row id.
+    #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
+    pub fn insert(&mut self, table: &TableDef, row: Vec<Value>) -> Result<()> {
+        self.statement(|t| t.insert_locked(table, &row, None))
+    }
+
+    fn insert_locked(
+        &mut self,
+        table: &TableDef,
+        row: &[Value],
+        row_id: Option<u64>,
+    ) -> Result<()> {
+        let mut value = Vec::with_capacity(64);
+        encode_row(&mut value, table, row)?;
+        self.note_auto_increment(table, row)?;
+        let row_id = match (is_hidden_pk(table), row_id) {
+            (true, None) => Some(self.store.next_sequence(TAG_ROW_ID, table)?),
+            (_, id) => id,
+        };
+        let mut pk_key = Vec::with_capacity(16);
+        pk_key_of_row(&mut pk_key, table, row, row_id, &mut self.scratch)?;
+        // A fresh hidden row id needs no check.
+        if !is_hidden_pk(table) && self.txn.get_for_update(&pk_key)?.is_some() {
+            return Err(Error::DuplicateKey {
+                table: table.name.clone(),
+                key: "PRIMARY".into(),
+                entry: show_entry(row, &table.primary_key.columns),
+            });
+        }
+        let entries = self.entries_checked(table, row, &pk_key, None)?;
+        self.txn.put(&pk_key, &value)?;
+        for (key, value) in entries {
+            self.txn.put(&key, &value)?;
+        }
+        Ok(())
+    }
+
+    /// The entries of `row` in every secondary index, each unique one checked free (except
+    /// where it equals the entry in `skip`, the row's own old entries).
+    fn entries_checked(
+        &mut self,
+        table: &TableDef,
+        row: &[Value],
+        pk_key: &[u8],
+        skip: Option<&[Entry]>,
+    ) -> Result<Vec<Entry>> {
+        let mut entries = Vec::with_capacity(table.indexes.len());
+        for (i, index) in table.indexes.iter().enumerate() {
+            let entry = entry_for_row(table, index, row, pk_key, &mut self.scratch)?;
+            let unchanged = skip
+                .and_then(|old| old.get(i))
+                .is_some_and(|old| old.0 == entry.0);
+            if index.unique
+                && is_unique_entry(&entry.1)
+                && !unchanged
+                && self.txn.get_for_update(&entry.0)?.is_some()
+            {
+                return Err(Error::DuplicateKey {
+                    table: table.name.clone(),
+                    key: index.name.clone(),
+                    entry: show_entry(row, &index.columns),
+                });
+            }
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+
+    fn note_auto_increment(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
+        if let Some(position) = table.columns.iter().position(|c| c.auto_increment) {
+            let explicit = match row.get(position) {
+                Some(Value::Int(v)) => u64::try_from(*v).ok(),
+                Some(Value::UInt(v)) => Some(*v),
+                _ => None,
+            };
+            if let Some(v) = explicit.filter(|&v| v > 0) {
+                self.store.note_auto_increment(table, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The row whose primary key is `pk` (for a table without primary key: its row id).
     pub fn get(
         &mut self,
         table: &TableDef,
         pk: &[Value],
         lock: LockMode,
     ) -> Result<Option<Vec<Value>>> {
-        let _ = (table, pk, lock);
-        todo!()
+        let mut key = std::mem::take(&mut self.key);
+        let result = pk_key_from_values(&mut key, table, pk, &mut self.scratch)
+            .and_then(|()| self.read(&key, lock))
+            .and_then(|bytes| bytes.map(|b| decode_row(table, &b)).transpose());
+        self.key = key;
+        self.after(result)
     }
 
-    /// Rows of `table` in `index` order within `range` (descending if `reverse`).
+    /// The rows of several primary keys, in order (None where absent): an IN list. One
+    /// engine get per key for now (the engine's transactions have no multi-get yet).
+    pub fn get_many(
+        &mut self,
+        table: &TableDef,
+        pks: &[Vec<Value>],
+        lock: LockMode,
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        pks.iter().map(|pk| self.get(table, pk, lock)).collect()
+    }
+
+    /// Rows of `table` in `index` order within `range` (descending if `reverse`). With a lock
+    /// mode, each row returned is locked (no gap locks yet) and read as of the newest commit.
     pub fn scan(
         &mut self,
         table: &TableDef,
@@ -93,44 +287,337 @@ impl TableTxn {
         reverse: bool,
         lock: LockMode,
     ) -> Result<RowCursor<'_>> {
-        let _ = (table, index, range, reverse, lock);
-        todo!()
+        let result = self.open_cursor(table, index, range);
+        let (def, iter, secondary) = self.after(result)?;
+        Ok(RowCursor {
+            txn: self,
+            table: def,
+            secondary,
+            iter,
+            reverse,
+            lock,
+            started: false,
+        })
     }
 
-    /// Replaces `old` (as read) with `new`, maintaining every index.
+    fn open_cursor(
+        &mut self,
+        table: &TableDef,
+        index: IndexChoice,
+        range: KeyRange,
+    ) -> Result<(Arc<TableDef>, TransactionIterator, Option<usize>)> {
+        let def = self.store.shared_def(table);
+        let (index_def, secondary) = match index {
+            IndexChoice::Primary => (&def.primary_key, None),
+            IndexChoice::Secondary(i) => (
+                def.indexes.get(i).ok_or_else(|| {
+                    Error::InvalidArgument(format!("table '{}' has no index #{i}", def.name))
+                })?,
+                Some(i),
+            ),
+        };
+        let columns = index_def
+            .columns
+            .iter()
+            .map(|&c| def.columns.get(c))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
+        let mut encode = |bound: Bound<Vec<Value>>, lower: bool| -> Result<Bound<Vec<u8>>> {
+            let (values, included) = match bound {
+                Bound::Unbounded => return Ok(Bound::Unbounded),
+                Bound::Included(v) => (v, true),
+                Bound::Excluded(v) => (v, false),
+            };
+            if values.is_empty() {
+                return Ok(Bound::Unbounded);
+            }
+            if values.len() > columns.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "a bound of {} values on index '{}' of {} columns",
+                    values.len(),
+                    index_def.name,
+                    columns.len()
+                )));
+            }
+            encode_bound(
+                index_def.index_id,
+                &columns,
+                &values,
+                lower,
+                included,
+                &mut self.scratch,
+            )
+        };
+        let lower = encode(range.lower, true)?;
+        let upper = encode(range.upper, false)?;
+        let (lower, upper) = range_bounds(index_def.index_id, lower, upper);
+        let iter = self.txn.iterator(ReadOptions {
+            lower_bound: Some(lower),
+            upper_bound: upper,
+            ..ReadOptions::default()
+        })?;
+        Ok((def, iter, secondary))
+    }
+
+    /// Replaces `old` (as read) with `new`, maintaining every index. The row is found by
+    /// `old`'s primary key and its stored image is what the old index entries are computed
+    /// from (invariant 3); if it no longer exists nothing happens. In a table without primary
+    /// key the first stored row equal to `old` is replaced (a scan).
+    #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn update(&mut self, table: &TableDef, old: &[Value], new: Vec<Value>) -> Result<()> {
-        let _ = (table, old, new);
-        todo!()
+        self.statement(|t| t.update_locked(table, old, &new))
     }
 
-    /// Deletes `row` (as read) and its index entries.
+    fn update_locked(&mut self, table: &TableDef, old: &[Value], new: &[Value]) -> Result<()> {
+        let Some((old_key, stored)) = self.locate(table, old)? else {
+            return Ok(());
+        };
+        let mut value = Vec::with_capacity(64);
+        encode_row(&mut value, table, new)?;
+        self.note_auto_increment(table, new)?;
+        let row_id = if is_hidden_pk(table) {
+            old_key
+                .get(4..)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+        } else {
+            None
+        };
+        let mut new_key = Vec::with_capacity(old_key.len());
+        pk_key_of_row(&mut new_key, table, new, row_id, &mut self.scratch)?;
+        let old_entries = table
+            .indexes
+            .iter()
+            .map(|index| entry_for_row(table, index, &stored, &old_key, &mut self.scratch))
+            .collect::<Result<Vec<_>>>()?;
+        if new_key != old_key {
+            if self.txn.get_for_update(&new_key)?.is_some() {
+                return Err(Error::DuplicateKey {
+                    table: table.name.clone(),
+                    key: "PRIMARY".into(),
+                    entry: show_entry(new, &table.primary_key.columns),
+                });
+            }
+            self.txn.delete(&old_key)?;
+            for (key, _) in &old_entries {
+                self.txn.delete(key)?;
+            }
+            let entries = self.entries_checked(table, new, &new_key, None)?;
+            self.txn.put(&new_key, &value)?;
+            for (key, value) in entries {
+                self.txn.put(&key, &value)?;
+            }
+            return Ok(());
+        }
+        let new_entries = self.entries_checked(table, new, &new_key, Some(&old_entries))?;
+        self.txn.put(&new_key, &value)?;
+        for (old_entry, new_entry) in old_entries.iter().zip(&new_entries) {
+            if old_entry == new_entry {
+                continue;
+            }
+            if old_entry.0 != new_entry.0 {
+                self.txn.delete(&old_entry.0)?;
+            }
+            self.txn.put(&new_entry.0, &new_entry.1)?;
+        }
+        Ok(())
+    }
+
+    /// The key and stored image of the row `row` (as read), locked; None if it is gone.
+    fn locate(&mut self, table: &TableDef, row: &[Value]) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+        if row.len() != table.columns.len() {
+            return Err(Error::InvalidArgument(format!(
+                "row of {} values for table '{}' of {} columns",
+                row.len(),
+                table.name,
+                table.columns.len()
+            )));
+        }
+        if is_hidden_pk(table) {
+            return self.locate_hidden(table, row);
+        }
+        let mut key = Vec::with_capacity(16);
+        pk_key_of_row(&mut key, table, row, None, &mut self.scratch)?;
+        match self.txn.get_for_update(&key)? {
+            Some(bytes) => Ok(Some((key, decode_row(table, &bytes)?))),
+            None => Ok(None),
+        }
+    }
+
+    fn locate_hidden(
+        &mut self,
+        table: &TableDef,
+        row: &[Value],
+    ) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+        let (lower, upper) = range_bounds(table_id(table), Bound::Unbounded, Bound::Unbounded);
+        let mut iter = self.txn.iterator(ReadOptions {
+            lower_bound: Some(lower),
+            upper_bound: upper,
+            ..ReadOptions::default()
+        })?;
+        iter.seek_to_first();
+        while iter.valid() {
+            if decode_row(table, iter.value())? == row {
+                let key = iter.key().to_vec();
+                return Ok(self
+                    .txn
+                    .get_for_update(&key)?
+                    .map(|b| decode_row(table, &b))
+                    .transpose()?
+                    .map(|r| (key, r)));
+            }
+            iter.next();
+        }
+        iter.status()?;
+        Ok(None)
+    }
+
+    /// Deletes `row` (as read) and its index entries (the entries of the row as stored,
+    /// invariant 3; nothing happens if the row is gone). In a table without primary key the
+    /// first stored row equal to `row` is deleted (a scan).
     pub fn delete(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
-        let _ = (table, row);
-        todo!()
+        self.statement(|t| {
+            let Some((key, stored)) = t.locate(table, row)? else {
+                return Ok(());
+            };
+            t.txn.delete(&key)?;
+            for index in &table.indexes {
+                let (entry, _) = entry_for_row(table, index, &stored, &key, &mut t.scratch)?;
+                t.txn.delete(&entry)?;
+            }
+            Ok(())
+        })
     }
 
-    /// The next AUTO_INCREMENT value of `table`, never handed out twice, even across restarts.
+    /// The next `AUTO_INCREMENT` value of `table`, never handed out twice, even across restarts.
+    /// Values are taken from an in-memory counter outside the transaction (a rolled-back
+    /// insert leaves a gap, as in `InnoDB`); the counter's reservation is persisted ahead of
+    /// use, 1024 values at a time. An insert with an explicit larger value moves it past.
     pub fn next_auto_increment(&mut self, table: &TableDef) -> Result<u64> {
-        let _ = table;
-        todo!()
+        if !table.columns.iter().any(|c| c.auto_increment) {
+            return Err(Error::InvalidArgument(format!(
+                "table '{}' has no AUTO_INCREMENT column",
+                table.name
+            )));
+        }
+        self.store.next_sequence(TAG_AUTO_INCREMENT, table)
+    }
+
+    /// Marks a savepoint (`SAVEPOINT`, or the start of a multi-row statement); savepoints nest.
+    pub fn set_savepoint(&mut self) {
+        self.txn.set_savepoint();
+    }
+
+    /// Undoes every change since the newest savepoint and removes it (locks stay held).
+    pub fn rollback_to_savepoint(&mut self) -> Result<()> {
+        let result = self.txn.rollback_to_savepoint().map_err(Error::from);
+        self.after(result)
+    }
+
+    /// Removes the newest savepoint, keeping the changes.
+    pub fn release_savepoint(&mut self) -> Result<()> {
+        let result = self.txn.pop_savepoint().map_err(Error::from);
+        self.after(result)
     }
 
     pub fn commit(self) -> Result<()> {
-        todo!()
+        Ok(self.txn.commit()?)
     }
 
-    pub fn rollback(self) {}
+    pub fn rollback(self) {
+        self.txn.rollback();
+    }
+
+    /// Writes the entries of `table.indexes[position]` for every row (CREATE INDEX).
+    pub(crate) fn build_index(&mut self, table: &TableDef, position: usize) -> Result<()> {
+        let index = table
+            .indexes
+            .get(position)
+            .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
+        let (lower, upper) = range_bounds(table_id(table), Bound::Unbounded, Bound::Unbounded);
+        let mut iter = self.txn.iterator(ReadOptions {
+            lower_bound: Some(lower),
+            upper_bound: upper,
+            ..ReadOptions::default()
+        })?;
+        iter.seek_to_first();
+        while iter.valid() {
+            let row = decode_row(table, iter.value())?;
+            let (key, value) = entry_for_row(table, index, &row, iter.key(), &mut self.scratch)?;
+            if index.unique && is_unique_entry(&value) && self.txn.get_for_update(&key)?.is_some() {
+                return Err(Error::DuplicateKey {
+                    table: table.name.clone(),
+                    key: index.name.clone(),
+                    entry: show_entry(&row, &index.columns),
+                });
+            }
+            self.txn.put(&key, &value)?;
+            iter.next();
+        }
+        iter.status()?;
+        Ok(())
+    }
 }
 
 /// Rows of a scan, in index order.
 #[derive(Debug)]
 pub struct RowCursor<'t> {
-    _txn: &'t mut TableTxn,
+    txn: &'t mut TableTxn,
+    table: Arc<TableDef>,
+    secondary: Option<usize>,
+    iter: TransactionIterator,
+    reverse: bool,
+    lock: LockMode,
+    started: bool,
 }
 
 impl RowCursor<'_> {
     /// The next row (every column), or None at the end of the range.
     pub fn next_row(&mut self) -> Result<Option<Vec<Value>>> {
-        todo!()
+        let result = self.next_row_inner();
+        self.txn.after(result)
+    }
+
+    fn next_row_inner(&mut self) -> Result<Option<Vec<Value>>> {
+        loop {
+            if !self.started {
+                self.started = true;
+                if self.reverse {
+                    self.iter.seek_to_last();
+                } else {
+                    self.iter.seek_to_first();
+                }
+            } else if self.reverse {
+                self.iter.prev();
+            } else {
+                self.iter.next();
+            }
+            if !self.iter.valid() {
+                self.iter.status()?;
+                return Ok(None);
+            }
+            let bytes = match self.secondary {
+                None if self.lock == LockMode::None => Some(self.iter.value().to_vec()),
+                None => {
+                    let key = self.iter.key().to_vec();
+                    self.txn.read(&key, self.lock)?
+                }
+                Some(i) => {
+                    let index = self
+                        .table
+                        .indexes
+                        .get(i)
+                        .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
+                    let pk =
+                        pk_key_of_entry(&self.table, index, self.iter.key(), self.iter.value())?;
+                    self.txn.read(&pk, self.lock)?
+                }
+            };
+            // A row gone since the iterator was made (deleted by this transaction, or by a
+            // commit under READ COMMITTED) is skipped.
+            if let Some(bytes) = bytes {
+                return decode_row(&self.table, &bytes).map(Some);
+            }
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Column types and collations (MySQL's names and semantics).
+//! Column types and collations (`MySQL`'s names and semantics).
 
 /// How strings of a column compare and sort.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,4 +45,31 @@ pub enum ColumnType {
     Text {
         collation: Collation,
     },
+}
+
+/// What kind of value a column holds, as the encoders see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// An integer `width` bytes wide (1, 2, 3, 4 or 8).
+    Int { width: u8, unsigned: bool },
+    /// FLOAT or DOUBLE (both held as f64).
+    Double,
+    /// A string in a collation.
+    String(Collation),
+}
+
+impl ColumnType {
+    pub(crate) fn kind(&self) -> Kind {
+        match *self {
+            ColumnType::TinyInt { unsigned } => Kind::Int { width: 1, unsigned },
+            ColumnType::SmallInt { unsigned } => Kind::Int { width: 2, unsigned },
+            ColumnType::MediumInt { unsigned } => Kind::Int { width: 3, unsigned },
+            ColumnType::Int { unsigned } => Kind::Int { width: 4, unsigned },
+            ColumnType::BigInt { unsigned } => Kind::Int { width: 8, unsigned },
+            ColumnType::Float | ColumnType::Double => Kind::Double,
+            ColumnType::Char { collation, .. }
+            | ColumnType::VarChar { collation, .. }
+            | ColumnType::Text { collation } => Kind::String(collation),
+        }
+    }
 }

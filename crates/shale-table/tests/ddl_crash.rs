@@ -1,0 +1,200 @@
+//! DDL is atomic across crashes (ARCHITECTURE.md invariant 7): a crash image taken at every
+//! sync point during CREATE INDEX, DROP INDEX, TRUNCATE, DROP TABLE and DROP DATABASE reopens
+//! to a catalog and data that match one definition: every index in the catalog agrees with its
+//! rows (CHECK TABLE) and no key remains under an index id the catalog no longer has.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use shale_engine::{Options, ReadOptions};
+use shale_fs::{CrashMode, MemFs};
+use shale_table::{
+    Collation, ColumnDef, ColumnType, IndexDef, Store, StoreOptions, TableDef, TxnOptions, Value,
+};
+
+/// One DDL (or DML) step of the test.
+type Step = Box<dyn Fn(&Store)>;
+
+fn open(fs: &MemFs) -> Store {
+    Store::open(
+        "/db",
+        StoreOptions {
+            engine: Options {
+                file_system: Arc::new(fs.clone()),
+                ..Options::default()
+            },
+            ..StoreOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn table(database: &str, name: &str) -> TableDef {
+    let column = |name: &str, ty| ColumnDef {
+        name: name.into(),
+        ty,
+        nullable: false,
+        default: None,
+        auto_increment: false,
+    };
+    TableDef {
+        database: database.into(),
+        name: name.into(),
+        columns: vec![
+            column("id", ColumnType::Int { unsigned: false }),
+            column("k", ColumnType::Int { unsigned: false }),
+            column(
+                "c",
+                ColumnType::VarChar {
+                    len: 30,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+            ),
+        ],
+        primary_key: IndexDef {
+            name: "PRIMARY".into(),
+            columns: vec![0],
+            unique: true,
+            index_id: 0,
+        },
+        indexes: vec![IndexDef {
+            name: "k_1".into(),
+            columns: vec![1],
+            unique: false,
+            index_id: 0,
+        }],
+        schema_version: 0,
+    }
+}
+
+fn fill(store: &Store, database: &str, name: &str, ids: std::ops::Range<i64>) {
+    let t = store.catalog().table(database, name).unwrap().clone();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in ids {
+        txn.insert(
+            &t,
+            vec![
+                Value::Int(id),
+                Value::Int(id % 7),
+                Value::Bytes(format!("row {id}").into_bytes()),
+            ],
+        )
+        .unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+/// Checks one reopened image; returns the row counts of (a.t, b.keep) or None when absent.
+fn check_image(image: &MemFs, label: &str) -> (Option<u64>, Option<u64>) {
+    let store = open(image);
+    let catalog = store.catalog();
+    let mut live_ids = BTreeSet::new();
+    let mut counts = [None, None];
+    for (slot, (database, name)) in [("a", "t"), ("b", "keep")].into_iter().enumerate() {
+        let Some(t) = catalog.table(database, name) else {
+            continue;
+        };
+        live_ids.insert(t.primary_key.index_id);
+        live_ids.extend(t.indexes.iter().map(|i| i.index_id));
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        let check = txn.check_table(t).unwrap();
+        assert!(
+            check.is_ok(),
+            "{label}: {database}.{name} disagrees with its indexes: {check:?}"
+        );
+        counts[slot] = Some(check.rows);
+    }
+    let mut iter = store
+        .engine()
+        .db()
+        .iterator(ReadOptions::default())
+        .unwrap();
+    iter.seek_to_first();
+    while iter.valid() {
+        let id = u32::from_be_bytes(iter.key()[..4].try_into().unwrap());
+        assert!(
+            live_ids.contains(&id),
+            "{label}: a key of index id {id}, which the catalog does not have"
+        );
+        iter.next();
+    }
+    (counts[0], counts[1])
+}
+
+#[test]
+fn ddl_survives_a_crash_at_every_sync_point() {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    store.create_database("a").unwrap();
+    store.create_database("b").unwrap();
+    store.create_table(table("a", "t")).unwrap();
+    store.create_table(table("b", "keep")).unwrap();
+    fill(&store, "a", "t", 0..150);
+    fill(&store, "b", "keep", 0..20);
+    store.engine().db().flush().unwrap();
+    fill(&store, "a", "t", 150..200); // some rows in table files, some in the memtable
+
+    let step = Arc::new(AtomicUsize::new(0));
+    let images: Arc<Mutex<Vec<(usize, u64, MemFs)>>> = Arc::default();
+    {
+        let (hook_fs, step, images) = (fs.clone(), step.clone(), images.clone());
+        fs.set_sync_hook(Some(Arc::new(move |point| {
+            let taken = [
+                hook_fs.crash_image(CrashMode::DropUnsynced),
+                hook_fs.crash_image(CrashMode::Torn { seed: point }),
+            ];
+            let step = step.load(Ordering::SeqCst);
+            images
+                .lock()
+                .unwrap()
+                .extend(taken.into_iter().map(|image| (step, point, image)));
+        })));
+    }
+    let steps: Vec<Step> = vec![
+        Box::new(|s| {
+            let index = IndexDef {
+                name: "c_1".into(),
+                columns: vec![2, 1],
+                unique: true,
+                index_id: 0,
+            };
+            s.create_index("a", "t", index).unwrap();
+        }),
+        Box::new(|s| s.drop_index("a", "t", "k_1").unwrap()),
+        Box::new(|s| s.truncate_table("a", "t").unwrap()),
+        Box::new(|s| fill(s, "a", "t", 0..10)),
+        Box::new(|s| s.drop_table("a", "t").unwrap()),
+        Box::new(|s| s.drop_database("a").unwrap()),
+    ];
+    for (i, run) in steps.iter().enumerate() {
+        step.store(i + 1, Ordering::SeqCst);
+        run(&store);
+        let image = fs.crash_image(CrashMode::DropUnsynced);
+        images.lock().unwrap().push((i + 1, u64::MAX, image));
+    }
+    fs.set_sync_hook(None);
+    let images = std::mem::take(&mut *images.lock().unwrap());
+    assert!(
+        images.len() >= steps.len() * 2,
+        "too few sync points imaged: {}",
+        images.len()
+    );
+    for (step, point, image) in images {
+        let label = format!("step {step}, sync point {point}");
+        let (t_rows, keep_rows) = check_image(&image, &label);
+        assert_eq!(keep_rows, Some(20), "{label}: the untouched table changed");
+        // Each step is durable once it returned: the image after step n shows n's result
+        // (or, during step n, n-1's or n's).
+        let allowed: &[Option<u64>] = match step {
+            1 | 2 => &[Some(200)],
+            3 => &[Some(200), Some(0)],
+            4 => &[Some(0), Some(10)],
+            _ => &[Some(10), None],
+        };
+        assert!(
+            allowed.contains(&t_rows),
+            "{label}: a.t has {t_rows:?} rows"
+        );
+    }
+}

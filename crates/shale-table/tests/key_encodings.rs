@@ -1,0 +1,86 @@
+//! Data-driven key encodings: `tests/testdata/key_encodings.txt` lists `type value` lines; this
+//! test encodes each and checks the hex after `->`. Regenerate the right-hand sides with
+//! `SHALE_REGENERATE_GOLDEN=1 cargo test -p shale-table --test key_encodings`.
+
+use std::fmt::Write as _;
+
+use shale_table::testing::encode_key_column;
+use shale_table::{Collation, ColumnDef, ColumnType, Value};
+
+fn parse_type(name: &str) -> ColumnDef {
+    let nullable = name.ends_with('?');
+    let name = name.trim_end_matches('?');
+    let string = |collation| ColumnType::VarChar { len: 32, collation };
+    let ty = match name {
+        "tinyint" => ColumnType::TinyInt { unsigned: false },
+        "tinyint_unsigned" => ColumnType::TinyInt { unsigned: true },
+        "smallint" => ColumnType::SmallInt { unsigned: false },
+        "mediumint" => ColumnType::MediumInt { unsigned: false },
+        "int" => ColumnType::Int { unsigned: false },
+        "bigint" => ColumnType::BigInt { unsigned: false },
+        "bigint_unsigned" => ColumnType::BigInt { unsigned: true },
+        "double" => ColumnType::Double,
+        "binary" => string(Collation::Binary),
+        "bin" => string(Collation::Utf8mb4Bin),
+        "ci" => string(Collation::Utf8mb4GeneralCi),
+        other => panic!("unknown type {other}"),
+    };
+    ColumnDef {
+        name: "c".into(),
+        ty,
+        nullable,
+        default: None,
+        auto_increment: false,
+    }
+}
+
+fn parse_value(column: &ColumnDef, text: &str) -> Value {
+    if text == "NULL" {
+        return Value::Null;
+    }
+    if let Some(quoted) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        return Value::Bytes(
+            quoted
+                .replace("\\0", "\0")
+                .replace("\\t", "\t")
+                .into_bytes(),
+        );
+    }
+    match column.ty {
+        ColumnType::Double => Value::Double(text.parse().unwrap()),
+        ColumnType::TinyInt { unsigned: true } | ColumnType::BigInt { unsigned: true } => {
+            Value::UInt(text.parse().unwrap())
+        }
+        _ => Value::Int(text.parse().unwrap()),
+    }
+}
+
+#[test]
+fn key_encodings_match_the_fixture() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/testdata/key_encodings.txt"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            writeln!(out, "{line}").unwrap();
+            continue;
+        }
+        let input = line.split(" -> ").next().unwrap();
+        let (ty, value) = input.split_once(' ').unwrap();
+        let column = parse_type(ty);
+        let bytes = encode_key_column(&column, &parse_value(&column, value)).unwrap();
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(out, "{input} -> {}", hex.join(" ")).unwrap();
+    }
+    if std::env::var_os("SHALE_REGENERATE_GOLDEN").is_some() {
+        std::fs::write(path, &out).unwrap();
+    }
+    let expected = std::fs::read_to_string(path).unwrap();
+    assert_eq!(
+        out, expected,
+        "key encodings changed; regenerate with SHALE_REGENERATE_GOLDEN=1 if deliberate"
+    );
+}

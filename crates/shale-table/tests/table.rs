@@ -1,0 +1,915 @@
+//! Behaviour of the table layer: CRUD through both index kinds, index maintenance checked by
+//! CHECK TABLE, duplicate keys, scans, persistence across reopen, DDL, locks.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use shale_engine::{IsolationLevel, Options, TransactionDbOptions};
+use shale_fs::MemFs;
+use shale_table::{
+    Collation, ColumnDef, ColumnType, Error, IndexChoice, IndexDef, KeyRange, LockMode, Store,
+    StoreOptions, TableDef, TxnOptions, Value,
+};
+
+fn options(fs: &MemFs) -> StoreOptions {
+    StoreOptions {
+        engine: Options {
+            file_system: Arc::new(fs.clone()),
+            ..Options::default()
+        },
+        transactions: TransactionDbOptions {
+            lock_wait_timeout: Duration::from_millis(200),
+            ..TransactionDbOptions::default()
+        },
+    }
+}
+
+fn open(fs: &MemFs) -> Store {
+    Store::open("/db", options(fs)).unwrap()
+}
+
+fn column(name: &str, ty: ColumnType, nullable: bool) -> ColumnDef {
+    ColumnDef {
+        name: name.into(),
+        ty,
+        nullable,
+        default: None,
+        auto_increment: false,
+    }
+}
+
+fn index(name: &str, columns: Vec<usize>, unique: bool) -> IndexDef {
+    IndexDef {
+        name: name.into(),
+        columns,
+        unique,
+        index_id: 0,
+    }
+}
+
+/// sysbench's table (`id INT AUTO_INCREMENT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60),
+/// KEY k_1 (k)`) plus a nullable unique `general_ci` column `u`.
+fn sbtest(name: &str) -> TableDef {
+    let mut id = column("id", ColumnType::Int { unsigned: false }, false);
+    id.auto_increment = true;
+    TableDef {
+        database: "sbtest".into(),
+        name: name.into(),
+        columns: vec![
+            id,
+            column("k", ColumnType::Int { unsigned: false }, false),
+            column(
+                "c",
+                ColumnType::Char {
+                    len: 120,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+                false,
+            ),
+            column(
+                "pad",
+                ColumnType::Char {
+                    len: 60,
+                    collation: Collation::Utf8mb4Bin,
+                },
+                false,
+            ),
+            column(
+                "u",
+                ColumnType::VarChar {
+                    len: 20,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+                true,
+            ),
+        ],
+        primary_key: index("PRIMARY", vec![0], true),
+        indexes: vec![index("k_1", vec![1], false), index("u_1", vec![4], true)],
+        schema_version: 0,
+    }
+}
+
+fn row(id: i64, k: i64, c: &str, u: Option<&str>) -> Vec<Value> {
+    vec![
+        Value::Int(id),
+        Value::Int(k),
+        Value::Bytes(c.into()),
+        Value::Bytes(b"pad".to_vec()),
+        u.map_or(Value::Null, |u| Value::Bytes(u.into())),
+    ]
+}
+
+fn setup() -> (MemFs, Store, Arc<TableDef>) {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    store.create_database("sbtest").unwrap();
+    let table = store.create_table(sbtest("sbtest1")).unwrap();
+    (fs, store, table)
+}
+
+fn collect(cursor: &mut shale_table::RowCursor<'_>) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    while let Some(row) = cursor.next_row().unwrap() {
+        rows.push(row);
+    }
+    rows
+}
+
+fn ids(rows: &[Vec<Value>]) -> Vec<i64> {
+    rows.iter()
+        .map(|r| match r[0] {
+            Value::Int(v) => v,
+            _ => panic!("id is not an Int: {r:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn crud_through_primary_and_secondary_indexes() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 1..=10 {
+        txn.insert(&t, row(id, id % 3, &format!("c{id}"), None))
+            .unwrap();
+    }
+    assert_eq!(
+        txn.get(&t, &[Value::Int(4)], LockMode::None).unwrap(),
+        Some(row(4, 1, "c4", None))
+    );
+    assert_eq!(
+        txn.get(&t, &[Value::Int(11)], LockMode::None).unwrap(),
+        None
+    );
+    txn.commit().unwrap();
+
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let k1 = collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(0),
+                KeyRange::prefix(vec![Value::Int(1)]),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    );
+    assert_eq!(ids(&k1), [1, 4, 7, 10], "k = 1, in pk order");
+    let k1_rev = collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(0),
+                KeyRange::prefix(vec![Value::Int(1)]),
+                true,
+                LockMode::None,
+            )
+            .unwrap(),
+    );
+    assert_eq!(ids(&k1_rev), [10, 7, 4, 1]);
+    txn.update(&t, &row(4, 1, "c4", None), row(4, 2, "changed", Some("x")))
+        .unwrap();
+    txn.delete(&t, &row(7, 1, "c7", None)).unwrap();
+    let k1 = collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(0),
+                KeyRange::prefix(vec![Value::Int(1)]),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    );
+    assert_eq!(ids(&k1), [1, 10], "own writes seen by a scan");
+    let u = collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(1),
+                KeyRange::prefix(vec![Value::Bytes(b"X".to_vec())]),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    );
+    assert_eq!(
+        u,
+        [row(4, 2, "changed", Some("x"))],
+        "general_ci unique index finds 'X' as 'x', returns the original"
+    );
+    // pk change = delete + insert
+    txn.update(&t, &row(10, 1, "c10", None), row(100, 1, "c10", None))
+        .unwrap();
+    assert_eq!(
+        txn.get(&t, &[Value::Int(10)], LockMode::None).unwrap(),
+        None
+    );
+    assert!(txn
+        .get(&t, &[Value::Int(100)], LockMode::None)
+        .unwrap()
+        .is_some());
+    let check = txn.check_table(&t).unwrap();
+    assert!(check.is_ok(), "{check:?}");
+    assert_eq!(check.rows, 9);
+    txn.commit().unwrap();
+}
+
+#[test]
+fn scans_honour_bounds_in_both_directions() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in -5..=5 {
+        txn.insert(&t, row(id, 0, "c", None)).unwrap();
+    }
+    let range = |lower: Bound<i64>, upper: Bound<i64>| KeyRange {
+        lower: lower.map(|v| vec![Value::Int(v)]),
+        upper: upper.map(|v| vec![Value::Int(v)]),
+    };
+    let cases = [
+        (
+            range(Bound::Included(-2), Bound::Excluded(2)),
+            vec![-2, -1, 0, 1],
+        ),
+        (
+            range(Bound::Excluded(-2), Bound::Included(2)),
+            vec![-1, 0, 1, 2],
+        ),
+        (range(Bound::Unbounded, Bound::Excluded(-3)), vec![-5, -4]),
+        (range(Bound::Excluded(3), Bound::Unbounded), vec![4, 5]),
+        (range(Bound::Included(9), Bound::Unbounded), vec![]),
+    ];
+    for (range, expected) in cases {
+        let forward = ids(&collect(
+            &mut txn
+                .scan(
+                    &t,
+                    IndexChoice::Primary,
+                    range.clone(),
+                    false,
+                    LockMode::None,
+                )
+                .unwrap(),
+        ));
+        assert_eq!(forward, expected, "{range:?}");
+        let mut backward = ids(&collect(
+            &mut txn
+                .scan(
+                    &t,
+                    IndexChoice::Primary,
+                    range.clone(),
+                    true,
+                    LockMode::Exclusive,
+                )
+                .unwrap(),
+        ));
+        backward.reverse();
+        assert_eq!(backward, expected, "reverse {range:?}");
+    }
+    // secondary index on k = 0 for all; a bound on (k) then pk order
+    let all = ids(&collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(0),
+                KeyRange::all(),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    ));
+    assert_eq!(all, (-5..=5).collect::<Vec<_>>());
+    assert!(matches!(
+        txn.scan(
+            &t,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::Int(1), Value::Int(2)]),
+            false,
+            LockMode::None
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn bounds_outside_an_integer_columns_range_fold_into_the_range() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in -5..=5 {
+        txn.insert(&t, row(id, 0, "c", None)).unwrap();
+    }
+    txn.commit().unwrap();
+    // Committed data: the engine's iterator, not the pending batch.
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    // Bounds outside INT's range, and fractions, are folded in rather than refused.
+    let value_range = |lower: Bound<Value>, upper: Bound<Value>| KeyRange {
+        lower: lower.map(|v| vec![v]),
+        upper: upper.map(|v| vec![v]),
+    };
+    let folded = [
+        (
+            value_range(Bound::Unbounded, Bound::Excluded(Value::Int(1 << 40))),
+            (-5..=5).collect::<Vec<_>>(),
+        ),
+        (
+            value_range(Bound::Included(Value::Double(2.5)), Bound::Unbounded),
+            vec![3, 4, 5],
+        ),
+        (
+            value_range(Bound::Excluded(Value::Double(2.0)), Bound::Unbounded),
+            vec![3, 4, 5],
+        ),
+        (
+            value_range(Bound::Unbounded, Bound::Excluded(Value::Double(-2.5))),
+            vec![-5, -4, -3],
+        ),
+        (
+            value_range(Bound::Included(Value::UInt(u64::MAX)), Bound::Unbounded),
+            vec![],
+        ),
+        (
+            value_range(
+                Bound::Excluded(Value::Double(f64::NEG_INFINITY)),
+                Bound::Included(Value::Int(i64::MIN)),
+            ),
+            vec![],
+        ),
+    ];
+    for (range, expected) in folded {
+        for reverse in [false, true] {
+            let mut got = ids(&collect(
+                &mut txn
+                    .scan(
+                        &t,
+                        IndexChoice::Primary,
+                        range.clone(),
+                        reverse,
+                        LockMode::None,
+                    )
+                    .unwrap(),
+            ));
+            if reverse {
+                got.reverse();
+            }
+            assert_eq!(got, expected, "{range:?} reverse={reverse}");
+        }
+    }
+    let backward = ids(&collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Primary,
+                KeyRange::all(),
+                true,
+                LockMode::None,
+            )
+            .unwrap(),
+    ));
+    assert_eq!(backward, (-5..=5).rev().collect::<Vec<_>>());
+}
+
+#[test]
+fn duplicate_keys_name_the_key_and_entry_and_change_nothing() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    txn.insert(&t, row(1, 5, "a", Some("abc"))).unwrap();
+    txn.insert(&t, row(2, 5, "a", None)).unwrap();
+    txn.insert(&t, row(3, 5, "a", None)).unwrap(); // NULLs do not collide in a unique index
+    match txn.insert(&t, row(1, 6, "b", None)) {
+        Err(Error::DuplicateKey { table, key, entry }) => {
+            assert_eq!(
+                (table.as_str(), key.as_str(), entry.as_str()),
+                ("sbtest1", "PRIMARY", "1")
+            );
+        }
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    match txn.insert(&t, row(4, 6, "b", Some("ABC  "))) {
+        Err(Error::DuplicateKey { key, entry, .. }) => {
+            assert_eq!((key.as_str(), entry.as_str()), ("u_1", "ABC  "));
+        }
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    assert_eq!(
+        txn.get(&t, &[Value::Int(4)], LockMode::None).unwrap(),
+        None,
+        "the failed insert left nothing"
+    );
+    match txn.update(&t, &row(2, 5, "a", None), row(2, 5, "a", Some("Abc"))) {
+        Err(Error::DuplicateKey { key, .. }) => assert_eq!(key, "u_1"),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    match txn.update(&t, &row(2, 5, "a", None), row(3, 5, "a", None)) {
+        Err(Error::DuplicateKey { key, entry, .. }) => {
+            assert_eq!((key.as_str(), entry.as_str()), ("PRIMARY", "3"));
+        }
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    // updating a row to its own unique value (different case) is not a duplicate
+    txn.update(
+        &t,
+        &row(1, 5, "a", Some("abc")),
+        row(1, 7, "a", Some("ABC")),
+    )
+    .unwrap();
+    assert!(txn.check_table(&t).unwrap().is_ok());
+    txn.commit().unwrap();
+}
+
+#[test]
+fn random_writes_keep_indexes_and_rows_in_agreement() {
+    let (_fs, store, t) = setup();
+    let mut rng = SmallRng::seed_from_u64(42);
+    let mut model: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
+    for round in 0..20 {
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        for _ in 0..50 {
+            let id = rng.gen_range(0..60);
+            let u = if rng.gen_bool(0.5) {
+                None
+            } else {
+                Some(format!("u{}", rng.gen_range(0..40)))
+            };
+            let new = row(
+                id,
+                rng.gen_range(0..5),
+                &format!("c{}", rng.gen_range(0..3)),
+                u.as_deref(),
+            );
+            let unique_clash = |m: &BTreeMap<i64, Vec<Value>>, skip: i64| {
+                u.as_ref().is_some_and(|u| {
+                    m.iter().any(|(&other, r)| {
+                        other != skip && matches!(&r[4], Value::Bytes(b) if b.eq_ignore_ascii_case(u.as_bytes()))
+                    })
+                })
+            };
+            match (model.get(&id).cloned(), rng.gen_range(0..3)) {
+                (None, _) => {
+                    let result = txn.insert(&t, new.clone());
+                    if unique_clash(&model, id) {
+                        assert!(
+                            matches!(result, Err(Error::DuplicateKey { .. })),
+                            "{result:?}"
+                        );
+                    } else {
+                        result.unwrap();
+                        model.insert(id, new);
+                    }
+                }
+                (Some(old), 0) => {
+                    txn.delete(&t, &old).unwrap();
+                    model.remove(&id);
+                }
+                (Some(old), _) => {
+                    let result = txn.update(&t, &old, new.clone());
+                    if unique_clash(&model, id) {
+                        assert!(
+                            matches!(result, Err(Error::DuplicateKey { .. })),
+                            "{result:?}"
+                        );
+                    } else {
+                        result.unwrap();
+                        model.insert(id, new);
+                    }
+                }
+            }
+        }
+        let check = txn.check_table(&t).unwrap();
+        assert!(check.is_ok(), "round {round}: {check:?}");
+        assert_eq!(check.rows, model.len() as u64);
+        let rows = collect(
+            &mut txn
+                .scan(
+                    &t,
+                    IndexChoice::Primary,
+                    KeyRange::all(),
+                    false,
+                    LockMode::None,
+                )
+                .unwrap(),
+        );
+        assert_eq!(rows, model.values().cloned().collect::<Vec<_>>());
+        if rng.gen_bool(0.8) {
+            txn.commit().unwrap();
+        } else {
+            txn.rollback();
+            // restore the model from the store
+            let mut reader = store.begin(TxnOptions::default()).unwrap();
+            let rows = collect(
+                &mut reader
+                    .scan(
+                        &t,
+                        IndexChoice::Primary,
+                        KeyRange::all(),
+                        false,
+                        LockMode::None,
+                    )
+                    .unwrap(),
+            );
+            model = rows
+                .into_iter()
+                .map(|r| (ids(std::slice::from_ref(&r))[0], r))
+                .collect();
+        }
+    }
+}
+
+#[test]
+fn check_table_finds_planted_inconsistencies() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 1..=5 {
+        txn.insert(&t, row(id, id, "c", Some(&format!("u{id}"))))
+            .unwrap();
+    }
+    assert!(txn.check_table(&t).unwrap().is_ok());
+    txn.delete_row_key_only(&t, &[Value::Int(2)]).unwrap();
+    txn.delete_index_entry_only(&t, 0, &row(4, 4, "c", Some("u4")))
+        .unwrap();
+    let check = txn.check_table(&t).unwrap();
+    assert!(!check.is_ok());
+    assert_eq!(check.rows, 4);
+    assert_eq!(check.index_entries, [4, 5]);
+    let names = |v: &[(String, Vec<u8>)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&check.entries_without_rows),
+        ["k_1", "u_1"],
+        "row 2's two entries"
+    );
+    assert_eq!(
+        names(&check.rows_without_entries),
+        ["k_1"],
+        "row 4 lost its k_1 entry"
+    );
+}
+
+#[test]
+fn catalog_rows_and_auto_increment_survive_reopen() {
+    let fs = MemFs::new();
+    {
+        let store = open(&fs);
+        store.create_database("sbtest").unwrap();
+        let t = store.create_table(sbtest("sbtest1")).unwrap();
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        for _ in 0..3 {
+            let id = txn.next_auto_increment(&t).unwrap();
+            txn.insert(&t, row(id.cast_signed(), 1, "c", None)).unwrap();
+        }
+        txn.insert(&t, row(10, 1, "c", None)).unwrap();
+        assert_eq!(
+            txn.next_auto_increment(&t).unwrap(),
+            11,
+            "an explicit id moves the counter"
+        );
+        txn.commit().unwrap();
+        store.close().unwrap();
+    }
+    let store = open(&fs);
+    let catalog = store.catalog();
+    let t = catalog.table("sbtest", "sbtest1").unwrap().clone();
+    assert_eq!(t.columns.len(), 5);
+    assert_eq!(t.indexes.len(), 2);
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    assert_eq!(
+        ids(&collect(
+            &mut txn
+                .scan(
+                    &t,
+                    IndexChoice::Primary,
+                    KeyRange::all(),
+                    false,
+                    LockMode::None
+                )
+                .unwrap()
+        )),
+        [1, 2, 3, 10]
+    );
+    let next = txn.next_auto_increment(&t).unwrap();
+    assert!(
+        next > 11,
+        "11 was handed out before the restart, got {next}"
+    );
+    assert!(txn.check_table(&t).unwrap().is_ok());
+    // new ids never reuse old ones
+    let t2 = store.create_table(sbtest("sbtest2")).unwrap();
+    assert!(t2.primary_key.index_id > t.indexes[1].index_id);
+}
+
+#[test]
+fn auto_increment_is_not_reused_after_a_crash() {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    store.create_database("sbtest").unwrap();
+    let t = store.create_table(sbtest("sbtest1")).unwrap();
+    let mut txn = store
+        .begin(TxnOptions {
+            durability: Some(shale_table::Durability::Sync),
+            ..TxnOptions::default()
+        })
+        .unwrap();
+    let first = txn.next_auto_increment(&t).unwrap();
+    txn.insert(&t, row(first.cast_signed(), 1, "c", None))
+        .unwrap();
+    txn.commit().unwrap();
+    let image = fs.crash_image(shale_fs::CrashMode::DropUnsynced);
+    drop(store);
+    let store = open(&image);
+    let t = store.catalog().table("sbtest", "sbtest1").unwrap().clone();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    assert!(txn.next_auto_increment(&t).unwrap() > first);
+}
+
+#[test]
+fn ddl_errors_drop_truncate_and_indexes() {
+    let (fs, store, t) = setup();
+    assert!(matches!(
+        store.create_database("sbtest"),
+        Err(Error::DatabaseExists(_))
+    ));
+    assert!(matches!(
+        store.create_table(sbtest("sbtest1")),
+        Err(Error::TableExists { .. })
+    ));
+    let mut other = sbtest("x");
+    other.database = "nope".into();
+    assert!(matches!(
+        store.create_table(other),
+        Err(Error::NoSuchDatabase(_))
+    ));
+    assert!(matches!(
+        store.drop_table("sbtest", "nope"),
+        Err(Error::NoSuchTable { .. })
+    ));
+
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 1..=20 {
+        txn.insert(&t, row(id, id % 4, &format!("c{}", id % 2), None))
+            .unwrap();
+    }
+    txn.commit().unwrap();
+
+    // CREATE INDEX fills the index; a unique one over duplicates is refused
+    store
+        .create_index("sbtest", "sbtest1", index("c_k", vec![2, 1], false))
+        .unwrap();
+    assert!(matches!(
+        store.create_index("sbtest", "sbtest1", index("c_u", vec![2], true)),
+        Err(Error::DuplicateKey { .. })
+    ));
+    let t = store.catalog().table("sbtest", "sbtest1").unwrap().clone();
+    assert_eq!(t.indexes.len(), 3);
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let hits = collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(2),
+                KeyRange::prefix(vec![Value::Bytes(b"C1".to_vec()), Value::Int(1)]),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    );
+    assert_eq!(ids(&hits), [1, 5, 9, 13, 17]);
+    assert!(txn.check_table(&t).unwrap().is_ok());
+    drop(txn);
+
+    store.drop_index("sbtest", "sbtest1", "k_1").unwrap();
+    let t = store.catalog().table("sbtest", "sbtest1").unwrap().clone();
+    assert_eq!(
+        t.indexes
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect::<Vec<_>>(),
+        ["u_1", "c_k"]
+    );
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    assert!(txn.check_table(&t).unwrap().is_ok());
+    drop(txn);
+
+    store.truncate_table("sbtest", "sbtest1").unwrap();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let check = txn.check_table(&t).unwrap();
+    assert_eq!((check.rows, check.index_entries.clone()), (0, vec![0, 0]));
+    assert_eq!(
+        txn.next_auto_increment(&t).unwrap(),
+        1,
+        "TRUNCATE resets AUTO_INCREMENT"
+    );
+    txn.insert(&t, row(1, 1, "again", None)).unwrap();
+    txn.commit().unwrap();
+
+    store.drop_table("sbtest", "sbtest1").unwrap();
+    assert!(store.catalog().table("sbtest", "sbtest1").is_none());
+    store.create_table(sbtest("sbtest2")).unwrap();
+    store.drop_database("sbtest").unwrap();
+    assert!(store.catalog().databases.is_empty());
+    store.close().unwrap();
+    let store = open(&fs);
+    assert!(store.catalog().databases.is_empty());
+    // the dropped data is gone from the engine too
+    let mut iter = store
+        .engine()
+        .db()
+        .iterator(shale_engine::ReadOptions::default())
+        .unwrap();
+    iter.seek_to_first();
+    assert!(!iter.valid(), "data left behind after DROP DATABASE");
+}
+
+#[test]
+fn tables_without_a_primary_key_use_hidden_row_ids() {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    store.create_database("d").unwrap();
+    let def = TableDef {
+        database: "d".into(),
+        name: "heap".into(),
+        columns: vec![
+            column("a", ColumnType::Int { unsigned: true }, true),
+            column(
+                "b",
+                ColumnType::Text {
+                    collation: Collation::Binary,
+                },
+                true,
+            ),
+        ],
+        primary_key: index("", vec![], true),
+        indexes: vec![index("a", vec![0], false)],
+        schema_version: 0,
+    };
+    let t = store.create_table(def).unwrap();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let r = vec![Value::UInt(7), Value::Bytes(b"x".to_vec())];
+    txn.insert(&t, r.clone()).unwrap();
+    txn.insert(&t, r.clone()).unwrap(); // duplicates are fine without a key
+    txn.insert(&t, vec![Value::Null, Value::Null]).unwrap();
+    let all = collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Primary,
+                KeyRange::all(),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    );
+    assert_eq!(all.len(), 3);
+    assert_eq!(
+        txn.get(&t, &[Value::UInt(1)], LockMode::None).unwrap(),
+        Some(r.clone()),
+        "row ids start at 1"
+    );
+    txn.update(&t, &r, vec![Value::UInt(8), Value::Bytes(b"y".to_vec())])
+        .unwrap();
+    txn.delete(&t, &r).unwrap();
+    let by_a = collect(
+        &mut txn
+            .scan(
+                &t,
+                IndexChoice::Secondary(0),
+                KeyRange::all(),
+                false,
+                LockMode::None,
+            )
+            .unwrap(),
+    );
+    assert_eq!(
+        by_a,
+        [
+            vec![Value::Null, Value::Null],
+            vec![Value::UInt(8), Value::Bytes(b"y".to_vec())]
+        ]
+    );
+    assert!(txn.check_table(&t).unwrap().is_ok());
+    txn.commit().unwrap();
+}
+
+#[test]
+fn lock_waits_time_out_and_the_transaction_goes_on() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    txn.insert(&t, row(1, 1, "c", None)).unwrap();
+    txn.commit().unwrap();
+
+    let rc = TxnOptions {
+        isolation: IsolationLevel::ReadCommitted,
+        ..TxnOptions::default()
+    };
+    let mut a = store.begin(rc.clone()).unwrap();
+    let mut b = store.begin(rc).unwrap();
+    assert!(a
+        .get(&t, &[Value::Int(1)], LockMode::Exclusive)
+        .unwrap()
+        .is_some());
+    assert!(matches!(
+        b.get(&t, &[Value::Int(1)], LockMode::Shared),
+        Err(Error::LockWaitTimeout)
+    ));
+    assert!(matches!(
+        b.update(&t, &row(1, 1, "c", None), row(1, 2, "c", None)),
+        Err(Error::LockWaitTimeout)
+    ));
+    assert!(
+        matches!(
+            b.insert(&t, row(1, 1, "c", None)),
+            Err(Error::LockWaitTimeout)
+        ),
+        "the pk check waits too"
+    );
+    assert!(
+        b.get(&t, &[Value::Int(1)], LockMode::None)
+            .unwrap()
+            .is_some(),
+        "plain reads do not wait"
+    );
+    b.insert(&t, row(2, 1, "c", None)).unwrap();
+    a.update(&t, &row(1, 1, "c", None), row(1, 9, "c", None))
+        .unwrap();
+    a.commit().unwrap();
+    b.commit().unwrap();
+    let mut check = store.begin(TxnOptions::default()).unwrap();
+    assert_eq!(
+        check.get(&t, &[Value::Int(1)], LockMode::None).unwrap(),
+        Some(row(1, 9, "c", None))
+    );
+    assert!(check.check_table(&t).unwrap().is_ok());
+}
+
+#[test]
+fn a_repeatable_read_write_conflict_is_a_deadlock_and_resets_the_transaction() {
+    let (_fs, store, t) = setup();
+    let mut setup_txn = store.begin(TxnOptions::default()).unwrap();
+    setup_txn.insert(&t, row(1, 1, "c", None)).unwrap();
+    setup_txn.commit().unwrap();
+    let mut a = store.begin(TxnOptions::default()).unwrap();
+    a.insert(&t, row(50, 1, "mine", None)).unwrap();
+    let mut b = store.begin(TxnOptions::default()).unwrap();
+    b.update(&t, &row(1, 1, "c", None), row(1, 2, "c", None))
+        .unwrap();
+    b.commit().unwrap();
+    assert!(matches!(
+        a.update(&t, &row(1, 1, "c", None), row(1, 3, "c", None)),
+        Err(Error::Deadlock)
+    ));
+    assert_eq!(
+        a.get(&t, &[Value::Int(50)], LockMode::None).unwrap(),
+        None,
+        "rolled back whole"
+    );
+    a.update(&t, &row(1, 2, "c", None), row(1, 3, "c", None))
+        .unwrap();
+    a.commit().unwrap();
+}
+
+#[test]
+fn table_txn_is_send_and_store_is_sync() {
+    fn send<T: Send>() {}
+    fn sync<T: Send + Sync>() {}
+    send::<shale_table::TableTxn>();
+    sync::<Store>();
+}
+
+#[test]
+fn table_stats_count_small_tables_and_estimate_large_ones() {
+    let (_fs, store, t) = setup();
+    let other = store.create_table(sbtest("other")).unwrap();
+    let fill = |table: &TableDef, n: i64| {
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        for id in 0..n {
+            txn.insert(table, row(id, id, "c", None)).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    fill(&t, 100);
+    fill(&other, 10_000);
+    let small = store.table_stats(&t).unwrap();
+    assert_eq!((small.rows, small.exact), (100, true));
+    store.engine().db().flush().unwrap();
+    let large = store.table_stats(&other).unwrap();
+    assert!(!large.exact);
+    assert!((9_000..=11_000).contains(&large.rows), "{large:?}");
+    assert!(large.data_bytes > 0);
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let got = txn
+        .get_many(
+            &t,
+            &[
+                vec![Value::Int(3)],
+                vec![Value::Int(1000)],
+                vec![Value::Int(5)],
+            ],
+            LockMode::None,
+        )
+        .unwrap();
+    assert_eq!(
+        got,
+        [Some(row(3, 3, "c", None)), None, Some(row(5, 5, "c", None))]
+    );
+}
