@@ -1,10 +1,19 @@
-//! One open database directory, shared by every session.
+//! One open database directory, shared by every session: the store, the DDL generation that
+//! invalidates prepared plans, connection ids, and the `mysql.user` accounts.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use shale_table::{
+    Collation, ColumnDef, ColumnType, IndexDef, LockMode, Store, TableDef, TxnOptions, Value,
+};
 
 use crate::error::SqlError;
 use crate::session::Session;
+
+/// The version string (`@@version`, `VERSION()`).
+pub const SERVER_VERSION: &str = "8.0.36-Shale";
 
 /// How to open an [`Instance`].
 #[derive(Debug, Clone, Default)]
@@ -26,7 +35,49 @@ pub struct UserRecord {
 /// The shared state of every session: the store, global variables, caches.
 #[derive(Debug)]
 pub struct Instance {
-    _private: (),
+    pub(crate) store: Store,
+    /// Raised by every DDL; a prepared statement planned under an older one is re-planned.
+    generation: AtomicU64,
+    next_connection_id: AtomicU64,
+}
+
+fn user_table() -> TableDef {
+    let text = |name: &str, len: u32| ColumnDef {
+        name: name.into(),
+        ty: ColumnType::VarChar {
+            len,
+            collation: Collation::Utf8mb4Bin,
+        },
+        nullable: false,
+        default: Some(Value::Bytes(Vec::new())),
+        auto_increment: false,
+    };
+    TableDef {
+        database: "mysql".into(),
+        name: "user".into(),
+        columns: vec![
+            text("Host", 255),
+            text("User", 128),
+            text("plugin", 64),
+            ColumnDef {
+                name: "authentication_string".into(),
+                ty: ColumnType::Text {
+                    collation: Collation::Binary,
+                },
+                nullable: false,
+                default: None,
+                auto_increment: false,
+            },
+        ],
+        primary_key: IndexDef {
+            name: "PRIMARY".into(),
+            columns: vec![0, 1],
+            unique: true,
+            index_id: 0,
+        },
+        indexes: Vec::new(),
+        schema_version: 1,
+    }
 }
 
 impl Instance {
@@ -35,29 +86,98 @@ impl Instance {
         path: impl AsRef<Path>,
         options: InstanceOptions,
     ) -> Result<Arc<Instance>, SqlError> {
-        let _ = (path, options);
-        todo!()
+        let store = Store::open(path, options.store)?;
+        let catalog = store.catalog();
+        if !catalog.databases.contains_key("mysql") {
+            store.create_database("mysql")?;
+        }
+        if catalog.table("mysql", "user").is_none() {
+            store.create_table(user_table())?;
+        }
+        Ok(Arc::new(Instance {
+            store,
+            generation: AtomicU64::new(1),
+            next_connection_id: AtomicU64::new(1),
+        }))
     }
 
-    /// A new session (one client connection).
+    /// A new session (one client connection), with the next connection id.
     pub fn session(self: &Arc<Self>) -> Session {
-        todo!()
+        let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
+        Session::new(Arc::clone(self), id)
     }
 
-    /// The account `user`@`host`, for authentication.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn bump_generation(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn users(&self) -> Result<Arc<TableDef>, SqlError> {
+        self.store
+            .catalog()
+            .table("mysql", "user")
+            .cloned()
+            .ok_or_else(|| SqlError::no_such_table("mysql", "user"))
+    }
+
+    /// The account `user`@`host` (falling back to `user`@`%`), for authentication.
     pub fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError> {
-        let _ = (user, host);
-        todo!()
+        let table = self.users()?;
+        let mut txn = self.store.begin(TxnOptions::default())?;
+        for h in [host, "%"] {
+            let key = [
+                Value::Bytes(h.as_bytes().to_vec()),
+                Value::Bytes(user.as_bytes().to_vec()),
+            ];
+            if let Some(row) = txn.get(&table, &key, LockMode::None)? {
+                let text = |v: &Value| match v {
+                    Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                    other => crate::value::display(other),
+                };
+                return Ok(Some(UserRecord {
+                    host: text(&row[0]),
+                    user: text(&row[1]),
+                    plugin: text(&row[2]),
+                    authentication_string: match &row[3] {
+                        Value::Bytes(b) => b.clone(),
+                        _ => Vec::new(),
+                    },
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// Creates or replaces an account (server initialization).
     pub fn put_user(&self, record: &UserRecord) -> Result<(), SqlError> {
-        let _ = record;
-        todo!()
+        let table = self.users()?;
+        let mut txn = self.store.begin(TxnOptions::default())?;
+        let row = vec![
+            Value::Bytes(record.host.as_bytes().to_vec()),
+            Value::Bytes(record.user.as_bytes().to_vec()),
+            Value::Bytes(record.plugin.as_bytes().to_vec()),
+            Value::Bytes(record.authentication_string.clone()),
+        ];
+        match txn.get(&table, &row[..2], LockMode::Exclusive)? {
+            Some(old) => txn.update(&table, &old, row)?,
+            None => txn.insert(&table, row)?,
+        }
+        txn.commit()?;
+        Ok(())
     }
 
-    /// Closes the store cleanly once every session is gone.
+    /// Closes the store cleanly once every session is gone (fails if one is still open).
     pub fn close(self: Arc<Self>) -> Result<(), SqlError> {
-        todo!()
+        match Arc::try_unwrap(self) {
+            Ok(instance) => Ok(instance.store.close()?),
+            Err(_) => Err(SqlError::new(
+                1105,
+                "HY000",
+                "Cannot close the instance while sessions are open",
+            )),
+        }
     }
 }

@@ -1,8 +1,32 @@
 //! One client's state: current database, variables, open transaction, prepared statements.
+//!
+//! Transactions (MySQL's rules, docs/sql.md):
+//! 1. With autocommit=1 and no BEGIN, each statement runs in its own `TableTxn`, committed
+//!    when it ends; a failed statement rolls back only itself.
+//! 2. BEGIN/START TRANSACTION (or autocommit=0) keeps one `TableTxn` open across statements
+//!    until COMMIT or ROLLBACK. Each statement inside one runs under a savepoint: a failing
+//!    statement undoes only itself; a deadlock (1213) or lock wait timeout (1205) rolls back
+//!    the whole transaction (MySQL keeps the transaction on 1205; see docs/sql.md).
+//! 3. DDL, BEGIN and SET autocommit=1 commit an open transaction first.
+//!
+//! Prepared statements are bound and planned once; the plan is reused while the instance's
+//! DDL generation is unchanged, and re-planned from its text after any DDL.
 
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use shale_table::{IsolationLevel, TableTxn, TxnOptions, Value};
+use sqlparser::ast::{self, Statement};
+
+use crate::bind::{BindContext, Binder, BoundDelete, BoundInsert, BoundSelect, BoundUpdate};
 use crate::error::SqlError;
-use crate::result::{ColumnMeta, ResultSink};
-use shale_table::Value;
+use crate::exec;
+use crate::expr::Env;
+use crate::instance::Instance;
+use crate::plan::{self, Access};
+use crate::result::{ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
+use crate::types::SqlType;
+use crate::variables;
 
 /// What COM_STMT_PREPARE answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,24 +38,217 @@ pub struct PreparedInfo {
     pub columns: Vec<ColumnMeta>,
 }
 
+/// A statement ready to run: bound and planned, or a session command kept as parsed.
+#[derive(Debug)]
+pub(crate) enum Planned {
+    Select(BoundSelect, Access),
+    Insert(BoundInsert),
+    Update(BoundUpdate, Access),
+    Delete(BoundDelete, Access),
+    Command(Box<Statement>),
+}
+
+#[derive(Debug)]
+struct Prepared {
+    sql: String,
+    planned: Arc<Planned>,
+    generation: u64,
+    params: usize,
+}
+
+/// Session state an expression may read (everything but the transaction).
+#[derive(Debug)]
+pub(crate) struct State {
+    pub database: Option<String>,
+    pub connection_id: u64,
+    pub last_insert_id: u64,
+    pub user: String,
+    pub autocommit: bool,
+    pub isolation: IsolationLevel,
+    /// Variables set in this session (lower-case names).
+    pub vars: BTreeMap<String, Value>,
+    pub defaults: BTreeMap<&'static str, Value>,
+    /// The last statement's warnings: level, code, message.
+    pub warnings: Vec<(&'static str, u16, String)>,
+}
+
+struct RunEnv<'a> {
+    state: &'a State,
+    params: &'a [Value],
+}
+
+impl Env for RunEnv<'_> {
+    fn param(&self, n: usize) -> Value {
+        self.params.get(n).cloned().unwrap_or(Value::Null)
+    }
+    fn database(&self) -> Option<&str> {
+        self.state.database.as_deref()
+    }
+    fn connection_id(&self) -> u64 {
+        self.state.connection_id
+    }
+    fn last_insert_id(&self) -> u64 {
+        self.state.last_insert_id
+    }
+    fn user(&self) -> &str {
+        &self.state.user
+    }
+    fn variable(&self, name: &str) -> Value {
+        self.state.variable(name)
+    }
+}
+
+impl State {
+    pub(crate) fn variable(&self, name: &str) -> Value {
+        match name {
+            "autocommit" => Value::Int(i64::from(self.autocommit)),
+            "transaction_isolation" | "tx_isolation" => Value::Bytes(
+                variables::isolation_name(self.isolation)
+                    .as_bytes()
+                    .to_vec(),
+            ),
+            "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
+            "warning_count" => Value::Int(self.warnings.len() as i64),
+            _ => self
+                .vars
+                .get(name)
+                .or_else(|| self.defaults.get(name))
+                .cloned()
+                .unwrap_or(Value::Null),
+        }
+    }
+
+    fn status(&self, in_transaction: bool) -> StatementStatus {
+        StatementStatus {
+            affected_rows: 0,
+            last_insert_id: 0,
+            warnings: self.warnings.len().min(usize::from(u16::MAX)) as u16,
+            info: String::new(),
+            in_transaction,
+            autocommit: self.autocommit,
+            more_results: false,
+        }
+    }
+}
+
 /// One client session.
 #[derive(Debug)]
 pub struct Session {
-    _private: (),
+    instance: Arc<Instance>,
+    state: State,
+    txn: Option<TableTxn>,
+    /// BEGIN was issued: the transaction stays open until COMMIT/ROLLBACK.
+    began: bool,
+    prepared: HashMap<u32, Prepared>,
+    next_statement_id: u32,
+}
+
+fn text_value(s: &str) -> Value {
+    Value::Bytes(s.as_bytes().to_vec())
+}
+
+/// A text result column named `name`.
+pub(crate) fn text_column(name: &str) -> ColumnMeta {
+    SqlType::Str {
+        collation: shale_table::Collation::Utf8mb4GeneralCi,
+        len: 64,
+    }
+    .meta(name, false)
 }
 
 impl Session {
+    pub(crate) fn new(instance: Arc<Instance>, connection_id: u64) -> Session {
+        Session {
+            instance,
+            state: State {
+                database: None,
+                connection_id,
+                last_insert_id: 0,
+                user: "root@localhost".into(),
+                autocommit: true,
+                isolation: IsolationLevel::RepeatableRead,
+                vars: BTreeMap::new(),
+                defaults: variables::defaults(),
+                warnings: Vec::new(),
+            },
+            txn: None,
+            began: false,
+            prepared: HashMap::new(),
+            next_statement_id: 1,
+        }
+    }
+
+    /// Sets the id `CONNECTION_ID()` returns (the server's connection id).
+    pub fn set_connection_id(&mut self, id: u64) {
+        self.state.connection_id = id;
+    }
+
+    pub fn connection_id(&self) -> u64 {
+        self.state.connection_id
+    }
+
+    /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).
+    pub fn set_user(&mut self, user: &str, host: &str) {
+        self.state.user = format!("{user}@{host}");
+    }
+
+    /// The warnings of the last statement (what SHOW WARNINGS lists).
+    pub fn warning_count(&self) -> u16 {
+        self.state.warnings.len().min(usize::from(u16::MAX)) as u16
+    }
+
     /// Runs every statement of `sql` (`;`-separated), reporting each to `sink`. Stops at the
     /// first error and returns it.
     pub fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
-        let _ = (sql, sink);
-        todo!()
+        let statements = crate::parse::parse(sql)?;
+        if statements.is_empty() {
+            return Err(SqlError::new(1065, "42000", "Query was empty"));
+        }
+        let n = statements.len();
+        for (i, stmt) in statements.into_iter().enumerate() {
+            let more = i + 1 < n;
+            let planned = self.plan(stmt)?;
+            let mut wrapped = MoreResults { inner: sink, more };
+            self.run(&planned, &[], &mut wrapped)?;
+        }
+        Ok(())
     }
 
     /// Prepares one statement with `?` placeholders.
     pub fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
-        let _ = sql;
-        todo!()
+        let mut statements = crate::parse::parse(sql)?;
+        if statements.len() != 1 {
+            return Err(SqlError::new(
+                1064,
+                "42000",
+                "You have an error in your SQL syntax; prepared statements hold one statement",
+            ));
+        }
+        let stmt = statements.remove(0);
+        let params = count_params(&stmt);
+        let planned = self.plan(stmt)?;
+        let columns = match &planned {
+            Planned::Select(s, _) => s.columns.clone(),
+            _ => Vec::new(),
+        };
+        let id = self.next_statement_id;
+        self.next_statement_id = self.next_statement_id.wrapping_add(1).max(1);
+        let mut param_meta = text_column("?");
+        param_meta.type_code = ColumnTypeCode::VarString;
+        self.prepared.insert(
+            id,
+            Prepared {
+                sql: sql.to_string(),
+                planned: Arc::new(planned),
+                generation: self.instance.generation(),
+                params,
+            },
+        );
+        Ok(PreparedInfo {
+            id,
+            params: vec![param_meta; params],
+            columns,
+        })
     }
 
     /// Runs a prepared statement with one value per placeholder.
@@ -41,31 +258,682 @@ impl Session {
         params: &[Value],
         sink: &mut dyn ResultSink,
     ) -> Result<(), SqlError> {
-        let _ = (id, params, sink);
-        todo!()
+        let generation = self.instance.generation();
+        let (planned, stale, count) = match self.prepared.get(&id) {
+            Some(p) => (Arc::clone(&p.planned), p.generation != generation, p.params),
+            None => return Err(SqlError::unknown_prepared(id)),
+        };
+        if params.len() != count {
+            return Err(SqlError::wrong_param_count());
+        }
+        let planned = if stale {
+            let sql = self
+                .prepared
+                .get(&id)
+                .map(|p| p.sql.clone())
+                .unwrap_or_default();
+            let mut statements = crate::parse::parse(&sql)?;
+            if statements.is_empty() {
+                return Err(SqlError::unknown_prepared(id));
+            }
+            let fresh = Arc::new(self.plan(statements.remove(0))?);
+            if let Some(p) = self.prepared.get_mut(&id) {
+                p.planned = Arc::clone(&fresh);
+                p.generation = generation;
+            }
+            fresh
+        } else {
+            planned
+        };
+        self.run(&planned, params, sink)
     }
 
     /// Forgets a prepared statement (COM_STMT_CLOSE).
     pub fn close_prepared(&mut self, id: u32) {
-        let _ = id;
+        self.prepared.remove(&id);
     }
 
     /// COM_INIT_DB: fails with 1049 for an unknown database.
     pub fn use_database(&mut self, name: &str) -> Result<(), SqlError> {
-        let _ = name;
-        todo!()
+        if !self.instance.store.catalog().databases.contains_key(name) {
+            return Err(SqlError::unknown_database(name));
+        }
+        self.state.database = Some(name.to_string());
+        Ok(())
     }
 
     pub fn current_database(&self) -> Option<&str> {
-        todo!()
+        self.state.database.as_deref()
     }
 
     /// Whether a transaction is open (`SERVER_STATUS_IN_TRANS`).
     pub fn in_transaction(&self) -> bool {
-        todo!()
+        self.began || (!self.state.autocommit && self.txn.is_some())
     }
 
     pub fn autocommit(&self) -> bool {
-        todo!()
+        self.state.autocommit
+    }
+
+    /// Binds and plans one parsed statement.
+    fn plan(&self, stmt: Statement) -> Result<Planned, SqlError> {
+        let is_data = matches!(
+            stmt,
+            Statement::Query(_)
+                | Statement::Insert(_)
+                | Statement::Update(_)
+                | Statement::Delete(_)
+        );
+        if !is_data {
+            return Ok(Planned::Command(Box::new(stmt)));
+        }
+        let catalog = self.instance.store.catalog();
+        let defaults = &self.state.defaults;
+        let is_variable = |name: &str| defaults.contains_key(name) || name == "identity";
+        let ctx = BindContext {
+            catalog: &catalog,
+            database: self.state.database.as_deref(),
+            is_variable: &is_variable,
+        };
+        let mut binder = Binder::new(&ctx);
+        Ok(match &stmt {
+            Statement::Query(q) => {
+                let s = binder.select(q)?;
+                let access = match &s.table {
+                    Some(t) => plan::plan_access(&t.def, s.filter.as_ref()),
+                    None => Access::NoTable,
+                };
+                Planned::Select(s, access)
+            }
+            Statement::Insert(i) => Planned::Insert(binder.insert(i)?),
+            Statement::Update(u) => {
+                let b = binder.update(u)?;
+                let access = plan::plan_access(&b.table.def, b.filter.as_ref());
+                Planned::Update(b, access)
+            }
+            Statement::Delete(d) => {
+                let b = binder.delete(d)?;
+                let access = plan::plan_access(&b.table.def, b.filter.as_ref());
+                Planned::Delete(b, access)
+            }
+            _ => Planned::Command(Box::new(stmt)),
+        })
+    }
+
+    fn begin_txn(&self) -> Result<TableTxn, SqlError> {
+        Ok(self.instance.store.begin(TxnOptions {
+            isolation: self.state.isolation,
+            ..TxnOptions::default()
+        })?)
+    }
+
+    /// Commits the open transaction, if any.
+    fn commit_open(&mut self) -> Result<(), SqlError> {
+        self.began = false;
+        match self.txn.take() {
+            Some(t) => Ok(t.commit()?),
+            None => Ok(()),
+        }
+    }
+
+    fn rollback_open(&mut self) {
+        self.began = false;
+        if let Some(t) = self.txn.take() {
+            t.rollback();
+        }
+    }
+
+    /// Whether the transaction stays open after a statement.
+    fn keeps_transaction(&self) -> bool {
+        self.began || !self.state.autocommit
+    }
+
+    fn run(
+        &mut self,
+        planned: &Planned,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        if let Planned::Command(stmt) = planned {
+            return self.command(stmt, sink);
+        }
+        self.state.warnings.clear();
+        let mut txn = match self.txn.take() {
+            Some(t) => t,
+            None => self.begin_txn()?,
+        };
+        let keep = self.keeps_transaction();
+        if keep {
+            // A failing statement inside a transaction undoes only itself.
+            txn.set_savepoint();
+        }
+        let env = RunEnv {
+            state: &self.state,
+            params,
+        };
+        let mut status = self.state.status(keep);
+        let result = match planned {
+            Planned::Select(s, access) => {
+                exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
+            }
+            Planned::Insert(i) => exec::insert(&mut txn, i, &env).map(|(n, id)| {
+                status.affected_rows = n;
+                status.last_insert_id = id;
+                if i.rows.len() > 1 {
+                    status.info = format!("Records: {n}  Duplicates: 0  Warnings: 0");
+                }
+                Some(status.clone())
+            }),
+            Planned::Update(u, access) => {
+                exec::update(&mut txn, u, access, &env).map(|(matched, changed)| {
+                    status.affected_rows = changed;
+                    status.info =
+                        format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
+                    Some(status.clone())
+                })
+            }
+            Planned::Delete(d, access) => exec::delete(&mut txn, d, access, &env).map(|n| {
+                status.affected_rows = n;
+                Some(status.clone())
+            }),
+            Planned::Command(_) => Ok(None),
+        };
+        match result {
+            Ok(ok) => {
+                if keep {
+                    txn.release_savepoint()?;
+                    self.txn = Some(txn);
+                } else if let Err(e) = txn.commit() {
+                    return Err(e.into());
+                }
+                if let Some(mut st) = ok {
+                    if st.last_insert_id != 0 {
+                        self.state.last_insert_id = st.last_insert_id;
+                    }
+                    st.in_transaction = self.in_transaction();
+                    sink.ok(&st)?;
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if keep && !e.rolls_back_transaction() && txn.rollback_to_savepoint().is_ok() {
+                    self.txn = Some(txn);
+                } else {
+                    txn.rollback();
+                    if keep {
+                        self.began = false;
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn ok(&self, sink: &mut dyn ResultSink, affected: u64) -> Result<(), SqlError> {
+        let mut st = self.state.status(self.in_transaction());
+        st.affected_rows = affected;
+        sink.ok(&st)
+    }
+
+    /// Sends a result set of text columns.
+    pub(crate) fn text_rows(
+        &self,
+        sink: &mut dyn ResultSink,
+        columns: &[ColumnMeta],
+        rows: &[Vec<Value>],
+    ) -> Result<(), SqlError> {
+        sink.columns(columns)?;
+        for r in rows {
+            sink.row(r)?;
+        }
+        sink.end(&self.state.status(self.in_transaction()))
+    }
+
+    fn ddl_prelude(&mut self) -> Result<(), SqlError> {
+        self.state.warnings.clear();
+        self.commit_open()
+    }
+
+    fn current_db(&self) -> Result<String, SqlError> {
+        self.state
+            .database
+            .clone()
+            .ok_or_else(SqlError::no_database)
+    }
+
+    fn qualify(&self, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
+        let parts = crate::bind::ident_name(name);
+        match parts.as_slice() {
+            [t] => Ok((self.current_db()?, t.clone())),
+            [d, t] => Ok((d.clone(), t.clone())),
+            _ => Err(SqlError::unsupported(format!("name {name}"))),
+        }
+    }
+
+    /// Runs a session command or DDL statement.
+    fn command(&mut self, stmt: &Statement, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        match stmt {
+            Statement::StartTransaction { modes, .. } => {
+                if modes.iter().any(|m| {
+                    matches!(
+                        m,
+                        ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly)
+                    )
+                }) {
+                    self.state.warnings.clear();
+                }
+                self.commit_open()?;
+                self.txn = Some(self.begin_txn()?);
+                self.began = true;
+                self.state.warnings.clear();
+                self.ok(sink, 0)
+            }
+            Statement::Commit { chain: false, .. } => {
+                self.state.warnings.clear();
+                self.commit_open()?;
+                self.ok(sink, 0)
+            }
+            Statement::Rollback {
+                chain: false,
+                savepoint: None,
+            } => {
+                self.state.warnings.clear();
+                self.rollback_open();
+                self.ok(sink, 0)
+            }
+            Statement::Set(set) => {
+                self.state.warnings.clear();
+                self.set(set)?;
+                self.ok(sink, 0)
+            }
+            Statement::Use(u) => {
+                let name = match u {
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
+                        crate::bind::ident_name(n).join(".")
+                    }
+                    _ => return Err(SqlError::unsupported(stmt.to_string())),
+                };
+                self.use_database(&name)?;
+                self.state.warnings.clear();
+                self.ok(sink, 0)
+            }
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            }
+            | Statement::CreateSchema {
+                schema_name: ast::SchemaName::Simple(db_name),
+                if_not_exists,
+                ..
+            } => {
+                self.ddl_prelude()?;
+                let name = crate::bind::ident_name(db_name).join(".");
+                if self.instance.store.catalog().databases.contains_key(&name) {
+                    if *if_not_exists {
+                        self.state.warnings.push((
+                            "Note",
+                            1007,
+                            format!("Can't create database '{name}'; database exists"),
+                        ));
+                        return self.ok(sink, 0);
+                    }
+                    return Err(SqlError::database_exists(&name));
+                }
+                self.instance.store.create_database(&name)?;
+                self.instance.bump_generation();
+                self.ok(sink, 1)
+            }
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                table,
+                ..
+            } => self.drop(*object_type, *if_exists, names, table.as_ref(), sink),
+            Statement::CreateTable(ct) => {
+                self.ddl_prelude()?;
+                let (db, name) = self.qualify(&ct.name)?;
+                let catalog = self.instance.store.catalog();
+                if !catalog.databases.contains_key(&db) {
+                    return Err(SqlError::unknown_database(&db));
+                }
+                if crate::bind::lookup_table(&catalog, &db, &name).is_some() {
+                    if ct.if_not_exists {
+                        self.state.warnings.push((
+                            "Note",
+                            1050,
+                            format!("Table '{name}' already exists"),
+                        ));
+                        return self.ok(sink, 0);
+                    }
+                    return Err(SqlError::table_exists(&name));
+                }
+                let (def, warnings) = crate::ddl::table_def(&db, &name, ct)?;
+                self.instance.store.create_table(def)?;
+                self.instance.bump_generation();
+                self.state.warnings = warnings;
+                self.ok(sink, 0)
+            }
+            Statement::CreateIndex(ci) => {
+                self.ddl_prelude()?;
+                let (db, name) = self.qualify(&ci.table_name)?;
+                let catalog = self.instance.store.catalog();
+                let def = crate::bind::lookup_table(&catalog, &db, &name)
+                    .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+                let index = crate::ddl::index_def(&def, ci)?;
+                self.instance.store.create_index(&db, &def.name, index)?;
+                self.instance.bump_generation();
+                let mut st = self.state.status(false);
+                st.info = "Records: 0  Duplicates: 0  Warnings: 0".into();
+                sink.ok(&st)
+            }
+            Statement::Truncate(t) => {
+                self.ddl_prelude()?;
+                for target in &t.table_names {
+                    let (db, name) = self.qualify(&target.name)?;
+                    let catalog = self.instance.store.catalog();
+                    let def = crate::bind::lookup_table(&catalog, &db, &name)
+                        .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+                    self.instance.store.truncate_table(&db, &def.name)?;
+                }
+                self.instance.bump_generation();
+                self.ok(sink, 0)
+            }
+            Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_) => {
+                let planned = self.plan(stmt.clone())?;
+                self.run(&planned, &[], sink)
+            }
+            other => crate::show::show(self, other, sink),
+        }
+    }
+
+    fn drop(
+        &mut self,
+        object_type: ast::ObjectType,
+        if_exists: bool,
+        names: &[ast::ObjectName],
+        table: Option<&ast::ObjectName>,
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        self.ddl_prelude()?;
+        match object_type {
+            ast::ObjectType::Database | ast::ObjectType::Schema => {
+                let mut dropped = 0;
+                for n in names {
+                    let name = crate::bind::ident_name(n).join(".");
+                    let tables = self
+                        .instance
+                        .store
+                        .catalog()
+                        .databases
+                        .get(&name)
+                        .map(std::collections::BTreeMap::len);
+                    match tables {
+                        None if if_exists => self.state.warnings.push((
+                            "Note",
+                            1008,
+                            format!("Can't drop database '{name}'; database doesn't exist"),
+                        )),
+                        None => return Err(SqlError::drop_unknown_database(&name)),
+                        Some(count) => {
+                            self.instance.store.drop_database(&name)?;
+                            dropped += count as u64;
+                            if self.state.database.as_deref() == Some(name.as_str()) {
+                                self.state.database = None;
+                            }
+                        }
+                    }
+                }
+                self.instance.bump_generation();
+                self.ok(sink, dropped)
+            }
+            ast::ObjectType::Table => {
+                let catalog = self.instance.store.catalog();
+                let mut missing = Vec::new();
+                let mut found = Vec::new();
+                for n in names {
+                    let (db, name) = self.qualify(n)?;
+                    match crate::bind::lookup_table(&catalog, &db, &name) {
+                        Some(def) => found.push((db, def.name.clone())),
+                        None => missing.push(format!("{db}.{name}")),
+                    }
+                }
+                if !missing.is_empty() && !if_exists {
+                    return Err(SqlError::unknown_table_drop(&missing.join(",")));
+                }
+                for (db, name) in found {
+                    self.instance.store.drop_table(&db, &name)?;
+                }
+                for m in missing {
+                    self.state
+                        .warnings
+                        .push(("Note", 1051, format!("Unknown table '{m}'")));
+                }
+                self.instance.bump_generation();
+                self.ok(sink, 0)
+            }
+            ast::ObjectType::Index => {
+                let (Some(t), [index]) = (table, names) else {
+                    return Err(SqlError::unsupported("DROP INDEX without ON table"));
+                };
+                let (db, name) = self.qualify(t)?;
+                let index = crate::bind::ident_name(index).join(".");
+                let catalog = self.instance.store.catalog();
+                let def = crate::bind::lookup_table(&catalog, &db, &name)
+                    .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+                if !def
+                    .indexes
+                    .iter()
+                    .any(|i| i.name.eq_ignore_ascii_case(&index))
+                {
+                    return Err(SqlError::new(
+                        1091,
+                        "42000",
+                        format!("Can't DROP INDEX `{index}`; check that it exists"),
+                    ));
+                }
+                self.instance.store.drop_index(&db, &def.name, &index)?;
+                self.instance.bump_generation();
+                self.ok(sink, 0)
+            }
+            other => Err(SqlError::unsupported(format!("DROP {other}"))),
+        }
+    }
+
+    fn set(&mut self, set: &ast::Set) -> Result<(), SqlError> {
+        match set {
+            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(()),
+            ast::Set::SetTransaction { modes, .. } => {
+                for m in modes {
+                    if let ast::TransactionMode::IsolationLevel(l) = m {
+                        self.state.isolation = match l {
+                            ast::TransactionIsolationLevel::ReadUncommitted
+                            | ast::TransactionIsolationLevel::ReadCommitted => {
+                                IsolationLevel::ReadCommitted
+                            }
+                            _ => IsolationLevel::RepeatableRead,
+                        };
+                    }
+                }
+                Ok(())
+            }
+            ast::Set::SingleAssignment {
+                variable, values, ..
+            } => {
+                let name = crate::bind::ident_name(variable).join(".");
+                self.assign(&name, values)
+            }
+            ast::Set::MultipleAssignments { assignments } => {
+                for a in assignments {
+                    let name = crate::bind::ident_name(&a.name).join(".");
+                    self.assign(&name, std::slice::from_ref(&a.value))?;
+                }
+                Ok(())
+            }
+            other => Err(SqlError::unsupported(other.to_string())),
+        }
+    }
+
+    fn assign(&mut self, name: &str, values: &[ast::Expr]) -> Result<(), SqlError> {
+        if name.starts_with('@') && !name.starts_with("@@") {
+            return Err(SqlError::unsupported("user variables"));
+        }
+        let lower = name.trim_start_matches('@').to_ascii_lowercase();
+        let lower = lower
+            .strip_prefix("session.")
+            .or_else(|| lower.strip_prefix("global."))
+            .or_else(|| lower.strip_prefix("local."))
+            .unwrap_or(&lower)
+            .to_string();
+        let [value] = values else {
+            return Err(SqlError::unsupported("SET with several values"));
+        };
+        // The value is a constant, a bare word (`SET sql_mode = ANSI`), or DEFAULT.
+        let v = match value {
+            ast::Expr::Identifier(id) if !id.value.starts_with("@@") => {
+                if id.value.eq_ignore_ascii_case("DEFAULT") {
+                    self.state
+                        .defaults
+                        .get(lower.as_str())
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                } else {
+                    text_value(&id.value)
+                }
+            }
+            other => {
+                let catalog = shale_table::Catalog::default();
+                let is_variable = |n: &str| self.state.defaults.contains_key(n);
+                let ctx = BindContext {
+                    catalog: &catalog,
+                    database: None,
+                    is_variable: &is_variable,
+                };
+                let (e, _) = Binder::new(&ctx).expr(other)?;
+                let env = RunEnv {
+                    state: &self.state,
+                    params: &[],
+                };
+                e.eval(&[], &env)?
+            }
+        };
+        let as_bool = |v: &Value| -> Result<bool, SqlError> {
+            match v {
+                Value::Bytes(b) => match String::from_utf8_lossy(b).to_ascii_uppercase().as_str() {
+                    "ON" | "TRUE" | "1" => Ok(true),
+                    "OFF" | "FALSE" | "0" => Ok(false),
+                    other => Err(SqlError::new(
+                        1231,
+                        "42000",
+                        format!("Variable '{lower}' can't be set to the value of '{other}'"),
+                    )),
+                },
+                other => Ok(crate::value::truth(other).unwrap_or(false)),
+            }
+        };
+        match lower.as_str() {
+            "autocommit" => {
+                let on = as_bool(&v)?;
+                if on && !self.state.autocommit {
+                    self.commit_open()?;
+                }
+                self.state.autocommit = on;
+            }
+            "transaction_isolation" | "tx_isolation" => {
+                let s = crate::value::display(&v)
+                    .to_ascii_uppercase()
+                    .replace(' ', "-");
+                self.state.isolation = match s.as_str() {
+                    "READ-COMMITTED" | "READ-UNCOMMITTED" => IsolationLevel::ReadCommitted,
+                    "REPEATABLE-READ" | "SERIALIZABLE" => IsolationLevel::RepeatableRead,
+                    other => {
+                        return Err(SqlError::new(
+                            1231,
+                            "42000",
+                            format!("Variable '{lower}' can't be set to the value of '{other}'"),
+                        ))
+                    }
+                };
+            }
+            _ => {
+                // Unknown variables are accepted and remembered: connectors set many.
+                self.state.vars.insert(lower, v);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn instance(&self) -> &Arc<Instance> {
+        &self.instance
+    }
+
+    pub(crate) fn state(&self) -> &State {
+        &self.state
+    }
+
+    pub(crate) fn state_mut(&mut self) -> &mut State {
+        &mut self.state
+    }
+
+    /// EXPLAIN's plan text for a statement.
+    pub(crate) fn explain(&self, stmt: &Statement) -> Result<String, SqlError> {
+        Ok(match self.plan(stmt.clone())? {
+            Planned::Select(s, access) => plan::explain(s.table.as_ref().map(|t| &*t.def), &access),
+            Planned::Update(u, access) => plan::explain(Some(&u.table.def), &access),
+            Planned::Delete(d, access) => plan::explain(Some(&d.table.def), &access),
+            Planned::Insert(i) => format!("insert {}", i.table.def.name),
+            Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
+        })
+    }
+}
+
+/// Counts the `?` placeholders of a statement.
+fn count_params(stmt: &Statement) -> usize {
+    // The tokenizer is the reliable counter: every Placeholder token is one parameter.
+    let text = stmt.to_string();
+    sqlparser::tokenizer::Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, &text)
+        .tokenize()
+        .map_or(0, |tokens| {
+            tokens
+                .iter()
+                .filter(|t| matches!(t, sqlparser::tokenizer::Token::Placeholder(p) if p == "?"))
+                .count()
+        })
+}
+
+/// Sets `more_results` on every status a statement of a multi-statement text reports.
+struct MoreResults<'a> {
+    inner: &'a mut dyn ResultSink,
+    more: bool,
+}
+
+impl ResultSink for MoreResults<'_> {
+    fn ok(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        if self.more {
+            let mut s = status.clone();
+            s.more_results = true;
+            self.inner.ok(&s)
+        } else {
+            self.inner.ok(status)
+        }
+    }
+    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
+        self.inner.columns(columns)
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.inner.row(row)
+    }
+    fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        if self.more {
+            let mut s = status.clone();
+            s.more_results = true;
+            self.inner.end(&s)
+        } else {
+            self.inner.end(status)
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The `shale` command: inspection and DBA tools and benchmarks (the server comes later).
+//! The `shale` command: the MySQL-compatible server, inspection and DBA tools, benchmarks.
 //!
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
@@ -11,6 +11,7 @@ mod histogram;
 mod keygen;
 mod output;
 mod sql;
+mod serve;
 mod stress;
 mod tool_blob;
 mod tool_checkpoint;
@@ -35,7 +36,7 @@ use crate::output::Failure;
 #[command(
     name = "shale",
     version,
-    about = "Shale LSM storage engine: tools and benchmarks"
+    about = "Shale LSM storage engine: MySQL-compatible server, tools and benchmarks"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -61,6 +62,10 @@ enum Command {
     /// An in-process SQL shell over a data directory (like the mysql client, without a
     /// server): `shale sql -e "SHOW DATABASES"`, a pipe, or interactive.
     Sql(sql::SqlArgs),
+    #[command(
+        about = "Serve a data directory over the MySQL protocol (mariadb, PyMySQL, sysbench connect)"
+    )]
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -250,6 +255,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
         Command::Stress(args) => stress::run(args),
         Command::Sql(args) => sql::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,

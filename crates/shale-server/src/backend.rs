@@ -1,0 +1,89 @@
+//! What the server needs from the SQL layer, as two traits: [`Backend`] (shared by every
+//! connection) and [`BackendSession`] (one per connection). [`shale_sql::Instance`] and
+//! [`shale_sql::Session`] implement them; protocol tests use a small fake, so the wire code is
+//! tested on its own.
+//!
+//! A session is created on, and only ever used from, its connection's session thread, so it
+//! need not be `Send`.
+
+use std::sync::Arc;
+
+use shale_sql::{Instance, PreparedInfo, ResultSink, Session, SqlError, UserRecord, Value};
+
+/// The database every connection shares.
+pub trait Backend: Send + Sync + 'static {
+    /// A new session (called on the connection's session thread).
+    fn session(&self) -> Box<dyn BackendSession>;
+    /// The account `user`@`host`, if it exists.
+    fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError>;
+}
+
+/// One connection's SQL state; mirrors [`shale_sql::Session`].
+pub trait BackendSession {
+    /// Tells the session who it serves (`CONNECTION_ID()`, `USER()`), right after creation.
+    fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
+        let _ = (connection_id, user, host);
+    }
+    fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError>;
+    fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError>;
+    fn execute_prepared(
+        &mut self,
+        id: u32,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError>;
+    fn close_prepared(&mut self, id: u32);
+    fn use_database(&mut self, name: &str) -> Result<(), SqlError>;
+    fn current_database(&self) -> Option<String>;
+    fn in_transaction(&self) -> bool;
+    fn autocommit(&self) -> bool;
+}
+
+impl Backend for Arc<Instance> {
+    fn session(&self) -> Box<dyn BackendSession> {
+        Box::new(Instance::session(self))
+    }
+
+    fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError> {
+        Instance::lookup_user(self, user, host)
+    }
+}
+
+impl BackendSession for Session {
+    fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        Session::execute(self, sql, sink)
+    }
+
+    fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
+        Session::prepare(self, sql)
+    }
+
+    fn execute_prepared(
+        &mut self,
+        id: u32,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        Session::execute_prepared(self, id, params, sink)
+    }
+
+    fn close_prepared(&mut self, id: u32) {
+        Session::close_prepared(self, id);
+    }
+
+    fn use_database(&mut self, name: &str) -> Result<(), SqlError> {
+        Session::use_database(self, name)
+    }
+
+    fn current_database(&self) -> Option<String> {
+        Session::current_database(self).map(str::to_owned)
+    }
+
+    fn in_transaction(&self) -> bool {
+        Session::in_transaction(self)
+    }
+
+    fn autocommit(&self) -> bool {
+        Session::autocommit(self)
+    }
+}

@@ -1,0 +1,340 @@
+//! The command phase on a connection's session thread (MySQL "Command Phase"): each command
+//! packet from the client becomes calls into the connection's [`BackendSession`], and its reply
+//! streams back through an [`Output`].
+//!
+//! Why a thread per connection: the SQL layer is synchronous and blocks on fsync, so it must
+//! not run on the reactor; a dedicated thread keeps the session (and whatever thread-affine
+//! state the engine has) in one place for the connection's life, costs one channel hand-off
+//! each way per command, and lets a result set stream with back-pressure (the thread blocks
+//! when the socket is slow) instead of being built in memory. MySQL's own default is the same.
+//!
+//! Invariants:
+//! 1. The thread exists only after authentication succeeded: no statement runs before it.
+//! 2. Each job gets exactly one [`Reply::Done`](crate::results::Reply::Done), even when the
+//!    SQL layer fails or panics (a panic becomes error 1105 and closes the connection).
+//! 3. COM_STMT_SEND_LONG_DATA and COM_STMT_CLOSE have no reply packet, as the protocol says.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+use shale_sql::{ColumnMeta, ResultSink, SqlError, StatementStatus, Value};
+
+use crate::backend::BackendSession;
+use crate::prepared::Statements;
+use crate::protocol::{capability, command, errors, status, OkPacket};
+use crate::results::{put_columns, put_end, Output, ResultWriter};
+use crate::server::Shared;
+use crate::text::put_column_definition;
+use crate::wire::{put_u16, put_u32, Reader};
+
+/// Work for the session thread.
+#[derive(Debug)]
+pub enum Job {
+    /// Create the session, select the handshake's database, and reply with OK or ERR.
+    Connect {
+        connection_id: u32,
+        user: String,
+        host: String,
+        database: Option<String>,
+        seq: u8,
+    },
+    /// One command packet; its reply starts at sequence id `seq`.
+    Command { payload: Vec<u8>, seq: u8 },
+}
+
+/// The session thread's body: runs jobs until the connection drops its sender.
+pub fn run_session(
+    shared: &Arc<Shared>,
+    capabilities: u32,
+    jobs: &Receiver<Job>,
+    mut output: Output,
+) {
+    let mut handler: Option<CommandHandler> = None;
+    while let Ok(job) = jobs.recv() {
+        let close = match job {
+            Job::Connect {
+                connection_id,
+                user,
+                host,
+                database,
+                seq,
+            } => {
+                output.writer.set_seq(seq);
+                let session = catch_unwind(AssertUnwindSafe(|| {
+                    let mut session = shared.backend.session();
+                    session.set_connection(connection_id, &user, &host);
+                    session
+                }));
+                if let Ok(session) = session {
+                    let mut h = CommandHandler::new(shared.clone(), session, capabilities);
+                    let close = h.connect(database.as_deref(), &mut output);
+                    handler = Some(h);
+                    close
+                } else {
+                    output.err(&internal_error());
+                    true
+                }
+            }
+            Job::Command { payload, seq } => {
+                output.writer.set_seq(seq);
+                match handler.as_mut() {
+                    Some(h) => {
+                        let result =
+                            catch_unwind(AssertUnwindSafe(|| h.command(&payload, &mut output)));
+                        result.unwrap_or_else(|_| {
+                            output.err(&internal_error());
+                            true
+                        })
+                    }
+                    None => true,
+                }
+            }
+        };
+        if !output.done(close) || close {
+            break;
+        }
+    }
+}
+
+fn internal_error() -> SqlError {
+    SqlError {
+        code: 1105,
+        sqlstate: "HY000",
+        message: "Internal error in the SQL layer; the connection is closed".into(),
+    }
+}
+
+/// One authenticated connection's command state.
+struct CommandHandler {
+    shared: Arc<Shared>,
+    session: Box<dyn BackendSession>,
+    capabilities: u32,
+    statements: Statements,
+}
+
+impl std::fmt::Debug for CommandHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandHandler")
+            .field("capabilities", &self.capabilities)
+            .field("statements", &self.statements)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CommandHandler {
+    fn new(shared: Arc<Shared>, session: Box<dyn BackendSession>, capabilities: u32) -> Self {
+        CommandHandler {
+            shared,
+            session,
+            capabilities,
+            statements: Statements::default(),
+        }
+    }
+
+    /// The status flags of the session now.
+    fn status(&self) -> u16 {
+        let mut flags = 0;
+        if self.session.in_transaction() {
+            flags |= status::IN_TRANS;
+        }
+        if self.session.autocommit() {
+            flags |= status::AUTOCOMMIT;
+        }
+        flags
+    }
+
+    fn ok(&self, output: &mut Output) {
+        output.ok(&OkPacket {
+            status: self.status(),
+            ..OkPacket::default()
+        });
+    }
+
+    /// Selects the handshake's database; true closes the connection.
+    fn connect(&mut self, database: Option<&str>, output: &mut Output) -> bool {
+        if let Some(db) = database {
+            if let Err(error) = self.session.use_database(db) {
+                output.err(&error);
+                return true;
+            }
+        }
+        self.ok(output);
+        false
+    }
+
+    /// Runs one command; true closes the connection.
+    fn command(&mut self, payload: &[u8], output: &mut Output) -> bool {
+        let Some((&code, body)) = payload.split_first() else {
+            output.err(&errors::malformed("empty command"));
+            return true;
+        };
+        match code {
+            command::QUIT => return true,
+            command::QUERY => {
+                let sql = String::from_utf8_lossy(body);
+                let mut writer = ResultWriter::new(output, self.capabilities, false);
+                let result = self.session.execute(&sql, &mut writer);
+                writer.finish(result, self.status());
+            }
+            command::INIT_DB => {
+                let name = String::from_utf8_lossy(body);
+                match self.session.use_database(&name) {
+                    Ok(()) => self.ok(output),
+                    Err(error) => output.err(&error),
+                }
+            }
+            command::PING => self.ok(output),
+            command::STATISTICS => {
+                let text = format!(
+                    "Uptime: {}  Threads: {}  Questions: 0  Slow queries: 0  Opens: 0  \
+                     Open tables: 0  Queries per second avg: 0.000",
+                    self.shared.started.elapsed().as_secs(),
+                    self.shared.connections.load(Ordering::Relaxed),
+                );
+                output
+                    .writer
+                    .packet(|out| out.extend_from_slice(text.as_bytes()));
+            }
+            command::FIELD_LIST => self.field_list(body, output),
+            command::STMT_PREPARE => self.prepare(body, output),
+            command::STMT_EXECUTE => self.execute(body, output),
+            command::STMT_SEND_LONG_DATA => self.statements.send_long_data(body),
+            command::STMT_CLOSE => {
+                if let Ok(id) = Reader::new(body).u32("statement id") {
+                    if self.statements.remove(id) {
+                        self.session.close_prepared(id);
+                    }
+                }
+            }
+            command::STMT_RESET => match Reader::new(body).u32("statement id") {
+                Ok(id) if self.statements.reset(id) => self.ok(output),
+                Ok(id) => output.err(&errors::unknown_statement(id, "mysqld_stmt_reset")),
+                Err(e) => output.err(&errors::malformed(e.0)),
+            },
+            command::SET_OPTION => match Reader::new(body).u16("option") {
+                Ok(option @ 0..=1) => {
+                    if option == 0 {
+                        self.capabilities |= capability::MULTI_STATEMENTS;
+                    } else {
+                        self.capabilities &= !capability::MULTI_STATEMENTS;
+                    }
+                    let status = self.status();
+                    put_end(output, self.capabilities, 0, status);
+                }
+                Ok(_) => output.err(&errors::unknown_command(code)),
+                Err(e) => output.err(&errors::malformed(e.0)),
+            },
+            command::RESET_CONNECTION => self.reset_connection(output),
+            command::STMT_FETCH => output.err(&errors::unsupported_cursor()),
+            _ => output.err(&errors::unknown_command(code)),
+        }
+        false
+    }
+
+    /// COM_STMT_PREPARE -> COM_STMT_PREPARE_OK, parameter definitions, column definitions.
+    fn prepare(&mut self, body: &[u8], output: &mut Output) {
+        let sql = String::from_utf8_lossy(body);
+        let info = match self.session.prepare(&sql) {
+            Ok(info) => info,
+            Err(error) => {
+                output.err(&error);
+                return;
+            }
+        };
+        self.statements.add(info.id, info.params.len());
+        output.writer.packet(|out| {
+            out.push(0x00);
+            put_u32(out, info.id);
+            put_u16(out, info.columns.len().min(usize::from(u16::MAX)) as u16);
+            put_u16(out, info.params.len().min(usize::from(u16::MAX)) as u16);
+            out.push(0);
+            put_u16(out, 0);
+        });
+        let status = self.status();
+        if !info.params.is_empty() {
+            put_columns(output, self.capabilities, &info.params, status);
+        }
+        if !info.columns.is_empty() {
+            put_columns(output, self.capabilities, &info.columns, status);
+        }
+    }
+
+    /// COM_STMT_EXECUTE -> OK, ERR, or a binary result set.
+    fn execute(&mut self, body: &[u8], output: &mut Output) {
+        // Cursor flags are ignored: the rows are sent at once and SERVER_STATUS_CURSOR_EXISTS
+        // stays clear, which clients take to mean "no cursor was opened".
+        let execute = match self.statements.decode_execute(body) {
+            Ok(execute) => execute,
+            Err(error) => {
+                output.err(&error);
+                return;
+            }
+        };
+        let mut writer = ResultWriter::new(output, self.capabilities, true);
+        let result = self
+            .session
+            .execute_prepared(execute.id, &execute.params, &mut writer);
+        writer.finish(result, self.status());
+    }
+
+    /// COM_FIELD_LIST (deprecated, used by clients' name completion): the table's column
+    /// definitions with a default-value field, then the end of the list.
+    fn field_list(&mut self, body: &[u8], output: &mut Output) {
+        let table = Reader::new(body).nul_bytes();
+        let table = String::from_utf8_lossy(table).replace('`', "``");
+        let mut sink = ColumnCapture::default();
+        let sql = format!("SELECT * FROM `{table}` LIMIT 0");
+        if let Err(error) = self.session.execute(&sql, &mut sink) {
+            output.err(&error);
+            return;
+        }
+        for column in &sink.columns {
+            output
+                .writer
+                .packet(|out| put_column_definition(out, column, true));
+        }
+        let status = self.status();
+        put_end(output, self.capabilities, 0, status);
+    }
+
+    /// COM_RESET_CONNECTION: a fresh session on the same database; prepared statements go.
+    fn reset_connection(&mut self, output: &mut Output) {
+        for id in self.statements.ids() {
+            self.session.close_prepared(id);
+        }
+        self.statements.clear();
+        let database = self.session.current_database();
+        self.session = self.shared.backend.session();
+        if let Some(db) = database {
+            if let Err(error) = self.session.use_database(&db) {
+                output.err(&error);
+                return;
+            }
+        }
+        self.ok(output);
+    }
+}
+
+/// Keeps a result set's columns and drops its rows (COM_FIELD_LIST).
+#[derive(Debug, Default)]
+struct ColumnCapture {
+    columns: Vec<ColumnMeta>,
+}
+
+impl ResultSink for ColumnCapture {
+    fn ok(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
+        self.columns = columns.to_vec();
+        Ok(())
+    }
+    fn row(&mut self, _: &[Value]) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn end(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+}

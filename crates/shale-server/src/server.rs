@@ -1,0 +1,159 @@
+//! The listener: accepts TCP connections, gives each a connection task (and, once
+//! authenticated, a session thread), and shuts down in order: stop accepting, let running
+//! commands finish within the grace period, then drop what is left.
+//!
+//! Invariants:
+//! 1. [`Server::run`] returns only after every connection task has ended or been dropped after
+//!    the grace period; a session thread still inside a command then ends after that command.
+//! 2. One connection's failure (bad packets, a panicking statement) never stops the listener or
+//!    another connection.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::backend::Backend;
+use crate::Error;
+
+/// How the server behaves; [`Default`] gives MySQL's defaults where MySQL has one.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Largest command packet accepted (MySQL's `max_allowed_packet`, 64 MiB).
+    pub max_allowed_packet: usize,
+    /// The version string of the handshake.
+    pub server_version: String,
+    /// Time a client has to complete the handshake (`connect_timeout`).
+    pub connect_timeout: Duration,
+    /// Connections beyond this are refused with error 1040 (`max_connections`).
+    pub max_connections: usize,
+    /// How long shutdown waits for running commands.
+    pub shutdown_timeout: Duration,
+}
+
+/// "8.0.36": clients pick features by the major version, and 8.0 is the MySQL version the SQL
+/// layer follows (MyRocks's base); "-Shale" names us in `SELECT VERSION()`-style output. Not
+/// "5.5.5-10.x-MariaDB": that prefix makes MariaDB clients expect MariaDB-only behaviour.
+pub const SERVER_VERSION: &str = "8.0.36-Shale";
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_allowed_packet: 64 << 20,
+            server_version: SERVER_VERSION.to_owned(),
+            connect_timeout: Duration::from_secs(10),
+            max_connections: 151,
+            shutdown_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What every connection shares.
+pub(crate) struct Shared {
+    pub backend: Arc<dyn Backend>,
+    pub options: ServerOptions,
+    pub started: Instant,
+    /// Connections open now.
+    pub connections: AtomicUsize,
+    next_id: AtomicU32,
+}
+
+impl Shared {
+    pub fn next_connection_id(&self) -> u32 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("options", &self.options)
+            .field("connections", &self.connections)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a shutdown went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Connections still busy when the grace period ended (dropped).
+    pub abandoned: usize,
+}
+
+/// A bound MySQL-protocol listener.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Listens on `addr` (port 0: any free port; see [`Server::local_addr`]).
+    pub async fn bind(
+        addr: SocketAddr,
+        backend: Arc<dyn Backend>,
+        options: ServerOptions,
+    ) -> Result<Server, Error> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| Error::Bind { addr, source })?;
+        Ok(Server {
+            listener,
+            shared: Arc::new(Shared {
+                backend,
+                options,
+                started: Instant::now(),
+                connections: AtomicUsize::new(0),
+                next_id: AtomicU32::new(1),
+            }),
+        })
+    }
+
+    /// The address actually listened on.
+    pub fn local_addr(&self) -> Result<SocketAddr, Error> {
+        self.listener.local_addr().map_err(Error::LocalAddr)
+    }
+
+    /// Serves until `shutdown` completes, then stops as the module doc describes.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> ShutdownReport {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let shared = self.shared.clone();
+                        let stop = stop_rx.clone();
+                        tasks.spawn(crate::conn::serve(stream, peer, shared, stop));
+                    }
+                    Err(error) => {
+                        // Out of descriptors and the like: wait a little rather than spin.
+                        eprintln!("shale-server: accept failed: {error}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+        }
+        drop(self.listener);
+        let _ = stop_tx.send(true);
+        let deadline = tokio::time::sleep(self.shared.options.shutdown_timeout);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                () = &mut deadline => break,
+                next = tasks.join_next() => if next.is_none() { break },
+            }
+        }
+        let abandoned = tasks.len();
+        tasks.shutdown().await;
+        ShutdownReport { abandoned }
+    }
+}

@@ -1,0 +1,334 @@
+//! A fake SQL layer and a server running it on a background runtime, so the protocol can be
+//! tested with real clients without the real engine. The fake understands a few statements:
+//! `select 1`, `select rows N`, `select mixed`, `begin`, `commit`, `set autocommit=0|1`,
+//! `fail`, `panic`, `use DB`; anything else is an OK with one affected row. Prepared
+//! statements echo their parameters back as one row.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
+
+use shale_server::{
+    hash_password, Backend, BackendSession, Server, ServerOptions, CACHING_SHA2, NATIVE_PASSWORD,
+};
+use shale_sql::{
+    ColumnMeta, ColumnTypeCode, PreparedInfo, ResultSink, SqlError, StatementStatus, UserRecord,
+    Value,
+};
+
+#[derive(Debug)]
+pub struct Fake;
+
+impl Backend for Fake {
+    fn session(&self) -> Box<dyn BackendSession> {
+        Box::new(FakeSession {
+            autocommit: true,
+            in_txn: false,
+            database: None,
+            prepared: Vec::new(),
+        })
+    }
+
+    fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError> {
+        let (plugin, password) = match user {
+            "root" => (NATIVE_PASSWORD, "pw"),
+            "sha" => (CACHING_SHA2, "pw2"),
+            "nopw" => (NATIVE_PASSWORD, ""),
+            _ => return Ok(None),
+        };
+        Ok((host == "localhost").then(|| UserRecord {
+            user: user.into(),
+            host: host.into(),
+            plugin: plugin.into(),
+            authentication_string: hash_password(plugin, password),
+        }))
+    }
+}
+
+#[derive(Debug)]
+struct FakeSession {
+    autocommit: bool,
+    in_txn: bool,
+    database: Option<String>,
+    prepared: Vec<String>,
+}
+
+pub fn column(name: &str, type_code: ColumnTypeCode, flags: u16) -> ColumnMeta {
+    ColumnMeta {
+        name: name.into(),
+        org_name: name.into(),
+        table: "t".into(),
+        org_table: "t".into(),
+        database: "db".into(),
+        type_code,
+        length: 80,
+        flags,
+        decimals: if type_code == ColumnTypeCode::Double {
+            31
+        } else {
+            0
+        },
+        charset: if matches!(type_code, ColumnTypeCode::VarString) {
+            45
+        } else {
+            63
+        },
+    }
+}
+
+fn syntax_error() -> SqlError {
+    SqlError {
+        code: 1064,
+        sqlstate: "42000",
+        message: "You have an error in your SQL syntax".into(),
+    }
+}
+
+impl FakeSession {
+    fn status(&self, more: bool) -> StatementStatus {
+        StatementStatus {
+            in_transaction: self.in_txn,
+            autocommit: self.autocommit,
+            more_results: more,
+            ..StatementStatus::default()
+        }
+    }
+
+    fn statement(
+        &mut self,
+        sql: &str,
+        more: bool,
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        let lower = sql.trim().to_ascii_lowercase();
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        match words.as_slice() {
+            ["select", "1"] => {
+                sink.columns(&[column("1", ColumnTypeCode::LongLong, 1)])?;
+                sink.row(&[Value::Int(1)])?;
+                sink.end(&self.status(more))
+            }
+            ["select", "rows", n] => {
+                let n: u64 = n.parse().map_err(|_| syntax_error())?;
+                sink.columns(&[
+                    column("n", ColumnTypeCode::LongLong, 0),
+                    column("s", ColumnTypeCode::VarString, 0),
+                ])?;
+                for i in 0..n {
+                    sink.row(&[
+                        Value::UInt(i),
+                        Value::Bytes(format!("row-{i}").into_bytes()),
+                    ])?;
+                }
+                sink.end(&self.status(more))
+            }
+            ["select", "mixed"] => {
+                sink.columns(&[
+                    column("i", ColumnTypeCode::LongLong, 0),
+                    column("u", ColumnTypeCode::LongLong, 32),
+                    column("d", ColumnTypeCode::Double, 0),
+                    column("s", ColumnTypeCode::VarString, 0),
+                    column("n", ColumnTypeCode::VarString, 0),
+                    column("dt", ColumnTypeCode::DateTime, 0),
+                ])?;
+                sink.row(&[
+                    Value::Int(-5),
+                    Value::UInt(u64::MAX),
+                    Value::Double(2.5),
+                    Value::Bytes(b"hello".to_vec()),
+                    Value::Null,
+                    Value::Bytes(b"2024-01-02 03:04:05".to_vec()),
+                ])?;
+                sink.end(&self.status(more))
+            }
+            ["begin"] => {
+                self.in_txn = true;
+                sink.ok(&self.status(more))
+            }
+            ["commit"] => {
+                self.in_txn = false;
+                sink.ok(&self.status(more))
+            }
+            ["set", "autocommit", "=", v] | ["set", "autocommit", v] => {
+                self.autocommit = *v == "1" || *v == "=1";
+                sink.ok(&self.status(more))
+            }
+            ["fail"] => Err(syntax_error()),
+            ["panic"] => panic!("the fake SQL layer panics on request"),
+            ["use", db] => self
+                .use_database(db)
+                .and_then(|()| sink.ok(&self.status(more))),
+            _ => {
+                let mut status = self.status(more);
+                status.affected_rows = 1;
+                sink.ok(&status)
+            }
+        }
+    }
+}
+
+impl BackendSession for FakeSession {
+    fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        let statements: Vec<&str> = sql.split(';').filter(|s| !s.trim().is_empty()).collect();
+        for (i, statement) in statements.iter().enumerate() {
+            self.statement(statement, i + 1 < statements.len(), sink)?;
+        }
+        Ok(())
+    }
+
+    fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
+        if sql.trim().eq_ignore_ascii_case("fail") {
+            return Err(syntax_error());
+        }
+        self.prepared.push(sql.to_owned());
+        let n = sql.matches('?').count();
+        let params = (0..n)
+            .map(|_| column("?", ColumnTypeCode::VarString, 0))
+            .collect();
+        let columns = if sql.trim().to_ascii_lowercase().starts_with("select") {
+            (0..n)
+                .map(|i| column(&format!("p{i}"), ColumnTypeCode::VarString, 0))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(PreparedInfo {
+            id: self.prepared.len() as u32,
+            params,
+            columns,
+        })
+    }
+
+    fn execute_prepared(
+        &mut self,
+        id: u32,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        let sql = self
+            .prepared
+            .get(id as usize - 1)
+            .ok_or_else(syntax_error)?
+            .clone();
+        if !sql.trim().to_ascii_lowercase().starts_with("select") {
+            let mut status = self.status(false);
+            status.affected_rows = params.len() as u64;
+            return sink.ok(&status);
+        }
+        let columns: Vec<ColumnMeta> = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let name = format!("p{i}");
+                match p {
+                    Value::Int(_) => column(&name, ColumnTypeCode::LongLong, 0),
+                    Value::UInt(_) => column(&name, ColumnTypeCode::LongLong, 32),
+                    Value::Double(_) => column(&name, ColumnTypeCode::Double, 0),
+                    _ => column(&name, ColumnTypeCode::VarString, 0),
+                }
+            })
+            .collect();
+        sink.columns(&columns)?;
+        sink.row(params)?;
+        sink.end(&self.status(false))
+    }
+
+    fn close_prepared(&mut self, _id: u32) {}
+
+    fn use_database(&mut self, name: &str) -> Result<(), SqlError> {
+        if name == "nodb" {
+            return Err(SqlError {
+                code: 1049,
+                sqlstate: "42000",
+                message: format!("Unknown database '{name}'"),
+            });
+        }
+        self.database = Some(name.to_owned());
+        Ok(())
+    }
+
+    fn current_database(&self) -> Option<String> {
+        self.database.clone()
+    }
+
+    fn in_transaction(&self) -> bool {
+        self.in_txn
+    }
+
+    fn autocommit(&self) -> bool {
+        self.autocommit
+    }
+}
+
+/// Starts a server over [`Fake`] on a free port; it runs until the test process ends.
+pub fn start(max_allowed_packet: usize) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let options = ServerOptions {
+                max_allowed_packet,
+                connect_timeout: Duration::from_secs(5),
+                ..ServerOptions::default()
+            };
+            let backend: Arc<dyn Backend> = Arc::new(Fake);
+            let server = Server::bind("127.0.0.1:0".parse().unwrap(), backend, options)
+                .await
+                .unwrap();
+            tx.send(server.local_addr().unwrap()).unwrap();
+            server.run(std::future::pending()).await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// Whether `program` can be run here; tests that need a missing client say so and pass.
+pub fn have(program: &str, arg: &str) -> bool {
+    let found = Command::new(program)
+        .arg(arg)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("SKIPPED: `{program}` is not installed (apt-get install mariadb-client sysbench python3-pymysql)");
+    }
+    found
+}
+
+/// Runs the mariadb client in batch mode against `addr`.
+pub fn mariadb(addr: SocketAddr, user: &str, password: &str, sql: &str) -> Output {
+    Command::new("mariadb")
+        .args([
+            "--no-defaults",
+            "--protocol=TCP",
+            "-h127.0.0.1",
+            &format!("-P{}", addr.port()),
+            &format!("-u{user}"),
+            &format!("--password={password}"),
+            "--batch",
+            "-e",
+            sql,
+        ])
+        .output()
+        .expect("run mariadb")
+}
+
+/// Runs a Python script with `PyMySQL`; `PORT` is set in its environment.
+pub fn python(addr: SocketAddr, script: &str) -> Output {
+    Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .env("PORT", addr.port().to_string())
+        .output()
+        .expect("run python3")
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -1,0 +1,1168 @@
+//! Binding: a parsed statement becomes a bound one, every name resolved against one catalog
+//! snapshot, every type fixed, every `?` numbered. Later phases never look at names or text.
+//!
+//! Rules:
+//! 1. A statement sees one table (no joins yet); columns may be written `c`, `t.c` or
+//!    `db.t.c`, where `t` is the table's name or alias. Unknown names fail with 1054.
+//! 2. Aggregates (COUNT, SUM, AVG, MIN, MAX) are collected into [`AggSpec`]s; after grouping,
+//!    a row is the group's first row followed by one value per aggregate, so a column outside
+//!    GROUP BY reads the first row's value (MySQL without ONLY_FULL_GROUP_BY).
+//! 3. ORDER BY names a select alias, a position (`ORDER BY 2`) or an expression over the row.
+//! 4. `?` placeholders are numbered in text order.
+
+use std::sync::Arc;
+
+use shale_table::{Catalog, Collation, LockMode, TableDef, Value};
+use sqlparser::ast;
+
+use crate::error::SqlError;
+use crate::expr::{CmpOp, Expr, Func};
+use crate::result::ColumnMeta;
+use crate::types::{column_meta, SqlType};
+use crate::value::ArithOp;
+
+/// The one table a statement reads or writes.
+#[derive(Debug, Clone)]
+pub(crate) struct TableRef {
+    pub def: Arc<TableDef>,
+    pub database: String,
+    /// The name the statement calls it (alias or table name).
+    pub alias: String,
+}
+
+/// Aggregate functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// One aggregate of a grouped SELECT.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AggSpec {
+    pub func: AggFunc,
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    pub arg_type: SqlType,
+}
+
+/// One ORDER BY key.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SortKey {
+    pub expr: Expr,
+    pub desc: bool,
+    pub collation: Collation,
+}
+
+/// A bound SELECT.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundSelect {
+    pub table: Option<TableRef>,
+    pub filter: Option<Expr>,
+    pub group_by: Vec<Expr>,
+    pub aggs: Vec<AggSpec>,
+    /// Whether rows are grouped (aggregates or GROUP BY present).
+    pub grouped: bool,
+    pub having: Option<Expr>,
+    pub projection: Vec<Expr>,
+    pub columns: Vec<ColumnMeta>,
+    pub distinct: bool,
+    pub order_by: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+    pub lock: LockMode,
+}
+
+/// A bound INSERT: per row, one entry per table column (None: the column's default).
+#[derive(Debug, Clone)]
+pub(crate) struct BoundInsert {
+    pub table: TableRef,
+    pub rows: Vec<Vec<Option<Expr>>>,
+}
+
+/// A bound UPDATE.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundUpdate {
+    pub table: TableRef,
+    pub assignments: Vec<(usize, Expr)>,
+    pub filter: Option<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub limit: Option<Expr>,
+}
+
+/// A bound DELETE.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundDelete {
+    pub table: TableRef,
+    pub filter: Option<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub limit: Option<Expr>,
+}
+
+/// What binding needs besides the statement.
+pub(crate) struct BindContext<'a> {
+    pub catalog: &'a Catalog,
+    pub database: Option<&'a str>,
+    /// Whether `name` is a known system variable.
+    pub is_variable: &'a dyn Fn(&str) -> bool,
+}
+
+/// Binder state for one statement.
+pub(crate) struct Binder<'a> {
+    ctx: &'a BindContext<'a>,
+    table: Option<TableRef>,
+    /// Aggregates found so far, when aggregates are allowed.
+    aggs: Option<Vec<AggSpec>>,
+    pub params: usize,
+    clause: &'static str,
+    /// Select-list aliases, visible to HAVING and ORDER BY.
+    aliases: Vec<(String, Expr, SqlType)>,
+}
+
+pub(crate) fn ident_name(parts: &ast::ObjectName) -> Vec<String> {
+    parts
+        .0
+        .iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(i) => i.value.clone(),
+            ast::ObjectNamePart::Function(f) => f.name.value.clone(),
+        })
+        .collect()
+}
+
+impl<'a> Binder<'a> {
+    pub(crate) fn new(ctx: &'a BindContext<'a>) -> Binder<'a> {
+        Binder {
+            ctx,
+            table: None,
+            aggs: None,
+            params: 0,
+            clause: "field list",
+            aliases: Vec::new(),
+        }
+    }
+
+    /// `[db.]name` resolved to a database and table name.
+    pub(crate) fn qualify(&self, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
+        let parts = ident_name(name);
+        match parts.as_slice() {
+            [t] => {
+                let db = self.ctx.database.ok_or_else(SqlError::no_database)?;
+                Ok((db.to_string(), t.clone()))
+            }
+            [d, t] => Ok((d.clone(), t.clone())),
+            _ => Err(SqlError::unsupported(format!("table name {name}"))),
+        }
+    }
+
+    /// Resolves a table name against the catalog (1146 when missing).
+    pub(crate) fn resolve_table(
+        &self,
+        name: &ast::ObjectName,
+        alias: Option<&str>,
+    ) -> Result<TableRef, SqlError> {
+        let (db, t) = self.qualify(name)?;
+        let def = lookup_table(self.ctx.catalog, &db, &t)
+            .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
+        Ok(TableRef {
+            def,
+            database: db,
+            alias: alias.map_or(t, str::to_string),
+        })
+    }
+
+    fn table_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(), SqlError> {
+        match from {
+            [] => Ok(()),
+            [twj] if twj.joins.is_empty() => match &twj.relation {
+                ast::TableFactor::Table {
+                    name, alias, args, ..
+                } if args.is_none() => {
+                    let alias = alias.as_ref().map(|a| a.name.value.as_str());
+                    self.table = Some(self.resolve_table(name, alias)?);
+                    Ok(())
+                }
+                other => Err(SqlError::unsupported(format!("FROM {other}"))),
+            },
+            _ => Err(SqlError::unsupported("joins")),
+        }
+    }
+
+    fn column(&self, parts: &[&str], text: &str) -> Result<(Expr, SqlType, bool), SqlError> {
+        let Some(t) = &self.table else {
+            return Err(SqlError::unknown_column(text, self.clause));
+        };
+        let (qual_db, qual_t, col) = match parts {
+            [c] => (None, None, *c),
+            [t, c] => (None, Some(*t), *c),
+            [d, t, c] => (Some(*d), Some(*t), *c),
+            _ => return Err(SqlError::unknown_column(text, self.clause)),
+        };
+        let table_ok = qual_t.is_none_or(|q| q.eq_ignore_ascii_case(&t.alias))
+            && qual_db.is_none_or(|d| d == t.database);
+        let pos = table_ok
+            .then(|| t.def.column_position(col))
+            .flatten()
+            .ok_or_else(|| SqlError::unknown_column(text, self.clause))?;
+        let c = &t.def.columns[pos];
+        Ok((Expr::Column(pos), SqlType::of_column(&c.ty), c.nullable))
+    }
+
+    /// Binds a scalar expression; returns it with its type.
+    pub(crate) fn expr(&mut self, e: &ast::Expr) -> Result<(Expr, SqlType), SqlError> {
+        Ok(match e {
+            ast::Expr::Identifier(id) => {
+                if id.value.starts_with("@@") && id.quote_style.is_none() {
+                    return self.variable(&[id.value.as_str()]);
+                }
+                if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
+                    return Err(SqlError::unsupported("DEFAULT here"));
+                }
+                match self.column(&[id.value.as_str()], &id.value) {
+                    Ok((e, t, _)) => (e, t),
+                    Err(err) => {
+                        let alias = self
+                            .aliases
+                            .iter()
+                            .find(|(a, _, _)| a.eq_ignore_ascii_case(&id.value));
+                        match alias {
+                            Some((_, e, t)) => (e.clone(), t.clone()),
+                            None => return Err(err),
+                        }
+                    }
+                }
+            }
+            ast::Expr::CompoundIdentifier(ids) => {
+                let parts: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
+                if parts.first().is_some_and(|p| p.starts_with("@@")) {
+                    return self.variable(&parts);
+                }
+                let text = parts.join(".");
+                let (e, t, _) = self.column(&parts, &text)?;
+                (e, t)
+            }
+            ast::Expr::Value(v) => self.literal(&v.value)?,
+            ast::Expr::Nested(inner) => self.expr(inner)?,
+            ast::Expr::UnaryOp { op, expr } => {
+                let (x, t) = self.expr(expr)?;
+                match op {
+                    ast::UnaryOperator::Minus => {
+                        if let Expr::Literal(v) = &x {
+                            (Expr::Literal(crate::value::negate(v)?), t)
+                        } else {
+                            (Expr::Neg(x.boxed()), t)
+                        }
+                    }
+                    ast::UnaryOperator::Plus => (x, t),
+                    ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
+                        (Expr::Not(x.boxed()), bool_type())
+                    }
+                    other => return Err(SqlError::unsupported(format!("operator {other}"))),
+                }
+            }
+            ast::Expr::BinaryOp { left, op, right } => self.binary(left, op, right)?,
+            ast::Expr::IsNull(x) => (Expr::IsNull(self.expr(x)?.0.boxed(), false), bool_type()),
+            ast::Expr::IsNotNull(x) => (Expr::IsNull(self.expr(x)?.0.boxed(), true), bool_type()),
+            ast::Expr::IsTrue(x) => (
+                Expr::IsBool(self.expr(x)?.0.boxed(), false, true),
+                bool_type(),
+            ),
+            ast::Expr::IsNotTrue(x) => (
+                Expr::IsBool(self.expr(x)?.0.boxed(), true, true),
+                bool_type(),
+            ),
+            ast::Expr::IsFalse(x) => (
+                Expr::IsBool(self.expr(x)?.0.boxed(), false, false),
+                bool_type(),
+            ),
+            ast::Expr::IsNotFalse(x) => (
+                Expr::IsBool(self.expr(x)?.0.boxed(), true, false),
+                bool_type(),
+            ),
+            ast::Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let (x, tx) = self.expr(expr)?;
+                let (lo, tl) = self.expr(low)?;
+                let (hi, th) = self.expr(high)?;
+                let collation = pick_collation(&[&tx, &tl, &th]);
+                (
+                    Expr::Between {
+                        expr: x.boxed(),
+                        low: lo.boxed(),
+                        high: hi.boxed(),
+                        negated: *negated,
+                        collation,
+                    },
+                    bool_type(),
+                )
+            }
+            ast::Expr::In {
+                expr,
+                target: ast::InTarget::List(list),
+                negated,
+                ..
+            } => {
+                let (x, tx) = self.expr(expr)?;
+                let mut items = Vec::with_capacity(list.len());
+                let mut types = vec![tx];
+                for item in list {
+                    let (i, t) = self.expr(item)?;
+                    items.push(i);
+                    types.push(t);
+                }
+                let refs: Vec<&SqlType> = types.iter().collect();
+                (
+                    Expr::InList {
+                        expr: x.boxed(),
+                        list: items,
+                        negated: *negated,
+                        collation: pick_collation(&refs),
+                    },
+                    bool_type(),
+                )
+            }
+            ast::Expr::Like {
+                negated,
+                any,
+                expr,
+                pattern,
+                escape_char,
+            } if !*any => {
+                let (x, tx) = self.expr(expr)?;
+                let (p, tp) = self.expr(pattern)?;
+                let escape = match escape_char.as_deref() {
+                    None => '\\',
+                    Some(ast::Expr::Value(v)) => match &v.value {
+                        ast::Value::SingleQuotedString(s) if s.chars().count() == 1 => {
+                            s.chars().next().unwrap_or('\\')
+                        }
+                        _ => return Err(SqlError::unsupported("this ESCAPE")),
+                    },
+                    Some(_) => return Err(SqlError::unsupported("this ESCAPE")),
+                };
+                (
+                    Expr::Like {
+                        expr: x.boxed(),
+                        pattern: p.boxed(),
+                        negated: *negated,
+                        escape,
+                        collation: pick_collation(&[&tx, &tp]),
+                    },
+                    bool_type(),
+                )
+            }
+            ast::Expr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let mut types = Vec::new();
+                let op = match operand {
+                    Some(o) => {
+                        let (x, t) = self.expr(o)?;
+                        types.push(t);
+                        Some(x.boxed())
+                    }
+                    None => None,
+                };
+                let mut whens = Vec::new();
+                let mut result_type = SqlType::Null;
+                for cw in conditions {
+                    let (w, tw) = self.expr(&cw.condition)?;
+                    let (r, tr) = self.expr(&cw.result)?;
+                    types.push(tw);
+                    result_type = unify(&result_type, &tr);
+                    whens.push((w, r));
+                }
+                let otherwise = match else_result {
+                    Some(e) => {
+                        let (x, t) = self.expr(e)?;
+                        result_type = unify(&result_type, &t);
+                        Some(x.boxed())
+                    }
+                    None => None,
+                };
+                let refs: Vec<&SqlType> = types.iter().collect();
+                (
+                    Expr::Case {
+                        operand: op,
+                        whens,
+                        otherwise,
+                        collation: pick_collation(&refs),
+                    },
+                    result_type,
+                )
+            }
+            ast::Expr::Function(f) => self.function(f)?,
+            other => return Err(SqlError::unsupported(other.to_string())),
+        })
+    }
+
+    fn variable(&mut self, parts: &[&str]) -> Result<(Expr, SqlType), SqlError> {
+        let joined = parts.join(".");
+        let name = joined.trim_start_matches('@');
+        let name = name
+            .strip_prefix("session.")
+            .or_else(|| name.strip_prefix("global."))
+            .or_else(|| name.strip_prefix("local."))
+            .unwrap_or(name)
+            .to_ascii_lowercase();
+        if !(self.ctx.is_variable)(&name) {
+            return Err(SqlError::unknown_system_variable(&name));
+        }
+        Ok((
+            Expr::SysVar(name),
+            SqlType::Str {
+                collation: Collation::Utf8mb4GeneralCi,
+                len: 256,
+            },
+        ))
+    }
+
+    fn literal(&mut self, v: &ast::Value) -> Result<(Expr, SqlType), SqlError> {
+        let str_type = |s: &str| SqlType::Str {
+            collation: Collation::Utf8mb4GeneralCi,
+            len: s.chars().count() as u32,
+        };
+        Ok(match v {
+            ast::Value::Number(n, _) => number_literal(n)?,
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => (
+                Expr::Literal(Value::Bytes(s.as_bytes().to_vec())),
+                str_type(s),
+            ),
+            ast::Value::HexStringLiteral(h) => {
+                let bytes = decode_hex(h).ok_or_else(|| SqlError::syntax(&format!("x'{h}'"), 1))?;
+                let len = bytes.len() as u32;
+                (
+                    Expr::Literal(Value::Bytes(bytes)),
+                    SqlType::Str {
+                        collation: Collation::Binary,
+                        len,
+                    },
+                )
+            }
+            ast::Value::Boolean(b) => (
+                Expr::Literal(Value::Int(i64::from(*b))),
+                SqlType::Int {
+                    unsigned: false,
+                    len: 1,
+                },
+            ),
+            ast::Value::Null => (Expr::Literal(Value::Null), SqlType::Null),
+            ast::Value::Placeholder(p) if p == "?" => {
+                let n = self.params;
+                self.params += 1;
+                (
+                    Expr::Param(n),
+                    SqlType::Str {
+                        collation: Collation::Utf8mb4GeneralCi,
+                        len: 1024,
+                    },
+                )
+            }
+            other => return Err(SqlError::unsupported(format!("literal {other}"))),
+        })
+    }
+
+    fn binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+    ) -> Result<(Expr, SqlType), SqlError> {
+        use ast::BinaryOperator as B;
+        let (l, tl) = self.expr(left)?;
+        let (r, tr) = self.expr(right)?;
+        let cmp = |op: CmpOp| {
+            let collation = pick_collation(&[&tl, &tr]);
+            (
+                Expr::Cmp(op, l.clone().boxed(), r.clone().boxed(), collation),
+                bool_type(),
+            )
+        };
+        let arith = |op: ArithOp| {
+            let t = match (&tl, &tr, op) {
+                (_, _, ArithOp::Div) => SqlType::Double,
+                (SqlType::Int { unsigned: a, .. }, SqlType::Int { unsigned: b, .. }, _) => {
+                    SqlType::Int {
+                        unsigned: *a || *b,
+                        len: 21,
+                    }
+                }
+                (SqlType::Null, _, _) | (_, SqlType::Null, _) => SqlType::Null,
+                _ => SqlType::Double,
+            };
+            (Expr::Arith(op, l.clone().boxed(), r.clone().boxed()), t)
+        };
+        Ok(match op {
+            B::Eq => cmp(CmpOp::Eq),
+            B::Spaceship => cmp(CmpOp::NullSafeEq),
+            B::NotEq => cmp(CmpOp::Ne),
+            B::Lt => cmp(CmpOp::Lt),
+            B::LtEq => cmp(CmpOp::Le),
+            B::Gt => cmp(CmpOp::Gt),
+            B::GtEq => cmp(CmpOp::Ge),
+            B::And => (Expr::And(l.boxed(), r.boxed()), bool_type()),
+            B::Or => (Expr::Or(l.boxed(), r.boxed()), bool_type()),
+            B::Xor => (Expr::Xor(l.boxed(), r.boxed()), bool_type()),
+            B::Plus => arith(ArithOp::Add),
+            B::Minus => arith(ArithOp::Sub),
+            B::Multiply => arith(ArithOp::Mul),
+            B::Divide => arith(ArithOp::Div),
+            B::MyIntegerDivide => arith(ArithOp::IntDiv),
+            B::Modulo => arith(ArithOp::Mod),
+            other => return Err(SqlError::unsupported(format!("operator {other}"))),
+        })
+    }
+
+    fn function(&mut self, f: &ast::Function) -> Result<(Expr, SqlType), SqlError> {
+        let name = ident_name(&f.name).join(".").to_ascii_uppercase();
+        let (args, distinct, star) = match &f.args {
+            ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::List(list) => {
+                if !list.clauses.is_empty() {
+                    return Err(SqlError::unsupported(f.to_string()));
+                }
+                let distinct = matches!(
+                    list.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                );
+                let mut args = Vec::new();
+                let mut star = false;
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                            args.push(e);
+                        }
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        _ => return Err(SqlError::unsupported(f.to_string())),
+                    }
+                }
+                (args, distinct, star)
+            }
+            ast::FunctionArguments::Subquery(_) => return Err(SqlError::unsupported("subqueries")),
+        };
+        let agg = match name.as_str() {
+            "COUNT" if star => Some(AggFunc::CountStar),
+            "COUNT" => Some(AggFunc::Count),
+            "SUM" => Some(AggFunc::Sum),
+            "AVG" => Some(AggFunc::Avg),
+            "MIN" => Some(AggFunc::Min),
+            "MAX" => Some(AggFunc::Max),
+            _ => None,
+        };
+        if let Some(func) = agg {
+            return self.aggregate(func, &args, distinct, &f.to_string());
+        }
+        if star || distinct {
+            return Err(SqlError::unsupported(f.to_string()));
+        }
+        let (func, min, max) = match name.as_str() {
+            "DATABASE" | "SCHEMA" => (Func::Database, 0, 0),
+            "VERSION" => (Func::Version, 0, 0),
+            "CONNECTION_ID" => (Func::ConnectionId, 0, 0),
+            "LAST_INSERT_ID" => (Func::LastInsertId, 0, 0),
+            "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => (Func::User, 0, 0),
+            "CONCAT" => (Func::Concat, 1, usize::MAX),
+            "LENGTH" | "OCTET_LENGTH" => (Func::Length, 1, 1),
+            "CHAR_LENGTH" | "CHARACTER_LENGTH" => (Func::CharLength, 1, 1),
+            "UPPER" | "UCASE" => (Func::Upper, 1, 1),
+            "LOWER" | "LCASE" => (Func::Lower, 1, 1),
+            "ABS" => (Func::Abs, 1, 1),
+            "IFNULL" => (Func::IfNull, 2, 2),
+            "COALESCE" => (Func::Coalesce, 1, usize::MAX),
+            "IF" => (Func::If, 3, 3),
+            _ => {
+                return Err(SqlError::new(
+                    1305,
+                    "42000",
+                    format!("FUNCTION {name} does not exist"),
+                ))
+            }
+        };
+        if args.len() < min || args.len() > max {
+            return Err(SqlError::new(
+                1582,
+                "42000",
+                format!("Incorrect parameter count in the call to native function '{name}'"),
+            ));
+        }
+        let mut bound = Vec::with_capacity(args.len());
+        let mut types = Vec::new();
+        for a in args {
+            let (e, t) = self.expr(a)?;
+            bound.push(e);
+            types.push(t);
+        }
+        let text = |len| SqlType::Str {
+            collation: Collation::Utf8mb4GeneralCi,
+            len,
+        };
+        let int = SqlType::Int {
+            unsigned: false,
+            len: 21,
+        };
+        let t = match func {
+            Func::Database | Func::User => text(64),
+            Func::Version => text(60),
+            Func::ConnectionId | Func::LastInsertId => SqlType::Int {
+                unsigned: true,
+                len: 21,
+            },
+            Func::Concat | Func::Upper | Func::Lower => text(
+                types
+                    .iter()
+                    .map(|t| match t {
+                        SqlType::Str { len, .. } => *len,
+                        _ => 21,
+                    })
+                    .sum(),
+            ),
+            Func::Length | Func::CharLength => int,
+            Func::Abs => types.first().cloned().unwrap_or(SqlType::Null),
+            Func::IfNull | Func::Coalesce => types.iter().fold(SqlType::Null, |a, b| unify(&a, b)),
+            Func::If => unify(
+                types.get(1).unwrap_or(&SqlType::Null),
+                types.get(2).unwrap_or(&SqlType::Null),
+            ),
+        };
+        Ok((Expr::Func(func, bound), t))
+    }
+
+    fn aggregate(
+        &mut self,
+        func: AggFunc,
+        args: &[&ast::Expr],
+        distinct: bool,
+        text: &str,
+    ) -> Result<(Expr, SqlType), SqlError> {
+        if self.aggs.is_none() {
+            return Err(SqlError::invalid_group());
+        }
+        let (arg, arg_type) = match (func, args) {
+            (AggFunc::CountStar, []) => (None, SqlType::Null),
+            (_, [a]) => {
+                // Aggregates do not nest.
+                let saved = self.aggs.take();
+                let bound = self.expr(a);
+                self.aggs = saved;
+                let (e, t) = bound?;
+                (Some(e), t)
+            }
+            _ => {
+                return Err(SqlError::syntax(text, 1));
+            }
+        };
+        let result_type = match func {
+            AggFunc::CountStar | AggFunc::Count => SqlType::Int {
+                unsigned: false,
+                len: 21,
+            },
+            AggFunc::Sum => match arg_type {
+                SqlType::Int { .. } => SqlType::Decimal { scale: 0 },
+                _ => SqlType::Double,
+            },
+            AggFunc::Avg => match arg_type {
+                SqlType::Int { .. } => SqlType::Decimal { scale: 4 },
+                _ => SqlType::Double,
+            },
+            AggFunc::Min | AggFunc::Max => arg_type.clone(),
+        };
+        let ncols = self.table.as_ref().map_or(0, |t| t.def.columns.len());
+        let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
+        let spec = AggSpec {
+            func,
+            arg,
+            distinct,
+            arg_type,
+        };
+        let idx = match aggs.iter().position(|a| *a == spec) {
+            Some(i) => i,
+            None => {
+                aggs.push(spec);
+                aggs.len() - 1
+            }
+        };
+        Ok((Expr::Column(ncols + idx), result_type))
+    }
+
+    /// A condition (WHERE, HAVING): no aggregates unless `allow_aggs`.
+    fn condition(&mut self, e: &ast::Expr, clause: &'static str) -> Result<Expr, SqlError> {
+        self.clause = clause;
+        let r = self.expr(e).map(|(e, _)| e);
+        self.clause = "field list";
+        r
+    }
+
+    /// A LIMIT/OFFSET value: a number or a `?`.
+    fn limit_value(&mut self, e: &ast::Expr) -> Result<Expr, SqlError> {
+        let (x, _) = self.expr(e)?;
+        if !x.is_row_independent() {
+            return Err(SqlError::syntax(&e.to_string(), 1));
+        }
+        Ok(x)
+    }
+
+    fn order_by(
+        &mut self,
+        items: &[ast::OrderByExpr],
+        select: Option<(&[ast::SelectItem], &[Expr], &[SqlType])>,
+    ) -> Result<Vec<SortKey>, SqlError> {
+        let mut keys = Vec::with_capacity(items.len());
+        for item in items {
+            let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+            let mut bound: Option<(Expr, SqlType)> = None;
+            if let Some((proj, exprs, types)) = select {
+                match &item.expr {
+                    ast::Expr::Value(v) => {
+                        if let ast::Value::Number(n, _) = &v.value {
+                            let pos: usize = n.parse().unwrap_or(0);
+                            if pos == 0 || pos > exprs.len() {
+                                return Err(SqlError::unknown_column(n, "order clause"));
+                            }
+                            bound = Some((exprs[pos - 1].clone(), types[pos - 1].clone()));
+                        }
+                    }
+                    ast::Expr::Identifier(id) => {
+                        let alias_pos = proj.iter().position(|p| {
+                            matches!(p, ast::SelectItem::ExprWithAlias { alias, .. }
+                                if alias.value.eq_ignore_ascii_case(&id.value))
+                        });
+                        if let Some(p) = alias_pos {
+                            bound = Some((exprs[p].clone(), types[p].clone()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let (expr, t) = match bound {
+                Some(b) => b,
+                None => {
+                    self.clause = "order clause";
+                    let r = self.expr(&item.expr);
+                    self.clause = "field list";
+                    r?
+                }
+            };
+            keys.push(SortKey {
+                expr,
+                desc,
+                collation: t.collation(),
+            });
+        }
+        Ok(keys)
+    }
+
+    /// Binds a SELECT.
+    pub(crate) fn select(&mut self, q: &ast::Query) -> Result<BoundSelect, SqlError> {
+        if q.with.is_some() || q.fetch.is_some() || !q.pipe_operators.is_empty() {
+            return Err(SqlError::unsupported(q.to_string()));
+        }
+        let ast::SetExpr::Select(s) = q.body.as_ref() else {
+            return match q.body.as_ref() {
+                ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit_clause.is_none() => {
+                    self.select(inner)
+                }
+                _ => Err(SqlError::unsupported(q.body.to_string())),
+            };
+        };
+        if s.into.is_some()
+            || s.top.is_some()
+            || !s.lateral_views.is_empty()
+            || s.qualify.is_some()
+            || !s.named_window.is_empty()
+            || !s.sort_by.is_empty()
+            || !s.cluster_by.is_empty()
+            || !s.distribute_by.is_empty()
+            || s.prewhere.is_some()
+            || !s.connect_by.is_empty()
+        {
+            return Err(SqlError::unsupported(s.to_string()));
+        }
+        self.table_from(&s.from)?;
+        let distinct = match &s.distinct {
+            None | Some(ast::Distinct::All) => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(ast::Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON")),
+        };
+        let filter = match &s.selection {
+            Some(w) => Some(self.condition(w, "where clause")?),
+            None => None,
+        };
+        let group_by = match &s.group_by {
+            ast::GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
+                let mut out = Vec::new();
+                for e in exprs {
+                    self.clause = "group statement";
+                    let r = self.expr(e);
+                    self.clause = "field list";
+                    out.push(r?.0);
+                }
+                out
+            }
+            _ => return Err(SqlError::unsupported("this GROUP BY")),
+        };
+        // Projection, HAVING and ORDER BY may hold aggregates.
+        self.aggs = Some(Vec::new());
+        let mut projection = Vec::new();
+        let mut types = Vec::new();
+        let mut columns = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(_, _) => {
+                    let Some(t) = &self.table else {
+                        return Err(SqlError::new(1096, "HY000", "No tables used"));
+                    };
+                    for (pos, c) in t.def.columns.iter().enumerate() {
+                        projection.push(Expr::Column(pos));
+                        types.push(SqlType::of_column(&c.ty));
+                        columns.push(column_meta(&t.database, &t.alias, &t.def, pos, &c.name));
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                    let name = match item {
+                        ast::SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                        _ => match e {
+                            ast::Expr::Identifier(id) => id.value.clone(),
+                            ast::Expr::CompoundIdentifier(ids)
+                                if !ids.first().is_some_and(|i| i.value.starts_with("@@")) =>
+                            {
+                                ids.last().map(|i| i.value.clone()).unwrap_or_default()
+                            }
+                            other => other.to_string(),
+                        },
+                    };
+                    let (x, t) = self.expr(e)?;
+                    if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
+                        self.aliases
+                            .push((alias.value.clone(), x.clone(), t.clone()));
+                    }
+                    let meta = match (&x, &self.table) {
+                        (Expr::Column(pos), Some(tr)) if *pos < tr.def.columns.len() => {
+                            column_meta(&tr.database, &tr.alias, &tr.def, *pos, &name)
+                        }
+                        _ => t.meta(
+                            &name,
+                            !matches!(x, Expr::Literal(ref v) if !matches!(v, Value::Null)),
+                        ),
+                    };
+                    projection.push(x);
+                    types.push(t);
+                    columns.push(meta);
+                }
+                ast::SelectItem::ExprWithAliases { .. } => {
+                    return Err(SqlError::unsupported(item.to_string()))
+                }
+            }
+        }
+        let having = match &s.having {
+            Some(h) => Some(self.condition(h, "having clause")?),
+            None => None,
+        };
+        let order_by = match &q.order_by {
+            None => Vec::new(),
+            Some(ob) => match &ob.kind {
+                ast::OrderByKind::Expressions(items) => {
+                    self.order_by(items, Some((&s.projection, &projection, &types)))?
+                }
+                ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+            },
+        };
+        let aggs = self.aggs.take().unwrap_or_default();
+        let (limit, offset) = self.limit_clause(q.limit_clause.as_ref())?;
+        let lock = match q.locks.first().map(|l| &l.lock_type) {
+            None => LockMode::None,
+            Some(ast::LockType::Share) => LockMode::Shared,
+            Some(ast::LockType::Update) => LockMode::Exclusive,
+        };
+        let grouped = !aggs.is_empty() || !group_by.is_empty();
+        if !grouped && having.is_some() && self.table.is_none() {
+            return Err(SqlError::unsupported("HAVING without a table"));
+        }
+        Ok(BoundSelect {
+            table: self.table.clone(),
+            filter,
+            group_by,
+            aggs,
+            grouped,
+            having,
+            projection,
+            columns,
+            distinct,
+            order_by,
+            limit,
+            offset,
+            lock,
+        })
+    }
+
+    fn limit_clause(
+        &mut self,
+        l: Option<&ast::LimitClause>,
+    ) -> Result<(Option<Expr>, Option<Expr>), SqlError> {
+        Ok(match l {
+            None => (None, None),
+            Some(ast::LimitClause::LimitOffset {
+                limit,
+                offset,
+                limit_by,
+            }) => {
+                if !limit_by.is_empty() {
+                    return Err(SqlError::unsupported("LIMIT BY"));
+                }
+                let limit = match limit {
+                    Some(e) => Some(self.limit_value(e)?),
+                    None => None,
+                };
+                let offset = match offset {
+                    Some(o) => Some(self.limit_value(&o.value)?),
+                    None => None,
+                };
+                (limit, offset)
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                let offset = self.limit_value(offset)?;
+                let limit = self.limit_value(limit)?;
+                (Some(limit), Some(offset))
+            }
+        })
+    }
+
+    /// Binds an INSERT ... VALUES.
+    pub(crate) fn insert(&mut self, ins: &ast::Insert) -> Result<BoundInsert, SqlError> {
+        if ins.on.is_some()
+            || ins.returning.is_some()
+            || ins.replace_into
+            || ins.ignore
+            || !ins.assignments.is_empty()
+            || ins.partitioned.is_some()
+        {
+            return Err(SqlError::unsupported(ins.to_string()));
+        }
+        let ast::TableObject::TableName(name) = &ins.table else {
+            return Err(SqlError::unsupported(ins.to_string()));
+        };
+        let table = self.resolve_table(name, None)?;
+        self.table = Some(table.clone());
+        let ncols = table.def.columns.len();
+        let targets: Vec<usize> = if ins.columns.is_empty() {
+            (0..ncols).collect()
+        } else {
+            let mut t = Vec::with_capacity(ins.columns.len());
+            for c in &ins.columns {
+                let parts = ident_name(c);
+                let name = parts.last().cloned().unwrap_or_default();
+                let pos = table
+                    .def
+                    .column_position(&name)
+                    .ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
+                t.push(pos);
+            }
+            t
+        };
+        let Some(source) = &ins.source else {
+            return Err(SqlError::unsupported(ins.to_string()));
+        };
+        let ast::SetExpr::Values(values) = source.body.as_ref() else {
+            return Err(SqlError::unsupported("INSERT ... SELECT"));
+        };
+        // Values may not name columns of the row being inserted (MySQL allows it; rare).
+        self.table = None;
+        let mut rows = Vec::with_capacity(values.rows.len());
+        for (i, row) in values.rows.iter().enumerate() {
+            if row.content.len() != targets.len() {
+                return Err(SqlError::column_count(i + 1));
+            }
+            let mut out: Vec<Option<Expr>> = vec![None; ncols];
+            for (e, &pos) in row.content.iter().zip(&targets) {
+                let is_default = matches!(e, ast::Expr::Identifier(id)
+                    if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"));
+                if !is_default {
+                    out[pos] = Some(self.expr(e)?.0);
+                }
+            }
+            rows.push(out);
+        }
+        self.table = Some(table.clone());
+        Ok(BoundInsert { table, rows })
+    }
+
+    /// Binds an UPDATE.
+    pub(crate) fn update(&mut self, u: &ast::Update) -> Result<BoundUpdate, SqlError> {
+        if u.from.is_some() || u.returning.is_some() || !u.table.joins.is_empty() {
+            return Err(SqlError::unsupported(u.to_string()));
+        }
+        self.table_from(std::slice::from_ref(&u.table))?;
+        let table = self
+            .table
+            .clone()
+            .ok_or_else(|| SqlError::unsupported("UPDATE without a table"))?;
+        let mut assignments = Vec::with_capacity(u.assignments.len());
+        for a in &u.assignments {
+            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let parts = ident_name(name);
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let (value, _) = self.expr(&a.value)?;
+            assignments.push((pos, value));
+        }
+        let filter = match &u.selection {
+            Some(w) => Some(self.condition(w, "where clause")?),
+            None => None,
+        };
+        let order_by = self.order_by(&u.order_by, None)?;
+        let limit = match &u.limit {
+            Some(l) => Some(self.limit_value(l)?),
+            None => None,
+        };
+        Ok(BoundUpdate {
+            table,
+            assignments,
+            filter,
+            order_by,
+            limit,
+        })
+    }
+
+    /// Binds a DELETE.
+    pub(crate) fn delete(&mut self, d: &ast::Delete) -> Result<BoundDelete, SqlError> {
+        if !d.tables.is_empty() || d.using.is_some() || d.returning.is_some() {
+            return Err(SqlError::unsupported(d.to_string()));
+        }
+        let from = match &d.from {
+            ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+        };
+        self.table_from(from)?;
+        let table = self
+            .table
+            .clone()
+            .ok_or_else(|| SqlError::unsupported("DELETE without a table"))?;
+        let filter = match &d.selection {
+            Some(w) => Some(self.condition(w, "where clause")?),
+            None => None,
+        };
+        let order_by = self.order_by(&d.order_by, None)?;
+        let limit = match &d.limit {
+            Some(l) => Some(self.limit_value(l)?),
+            None => None,
+        };
+        Ok(BoundDelete {
+            table,
+            filter,
+            order_by,
+            limit,
+        })
+    }
+}
+
+/// The table `db.name`: database names match exactly, table names ASCII case-insensitively
+/// when no exact match exists.
+pub(crate) fn lookup_table(catalog: &Catalog, db: &str, name: &str) -> Option<Arc<TableDef>> {
+    let tables = catalog.databases.get(db)?;
+    if let Some(t) = tables.get(name) {
+        return Some(t.clone());
+    }
+    tables
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, t)| t.clone())
+}
+
+fn bool_type() -> SqlType {
+    SqlType::Int {
+        unsigned: false,
+        len: 1,
+    }
+}
+
+/// The collation of a comparison: the first string operand's (a column's wins over a
+/// literal's, as MySQL's coercibility rules have it).
+fn pick_collation(types: &[&SqlType]) -> Collation {
+    types
+        .iter()
+        .find_map(|t| match t {
+            SqlType::Str { collation, .. } if *collation != Collation::Utf8mb4GeneralCi => {
+                Some(*collation)
+            }
+            _ => None,
+        })
+        .unwrap_or(Collation::Utf8mb4GeneralCi)
+}
+
+/// The type of a value that may come from either of two expressions.
+fn unify(a: &SqlType, b: &SqlType) -> SqlType {
+    match (a, b) {
+        (SqlType::Null, t) | (t, SqlType::Null) => t.clone(),
+        (
+            SqlType::Int {
+                unsigned: x,
+                len: l,
+            },
+            SqlType::Int {
+                unsigned: y,
+                len: m,
+            },
+        ) => SqlType::Int {
+            unsigned: *x && *y,
+            len: (*l).max(*m),
+        },
+        (SqlType::Str { .. }, _) | (_, SqlType::Str { .. }) => SqlType::Str {
+            collation: a.collation(),
+            len: 255,
+        },
+        _ => SqlType::Double,
+    }
+}
+
+/// A numeric literal: integers stay integers, anything else is a double (docs/sql.md).
+fn number_literal(n: &str) -> Result<(Expr, SqlType), SqlError> {
+    if let Ok(i) = n.parse::<i64>() {
+        let len = n.len() as u32;
+        return Ok((
+            Expr::Literal(Value::Int(i)),
+            SqlType::Int {
+                unsigned: false,
+                len,
+            },
+        ));
+    }
+    if let Ok(u) = n.parse::<u64>() {
+        return Ok((
+            Expr::Literal(Value::UInt(u)),
+            SqlType::Int {
+                unsigned: true,
+                len: 20,
+            },
+        ));
+    }
+    match n.parse::<f64>() {
+        Ok(d) => Ok((Expr::Literal(Value::Double(d)), SqlType::Double)),
+        Err(_) => Err(SqlError::syntax(n, 1)),
+    }
+}
+
+fn decode_hex(h: &str) -> Option<Vec<u8>> {
+    let h = if h.len() % 2 == 1 {
+        format!("0{h}")
+    } else {
+        h.to_string()
+    };
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+        .collect()
+}

@@ -1,0 +1,426 @@
+//! DDL binding: CREATE TABLE and CREATE INDEX turned into shale-table definitions, and
+//! SHOW CREATE TABLE's text back from them.
+//!
+//! Types map as MySQL's do: INT/INTEGER, TINYINT, SMALLINT, MEDIUMINT, BIGINT (UNSIGNED),
+//! FLOAT, DOUBLE/REAL, CHAR, VARCHAR, TEXT (all sizes), BINARY, VARBINARY, BLOB. Strings are
+//! utf8mb4 with `utf8mb4_general_ci` unless `COLLATE utf8mb4_bin` says otherwise. Any ENGINE
+//! is accepted and the table is stored in Shale (warning 1266).
+
+use shale_table::{Collation, ColumnDef, ColumnType, IndexDef, TableDef, Value};
+use sqlparser::ast;
+
+use crate::error::SqlError;
+use crate::types::store_value;
+
+/// A warning: level, code, message.
+pub(crate) type Warning = (&'static str, u16, String);
+
+fn char_len(l: Option<&ast::CharacterLength>, default: u32) -> Result<u32, SqlError> {
+    match l {
+        None => Ok(default),
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => u32::try_from(*length)
+            .map_err(|_| SqlError::new(1074, "42000", "Column length too big")),
+        Some(ast::CharacterLength::Max) => Ok(65535),
+    }
+}
+
+/// The column type of a declared data type, with the collation the column options chose.
+fn column_type(dt: &ast::DataType, collation: Collation) -> Result<ColumnType, SqlError> {
+    use ast::DataType as D;
+    Ok(match dt {
+        D::TinyInt(_) => ColumnType::TinyInt { unsigned: false },
+        D::TinyIntUnsigned(_) => ColumnType::TinyInt { unsigned: true },
+        D::SmallInt(_) => ColumnType::SmallInt { unsigned: false },
+        D::SmallIntUnsigned(_) => ColumnType::SmallInt { unsigned: true },
+        D::MediumInt(_) => ColumnType::MediumInt { unsigned: false },
+        D::MediumIntUnsigned(_) => ColumnType::MediumInt { unsigned: true },
+        D::Int(_) | D::Integer(_) => ColumnType::Int { unsigned: false },
+        D::IntUnsigned(_) | D::IntegerUnsigned(_) => ColumnType::Int { unsigned: true },
+        D::BigInt(_) => ColumnType::BigInt { unsigned: false },
+        D::BigIntUnsigned(_) => ColumnType::BigInt { unsigned: true },
+        D::Float(_) => ColumnType::Float,
+        D::Double(_) | D::DoublePrecision | D::Real => ColumnType::Double,
+        D::Char(l) | D::Character(l) => ColumnType::Char {
+            len: char_len(l.as_ref(), 1)?,
+            collation,
+        },
+        D::Varchar(l) | D::Nvarchar(l) => ColumnType::VarChar {
+            len: char_len(l.as_ref(), 255)?,
+            collation,
+        },
+        D::Text | D::TinyText | D::MediumText | D::LongText => ColumnType::Text { collation },
+        D::Binary(l) => ColumnType::Char {
+            len: l.map_or(1, |l| l.min(255) as u32),
+            collation: Collation::Binary,
+        },
+        D::Varbinary(l) => ColumnType::VarChar {
+            len: match l {
+                Some(ast::BinaryLength::IntegerLength { length }) => {
+                    u32::try_from(*length).unwrap_or(u32::MAX)
+                }
+                _ => 65535,
+            },
+            collation: Collation::Binary,
+        },
+        D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Bytea => ColumnType::Text {
+            collation: Collation::Binary,
+        },
+        other => return Err(SqlError::unsupported(format!("column type {other}"))),
+    })
+}
+
+fn collation_named(name: &str) -> Result<Collation, SqlError> {
+    let n = name.to_ascii_lowercase();
+    match n.as_str() {
+        "utf8mb4_bin" | "utf8_bin" | "utf8mb3_bin" => Ok(Collation::Utf8mb4Bin),
+        "binary" => Ok(Collation::Binary),
+        _ if n.ends_with("_ci") || n.ends_with("_cs") => Ok(Collation::Utf8mb4GeneralCi),
+        _ => Err(SqlError::new(
+            1273,
+            "HY000",
+            format!("Unknown collation: '{name}'"),
+        )),
+    }
+}
+
+fn index_columns(def: &TableDef, cols: &[ast::IndexColumn]) -> Result<Vec<usize>, SqlError> {
+    cols.iter()
+        .map(|c| {
+            let name = match &c.column.expr {
+                ast::Expr::Identifier(id) => id.value.clone(),
+                other => return Err(SqlError::unsupported(format!("index on {other}"))),
+            };
+            def.column_position(&name).ok_or_else(|| {
+                SqlError::new(
+                    1072,
+                    "42000",
+                    format!("Key column '{name}' doesn't exist in table"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A constant DEFAULT expression's value.
+fn default_value(e: &ast::Expr) -> Result<Value, SqlError> {
+    match e {
+        ast::Expr::Value(v) => Ok(match &v.value {
+            ast::Value::Number(n, _) => n
+                .parse::<i64>()
+                .map(Value::Int)
+                .or_else(|_| n.parse::<f64>().map(Value::Double))
+                .map_err(|_| SqlError::syntax(n, 1))?,
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                Value::Bytes(s.as_bytes().to_vec())
+            }
+            ast::Value::Null => Value::Null,
+            ast::Value::Boolean(b) => Value::Int(i64::from(*b)),
+            other => return Err(SqlError::unsupported(format!("DEFAULT {other}"))),
+        }),
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => crate::value::negate(&default_value(expr)?),
+        other => Err(SqlError::unsupported(format!("DEFAULT {other}"))),
+    }
+}
+
+/// A CREATE TABLE's definition (index ids are the store's to assign) and its warnings.
+pub(crate) fn table_def(
+    database: &str,
+    name: &str,
+    ct: &ast::CreateTable,
+) -> Result<(TableDef, Vec<Warning>), SqlError> {
+    if ct.query.is_some() || ct.like.is_some() || ct.or_replace || ct.temporary {
+        return Err(SqlError::unsupported(format!(
+            "this CREATE TABLE form ({name})"
+        )));
+    }
+    let mut warnings = Vec::new();
+    let mut def = TableDef {
+        database: database.to_string(),
+        name: name.to_string(),
+        columns: Vec::new(),
+        primary_key: IndexDef {
+            name: "PRIMARY".into(),
+            columns: Vec::new(),
+            unique: true,
+            index_id: 0,
+        },
+        indexes: Vec::new(),
+        schema_version: 1,
+    };
+    let mut pk_cols: Option<Vec<usize>> = None;
+    let mut unique_cols: Vec<usize> = Vec::new();
+    for (pos, c) in ct.columns.iter().enumerate() {
+        if def.column_position(&c.name.value).is_some() {
+            return Err(SqlError::new(
+                1060,
+                "42S21",
+                format!("Duplicate column name '{}'", c.name.value),
+            ));
+        }
+        let mut collation = Collation::Utf8mb4GeneralCi;
+        let mut nullable = true;
+        let mut default = None;
+        let mut auto_increment = false;
+        for o in &c.options {
+            match &o.option {
+                ast::ColumnOption::Null => nullable = true,
+                ast::ColumnOption::NotNull => nullable = false,
+                ast::ColumnOption::Default(e) => default = Some(default_value(e)?),
+                ast::ColumnOption::PrimaryKey(_) => {
+                    nullable = false;
+                    pk_cols = Some(vec![pos]);
+                }
+                ast::ColumnOption::Unique(_) => unique_cols.push(pos),
+                ast::ColumnOption::DialectSpecific(tokens)
+                    if tokens
+                        .iter()
+                        .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+                {
+                    auto_increment = true;
+                }
+                ast::ColumnOption::Collation(n) => {
+                    collation = collation_named(&n.to_string())?;
+                }
+                ast::ColumnOption::CharacterSet(n) => {
+                    if n.to_string().eq_ignore_ascii_case("binary") {
+                        collation = Collation::Binary;
+                    }
+                }
+                ast::ColumnOption::Comment(_) => {}
+                other => return Err(SqlError::unsupported(format!("column option {other}"))),
+            }
+        }
+        let ty = column_type(&c.data_type, collation)?;
+        let mut col = ColumnDef {
+            name: c.name.value.clone(),
+            ty,
+            nullable,
+            default: None,
+            auto_increment,
+        };
+        if let Some(d) = default {
+            let stored = store_value(&col, d, 1).map_err(|_| {
+                SqlError::new(
+                    1067,
+                    "42000",
+                    format!("Invalid default value for '{}'", col.name),
+                )
+            })?;
+            col.default = Some(stored);
+        }
+        def.columns.push(col);
+    }
+    for tc in &ct.constraints {
+        match tc {
+            ast::TableConstraint::PrimaryKey(pk) => {
+                if pk_cols.is_some() {
+                    return Err(SqlError::new(1068, "42000", "Multiple primary key defined"));
+                }
+                pk_cols = Some(index_columns(&def, &pk.columns)?);
+            }
+            ast::TableConstraint::Unique(u) => {
+                let cols = index_columns(&def, &u.columns)?;
+                let name = u
+                    .index_name
+                    .as_ref()
+                    .or(u.name.as_ref())
+                    .map_or_else(|| def.columns[cols[0]].name.clone(), |n| n.value.clone());
+                def.indexes.push(IndexDef {
+                    name,
+                    columns: cols,
+                    unique: true,
+                    index_id: 0,
+                });
+            }
+            ast::TableConstraint::Index(ix) => {
+                let cols = index_columns(&def, &ix.columns)?;
+                let name = ix
+                    .name
+                    .as_ref()
+                    .map_or_else(|| def.columns[cols[0]].name.clone(), |n| n.value.clone());
+                def.indexes.push(IndexDef {
+                    name,
+                    columns: cols,
+                    unique: false,
+                    index_id: 0,
+                });
+            }
+            other => return Err(SqlError::unsupported(format!("constraint {other}"))),
+        }
+    }
+    for pos in unique_cols {
+        let name = def.columns[pos].name.clone();
+        def.indexes.push(IndexDef {
+            name,
+            columns: vec![pos],
+            unique: true,
+            index_id: 0,
+        });
+    }
+    if let Some(cols) = pk_cols {
+        for &c in &cols {
+            def.columns[c].nullable = false;
+        }
+        def.primary_key.columns = cols;
+    }
+    if let Some(ai) = def.columns.iter().position(|c| c.auto_increment) {
+        let keyed = def.primary_key.columns.first() == Some(&ai)
+            || def.indexes.iter().any(|i| i.columns.first() == Some(&ai));
+        if !keyed {
+            return Err(SqlError::new(
+                1075,
+                "42000",
+                "Incorrect table definition; there can be only one auto column and it must be \
+                 defined as a key",
+            ));
+        }
+    }
+    let options = match &ct.table_options {
+        ast::CreateTableOptions::None => Vec::new(),
+        ast::CreateTableOptions::With(o)
+        | ast::CreateTableOptions::Options(o)
+        | ast::CreateTableOptions::Plain(o)
+        | ast::CreateTableOptions::TableProperties(o) => o.clone(),
+    };
+    for o in &options {
+        let text = o.to_string();
+        let upper = text.to_ascii_uppercase();
+        if upper.starts_with("ENGINE") && !upper.contains("SHALE") {
+            warnings.push((
+                "Warning",
+                1266,
+                format!("Using storage engine Shale for table '{name}'"),
+            ));
+        }
+    }
+    Ok((def, warnings))
+}
+
+/// A CREATE INDEX's definition.
+pub(crate) fn index_def(def: &TableDef, ci: &ast::CreateIndex) -> Result<IndexDef, SqlError> {
+    let Some(name) = &ci.name else {
+        return Err(SqlError::syntax("ON", 1));
+    };
+    if ci.predicate.is_some() || !ci.include.is_empty() {
+        return Err(SqlError::unsupported(ci.to_string()));
+    }
+    let name = crate::bind::ident_name(name).join(".");
+    if def
+        .indexes
+        .iter()
+        .any(|i| i.name.eq_ignore_ascii_case(&name))
+    {
+        return Err(SqlError::new(
+            1061,
+            "42000",
+            format!("Duplicate key name '{name}'"),
+        ));
+    }
+    Ok(IndexDef {
+        name,
+        columns: index_columns(def, &ci.columns)?,
+        unique: ci.unique,
+        index_id: 0,
+    })
+}
+
+/// A column type as SHOW CREATE TABLE and DESCRIBE print it.
+pub(crate) fn type_text(ty: &ColumnType) -> String {
+    let int = |name: &str, width: u32, unsigned: bool| {
+        if unsigned {
+            format!("{name}({width}) unsigned")
+        } else {
+            format!("{name}({width})")
+        }
+    };
+    match *ty {
+        ColumnType::TinyInt { unsigned } => int("tinyint", if unsigned { 3 } else { 4 }, unsigned),
+        ColumnType::SmallInt { unsigned } => {
+            int("smallint", if unsigned { 5 } else { 6 }, unsigned)
+        }
+        ColumnType::MediumInt { unsigned } => {
+            int("mediumint", if unsigned { 8 } else { 9 }, unsigned)
+        }
+        ColumnType::Int { unsigned } => int("int", if unsigned { 10 } else { 11 }, unsigned),
+        ColumnType::BigInt { unsigned } => int("bigint", 20, unsigned),
+        ColumnType::Float => "float".into(),
+        ColumnType::Double => "double".into(),
+        ColumnType::Char { len, collation } => match collation {
+            Collation::Binary => format!("binary({len})"),
+            _ => format!("char({len})"),
+        },
+        ColumnType::VarChar { len, collation } => match collation {
+            Collation::Binary => format!("varbinary({len})"),
+            _ => format!("varchar({len})"),
+        },
+        ColumnType::Text { collation } => match collation {
+            Collation::Binary => "blob".into(),
+            _ => "text".into(),
+        },
+    }
+}
+
+fn quote_value(v: &Value) -> String {
+    match v {
+        Value::Null => "NULL".into(),
+        other => format!("'{}'", crate::value::display(other).replace('\'', "''")),
+    }
+}
+
+/// SHOW CREATE TABLE's text.
+pub(crate) fn show_create(def: &TableDef) -> String {
+    let mut lines = Vec::new();
+    for c in &def.columns {
+        let mut l = format!("  `{}` {}", c.name, type_text(&c.ty));
+        if matches!(
+            c.ty,
+            ColumnType::Char {
+                collation: Collation::Utf8mb4Bin,
+                ..
+            } | ColumnType::VarChar {
+                collation: Collation::Utf8mb4Bin,
+                ..
+            } | ColumnType::Text {
+                collation: Collation::Utf8mb4Bin
+            }
+        ) {
+            l.push_str(" COLLATE utf8mb4_bin");
+        }
+        if !c.nullable {
+            l.push_str(" NOT NULL");
+        }
+        if c.auto_increment {
+            l.push_str(" AUTO_INCREMENT");
+        } else if let Some(d) = &c.default {
+            l.push_str(" DEFAULT ");
+            l.push_str(&quote_value(d));
+        } else if c.nullable {
+            l.push_str(" DEFAULT NULL");
+        }
+        lines.push(l);
+    }
+    let cols = |ix: &[usize]| -> String {
+        ix.iter()
+            .map(|&i| format!("`{}`", def.columns[i].name))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if !def.primary_key.columns.is_empty() {
+        lines.push(format!(
+            "  PRIMARY KEY ({})",
+            cols(&def.primary_key.columns)
+        ));
+    }
+    for ix in &def.indexes {
+        let kind = if ix.unique { "UNIQUE KEY" } else { "KEY" };
+        lines.push(format!("  {kind} `{}` ({})", ix.name, cols(&ix.columns)));
+    }
+    format!(
+        "CREATE TABLE `{}` (\n{}\n) ENGINE=Shale DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+        def.name,
+        lines.join(",\n")
+    )
+}

@@ -1,0 +1,743 @@
+//! Execution: planned statements run inside one [`TableTxn`], rows pulled from an access path
+//! through filter, grouping, projection, DISTINCT, sort and LIMIT into a [`ResultSink`].
+//!
+//! A SELECT without grouping, DISTINCT or ORDER BY streams: each row read is filtered,
+//! projected and sent before the next is read. The others collect what they need first.
+//! UPDATE and DELETE collect the matching rows before writing (a scan's cursor borrows the
+//! transaction, and it keeps a statement from seeing its own writes).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::ops::Bound;
+
+use shale_table::{
+    Collation, ColumnType, IndexChoice, KeyRange, LockMode, RowCursor, TableDef, TableTxn, Value,
+};
+
+use crate::bind::{AggFunc, AggSpec, BoundDelete, BoundInsert, BoundSelect, BoundUpdate, SortKey};
+use crate::error::SqlError;
+use crate::expr::{Env, Expr};
+use crate::plan::{Access, RangeBound};
+use crate::result::{ResultSink, StatementStatus};
+use crate::types::{int_range, int_value, store_value};
+use crate::value::{self, sort_compare, str_to_f64, str_to_i128_exact, to_i128};
+
+/// Rows of an access path, pulled one at a time.
+// One per statement, on the stack; boxing the cursor would cost a scan an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Source<'t> {
+    Empty,
+    One(Option<Vec<Value>>),
+    Cursor(RowCursor<'t>),
+}
+
+impl Source<'_> {
+    pub(crate) fn next_row(&mut self) -> Result<Option<Vec<Value>>, SqlError> {
+        match self {
+            Source::Empty => Ok(None),
+            Source::One(row) => Ok(row.take()),
+            Source::Cursor(c) => Ok(c.next_row()?),
+        }
+    }
+}
+
+/// A key value converted for an index column: exact, widened to a superset, or impossible.
+enum KeyValue {
+    Exact(Value),
+    /// The bound cannot be encoded; scan as if absent (the filter re-checks).
+    Unbounded,
+    /// No row can match (NULL, or an integer column against a non-integral equality).
+    Nothing,
+}
+
+/// `v` as a key value of a column of type `ty`; `round_up` picks the side a non-integral
+/// number widens to.
+fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
+    if matches!(v, Value::Null) {
+        return KeyValue::Nothing;
+    }
+    if let Some((lo, hi)) = int_range(ty) {
+        let exact = match &v {
+            Value::Int(i) => Some(i128::from(*i)),
+            Value::UInt(u) => Some(i128::from(*u)),
+            Value::Bytes(b) => str_to_i128_exact(b),
+            Value::Double(_) | Value::Null => None,
+        };
+        let i = match exact {
+            Some(i) => i,
+            None => {
+                let d = match &v {
+                    Value::Bytes(b) => str_to_f64(b),
+                    other => value::to_f64(other).unwrap_or(0.0),
+                };
+                if !d.is_finite() {
+                    return KeyValue::Unbounded;
+                }
+                match round_up {
+                    None if d.fract() != 0.0 => return KeyValue::Nothing,
+                    None => d as i128,
+                    Some(true) => d.ceil() as i128,
+                    Some(false) => d.floor() as i128,
+                }
+            }
+        };
+        if i < lo || i > hi {
+            return match round_up {
+                None => KeyValue::Nothing,
+                Some(_) => KeyValue::Unbounded,
+            };
+        }
+        return KeyValue::Exact(int_value(ty, i));
+    }
+    match (ty, v) {
+        (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
+            Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Exact(Value::Double(d)),
+            _ => KeyValue::Unbounded,
+        },
+        (_, Value::Bytes(b)) => KeyValue::Exact(Value::Bytes(b)),
+        // A string column compared with a number compares as numbers: no key range.
+        _ => KeyValue::Unbounded,
+    }
+}
+
+fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
+    match index {
+        IndexChoice::Primary => &table.primary_key.columns,
+        IndexChoice::Secondary(i) => table
+            .indexes
+            .get(i)
+            .map_or(&table.primary_key.columns[..0], |d| &d.columns),
+    }
+}
+
+/// Opens the rows of `access`.
+pub(crate) fn open_source<'t>(
+    txn: &'t mut TableTxn,
+    table: Option<&TableDef>,
+    access: &Access,
+    env: &dyn Env,
+    lock: LockMode,
+) -> Result<Source<'t>, SqlError> {
+    let Some(table) = table else {
+        return Ok(Source::One(Some(Vec::new())));
+    };
+    match access {
+        Access::NoTable => Ok(Source::One(Some(Vec::new()))),
+        Access::PointGet(values) => {
+            let mut key = Vec::with_capacity(values.len());
+            for (e, &c) in values.iter().zip(&table.primary_key.columns) {
+                let v = e.eval(&[], env)?;
+                match key_value(&table.columns[c].ty, v, None) {
+                    KeyValue::Exact(v) => key.push(v),
+                    KeyValue::Nothing => return Ok(Source::Empty),
+                    KeyValue::Unbounded => {
+                        let cursor =
+                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), false, lock)?;
+                        return Ok(Source::Cursor(cursor));
+                    }
+                }
+            }
+            Ok(Source::One(txn.get(table, &key, lock)?))
+        }
+        Access::Range {
+            index,
+            eq,
+            lower,
+            upper,
+        } => {
+            let cols = index_columns(table, *index);
+            let mut prefix = Vec::with_capacity(eq.len() + 1);
+            for (e, &c) in eq.iter().zip(cols) {
+                match key_value(&table.columns[c].ty, e.eval(&[], env)?, None) {
+                    KeyValue::Exact(v) => prefix.push(v),
+                    KeyValue::Nothing => return Ok(Source::Empty),
+                    KeyValue::Unbounded => break,
+                }
+            }
+            let full_prefix = prefix.len() == eq.len();
+            let next_ty = cols.get(eq.len()).map(|&c| &table.columns[c].ty);
+            let bound =
+                |b: &Option<RangeBound>, up: bool| -> Result<Option<Bound<Vec<Value>>>, SqlError> {
+                    let (Some(b), Some(ty), true) = (b, next_ty, full_prefix) else {
+                        return Ok(Some(if prefix.is_empty() {
+                            Bound::Unbounded
+                        } else {
+                            Bound::Included(prefix.clone())
+                        }));
+                    };
+                    let v = b.value.eval(&[], env)?;
+                    // A lower bound widens down, an upper bound up (superset, the filter re-checks).
+                    Ok(match key_value(ty, v, Some(up)) {
+                        KeyValue::Nothing => None,
+                        KeyValue::Unbounded => Some(if prefix.is_empty() {
+                            Bound::Unbounded
+                        } else {
+                            Bound::Included(prefix.clone())
+                        }),
+                        KeyValue::Exact(v) => {
+                            let mut k = prefix.clone();
+                            k.push(v);
+                            Some(if b.inclusive {
+                                Bound::Included(k)
+                            } else {
+                                Bound::Excluded(k)
+                            })
+                        }
+                    })
+                };
+            let (Some(lo), Some(hi)) = (bound(lower, false)?, bound(upper, true)?) else {
+                return Ok(Source::Empty);
+            };
+            let range = KeyRange {
+                lower: lo,
+                upper: hi,
+            };
+            Ok(Source::Cursor(txn.scan(table, *index, range, false, lock)?))
+        }
+        Access::FullScan => Ok(Source::Cursor(txn.scan(
+            table,
+            IndexChoice::Primary,
+            KeyRange::all(),
+            false,
+            lock,
+        )?)),
+    }
+}
+
+fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, SqlError> {
+    match filter {
+        None => Ok(true),
+        Some(f) => Ok(value::truth(&f.eval(row, env)?) == Some(true)),
+    }
+}
+
+/// A LIMIT or OFFSET's value (negative or NULL: 0 rows skipped/taken as MySQL rejects them).
+fn count_value(e: Option<&Expr>, env: &dyn Env, default: u64) -> Result<u64, SqlError> {
+    match e {
+        None => Ok(default),
+        Some(e) => {
+            let v = e.eval(&[], env)?;
+            Ok(to_i128(&v).map_or(default, |i| i.clamp(0, i128::from(u64::MAX)) as u64))
+        }
+    }
+}
+
+fn collation_of_charset(charset: u16) -> Collation {
+    match charset {
+        63 => Collation::Binary,
+        46 => Collation::Utf8mb4Bin,
+        _ => Collation::Utf8mb4GeneralCi,
+    }
+}
+
+/// A text key under which equal values (in `collation`) collide: GROUP BY and DISTINCT.
+fn group_key(values: &[Value], collations: &[Collation], out: &mut String) {
+    out.clear();
+    for (i, v) in values.iter().enumerate() {
+        match v {
+            Value::Null => out.push('\u{0}'),
+            Value::Bytes(b) => {
+                out.push('s');
+                let s = String::from_utf8_lossy(b);
+                let s = s.trim_end_matches(' ');
+                match collations.get(i).copied().unwrap_or(Collation::Binary) {
+                    Collation::Utf8mb4GeneralCi => out.push_str(&s.to_uppercase()),
+                    _ => out.push_str(s),
+                }
+            }
+            other => {
+                out.push('n');
+                out.push_str(&value::display(other));
+            }
+        }
+        out.push('\u{1}');
+    }
+}
+
+/// A group: its first row, its aggregates' states, and each DISTINCT aggregate's seen values.
+type Group = (
+    Vec<Value>,
+    Vec<AggState>,
+    Vec<Option<std::collections::HashSet<String>>>,
+);
+
+/// One aggregate's running state.
+#[derive(Debug, Clone)]
+enum AggState {
+    Count(i64),
+    Sum {
+        int: i128,
+        double: f64,
+        is_int: bool,
+        count: i64,
+    },
+    Extreme(Option<Value>),
+}
+
+fn new_state(spec: &AggSpec) -> AggState {
+    match spec.func {
+        AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
+        AggFunc::Sum | AggFunc::Avg => AggState::Sum {
+            int: 0,
+            double: 0.0,
+            is_int: matches!(spec.arg_type, crate::types::SqlType::Int { .. }),
+            count: 0,
+        },
+        AggFunc::Min | AggFunc::Max => AggState::Extreme(None),
+    }
+}
+
+fn accumulate(
+    spec: &AggSpec,
+    state: &mut AggState,
+    seen: &mut Option<std::collections::HashSet<String>>,
+    row: &[Value],
+    env: &dyn Env,
+) -> Result<(), SqlError> {
+    let v = match &spec.arg {
+        None => Value::Int(1),
+        Some(e) => e.eval(row, env)?,
+    };
+    if matches!(v, Value::Null) {
+        return Ok(());
+    }
+    if spec.distinct {
+        let mut k = String::new();
+        group_key(
+            std::slice::from_ref(&v),
+            &[spec.arg_type.collation()],
+            &mut k,
+        );
+        let set = seen.get_or_insert_with(Default::default);
+        if !set.insert(k) {
+            return Ok(());
+        }
+    }
+    match state {
+        AggState::Count(n) => *n += 1,
+        AggState::Sum {
+            int,
+            double,
+            is_int,
+            count,
+        } => {
+            *count += 1;
+            if *is_int {
+                match &v {
+                    Value::Int(_) | Value::UInt(_) => *int += to_i128(&v).unwrap_or(0),
+                    _ => {
+                        *is_int = false;
+                        *double = *int as f64 + value::to_f64(&v).unwrap_or(0.0);
+                    }
+                }
+            } else {
+                *double += value::to_f64(&v).unwrap_or(0.0);
+            }
+        }
+        AggState::Extreme(cur) => {
+            let coll = spec.arg_type.collation();
+            let replace = match cur {
+                None => true,
+                Some(c) => {
+                    let o = sort_compare(&v, c, coll);
+                    if spec.func == AggFunc::Min {
+                        o == Ordering::Less
+                    } else {
+                        o == Ordering::Greater
+                    }
+                }
+            };
+            if replace {
+                *cur = Some(v);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn finish(spec: &AggSpec, state: AggState) -> Value {
+    match state {
+        AggState::Count(n) => Value::Int(n),
+        AggState::Sum { count: 0, .. } => Value::Null,
+        AggState::Sum {
+            int,
+            double,
+            is_int,
+            count,
+        } => {
+            if spec.func == AggFunc::Sum {
+                if is_int {
+                    Value::Bytes(int.to_string().into_bytes())
+                } else {
+                    Value::Double(double)
+                }
+            } else if is_int {
+                Value::Bytes(decimal_div(int, i128::from(count), 4).into_bytes())
+            } else {
+                Value::Double(double / count as f64)
+            }
+        }
+        AggState::Extreme(v) => v.unwrap_or(Value::Null),
+    }
+}
+
+/// `num / den` rounded half away from zero to `scale` decimals, as text.
+fn decimal_div(num: i128, den: i128, scale: u32) -> String {
+    let factor = 10i128.pow(scale);
+    let scaled = num.saturating_mul(factor);
+    let q = scaled / den;
+    let r = scaled % den;
+    let q = if (r.abs() * 2) >= den.abs() {
+        q + scaled.signum() * den.signum()
+    } else {
+        q
+    };
+    let neg = q < 0;
+    let q = q.unsigned_abs();
+    let int = q / factor.unsigned_abs();
+    let frac = q % factor.unsigned_abs();
+    format!(
+        "{}{int}.{frac:0width$}",
+        if neg { "-" } else { "" },
+        width = scale as usize
+    )
+}
+
+fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
+    rows.sort_by(|a, b| {
+        for (i, k) in keys.iter().enumerate() {
+            let o = sort_compare(&a.0[i], &b.0[i], k.collation);
+            let o = if k.desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    });
+}
+
+/// Runs a SELECT: `columns`, rows, `end`.
+pub(crate) fn select(
+    txn: &mut TableTxn,
+    s: &BoundSelect,
+    access: &Access,
+    env: &dyn Env,
+    sink: &mut dyn ResultSink,
+    status: &StatementStatus,
+) -> Result<(), SqlError> {
+    let table = s.table.as_ref().map(|t| &*t.def);
+    let offset = count_value(s.offset.as_ref(), env, 0)?;
+    let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
+    sink.columns(&s.columns)?;
+    let mut src = open_source(txn, table, access, env, s.lock)?;
+    let simple = !s.grouped && !s.distinct && s.order_by.is_empty();
+    if simple {
+        let (mut skipped, mut sent) = (0u64, 0u64);
+        let mut out = Vec::with_capacity(s.projection.len());
+        while sent < limit {
+            let Some(row) = src.next_row()? else { break };
+            if !passes(s.filter.as_ref(), &row, env)? {
+                continue;
+            }
+            if skipped < offset {
+                skipped += 1;
+                continue;
+            }
+            out.clear();
+            for e in &s.projection {
+                out.push(e.eval(&row, env)?);
+            }
+            sink.row(&out)?;
+            sent += 1;
+        }
+        return sink.end(status);
+    }
+    // Rows after filtering (and grouping): what projection and sort keys are evaluated over.
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    if s.grouped {
+        let collations: Vec<Collation> = vec![Collation::Utf8mb4GeneralCi; s.group_by.len()];
+        let mut groups: Vec<Group> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut key = String::new();
+        let mut kv = Vec::new();
+        while let Some(row) = src.next_row()? {
+            if !passes(s.filter.as_ref(), &row, env)? {
+                continue;
+            }
+            kv.clear();
+            for g in &s.group_by {
+                kv.push(g.eval(&row, env)?);
+            }
+            group_key(&kv, &collations, &mut key);
+            let gi = match index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    index.insert(key.clone(), groups.len());
+                    groups.push((
+                        row.clone(),
+                        s.aggs.iter().map(new_state).collect(),
+                        vec![None; s.aggs.len()],
+                    ));
+                    groups.len() - 1
+                }
+            };
+            let (_, states, seen) = &mut groups[gi];
+            for ((spec, st), seen) in s.aggs.iter().zip(states.iter_mut()).zip(seen.iter_mut()) {
+                accumulate(spec, st, seen, &row, env)?;
+            }
+        }
+        if groups.is_empty() && s.group_by.is_empty() {
+            let ncols = table.map_or(0, |t| t.columns.len());
+            groups.push((
+                vec![Value::Null; ncols],
+                s.aggs.iter().map(new_state).collect(),
+                vec![None; s.aggs.len()],
+            ));
+        }
+        for (first, states, _) in groups {
+            let mut row = first;
+            for (spec, st) in s.aggs.iter().zip(states) {
+                row.push(finish(spec, st));
+            }
+            if passes(s.having.as_ref(), &row, env)? {
+                rows.push(row);
+            }
+        }
+    } else {
+        while let Some(row) = src.next_row()? {
+            if passes(s.filter.as_ref(), &row, env)? && passes(s.having.as_ref(), &row, env)? {
+                rows.push(row);
+            }
+        }
+    }
+    drop(src);
+    let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let mut keys = Vec::with_capacity(s.order_by.len());
+        for k in &s.order_by {
+            keys.push(k.expr.eval(row, env)?);
+        }
+        let mut vals = Vec::with_capacity(s.projection.len());
+        for e in &s.projection {
+            vals.push(e.eval(row, env)?);
+        }
+        out.push((keys, vals));
+    }
+    if s.distinct {
+        let collations: Vec<Collation> = s
+            .columns
+            .iter()
+            .map(|c| collation_of_charset(c.charset))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        let mut key = String::new();
+        out.retain(|(_, vals)| {
+            group_key(vals, &collations, &mut key);
+            seen.insert(key.clone())
+        });
+    }
+    if !s.order_by.is_empty() {
+        sort_rows(&mut out, &s.order_by);
+    }
+    for (_, vals) in out
+        .iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(usize::try_from(limit).unwrap_or(usize::MAX))
+    {
+        sink.row(vals)?;
+    }
+    sink.end(status)
+}
+
+/// Reads the rows an UPDATE or DELETE changes, in the order and number it changes them.
+fn matching_rows(
+    txn: &mut TableTxn,
+    table: &TableDef,
+    access: &Access,
+    filter: Option<&Expr>,
+    order_by: &[SortKey],
+    limit: Option<&Expr>,
+    env: &dyn Env,
+) -> Result<Vec<Vec<Value>>, SqlError> {
+    let limit = count_value(limit, env, u64::MAX)?;
+    let mut src = open_source(txn, Some(table), access, env, LockMode::Exclusive)?;
+    let mut rows = Vec::new();
+    while let Some(row) = src.next_row()? {
+        if passes(filter, &row, env)? {
+            rows.push(row);
+            if order_by.is_empty() && rows.len() as u64 >= limit {
+                break;
+            }
+        }
+    }
+    drop(src);
+    if !order_by.is_empty() {
+        let mut keyed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut keys = Vec::with_capacity(order_by.len());
+            for k in order_by {
+                keys.push(k.expr.eval(&row, env)?);
+            }
+            keyed.push((keys, row));
+        }
+        sort_rows(&mut keyed, order_by);
+        rows = keyed
+            .into_iter()
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .map(|(_, r)| r)
+            .collect();
+    }
+    Ok(rows)
+}
+
+/// Runs an UPDATE; returns (matched, changed).
+pub(crate) fn update(
+    txn: &mut TableTxn,
+    u: &BoundUpdate,
+    access: &Access,
+    env: &dyn Env,
+) -> Result<(u64, u64), SqlError> {
+    let table = &*u.table.def;
+    let rows = matching_rows(
+        txn,
+        table,
+        access,
+        u.filter.as_ref(),
+        &u.order_by,
+        u.limit.as_ref(),
+        env,
+    )?;
+    let (mut matched, mut changed) = (0u64, 0u64);
+    for old in rows {
+        matched += 1;
+        let mut new = old.clone();
+        for (pos, e) in &u.assignments {
+            let v = e.eval(&new, env)?;
+            new[*pos] = store_value(&table.columns[*pos], v, matched as usize)?;
+        }
+        if new != old {
+            txn.update(table, &old, new)?;
+            changed += 1;
+        }
+    }
+    Ok((matched, changed))
+}
+
+/// Runs a DELETE; returns the rows deleted.
+pub(crate) fn delete(
+    txn: &mut TableTxn,
+    d: &BoundDelete,
+    access: &Access,
+    env: &dyn Env,
+) -> Result<u64, SqlError> {
+    let table = &*d.table.def;
+    let rows = matching_rows(
+        txn,
+        table,
+        access,
+        d.filter.as_ref(),
+        &d.order_by,
+        d.limit.as_ref(),
+        env,
+    )?;
+    for row in &rows {
+        txn.delete(table, row)?;
+    }
+    Ok(rows.len() as u64)
+}
+
+/// Runs an INSERT; returns (rows inserted, first generated AUTO_INCREMENT value or 0).
+pub(crate) fn insert(
+    txn: &mut TableTxn,
+    ins: &BoundInsert,
+    env: &dyn Env,
+) -> Result<(u64, u64), SqlError> {
+    let table = &*ins.table.def;
+    // Every row is evaluated and checked before the first is written, so a bad value in row
+    // 900 of a bulk insert leaves nothing behind even inside a transaction.
+    let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(ins.rows.len());
+    let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(ins.rows.len());
+    for (i, row) in ins.rows.iter().enumerate() {
+        let n = i + 1;
+        let mut values = Vec::with_capacity(table.columns.len());
+        let mut auto = None;
+        for (pos, (col, e)) in table.columns.iter().zip(row).enumerate() {
+            let v = match e {
+                Some(e) => e.eval(&[], env)?,
+                None => match &col.default {
+                    Some(d) => d.clone(),
+                    None if col.auto_increment || col.nullable => Value::Null,
+                    None => return Err(SqlError::no_default(&col.name)),
+                },
+            };
+            if col.auto_increment && (matches!(v, Value::Null) || to_i128(&v) == Some(0)) {
+                auto = Some(pos);
+                values.push(Value::Null);
+                continue;
+            }
+            values.push(store_value(col, v, n)?);
+        }
+        prepared.push(values);
+        needs_id.push(auto);
+    }
+    let mut first_id = 0u64;
+    let count = prepared.len() as u64;
+    for (mut row, auto) in prepared.into_iter().zip(needs_id) {
+        if let Some(pos) = auto {
+            let id = txn.next_auto_increment(table)?;
+            if first_id == 0 {
+                first_id = id;
+            }
+            row[pos] = int_value(&table.columns[pos].ty, i128::from(id));
+        }
+        txn.insert(table, row)?;
+    }
+    Ok((count, first_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_division() {
+        assert_eq!(decimal_div(10, 4, 4), "2.5000");
+        assert_eq!(decimal_div(2, 3, 4), "0.6667");
+        assert_eq!(decimal_div(-2, 3, 4), "-0.6667");
+        assert_eq!(decimal_div(0, 3, 4), "0.0000");
+    }
+
+    #[test]
+    fn key_values_widen_or_vanish() {
+        let int = ColumnType::Int { unsigned: false };
+        assert!(matches!(
+            key_value(&int, Value::Bytes(b"5".to_vec()), None),
+            KeyValue::Exact(Value::Int(5))
+        ));
+        assert!(matches!(
+            key_value(&int, Value::Double(2.5), None),
+            KeyValue::Nothing
+        ));
+        assert!(matches!(
+            key_value(&int, Value::Double(2.5), Some(true)),
+            KeyValue::Exact(Value::Int(3))
+        ));
+        assert!(matches!(
+            key_value(&int, Value::Double(2.5), Some(false)),
+            KeyValue::Exact(Value::Int(2))
+        ));
+        assert!(matches!(
+            key_value(&int, Value::Null, None),
+            KeyValue::Nothing
+        ));
+        assert!(matches!(
+            key_value(&int, Value::Int(1 << 40), None),
+            KeyValue::Nothing
+        ));
+        let uint = ColumnType::BigInt { unsigned: true };
+        assert!(matches!(
+            key_value(&uint, Value::Int(7), None),
+            KeyValue::Exact(Value::UInt(7))
+        ));
+    }
+}

@@ -1,0 +1,319 @@
+//! SHOW statements, DESCRIBE and EXPLAIN: result sets built from the catalog and the
+//! session, with MySQL's column names.
+
+use shale_table::{Collation, Value};
+use sqlparser::ast::{self, Statement};
+
+use crate::error::SqlError;
+use crate::result::ResultSink;
+use crate::session::{text_column, Session};
+
+fn text(s: &str) -> Value {
+    Value::Bytes(s.as_bytes().to_vec())
+}
+
+/// A LIKE filter on names (None: every name).
+fn like_filter(filter: Option<&ast::ShowStatementFilter>) -> Result<Option<String>, SqlError> {
+    match filter {
+        None => Ok(None),
+        Some(ast::ShowStatementFilter::Like(p) | ast::ShowStatementFilter::ILike(p)) => {
+            Ok(Some(p.clone()))
+        }
+        Some(ast::ShowStatementFilter::NoKeyword(p)) => Ok(Some(p.clone())),
+        Some(ast::ShowStatementFilter::Where(_)) => Err(SqlError::unsupported("SHOW ... WHERE")),
+    }
+}
+
+fn matches(name: &str, pattern: Option<&String>) -> bool {
+    pattern.is_none_or(|p| {
+        crate::value::like(&text(name), &text(p), '\\', Collation::Utf8mb4GeneralCi)
+            == Value::Int(1)
+    })
+}
+
+fn show_in_db(session: &Session, opts: &ast::ShowStatementOptions) -> Result<String, SqlError> {
+    match opts.show_in.as_ref().and_then(|i| i.parent_name.as_ref()) {
+        Some(n) => Ok(crate::bind::ident_name(n).join(".")),
+        None => session
+            .current_database()
+            .map(str::to_string)
+            .ok_or_else(SqlError::no_database),
+    }
+}
+
+fn options_filter(opts: &ast::ShowStatementOptions) -> Option<ast::ShowStatementFilter> {
+    match &opts.filter_position {
+        Some(
+            ast::ShowStatementFilterPosition::Infix(f)
+            | ast::ShowStatementFilterPosition::Suffix(f),
+        ) => Some(f.clone()),
+        None => None,
+    }
+}
+
+/// Runs a SHOW, DESCRIBE or EXPLAIN statement (1235 for anything else).
+pub(crate) fn show(
+    session: &mut Session,
+    stmt: &Statement,
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    match stmt {
+        Statement::ShowDatabases { show_options, .. } => {
+            let pattern = like_filter(options_filter(show_options).as_ref())?;
+            let catalog = session.instance().store.catalog();
+            let mut names: Vec<String> = catalog.databases.keys().cloned().collect();
+            names.push("information_schema".into());
+            names.sort();
+            let rows: Vec<Vec<Value>> = names
+                .iter()
+                .filter(|n| matches(n, pattern.as_ref()))
+                .map(|n| vec![text(n)])
+                .collect();
+            session.state_mut().warnings.clear();
+            session.text_rows(sink, &[text_column("Database")], &rows)
+        }
+        Statement::ShowTables {
+            show_options, full, ..
+        } => {
+            let db = show_in_db(session, show_options)?;
+            let pattern = like_filter(options_filter(show_options).as_ref())?;
+            let catalog = session.instance().store.catalog();
+            let Some(tables) = catalog.databases.get(&db) else {
+                return Err(SqlError::unknown_database(&db));
+            };
+            let rows: Vec<Vec<Value>> = tables
+                .keys()
+                .filter(|n| matches(n, pattern.as_ref()))
+                .map(|n| {
+                    let mut r = vec![text(n)];
+                    if *full {
+                        r.push(text("BASE TABLE"));
+                    }
+                    r
+                })
+                .collect();
+            let mut cols = vec![text_column(&format!("Tables_in_{db}"))];
+            if *full {
+                cols.push(text_column("Table_type"));
+            }
+            session.state_mut().warnings.clear();
+            session.text_rows(sink, &cols, &rows)
+        }
+        Statement::ShowVariables { filter, .. } => {
+            let pattern = like_filter(filter.as_ref())?;
+            let state = session.state();
+            let mut names: Vec<String> = state.defaults.keys().map(|k| (*k).to_string()).collect();
+            names.extend(state.vars.keys().cloned());
+            names.sort();
+            names.dedup();
+            let rows: Vec<Vec<Value>> = names
+                .iter()
+                .filter(|n| matches(n, pattern.as_ref()))
+                .map(|n| {
+                    let v = state.variable(n);
+                    vec![
+                        text(n),
+                        text(&crate::value::as_text(&v).unwrap_or_default()),
+                    ]
+                })
+                .collect();
+            session.text_rows(
+                sink,
+                &[text_column("Variable_name"), text_column("Value")],
+                &rows,
+            )
+        }
+        Statement::ShowStatus { .. } => session.text_rows(
+            sink,
+            &[text_column("Variable_name"), text_column("Value")],
+            &[],
+        ),
+        Statement::ShowVariable { variable } => {
+            let words: Vec<String> = variable
+                .iter()
+                .map(|i| i.value.to_ascii_uppercase())
+                .collect();
+            match words
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                ["WARNINGS" | "ERRORS"] => {
+                    let errors_only = words[0] == "ERRORS";
+                    let rows: Vec<Vec<Value>> = session
+                        .state()
+                        .warnings
+                        .iter()
+                        .filter(|w| !errors_only || w.0 == "Error")
+                        .map(|(level, code, msg)| {
+                            vec![text(level), Value::UInt(u64::from(*code)), text(msg)]
+                        })
+                        .collect();
+                    let mut code = crate::types::SqlType::Int {
+                        unsigned: true,
+                        len: 4,
+                    }
+                    .meta("Code", false);
+                    code.type_code = crate::result::ColumnTypeCode::Long;
+                    session.text_rows(
+                        sink,
+                        &[text_column("Level"), code, text_column("Message")],
+                        &rows,
+                    )
+                }
+                ["ENGINES"] => session.text_rows(
+                    sink,
+                    &[
+                        text_column("Engine"),
+                        text_column("Support"),
+                        text_column("Comment"),
+                    ],
+                    &[vec![
+                        text("Shale"),
+                        text("DEFAULT"),
+                        text("LSM-tree storage, MyRocks' data model"),
+                    ]],
+                ),
+                _ => Err(SqlError::unsupported(stmt.to_string())),
+            }
+        }
+        Statement::ShowCreate {
+            obj_type: ast::ShowCreateObject::Table,
+            obj_name,
+        } => {
+            let (db, name) = qualify(session, obj_name)?;
+            let catalog = session.instance().store.catalog();
+            let def = crate::bind::lookup_table(&catalog, &db, &name)
+                .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+            session.state_mut().warnings.clear();
+            session.text_rows(
+                sink,
+                &[text_column("Table"), text_column("Create Table")],
+                &[vec![text(&def.name), text(&crate::ddl::show_create(&def))]],
+            )
+        }
+        Statement::ShowColumns {
+            show_options, full, ..
+        } => {
+            let Some(name) = show_options
+                .show_in
+                .as_ref()
+                .and_then(|i| i.parent_name.as_ref())
+            else {
+                return Err(SqlError::syntax("", 1));
+            };
+            describe(session, name, *full, sink)
+        }
+        Statement::ExplainTable { table_name, .. } => describe(session, table_name, false, sink),
+        Statement::Explain {
+            statement,
+            analyze: false,
+            ..
+        } => {
+            let plan = session.explain(statement)?;
+            session.text_rows(sink, &[text_column("plan")], &[vec![text(&plan)]])
+        }
+        other => Err(SqlError::unsupported(first_words(&other.to_string()))),
+    }
+}
+
+/// The statement's first words, for 1235's message.
+fn first_words(s: &str) -> String {
+    s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+fn qualify(session: &Session, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
+    let parts = crate::bind::ident_name(name);
+    match parts.as_slice() {
+        [t] => Ok((
+            session
+                .current_database()
+                .ok_or_else(SqlError::no_database)?
+                .to_string(),
+            t.clone(),
+        )),
+        [d, t] => Ok((d.clone(), t.clone())),
+        _ => Err(SqlError::unsupported(format!("name {name}"))),
+    }
+}
+
+/// DESCRIBE / SHOW COLUMNS.
+fn describe(
+    session: &mut Session,
+    name: &ast::ObjectName,
+    full: bool,
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    let (db, t) = qualify(session, name)?;
+    let catalog = session.instance().store.catalog();
+    let def = crate::bind::lookup_table(&catalog, &db, &t)
+        .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
+    let mut rows = Vec::new();
+    for (pos, c) in def.columns.iter().enumerate() {
+        let key = if def.primary_key.columns.contains(&pos) {
+            "PRI"
+        } else if def
+            .indexes
+            .iter()
+            .any(|i| i.unique && i.columns.first() == Some(&pos))
+        {
+            "UNI"
+        } else if def.indexes.iter().any(|i| i.columns.first() == Some(&pos)) {
+            "MUL"
+        } else {
+            ""
+        };
+        let default = c
+            .default
+            .as_ref()
+            .and_then(crate::value::as_text)
+            .map_or(Value::Null, |d| text(&d));
+        let mut row = vec![text(&c.name), text(&crate::ddl::type_text(&c.ty))];
+        if full {
+            row.push(match c.ty {
+                shale_table::ColumnType::Char { collation, .. }
+                | shale_table::ColumnType::VarChar { collation, .. }
+                | shale_table::ColumnType::Text { collation }
+                    if collation != Collation::Binary =>
+                {
+                    text(if collation == Collation::Utf8mb4Bin {
+                        "utf8mb4_bin"
+                    } else {
+                        "utf8mb4_general_ci"
+                    })
+                }
+                _ => Value::Null,
+            });
+        }
+        row.extend([
+            text(if c.nullable { "YES" } else { "NO" }),
+            text(key),
+            default,
+            text(if c.auto_increment {
+                "auto_increment"
+            } else {
+                ""
+            }),
+        ]);
+        if full {
+            row.extend([text("select,insert,update,references"), text("")]);
+        }
+        rows.push(row);
+    }
+    let mut cols = vec![text_column("Field"), text_column("Type")];
+    if full {
+        cols.push(text_column("Collation"));
+    }
+    cols.extend([
+        text_column("Null"),
+        text_column("Key"),
+        text_column("Default"),
+        text_column("Extra"),
+    ]);
+    if full {
+        cols.extend([text_column("Privileges"), text_column("Comment")]);
+    }
+    session.state_mut().warnings.clear();
+    session.text_rows(sink, &cols, &rows)
+}

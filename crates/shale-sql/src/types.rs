@@ -1,0 +1,367 @@
+//! SQL types of expressions and columns: what a bound expression yields, how a value is
+//! stored into a column (MySQL's strict mode), and the result metadata each type reports.
+//!
+//! Storing follows strict mode (`STRICT_TRANS_TABLES`): an integer outside the column's range
+//! fails with 1264, a string longer than the column with 1406, a non-numeric string for an
+//! integer column with 1366, NULL into NOT NULL with 1048. Doubles stored into integer columns
+//! round half away from zero.
+
+use shale_table::{Collation, ColumnDef, ColumnType, Value};
+
+use crate::error::SqlError;
+use crate::result::{ColumnMeta, ColumnTypeCode};
+use crate::value::{display, str_to_f64, str_to_i128_exact, to_i128};
+
+/// The type a bound expression yields.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SqlType {
+    /// An integer; `len` is the display width in digits.
+    Int {
+        unsigned: bool,
+        len: u32,
+    },
+    Double,
+    /// Exact decimal, carried as its text (SUM and AVG results).
+    Decimal {
+        scale: u8,
+    },
+    /// A string of at most `len` characters.
+    Str {
+        collation: Collation,
+        len: u32,
+    },
+    Null,
+}
+
+/// Column flag bits of the protocol's column definition.
+pub(crate) mod flags {
+    pub const NOT_NULL: u16 = 1;
+    pub const PRI_KEY: u16 = 2;
+    pub const UNIQUE_KEY: u16 = 4;
+    pub const MULTIPLE_KEY: u16 = 8;
+    pub const BLOB: u16 = 16;
+    pub const UNSIGNED: u16 = 32;
+    pub const BINARY: u16 = 128;
+    pub const AUTO_INCREMENT: u16 = 512;
+    pub const NUM: u16 = 32768;
+}
+
+/// utf8mb4 collation ids.
+pub(crate) fn collation_id(c: Collation) -> u16 {
+    match c {
+        Collation::Binary => 63,
+        Collation::Utf8mb4Bin => 46,
+        Collation::Utf8mb4GeneralCi => 45,
+    }
+}
+
+impl SqlType {
+    /// The type of values of a column.
+    pub(crate) fn of_column(ty: &ColumnType) -> SqlType {
+        match *ty {
+            ColumnType::TinyInt { unsigned } => SqlType::Int { unsigned, len: 4 },
+            ColumnType::SmallInt { unsigned } => SqlType::Int { unsigned, len: 6 },
+            ColumnType::MediumInt { unsigned } => SqlType::Int { unsigned, len: 9 },
+            ColumnType::Int { unsigned } => SqlType::Int { unsigned, len: 11 },
+            ColumnType::BigInt { unsigned } => SqlType::Int { unsigned, len: 20 },
+            ColumnType::Float | ColumnType::Double => SqlType::Double,
+            ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
+                SqlType::Str { collation, len }
+            }
+            ColumnType::Text { collation } => SqlType::Str {
+                collation,
+                len: 65535,
+            },
+        }
+    }
+
+    /// The collation strings of this type compare in (binary for non-strings).
+    pub(crate) fn collation(&self) -> Collation {
+        match self {
+            SqlType::Str { collation, .. } => *collation,
+            _ => Collation::Utf8mb4GeneralCi,
+        }
+    }
+
+    /// Result metadata for an expression of this type named `name`.
+    pub(crate) fn meta(&self, name: &str, nullable: bool) -> ColumnMeta {
+        let mut m = ColumnMeta {
+            name: name.to_string(),
+            org_name: String::new(),
+            table: String::new(),
+            org_table: String::new(),
+            database: String::new(),
+            type_code: ColumnTypeCode::LongLong,
+            length: 0,
+            flags: if nullable { 0 } else { flags::NOT_NULL },
+            decimals: 0,
+            charset: 63,
+        };
+        match self {
+            SqlType::Int { unsigned, len } => {
+                m.type_code = ColumnTypeCode::LongLong;
+                m.length = *len;
+                m.flags |= flags::NUM | flags::BINARY;
+                if *unsigned {
+                    m.flags |= flags::UNSIGNED;
+                }
+            }
+            SqlType::Double => {
+                m.type_code = ColumnTypeCode::Double;
+                m.length = 23;
+                m.decimals = 31;
+                m.flags |= flags::NUM | flags::BINARY;
+            }
+            SqlType::Decimal { scale } => {
+                m.type_code = ColumnTypeCode::NewDecimal;
+                m.length = 33;
+                m.decimals = *scale;
+                m.flags |= flags::NUM | flags::BINARY;
+            }
+            SqlType::Str { collation, len } => {
+                m.type_code = ColumnTypeCode::VarString;
+                m.charset = collation_id(*collation);
+                m.length = len.saturating_mul(if *collation == Collation::Binary {
+                    1
+                } else {
+                    4
+                });
+                if *collation == Collation::Binary {
+                    m.flags |= flags::BINARY;
+                }
+            }
+            SqlType::Null => {
+                m.type_code = ColumnTypeCode::Null;
+                m.flags |= flags::BINARY;
+            }
+        }
+        m
+    }
+}
+
+/// Result metadata of a table column as it appears in a result set.
+pub(crate) fn column_meta(
+    database: &str,
+    table: &str,
+    def: &shale_table::TableDef,
+    pos: usize,
+    name: &str,
+) -> ColumnMeta {
+    let col = &def.columns[pos];
+    let mut m = SqlType::of_column(&col.ty).meta(name, col.nullable);
+    m.org_name.clone_from(&col.name);
+    m.table = table.to_string();
+    m.org_table.clone_from(&def.name);
+    m.database = database.to_string();
+    m.type_code = match col.ty {
+        ColumnType::TinyInt { .. } => ColumnTypeCode::Tiny,
+        ColumnType::SmallInt { .. } => ColumnTypeCode::Short,
+        ColumnType::MediumInt { .. } => ColumnTypeCode::Int24,
+        ColumnType::Int { .. } => ColumnTypeCode::Long,
+        ColumnType::BigInt { .. } => ColumnTypeCode::LongLong,
+        ColumnType::Float => ColumnTypeCode::Float,
+        ColumnType::Double => ColumnTypeCode::Double,
+        ColumnType::Char { .. } => ColumnTypeCode::String,
+        ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
+        ColumnType::Text { .. } => ColumnTypeCode::Blob,
+    };
+    if matches!(col.ty, ColumnType::Float) {
+        m.length = 12;
+    }
+    if matches!(col.ty, ColumnType::Text { .. }) {
+        m.flags |= flags::BLOB;
+    }
+    if def.primary_key.columns.contains(&pos) {
+        m.flags |= flags::PRI_KEY;
+    }
+    if def.indexes.iter().any(|i| i.columns.first() == Some(&pos)) {
+        m.flags |= flags::MULTIPLE_KEY;
+    }
+    if def
+        .indexes
+        .iter()
+        .any(|i| i.unique && i.columns.len() == 1 && i.columns[0] == pos)
+    {
+        m.flags |= flags::UNIQUE_KEY;
+    }
+    if col.auto_increment {
+        m.flags |= flags::AUTO_INCREMENT;
+    }
+    m
+}
+
+/// The range of an integer column type.
+pub(crate) fn int_range(ty: &ColumnType) -> Option<(i128, i128)> {
+    let (bits, unsigned) = match *ty {
+        ColumnType::TinyInt { unsigned } => (8, unsigned),
+        ColumnType::SmallInt { unsigned } => (16, unsigned),
+        ColumnType::MediumInt { unsigned } => (24, unsigned),
+        ColumnType::Int { unsigned } => (32, unsigned),
+        ColumnType::BigInt { unsigned } => (64, unsigned),
+        _ => return None,
+    };
+    Some(if unsigned {
+        (0, (1i128 << bits) - 1)
+    } else {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    })
+}
+
+fn is_unsigned(ty: &ColumnType) -> bool {
+    matches!(
+        *ty,
+        ColumnType::TinyInt { unsigned: true }
+            | ColumnType::SmallInt { unsigned: true }
+            | ColumnType::MediumInt { unsigned: true }
+            | ColumnType::Int { unsigned: true }
+            | ColumnType::BigInt { unsigned: true }
+    )
+}
+
+/// An integer in the representation the table layer stores for `ty`.
+pub(crate) fn int_value(ty: &ColumnType, v: i128) -> Value {
+    if is_unsigned(ty) {
+        Value::UInt(v as u64)
+    } else {
+        Value::Int(v as i64)
+    }
+}
+
+/// `value` converted for storing into `col` (strict mode; `row` is 1-based, for messages).
+pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<Value, SqlError> {
+    if matches!(value, Value::Null) {
+        return if col.nullable {
+            Ok(Value::Null)
+        } else {
+            Err(SqlError::not_null(&col.name))
+        };
+    }
+    match &col.ty {
+        ty @ (ColumnType::TinyInt { .. }
+        | ColumnType::SmallInt { .. }
+        | ColumnType::MediumInt { .. }
+        | ColumnType::Int { .. }
+        | ColumnType::BigInt { .. }) => {
+            let i = match &value {
+                Value::Bytes(b) => match str_to_i128_exact(b) {
+                    Some(i) => i,
+                    None => {
+                        let t = String::from_utf8_lossy(b);
+                        let trimmed = t.trim();
+                        let numeric = !trimmed.is_empty()
+                            && trimmed.parse::<f64>().is_ok()
+                            && trimmed.chars().all(|c| {
+                                c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')
+                            });
+                        if !numeric {
+                            return Err(SqlError::incorrect_integer(&t, &col.name, row));
+                        }
+                        str_to_f64(b).round() as i128
+                    }
+                },
+                Value::Double(d) if !d.is_finite() => {
+                    return Err(SqlError::out_of_range(&col.name, row))
+                }
+                other => to_i128(other).unwrap_or(0),
+            };
+            let (lo, hi) = int_range(ty).unwrap_or((i128::MIN, i128::MAX));
+            if i < lo || i > hi {
+                return Err(SqlError::out_of_range(&col.name, row));
+            }
+            Ok(int_value(ty, i))
+        }
+        ColumnType::Float | ColumnType::Double => Ok(Value::Double(match &value {
+            Value::Bytes(b) => {
+                let t = String::from_utf8_lossy(b);
+                match t.trim().parse::<f64>() {
+                    Ok(d) => d,
+                    Err(_) => {
+                        return Err(SqlError::new(
+                            1265,
+                            "01000",
+                            format!("Data truncated for column '{}' at row {row}", col.name),
+                        ))
+                    }
+                }
+            }
+            other => crate::value::to_f64(other).unwrap_or(0.0),
+        })),
+        ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
+            let bytes = match value {
+                Value::Bytes(b) => b,
+                other => display(&other).into_bytes(),
+            };
+            let chars = if *collation == Collation::Binary {
+                bytes.len()
+            } else {
+                String::from_utf8_lossy(&bytes).chars().count()
+            };
+            if chars > *len as usize {
+                return Err(SqlError::data_too_long(&col.name, row));
+            }
+            Ok(Value::Bytes(bytes))
+        }
+        ColumnType::Text { .. } => Ok(Value::Bytes(match value {
+            Value::Bytes(b) => b,
+            other => display(&other).into_bytes(),
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(ty: ColumnType, nullable: bool) -> ColumnDef {
+        ColumnDef {
+            name: "x".into(),
+            ty,
+            nullable,
+            default: None,
+            auto_increment: false,
+        }
+    }
+
+    #[test]
+    fn store_table() {
+        let int = col(ColumnType::Int { unsigned: false }, false);
+        let uint = col(ColumnType::TinyInt { unsigned: true }, true);
+        let ch = col(
+            ColumnType::Char {
+                len: 3,
+                collation: Collation::Utf8mb4GeneralCi,
+            },
+            true,
+        );
+        let b = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+        let ok: Vec<(&ColumnDef, Value, Value)> = vec![
+            (&int, Value::Int(5), Value::Int(5)),
+            (&int, b("42"), Value::Int(42)),
+            (&int, Value::Double(2.5), Value::Int(3)),
+            (&int, b("1e2"), Value::Int(100)),
+            (&uint, Value::Int(255), Value::UInt(255)),
+            (&uint, Value::Null, Value::Null),
+            (&ch, b("abc"), b("abc")),
+            (&ch, b("äöü"), b("äöü")),
+            (&ch, Value::Int(12), b("12")),
+        ];
+        for (c, v, want) in ok {
+            assert_eq!(store_value(c, v.clone(), 1).unwrap(), want, "{v:?}");
+        }
+        let bad: Vec<(&ColumnDef, Value, u16)> = vec![
+            (&int, Value::Null, 1048),
+            (&int, Value::Int(1 << 40), 1264),
+            (&int, b("abc"), 1366),
+            (&uint, Value::Int(-1), 1264),
+            (&uint, Value::Int(256), 1264),
+            (&ch, b("abcd"), 1406),
+        ];
+        for (c, v, code) in bad {
+            assert_eq!(
+                store_value(c, v.clone(), 1).unwrap_err().code,
+                code,
+                "{v:?}"
+            );
+        }
+    }
+}

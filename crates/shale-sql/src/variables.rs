@@ -1,0 +1,85 @@
+//! System variables: the ones clients and connectors read (`@@version_comment`,
+//! `@@max_allowed_packet`, ...) with their defaults, and a session's overrides.
+
+use std::collections::BTreeMap;
+
+use shale_table::Value;
+
+use crate::instance::SERVER_VERSION;
+
+fn text(s: &str) -> Value {
+    Value::Bytes(s.as_bytes().to_vec())
+}
+
+/// Every known variable and its default value.
+pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
+    let mut m = BTreeMap::new();
+    m.insert("version", text(SERVER_VERSION));
+    m.insert("version_comment", text("Shale"));
+    m.insert("version_compile_os", text("Linux"));
+    m.insert("version_compile_machine", text("x86_64"));
+    m.insert("autocommit", Value::Int(1));
+    m.insert("max_allowed_packet", Value::Int(67_108_864));
+    m.insert("net_buffer_length", Value::Int(16384));
+    m.insert("transaction_isolation", text("REPEATABLE-READ"));
+    m.insert("tx_isolation", text("REPEATABLE-READ"));
+    m.insert("transaction_read_only", Value::Int(0));
+    m.insert("tx_read_only", Value::Int(0));
+    m.insert("character_set_client", text("utf8mb4"));
+    m.insert("character_set_connection", text("utf8mb4"));
+    m.insert("character_set_results", text("utf8mb4"));
+    m.insert("character_set_server", text("utf8mb4"));
+    m.insert("character_set_database", text("utf8mb4"));
+    m.insert("collation_connection", text("utf8mb4_general_ci"));
+    m.insert("collation_server", text("utf8mb4_general_ci"));
+    m.insert("collation_database", text("utf8mb4_general_ci"));
+    m.insert(
+        "sql_mode",
+        text("STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"),
+    );
+    m.insert("time_zone", text("SYSTEM"));
+    m.insert("system_time_zone", text("UTC"));
+    m.insert("lower_case_table_names", Value::Int(0));
+    m.insert("wait_timeout", Value::Int(28800));
+    m.insert("interactive_timeout", Value::Int(28800));
+    m.insert("sql_auto_is_null", Value::Int(0));
+    m.insert("sql_select_limit", Value::UInt(u64::MAX));
+    m.insert("auto_increment_increment", Value::Int(1));
+    m.insert("auto_increment_offset", Value::Int(1));
+    m.insert("default_storage_engine", text("Shale"));
+    m.insert("storage_engine", text("Shale"));
+    m.insert("have_ssl", text("DISABLED"));
+    m.insert("license", text("Apache-2.0"));
+    m.insert("init_connect", text(""));
+    m.insert("performance_schema", Value::Int(0));
+    m.insert("query_cache_size", Value::Int(0));
+    m.insert("query_cache_type", text("OFF"));
+    m.insert("lock_wait_timeout", Value::Int(31_536_000));
+    m.insert("innodb_lock_wait_timeout", Value::Int(50));
+    m.insert("warning_count", Value::Int(0));
+    m.insert("error_count", Value::Int(0));
+    m.insert("port", Value::Int(3306));
+    m.insert("hostname", text("localhost"));
+    m.insert("server_id", Value::Int(1));
+    m.insert("socket", text(""));
+    m.insert("datadir", text(""));
+    m.insert("protocol_version", Value::Int(10));
+    m.insert("last_insert_id", Value::Int(0));
+    m.insert("identity", Value::Int(0));
+    m.insert("foreign_key_checks", Value::Int(1));
+    m.insert("unique_checks", Value::Int(1));
+    m.insert("sql_notes", Value::Int(1));
+    m.insert("names", text("utf8mb4"));
+    m.insert("session_track_schema", Value::Int(1));
+    m.insert("max_execution_time", Value::Int(0));
+    m.insert("sql_safe_updates", Value::Int(0));
+    m
+}
+
+/// The isolation level names MySQL uses in variables.
+pub(crate) fn isolation_name(level: shale_table::IsolationLevel) -> &'static str {
+    match level {
+        shale_table::IsolationLevel::ReadCommitted => "READ-COMMITTED",
+        shale_table::IsolationLevel::RepeatableRead => "REPEATABLE-READ",
+    }
+}

@@ -1,0 +1,364 @@
+//! The session's behaviour outside the text fixtures: every statement of the slice through
+//! the API (sysbench's bulk insert at its real size), accounts in `mysql.user` across a
+//! reopen, and random garbage that must never panic.
+
+// Each test reads as one script of statements; splitting them would hide the sequence.
+#![allow(clippy::too_many_lines)]
+
+mod common;
+
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use shale_engine::Options;
+use shale_fs::MemFs;
+use shale_sql::{Instance, InstanceOptions, UserRecord, Value};
+use shale_table::StoreOptions;
+
+use common::TextSink;
+
+fn run(session: &mut shale_sql::Session, sql: &str) -> TextSink {
+    let mut sink = TextSink::default();
+    if let Err(e) = session.execute(sql, &mut sink) {
+        panic!("{sql}: {e}");
+    }
+    sink
+}
+
+#[test]
+fn sysbench_slice_at_scale() {
+    let instance = common::instance();
+    let mut s = instance.session();
+    s.set_connection_id(42);
+    run(&mut s, "CREATE DATABASE sbtest");
+    run(&mut s, "USE sbtest");
+    run(
+        &mut s,
+        "CREATE TABLE sbtest1(id INTEGER NOT NULL AUTO_INCREMENT, k INTEGER DEFAULT '0' NOT NULL, \
+         c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id)) \
+         /*! ENGINE = innodb */",
+    );
+    // sysbench's prepare sends 10,000-row INSERTs of this shape.
+    let c = "83868641912-28773972837-60736120486-75162659906-27563526494-20381887404-41576422241-\
+             93426793964-56405065102-33518432330";
+    let pad = "67847967377-48000963322-62604785301-91415491898-96926520291";
+    let rows: Vec<String> = (0..10_000)
+        .map(|i| format!("({}, '{c}', '{pad}')", i % 5000))
+        .collect();
+    let sink = run(
+        &mut s,
+        &format!("INSERT INTO sbtest1(k, c, pad) VALUES {}", rows.join(",")),
+    );
+    assert!(
+        sink.out.starts_with("ok affected=10000 last_insert_id=1"),
+        "{}",
+        sink.out
+    );
+    run(&mut s, "CREATE INDEX k_1 ON sbtest1(k)");
+
+    let point = s.prepare("SELECT c FROM sbtest1 WHERE id=?").unwrap();
+    assert_eq!(point.params.len(), 1);
+    assert_eq!(point.columns[0].length, 480);
+    let statements = [
+        ("SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?", 2),
+        ("SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?", 2),
+        (
+            "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
+            2,
+        ),
+        (
+            "SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
+            2,
+        ),
+        ("UPDATE sbtest1 SET k=k+1 WHERE id=?", 1),
+        ("UPDATE sbtest1 SET c=? WHERE id=?", 2),
+        ("DELETE FROM sbtest1 WHERE id=?", 1),
+        ("INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)", 4),
+        ("BEGIN", 0),
+        ("COMMIT", 0),
+    ];
+    let mut ids = Vec::new();
+    for (sql, n) in statements {
+        let info = s.prepare(sql).unwrap();
+        assert_eq!(info.params.len(), n, "{sql}");
+        ids.push(info.id);
+    }
+    let [range, sum, order, distinct, upd_k, upd_c, del, ins, begin, commit] = ids[..] else {
+        panic!("ten statements");
+    };
+    let mut exec = |id: u32, params: &[Value]| -> TextSink {
+        let mut sink = TextSink::default();
+        s.execute_prepared(id, params, &mut sink)
+            .unwrap_or_else(|e| panic!("statement {id}: {e}"));
+        sink
+    };
+    for round in 0..50i64 {
+        let id = 1 + (round * 197) % 10_000;
+        exec(begin, &[]);
+        let r = exec(point.id, &[Value::Int(id)]);
+        assert_eq!(r.rows, vec![vec![Value::Bytes(c.as_bytes().to_vec())]]);
+        assert_eq!(
+            exec(range, &[Value::Int(id), Value::Int(id + 99)])
+                .rows
+                .len(),
+            { usize::try_from((id + 99).min(10_000) - id + 1).unwrap() }
+        );
+        assert_eq!(exec(sum, &[Value::Int(id), Value::Int(id)]).rows.len(), 1);
+        assert!(
+            exec(order, &[Value::Int(id), Value::Int(id + 99)])
+                .rows
+                .len()
+                > 1
+        );
+        assert_eq!(
+            exec(distinct, &[Value::Int(id), Value::Int(id + 99)])
+                .rows
+                .len(),
+            1
+        );
+        assert!(exec(upd_k, &[Value::Int(id)]).out.contains("affected=1"));
+        assert!(
+            exec(upd_c, &[Value::Bytes(b"changed".to_vec()), Value::Int(id)])
+                .out
+                .contains("affected=1")
+        );
+        assert!(exec(del, &[Value::Int(id)]).out.contains("affected=1"));
+        let params = [
+            Value::Int(id),
+            Value::Int(7),
+            Value::Bytes(b"c".to_vec()),
+            Value::Bytes(b"pad".to_vec()),
+        ];
+        assert!(exec(ins, &params).out.contains("affected=1"));
+        exec(commit, &[]);
+    }
+    let check = run(&mut s, "SELECT COUNT(*), SUM(c = 'c') FROM sbtest1");
+    assert_eq!(
+        check.rows,
+        vec![vec![Value::Int(10_000), Value::Bytes(b"50".to_vec())]]
+    );
+    let id = run(&mut s, "SELECT CONNECTION_ID()");
+    assert_eq!(id.rows, vec![vec![Value::UInt(42)]]);
+    run(&mut s, "DROP TABLE IF EXISTS sbtest1");
+    // The prepared statements now name a missing table: an error, not a panic.
+    let mut sink = TextSink::default();
+    let e = s
+        .execute_prepared(point.id, &[Value::Int(1)], &mut sink)
+        .unwrap_err();
+    assert_eq!(e.code, 1146);
+}
+
+#[test]
+fn users_survive_reopen() {
+    let fs = Arc::new(MemFs::new());
+    let options = || InstanceOptions {
+        store: StoreOptions {
+            engine: Options {
+                file_system: fs.clone(),
+                ..Options::default()
+            },
+            ..StoreOptions::default()
+        },
+    };
+    let root = UserRecord {
+        user: "root".into(),
+        host: "%".into(),
+        plugin: "mysql_native_password".into(),
+        authentication_string: b"*81F5E21E35407D884A6CD4A731AEBFB6AF209E1B".to_vec(),
+    };
+    {
+        let instance = Instance::open("/db", options()).unwrap();
+        assert_eq!(instance.lookup_user("root", "localhost").unwrap(), None);
+        instance.put_user(&root).unwrap();
+        let mut changed = root.clone();
+        changed.authentication_string = b"*new".to_vec();
+        instance.put_user(&changed).unwrap();
+        instance.put_user(&root).unwrap();
+        instance.close().unwrap();
+    }
+    let instance = Instance::open("/db", options()).unwrap();
+    // Host '%' matches any host.
+    assert_eq!(
+        instance.lookup_user("root", "127.0.0.1").unwrap(),
+        Some(root.clone())
+    );
+    assert_eq!(instance.lookup_user("bob", "127.0.0.1").unwrap(), None);
+    let mut s = instance.session();
+    let sink = run(&mut s, "SHOW DATABASES");
+    assert!(sink.out.contains("mysql"));
+}
+
+/// Random garbage (SQL words, punctuation, quotes, bytes) must give an error or a result,
+/// never a panic.
+#[test]
+fn garbage_never_panics() {
+    let words = [
+        "SELECT",
+        "FROM",
+        "WHERE",
+        "INSERT",
+        "INTO",
+        "VALUES",
+        "UPDATE",
+        "SET",
+        "DELETE",
+        "CREATE",
+        "TABLE",
+        "DATABASE",
+        "DROP",
+        "INDEX",
+        "ON",
+        "ORDER",
+        "BY",
+        "GROUP",
+        "HAVING",
+        "LIMIT",
+        "OFFSET",
+        "DISTINCT",
+        "AND",
+        "OR",
+        "NOT",
+        "NULL",
+        "IS",
+        "IN",
+        "BETWEEN",
+        "LIKE",
+        "COUNT(*)",
+        "SUM",
+        "MIN",
+        "MAX",
+        "AVG",
+        "(",
+        ")",
+        ",",
+        ";",
+        "=",
+        "<",
+        ">",
+        "<=>",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "DIV",
+        "?",
+        "'",
+        "\"",
+        "`",
+        "/*!",
+        "*/",
+        "@@version",
+        "@@",
+        "t",
+        "id",
+        "k",
+        "c",
+        "d",
+        "d.t",
+        "1",
+        "0",
+        "-1",
+        "2.5",
+        "1e308",
+        "''",
+        "'x'",
+        "x'4'",
+        "9223372036854775808",
+        "99999999999999999999999",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "USE",
+        "SHOW",
+        "TABLES",
+        "DATABASES",
+        "WARNINGS",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "ELSE",
+        "END",
+        "IF",
+        "EXISTS",
+        "PRIMARY",
+        "KEY",
+        "INT",
+        "CHAR(3)",
+        "AUTO_INCREMENT",
+        "DEFAULT",
+        "EXPLAIN",
+        "DESCRIBE",
+        "\u{0}",
+        "\u{fffd}",
+        "é",
+        "\\",
+        "JOIN",
+        "UNION",
+    ];
+    let instance = common::instance();
+    let mut s = instance.session();
+    run(&mut s, "CREATE DATABASE d");
+    run(&mut s, "USE d");
+    run(
+        &mut s,
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT, c CHAR(3), KEY (k))",
+    );
+    run(&mut s, "INSERT INTO t VALUES (1, 1, 'a'), (2, NULL, 'b')");
+    let mut rng = SmallRng::seed_from_u64(7);
+    for _ in 0..3000 {
+        let n = rng.gen_range(1..14);
+        let sql: Vec<&str> = (0..n)
+            .map(|_| words[rng.gen_range(0..words.len())])
+            .collect();
+        let sql = sql.join(" ");
+        let mut sink = TextSink::default();
+        let _ = s.execute(&sql, &mut sink);
+        if let Ok(info) = s.prepare(&sql) {
+            let params: Vec<Value> = (0..info.params.len())
+                .map(|i| match i % 4 {
+                    0 => Value::Int(rng.gen()),
+                    1 => Value::Bytes(vec![rng.gen(); 3]),
+                    2 => Value::Double(rng.gen()),
+                    _ => Value::Null,
+                })
+                .collect();
+            let _ = s.execute_prepared(info.id, &params, &mut sink);
+            s.close_prepared(info.id);
+        }
+    }
+    // Structured near-misses of real statements.
+    for sql in [
+        "SELECT c FROM t WHERE id = 1e400",
+        "SELECT c FROM t WHERE id = -9223372036854775808 - 1",
+        "SELECT c FROM t WHERE id BETWEEN 'a' AND 'z'",
+        "SELECT c FROM t WHERE k = 99999999999999999999",
+        "SELECT c FROM t LIMIT 18446744073709551615",
+        "SELECT c FROM t LIMIT -1",
+        "SELECT SUM(SUM(id)) FROM t",
+        "SELECT COUNT(*) FROM t GROUP BY COUNT(*)",
+        "UPDATE t SET id = NULL",
+        "INSERT INTO t VALUES (1)",
+        "INSERT INTO t (id) SELECT 1",
+        "SELECT * FROM t ORDER BY 0",
+        "SELECT * FROM t ORDER BY 99",
+        "SELECT 1 /*! unterminated",
+        "SELECT '\u{0}'",
+    ] {
+        let mut sink = TextSink::default();
+        let _ = s.execute(sql, &mut sink);
+    }
+    // The session still works.
+    let sink = run(&mut s, "SELECT 1");
+    assert_eq!(sink.rows, vec![vec![Value::Int(1)]]);
+}
+
+/// The server moves sessions between threads and shares the instance.
+#[test]
+fn sessions_are_send_and_the_instance_is_shared() {
+    fn send<T: Send>() {}
+    fn shared<T: Send + Sync>() {}
+    send::<shale_sql::Session>();
+    shared::<Instance>();
+}

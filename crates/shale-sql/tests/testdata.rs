@@ -1,0 +1,38 @@
+//! The expected-result files in testdata/ (format in tests/common/mod.rs).
+
+mod common;
+
+#[test]
+fn sysbench() {
+    common::run_file("sysbench");
+}
+
+#[test]
+fn client() {
+    common::run_file("client");
+}
+
+#[test]
+fn select() {
+    common::run_file("select");
+}
+
+#[test]
+fn dml() {
+    common::run_file("dml");
+}
+
+#[test]
+fn errors() {
+    common::run_file("errors");
+}
+
+#[test]
+fn transactions() {
+    common::run_file("transactions");
+}
+
+#[test]
+fn plan() {
+    common::run_file("plan");
+}

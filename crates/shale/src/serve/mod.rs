@@ -1,0 +1,145 @@
+//! `shale serve`: the MySQL-compatible server over a data directory.
+//!
+//! Start-up: open (creating if missing) the Instance in `--datadir`, create `root@localhost`
+//! on first start (random password printed once and kept in `<datadir>/root-password`, mode
+//! 0600; or an empty one with `--initialize-insecure`), write `<datadir>/shale.pid`, listen,
+//! and print the address and the client command to connect.
+//!
+//! Shutdown on SIGTERM or SIGINT: stop accepting, let running commands finish within the grace
+//! period, close the Instance, remove the PID file.
+
+mod datadir;
+
+use std::io::Write as _;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use shale_server::{Backend, Server, ServerOptions};
+use shale_sql::{Instance, InstanceOptions};
+
+use crate::output::Failure;
+
+/// Flags of `shale serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The data directory (created and initialized on first start).
+    #[arg(long, value_name = "DIR", default_value = "shale-data")]
+    pub datadir: PathBuf,
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// The TCP port; 0 picks a free one (the one chosen is printed).
+    #[arg(long, value_name = "PORT", default_value_t = 3306)]
+    pub port: u16,
+    /// On first start, create root@localhost with an empty password instead of a random one.
+    #[arg(long)]
+    pub initialize_insecure: bool,
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 64 << 20,
+        help = "Largest packet a client may send, in bytes (MySQL's max_allowed_packet)"
+    )]
+    pub max_allowed_packet: usize,
+    /// Seconds that shutdown waits for running commands.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub shutdown_timeout: u64,
+}
+
+fn sql_failure(what: &str, error: &shale_sql::SqlError) -> Failure {
+    Failure::error(format!("{what}: {error}"))
+}
+
+pub fn run(args: &ServeArgs) -> Result<(), Failure> {
+    std::fs::create_dir_all(&args.datadir)
+        .map_err(|e| Failure::error(format!("cannot create {}: {e}", args.datadir.display())))?;
+    let instance = Instance::open(&args.datadir, InstanceOptions::default())
+        .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
+    let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
+    let pid_file = datadir::PidFile::write(&args.datadir)?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("shale-serve")
+        .build()
+        .map_err(|e| Failure::error(format!("cannot start the runtime: {e}")))?;
+    let options = ServerOptions {
+        max_allowed_packet: args.max_allowed_packet,
+        shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+        ..ServerOptions::default()
+    };
+    let backend: Arc<dyn Backend> = Arc::new(instance.clone());
+    let report = runtime.block_on(async {
+        let server = Server::bind(SocketAddr::new(args.bind, args.port), backend, options)
+            .await
+            .map_err(|e| Failure::error(e.to_string()))?;
+        let addr = server
+            .local_addr()
+            .map_err(|e| Failure::error(e.to_string()))?;
+        announce(args, addr, generated.as_deref())?;
+        Ok::<_, Failure>(server.run(shutdown_signal()).await)
+    });
+    // The runtime's blocking threads may still hold a session until they finish.
+    runtime.shutdown_timeout(Duration::from_secs(args.shutdown_timeout));
+    let report = report?;
+    if report.abandoned > 0 {
+        eprintln!(
+            "shale serve: {} connection(s) were still busy after {}s and were dropped",
+            report.abandoned, args.shutdown_timeout
+        );
+    }
+    instance
+        .close()
+        .map_err(|e| sql_failure("closing the data directory", &e))?;
+    drop(pid_file);
+    eprintln!("shale serve: stopped");
+    Ok(())
+}
+
+/// Tells the person where the server is and how to connect.
+fn announce(args: &ServeArgs, addr: SocketAddr, generated: Option<&str>) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    if let Some(password) = generated {
+        writeln!(
+            out,
+            "Created root@localhost with password: {password}\n\
+             (shown once; also stored in {}, readable only by you)",
+            args.datadir.join(datadir::ROOT_PASSWORD_FILE).display()
+        )?;
+    }
+    writeln!(
+        out,
+        "shale serve: listening on {addr} (datadir {}, pid {})",
+        args.datadir.display(),
+        std::process::id()
+    )?;
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        addr.ip().to_string()
+    };
+    writeln!(
+        out,
+        "Connect with: mariadb -h{host} -P{} -uroot -p",
+        addr.port()
+    )?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    eprintln!("shale serve: shutting down");
+}

@@ -1,0 +1,346 @@
+//! Runs the built `shale serve` on a free port with its own data directory and talks to it
+//! with real clients: the mariadb command-line client, `PyMySQL`, sysbench (`oltp_point_select`
+//! and `oltp_read_write`, unmodified, tiny sizes), and a raw socket sending garbage. Each
+//! server is stopped with SIGTERM through its PID file and must exit cleanly.
+//!
+//! A test whose client is not installed prints SKIPPED and passes (CI installs them:
+//! `apt-get install mariadb-client sysbench python3-pymysql`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `shale serve`.
+struct Served {
+    child: Child,
+    port: u16,
+    datadir: PathBuf,
+    /// Everything it printed on stdout up to the "listening" line.
+    banner: String,
+    _stdout: BufReader<ChildStdout>,
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("shale-serve-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+// The child moves into `Served`, whose Drop kills and reaps it; only a failed read of its
+// stdout (a broken test) can leave it to the test process's exit.
+#[allow(clippy::zombie_processes)]
+fn serve(datadir: &Path, extra: &[&str]) -> Served {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["serve", "--port", "0", "--datadir"])
+        .arg(datadir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start shale serve");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    loop {
+        let mut line = String::new();
+        let n = stdout.read_line(&mut line).unwrap();
+        if n == 0 {
+            let _ = child.wait();
+            panic!("shale serve exited before listening: {banner}");
+        }
+        banner.push_str(&line);
+        if let Some(rest) = line.strip_prefix("shale serve: listening on 127.0.0.1:") {
+            let port = rest.split_whitespace().next().unwrap().parse().unwrap();
+            let mut connect = String::new();
+            stdout.read_line(&mut connect).unwrap();
+            assert_eq!(
+                connect.trim(),
+                format!("Connect with: mariadb -h127.0.0.1 -P{port} -uroot -p")
+            );
+            return Served {
+                child,
+                port,
+                datadir: datadir.to_owned(),
+                banner,
+                _stdout: stdout,
+            };
+        }
+    }
+}
+
+impl Served {
+    /// SIGTERM through the PID file; the server must exit 0 and remove the file.
+    fn stop(mut self) {
+        let pid_file = self.datadir.join("shale.pid");
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        assert_eq!(pid.trim(), self.child.id().to_string());
+        let status = Command::new("kill")
+            .args(["-TERM", pid.trim()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "shale serve exited with {status}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "shale serve did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(!pid_file.exists(), "the PID file is removed at exit");
+    }
+
+    fn mariadb(&self, password: &str, args: &[&str]) -> Output {
+        Command::new("mariadb")
+            .args(["--no-defaults", "--protocol=TCP", "-h127.0.0.1", "-uroot"])
+            .arg(format!("-P{}", self.port))
+            .arg(format!("--password={password}"))
+            .args(args)
+            .output()
+            .expect("run mariadb")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn have(program: &str, args: &[&str]) -> bool {
+    let found = Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!(
+            "SKIPPED: `{program}` is not usable here \
+             (apt-get install mariadb-client sysbench python3-pymysql)"
+        );
+    }
+    found
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn first_start_creates_root_with_a_random_password_that_survives_restart() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let dir = scratch("first-start");
+    let served = serve(&dir, &[]);
+    let line = served
+        .banner
+        .lines()
+        .find_map(|l| l.strip_prefix("Created root@localhost with password: "))
+        .expect("the generated password is printed")
+        .to_owned();
+    let file = dir.join("root-password");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), line);
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let out = served.mariadb(&line, &["-e", "SELECT 1 + 1 AS two"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "two\n2\n");
+    let out = served.mariadb("wrong", &["-e", "SELECT 1"]);
+    assert!(
+        text(&out.stderr).contains(
+            "ERROR 1045 (28000): Access denied for user 'root'@'localhost' (using password: YES)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    served.stop();
+
+    // Second start: no new password; the first one still works.
+    let served = serve(&dir, &[]);
+    assert!(!served.banner.contains("Created root"), "{}", served.banner);
+    let out = served.mariadb(&line, &["-e", "SELECT 1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    served.stop();
+}
+
+#[test]
+fn mariadb_client_creates_inserts_and_selects() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let served = serve(&scratch("mariadb"), &["--initialize-insecure"]);
+    let sql = "CREATE DATABASE shop; USE shop; \
+               CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), price DOUBLE); \
+               INSERT INTO items VALUES (1, 'apple', 0.5), (2, 'pear', 1.25), (3, NULL, 2); \
+               SELECT id, name, price FROM items ORDER BY id";
+    let out = served.mariadb("", &["--batch", "-e", sql]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "id\tname\tprice\n1\tapple\t0.5\n2\tpear\t1.25\n3\tNULL\t2\n"
+    );
+    // The printed table of an interactive-style run, and the database given at connect.
+    let out = served.mariadb(
+        "",
+        &["-t", "shop", "-e", "SELECT name FROM items WHERE id = 2"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "+------+\n| name |\n+------+\n| pear |\n+------+\n"
+    );
+    let out = served.mariadb("", &["shop", "-e", "SELECT * FROM nosuch"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 1146 (42S02)"),
+        "{}",
+        text(&out.stderr)
+    );
+    served.stop();
+}
+
+const PYMYSQL_SCRIPT: &str = r#"
+import os, pymysql
+port = int(os.environ["PORT"])
+c = pymysql.connect(host="127.0.0.1", port=port, user="root", password="")
+cur = c.cursor()
+cur.execute("CREATE DATABASE py")
+cur.execute("USE py")
+cur.execute("CREATE TABLE kv (k INT PRIMARY KEY, v VARCHAR(50))")
+n = cur.executemany("INSERT INTO kv VALUES (%s, %s)", [(i, "v%d" % i) for i in range(100)])
+assert n == 100, n
+c.commit()
+cur.execute("SELECT COUNT(*) FROM kv")
+assert cur.fetchone() == (100,)
+# A transaction that rolls back leaves nothing behind.
+cur.execute("UPDATE kv SET v = 'changed' WHERE k = 7")
+c.rollback()
+cur.execute("SELECT v FROM kv WHERE k = %s", (7,))
+assert cur.fetchone() == ("v7",)
+cur.execute("SELECT k, v FROM kv WHERE k >= %s ORDER BY k", (95,))
+assert cur.fetchall() == tuple((i, "v%d" % i) for i in range(95, 100))
+c.autocommit(True)
+cur.execute("DELETE FROM kv WHERE k < 50")
+assert cur.rowcount == 50, cur.rowcount
+try:
+    cur.execute("SELEC 1")
+    raise SystemExit("no error")
+except pymysql.err.ProgrammingError as e:
+    assert e.args[0] == 1064, e.args
+c.close()
+print("ok")
+"#;
+
+#[test]
+fn pymysql_text_protocol_executemany_and_transactions() {
+    if !have("/usr/bin/python3", &["-c", "import pymysql"]) {
+        return;
+    }
+    let served = serve(&scratch("pymysql"), &["--initialize-insecure"]);
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", PYMYSQL_SCRIPT])
+        .env("PORT", served.port.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout), "ok\n");
+    served.stop();
+}
+
+/// Runs one sysbench command and returns its stdout.
+fn sysbench(port: u16, test: &str, command: &str) -> String {
+    let out = Command::new("sysbench")
+        .args([
+            test,
+            "--db-driver=mysql",
+            "--mysql-host=127.0.0.1",
+            &format!("--mysql-port={port}"),
+            "--mysql-user=root",
+            "--mysql-password=",
+            "--mysql-db=sbtest",
+            "--tables=1",
+            "--table-size=1000",
+            "--time=5",
+            "--threads=2",
+            "--report-interval=0",
+            command,
+        ])
+        .output()
+        .expect("run sysbench");
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "sysbench {test} {command} failed:\n{stdout}\n{}",
+        text(&out.stderr)
+    );
+    stdout
+}
+
+/// The number after `label` in sysbench's summary (`transactions:   1234   (246.6 per sec.)`).
+fn summary(stdout: &str, label: &str) -> u64 {
+    stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(label))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `{label}` in:\n{stdout}"))
+}
+
+#[test]
+fn sysbench_point_select_and_read_write_complete_without_errors() {
+    if !have("sysbench", &["--version"]) || !have("mariadb", &["--version"]) {
+        return;
+    }
+    let served = serve(&scratch("sysbench"), &["--initialize-insecure"]);
+    let out = served.mariadb("", &["-e", "CREATE DATABASE sbtest"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for test in ["oltp_point_select", "oltp_read_write"] {
+        sysbench(served.port, test, "prepare");
+        let stdout = sysbench(served.port, test, "run");
+        let transactions = summary(&stdout, "transactions:");
+        assert!(transactions > 0, "{stdout}");
+        assert_eq!(summary(&stdout, "ignored errors:"), 0, "{stdout}");
+        eprintln!("{test}: {transactions} transactions in 5 s");
+        sysbench(served.port, test, "cleanup");
+    }
+    served.stop();
+}
+
+#[test]
+fn garbage_on_one_connection_leaves_the_server_serving() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let served = serve(&scratch("garbage"), &["--initialize-insecure"]);
+    let mut raw = TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut hello = [0u8; 4];
+    raw.read_exact(&mut hello).unwrap();
+    // Not a handshake response: an HTTP request, then the connection ends.
+    raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut rest = Vec::new();
+    let _ = raw.read_to_end(&mut rest);
+    // A truncated packet, then the client vanishes.
+    let mut half = TcpStream::connect(("127.0.0.1", served.port)).unwrap();
+    half.write_all(&[200, 0]).unwrap();
+    drop(half);
+
+    let out = served.mariadb("", &["-e", "SELECT 42"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "42\n42\n");
+    served.stop();
+}
