@@ -2,7 +2,7 @@
 //! packets every command may send: OK_Packet, ERR_Packet and EOF_Packet (MySQL "Generic
 //! Response Packets", protocol 4.1 layout only).
 
-use crate::wire::{put_lenenc_int, put_u16};
+use crate::wire::{put_lenenc_bytes, put_lenenc_int, put_u16};
 
 /// Capability flags (MySQL `CLIENT_*`).
 pub mod capability {
@@ -90,14 +90,20 @@ pub struct OkPacket<'a> {
 }
 
 /// OK_Packet: `0x00` header, or `0xFE` when it ends a result set under `CLIENT_DEPRECATE_EOF`.
-/// Without `CLIENT_SESSION_TRACK` the info is `string<EOF>`.
+///
+/// The info text goes as a length-encoded string, and only when there is one: the protocol
+/// pages call it `string<EOF>` without `CLIENT_SESSION_TRACK`, but MySQL and `MariaDB` servers
+/// send it length-encoded and libmariadb reads it so (a plain "Records: 2 ..." reads as a
+/// length of 82 and the client reports a malformed packet).
 pub fn put_ok(out: &mut Vec<u8>, header: u8, ok: &OkPacket<'_>) {
     out.push(header);
     put_lenenc_int(out, ok.affected_rows);
     put_lenenc_int(out, ok.last_insert_id);
     put_u16(out, ok.status);
     put_u16(out, ok.warnings);
-    out.extend_from_slice(ok.info.as_bytes());
+    if !ok.info.is_empty() {
+        put_lenenc_bytes(out, ok.info.as_bytes());
+    }
 }
 
 /// ERR_Packet: `0xFF`, code, `#`, five-character SQLSTATE, message.
