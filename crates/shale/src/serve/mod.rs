@@ -47,6 +47,10 @@ pub struct ServeArgs {
     /// Seconds that shutdown waits for running commands.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub shutdown_timeout: u64,
+    /// Bytes of uncompressed blocks the engine caches (`MyRocks`' `rocksdb_block_cache_size`,
+    /// `InnoDB`'s buffer pool).
+    #[arg(long, value_name = "BYTES", default_value_t = 512 << 20)]
+    pub block_cache_size: usize,
 }
 
 fn sql_failure(what: &str, error: &shale_sql::SqlError) -> Failure {
@@ -56,7 +60,9 @@ fn sql_failure(what: &str, error: &shale_sql::SqlError) -> Failure {
 pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&args.datadir)
         .map_err(|e| Failure::error(format!("cannot create {}: {e}", args.datadir.display())))?;
-    let instance = Instance::open(&args.datadir, InstanceOptions::default())
+    let mut options = InstanceOptions::default();
+    options.store.engine.block_cache_capacity = args.block_cache_size;
+    let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
     let pid_file = datadir::PidFile::write(&args.datadir)?;
