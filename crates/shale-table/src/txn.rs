@@ -172,21 +172,17 @@ impl TableTxn {
     /// unique key that exists. A table without primary key gets a fresh hidden row id.
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn insert(&mut self, table: &TableDef, row: Vec<Value>) -> Result<()> {
-        self.statement(|t| t.insert_locked(table, &row, None))
+        self.statement(|t| t.insert_row(table, &row))
     }
 
-    fn insert_locked(
-        &mut self,
-        table: &TableDef,
-        row: &[Value],
-        row_id: Option<u64>,
-    ) -> Result<()> {
+    fn insert_row(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
         let mut value = Vec::with_capacity(64);
         encode_row(&mut value, table, row)?;
         self.note_auto_increment(table, row)?;
-        let row_id = match (is_hidden_pk(table), row_id) {
-            (true, None) => Some(self.store.next_sequence(TAG_ROW_ID, table)?),
-            (_, id) => id,
+        let row_id = if is_hidden_pk(table) {
+            Some(self.store.next_sequence(TAG_ROW_ID, table)?)
+        } else {
+            None
         };
         let mut pk_key = Vec::with_capacity(16);
         pk_key_of_row(&mut pk_key, table, row, row_id, &mut self.scratch)?;
