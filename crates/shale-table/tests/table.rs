@@ -913,3 +913,43 @@ fn table_stats_count_small_tables_and_estimate_large_ones() {
         [Some(row(3, 3, "c", None)), None, Some(row(5, 5, "c", None))]
     );
 }
+
+#[test]
+fn failed_statements_and_savepoints_undo_their_writes() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    txn.insert(&t, row(1, 1, "a", Some("one"))).unwrap();
+    txn.insert(&t, row(2, 2, "b", Some("two"))).unwrap();
+    // A pk change deletes the old row and its entries before the unique check of the new
+    // entry fails: the statement must undo those deletes.
+    match txn.update(
+        &t,
+        &row(2, 2, "b", Some("two")),
+        row(3, 3, "b", Some("ONE")),
+    ) {
+        Err(Error::DuplicateKey { key, .. }) => assert_eq!(key, "u_1"),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    assert_eq!(
+        txn.get(&t, &[Value::Int(2)], LockMode::None).unwrap(),
+        Some(row(2, 2, "b", Some("two")))
+    );
+    assert!(txn.check_table(&t).unwrap().is_ok());
+
+    txn.set_savepoint();
+    txn.insert(&t, row(4, 4, "d", Some("four"))).unwrap();
+    txn.delete(&t, &row(1, 1, "a", Some("one"))).unwrap();
+    txn.rollback_to_savepoint().unwrap();
+    assert_eq!(txn.get(&t, &[Value::Int(4)], LockMode::None).unwrap(), None);
+    assert!(txn
+        .get(&t, &[Value::Int(1)], LockMode::None)
+        .unwrap()
+        .is_some());
+    txn.set_savepoint();
+    txn.insert(&t, row(5, 5, "e", None)).unwrap();
+    txn.release_savepoint().unwrap();
+    assert!(txn.rollback_to_savepoint().is_err(), "no savepoint left");
+    let check = txn.check_table(&t).unwrap();
+    assert!(check.is_ok() && check.rows == 3, "{check:?}");
+    txn.commit().unwrap();
+}
