@@ -1,4 +1,4 @@
-//! Approximate table sizes for the planner, without a full scan.
+//! Approximate table sizes and range sizes for the planner, without a full scan.
 //!
 //! A walk of the primary key reads at most [`COUNT_LIMIT`] rows. If it reaches the end the
 //! count is exact. Otherwise the table's last key is sought and the count is extrapolated by
@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::index::table_id;
 use crate::schema::TableDef;
 use crate::store::Store;
+use crate::txn::{engine_range, IndexChoice, KeyRange};
 
 /// Rows read before extrapolating.
 pub const COUNT_LIMIT: u64 = 4096;
@@ -46,6 +47,30 @@ impl Store {
     /// [`COUNT_LIMIT`] rows of iteration and one seek.
     pub fn table_stats(&self, table: &TableDef) -> Result<TableStats> {
         let (start, end) = range_bounds(table_id(table), Bound::Unbounded, Bound::Unbounded);
+        self.estimate(start, end)
+    }
+
+    /// Estimates how many entries of `index` lie in `range` (`MySQL`'s `records_in_range`), as
+    /// [`Store::table_stats`] does for a table: counted up to [`COUNT_LIMIT`], else
+    /// extrapolated by key position. Committed data only.
+    pub fn records_in_range(
+        &self,
+        table: &TableDef,
+        index: IndexChoice,
+        range: KeyRange,
+    ) -> Result<TableStats> {
+        let (start, end) = engine_range(table, index, range, &mut Vec::new())?;
+        self.estimate(start, end)
+    }
+
+    fn estimate(&self, start: Vec<u8>, end: Option<Vec<u8>>) -> Result<TableStats> {
+        if end.as_ref().is_some_and(|end| *end <= start) {
+            return Ok(TableStats {
+                rows: 0,
+                data_bytes: 0,
+                exact: true,
+            });
+        }
         let mut iter = self.engine().db().iterator(ReadOptions {
             lower_bound: Some(start),
             upper_bound: end,

@@ -325,55 +325,16 @@ impl TableTxn {
         range: KeyRange,
     ) -> Result<(Arc<TableDef>, TransactionIterator, Option<usize>)> {
         let def = self.store.shared_def(table);
-        let (index_def, secondary) = match index {
-            IndexChoice::Primary => (&def.primary_key, None),
-            IndexChoice::Secondary(i) => (
-                def.indexes.get(i).ok_or_else(|| {
-                    Error::InvalidArgument(format!("table '{}' has no index #{i}", def.name))
-                })?,
-                Some(i),
-            ),
-        };
-        let columns = index_def
-            .columns
-            .iter()
-            .map(|&c| def.columns.get(c))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
-        let mut encode = |bound: Bound<Vec<Value>>, lower: bool| -> Result<Bound<Vec<u8>>> {
-            let (values, included) = match bound {
-                Bound::Unbounded => return Ok(Bound::Unbounded),
-                Bound::Included(v) => (v, true),
-                Bound::Excluded(v) => (v, false),
-            };
-            if values.is_empty() {
-                return Ok(Bound::Unbounded);
-            }
-            if values.len() > columns.len() {
-                return Err(Error::InvalidArgument(format!(
-                    "a bound of {} values on index '{}' of {} columns",
-                    values.len(),
-                    index_def.name,
-                    columns.len()
-                )));
-            }
-            encode_bound(
-                index_def.index_id,
-                &columns,
-                &values,
-                lower,
-                included,
-                &mut self.scratch,
-            )
-        };
-        let lower = encode(range.lower, true)?;
-        let upper = encode(range.upper, false)?;
-        let (lower, upper) = range_bounds(index_def.index_id, lower, upper);
+        let (lower, upper) = engine_range(&def, index, range, &mut self.scratch)?;
         let iter = self.txn.iterator(ReadOptions {
             lower_bound: Some(lower),
             upper_bound: upper,
             ..ReadOptions::default()
         })?;
+        let secondary = match index {
+            IndexChoice::Primary => None,
+            IndexChoice::Secondary(i) => Some(i),
+        };
         Ok((def, iter, secondary))
     }
 
@@ -575,6 +536,56 @@ impl TableTxn {
         iter.status()?;
         Ok(())
     }
+}
+
+/// The engine iterator bounds `[lower, upper)` of `range` over `index` of `table`.
+pub(crate) fn engine_range(
+    table: &TableDef,
+    index: IndexChoice,
+    range: KeyRange,
+    scratch: &mut Vec<u16>,
+) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+    let index_def = match index {
+        IndexChoice::Primary => &table.primary_key,
+        IndexChoice::Secondary(i) => table.indexes.get(i).ok_or_else(|| {
+            Error::InvalidArgument(format!("table '{}' has no index #{i}", table.name))
+        })?,
+    };
+    let columns = index_def
+        .columns
+        .iter()
+        .map(|&c| table.columns.get(c))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
+    let mut encode = |bound: Bound<Vec<Value>>, lower: bool| -> Result<Bound<Vec<u8>>> {
+        let (values, included) = match bound {
+            Bound::Unbounded => return Ok(Bound::Unbounded),
+            Bound::Included(v) => (v, true),
+            Bound::Excluded(v) => (v, false),
+        };
+        if values.is_empty() {
+            return Ok(Bound::Unbounded);
+        }
+        if values.len() > columns.len() {
+            return Err(Error::InvalidArgument(format!(
+                "a bound of {} values on index '{}' of {} columns",
+                values.len(),
+                index_def.name,
+                columns.len()
+            )));
+        }
+        encode_bound(
+            index_def.index_id,
+            &columns,
+            &values,
+            lower,
+            included,
+            scratch,
+        )
+    };
+    let lower = encode(range.lower, true)?;
+    let upper = encode(range.upper, false)?;
+    Ok(range_bounds(index_def.index_id, lower, upper))
 }
 
 /// Rows of a scan, in index order.

@@ -896,6 +896,33 @@ fn table_stats_count_small_tables_and_estimate_large_ones() {
     assert!(!large.exact);
     assert!((9_000..=11_000).contains(&large.rows), "{large:?}");
     assert!(large.data_bytes > 0);
+    let range = |lower: i64, upper: i64| KeyRange {
+        lower: Bound::Included(vec![Value::Int(lower)]),
+        upper: Bound::Excluded(vec![Value::Int(upper)]),
+    };
+    let few = store
+        .records_in_range(&other, IndexChoice::Primary, range(100, 200))
+        .unwrap();
+    assert_eq!((few.rows, few.exact), (100, true));
+    let many = store
+        .records_in_range(&other, IndexChoice::Primary, range(0, 9000))
+        .unwrap();
+    assert!(
+        !many.exact && (8_000..=10_000).contains(&many.rows),
+        "{many:?}"
+    );
+    let none = store
+        .records_in_range(&other, IndexChoice::Primary, range(50, 10))
+        .unwrap();
+    assert_eq!(none.rows, 0);
+    let by_k = store
+        .records_in_range(
+            &other,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::Int(7)]),
+        )
+        .unwrap();
+    assert_eq!((by_k.rows, by_k.exact), (1, true));
     let mut txn = store.begin(TxnOptions::default()).unwrap();
     let got = txn
         .get_many(
