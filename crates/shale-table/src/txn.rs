@@ -114,6 +114,13 @@ pub struct TableTxn {
 /// An index entry to write: (key, value).
 type Entry = (Vec<u8>, Vec<u8>);
 
+/// Which row an update or delete means: the row as read, or a hidden row id.
+#[derive(Debug, Clone, Copy)]
+enum Target<'r> {
+    Row(&'r [Value]),
+    RowId(u64),
+}
+
 impl TableTxn {
     pub(crate) fn begin(store: Arc<StoreInner>, options: &TxnOptions) -> Result<TableTxn> {
         let options = TransactionOptions {
@@ -315,6 +322,7 @@ impl TableTxn {
             lock,
             started: false,
             projection: None,
+            row_id: None,
         })
     }
 
@@ -344,10 +352,22 @@ impl TableTxn {
     /// key the first stored row equal to `old` is replaced (a scan).
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn update(&mut self, table: &TableDef, old: &[Value], new: Vec<Value>) -> Result<()> {
-        self.statement(|t| t.update_locked(table, old, &new))
+        self.statement(|t| t.update_locked(table, Target::Row(old), &new))
     }
 
-    fn update_locked(&mut self, table: &TableDef, old: &[Value], new: &[Value]) -> Result<()> {
+    /// [`update`](Self::update) of a row of a table without primary key, found by its hidden
+    /// row id ([`RowCursor::row_id`]) instead of a scan.
+    #[allow(clippy::needless_pass_by_value)] // as `update`
+    pub fn update_by_row_id(
+        &mut self,
+        table: &TableDef,
+        row_id: u64,
+        new: Vec<Value>,
+    ) -> Result<()> {
+        self.statement(|t| t.update_locked(table, Target::RowId(row_id), &new))
+    }
+
+    fn update_locked(&mut self, table: &TableDef, old: Target<'_>, new: &[Value]) -> Result<()> {
         let Some((old_key, stored)) = self.locate(table, old)? else {
             return Ok(());
         };
@@ -403,7 +423,22 @@ impl TableTxn {
     }
 
     /// The key and stored image of the row `row` (as read), locked; None if it is gone.
-    fn locate(&mut self, table: &TableDef, row: &[Value]) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+    fn locate(
+        &mut self,
+        table: &TableDef,
+        target: Target<'_>,
+    ) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+        let row = match target {
+            Target::RowId(id) => {
+                let mut key = Vec::with_capacity(12);
+                pk_key_from_values(&mut key, table, &[Value::UInt(id)], &mut self.scratch)?;
+                return match self.txn.get_for_update(&key)? {
+                    Some(bytes) => Ok(Some((key, decode_row(table, &bytes)?))),
+                    None => Ok(None),
+                };
+            }
+            Target::Row(row) => row,
+        };
         if row.len() != table.columns.len() {
             return Err(Error::InvalidArgument(format!(
                 "row of {} values for table '{}' of {} columns",
@@ -455,17 +490,25 @@ impl TableTxn {
     /// invariant 3; nothing happens if the row is gone). In a table without primary key the
     /// first stored row equal to `row` is deleted (a scan).
     pub fn delete(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
-        self.statement(|t| {
-            let Some((key, stored)) = t.locate(table, row)? else {
-                return Ok(());
-            };
-            t.txn.delete(&key)?;
-            for index in &table.indexes {
-                let (entry, _) = entry_for_row(table, index, &stored, &key, &mut t.scratch)?;
-                t.txn.delete(&entry)?;
-            }
-            Ok(())
-        })
+        self.statement(|t| t.delete_locked(table, Target::Row(row)))
+    }
+
+    /// [`delete`](Self::delete) of a row of a table without primary key, found by its hidden
+    /// row id ([`RowCursor::row_id`]) instead of a scan.
+    pub fn delete_by_row_id(&mut self, table: &TableDef, row_id: u64) -> Result<()> {
+        self.statement(|t| t.delete_locked(table, Target::RowId(row_id)))
+    }
+
+    fn delete_locked(&mut self, table: &TableDef, target: Target<'_>) -> Result<()> {
+        let Some((key, stored)) = self.locate(table, target)? else {
+            return Ok(());
+        };
+        self.txn.delete(&key)?;
+        for index in &table.indexes {
+            let (entry, _) = entry_for_row(table, index, &stored, &key, &mut self.scratch)?;
+            self.txn.delete(&entry)?;
+        }
+        Ok(())
     }
 
     /// The next `AUTO_INCREMENT` value of `table`, never handed out twice, even across restarts.
@@ -599,9 +642,18 @@ pub struct RowCursor<'t> {
     lock: LockMode,
     started: bool,
     projection: Option<Vec<usize>>,
+    /// The hidden row id of the row returned last (tables without primary key).
+    row_id: Option<u64>,
 }
 
 impl RowCursor<'_> {
+    /// The hidden row id of the row [`next_row`](Self::next_row) returned last, in a table
+    /// without primary key (for [`TableTxn::update_by_row_id`] and
+    /// [`TableTxn::delete_by_row_id`]); None in other tables.
+    pub fn row_id(&self) -> Option<u64> {
+        self.row_id
+    }
+
     /// From now on return only the columns at `columns`, in that order (other strings are not
     /// copied).
     pub fn set_projection(&mut self, columns: Vec<usize>) {
@@ -632,11 +684,19 @@ impl RowCursor<'_> {
                 self.iter.status()?;
                 return Ok(None);
             }
-            let bytes = match self.secondary {
-                None if self.lock == LockMode::None => Some(self.iter.value().to_vec()),
+            let hidden = is_hidden_pk(&self.table);
+            let (bytes, pk_key) = match self.secondary {
+                None if self.lock == LockMode::None => {
+                    let pk = if hidden {
+                        Some(self.iter.key().to_vec())
+                    } else {
+                        None
+                    };
+                    (Some(self.iter.value().to_vec()), pk)
+                }
                 None => {
                     let key = self.iter.key().to_vec();
-                    self.txn.read(&key, self.lock)?
+                    (self.txn.read(&key, self.lock)?, Some(key))
                 }
                 Some(i) => {
                     let index = self
@@ -646,8 +706,17 @@ impl RowCursor<'_> {
                         .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
                     let pk =
                         pk_key_of_entry(&self.table, index, self.iter.key(), self.iter.value())?;
-                    self.txn.read(&pk, self.lock)?
+                    (self.txn.read(&pk, self.lock)?, Some(pk))
                 }
+            };
+            self.row_id = if hidden {
+                pk_key
+                    .as_deref()
+                    .and_then(|k| k.get(4..))
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_be_bytes)
+            } else {
+                None
             };
             // A row gone since the iterator was made (deleted by this transaction, or by a
             // commit under READ COMMITTED) is skipped.

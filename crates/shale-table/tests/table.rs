@@ -788,6 +788,32 @@ fn tables_without_a_primary_key_use_hidden_row_ids() {
         ]
     );
     assert!(txn.check_table(&t).unwrap().is_ok());
+    // By row id: the cursor tells which row it returned.
+    let mut cursor = txn
+        .scan(
+            &t,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::UInt(8)]),
+            false,
+            LockMode::None,
+        )
+        .unwrap();
+    assert!(cursor.next_row().unwrap().is_some());
+    let id = cursor.row_id().expect("a hidden row id");
+    drop(cursor);
+    txn.update_by_row_id(&t, id, vec![Value::UInt(9), Value::Null])
+        .unwrap();
+    assert_eq!(
+        txn.get(&t, &[Value::UInt(id)], LockMode::None).unwrap(),
+        Some(vec![Value::UInt(9), Value::Null])
+    );
+    txn.delete_by_row_id(&t, id).unwrap();
+    assert_eq!(
+        txn.get(&t, &[Value::UInt(id)], LockMode::None).unwrap(),
+        None
+    );
+    let check = txn.check_table(&t).unwrap();
+    assert!(check.is_ok() && check.rows == 1, "{check:?}");
     txn.commit().unwrap();
 }
 
