@@ -63,11 +63,13 @@
 //! | `system` | the `shale_system` keyspace's layout and table definition encoding |
 //! | `txn` | [`TableTxn`]: row reads, writes and scans in one engine transaction |
 //! | `index` | row keys and secondary index entries |
+//! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
 
+mod build;
 mod check;
 mod codec;
 mod error;

@@ -15,9 +15,10 @@
 //! Concurrency with DML: DDL takes no lock on the rows. A transaction still writing a table
 //! that is being dropped or truncated may leave rows under the old index ids (invisible,
 //! unreachable garbage) — `MySQL`'s metadata locks, which would prevent that, are not built
-//! yet. CREATE INDEX builds the index inside one transaction from a consistent snapshot; rows
-//! written by other transactions during the build are not indexed (the online build is still
-//! to come), so run it while the table is quiet.
+//! yet. CREATE INDEX builds the index from a consistent snapshot (build.rs); rows written by
+//! other transactions during the build are not indexed (the online build is still to come),
+//! so run it while the table is quiet. At open, keys under index ids no definition owns (a
+//! build cut by a crash, rows a transaction wrote into a dropped table) are swept.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -27,6 +28,7 @@ use shale_engine::{
     KeyspaceOptions, ReadOptions, TransactionDb, TransactionDbOptions, WriteBatch, WriteOptions,
 };
 
+use crate::build::{self, delete_index_range};
 use crate::codec::key::{decode_int_column, index_prefix, prefix_successor};
 use crate::codec::Reader;
 use crate::error::{Error, Result};
@@ -123,6 +125,7 @@ impl Store {
             }
         };
         let catalog = load_catalog(&system, next_index_id)?;
+        build::sweep_orphans(db, &catalog)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 tdb: Arc::new(tdb),
@@ -261,8 +264,8 @@ impl Store {
         Ok(())
     }
 
-    /// Adds a secondary index and fills it from the table's rows, in one transaction that also
-    /// writes the new definition (see the module doc: not an online build yet).
+    /// Adds a secondary index and fills it from the table's rows as of one snapshot, in chunked
+    /// engine writes, then writes the new definition (build.rs; not an online build yet).
     pub fn create_index(&self, database: &str, table: &str, mut index: IndexDef) -> Result<()> {
         let mut next_id = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
@@ -275,22 +278,21 @@ impl Store {
         def.indexes.push(index);
         validate_table(&def)?;
         let position = def.indexes.len() - 1;
-        let durable = TxnOptions {
-            durability: Some(shale_engine::Durability::Sync),
-            ..TxnOptions::default()
-        };
-        let mut txn = TableTxn::begin(self.inner.clone(), &durable)?;
-        txn.build_index(&def, position)?;
-        let sys = self.inner.system.clone();
-        txn.engine().put_in(
-            &sys,
+        let db = self.inner.tdb.db();
+        let sys = self.inner.system.id();
+        // The id is used from here on, whatever happens (build.rs, invariant 1).
+        let mut batch = WriteBatch::new();
+        batch.put(sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
+        db.write(batch, &sync())?;
+        *next_id = after;
+        build::build_index(db, &def, position)?;
+        let mut batch = WriteBatch::new();
+        batch.put(
+            sys,
             &system::table_key(TAG_TABLE, def.primary_key.index_id),
             &system::encode_table(&def),
         )?;
-        txn.engine()
-            .put_in(&sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
-        txn.commit()?;
-        *next_id = after;
+        db.write(batch, &sync())?;
         self.inner.replace_table(&catalog, Arc::new(def));
         Ok(())
     }
@@ -427,13 +429,6 @@ fn validate_table(def: &TableDef) -> Result<()> {
             return bad(format!("duplicate key name '{}'", index.name));
         }
     }
-    Ok(())
-}
-
-fn delete_index_range(batch: &mut WriteBatch, index_id: u32) -> Result<()> {
-    let start = index_prefix(index_id);
-    let end = prefix_successor(&start).unwrap_or_else(|| vec![0xFF; 5]);
-    batch.delete_range(shale_engine::DEFAULT_KEYSPACE_ID, &start, &end)?;
     Ok(())
 }
 

@@ -549,36 +549,6 @@ impl TableTxn {
     pub fn rollback(self) {
         self.txn.rollback();
     }
-
-    /// Writes the entries of `table.indexes[position]` for every row (CREATE INDEX).
-    pub(crate) fn build_index(&mut self, table: &TableDef, position: usize) -> Result<()> {
-        let index = table
-            .indexes
-            .get(position)
-            .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
-        let (lower, upper) = range_bounds(table_id(table), Bound::Unbounded, Bound::Unbounded);
-        let mut iter = self.txn.iterator(ReadOptions {
-            lower_bound: Some(lower),
-            upper_bound: upper,
-            ..ReadOptions::default()
-        })?;
-        iter.seek_to_first();
-        while iter.valid() {
-            let row = decode_row(table, iter.value())?;
-            let (key, value) = entry_for_row(table, index, &row, iter.key(), &mut self.scratch)?;
-            if index.unique && is_unique_entry(&value) && self.txn.get_for_update(&key)?.is_some() {
-                return Err(Error::DuplicateKey {
-                    table: table.name.clone(),
-                    key: index.name.clone(),
-                    entry: show_entry(&row, &index.columns),
-                });
-            }
-            self.txn.put(&key, &value)?;
-            iter.next();
-        }
-        iter.status()?;
-        Ok(())
-    }
 }
 
 /// The engine iterator bounds `[lower, upper)` of `range` over `index` of `table`.
