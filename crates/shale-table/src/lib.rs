@@ -59,7 +59,8 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | `store` | open, the catalog snapshot, DDL, `AUTO_INCREMENT` and row id counters |
+//! | `store` | open, the catalog snapshot, DDL |
+//! | `sequence` | `AUTO_INCREMENT` and hidden row id counters |
 //! | `system` | the `shale_system` keyspace's layout and table definition encoding |
 //! | `txn` | [`TableTxn`]: row reads, writes and scans in one engine transaction |
 //! | `index` | row keys and secondary index entries |
@@ -75,6 +76,7 @@ mod codec;
 mod error;
 mod index;
 mod schema;
+mod sequence;
 mod stats;
 mod store;
 mod system;
