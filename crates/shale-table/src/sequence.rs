@@ -41,7 +41,7 @@ impl StoreInner {
     }
 
     /// Hands out the next value of the table's `AUTO_INCREMENT` (`TAG_AUTO_INCREMENT`) or hidden
-    /// row id (`TAG_ROW_ID`) counter (invariant 4).
+    /// row id (`TAG_ROW_ID`) counter (invariant 1).
     pub(crate) fn next_sequence(&self, tag: u8, table: &TableDef) -> Result<u64> {
         let table_id = table.primary_key.index_id;
         let mut sequences = self
