@@ -62,7 +62,8 @@
 //! | `store` | open, the catalog snapshot, DDL |
 //! | `sequence` | `AUTO_INCREMENT` and hidden row id counters |
 //! | `system` | the `shale_system` keyspace's layout and table definition encoding |
-//! | `txn` | [`TableTxn`]: row reads, writes and scans in one engine transaction |
+//! | `txn` | [`TableTxn`]: row reads and writes in one engine transaction |
+//! | `cursor` | scans: index ranges and [`RowCursor`] |
 //! | `index` | row keys and secondary index entries |
 //! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
 //! | `check` | CHECK TABLE |
@@ -73,6 +74,7 @@
 mod build;
 mod check;
 mod codec;
+mod cursor;
 mod error;
 mod index;
 mod schema;
@@ -87,11 +89,12 @@ mod types;
 mod value;
 
 pub use check::TableCheck;
+pub use cursor::{IndexChoice, KeyRange, RowCursor};
 pub use error::{Error, Result};
 pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};
 pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};
-pub use txn::{IndexChoice, KeyRange, LockMode, RowCursor, TableTxn, TxnOptions};
+pub use txn::{LockMode, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType};
 pub use value::Value;

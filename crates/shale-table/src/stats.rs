@@ -13,11 +13,11 @@ use std::ops::Bound;
 use shale_engine::ReadOptions;
 
 use crate::codec::key::range_bounds;
+use crate::cursor::{engine_range, IndexChoice, KeyRange};
 use crate::error::Result;
 use crate::index::table_id;
 use crate::schema::TableDef;
 use crate::store::Store;
-use crate::txn::{engine_range, IndexChoice, KeyRange};
 
 /// Rows read before extrapolating.
 pub const COUNT_LIMIT: u64 = 4096;
