@@ -86,6 +86,18 @@ pub(crate) fn decode_projected(
             table.name
         )));
     }
+    if positions.windows(2).all(|w| w[0] < w[1]) {
+        // Ascending (the common case, `SELECT c` or `SELECT k, c`): decode straight into the
+        // output.
+        let mut out = Vec::with_capacity(positions.len());
+        decode_columns(
+            table,
+            bytes,
+            |i| positions.binary_search(&i).is_ok(),
+            |_, value| out.push(value),
+        )?;
+        return Ok(out);
+    }
     let mut slots: Vec<Value> = vec![Value::Null; table.columns.len()];
     decode_columns(
         table,
