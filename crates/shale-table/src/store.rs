@@ -74,12 +74,15 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let tdb = TransactionDb::open(path, options.engine, options.transactions)?;
         let db = tdb.db();
-        let system = match db.keyspace(system::KEYSPACE) {
-            Some(keyspace) => keyspace,
-            None => db.create_keyspace(system::KEYSPACE, KeyspaceOptions::default())?,
+        let system = if let Some(keyspace) = db.keyspace(system::KEYSPACE) {
+            keyspace
+        } else {
+            refuse_foreign_keys(db)?;
+            db.create_keyspace(system::KEYSPACE, KeyspaceOptions::default())?
         };
         let next_index_id = match system.get(system::KEY_VERSION)? {
             None => {
+                refuse_foreign_keys(db)?;
                 let mut batch = WriteBatch::new();
                 batch.put(
                     system.id(),
@@ -336,6 +339,22 @@ impl Store {
         tdb.close()?;
         Ok(())
     }
+}
+
+/// A key-value database that was never a store: its keys would look like orphans to the
+/// sweep at open, so refuse it rather than delete them.
+fn refuse_foreign_keys(db: &shale_engine::Db) -> Result<()> {
+    let mut iter = db.iterator(ReadOptions::default())?;
+    iter.seek_to_first();
+    iter.status()?;
+    if iter.valid() {
+        return Err(Error::InvalidArgument(
+            "the database holds keys but no table catalog: it is not a shale-table store (open \
+             it with the engine instead)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 fn check_name(what: &str, name: &str) -> Result<()> {

@@ -1006,3 +1006,23 @@ fn failed_statements_and_savepoints_undo_their_writes() {
     assert!(check.is_ok() && check.rows == 3, "{check:?}");
     txn.commit().unwrap();
 }
+
+#[test]
+fn a_plain_key_value_database_is_not_taken_for_a_store() {
+    let fs = MemFs::new();
+    {
+        let db = shale_engine::Db::open("/db", options(&fs).engine).unwrap();
+        db.put(b"user key", b"value").unwrap();
+        db.close().unwrap();
+    }
+    assert!(matches!(
+        Store::open("/db", options(&fs)),
+        Err(Error::InvalidArgument(_))
+    ));
+    let db = shale_engine::Db::open("/db", options(&fs).engine).unwrap();
+    assert_eq!(
+        db.get(b"user key").unwrap(),
+        Some(b"value".to_vec()),
+        "nothing was swept"
+    );
+}
