@@ -499,6 +499,12 @@ impl TableTxn {
         self.after(result)
     }
 
+    /// Whether the transaction has written anything (a read-only transaction's commit costs
+    /// nothing).
+    pub fn has_writes(&self) -> bool {
+        self.txn.pending_rows() > 0
+    }
+
     pub fn commit(self) -> Result<()> {
         Ok(self.txn.commit()?)
     }
