@@ -7,6 +7,10 @@
 //! exact for dense integer keys (sysbench's `id`) and rough for skewed ones; memtables and
 //! table files are seen alike. Bytes are the sample's average key and value size times the
 //! rows (uncompressed).
+//!
+//! Invariants:
+//! 1. An estimate reads at most [`COUNT_LIMIT`] entries and seeks once more; never a full scan.
+//! 2. An estimate is exact (`exact: true`) only when every entry of the range was counted.
 
 use std::ops::Bound;
 
