@@ -177,47 +177,44 @@ impl<'t> RowCursor<'t> {
                 return Ok(None);
             }
             let hidden = is_hidden_pk(&self.table);
-            let (bytes, pk_key) = match self.secondary {
-                None if self.lock == LockMode::None => {
-                    let pk = if hidden {
-                        Some(self.iter.key().to_vec())
-                    } else {
-                        None
-                    };
-                    (Some(self.iter.value().to_vec()), pk)
-                }
-                None => {
-                    let key = self.iter.key().to_vec();
-                    (self.txn.read(&key, self.lock)?, Some(key))
-                }
+            let row_id_of = |key: &[u8]| {
+                key.get(4..)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_be_bytes)
+            };
+            if self.secondary.is_none() && self.lock == LockMode::None {
+                // The hot range scan: decode straight from the iterator's value.
+                self.row_id = if hidden {
+                    row_id_of(self.iter.key())
+                } else {
+                    None
+                };
+                return self.decode(self.iter.value()).map(Some);
+            }
+            let pk_key = match self.secondary {
+                None => self.iter.key().to_vec(),
                 Some(i) => {
                     let index = self
                         .table
                         .indexes
                         .get(i)
                         .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
-                    let pk =
-                        pk_key_of_entry(&self.table, index, self.iter.key(), self.iter.value())?;
-                    (self.txn.read(&pk, self.lock)?, Some(pk))
+                    pk_key_of_entry(&self.table, index, self.iter.key(), self.iter.value())?
                 }
-            };
-            self.row_id = if hidden {
-                pk_key
-                    .as_deref()
-                    .and_then(|k| k.get(4..))
-                    .and_then(|b| b.try_into().ok())
-                    .map(u64::from_be_bytes)
-            } else {
-                None
             };
             // A row gone since the iterator was made (deleted by this transaction, or by a
             // commit under READ COMMITTED) is skipped.
-            if let Some(bytes) = bytes {
-                return match &self.projection {
-                    None => decode_row(&self.table, &bytes).map(Some),
-                    Some(columns) => decode_projected(&self.table, &bytes, columns).map(Some),
-                };
+            if let Some(bytes) = self.txn.read(&pk_key, self.lock)? {
+                self.row_id = if hidden { row_id_of(&pk_key) } else { None };
+                return self.decode(&bytes).map(Some);
             }
+        }
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Vec<Value>> {
+        match &self.projection {
+            None => decode_row(&self.table, bytes),
+            Some(columns) => decode_projected(&self.table, bytes, columns),
         }
     }
 }
