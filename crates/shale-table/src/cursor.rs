@@ -152,7 +152,8 @@ impl<'t> RowCursor<'t> {
         self.projection = Some(columns);
     }
 
-    /// The next row (every column), or None at the end of the range.
+    /// The next row (every column, or those of [`set_projection`](Self::set_projection)), or
+    /// None at the end of the range.
     pub fn next_row(&mut self) -> Result<Option<Vec<Value>>> {
         let result = self.next_row_inner();
         self.txn.after(result)

@@ -57,6 +57,24 @@
 //! # }
 //! ```
 //!
+//! # What callers (the SQL layer) can rely on
+//!
+//! - Values: integer columns return `Value::Int` when signed and `Value::UInt` when unsigned
+//!   (either is accepted on write if it fits); FLOAT and DOUBLE are `Value::Double` (a FLOAT
+//!   keeps whatever f64 it was given: round to f32 before writing); strings come back exactly
+//!   as written (CHAR's trailing spaces are not stripped here). Values out of the column's range,
+//!   NaN and NULL in NOT NULL columns are refused with `InvalidArgument`.
+//! - Scan bounds are value prefixes of the index's columns; out-of-range integers and fractions
+//!   in bounds fold into the range. Comparisons follow the column's collation (PAD SPACE,
+//!   `general_ci`).
+//! - Each `insert`/`update`/`delete` is atomic; a multi-row statement wraps its calls in
+//!   `set_savepoint` / `rollback_to_savepoint` / `release_savepoint`.
+//! - `LockWaitTimeout` fails the call only. `Deadlock` (also a REPEATABLE READ write conflict)
+//!   means the transaction was rolled back; the `TableTxn` goes on as a new, empty one.
+//! - A [`RowCursor`] borrows its transaction: collect the rows before updating them.
+//! - DDL is not coordinated with running transactions (no metadata locks yet): take a fresh
+//!   [`Store::catalog`] per statement.
+//!
 //! | module | concept |
 //! |---|---|
 //! | `store` | open, the catalog snapshot, DDL |
