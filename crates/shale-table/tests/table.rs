@@ -899,6 +899,8 @@ fn table_txn_is_send_and_store_is_sync() {
     fn send<T: Send>() {}
     fn sync<T: Send + Sync>() {}
     send::<shale_table::TableTxn>();
+    send::<shale_table::RowCursor<'static>>();
+    sync::<shale_table::Catalog>();
     sync::<Store>();
 }
 
