@@ -242,6 +242,8 @@ fn scans_honour_bounds_in_both_directions() {
         (range(Bound::Unbounded, Bound::Excluded(-3)), vec![-5, -4]),
         (range(Bound::Excluded(3), Bound::Unbounded), vec![4, 5]),
         (range(Bound::Included(9), Bound::Unbounded), vec![]),
+        (range(Bound::Included(3), Bound::Excluded(-3)), vec![]),
+        (range(Bound::Excluded(1), Bound::Excluded(1)), vec![]),
     ];
     for (range, expected) in cases {
         let forward = ids(&collect(
@@ -329,6 +331,13 @@ fn bounds_outside_an_integer_columns_range_fold_into_the_range() {
         ),
         (
             value_range(Bound::Included(Value::UInt(u64::MAX)), Bound::Unbounded),
+            vec![],
+        ),
+        (
+            value_range(
+                Bound::Included(Value::Int(3)),
+                Bound::Excluded(Value::Int(-3)),
+            ),
             vec![],
         ),
         (
