@@ -303,6 +303,7 @@ impl Store {
                 ))
             })?;
         let dropped = def.indexes.remove(position);
+        validate_table(&def)?;
         let mut batch = WriteBatch::new();
         batch.put(
             self.inner.system.id(),
@@ -410,6 +411,15 @@ fn validate_table(def: &TableDef) -> Result<()> {
     }
     if def.columns.iter().filter(|c| c.auto_increment).count() > 1 {
         return bad("more than one AUTO_INCREMENT column".into());
+    }
+    if let Some(position) = def.auto_increment_column() {
+        // As `MySQL`: the counter recovers from the largest value of that index at open.
+        let keyed = std::iter::once(&def.primary_key)
+            .chain(&def.indexes)
+            .any(|index| index.columns.first() == Some(&position));
+        if !keyed {
+            return bad("the AUTO_INCREMENT column must be the first column of a key".into());
+        }
     }
     for (i, index) in std::iter::once(&def.primary_key)
         .chain(&def.indexes)

@@ -1037,3 +1037,36 @@ fn a_plain_key_value_database_is_not_taken_for_a_store() {
         "nothing was swept"
     );
 }
+
+#[test]
+fn auto_increment_columns_must_be_integers_leading_a_key() {
+    let (_fs, store, _t) = setup();
+    let mut unkeyed = sbtest("unkeyed");
+    unkeyed.columns[0].auto_increment = false;
+    unkeyed.columns[1].auto_increment = true;
+    unkeyed.indexes.clear();
+    assert!(
+        matches!(
+            store.create_table(unkeyed.clone()),
+            Err(Error::InvalidArgument(_))
+        ),
+        "AUTO_INCREMENT must lead a key"
+    );
+    unkeyed.indexes.push(index("k_1", vec![1], false));
+    store.create_table(unkeyed.clone()).unwrap();
+    assert!(
+        matches!(
+            store.drop_index("sbtest", "unkeyed", "k_1"),
+            Err(Error::InvalidArgument(_))
+        ),
+        "its key cannot be dropped"
+    );
+    let mut text = sbtest("text");
+    text.columns[0].auto_increment = false;
+    text.columns[2].auto_increment = true;
+    text.indexes.push(index("c_1", vec![2], false));
+    assert!(
+        matches!(store.create_table(text), Err(Error::InvalidArgument(_))),
+        "and be an integer"
+    );
+}
