@@ -1070,3 +1070,26 @@ fn auto_increment_columns_must_be_integers_leading_a_key() {
         "and be an integer"
     );
 }
+
+#[test]
+fn auto_increment_values_of_rolled_back_inserts_are_not_reused_after_a_crash() {
+    let (fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let mut last = 0;
+    for _ in 0..3000 {
+        last = txn.next_auto_increment(&t).unwrap();
+    }
+    assert_eq!(last, 3000);
+    txn.rollback();
+    let image = fs.crash_image(shale_fs::CrashMode::DropUnsynced);
+    drop(store);
+    let store = open(&image);
+    let t = store.catalog().table("sbtest", "sbtest1").unwrap().clone();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let next = txn.next_auto_increment(&t).unwrap();
+    assert!(next > 3000, "handed out again: {next}");
+    assert!(
+        next <= 3000 + 1025,
+        "at most one reservation skipped: {next}"
+    );
+}
