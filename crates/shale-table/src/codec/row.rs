@@ -11,7 +11,7 @@
 //!    `Int` in signed and `UInt` in unsigned columns, doubles bit for bit, -0.0 as 0.0).
 //! 2. A value decodes only against the schema version it was written with.
 //! 3. Whatever decodes would be accepted by `encode_row` (integers within their column's
-//!    range, no NaN), so corrupt bytes never reach the caller as impossible values.
+//!    range, no NaN, no NULL in a NOT NULL column), so corrupt bytes never reach the caller as impossible values.
 
 use super::key::{as_f64, as_i64, as_u64, int_bits};
 use super::{put_bytes, put_varint, unzigzag, zigzag, Reader};
@@ -137,6 +137,11 @@ fn decode_columns(
     let bitmap = reader.take(table.columns.len().div_ceil(8))?;
     for (i, column) in table.columns.iter().enumerate() {
         let value = if bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
+            if !column.nullable {
+                return Err(
+                    reader.corruption(&format!("NULL in NOT NULL column '{}'", column.name))
+                );
+            }
             Value::Null
         } else {
             match column.ty.kind() {
