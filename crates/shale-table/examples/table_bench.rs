@@ -1,0 +1,241 @@
+//! The table layer's costs beside the engine's own, on the same bytes (issue targets: a
+//! primary-key point read at most 1.3x an engine get; a row insert with one secondary index at
+//! most 2x an engine put of the row).
+//!
+//! sysbench's table (`id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60), KEY k_1 (k)`) in a
+//! real directory (`OsFs`), commits acknowledged without fsync (`Durability::Buffered`) on both
+//! sides so the figures are CPU and write volume, not the disk's sync latency. The engine side
+//! writes and reads the very key and row bytes the table layer stores (its codecs, through the
+//! `testing` feature), into a second database.
+//!
+//! Prints ns/op for each operation, the table/engine ratio, and bytes the WAL wrote per row.
+//!
+//! `cargo run --release -p shale-table --example table_bench -- [rows] [reads] [dir]`
+//! (defaults 200000, 1000000, a folder in the temporary directory).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use shale_engine::{Db, Durability, Options};
+use shale_table::testing::{encode_key_column, encode_row};
+use shale_table::{
+    Collation, ColumnDef, ColumnType, IndexChoice, IndexDef, KeyRange, LockMode, Store,
+    StoreOptions, TableDef, TxnOptions, Value,
+};
+
+fn sbtest1() -> TableDef {
+    let column = |name: &str, ty| ColumnDef {
+        name: name.into(),
+        ty,
+        nullable: false,
+        default: None,
+        auto_increment: false,
+    };
+    let chars = |len| ColumnType::Char {
+        len,
+        collation: Collation::Utf8mb4GeneralCi,
+    };
+    TableDef {
+        database: "sbtest".into(),
+        name: "sbtest1".into(),
+        columns: vec![
+            column("id", ColumnType::Int { unsigned: false }),
+            column("k", ColumnType::Int { unsigned: false }),
+            column("c", chars(120)),
+            column("pad", chars(60)),
+        ],
+        primary_key: IndexDef {
+            name: "PRIMARY".into(),
+            columns: vec![0],
+            unique: true,
+            index_id: 0,
+        },
+        indexes: vec![IndexDef {
+            name: "k_1".into(),
+            columns: vec![1],
+            unique: false,
+            index_id: 0,
+        }],
+        schema_version: 0,
+    }
+}
+
+fn row(id: i64, k: i64) -> Vec<Value> {
+    vec![
+        Value::Int(id),
+        Value::Int(k),
+        Value::Bytes(format!("{:0>119}", id * 7919).into_bytes()),
+        Value::Bytes(format!("{:0>59}", id * 104_729).into_bytes()),
+    ]
+}
+
+fn primary_key(table: &TableDef, id: i64) -> Vec<u8> {
+    let mut key = table.primary_key.index_id.to_be_bytes().to_vec();
+    key.extend(encode_key_column(&table.columns[0], &Value::Int(id)).expect("an INT encodes"));
+    key
+}
+
+fn per_op(started: Instant, ops: u64) -> f64 {
+    started.elapsed().as_nanos() as f64 / ops.max(1) as f64
+}
+
+fn report(name: &str, table_ns: f64, engine_ns: Option<f64>) {
+    match engine_ns {
+        Some(engine_ns) => println!(
+            "{name:<34} table {table_ns:>8.0} ns/op   engine {engine_ns:>8.0} ns/op   ratio {:.2}",
+            table_ns / engine_ns
+        ),
+        None => println!("{name:<34} table {table_ns:>8.0} ns/op"),
+    }
+}
+
+fn engine_options() -> Options {
+    Options {
+        durability: Durability::Buffered,
+        ..Options::default()
+    }
+}
+
+fn main() -> shale_table::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let rows: i64 = args.next().map_or(200_000, |a| a.parse().expect("rows"));
+    let reads: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("reads"));
+    let dir = args.next().map_or_else(
+        || std::env::temp_dir().join("shale-table-bench"),
+        PathBuf::from,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+
+    let store = Store::open(
+        dir.join("table"),
+        StoreOptions {
+            engine: engine_options(),
+            ..StoreOptions::default()
+        },
+    )?;
+    store.create_database("sbtest")?;
+    let table = store.create_table(sbtest1())?;
+    let engine = Db::open(dir.join("engine"), engine_options())?;
+    println!("{rows} rows, {reads} reads, in {}", dir.display());
+
+    // Inserts: one transaction per row (autocommit), the primary row and one index entry.
+    let mut rng = SmallRng::seed_from_u64(7);
+    let ks: Vec<i64> = (0..rows).map(|_| rng.gen_range(1..=rows)).collect();
+    let wal_before = store.engine().db().stats().wal_bytes_written;
+    let started = Instant::now();
+    for id in 1..=rows {
+        let mut txn = store.begin(TxnOptions::default())?;
+        txn.insert(&table, row(id, ks[(id - 1) as usize]))?;
+        txn.commit()?;
+    }
+    let table_insert = per_op(started, rows as u64);
+    let table_wal = store.engine().db().stats().wal_bytes_written - wal_before;
+
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = (1..=rows)
+        .map(|id| {
+            let value = encode_row(&table, &row(id, ks[(id - 1) as usize])).expect("a row encodes");
+            (primary_key(&table, id), value)
+        })
+        .collect();
+    let wal_before = engine.stats().wal_bytes_written;
+    let started = Instant::now();
+    for (key, value) in &pairs {
+        engine.put(key, value)?;
+    }
+    let engine_put = per_op(started, rows as u64);
+    let engine_wal = engine.stats().wal_bytes_written - wal_before;
+    report("insert (1 secondary index)", table_insert, Some(engine_put));
+    println!(
+        "{:<34} table {:>8.1} B/row   engine {:>8.1} B/row   (key {} B, row {} B)",
+        "WAL bytes written",
+        table_wal as f64 / rows as f64,
+        engine_wal as f64 / rows as f64,
+        pairs[0].0.len(),
+        pairs[0].1.len()
+    );
+
+    store.engine().db().flush()?;
+    engine.flush()?;
+
+    // Point reads by primary key: inside one read transaction (the table layer's own cost),
+    // and one transaction per read (what an autocommit SELECT pays).
+    let ids: Vec<i64> = (0..reads).map(|_| rng.gen_range(1..=rows)).collect();
+    let mut txn = store.begin(TxnOptions::default())?;
+    let started = Instant::now();
+    let mut found = 0u64;
+    for &id in &ids {
+        found += u64::from(txn.get(&table, &[Value::Int(id)], LockMode::None)?.is_some());
+    }
+    let table_get = per_op(started, reads);
+    let started = Instant::now();
+    for &id in &ids {
+        found += u64::from(
+            txn.get_projected(&table, &[Value::Int(id)], LockMode::None, &[2])?
+                .is_some(),
+        );
+    }
+    let table_get_c = per_op(started, reads);
+    drop(txn);
+    let started = Instant::now();
+    for &id in &ids {
+        let mut txn = store.begin(TxnOptions::default())?;
+        found += u64::from(
+            txn.get_projected(&table, &[Value::Int(id)], LockMode::None, &[2])?
+                .is_some(),
+        );
+        txn.commit()?;
+    }
+    let table_get_autocommit = per_op(started, reads);
+    let started = Instant::now();
+    for &id in &ids {
+        found += u64::from(engine.get(&primary_key(&table, id))?.is_some());
+    }
+    let engine_get = per_op(started, reads);
+    assert_eq!(found, reads * 4, "every id was loaded");
+    report("point read by pk (whole row)", table_get, Some(engine_get));
+    report("point read by pk (column c)", table_get_c, Some(engine_get));
+    report(
+        "point read, one txn per read",
+        table_get_autocommit,
+        Some(engine_get),
+    );
+
+    // Secondary lookups (k = ?: index prefix, then the row by pk) and 100-row pk ranges.
+    let mut txn = store.begin(TxnOptions::default())?;
+    let lookups = reads / 10;
+    let started = Instant::now();
+    let mut returned = 0u64;
+    for &id in ids.iter().take(lookups as usize) {
+        let mut cursor = txn.scan(
+            &table,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::Int(id)]),
+            false,
+            LockMode::None,
+        )?;
+        while cursor.next_row()?.is_some() {
+            returned += 1;
+        }
+    }
+    report("secondary lookup k = ?", per_op(started, lookups), None);
+    let ranges = reads / 100;
+    let started = Instant::now();
+    for &id in ids.iter().take(ranges as usize) {
+        let range = KeyRange {
+            lower: std::ops::Bound::Included(vec![Value::Int(id)]),
+            upper: std::ops::Bound::Excluded(vec![Value::Int(id + 100)]),
+        };
+        let mut cursor = txn.scan(&table, IndexChoice::Primary, range, false, LockMode::None)?;
+        while cursor.next_row()?.is_some() {
+            returned += 1;
+        }
+    }
+    report("pk range of 100 rows", per_op(started, ranges), None);
+    println!("({returned} rows returned by the scans)");
+    drop(txn);
+    engine.close()?;
+    store.close()
+}
