@@ -107,8 +107,8 @@ pub(crate) struct BoundDelete {
 pub(crate) struct BindContext<'a> {
     pub catalog: &'a Catalog,
     pub database: Option<&'a str>,
-    /// Whether `name` is a known system variable.
-    pub is_variable: &'a dyn Fn(&str) -> bool,
+    /// A known system variable's default value (None: unknown variable).
+    pub variable: &'a dyn Fn(&str) -> Option<Value>,
 }
 
 /// Binder state for one statement.
@@ -416,16 +416,25 @@ impl<'a> Binder<'a> {
             .or_else(|| name.strip_prefix("local."))
             .unwrap_or(name)
             .to_ascii_lowercase();
-        if !(self.ctx.is_variable)(&name) {
+        let Some(default) = (self.ctx.variable)(&name) else {
             return Err(SqlError::unknown_system_variable(&name));
-        }
-        Ok((
-            Expr::SysVar(name),
-            SqlType::Str {
+        };
+        // The type follows the default's (MySQL reports integer variables as BIGINT).
+        let t = match default {
+            Value::Int(_) => SqlType::Int {
+                unsigned: false,
+                len: 21,
+            },
+            Value::UInt(_) => SqlType::Int {
+                unsigned: true,
+                len: 21,
+            },
+            _ => SqlType::Str {
                 collation: Collation::Utf8mb4GeneralCi,
                 len: 256,
             },
-        ))
+        };
+        Ok((Expr::SysVar(name), t))
     }
 
     fn literal(&mut self, v: &ast::Value) -> Result<(Expr, SqlType), SqlError> {

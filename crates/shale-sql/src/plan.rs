@@ -11,9 +11,11 @@
 //!    go to the earlier index (so the primary key).
 //! 3. No usable conjunct: a full scan of the primary key.
 //!
-//! The WHERE condition is always re-checked on every row read, so an access path only ever
-//! has to deliver a superset of the matching rows (this is what lets the executor widen a
-//! bound it cannot encode exactly, e.g. `id < 2.5`).
+//! 4. The WHERE condition is re-checked on every row read, so an access path only ever has to
+//!    deliver a superset of the matching rows (this is what lets the executor widen a bound it
+//!    cannot encode exactly, e.g. `id <= 2.5`). Conjuncts on integer columns that the access
+//!    path enforces are left out of the `residual` check, which the executor uses only when
+//!    every key value converted exactly (an integer in the column's range).
 
 use std::fmt::Write as _;
 
@@ -47,11 +49,22 @@ pub(crate) enum Access {
     FullScan,
 }
 
-/// A conjunct usable for access: column position, operator, constant side.
+/// A chosen access path and the part of WHERE it does not already guarantee.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    pub access: Access,
+    /// WHERE without the conjuncts the access path enforces exactly (rule 4): what to check
+    /// on each row when every key value converted exactly. Otherwise the whole WHERE is.
+    pub residual: Option<Expr>,
+}
+
+/// A conjunct usable for access: column position, operator, constant side, and which
+/// conjunct of WHERE it came from.
 struct Sarg<'a> {
     column: usize,
     op: CmpOp,
     value: &'a Expr,
+    conjunct: usize,
 }
 
 fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
@@ -63,11 +76,9 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
-    let mut parts = Vec::new();
-    conjuncts(filter, &mut parts);
+fn sargs<'a>(parts: &[&'a Expr]) -> Vec<Sarg<'a>> {
     let mut out = Vec::new();
-    for p in parts {
+    for (i, p) in parts.iter().enumerate() {
         match p {
             Expr::Cmp(op, a, b, _) if !matches!(op, CmpOp::Ne | CmpOp::NullSafeEq) => {
                 match (a.as_ref(), b.as_ref()) {
@@ -75,11 +86,13 @@ fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
                         column: *c,
                         op: *op,
                         value: v,
+                        conjunct: i,
                     }),
                     (v, Expr::Column(c)) if v.is_row_independent() => out.push(Sarg {
                         column: *c,
                         op: op.flip(),
                         value: v,
+                        conjunct: i,
                     }),
                     _ => {}
                 }
@@ -97,11 +110,13 @@ fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
                             column: *c,
                             op: CmpOp::Ge,
                             value: low,
+                            conjunct: i,
                         });
                         out.push(Sarg {
                             column: *c,
                             op: CmpOp::Le,
                             value: high,
+                            conjunct: i,
                         });
                     }
                 }
@@ -112,24 +127,69 @@ fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
     out
 }
 
-/// Chooses the access path for reading `table` under `filter` (rules 1-3).
-pub(crate) fn plan_access(table: &TableDef, filter: Option<&Expr>) -> Access {
-    let Some(filter) = filter else {
-        return Access::FullScan;
+fn is_integer_column(table: &TableDef, column: usize) -> bool {
+    table
+        .columns
+        .get(column)
+        .is_some_and(|c| crate::types::int_range(&c.ty).is_some())
+}
+
+/// The WHERE left after removing the conjuncts all of whose sargs were used, on integer
+/// columns (whose key order is exactly their comparison order).
+fn residual(table: &TableDef, parts: &[&Expr], sargs: &[Sarg<'_>], used: &[bool]) -> Option<Expr> {
+    let removable = |i: usize| {
+        let mine: Vec<usize> = (0..sargs.len())
+            .filter(|&s| sargs[s].conjunct == i)
+            .collect();
+        !mine.is_empty()
+            && mine
+                .iter()
+                .all(|&s| used[s] && is_integer_column(table, sargs[s].column))
     };
-    let sargs = sargs(filter);
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !removable(*i))
+        .map(|(_, e)| (*e).clone())
+        .reduce(|a, b| Expr::And(a.boxed(), b.boxed()))
+}
+
+/// Chooses the access path for reading `table` under `filter` (rules 1-4).
+pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
+    let Some(filter) = filter else {
+        return Plan {
+            access: Access::FullScan,
+            residual: None,
+        };
+    };
+    let mut parts = Vec::new();
+    conjuncts(filter, &mut parts);
+    let sargs = sargs(&parts);
+    let full_scan = || Plan {
+        access: Access::FullScan,
+        residual: Some(filter.clone()),
+    };
     if sargs.is_empty() {
-        return Access::FullScan;
+        return full_scan();
     }
-    let eq_on = |col: usize| sargs.iter().find(|s| s.column == col && s.op == CmpOp::Eq);
+    let eq_on = |col: usize| {
+        sargs
+            .iter()
+            .position(|s| s.column == col && s.op == CmpOp::Eq)
+    };
     let pk = &table.primary_key.columns;
     if !pk.is_empty() {
-        let values: Option<Vec<Expr>> = pk
-            .iter()
-            .map(|&c| eq_on(c).map(|s| s.value.clone()))
-            .collect();
-        if let Some(values) = values {
-            return Access::PointGet(values);
+        let positions: Option<Vec<usize>> = pk.iter().map(|&c| eq_on(c)).collect();
+        if let Some(positions) = positions {
+            let mut used = vec![false; sargs.len()];
+            for &p in &positions {
+                used[p] = true;
+            }
+            let values = positions.iter().map(|&p| sargs[p].value.clone()).collect();
+            return Plan {
+                access: Access::PointGet(values),
+                residual: residual(table, &parts, &sargs, &used),
+            };
         }
     }
     let mut candidates: Vec<(IndexChoice, &[usize])> = Vec::new();
@@ -139,31 +199,39 @@ pub(crate) fn plan_access(table: &TableDef, filter: Option<&Expr>) -> Access {
     for (i, idx) in table.indexes.iter().enumerate() {
         candidates.push((IndexChoice::Secondary(i), &idx.columns));
     }
-    let mut best: Option<(usize, Access)> = None;
+    let mut best: Option<(usize, Access, Vec<bool>)> = None;
     for (choice, cols) in candidates {
+        let mut used = vec![false; sargs.len()];
         let mut eq = Vec::new();
         let mut lower = None;
         let mut upper = None;
         for &c in cols {
-            if let Some(s) = eq_on(c) {
-                eq.push(s.value.clone());
+            if let Some(p) = eq_on(c) {
+                used[p] = true;
+                eq.push(sargs[p].value.clone());
                 continue;
             }
-            for s in sargs.iter().filter(|s| s.column == c) {
+            for (p, s) in sargs.iter().enumerate().filter(|(_, s)| s.column == c) {
                 let bound = RangeBound {
                     value: s.value.clone(),
                     inclusive: matches!(s.op, CmpOp::Ge | CmpOp::Le),
                 };
                 match s.op {
-                    CmpOp::Gt | CmpOp::Ge if lower.is_none() => lower = Some(bound),
-                    CmpOp::Lt | CmpOp::Le if upper.is_none() => upper = Some(bound),
+                    CmpOp::Gt | CmpOp::Ge if lower.is_none() => {
+                        lower = Some(bound);
+                        used[p] = true;
+                    }
+                    CmpOp::Lt | CmpOp::Le if upper.is_none() => {
+                        upper = Some(bound);
+                        used[p] = true;
+                    }
                     _ => {}
                 }
             }
             break;
         }
         let score = eq.len() * 2 + usize::from(lower.is_some() || upper.is_some());
-        if score > 0 && best.as_ref().is_none_or(|(b, _)| score > *b) {
+        if score > 0 && best.as_ref().is_none_or(|(b, _, _)| score > *b) {
             best = Some((
                 score,
                 Access::Range {
@@ -172,10 +240,17 @@ pub(crate) fn plan_access(table: &TableDef, filter: Option<&Expr>) -> Access {
                     lower,
                     upper,
                 },
+                used,
             ));
         }
     }
-    best.map_or(Access::FullScan, |(_, a)| a)
+    match best {
+        Some((_, access, used)) => Plan {
+            access,
+            residual: residual(table, &parts, &sargs, &used),
+        },
+        None => full_scan(),
+    }
 }
 
 /// A short text of an expression for EXPLAIN.
@@ -194,8 +269,17 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
     }
 }
 
-/// EXPLAIN's text for an access path.
-pub(crate) fn explain(table: Option<&TableDef>, access: &Access) -> String {
+/// EXPLAIN's text for a plan: the access path, and `+ filter` when rows are re-checked.
+pub(crate) fn explain(table: Option<&TableDef>, plan: &Plan) -> String {
+    let text = explain_access(table, &plan.access);
+    if plan.residual.is_some() {
+        format!("{text} + filter")
+    } else {
+        text
+    }
+}
+
+fn explain_access(table: Option<&TableDef>, access: &Access) -> String {
     let Some(t) = table else {
         return "no table".to_string();
     };

@@ -23,7 +23,7 @@ use crate::error::SqlError;
 use crate::exec;
 use crate::expr::Env;
 use crate::instance::Instance;
-use crate::plan::{self, Access};
+use crate::plan::{self, Access, Plan};
 use crate::result::{ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 use crate::types::SqlType;
 use crate::variables;
@@ -41,10 +41,10 @@ pub struct PreparedInfo {
 /// A statement ready to run: bound and planned, or a session command kept as parsed.
 #[derive(Debug)]
 pub(crate) enum Planned {
-    Select(BoundSelect, Access),
+    Select(BoundSelect, Plan),
     Insert(BoundInsert),
-    Update(BoundUpdate, Access),
-    Delete(BoundDelete, Access),
+    Update(BoundUpdate, Plan),
+    Delete(BoundDelete, Plan),
     Command(Box<Statement>),
 }
 
@@ -329,31 +329,34 @@ impl Session {
         }
         let catalog = self.instance.store.catalog();
         let defaults = &self.state.defaults;
-        let is_variable = |name: &str| defaults.contains_key(name) || name == "identity";
+        let variable = |name: &str| defaults.get(name).cloned();
         let ctx = BindContext {
             catalog: &catalog,
             database: self.state.database.as_deref(),
-            is_variable: &is_variable,
+            variable: &variable,
         };
         let mut binder = Binder::new(&ctx);
         Ok(match &stmt {
             Statement::Query(q) => {
                 let s = binder.select(q)?;
                 let access = match &s.table {
-                    Some(t) => plan::plan_access(&t.def, s.filter.as_ref()),
-                    None => Access::NoTable,
+                    Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                    None => Plan {
+                        access: Access::NoTable,
+                        residual: s.filter.clone(),
+                    },
                 };
                 Planned::Select(s, access)
             }
             Statement::Insert(i) => Planned::Insert(binder.insert(i)?),
             Statement::Update(u) => {
                 let b = binder.update(u)?;
-                let access = plan::plan_access(&b.table.def, b.filter.as_ref());
+                let access = plan::plan(&b.table.def, b.filter.as_ref());
                 Planned::Update(b, access)
             }
             Statement::Delete(d) => {
                 let b = binder.delete(d)?;
-                let access = plan::plan_access(&b.table.def, b.filter.as_ref());
+                let access = plan::plan(&b.table.def, b.filter.as_ref());
                 Planned::Delete(b, access)
             }
             _ => Planned::Command(Box::new(stmt)),
@@ -807,11 +810,11 @@ impl Session {
             }
             other => {
                 let catalog = shale_table::Catalog::default();
-                let is_variable = |n: &str| self.state.defaults.contains_key(n);
+                let variable = |n: &str| self.state.defaults.get(n).cloned();
                 let ctx = BindContext {
                     catalog: &catalog,
                     database: None,
-                    is_variable: &is_variable,
+                    variable: &variable,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {
@@ -882,9 +885,9 @@ impl Session {
     /// EXPLAIN's plan text for a statement.
     pub(crate) fn explain(&self, stmt: &Statement) -> Result<String, SqlError> {
         Ok(match self.plan(stmt.clone())? {
-            Planned::Select(s, access) => plan::explain(s.table.as_ref().map(|t| &*t.def), &access),
-            Planned::Update(u, access) => plan::explain(Some(&u.table.def), &access),
-            Planned::Delete(d, access) => plan::explain(Some(&d.table.def), &access),
+            Planned::Select(s, plan) => plan::explain(s.table.as_ref().map(|t| &*t.def), &plan),
+            Planned::Update(u, plan) => plan::explain(Some(&u.table.def), &plan),
+            Planned::Delete(d, plan) => plan::explain(Some(&d.table.def), &plan),
             Planned::Insert(i) => format!("insert {}", i.table.def.name),
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
