@@ -29,6 +29,7 @@ fn main() {
     let instance = Instance::open(
         "/db",
         InstanceOptions {
+            transaction_isolation: shale_sql::IsolationLevel::default(),
             store: shale_table::StoreOptions {
                 engine: shale_engine::Options {
                     file_system: Arc::new(shale_fs::MemFs::new()),

@@ -408,16 +408,22 @@ impl<'a> Binder<'a> {
     }
 
     fn variable(&mut self, parts: &[&str]) -> Result<(Expr, SqlType), SqlError> {
-        let joined = parts.join(".");
+        let joined = parts.join(".").to_ascii_lowercase();
         let name = joined.trim_start_matches('@');
+        let global = name.starts_with("global.");
         let name = name
             .strip_prefix("session.")
             .or_else(|| name.strip_prefix("global."))
             .or_else(|| name.strip_prefix("local."))
             .unwrap_or(name)
-            .to_ascii_lowercase();
+            .to_string();
         let Some(default) = (self.ctx.variable)(&name) else {
             return Err(SqlError::unknown_system_variable(&name));
+        };
+        let name = if global {
+            format!("global.{name}")
+        } else {
+            name
         };
         // The type follows the default's (MySQL reports integer variables as BIGINT).
         let t = match default {

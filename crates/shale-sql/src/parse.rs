@@ -4,7 +4,9 @@
 //! Pre-pass rules:
 //! 1. Executable comments `/*! ... */` and `/*!NNNNN ... */` are replaced by their content
 //!    (MySQL runs them; sysbench ends its CREATE TABLE with `/*! ENGINE = innodb */`).
-//! 2. Text inside quotes (`'`, `"`, `` ` ``) is never changed.
+//! 2. `SET GLOBAL TRANSACTION ISOLATION LEVEL x` (a whole statement) becomes
+//!    `SET GLOBAL transaction_isolation = 'x'`: sqlparser drops the GLOBAL of this form.
+//! 3. Text inside quotes (`'`, `"`, `` ` ``) is never changed.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -22,8 +24,11 @@ pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
     parsed.map_err(|e| syntax_error(&text, &e))
 }
 
-/// Rule 1: executable comments become their content.
+/// Rules 1 and 2.
 pub(crate) fn preprocess(sql: &str) -> String {
+    if let Some(rewritten) = global_isolation(sql) {
+        return rewritten;
+    }
     if !sql.contains("/*!") {
         return sql.to_string();
     }
@@ -63,6 +68,24 @@ pub(crate) fn preprocess(sql: &str) -> String {
         out.push_str(&sql[start.min(b.len())..]);
     }
     out
+}
+
+/// Rule 2.
+fn global_isolation(sql: &str) -> Option<String> {
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .map(str::to_ascii_uppercase)
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["SET", "GLOBAL", "TRANSACTION", "ISOLATION", "LEVEL", level @ ..] => {
+            let level = level.join("-");
+            Some(format!("SET GLOBAL transaction_isolation = '{level}'"))
+        }
+        _ => None,
+    }
 }
 
 /// MySQL's 1064 from a parser error: the text from the reported position on.
@@ -120,6 +143,10 @@ mod tests {
             ("SELECT '/*! x */'", "SELECT '/*! x */'"),
             ("SELECT 1 /*! unterminated", "SELECT 1 unterminated"),
             ("SELECT 1/*!,2*/", "SELECT 1 ,2"),
+            (
+                "set global transaction isolation level read committed;",
+                "SET GLOBAL transaction_isolation = 'READ-COMMITTED'",
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(norm(preprocess(input)), want, "{input}");

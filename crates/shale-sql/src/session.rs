@@ -13,7 +13,7 @@
 //! DDL generation is unchanged, and re-planned from its text after any DDL.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use shale_table::{IsolationLevel, TableTxn, TxnOptions, Value};
 use sqlparser::ast::{self, Statement};
@@ -70,6 +70,8 @@ pub(crate) struct State {
     pub defaults: BTreeMap<&'static str, Value>,
     /// The last statement's warnings: level, code, message.
     pub warnings: Vec<(&'static str, u16, String)>,
+    /// The instance's global variables (`@@global.x`).
+    pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
 }
 
 struct RunEnv<'a> {
@@ -100,6 +102,22 @@ impl Env for RunEnv<'_> {
 
 impl State {
     pub(crate) fn variable(&self, name: &str) -> Value {
+        if let Some(global) = name.strip_prefix("global.") {
+            let global = if global == "tx_isolation" {
+                "transaction_isolation"
+            } else {
+                global
+            };
+            let globals = self
+                .globals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return globals
+                .get(global)
+                .or_else(|| self.defaults.get(global))
+                .cloned()
+                .unwrap_or(Value::Null);
+        }
         match name {
             "autocommit" => Value::Int(i64::from(self.autocommit)),
             "transaction_isolation" | "tx_isolation" => Value::Bytes(
@@ -158,6 +176,20 @@ pub(crate) fn text_column(name: &str) -> ColumnMeta {
 
 impl Session {
     pub(crate) fn new(instance: Arc<Instance>, connection_id: u64) -> Session {
+        let globals = Arc::clone(&instance.globals);
+        let (isolation, autocommit) = {
+            let g = globals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let isolation = g
+                .get("transaction_isolation")
+                .and_then(|v| parse_isolation(v).ok())
+                .unwrap_or(IsolationLevel::RepeatableRead);
+            let autocommit = g
+                .get("autocommit")
+                .is_none_or(|v| crate::value::truth(v) != Some(false));
+            (isolation, autocommit)
+        };
         Session {
             instance,
             state: State {
@@ -165,11 +197,12 @@ impl Session {
                 connection_id,
                 last_insert_id: 0,
                 user: "root@localhost".into(),
-                autocommit: true,
-                isolation: IsolationLevel::RepeatableRead,
+                autocommit,
+                isolation,
                 vars: BTreeMap::new(),
                 defaults: variables::defaults(),
                 warnings: Vec::new(),
+                globals,
             },
             txn: None,
             began: false,
@@ -765,15 +798,20 @@ impl Session {
                 Ok(())
             }
             ast::Set::SingleAssignment {
-                variable, values, ..
+                variable,
+                values,
+                scope,
+                ..
             } => {
                 let name = crate::bind::ident_name(variable).join(".");
-                self.assign(&name, values)
+                let global = matches!(scope, Some(ast::ContextModifier::Global));
+                self.assign(&name, values, global)
             }
             ast::Set::MultipleAssignments { assignments } => {
                 for a in assignments {
                     let name = crate::bind::ident_name(&a.name).join(".");
-                    self.assign(&name, std::slice::from_ref(&a.value))?;
+                    let global = matches!(a.scope, Some(ast::ContextModifier::Global));
+                    self.assign(&name, std::slice::from_ref(&a.value), global)?;
                 }
                 Ok(())
             }
@@ -781,11 +819,12 @@ impl Session {
         }
     }
 
-    fn assign(&mut self, name: &str, values: &[ast::Expr]) -> Result<(), SqlError> {
+    fn assign(&mut self, name: &str, values: &[ast::Expr], global: bool) -> Result<(), SqlError> {
         if name.starts_with('@') && !name.starts_with("@@") {
             return Err(SqlError::unsupported("user variables"));
         }
         let lower = name.trim_start_matches('@').to_ascii_lowercase();
+        let global = global || lower.starts_with("global.");
         let lower = lower
             .strip_prefix("session.")
             .or_else(|| lower.strip_prefix("global."))
@@ -838,6 +877,34 @@ impl Session {
                 other => Ok(crate::value::truth(other).unwrap_or(false)),
             }
         };
+        if global {
+            let stored = match lower.as_str() {
+                "autocommit" => Value::Int(i64::from(as_bool(&v)?)),
+                "transaction_isolation" | "tx_isolation" => {
+                    let level = parse_isolation(&v).map_err(|bad| {
+                        SqlError::new(
+                            1231,
+                            "42000",
+                            format!("Variable '{lower}' can't be set to the value of '{bad}'"),
+                        )
+                    })?;
+                    Value::Bytes(variables::isolation_name(level).as_bytes().to_vec())
+                }
+                _ => v,
+            };
+            let mut globals = self
+                .state
+                .globals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let key = if lower == "tx_isolation" {
+                "transaction_isolation".to_string()
+            } else {
+                lower
+            };
+            globals.insert(key, stored);
+            return Ok(());
+        }
         match lower.as_str() {
             "autocommit" => {
                 let on = as_bool(&v)?;
@@ -847,20 +914,13 @@ impl Session {
                 self.state.autocommit = on;
             }
             "transaction_isolation" | "tx_isolation" => {
-                let s = crate::value::display(&v)
-                    .to_ascii_uppercase()
-                    .replace(' ', "-");
-                self.state.isolation = match s.as_str() {
-                    "READ-COMMITTED" | "READ-UNCOMMITTED" => IsolationLevel::ReadCommitted,
-                    "REPEATABLE-READ" | "SERIALIZABLE" => IsolationLevel::RepeatableRead,
-                    other => {
-                        return Err(SqlError::new(
-                            1231,
-                            "42000",
-                            format!("Variable '{lower}' can't be set to the value of '{other}'"),
-                        ))
-                    }
-                };
+                self.state.isolation = parse_isolation(&v).map_err(|bad| {
+                    SqlError::new(
+                        1231,
+                        "42000",
+                        format!("Variable '{lower}' can't be set to the value of '{bad}'"),
+                    )
+                })?;
             }
             _ => {
                 // Unknown variables are accepted and remembered: connectors set many.
@@ -891,6 +951,21 @@ impl Session {
             Planned::Insert(i) => format!("insert {}", i.table.def.name),
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
+    }
+}
+
+/// An isolation level from its variable value (`READ-COMMITTED`, `READ COMMITTED`, ...);
+/// the text back when it names none.
+fn parse_isolation(v: &Value) -> Result<IsolationLevel, String> {
+    let s = crate::value::display(v)
+        .to_ascii_uppercase()
+        .replace(' ', "-");
+    match s.as_str() {
+        // Shale has no dirty reads: READ UNCOMMITTED runs as READ COMMITTED.
+        "READ-COMMITTED" | "READ-UNCOMMITTED" => Ok(IsolationLevel::ReadCommitted),
+        // SERIALIZABLE runs as REPEATABLE READ (snapshot isolation with write conflicts).
+        "REPEATABLE-READ" | "SERIALIZABLE" => Ok(IsolationLevel::RepeatableRead),
+        _ => Err(s),
     }
 }
 

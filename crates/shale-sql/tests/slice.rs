@@ -153,6 +153,7 @@ fn sysbench_slice_at_scale() {
 fn users_survive_reopen() {
     let fs = Arc::new(MemFs::new());
     let options = || InstanceOptions {
+        transaction_isolation: shale_sql::IsolationLevel::default(),
         store: StoreOptions {
             engine: Options {
                 file_system: fs.clone(),
