@@ -121,7 +121,13 @@ pub(crate) struct Binder<'a> {
     clause: &'static str,
     /// Select-list aliases, visible to HAVING and ORDER BY.
     aliases: Vec<(String, Expr, SqlType)>,
+    /// Nesting depth of the expression being bound.
+    depth: usize,
 }
+
+/// The deepest expression nesting a statement may have: bound expressions are evaluated
+/// and dropped recursively on the session's own stack.
+pub(crate) const MAX_DEPTH: usize = 1000;
 
 pub(crate) fn ident_name(parts: &ast::ObjectName) -> Vec<String> {
     parts
@@ -143,6 +149,7 @@ impl<'a> Binder<'a> {
             params: 0,
             clause: "field list",
             aliases: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -214,6 +221,20 @@ impl<'a> Binder<'a> {
 
     /// Binds a scalar expression; returns it with its type.
     pub(crate) fn expr(&mut self, e: &ast::Expr) -> Result<(Expr, SqlType), SqlError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(SqlError::new(
+                1436,
+                "HY000",
+                format!("Thread stack overrun: expression nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.depth += 1;
+        let r = self.expr_nested(e);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_nested(&mut self, e: &ast::Expr) -> Result<(Expr, SqlType), SqlError> {
         Ok(match e {
             ast::Expr::Identifier(id) => {
                 if id.value.starts_with("@@") && id.quote_style.is_none() {

@@ -233,6 +233,10 @@ impl Session {
     /// Runs every statement of `sql` (`;`-separated), reporting each to `sink`. Stops at the
     /// first error and returns it.
     pub fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        on_big_stack(sql, || self.execute_text(sql, sink))
+    }
+
+    fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
             return Err(SqlError::new(1065, "42000", "Query was empty"));
@@ -249,6 +253,10 @@ impl Session {
 
     /// Prepares one statement with `?` placeholders.
     pub fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
+        on_big_stack(sql, || self.prepare_text(sql))
+    }
+
+    fn prepare_text(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
         let mut statements = crate::parse::parse(sql)?;
         if statements.len() != 1 {
             return Err(SqlError::new(
@@ -951,6 +959,26 @@ impl Session {
             Planned::Insert(i) => format!("insert {}", i.table.def.name),
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
+    }
+}
+
+/// Statements longer than this may nest deeper than a thread's usual 2 MiB stack allows
+/// (each level of `1+1+...` or `((...))` takes at least two characters).
+const BIG_STATEMENT: usize = 1024;
+
+/// The stack a long statement is parsed, bound and dropped on (reserved, touched only as far
+/// as it is used).
+const BIG_STACK: usize = 256 << 20;
+
+/// Runs `f` on a fresh large stack when `sql` is long enough to nest deeply: sqlparser's AST
+/// is walked and dropped recursively, so one deep expression could otherwise overflow the
+/// server's session thread. The binder separately caps nesting (`bind::MAX_DEPTH`), so what
+/// outlives the statement stays shallow.
+fn on_big_stack<R>(sql: &str, f: impl FnOnce() -> R) -> R {
+    if sql.len() > BIG_STATEMENT {
+        stacker::grow(BIG_STACK, f)
+    } else {
+        f()
     }
 }
 
