@@ -265,9 +265,27 @@ impl Session {
                 "You have an error in your SQL syntax; prepared statements hold one statement",
             ));
         }
+        if self.prepared.len() >= MAX_PREPARED {
+            return Err(SqlError::new(
+                1461,
+                "42000",
+                format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: \
+                     {MAX_PREPARED})"
+                ),
+            ));
+        }
         let stmt = statements.remove(0);
         let params = count_params(&stmt);
         let planned = self.plan(stmt)?;
+        if matches!(planned, Planned::Command(_)) && sql.len() > BIG_STATEMENT {
+            // A kept command's AST would later be dropped on the session's own stack.
+            return Err(SqlError::new(
+                1295,
+                "HY000",
+                "This command is not supported in the prepared statement protocol yet",
+            ));
+        }
         let columns = match &planned {
             Planned::Select(s, _) => s.columns.clone(),
             _ => Vec::new(),
@@ -961,6 +979,9 @@ impl Session {
         })
     }
 }
+
+/// MySQL's default `max_prepared_stmt_count`, per session here.
+const MAX_PREPARED: usize = 16_382;
 
 /// Statements longer than this may nest deeper than a thread's usual 2 MiB stack allows
 /// (each level of `1+1+...` or `((...))` takes at least two characters).
