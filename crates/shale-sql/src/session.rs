@@ -157,6 +157,11 @@ pub struct Session {
     txn: Option<TableTxn>,
     /// BEGIN was issued: the transaction stays open until COMMIT/ROLLBACK.
     began: bool,
+    /// Named savepoints of the open transaction, oldest first; each is one table-layer
+    /// savepoint.
+    savepoints: Vec<String>,
+    /// The client asked for CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed.
+    found_rows: bool,
     prepared: HashMap<u32, Prepared>,
     next_statement_id: u32,
 }
@@ -206,6 +211,8 @@ impl Session {
             },
             txn: None,
             began: false,
+            savepoints: Vec::new(),
+            found_rows: false,
             prepared: HashMap::new(),
             next_statement_id: 1,
         }
@@ -223,6 +230,12 @@ impl Session {
     /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).
     pub fn set_user(&mut self, user: &str, host: &str) {
         self.state.user = format!("{user}@{host}");
+    }
+
+    /// The client's CLIENT_FOUND_ROWS capability: UPDATE's affected rows count the rows
+    /// matched instead of the rows changed.
+    pub fn set_found_rows(&mut self, found_rows: bool) {
+        self.found_rows = found_rows;
     }
 
     /// The warnings of the last statement (what SHOW WARNINGS lists).
@@ -432,6 +445,7 @@ impl Session {
     /// Commits the open transaction, if any.
     fn commit_open(&mut self) -> Result<(), SqlError> {
         self.began = false;
+        self.savepoints.clear();
         match self.txn.take() {
             Some(t) => Ok(t.commit()?),
             None => Ok(()),
@@ -440,9 +454,71 @@ impl Session {
 
     fn rollback_open(&mut self) {
         self.began = false;
+        self.savepoints.clear();
         if let Some(t) = self.txn.take() {
             t.rollback();
         }
+    }
+
+    /// SAVEPOINT: a no-op outside a transaction, as in MySQL with autocommit.
+    fn savepoint(&mut self, name: &str) -> Result<(), SqlError> {
+        if !self.keeps_transaction() {
+            return Ok(());
+        }
+        if let Some(pos) = self
+            .savepoints
+            .iter()
+            .position(|s| s.eq_ignore_ascii_case(name))
+        {
+            // Re-setting a savepoint replaces it; the table layer can only drop its newest.
+            if pos + 1 != self.savepoints.len() {
+                return Err(SqlError::unsupported(
+                    "re-setting a savepoint that is not the newest",
+                ));
+            }
+            self.unwind_to(name, false)?;
+        }
+        if self.txn.is_none() {
+            self.txn = Some(self.begin_txn()?);
+        }
+        if let Some(txn) = self.txn.as_mut() {
+            txn.set_savepoint();
+        }
+        self.savepoints.push(name.to_string());
+        Ok(())
+    }
+
+    /// RELEASE SAVEPOINT (`rollback` false) or ROLLBACK TO SAVEPOINT (true): drops `name` and
+    /// every later savepoint, keeping or undoing their changes.
+    fn unwind_to(&mut self, name: &str, rollback: bool) -> Result<(), SqlError> {
+        let Some(pos) = self
+            .savepoints
+            .iter()
+            .position(|s| s.eq_ignore_ascii_case(name))
+        else {
+            return Err(SqlError::new(
+                1305,
+                "42000",
+                format!("SAVEPOINT {name} does not exist"),
+            ));
+        };
+        let Some(txn) = self.txn.as_mut() else {
+            self.savepoints.clear();
+            return Err(SqlError::new(
+                1305,
+                "42000",
+                format!("SAVEPOINT {name} does not exist"),
+            ));
+        };
+        while self.savepoints.len() > pos {
+            self.savepoints.pop();
+            if rollback {
+                txn.rollback_to_savepoint()?;
+            } else {
+                txn.release_savepoint()?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether the transaction stays open after a statement.
@@ -488,7 +564,7 @@ impl Session {
             }),
             Planned::Update(u, access) => {
                 exec::update(&mut txn, u, access, &env).map(|(matched, changed)| {
-                    status.affected_rows = changed;
+                    status.affected_rows = if self.found_rows { matched } else { changed };
                     status.info =
                         format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
                     Some(status.clone())
@@ -522,6 +598,7 @@ impl Session {
                     self.txn = Some(txn);
                 } else {
                     txn.rollback();
+                    self.savepoints.clear();
                     if keep {
                         self.began = false;
                     }
@@ -601,6 +678,26 @@ impl Session {
             } => {
                 self.state.warnings.clear();
                 self.rollback_open();
+                self.ok(sink, 0)
+            }
+            Statement::Savepoint { name } => {
+                self.state.warnings.clear();
+                self.savepoint(&name.value)?;
+                self.ok(sink, 0)
+            }
+            Statement::ReleaseSavepoint { name } => {
+                self.state.warnings.clear();
+                self.unwind_to(&name.value, false)?;
+                self.ok(sink, 0)
+            }
+            Statement::Rollback {
+                chain: false,
+                savepoint: Some(name),
+            } => {
+                self.state.warnings.clear();
+                self.unwind_to(&name.value, true)?;
+                // MySQL keeps the savepoint rolled back to.
+                self.savepoint(&name.value)?;
                 self.ok(sink, 0)
             }
             Statement::Set(set) => {
