@@ -468,8 +468,20 @@ pub(crate) fn select(
     if simple {
         let (mut skipped, mut sent) = (0u64, 0u64);
         let mut out = Vec::with_capacity(s.projection.len());
+        // Plain distinct columns are moved out of the row read instead of copied.
+        let moves: Option<Vec<usize>> = s
+            .projection
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match e {
+                Expr::Column(c) if !s.projection[..i].contains(e) => Some(*c),
+                _ => None,
+            })
+            .collect();
         while sent < limit {
-            let Some(row) = src.next_row()? else { break };
+            let Some(mut row) = src.next_row()? else {
+                break;
+            };
             if !passes(filter, &row, env)? {
                 continue;
             }
@@ -478,8 +490,20 @@ pub(crate) fn select(
                 continue;
             }
             out.clear();
-            for e in &s.projection {
-                out.push(e.eval(&row, env)?);
+            match &moves {
+                Some(columns) => {
+                    for &c in columns {
+                        out.push(
+                            row.get_mut(c)
+                                .map_or(Value::Null, |v| std::mem::replace(v, Value::Null)),
+                        );
+                    }
+                }
+                None => {
+                    for e in &s.projection {
+                        out.push(e.eval(&row, env)?);
+                    }
+                }
             }
             sink.row(&out)?;
             sent += 1;
