@@ -265,17 +265,83 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
             .and_then(|t| t.columns.get(*c))
             .map_or_else(|| format!("#{c}"), |col| col.name.clone()),
         Expr::SysVar(v) => format!("@@{v}"),
+        Expr::Cmp(op, a, b, _) => {
+            let sym = match op {
+                CmpOp::Eq => "=",
+                CmpOp::NullSafeEq => "<=>",
+                CmpOp::Ne => "<>",
+                CmpOp::Lt => "<",
+                CmpOp::Le => "<=",
+                CmpOp::Gt => ">",
+                CmpOp::Ge => ">=",
+            };
+            format!("{} {sym} {}", render(a, table), render(b, table))
+        }
+        Expr::And(a, b) => format!("{} AND {}", render(a, table), render(b, table)),
+        Expr::Or(a, b) => format!("({} OR {})", render(a, table), render(b, table)),
+        Expr::Not(a) => format!("NOT ({})", render(a, table)),
+        Expr::Arith(op, a, b) => {
+            format!(
+                "({} {} {})",
+                render(a, table),
+                op.symbol(),
+                render(b, table)
+            )
+        }
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated,
+            ..
+        } => format!(
+            "{}{} BETWEEN {} AND {}",
+            render(expr, table),
+            if *negated { " NOT" } else { "" },
+            render(low, table),
+            render(high, table)
+        ),
+        Expr::IsNull(e, negated) => format!(
+            "{} IS {}NULL",
+            render(e, table),
+            if *negated { "NOT " } else { "" }
+        ),
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            ..
+        } => format!(
+            "{}{} LIKE {}",
+            render(expr, table),
+            if *negated { " NOT" } else { "" },
+            render(pattern, table)
+        ),
+        Expr::InList {
+            expr,
+            list,
+            negated,
+            ..
+        } => format!(
+            "{}{} IN ({})",
+            render(expr, table),
+            if *negated { " NOT" } else { "" },
+            list.iter()
+                .map(|e| render(e, table))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         _ => "<expr>".to_string(),
     }
 }
 
-/// EXPLAIN's text for a plan: the access path, and `+ filter` when rows are re-checked.
+/// EXPLAIN's text for a plan: the access path, then `filter` and the condition each row is
+/// checked against when keys convert exactly.
 pub(crate) fn explain(table: Option<&TableDef>, plan: &Plan) -> String {
     let text = explain_access(table, &plan.access);
-    if plan.residual.is_some() {
-        format!("{text} + filter")
-    } else {
-        text
+    match &plan.residual {
+        Some(r) => format!("{text} filter {}", render(r, table)),
+        None => text,
     }
 }
 
