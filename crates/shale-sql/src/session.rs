@@ -526,7 +526,35 @@ impl Session {
         self.began || !self.state.autocommit
     }
 
+    /// Runs a planned statement. An autocommit INSERT, UPDATE or DELETE that loses a write
+    /// conflict (1213: under REPEATABLE READ a row changed after its snapshot) is retried in a
+    /// fresh transaction, up to `MAX_RETRIES` times: nothing was committed or sent to the client yet,
+    /// and InnoDB would have waited for the row instead of failing.
     fn run(
+        &mut self,
+        planned: &Planned,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        let retryable = matches!(
+            planned,
+            Planned::Insert(_) | Planned::Update(..) | Planned::Delete(..)
+        );
+        let mut attempt = 0;
+        loop {
+            let own_transaction = !self.keeps_transaction() && self.txn.is_none();
+            match self.run_once(planned, params, sink) {
+                Err(e)
+                    if e.code == 1213 && retryable && own_transaction && attempt < MAX_RETRIES =>
+                {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn run_once(
         &mut self,
         planned: &Planned,
         params: &[Value],
@@ -1076,6 +1104,9 @@ impl Session {
         })
     }
 }
+
+/// How often an autocommit write that lost a write conflict is retried.
+const MAX_RETRIES: u32 = 8;
 
 /// MySQL's default `max_prepared_stmt_count`, per session here.
 const MAX_PREPARED: usize = 16_382;
