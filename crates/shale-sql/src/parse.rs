@@ -6,7 +6,10 @@
 //!    (MySQL runs them; sysbench ends its CREATE TABLE with `/*! ENGINE = innodb */`).
 //! 2. `SET GLOBAL TRANSACTION ISOLATION LEVEL x` (a whole statement) becomes
 //!    `SET GLOBAL transaction_isolation = 'x'`: sqlparser drops the GLOBAL of this form.
-//! 3. Text inside quotes (`'`, `"`, `` ` ``) is never changed.
+//! 3. `START TRANSACTION WITH CONSISTENT SNAPSHOT` (mysqldump's, often inside `/*!40100 */`)
+//!    loses the clause sqlparser does not know; the snapshot is then taken by the first
+//!    statement of the transaction instead of at once.
+//! 4. Text inside quotes (`'`, `"`, `` ` ``) is never changed.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -24,11 +27,33 @@ pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
     parsed.map_err(|e| syntax_error(&text, &e))
 }
 
-/// Rules 1 and 2.
+/// Rules 1 to 3.
 pub(crate) fn preprocess(sql: &str) -> String {
-    if let Some(rewritten) = global_isolation(sql) {
+    let text = executable_comments(sql);
+    if let Some(rewritten) = global_isolation(&text).or_else(|| consistent_snapshot(&text)) {
         return rewritten;
     }
+    text
+}
+
+/// Rule 3.
+fn consistent_snapshot(sql: &str) -> Option<String> {
+    let spaced = sql.trim().trim_end_matches(';').replace(',', " , ");
+    let words: Vec<&str> = spaced.split_whitespace().collect();
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    match upper.as_slice() {
+        ["START", "TRANSACTION", "WITH", "CONSISTENT", "SNAPSHOT", ..] => {
+            let rest = words[5..].join(" ");
+            let rest = rest.trim_start_matches(',').trim();
+            Some(format!("START TRANSACTION {rest}").trim_end().to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Rule 1.
+fn executable_comments(sql: &str) -> String {
     if !sql.contains("/*!") {
         return sql.to_string();
     }
@@ -143,6 +168,14 @@ mod tests {
             ("SELECT '/*! x */'", "SELECT '/*! x */'"),
             ("SELECT 1 /*! unterminated", "SELECT 1 unterminated"),
             ("SELECT 1/*!,2*/", "SELECT 1 ,2"),
+            (
+                "START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */",
+                "START TRANSACTION",
+            ),
+            (
+                "start transaction with consistent snapshot, read only",
+                "START TRANSACTION read only",
+            ),
             (
                 "set global transaction isolation level read committed;",
                 "SET GLOBAL transaction_isolation = 'READ-COMMITTED'",

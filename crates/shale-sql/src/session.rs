@@ -528,8 +528,8 @@ impl Session {
 
     /// Runs a planned statement. An autocommit INSERT, UPDATE or DELETE that loses a write
     /// conflict (1213: under REPEATABLE READ a row changed after its snapshot) is retried in a
-    /// fresh transaction, up to `MAX_RETRIES` times: nothing was committed or sent to the client yet,
-    /// and InnoDB would have waited for the row instead of failing.
+    /// fresh transaction, up to `MAX_RETRIES` times: nothing was committed or sent to the
+    /// client yet, and InnoDB would have waited for the row instead of failing.
     fn run(
         &mut self,
         planned: &Planned,
@@ -680,17 +680,10 @@ impl Session {
     /// Runs a session command or DDL statement.
     fn command(&mut self, stmt: &Statement, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         match stmt {
-            Statement::StartTransaction { modes, .. } => {
-                if modes.iter().any(|m| {
-                    matches!(
-                        m,
-                        ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly)
-                    )
-                }) {
-                    self.state.warnings.clear();
-                }
+            Statement::StartTransaction { .. } => {
                 self.commit_open()?;
-                self.txn = Some(self.begin_txn()?);
+                // The snapshot is taken by the first statement, as InnoDB takes it at the
+                // first read.
                 self.began = true;
                 self.state.warnings.clear();
                 self.ok(sink, 0)
