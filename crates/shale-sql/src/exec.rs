@@ -126,6 +126,7 @@ pub(crate) fn open_source<'t>(
     access: &Access,
     env: &dyn Env,
     lock: LockMode,
+    reverse: bool,
 ) -> Result<(Source<'t>, bool), SqlError> {
     let Some(table) = table else {
         return Ok((Source::One(Some(Vec::new())), true));
@@ -146,7 +147,7 @@ pub(crate) fn open_source<'t>(
                     KeyValue::Nothing => return Ok((Source::Empty, true)),
                     KeyValue::Unbounded => {
                         let cursor =
-                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), false, lock)?;
+                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?;
                         return Ok((Source::Cursor(cursor), false));
                     }
                 }
@@ -224,10 +225,10 @@ pub(crate) fn open_source<'t>(
                 lower: lo,
                 upper: hi,
             };
-            Source::Cursor(txn.scan(table, *index, range, false, lock)?)
+            Source::Cursor(txn.scan(table, *index, range, reverse, lock)?)
         }
         Access::FullScan => {
-            Source::Cursor(txn.scan(table, IndexChoice::Primary, KeyRange::all(), false, lock)?)
+            Source::Cursor(txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?)
         }
     };
     Ok((source, exact))
@@ -458,13 +459,14 @@ pub(crate) fn select(
     let offset = count_value(s.offset.as_ref(), env, 0)?;
     let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
     sink.columns(&s.columns)?;
-    let (mut src, exact) = open_source(txn, table, &plan.access, env, s.lock)?;
+    let reverse = plan.ordered == Some(true);
+    let (mut src, exact) = open_source(txn, table, &plan.access, env, s.lock, reverse)?;
     let filter = if exact {
         plan.residual.as_ref()
     } else {
         s.filter.as_ref()
     };
-    let simple = !s.grouped && !s.distinct && s.order_by.is_empty();
+    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || plan.ordered.is_some());
     if simple {
         let (mut skipped, mut sent) = (0u64, 0u64);
         let mut out = Vec::with_capacity(s.projection.len());
@@ -618,7 +620,14 @@ fn matching_rows(
     env: &dyn Env,
 ) -> Result<Vec<Vec<Value>>, SqlError> {
     let limit = count_value(limit, env, u64::MAX)?;
-    let (mut src, exact) = open_source(txn, Some(table), &plan.access, env, LockMode::Exclusive)?;
+    let (mut src, exact) = open_source(
+        txn,
+        Some(table),
+        &plan.access,
+        env,
+        LockMode::Exclusive,
+        false,
+    )?;
     let filter = if exact {
         plan.residual.as_ref()
     } else {

@@ -11,6 +11,9 @@
 //!    go to the earlier index (so the primary key).
 //! 3. No usable conjunct: a full scan of the primary key.
 //!
+//! 5. ORDER BY needs no sort when its keys are the access index's next integer columns after
+//!    the equality prefix (never NULL: primary key columns, or NOT NULL ones), all ASC or all
+//!    DESC; DESC reads the index backwards. A point get is always in order.
 //! 4. The WHERE condition is re-checked on every row read, so an access path only ever has to
 //!    deliver a superset of the matching rows (this is what lets the executor widen a bound it
 //!    cannot encode exactly, e.g. `id <= 2.5`). Conjuncts on integer columns that the access
@@ -21,6 +24,7 @@ use std::fmt::Write as _;
 
 use shale_table::{IndexChoice, TableDef};
 
+use crate::bind::SortKey;
 use crate::expr::{CmpOp, Expr};
 
 /// One end of a range on an index column.
@@ -56,6 +60,8 @@ pub(crate) struct Plan {
     /// WHERE without the conjuncts the access path enforces exactly (rule 4): what to check
     /// on each row when every key value converted exactly. Otherwise the whole WHERE is.
     pub residual: Option<Expr>,
+    /// The access path already delivers ORDER BY's order (rule 5): `Some(reverse)`.
+    pub ordered: Option<bool>,
 }
 
 /// A conjunct usable for access: column position, operator, constant side, and which
@@ -160,6 +166,7 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
         return Plan {
             access: Access::FullScan,
             residual: None,
+            ordered: None,
         };
     };
     let mut parts = Vec::new();
@@ -168,6 +175,7 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
     let full_scan = || Plan {
         access: Access::FullScan,
         residual: Some(filter.clone()),
+        ordered: None,
     };
     if sargs.is_empty() {
         return full_scan();
@@ -189,6 +197,7 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
             return Plan {
                 access: Access::PointGet(values),
                 residual: residual(table, &parts, &sargs, &used),
+                ordered: None,
             };
         }
     }
@@ -248,9 +257,38 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
         Some((_, access, used)) => Plan {
             access,
             residual: residual(table, &parts, &sargs, &used),
+            ordered: None,
         },
         None => full_scan(),
     }
+}
+
+/// Rule 5: whether `plan`'s access path delivers `order_by`'s order (and in which direction).
+pub(crate) fn order(table: &TableDef, plan: &Plan, order_by: &[SortKey]) -> Option<bool> {
+    let (cols, eq_len): (&[usize], usize) = match &plan.access {
+        Access::NoTable | Access::PointGet(_) => return Some(false),
+        Access::FullScan => (&table.primary_key.columns, 0),
+        Access::Range { index, eq, .. } => match index {
+            IndexChoice::Primary => (&table.primary_key.columns, eq.len()),
+            IndexChoice::Secondary(i) => (&table.indexes.get(*i)?.columns, eq.len()),
+        },
+    };
+    let first = order_by.first()?;
+    let never_null_int = |c: usize| {
+        table.columns.get(c).is_some_and(|col| {
+            crate::types::int_range(&col.ty).is_some()
+                && (!col.nullable || table.primary_key.columns.contains(&c))
+        })
+    };
+    for (j, key) in order_by.iter().enumerate() {
+        let Expr::Column(c) = key.expr else {
+            return None;
+        };
+        if key.desc != first.desc || cols.get(eq_len + j) != Some(&c) || !never_null_int(c) {
+            return None;
+        }
+    }
+    Some(first.desc)
 }
 
 /// A short text of an expression for EXPLAIN.
@@ -338,7 +376,14 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
 /// EXPLAIN's text for a plan: the access path, then `filter` and the condition each row is
 /// checked against when keys convert exactly.
 pub(crate) fn explain(table: Option<&TableDef>, plan: &Plan) -> String {
-    let text = explain_access(table, &plan.access);
+    let mut text = explain_access(table, &plan.access);
+    match plan.ordered {
+        Some(true) => text.push_str(" ordered reverse"),
+        Some(false) if !matches!(plan.access, Access::PointGet(_) | Access::NoTable) => {
+            text.push_str(" ordered");
+        }
+        _ => {}
+    }
     match &plan.residual {
         Some(r) => format!("{text} filter {}", render(r, table)),
         None => text,

@@ -411,13 +411,17 @@ impl Session {
         Ok(match &stmt {
             Statement::Query(q) => {
                 let s = binder.select(q)?;
-                let access = match &s.table {
+                let mut access = match &s.table {
                     Some(t) => plan::plan(&t.def, s.filter.as_ref()),
                     None => Plan {
                         access: Access::NoTable,
                         residual: s.filter.clone(),
+                        ordered: None,
                     },
                 };
+                if let (Some(t), false) = (&s.table, s.order_by.is_empty()) {
+                    access.ordered = plan::order(&t.def, &access, &s.order_by);
+                }
                 Planned::Select(s, access)
             }
             Statement::Insert(i) => Planned::Insert(binder.insert(i)?),
