@@ -10,15 +10,14 @@
 //!    `<=`, `>`, `>=`, BETWEEN). The longest equality prefix wins, then having a range; ties
 //!    go to the earlier index (so the primary key).
 //! 3. No usable conjunct: a full scan of the primary key.
-//!
-//! 5. ORDER BY needs no sort when its keys are the access index's next integer columns after
-//!    the equality prefix (never NULL: primary key columns, or NOT NULL ones), all ASC or all
-//!    DESC; DESC reads the index backwards. A point get is always in order.
 //! 4. The WHERE condition is re-checked on every row read, so an access path only ever has to
 //!    deliver a superset of the matching rows (this is what lets the executor widen a bound it
 //!    cannot encode exactly, e.g. `id <= 2.5`). Conjuncts on integer columns that the access
 //!    path enforces are left out of the `residual` check, which the executor uses only when
 //!    every key value converted exactly (an integer in the column's range).
+//! 5. ORDER BY needs no sort when its keys are the access index's next integer columns after
+//!    the equality prefix (never NULL: primary key columns, or NOT NULL ones), all ASC or all
+//!    DESC; DESC reads the index backwards. A point get is always in order.
 
 use std::fmt::Write as _;
 
