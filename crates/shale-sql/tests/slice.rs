@@ -398,7 +398,7 @@ fn concurrent_autocommit_updates_all_apply() {
     assert_eq!(sink.rows, vec![vec![Value::Int(2 * per_thread)]]);
 }
 
-/// The clock functions give the text forms MySQL prints (UTC).
+/// The clock functions give the text forms `MySQL` prints (UTC).
 #[test]
 fn clock_functions() {
     let instance = common::instance();
