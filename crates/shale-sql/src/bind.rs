@@ -761,13 +761,13 @@ impl<'a> Binder<'a> {
     fn order_by(
         &mut self,
         items: &[ast::OrderByExpr],
-        select: Option<(&[ast::SelectItem], &[Expr], &[SqlType])>,
+        select: Option<(&[Expr], &[SqlType])>,
     ) -> Result<Vec<SortKey>, SqlError> {
         let mut keys = Vec::with_capacity(items.len());
         for item in items {
             let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
             let mut bound: Option<(Expr, SqlType)> = None;
-            if let Some((proj, exprs, types)) = select {
+            if let Some((exprs, types)) = select {
                 match &item.expr {
                     ast::Expr::Value(v) => {
                         if let ast::Value::Number(n, _) = &v.value {
@@ -779,12 +779,13 @@ impl<'a> Binder<'a> {
                         }
                     }
                     ast::Expr::Identifier(id) => {
-                        let alias_pos = proj.iter().position(|p| {
-                            matches!(p, ast::SelectItem::ExprWithAlias { alias, .. }
-                                if alias.value.eq_ignore_ascii_case(&id.value))
-                        });
-                        if let Some(p) = alias_pos {
-                            bound = Some((exprs[p].clone(), types[p].clone()));
+                        // A select alias wins over a column of the same name (MySQL).
+                        let alias = self
+                            .aliases
+                            .iter()
+                            .find(|(a, _, _)| a.eq_ignore_ascii_case(&id.value));
+                        if let Some((_, e, t)) = alias {
+                            bound = Some((e.clone(), t.clone()));
                         }
                     }
                     _ => {}
@@ -919,7 +920,7 @@ impl<'a> Binder<'a> {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(items) => {
-                    self.order_by(items, Some((&s.projection, &projection, &types)))?
+                    self.order_by(items, Some((&projection, &types)))?
                 }
                 ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
             },

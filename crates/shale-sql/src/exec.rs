@@ -719,7 +719,10 @@ pub(crate) fn update(
         let mut new = old.clone();
         for (pos, e) in &u.assignments {
             let v = e.eval(&new, env)?;
-            new[*pos] = store_value(&table.columns[*pos], v, matched as usize)?;
+            let (Some(col), Some(slot)) = (table.columns.get(*pos), new.get_mut(*pos)) else {
+                return Err(SqlError::internal("row shorter than its table definition"));
+            };
+            *slot = store_value(col, v, matched as usize)?;
         }
         if new != old {
             txn.update(table, &old, new)?;
