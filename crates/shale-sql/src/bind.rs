@@ -77,11 +77,26 @@ pub(crate) struct BoundSelect {
     pub lock: LockMode,
 }
 
+/// What an INSERT does with a row whose primary or unique key exists.
+#[derive(Debug, Clone)]
+pub(crate) enum OnDuplicate {
+    /// 1062 (plain INSERT).
+    Error,
+    /// Skip the row with warning 1062 (INSERT IGNORE).
+    Ignore,
+    /// Delete the rows in the way, then insert (REPLACE).
+    Replace,
+    /// ON DUPLICATE KEY UPDATE: assignments evaluated over the existing row followed by the
+    /// row that was to be inserted (`VALUES(c)` reads the latter).
+    Update(Vec<(usize, Expr)>),
+}
+
 /// A bound INSERT: per row, one entry per table column (None: the column's default).
 #[derive(Debug, Clone)]
 pub(crate) struct BoundInsert {
     pub table: TableRef,
     pub rows: Vec<Vec<Option<Expr>>>,
+    pub on_duplicate: OnDuplicate,
 }
 
 /// A bound UPDATE.
@@ -123,6 +138,8 @@ pub(crate) struct Binder<'a> {
     aliases: Vec<(String, Expr, SqlType)>,
     /// Nesting depth of the expression being bound.
     depth: usize,
+    /// Inside ON DUPLICATE KEY UPDATE: `VALUES(c)` is `Column(offset + c)`.
+    values_offset: Option<usize>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -150,6 +167,7 @@ impl<'a> Binder<'a> {
             clause: "field list",
             aliases: Vec::new(),
             depth: 0,
+            values_offset: None,
         }
     }
 
@@ -602,6 +620,16 @@ impl<'a> Binder<'a> {
         if star || distinct {
             return Err(SqlError::unsupported(f.to_string()));
         }
+        if name == "VALUES" {
+            let (Some(offset), [ast::Expr::Identifier(id)]) = (self.values_offset, args.as_slice())
+            else {
+                return Err(SqlError::unsupported(f.to_string()));
+            };
+            let (Expr::Column(c), t, _) = self.column(&[id.value.as_str()], &id.value)? else {
+                return Err(SqlError::unsupported(f.to_string()));
+            };
+            return Ok((Expr::Column(offset + c), t));
+        }
         let (func, min, max) = match name.as_str() {
             "DATABASE" | "SCHEMA" => (Func::Database, 0, 0),
             "VERSION" => (Func::Version, 0, 0),
@@ -987,12 +1015,11 @@ impl<'a> Binder<'a> {
 
     /// Binds an INSERT ... VALUES.
     pub(crate) fn insert(&mut self, ins: &ast::Insert) -> Result<BoundInsert, SqlError> {
-        if ins.on.is_some()
-            || ins.returning.is_some()
-            || ins.replace_into
-            || ins.ignore
+        if ins.returning.is_some()
+            || ins.insert_alias.is_some()
             || !ins.assignments.is_empty()
             || ins.partitioned.is_some()
+            || matches!(ins.on, Some(ast::OnInsert::OnConflict(_)))
         {
             return Err(SqlError::unsupported(ins.to_string()));
         }
@@ -1041,7 +1068,40 @@ impl<'a> Binder<'a> {
             rows.push(out);
         }
         self.table = Some(table.clone());
-        Ok(BoundInsert { table, rows })
+        let on_duplicate = match &ins.on {
+            Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => {
+                self.values_offset = Some(ncols);
+                let bound = self.assignments(assignments);
+                self.values_offset = None;
+                OnDuplicate::Update(bound?)
+            }
+            _ if ins.replace_into => OnDuplicate::Replace,
+            _ if ins.ignore => OnDuplicate::Ignore,
+            _ => OnDuplicate::Error,
+        };
+        Ok(BoundInsert {
+            table,
+            rows,
+            on_duplicate,
+        })
+    }
+
+    /// `col = expr, ...` of UPDATE and ON DUPLICATE KEY UPDATE.
+    fn assignments(&mut self, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>, SqlError> {
+        let mut out = Vec::with_capacity(list.len());
+        for a in list {
+            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let parts = ident_name(name);
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let (value, _) = self.expr(&a.value)?;
+            out.push((pos, value));
+        }
+        Ok(out)
     }
 
     /// Binds an UPDATE.
@@ -1054,19 +1114,7 @@ impl<'a> Binder<'a> {
             .table
             .clone()
             .ok_or_else(|| SqlError::unsupported("UPDATE without a table"))?;
-        let mut assignments = Vec::with_capacity(u.assignments.len());
-        for a in &u.assignments {
-            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
-                return Err(SqlError::unsupported(a.to_string()));
-            };
-            let parts = ident_name(name);
-            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-            let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
-                return Err(SqlError::unsupported(a.to_string()));
-            };
-            let (value, _) = self.expr(&a.value)?;
-            assignments.push((pos, value));
-        }
+        let assignments = self.assignments(&u.assignments)?;
         let filter = match &u.selection {
             Some(w) => Some(self.condition(w, "where clause")?),
             None => None,

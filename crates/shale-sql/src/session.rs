@@ -582,16 +582,24 @@ impl Session {
             params,
         };
         let mut status = self.state.status(keep);
+        let mut insert_warnings = Vec::new();
         let result = match planned {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
             }
-            Planned::Insert(i) => exec::insert(&mut txn, i, &env).map(|(n, id)| {
-                status.affected_rows = n;
-                status.last_insert_id = id;
+            Planned::Insert(i) => exec::insert(&mut txn, i, &env).map(|out| {
+                status.affected_rows = out.affected;
+                status.last_insert_id = out.first_id;
+                status.warnings = out.warnings.len().min(usize::from(u16::MAX)) as u16;
                 if i.rows.len() > 1 {
-                    status.info = format!("Records: {n}  Duplicates: 0  Warnings: 0");
+                    status.info = format!(
+                        "Records: {}  Duplicates: {}  Warnings: {}",
+                        i.rows.len(),
+                        out.duplicates,
+                        out.warnings.len()
+                    );
                 }
+                insert_warnings = out.warnings;
                 Some(status.clone())
             }),
             Planned::Update(u, access) => {
@@ -608,6 +616,7 @@ impl Session {
             }),
             Planned::Command(_) => Ok(None),
         };
+        self.state.warnings.extend(insert_warnings);
         match result {
             Ok(ok) => {
                 if keep {
