@@ -258,6 +258,15 @@ impl<'a> Binder<'a> {
                 if id.value.starts_with("@@") && id.quote_style.is_none() {
                     return self.variable(&[id.value.as_str()]);
                 }
+                if let (Some(name), None) = (id.value.strip_prefix('@'), id.quote_style) {
+                    return Ok((
+                        Expr::UserVar(name.trim_matches('`').to_ascii_lowercase()),
+                        SqlType::Str {
+                            collation: Collation::Utf8mb4GeneralCi,
+                            len: 255,
+                        },
+                    ));
+                }
                 if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
                     return Err(SqlError::unsupported("DEFAULT here"));
                 }

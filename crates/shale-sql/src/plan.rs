@@ -338,6 +338,7 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
             .and_then(|t| t.columns.get(*c))
             .map_or_else(|| format!("#{c}"), |col| col.name.clone()),
         Expr::SysVar(v) => format!("@@{v}"),
+        Expr::UserVar(v) => format!("@{v}"),
         Expr::Cmp(op, a, b, _) => {
             let sym = match op {
                 CmpOp::Eq => "=",

@@ -72,6 +72,8 @@ pub(crate) struct State {
     pub warnings: Vec<(&'static str, u16, String)>,
     /// The instance's global variables (`@@global.x`).
     pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
+    /// User variables (`@x`), lower-case names.
+    pub user_vars: HashMap<String, Value>,
 }
 
 struct RunEnv<'a> {
@@ -97,6 +99,13 @@ impl Env for RunEnv<'_> {
     }
     fn variable(&self, name: &str) -> Value {
         self.state.variable(name)
+    }
+    fn user_variable(&self, name: &str) -> Value {
+        self.state
+            .user_vars
+            .get(name)
+            .cloned()
+            .unwrap_or(Value::Null)
     }
 }
 
@@ -208,6 +217,7 @@ impl Session {
                 defaults: variables::defaults(),
                 warnings: Vec::new(),
                 globals,
+                user_vars: HashMap::new(),
             },
             txn: None,
             began: false,
@@ -977,9 +987,7 @@ impl Session {
     }
 
     fn assign(&mut self, name: &str, values: &[ast::Expr], global: bool) -> Result<(), SqlError> {
-        if name.starts_with('@') && !name.starts_with("@@") {
-            return Err(SqlError::unsupported("user variables"));
-        }
+        let user = name.starts_with('@') && !name.starts_with("@@");
         let lower = name.trim_start_matches('@').to_ascii_lowercase();
         let global = global || lower.starts_with("global.");
         let lower = lower
@@ -1020,6 +1028,10 @@ impl Session {
                 e.eval(&[], &env)?
             }
         };
+        if user {
+            self.state.user_vars.insert(lower, v);
+            return Ok(());
+        }
         let as_bool = |v: &Value| -> Result<bool, SqlError> {
             match v {
                 Value::Bytes(b) => match String::from_utf8_lossy(b).to_ascii_uppercase().as_str() {
