@@ -632,8 +632,12 @@ impl Session {
                 if keep {
                     txn.release_savepoint()?;
                     self.txn = Some(txn);
-                } else if let Err(e) = txn.commit() {
-                    return Err(e.into());
+                } else if matches!(planned, Planned::Select(..)) {
+                    // A SELECT wrote nothing, and its result set has ended: rolling back (which
+                    // cannot fail) releases its locks without a commit error after the fact.
+                    txn.rollback();
+                } else {
+                    txn.commit()?;
                 }
                 if let Some(mut st) = ok {
                     if st.last_insert_id != 0 {
