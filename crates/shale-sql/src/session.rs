@@ -835,6 +835,29 @@ impl Session {
                 st.info = "Records: 0  Duplicates: 0  Warnings: 0".into();
                 sink.ok(&st)
             }
+            Statement::AlterTable(at) => {
+                self.ddl_prelude()?;
+                let (db, name) = self.qualify(&at.name)?;
+                for op in &at.operations {
+                    let catalog = self.instance.store.catalog();
+                    let def = crate::bind::lookup_table(&catalog, &db, &name)
+                        .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+                    match op {
+                        ast::AlterTableOperation::AddConstraint { constraint, .. } => {
+                            let index = crate::ddl::constraint_index(&def, constraint)?;
+                            self.instance.store.create_index(&db, &def.name, index)?;
+                        }
+                        ast::AlterTableOperation::DropIndex { name: index } => {
+                            self.drop_index_named(&db, &def, &index.value)?;
+                        }
+                        other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
+                    }
+                    self.instance.bump_generation();
+                }
+                let mut st = self.state.status(false);
+                st.info = "Records: 0  Duplicates: 0  Warnings: 0".into();
+                sink.ok(&st)
+            }
             Statement::Truncate(t) => {
                 self.ddl_prelude()?;
                 for target in &t.table_names {
@@ -932,23 +955,32 @@ impl Session {
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
                     .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
-                if !def
-                    .indexes
-                    .iter()
-                    .any(|i| i.name.eq_ignore_ascii_case(&index))
-                {
-                    return Err(SqlError::new(
-                        1091,
-                        "42000",
-                        format!("Can't DROP INDEX `{index}`; check that it exists"),
-                    ));
-                }
-                self.instance.store.drop_index(&db, &def.name, &index)?;
+                self.drop_index_named(&db, &def, &index)?;
                 self.instance.bump_generation();
                 self.ok(sink, 0)
             }
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         }
+    }
+
+    fn drop_index_named(
+        &self,
+        db: &str,
+        def: &shale_table::TableDef,
+        index: &str,
+    ) -> Result<(), SqlError> {
+        let Some(ix) = def
+            .indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(index))
+        else {
+            return Err(SqlError::new(
+                1091,
+                "42000",
+                format!("Can't DROP INDEX `{index}`; check that it exists"),
+            ));
+        };
+        Ok(self.instance.store.drop_index(db, &def.name, &ix.name)?)
     }
 
     fn set(&mut self, set: &ast::Set) -> Result<(), SqlError> {
