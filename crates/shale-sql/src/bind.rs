@@ -96,6 +96,8 @@ pub(crate) enum OnDuplicate {
 pub(crate) struct BoundInsert {
     pub table: TableRef,
     pub rows: Vec<Vec<Option<Expr>>>,
+    /// INSERT ... SELECT: the query, and the table column each of its columns fills.
+    pub select: Option<(Box<BoundSelect>, Vec<usize>)>,
     pub on_duplicate: OnDuplicate,
 }
 
@@ -1057,7 +1059,20 @@ impl<'a> Binder<'a> {
             return Err(SqlError::unsupported(ins.to_string()));
         };
         let ast::SetExpr::Values(values) = source.body.as_ref() else {
-            return Err(SqlError::unsupported("INSERT ... SELECT"));
+            let mut sub = Binder::new(self.ctx);
+            sub.params = self.params;
+            let select = sub.select(source)?;
+            self.params = sub.params;
+            if select.columns.len() != targets.len() {
+                return Err(SqlError::column_count(1));
+            }
+            let on_duplicate = self.on_duplicate(ins, &table)?;
+            return Ok(BoundInsert {
+                table,
+                rows: Vec::new(),
+                select: Some((Box::new(select), targets)),
+                on_duplicate,
+            });
         };
         // Values may not name columns of the row being inserted (MySQL allows it; rare).
         self.table = None;
@@ -1076,10 +1091,24 @@ impl<'a> Binder<'a> {
             }
             rows.push(out);
         }
+        let on_duplicate = self.on_duplicate(ins, &table)?;
+        Ok(BoundInsert {
+            table,
+            rows,
+            select: None,
+            on_duplicate,
+        })
+    }
+
+    fn on_duplicate(
+        &mut self,
+        ins: &ast::Insert,
+        table: &TableRef,
+    ) -> Result<OnDuplicate, SqlError> {
         self.table = Some(table.clone());
-        let on_duplicate = match &ins.on {
+        Ok(match &ins.on {
             Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => {
-                self.values_offset = Some(ncols);
+                self.values_offset = Some(table.def.columns.len());
                 let bound = self.assignments(assignments);
                 self.values_offset = None;
                 OnDuplicate::Update(bound?)
@@ -1087,11 +1116,6 @@ impl<'a> Binder<'a> {
             _ if ins.replace_into => OnDuplicate::Replace,
             _ if ins.ignore => OnDuplicate::Ignore,
             _ => OnDuplicate::Error,
-        };
-        Ok(BoundInsert {
-            table,
-            rows,
-            on_duplicate,
         })
     }
 

@@ -768,6 +768,8 @@ pub(crate) struct InsertOutcome {
     pub first_id: u64,
     /// Rows that met an existing key.
     pub duplicates: u64,
+    /// Rows the statement offered (VALUES rows or the SELECT's rows).
+    pub records: u64,
     pub warnings: Vec<(&'static str, u16, String)>,
 }
 
@@ -875,23 +877,88 @@ fn insert_on_duplicate(
     Err(SqlError::internal("REPLACE did not converge"))
 }
 
+/// Collects a result set (the SELECT of INSERT ... SELECT).
+#[derive(Default)]
+struct Collect {
+    rows: Vec<Vec<Value>>,
+}
+
+impl ResultSink for Collect {
+    fn ok(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn columns(&mut self, _: &[crate::result::ColumnMeta]) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.rows.push(row.to_vec());
+        Ok(())
+    }
+    fn end(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+}
+
 pub(crate) fn insert(
     txn: &mut TableTxn,
     ins: &BoundInsert,
+    select_plan: Option<&Plan>,
     env: &dyn Env,
 ) -> Result<InsertOutcome, SqlError> {
     let table = &*ins.table.def;
-    // Every row is evaluated and checked before the first is written, so a bad value in row
+    let ncols = table.columns.len();
+    // The rows to insert, one optional value per column (None: the column's default). The
+    // SELECT of INSERT ... SELECT is read completely before the first write.
+    let source: Vec<Vec<Option<Value>>> = match (&ins.select, select_plan) {
+        (Some((select, targets)), Some(plan)) => {
+            let mut collect = Collect::default();
+            self::select(
+                txn,
+                select,
+                plan,
+                env,
+                &mut collect,
+                &StatementStatus::default(),
+            )?;
+            collect
+                .rows
+                .into_iter()
+                .map(|r| {
+                    let mut row = vec![None; ncols];
+                    for (v, &pos) in r.into_iter().zip(targets) {
+                        row[pos] = Some(v);
+                    }
+                    row
+                })
+                .collect()
+        }
+        _ => {
+            let mut rows = Vec::with_capacity(ins.rows.len());
+            for exprs in &ins.rows {
+                let mut row = Vec::with_capacity(ncols);
+                for e in exprs {
+                    row.push(match e {
+                        Some(e) => Some(e.eval(&[], env)?),
+                        None => None,
+                    });
+                }
+                rows.push(row);
+            }
+            rows
+        }
+    };
+    // Every row is converted and checked before the first is written, so a bad value in row
     // 900 of a bulk insert leaves nothing behind even inside a transaction.
-    let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(ins.rows.len());
-    let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(ins.rows.len());
-    for (i, row) in ins.rows.iter().enumerate() {
+    let records = source.len() as u64;
+    let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(source.len());
+    let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(source.len());
+    for (i, row) in source.into_iter().enumerate() {
         let n = i + 1;
-        let mut values = Vec::with_capacity(table.columns.len());
+        let mut values = Vec::with_capacity(ncols);
         let mut auto = None;
-        for (pos, (col, e)) in table.columns.iter().zip(row).enumerate() {
-            let v = match e {
-                Some(e) => e.eval(&[], env)?,
+        for (pos, (col, given)) in table.columns.iter().zip(row).enumerate() {
+            let v = match given {
+                Some(v) => v,
                 None => match &col.default {
                     Some(d) => d.clone(),
                     None if col.auto_increment || col.nullable => Value::Null,
@@ -908,7 +975,10 @@ pub(crate) fn insert(
         prepared.push(values);
         needs_id.push(auto);
     }
-    let mut out = InsertOutcome::default();
+    let mut out = InsertOutcome {
+        records,
+        ..InsertOutcome::default()
+    };
     for (i, (mut row, auto)) in prepared.into_iter().zip(needs_id).enumerate() {
         if let Some(pos) = auto {
             let id = txn.next_auto_increment(table)?;

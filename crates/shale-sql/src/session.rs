@@ -42,7 +42,8 @@ pub struct PreparedInfo {
 #[derive(Debug)]
 pub(crate) enum Planned {
     Select(BoundSelect, Plan),
-    Insert(BoundInsert),
+    /// With the plan of INSERT ... SELECT's query.
+    Insert(BoundInsert, Option<Plan>),
     Update(BoundUpdate, Plan),
     Delete(BoundDelete, Plan),
     Command(Box<Statement>),
@@ -434,7 +435,18 @@ impl Session {
                 }
                 Planned::Select(s, access)
             }
-            Statement::Insert(i) => Planned::Insert(binder.insert(i)?),
+            Statement::Insert(i) => {
+                let b = binder.insert(i)?;
+                let plan = b.select.as_ref().map(|(s, _)| match &s.table {
+                    Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                    None => Plan {
+                        access: Access::NoTable,
+                        residual: s.filter.clone(),
+                        ordered: None,
+                    },
+                });
+                Planned::Insert(b, plan)
+            }
             Statement::Update(u) => {
                 let b = binder.update(u)?;
                 let access = plan::plan(&b.table.def, b.filter.as_ref());
@@ -552,7 +564,7 @@ impl Session {
     ) -> Result<(), SqlError> {
         let retryable = matches!(
             planned,
-            Planned::Insert(_) | Planned::Update(..) | Planned::Delete(..)
+            Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..)
         );
         let mut attempt = 0;
         loop {
@@ -597,14 +609,14 @@ impl Session {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
             }
-            Planned::Insert(i) => exec::insert(&mut txn, i, &env).map(|out| {
+            Planned::Insert(i, plan) => exec::insert(&mut txn, i, plan.as_ref(), &env).map(|out| {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
                 status.warnings = out.warnings.len().min(usize::from(u16::MAX)) as u16;
-                if i.rows.len() > 1 {
+                if i.rows.len() > 1 || i.select.is_some() {
                     status.info = format!(
                         "Records: {}  Duplicates: {}  Warnings: {}",
-                        i.rows.len(),
+                        out.records,
                         out.duplicates,
                         out.warnings.len()
                     );
@@ -1153,7 +1165,7 @@ impl Session {
             Planned::Select(s, plan) => plan::explain(s.table.as_ref().map(|t| &*t.def), &plan),
             Planned::Update(u, plan) => plan::explain(Some(&u.table.def), &plan),
             Planned::Delete(d, plan) => plan::explain(Some(&d.table.def), &plan),
-            Planned::Insert(i) => format!("insert {}", i.table.def.name),
+            Planned::Insert(i, _) => format!("insert {}", i.table.def.name),
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
     }
