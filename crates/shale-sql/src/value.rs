@@ -152,6 +152,20 @@ fn fold_ci(c: char) -> char {
     }
 }
 
+/// A text under which strings equal in `collation` (and only those) are equal: GROUP BY and
+/// DISTINCT keys.
+pub(crate) fn sort_key(s: &[u8], collation: Collation) -> String {
+    match collation {
+        // Bytes as they are: every byte maps to one char, so distinct strings stay distinct.
+        Collation::Binary => s.iter().map(|&b| char::from(b)).collect(),
+        Collation::Utf8mb4Bin => String::from_utf8_lossy(trim_pad(s)).into_owned(),
+        Collation::Utf8mb4GeneralCi => String::from_utf8_lossy(trim_pad(s))
+            .chars()
+            .map(fold_ci)
+            .collect(),
+    }
+}
+
 /// Compares two values by rule 2 (None when either is NULL).
 pub(crate) fn compare(a: &Value, b: &Value, collation: Collation) -> Option<Ordering> {
     match (a, b) {
@@ -491,6 +505,28 @@ mod tests {
             );
         }
         assert_eq!(like(&Value::Null, &b("%"), '\\', ci), Value::Null);
+    }
+
+    #[test]
+    fn sort_keys_match_comparison() {
+        let ci = Collation::Utf8mb4GeneralCi;
+        let bin = Collation::Utf8mb4Bin;
+        let cases: [(&[u8], &[u8], Collation); 6] = [
+            (b"abc", b"ABC ", ci),
+            (b"abc", b"abc  ", bin),
+            (b"abc", b"ABC", bin),
+            (b"abc", b"abc ", Collation::Binary),
+            (b"\xff", b"\xfe", Collation::Binary),
+            (b"stra\xc3\x9fe", b"STRASSE", ci),
+        ];
+        for (a, b, coll) in cases {
+            let same = compare_str(a, b, coll) == Ordering::Equal;
+            assert_eq!(
+                sort_key(a, coll) == sort_key(b, coll),
+                same,
+                "{a:?} {b:?} {coll:?}"
+            );
+        }
     }
 
     #[test]
