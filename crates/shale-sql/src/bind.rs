@@ -64,6 +64,8 @@ pub(crate) struct BoundSelect {
     pub table: Option<TableRef>,
     pub filter: Option<Expr>,
     pub group_by: Vec<Expr>,
+    /// The collation each GROUP BY key groups in.
+    pub group_collations: Vec<Collation>,
     pub aggs: Vec<AggSpec>,
     /// Whether rows are grouped (aggregates or GROUP BY present).
     pub grouped: bool,
@@ -77,11 +79,28 @@ pub(crate) struct BoundSelect {
     pub lock: LockMode,
 }
 
+/// What an INSERT does with a row whose primary or unique key exists.
+#[derive(Debug, Clone)]
+pub(crate) enum OnDuplicate {
+    /// 1062 (plain INSERT).
+    Error,
+    /// Skip the row with warning 1062 (INSERT IGNORE).
+    Ignore,
+    /// Delete the rows in the way, then insert (REPLACE).
+    Replace,
+    /// ON DUPLICATE KEY UPDATE: assignments evaluated over the existing row followed by the
+    /// row that was to be inserted (`VALUES(c)` reads the latter).
+    Update(Vec<(usize, Expr)>),
+}
+
 /// A bound INSERT: per row, one entry per table column (None: the column's default).
 #[derive(Debug, Clone)]
 pub(crate) struct BoundInsert {
     pub table: TableRef,
     pub rows: Vec<Vec<Option<Expr>>>,
+    /// INSERT ... SELECT: the query, and the table column each of its columns fills.
+    pub select: Option<(Box<BoundSelect>, Vec<usize>)>,
+    pub on_duplicate: OnDuplicate,
 }
 
 /// A bound UPDATE.
@@ -107,8 +126,8 @@ pub(crate) struct BoundDelete {
 pub(crate) struct BindContext<'a> {
     pub catalog: &'a Catalog,
     pub database: Option<&'a str>,
-    /// Whether `name` is a known system variable.
-    pub is_variable: &'a dyn Fn(&str) -> bool,
+    /// A known system variable's default value (None: unknown variable).
+    pub variable: &'a dyn Fn(&str) -> Option<Value>,
 }
 
 /// Binder state for one statement.
@@ -121,7 +140,15 @@ pub(crate) struct Binder<'a> {
     clause: &'static str,
     /// Select-list aliases, visible to HAVING and ORDER BY.
     aliases: Vec<(String, Expr, SqlType)>,
+    /// Nesting depth of the expression being bound.
+    depth: usize,
+    /// Inside ON DUPLICATE KEY UPDATE: `VALUES(c)` is `Column(offset + c)`.
+    values_offset: Option<usize>,
 }
+
+/// The deepest expression nesting a statement may have: bound expressions are evaluated
+/// and dropped recursively on the session's own stack.
+pub(crate) const MAX_DEPTH: usize = 1000;
 
 pub(crate) fn ident_name(parts: &ast::ObjectName) -> Vec<String> {
     parts
@@ -143,6 +170,8 @@ impl<'a> Binder<'a> {
             params: 0,
             clause: "field list",
             aliases: Vec::new(),
+            depth: 0,
+            values_offset: None,
         }
     }
 
@@ -214,10 +243,33 @@ impl<'a> Binder<'a> {
 
     /// Binds a scalar expression; returns it with its type.
     pub(crate) fn expr(&mut self, e: &ast::Expr) -> Result<(Expr, SqlType), SqlError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(SqlError::new(
+                1436,
+                "HY000",
+                format!("Thread stack overrun: expression nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.depth += 1;
+        let r = self.expr_nested(e);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_nested(&mut self, e: &ast::Expr) -> Result<(Expr, SqlType), SqlError> {
         Ok(match e {
             ast::Expr::Identifier(id) => {
                 if id.value.starts_with("@@") && id.quote_style.is_none() {
                     return self.variable(&[id.value.as_str()]);
+                }
+                if let (Some(name), None) = (id.value.strip_prefix('@'), id.quote_style) {
+                    return Ok((
+                        Expr::UserVar(name.trim_matches('`').to_ascii_lowercase()),
+                        SqlType::Str {
+                            collation: Collation::Utf8mb4GeneralCi,
+                            len: 255,
+                        },
+                    ));
                 }
                 if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
                     return Err(SqlError::unsupported("DEFAULT here"));
@@ -408,24 +460,39 @@ impl<'a> Binder<'a> {
     }
 
     fn variable(&mut self, parts: &[&str]) -> Result<(Expr, SqlType), SqlError> {
-        let joined = parts.join(".");
+        let joined = parts.join(".").to_ascii_lowercase();
         let name = joined.trim_start_matches('@');
+        let global = name.starts_with("global.");
         let name = name
             .strip_prefix("session.")
             .or_else(|| name.strip_prefix("global."))
             .or_else(|| name.strip_prefix("local."))
             .unwrap_or(name)
-            .to_ascii_lowercase();
-        if !(self.ctx.is_variable)(&name) {
+            .to_string();
+        let Some(default) = (self.ctx.variable)(&name) else {
             return Err(SqlError::unknown_system_variable(&name));
-        }
-        Ok((
-            Expr::SysVar(name),
-            SqlType::Str {
+        };
+        let name = if global {
+            format!("global.{name}")
+        } else {
+            name
+        };
+        // The type follows the default's (MySQL reports integer variables as BIGINT).
+        let t = match default {
+            Value::Int(_) => SqlType::Int {
+                unsigned: false,
+                len: 21,
+            },
+            Value::UInt(_) => SqlType::Int {
+                unsigned: true,
+                len: 21,
+            },
+            _ => SqlType::Str {
                 collation: Collation::Utf8mb4GeneralCi,
                 len: 256,
             },
-        ))
+        };
+        Ok((Expr::SysVar(name), t))
     }
 
     fn literal(&mut self, v: &ast::Value) -> Result<(Expr, SqlType), SqlError> {
@@ -566,6 +633,16 @@ impl<'a> Binder<'a> {
         if star || distinct {
             return Err(SqlError::unsupported(f.to_string()));
         }
+        if name == "VALUES" {
+            let (Some(offset), [ast::Expr::Identifier(id)]) = (self.values_offset, args.as_slice())
+            else {
+                return Err(SqlError::unsupported(f.to_string()));
+            };
+            let (Expr::Column(c), t, _) = self.column(&[id.value.as_str()], &id.value)? else {
+                return Err(SqlError::unsupported(f.to_string()));
+            };
+            return Ok((Expr::Column(offset + c), t));
+        }
         let (func, min, max) = match name.as_str() {
             "DATABASE" | "SCHEMA" => (Func::Database, 0, 0),
             "VERSION" => (Func::Version, 0, 0),
@@ -581,6 +658,10 @@ impl<'a> Binder<'a> {
             "IFNULL" => (Func::IfNull, 2, 2),
             "COALESCE" => (Func::Coalesce, 1, usize::MAX),
             "IF" => (Func::If, 3, 3),
+            "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
+            | "UTC_TIMESTAMP" => (Func::Now, 0, 1),
+            "CURDATE" | "CURRENT_DATE" | "UTC_DATE" => (Func::CurDate, 0, 0),
+            "UNIX_TIMESTAMP" => (Func::UnixTimestamp, 0, 0),
             _ => {
                 return Err(SqlError::new(
                     1305,
@@ -630,6 +711,12 @@ impl<'a> Binder<'a> {
             Func::Length | Func::CharLength => int,
             Func::Abs => types.first().cloned().unwrap_or(SqlType::Null),
             Func::IfNull | Func::Coalesce => types.iter().fold(SqlType::Null, |a, b| unify(&a, b)),
+            Func::Now => text(19),
+            Func::CurDate => text(10),
+            Func::UnixTimestamp => SqlType::Int {
+                unsigned: true,
+                len: 11,
+            },
             Func::If => unify(
                 types.get(1).unwrap_or(&SqlType::Null),
                 types.get(2).unwrap_or(&SqlType::Null),
@@ -715,13 +802,13 @@ impl<'a> Binder<'a> {
     fn order_by(
         &mut self,
         items: &[ast::OrderByExpr],
-        select: Option<(&[ast::SelectItem], &[Expr], &[SqlType])>,
+        select: Option<(&[Expr], &[SqlType])>,
     ) -> Result<Vec<SortKey>, SqlError> {
         let mut keys = Vec::with_capacity(items.len());
         for item in items {
             let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
             let mut bound: Option<(Expr, SqlType)> = None;
-            if let Some((proj, exprs, types)) = select {
+            if let Some((exprs, types)) = select {
                 match &item.expr {
                     ast::Expr::Value(v) => {
                         if let ast::Value::Number(n, _) = &v.value {
@@ -733,12 +820,13 @@ impl<'a> Binder<'a> {
                         }
                     }
                     ast::Expr::Identifier(id) => {
-                        let alias_pos = proj.iter().position(|p| {
-                            matches!(p, ast::SelectItem::ExprWithAlias { alias, .. }
-                                if alias.value.eq_ignore_ascii_case(&id.value))
-                        });
-                        if let Some(p) = alias_pos {
-                            bound = Some((exprs[p].clone(), types[p].clone()));
+                        // A select alias wins over a column of the same name (MySQL).
+                        let alias = self
+                            .aliases
+                            .iter()
+                            .find(|(a, _, _)| a.eq_ignore_ascii_case(&id.value));
+                        if let Some((_, e, t)) = alias {
+                            bound = Some((e.clone(), t.clone()));
                         }
                     }
                     _ => {}
@@ -798,6 +886,7 @@ impl<'a> Binder<'a> {
             Some(w) => Some(self.condition(w, "where clause")?),
             None => None,
         };
+        let mut group_collations = Vec::new();
         let group_by = match &s.group_by {
             ast::GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
                 let mut out = Vec::new();
@@ -805,7 +894,9 @@ impl<'a> Binder<'a> {
                     self.clause = "group statement";
                     let r = self.expr(e);
                     self.clause = "field list";
-                    out.push(r?.0);
+                    let (x, t) = r?;
+                    out.push(x);
+                    group_collations.push(t.collation());
                 }
                 out
             }
@@ -873,7 +964,7 @@ impl<'a> Binder<'a> {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(items) => {
-                    self.order_by(items, Some((&s.projection, &projection, &types)))?
+                    self.order_by(items, Some((&projection, &types)))?
                 }
                 ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
             },
@@ -893,6 +984,7 @@ impl<'a> Binder<'a> {
             table: self.table.clone(),
             filter,
             group_by,
+            group_collations,
             aggs,
             grouped,
             having,
@@ -940,12 +1032,11 @@ impl<'a> Binder<'a> {
 
     /// Binds an INSERT ... VALUES.
     pub(crate) fn insert(&mut self, ins: &ast::Insert) -> Result<BoundInsert, SqlError> {
-        if ins.on.is_some()
-            || ins.returning.is_some()
-            || ins.replace_into
-            || ins.ignore
+        if ins.returning.is_some()
+            || ins.insert_alias.is_some()
             || !ins.assignments.is_empty()
             || ins.partitioned.is_some()
+            || matches!(ins.on, Some(ast::OnInsert::OnConflict(_)))
         {
             return Err(SqlError::unsupported(ins.to_string()));
         }
@@ -974,7 +1065,20 @@ impl<'a> Binder<'a> {
             return Err(SqlError::unsupported(ins.to_string()));
         };
         let ast::SetExpr::Values(values) = source.body.as_ref() else {
-            return Err(SqlError::unsupported("INSERT ... SELECT"));
+            let mut sub = Binder::new(self.ctx);
+            sub.params = self.params;
+            let select = sub.select(source)?;
+            self.params = sub.params;
+            if select.columns.len() != targets.len() {
+                return Err(SqlError::column_count(1));
+            }
+            let on_duplicate = self.on_duplicate(ins, &table)?;
+            return Ok(BoundInsert {
+                table,
+                rows: Vec::new(),
+                select: Some((Box::new(select), targets)),
+                on_duplicate,
+            });
         };
         // Values may not name columns of the row being inserted (MySQL allows it; rare).
         self.table = None;
@@ -993,8 +1097,50 @@ impl<'a> Binder<'a> {
             }
             rows.push(out);
         }
+        let on_duplicate = self.on_duplicate(ins, &table)?;
+        Ok(BoundInsert {
+            table,
+            rows,
+            select: None,
+            on_duplicate,
+        })
+    }
+
+    fn on_duplicate(
+        &mut self,
+        ins: &ast::Insert,
+        table: &TableRef,
+    ) -> Result<OnDuplicate, SqlError> {
         self.table = Some(table.clone());
-        Ok(BoundInsert { table, rows })
+        Ok(match &ins.on {
+            Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => {
+                self.values_offset = Some(table.def.columns.len());
+                let bound = self.assignments(assignments);
+                self.values_offset = None;
+                OnDuplicate::Update(bound?)
+            }
+            _ if ins.replace_into => OnDuplicate::Replace,
+            _ if ins.ignore => OnDuplicate::Ignore,
+            _ => OnDuplicate::Error,
+        })
+    }
+
+    /// `col = expr, ...` of UPDATE and ON DUPLICATE KEY UPDATE.
+    fn assignments(&mut self, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>, SqlError> {
+        let mut out = Vec::with_capacity(list.len());
+        for a in list {
+            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let parts = ident_name(name);
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let (value, _) = self.expr(&a.value)?;
+            out.push((pos, value));
+        }
+        Ok(out)
     }
 
     /// Binds an UPDATE.
@@ -1007,19 +1153,7 @@ impl<'a> Binder<'a> {
             .table
             .clone()
             .ok_or_else(|| SqlError::unsupported("UPDATE without a table"))?;
-        let mut assignments = Vec::with_capacity(u.assignments.len());
-        for a in &u.assignments {
-            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
-                return Err(SqlError::unsupported(a.to_string()));
-            };
-            let parts = ident_name(name);
-            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-            let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
-                return Err(SqlError::unsupported(a.to_string()));
-            };
-            let (value, _) = self.expr(&a.value)?;
-            assignments.push((pos, value));
-        }
+        let assignments = self.assignments(&u.assignments)?;
         let filter = match &u.selection {
             Some(w) => Some(self.condition(w, "where clause")?),
             None => None,

@@ -8,16 +8,19 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::ops::Bound;
 
 use shale_table::{
     Collation, ColumnType, IndexChoice, KeyRange, LockMode, RowCursor, TableDef, TableTxn, Value,
 };
 
-use crate::bind::{AggFunc, AggSpec, BoundDelete, BoundInsert, BoundSelect, BoundUpdate, SortKey};
+use crate::bind::{
+    AggFunc, AggSpec, BoundDelete, BoundInsert, BoundSelect, BoundUpdate, OnDuplicate, SortKey,
+};
 use crate::error::SqlError;
 use crate::expr::{Env, Expr};
-use crate::plan::{Access, RangeBound};
+use crate::plan::{Access, Plan, RangeBound};
 use crate::result::{ResultSink, StatementStatus};
 use crate::types::{int_range, int_value, store_value};
 use crate::value::{self, sort_compare, str_to_f64, str_to_i128_exact, to_i128};
@@ -28,6 +31,7 @@ use crate::value::{self, sort_compare, str_to_f64, str_to_i128_exact, to_i128};
 pub(crate) enum Source<'t> {
     Empty,
     One(Option<Vec<Value>>),
+    Many(std::vec::IntoIter<Vec<Value>>),
     Cursor(RowCursor<'t>),
 }
 
@@ -36,6 +40,7 @@ impl Source<'_> {
         match self {
             Source::Empty => Ok(None),
             Source::One(row) => Ok(row.take()),
+            Source::Many(rows) => Ok(rows.next()),
             Source::Cursor(c) => Ok(c.next_row()?),
         }
     }
@@ -44,6 +49,8 @@ impl Source<'_> {
 /// A key value converted for an index column: exact, widened to a superset, or impossible.
 enum KeyValue {
     Exact(Value),
+    /// A key value that admits more rows than the comparison (the filter must re-check).
+    Widened(Value),
     /// The bound cannot be encoded; scan as if absent (the filter re-checks).
     Unbounded,
     /// No row can match (NULL, or an integer column against a non-integral equality).
@@ -63,8 +70,8 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
             Value::Bytes(b) => str_to_i128_exact(b),
             Value::Double(_) | Value::Null => None,
         };
-        let i = match exact {
-            Some(i) => i,
+        let (i, widened) = match exact {
+            Some(i) => (i, matches!(v, Value::Bytes(_))),
             None => {
                 let d = match &v {
                     Value::Bytes(b) => str_to_f64(b),
@@ -73,12 +80,13 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
                 if !d.is_finite() {
                     return KeyValue::Unbounded;
                 }
-                match round_up {
+                let i = match round_up {
                     None if d.fract() != 0.0 => return KeyValue::Nothing,
                     None => d as i128,
                     Some(true) => d.ceil() as i128,
                     Some(false) => d.floor() as i128,
-                }
+                };
+                (i, true)
             }
         };
         if i < lo || i > hi {
@@ -87,14 +95,19 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
                 Some(_) => KeyValue::Unbounded,
             };
         }
-        return KeyValue::Exact(int_value(ty, i));
+        let v = int_value(ty, i);
+        return if widened {
+            KeyValue::Widened(v)
+        } else {
+            KeyValue::Exact(v)
+        };
     }
     match (ty, v) {
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
-            Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Exact(Value::Double(d)),
+            Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,
         },
-        (_, Value::Bytes(b)) => KeyValue::Exact(Value::Bytes(b)),
+        (_, Value::Bytes(b)) => KeyValue::Widened(Value::Bytes(b)),
         // A string column compared with a number compares as numbers: no key range.
         _ => KeyValue::Unbounded,
     }
@@ -110,34 +123,73 @@ fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
     }
 }
 
-/// Opens the rows of `access`.
+/// Opens the rows of `access`; the flag says whether every key value converted exactly (so
+/// the plan's residual condition suffices).
 pub(crate) fn open_source<'t>(
     txn: &'t mut TableTxn,
     table: Option<&TableDef>,
     access: &Access,
     env: &dyn Env,
     lock: LockMode,
-) -> Result<Source<'t>, SqlError> {
+    reverse: bool,
+) -> Result<(Source<'t>, bool), SqlError> {
     let Some(table) = table else {
-        return Ok(Source::One(Some(Vec::new())));
+        return Ok((Source::One(Some(Vec::new())), true));
     };
-    match access {
-        Access::NoTable => Ok(Source::One(Some(Vec::new()))),
+    let mut exact = true;
+    let source = match access {
+        Access::NoTable => Source::One(Some(Vec::new())),
         Access::PointGet(values) => {
             let mut key = Vec::with_capacity(values.len());
             for (e, &c) in values.iter().zip(&table.primary_key.columns) {
                 let v = e.eval(&[], env)?;
                 match key_value(&table.columns[c].ty, v, None) {
                     KeyValue::Exact(v) => key.push(v),
-                    KeyValue::Nothing => return Ok(Source::Empty),
+                    KeyValue::Widened(v) => {
+                        exact = false;
+                        key.push(v);
+                    }
+                    KeyValue::Nothing => return Ok((Source::Empty, true)),
                     KeyValue::Unbounded => {
                         let cursor =
-                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), false, lock)?;
-                        return Ok(Source::Cursor(cursor));
+                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?;
+                        return Ok((Source::Cursor(cursor), false));
                     }
                 }
             }
-            Ok(Source::One(txn.get(table, &key, lock)?))
+            Source::One(txn.get(table, &key, lock)?)
+        }
+        Access::MultiGet(values) => {
+            let Some(&pk) = table.primary_key.columns.first() else {
+                return Ok((Source::Empty, true));
+            };
+            let ty = &table.columns[pk].ty;
+            let mut keys = Vec::with_capacity(values.len());
+            for e in values {
+                match key_value(ty, e.eval(&[], env)?, None) {
+                    KeyValue::Exact(v) | KeyValue::Widened(v) => keys.push(v),
+                    KeyValue::Nothing => {}
+                    KeyValue::Unbounded => {
+                        let cursor =
+                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?;
+                        return Ok((Source::Cursor(cursor), false));
+                    }
+                }
+            }
+            let collation = crate::types::SqlType::of_column(ty).collation();
+            keys.sort_by(|a, b| sort_compare(a, b, collation));
+            keys.dedup_by(|a, b| sort_compare(a, b, collation) == Ordering::Equal);
+            if reverse {
+                keys.reverse();
+            }
+            let mut rows = Vec::with_capacity(keys.len());
+            for k in keys {
+                if let Some(row) = txn.get(table, std::slice::from_ref(&k), lock)? {
+                    rows.push(row);
+                }
+            }
+            // The plan's residual is the whole WHERE, IN included.
+            Source::Many(rows.into_iter())
         }
         Access::Range {
             index,
@@ -150,58 +202,73 @@ pub(crate) fn open_source<'t>(
             for (e, &c) in eq.iter().zip(cols) {
                 match key_value(&table.columns[c].ty, e.eval(&[], env)?, None) {
                     KeyValue::Exact(v) => prefix.push(v),
-                    KeyValue::Nothing => return Ok(Source::Empty),
-                    KeyValue::Unbounded => break,
+                    KeyValue::Widened(v) => {
+                        exact = false;
+                        prefix.push(v);
+                    }
+                    KeyValue::Nothing => return Ok((Source::Empty, true)),
+                    KeyValue::Unbounded => {
+                        exact = false;
+                        break;
+                    }
                 }
             }
             let full_prefix = prefix.len() == eq.len();
             let next_ty = cols.get(eq.len()).map(|&c| &table.columns[c].ty);
-            let bound =
+            let open_end = |prefix: &Vec<Value>| {
+                if prefix.is_empty() {
+                    Bound::Unbounded
+                } else {
+                    Bound::Included(prefix.clone())
+                }
+            };
+            let mut bound =
                 |b: &Option<RangeBound>, up: bool| -> Result<Option<Bound<Vec<Value>>>, SqlError> {
-                    let (Some(b), Some(ty), true) = (b, next_ty, full_prefix) else {
-                        return Ok(Some(if prefix.is_empty() {
-                            Bound::Unbounded
-                        } else {
-                            Bound::Included(prefix.clone())
-                        }));
+                    let Some(b) = b else {
+                        return Ok(Some(open_end(&prefix)));
+                    };
+                    let (Some(ty), true) = (next_ty, full_prefix) else {
+                        exact = false;
+                        return Ok(Some(open_end(&prefix)));
                     };
                     let v = b.value.eval(&[], env)?;
                     // A lower bound widens down, an upper bound up (superset, the filter re-checks).
-                    Ok(match key_value(ty, v, Some(up)) {
-                        KeyValue::Nothing => None,
-                        KeyValue::Unbounded => Some(if prefix.is_empty() {
-                            Bound::Unbounded
-                        } else {
-                            Bound::Included(prefix.clone())
-                        }),
-                        KeyValue::Exact(v) => {
-                            let mut k = prefix.clone();
-                            k.push(v);
-                            Some(if b.inclusive {
-                                Bound::Included(k)
-                            } else {
-                                Bound::Excluded(k)
-                            })
+                    let key = match key_value(ty, v, Some(up)) {
+                        KeyValue::Nothing => return Ok(None),
+                        KeyValue::Unbounded => {
+                            exact = false;
+                            return Ok(Some(open_end(&prefix)));
                         }
-                    })
+                        KeyValue::Exact(v) => v,
+                        KeyValue::Widened(v) => {
+                            exact = false;
+                            v
+                        }
+                    };
+                    let mut k = prefix.clone();
+                    k.push(key);
+                    Ok(Some(if b.inclusive {
+                        Bound::Included(k)
+                    } else {
+                        Bound::Excluded(k)
+                    }))
                 };
-            let (Some(lo), Some(hi)) = (bound(lower, false)?, bound(upper, true)?) else {
-                return Ok(Source::Empty);
+            let lo = bound(lower, false)?;
+            let hi = bound(upper, true)?;
+            let (Some(lo), Some(hi)) = (lo, hi) else {
+                return Ok((Source::Empty, true));
             };
             let range = KeyRange {
                 lower: lo,
                 upper: hi,
             };
-            Ok(Source::Cursor(txn.scan(table, *index, range, false, lock)?))
+            Source::Cursor(txn.scan(table, *index, range, reverse, lock)?)
         }
-        Access::FullScan => Ok(Source::Cursor(txn.scan(
-            table,
-            IndexChoice::Primary,
-            KeyRange::all(),
-            false,
-            lock,
-        )?)),
-    }
+        Access::FullScan => {
+            Source::Cursor(txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?)
+        }
+    };
+    Ok((source, exact))
 }
 
 fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, SqlError> {
@@ -237,20 +304,18 @@ fn group_key(values: &[Value], collations: &[Collation], out: &mut String) {
         match v {
             Value::Null => out.push('\u{0}'),
             Value::Bytes(b) => {
-                out.push('s');
-                let s = String::from_utf8_lossy(b);
-                let s = s.trim_end_matches(' ');
-                match collations.get(i).copied().unwrap_or(Collation::Binary) {
-                    Collation::Utf8mb4GeneralCi => out.push_str(&s.to_uppercase()),
-                    _ => out.push_str(s),
-                }
+                let collation = collations.get(i).copied().unwrap_or(Collation::Binary);
+                let folded = value::sort_key(b, collation);
+                // Length-prefixed, so no value's text can imitate a column boundary.
+                let _ = write!(out, "s{}:", folded.len());
+                out.push_str(&folded);
             }
             other => {
-                out.push('n');
-                out.push_str(&value::display(other));
+                let text = value::display(other);
+                let _ = write!(out, "n{}:", text.len());
+                out.push_str(&text);
             }
         }
-        out.push('\u{1}');
     }
 }
 
@@ -420,7 +485,7 @@ fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
 pub(crate) fn select(
     txn: &mut TableTxn,
     s: &BoundSelect,
-    access: &Access,
+    plan: &Plan,
     env: &dyn Env,
     sink: &mut dyn ResultSink,
     status: &StatementStatus,
@@ -429,14 +494,32 @@ pub(crate) fn select(
     let offset = count_value(s.offset.as_ref(), env, 0)?;
     let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
     sink.columns(&s.columns)?;
-    let mut src = open_source(txn, table, access, env, s.lock)?;
-    let simple = !s.grouped && !s.distinct && s.order_by.is_empty();
+    let reverse = plan.ordered == Some(true);
+    let (mut src, exact) = open_source(txn, table, &plan.access, env, s.lock, reverse)?;
+    let filter = if exact {
+        plan.residual.as_ref()
+    } else {
+        s.filter.as_ref()
+    };
+    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || plan.ordered.is_some());
     if simple {
         let (mut skipped, mut sent) = (0u64, 0u64);
         let mut out = Vec::with_capacity(s.projection.len());
+        // Plain distinct columns are moved out of the row read instead of copied.
+        let moves: Option<Vec<usize>> = s
+            .projection
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match e {
+                Expr::Column(c) if !s.projection[..i].contains(e) => Some(*c),
+                _ => None,
+            })
+            .collect();
         while sent < limit {
-            let Some(row) = src.next_row()? else { break };
-            if !passes(s.filter.as_ref(), &row, env)? {
+            let Some(mut row) = src.next_row()? else {
+                break;
+            };
+            if !passes(filter, &row, env)? {
                 continue;
             }
             if skipped < offset {
@@ -444,8 +527,20 @@ pub(crate) fn select(
                 continue;
             }
             out.clear();
-            for e in &s.projection {
-                out.push(e.eval(&row, env)?);
+            match &moves {
+                Some(columns) => {
+                    for &c in columns {
+                        out.push(
+                            row.get_mut(c)
+                                .map_or(Value::Null, |v| std::mem::replace(v, Value::Null)),
+                        );
+                    }
+                }
+                None => {
+                    for e in &s.projection {
+                        out.push(e.eval(&row, env)?);
+                    }
+                }
             }
             sink.row(&out)?;
             sent += 1;
@@ -455,20 +550,20 @@ pub(crate) fn select(
     // Rows after filtering (and grouping): what projection and sort keys are evaluated over.
     let mut rows: Vec<Vec<Value>> = Vec::new();
     if s.grouped {
-        let collations: Vec<Collation> = vec![Collation::Utf8mb4GeneralCi; s.group_by.len()];
+        let collations = &s.group_collations;
         let mut groups: Vec<Group> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut key = String::new();
         let mut kv = Vec::new();
         while let Some(row) = src.next_row()? {
-            if !passes(s.filter.as_ref(), &row, env)? {
+            if !passes(filter, &row, env)? {
                 continue;
             }
             kv.clear();
             for g in &s.group_by {
                 kv.push(g.eval(&row, env)?);
             }
-            group_key(&kv, &collations, &mut key);
+            group_key(&kv, collations, &mut key);
             let gi = match index.get(&key) {
                 Some(&i) => i,
                 None => {
@@ -505,7 +600,7 @@ pub(crate) fn select(
         }
     } else {
         while let Some(row) = src.next_row()? {
-            if passes(s.filter.as_ref(), &row, env)? && passes(s.having.as_ref(), &row, env)? {
+            if passes(filter, &row, env)? && passes(s.having.as_ref(), &row, env)? {
                 rows.push(row);
             }
         }
@@ -553,14 +648,26 @@ pub(crate) fn select(
 fn matching_rows(
     txn: &mut TableTxn,
     table: &TableDef,
-    access: &Access,
+    plan: &Plan,
     filter: Option<&Expr>,
     order_by: &[SortKey],
     limit: Option<&Expr>,
     env: &dyn Env,
 ) -> Result<Vec<Vec<Value>>, SqlError> {
     let limit = count_value(limit, env, u64::MAX)?;
-    let mut src = open_source(txn, Some(table), access, env, LockMode::Exclusive)?;
+    let (mut src, exact) = open_source(
+        txn,
+        Some(table),
+        &plan.access,
+        env,
+        LockMode::Exclusive,
+        false,
+    )?;
+    let filter = if exact {
+        plan.residual.as_ref()
+    } else {
+        filter
+    };
     let mut rows = Vec::new();
     while let Some(row) = src.next_row()? {
         if passes(filter, &row, env)? {
@@ -594,14 +701,14 @@ fn matching_rows(
 pub(crate) fn update(
     txn: &mut TableTxn,
     u: &BoundUpdate,
-    access: &Access,
+    plan: &Plan,
     env: &dyn Env,
 ) -> Result<(u64, u64), SqlError> {
     let table = &*u.table.def;
     let rows = matching_rows(
         txn,
         table,
-        access,
+        plan,
         u.filter.as_ref(),
         &u.order_by,
         u.limit.as_ref(),
@@ -613,7 +720,10 @@ pub(crate) fn update(
         let mut new = old.clone();
         for (pos, e) in &u.assignments {
             let v = e.eval(&new, env)?;
-            new[*pos] = store_value(&table.columns[*pos], v, matched as usize)?;
+            let (Some(col), Some(slot)) = (table.columns.get(*pos), new.get_mut(*pos)) else {
+                return Err(SqlError::internal("row shorter than its table definition"));
+            };
+            *slot = store_value(col, v, matched as usize)?;
         }
         if new != old {
             txn.update(table, &old, new)?;
@@ -627,14 +737,14 @@ pub(crate) fn update(
 pub(crate) fn delete(
     txn: &mut TableTxn,
     d: &BoundDelete,
-    access: &Access,
+    plan: &Plan,
     env: &dyn Env,
 ) -> Result<u64, SqlError> {
     let table = &*d.table.def;
     let rows = matching_rows(
         txn,
         table,
-        access,
+        plan,
         d.filter.as_ref(),
         &d.order_by,
         d.limit.as_ref(),
@@ -647,23 +757,207 @@ pub(crate) fn delete(
 }
 
 /// Runs an INSERT; returns (rows inserted, first generated AUTO_INCREMENT value or 0).
+/// What an INSERT did.
+#[derive(Debug, Default)]
+pub(crate) struct InsertOutcome {
+    /// MySQL's affected rows: 1 per row inserted, 2 per row ON DUPLICATE KEY UPDATE changed,
+    /// 1 more per row REPLACE deleted.
+    pub affected: u64,
+    /// The first AUTO_INCREMENT value generated, or 0.
+    pub first_id: u64,
+    /// Rows that met an existing key.
+    pub duplicates: u64,
+    /// Rows the statement offered (VALUES rows or the SELECT's rows).
+    pub records: u64,
+    pub warnings: Vec<(&'static str, u16, String)>,
+}
+
+/// The row whose `key` (an index name, or PRIMARY) holds the same values as `row`.
+fn conflicting_row(
+    txn: &mut TableTxn,
+    table: &TableDef,
+    key: &str,
+    row: &[Value],
+) -> Result<Option<Vec<Value>>, SqlError> {
+    let pick = |cols: &[usize]| -> Vec<Value> {
+        cols.iter()
+            .map(|&c| row.get(c).cloned().unwrap_or(Value::Null))
+            .collect()
+    };
+    if key.eq_ignore_ascii_case("PRIMARY") {
+        let pk = pick(&table.primary_key.columns);
+        return Ok(txn.get(table, &pk, LockMode::Exclusive)?);
+    }
+    let Some(i) = table.indexes.iter().position(|ix| ix.name == key) else {
+        return Ok(None);
+    };
+    let prefix = pick(&table.indexes[i].columns);
+    let mut cursor = txn.scan(
+        table,
+        IndexChoice::Secondary(i),
+        KeyRange::prefix(prefix),
+        false,
+        LockMode::Exclusive,
+    )?;
+    Ok(cursor.next_row()?)
+}
+
+/// Inserts one row under IGNORE, REPLACE or ON DUPLICATE KEY UPDATE, each attempt under a
+/// savepoint so a duplicate leaves nothing of the attempt behind.
+fn insert_on_duplicate(
+    txn: &mut TableTxn,
+    table: &TableDef,
+    on_duplicate: &OnDuplicate,
+    row: &[Value],
+    row_number: usize,
+    env: &dyn Env,
+    out: &mut InsertOutcome,
+) -> Result<(), SqlError> {
+    // REPLACE may have to delete one row per unique key before the insert fits.
+    for _ in 0..=table.indexes.len() + 1 {
+        txn.set_savepoint();
+        let (key, entry) = match txn.insert(table, row.to_vec()) {
+            Ok(()) => {
+                txn.release_savepoint()?;
+                out.affected += 1;
+                return Ok(());
+            }
+            Err(shale_table::Error::DuplicateKey { key, entry, .. }) => {
+                txn.rollback_to_savepoint()?;
+                (key, entry)
+            }
+            Err(e) => {
+                let _ = txn.rollback_to_savepoint();
+                return Err(e.into());
+            }
+        };
+        out.duplicates += 1;
+        match on_duplicate {
+            OnDuplicate::Error => return Err(SqlError::duplicate_entry(&entry, &key)),
+            OnDuplicate::Ignore => {
+                out.warnings.push((
+                    "Warning",
+                    1062,
+                    format!("Duplicate entry '{entry}' for key '{key}'"),
+                ));
+                return Ok(());
+            }
+            OnDuplicate::Replace => {
+                out.duplicates -= 1;
+                let Some(old) = conflicting_row(txn, table, &key, row)? else {
+                    return Err(SqlError::duplicate_entry(&entry, &key));
+                };
+                txn.delete(table, &old)?;
+                out.affected += 1;
+            }
+            OnDuplicate::Update(assignments) => {
+                let Some(old) = conflicting_row(txn, table, &key, row)? else {
+                    return Err(SqlError::duplicate_entry(&entry, &key));
+                };
+                // Assignments read the existing row, then VALUES(c) the proposed one.
+                let mut scope = old.clone();
+                scope.extend(row.iter().cloned());
+                for (pos, e) in assignments {
+                    let v = e.eval(&scope, env)?;
+                    let Some(col) = table.columns.get(*pos) else {
+                        return Err(SqlError::internal("assignment past the row"));
+                    };
+                    scope[*pos] = store_value(col, v, row_number)?;
+                }
+                scope.truncate(old.len());
+                if scope != old {
+                    txn.update(table, &old, scope)?;
+                    out.affected += 2;
+                }
+                return Ok(());
+            }
+        }
+    }
+    Err(SqlError::internal("REPLACE did not converge"))
+}
+
+/// Collects a result set (the SELECT of INSERT ... SELECT).
+#[derive(Default)]
+struct Collect {
+    rows: Vec<Vec<Value>>,
+}
+
+impl ResultSink for Collect {
+    fn ok(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn columns(&mut self, _: &[crate::result::ColumnMeta]) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.rows.push(row.to_vec());
+        Ok(())
+    }
+    fn end(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+}
+
 pub(crate) fn insert(
     txn: &mut TableTxn,
     ins: &BoundInsert,
+    select_plan: Option<&Plan>,
     env: &dyn Env,
-) -> Result<(u64, u64), SqlError> {
+) -> Result<InsertOutcome, SqlError> {
     let table = &*ins.table.def;
-    // Every row is evaluated and checked before the first is written, so a bad value in row
+    let ncols = table.columns.len();
+    // The rows to insert, one optional value per column (None: the column's default). The
+    // SELECT of INSERT ... SELECT is read completely before the first write.
+    let source: Vec<Vec<Option<Value>>> = match (&ins.select, select_plan) {
+        (Some((select, targets)), Some(plan)) => {
+            let mut collect = Collect::default();
+            self::select(
+                txn,
+                select,
+                plan,
+                env,
+                &mut collect,
+                &StatementStatus::default(),
+            )?;
+            collect
+                .rows
+                .into_iter()
+                .map(|r| {
+                    let mut row = vec![None; ncols];
+                    for (v, &pos) in r.into_iter().zip(targets) {
+                        row[pos] = Some(v);
+                    }
+                    row
+                })
+                .collect()
+        }
+        _ => {
+            let mut rows = Vec::with_capacity(ins.rows.len());
+            for exprs in &ins.rows {
+                let mut row = Vec::with_capacity(ncols);
+                for e in exprs {
+                    row.push(match e {
+                        Some(e) => Some(e.eval(&[], env)?),
+                        None => None,
+                    });
+                }
+                rows.push(row);
+            }
+            rows
+        }
+    };
+    // Every row is converted and checked before the first is written, so a bad value in row
     // 900 of a bulk insert leaves nothing behind even inside a transaction.
-    let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(ins.rows.len());
-    let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(ins.rows.len());
-    for (i, row) in ins.rows.iter().enumerate() {
+    let records = source.len() as u64;
+    let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(source.len());
+    let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(source.len());
+    for (i, row) in source.into_iter().enumerate() {
         let n = i + 1;
-        let mut values = Vec::with_capacity(table.columns.len());
+        let mut values = Vec::with_capacity(ncols);
         let mut auto = None;
-        for (pos, (col, e)) in table.columns.iter().zip(row).enumerate() {
-            let v = match e {
-                Some(e) => e.eval(&[], env)?,
+        for (pos, (col, given)) in table.columns.iter().zip(row).enumerate() {
+            let v = match given {
+                Some(v) => v,
                 None => match &col.default {
                     Some(d) => d.clone(),
                     None if col.auto_increment || col.nullable => Value::Null,
@@ -680,19 +974,26 @@ pub(crate) fn insert(
         prepared.push(values);
         needs_id.push(auto);
     }
-    let mut first_id = 0u64;
-    let count = prepared.len() as u64;
-    for (mut row, auto) in prepared.into_iter().zip(needs_id) {
+    let mut out = InsertOutcome {
+        records,
+        ..InsertOutcome::default()
+    };
+    for (i, (mut row, auto)) in prepared.into_iter().zip(needs_id).enumerate() {
         if let Some(pos) = auto {
             let id = txn.next_auto_increment(table)?;
-            if first_id == 0 {
-                first_id = id;
+            if out.first_id == 0 {
+                out.first_id = id;
             }
             row[pos] = int_value(&table.columns[pos].ty, i128::from(id));
         }
-        txn.insert(table, row)?;
+        if matches!(ins.on_duplicate, OnDuplicate::Error) {
+            txn.insert(table, row)?;
+            out.affected += 1;
+        } else {
+            insert_on_duplicate(txn, table, &ins.on_duplicate, &row, i + 1, env, &mut out)?;
+        }
     }
-    Ok((count, first_id))
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -712,7 +1013,7 @@ mod tests {
         let int = ColumnType::Int { unsigned: false };
         assert!(matches!(
             key_value(&int, Value::Bytes(b"5".to_vec()), None),
-            KeyValue::Exact(Value::Int(5))
+            KeyValue::Widened(Value::Int(5))
         ));
         assert!(matches!(
             key_value(&int, Value::Double(2.5), None),
@@ -720,11 +1021,11 @@ mod tests {
         ));
         assert!(matches!(
             key_value(&int, Value::Double(2.5), Some(true)),
-            KeyValue::Exact(Value::Int(3))
+            KeyValue::Widened(Value::Int(3))
         ));
         assert!(matches!(
             key_value(&int, Value::Double(2.5), Some(false)),
-            KeyValue::Exact(Value::Int(2))
+            KeyValue::Widened(Value::Int(2))
         ));
         assert!(matches!(
             key_value(&int, Value::Null, None),
