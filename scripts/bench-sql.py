@@ -321,7 +321,20 @@ def main():
     parser.add_argument("--workdir", default="/tmp/shale-bench-sql")
     parser.add_argument("--out", default=None, help="JSON lines file (default WORKDIR/results.jsonl)")
     parser.add_argument("--shale", default="target/release/shale", help="the shale binary")
+    parser.add_argument("--report", metavar="JSONL", help="only summarize an earlier run's results")
+    parser.add_argument("--svg", metavar="PREFIX", help="also write PREFIX-tps.svg and PREFIX-wbytes.svg charts")
     args = parser.parse_args()
+
+    if args.report:
+        with open(args.report) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        runs = [r for r in rows if "test" in r]
+        engines = list(dict.fromkeys(r["engine"] for r in runs))
+        tests = list(dict.fromkeys(r["test"] for r in runs))
+        summarize(runs, engines, tests, [r for r in rows if r.get("phase") == "prepare"])
+        if args.svg:
+            write_charts(runs, engines, tests, args.svg)
+        return 0
 
     for tool in ("sysbench", "mariadb", "mariadbd", "mariadb-install-db"):
         if shutil.which(tool) is None:
@@ -345,6 +358,7 @@ def main():
 
     tests = args.tests.split(",")
     rows = []
+    prepares = []
     try:
         for server in servers:
             server.start()
@@ -357,6 +371,7 @@ def main():
                 "rows": args.tables * args.table_size,
                 "size_bytes": server.size(),
             }
+            prepares.append(record)
             print(json.dumps(record), flush=True)
             out.write(json.dumps(record) + "\n")
         for run in range(args.runs):
@@ -379,10 +394,85 @@ def main():
             server.stop()
         out.close()
 
-    summarize(rows, [s.name for s in servers], tests)
+    summarize(rows, [s.name for s in servers], tests, prepares)
+    if args.svg:
+        write_charts(rows, [s.name for s in servers], tests, args.svg)
 
 
-def summarize(rows, engines, tests):
+COLORS = {"innodb": "#4e79a7", "myrocks": "#f28e2b", "shale": "#59a14f"}
+
+
+def bar_chart(path, title, unit, tests, engines, value):
+    """A grouped horizontal bar chart (one group per test, one bar per engine) as plain SVG."""
+    bar, gap, label_width, width = 14, 10, 190, 760
+    height = 60 + len(tests) * (len(engines) * bar + gap) + 30
+    values = [value(e, t) for t in tests for e in engines]
+    top = max([v for v in values if v is not None] or [1])
+    lines = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="10" y="22" font-size="15" font-weight="bold">{title}</text>',
+    ]
+    for i, engine in enumerate(engines):
+        x = 10 + i * 110
+        lines.append(f'<rect x="{x}" y="32" width="12" height="12" fill="{COLORS.get(engine, "#999")}"/>')
+        lines.append(f'<text x="{x + 16}" y="43">{engine}</text>')
+    y = 60
+    for test in tests:
+        lines.append(f'<text x="10" y="{y + len(engines) * bar / 2 + 4}">{test}</text>')
+        for engine in engines:
+            v = value(engine, test)
+            if v is not None:
+                w = (width - label_width - 90) * v / top
+                lines.append(f'<rect x="{label_width}" y="{y}" width="{w:.1f}" height="{bar - 2}" fill="{COLORS.get(engine, "#999")}"/>')
+                lines.append(f'<text x="{label_width + w + 4:.1f}" y="{y + bar - 4}">{v:.3g} {unit}</text>')
+            y += bar
+        y += gap
+    lines.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def write_charts(rows, engines, tests, prefix):
+    def median_of(metric):
+        def value(engine, test):
+            values = [r[metric] for r in rows if r["engine"] == engine and r["test"] == test and r.get(metric) is not None]
+            return statistics.median(values) if values else None
+        return value
+
+    tps = median_of("tps")
+    base = engines[0]
+
+    def relative_tps(engine, test):
+        a, b = tps(engine, test), tps(base, test)
+        return None if a is None or not b else a / b
+
+    bar_chart(
+        f"{prefix}-tps.svg",
+        f"sysbench throughput relative to {base} (median tps; higher is better)",
+        "x",
+        tests,
+        engines,
+        relative_tps,
+    )
+    bar_chart(
+        f"{prefix}-wbytes.svg",
+        "Bytes written to storage per transaction (median; lower is better)",
+        "B",
+        [t for t in tests if any((median_of("write_bytes_per_txn")(e, t) or 0) > 0 for e in engines)],
+        engines,
+        median_of("write_bytes_per_txn"),
+    )
+    print(f"charts: {prefix}-tps.svg {prefix}-wbytes.svg")
+
+
+def summarize(rows, engines, tests, prepares):
+    if prepares:
+        print("\nPrepare (load) per engine")
+        print("| engine | rows | seconds | size after prepare (bytes) |")
+        print("|---|---|---|---|")
+        for p in prepares:
+            print(f"| {p['engine']} | {p['rows']} | {p['seconds']:.1f} | {p['size_bytes']} |")
     metrics = ("tps", "qps", "p95_ms", "p99_ms", "cpu_s_per_txn", "write_bytes_per_txn", "size_bytes", "peak_rss_bytes")
 
     def median(engine, test, metric):
