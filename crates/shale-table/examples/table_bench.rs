@@ -98,14 +98,160 @@ fn engine_options() -> Options {
     }
 }
 
+/// The keys `k` of rows `1..=rows`, drawn once so both sides write the same rows.
+struct Workload {
+    rows: i64,
+    ks: Vec<i64>,
+    ids: Vec<i64>,
+}
+
+impl Workload {
+    fn k(&self, id: i64) -> i64 {
+        self.ks[usize::try_from(id - 1).expect("ids start at 1")]
+    }
+
+    fn count(&self) -> u64 {
+        self.rows.unsigned_abs()
+    }
+}
+
+/// Inserts every row on both sides; prints the per-row costs and WAL bytes.
+fn inserts(store: &Store, table: &TableDef, engine: &Db, w: &Workload) -> shale_table::Result<()> {
+    let wal_before = store.engine().db().stats().wal_bytes_written;
+    let started = Instant::now();
+    for id in 1..=w.rows {
+        let mut txn = store.begin(TxnOptions::default())?;
+        txn.insert(table, row(id, w.k(id)))?;
+        txn.commit()?;
+    }
+    let table_insert = per_op(started, w.count());
+    let table_wal = store.engine().db().stats().wal_bytes_written - wal_before;
+
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = (1..=w.rows)
+        .map(|id| {
+            let value = encode_row(table, &row(id, w.k(id))).expect("a row encodes");
+            (primary_key(table, id), value)
+        })
+        .collect();
+    let wal_before = engine.stats().wal_bytes_written;
+    let started = Instant::now();
+    for (key, value) in &pairs {
+        engine.put(key, value)?;
+    }
+    let engine_put = per_op(started, w.count());
+    let engine_wal = engine.stats().wal_bytes_written - wal_before;
+    report("insert (1 secondary index)", table_insert, Some(engine_put));
+    println!(
+        "{:<34} table {:>8.1} B/row   engine {:>8.1} B/row   (key {} B, row {} B)",
+        "WAL bytes written",
+        table_wal as f64 / w.rows as f64,
+        engine_wal as f64 / w.rows as f64,
+        pairs[0].0.len(),
+        pairs[0].1.len()
+    );
+    Ok(())
+}
+
+/// Point reads by primary key: inside one read transaction (the table layer's own cost), and
+/// one transaction per read (what an autocommit SELECT pays), beside engine gets.
+fn point_reads(
+    store: &Store,
+    table: &TableDef,
+    engine: &Db,
+    w: &Workload,
+) -> shale_table::Result<()> {
+    let reads = w.ids.len() as u64;
+    let mut txn = store.begin(TxnOptions::default())?;
+    let started = Instant::now();
+    let mut found = 0u64;
+    for &id in &w.ids {
+        found += u64::from(txn.get(table, &[Value::Int(id)], LockMode::None)?.is_some());
+    }
+    let table_get = per_op(started, reads);
+    let started = Instant::now();
+    for &id in &w.ids {
+        found += u64::from(
+            txn.get_projected(table, &[Value::Int(id)], LockMode::None, &[2])?
+                .is_some(),
+        );
+    }
+    let table_get_c = per_op(started, reads);
+    drop(txn);
+    let started = Instant::now();
+    for &id in &w.ids {
+        let mut txn = store.begin(TxnOptions::default())?;
+        found += u64::from(
+            txn.get_projected(table, &[Value::Int(id)], LockMode::None, &[2])?
+                .is_some(),
+        );
+        txn.commit()?;
+    }
+    let table_get_autocommit = per_op(started, reads);
+    let started = Instant::now();
+    for &id in &w.ids {
+        found += u64::from(engine.get(&primary_key(table, id))?.is_some());
+    }
+    let engine_get = per_op(started, reads);
+    assert_eq!(found, reads * 4, "every id was loaded");
+    report("point read by pk (whole row)", table_get, Some(engine_get));
+    report("point read by pk (column c)", table_get_c, Some(engine_get));
+    report(
+        "point read, one txn per read",
+        table_get_autocommit,
+        Some(engine_get),
+    );
+    Ok(())
+}
+
+/// Secondary lookups (`k = ?`: index prefix, then the row by pk) and 100-row pk ranges.
+fn scans(store: &Store, table: &TableDef, w: &Workload) -> shale_table::Result<()> {
+    let mut txn = store.begin(TxnOptions::default())?;
+    let lookups = w.ids.len() / 10;
+    let started = Instant::now();
+    let mut returned = 0u64;
+    for &id in w.ids.iter().take(lookups) {
+        let mut cursor = txn.scan(
+            table,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::Int(id)]),
+            false,
+            LockMode::None,
+        )?;
+        while cursor.next_row()?.is_some() {
+            returned += 1;
+        }
+    }
+    report(
+        "secondary lookup k = ?",
+        per_op(started, lookups as u64),
+        None,
+    );
+    let ranges = w.ids.len() / 100;
+    let started = Instant::now();
+    for &id in w.ids.iter().take(ranges) {
+        let range = KeyRange {
+            lower: std::ops::Bound::Included(vec![Value::Int(id)]),
+            upper: std::ops::Bound::Excluded(vec![Value::Int(id + 100)]),
+        };
+        let mut cursor = txn.scan(table, IndexChoice::Primary, range, false, LockMode::None)?;
+        while cursor.next_row()?.is_some() {
+            returned += 1;
+        }
+    }
+    report("pk range of 100 rows", per_op(started, ranges as u64), None);
+    println!("({returned} rows returned by the scans)");
+    Ok(())
+}
+
 fn main() -> shale_table::Result<()> {
     let mut args = std::env::args().skip(1);
     let rows: i64 = args.next().map_or(200_000, |a| a.parse().expect("rows"));
-    let reads: u64 = args.next().map_or(1_000_000, |a| a.parse().expect("reads"));
+    let reads: usize = args.next().map_or(1_000_000, |a| a.parse().expect("reads"));
     let dir = args.next().map_or_else(
         || std::env::temp_dir().join("shale-table-bench"),
         PathBuf::from,
     );
+    assert!(rows > 0, "rows must be above 0");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a scratch directory");
 
@@ -121,121 +267,17 @@ fn main() -> shale_table::Result<()> {
     let engine = Db::open(dir.join("engine"), engine_options())?;
     println!("{rows} rows, {reads} reads, in {}", dir.display());
 
-    // Inserts: one transaction per row (autocommit), the primary row and one index entry.
     let mut rng = SmallRng::seed_from_u64(7);
-    let ks: Vec<i64> = (0..rows).map(|_| rng.gen_range(1..=rows)).collect();
-    let wal_before = store.engine().db().stats().wal_bytes_written;
-    let started = Instant::now();
-    for id in 1..=rows {
-        let mut txn = store.begin(TxnOptions::default())?;
-        txn.insert(&table, row(id, ks[(id - 1) as usize]))?;
-        txn.commit()?;
-    }
-    let table_insert = per_op(started, rows as u64);
-    let table_wal = store.engine().db().stats().wal_bytes_written - wal_before;
-
-    let pairs: Vec<(Vec<u8>, Vec<u8>)> = (1..=rows)
-        .map(|id| {
-            let value = encode_row(&table, &row(id, ks[(id - 1) as usize])).expect("a row encodes");
-            (primary_key(&table, id), value)
-        })
-        .collect();
-    let wal_before = engine.stats().wal_bytes_written;
-    let started = Instant::now();
-    for (key, value) in &pairs {
-        engine.put(key, value)?;
-    }
-    let engine_put = per_op(started, rows as u64);
-    let engine_wal = engine.stats().wal_bytes_written - wal_before;
-    report("insert (1 secondary index)", table_insert, Some(engine_put));
-    println!(
-        "{:<34} table {:>8.1} B/row   engine {:>8.1} B/row   (key {} B, row {} B)",
-        "WAL bytes written",
-        table_wal as f64 / rows as f64,
-        engine_wal as f64 / rows as f64,
-        pairs[0].0.len(),
-        pairs[0].1.len()
-    );
-
+    let workload = Workload {
+        rows,
+        ks: (0..rows).map(|_| rng.gen_range(1..=rows)).collect(),
+        ids: (0..reads).map(|_| rng.gen_range(1..=rows)).collect(),
+    };
+    inserts(&store, &table, &engine, &workload)?;
     store.engine().db().flush()?;
     engine.flush()?;
-
-    // Point reads by primary key: inside one read transaction (the table layer's own cost),
-    // and one transaction per read (what an autocommit SELECT pays).
-    let ids: Vec<i64> = (0..reads).map(|_| rng.gen_range(1..=rows)).collect();
-    let mut txn = store.begin(TxnOptions::default())?;
-    let started = Instant::now();
-    let mut found = 0u64;
-    for &id in &ids {
-        found += u64::from(txn.get(&table, &[Value::Int(id)], LockMode::None)?.is_some());
-    }
-    let table_get = per_op(started, reads);
-    let started = Instant::now();
-    for &id in &ids {
-        found += u64::from(
-            txn.get_projected(&table, &[Value::Int(id)], LockMode::None, &[2])?
-                .is_some(),
-        );
-    }
-    let table_get_c = per_op(started, reads);
-    drop(txn);
-    let started = Instant::now();
-    for &id in &ids {
-        let mut txn = store.begin(TxnOptions::default())?;
-        found += u64::from(
-            txn.get_projected(&table, &[Value::Int(id)], LockMode::None, &[2])?
-                .is_some(),
-        );
-        txn.commit()?;
-    }
-    let table_get_autocommit = per_op(started, reads);
-    let started = Instant::now();
-    for &id in &ids {
-        found += u64::from(engine.get(&primary_key(&table, id))?.is_some());
-    }
-    let engine_get = per_op(started, reads);
-    assert_eq!(found, reads * 4, "every id was loaded");
-    report("point read by pk (whole row)", table_get, Some(engine_get));
-    report("point read by pk (column c)", table_get_c, Some(engine_get));
-    report(
-        "point read, one txn per read",
-        table_get_autocommit,
-        Some(engine_get),
-    );
-
-    // Secondary lookups (k = ?: index prefix, then the row by pk) and 100-row pk ranges.
-    let mut txn = store.begin(TxnOptions::default())?;
-    let lookups = reads / 10;
-    let started = Instant::now();
-    let mut returned = 0u64;
-    for &id in ids.iter().take(lookups as usize) {
-        let mut cursor = txn.scan(
-            &table,
-            IndexChoice::Secondary(0),
-            KeyRange::prefix(vec![Value::Int(id)]),
-            false,
-            LockMode::None,
-        )?;
-        while cursor.next_row()?.is_some() {
-            returned += 1;
-        }
-    }
-    report("secondary lookup k = ?", per_op(started, lookups), None);
-    let ranges = reads / 100;
-    let started = Instant::now();
-    for &id in ids.iter().take(ranges as usize) {
-        let range = KeyRange {
-            lower: std::ops::Bound::Included(vec![Value::Int(id)]),
-            upper: std::ops::Bound::Excluded(vec![Value::Int(id + 100)]),
-        };
-        let mut cursor = txn.scan(&table, IndexChoice::Primary, range, false, LockMode::None)?;
-        while cursor.next_row()?.is_some() {
-            returned += 1;
-        }
-    }
-    report("pk range of 100 rows", per_op(started, ranges), None);
-    println!("({returned} rows returned by the scans)");
-    drop(txn);
+    point_reads(&store, &table, &engine, &workload)?;
+    scans(&store, &table, &workload)?;
     engine.close()?;
     store.close()
 }
