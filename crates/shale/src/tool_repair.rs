@@ -95,10 +95,13 @@ fn to_json(args: &RepairArgs, report: &RepairReport) -> serde_json::Value {
             "name": l.name,
             "moved_to": l.moved_to.as_ref().map(|p| p.display().to_string()),
             "bytes": l.bytes,
+            "data_lost": l.data_lost,
+            "earlier": l.earlier,
             "obsolete": l.obsolete,
             "reason": l.reason,
         })).collect::<Vec<_>>(),
         "bytes_lost": report.bytes_lost(),
+        "bytes_lost_earlier": report.bytes_lost_earlier(),
         "notes": report.notes,
     })
 }
@@ -131,6 +134,18 @@ fn print_text(args: &RepairArgs, report: &RepairReport) -> Result<(), Failure> {
         )?;
     }
     for lost in &report.lost {
+        if lost.earlier {
+            let to = lost
+                .moved_to
+                .as_deref()
+                .map_or_else(|| "missing".to_owned(), |p| p.display().to_string());
+            writeln!(
+                out,
+                "  set aside by an earlier repair: {} ({} bytes, {} bytes of data), in {to}: {}",
+                lost.name, lost.bytes, lost.data_lost, lost.reason
+            )?;
+            continue;
+        }
         if lost.obsolete {
             let to = lost
                 .moved_to
@@ -169,13 +184,18 @@ fn print_text(args: &RepairArgs, report: &RepairReport) -> Result<(), Failure> {
     writeln!(
         out,
         "repaired: {} tables, keyspaces {}, last sequence {}, MANIFEST-{:06}; {} files set \
-         aside, {} bytes of data lost",
+         aside, {} bytes of data lost ({} of them set aside by an earlier repair)",
         report.tables.len(),
         keyspaces.join(", "),
         report.last_sequence,
         report.manifest_number,
-        report.lost.iter().filter(|l| l.moved_to.is_some()).count(),
-        report.bytes_lost()
+        report
+            .lost
+            .iter()
+            .filter(|l| l.moved_to.is_some() && !l.earlier)
+            .count(),
+        report.bytes_lost(),
+        report.bytes_lost_earlier()
     )?;
     out.flush()?;
     Ok(())

@@ -18,14 +18,21 @@
 //!    `lost/`. A keyspace's writes already in its tables are skipped (below its log number
 //!    when the MANIFEST replayed; at or below its largest table seqno otherwise).
 //! 4. A fresh MANIFEST describing the salvaged tables is written (checked against the level
-//!    invariants first), then an OPTIONS file if the newest one was unreadable, then `CURRENT`.
+//!    invariants first), then an OPTIONS file if the newest one was unreadable, then the
+//!    journal of what is set aside (`lost/REPAIR-NNNNNN`, journal.rs), then `CURRENT`; only
+//!    then are the files set aside moved into `lost/`.
 //! 5. Without a MANIFEST, a keyspace whose L0 tables overlap in both keys and sequence ranges
 //!    is compacted through `Db::open` (see `interleaved_keyspaces`).
 //!
 //! Invariants:
 //! 1. Nothing is deleted: every file repair gives up on is moved into `lost/` with its bytes.
-//! 2. `CURRENT` is written last; a repair interrupted before it leaves the old `CURRENT` (or
-//!    none) and can simply be run again.
+//! 2. Nothing is moved before what repair salvages from it is durable and live: new tables
+//!    and the MANIFEST are written and synced in `lost/.staging` and renamed in whole, the
+//!    journal is synced, `CURRENT` is written, and only then are originals moved (a damaged
+//!    `CURRENT` just before it is replaced). A repair interrupted at any point can simply be
+//!    run again: before `CURRENT` the originals are all in place; after it the journal says
+//!    what is left to move and why. Either way the rerun ends with what the first run would
+//!    have saved, and its report counts the same losses (`tests/repair_crash.rs`).
 //! 3. L0 stays ordered newest first by largest seqno, and WAL tables hold seqnos above every
 //!    kept table of their keyspace, so newer data wins wherever the old levels were kept.
 //! 4. Every keyspace's log number in the new MANIFEST is above every WAL on disk, so opening
@@ -49,13 +56,14 @@ use crate::options_file::{options_file_name, parse_options_file_name, OptionsFil
 use crate::recovery::{check_wals_present, NUM_LEVELS};
 use crate::table_cache::table_file_name;
 use crate::version::{
-    manifest_file_name, parse_manifest_file_name, read_current, replay, write_fresh_manifest,
-    FileMetaData, Version, VersionEdit, CURRENT_FILE_NAME, DEFAULT_KEYSPACE_ID,
-    DEFAULT_KEYSPACE_NAME, MANIFEST_FORMAT_VERSION,
+    manifest_file_name, parse_manifest_file_name, read_current, replay, write_current,
+    write_fresh_manifest, FileMetaData, Version, VersionEdit, CURRENT_FILE_NAME,
+    DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, MANIFEST_FORMAT_VERSION,
 };
 use crate::wal::format::{log_file_name, parse_log_file_name};
 use crate::wal::RecoveryMode;
 
+mod journal;
 mod report;
 mod wal;
 
@@ -64,6 +72,11 @@ use wal::read_wal;
 
 /// The directory under the database directory that files repair gives up on are moved into.
 pub const LOST_DIR_NAME: &str = "lost";
+
+/// The directory under `lost/` where repair writes new tables and its MANIFEST before
+/// publishing them by rename, so that a name in the database directory only ever holds a
+/// complete, synced file. What an interrupted repair left there is removed by the next.
+const STAGING_DIR_NAME: &str = ".staging";
 
 /// Threads that sort a WAL's replayed writes.
 const SORT_THREADS: usize = 2;
@@ -99,6 +112,9 @@ pub fn repair_db_with_progress(
         dropped: BTreeSet::new(),
         max_keyspace_id: DEFAULT_KEYSPACE_ID,
         next_file_number: 1,
+        pending: Vec::new(),
+        claimed: BTreeSet::new(),
+        journals: Vec::new(),
     };
     if !repair.names.iter().any(|n| is_database_file(n)) {
         return Err(Error::InvalidArgument(format!(
@@ -113,8 +129,10 @@ pub fn repair_db_with_progress(
         .max()
         .unwrap_or(0)
         + 1;
+    repair.read_journals()?;
     let persisted = repair.read_options()?;
     let manifest = repair.read_manifest()?;
+    repair.account_for_earlier_repairs()?;
     let total: u64 = repair
         .names
         .iter()
@@ -168,6 +186,12 @@ struct Repair<'a> {
     dropped: BTreeSet<u32>,
     max_keyspace_id: u32,
     next_file_number: u64,
+    /// Files to move into `lost/` once the new MANIFEST is live: (name, destination).
+    pending: Vec<(String, std::path::PathBuf)>,
+    /// Names in `lost/` that a journal or this repair has taken (journal invariant 3).
+    claimed: BTreeSet<String>,
+    /// Every journal in `lost/`: (MANIFEST number, what it set aside).
+    journals: Vec<(u64, Vec<LostFile>)>,
 }
 
 impl Repair<'_> {
@@ -177,27 +201,146 @@ impl Repair<'_> {
         number
     }
 
-    /// Moves `name` into `lost/` (under a fresh name if one is there already) and records why.
+    /// Plans to move `name` into `lost/` (under a fresh name if one is taken) once the new
+    /// MANIFEST is live, and records why. A table's bytes count as lost data; callers adjust
+    /// [`LostFile::data_lost`] for other files that held data.
     fn set_aside(&mut self, name: &str, reason: String) -> Result<()> {
         let fs = &*self.options.file_system;
-        let from = self.dir.join(name);
-        let bytes = fs.size(&from).unwrap_or(0);
+        let bytes = fs.size(&self.dir.join(name)).unwrap_or(0);
         let lost = self.dir.join(LOST_DIR_NAME);
-        fs.create_dir_all(&lost)?;
-        let mut to = lost.join(name);
+        let mut to = name.to_owned();
         let mut attempt = 1;
-        while fs.exists(&to)? {
-            to = lost.join(format!("{name}.{attempt}"));
+        while self.claimed.contains(&to) || fs.exists(&lost.join(&to))? {
+            to = format!("{name}.{attempt}");
             attempt += 1;
         }
-        fs.rename(&from, &to)?;
+        self.claimed.insert(to.clone());
+        self.pending.push((name.to_owned(), lost.join(&to)));
         self.report.lost.push(LostFile {
             name: name.to_owned(),
-            moved_to: Some(to),
+            moved_to: Some(lost.join(&to)),
             bytes,
+            data_lost: if table_number(name).is_some() {
+                bytes
+            } else {
+                0
+            },
+            earlier: false,
             obsolete: false,
             reason,
         });
+        Ok(())
+    }
+
+    /// Reads every journal in `lost/` (claiming the destinations they name) and removes what
+    /// an interrupted repair left in the staging directory.
+    fn read_journals(&mut self) -> Result<()> {
+        let fs = &*self.options.file_system;
+        let lost = self.dir.join(LOST_DIR_NAME);
+        if !fs.exists(&lost)? {
+            return Ok(());
+        }
+        let staging = lost.join(STAGING_DIR_NAME);
+        if fs.exists(&staging)? {
+            for name in fs.list(&staging)? {
+                fs.remove(&staging.join(name))?;
+            }
+            fs.sync_dir(&staging)?;
+        }
+        for name in fs.list(&lost)? {
+            if name
+                .strip_suffix(".tmp")
+                .and_then(journal::parse_journal_name)
+                .is_some()
+            {
+                // A journal an interrupted repair did not finish writing: it committed nothing.
+                fs.remove(&lost.join(&name))?;
+                continue;
+            }
+            let Some(number) = journal::parse_journal_name(&name) else {
+                continue;
+            };
+            let path = lost.join(&name);
+            let bytes = read_whole(fs, &path)?;
+            let entries = journal::decode(&String::from_utf8_lossy(&bytes), &path, &lost)?;
+            for entry in &entries {
+                if let Some(to) = entry.moved_to.as_deref().and_then(Path::file_name) {
+                    self.claimed.insert(to.to_string_lossy().into_owned());
+                }
+            }
+            self.journals.push((number, entries));
+        }
+        Ok(())
+    }
+
+    /// Accounts for what earlier repairs set aside (journal invariants 1 and 2): files they
+    /// moved into `lost/` join the report as earlier losses; when the live MANIFEST is the one
+    /// a journal names, its missing files join the report and the files it had yet to move
+    /// are moved with the reason it recorded. Files in `lost/` no journal names (moved by a
+    /// repair that kept no journal) count as lost whole if they are tables or WALs.
+    fn account_for_earlier_repairs(&mut self) -> Result<()> {
+        let fs = &*self.options.file_system;
+        let lost = self.dir.join(LOST_DIR_NAME);
+        let live = self
+            .report
+            .manifest_used
+            .as_deref()
+            .map(file_name)
+            .and_then(|n| parse_manifest_file_name(&n));
+        for (number, entries) in std::mem::take(&mut self.journals) {
+            let committed = live == Some(number);
+            for mut entry in entries {
+                let moved = match &entry.moved_to {
+                    Some(to) => fs.exists(to)?,
+                    None => false,
+                };
+                let reported = self
+                    .report
+                    .lost
+                    .iter()
+                    .any(|l| l.earlier && l.name == entry.name && l.moved_to == entry.moved_to);
+                if reported {
+                    continue;
+                }
+                if moved || (committed && entry.moved_to.is_none()) {
+                    entry.earlier = true;
+                    self.report.lost.push(entry);
+                } else if committed
+                    && self.names.contains(&entry.name)
+                    && !self.pending.iter().any(|(name, _)| *name == entry.name)
+                {
+                    if let Some(to) = entry.moved_to.clone() {
+                        // The earlier repair's decision: its journal stays the record.
+                        self.names.retain(|n| *n != entry.name);
+                        self.pending.push((entry.name.clone(), to));
+                        entry.earlier = true;
+                        self.report.lost.push(entry);
+                    }
+                }
+            }
+        }
+        if !fs.exists(&lost)? {
+            return Ok(());
+        }
+        for name in fs.list(&lost)? {
+            if self.claimed.contains(&name)
+                || name == STAGING_DIR_NAME
+                || journal::parse_journal_name(&name).is_some()
+            {
+                continue;
+            }
+            let bytes = fs.size(&lost.join(&name)).unwrap_or(0);
+            let data = table_number(&name).is_some() || parse_log_file_name(&name).is_some();
+            self.report.lost.push(LostFile {
+                moved_to: Some(lost.join(&name)),
+                name,
+                bytes,
+                data_lost: if data { bytes } else { 0 },
+                earlier: true,
+                obsolete: false,
+                reason: "in lost/ from an earlier repair that recorded no reason".to_owned(),
+            });
+        }
         Ok(())
     }
 
@@ -399,6 +542,7 @@ impl Repair<'_> {
                 )?;
                 if let Some(lost) = self.report.lost.last_mut() {
                     lost.obsolete = true;
+                    lost.data_lost = 0;
                 }
                 continue;
             }
@@ -455,6 +599,8 @@ impl Repair<'_> {
                     name: file_name(&table_file_name(self.dir, *number)),
                     moved_to: None,
                     bytes: meta.size,
+                    data_lost: meta.size,
+                    earlier: false,
                     obsolete: false,
                     reason: "missing: the MANIFEST lists it but the file does not exist".into(),
                 });
@@ -542,19 +688,24 @@ impl Repair<'_> {
             let (records, end, damage) = read_wal(fs, &path, number, recorded, &mut batches)?;
             tick(size);
             let readable_end = recorded.unwrap_or(size).min(size);
+            let bytes_lost = if damage.is_some() {
+                readable_end.saturating_sub(end)
+            } else {
+                0
+            };
             self.report.wals.push(SalvagedWal {
                 number,
                 records,
                 entries_replayed: 0,
-                bytes_lost: if damage.is_some() {
-                    readable_end.saturating_sub(end)
-                } else {
-                    0
-                },
+                bytes_lost,
                 damage: damage.clone(),
             });
             if let Some(damage) = damage {
+                // Moved only once the tables holding its records are live (invariant 2).
                 self.set_aside(&log_file_name(number), damage)?;
+                if let Some(lost) = self.report.lost.last_mut() {
+                    lost.data_lost = bytes_lost;
+                }
             }
         }
         self.write_wal_tables(manifest, persisted, &flushed, &batches, levels)
@@ -570,6 +721,7 @@ impl Repair<'_> {
         levels: &mut Levels,
     ) -> Result<()> {
         let fs = &*self.options.file_system;
+        let staging = self.dir.join(LOST_DIR_NAME).join(STAGING_DIR_NAME);
         if manifest.is_none() {
             // Keyspaces whose names were lost with the MANIFEST and that no table records.
             let unknown: BTreeSet<u32> = batches
@@ -618,9 +770,12 @@ impl Repair<'_> {
                 &entries,
                 SORT_THREADS,
             )?);
+            if !fs.exists(&staging)? {
+                fs.create_dir_all(&staging)?;
+            }
             let written = write_memtable(
                 fs,
-                self.dir,
+                &staging,
                 &mem,
                 number,
                 writer_options(&self.options.comparator, &own, (keyspace, &name)),
@@ -630,6 +785,11 @@ impl Repair<'_> {
                 None, // salvaged WAL values stay inline; compaction may separate them later
             )?;
             if let Some(meta) = written {
+                // Written and synced in staging; published whole.
+                fs.rename(
+                    &table_file_name(&staging, number),
+                    &table_file_name(self.dir, number),
+                )?;
                 levels
                     .entry((keyspace, 0))
                     .or_default()
@@ -800,19 +960,69 @@ impl Repair<'_> {
             ));
         }
         fs.sync_dir(self.dir)?;
-        write_fresh_manifest(
-            fs,
-            self.dir,
-            &self.options.comparator,
-            NUM_LEVELS,
-            manifest_number,
-            &edit,
-        )?;
-        fs.sync_dir(self.dir)?;
+        self.commit(manifest_number, &edit)?;
         self.report.tables = levels.values().flatten().cloned().collect();
         self.report.keyspaces = self.keyspaces.clone().into_iter().collect();
         self.report.last_sequence = last_sequence;
         self.report.manifest_number = manifest_number;
+        Ok(())
+    }
+}
+
+impl Repair<'_> {
+    /// Step 5: makes the new MANIFEST live, then moves the files set aside (invariant 2).
+    /// The MANIFEST is written in staging and renamed in, so that a MANIFEST in the database
+    /// directory is always whole (a damaged `CURRENT` makes the next repair use the newest
+    /// one). The journal is durable before anything moves.
+    fn commit(&mut self, manifest_number: u64, edit: &VersionEdit) -> Result<()> {
+        let fs = &*self.options.file_system;
+        let lost = self.dir.join(LOST_DIR_NAME);
+        let staging = lost.join(STAGING_DIR_NAME);
+        fs.create_dir_all(&staging)?;
+        write_fresh_manifest(
+            fs,
+            &staging,
+            &self.options.comparator,
+            NUM_LEVELS,
+            manifest_number,
+            edit,
+        )?;
+        let journal: Vec<LostFile> = self
+            .report
+            .lost
+            .iter()
+            .filter(|l| !l.earlier)
+            .cloned()
+            .collect();
+        shale_fs::replace_file_durably(
+            fs,
+            &lost.join(journal::journal_name(manifest_number)),
+            journal::encode(&journal).as_bytes(),
+        )?;
+        let pending = std::mem::take(&mut self.pending);
+        let (current, rest): (Vec<_>, Vec<_>) = pending
+            .into_iter()
+            .partition(|(n, _)| n == CURRENT_FILE_NAME);
+        // A damaged CURRENT is moved before it is replaced, so its bytes are kept.
+        self.move_files(&current)?;
+        let name = manifest_file_name(manifest_number);
+        fs.rename(&staging.join(&name), &self.dir.join(&name))?;
+        fs.sync_dir(self.dir)?;
+        write_current(fs, self.dir, manifest_number)?;
+        self.move_files(&rest)
+    }
+
+    /// Moves `files` (name, destination) into `lost/`, durably.
+    fn move_files(&self, files: &[(String, std::path::PathBuf)]) -> Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        let fs = &*self.options.file_system;
+        for (name, to) in files {
+            fs.rename(&self.dir.join(name), to)?;
+        }
+        fs.sync_dir(&self.dir.join(LOST_DIR_NAME))?;
+        fs.sync_dir(self.dir)?;
         Ok(())
     }
 }

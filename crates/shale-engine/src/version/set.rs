@@ -899,9 +899,10 @@ pub(crate) fn replay(
 }
 
 /// Writes `snapshot`, a complete first record describing a whole database, as MANIFEST
-/// `number` in `dir` and points `CURRENT` at it (repair, which rebuilds the state from the
-/// files themselves). The snapshot is first applied to an empty version, which refuses one
-/// that breaks a level invariant (`levels.rs`), so an invalid MANIFEST is never written.
+/// `number` in `dir`, synced, without touching `CURRENT` (repair, which rebuilds the state
+/// from the files themselves, writes it in a staging directory and publishes it by rename).
+/// The snapshot is first applied to an empty version, which refuses one that breaks a level
+/// invariant (`levels.rs`), so an invalid MANIFEST is never written.
 pub(crate) fn write_fresh_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -921,5 +922,5 @@ pub(crate) fn write_fresh_manifest(
     builder.apply(snapshot, 0).map_err(invalid)?;
     builder.build().map_err(invalid)?;
     drop(start_manifest(fs, dir, number, &snapshot.encode(), None)?);
-    write_current(fs, dir, number)
+    Ok(())
 }
