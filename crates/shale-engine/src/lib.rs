@@ -79,8 +79,8 @@ pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
 pub use repair::{
-    repair_db, repair_db_with_progress, LostFile, RepairReport, SalvagedTable, SalvagedWal,
-    LOST_DIR_NAME,
+    repair_db, repair_db_with_progress, LostFile, RepairOptions, RepairReport, SalvagedTable,
+    SalvagedWal, LOST_DIR_NAME,
 };
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelIoStats};

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use shale_engine::{repair_db_with_progress, Options, RepairReport};
+use shale_engine::{repair_db_with_progress, Options, RepairOptions, RepairReport};
 
 use crate::output::{print_json, progress, Failure};
 
@@ -24,6 +24,11 @@ pub struct RepairArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Repair even a directory that does not look like a Shale database (no file carries
+    /// Shale's format marks, or more files are foreign than Shale's). Without it such a
+    /// directory is refused before anything is changed.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs `shale tool repair`.
@@ -39,7 +44,8 @@ pub fn run(args: &RepairArgs) -> Result<(), Failure> {
         ..Options::default()
     };
     let bar = progress(0, "repairing");
-    let repaired = repair_db_with_progress(&args.dir, &options, &mut |done, total| {
+    let repair = RepairOptions { force: args.force };
+    let repaired = repair_db_with_progress(&args.dir, &options, repair, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });

@@ -731,11 +731,16 @@ fn repair_refuses_while_another_holds_the_database_or_when_nothing_is_there() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("nothing to repair"), "{err}");
 
-    // Only a damaged CURRENT: nothing to salvage (exit 2).
+    // Only a damaged CURRENT: nothing says it is a Shale database (refused, nothing moved);
+    // forced, there is nothing to salvage (exit 2).
     let hopeless = scratch("repair-hopeless");
     std::fs::create_dir_all(&hopeless).unwrap();
     std::fs::write(hopeless.join("CURRENT"), b"garbage").unwrap();
     let (code, _, err) = tool(&["repair"], &hopeless);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not look like a Shale database"), "{err}");
+    assert!(!hopeless.join("lost").exists());
+    let (code, _, err) = tool(&["repair", "--force"], &hopeless);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("nothing could be salvaged"), "{err}");
     assert!(hopeless.join("lost").join("CURRENT").exists());
@@ -820,4 +825,28 @@ fn verify_finds_a_missing_blob_file() {
     let (code, out, _) = verify(&dir);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains(blob.to_str().unwrap()), "{out}");
+}
+
+#[test]
+fn repair_refuses_a_rocksdb_directory_unless_forced() {
+    let dir = scratch("repair-rocksdb");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut table = vec![0x5a; 300];
+    table.extend_from_slice(&0x88e2_41b7_85f4_cff7_u64.to_le_bytes());
+    std::fs::write(dir.join("CURRENT"), "MANIFEST-000005\n").unwrap();
+    std::fs::write(dir.join("MANIFEST-000005"), [0x11; 120]).unwrap();
+    std::fs::write(dir.join("000004.log"), [0x22; 90]).unwrap();
+    std::fs::write(dir.join("000010.sst"), &table).unwrap();
+    std::fs::write(dir.join("IDENTITY"), "uuid\n").unwrap();
+    let (code, _, err) = tool(&["repair"], &dir);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("does not look like a Shale database") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(!dir.join("lost").exists(), "nothing moved");
+    assert!(dir.join("000010.sst").exists() && dir.join("CURRENT").exists());
+    let (code, _, err) = tool(&["repair", "--force"], &dir);
+    assert!(code == 0 || code == 2, "{err}");
+    assert!(dir.join("lost").join("000010.sst").exists());
 }

@@ -63,6 +63,7 @@ use crate::version::{
 use crate::wal::format::{log_file_name, parse_log_file_name};
 use crate::wal::RecoveryMode;
 
+mod identify;
 mod journal;
 mod report;
 mod wal;
@@ -81,20 +82,34 @@ const STAGING_DIR_NAME: &str = ".staging";
 /// Threads that sort a WAL's replayed writes.
 const SORT_THREADS: usize = 2;
 
-/// Repairs the database in `dir` with `options` (its file system, comparator and keyspace
-/// options); see the module docs. Fails if another process holds the database's `LOCK`, if
-/// the directory holds no database files, or if a file cannot be read or written for a
-/// reason other than damage.
-pub fn repair_db(dir: &Path, options: &Options) -> Result<RepairReport> {
-    repair_db_with_progress(dir, options, &mut |_, _| {})
+/// How [`repair_db_with_progress`] runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RepairOptions {
+    /// Repair a directory even when its files do not look like a Shale database's (no file
+    /// carries Shale's format marks, or more files are foreign than Shale's: a `RocksDB`
+    /// directory, files of another program). Without it such a directory is refused before
+    /// anything is changed; with it every file repair cannot read is moved into `lost/`.
+    pub force: bool,
 }
 
-/// [`repair_db`], calling `progress(done, total)` with the table and WAL bytes read so far.
+/// Repairs the database in `dir` with `options` (its file system, comparator and keyspace
+/// options); see the module docs. Fails if another process holds the database's `LOCK`, if
+/// the directory holds no database files or does not look like a Shale database
+/// ([`RepairOptions::force`]), or if a file cannot be read or written for a reason other than
+/// damage.
+pub fn repair_db(dir: &Path, options: &Options) -> Result<RepairReport> {
+    repair_db_with_progress(dir, options, RepairOptions::default(), &mut |_, _| {})
+}
+
+/// [`repair_db`] with `repair` options, calling `progress(done, total)` with the table and
+/// WAL bytes read so far.
 pub fn repair_db_with_progress(
     dir: &Path,
     options: &Options,
+    repair: RepairOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RepairReport> {
+    let force = repair.force;
     let fs = &*options.file_system;
     if !fs.exists(dir)? {
         return Err(Error::InvalidArgument(format!(
@@ -120,6 +135,16 @@ pub fn repair_db_with_progress(
         return Err(Error::InvalidArgument(format!(
             "no database files in {}: nothing to repair",
             dir.display()
+        )));
+    }
+    let identity = identify::identify(fs, dir, &repair.names)?;
+    if identity.refuse() && !force {
+        return Err(Error::InvalidArgument(format!(
+            "{} does not look like a Shale database ({}); nothing was changed. If it is a Shale \
+             database damaged this badly, repair it with --force (RepairOptions::force): every \
+             file it cannot read is then moved into {LOST_DIR_NAME}/",
+            dir.display(),
+            identity.describe()
         )));
     }
     repair.next_file_number = repair
