@@ -393,3 +393,40 @@ fn compressed_backups_verify_restore_and_share_tables_incrementally() {
     }
     engine.verify(first.info.id, &mut no_progress).unwrap();
 }
+
+#[test]
+fn a_second_backup_into_the_same_directory_at_once_fails_and_changes_nothing() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 1000);
+    db.put(b"in-wal", b"x").unwrap();
+    // Two engines on one directory, as two `shale backup create` processes would have.
+    let first = BackupEngine::open(Arc::new(fs.clone()), "/backups").unwrap();
+    let second = BackupEngine::open(Arc::new(fs.clone()), "/backups").unwrap();
+    let mut second_result = None;
+    let created = first
+        .create(&db, &BackupOptions::default(), &mut |_, _| {
+            if second_result.is_none() {
+                second_result =
+                    Some(second.create(&db, &BackupOptions::default(), &mut no_progress));
+            }
+        })
+        .unwrap();
+    let error = second_result
+        .expect("the first backup reported progress")
+        .expect_err("the second backup must fail while the first runs");
+    let text = error.to_string();
+    assert!(
+        text.contains("in use") && text.contains("/backups/LOCK"),
+        "{text}"
+    );
+    assert_eq!(created.info.id, 1);
+    assert_eq!(first.list().unwrap().len(), 1, "one backup, listed once");
+    first.verify(1, &mut no_progress).unwrap();
+    // The lock is released when the create returns: the next one works.
+    let next = second
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    assert_eq!(next.info.id, 2);
+    db.close().unwrap();
+}

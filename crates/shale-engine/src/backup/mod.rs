@@ -22,6 +22,9 @@
 //! 4. Size and checksum in the meta are those of the original bytes, whatever the codec: a
 //!    compressed file is decompressed whole by `verify` and `restore` and checked against
 //!    them.
+//! 5. `create` and `purge` hold the advisory lock on the backup directory's `LOCK` (as a
+//!    database holds its own) for their whole run, so two processes never pick the same id
+//!    or purge a table a create is listing; the second fails at once, changing nothing.
 
 mod compressed;
 mod meta;
@@ -47,6 +50,7 @@ use compressed::{read_compressed, write_compressed};
 const SHARED: &str = "shared";
 const PRIVATE: &str = "private";
 const META: &str = "meta";
+const LOCK: &str = "LOCK";
 
 /// How [`BackupEngine::create`] copies.
 #[derive(Debug, Clone, Default)]
@@ -76,8 +80,8 @@ pub struct BackupEngine {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     /// Serializes `create` and `purge` of this engine and its clones (two creates would pick
-    /// the same id; a purge could delete a table a create is about to list). Another process
-    /// working on the same directory is not excluded.
+    /// the same id; a purge could delete a table a create is about to list). Other engines
+    /// and processes are excluded by the directory's `LOCK` (invariant 5).
     exclusive: Arc<Mutex<()>>,
 }
 
@@ -130,6 +134,7 @@ impl BackupEngine {
             .exclusive
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let _lock = self.lock_dir("create a backup")?;
         let inner = &db.inner;
         inner.check_open()?;
         inner.check_background_error()?;
@@ -388,6 +393,7 @@ impl BackupEngine {
             .exclusive
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let _lock = self.lock_dir("purge")?;
         let fs = &*self.fs;
         let ids = self.ids()?;
         let doomed: Vec<u32> = ids[..ids.len().saturating_sub(keep)].to_vec();
@@ -506,6 +512,22 @@ impl BackupEngine {
             });
         }
         Ok(())
+    }
+
+    /// Takes the backup directory's lock (invariant 5) to `action`.
+    fn lock_dir(&self, action: &str) -> Result<Box<dyn shale_fs::FileLock>> {
+        let path = self.dir.join(LOCK);
+        match self.fs.lock(&path) {
+            Ok(lock) => Ok(lock),
+            Err(shale_fs::Error::Locked { .. }) => Err(Error::InvalidArgument(format!(
+                "cannot {action}: backup directory {} is in use by another backup create or \
+                 purge (it holds {}); nothing was changed. Wait for it to finish and run this \
+                 again",
+                self.dir.display(),
+                path.display()
+            ))),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn ids(&self) -> Result<Vec<u32>> {
