@@ -850,3 +850,35 @@ fn repair_refuses_a_rocksdb_directory_unless_forced() {
     assert!(code == 0 || code == 2, "{err}");
     assert!(dir.join("lost").join("000010.sst").exists());
 }
+
+#[test]
+fn verify_of_a_manifest_with_a_torn_tail_never_calls_a_live_table_an_orphan() {
+    let dir = build("verify-torn-manifest");
+    let live: Vec<String> = live_tables(&dir)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    let manifest = manifest_of(&dir);
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.len() - 3]).unwrap();
+    let (code, out, problems) = verify(&dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p["file"].as_str().unwrap().contains("MANIFEST")),
+        "the torn tail is the problem: {problems:?}"
+    );
+    assert!(out.contains("torn or damaged tail"), "{out}");
+    assert!(!out.contains("orphan"), "{out}");
+    assert!(!out.contains("opening the database deletes"), "{out}");
+    for name in &live {
+        let checked = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} is checked:\n{out}"));
+        assert!(!checked.contains("(not in the MANIFEST)"), "{checked}");
+    }
+    // The records before the tail still list tables: they are checked as live.
+    assert!(out.contains("(keyspace 0 L"), "{out}");
+}
