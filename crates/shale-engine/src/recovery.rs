@@ -76,8 +76,17 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let fs = options.file_system.clone();
     // Without create_if_missing a missing database is refused before anything is created:
     // neither the directory nor a LOCK file is left behind by a mistyped path.
-    if !options.create_if_missing && !database_exists(&*fs, dir)? {
-        return Err(no_database(dir));
+    if !database_exists(&*fs, dir)? {
+        // A damaged database is refused whatever create_if_missing says: creating one here
+        // would start an empty database over its files.
+        if let Some(damaged) =
+            crate::version::missing_current(&*fs, dir, !options.create_if_missing)?
+        {
+            return Err(damaged);
+        }
+        if !options.create_if_missing {
+            return Err(no_database(dir));
+        }
     }
     fs.create_dir_all(dir)?;
     let lock = fs.lock(&dir.join(LOCK_FILE_NAME))?;

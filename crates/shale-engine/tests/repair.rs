@@ -383,3 +383,30 @@ fn a_database_whose_files_carry_the_wrong_magic_is_refused() {
     );
     assert_eq!(snapshot(&fs), before, "nothing changed");
 }
+
+#[test]
+fn a_missing_current_is_named_and_points_at_repair_and_nothing_is_created_over_it() {
+    let (image, history) = build();
+    let fs = copy(&image);
+    fs.remove(&Path::new(DIR).join("CURRENT")).unwrap();
+    let before = snapshot(&fs);
+    let check = |error: shale_engine::Error| {
+        let text = error.to_string();
+        assert!(
+            text.contains("CURRENT is missing")
+                && text.contains("MANIFEST-")
+                && text.contains("shale tool repair")
+                && !text.contains("create the database first"),
+            "{text}"
+        );
+    };
+    // create_if_missing (the default) must not start an empty database over the tables.
+    let mut create = options(&fs);
+    create.create_if_missing = true;
+    check(Db::open(DIR, create).unwrap_err());
+    check(Db::open_read_only(DIR, options(&fs)).unwrap_err());
+    check(live_manifest(&fs, Path::new(DIR)).unwrap_err());
+    assert_eq!(snapshot(&fs), before, "nothing changed");
+    repair_db(Path::new(DIR), &options(&fs)).unwrap();
+    assert_data(&fs, &history, |_, _| None);
+}

@@ -190,6 +190,19 @@ impl Render {
     }
 }
 
+/// The failure for a database directory without `CURRENT`: when the database's files are
+/// still there it is damaged, and the engine's error says what is missing and points at
+/// `shale tool repair`; otherwise there is no database.
+pub fn missing_current(dir: &std::path::Path) -> Failure {
+    match shale_engine::inspect::live_manifest(&shale_fs::OsFs::new(), dir) {
+        Err(e) if e.is_corruption() => Failure::from(e),
+        _ => Failure::error(format!(
+            "no database in {}: CURRENT is missing",
+            dir.display()
+        )),
+    }
+}
+
 /// Prints `value` as pretty JSON and a newline.
 pub fn print_json(value: &Value) -> Result<(), Failure> {
     let mut out = io::stdout().lock();

@@ -27,10 +27,7 @@ pub struct CheckpointArgs {
 /// engine: checkpoint and backup create).
 pub fn open_existing(dir: &Path) -> Result<Db, Failure> {
     if !dir.join(CURRENT_FILE_NAME).exists() {
-        return Err(Failure::error(format!(
-            "no database in {}: {CURRENT_FILE_NAME} is missing",
-            dir.display()
-        )));
+        return Err(crate::output::missing_current(dir));
     }
     let options = Options {
         create_if_missing: false,

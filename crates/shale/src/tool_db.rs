@@ -114,10 +114,7 @@ enum Access {
 /// Opens the database in `args.dir` without creating one, and finds the keyspace.
 fn open(args: &DbArgs, access: Access) -> Result<Opened, Failure> {
     if !args.dir.join(CURRENT_FILE_NAME).exists() {
-        return Err(Failure::error(format!(
-            "no database in {}: {CURRENT_FILE_NAME} is missing",
-            args.dir.display()
-        )));
+        return Err(crate::output::missing_current(&args.dir));
     }
     let options = Options {
         create_if_missing: false,

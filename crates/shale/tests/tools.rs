@@ -882,3 +882,20 @@ fn verify_of_a_manifest_with_a_torn_tail_never_calls_a_live_table_an_orphan() {
     // The records before the tail still list tables: they are checked as live.
     assert!(out.contains("(keyspace 0 L"), "{out}");
 }
+
+#[test]
+fn a_missing_current_is_named_and_points_at_repair() {
+    let dir = build("missing-current");
+    std::fs::remove_file(dir.join("CURRENT")).unwrap();
+    for args in [&["get", "k001"][..], &["manifest"][..], &["scan"][..]] {
+        let (code, _, err) = tool(args, &dir);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(
+            err.contains("CURRENT is missing")
+                && err.contains("shale tool repair")
+                && !err.contains("create the database first"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.join("CURRENT").exists(), "nothing was created");
+}
