@@ -45,6 +45,8 @@ pub struct CreateArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub recovery: crate::output::RecoveryArgs,
 }
 
 /// The zstd level `--compress` asks for (`None`: no compression).
@@ -168,7 +170,7 @@ fn create(args: &CreateArgs) -> Result<(), Failure> {
     }
     let zstd_level = parse_compress(&args.compress)?;
     let engine = engine(&args.backup_dir)?;
-    let db = open_existing(&args.db)?;
+    let db = open_existing(&args.db, args.recovery)?;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked above
     let options = BackupOptions {
         rate_limit_bytes_per_sec: (args.rate_limit_mb * 1e6) as u64,

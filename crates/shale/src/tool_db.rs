@@ -31,6 +31,8 @@ pub struct DbArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub recovery: crate::output::RecoveryArgs,
 }
 
 /// Flags of `shale tool get`.
@@ -118,6 +120,7 @@ fn open(args: &DbArgs, access: Access) -> Result<Opened, Failure> {
     }
     let options = Options {
         create_if_missing: false,
+        wal_recovery_mode: args.recovery.wal_recovery_mode,
         ..Options::default()
     };
     let db = match access {

@@ -899,3 +899,60 @@ fn a_missing_current_is_named_and_points_at_repair() {
     }
     assert!(!dir.join("CURRENT").exists(), "nothing was created");
 }
+
+/// Every file of `dir`: name and contents.
+fn dir_contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_write_tool_refused_for_mid_wal_damage_changes_nothing_and_its_advice_works() {
+    let dir = build("mid-wal-damage");
+    let wal = live_wal(&dir);
+    flip_byte(&wal, 45);
+    let before = dir_contents(&dir);
+    let (code, _, err) = tool(&["put", "x", "y"], &dir);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--wal_recovery_mode point-in-time"), "{err}");
+    assert_eq!(
+        dir_contents(&dir)
+            .iter()
+            .map(|(n, b)| (n.clone(), b.len()))
+            .collect::<Vec<_>>(),
+        before
+            .iter()
+            .map(|(n, b)| (n.clone(), b.len()))
+            .collect::<Vec<_>>(),
+        "the refused open changed the directory"
+    );
+    assert!(
+        dir_contents(&dir) == before,
+        "the refused open changed a file"
+    );
+    // Every tool that opens the database takes the mode the error names.
+    let (code, _, err) = tool(
+        &["get", "k039", "--wal_recovery_mode", "point-in-time"],
+        &dir,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = tool(
+        &["put", "x", "y", "--wal_recovery_mode", "point-in-time"],
+        &dir,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = tool(&["get", "x"], &dir);
+    assert_eq!((code, out.trim()), (0, "\"y\""), "{err}");
+    let (code, _, err) = tool(&["put", "x", "y", "--wal_recovery_mode", "sometimes"], &dir);
+    assert_eq!(code, 1, "a usage error: {err}");
+    assert!(err.contains("point-in-time"), "{err}");
+}
