@@ -66,7 +66,7 @@ mod txn;
 mod write;
 mod write_queue;
 pub use backup::{
-    BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup,
+    BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup, Purged,
     DEFAULT_ZSTD_LEVEL,
 };
 pub use checkpoint::CheckpointInfo;

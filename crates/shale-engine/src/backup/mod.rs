@@ -25,6 +25,11 @@
 //! 5. `create` and `purge` hold the advisory lock on the backup directory's `LOCK` (as a
 //!    database holds its own) for their whole run, so two processes never pick the same id
 //!    or purge a table a create is listing; the second fails at once, changing nothing.
+//! 6. A failed `create` removes what it wrote but whole shared tables (its `private/<id>/`
+//!    files and the table it was copying); a failed `restore` removes every file it wrote, so
+//!    the same command can simply be run again.
+//! 7. `open` refuses a directory that holds a database (swapped arguments), and `restore` a
+//!    destination that is not empty, before writing anything.
 
 mod compressed;
 mod meta;
@@ -74,6 +79,16 @@ pub struct CreatedBackup {
     pub reused_tables: usize,
 }
 
+/// What [`BackupEngine::purge_files`] removed.
+#[derive(Debug, Clone, Default)]
+pub struct Purged {
+    /// The backups deleted.
+    pub ids: Vec<u32>,
+    /// Files removed that no deleted backup listed (paths relative to the backup directory):
+    /// what failed or interrupted backups left.
+    pub leftovers: Vec<String>,
+}
+
 /// A directory of backups (see the module docs).
 #[derive(Debug, Clone)]
 pub struct BackupEngine {
@@ -111,6 +126,7 @@ impl BackupEngine {
     /// Opens (creating if needed) the backup directory `dir` on `fs`.
     pub fn open(fs: Arc<dyn FileSystem>, dir: impl AsRef<Path>) -> Result<BackupEngine> {
         let dir = dir.as_ref().to_path_buf();
+        refuse_database(&*fs, &dir, "a backup directory")?;
         for sub in [SHARED, PRIVATE, META] {
             fs.create_dir_all(&dir.join(sub))?;
         }
@@ -123,7 +139,6 @@ impl BackupEngine {
 
     /// Takes a backup of `db` (module docs). `progress` is called with the bytes copied so far
     /// and the bytes the backup holds.
-    #[allow(clippy::too_many_lines)] // the copy steps in order, each short
     pub fn create(
         &self,
         db: &Db,
@@ -135,11 +150,29 @@ impl BackupEngine {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let _lock = self.lock_dir("create a backup")?;
+        let id = self.ids()?.last().map_or(1, |last| last + 1);
+        let created = self.create_locked(db, options, progress, id);
+        if created.is_err() {
+            // Invariant 6: what the failed backup wrote goes (best effort: the error that
+            // stopped it, often a full disk, is the one to report).
+            let _ = self.remove_leftovers(id);
+        }
+        created
+    }
+
+    /// [`Self::create`] of backup `id`, under the directory's lock.
+    #[allow(clippy::too_many_lines)] // the copy steps in order, each short
+    fn create_locked(
+        &self,
+        db: &Db,
+        options: &BackupOptions,
+        progress: &mut dyn FnMut(u64, u64),
+        id: u32,
+    ) -> Result<CreatedBackup> {
         let inner = &db.inner;
         inner.check_open()?;
         inner.check_background_error()?;
         let fs = &*self.fs;
-        let id = self.ids()?.last().map_or(1, |last| last + 1);
         let private_rel = format!("{PRIVATE}/{id}");
         let private_dir = self.dir.join(&private_rel);
         fs.create_dir_all(&private_dir)?;
@@ -328,12 +361,36 @@ impl BackupEngine {
         let fs = &*self.fs;
         let info = self.info(id)?;
         if fs.exists(dest)? && !fs.list(dest)?.is_empty() {
+            refuse_database(fs, dest, "a restore target")?;
             return Err(Error::InvalidArgument(format!(
                 "restore target {} is not empty; restore into an empty or new directory",
                 dest.display()
             )));
         }
         fs.create_dir_all(dest)?;
+        let restored = self.restore_into(&info, dest, threads, progress);
+        if restored.is_err() {
+            // Invariant 6: the directory was empty, so every file in it is this restore's
+            // (best effort: the error that stopped it is the one to report).
+            if let Ok(names) = fs.list(dest) {
+                for name in names {
+                    let _ = fs.remove(&dest.join(name));
+                }
+                let _ = fs.sync_dir(dest);
+            }
+        }
+        restored
+    }
+
+    /// [`Self::restore`] into the empty directory `dest`.
+    fn restore_into(
+        &self,
+        info: &BackupInfo,
+        dest: &Path,
+        threads: usize,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<()> {
+        let fs = &*self.fs;
         let total = info.total_bytes();
         let (current, rest): (Vec<&BackupFile>, Vec<&BackupFile>) =
             info.files.iter().partition(|f| f.name == "CURRENT");
@@ -389,6 +446,13 @@ impl BackupEngine {
     /// Deletes all but the newest `keep` backups, then every shared file no remaining backup
     /// lists (and leftovers of interrupted backups). Returns the ids deleted.
     pub fn purge(&self, keep: usize) -> Result<Vec<u32>> {
+        Ok(self.purge_files(keep)?.ids)
+    }
+
+    /// [`Self::purge`], reporting every file removed that no deleted backup listed: the
+    /// leftovers of failed or interrupted backups (`shared/*-tmp`, tables only they copied,
+    /// `private/<id>/` files without a meta).
+    pub fn purge_files(&self, keep: usize) -> Result<Purged> {
         let _exclusive = self
             .exclusive
             .lock()
@@ -397,10 +461,25 @@ impl BackupEngine {
         let fs = &*self.fs;
         let ids = self.ids()?;
         let doomed: Vec<u32> = ids[..ids.len().saturating_sub(keep)].to_vec();
+        // What the deleted backups listed: any other file removed is a leftover.
+        let mut listed = BTreeSet::new();
+        for &id in &doomed {
+            if let Ok(info) = self.info(id) {
+                listed.extend(info.files.into_iter().map(|f| f.stored));
+            }
+        }
         for &id in &doomed {
             fs.remove(&self.meta_path(id))?;
         }
         fs.sync_dir(&self.dir.join(META))?;
+        let mut leftovers = Vec::new();
+        let mut remove = |relative: String| -> Result<()> {
+            fs.remove(&self.dir.join(&relative))?;
+            if !listed.contains(&relative) {
+                leftovers.push(relative);
+            }
+            Ok(())
+        };
         let kept = self.list()?;
         let kept_ids: BTreeSet<String> = kept.iter().map(|b| b.id.to_string()).collect();
         for sub in fs.list(&self.dir.join(PRIVATE))? {
@@ -409,7 +488,7 @@ impl BackupEngine {
             }
             let dir = self.dir.join(PRIVATE).join(&sub);
             for name in fs.list(&dir)? {
-                fs.remove(&dir.join(name))?;
+                remove(format!("{PRIVATE}/{sub}/{name}"))?;
             }
         }
         let referenced: BTreeSet<&str> = kept
@@ -419,11 +498,14 @@ impl BackupEngine {
             .collect();
         for name in fs.list(&self.dir.join(SHARED))? {
             if !referenced.contains(name.as_str()) {
-                fs.remove(&self.dir.join(SHARED).join(name))?;
+                remove(format!("{SHARED}/{name}"))?;
             }
         }
         fs.sync_dir(&self.dir.join(SHARED))?;
-        Ok(doomed)
+        Ok(Purged {
+            ids: doomed,
+            leftovers,
+        })
     }
 
     /// Stores table `number` (`size` bytes at `source`) in `shared/` (compressed at
@@ -514,6 +596,29 @@ impl BackupEngine {
         Ok(())
     }
 
+    /// Removes what an unfinished backup `id` wrote: its `private/<id>/` files and tables
+    /// being copied (`*-tmp`). Tables copied whole stay in `shared/` for the next backup to
+    /// reuse; `purge` removes them (and reports them) if none does.
+    fn remove_leftovers(&self, id: u32) -> Result<Vec<String>> {
+        let fs = &*self.fs;
+        let mut removed = Vec::new();
+        let private = self.dir.join(PRIVATE).join(id.to_string());
+        if fs.exists(&private)? {
+            for name in fs.list(&private)? {
+                fs.remove(&private.join(&name))?;
+                removed.push(format!("{PRIVATE}/{id}/{name}"));
+            }
+        }
+        let shared = self.dir.join(SHARED);
+        for name in fs.list(&shared)? {
+            if is_temporary(&name) {
+                fs.remove(&shared.join(&name))?;
+                removed.push(format!("{SHARED}/{name}"));
+            }
+        }
+        Ok(removed)
+    }
+
     /// Takes the backup directory's lock (invariant 5) to `action`.
     fn lock_dir(&self, action: &str) -> Result<Box<dyn shale_fs::FileLock>> {
         let path = self.dir.join(LOCK);
@@ -544,6 +649,35 @@ impl BackupEngine {
     fn meta_path(&self, id: u32) -> PathBuf {
         self.dir.join(META).join(id.to_string())
     }
+}
+
+/// Refuses `dir` as `what` when it holds a database (`CURRENT`, a MANIFEST or a table):
+/// backup folders written into a database directory (swapped arguments) would be left among
+/// its files.
+fn refuse_database(fs: &dyn FileSystem, dir: &Path, what: &str) -> Result<()> {
+    if !fs.exists(dir)? {
+        return Ok(());
+    }
+    let found = fs.list(dir)?.into_iter().find(|name| {
+        name == crate::version::CURRENT_FILE_NAME
+            || crate::version::parse_manifest_file_name(name).is_some()
+            || crate::inspect::parse_table_file_name(name).is_some()
+    });
+    match found {
+        Some(name) => Err(Error::InvalidArgument(format!(
+            "{} holds a database ({name} is there), so it cannot be {what}; nothing was \
+             written. Check the order of the arguments: `shale backup create DBDIR BACKUPDIR`, \
+             `shale backup restore BACKUPDIR DEST`",
+            dir.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A table being copied into `shared/` (`<number>-<size>-tmp`, `.zst` when compressed is not
+/// added to it): a crashed or failed backup's leftover once no backup runs.
+fn is_temporary(name: &str) -> bool {
+    name.ends_with("-tmp")
 }
 
 /// The name a file called `name` is stored under.
