@@ -540,3 +540,36 @@ fn a_database_directory_is_refused_as_a_backup_directory_or_restore_target() {
         .unwrap_err();
     assert!(error.to_string().contains("holds a database"), "{error}");
 }
+
+#[test]
+fn a_backup_or_restore_that_cannot_fit_is_refused_before_it_writes() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 1000);
+    let engine = BackupEngine::open(Arc::new(fs.clone()), "/backups").unwrap();
+    fs.set_capacity_for_test(Some(fs.total_bytes() + 100));
+    let error = engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("free") && error.to_string().contains("/backups"),
+        "{error}"
+    );
+    assert!(engine.list().unwrap().is_empty());
+    assert!(fs.list(Path::new("/backups/shared")).unwrap().is_empty());
+    fs.set_capacity_for_test(None);
+    engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    db.close().unwrap();
+    fs.set_capacity_for_test(Some(fs.total_bytes() + 100));
+    let error = engine
+        .restore(1, Path::new("/restored"), 2, &no_progress)
+        .unwrap_err();
+    assert!(error.to_string().contains("free"), "{error}");
+    assert!(fs.list(Path::new("/restored")).unwrap().is_empty());
+    fs.set_capacity_for_test(None);
+    engine
+        .restore(1, Path::new("/restored"), 2, &no_progress)
+        .unwrap();
+}

@@ -25,7 +25,8 @@
 //! 5. `create` and `purge` hold the advisory lock on the backup directory's `LOCK` (as a
 //!    database holds its own) for their whole run, so two processes never pick the same id
 //!    or purge a table a create is listing; the second fails at once, changing nothing.
-//! 6. A failed `create` removes what it wrote but whole shared tables (its `private/<id>/`
+//! 6. `create` (uncompressed) and `restore` check the free space the file system reports
+//!    before copying anything. A failed `create` removes what it wrote but whole shared tables (its `private/<id>/`
 //!    files and the table it was copying); a failed `restore` removes every file it wrote, so
 //!    the same command can simply be run again.
 //! 7. `open` refuses a directory that holds a database (swapped arguments), and `restore` a
@@ -189,6 +190,29 @@ impl BackupEngine {
                 .map(|b| b.file_size())
                 .sum::<u64>()
             + cut.wals.iter().map(|(_, len)| len).sum::<u64>();
+        if options.zstd_level.is_none() {
+            // What is not in shared/ yet is copied as it is: refuse now if it cannot fit.
+            let in_shared = |number: u64, size: u64| {
+                let prefix = format!("{number:06}-{size}-");
+                shared_names.iter().any(|n| n.starts_with(&prefix))
+            };
+            let tables = cut
+                .version
+                .all_files()
+                .map(|(_, _, f)| (f.number, f.size))
+                .chain(
+                    cut.version
+                        .blob_files()
+                        .values()
+                        .map(|b| (b.number, b.file_size())),
+                );
+            let needed = tables
+                .filter(|&(number, size)| !in_shared(number, size))
+                .map(|(_, size)| size)
+                .sum::<u64>()
+                + cut.wals.iter().map(|(_, len)| len).sum::<u64>();
+            check_space(fs, &self.dir, needed, "the backup")?;
+        }
         let mut throttle = Throttle {
             rate: options.rate_limit_bytes_per_sec,
             start: Instant::now(),
@@ -368,6 +392,7 @@ impl BackupEngine {
             )));
         }
         fs.create_dir_all(dest)?;
+        check_space(fs, dest, info.total_bytes(), "the restore")?;
         let restored = self.restore_into(&info, dest, threads, progress);
         if restored.is_err() {
             // Invariant 6: the directory was empty, so every file in it is this restore's
@@ -648,6 +673,19 @@ impl BackupEngine {
 
     fn meta_path(&self, id: u32) -> PathBuf {
         self.dir.join(META).join(id.to_string())
+    }
+}
+
+/// Refuses to start `what` when the device holding `dir` reports fewer than `needed` bytes
+/// free (invariant 6: a full disk midway would leave it to clean up).
+fn check_space(fs: &dyn FileSystem, dir: &Path, needed: u64, what: &str) -> Result<()> {
+    match fs.available_space(dir)? {
+        Some(free) if free < needed => Err(Error::InvalidArgument(format!(
+            "{what} needs {needed} bytes in {} but only {free} are free; nothing was written. \
+             Free some space (or choose another directory) and run it again",
+            dir.display()
+        ))),
+        _ => Ok(()),
     }
 }
 
