@@ -279,6 +279,8 @@ fn check_manifest(
     bar: &ProgressBar,
 ) -> (Option<ManifestState>, bool) {
     let current = dir.join(CURRENT_FILE_NAME);
+    // Only the MANIFEST CURRENT names says which tables are orphans.
+    let mut current_names_it = true;
     let manifest = match live_manifest(fs, dir) {
         Ok(path) => {
             report.ok(&current, format!("ok, names {}", report.name(&path)));
@@ -297,6 +299,7 @@ fn check_manifest(
                 "CURRENT is unusable; checked the newest MANIFEST, {}, in its place",
                 newest.1
             ));
+            current_names_it = false;
             dir.join(newest.1)
         }
     };
@@ -322,7 +325,7 @@ fn check_manifest(
             for problem in level_problems(&state.version, &manifest) {
                 report.problem(problem);
             }
-            (Some(state), true)
+            (Some(state), current_names_it)
         }
         Err(e) => {
             report.problem(Problem::from_engine(&manifest, &e));
@@ -526,7 +529,8 @@ fn check_tables(
                     ));
                     "not in the MANIFEST"
                 } else if state.is_some() {
-                    "not in the MANIFEST's readable records: may be live, keep it"
+                    "not in the MANIFEST checked (its tail is damaged, or CURRENT does not name \
+                     it): may be live, keep it"
                 } else {
                     "the MANIFEST is unreadable: may be live, keep it"
                 };

@@ -956,3 +956,21 @@ fn a_write_tool_refused_for_mid_wal_damage_changes_nothing_and_its_advice_works(
     assert_eq!(code, 1, "a usage error: {err}");
     assert!(err.contains("point-in-time"), "{err}");
 }
+
+#[test]
+fn verify_with_a_damaged_current_calls_no_table_an_orphan() {
+    let dir = build("verify-damaged-current");
+    // A table the newest MANIFEST does not list: with CURRENT damaged, nothing says whether
+    // the MANIFEST checked is the live one, so it may be live.
+    let live = live_tables(&dir);
+    std::fs::copy(&live[0], dir.join("000999.sst")).unwrap();
+    flip_byte(&dir.join("CURRENT"), 2);
+    let (code, out, _) = verify(&dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(!out.contains("orphan"), "{out}");
+    let checked = out
+        .lines()
+        .find(|l| l.contains("000999.sst"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(checked.contains("may be live, keep it"), "{checked}");
+}
