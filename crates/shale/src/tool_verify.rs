@@ -590,7 +590,8 @@ fn check_blob_files(
         );
         if from_tables != live_records {
             problems.push(format!(
-                "the tables reference {} records ({} bytes), the MANIFEST's garbage leaves {}                  ({} bytes) live",
+                "the tables reference {} records ({} bytes), the MANIFEST's garbage leaves {} \
+                 ({} bytes) live",
                 from_tables.0, from_tables.1, live_records.0, live_records.1
             ));
         }

@@ -927,7 +927,8 @@ impl Repair<'_> {
         for number in live.keys() {
             if !kept.iter().any(|b| b.number == *number) {
                 self.report.notes.push(format!(
-                    "tables reference blob file {number:06}, which is missing or damaged:                      reading those keys fails naming it"
+                    "tables reference blob file {number:06}, which is missing or damaged: \
+                     reading those keys fails naming it"
                 ));
             }
         }
