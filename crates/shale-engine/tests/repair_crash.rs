@@ -15,8 +15,9 @@ use shale_engine::{repair_db, Db, Options};
 use shale_fs::{CrashMode, FaultError, FaultFs, FaultRule, FaultTrigger, MemFs, OpKind};
 use shale_sst::{BytewiseComparator, Comparator};
 
-/// The fixture with a damaged default-keyspace L0 table and a WAL whose tail is torn.
-fn damaged() -> (MemFs, History) {
+/// The fixture with a damaged default-keyspace L0 table and a WAL whose tail is torn, and a
+/// damaged `CURRENT` too if `current`.
+fn damaged(current: bool) -> (MemFs, History) {
     let (image, history) = build();
     let fs = copy(&image);
     let manifest = live_manifest(&fs, Path::new(DIR)).unwrap();
@@ -39,6 +40,10 @@ fn damaged() -> (MemFs, History) {
     let wal = Path::new(DIR).join(wal);
     let size = fs.file_contents(&wal).unwrap().len() as u64;
     fs.truncate_for_test(&wal, size - size / 4).unwrap();
+    if current {
+        fs.corrupt_for_test(Path::new(DIR).join("CURRENT"), 2, 0x04)
+            .unwrap();
+    }
     (fs, history)
 }
 
@@ -50,8 +55,8 @@ fn data(fs: &MemFs, history: &History) -> Seen {
 }
 
 /// What an uninterrupted repair of the damaged fixture keeps, and the bytes it reports lost.
-fn reference() -> (MemFs, History, Seen, u64) {
-    let (fs, history) = damaged();
+fn reference(current: bool) -> (MemFs, History, Seen, u64) {
+    let (fs, history) = damaged(current);
     let clean = copy(&fs);
     let report = repair_db(Path::new(DIR), &options(&clean)).unwrap();
     assert!(report.bytes_lost() > 0, "{report:?}");
@@ -85,7 +90,16 @@ fn assert_rerun_matches(
 
 #[test]
 fn a_repair_cut_at_any_sync_point_then_rerun_saves_everything_and_counts_the_same_loss() {
-    let (damaged, history, seen, bytes_lost) = reference();
+    cut_at_every_sync_point(false);
+}
+
+#[test]
+fn a_repair_with_a_damaged_current_cut_at_any_sync_point_then_rerun_saves_everything() {
+    cut_at_every_sync_point(true);
+}
+
+fn cut_at_every_sync_point(current: bool) {
+    let (damaged, history, seen, bytes_lost) = reference(current);
     let fs = copy(&damaged);
     let images: Arc<Mutex<Vec<(MemFs, MemFs)>>> = Arc::default();
     let (hook_fs, hook_images) = (fs.clone(), images.clone());
@@ -115,7 +129,12 @@ fn a_repair_cut_at_any_sync_point_then_rerun_saves_everything_and_counts_the_sam
 
 #[test]
 fn a_repair_failed_by_a_full_disk_at_any_write_then_rerun_saves_everything() {
-    let (damaged, history, seen, bytes_lost) = reference();
+    full_disk_at_every_write(false);
+    full_disk_at_every_write(true);
+}
+
+fn full_disk_at_every_write(current: bool) {
+    let (damaged, history, seen, bytes_lost) = reference(current);
     for op in [
         OpKind::Create,
         OpKind::Append,
@@ -149,7 +168,7 @@ fn a_repair_failed_by_a_full_disk_at_any_write_then_rerun_saves_everything() {
                 &history,
                 &seen,
                 bytes_lost,
-                &format!("ENOSPC at {op:?} #{nth}"),
+                &format!("ENOSPC at {op:?} #{nth} (damaged CURRENT: {current})"),
             );
         }
     }
