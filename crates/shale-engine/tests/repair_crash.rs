@@ -15,9 +15,19 @@ use shale_engine::{repair_db, Db, Options};
 use shale_fs::{CrashMode, FaultError, FaultFs, FaultRule, FaultTrigger, MemFs, OpKind};
 use shale_sst::{BytewiseComparator, Comparator};
 
-/// The fixture with a damaged default-keyspace L0 table and a WAL whose tail is torn, and a
-/// damaged `CURRENT` too if `current`.
-fn damaged(current: bool) -> (MemFs, History) {
+/// What is damaged besides a table and a WAL tail.
+#[derive(Debug, Clone, Copy)]
+enum Also {
+    Nothing,
+    /// `CURRENT`: repair falls back to the newest MANIFEST.
+    Current,
+    /// The MANIFEST: every table goes to L0, WAL tables too.
+    Manifest,
+}
+
+/// The fixture with a damaged default-keyspace L0 table and a WAL whose tail is torn, and
+/// `also`.
+fn damaged(also: Also) -> (MemFs, History) {
     let (image, history) = build();
     let fs = copy(&image);
     let manifest = live_manifest(&fs, Path::new(DIR)).unwrap();
@@ -40,9 +50,12 @@ fn damaged(current: bool) -> (MemFs, History) {
     let wal = Path::new(DIR).join(wal);
     let size = fs.file_contents(&wal).unwrap().len() as u64;
     fs.truncate_for_test(&wal, size - size / 4).unwrap();
-    if current {
-        fs.corrupt_for_test(Path::new(DIR).join("CURRENT"), 2, 0x04)
-            .unwrap();
+    match also {
+        Also::Nothing => {}
+        Also::Current => fs
+            .corrupt_for_test(Path::new(DIR).join("CURRENT"), 2, 0x04)
+            .unwrap(),
+        Also::Manifest => fs.corrupt_for_test(&manifest, 30, 0x10).unwrap(),
     }
     (fs, history)
 }
@@ -55,8 +68,8 @@ fn data(fs: &MemFs, history: &History) -> Seen {
 }
 
 /// What an uninterrupted repair of the damaged fixture keeps, and the bytes it reports lost.
-fn reference(current: bool) -> (MemFs, History, Seen, u64) {
-    let (fs, history) = damaged(current);
+fn reference(also: Also) -> (MemFs, History, Seen, u64) {
+    let (fs, history) = damaged(also);
     let clean = copy(&fs);
     let report = repair_db(Path::new(DIR), &options(&clean)).unwrap();
     assert!(report.bytes_lost() > 0, "{report:?}");
@@ -90,16 +103,21 @@ fn assert_rerun_matches(
 
 #[test]
 fn a_repair_cut_at_any_sync_point_then_rerun_saves_everything_and_counts_the_same_loss() {
-    cut_at_every_sync_point(false);
+    cut_at_every_sync_point(Also::Nothing);
 }
 
 #[test]
 fn a_repair_with_a_damaged_current_cut_at_any_sync_point_then_rerun_saves_everything() {
-    cut_at_every_sync_point(true);
+    cut_at_every_sync_point(Also::Current);
 }
 
-fn cut_at_every_sync_point(current: bool) {
-    let (damaged, history, seen, bytes_lost) = reference(current);
+#[test]
+fn a_repair_without_a_manifest_cut_at_any_sync_point_then_rerun_saves_everything() {
+    cut_at_every_sync_point(Also::Manifest);
+}
+
+fn cut_at_every_sync_point(also: Also) {
+    let (damaged, history, seen, bytes_lost) = reference(also);
     let fs = copy(&damaged);
     let images: Arc<Mutex<Vec<(MemFs, MemFs)>>> = Arc::default();
     let (hook_fs, hook_images) = (fs.clone(), images.clone());
@@ -115,7 +133,7 @@ fn cut_at_every_sync_point(current: bool) {
     let images = std::mem::take(&mut *images.lock().unwrap());
     assert!(images.len() > 5, "{} sync points", images.len());
     for (point, (dropped, torn)) in images.iter().enumerate() {
-        let context = format!("sync point {}", point + 1);
+        let context = format!("sync point {} (also damaged: {also:?})", point + 1);
         assert_rerun_matches(dropped, &history, &seen, bytes_lost, &context);
         assert_rerun_matches(
             torn,
@@ -129,12 +147,13 @@ fn cut_at_every_sync_point(current: bool) {
 
 #[test]
 fn a_repair_failed_by_a_full_disk_at_any_write_then_rerun_saves_everything() {
-    full_disk_at_every_write(false);
-    full_disk_at_every_write(true);
+    for also in [Also::Nothing, Also::Current, Also::Manifest] {
+        full_disk_at_every_write(also);
+    }
 }
 
-fn full_disk_at_every_write(current: bool) {
-    let (damaged, history, seen, bytes_lost) = reference(current);
+fn full_disk_at_every_write(also: Also) {
+    let (damaged, history, seen, bytes_lost) = reference(also);
     for op in [
         OpKind::Create,
         OpKind::Append,
@@ -168,7 +187,7 @@ fn full_disk_at_every_write(current: bool) {
                 &history,
                 &seen,
                 bytes_lost,
-                &format!("ENOSPC at {op:?} #{nth} (damaged CURRENT: {current})"),
+                &format!("ENOSPC at {op:?} #{nth} (also damaged: {also:?})"),
             );
         }
     }
