@@ -98,7 +98,7 @@ mod txn;
 mod write;
 mod write_queue;
 pub use backup::{
-    BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup,
+    BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup, Purged,
     DEFAULT_ZSTD_LEVEL,
 };
 pub use checkpoint::CheckpointInfo;
@@ -111,8 +111,8 @@ pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
 pub use repair::{
-    repair_db, repair_db_with_progress, LostFile, RepairReport, SalvagedTable, SalvagedWal,
-    LOST_DIR_NAME,
+    repair_db, repair_db_with_progress, LostFile, RepairOptions, RepairReport, SalvagedTable,
+    SalvagedWal, LOST_DIR_NAME,
 };
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelIoStats};

@@ -64,6 +64,9 @@ fn is_missing_file(error: &Error) -> bool {
 fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     let fs = options.file_system.clone();
     if !database_exists(&*fs, dir)? {
+        if let Some(damaged) = crate::version::missing_current(&*fs, dir, true)? {
+            return Err(damaged);
+        }
         return Err(Error::InvalidArgument(format!(
             "no database in {} (CURRENT is missing); a read-only open never creates one",
             dir.display()

@@ -39,6 +39,9 @@
 //!    and a WAL is deleted only once the MANIFEST's log numbers are all past it
 //!    (`delete_obsolete_files`). A missing one means lost writes, and the open refuses it
 //!    ([`check_wals_present`]) before anything is written, instead of opening an older state.
+//! 6. An open of an existing database writes nothing until the MANIFEST is replayed and every
+//!    WAL it needs is read and judged by the recovery mode: an open refused for damage (or
+//!    incompatible options) leaves every file as it was, the MANIFEST's history included.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -55,7 +58,7 @@ use crate::keyspace::{FrozenMemTable, KeyspaceState};
 use crate::memtable::{MemTable, MemTableEntry};
 use crate::options::{KeyspaceOptions, Options};
 use crate::options_file::OptionsFile;
-use crate::version::{Version, VersionEdit, VersionSet};
+use crate::version::{PendingRecovery, Version, VersionEdit, VersionSet};
 use crate::wal::format::{log_file_name, parse_log_file_name};
 use crate::wal::{GroupRecord, LogReader, RecoveryMode};
 
@@ -76,16 +79,27 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let fs = options.file_system.clone();
     // Without create_if_missing a missing database is refused before anything is created:
     // neither the directory nor a LOCK file is left behind by a mistyped path.
-    if !options.create_if_missing && !database_exists(&*fs, dir)? {
-        return Err(no_database(dir));
+    if !database_exists(&*fs, dir)? {
+        // A damaged database is refused whatever create_if_missing says: creating one here
+        // would start an empty database over its files.
+        if let Some(damaged) =
+            crate::version::missing_current(&*fs, dir, !options.create_if_missing)?
+        {
+            return Err(damaged);
+        }
+        if !options.create_if_missing {
+            return Err(no_database(dir));
+        }
     }
     fs.create_dir_all(dir)?;
     let lock = fs.lock(&dir.join(LOCK_FILE_NAME))?;
     let names = fs.list(dir)?;
-    let (mut versions, persisted, first_wal) = load_versions(dir, &options, &names)?;
-    let version = versions.current();
+    let (loaded, persisted, first_wal) = load_versions(dir, &options, &names)?;
+    let version = loaded.version();
     let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
     let wals = read_wals(&options, dir, &version, &names, options.wal_recovery_mode)?;
+    // Invariant 6: only now, with the WALs read, is anything written.
+    let mut versions = loaded.start(&*fs, dir)?;
     let mut replayed =
         build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
     drop(wals);
@@ -204,18 +218,49 @@ fn check_ttl_unchanged(own: &KeyspaceOptions, requested: &KeyspaceOptions) -> Re
     }
 }
 
+/// The MANIFEST as [`load_versions`] leaves it: read but not yet rewritten, or just created.
+enum Loaded {
+    Existing(PendingRecovery),
+    Created(Box<VersionSet>),
+}
+
+impl Loaded {
+    fn version(&self) -> Arc<Version> {
+        match self {
+            Loaded::Existing(pending) => pending.version().clone(),
+            Loaded::Created(versions) => versions.current(),
+        }
+    }
+
+    /// The version set to run with: an existing database's new MANIFEST is written here.
+    /// File numbers already on disk are never reused, even if the MANIFEST missed them.
+    fn start(self, fs: &dyn shale_fs::FileSystem, dir: &Path) -> Result<VersionSet> {
+        let mut versions = match self {
+            Loaded::Existing(pending) => pending.start()?,
+            Loaded::Created(versions) => *versions,
+        };
+        for name in fs.list(dir)? {
+            if let Some(number) = file_number_of(&name) {
+                versions.mark_file_number_used(number);
+            }
+        }
+        Ok(versions)
+    }
+}
+
 /// Reads (or creates) the MANIFEST, checking the persisted options first, and that the WALs it
-/// needs are among `names` (the directory listing). For a new database, also returns the
-/// number its first WAL must have (the MANIFEST names it from the start).
+/// needs are among `names` (the directory listing). An existing MANIFEST is only read here
+/// ([`Loaded::start`] rewrites it). For a new database, also returns the number its first WAL
+/// must have (the MANIFEST names it from the start).
 fn load_versions(
     dir: &Path,
     options: &Options,
     names: &[String],
-) -> Result<(VersionSet, Option<OptionsFile>, Option<u64>)> {
+) -> Result<(Loaded, Option<OptionsFile>, Option<u64>)> {
     let fs = &options.file_system;
     let persisted = OptionsFile::read_latest(&**fs, dir)?.map(|(_, file)| file);
     let mut first_wal = None;
-    let mut versions = if database_exists(&**fs, dir)? {
+    let loaded = if database_exists(&**fs, dir)? {
         if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
                 "a database already exists in {}",
@@ -225,7 +270,7 @@ fn load_versions(
         if let Some(persisted) = &persisted {
             options.check_compatible(persisted)?;
         }
-        VersionSet::recover_checked(
+        Loaded::Existing(PendingRecovery::read(
             fs.clone(),
             dir,
             options.comparator.clone(),
@@ -233,7 +278,7 @@ fn load_versions(
             &|version, manifest, end| {
                 check_wals_present(version, names, options.wal_recovery_mode, manifest, end)
             },
-        )?
+        )?)
     } else {
         if !options.create_if_missing {
             return Err(no_database(dir));
@@ -246,21 +291,15 @@ fn load_versions(
             .unwrap_or(1)
             + 1;
         first_wal = Some(wal.max(2));
-        VersionSet::create_with_wal(
+        Loaded::Created(Box::new(VersionSet::create_with_wal(
             fs.clone(),
             dir,
             options.comparator.clone(),
             NUM_LEVELS,
             first_wal,
-        )?
+        )?))
     };
-    // File numbers already on disk are never reused, even if the MANIFEST missed them.
-    for name in fs.list(dir)? {
-        if let Some(number) = file_number_of(&name) {
-            versions.mark_file_number_used(number);
-        }
-    }
-    Ok((versions, persisted, first_wal))
+    Ok((loaded, persisted, first_wal))
 }
 
 fn no_database(dir: &Path) -> Error {
@@ -453,7 +492,9 @@ pub(crate) fn read_wals(
                     offset: end,
                     detail: format!(
                         "WAL {number} is damaged where it cannot be a torn tail ({damage}): \
-                         {}; PointInTime or SkipAnyCorruptedRecords recovery would open it",
+                         {}; recovering with point-in-time or skip-any-corrupted-records \
+                         would open it (`--wal_recovery_mode point-in-time` on the shale tools, \
+                         Options::wal_recovery_mode in a program)",
                         if recorded.is_some() {
                             "an earlier open recorded where its valid data ends"
                         } else {

@@ -108,11 +108,15 @@ fn incremental_verify_restore_and_purge() {
         err.to_string().contains(&victim.display().to_string()),
         "{err}"
     );
-    // Restore checks checksums too, and refuses a non-empty target.
+    // Restore checks checksums too, removes what it wrote when it fails, and refuses a
+    // non-empty target.
     let err = engine
         .restore(first.info.id, Path::new("/restored-bad"), 2, &no_progress)
         .unwrap_err();
     assert!(err.is_corruption(), "{err}");
+    assert!(fs.list(Path::new("/restored-bad")).unwrap().is_empty());
+    fs.write_file_for_test(Path::new("/restored-bad/notes.txt"), b"mine")
+        .unwrap();
     let err = engine
         .restore(second.info.id, Path::new("/restored-bad"), 2, &no_progress)
         .unwrap_err()
@@ -392,4 +396,180 @@ fn compressed_backups_verify_restore_and_share_tables_incrementally() {
         fs.corrupt_for_test(&victim, offset, 0x40).unwrap();
     }
     engine.verify(first.info.id, &mut no_progress).unwrap();
+}
+
+#[test]
+fn a_second_backup_into_the_same_directory_at_once_fails_and_changes_nothing() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 1000);
+    db.put(b"in-wal", b"x").unwrap();
+    // Two engines on one directory, as two `shale backup create` processes would have.
+    let first = BackupEngine::open(Arc::new(fs.clone()), "/backups").unwrap();
+    let second = BackupEngine::open(Arc::new(fs.clone()), "/backups").unwrap();
+    let mut second_result = None;
+    let created = first
+        .create(&db, &BackupOptions::default(), &mut |_, _| {
+            if second_result.is_none() {
+                second_result =
+                    Some(second.create(&db, &BackupOptions::default(), &mut no_progress));
+            }
+        })
+        .unwrap();
+    let error = second_result
+        .expect("the first backup reported progress")
+        .expect_err("the second backup must fail while the first runs");
+    let text = error.to_string();
+    assert!(
+        text.contains("in use") && text.contains("/backups/LOCK"),
+        "{text}"
+    );
+    assert_eq!(created.info.id, 1);
+    assert_eq!(first.list().unwrap().len(), 1, "one backup, listed once");
+    first.verify(1, &mut no_progress).unwrap();
+    // The lock is released when the create returns: the next one works.
+    let next = second
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    assert_eq!(next.info.id, 2);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_backup_failed_mid_table_leaves_no_temporary_file_and_purge_reports_what_it_left() {
+    use shale_fs::{FaultError, FaultFs, FaultRule, FaultTrigger, OpKind};
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 1000);
+    let faulty = FaultFs::new(Arc::new(fs.clone()));
+    let engine = BackupEngine::open(Arc::new(faulty.clone()), "/backups").unwrap();
+    // The disk fills while a table is being copied into shared/.
+    faulty.add_rule(
+        FaultRule::new(
+            OpKind::Append,
+            FaultTrigger::EveryFrom(2),
+            FaultError::NoSpace,
+        )
+        .path_contains("/backups/shared/"),
+    );
+    engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap_err();
+    faulty.clear_rules();
+    let shared = fs.list(Path::new("/backups/shared")).unwrap();
+    assert!(
+        shared.iter().all(|n| !n.ends_with("-tmp")),
+        "no temporary file left: {shared:?}"
+    );
+    let private = Path::new("/backups/private/1");
+    assert!(
+        !fs.exists(private).unwrap() || fs.list(private).unwrap().is_empty(),
+        "nothing left in private/1"
+    );
+    assert!(engine.list().unwrap().is_empty());
+    let purged = engine.purge_files(1).unwrap();
+    assert!(purged.ids.is_empty());
+    assert_eq!(
+        purged.leftovers.len(),
+        shared.len(),
+        "purge reports every leftover: {purged:?}"
+    );
+    let created = engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    assert_eq!(created.info.id, 1);
+    engine.verify(1, &mut no_progress).unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn a_failed_restore_leaves_an_empty_directory_and_the_retry_works() {
+    use shale_fs::{FaultError, FaultFs, FaultRule, FaultTrigger, OpKind};
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 1000);
+    db.put(b"in-wal", b"x").unwrap();
+    let faulty = FaultFs::new(Arc::new(fs.clone()));
+    let engine = BackupEngine::open(Arc::new(faulty.clone()), "/backups").unwrap();
+    engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    db.close().unwrap();
+    faulty.add_rule(
+        FaultRule::new(
+            OpKind::Append,
+            FaultTrigger::EveryFrom(3),
+            FaultError::NoSpace,
+        )
+        .path_contains("/restored/"),
+    );
+    let error = engine
+        .restore(1, Path::new("/restored"), 1, &no_progress)
+        .unwrap_err();
+    assert!(error.to_string().contains("/restored/"), "{error}");
+    assert_eq!(
+        fs.list(Path::new("/restored")).unwrap(),
+        Vec::<String>::new(),
+        "the failed restore removed what it wrote"
+    );
+    faulty.clear_rules();
+    engine
+        .restore(1, Path::new("/restored"), 2, &no_progress)
+        .unwrap();
+    let restored = Db::open("/restored", options(&fs)).unwrap();
+    assert_eq!(restored.get(b"in-wal").unwrap(), Some(b"x".to_vec()));
+}
+
+#[test]
+fn a_database_directory_is_refused_as_a_backup_directory_or_restore_target() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 100);
+    db.flush().unwrap();
+    let error = BackupEngine::open(Arc::new(fs.clone()), "/db").unwrap_err();
+    assert!(error.to_string().contains("holds a database"), "{error}");
+    assert!(!fs.exists(Path::new("/db/shared")).unwrap());
+    assert!(!fs.exists(Path::new("/db/meta")).unwrap());
+    let engine = BackupEngine::open(Arc::new(fs.clone()), "/backups").unwrap();
+    engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    db.close().unwrap();
+    let error = engine
+        .restore(1, Path::new("/db"), 1, &no_progress)
+        .unwrap_err();
+    assert!(error.to_string().contains("holds a database"), "{error}");
+}
+
+#[test]
+fn a_backup_or_restore_that_cannot_fit_is_refused_before_it_writes() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    fill(&db, "a", 1000);
+    let engine = BackupEngine::open(Arc::new(fs.clone()), "/backups").unwrap();
+    fs.set_capacity_for_test(Some(fs.total_bytes() + 100));
+    let error = engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("free") && error.to_string().contains("/backups"),
+        "{error}"
+    );
+    assert!(engine.list().unwrap().is_empty());
+    assert!(fs.list(Path::new("/backups/shared")).unwrap().is_empty());
+    fs.set_capacity_for_test(None);
+    engine
+        .create(&db, &BackupOptions::default(), &mut no_progress)
+        .unwrap();
+    db.close().unwrap();
+    fs.set_capacity_for_test(Some(fs.total_bytes() + 100));
+    let error = engine
+        .restore(1, Path::new("/restored"), 2, &no_progress)
+        .unwrap_err();
+    assert!(error.to_string().contains("free"), "{error}");
+    assert!(fs.list(Path::new("/restored")).unwrap().is_empty());
+    fs.set_capacity_for_test(None);
+    engine
+        .restore(1, Path::new("/restored"), 2, &no_progress)
+        .unwrap();
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use fixture_db::{build, copy, files, options, read_all, value, History, DIR, OTHER_KEYSPACE};
 use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::inspect::{live_manifest, read_manifest, table_file_name};
-use shale_engine::{repair_db, Db, RepairReport, LOST_DIR_NAME};
+use shale_engine::{repair_db, Db, RepairOptions, RepairReport, LOST_DIR_NAME};
 use shale_fs::{FileSystem, MemFs};
 use shale_sst::{BytewiseComparator, Comparator, Table, TableOpenOptions};
 
@@ -296,4 +296,117 @@ fn without_a_manifest_interleaved_l0_tables_are_compacted_so_the_newest_version_
     assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"new"[..]));
     assert_eq!(db.get(b"d").unwrap().as_deref(), Some(&b"d"[..]));
     assert_eq!(db.get(b"seed").unwrap().as_deref(), Some(&b"s"[..]));
+}
+
+/// A `RocksDB` directory: names much like Shale's, contents not.
+fn plant_rocksdb_dir(fs: &MemFs) {
+    fs.create_dir_all(Path::new(DIR)).unwrap();
+    let mut table = vec![0x5a; 300];
+    table.extend_from_slice(&0x88e2_41b7_85f4_cff7_u64.to_le_bytes());
+    for (name, bytes) in [
+        ("CURRENT", b"MANIFEST-000005\n".to_vec()),
+        ("MANIFEST-000005", vec![0x11; 120]),
+        (
+            "OPTIONS-000007",
+            b"[Version]\n  rocksdb_version=8.10.0\n".to_vec(),
+        ),
+        ("000004.log", vec![0x22; 90]),
+        ("000010.sst", table.clone()),
+        ("000011.sst", table),
+        ("IDENTITY", b"8d2c3c1e-uuid\n".to_vec()),
+        ("LOG", b"RocksDB version: 8.10.0\n".to_vec()),
+    ] {
+        fs.write_file_for_test(Path::new(DIR).join(name), &bytes)
+            .unwrap();
+    }
+}
+
+fn snapshot(fs: &MemFs) -> Vec<(String, Vec<u8>)> {
+    files(fs)
+        .into_iter()
+        .map(|n| {
+            let bytes = fs.file_contents(Path::new(DIR).join(&n)).unwrap();
+            (n, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn a_rocksdb_directory_is_refused_before_anything_moves_unless_forced() {
+    let fs = MemFs::new();
+    plant_rocksdb_dir(&fs);
+    let before = snapshot(&fs);
+    let error = repair_db(Path::new(DIR), &options(&fs)).unwrap_err();
+    let text = error.to_string();
+    assert!(
+        text.contains("does not look like a Shale database")
+            && text.contains("RocksDB")
+            && text.contains("000010.sst")
+            && text.contains("--force"),
+        "{text}"
+    );
+    assert_eq!(snapshot(&fs), before, "nothing changed");
+    assert!(!fs.exists(&Path::new(DIR).join(LOST_DIR_NAME)).unwrap());
+
+    let forced = shale_engine::repair_db_with_progress(
+        Path::new(DIR),
+        &options(&fs),
+        RepairOptions { force: true },
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(lost_names(&forced).contains(&"000010.sst".to_owned()));
+}
+
+#[test]
+fn a_database_whose_files_carry_the_wrong_magic_is_refused() {
+    let (image, _) = build();
+    let fs = copy(&image);
+    for name in files(&fs) {
+        let path = Path::new(DIR).join(&name);
+        let len = fs.file_contents(&path).unwrap().len() as u64;
+        if shale_engine::inspect::parse_table_file_name(&name).is_some() {
+            fs.corrupt_for_test(&path, len - 1, 0xff).unwrap();
+        } else if shale_engine::inspect::wal::format::parse_log_file_name(&name).is_some()
+            || name.starts_with("MANIFEST")
+        {
+            for offset in 0..len.min(64) {
+                fs.corrupt_for_test(&path, offset, 0x5a).unwrap();
+            }
+        }
+    }
+    let before = snapshot(&fs);
+    let error = repair_db(Path::new(DIR), &options(&fs)).unwrap_err();
+    assert!(
+        error.to_string().contains("SHALESST"),
+        "the table magic is named: {error}"
+    );
+    assert_eq!(snapshot(&fs), before, "nothing changed");
+}
+
+#[test]
+fn a_missing_current_is_named_and_points_at_repair_and_nothing_is_created_over_it() {
+    let (image, history) = build();
+    let fs = copy(&image);
+    fs.remove(&Path::new(DIR).join("CURRENT")).unwrap();
+    let before = snapshot(&fs);
+    let check = |error: shale_engine::Error| {
+        let text = error.to_string();
+        assert!(
+            text.contains("CURRENT is missing")
+                && text.contains("MANIFEST-")
+                && text.contains("shale tool repair")
+                && !text.contains("create the database first"),
+            "{text}"
+        );
+    };
+    // create_if_missing (the default) must not start an empty database over the tables.
+    let mut create = options(&fs);
+    create.create_if_missing = true;
+    check(Db::open(DIR, create).unwrap_err());
+    check(Db::open_read_only(DIR, options(&fs)).unwrap_err());
+    check(live_manifest(&fs, Path::new(DIR)).unwrap_err());
+    assert_eq!(snapshot(&fs), before, "nothing changed");
+    repair_db(Path::new(DIR), &options(&fs)).unwrap();
+    assert_data(&fs, &history, |_, _| None);
 }

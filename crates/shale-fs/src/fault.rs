@@ -409,6 +409,10 @@ impl FileSystem for FaultFs {
         self.shared.guard(Op::Exists, path)?;
         self.inner.exists(path)
     }
+
+    fn available_space(&self, dir: &Path) -> Result<Option<u64>> {
+        self.inner.available_space(dir)
+    }
 }
 
 /// A writable file opened through a [`FaultFs`].

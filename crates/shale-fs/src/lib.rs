@@ -64,6 +64,13 @@ pub trait FileSystem: Send + Sync + Debug {
     fn size(&self, path: &Path) -> Result<u64>;
     /// Whether `path` names an existing file or directory.
     fn exists(&self, path: &Path) -> Result<bool>;
+    /// Bytes free for new files on the device holding the existing directory `dir`, when the
+    /// file system can tell (`None`: unknown, the default). Tools that copy a lot check it
+    /// before they start, so that a full disk refuses them instead of stopping them midway.
+    fn available_space(&self, dir: &Path) -> Result<Option<u64>> {
+        let _ = dir;
+        Ok(None)
+    }
 }
 
 /// A file open for appending.

@@ -81,6 +81,8 @@ struct Shared {
     state: Mutex<State>,
     sync_points: AtomicU64,
     hook: Mutex<Option<SyncHook>>,
+    /// The device size `available_space` reports against (`u64::MAX`: unknown).
+    capacity: AtomicU64,
 }
 
 impl Shared {
@@ -89,6 +91,7 @@ impl Shared {
             state: Mutex::new(state),
             sync_points: AtomicU64::new(0),
             hook: Mutex::new(None),
+            capacity: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -317,6 +320,14 @@ impl MemFs {
             .hook
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = hook;
+    }
+
+    /// Makes `available_space` report `capacity` less [`Self::total_bytes`] (`None`: unknown,
+    /// the default). Writes are not refused by it; inject ENOSPC with `FaultFs` for that.
+    pub fn set_capacity_for_test(&self, capacity: Option<u64>) {
+        self.shared
+            .capacity
+            .store(capacity.unwrap_or(u64::MAX), Ordering::SeqCst);
     }
 
     /// The sum of the sizes of the files currently named (a file with several names counts
@@ -608,6 +619,14 @@ impl FileSystem for MemFs {
         let path = normalize(path);
         let state = self.shared.state();
         Ok(state.dir_exists(&path) || state.lookup(Op::Exists, &path).is_ok())
+    }
+
+    fn available_space(&self, _dir: &Path) -> Result<Option<u64>> {
+        let capacity = self.shared.capacity.load(Ordering::SeqCst);
+        if capacity == u64::MAX {
+            return Ok(None);
+        }
+        Ok(Some(capacity.saturating_sub(self.total_bytes())))
     }
 }
 

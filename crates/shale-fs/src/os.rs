@@ -191,6 +191,23 @@ impl FileSystem for OsFs {
         path.try_exists()
             .map_err(|e| Error::io(Op::Exists, path, e))
     }
+
+    fn available_space(&self, dir: &Path) -> Result<Option<u64>> {
+        use std::os::unix::ffi::OsStrExt as _;
+        let Ok(c_path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+            return Ok(None);
+        };
+        // SAFETY: `c_path` is a NUL-terminated path and `stat` a zeroed, writable statvfs
+        // that the call fills in; neither outlives the call.
+        let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+        let status = unsafe { libc::statvfs(c_path.as_ptr(), &raw mut stat) };
+        if status != 0 {
+            return Err(Error::io(Op::Size, dir, std::io::Error::last_os_error()));
+        }
+        #[allow(clippy::useless_conversion)] // the field widths differ between platforms
+        let free = u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize));
+        Ok(Some(free))
+    }
 }
 
 fn open_buffered(path: &Path) -> Result<File> {
@@ -528,5 +545,13 @@ mod tests {
             fs.size(&path).expect("size"),
             110 + WRITE_BUFFER_SIZE as u64
         );
+    }
+
+    #[test]
+    fn available_space_is_reported_for_a_directory() {
+        let dir = TempDir::new("space");
+        let free = OsFs::new().available_space(&dir.0).expect("statvfs");
+        assert!(free.is_some_and(|f| f > 0), "{free:?}");
+        assert!(OsFs::new().available_space(&dir.0.join("missing")).is_err());
     }
 }

@@ -45,6 +45,8 @@ pub struct CreateArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub recovery: crate::output::RecoveryArgs,
 }
 
 /// The zstd level `--compress` asks for (`None`: no compression).
@@ -167,8 +169,15 @@ fn create(args: &CreateArgs) -> Result<(), Failure> {
         )));
     }
     let zstd_level = parse_compress(&args.compress)?;
-    let engine = engine(&args.backup_dir)?;
-    let db = open_existing(&args.db)?;
+    // The database first: with the arguments swapped, nothing is written anywhere.
+    let db = open_existing(&args.db, args.recovery)?;
+    let engine = match engine(&args.backup_dir) {
+        Ok(engine) => engine,
+        Err(e) => {
+            let _ = db.close();
+            return Err(e);
+        }
+    };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // checked above
     let options = BackupOptions {
         rate_limit_bytes_per_sec: (args.rate_limit_mb * 1e6) as u64,
@@ -296,15 +305,22 @@ fn restore(args: &RestoreArgs) -> Result<(), Failure> {
 
 fn purge(args: &PurgeArgs) -> Result<(), Failure> {
     let engine = existing_engine(&args.backup_dir)?;
-    let purged = engine.purge(args.keep)?;
+    let purged = engine.purge_files(args.keep)?;
     if args.json {
-        return print_json(&json!({ "purged": purged, "kept": args.keep }));
+        return print_json(&json!({
+            "purged": purged.ids,
+            "kept": args.keep,
+            "leftovers_removed": purged.leftovers,
+        }));
     }
-    if purged.is_empty() {
-        println!("nothing to purge");
+    if purged.ids.is_empty() {
+        println!("no backup to purge");
     } else {
-        let ids: Vec<String> = purged.iter().map(u32::to_string).collect();
+        let ids: Vec<String> = purged.ids.iter().map(u32::to_string).collect();
         println!("purged backups {}", ids.join(", "));
+    }
+    for leftover in &purged.leftovers {
+        println!("removed {leftover}: left by a failed or interrupted backup");
     }
     Ok(())
 }

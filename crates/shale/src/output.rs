@@ -194,6 +194,54 @@ impl Render {
     }
 }
 
+/// `--wal_recovery_mode`, on every tool that opens a database: how the open judges a damaged
+/// WAL record (docs/format/wal.md "Recovery modes"; the engine's errors name the mode to use).
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct RecoveryArgs {
+    /// How opening treats damaged WAL records: tolerate-corrupted-tail-records (the default),
+    /// absolute-consistency, point-in-time (keep the records before the first damage, drop the
+    /// rest) or skip-any-corrupted-records. Copy the directory before opening it with a mode
+    /// that drops records: a write tool records the result.
+    #[arg(
+        long = "wal_recovery_mode",
+        value_name = "MODE",
+        default_value = "tolerate-corrupted-tail-records",
+        value_parser = parse_recovery_mode
+    )]
+    pub wal_recovery_mode: shale_engine::inspect::wal::RecoveryMode,
+}
+
+fn parse_recovery_mode(text: &str) -> Result<shale_engine::inspect::wal::RecoveryMode, String> {
+    use shale_engine::inspect::wal::RecoveryMode;
+    let modes = [
+        RecoveryMode::TolerateCorruptedTailRecords,
+        RecoveryMode::AbsoluteConsistency,
+        RecoveryMode::PointInTime,
+        RecoveryMode::SkipAnyCorruptedRecords,
+    ];
+    let wanted = text.replace('_', "-").to_ascii_lowercase();
+    modes
+        .into_iter()
+        .find(|m| m.name() == wanted)
+        .ok_or_else(|| {
+            let names: Vec<&str> = modes.iter().map(|m| m.name()).collect();
+            format!("not a recovery mode; use one of {}", names.join(", "))
+        })
+}
+
+/// The failure for a database directory without `CURRENT`: when the database's files are
+/// still there it is damaged, and the engine's error says what is missing and points at
+/// `shale tool repair`; otherwise there is no database.
+pub fn missing_current(dir: &std::path::Path) -> Failure {
+    match shale_engine::inspect::live_manifest(&shale_fs::OsFs::new(), dir) {
+        Err(e) if e.is_corruption() => Failure::from(e),
+        _ => Failure::error(format!(
+            "no database in {}: CURRENT is missing",
+            dir.display()
+        )),
+    }
+}
+
 /// Prints `value` as pretty JSON and a newline.
 pub fn print_json(value: &Value) -> Result<(), Failure> {
     let mut out = io::stdout().lock();

@@ -9,7 +9,7 @@ use serde_json::json;
 use shale_engine::inspect::CURRENT_FILE_NAME;
 use shale_engine::{Db, Options};
 
-use crate::output::{print_json, spinner, Failure};
+use crate::output::{print_json, spinner, Failure, RecoveryArgs};
 
 /// Flags of `shale tool checkpoint`.
 #[derive(Debug, Args)]
@@ -21,19 +21,19 @@ pub struct CheckpointArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub recovery: RecoveryArgs,
 }
 
 /// Opens the database in `dir` without creating one (the commands that need a running
 /// engine: checkpoint and backup create).
-pub fn open_existing(dir: &Path) -> Result<Db, Failure> {
+pub fn open_existing(dir: &Path, recovery: RecoveryArgs) -> Result<Db, Failure> {
     if !dir.join(CURRENT_FILE_NAME).exists() {
-        return Err(Failure::error(format!(
-            "no database in {}: {CURRENT_FILE_NAME} is missing",
-            dir.display()
-        )));
+        return Err(crate::output::missing_current(dir));
     }
     let options = Options {
         create_if_missing: false,
+        wal_recovery_mode: recovery.wal_recovery_mode,
         ..Options::default()
     };
     Db::open(dir, options).map_err(|e| match e {
@@ -49,7 +49,7 @@ pub fn open_existing(dir: &Path) -> Result<Db, Failure> {
 
 /// Runs `shale tool checkpoint`.
 pub fn run(args: &CheckpointArgs) -> Result<(), Failure> {
-    let db = open_existing(&args.dir)?;
+    let db = open_existing(&args.dir, args.recovery)?;
     let bar = spinner("checkpoint");
     let made = db.checkpoint(&args.dest);
     bar.finish_and_clear();

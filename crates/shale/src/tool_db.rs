@@ -31,6 +31,8 @@ pub struct DbArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub recovery: crate::output::RecoveryArgs,
 }
 
 /// Flags of `shale tool get`.
@@ -114,13 +116,11 @@ enum Access {
 /// Opens the database in `args.dir` without creating one, and finds the keyspace.
 fn open(args: &DbArgs, access: Access) -> Result<Opened, Failure> {
     if !args.dir.join(CURRENT_FILE_NAME).exists() {
-        return Err(Failure::error(format!(
-            "no database in {}: {CURRENT_FILE_NAME} is missing",
-            args.dir.display()
-        )));
+        return Err(crate::output::missing_current(&args.dir));
     }
     let options = Options {
         create_if_missing: false,
+        wal_recovery_mode: args.recovery.wal_recovery_mode,
         ..Options::default()
     };
     let db = match access {

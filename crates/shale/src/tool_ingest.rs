@@ -33,11 +33,13 @@ pub struct IngestToolArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub recovery: crate::output::RecoveryArgs,
 }
 
 /// Runs `shale tool ingest`.
 pub fn run(args: &IngestToolArgs) -> Result<(), Failure> {
-    let db = open_existing(&args.dir)?;
+    let db = open_existing(&args.dir, args.recovery)?;
     let Some(keyspace) = db.keyspace(&args.keyspace) else {
         let names = db.keyspace_names().join(", ");
         let _ = db.close();

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use shale_engine::{repair_db_with_progress, Options, RepairReport};
+use shale_engine::{repair_db_with_progress, Options, RepairOptions, RepairReport};
 
 use crate::output::{print_json, progress, Failure};
 
@@ -24,6 +24,11 @@ pub struct RepairArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Repair even a directory that does not look like a Shale database (no file carries
+    /// Shale's format marks, or more files are foreign than Shale's). Without it such a
+    /// directory is refused before anything is changed.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// Runs `shale tool repair`.
@@ -39,7 +44,8 @@ pub fn run(args: &RepairArgs) -> Result<(), Failure> {
         ..Options::default()
     };
     let bar = progress(0, "repairing");
-    let repaired = repair_db_with_progress(&args.dir, &options, &mut |done, total| {
+    let repair = RepairOptions { force: args.force };
+    let repaired = repair_db_with_progress(&args.dir, &options, repair, &mut |done, total| {
         bar.set_length(total);
         bar.set_position(done);
     });
@@ -95,10 +101,13 @@ fn to_json(args: &RepairArgs, report: &RepairReport) -> serde_json::Value {
             "name": l.name,
             "moved_to": l.moved_to.as_ref().map(|p| p.display().to_string()),
             "bytes": l.bytes,
+            "data_lost": l.data_lost,
+            "earlier": l.earlier,
             "obsolete": l.obsolete,
             "reason": l.reason,
         })).collect::<Vec<_>>(),
         "bytes_lost": report.bytes_lost(),
+        "bytes_lost_earlier": report.bytes_lost_earlier(),
         "notes": report.notes,
     })
 }
@@ -131,6 +140,18 @@ fn print_text(args: &RepairArgs, report: &RepairReport) -> Result<(), Failure> {
         )?;
     }
     for lost in &report.lost {
+        if lost.earlier {
+            let to = lost
+                .moved_to
+                .as_deref()
+                .map_or_else(|| "missing".to_owned(), |p| p.display().to_string());
+            writeln!(
+                out,
+                "  set aside by an earlier repair: {} ({} bytes, {} bytes of data), in {to}: {}",
+                lost.name, lost.bytes, lost.data_lost, lost.reason
+            )?;
+            continue;
+        }
         if lost.obsolete {
             let to = lost
                 .moved_to
@@ -169,13 +190,18 @@ fn print_text(args: &RepairArgs, report: &RepairReport) -> Result<(), Failure> {
     writeln!(
         out,
         "repaired: {} tables, keyspaces {}, last sequence {}, MANIFEST-{:06}; {} files set \
-         aside, {} bytes of data lost",
+         aside, {} bytes of data lost ({} of them set aside by an earlier repair)",
         report.tables.len(),
         keyspaces.join(", "),
         report.last_sequence,
         report.manifest_number,
-        report.lost.iter().filter(|l| l.moved_to.is_some()).count(),
-        report.bytes_lost()
+        report
+            .lost
+            .iter()
+            .filter(|l| l.moved_to.is_some() && !l.earlier)
+            .count(),
+        report.bytes_lost(),
+        report.bytes_lost_earlier()
     )?;
     out.flush()?;
     Ok(())

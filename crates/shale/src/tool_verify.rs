@@ -14,6 +14,10 @@
 //!    (`Table::layout`), and every entry and range tombstone inside the MANIFEST's
 //!    smallest/largest keys and sequence range. Tables the MANIFEST does not list are checked
 //!    too and noted as orphans (opening the database deletes them), which is not a problem.
+//!    A table is called an orphan only when the whole MANIFEST read cleanly: when its tail is
+//!    torn, the records before it are checked (as opening would read them) and the tables
+//!    they do not list are reported as possibly live, since the lost records may list them;
+//!    when it does not replay at all, nothing is called an orphan.
 //!
 //! Exit codes follow [`crate::output`]: 0 when clean, 2 when any problem is found, 1 when the
 //! directory cannot be read at all.
@@ -202,10 +206,18 @@ pub fn run(args: &VerifyToolArgs) -> Result<(), Failure> {
         problems: Vec::new(),
         notes: Vec::new(),
     };
-    let state = check_manifest(&fs, dir, &names, &mut report, &bar);
+    let (state, complete) = check_manifest(&fs, dir, &names, &mut report, &bar);
     check_options(&fs, dir, &names, &mut report, &bar);
     check_wals(&fs, dir, &mut report, &bar)?;
-    let references = check_tables(&fs, dir, &names, state.as_ref(), &mut report, &bar);
+    let references = check_tables(
+        &fs,
+        dir,
+        &names,
+        state.as_ref(),
+        complete,
+        &mut report,
+        &bar,
+    );
     check_blob_files(
         &fs,
         dir,
@@ -261,15 +273,17 @@ fn print(report: &Report) -> Result<(), Failure> {
 }
 
 /// Steps 1 and 2: `CURRENT` and the MANIFEST it names. Returns the shape when the MANIFEST
-/// replays.
+/// replays (up to a torn tail), and whether it replayed whole.
 fn check_manifest(
     fs: &OsFs,
     dir: &Path,
     names: &[String],
     report: &mut Report,
     bar: &ProgressBar,
-) -> Option<ManifestState> {
+) -> (Option<ManifestState>, bool) {
     let current = dir.join(CURRENT_FILE_NAME);
+    // Only the MANIFEST CURRENT names says which tables are orphans.
+    let mut current_names_it = true;
     let manifest = match live_manifest(fs, dir) {
         Ok(path) => {
             report.ok(&current, format!("ok, names {}", report.name(&path)));
@@ -277,14 +291,18 @@ fn check_manifest(
         }
         Err(e) => {
             report.problem(Problem::from_engine(&current, &e));
-            let newest = names
+            let Some(newest) = names
                 .iter()
                 .filter_map(|n| parse_manifest_file_name(n).map(|number| (number, n)))
-                .max()?;
+                .max()
+            else {
+                return (None, false);
+            };
             report.notes.push(format!(
                 "CURRENT is unusable; checked the newest MANIFEST, {}, in its place",
                 newest.1
             ));
+            current_names_it = false;
             dir.join(newest.1)
         }
     };
@@ -310,11 +328,38 @@ fn check_manifest(
             for problem in level_problems(&state.version, &manifest) {
                 report.problem(problem);
             }
-            Some(state)
+            (Some(state), current_names_it)
         }
         Err(e) => {
             report.problem(Problem::from_engine(&manifest, &e));
-            None
+            // What opening reads: the records before a torn tail.
+            let tolerant = read_manifest(
+                fs,
+                &manifest,
+                &(Arc::new(BytewiseComparator) as Arc<dyn Comparator>),
+                RecoveryMode::TolerateCorruptedTailRecords,
+                &mut |_, _| {},
+            );
+            let Ok(state) = tolerant else {
+                report.notes.push(format!(
+                    "{} does not replay, so which tables are live is unknown: do not delete \
+                     any; `shale tool repair` keeps every readable table",
+                    report.name(&manifest)
+                ));
+                return (None, false);
+            };
+            report.notes.push(format!(
+                "{} has a torn or damaged tail (the problem below); the tables are checked \
+                 against the {} live tables its records before it list, as opening reads it. \
+                 Tables they do not list may be live (the lost records may list them): do not \
+                 delete them; `shale tool repair` keeps every readable table",
+                report.name(&manifest),
+                state.version.total_files()
+            ));
+            for problem in level_problems(&state.version, &manifest) {
+                report.problem(problem);
+            }
+            (Some(state), false)
         }
     }
 }
@@ -441,6 +486,7 @@ fn check_tables(
     dir: &Path,
     names: &[String],
     state: Option<&ManifestState>,
+    complete: bool,
     report: &mut Report,
     bar: &ProgressBar,
 ) -> BlobReferences {
@@ -477,19 +523,23 @@ fn check_tables(
         bar.inc(fs.size(&path).unwrap_or(0));
         match open_and_walk(fs, &path, None) {
             Ok((table, blocks)) => {
-                if state.is_some() {
+                let entries = table.properties().num_entries;
+                let what = if state.is_some() && complete {
                     report.notes.push(format!(
                         "{} is not in the MANIFEST (an orphan, e.g. from a crash; opening the \
                          database deletes it)",
                         report.name(&path)
                     ));
-                }
+                    "not in the MANIFEST"
+                } else if state.is_some() {
+                    "not in the MANIFEST checked (its tail is damaged, or CURRENT does not name \
+                     it): may be live, keep it"
+                } else {
+                    "the MANIFEST is unreadable: may be live, keep it"
+                };
                 report.ok(
                     &path,
-                    format!(
-                        "ok, {blocks} blocks, {} entries (not in the MANIFEST)",
-                        table.properties().num_entries
-                    ),
+                    format!("ok, {blocks} blocks, {entries} entries ({what})"),
                 );
             }
             Err(p) => report.problem(p),
@@ -543,7 +593,8 @@ fn check_blob_files(
         );
         if from_tables != live_records {
             problems.push(format!(
-                "the tables reference {} records ({} bytes), the MANIFEST's garbage leaves {}                  ({} bytes) live",
+                "the tables reference {} records ({} bytes), the MANIFEST's garbage leaves {} \
+                 ({} bytes) live",
                 from_tables.0, from_tables.1, live_records.0, live_records.1
             ));
         }

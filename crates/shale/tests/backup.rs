@@ -165,8 +165,11 @@ fn backup_create_list_verify_restore_purge() {
     bytes[5] ^= 1;
     std::fs::write(&victim, &bytes).unwrap();
 
-    // Restore refuses a non-empty directory, then restores the newest backup.
+    // Restore refuses a database and a non-empty directory, then restores the newest backup.
     let (code, _, err) = shale(&["backup", "restore", s(&backups), s(&db)]);
+    assert_eq!(code, 1);
+    assert!(err.contains("holds a database"), "{err}");
+    let (code, _, err) = shale(&["backup", "restore", s(&backups), s(&backups)]);
     assert_eq!(code, 1);
     assert!(err.contains("not empty"), "{err}");
     let restored = root.join("restored");
@@ -250,4 +253,31 @@ fn compressed_backup_verifies_and_restores() {
     assert_eq!(get(&restored, "k0299").as_deref(), Some("\"v299\""));
     assert_eq!(get(&restored, "wal-0").as_deref(), Some("\"unflushed\""));
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn swapped_arguments_write_nothing_into_the_database() {
+    let db = scratch("swapped-db");
+    let backups = scratch("swapped-backups");
+    write(&db, 0, 50);
+    let before: BTreeSet<String> = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // `backup create BACKUPDIR DBDIR`: the first argument is not a database.
+    let (code, _, err) = shale(&["backup", "create", s(&backups), s(&db)]);
+    assert_ne!(code, 0, "{err}");
+    let after: BTreeSet<String> = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(before, after, "no backup folders in the database: {err}");
+    assert!(!backups.exists());
+    // A backup directory that is a database is refused by name.
+    let other = scratch("swapped-other");
+    write(&other, 0, 10);
+    let (code, _, err) = shale(&["backup", "create", s(&db), s(&other)]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("holds a database"), "{err}");
+    assert!(!other.join("shared").exists() && !other.join("meta").exists());
 }

@@ -681,11 +681,19 @@ fn repair_salvages_around_a_damaged_table_and_manifest() {
     );
     assert_eq!(get_value(&dir, "bob", Some("users")).as_deref(), Some("2"));
 
-    // A second repair of the repaired database loses nothing.
+    // A second repair of the repaired database loses nothing more, and still counts what
+    // the first one set aside in lost/.
     let (code, out, err) = tool(&["repair"], &dir);
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains("0 files set aside, 0 bytes of data lost"),
+        out.contains(&format!(
+            "0 files set aside, {size} bytes of data lost ({size} of them set aside by an \
+             earlier repair)"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("set aside by an earlier repair: {table_name}")),
         "{out}"
     );
     assert!(out.contains("kept "), "{out}");
@@ -724,11 +732,16 @@ fn repair_refuses_while_another_holds_the_database_or_when_nothing_is_there() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("nothing to repair"), "{err}");
 
-    // Only a damaged CURRENT: nothing to salvage (exit 2).
+    // Only a damaged CURRENT: nothing says it is a Shale database (refused, nothing moved);
+    // forced, there is nothing to salvage (exit 2).
     let hopeless = scratch("repair-hopeless");
     std::fs::create_dir_all(&hopeless).unwrap();
     std::fs::write(hopeless.join("CURRENT"), b"garbage").unwrap();
     let (code, _, err) = tool(&["repair"], &hopeless);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not look like a Shale database"), "{err}");
+    assert!(!hopeless.join("lost").exists());
+    let (code, _, err) = tool(&["repair", "--force"], &hopeless);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("nothing could be salvaged"), "{err}");
     assert!(hopeless.join("lost").join("CURRENT").exists());
@@ -813,4 +826,152 @@ fn verify_finds_a_missing_blob_file() {
     let (code, out, _) = verify(&dir);
     assert_eq!(code, 2, "{out}");
     assert!(out.contains(blob.to_str().unwrap()), "{out}");
+}
+
+#[test]
+fn repair_refuses_a_rocksdb_directory_unless_forced() {
+    let dir = scratch("repair-rocksdb");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut table = vec![0x5a; 300];
+    table.extend_from_slice(&0x88e2_41b7_85f4_cff7_u64.to_le_bytes());
+    std::fs::write(dir.join("CURRENT"), "MANIFEST-000005\n").unwrap();
+    std::fs::write(dir.join("MANIFEST-000005"), [0x11; 120]).unwrap();
+    std::fs::write(dir.join("000004.log"), [0x22; 90]).unwrap();
+    std::fs::write(dir.join("000010.sst"), &table).unwrap();
+    std::fs::write(dir.join("IDENTITY"), "uuid\n").unwrap();
+    let (code, _, err) = tool(&["repair"], &dir);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("does not look like a Shale database") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(!dir.join("lost").exists(), "nothing moved");
+    assert!(dir.join("000010.sst").exists() && dir.join("CURRENT").exists());
+    let (code, _, err) = tool(&["repair", "--force"], &dir);
+    assert!(code == 0 || code == 2, "{err}");
+    assert!(dir.join("lost").join("000010.sst").exists());
+}
+
+#[test]
+fn verify_of_a_manifest_with_a_torn_tail_never_calls_a_live_table_an_orphan() {
+    let dir = build("verify-torn-manifest");
+    let live: Vec<String> = live_tables(&dir)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    let manifest = manifest_of(&dir);
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.len() - 3]).unwrap();
+    let (code, out, problems) = verify(&dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p["file"].as_str().unwrap().contains("MANIFEST")),
+        "the torn tail is the problem: {problems:?}"
+    );
+    assert!(out.contains("torn or damaged tail"), "{out}");
+    assert!(!out.contains("orphan"), "{out}");
+    assert!(!out.contains("opening the database deletes"), "{out}");
+    for name in &live {
+        let checked = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} is checked:\n{out}"));
+        assert!(!checked.contains("(not in the MANIFEST)"), "{checked}");
+    }
+    // The records before the tail still list tables: they are checked as live.
+    assert!(out.contains("(keyspace 0 L"), "{out}");
+}
+
+#[test]
+fn a_missing_current_is_named_and_points_at_repair() {
+    let dir = build("missing-current");
+    std::fs::remove_file(dir.join("CURRENT")).unwrap();
+    for args in [&["get", "k001"][..], &["manifest"][..], &["scan"][..]] {
+        let (code, _, err) = tool(args, &dir);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(
+            err.contains("CURRENT is missing")
+                && err.contains("shale tool repair")
+                && !err.contains("create the database first"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.join("CURRENT").exists(), "nothing was created");
+}
+
+/// Every file of `dir`: name and contents.
+fn dir_contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap().to_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_write_tool_refused_for_mid_wal_damage_changes_nothing_and_its_advice_works() {
+    let dir = build("mid-wal-damage");
+    let wal = live_wal(&dir);
+    flip_byte(&wal, 45);
+    let before = dir_contents(&dir);
+    let (code, _, err) = tool(&["put", "x", "y"], &dir);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--wal_recovery_mode point-in-time"), "{err}");
+    assert_eq!(
+        dir_contents(&dir)
+            .iter()
+            .map(|(n, b)| (n.clone(), b.len()))
+            .collect::<Vec<_>>(),
+        before
+            .iter()
+            .map(|(n, b)| (n.clone(), b.len()))
+            .collect::<Vec<_>>(),
+        "the refused open changed the directory"
+    );
+    assert!(
+        dir_contents(&dir) == before,
+        "the refused open changed a file"
+    );
+    // Every tool that opens the database takes the mode the error names.
+    let (code, _, err) = tool(
+        &["get", "k039", "--wal_recovery_mode", "point-in-time"],
+        &dir,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = tool(
+        &["put", "x", "y", "--wal_recovery_mode", "point-in-time"],
+        &dir,
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = tool(&["get", "x"], &dir);
+    assert_eq!((code, out.trim()), (0, "\"y\""), "{err}");
+    let (code, _, err) = tool(&["put", "x", "y", "--wal_recovery_mode", "sometimes"], &dir);
+    assert_eq!(code, 1, "a usage error: {err}");
+    assert!(err.contains("point-in-time"), "{err}");
+}
+
+#[test]
+fn verify_with_a_damaged_current_calls_no_table_an_orphan() {
+    let dir = build("verify-damaged-current");
+    // A table the newest MANIFEST does not list: with CURRENT damaged, nothing says whether
+    // the MANIFEST checked is the live one, so it may be live.
+    let live = live_tables(&dir);
+    std::fs::copy(&live[0], dir.join("000999.sst")).unwrap();
+    flip_byte(&dir.join("CURRENT"), 2);
+    let (code, out, _) = verify(&dir);
+    assert_eq!(code, 2, "{out}");
+    assert!(!out.contains("orphan"), "{out}");
+    let checked = out
+        .lines()
+        .find(|l| l.contains("000999.sst"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(checked.contains("may be live, keep it"), "{checked}");
 }

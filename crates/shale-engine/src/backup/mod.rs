@@ -22,6 +22,15 @@
 //! 4. Size and checksum in the meta are those of the original bytes, whatever the codec: a
 //!    compressed file is decompressed whole by `verify` and `restore` and checked against
 //!    them.
+//! 5. `create` and `purge` hold the advisory lock on the backup directory's `LOCK` (as a
+//!    database holds its own) for their whole run, so two processes never pick the same id
+//!    or purge a table a create is listing; the second fails at once, changing nothing.
+//! 6. `create` (uncompressed) and `restore` check the free space the file system reports
+//!    before copying anything. A failed `create` removes what it wrote but whole shared tables (its `private/<id>/`
+//!    files and the table it was copying); a failed `restore` removes every file it wrote, so
+//!    the same command can simply be run again.
+//! 7. `open` refuses a directory that holds a database (swapped arguments), and `restore` a
+//!    destination that is not empty, before writing anything.
 
 mod compressed;
 mod meta;
@@ -47,6 +56,7 @@ use compressed::{read_compressed, write_compressed};
 const SHARED: &str = "shared";
 const PRIVATE: &str = "private";
 const META: &str = "meta";
+const LOCK: &str = "LOCK";
 
 /// How [`BackupEngine::create`] copies.
 #[derive(Debug, Clone, Default)]
@@ -70,14 +80,24 @@ pub struct CreatedBackup {
     pub reused_tables: usize,
 }
 
+/// What [`BackupEngine::purge_files`] removed.
+#[derive(Debug, Clone, Default)]
+pub struct Purged {
+    /// The backups deleted.
+    pub ids: Vec<u32>,
+    /// Files removed that no deleted backup listed (paths relative to the backup directory):
+    /// what failed or interrupted backups left.
+    pub leftovers: Vec<String>,
+}
+
 /// A directory of backups (see the module docs).
 #[derive(Debug, Clone)]
 pub struct BackupEngine {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     /// Serializes `create` and `purge` of this engine and its clones (two creates would pick
-    /// the same id; a purge could delete a table a create is about to list). Another process
-    /// working on the same directory is not excluded.
+    /// the same id; a purge could delete a table a create is about to list). Other engines
+    /// and processes are excluded by the directory's `LOCK` (invariant 5).
     exclusive: Arc<Mutex<()>>,
 }
 
@@ -107,6 +127,7 @@ impl BackupEngine {
     /// Opens (creating if needed) the backup directory `dir` on `fs`.
     pub fn open(fs: Arc<dyn FileSystem>, dir: impl AsRef<Path>) -> Result<BackupEngine> {
         let dir = dir.as_ref().to_path_buf();
+        refuse_database(&*fs, &dir, "a backup directory")?;
         for sub in [SHARED, PRIVATE, META] {
             fs.create_dir_all(&dir.join(sub))?;
         }
@@ -119,7 +140,6 @@ impl BackupEngine {
 
     /// Takes a backup of `db` (module docs). `progress` is called with the bytes copied so far
     /// and the bytes the backup holds.
-    #[allow(clippy::too_many_lines)] // the copy steps in order, each short
     pub fn create(
         &self,
         db: &Db,
@@ -130,11 +150,30 @@ impl BackupEngine {
             .exclusive
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let _lock = self.lock_dir("create a backup")?;
+        let id = self.ids()?.last().map_or(1, |last| last + 1);
+        let created = self.create_locked(db, options, progress, id);
+        if created.is_err() {
+            // Invariant 6: what the failed backup wrote goes (best effort: the error that
+            // stopped it, often a full disk, is the one to report).
+            let _ = self.remove_leftovers(id);
+        }
+        created
+    }
+
+    /// [`Self::create`] of backup `id`, under the directory's lock.
+    #[allow(clippy::too_many_lines)] // the copy steps in order, each short
+    fn create_locked(
+        &self,
+        db: &Db,
+        options: &BackupOptions,
+        progress: &mut dyn FnMut(u64, u64),
+        id: u32,
+    ) -> Result<CreatedBackup> {
         let inner = &db.inner;
         inner.check_open()?;
         inner.check_background_error()?;
         let fs = &*self.fs;
-        let id = self.ids()?.last().map_or(1, |last| last + 1);
         let private_rel = format!("{PRIVATE}/{id}");
         let private_dir = self.dir.join(&private_rel);
         fs.create_dir_all(&private_dir)?;
@@ -151,6 +190,29 @@ impl BackupEngine {
                 .map(|b| b.file_size())
                 .sum::<u64>()
             + cut.wals.iter().map(|(_, len)| len).sum::<u64>();
+        if options.zstd_level.is_none() {
+            // What is not in shared/ yet is copied as it is: refuse now if it cannot fit.
+            let in_shared = |number: u64, size: u64| {
+                let prefix = format!("{number:06}-{size}-");
+                shared_names.iter().any(|n| n.starts_with(&prefix))
+            };
+            let tables = cut
+                .version
+                .all_files()
+                .map(|(_, _, f)| (f.number, f.size))
+                .chain(
+                    cut.version
+                        .blob_files()
+                        .values()
+                        .map(|b| (b.number, b.file_size())),
+                );
+            let needed = tables
+                .filter(|&(number, size)| !in_shared(number, size))
+                .map(|(_, size)| size)
+                .sum::<u64>()
+                + cut.wals.iter().map(|(_, len)| len).sum::<u64>();
+            check_space(fs, &self.dir, needed, "the backup")?;
+        }
         let mut throttle = Throttle {
             rate: options.rate_limit_bytes_per_sec,
             start: Instant::now(),
@@ -323,12 +385,37 @@ impl BackupEngine {
         let fs = &*self.fs;
         let info = self.info(id)?;
         if fs.exists(dest)? && !fs.list(dest)?.is_empty() {
+            refuse_database(fs, dest, "a restore target")?;
             return Err(Error::InvalidArgument(format!(
                 "restore target {} is not empty; restore into an empty or new directory",
                 dest.display()
             )));
         }
         fs.create_dir_all(dest)?;
+        check_space(fs, dest, info.total_bytes(), "the restore")?;
+        let restored = self.restore_into(&info, dest, threads, progress);
+        if restored.is_err() {
+            // Invariant 6: the directory was empty, so every file in it is this restore's
+            // (best effort: the error that stopped it is the one to report).
+            if let Ok(names) = fs.list(dest) {
+                for name in names {
+                    let _ = fs.remove(&dest.join(name));
+                }
+                let _ = fs.sync_dir(dest);
+            }
+        }
+        restored
+    }
+
+    /// [`Self::restore`] into the empty directory `dest`.
+    fn restore_into(
+        &self,
+        info: &BackupInfo,
+        dest: &Path,
+        threads: usize,
+        progress: &(dyn Fn(u64, u64) + Sync),
+    ) -> Result<()> {
+        let fs = &*self.fs;
         let total = info.total_bytes();
         let (current, rest): (Vec<&BackupFile>, Vec<&BackupFile>) =
             info.files.iter().partition(|f| f.name == "CURRENT");
@@ -384,17 +471,40 @@ impl BackupEngine {
     /// Deletes all but the newest `keep` backups, then every shared file no remaining backup
     /// lists (and leftovers of interrupted backups). Returns the ids deleted.
     pub fn purge(&self, keep: usize) -> Result<Vec<u32>> {
+        Ok(self.purge_files(keep)?.ids)
+    }
+
+    /// [`Self::purge`], reporting every file removed that no deleted backup listed: the
+    /// leftovers of failed or interrupted backups (`shared/*-tmp`, tables only they copied,
+    /// `private/<id>/` files without a meta).
+    pub fn purge_files(&self, keep: usize) -> Result<Purged> {
         let _exclusive = self
             .exclusive
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let _lock = self.lock_dir("purge")?;
         let fs = &*self.fs;
         let ids = self.ids()?;
         let doomed: Vec<u32> = ids[..ids.len().saturating_sub(keep)].to_vec();
+        // What the deleted backups listed: any other file removed is a leftover.
+        let mut listed = BTreeSet::new();
+        for &id in &doomed {
+            if let Ok(info) = self.info(id) {
+                listed.extend(info.files.into_iter().map(|f| f.stored));
+            }
+        }
         for &id in &doomed {
             fs.remove(&self.meta_path(id))?;
         }
         fs.sync_dir(&self.dir.join(META))?;
+        let mut leftovers = Vec::new();
+        let mut remove = |relative: String| -> Result<()> {
+            fs.remove(&self.dir.join(&relative))?;
+            if !listed.contains(&relative) {
+                leftovers.push(relative);
+            }
+            Ok(())
+        };
         let kept = self.list()?;
         let kept_ids: BTreeSet<String> = kept.iter().map(|b| b.id.to_string()).collect();
         for sub in fs.list(&self.dir.join(PRIVATE))? {
@@ -403,7 +513,7 @@ impl BackupEngine {
             }
             let dir = self.dir.join(PRIVATE).join(&sub);
             for name in fs.list(&dir)? {
-                fs.remove(&dir.join(name))?;
+                remove(format!("{PRIVATE}/{sub}/{name}"))?;
             }
         }
         let referenced: BTreeSet<&str> = kept
@@ -413,11 +523,14 @@ impl BackupEngine {
             .collect();
         for name in fs.list(&self.dir.join(SHARED))? {
             if !referenced.contains(name.as_str()) {
-                fs.remove(&self.dir.join(SHARED).join(name))?;
+                remove(format!("{SHARED}/{name}"))?;
             }
         }
         fs.sync_dir(&self.dir.join(SHARED))?;
-        Ok(doomed)
+        Ok(Purged {
+            ids: doomed,
+            leftovers,
+        })
     }
 
     /// Stores table `number` (`size` bytes at `source`) in `shared/` (compressed at
@@ -508,6 +621,45 @@ impl BackupEngine {
         Ok(())
     }
 
+    /// Removes what an unfinished backup `id` wrote: its `private/<id>/` files and tables
+    /// being copied (`*-tmp`). Tables copied whole stay in `shared/` for the next backup to
+    /// reuse; `purge` removes them (and reports them) if none does.
+    fn remove_leftovers(&self, id: u32) -> Result<Vec<String>> {
+        let fs = &*self.fs;
+        let mut removed = Vec::new();
+        let private = self.dir.join(PRIVATE).join(id.to_string());
+        if fs.exists(&private)? {
+            for name in fs.list(&private)? {
+                fs.remove(&private.join(&name))?;
+                removed.push(format!("{PRIVATE}/{id}/{name}"));
+            }
+        }
+        let shared = self.dir.join(SHARED);
+        for name in fs.list(&shared)? {
+            if is_temporary(&name) {
+                fs.remove(&shared.join(&name))?;
+                removed.push(format!("{SHARED}/{name}"));
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Takes the backup directory's lock (invariant 5) to `action`.
+    fn lock_dir(&self, action: &str) -> Result<Box<dyn shale_fs::FileLock>> {
+        let path = self.dir.join(LOCK);
+        match self.fs.lock(&path) {
+            Ok(lock) => Ok(lock),
+            Err(shale_fs::Error::Locked { .. }) => Err(Error::InvalidArgument(format!(
+                "cannot {action}: backup directory {} is in use by another backup create or \
+                 purge (it holds {}); nothing was changed. Wait for it to finish and run this \
+                 again",
+                self.dir.display(),
+                path.display()
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     fn ids(&self) -> Result<Vec<u32>> {
         let mut ids: Vec<u32> = self
             .fs
@@ -522,6 +674,48 @@ impl BackupEngine {
     fn meta_path(&self, id: u32) -> PathBuf {
         self.dir.join(META).join(id.to_string())
     }
+}
+
+/// Refuses to start `what` when the device holding `dir` reports fewer than `needed` bytes
+/// free (invariant 6: a full disk midway would leave it to clean up).
+fn check_space(fs: &dyn FileSystem, dir: &Path, needed: u64, what: &str) -> Result<()> {
+    match fs.available_space(dir)? {
+        Some(free) if free < needed => Err(Error::InvalidArgument(format!(
+            "{what} needs {needed} bytes in {} but only {free} are free; nothing was written. \
+             Free some space (or choose another directory) and run it again",
+            dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses `dir` as `what` when it holds a database (`CURRENT`, a MANIFEST or a table):
+/// backup folders written into a database directory (swapped arguments) would be left among
+/// its files.
+fn refuse_database(fs: &dyn FileSystem, dir: &Path, what: &str) -> Result<()> {
+    if !fs.exists(dir)? {
+        return Ok(());
+    }
+    let found = fs.list(dir)?.into_iter().find(|name| {
+        name == crate::version::CURRENT_FILE_NAME
+            || crate::version::parse_manifest_file_name(name).is_some()
+            || crate::inspect::parse_table_file_name(name).is_some()
+    });
+    match found {
+        Some(name) => Err(Error::InvalidArgument(format!(
+            "{} holds a database ({name} is there), so it cannot be {what}; nothing was \
+             written. Check the order of the arguments: `shale backup create DBDIR BACKUPDIR`, \
+             `shale backup restore BACKUPDIR DEST`",
+            dir.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A table being copied into `shared/` (`<number>-<size>-tmp`, `.zst` when compressed is not
+/// added to it): a crashed or failed backup's leftover once no backup runs.
+fn is_temporary(name: &str) -> bool {
+    name.ends_with("-tmp")
 }
 
 /// The name a file called `name` is stored under.

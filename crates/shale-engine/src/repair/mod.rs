@@ -18,14 +18,21 @@
 //!    `lost/`. A keyspace's writes already in its tables are skipped (below its log number
 //!    when the MANIFEST replayed; at or below its largest table seqno otherwise).
 //! 4. A fresh MANIFEST describing the salvaged tables is written (checked against the level
-//!    invariants first), then an OPTIONS file if the newest one was unreadable, then `CURRENT`.
+//!    invariants first), then an OPTIONS file if the newest one was unreadable, then the
+//!    journal of what is set aside (`lost/REPAIR-NNNNNN`, journal.rs), then `CURRENT`; only
+//!    then are the files set aside moved into `lost/`.
 //! 5. Without a MANIFEST, a keyspace whose L0 tables overlap in both keys and sequence ranges
 //!    is compacted through `Db::open` (see `interleaved_keyspaces`).
 //!
 //! Invariants:
 //! 1. Nothing is deleted: every file repair gives up on is moved into `lost/` with its bytes.
-//! 2. `CURRENT` is written last; a repair interrupted before it leaves the old `CURRENT` (or
-//!    none) and can simply be run again.
+//! 2. Nothing is moved before what repair salvages from it is durable and live: new tables
+//!    and the MANIFEST are written and synced in `lost/.staging` and renamed in whole, the
+//!    journal is synced, `CURRENT` is written, and only then are originals moved (a damaged
+//!    `CURRENT` just before it is replaced). A repair interrupted at any point can simply be
+//!    run again: before `CURRENT` the originals are all in place; after it the journal says
+//!    what is left to move and why. Either way the rerun ends with what the first run would
+//!    have saved, and its report counts the same losses (`tests/repair_crash.rs`).
 //! 3. L0 stays ordered newest first by largest seqno, and WAL tables hold seqnos above every
 //!    kept table of their keyspace, so newer data wins wherever the old levels were kept.
 //! 4. Every keyspace's log number in the new MANIFEST is above every WAL on disk, so opening
@@ -49,13 +56,16 @@ use crate::options_file::{options_file_name, parse_options_file_name, OptionsFil
 use crate::recovery::{check_wals_present, NUM_LEVELS};
 use crate::table_cache::table_file_name;
 use crate::version::{
-    manifest_file_name, parse_manifest_file_name, read_current, replay, write_fresh_manifest,
-    FileMetaData, Version, VersionEdit, CURRENT_FILE_NAME, DEFAULT_KEYSPACE_ID,
-    DEFAULT_KEYSPACE_NAME, MANIFEST_FORMAT_VERSION,
+    manifest_file_name, parse_manifest_file_name, read_current, replay, FileMetaData, Version,
+    VersionEdit, CURRENT_FILE_NAME, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME,
+    MANIFEST_FORMAT_VERSION,
 };
 use crate::wal::format::{log_file_name, parse_log_file_name};
 use crate::wal::RecoveryMode;
 
+mod identify;
+mod journal;
+mod lost;
 mod report;
 mod wal;
 
@@ -65,23 +75,42 @@ use wal::read_wal;
 /// The directory under the database directory that files repair gives up on are moved into.
 pub const LOST_DIR_NAME: &str = "lost";
 
+/// The directory under `lost/` where repair writes new tables and its MANIFEST before
+/// publishing them by rename, so that a name in the database directory only ever holds a
+/// complete, synced file. What an interrupted repair left there is removed by the next.
+const STAGING_DIR_NAME: &str = ".staging";
+
 /// Threads that sort a WAL's replayed writes.
 const SORT_THREADS: usize = 2;
 
-/// Repairs the database in `dir` with `options` (its file system, comparator and keyspace
-/// options); see the module docs. Fails if another process holds the database's `LOCK`, if
-/// the directory holds no database files, or if a file cannot be read or written for a
-/// reason other than damage.
-pub fn repair_db(dir: &Path, options: &Options) -> Result<RepairReport> {
-    repair_db_with_progress(dir, options, &mut |_, _| {})
+/// How [`repair_db_with_progress`] runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RepairOptions {
+    /// Repair a directory even when its files do not look like a Shale database's (no file
+    /// carries Shale's format marks, or more files are foreign than Shale's: a `RocksDB`
+    /// directory, files of another program). Without it such a directory is refused before
+    /// anything is changed; with it every file repair cannot read is moved into `lost/`.
+    pub force: bool,
 }
 
-/// [`repair_db`], calling `progress(done, total)` with the table and WAL bytes read so far.
+/// Repairs the database in `dir` with `options` (its file system, comparator and keyspace
+/// options); see the module docs. Fails if another process holds the database's `LOCK`, if
+/// the directory holds no database files or does not look like a Shale database
+/// ([`RepairOptions::force`]), or if a file cannot be read or written for a reason other than
+/// damage.
+pub fn repair_db(dir: &Path, options: &Options) -> Result<RepairReport> {
+    repair_db_with_progress(dir, options, RepairOptions::default(), &mut |_, _| {})
+}
+
+/// [`repair_db`] with `repair` options, calling `progress(done, total)` with the table and
+/// WAL bytes read so far.
 pub fn repair_db_with_progress(
     dir: &Path,
     options: &Options,
+    repair: RepairOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RepairReport> {
+    let force = repair.force;
     let fs = &*options.file_system;
     if !fs.exists(dir)? {
         return Err(Error::InvalidArgument(format!(
@@ -99,11 +128,24 @@ pub fn repair_db_with_progress(
         dropped: BTreeSet::new(),
         max_keyspace_id: DEFAULT_KEYSPACE_ID,
         next_file_number: 1,
+        pending: Vec::new(),
+        claimed: BTreeSet::new(),
+        journals: Vec::new(),
     };
     if !repair.names.iter().any(|n| is_database_file(n)) {
         return Err(Error::InvalidArgument(format!(
             "no database files in {}: nothing to repair",
             dir.display()
+        )));
+    }
+    let identity = identify::identify(fs, dir, &repair.names)?;
+    if identity.refuse() && !force {
+        return Err(Error::InvalidArgument(format!(
+            "{} does not look like a Shale database ({}); nothing was changed. If it is a Shale \
+             database damaged this badly, repair it with --force (RepairOptions::force): every \
+             file it cannot read is then moved into {LOST_DIR_NAME}/",
+            dir.display(),
+            identity.describe()
         )));
     }
     repair.next_file_number = repair
@@ -113,8 +155,10 @@ pub fn repair_db_with_progress(
         .max()
         .unwrap_or(0)
         + 1;
+    repair.read_journals()?;
     let persisted = repair.read_options()?;
     let manifest = repair.read_manifest()?;
+    repair.account_for_earlier_repairs()?;
     let total: u64 = repair
         .names
         .iter()
@@ -168,6 +212,12 @@ struct Repair<'a> {
     dropped: BTreeSet<u32>,
     max_keyspace_id: u32,
     next_file_number: u64,
+    /// Files to move into `lost/` once the new MANIFEST is live: (name, destination).
+    pending: Vec<(String, std::path::PathBuf)>,
+    /// Names in `lost/` that a journal or this repair has taken (journal invariant 3).
+    claimed: BTreeSet<String>,
+    /// Every journal in `lost/`: (MANIFEST number, what it set aside).
+    journals: Vec<(u64, Vec<LostFile>)>,
 }
 
 impl Repair<'_> {
@@ -175,30 +225,6 @@ impl Repair<'_> {
         let number = self.next_file_number;
         self.next_file_number += 1;
         number
-    }
-
-    /// Moves `name` into `lost/` (under a fresh name if one is there already) and records why.
-    fn set_aside(&mut self, name: &str, reason: String) -> Result<()> {
-        let fs = &*self.options.file_system;
-        let from = self.dir.join(name);
-        let bytes = fs.size(&from).unwrap_or(0);
-        let lost = self.dir.join(LOST_DIR_NAME);
-        fs.create_dir_all(&lost)?;
-        let mut to = lost.join(name);
-        let mut attempt = 1;
-        while fs.exists(&to)? {
-            to = lost.join(format!("{name}.{attempt}"));
-            attempt += 1;
-        }
-        fs.rename(&from, &to)?;
-        self.report.lost.push(LostFile {
-            name: name.to_owned(),
-            moved_to: Some(to),
-            bytes,
-            obsolete: false,
-            reason,
-        });
-        Ok(())
     }
 
     /// The newest OPTIONS file, if it decodes. Damaged OPTIONS files are set aside (the
@@ -399,6 +425,7 @@ impl Repair<'_> {
                 )?;
                 if let Some(lost) = self.report.lost.last_mut() {
                     lost.obsolete = true;
+                    lost.data_lost = 0;
                 }
                 continue;
             }
@@ -455,6 +482,8 @@ impl Repair<'_> {
                     name: file_name(&table_file_name(self.dir, *number)),
                     moved_to: None,
                     bytes: meta.size,
+                    data_lost: meta.size,
+                    earlier: false,
                     obsolete: false,
                     reason: "missing: the MANIFEST lists it but the file does not exist".into(),
                 });
@@ -542,19 +571,24 @@ impl Repair<'_> {
             let (records, end, damage) = read_wal(fs, &path, number, recorded, &mut batches)?;
             tick(size);
             let readable_end = recorded.unwrap_or(size).min(size);
+            let bytes_lost = if damage.is_some() {
+                readable_end.saturating_sub(end)
+            } else {
+                0
+            };
             self.report.wals.push(SalvagedWal {
                 number,
                 records,
                 entries_replayed: 0,
-                bytes_lost: if damage.is_some() {
-                    readable_end.saturating_sub(end)
-                } else {
-                    0
-                },
+                bytes_lost,
                 damage: damage.clone(),
             });
             if let Some(damage) = damage {
+                // Moved only once the tables holding its records are live (invariant 2).
                 self.set_aside(&log_file_name(number), damage)?;
+                if let Some(lost) = self.report.lost.last_mut() {
+                    lost.data_lost = bytes_lost;
+                }
             }
         }
         self.write_wal_tables(manifest, persisted, &flushed, &batches, levels)
@@ -570,6 +604,7 @@ impl Repair<'_> {
         levels: &mut Levels,
     ) -> Result<()> {
         let fs = &*self.options.file_system;
+        let staging = self.dir.join(LOST_DIR_NAME).join(STAGING_DIR_NAME);
         if manifest.is_none() {
             // Keyspaces whose names were lost with the MANIFEST and that no table records.
             let unknown: BTreeSet<u32> = batches
@@ -618,9 +653,12 @@ impl Repair<'_> {
                 &entries,
                 SORT_THREADS,
             )?);
+            if !fs.exists(&staging)? {
+                fs.create_dir_all(&staging)?;
+            }
             let written = write_memtable(
                 fs,
-                self.dir,
+                &staging,
                 &mem,
                 number,
                 writer_options(&self.options.comparator, &own, (keyspace, &name)),
@@ -630,6 +668,11 @@ impl Repair<'_> {
                 None, // salvaged WAL values stay inline; compaction may separate them later
             )?;
             if let Some(meta) = written {
+                // Written and synced in staging; published whole.
+                fs.rename(
+                    &table_file_name(&staging, number),
+                    &table_file_name(self.dir, number),
+                )?;
                 levels
                     .entry((keyspace, 0))
                     .or_default()
@@ -742,7 +785,8 @@ impl Repair<'_> {
         for number in live.keys() {
             if !kept.iter().any(|b| b.number == *number) {
                 self.report.notes.push(format!(
-                    "tables reference blob file {number:06}, which is missing or damaged:                      reading those keys fails naming it"
+                    "tables reference blob file {number:06}, which is missing or damaged: \
+                     reading those keys fails naming it"
                 ));
             }
         }
@@ -800,15 +844,7 @@ impl Repair<'_> {
             ));
         }
         fs.sync_dir(self.dir)?;
-        write_fresh_manifest(
-            fs,
-            self.dir,
-            &self.options.comparator,
-            NUM_LEVELS,
-            manifest_number,
-            &edit,
-        )?;
-        fs.sync_dir(self.dir)?;
+        self.commit(manifest_number, &edit)?;
         self.report.tables = levels.values().flatten().cloned().collect();
         self.report.keyspaces = self.keyspaces.clone().into_iter().collect();
         self.report.last_sequence = last_sequence;

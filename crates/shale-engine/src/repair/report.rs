@@ -17,7 +17,8 @@ pub struct RepairReport {
     pub tables: Vec<SalvagedTable>,
     /// What each WAL gave.
     pub wals: Vec<SalvagedWal>,
-    /// Files moved into `lost/`, and tables the MANIFEST listed that were missing.
+    /// Files moved into `lost/`, tables the MANIFEST listed that were missing, and files an
+    /// earlier repair set aside that are still in `lost/` ([`LostFile::earlier`]).
     pub lost: Vec<LostFile>,
     /// The keyspaces of the repaired database, (id, name).
     pub keyspaces: Vec<(u32, String)>,
@@ -67,6 +68,13 @@ pub struct LostFile {
     pub moved_to: Option<PathBuf>,
     /// Its size.
     pub bytes: u64,
+    /// Bytes of table data or WAL records lost with it: a damaged or unplaceable table's
+    /// size, a damaged WAL's bytes after its last good record, 0 for metadata files (repair
+    /// rebuilds them) and for files that held no live data.
+    pub data_lost: u64,
+    /// An earlier repair set it aside (its journal in `lost/` says why); it is still in
+    /// `lost/`, and its data is still not in the database.
+    pub earlier: bool,
     /// The file held no live data: a table the replayed MANIFEST does not list (an obsolete
     /// compaction input, or an output a crash or shutdown left unfinished). Its bytes are not
     /// counted as lost.
@@ -81,16 +89,20 @@ impl RepairReport {
         !self.tables.is_empty() || self.wals.iter().any(|w| w.records > 0)
     }
 
-    /// Bytes of table data and WAL records lost: damaged and missing tables, tables of
-    /// unknown or dropped keyspaces, and WAL bytes after the first damage. Metadata files (`CURRENT`, MANIFEST,
-    /// OPTIONS) are not counted; repair rebuilds them.
+    /// Bytes of table data and WAL records lost ([`LostFile::data_lost`] summed): damaged and
+    /// missing tables, tables of unknown or dropped keyspaces, WAL bytes after the first
+    /// damage, and what files an earlier repair set aside in `lost/` held. Metadata files
+    /// (`CURRENT`, MANIFEST, OPTIONS) are not counted; repair rebuilds them.
     pub fn bytes_lost(&self) -> u64 {
-        let tables: u64 = self
-            .lost
+        self.lost.iter().map(|l| l.data_lost).sum()
+    }
+
+    /// The part of [`Self::bytes_lost`] in files an earlier repair set aside.
+    pub fn bytes_lost_earlier(&self) -> u64 {
+        self.lost
             .iter()
-            .filter(|l| !l.obsolete && super::table_number(&l.name).is_some())
-            .map(|l| l.bytes)
-            .sum();
-        tables + self.wals.iter().map(|w| w.bytes_lost).sum::<u64>()
+            .filter(|l| l.earlier)
+            .map(|l| l.data_lost)
+            .sum()
     }
 }

@@ -151,19 +151,80 @@ pub(crate) fn parse_current(bytes: &[u8], path: &Path) -> Result<u64> {
     Ok(number)
 }
 
+/// The error for `dir` without a `CURRENT` when database files are there: a damaged
+/// database, not a missing one (repair rebuilds `CURRENT`; creating a database there would
+/// start an empty one over them). `None` when none of the files counted is there. A MANIFEST
+/// counts when `manifests` is set: a creation cut short leaves one with no data, which opening
+/// with `create_if_missing` may replace, but a tool reading the database must not call it
+/// absent. Tables, blob files and WALs holding records always count.
+pub(crate) fn missing_current(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    manifests: bool,
+) -> Result<Option<Error>> {
+    if !fs.exists(dir)? {
+        return Ok(None);
+    }
+    let mut manifest = None;
+    let (mut tables, mut blobs, mut wals) = (0, 0, 0);
+    // A WAL holding only its file header holds no writes.
+    let wal_header =
+        (crate::wal::format::V1_HEADER_SIZE + crate::wal::format::FILE_HEADER_PAYLOAD_SIZE) as u64;
+    for name in fs.list(dir)? {
+        if let Some(number) = parse_manifest_file_name(&name) {
+            manifest = manifest.max(Some(number));
+        } else if crate::inspect::parse_table_file_name(&name).is_some() {
+            tables += 1;
+        } else if crate::blob::parse_blob_file_name(&name).is_some() {
+            blobs += 1;
+        } else if crate::wal::format::parse_log_file_name(&name).is_some()
+            && fs.size(&dir.join(&name))? > wal_header
+        {
+            wals += 1;
+        }
+    }
+    if tables + blobs + wals == 0 && !(manifests && manifest.is_some()) {
+        return Ok(None);
+    }
+    let mut found: Vec<String> = manifest.map(manifest_file_name).into_iter().collect();
+    for (count, what) in [(tables, "table"), (blobs, "blob file"), (wals, "WAL")] {
+        if count > 0 {
+            found.push(format!(
+                "{count} {what}{}",
+                if count == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    Ok(Some(Error::Corruption {
+        file: dir.join(CURRENT_FILE_NAME),
+        offset: 0,
+        detail: format!(
+            "{CURRENT_FILE_NAME} is missing, but the database's files are there ({}): the \
+             database is damaged, not absent. Run `shale tool repair {}` (it rebuilds \
+             {CURRENT_FILE_NAME} from the newest MANIFEST and keeps every readable table), or \
+             restore a backup; do not create a new database in this directory",
+            found.join(", "),
+            dir.display()
+        ),
+    }))
+}
+
 /// Reads `CURRENT` in `dir`: the number of the live MANIFEST, which must exist.
 pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     let path = dir.join(CURRENT_FILE_NAME);
-    let file = fs.open_read(&path).map_err(|e| {
-        if e.is_not_found() {
-            Error::InvalidArgument(format!(
-                "no database in {}: {CURRENT_FILE_NAME} is missing (create the database first)",
-                dir.display()
-            ))
-        } else {
-            Error::Io(e)
+    let file = match fs.open_read(&path) {
+        Ok(file) => file,
+        Err(e) if e.is_not_found() => {
+            return Err(missing_current(fs, dir, true)?.unwrap_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "no database in {}: {CURRENT_FILE_NAME} is missing and no MANIFEST, table \
+                     or WAL is there (create the database first)",
+                    dir.display()
+                ))
+            }));
         }
-    })?;
+        Err(e) => return Err(Error::Io(e)),
+    };
     let size = file.size()?;
     if size > CURRENT_MAX_SIZE {
         return Err(current_corruption(

@@ -25,8 +25,8 @@ pub use levels::{FileMetaData, Version};
 #[cfg(feature = "testing")]
 pub(crate) use manifest::{current_contents, parse_current};
 pub use manifest::{manifest_file_name, parse_manifest_file_name, CURRENT_FILE_NAME};
-pub(crate) use manifest::{read_current, start_manifest, write_current};
-pub(crate) use set::{replay, write_fresh_manifest};
+pub(crate) use manifest::{missing_current, read_current, start_manifest, write_current};
+pub(crate) use set::{replay, write_fresh_manifest, PendingRecovery};
 pub use set::{
     VersionSet, DEFAULT_KEYSPACE_ID, DEFAULT_KEYSPACE_NAME, DEFAULT_NUM_LEVELS, MAX_NUM_LEVELS,
 };

@@ -148,6 +148,119 @@ pub(crate) struct Replayed {
     pub valid_end: u64,
 }
 
+/// A MANIFEST read for recovery, nothing written yet ([`PendingRecovery::read`]); the open
+/// checks the rest of the directory (the WALs) against it, and only then
+/// [`PendingRecovery::start`]s the new MANIFEST, so that an open refused for damage changes
+/// nothing on disk.
+pub(crate) struct PendingRecovery {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    comparator: Arc<dyn Comparator>,
+    num_levels: usize,
+    old_number: u64,
+    version: Arc<Version>,
+    replayed: Replayed,
+}
+
+impl PendingRecovery {
+    /// Replays the MANIFEST `CURRENT` names (tolerating a torn last record) and runs `check`
+    /// on the state; writes nothing.
+    pub(crate) fn read(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        comparator: Arc<dyn Comparator>,
+        num_levels: usize,
+        check: RecoveryCheck<'_>,
+    ) -> Result<Self> {
+        check_num_levels(num_levels)?;
+        let old_number = read_current(&*fs, dir)?;
+        let old_path = dir.join(manifest_file_name(old_number));
+        let (version, replayed) = replay(
+            &*fs,
+            &old_path,
+            old_number,
+            &comparator,
+            num_levels,
+            RecoveryMode::TolerateCorruptedTailRecords,
+            &mut |_, _| {},
+        )?;
+        check(&version, &old_path, replayed.valid_end)?;
+        Ok(PendingRecovery {
+            fs,
+            dir: dir.to_path_buf(),
+            comparator,
+            num_levels,
+            old_number,
+            version: Arc::new(version),
+            replayed,
+        })
+    }
+
+    /// The recovered state.
+    pub(crate) fn version(&self) -> &Arc<Version> {
+        &self.version
+    }
+
+    /// Writes a new MANIFEST holding the recovered state, points `CURRENT` at it and removes
+    /// the old one: the [`VersionSet`] to run with.
+    pub(crate) fn start(self) -> Result<VersionSet> {
+        let PendingRecovery {
+            fs,
+            dir,
+            comparator,
+            num_levels,
+            old_number,
+            version,
+            replayed,
+        } = self;
+        let old_path = dir.join(manifest_file_name(old_number));
+        // Invariant 3: above every number in use, including files created after the last edit.
+        let mut next_file_number = replayed.next_file_number.max(old_number + 1);
+        for (_, _, meta) in version.all_files() {
+            next_file_number = next_file_number.max(meta.number + 1);
+        }
+        for keyspace in version.keyspace_map().values() {
+            next_file_number = next_file_number.max(keyspace.log_number + 1);
+        }
+        for name in fs.list(&dir)? {
+            if let Some(number) = numbered_file(&name) {
+                next_file_number = next_file_number.max(number.saturating_add(1));
+            }
+        }
+
+        let manifest_number = next_file_number;
+        next_file_number += 1;
+        let snapshot = snapshot_edit(
+            &version,
+            comparator.name(),
+            next_file_number,
+            replayed.last_sequence,
+            replayed.max_keyspace_id,
+        );
+        let manifest = start_manifest(&*fs, &dir, manifest_number, &snapshot.encode(), None)?;
+        write_current(&*fs, &dir, manifest_number)?;
+        // Best effort: CURRENT no longer names it, so a leftover is only a wasted file that
+        // the database's sweep of obsolete files removes.
+        let _ = fs.remove(&old_path);
+        Ok(VersionSet {
+            fs,
+            dir,
+            comparator,
+            num_levels,
+            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
+            index: index_of(&version),
+            current: version,
+            old_versions: Vec::new(),
+            next_file_number,
+            last_sequence: replayed.last_sequence,
+            max_keyspace_id: replayed.max_keyspace_id,
+            manifest: Some(manifest),
+            manifest_number,
+            failed: None,
+        })
+    }
+}
+
 /// A check of a recovered state against the rest of the directory, run before recovery
 /// writes anything: the recovered Version, the MANIFEST it came from, and where that
 /// MANIFEST's replayed records end.
@@ -266,64 +379,7 @@ impl VersionSet {
         num_levels: usize,
         check: RecoveryCheck<'_>,
     ) -> Result<Self> {
-        check_num_levels(num_levels)?;
-        let old_number = read_current(&*fs, dir)?;
-        let old_path = dir.join(manifest_file_name(old_number));
-        let (version, replayed) = replay(
-            &*fs,
-            &old_path,
-            old_number,
-            &comparator,
-            num_levels,
-            RecoveryMode::TolerateCorruptedTailRecords,
-            &mut |_, _| {},
-        )?;
-        check(&version, &old_path, replayed.valid_end)?;
-
-        // Invariant 3: above every number in use, including files created after the last edit.
-        let mut next_file_number = replayed.next_file_number.max(old_number + 1);
-        for (_, _, meta) in version.all_files() {
-            next_file_number = next_file_number.max(meta.number + 1);
-        }
-        for keyspace in version.keyspace_map().values() {
-            next_file_number = next_file_number.max(keyspace.log_number + 1);
-        }
-        for name in fs.list(dir)? {
-            if let Some(number) = numbered_file(&name) {
-                next_file_number = next_file_number.max(number.saturating_add(1));
-            }
-        }
-
-        let manifest_number = next_file_number;
-        next_file_number += 1;
-        let snapshot = snapshot_edit(
-            &version,
-            comparator.name(),
-            next_file_number,
-            replayed.last_sequence,
-            replayed.max_keyspace_id,
-        );
-        let manifest = start_manifest(&*fs, dir, manifest_number, &snapshot.encode(), None)?;
-        write_current(&*fs, dir, manifest_number)?;
-        // Best effort: CURRENT no longer names it, so a leftover is only a wasted file that
-        // the database's sweep of obsolete files removes.
-        let _ = fs.remove(&old_path);
-        Ok(VersionSet {
-            fs,
-            dir: dir.to_path_buf(),
-            comparator,
-            num_levels,
-            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
-            index: index_of(&version),
-            current: Arc::new(version),
-            old_versions: Vec::new(),
-            next_file_number,
-            last_sequence: replayed.last_sequence,
-            max_keyspace_id: replayed.max_keyspace_id,
-            manifest: Some(manifest),
-            manifest_number,
-            failed: None,
-        })
+        PendingRecovery::read(fs, dir, comparator, num_levels, check)?.start()
     }
 
     /// Reads the MANIFEST `CURRENT` names without writing anything (a read-only open, maybe
@@ -909,9 +965,10 @@ pub(crate) fn replay(
 }
 
 /// Writes `snapshot`, a complete first record describing a whole database, as MANIFEST
-/// `number` in `dir` and points `CURRENT` at it (repair, which rebuilds the state from the
-/// files themselves). The snapshot is first applied to an empty version, which refuses one
-/// that breaks a level invariant (`levels.rs`), so an invalid MANIFEST is never written.
+/// `number` in `dir`, synced, without touching `CURRENT` (repair, which rebuilds the state
+/// from the files themselves, writes it in a staging directory and publishes it by rename).
+/// The snapshot is first applied to an empty version, which refuses one that breaks a level
+/// invariant (`levels.rs`), so an invalid MANIFEST is never written.
 pub(crate) fn write_fresh_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -931,5 +988,5 @@ pub(crate) fn write_fresh_manifest(
     builder.apply(snapshot, 0).map_err(invalid)?;
     builder.build().map_err(invalid)?;
     drop(start_manifest(fs, dir, number, &snapshot.encode(), None)?);
-    write_current(fs, dir, number)
+    Ok(())
 }

@@ -320,6 +320,30 @@ impl LogReader {
         &self.path
     }
 
+    /// What a user can do about damage that is not a torn tail: for a WAL, the recovery modes
+    /// that open past it, spelled as they are set; for a MANIFEST (replayed in one fixed
+    /// mode), repair.
+    fn damage_advice(&self) -> String {
+        let is_wal = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(super::format::parse_log_file_name)
+            .is_some();
+        if is_wal {
+            format!(
+                "to open the database anyway, recover with {} to keep the records before it, \
+                 or {} to skip it: `--wal_recovery_mode {}` on the shale tools, \
+                 Options::wal_recovery_mode in a program",
+                RecoveryMode::PointInTime.name(),
+                RecoveryMode::SkipAnyCorruptedRecords.name(),
+                RecoveryMode::PointInTime.name()
+            )
+        } else {
+            "`shale tool repair` rebuilds the MANIFEST from the tables and WALs".to_owned()
+        }
+    }
+
     fn corruption(&self, offset: u64, detail: impl Into<String>) -> Error {
         Error::Corruption {
             file: self.path.clone(),
@@ -585,13 +609,7 @@ impl LogReader {
     fn misplaced(&mut self, offset: u64, skipped: u64, detail: String) -> Result<Flow> {
         match self.mode {
             RecoveryMode::TolerateCorruptedTailRecords | RecoveryMode::AbsoluteConsistency => {
-                Err(self.corruption(
-                    offset,
-                    format!(
-                        "{detail} (recover with PointInTime to keep the records before it, or \
-                         SkipAnyCorruptedRecords to skip it)"
-                    ),
-                ))
+                Err(self.corruption(offset, format!("{detail} ({})", self.damage_advice())))
             }
             RecoveryMode::PointInTime => {
                 self.state = State::Ended(LogEnd::Corruption { offset, detail });
@@ -661,8 +679,8 @@ impl LogReader {
                     damage.offset,
                     format!(
                         "{detail}; a valid record of this log follows at offset {valid_at}, so \
-                         this is not a torn tail (recover with PointInTime to keep the records \
-                         before it, or SkipAnyCorruptedRecords to skip it)"
+                         this is not a torn tail ({})",
+                        self.damage_advice()
                     ),
                 ))
             }
