@@ -788,6 +788,27 @@ mod tests {
                 )),
                 "full scan t filter id = k",
             ),
+            (
+                Some(Expr::Or(
+                    Expr::Between {
+                        expr: Expr::Column(1).boxed(),
+                        low: Expr::Param(0).boxed(),
+                        high: Expr::Param(1).boxed(),
+                        negated: false,
+                        collation: Collation::Binary,
+                    }
+                    .boxed(),
+                    cmp(CmpOp::Gt, 1, lit(9)).boxed(),
+                )),
+                "range t.k_1 (k BETWEEN ?0 AND ?1 OR k > 9) filter (k BETWEEN ?0 AND ?1 OR k > 9)",
+            ),
+            (
+                Some(Expr::Or(
+                    cmp(CmpOp::Eq, 1, lit(1)).boxed(),
+                    cmp(CmpOp::Eq, 0, lit(2)).boxed(),
+                )),
+                "full scan t filter (k = 1 OR id = 2)",
+            ),
         ];
         for (filter, want) in cases {
             let p = plan(&t, filter.as_ref());
