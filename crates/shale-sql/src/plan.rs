@@ -26,7 +26,8 @@
 //!    OR). It is chosen when no index has an equality prefix (rule 2), and over a rule 2
 //!    range only when every interval is closed; with no statistics in the planner the index
 //!    is always preferred to a full scan, as `MySQL` does for small range sets. The whole
-//!    WHERE stays the residual.
+//!    WHERE stays the residual. The executor scans the merged intervals in index order (last
+//!    first when reading backwards), so rule 5 applies with an empty equality prefix.
 
 use std::fmt::Write as _;
 
