@@ -98,8 +98,6 @@ fn engine_options() -> Options {
     }
 }
 
-// One linear benchmark script; ids and row counts are positive.
-#[allow(clippy::too_many_lines, clippy::cast_sign_loss)]
 fn main() -> shale_table::Result<()> {
     let mut args = std::env::args().skip(1);
     let rows: i64 = args.next().map_or(200_000, |a| a.parse().expect("rows"));
@@ -169,10 +167,7 @@ fn main() -> shale_table::Result<()> {
     let started = Instant::now();
     let mut found = 0u64;
     for &id in &ids {
-        found += u64::from(
-            txn.get(&table, &[Value::Int(id)], LockMode::None)?
-                .is_some(),
-        );
+        found += u64::from(txn.get(&table, &[Value::Int(id)], LockMode::None)?.is_some());
     }
     let table_get = per_op(started, reads);
     let started = Instant::now();
