@@ -33,6 +33,54 @@ pub(crate) enum Source<'t> {
     One(Option<Vec<Value>>),
     Many(std::vec::IntoIter<Vec<Value>>),
     Cursor(RowCursor<'t>),
+    /// Several ranges of one index, scanned in turn.
+    Ranges(Box<MultiRangeScan<'t>>),
+}
+
+/// The state of a multi-range read: the transaction is either free (between ranges) or
+/// held by the current range's cursor.
+pub(crate) struct MultiRangeScan<'t> {
+    state: ScanState<'t>,
+    rest: std::vec::IntoIter<KeyRange>,
+    table: &'t TableDef,
+    index: IndexChoice,
+    reverse: bool,
+    lock: LockMode,
+}
+
+// Lives inside the boxed `MultiRangeScan`; boxing the cursor again would cost each range an
+// allocation.
+#[allow(clippy::large_enum_variant)]
+enum ScanState<'t> {
+    Between(&'t mut TableTxn),
+    Scanning(RowCursor<'t>),
+    /// After an error, or at the end.
+    Done,
+}
+
+impl MultiRangeScan<'_> {
+    fn next_row(&mut self) -> Result<Option<Vec<Value>>, SqlError> {
+        loop {
+            match std::mem::replace(&mut self.state, ScanState::Done) {
+                ScanState::Scanning(mut cursor) => {
+                    if let Some(row) = cursor.next_row()? {
+                        self.state = ScanState::Scanning(cursor);
+                        return Ok(Some(row));
+                    }
+                    self.state = ScanState::Between(cursor.into_txn());
+                }
+                ScanState::Between(txn) => {
+                    let Some(range) = self.rest.next() else {
+                        return Ok(None);
+                    };
+                    let cursor =
+                        txn.scan(self.table, self.index, range, self.reverse, self.lock)?;
+                    self.state = ScanState::Scanning(cursor);
+                }
+                ScanState::Done => return Ok(None),
+            }
+        }
+    }
 }
 
 impl Source<'_> {
@@ -42,6 +90,7 @@ impl Source<'_> {
             Source::One(row) => Ok(row.take()),
             Source::Many(rows) => Ok(rows.next()),
             Source::Cursor(c) => Ok(c.next_row()?),
+            Source::Ranges(r) => r.next_row(),
         }
     }
 }
@@ -127,7 +176,7 @@ fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
 /// the plan's residual condition suffices).
 pub(crate) fn open_source<'t>(
     txn: &'t mut TableTxn,
-    table: Option<&TableDef>,
+    table: Option<&'t TableDef>,
     access: &Access,
     env: &dyn Env,
     lock: LockMode,
@@ -264,11 +313,140 @@ pub(crate) fn open_source<'t>(
             };
             Source::Cursor(txn.scan(table, *index, range, reverse, lock)?)
         }
+        Access::MultiRange { index, ranges } => {
+            let Some(&c) = index_columns(table, *index).first() else {
+                return Ok((Source::Empty, true));
+            };
+            let ty = &table.columns[c].ty;
+            let collation = crate::types::SqlType::of_column(ty).collation();
+            let mut intervals = Vec::with_capacity(ranges.len());
+            for r in ranges {
+                let side = |b: &Option<RangeBound>, up: bool| -> Result<_, SqlError> {
+                    let Some(b) = b else {
+                        return Ok(Some(Bound::Unbounded));
+                    };
+                    // A lower bound widens down, an upper bound up (the filter re-checks).
+                    Ok(match key_value(ty, b.value.eval(&[], env)?, Some(up)) {
+                        KeyValue::Nothing => None,
+                        KeyValue::Unbounded => Some(Bound::Unbounded),
+                        KeyValue::Exact(v) | KeyValue::Widened(v) if b.inclusive => {
+                            Some(Bound::Included(v))
+                        }
+                        KeyValue::Exact(v) | KeyValue::Widened(v) => Some(Bound::Excluded(v)),
+                    })
+                };
+                if let (Some(lo), Some(hi)) = (side(&r.lower, false)?, side(&r.upper, true)?) {
+                    intervals.push((lo, hi));
+                }
+            }
+            let merged = merge_intervals(intervals, collation);
+            let mut key_ranges: Vec<KeyRange> = merged
+                .into_iter()
+                .map(|(lo, hi)| KeyRange {
+                    lower: lo.map(|v| vec![v]),
+                    upper: hi.map(|v| vec![v]),
+                })
+                .collect();
+            if reverse {
+                key_ranges.reverse();
+            }
+            // The plan's residual is the whole WHERE.
+            Source::Ranges(Box::new(MultiRangeScan {
+                state: ScanState::Between(txn),
+                rest: key_ranges.into_iter(),
+                table,
+                index: *index,
+                reverse,
+                lock,
+            }))
+        }
         Access::FullScan => {
             Source::Cursor(txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?)
         }
     };
     Ok((source, exact))
+}
+
+type Interval = (Bound<Value>, Bound<Value>);
+
+/// Orders two lower bounds (an open end first; at one value, included first).
+fn cmp_lower(a: &Bound<Value>, b: &Bound<Value>, collation: Collation) -> Ordering {
+    match (a, b) {
+        (Bound::Unbounded, Bound::Unbounded) => Ordering::Equal,
+        (Bound::Unbounded, _) => Ordering::Less,
+        (_, Bound::Unbounded) => Ordering::Greater,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            sort_compare(x, y, collation)
+                .then_with(|| matches!(a, Bound::Excluded(_)).cmp(&matches!(b, Bound::Excluded(_))))
+        }
+    }
+}
+
+/// Whether an interval holds no value (its lower bound above its upper, or one value with an
+/// excluded end).
+fn is_empty(lo: &Bound<Value>, hi: &Bound<Value>, collation: Collation) -> bool {
+    match (lo, hi) {
+        (Bound::Included(l), Bound::Included(h)) => sort_compare(l, h, collation).is_gt(),
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => {
+            sort_compare(l, h, collation).is_ge()
+        }
+        _ => false,
+    }
+}
+
+/// Whether an interval ending at `hi` overlaps or touches one starting at `lo` (which does
+/// not start before it).
+fn touches(hi: &Bound<Value>, lo: &Bound<Value>, collation: Collation) -> bool {
+    match (hi, lo) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
+        (Bound::Included(h) | Bound::Excluded(h), Bound::Included(l) | Bound::Excluded(l)) => {
+            match sort_compare(l, h, collation) {
+                Ordering::Less => true,
+                Ordering::Equal => {
+                    matches!(hi, Bound::Included(_)) || matches!(lo, Bound::Included(_))
+                }
+                Ordering::Greater => false,
+            }
+        }
+    }
+}
+
+/// The higher of two upper bounds.
+fn max_upper(a: Bound<Value>, b: Bound<Value>, collation: Collation) -> Bound<Value> {
+    match (&a, &b) {
+        (Bound::Unbounded, _) => a,
+        (_, Bound::Unbounded) => b,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            let a_wins = match sort_compare(x, y, collation) {
+                Ordering::Greater => true,
+                Ordering::Equal => matches!(a, Bound::Included(_)),
+                Ordering::Less => false,
+            };
+            if a_wins {
+                a
+            } else {
+                b
+            }
+        }
+    }
+}
+
+/// Drops empty intervals, sorts the rest by lower bound and merges those that overlap or
+/// touch: disjoint intervals in ascending order.
+fn merge_intervals(mut intervals: Vec<Interval>, collation: Collation) -> Vec<Interval> {
+    intervals.retain(|(lo, hi)| !is_empty(lo, hi, collation));
+    intervals.sort_by(|a, b| cmp_lower(&a.0, &b.0, collation));
+    let mut out: Vec<Interval> = Vec::with_capacity(intervals.len());
+    for (lo, hi) in intervals {
+        match out.last_mut() {
+            Some(last) if touches(&last.1, &lo, collation) => {
+                let upper = std::mem::replace(&mut last.1, Bound::Unbounded);
+                last.1 = max_upper(upper, hi, collation);
+            }
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
 }
 
 fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, SqlError> {
@@ -999,6 +1177,55 @@ pub(crate) fn insert(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intervals_merge_in_order() {
+        use Bound::{Excluded as E, Included as I, Unbounded as U};
+        let v = Value::Int;
+        let c = Collation::Binary;
+        let cases: Vec<(Vec<Interval>, Vec<Interval>)> = vec![
+            // Overlapping, contained and disjoint, out of order.
+            (
+                vec![(I(v(10)), I(v(15))), (I(v(1)), I(v(5))), (I(v(3)), I(v(8)))],
+                vec![(I(v(1)), I(v(8))), (I(v(10)), I(v(15)))],
+            ),
+            (
+                vec![(I(v(1)), I(v(9))), (I(v(2)), I(v(3)))],
+                vec![(I(v(1)), I(v(9)))],
+            ),
+            // Empty: low above high, or one value with an open end.
+            (
+                vec![(I(v(5)), I(v(1))), (E(v(3)), I(v(3))), (I(v(4)), I(v(4)))],
+                vec![(I(v(4)), I(v(4)))],
+            ),
+            // Touching at an included end merges; two excluded ends leave a gap.
+            (
+                vec![(I(v(1)), I(v(5))), (I(v(5)), E(v(7)))],
+                vec![(I(v(1)), E(v(7)))],
+            ),
+            (
+                vec![(U, E(v(5))), (E(v(5)), U)],
+                vec![(U, E(v(5))), (E(v(5)), U)],
+            ),
+            (vec![(U, I(v(5))), (I(v(2)), U)], vec![(U, U)]),
+            (
+                vec![(I(v(2)), I(v(2))), (I(v(2)), I(v(2)))],
+                vec![(I(v(2)), I(v(2)))],
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(merge_intervals(input.clone(), c), want, "{input:?}");
+        }
+        // Strings merge under the column's collation, as the keys order them.
+        let s = |x: &str| Value::Bytes(x.as_bytes().to_vec());
+        assert_eq!(
+            merge_intervals(
+                vec![(I(s("a")), I(s("c"))), (I(s("C ")), I(s("d")))],
+                Collation::Utf8mb4GeneralCi
+            ),
+            vec![(I(s("a")), I(s("d")))]
+        );
+    }
 
     #[test]
     fn decimal_division() {

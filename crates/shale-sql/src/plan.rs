@@ -19,6 +19,15 @@
 //! 5. ORDER BY needs no sort when its keys are the access index's next integer columns after
 //!    the equality prefix (never NULL: primary key columns, or NOT NULL ones), all ASC or all
 //!    DESC; DESC reads the index backwards. A point get is always in order.
+//! 6. A conjunct that is an OR whose every branch compares the same column with a constant
+//!    (`=`, `<`, `<=`, `>`, `>=`, BETWEEN, IN), or an IN list, gives a list of intervals on
+//!    that column: a multi-range access on the primary key when it is the key's first
+//!    column, else on the first secondary index led by it (`MySQL`'s "range" access over an
+//!    OR). It is chosen when no index has an equality prefix (rule 2), and over a rule 2
+//!    range only when every interval is closed; with no statistics in the planner the index
+//!    is always preferred to a full scan, as `MySQL` does for small range sets. The whole
+//!    WHERE stays the residual. The executor scans the merged intervals in index order (last
+//!    first when reading backwards), so rule 5 applies with an empty equality prefix.
 
 use std::fmt::Write as _;
 
@@ -54,8 +63,22 @@ pub(crate) enum Access {
         lower: Option<RangeBound>,
         upper: Option<RangeBound>,
     },
+    /// A scan of several ranges of one index's leading column, from an OR (or IN) of
+    /// comparisons on it (rule 6). The executor evaluates the bounds, drops empty intervals,
+    /// merges overlapping ones and scans them in index order.
+    MultiRange {
+        index: IndexChoice,
+        ranges: Vec<Interval>,
+    },
     /// Every row in primary key order.
     FullScan,
+}
+
+/// One interval of a multi-range access; None is an open end.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Interval {
+    pub lower: Option<RangeBound>,
+    pub upper: Option<RangeBound>,
 }
 
 /// A chosen access path and the part of WHERE it does not already guarantee.
@@ -138,6 +161,123 @@ fn sargs<'a>(parts: &[&'a Expr]) -> Vec<Sarg<'a>> {
     out
 }
 
+/// The most intervals one multi-range access carries (beyond it, a full scan).
+const MAX_INTERVALS: usize = 1000;
+
+/// The intervals one branch of an OR allows on one column (rule 6), or None when the branch
+/// is not such a comparison.
+fn branch_intervals(e: &Expr, out: &mut Vec<(usize, Interval)>) -> Option<()> {
+    let closed = |v: &Expr| {
+        Some(RangeBound {
+            value: v.clone(),
+            inclusive: true,
+        })
+    };
+    match e {
+        Expr::Or(a, b) => {
+            branch_intervals(a, out)?;
+            branch_intervals(b, out)
+        }
+        Expr::Cmp(op, a, b, _) => {
+            let (column, op, v) = match (a.as_ref(), b.as_ref()) {
+                (Expr::Column(c), v) if v.is_row_independent() => (*c, *op, v),
+                (v, Expr::Column(c)) if v.is_row_independent() => (*c, op.flip(), v),
+                _ => return None,
+            };
+            let bound = |inclusive| {
+                Some(RangeBound {
+                    value: v.clone(),
+                    inclusive,
+                })
+            };
+            let interval = match op {
+                CmpOp::Eq => Interval {
+                    lower: closed(v),
+                    upper: closed(v),
+                },
+                CmpOp::Lt | CmpOp::Le => Interval {
+                    lower: None,
+                    upper: bound(op == CmpOp::Le),
+                },
+                CmpOp::Gt | CmpOp::Ge => Interval {
+                    lower: bound(op == CmpOp::Ge),
+                    upper: None,
+                },
+                CmpOp::Ne | CmpOp::NullSafeEq => return None,
+            };
+            out.push((column, interval));
+            Some(())
+        }
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated: false,
+            ..
+        } => match expr.as_ref() {
+            Expr::Column(c) if low.is_row_independent() && high.is_row_independent() => {
+                out.push((
+                    *c,
+                    Interval {
+                        lower: closed(low),
+                        upper: closed(high),
+                    },
+                ));
+                Some(())
+            }
+            _ => None,
+        },
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+            ..
+        } => match expr.as_ref() {
+            Expr::Column(c) if !list.is_empty() && list.iter().all(Expr::is_row_independent) => {
+                for v in list {
+                    out.push((
+                        *c,
+                        Interval {
+                            lower: closed(v),
+                            upper: closed(v),
+                        },
+                    ));
+                }
+                Some(())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Rule 6: the first conjunct that is an OR (or IN list) of intervals on the leading column
+/// of an index, as that index and its intervals.
+fn multi_range(table: &TableDef, parts: &[&Expr]) -> Option<(IndexChoice, Vec<Interval>)> {
+    parts.iter().find_map(|p| {
+        if !matches!(p, Expr::Or(..) | Expr::InList { .. }) {
+            return None;
+        }
+        let mut found = Vec::new();
+        branch_intervals(p, &mut found)?;
+        let column = found.first()?.0;
+        if found.len() > MAX_INTERVALS || found.iter().any(|(c, _)| *c != column) {
+            return None;
+        }
+        let index = if table.primary_key.columns.first() == Some(&column) {
+            IndexChoice::Primary
+        } else {
+            IndexChoice::Secondary(
+                table
+                    .indexes
+                    .iter()
+                    .position(|idx| idx.columns.first() == Some(&column))?,
+            )
+        };
+        Some((index, found.into_iter().map(|(_, i)| i).collect()))
+    })
+}
+
 fn is_integer_column(table: &TableDef, column: usize) -> bool {
     table
         .columns
@@ -213,8 +353,14 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
             }
         }
     }
+    let multi = multi_range(table, &parts);
+    let multi_plan = |(index, ranges): (IndexChoice, Vec<Interval>)| Plan {
+        access: Access::MultiRange { index, ranges },
+        residual: Some(filter.clone()),
+        ordered: None,
+    };
     if sargs.is_empty() {
-        return full_scan();
+        return multi.map_or_else(full_scan, multi_plan);
     }
     let eq_on = |col: usize| {
         sargs
@@ -288,6 +434,20 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
             ));
         }
     }
+    let all_closed = |(_, ranges): &(IndexChoice, Vec<Interval>)| {
+        ranges
+            .iter()
+            .all(|r| r.lower.is_some() && r.upper.is_some())
+    };
+    if let Some(m) = multi {
+        let take_multi = match &best {
+            None => true,
+            Some((score, _, _)) => *score < 2 && all_closed(&m),
+        };
+        if take_multi {
+            return multi_plan(m);
+        }
+    }
     match best {
         Some((_, access, used)) => Plan {
             access,
@@ -303,6 +463,10 @@ pub(crate) fn order(table: &TableDef, plan: &Plan, order_by: &[SortKey]) -> Opti
     let (cols, eq_len): (&[usize], usize) = match &plan.access {
         Access::NoTable | Access::PointGet(_) => return Some(false),
         Access::FullScan | Access::MultiGet(_) => (&table.primary_key.columns, 0),
+        Access::MultiRange { index, .. } => match index {
+            IndexChoice::Primary => (&table.primary_key.columns, 0),
+            IndexChoice::Secondary(i) => (&table.indexes.get(*i)?.columns, 0),
+        },
         Access::Range { index, eq, .. } => match index {
             IndexChoice::Primary => (&table.primary_key.columns, eq.len()),
             IndexChoice::Secondary(i) => (&table.indexes.get(*i)?.columns, eq.len()),
@@ -459,6 +623,36 @@ fn explain_access(table: Option<&TableDef>, access: &Access) -> String {
                 .collect();
             format!("point get {}.PRIMARY ({})", t.name, parts.join(", "))
         }
+        Access::MultiRange { index, ranges } => {
+            let (name, cols) = index_name(t, *index);
+            let c = col(cols.first().copied().unwrap_or(0));
+            let parts: Vec<String> = ranges
+                .iter()
+                .map(|r| match (&r.lower, &r.upper) {
+                    (Some(l), Some(u)) if l.inclusive && u.inclusive && l.value == u.value => {
+                        format!("{c} = {}", render(&l.value, Some(t)))
+                    }
+                    (Some(l), Some(u)) if l.inclusive && u.inclusive => format!(
+                        "{c} BETWEEN {} AND {}",
+                        render(&l.value, Some(t)),
+                        render(&u.value, Some(t))
+                    ),
+                    (l, u) => {
+                        let mut sides = Vec::new();
+                        if let Some(l) = l {
+                            let op = if l.inclusive { ">=" } else { ">" };
+                            sides.push(format!("{c} {op} {}", render(&l.value, Some(t))));
+                        }
+                        if let Some(u) = u {
+                            let op = if u.inclusive { "<=" } else { "<" };
+                            sides.push(format!("{c} {op} {}", render(&u.value, Some(t))));
+                        }
+                        sides.join(" AND ")
+                    }
+                })
+                .collect();
+            format!("range {}.{name} ({})", t.name, parts.join(" OR "))
+        }
         Access::Range {
             index,
             eq,
@@ -491,6 +685,17 @@ fn explain_access(table: Option<&TableDef>, access: &Access) -> String {
             let _ = write!(s, " ({})", parts.join(" AND "));
             s
         }
+    }
+}
+
+/// The name and columns of `index` of `t`.
+fn index_name(t: &TableDef, index: IndexChoice) -> (&str, &[usize]) {
+    match index {
+        IndexChoice::Primary => ("PRIMARY", &t.primary_key.columns),
+        IndexChoice::Secondary(i) => match t.indexes.get(i) {
+            Some(idx) => (idx.name.as_str(), &idx.columns),
+            None => ("?", &t.primary_key.columns),
+        },
     }
 }
 
@@ -583,6 +788,27 @@ mod tests {
                     Collation::Binary,
                 )),
                 "full scan t filter id = k",
+            ),
+            (
+                Some(Expr::Or(
+                    Expr::Between {
+                        expr: Expr::Column(1).boxed(),
+                        low: Expr::Param(0).boxed(),
+                        high: Expr::Param(1).boxed(),
+                        negated: false,
+                        collation: Collation::Binary,
+                    }
+                    .boxed(),
+                    cmp(CmpOp::Gt, 1, lit(9)).boxed(),
+                )),
+                "range t.k_1 (k BETWEEN ?0 AND ?1 OR k > 9) filter (k BETWEEN ?0 AND ?1 OR k > 9)",
+            ),
+            (
+                Some(Expr::Or(
+                    cmp(CmpOp::Eq, 1, lit(1)).boxed(),
+                    cmp(CmpOp::Eq, 0, lit(2)).boxed(),
+                )),
+                "full scan t filter (k = 1 OR id = 2)",
             ),
         ];
         for (filter, want) in cases {

@@ -41,3 +41,8 @@ fn plan() {
 fn show() {
     common::run_file("show");
 }
+
+#[test]
+fn ranges() {
+    common::run_file("ranges");
+}

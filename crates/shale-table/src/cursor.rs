@@ -139,6 +139,13 @@ impl<'t> RowCursor<'t> {
             row_id: None,
         }
     }
+    /// Ends the scan and hands back its transaction (to open the next range of a
+    /// multi-range read).
+    #[must_use]
+    pub fn into_txn(self) -> &'t mut TableTxn {
+        self.txn
+    }
+
     /// The hidden row id of the row [`next_row`](Self::next_row) returned last, in a table
     /// without primary key (for [`TableTxn::update_by_row_id`] and
     /// [`TableTxn::delete_by_row_id`]); None in other tables.

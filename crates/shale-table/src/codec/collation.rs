@@ -15,6 +15,8 @@
 //!    weights removed (PAD SPACE collations), are equal.
 //! 2. Weights never change once written (they are inside keys on disk).
 
+use std::cmp::Ordering;
+
 use crate::types::Collation;
 
 /// The weight of a space; PAD SPACE strips trailing ones and pads with it.
@@ -96,28 +98,88 @@ pub(crate) fn pads_spaces(collation: Collation) -> bool {
     !matches!(collation, Collation::Binary)
 }
 
-/// Compares two strings as the collation does (the reference the key encoding is tested
-/// against).
-#[cfg(test)]
-pub(crate) fn compare(collation: Collation, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let (mut wa, mut wb) = (Vec::new(), Vec::new());
-    weights(collation, a, &mut wa);
-    weights(collation, b, &mut wb);
+/// Weights of `bytes` one at a time, as [`weights`] produces them.
+fn weight_iter(collation: Collation, bytes: &[u8]) -> impl Iterator<Item = u16> + '_ {
+    let general_ci = collation == Collation::Utf8mb4GeneralCi;
+    let bin = bytes
+        .iter()
+        .filter(move |_| !general_ci)
+        .map(|&b| u16::from(b));
+    let ci = bytes
+        .utf8_chunks()
+        .filter(move |_| general_ci)
+        .flat_map(|chunk| {
+            chunk
+                .valid()
+                .chars()
+                .map(general_ci_weight)
+                .chain(std::iter::repeat_n(0xFFFD, chunk.invalid().len()))
+        });
+    bin.chain(ci)
+}
+
+/// Compares two strings as the collation does: their weights, the shorter padded with space
+/// weights under PAD SPACE (so trailing spaces are ignored, and `'a\t' < 'a'`). Keys encode
+/// exactly this order (invariant 1).
+pub(crate) fn compare(collation: Collation, a: &[u8], b: &[u8]) -> Ordering {
     if !pads_spaces(collation) {
-        return wa.cmp(&wb);
+        return a.cmp(b);
     }
-    let len = wa.len().max(wb.len());
-    let pad = |w: &[u16], i: usize| w.get(i).copied().unwrap_or(SPACE);
-    (0..len)
-        .map(|i| pad(&wa, i).cmp(&pad(&wb, i)))
-        .find(|o| o.is_ne())
-        .unwrap_or(std::cmp::Ordering::Equal)
+    let (mut wa, mut wb) = (weight_iter(collation, a), weight_iter(collation, b));
+    loop {
+        match (wa.next(), wb.next()) {
+            (None, None) => return Ordering::Equal,
+            (left, right) => match left.unwrap_or(SPACE).cmp(&right.unwrap_or(SPACE)) {
+                Ordering::Equal => {}
+                o => return o,
+            },
+        }
+    }
+}
+
+impl Collation {
+    /// Compares two strings under this collation, in the order index keys sort them (PAD
+    /// SPACE for the utf8mb4 collations, NO PAD for `Binary`). The one rule the SQL layer's
+    /// comparisons use, so a comparison and an index range always agree.
+    #[must_use]
+    pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+        compare(self, a, b)
+    }
+
+    /// Whether `a` and `b` are equal under this collation.
+    #[must_use]
+    pub fn equal(self, a: &[u8], b: &[u8]) -> bool {
+        compare(self, a, b) == Ordering::Equal
+    }
+
+    /// The weights of `bytes` with trailing space weights removed under PAD SPACE: two
+    /// strings are equal under the collation iff these are equal (GROUP BY keys).
+    pub fn equality_weights(self, bytes: &[u8], out: &mut Vec<u16>) {
+        weights(self, bytes, out);
+        if pads_spaces(self) {
+            while out.last() == Some(&SPACE) {
+                out.pop();
+            }
+        }
+    }
+
+    /// Whether trailing spaces are ignored (`MySQL`'s PAD SPACE attribute).
+    #[must_use]
+    pub fn pads_spaces(self) -> bool {
+        pads_spaces(self)
+    }
+
+    /// The `utf8mb4_general_ci` weight of one character (case and Latin-1 accents folded), for
+    /// character-wise matching such as LIKE.
+    #[must_use]
+    pub fn general_ci_weight(c: char) -> u16 {
+        general_ci_weight(c)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cmp::Ordering;
 
     #[test]
     fn general_ci_folds_case_and_latin1_accents() {
@@ -147,5 +209,89 @@ mod tests {
             Ordering::Greater
         );
         assert_eq!(compare(Collation::Binary, b"a ", b"a"), Ordering::Greater);
+    }
+}
+
+/// The public comparison against the key encoding: the SQL layer compares with
+/// [`Collation::compare`] and ranges scan in key byte order, so the two must agree on every
+/// pair of strings.
+#[cfg(test)]
+mod agrees_with_keys {
+    use super::*;
+    use crate::codec::key::encode_column;
+    use crate::{ColumnDef, ColumnType, Value};
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Pieces that exercise folding, padding, bytes below the space, NUL, other planes and
+    /// invalid UTF-8.
+    const PIECES: &[&[u8]] = &[
+        b"a",
+        b"A",
+        b"b",
+        b"z",
+        b" ",
+        b"  ",
+        b"\t",
+        b"\0",
+        b"~",
+        "á".as_bytes(),
+        "Ä".as_bytes(),
+        "ß".as_bytes(),
+        "s".as_bytes(),
+        "Ω".as_bytes(),
+        "ω".as_bytes(),
+        "µ".as_bytes(),
+        "😀".as_bytes(),
+        "😃".as_bytes(),
+        b"\xff",
+        b"\xc3",
+        "×".as_bytes(),
+    ];
+
+    fn random_string(rng: &mut SmallRng) -> Vec<u8> {
+        let mut s = Vec::new();
+        for _ in 0..rng.gen_range(0..14) {
+            s.extend_from_slice(PIECES[rng.gen_range(0..PIECES.len())]);
+        }
+        s
+    }
+
+    fn key(column: &ColumnDef, s: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_column(&mut out, column, &Value::Bytes(s.to_vec()), &mut Vec::new())
+            .expect("a string encodes");
+        out
+    }
+
+    #[test]
+    fn compare_is_key_byte_order() {
+        let mut rng = SmallRng::seed_from_u64(0x5ba1e);
+        for collation in [
+            Collation::Binary,
+            Collation::Utf8mb4Bin,
+            Collation::Utf8mb4GeneralCi,
+        ] {
+            let column = ColumnDef {
+                name: "c".into(),
+                ty: ColumnType::VarChar {
+                    len: 200,
+                    collation,
+                },
+                nullable: false,
+                default: None,
+                auto_increment: false,
+            };
+            for _ in 0..20_000 {
+                let (a, b) = (random_string(&mut rng), random_string(&mut rng));
+                let want = key(&column, &a).cmp(&key(&column, &b));
+                assert_eq!(collation.compare(&a, &b), want, "{collation:?} {a:?} {b:?}");
+                assert_eq!(collation.equal(&a, &b), want.is_eq());
+                let (mut wa, mut wb) = (Vec::new(), Vec::new());
+                collation.equality_weights(&a, &mut wa);
+                collation.equality_weights(&b, &mut wb);
+                assert_eq!(wa == wb, want.is_eq(), "{collation:?} {a:?} {b:?}");
+            }
+        }
     }
 }
