@@ -50,6 +50,11 @@ impl Backend for Arc<Instance> {
 }
 
 impl BackendSession for Session {
+    fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
+        Session::set_connection_id(self, u64::from(connection_id));
+        Session::set_user(self, user, host);
+    }
+
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         Session::execute(self, sql, sink)
     }

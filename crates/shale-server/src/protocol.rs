@@ -90,14 +90,18 @@ pub struct OkPacket<'a> {
 }
 
 /// OK_Packet: `0x00` header, or `0xFE` when it ends a result set under `CLIENT_DEPRECATE_EOF`.
-/// Without `CLIENT_SESSION_TRACK` the info is `string<EOF>`.
+/// The info (`Records: 3  Duplicates: 0  Warnings: 0`) is a `string<lenenc>`, as MySQL's
+/// `net_send_ok` writes it and libmariadb reads it, though the protocol pages say
+/// `string<EOF>`; an empty info is left out.
 pub fn put_ok(out: &mut Vec<u8>, header: u8, ok: &OkPacket<'_>) {
     out.push(header);
     put_lenenc_int(out, ok.affected_rows);
     put_lenenc_int(out, ok.last_insert_id);
     put_u16(out, ok.status);
     put_u16(out, ok.warnings);
-    out.extend_from_slice(ok.info.as_bytes());
+    if !ok.info.is_empty() {
+        crate::wire::put_lenenc_bytes(out, ok.info.as_bytes());
+    }
 }
 
 /// ERR_Packet: `0xFF`, code, `#`, five-character SQLSTATE, message.
