@@ -107,8 +107,8 @@ pub(crate) struct BoundDelete {
 pub(crate) struct BindContext<'a> {
     pub catalog: &'a Catalog,
     pub database: Option<&'a str>,
-    /// Whether `name` is a known system variable.
-    pub is_variable: &'a dyn Fn(&str) -> bool,
+    /// A known system variable's default value (None: unknown variable).
+    pub variable: &'a dyn Fn(&str) -> Option<Value>,
 }
 
 /// Binder state for one statement.
@@ -121,7 +121,13 @@ pub(crate) struct Binder<'a> {
     clause: &'static str,
     /// Select-list aliases, visible to HAVING and ORDER BY.
     aliases: Vec<(String, Expr, SqlType)>,
+    /// Nesting depth of the expression being bound.
+    depth: usize,
 }
+
+/// The deepest expression nesting a statement may have: bound expressions are evaluated
+/// and dropped recursively on the session's own stack.
+pub(crate) const MAX_DEPTH: usize = 1000;
 
 pub(crate) fn ident_name(parts: &ast::ObjectName) -> Vec<String> {
     parts
@@ -143,6 +149,7 @@ impl<'a> Binder<'a> {
             params: 0,
             clause: "field list",
             aliases: Vec::new(),
+            depth: 0,
         }
     }
 
@@ -214,6 +221,20 @@ impl<'a> Binder<'a> {
 
     /// Binds a scalar expression; returns it with its type.
     pub(crate) fn expr(&mut self, e: &ast::Expr) -> Result<(Expr, SqlType), SqlError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(SqlError::new(
+                1436,
+                "HY000",
+                format!("Thread stack overrun: expression nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        self.depth += 1;
+        let r = self.expr_nested(e);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_nested(&mut self, e: &ast::Expr) -> Result<(Expr, SqlType), SqlError> {
         Ok(match e {
             ast::Expr::Identifier(id) => {
                 if id.value.starts_with("@@") && id.quote_style.is_none() {
@@ -408,24 +429,39 @@ impl<'a> Binder<'a> {
     }
 
     fn variable(&mut self, parts: &[&str]) -> Result<(Expr, SqlType), SqlError> {
-        let joined = parts.join(".");
+        let joined = parts.join(".").to_ascii_lowercase();
         let name = joined.trim_start_matches('@');
+        let global = name.starts_with("global.");
         let name = name
             .strip_prefix("session.")
             .or_else(|| name.strip_prefix("global."))
             .or_else(|| name.strip_prefix("local."))
             .unwrap_or(name)
-            .to_ascii_lowercase();
-        if !(self.ctx.is_variable)(&name) {
+            .to_string();
+        let Some(default) = (self.ctx.variable)(&name) else {
             return Err(SqlError::unknown_system_variable(&name));
-        }
-        Ok((
-            Expr::SysVar(name),
-            SqlType::Str {
+        };
+        let name = if global {
+            format!("global.{name}")
+        } else {
+            name
+        };
+        // The type follows the default's (MySQL reports integer variables as BIGINT).
+        let t = match default {
+            Value::Int(_) => SqlType::Int {
+                unsigned: false,
+                len: 21,
+            },
+            Value::UInt(_) => SqlType::Int {
+                unsigned: true,
+                len: 21,
+            },
+            _ => SqlType::Str {
                 collation: Collation::Utf8mb4GeneralCi,
                 len: 256,
             },
-        ))
+        };
+        Ok((Expr::SysVar(name), t))
     }
 
     fn literal(&mut self, v: &ast::Value) -> Result<(Expr, SqlType), SqlError> {

@@ -17,7 +17,7 @@ use shale_table::{
 use crate::bind::{AggFunc, AggSpec, BoundDelete, BoundInsert, BoundSelect, BoundUpdate, SortKey};
 use crate::error::SqlError;
 use crate::expr::{Env, Expr};
-use crate::plan::{Access, RangeBound};
+use crate::plan::{Access, Plan, RangeBound};
 use crate::result::{ResultSink, StatementStatus};
 use crate::types::{int_range, int_value, store_value};
 use crate::value::{self, sort_compare, str_to_f64, str_to_i128_exact, to_i128};
@@ -44,6 +44,8 @@ impl Source<'_> {
 /// A key value converted for an index column: exact, widened to a superset, or impossible.
 enum KeyValue {
     Exact(Value),
+    /// A key value that admits more rows than the comparison (the filter must re-check).
+    Widened(Value),
     /// The bound cannot be encoded; scan as if absent (the filter re-checks).
     Unbounded,
     /// No row can match (NULL, or an integer column against a non-integral equality).
@@ -63,8 +65,8 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
             Value::Bytes(b) => str_to_i128_exact(b),
             Value::Double(_) | Value::Null => None,
         };
-        let i = match exact {
-            Some(i) => i,
+        let (i, widened) = match exact {
+            Some(i) => (i, matches!(v, Value::Bytes(_))),
             None => {
                 let d = match &v {
                     Value::Bytes(b) => str_to_f64(b),
@@ -73,12 +75,13 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
                 if !d.is_finite() {
                     return KeyValue::Unbounded;
                 }
-                match round_up {
+                let i = match round_up {
                     None if d.fract() != 0.0 => return KeyValue::Nothing,
                     None => d as i128,
                     Some(true) => d.ceil() as i128,
                     Some(false) => d.floor() as i128,
-                }
+                };
+                (i, true)
             }
         };
         if i < lo || i > hi {
@@ -87,14 +90,19 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
                 Some(_) => KeyValue::Unbounded,
             };
         }
-        return KeyValue::Exact(int_value(ty, i));
+        let v = int_value(ty, i);
+        return if widened {
+            KeyValue::Widened(v)
+        } else {
+            KeyValue::Exact(v)
+        };
     }
     match (ty, v) {
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
-            Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Exact(Value::Double(d)),
+            Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,
         },
-        (_, Value::Bytes(b)) => KeyValue::Exact(Value::Bytes(b)),
+        (_, Value::Bytes(b)) => KeyValue::Widened(Value::Bytes(b)),
         // A string column compared with a number compares as numbers: no key range.
         _ => KeyValue::Unbounded,
     }
@@ -110,34 +118,41 @@ fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
     }
 }
 
-/// Opens the rows of `access`.
+/// Opens the rows of `access`; the flag says whether every key value converted exactly (so
+/// the plan's residual condition suffices).
 pub(crate) fn open_source<'t>(
     txn: &'t mut TableTxn,
     table: Option<&TableDef>,
     access: &Access,
     env: &dyn Env,
     lock: LockMode,
-) -> Result<Source<'t>, SqlError> {
+    reverse: bool,
+) -> Result<(Source<'t>, bool), SqlError> {
     let Some(table) = table else {
-        return Ok(Source::One(Some(Vec::new())));
+        return Ok((Source::One(Some(Vec::new())), true));
     };
-    match access {
-        Access::NoTable => Ok(Source::One(Some(Vec::new()))),
+    let mut exact = true;
+    let source = match access {
+        Access::NoTable => Source::One(Some(Vec::new())),
         Access::PointGet(values) => {
             let mut key = Vec::with_capacity(values.len());
             for (e, &c) in values.iter().zip(&table.primary_key.columns) {
                 let v = e.eval(&[], env)?;
                 match key_value(&table.columns[c].ty, v, None) {
                     KeyValue::Exact(v) => key.push(v),
-                    KeyValue::Nothing => return Ok(Source::Empty),
+                    KeyValue::Widened(v) => {
+                        exact = false;
+                        key.push(v);
+                    }
+                    KeyValue::Nothing => return Ok((Source::Empty, true)),
                     KeyValue::Unbounded => {
                         let cursor =
-                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), false, lock)?;
-                        return Ok(Source::Cursor(cursor));
+                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?;
+                        return Ok((Source::Cursor(cursor), false));
                     }
                 }
             }
-            Ok(Source::One(txn.get(table, &key, lock)?))
+            Source::One(txn.get(table, &key, lock)?)
         }
         Access::Range {
             index,
@@ -150,58 +165,73 @@ pub(crate) fn open_source<'t>(
             for (e, &c) in eq.iter().zip(cols) {
                 match key_value(&table.columns[c].ty, e.eval(&[], env)?, None) {
                     KeyValue::Exact(v) => prefix.push(v),
-                    KeyValue::Nothing => return Ok(Source::Empty),
-                    KeyValue::Unbounded => break,
+                    KeyValue::Widened(v) => {
+                        exact = false;
+                        prefix.push(v);
+                    }
+                    KeyValue::Nothing => return Ok((Source::Empty, true)),
+                    KeyValue::Unbounded => {
+                        exact = false;
+                        break;
+                    }
                 }
             }
             let full_prefix = prefix.len() == eq.len();
             let next_ty = cols.get(eq.len()).map(|&c| &table.columns[c].ty);
-            let bound =
+            let open_end = |prefix: &Vec<Value>| {
+                if prefix.is_empty() {
+                    Bound::Unbounded
+                } else {
+                    Bound::Included(prefix.clone())
+                }
+            };
+            let mut bound =
                 |b: &Option<RangeBound>, up: bool| -> Result<Option<Bound<Vec<Value>>>, SqlError> {
-                    let (Some(b), Some(ty), true) = (b, next_ty, full_prefix) else {
-                        return Ok(Some(if prefix.is_empty() {
-                            Bound::Unbounded
-                        } else {
-                            Bound::Included(prefix.clone())
-                        }));
+                    let Some(b) = b else {
+                        return Ok(Some(open_end(&prefix)));
+                    };
+                    let (Some(ty), true) = (next_ty, full_prefix) else {
+                        exact = false;
+                        return Ok(Some(open_end(&prefix)));
                     };
                     let v = b.value.eval(&[], env)?;
                     // A lower bound widens down, an upper bound up (superset, the filter re-checks).
-                    Ok(match key_value(ty, v, Some(up)) {
-                        KeyValue::Nothing => None,
-                        KeyValue::Unbounded => Some(if prefix.is_empty() {
-                            Bound::Unbounded
-                        } else {
-                            Bound::Included(prefix.clone())
-                        }),
-                        KeyValue::Exact(v) => {
-                            let mut k = prefix.clone();
-                            k.push(v);
-                            Some(if b.inclusive {
-                                Bound::Included(k)
-                            } else {
-                                Bound::Excluded(k)
-                            })
+                    let key = match key_value(ty, v, Some(up)) {
+                        KeyValue::Nothing => return Ok(None),
+                        KeyValue::Unbounded => {
+                            exact = false;
+                            return Ok(Some(open_end(&prefix)));
                         }
-                    })
+                        KeyValue::Exact(v) => v,
+                        KeyValue::Widened(v) => {
+                            exact = false;
+                            v
+                        }
+                    };
+                    let mut k = prefix.clone();
+                    k.push(key);
+                    Ok(Some(if b.inclusive {
+                        Bound::Included(k)
+                    } else {
+                        Bound::Excluded(k)
+                    }))
                 };
-            let (Some(lo), Some(hi)) = (bound(lower, false)?, bound(upper, true)?) else {
-                return Ok(Source::Empty);
+            let lo = bound(lower, false)?;
+            let hi = bound(upper, true)?;
+            let (Some(lo), Some(hi)) = (lo, hi) else {
+                return Ok((Source::Empty, true));
             };
             let range = KeyRange {
                 lower: lo,
                 upper: hi,
             };
-            Ok(Source::Cursor(txn.scan(table, *index, range, false, lock)?))
+            Source::Cursor(txn.scan(table, *index, range, reverse, lock)?)
         }
-        Access::FullScan => Ok(Source::Cursor(txn.scan(
-            table,
-            IndexChoice::Primary,
-            KeyRange::all(),
-            false,
-            lock,
-        )?)),
-    }
+        Access::FullScan => {
+            Source::Cursor(txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?)
+        }
+    };
+    Ok((source, exact))
 }
 
 fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, SqlError> {
@@ -420,7 +450,7 @@ fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
 pub(crate) fn select(
     txn: &mut TableTxn,
     s: &BoundSelect,
-    access: &Access,
+    plan: &Plan,
     env: &dyn Env,
     sink: &mut dyn ResultSink,
     status: &StatementStatus,
@@ -429,14 +459,32 @@ pub(crate) fn select(
     let offset = count_value(s.offset.as_ref(), env, 0)?;
     let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
     sink.columns(&s.columns)?;
-    let mut src = open_source(txn, table, access, env, s.lock)?;
-    let simple = !s.grouped && !s.distinct && s.order_by.is_empty();
+    let reverse = plan.ordered == Some(true);
+    let (mut src, exact) = open_source(txn, table, &plan.access, env, s.lock, reverse)?;
+    let filter = if exact {
+        plan.residual.as_ref()
+    } else {
+        s.filter.as_ref()
+    };
+    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || plan.ordered.is_some());
     if simple {
         let (mut skipped, mut sent) = (0u64, 0u64);
         let mut out = Vec::with_capacity(s.projection.len());
+        // Plain distinct columns are moved out of the row read instead of copied.
+        let moves: Option<Vec<usize>> = s
+            .projection
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match e {
+                Expr::Column(c) if !s.projection[..i].contains(e) => Some(*c),
+                _ => None,
+            })
+            .collect();
         while sent < limit {
-            let Some(row) = src.next_row()? else { break };
-            if !passes(s.filter.as_ref(), &row, env)? {
+            let Some(mut row) = src.next_row()? else {
+                break;
+            };
+            if !passes(filter, &row, env)? {
                 continue;
             }
             if skipped < offset {
@@ -444,8 +492,20 @@ pub(crate) fn select(
                 continue;
             }
             out.clear();
-            for e in &s.projection {
-                out.push(e.eval(&row, env)?);
+            match &moves {
+                Some(columns) => {
+                    for &c in columns {
+                        out.push(
+                            row.get_mut(c)
+                                .map_or(Value::Null, |v| std::mem::replace(v, Value::Null)),
+                        );
+                    }
+                }
+                None => {
+                    for e in &s.projection {
+                        out.push(e.eval(&row, env)?);
+                    }
+                }
             }
             sink.row(&out)?;
             sent += 1;
@@ -461,7 +521,7 @@ pub(crate) fn select(
         let mut key = String::new();
         let mut kv = Vec::new();
         while let Some(row) = src.next_row()? {
-            if !passes(s.filter.as_ref(), &row, env)? {
+            if !passes(filter, &row, env)? {
                 continue;
             }
             kv.clear();
@@ -505,7 +565,7 @@ pub(crate) fn select(
         }
     } else {
         while let Some(row) = src.next_row()? {
-            if passes(s.filter.as_ref(), &row, env)? && passes(s.having.as_ref(), &row, env)? {
+            if passes(filter, &row, env)? && passes(s.having.as_ref(), &row, env)? {
                 rows.push(row);
             }
         }
@@ -553,14 +613,26 @@ pub(crate) fn select(
 fn matching_rows(
     txn: &mut TableTxn,
     table: &TableDef,
-    access: &Access,
+    plan: &Plan,
     filter: Option<&Expr>,
     order_by: &[SortKey],
     limit: Option<&Expr>,
     env: &dyn Env,
 ) -> Result<Vec<Vec<Value>>, SqlError> {
     let limit = count_value(limit, env, u64::MAX)?;
-    let mut src = open_source(txn, Some(table), access, env, LockMode::Exclusive)?;
+    let (mut src, exact) = open_source(
+        txn,
+        Some(table),
+        &plan.access,
+        env,
+        LockMode::Exclusive,
+        false,
+    )?;
+    let filter = if exact {
+        plan.residual.as_ref()
+    } else {
+        filter
+    };
     let mut rows = Vec::new();
     while let Some(row) = src.next_row()? {
         if passes(filter, &row, env)? {
@@ -594,14 +666,14 @@ fn matching_rows(
 pub(crate) fn update(
     txn: &mut TableTxn,
     u: &BoundUpdate,
-    access: &Access,
+    plan: &Plan,
     env: &dyn Env,
 ) -> Result<(u64, u64), SqlError> {
     let table = &*u.table.def;
     let rows = matching_rows(
         txn,
         table,
-        access,
+        plan,
         u.filter.as_ref(),
         &u.order_by,
         u.limit.as_ref(),
@@ -627,14 +699,14 @@ pub(crate) fn update(
 pub(crate) fn delete(
     txn: &mut TableTxn,
     d: &BoundDelete,
-    access: &Access,
+    plan: &Plan,
     env: &dyn Env,
 ) -> Result<u64, SqlError> {
     let table = &*d.table.def;
     let rows = matching_rows(
         txn,
         table,
-        access,
+        plan,
         d.filter.as_ref(),
         &d.order_by,
         d.limit.as_ref(),
@@ -712,7 +784,7 @@ mod tests {
         let int = ColumnType::Int { unsigned: false };
         assert!(matches!(
             key_value(&int, Value::Bytes(b"5".to_vec()), None),
-            KeyValue::Exact(Value::Int(5))
+            KeyValue::Widened(Value::Int(5))
         ));
         assert!(matches!(
             key_value(&int, Value::Double(2.5), None),
@@ -720,11 +792,11 @@ mod tests {
         ));
         assert!(matches!(
             key_value(&int, Value::Double(2.5), Some(true)),
-            KeyValue::Exact(Value::Int(3))
+            KeyValue::Widened(Value::Int(3))
         ));
         assert!(matches!(
             key_value(&int, Value::Double(2.5), Some(false)),
-            KeyValue::Exact(Value::Int(2))
+            KeyValue::Widened(Value::Int(2))
         ));
         assert!(matches!(
             key_value(&int, Value::Null, None),

@@ -1,12 +1,14 @@
 //! One open database directory, shared by every session: the store, the DDL generation that
 //! invalidates prepared plans, connection ids, and the `mysql.user` accounts.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use shale_table::{
-    Collation, ColumnDef, ColumnType, IndexDef, LockMode, Store, TableDef, TxnOptions, Value,
+    Collation, ColumnDef, ColumnType, IndexDef, IsolationLevel, LockMode, Store, TableDef,
+    TxnOptions, Value,
 };
 
 use crate::error::SqlError;
@@ -19,6 +21,9 @@ pub const SERVER_VERSION: &str = "8.0.36-Shale";
 #[derive(Debug, Clone, Default)]
 pub struct InstanceOptions {
     pub store: shale_table::StoreOptions,
+    /// The isolation level new sessions start with (MySQL's `--transaction-isolation`;
+    /// REPEATABLE READ by default). `SET GLOBAL transaction_isolation` changes it later.
+    pub transaction_isolation: IsolationLevel,
 }
 
 /// A user account as authentication needs it (`mysql.user`).
@@ -39,6 +44,8 @@ pub struct Instance {
     /// Raised by every DDL; a prepared statement planned under an older one is re-planned.
     generation: AtomicU64,
     next_connection_id: AtomicU64,
+    /// Global values of system variables (`SET GLOBAL`): what new sessions start from.
+    pub(crate) globals: Arc<Mutex<BTreeMap<String, Value>>>,
 }
 
 fn user_table() -> TableDef {
@@ -86,6 +93,7 @@ impl Instance {
         path: impl AsRef<Path>,
         options: InstanceOptions,
     ) -> Result<Arc<Instance>, SqlError> {
+        let isolation = options.transaction_isolation;
         let store = Store::open(path, options.store)?;
         let catalog = store.catalog();
         if !catalog.databases.contains_key("mysql") {
@@ -94,10 +102,20 @@ impl Instance {
         if catalog.table("mysql", "user").is_none() {
             store.create_table(user_table())?;
         }
+        let mut globals = BTreeMap::new();
+        globals.insert(
+            "transaction_isolation".to_string(),
+            Value::Bytes(
+                crate::variables::isolation_name(isolation)
+                    .as_bytes()
+                    .to_vec(),
+            ),
+        );
         Ok(Arc::new(Instance {
             store,
             generation: AtomicU64::new(1),
             next_connection_id: AtomicU64::new(1),
+            globals: Arc::new(Mutex::new(globals)),
         }))
     }
 

@@ -45,4 +45,4 @@ pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
 pub use result::{ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 pub use session::{PreparedInfo, Session};
-pub use shale_table::Value;
+pub use shale_table::{IsolationLevel, Value};

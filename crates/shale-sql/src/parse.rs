@@ -4,7 +4,12 @@
 //! Pre-pass rules:
 //! 1. Executable comments `/*! ... */` and `/*!NNNNN ... */` are replaced by their content
 //!    (MySQL runs them; sysbench ends its CREATE TABLE with `/*! ENGINE = innodb */`).
-//! 2. Text inside quotes (`'`, `"`, `` ` ``) is never changed.
+//! 2. `SET GLOBAL TRANSACTION ISOLATION LEVEL x` (a whole statement) becomes
+//!    `SET GLOBAL transaction_isolation = 'x'`: sqlparser drops the GLOBAL of this form.
+//! 3. `START TRANSACTION WITH CONSISTENT SNAPSHOT` (mysqldump's, often inside `/*!40100 */`)
+//!    loses the clause sqlparser does not know; the snapshot is then taken by the first
+//!    statement of the transaction instead of at once.
+//! 4. Text inside quotes (`'`, `"`, `` ` ``) is never changed.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -22,8 +27,33 @@ pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
     parsed.map_err(|e| syntax_error(&text, &e))
 }
 
-/// Rule 1: executable comments become their content.
+/// Rules 1 to 3.
 pub(crate) fn preprocess(sql: &str) -> String {
+    let text = executable_comments(sql);
+    if let Some(rewritten) = global_isolation(&text).or_else(|| consistent_snapshot(&text)) {
+        return rewritten;
+    }
+    text
+}
+
+/// Rule 3.
+fn consistent_snapshot(sql: &str) -> Option<String> {
+    let spaced = sql.trim().trim_end_matches(';').replace(',', " , ");
+    let words: Vec<&str> = spaced.split_whitespace().collect();
+    let upper: Vec<String> = words.iter().map(|w| w.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    match upper.as_slice() {
+        ["START", "TRANSACTION", "WITH", "CONSISTENT", "SNAPSHOT", ..] => {
+            let rest = words[5..].join(" ");
+            let rest = rest.trim_start_matches(',').trim();
+            Some(format!("START TRANSACTION {rest}").trim_end().to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Rule 1.
+fn executable_comments(sql: &str) -> String {
     if !sql.contains("/*!") {
         return sql.to_string();
     }
@@ -63,6 +93,24 @@ pub(crate) fn preprocess(sql: &str) -> String {
         out.push_str(&sql[start.min(b.len())..]);
     }
     out
+}
+
+/// Rule 2.
+fn global_isolation(sql: &str) -> Option<String> {
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .map(str::to_ascii_uppercase)
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["SET", "GLOBAL", "TRANSACTION", "ISOLATION", "LEVEL", level @ ..] => {
+            let level = level.join("-");
+            Some(format!("SET GLOBAL transaction_isolation = '{level}'"))
+        }
+        _ => None,
+    }
 }
 
 /// MySQL's 1064 from a parser error: the text from the reported position on.
@@ -120,6 +168,18 @@ mod tests {
             ("SELECT '/*! x */'", "SELECT '/*! x */'"),
             ("SELECT 1 /*! unterminated", "SELECT 1 unterminated"),
             ("SELECT 1/*!,2*/", "SELECT 1 ,2"),
+            (
+                "START TRANSACTION /*!40100 WITH CONSISTENT SNAPSHOT */",
+                "START TRANSACTION",
+            ),
+            (
+                "start transaction with consistent snapshot, read only",
+                "START TRANSACTION read only",
+            ),
+            (
+                "set global transaction isolation level read committed;",
+                "SET GLOBAL transaction_isolation = 'READ-COMMITTED'",
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(norm(preprocess(input)), want, "{input}");

@@ -10,15 +10,20 @@
 //!    `<=`, `>`, `>=`, BETWEEN). The longest equality prefix wins, then having a range; ties
 //!    go to the earlier index (so the primary key).
 //! 3. No usable conjunct: a full scan of the primary key.
-//!
-//! The WHERE condition is always re-checked on every row read, so an access path only ever
-//! has to deliver a superset of the matching rows (this is what lets the executor widen a
-//! bound it cannot encode exactly, e.g. `id < 2.5`).
+//! 4. The WHERE condition is re-checked on every row read, so an access path only ever has to
+//!    deliver a superset of the matching rows (this is what lets the executor widen a bound it
+//!    cannot encode exactly, e.g. `id <= 2.5`). Conjuncts on integer columns that the access
+//!    path enforces are left out of the `residual` check, which the executor uses only when
+//!    every key value converted exactly (an integer in the column's range).
+//! 5. ORDER BY needs no sort when its keys are the access index's next integer columns after
+//!    the equality prefix (never NULL: primary key columns, or NOT NULL ones), all ASC or all
+//!    DESC; DESC reads the index backwards. A point get is always in order.
 
 use std::fmt::Write as _;
 
 use shale_table::{IndexChoice, TableDef};
 
+use crate::bind::SortKey;
 use crate::expr::{CmpOp, Expr};
 
 /// One end of a range on an index column.
@@ -47,11 +52,24 @@ pub(crate) enum Access {
     FullScan,
 }
 
-/// A conjunct usable for access: column position, operator, constant side.
+/// A chosen access path and the part of WHERE it does not already guarantee.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Plan {
+    pub access: Access,
+    /// WHERE without the conjuncts the access path enforces exactly (rule 4): what to check
+    /// on each row when every key value converted exactly. Otherwise the whole WHERE is.
+    pub residual: Option<Expr>,
+    /// The access path already delivers ORDER BY's order (rule 5): `Some(reverse)`.
+    pub ordered: Option<bool>,
+}
+
+/// A conjunct usable for access: column position, operator, constant side, and which
+/// conjunct of WHERE it came from.
 struct Sarg<'a> {
     column: usize,
     op: CmpOp,
     value: &'a Expr,
+    conjunct: usize,
 }
 
 fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
@@ -63,11 +81,9 @@ fn conjuncts<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
     }
 }
 
-fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
-    let mut parts = Vec::new();
-    conjuncts(filter, &mut parts);
+fn sargs<'a>(parts: &[&'a Expr]) -> Vec<Sarg<'a>> {
     let mut out = Vec::new();
-    for p in parts {
+    for (i, p) in parts.iter().enumerate() {
         match p {
             Expr::Cmp(op, a, b, _) if !matches!(op, CmpOp::Ne | CmpOp::NullSafeEq) => {
                 match (a.as_ref(), b.as_ref()) {
@@ -75,11 +91,13 @@ fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
                         column: *c,
                         op: *op,
                         value: v,
+                        conjunct: i,
                     }),
                     (v, Expr::Column(c)) if v.is_row_independent() => out.push(Sarg {
                         column: *c,
                         op: op.flip(),
                         value: v,
+                        conjunct: i,
                     }),
                     _ => {}
                 }
@@ -97,11 +115,13 @@ fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
                             column: *c,
                             op: CmpOp::Ge,
                             value: low,
+                            conjunct: i,
                         });
                         out.push(Sarg {
                             column: *c,
                             op: CmpOp::Le,
                             value: high,
+                            conjunct: i,
                         });
                     }
                 }
@@ -112,24 +132,72 @@ fn sargs(filter: &Expr) -> Vec<Sarg<'_>> {
     out
 }
 
-/// Chooses the access path for reading `table` under `filter` (rules 1-3).
-pub(crate) fn plan_access(table: &TableDef, filter: Option<&Expr>) -> Access {
-    let Some(filter) = filter else {
-        return Access::FullScan;
+fn is_integer_column(table: &TableDef, column: usize) -> bool {
+    table
+        .columns
+        .get(column)
+        .is_some_and(|c| crate::types::int_range(&c.ty).is_some())
+}
+
+/// The WHERE left after removing the conjuncts all of whose sargs were used, on integer
+/// columns (whose key order is exactly their comparison order).
+fn residual(table: &TableDef, parts: &[&Expr], sargs: &[Sarg<'_>], used: &[bool]) -> Option<Expr> {
+    let removable = |i: usize| {
+        let mine: Vec<usize> = (0..sargs.len())
+            .filter(|&s| sargs[s].conjunct == i)
+            .collect();
+        !mine.is_empty()
+            && mine
+                .iter()
+                .all(|&s| used[s] && is_integer_column(table, sargs[s].column))
     };
-    let sargs = sargs(filter);
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !removable(*i))
+        .map(|(_, e)| (*e).clone())
+        .reduce(|a, b| Expr::And(a.boxed(), b.boxed()))
+}
+
+/// Chooses the access path for reading `table` under `filter` (rules 1-4).
+pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
+    let Some(filter) = filter else {
+        return Plan {
+            access: Access::FullScan,
+            residual: None,
+            ordered: None,
+        };
+    };
+    let mut parts = Vec::new();
+    conjuncts(filter, &mut parts);
+    let sargs = sargs(&parts);
+    let full_scan = || Plan {
+        access: Access::FullScan,
+        residual: Some(filter.clone()),
+        ordered: None,
+    };
     if sargs.is_empty() {
-        return Access::FullScan;
+        return full_scan();
     }
-    let eq_on = |col: usize| sargs.iter().find(|s| s.column == col && s.op == CmpOp::Eq);
+    let eq_on = |col: usize| {
+        sargs
+            .iter()
+            .position(|s| s.column == col && s.op == CmpOp::Eq)
+    };
     let pk = &table.primary_key.columns;
     if !pk.is_empty() {
-        let values: Option<Vec<Expr>> = pk
-            .iter()
-            .map(|&c| eq_on(c).map(|s| s.value.clone()))
-            .collect();
-        if let Some(values) = values {
-            return Access::PointGet(values);
+        let positions: Option<Vec<usize>> = pk.iter().map(|&c| eq_on(c)).collect();
+        if let Some(positions) = positions {
+            let mut used = vec![false; sargs.len()];
+            for &p in &positions {
+                used[p] = true;
+            }
+            let values = positions.iter().map(|&p| sargs[p].value.clone()).collect();
+            return Plan {
+                access: Access::PointGet(values),
+                residual: residual(table, &parts, &sargs, &used),
+                ordered: None,
+            };
         }
     }
     let mut candidates: Vec<(IndexChoice, &[usize])> = Vec::new();
@@ -139,31 +207,39 @@ pub(crate) fn plan_access(table: &TableDef, filter: Option<&Expr>) -> Access {
     for (i, idx) in table.indexes.iter().enumerate() {
         candidates.push((IndexChoice::Secondary(i), &idx.columns));
     }
-    let mut best: Option<(usize, Access)> = None;
+    let mut best: Option<(usize, Access, Vec<bool>)> = None;
     for (choice, cols) in candidates {
+        let mut used = vec![false; sargs.len()];
         let mut eq = Vec::new();
         let mut lower = None;
         let mut upper = None;
         for &c in cols {
-            if let Some(s) = eq_on(c) {
-                eq.push(s.value.clone());
+            if let Some(p) = eq_on(c) {
+                used[p] = true;
+                eq.push(sargs[p].value.clone());
                 continue;
             }
-            for s in sargs.iter().filter(|s| s.column == c) {
+            for (p, s) in sargs.iter().enumerate().filter(|(_, s)| s.column == c) {
                 let bound = RangeBound {
                     value: s.value.clone(),
                     inclusive: matches!(s.op, CmpOp::Ge | CmpOp::Le),
                 };
                 match s.op {
-                    CmpOp::Gt | CmpOp::Ge if lower.is_none() => lower = Some(bound),
-                    CmpOp::Lt | CmpOp::Le if upper.is_none() => upper = Some(bound),
+                    CmpOp::Gt | CmpOp::Ge if lower.is_none() => {
+                        lower = Some(bound);
+                        used[p] = true;
+                    }
+                    CmpOp::Lt | CmpOp::Le if upper.is_none() => {
+                        upper = Some(bound);
+                        used[p] = true;
+                    }
                     _ => {}
                 }
             }
             break;
         }
         let score = eq.len() * 2 + usize::from(lower.is_some() || upper.is_some());
-        if score > 0 && best.as_ref().is_none_or(|(b, _)| score > *b) {
+        if score > 0 && best.as_ref().is_none_or(|(b, _, _)| score > *b) {
             best = Some((
                 score,
                 Access::Range {
@@ -172,10 +248,46 @@ pub(crate) fn plan_access(table: &TableDef, filter: Option<&Expr>) -> Access {
                     lower,
                     upper,
                 },
+                used,
             ));
         }
     }
-    best.map_or(Access::FullScan, |(_, a)| a)
+    match best {
+        Some((_, access, used)) => Plan {
+            access,
+            residual: residual(table, &parts, &sargs, &used),
+            ordered: None,
+        },
+        None => full_scan(),
+    }
+}
+
+/// Rule 5: whether `plan`'s access path delivers `order_by`'s order (and in which direction).
+pub(crate) fn order(table: &TableDef, plan: &Plan, order_by: &[SortKey]) -> Option<bool> {
+    let (cols, eq_len): (&[usize], usize) = match &plan.access {
+        Access::NoTable | Access::PointGet(_) => return Some(false),
+        Access::FullScan => (&table.primary_key.columns, 0),
+        Access::Range { index, eq, .. } => match index {
+            IndexChoice::Primary => (&table.primary_key.columns, eq.len()),
+            IndexChoice::Secondary(i) => (&table.indexes.get(*i)?.columns, eq.len()),
+        },
+    };
+    let first = order_by.first()?;
+    let never_null_int = |c: usize| {
+        table.columns.get(c).is_some_and(|col| {
+            crate::types::int_range(&col.ty).is_some()
+                && (!col.nullable || table.primary_key.columns.contains(&c))
+        })
+    };
+    for (j, key) in order_by.iter().enumerate() {
+        let Expr::Column(c) = key.expr else {
+            return None;
+        };
+        if key.desc != first.desc || cols.get(eq_len + j) != Some(&c) || !never_null_int(c) {
+            return None;
+        }
+    }
+    Some(first.desc)
 }
 
 /// A short text of an expression for EXPLAIN.
@@ -190,12 +302,94 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
             .and_then(|t| t.columns.get(*c))
             .map_or_else(|| format!("#{c}"), |col| col.name.clone()),
         Expr::SysVar(v) => format!("@@{v}"),
+        Expr::Cmp(op, a, b, _) => {
+            let sym = match op {
+                CmpOp::Eq => "=",
+                CmpOp::NullSafeEq => "<=>",
+                CmpOp::Ne => "<>",
+                CmpOp::Lt => "<",
+                CmpOp::Le => "<=",
+                CmpOp::Gt => ">",
+                CmpOp::Ge => ">=",
+            };
+            format!("{} {sym} {}", render(a, table), render(b, table))
+        }
+        Expr::And(a, b) => format!("{} AND {}", render(a, table), render(b, table)),
+        Expr::Or(a, b) => format!("({} OR {})", render(a, table), render(b, table)),
+        Expr::Not(a) => format!("NOT ({})", render(a, table)),
+        Expr::Arith(op, a, b) => {
+            format!(
+                "({} {} {})",
+                render(a, table),
+                op.symbol(),
+                render(b, table)
+            )
+        }
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated,
+            ..
+        } => format!(
+            "{}{} BETWEEN {} AND {}",
+            render(expr, table),
+            if *negated { " NOT" } else { "" },
+            render(low, table),
+            render(high, table)
+        ),
+        Expr::IsNull(e, negated) => format!(
+            "{} IS {}NULL",
+            render(e, table),
+            if *negated { "NOT " } else { "" }
+        ),
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            ..
+        } => format!(
+            "{}{} LIKE {}",
+            render(expr, table),
+            if *negated { " NOT" } else { "" },
+            render(pattern, table)
+        ),
+        Expr::InList {
+            expr,
+            list,
+            negated,
+            ..
+        } => format!(
+            "{}{} IN ({})",
+            render(expr, table),
+            if *negated { " NOT" } else { "" },
+            list.iter()
+                .map(|e| render(e, table))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         _ => "<expr>".to_string(),
     }
 }
 
-/// EXPLAIN's text for an access path.
-pub(crate) fn explain(table: Option<&TableDef>, access: &Access) -> String {
+/// EXPLAIN's text for a plan: the access path, then `filter` and the condition each row is
+/// checked against when keys convert exactly.
+pub(crate) fn explain(table: Option<&TableDef>, plan: &Plan) -> String {
+    let mut text = explain_access(table, &plan.access);
+    match plan.ordered {
+        Some(true) => text.push_str(" ordered reverse"),
+        Some(false) if !matches!(plan.access, Access::PointGet(_) | Access::NoTable) => {
+            text.push_str(" ordered");
+        }
+        _ => {}
+    }
+    match &plan.residual {
+        Some(r) => format!("{text} filter {}", render(r, table)),
+        None => text,
+    }
+}
+
+fn explain_access(table: Option<&TableDef>, access: &Access) -> String {
     let Some(t) = table else {
         return "no table".to_string();
     };

@@ -13,7 +13,7 @@
 //! DDL generation is unchanged, and re-planned from its text after any DDL.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use shale_table::{IsolationLevel, TableTxn, TxnOptions, Value};
 use sqlparser::ast::{self, Statement};
@@ -23,7 +23,7 @@ use crate::error::SqlError;
 use crate::exec;
 use crate::expr::Env;
 use crate::instance::Instance;
-use crate::plan::{self, Access};
+use crate::plan::{self, Access, Plan};
 use crate::result::{ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 use crate::types::SqlType;
 use crate::variables;
@@ -41,10 +41,10 @@ pub struct PreparedInfo {
 /// A statement ready to run: bound and planned, or a session command kept as parsed.
 #[derive(Debug)]
 pub(crate) enum Planned {
-    Select(BoundSelect, Access),
+    Select(BoundSelect, Plan),
     Insert(BoundInsert),
-    Update(BoundUpdate, Access),
-    Delete(BoundDelete, Access),
+    Update(BoundUpdate, Plan),
+    Delete(BoundDelete, Plan),
     Command(Box<Statement>),
 }
 
@@ -70,6 +70,8 @@ pub(crate) struct State {
     pub defaults: BTreeMap<&'static str, Value>,
     /// The last statement's warnings: level, code, message.
     pub warnings: Vec<(&'static str, u16, String)>,
+    /// The instance's global variables (`@@global.x`).
+    pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
 }
 
 struct RunEnv<'a> {
@@ -100,6 +102,22 @@ impl Env for RunEnv<'_> {
 
 impl State {
     pub(crate) fn variable(&self, name: &str) -> Value {
+        if let Some(global) = name.strip_prefix("global.") {
+            let global = if global == "tx_isolation" {
+                "transaction_isolation"
+            } else {
+                global
+            };
+            let globals = self
+                .globals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return globals
+                .get(global)
+                .or_else(|| self.defaults.get(global))
+                .cloned()
+                .unwrap_or(Value::Null);
+        }
         match name {
             "autocommit" => Value::Int(i64::from(self.autocommit)),
             "transaction_isolation" | "tx_isolation" => Value::Bytes(
@@ -139,6 +157,11 @@ pub struct Session {
     txn: Option<TableTxn>,
     /// BEGIN was issued: the transaction stays open until COMMIT/ROLLBACK.
     began: bool,
+    /// Named savepoints of the open transaction, oldest first; each is one table-layer
+    /// savepoint.
+    savepoints: Vec<String>,
+    /// The client asked for CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed.
+    found_rows: bool,
     prepared: HashMap<u32, Prepared>,
     next_statement_id: u32,
 }
@@ -158,6 +181,20 @@ pub(crate) fn text_column(name: &str) -> ColumnMeta {
 
 impl Session {
     pub(crate) fn new(instance: Arc<Instance>, connection_id: u64) -> Session {
+        let globals = Arc::clone(&instance.globals);
+        let (isolation, autocommit) = {
+            let g = globals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let isolation = g
+                .get("transaction_isolation")
+                .and_then(|v| parse_isolation(v).ok())
+                .unwrap_or(IsolationLevel::RepeatableRead);
+            let autocommit = g
+                .get("autocommit")
+                .is_none_or(|v| crate::value::truth(v) != Some(false));
+            (isolation, autocommit)
+        };
         Session {
             instance,
             state: State {
@@ -165,14 +202,17 @@ impl Session {
                 connection_id,
                 last_insert_id: 0,
                 user: "root@localhost".into(),
-                autocommit: true,
-                isolation: IsolationLevel::RepeatableRead,
+                autocommit,
+                isolation,
                 vars: BTreeMap::new(),
                 defaults: variables::defaults(),
                 warnings: Vec::new(),
+                globals,
             },
             txn: None,
             began: false,
+            savepoints: Vec::new(),
+            found_rows: false,
             prepared: HashMap::new(),
             next_statement_id: 1,
         }
@@ -192,6 +232,12 @@ impl Session {
         self.state.user = format!("{user}@{host}");
     }
 
+    /// The client's CLIENT_FOUND_ROWS capability: UPDATE's affected rows count the rows
+    /// matched instead of the rows changed.
+    pub fn set_found_rows(&mut self, found_rows: bool) {
+        self.found_rows = found_rows;
+    }
+
     /// The warnings of the last statement (what SHOW WARNINGS lists).
     pub fn warning_count(&self) -> u16 {
         self.state.warnings.len().min(usize::from(u16::MAX)) as u16
@@ -200,6 +246,10 @@ impl Session {
     /// Runs every statement of `sql` (`;`-separated), reporting each to `sink`. Stops at the
     /// first error and returns it.
     pub fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        on_big_stack(sql, || self.execute_text(sql, sink))
+    }
+
+    fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
             return Err(SqlError::new(1065, "42000", "Query was empty"));
@@ -216,6 +266,10 @@ impl Session {
 
     /// Prepares one statement with `?` placeholders.
     pub fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
+        on_big_stack(sql, || self.prepare_text(sql))
+    }
+
+    fn prepare_text(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
         let mut statements = crate::parse::parse(sql)?;
         if statements.len() != 1 {
             return Err(SqlError::new(
@@ -224,9 +278,27 @@ impl Session {
                 "You have an error in your SQL syntax; prepared statements hold one statement",
             ));
         }
+        if self.prepared.len() >= MAX_PREPARED {
+            return Err(SqlError::new(
+                1461,
+                "42000",
+                format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: \
+                     {MAX_PREPARED})"
+                ),
+            ));
+        }
         let stmt = statements.remove(0);
         let params = count_params(&stmt);
         let planned = self.plan(stmt)?;
+        if matches!(planned, Planned::Command(_)) && sql.len() > BIG_STATEMENT {
+            // A kept command's AST would later be dropped on the session's own stack.
+            return Err(SqlError::new(
+                1295,
+                "HY000",
+                "This command is not supported in the prepared statement protocol yet",
+            ));
+        }
         let columns = match &planned {
             Planned::Select(s, _) => s.columns.clone(),
             _ => Vec::new(),
@@ -329,31 +401,38 @@ impl Session {
         }
         let catalog = self.instance.store.catalog();
         let defaults = &self.state.defaults;
-        let is_variable = |name: &str| defaults.contains_key(name) || name == "identity";
+        let variable = |name: &str| defaults.get(name).cloned();
         let ctx = BindContext {
             catalog: &catalog,
             database: self.state.database.as_deref(),
-            is_variable: &is_variable,
+            variable: &variable,
         };
         let mut binder = Binder::new(&ctx);
         Ok(match &stmt {
             Statement::Query(q) => {
                 let s = binder.select(q)?;
-                let access = match &s.table {
-                    Some(t) => plan::plan_access(&t.def, s.filter.as_ref()),
-                    None => Access::NoTable,
+                let mut access = match &s.table {
+                    Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                    None => Plan {
+                        access: Access::NoTable,
+                        residual: s.filter.clone(),
+                        ordered: None,
+                    },
                 };
+                if let (Some(t), false) = (&s.table, s.order_by.is_empty()) {
+                    access.ordered = plan::order(&t.def, &access, &s.order_by);
+                }
                 Planned::Select(s, access)
             }
             Statement::Insert(i) => Planned::Insert(binder.insert(i)?),
             Statement::Update(u) => {
                 let b = binder.update(u)?;
-                let access = plan::plan_access(&b.table.def, b.filter.as_ref());
+                let access = plan::plan(&b.table.def, b.filter.as_ref());
                 Planned::Update(b, access)
             }
             Statement::Delete(d) => {
                 let b = binder.delete(d)?;
-                let access = plan::plan_access(&b.table.def, b.filter.as_ref());
+                let access = plan::plan(&b.table.def, b.filter.as_ref());
                 Planned::Delete(b, access)
             }
             _ => Planned::Command(Box::new(stmt)),
@@ -370,6 +449,7 @@ impl Session {
     /// Commits the open transaction, if any.
     fn commit_open(&mut self) -> Result<(), SqlError> {
         self.began = false;
+        self.savepoints.clear();
         match self.txn.take() {
             Some(t) => Ok(t.commit()?),
             None => Ok(()),
@@ -378,9 +458,71 @@ impl Session {
 
     fn rollback_open(&mut self) {
         self.began = false;
+        self.savepoints.clear();
         if let Some(t) = self.txn.take() {
             t.rollback();
         }
+    }
+
+    /// SAVEPOINT: a no-op outside a transaction, as in MySQL with autocommit.
+    fn savepoint(&mut self, name: &str) -> Result<(), SqlError> {
+        if !self.keeps_transaction() {
+            return Ok(());
+        }
+        if let Some(pos) = self
+            .savepoints
+            .iter()
+            .position(|s| s.eq_ignore_ascii_case(name))
+        {
+            // Re-setting a savepoint replaces it; the table layer can only drop its newest.
+            if pos + 1 != self.savepoints.len() {
+                return Err(SqlError::unsupported(
+                    "re-setting a savepoint that is not the newest",
+                ));
+            }
+            self.unwind_to(name, false)?;
+        }
+        if self.txn.is_none() {
+            self.txn = Some(self.begin_txn()?);
+        }
+        if let Some(txn) = self.txn.as_mut() {
+            txn.set_savepoint();
+        }
+        self.savepoints.push(name.to_string());
+        Ok(())
+    }
+
+    /// RELEASE SAVEPOINT (`rollback` false) or ROLLBACK TO SAVEPOINT (true): drops `name` and
+    /// every later savepoint, keeping or undoing their changes.
+    fn unwind_to(&mut self, name: &str, rollback: bool) -> Result<(), SqlError> {
+        let Some(pos) = self
+            .savepoints
+            .iter()
+            .position(|s| s.eq_ignore_ascii_case(name))
+        else {
+            return Err(SqlError::new(
+                1305,
+                "42000",
+                format!("SAVEPOINT {name} does not exist"),
+            ));
+        };
+        let Some(txn) = self.txn.as_mut() else {
+            self.savepoints.clear();
+            return Err(SqlError::new(
+                1305,
+                "42000",
+                format!("SAVEPOINT {name} does not exist"),
+            ));
+        };
+        while self.savepoints.len() > pos {
+            self.savepoints.pop();
+            if rollback {
+                txn.rollback_to_savepoint()?;
+            } else {
+                txn.release_savepoint()?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether the transaction stays open after a statement.
@@ -388,7 +530,35 @@ impl Session {
         self.began || !self.state.autocommit
     }
 
+    /// Runs a planned statement. An autocommit INSERT, UPDATE or DELETE that loses a write
+    /// conflict (1213: under REPEATABLE READ a row changed after its snapshot) is retried in a
+    /// fresh transaction, up to `MAX_RETRIES` times: nothing was committed or sent to the
+    /// client yet, and InnoDB would have waited for the row instead of failing.
     fn run(
+        &mut self,
+        planned: &Planned,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        let retryable = matches!(
+            planned,
+            Planned::Insert(_) | Planned::Update(..) | Planned::Delete(..)
+        );
+        let mut attempt = 0;
+        loop {
+            let own_transaction = !self.keeps_transaction() && self.txn.is_none();
+            match self.run_once(planned, params, sink) {
+                Err(e)
+                    if e.code == 1213 && retryable && own_transaction && attempt < MAX_RETRIES =>
+                {
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn run_once(
         &mut self,
         planned: &Planned,
         params: &[Value],
@@ -426,7 +596,7 @@ impl Session {
             }),
             Planned::Update(u, access) => {
                 exec::update(&mut txn, u, access, &env).map(|(matched, changed)| {
-                    status.affected_rows = changed;
+                    status.affected_rows = if self.found_rows { matched } else { changed };
                     status.info =
                         format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
                     Some(status.clone())
@@ -460,6 +630,7 @@ impl Session {
                     self.txn = Some(txn);
                 } else {
                     txn.rollback();
+                    self.savepoints.clear();
                     if keep {
                         self.began = false;
                     }
@@ -513,17 +684,10 @@ impl Session {
     /// Runs a session command or DDL statement.
     fn command(&mut self, stmt: &Statement, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         match stmt {
-            Statement::StartTransaction { modes, .. } => {
-                if modes.iter().any(|m| {
-                    matches!(
-                        m,
-                        ast::TransactionMode::AccessMode(ast::TransactionAccessMode::ReadOnly)
-                    )
-                }) {
-                    self.state.warnings.clear();
-                }
+            Statement::StartTransaction { .. } => {
                 self.commit_open()?;
-                self.txn = Some(self.begin_txn()?);
+                // The snapshot is taken by the first statement, as InnoDB takes it at the
+                // first read.
                 self.began = true;
                 self.state.warnings.clear();
                 self.ok(sink, 0)
@@ -539,6 +703,26 @@ impl Session {
             } => {
                 self.state.warnings.clear();
                 self.rollback_open();
+                self.ok(sink, 0)
+            }
+            Statement::Savepoint { name } => {
+                self.state.warnings.clear();
+                self.savepoint(&name.value)?;
+                self.ok(sink, 0)
+            }
+            Statement::ReleaseSavepoint { name } => {
+                self.state.warnings.clear();
+                self.unwind_to(&name.value, false)?;
+                self.ok(sink, 0)
+            }
+            Statement::Rollback {
+                chain: false,
+                savepoint: Some(name),
+            } => {
+                self.state.warnings.clear();
+                self.unwind_to(&name.value, true)?;
+                // MySQL keeps the savepoint rolled back to.
+                self.savepoint(&name.value)?;
                 self.ok(sink, 0)
             }
             Statement::Set(set) => {
@@ -762,15 +946,20 @@ impl Session {
                 Ok(())
             }
             ast::Set::SingleAssignment {
-                variable, values, ..
+                variable,
+                values,
+                scope,
+                ..
             } => {
                 let name = crate::bind::ident_name(variable).join(".");
-                self.assign(&name, values)
+                let global = matches!(scope, Some(ast::ContextModifier::Global));
+                self.assign(&name, values, global)
             }
             ast::Set::MultipleAssignments { assignments } => {
                 for a in assignments {
                     let name = crate::bind::ident_name(&a.name).join(".");
-                    self.assign(&name, std::slice::from_ref(&a.value))?;
+                    let global = matches!(a.scope, Some(ast::ContextModifier::Global));
+                    self.assign(&name, std::slice::from_ref(&a.value), global)?;
                 }
                 Ok(())
             }
@@ -778,11 +967,12 @@ impl Session {
         }
     }
 
-    fn assign(&mut self, name: &str, values: &[ast::Expr]) -> Result<(), SqlError> {
+    fn assign(&mut self, name: &str, values: &[ast::Expr], global: bool) -> Result<(), SqlError> {
         if name.starts_with('@') && !name.starts_with("@@") {
             return Err(SqlError::unsupported("user variables"));
         }
         let lower = name.trim_start_matches('@').to_ascii_lowercase();
+        let global = global || lower.starts_with("global.");
         let lower = lower
             .strip_prefix("session.")
             .or_else(|| lower.strip_prefix("global."))
@@ -807,11 +997,11 @@ impl Session {
             }
             other => {
                 let catalog = shale_table::Catalog::default();
-                let is_variable = |n: &str| self.state.defaults.contains_key(n);
+                let variable = |n: &str| self.state.defaults.get(n).cloned();
                 let ctx = BindContext {
                     catalog: &catalog,
                     database: None,
-                    is_variable: &is_variable,
+                    variable: &variable,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {
@@ -835,6 +1025,34 @@ impl Session {
                 other => Ok(crate::value::truth(other).unwrap_or(false)),
             }
         };
+        if global {
+            let stored = match lower.as_str() {
+                "autocommit" => Value::Int(i64::from(as_bool(&v)?)),
+                "transaction_isolation" | "tx_isolation" => {
+                    let level = parse_isolation(&v).map_err(|bad| {
+                        SqlError::new(
+                            1231,
+                            "42000",
+                            format!("Variable '{lower}' can't be set to the value of '{bad}'"),
+                        )
+                    })?;
+                    Value::Bytes(variables::isolation_name(level).as_bytes().to_vec())
+                }
+                _ => v,
+            };
+            let mut globals = self
+                .state
+                .globals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let key = if lower == "tx_isolation" {
+                "transaction_isolation".to_string()
+            } else {
+                lower
+            };
+            globals.insert(key, stored);
+            return Ok(());
+        }
         match lower.as_str() {
             "autocommit" => {
                 let on = as_bool(&v)?;
@@ -844,20 +1062,13 @@ impl Session {
                 self.state.autocommit = on;
             }
             "transaction_isolation" | "tx_isolation" => {
-                let s = crate::value::display(&v)
-                    .to_ascii_uppercase()
-                    .replace(' ', "-");
-                self.state.isolation = match s.as_str() {
-                    "READ-COMMITTED" | "READ-UNCOMMITTED" => IsolationLevel::ReadCommitted,
-                    "REPEATABLE-READ" | "SERIALIZABLE" => IsolationLevel::RepeatableRead,
-                    other => {
-                        return Err(SqlError::new(
-                            1231,
-                            "42000",
-                            format!("Variable '{lower}' can't be set to the value of '{other}'"),
-                        ))
-                    }
-                };
+                self.state.isolation = parse_isolation(&v).map_err(|bad| {
+                    SqlError::new(
+                        1231,
+                        "42000",
+                        format!("Variable '{lower}' can't be set to the value of '{bad}'"),
+                    )
+                })?;
             }
             _ => {
                 // Unknown variables are accepted and remembered: connectors set many.
@@ -882,12 +1093,53 @@ impl Session {
     /// EXPLAIN's plan text for a statement.
     pub(crate) fn explain(&self, stmt: &Statement) -> Result<String, SqlError> {
         Ok(match self.plan(stmt.clone())? {
-            Planned::Select(s, access) => plan::explain(s.table.as_ref().map(|t| &*t.def), &access),
-            Planned::Update(u, access) => plan::explain(Some(&u.table.def), &access),
-            Planned::Delete(d, access) => plan::explain(Some(&d.table.def), &access),
+            Planned::Select(s, plan) => plan::explain(s.table.as_ref().map(|t| &*t.def), &plan),
+            Planned::Update(u, plan) => plan::explain(Some(&u.table.def), &plan),
+            Planned::Delete(d, plan) => plan::explain(Some(&d.table.def), &plan),
             Planned::Insert(i) => format!("insert {}", i.table.def.name),
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
+    }
+}
+
+/// How often an autocommit write that lost a write conflict is retried.
+const MAX_RETRIES: u32 = 8;
+
+/// MySQL's default `max_prepared_stmt_count`, per session here.
+const MAX_PREPARED: usize = 16_382;
+
+/// Statements longer than this may nest deeper than a thread's usual 2 MiB stack allows
+/// (each level of `1+1+...` or `((...))` takes at least two characters).
+const BIG_STATEMENT: usize = 1024;
+
+/// The stack a long statement is parsed, bound and dropped on (reserved, touched only as far
+/// as it is used).
+const BIG_STACK: usize = 256 << 20;
+
+/// Runs `f` on a fresh large stack when `sql` is long enough to nest deeply: sqlparser's AST
+/// is walked and dropped recursively, so one deep expression could otherwise overflow the
+/// server's session thread. The binder separately caps nesting (`bind::MAX_DEPTH`), so what
+/// outlives the statement stays shallow.
+fn on_big_stack<R>(sql: &str, f: impl FnOnce() -> R) -> R {
+    if sql.len() > BIG_STATEMENT {
+        stacker::grow(BIG_STACK, f)
+    } else {
+        f()
+    }
+}
+
+/// An isolation level from its variable value (`READ-COMMITTED`, `READ COMMITTED`, ...);
+/// the text back when it names none.
+fn parse_isolation(v: &Value) -> Result<IsolationLevel, String> {
+    let s = crate::value::display(v)
+        .to_ascii_uppercase()
+        .replace(' ', "-");
+    match s.as_str() {
+        // Shale has no dirty reads: READ UNCOMMITTED runs as READ COMMITTED.
+        "READ-COMMITTED" | "READ-UNCOMMITTED" => Ok(IsolationLevel::ReadCommitted),
+        // SERIALIZABLE runs as REPEATABLE READ (snapshot isolation with write conflicts).
+        "REPEATABLE-READ" | "SERIALIZABLE" => Ok(IsolationLevel::RepeatableRead),
+        _ => Err(s),
     }
 }
 

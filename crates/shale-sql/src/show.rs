@@ -62,7 +62,6 @@ pub(crate) fn show(
             let pattern = like_filter(options_filter(show_options).as_ref())?;
             let catalog = session.instance().store.catalog();
             let mut names: Vec<String> = catalog.databases.keys().cloned().collect();
-            names.push("information_schema".into());
             names.sort();
             let rows: Vec<Vec<Value>> = names
                 .iter()

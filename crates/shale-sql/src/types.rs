@@ -287,25 +287,73 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
             other => crate::value::to_f64(other).unwrap_or(0.0),
         })),
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
+            let mut bytes = match value {
+                Value::Bytes(b) => b,
+                other => display(&other).into_bytes(),
+            };
+            let len = *len as usize;
+            if *collation == Collation::Binary {
+                if bytes.len() > len {
+                    return Err(SqlError::data_too_long(&col.name, row));
+                }
+                if matches!(col.ty, ColumnType::Char { .. }) {
+                    // BINARY(n) is padded with zero bytes to its length.
+                    bytes.resize(len, 0);
+                }
+                return Ok(Value::Bytes(bytes));
+            }
+            let text = valid_text(bytes, &col.name, row)?;
+            let chars = text.chars().count();
+            let mut text = if chars > len {
+                // Trailing spaces past the length are cut (MySQL: note 1265); anything else
+                // is too long.
+                let cut = text.char_indices().nth(len).map_or(text.len(), |(i, _)| i);
+                if text[cut..].bytes().any(|b| b != b' ') {
+                    return Err(SqlError::data_too_long(&col.name, row));
+                }
+                text[..cut].to_string()
+            } else {
+                text
+            };
+            if matches!(col.ty, ColumnType::Char { .. }) {
+                // CHAR drops trailing spaces (they come back as padding, which MySQL strips).
+                text.truncate(text.trim_end_matches(' ').len());
+            }
+            Ok(Value::Bytes(text.into_bytes()))
+        }
+        ColumnType::Text { collation } => {
             let bytes = match value {
                 Value::Bytes(b) => b,
                 other => display(&other).into_bytes(),
             };
-            let chars = if *collation == Collation::Binary {
-                bytes.len()
+            if *collation == Collation::Binary {
+                Ok(Value::Bytes(bytes))
             } else {
-                String::from_utf8_lossy(&bytes).chars().count()
-            };
-            if chars > *len as usize {
-                return Err(SqlError::data_too_long(&col.name, row));
+                Ok(Value::Bytes(
+                    valid_text(bytes, &col.name, row)?.into_bytes(),
+                ))
             }
-            Ok(Value::Bytes(bytes))
         }
-        ColumnType::Text { .. } => Ok(Value::Bytes(match value {
-            Value::Bytes(b) => b,
-            other => display(&other).into_bytes(),
-        })),
     }
+}
+
+/// Text for a utf8mb4 column: 1366 for bytes that are not UTF-8, as MySQL's strict mode.
+fn valid_text(bytes: Vec<u8>, column: &str, row: usize) -> Result<String, SqlError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bad = e.as_bytes()[e.utf8_error().valid_up_to()..]
+            .iter()
+            .take(4)
+            .fold(String::new(), |mut acc, b| {
+                use std::fmt::Write as _;
+                let _ = write!(acc, "\\x{b:02X}");
+                acc
+            });
+        SqlError::new(
+            1366,
+            "22007",
+            format!("Incorrect string value: '{bad}' for column '{column}' at row {row}"),
+        )
+    })
 }
 
 #[cfg(test)]
@@ -344,6 +392,8 @@ mod tests {
             (&ch, b("abc"), b("abc")),
             (&ch, b("äöü"), b("äöü")),
             (&ch, Value::Int(12), b("12")),
+            (&ch, b("ab "), b("ab")),
+            (&ch, b("abc   "), b("abc")),
         ];
         for (c, v, want) in ok {
             assert_eq!(store_value(c, v.clone(), 1).unwrap(), want, "{v:?}");
@@ -355,6 +405,7 @@ mod tests {
             (&uint, Value::Int(-1), 1264),
             (&uint, Value::Int(256), 1264),
             (&ch, b("abcd"), 1406),
+            (&ch, Value::Bytes(vec![0xff, 0x41]), 1366),
         ];
         for (c, v, code) in bad {
             assert_eq!(

@@ -153,6 +153,7 @@ fn sysbench_slice_at_scale() {
 fn users_survive_reopen() {
     let fs = Arc::new(MemFs::new());
     let options = || InstanceOptions {
+        transaction_isolation: shale_sql::IsolationLevel::default(),
         store: StoreOptions {
             engine: Options {
                 file_system: fs.clone(),
@@ -361,4 +362,38 @@ fn sessions_are_send_and_the_instance_is_shared() {
     fn shared<T: Send + Sync>() {}
     send::<shale_sql::Session>();
     shared::<Instance>();
+}
+
+/// Autocommit updates of one hot row from two sessions all succeed (write conflicts are
+/// retried inside the statement) and none is lost.
+#[test]
+fn concurrent_autocommit_updates_all_apply() {
+    let instance = common::instance();
+    let mut s = instance.session();
+    run(
+        &mut s,
+        "CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY, v INT); \
+         INSERT INTO t VALUES (1, 0)",
+    );
+    let per_thread = 300;
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let instance = Arc::clone(&instance);
+            std::thread::spawn(move || {
+                let mut s = instance.session();
+                run(&mut s, "USE d");
+                let update = s.prepare("UPDATE t SET v = v + 1 WHERE id = ?").unwrap();
+                for _ in 0..per_thread {
+                    let mut sink = TextSink::default();
+                    s.execute_prepared(update.id, &[Value::Int(1)], &mut sink)
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let sink = run(&mut s, "SELECT v FROM t WHERE id = 1");
+    assert_eq!(sink.rows, vec![vec![Value::Int(2 * per_thread)]]);
 }

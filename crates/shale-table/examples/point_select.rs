@@ -1,6 +1,6 @@
 //! sysbench's `oltp_point_select` on the table layer alone: loads an `sbtest` table, then
 //! times primary key point reads (`SELECT c FROM sbtest1 WHERE id = ?`'s table work: one key
-//! encode, one engine get, one row decode) and `k` index range reads.
+//! encode, one engine get, one projected row decode) and `k` index range reads.
 //!
 //! `cargo run -p shale-table --example point_select -- [rows] [lookups]`
 
@@ -97,7 +97,7 @@ fn main() -> shale_table::Result<()> {
     for _ in 0..lookups {
         let id = rng.gen_range(1..=i64::try_from(rows).unwrap_or(i64::MAX));
         found += u64::from(
-            txn.get(&table, &[Value::Int(id)], LockMode::None)?
+            txn.get_projected(&table, &[Value::Int(id)], LockMode::None, &[2])?
                 .is_some(),
         );
     }

@@ -1,6 +1,11 @@
 //! CHECK TABLE: walks a table and its secondary indexes and reports where they disagree
 //! (ARCHITECTURE.md invariant 6: each index holds exactly one entry per row, and nothing
-//! else).
+//! else), by the layout of docs/format/table-keys.md.
+//!
+//! Invariants:
+//! 1. It reports and never repairs: it takes no lock and writes nothing.
+//! 2. It sees what its transaction sees (the snapshot under REPEATABLE READ), so a clean
+//!    report is about one consistent state.
 
 use std::ops::Bound;
 

@@ -57,22 +57,46 @@
 //! # }
 //! ```
 //!
+//! # What callers (the SQL layer) can rely on
+//!
+//! - Values: integer columns return `Value::Int` when signed and `Value::UInt` when unsigned
+//!   (either is accepted on write if it fits); FLOAT and DOUBLE are `Value::Double` (a FLOAT
+//!   keeps whatever f64 it was given: round to f32 before writing); strings come back exactly
+//!   as written (CHAR's trailing spaces are not stripped here). Values out of the column's range,
+//!   NaN and NULL in NOT NULL columns are refused with `InvalidArgument`.
+//! - Scan bounds are value prefixes of the index's columns; out-of-range integers and fractions
+//!   in bounds fold into the range. Comparisons follow the column's collation (PAD SPACE,
+//!   `general_ci`).
+//! - Each `insert`/`update`/`delete` is atomic; a multi-row statement wraps its calls in
+//!   `set_savepoint` / `rollback_to_savepoint` / `release_savepoint`.
+//! - `LockWaitTimeout` fails the call only. `Deadlock` (also a REPEATABLE READ write conflict)
+//!   means the transaction was rolled back; the `TableTxn` goes on as a new, empty one.
+//! - A [`RowCursor`] borrows its transaction: collect the rows before updating them.
+//! - DDL is not coordinated with running transactions (no metadata locks yet): take a fresh
+//!   [`Store::catalog`] per statement.
+//!
 //! | module | concept |
 //! |---|---|
-//! | `store` | open, the catalog snapshot, DDL, `AUTO_INCREMENT` and row id counters |
+//! | `store` | open, the catalog snapshot, DDL |
+//! | `sequence` | `AUTO_INCREMENT` and hidden row id counters |
 //! | `system` | the `shale_system` keyspace's layout and table definition encoding |
-//! | `txn` | [`TableTxn`]: row reads, writes and scans in one engine transaction |
+//! | `txn` | [`TableTxn`]: row reads and writes in one engine transaction |
+//! | `cursor` | scans: index ranges and [`RowCursor`] |
 //! | `index` | row keys and secondary index entries |
+//! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
 
+mod build;
 mod check;
 mod codec;
+mod cursor;
 mod error;
 mod index;
 mod schema;
+mod sequence;
 mod stats;
 mod store;
 mod system;
@@ -83,11 +107,12 @@ mod types;
 mod value;
 
 pub use check::TableCheck;
+pub use cursor::{IndexChoice, KeyRange, RowCursor};
 pub use error::{Error, Result};
 pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};
 pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};
-pub use txn::{IndexChoice, KeyRange, LockMode, RowCursor, TableTxn, TxnOptions};
+pub use txn::{LockMode, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType};
 pub use value::Value;

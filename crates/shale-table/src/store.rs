@@ -8,16 +8,16 @@
 //! 3. DROP TABLE, TRUNCATE, DROP DATABASE and DROP INDEX delete their data with range
 //!    tombstones in the same engine write that changes the catalog, so a crash leaves the old
 //!    state or the new one, never a mix (ARCHITECTURE.md invariant 7).
-//! 4. No `AUTO_INCREMENT` value or hidden row id is handed out twice, across restarts too: every
-//!    value handed out is below the reservation persisted under `A`/`R` or below the largest
-//!    value stored + 1, and at open the counter starts above both.
+//! 4. After open, the default keyspace holds keys only under index ids of the catalog
+//!    (build.rs sweeps the rest).
 //!
 //! Concurrency with DML: DDL takes no lock on the rows. A transaction still writing a table
 //! that is being dropped or truncated may leave rows under the old index ids (invisible,
 //! unreachable garbage) — `MySQL`'s metadata locks, which would prevent that, are not built
-//! yet. CREATE INDEX builds the index inside one transaction from a consistent snapshot; rows
-//! written by other transactions during the build are not indexed (the online build is still
-//! to come), so run it while the table is quiet.
+//! yet. CREATE INDEX builds the index from a consistent snapshot (build.rs); rows written by
+//! other transactions during the build are not indexed (the online build is still to come),
+//! so run it while the table is quiet. At open, keys under index ids no definition owns (a
+//! build cut by a crash, rows a transaction wrote into a dropped table) are swept.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -27,14 +27,14 @@ use shale_engine::{
     KeyspaceOptions, ReadOptions, TransactionDb, TransactionDbOptions, WriteBatch, WriteOptions,
 };
 
-use crate::codec::key::{decode_int_column, index_prefix, prefix_successor};
+use crate::build::{self, delete_index_range};
 use crate::codec::Reader;
 use crate::error::{Error, Result};
 use crate::schema::{Catalog, IndexDef, TableDef};
+use crate::sequence::Sequence;
 use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
 use crate::txn::{TableTxn, TxnOptions};
 use crate::types::Kind;
-use crate::value::Value;
 
 /// How to open a [`Store`].
 #[derive(Debug, Clone, Default)]
@@ -46,17 +46,6 @@ pub struct StoreOptions {
     pub transactions: TransactionDbOptions,
 }
 
-/// How many values one persisted `AUTO_INCREMENT` / row id reservation covers.
-const RESERVATION: u64 = 1024;
-
-/// One `AUTO_INCREMENT` or hidden row id counter (invariant 4).
-#[derive(Debug)]
-struct Sequence {
-    next: u64,
-    /// Persisted: no value at or above it was handed out before this open.
-    reserved: u64,
-}
-
 /// What a [`Store`] and its transactions share.
 #[derive(Debug)]
 pub(crate) struct StoreInner {
@@ -65,7 +54,8 @@ pub(crate) struct StoreInner {
     catalog: RwLock<Arc<Catalog>>,
     /// The next index id; held for the whole of a DDL statement (invariant 2).
     ddl: Mutex<u32>,
-    sequences: Mutex<HashMap<(u8, u32), Sequence>>,
+    /// `AUTO_INCREMENT` and row id counters by (tag, table id) (sequence.rs).
+    pub(crate) sequences: Mutex<HashMap<(u8, u32), Sequence>>,
 }
 
 /// An open database directory: the engine, the system keyspace and the catalog. Share it
@@ -84,12 +74,15 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let tdb = TransactionDb::open(path, options.engine, options.transactions)?;
         let db = tdb.db();
-        let system = match db.keyspace(system::KEYSPACE) {
-            Some(keyspace) => keyspace,
-            None => db.create_keyspace(system::KEYSPACE, KeyspaceOptions::default())?,
+        let system = if let Some(keyspace) = db.keyspace(system::KEYSPACE) {
+            keyspace
+        } else {
+            refuse_foreign_keys(db)?;
+            db.create_keyspace(system::KEYSPACE, KeyspaceOptions::default())?
         };
         let next_index_id = match system.get(system::KEY_VERSION)? {
             None => {
+                refuse_foreign_keys(db)?;
                 let mut batch = WriteBatch::new();
                 batch.put(
                     system.id(),
@@ -123,6 +116,7 @@ impl Store {
             }
         };
         let catalog = load_catalog(&system, next_index_id)?;
+        build::sweep_orphans(db, &catalog)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 tdb: Arc::new(tdb),
@@ -261,8 +255,8 @@ impl Store {
         Ok(())
     }
 
-    /// Adds a secondary index and fills it from the table's rows, in one transaction that also
-    /// writes the new definition (see the module doc: not an online build yet).
+    /// Adds a secondary index and fills it from the table's rows as of one snapshot, in chunked
+    /// engine writes, then writes the new definition (build.rs; not an online build yet).
     pub fn create_index(&self, database: &str, table: &str, mut index: IndexDef) -> Result<()> {
         let mut next_id = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
@@ -275,22 +269,21 @@ impl Store {
         def.indexes.push(index);
         validate_table(&def)?;
         let position = def.indexes.len() - 1;
-        let durable = TxnOptions {
-            durability: Some(shale_engine::Durability::Sync),
-            ..TxnOptions::default()
-        };
-        let mut txn = TableTxn::begin(self.inner.clone(), &durable)?;
-        txn.build_index(&def, position)?;
-        let sys = self.inner.system.clone();
-        txn.engine().put_in(
-            &sys,
+        let db = self.inner.tdb.db();
+        let sys = self.inner.system.id();
+        // The id is used from here on, whatever happens (build.rs, invariant 1).
+        let mut batch = WriteBatch::new();
+        batch.put(sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
+        db.write(batch, &sync())?;
+        *next_id = after;
+        build::build_index(db, &def, position)?;
+        let mut batch = WriteBatch::new();
+        batch.put(
+            sys,
             &system::table_key(TAG_TABLE, def.primary_key.index_id),
             &system::encode_table(&def),
         )?;
-        txn.engine()
-            .put_in(&sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
-        txn.commit()?;
-        *next_id = after;
+        db.write(batch, &sync())?;
         self.inner.replace_table(&catalog, Arc::new(def));
         Ok(())
     }
@@ -310,6 +303,7 @@ impl Store {
                 ))
             })?;
         let dropped = def.indexes.remove(position);
+        validate_table(&def)?;
         let mut batch = WriteBatch::new();
         batch.put(
             self.inner.system.id(),
@@ -346,6 +340,22 @@ impl Store {
         tdb.close()?;
         Ok(())
     }
+}
+
+/// A key-value database that was never a store: its keys would look like orphans to the
+/// sweep at open, so refuse it rather than delete them.
+fn refuse_foreign_keys(db: &shale_engine::Db) -> Result<()> {
+    let mut iter = db.iterator(ReadOptions::default())?;
+    iter.seek_to_first();
+    iter.status()?;
+    if iter.valid() {
+        return Err(Error::InvalidArgument(
+            "the database holds keys but no table catalog: it is not a shale-table store (open \
+             it with the engine instead)"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 fn check_name(what: &str, name: &str) -> Result<()> {
@@ -402,6 +412,15 @@ fn validate_table(def: &TableDef) -> Result<()> {
     if def.columns.iter().filter(|c| c.auto_increment).count() > 1 {
         return bad("more than one AUTO_INCREMENT column".into());
     }
+    if let Some(position) = def.auto_increment_column() {
+        // As `MySQL`: the counter recovers from the largest value of that index at open.
+        let keyed = std::iter::once(&def.primary_key)
+            .chain(&def.indexes)
+            .any(|index| index.columns.first() == Some(&position));
+        if !keyed {
+            return bad("the AUTO_INCREMENT column must be the first column of a key".into());
+        }
+    }
     for (i, index) in std::iter::once(&def.primary_key)
         .chain(&def.indexes)
         .enumerate()
@@ -427,13 +446,6 @@ fn validate_table(def: &TableDef) -> Result<()> {
             return bad(format!("duplicate key name '{}'", index.name));
         }
     }
-    Ok(())
-}
-
-fn delete_index_range(batch: &mut WriteBatch, index_id: u32) -> Result<()> {
-    let start = index_prefix(index_id);
-    let end = prefix_successor(&start).unwrap_or_else(|| vec![0xFF; 5]);
-    batch.delete_range(shale_engine::DEFAULT_KEYSPACE_ID, &start, &end)?;
     Ok(())
 }
 
@@ -536,120 +548,5 @@ impl StoreInner {
             &system::table_key(TAG_TABLE, def.primary_key.index_id),
         )?;
         Ok(())
-    }
-
-    fn forget_sequences(&self, table_id: u32) {
-        let mut sequences = self
-            .sequences
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        sequences.remove(&(TAG_AUTO_INCREMENT, table_id));
-        sequences.remove(&(TAG_ROW_ID, table_id));
-    }
-
-    /// Hands out the next value of the table's `AUTO_INCREMENT` (`TAG_AUTO_INCREMENT`) or hidden
-    /// row id (`TAG_ROW_ID`) counter (invariant 4).
-    pub(crate) fn next_sequence(&self, tag: u8, table: &TableDef) -> Result<u64> {
-        let table_id = table.primary_key.index_id;
-        let mut sequences = self
-            .sequences
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let sequence = self.sequence_locked(&mut sequences, tag, table)?;
-        let value = sequence.next;
-        let next = value.checked_add(1).ok_or_else(|| {
-            Error::InvalidArgument(format!("table '{}': counter exhausted", table.name))
-        })?;
-        if next > sequence.reserved {
-            let reserved = next.saturating_add(RESERVATION);
-            let mut batch = WriteBatch::new();
-            batch.put(
-                self.system.id(),
-                &system::table_key(tag, table_id),
-                &reserved.to_le_bytes(),
-            )?;
-            self.tdb.db().write(batch, &WriteOptions::default())?;
-            sequence.reserved = reserved;
-        }
-        sequence.next = next;
-        Ok(value)
-    }
-
-    /// Moves the `AUTO_INCREMENT` counter past an explicitly inserted `value`.
-    pub(crate) fn note_auto_increment(&self, table: &TableDef, value: u64) -> Result<()> {
-        let mut sequences = self
-            .sequences
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let sequence = self.sequence_locked(&mut sequences, TAG_AUTO_INCREMENT, table)?;
-        if value >= sequence.next {
-            sequence.next = value.saturating_add(1);
-        }
-        Ok(())
-    }
-
-    fn sequence_locked<'s>(
-        &self,
-        sequences: &'s mut HashMap<(u8, u32), Sequence>,
-        tag: u8,
-        table: &TableDef,
-    ) -> Result<&'s mut Sequence> {
-        let table_id = table.primary_key.index_id;
-        let key = (tag, table_id);
-        Ok(match sequences.entry(key) {
-            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                let reserved = match self.system.get(&system::table_key(tag, table_id))? {
-                    Some(bytes) => Reader::new(&bytes, "counter reservation")
-                        .array()
-                        .map(u64::from_le_bytes)?,
-                    None => 0,
-                };
-                let stored = self.largest_stored(tag, table)?;
-                let next = reserved.max(stored.saturating_add(1)).max(1);
-                entry.insert(Sequence { next, reserved })
-            }
-        })
-    }
-
-    /// The largest committed row id, or value of the `AUTO_INCREMENT` column (0: none; a
-    /// column that starts no index is not looked up).
-    fn largest_stored(&self, tag: u8, table: &TableDef) -> Result<u64> {
-        let (index_id, column) = if tag == TAG_ROW_ID {
-            (table.primary_key.index_id, None)
-        } else {
-            let Some(position) = table.columns.iter().position(|c| c.auto_increment) else {
-                return Ok(0);
-            };
-            let index = std::iter::once(&table.primary_key)
-                .chain(&table.indexes)
-                .find(|i| i.columns.first() == Some(&position));
-            match index {
-                Some(index) => (index.index_id, table.columns.get(position)),
-                None => return Ok(0),
-            }
-        };
-        let start = index_prefix(index_id).to_vec();
-        let options = ReadOptions {
-            upper_bound: prefix_successor(&start),
-            lower_bound: Some(start),
-            ..ReadOptions::default()
-        };
-        let mut iter = self.tdb.db().iterator(options)?;
-        iter.seek_to_last();
-        if !iter.valid() {
-            iter.status()?;
-            return Ok(0);
-        }
-        let mut reader = Reader::new(iter.key(), "largest key");
-        reader.take(4)?;
-        Ok(match column {
-            None => u64::from_be_bytes(reader.array()?),
-            Some(column) => match decode_int_column(&mut reader, column)? {
-                Some(Value::UInt(v)) => v,
-                Some(Value::Int(v)) => u64::try_from(v).unwrap_or(0),
-                _ => 0,
-            },
-        })
     }
 }

@@ -21,12 +21,13 @@ use shale_engine::{
     ReadOptions, Transaction, TransactionIterator, TransactionOptions, WriteOptions,
 };
 
-use crate::codec::key::{encode_bound, range_bounds};
-use crate::codec::row::{decode_row, encode_row};
+use crate::codec::key::range_bounds;
+use crate::codec::row::{decode_projected, decode_row, encode_row};
+use crate::cursor::{engine_range, IndexChoice, KeyRange, RowCursor};
 use crate::error::{Error, Result};
 use crate::index::{
-    entry_for_row, is_hidden_pk, is_unique_entry, pk_key_from_values, pk_key_of_entry,
-    pk_key_of_row, show_entry, table_id,
+    entry_for_row, is_hidden_pk, is_unique_entry, pk_key_from_values, pk_key_of_row, show_entry,
+    table_id,
 };
 use crate::schema::TableDef;
 use crate::store::StoreInner;
@@ -65,40 +66,6 @@ pub enum LockMode {
     Exclusive,
 }
 
-/// Which index a scan walks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexChoice {
-    Primary,
-    /// Position in [`TableDef::indexes`].
-    Secondary(usize),
-}
-
-/// A range over an index's columns; each bound is a prefix of the index's key columns
-/// (`Unbounded` for an open end).
-#[derive(Debug, Clone, PartialEq)]
-pub struct KeyRange {
-    pub lower: Bound<Vec<Value>>,
-    pub upper: Bound<Vec<Value>>,
-}
-
-impl KeyRange {
-    /// Every row.
-    pub fn all() -> KeyRange {
-        KeyRange {
-            lower: Bound::Unbounded,
-            upper: Bound::Unbounded,
-        }
-    }
-
-    /// The rows whose first index columns equal `prefix`.
-    pub fn prefix(prefix: Vec<Value>) -> KeyRange {
-        KeyRange {
-            lower: Bound::Included(prefix.clone()),
-            upper: Bound::Included(prefix),
-        }
-    }
-}
-
 /// One transaction over tables. Dropping it rolls it back. `Send`: a server session may keep
 /// it between commands.
 #[derive(Debug)]
@@ -113,6 +80,13 @@ pub struct TableTxn {
 
 /// An index entry to write: (key, value).
 type Entry = (Vec<u8>, Vec<u8>);
+
+/// Which row an update or delete means: the row as read, or a hidden row id.
+#[derive(Debug, Clone, Copy)]
+enum Target<'r> {
+    Row(&'r [Value]),
+    RowId(u64),
+}
 
 impl TableTxn {
     pub(crate) fn begin(store: Arc<StoreInner>, options: &TxnOptions) -> Result<TableTxn> {
@@ -139,7 +113,7 @@ impl TableTxn {
     }
 
     /// Invariant 4: after a deadlock, start over as a fresh transaction.
-    fn after<T>(&mut self, result: Result<T>) -> Result<T> {
+    pub(crate) fn after<T>(&mut self, result: Result<T>) -> Result<T> {
         if matches!(result, Err(Error::Deadlock)) {
             if let Ok(fresh) = self.store.tdb.begin_shared(self.options.clone()) {
                 std::mem::replace(&mut self.txn, fresh).rollback();
@@ -160,7 +134,7 @@ impl TableTxn {
         self.after(result)
     }
 
-    fn read(&mut self, key: &[u8], lock: LockMode) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn read(&mut self, key: &[u8], lock: LockMode) -> Result<Option<Vec<u8>>> {
         Ok(match lock {
             LockMode::None => self.txn.get(key)?,
             LockMode::Shared => self.txn.get_for_share(key)?,
@@ -172,21 +146,17 @@ impl TableTxn {
     /// unique key that exists. A table without primary key gets a fresh hidden row id.
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn insert(&mut self, table: &TableDef, row: Vec<Value>) -> Result<()> {
-        self.statement(|t| t.insert_locked(table, &row, None))
+        self.statement(|t| t.insert_row(table, &row))
     }
 
-    fn insert_locked(
-        &mut self,
-        table: &TableDef,
-        row: &[Value],
-        row_id: Option<u64>,
-    ) -> Result<()> {
+    fn insert_row(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
         let mut value = Vec::with_capacity(64);
         encode_row(&mut value, table, row)?;
         self.note_auto_increment(table, row)?;
-        let row_id = match (is_hidden_pk(table), row_id) {
-            (true, None) => Some(self.store.next_sequence(TAG_ROW_ID, table)?),
-            (_, id) => id,
+        let row_id = if is_hidden_pk(table) {
+            Some(self.store.next_sequence(TAG_ROW_ID, table)?)
+        } else {
+            None
         };
         let mut pk_key = Vec::with_capacity(16);
         pk_key_of_row(&mut pk_key, table, row, row_id, &mut self.scratch)?;
@@ -266,6 +236,27 @@ impl TableTxn {
         self.after(result)
     }
 
+    /// Only the columns at `columns` (in that order) of the row whose primary key is `pk`:
+    /// the hot path of `SELECT c FROM t WHERE id = ?`, which copies no other string.
+    pub fn get_projected(
+        &mut self,
+        table: &TableDef,
+        pk: &[Value],
+        lock: LockMode,
+        columns: &[usize],
+    ) -> Result<Option<Vec<Value>>> {
+        let mut key = std::mem::take(&mut self.key);
+        let result = pk_key_from_values(&mut key, table, pk, &mut self.scratch)
+            .and_then(|()| self.read(&key, lock))
+            .and_then(|bytes| {
+                bytes
+                    .map(|b| decode_projected(table, &b, columns))
+                    .transpose()
+            });
+        self.key = key;
+        self.after(result)
+    }
+
     /// The rows of several primary keys, in order (None where absent): an IN list. One
     /// engine get per key for now (the engine's transactions have no multi-get yet).
     pub fn get_many(
@@ -289,15 +280,7 @@ impl TableTxn {
     ) -> Result<RowCursor<'_>> {
         let result = self.open_cursor(table, index, range);
         let (def, iter, secondary) = self.after(result)?;
-        Ok(RowCursor {
-            txn: self,
-            table: def,
-            secondary,
-            iter,
-            reverse,
-            lock,
-            started: false,
-        })
+        Ok(RowCursor::new(self, def, secondary, iter, reverse, lock))
     }
 
     fn open_cursor(
@@ -307,55 +290,16 @@ impl TableTxn {
         range: KeyRange,
     ) -> Result<(Arc<TableDef>, TransactionIterator, Option<usize>)> {
         let def = self.store.shared_def(table);
-        let (index_def, secondary) = match index {
-            IndexChoice::Primary => (&def.primary_key, None),
-            IndexChoice::Secondary(i) => (
-                def.indexes.get(i).ok_or_else(|| {
-                    Error::InvalidArgument(format!("table '{}' has no index #{i}", def.name))
-                })?,
-                Some(i),
-            ),
-        };
-        let columns = index_def
-            .columns
-            .iter()
-            .map(|&c| def.columns.get(c))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
-        let mut encode = |bound: Bound<Vec<Value>>, lower: bool| -> Result<Bound<Vec<u8>>> {
-            let (values, included) = match bound {
-                Bound::Unbounded => return Ok(Bound::Unbounded),
-                Bound::Included(v) => (v, true),
-                Bound::Excluded(v) => (v, false),
-            };
-            if values.is_empty() {
-                return Ok(Bound::Unbounded);
-            }
-            if values.len() > columns.len() {
-                return Err(Error::InvalidArgument(format!(
-                    "a bound of {} values on index '{}' of {} columns",
-                    values.len(),
-                    index_def.name,
-                    columns.len()
-                )));
-            }
-            encode_bound(
-                index_def.index_id,
-                &columns,
-                &values,
-                lower,
-                included,
-                &mut self.scratch,
-            )
-        };
-        let lower = encode(range.lower, true)?;
-        let upper = encode(range.upper, false)?;
-        let (lower, upper) = range_bounds(index_def.index_id, lower, upper);
+        let (lower, upper) = engine_range(&def, index, range, &mut self.scratch)?;
         let iter = self.txn.iterator(ReadOptions {
             lower_bound: Some(lower),
             upper_bound: upper,
             ..ReadOptions::default()
         })?;
+        let secondary = match index {
+            IndexChoice::Primary => None,
+            IndexChoice::Secondary(i) => Some(i),
+        };
         Ok((def, iter, secondary))
     }
 
@@ -365,10 +309,22 @@ impl TableTxn {
     /// key the first stored row equal to `old` is replaced (a scan).
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn update(&mut self, table: &TableDef, old: &[Value], new: Vec<Value>) -> Result<()> {
-        self.statement(|t| t.update_locked(table, old, &new))
+        self.statement(|t| t.update_locked(table, Target::Row(old), &new))
     }
 
-    fn update_locked(&mut self, table: &TableDef, old: &[Value], new: &[Value]) -> Result<()> {
+    /// [`update`](Self::update) of a row of a table without primary key, found by its hidden
+    /// row id ([`RowCursor::row_id`]) instead of a scan.
+    #[allow(clippy::needless_pass_by_value)] // as `update`
+    pub fn update_by_row_id(
+        &mut self,
+        table: &TableDef,
+        row_id: u64,
+        new: Vec<Value>,
+    ) -> Result<()> {
+        self.statement(|t| t.update_locked(table, Target::RowId(row_id), &new))
+    }
+
+    fn update_locked(&mut self, table: &TableDef, old: Target<'_>, new: &[Value]) -> Result<()> {
         let Some((old_key, stored)) = self.locate(table, old)? else {
             return Ok(());
         };
@@ -424,7 +380,22 @@ impl TableTxn {
     }
 
     /// The key and stored image of the row `row` (as read), locked; None if it is gone.
-    fn locate(&mut self, table: &TableDef, row: &[Value]) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+    fn locate(
+        &mut self,
+        table: &TableDef,
+        target: Target<'_>,
+    ) -> Result<Option<(Vec<u8>, Vec<Value>)>> {
+        let row = match target {
+            Target::RowId(id) => {
+                let mut key = Vec::with_capacity(12);
+                pk_key_from_values(&mut key, table, &[Value::UInt(id)], &mut self.scratch)?;
+                return match self.txn.get_for_update(&key)? {
+                    Some(bytes) => Ok(Some((key, decode_row(table, &bytes)?))),
+                    None => Ok(None),
+                };
+            }
+            Target::Row(row) => row,
+        };
         if row.len() != table.columns.len() {
             return Err(Error::InvalidArgument(format!(
                 "row of {} values for table '{}' of {} columns",
@@ -476,17 +447,25 @@ impl TableTxn {
     /// invariant 3; nothing happens if the row is gone). In a table without primary key the
     /// first stored row equal to `row` is deleted (a scan).
     pub fn delete(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
-        self.statement(|t| {
-            let Some((key, stored)) = t.locate(table, row)? else {
-                return Ok(());
-            };
-            t.txn.delete(&key)?;
-            for index in &table.indexes {
-                let (entry, _) = entry_for_row(table, index, &stored, &key, &mut t.scratch)?;
-                t.txn.delete(&entry)?;
-            }
-            Ok(())
-        })
+        self.statement(|t| t.delete_locked(table, Target::Row(row)))
+    }
+
+    /// [`delete`](Self::delete) of a row of a table without primary key, found by its hidden
+    /// row id ([`RowCursor::row_id`]) instead of a scan.
+    pub fn delete_by_row_id(&mut self, table: &TableDef, row_id: u64) -> Result<()> {
+        self.statement(|t| t.delete_locked(table, Target::RowId(row_id)))
+    }
+
+    fn delete_locked(&mut self, table: &TableDef, target: Target<'_>) -> Result<()> {
+        let Some((key, stored)) = self.locate(table, target)? else {
+            return Ok(());
+        };
+        self.txn.delete(&key)?;
+        for index in &table.indexes {
+            let (entry, _) = entry_for_row(table, index, &stored, &key, &mut self.scratch)?;
+            self.txn.delete(&entry)?;
+        }
+        Ok(())
     }
 
     /// The next `AUTO_INCREMENT` value of `table`, never handed out twice, even across restarts.
@@ -520,104 +499,17 @@ impl TableTxn {
         self.after(result)
     }
 
+    /// Whether the transaction has written anything (a read-only transaction's commit costs
+    /// nothing).
+    pub fn has_writes(&self) -> bool {
+        self.txn.pending_rows() > 0
+    }
+
     pub fn commit(self) -> Result<()> {
         Ok(self.txn.commit()?)
     }
 
     pub fn rollback(self) {
         self.txn.rollback();
-    }
-
-    /// Writes the entries of `table.indexes[position]` for every row (CREATE INDEX).
-    pub(crate) fn build_index(&mut self, table: &TableDef, position: usize) -> Result<()> {
-        let index = table
-            .indexes
-            .get(position)
-            .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
-        let (lower, upper) = range_bounds(table_id(table), Bound::Unbounded, Bound::Unbounded);
-        let mut iter = self.txn.iterator(ReadOptions {
-            lower_bound: Some(lower),
-            upper_bound: upper,
-            ..ReadOptions::default()
-        })?;
-        iter.seek_to_first();
-        while iter.valid() {
-            let row = decode_row(table, iter.value())?;
-            let (key, value) = entry_for_row(table, index, &row, iter.key(), &mut self.scratch)?;
-            if index.unique && is_unique_entry(&value) && self.txn.get_for_update(&key)?.is_some() {
-                return Err(Error::DuplicateKey {
-                    table: table.name.clone(),
-                    key: index.name.clone(),
-                    entry: show_entry(&row, &index.columns),
-                });
-            }
-            self.txn.put(&key, &value)?;
-            iter.next();
-        }
-        iter.status()?;
-        Ok(())
-    }
-}
-
-/// Rows of a scan, in index order.
-#[derive(Debug)]
-pub struct RowCursor<'t> {
-    txn: &'t mut TableTxn,
-    table: Arc<TableDef>,
-    secondary: Option<usize>,
-    iter: TransactionIterator,
-    reverse: bool,
-    lock: LockMode,
-    started: bool,
-}
-
-impl RowCursor<'_> {
-    /// The next row (every column), or None at the end of the range.
-    pub fn next_row(&mut self) -> Result<Option<Vec<Value>>> {
-        let result = self.next_row_inner();
-        self.txn.after(result)
-    }
-
-    fn next_row_inner(&mut self) -> Result<Option<Vec<Value>>> {
-        loop {
-            if !self.started {
-                self.started = true;
-                if self.reverse {
-                    self.iter.seek_to_last();
-                } else {
-                    self.iter.seek_to_first();
-                }
-            } else if self.reverse {
-                self.iter.prev();
-            } else {
-                self.iter.next();
-            }
-            if !self.iter.valid() {
-                self.iter.status()?;
-                return Ok(None);
-            }
-            let bytes = match self.secondary {
-                None if self.lock == LockMode::None => Some(self.iter.value().to_vec()),
-                None => {
-                    let key = self.iter.key().to_vec();
-                    self.txn.read(&key, self.lock)?
-                }
-                Some(i) => {
-                    let index = self
-                        .table
-                        .indexes
-                        .get(i)
-                        .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
-                    let pk =
-                        pk_key_of_entry(&self.table, index, self.iter.key(), self.iter.value())?;
-                    self.txn.read(&pk, self.lock)?
-                }
-            };
-            // A row gone since the iterator was made (deleted by this transaction, or by a
-            // commit under READ COMMITTED) is skipped.
-            if let Some(bytes) = bytes {
-                return decode_row(&self.table, &bytes).map(Some);
-            }
-        }
     }
 }

@@ -198,3 +198,66 @@ fn ddl_survives_a_crash_at_every_sync_point() {
         );
     }
 }
+
+#[test]
+fn a_crash_in_the_middle_of_a_long_index_build_leaves_no_entries_behind() {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    store.create_database("a").unwrap();
+    store.create_database("b").unwrap();
+    store.create_table(table("a", "t")).unwrap();
+    store.create_table(table("b", "keep")).unwrap();
+    fill(&store, "b", "keep", 0..20);
+    for chunk in 0..8 {
+        fill(&store, "a", "t", chunk * 5_000..(chunk + 1) * 5_000);
+    }
+    let images: Arc<Mutex<Vec<(u64, MemFs)>>> = Arc::default();
+    {
+        let (hook_fs, images) = (fs.clone(), images.clone());
+        fs.set_sync_hook(Some(Arc::new(move |point| {
+            images
+                .lock()
+                .unwrap()
+                .push((point, hook_fs.crash_image(CrashMode::DropUnsynced)));
+        })));
+    }
+    let index = IndexDef {
+        name: "c_1".into(),
+        columns: vec![2],
+        unique: false,
+        index_id: 0,
+    };
+    store.create_index("a", "t", index).unwrap();
+    fs.set_sync_hook(None);
+    let images = std::mem::take(&mut *images.lock().unwrap());
+    assert!(
+        images.len() >= 3,
+        "the build wrote in chunks: {} sync points",
+        images.len()
+    );
+    let mut built = 0;
+    for (point, image) in images {
+        let (rows, keep) = check_image(&image, &format!("index build, sync point {point}"));
+        assert_eq!((rows, keep), (Some(40_000), Some(20)));
+        let store = open(&image);
+        built += usize::from(store.catalog().table("a", "t").unwrap().indexes.len() == 2);
+    }
+    assert!(built >= 1, "the last image has the index");
+
+    // A unique build that fails half-way deletes what it wrote.
+    let unique = IndexDef {
+        name: "k_u".into(),
+        columns: vec![1],
+        unique: true,
+        index_id: 0,
+    };
+    assert!(matches!(
+        store.create_index("a", "t", unique),
+        Err(shale_table::Error::DuplicateKey { .. })
+    ));
+    drop(store);
+    check_image(
+        &fs.crash_image(CrashMode::DropUnsynced),
+        "after the failed unique build",
+    );
+}

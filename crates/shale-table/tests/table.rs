@@ -242,6 +242,8 @@ fn scans_honour_bounds_in_both_directions() {
         (range(Bound::Unbounded, Bound::Excluded(-3)), vec![-5, -4]),
         (range(Bound::Excluded(3), Bound::Unbounded), vec![4, 5]),
         (range(Bound::Included(9), Bound::Unbounded), vec![]),
+        (range(Bound::Included(3), Bound::Excluded(-3)), vec![]),
+        (range(Bound::Excluded(1), Bound::Excluded(1)), vec![]),
     ];
     for (range, expected) in cases {
         let forward = ids(&collect(
@@ -329,6 +331,13 @@ fn bounds_outside_an_integer_columns_range_fold_into_the_range() {
         ),
         (
             value_range(Bound::Included(Value::UInt(u64::MAX)), Bound::Unbounded),
+            vec![],
+        ),
+        (
+            value_range(
+                Bound::Included(Value::Int(3)),
+                Bound::Excluded(Value::Int(-3)),
+            ),
             vec![],
         ),
         (
@@ -788,6 +797,32 @@ fn tables_without_a_primary_key_use_hidden_row_ids() {
         ]
     );
     assert!(txn.check_table(&t).unwrap().is_ok());
+    // By row id: the cursor tells which row it returned.
+    let mut cursor = txn
+        .scan(
+            &t,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::UInt(8)]),
+            false,
+            LockMode::None,
+        )
+        .unwrap();
+    assert!(cursor.next_row().unwrap().is_some());
+    let id = cursor.row_id().expect("a hidden row id");
+    drop(cursor);
+    txn.update_by_row_id(&t, id, vec![Value::UInt(9), Value::Null])
+        .unwrap();
+    assert_eq!(
+        txn.get(&t, &[Value::UInt(id)], LockMode::None).unwrap(),
+        Some(vec![Value::UInt(9), Value::Null])
+    );
+    txn.delete_by_row_id(&t, id).unwrap();
+    assert_eq!(
+        txn.get(&t, &[Value::UInt(id)], LockMode::None).unwrap(),
+        None
+    );
+    let check = txn.check_table(&t).unwrap();
+    assert!(check.is_ok() && check.rows == 1, "{check:?}");
     txn.commit().unwrap();
 }
 
@@ -873,6 +908,8 @@ fn table_txn_is_send_and_store_is_sync() {
     fn send<T: Send>() {}
     fn sync<T: Send + Sync>() {}
     send::<shale_table::TableTxn>();
+    send::<shale_table::RowCursor<'static>>();
+    sync::<shale_table::Catalog>();
     sync::<Store>();
 }
 
@@ -896,6 +933,33 @@ fn table_stats_count_small_tables_and_estimate_large_ones() {
     assert!(!large.exact);
     assert!((9_000..=11_000).contains(&large.rows), "{large:?}");
     assert!(large.data_bytes > 0);
+    let range = |lower: i64, upper: i64| KeyRange {
+        lower: Bound::Included(vec![Value::Int(lower)]),
+        upper: Bound::Excluded(vec![Value::Int(upper)]),
+    };
+    let few = store
+        .records_in_range(&other, IndexChoice::Primary, range(100, 200))
+        .unwrap();
+    assert_eq!((few.rows, few.exact), (100, true));
+    let many = store
+        .records_in_range(&other, IndexChoice::Primary, range(0, 9000))
+        .unwrap();
+    assert!(
+        !many.exact && (8_000..=10_000).contains(&many.rows),
+        "{many:?}"
+    );
+    let none = store
+        .records_in_range(&other, IndexChoice::Primary, range(50, 10))
+        .unwrap();
+    assert_eq!(none.rows, 0);
+    let by_k = store
+        .records_in_range(
+            &other,
+            IndexChoice::Secondary(0),
+            KeyRange::prefix(vec![Value::Int(7)]),
+        )
+        .unwrap();
+    assert_eq!((by_k.rows, by_k.exact), (1, true));
     let mut txn = store.begin(TxnOptions::default()).unwrap();
     let got = txn
         .get_many(
@@ -911,5 +975,121 @@ fn table_stats_count_small_tables_and_estimate_large_ones() {
     assert_eq!(
         got,
         [Some(row(3, 3, "c", None)), None, Some(row(5, 5, "c", None))]
+    );
+}
+
+#[test]
+fn failed_statements_and_savepoints_undo_their_writes() {
+    let (_fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    txn.insert(&t, row(1, 1, "a", Some("one"))).unwrap();
+    txn.insert(&t, row(2, 2, "b", Some("two"))).unwrap();
+    // A pk change deletes the old row and its entries before the unique check of the new
+    // entry fails: the statement must undo those deletes.
+    match txn.update(
+        &t,
+        &row(2, 2, "b", Some("two")),
+        row(3, 3, "b", Some("ONE")),
+    ) {
+        Err(Error::DuplicateKey { key, .. }) => assert_eq!(key, "u_1"),
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+    assert_eq!(
+        txn.get(&t, &[Value::Int(2)], LockMode::None).unwrap(),
+        Some(row(2, 2, "b", Some("two")))
+    );
+    assert!(txn.check_table(&t).unwrap().is_ok());
+
+    txn.set_savepoint();
+    txn.insert(&t, row(4, 4, "d", Some("four"))).unwrap();
+    txn.delete(&t, &row(1, 1, "a", Some("one"))).unwrap();
+    txn.rollback_to_savepoint().unwrap();
+    assert_eq!(txn.get(&t, &[Value::Int(4)], LockMode::None).unwrap(), None);
+    assert!(txn
+        .get(&t, &[Value::Int(1)], LockMode::None)
+        .unwrap()
+        .is_some());
+    txn.set_savepoint();
+    txn.insert(&t, row(5, 5, "e", None)).unwrap();
+    txn.release_savepoint().unwrap();
+    assert!(txn.rollback_to_savepoint().is_err(), "no savepoint left");
+    let check = txn.check_table(&t).unwrap();
+    assert!(check.is_ok() && check.rows == 3, "{check:?}");
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_plain_key_value_database_is_not_taken_for_a_store() {
+    let fs = MemFs::new();
+    {
+        let db = shale_engine::Db::open("/db", options(&fs).engine).unwrap();
+        db.put(b"user key", b"value").unwrap();
+        db.close().unwrap();
+    }
+    assert!(matches!(
+        Store::open("/db", options(&fs)),
+        Err(Error::InvalidArgument(_))
+    ));
+    let db = shale_engine::Db::open("/db", options(&fs).engine).unwrap();
+    assert_eq!(
+        db.get(b"user key").unwrap(),
+        Some(b"value".to_vec()),
+        "nothing was swept"
+    );
+}
+
+#[test]
+fn auto_increment_columns_must_be_integers_leading_a_key() {
+    let (_fs, store, _t) = setup();
+    let mut unkeyed = sbtest("unkeyed");
+    unkeyed.columns[0].auto_increment = false;
+    unkeyed.columns[1].auto_increment = true;
+    unkeyed.indexes.clear();
+    assert!(
+        matches!(
+            store.create_table(unkeyed.clone()),
+            Err(Error::InvalidArgument(_))
+        ),
+        "AUTO_INCREMENT must lead a key"
+    );
+    unkeyed.indexes.push(index("k_1", vec![1], false));
+    store.create_table(unkeyed.clone()).unwrap();
+    assert!(
+        matches!(
+            store.drop_index("sbtest", "unkeyed", "k_1"),
+            Err(Error::InvalidArgument(_))
+        ),
+        "its key cannot be dropped"
+    );
+    let mut text = sbtest("text");
+    text.columns[0].auto_increment = false;
+    text.columns[2].auto_increment = true;
+    text.indexes.push(index("c_1", vec![2], false));
+    assert!(
+        matches!(store.create_table(text), Err(Error::InvalidArgument(_))),
+        "and be an integer"
+    );
+}
+
+#[test]
+fn auto_increment_values_of_rolled_back_inserts_are_not_reused_after_a_crash() {
+    let (fs, store, t) = setup();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let mut last = 0;
+    for _ in 0..3000 {
+        last = txn.next_auto_increment(&t).unwrap();
+    }
+    assert_eq!(last, 3000);
+    txn.rollback();
+    let image = fs.crash_image(shale_fs::CrashMode::DropUnsynced);
+    drop(store);
+    let store = open(&image);
+    let t = store.catalog().table("sbtest", "sbtest1").unwrap().clone();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let next = txn.next_auto_increment(&t).unwrap();
+    assert!(next > 3000, "handed out again: {next}");
+    assert!(
+        next <= 3000 + 1025,
+        "at most one reservation skipped: {next}"
     );
 }

@@ -30,6 +30,7 @@ pub fn instance() -> Arc<Instance> {
     Instance::open(
         "/db",
         InstanceOptions {
+            transaction_isolation: shale_sql::IsolationLevel::default(),
             store: StoreOptions {
                 engine: Options {
                     file_system: Arc::new(MemFs::new()),

@@ -68,6 +68,62 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
 
 /// Decodes a row value of `table` (bytes are untrusted).
 pub(crate) fn decode_row(table: &TableDef, bytes: &[u8]) -> Result<Vec<Value>> {
+    let mut row = Vec::with_capacity(table.columns.len());
+    decode_columns(table, bytes, |_| true, |_, value| row.push(value))?;
+    Ok(row)
+}
+
+/// Decodes only the columns at `positions`, in that order (a position may repeat); the
+/// others are skipped without copying. The whole value is still checked.
+pub(crate) fn decode_projected(
+    table: &TableDef,
+    bytes: &[u8],
+    positions: &[usize],
+) -> Result<Vec<Value>> {
+    if let Some(&bad) = positions.iter().find(|&&p| p >= table.columns.len()) {
+        return Err(Error::InvalidArgument(format!(
+            "table '{}' has no column #{bad}",
+            table.name
+        )));
+    }
+    if positions.windows(2).all(|w| w[0] < w[1]) {
+        // Ascending (the common case, `SELECT c` or `SELECT k, c`): decode straight into the
+        // output.
+        let mut out = Vec::with_capacity(positions.len());
+        decode_columns(
+            table,
+            bytes,
+            |i| positions.binary_search(&i).is_ok(),
+            |_, value| out.push(value),
+        )?;
+        return Ok(out);
+    }
+    let mut slots: Vec<Value> = vec![Value::Null; table.columns.len()];
+    decode_columns(
+        table,
+        bytes,
+        |i| positions.contains(&i),
+        |i, value| {
+            if let Some(slot) = slots.get_mut(i) {
+                *slot = value;
+            }
+        },
+    )?;
+    let mut out = Vec::with_capacity(positions.len());
+    for &p in positions {
+        out.push(slots.get(p).cloned().unwrap_or(Value::Null));
+    }
+    Ok(out)
+}
+
+/// Walks the columns of a row value, handing `emit` the value of every column `wanted`
+/// accepts; unwanted strings are skipped, not copied.
+fn decode_columns(
+    table: &TableDef,
+    bytes: &[u8],
+    wanted: impl Fn(usize) -> bool,
+    mut emit: impl FnMut(usize, Value),
+) -> Result<()> {
     let mut reader = Reader::new(bytes, "row value");
     let version = reader.varint()?;
     if version != u64::from(table.schema_version) {
@@ -77,25 +133,33 @@ pub(crate) fn decode_row(table: &TableDef, bytes: &[u8]) -> Result<Vec<Value>> {
         )));
     }
     let bitmap = reader.take(table.columns.len().div_ceil(8))?;
-    let mut row = Vec::with_capacity(table.columns.len());
     for (i, column) in table.columns.iter().enumerate() {
-        if bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
-            row.push(Value::Null);
-            continue;
+        let value = if bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
+            Value::Null
+        } else {
+            match column.ty.kind() {
+                Kind::Int { unsigned: true, .. } => Value::UInt(reader.varint()?),
+                Kind::Int {
+                    unsigned: false, ..
+                } => Value::Int(unzigzag(reader.varint()?)),
+                Kind::Double => Value::Double(f64::from_le_bytes(reader.array()?)),
+                Kind::String(_) => {
+                    let bytes = reader.len_prefixed()?;
+                    if !wanted(i) {
+                        continue;
+                    }
+                    Value::Bytes(bytes.to_vec())
+                }
+            }
+        };
+        if wanted(i) {
+            emit(i, value);
         }
-        row.push(match column.ty.kind() {
-            Kind::Int { unsigned: true, .. } => Value::UInt(reader.varint()?),
-            Kind::Int {
-                unsigned: false, ..
-            } => Value::Int(unzigzag(reader.varint()?)),
-            Kind::Double => Value::Double(f64::from_le_bytes(reader.array()?)),
-            Kind::String(_) => Value::Bytes(reader.len_prefixed()?.to_vec()),
-        });
     }
     if !reader.is_empty() {
         return Err(reader.corruption("bytes after the last column"));
     }
-    Ok(row)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -204,6 +268,12 @@ mod tests {
             let mut out = Vec::new();
             encode_row(&mut out, &table, &row).unwrap();
             assert_eq!(decode_row(&table, &out).unwrap(), row);
+            let positions = [5, 0, 3, 3];
+            let projected: Vec<Value> = positions.iter().map(|&p| row[p].clone()).collect();
+            assert_eq!(
+                decode_projected(&table, &out, &positions).unwrap(),
+                projected
+            );
             // Every truncation fails cleanly; mutations decode or fail, never panic.
             for len in 0..out.len() {
                 assert!(decode_row(&table, &out[..len]).is_err());
