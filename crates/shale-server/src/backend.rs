@@ -24,6 +24,10 @@ pub trait BackendSession {
     fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
         let _ = (connection_id, user, host);
     }
+    /// The client set CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed ones.
+    fn set_found_rows(&mut self, found_rows: bool) {
+        let _ = found_rows;
+    }
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError>;
     fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError>;
     fn execute_prepared(
@@ -53,6 +57,10 @@ impl BackendSession for Session {
     fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
         Session::set_connection_id(self, u64::from(connection_id));
         Session::set_user(self, user, host);
+    }
+
+    fn set_found_rows(&mut self, found_rows: bool) {
+        Session::set_found_rows(self, found_rows);
     }
 
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {

@@ -69,6 +69,7 @@ pub fn run_session(
                 let session = catch_unwind(AssertUnwindSafe(|| {
                     let mut session = shared.backend.session();
                     session.set_connection(connection_id, &user, &host);
+                    session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
                     session
                 }));
                 if let Ok(session) = session {

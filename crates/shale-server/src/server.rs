@@ -36,10 +36,11 @@ pub struct ServerOptions {
     pub shutdown_timeout: Duration,
 }
 
-/// "8.0.36": clients pick features by the major version, and 8.0 is the MySQL version the SQL
-/// layer follows (MyRocks's base); "-Shale" names us in `SELECT VERSION()`-style output. Not
-/// "5.5.5-10.x-MariaDB": that prefix makes MariaDB clients expect MariaDB-only behaviour.
-pub const SERVER_VERSION: &str = "8.0.36-Shale";
+/// The SQL layer's version (`8.0.36-Shale`, also `@@version`): clients pick features by the
+/// major version, and 8.0 is the MySQL version the SQL layer follows (MyRocks's base);
+/// "-Shale" names us. Not "5.5.5-10.x-MariaDB": that prefix makes MariaDB clients expect
+/// MariaDB-only behaviour.
+pub const SERVER_VERSION: &str = shale_sql::SERVER_VERSION;
 
 impl Default for ServerOptions {
     fn default() -> Self {

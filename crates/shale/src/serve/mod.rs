@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use clap::Args;
 use shale_server::{Backend, Server, ServerOptions};
-use shale_sql::{Instance, InstanceOptions};
+use shale_sql::{Instance, InstanceOptions, IsolationLevel};
 
 use crate::output::Failure;
 
@@ -44,9 +44,21 @@ pub struct ServeArgs {
         help = "Largest packet a client may send, in bytes (MySQL's max_allowed_packet)"
     )]
     pub max_allowed_packet: usize,
+    /// The isolation level sessions start with: REPEATABLE-READ (snapshot isolation, write
+    /// conflicts fail with 1213) or READ-COMMITTED.
+    #[arg(long, value_name = "LEVEL", default_value = "REPEATABLE-READ", value_parser = parse_isolation)]
+    pub transaction_isolation: IsolationLevel,
     /// Seconds that shutdown waits for running commands.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub shutdown_timeout: u64,
+}
+
+fn parse_isolation(text: &str) -> Result<IsolationLevel, String> {
+    match text.to_ascii_uppercase().replace('_', "-").as_str() {
+        "REPEATABLE-READ" => Ok(IsolationLevel::RepeatableRead),
+        "READ-COMMITTED" => Ok(IsolationLevel::ReadCommitted),
+        _ => Err("expected REPEATABLE-READ or READ-COMMITTED".into()),
+    }
 }
 
 fn sql_failure(what: &str, error: &shale_sql::SqlError) -> Failure {
@@ -56,7 +68,11 @@ fn sql_failure(what: &str, error: &shale_sql::SqlError) -> Failure {
 pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&args.datadir)
         .map_err(|e| Failure::error(format!("cannot create {}: {e}", args.datadir.display())))?;
-    let instance = Instance::open(&args.datadir, InstanceOptions::default())
+    let options = InstanceOptions {
+        transaction_isolation: args.transaction_isolation,
+        ..InstanceOptions::default()
+    };
+    let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
     let pid_file = datadir::PidFile::write(&args.datadir)?;
