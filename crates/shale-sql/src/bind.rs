@@ -617,6 +617,10 @@ impl<'a> Binder<'a> {
             "IFNULL" => (Func::IfNull, 2, 2),
             "COALESCE" => (Func::Coalesce, 1, usize::MAX),
             "IF" => (Func::If, 3, 3),
+            "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
+            | "UTC_TIMESTAMP" => (Func::Now, 0, 1),
+            "CURDATE" | "CURRENT_DATE" | "UTC_DATE" => (Func::CurDate, 0, 0),
+            "UNIX_TIMESTAMP" => (Func::UnixTimestamp, 0, 0),
             _ => {
                 return Err(SqlError::new(
                     1305,
@@ -666,6 +670,12 @@ impl<'a> Binder<'a> {
             Func::Length | Func::CharLength => int,
             Func::Abs => types.first().cloned().unwrap_or(SqlType::Null),
             Func::IfNull | Func::Coalesce => types.iter().fold(SqlType::Null, |a, b| unify(&a, b)),
+            Func::Now => text(19),
+            Func::CurDate => text(10),
+            Func::UnixTimestamp => SqlType::Int {
+                unsigned: true,
+                len: 11,
+            },
             Func::If => unify(
                 types.get(1).unwrap_or(&SqlType::Null),
                 types.get(2).unwrap_or(&SqlType::Null),

@@ -28,6 +28,7 @@ use crate::value::{self, sort_compare, str_to_f64, str_to_i128_exact, to_i128};
 pub(crate) enum Source<'t> {
     Empty,
     One(Option<Vec<Value>>),
+    Many(std::vec::IntoIter<Vec<Value>>),
     Cursor(RowCursor<'t>),
 }
 
@@ -36,6 +37,7 @@ impl Source<'_> {
         match self {
             Source::Empty => Ok(None),
             Source::One(row) => Ok(row.take()),
+            Source::Many(rows) => Ok(rows.next()),
             Source::Cursor(c) => Ok(c.next_row()?),
         }
     }
@@ -153,6 +155,38 @@ pub(crate) fn open_source<'t>(
                 }
             }
             Source::One(txn.get(table, &key, lock)?)
+        }
+        Access::MultiGet(values) => {
+            let Some(&pk) = table.primary_key.columns.first() else {
+                return Ok((Source::Empty, true));
+            };
+            let ty = &table.columns[pk].ty;
+            let mut keys = Vec::with_capacity(values.len());
+            for e in values {
+                match key_value(ty, e.eval(&[], env)?, None) {
+                    KeyValue::Exact(v) | KeyValue::Widened(v) => keys.push(v),
+                    KeyValue::Nothing => {}
+                    KeyValue::Unbounded => {
+                        let cursor =
+                            txn.scan(table, IndexChoice::Primary, KeyRange::all(), reverse, lock)?;
+                        return Ok((Source::Cursor(cursor), false));
+                    }
+                }
+            }
+            let collation = crate::types::SqlType::of_column(ty).collation();
+            keys.sort_by(|a, b| sort_compare(a, b, collation));
+            keys.dedup_by(|a, b| sort_compare(a, b, collation) == Ordering::Equal);
+            if reverse {
+                keys.reverse();
+            }
+            let mut rows = Vec::with_capacity(keys.len());
+            for k in keys {
+                if let Some(row) = txn.get(table, std::slice::from_ref(&k), lock)? {
+                    rows.push(row);
+                }
+            }
+            // The plan's residual is the whole WHERE, IN included.
+            Source::Many(rows.into_iter())
         }
         Access::Range {
             index,

@@ -9,7 +9,8 @@
 //!    leading columns: equalities extend the prefix, then one column may add a range (`<`,
 //!    `<=`, `>`, `>=`, BETWEEN). The longest equality prefix wins, then having a range; ties
 //!    go to the earlier index (so the primary key).
-//! 3. No usable conjunct: a full scan of the primary key.
+//! 3. No usable conjunct: a full scan of the primary key. Before rule 2, `pk IN (constants)`
+//!    on a one-column primary key (at most 1000 values) is one lookup per value.
 //! 4. The WHERE condition is re-checked on every row read, so an access path only ever has to
 //!    deliver a superset of the matching rows (this is what lets the executor widen a bound it
 //!    cannot encode exactly, e.g. `id <= 2.5`). Conjuncts on integer columns that the access
@@ -26,6 +27,9 @@ use shale_table::{IndexChoice, TableDef};
 use crate::bind::SortKey;
 use crate::expr::{CmpOp, Expr};
 
+/// The longest IN list read as separate primary key lookups.
+const MAX_MULTI_GET: usize = 1000;
+
 /// One end of a range on an index column.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RangeBound {
@@ -40,6 +44,8 @@ pub(crate) enum Access {
     NoTable,
     /// One primary key lookup; one value per primary key column.
     PointGet(Vec<Expr>),
+    /// `pk IN (list)` on a one-column primary key: one lookup per value, in key order.
+    MultiGet(Vec<Expr>),
     /// A scan of one index: equal values on the leading columns, then an optional range on
     /// the next one.
     Range {
@@ -176,6 +182,37 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
         residual: Some(filter.clone()),
         ordered: None,
     };
+    let pk = &table.primary_key.columns;
+    let point_get_possible = !pk.is_empty()
+        && pk
+            .iter()
+            .all(|c| sargs.iter().any(|s| s.column == *c && s.op == CmpOp::Eq));
+    if !point_get_possible {
+        if let [pk_column] = pk.as_slice() {
+            let in_list = parts.iter().find_map(|p| match p {
+                Expr::InList {
+                    expr,
+                    list,
+                    negated: false,
+                    ..
+                } if matches!(expr.as_ref(), Expr::Column(c) if c == pk_column)
+                    && !list.is_empty()
+                    && list.len() <= MAX_MULTI_GET
+                    && list.iter().all(Expr::is_row_independent) =>
+                {
+                    Some(list.clone())
+                }
+                _ => None,
+            });
+            if let Some(list) = in_list {
+                return Plan {
+                    access: Access::MultiGet(list),
+                    residual: Some(filter.clone()),
+                    ordered: None,
+                };
+            }
+        }
+    }
     if sargs.is_empty() {
         return full_scan();
     }
@@ -184,7 +221,6 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
             .iter()
             .position(|s| s.column == col && s.op == CmpOp::Eq)
     };
-    let pk = &table.primary_key.columns;
     if !pk.is_empty() {
         let positions: Option<Vec<usize>> = pk.iter().map(|&c| eq_on(c)).collect();
         if let Some(positions) = positions {
@@ -266,7 +302,7 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
 pub(crate) fn order(table: &TableDef, plan: &Plan, order_by: &[SortKey]) -> Option<bool> {
     let (cols, eq_len): (&[usize], usize) = match &plan.access {
         Access::NoTable | Access::PointGet(_) => return Some(false),
-        Access::FullScan => (&table.primary_key.columns, 0),
+        Access::FullScan | Access::MultiGet(_) => (&table.primary_key.columns, 0),
         Access::Range { index, eq, .. } => match index {
             IndexChoice::Primary => (&table.primary_key.columns, eq.len()),
             IndexChoice::Secondary(i) => (&table.indexes.get(*i)?.columns, eq.len()),
@@ -402,6 +438,16 @@ fn explain_access(table: Option<&TableDef>, access: &Access) -> String {
     match access {
         Access::NoTable => "no table".to_string(),
         Access::FullScan => format!("full scan {}", t.name),
+        Access::MultiGet(values) => {
+            let list: Vec<String> = values.iter().map(|v| render(v, Some(t))).collect();
+            let pk = t.primary_key.columns.first().map_or(0, |&c| c);
+            format!(
+                "multi get {}.PRIMARY ({} IN ({}))",
+                t.name,
+                col(pk),
+                list.join(", ")
+            )
+        }
         Access::PointGet(values) => {
             let parts: Vec<String> = t
                 .primary_key

@@ -98,9 +98,10 @@ pub(crate) fn show(
             session.state_mut().warnings.clear();
             session.text_rows(sink, &cols, &rows)
         }
-        Statement::ShowVariables { filter, .. } => {
+        Statement::ShowVariables { filter, global, .. } => {
             let pattern = like_filter(filter.as_ref())?;
             let state = session.state();
+            let prefix = if *global { "global." } else { "" };
             let mut names: Vec<String> = state.defaults.keys().map(|k| (*k).to_string()).collect();
             names.extend(state.vars.keys().cloned());
             names.sort();
@@ -109,7 +110,7 @@ pub(crate) fn show(
                 .iter()
                 .filter(|n| matches(n, pattern.as_ref()))
                 .map(|n| {
-                    let v = state.variable(n);
+                    let v = state.variable(&format!("{prefix}{n}"));
                     vec![
                         text(n),
                         text(&crate::value::as_text(&v).unwrap_or_default()),
@@ -174,6 +175,11 @@ pub(crate) fn show(
                         text("LSM-tree storage, MyRocks' data model"),
                     ]],
                 ),
+                ["INDEX" | "INDEXES" | "KEYS", "FROM" | "IN", rest @ ..] if !rest.is_empty() => {
+                    let names: Vec<&str> =
+                        variable.iter().skip(2).map(|i| i.value.as_str()).collect();
+                    show_index(session, &names, sink)
+                }
                 _ => Err(SqlError::unsupported(stmt.to_string())),
             }
         }
@@ -235,6 +241,84 @@ fn qualify(session: &Session, name: &ast::ObjectName) -> Result<(String, String)
         [d, t] => Ok((d.clone(), t.clone())),
         _ => Err(SqlError::unsupported(format!("name {name}"))),
     }
+}
+
+/// SHOW INDEX FROM t [FROM db] (also `db.t`).
+fn show_index(
+    session: &mut Session,
+    names: &[&str],
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    let (db, t) = match names {
+        [t] => match t.split_once('.') {
+            Some((d, t)) => (d.to_string(), t.to_string()),
+            None => (
+                session
+                    .current_database()
+                    .ok_or_else(SqlError::no_database)?
+                    .to_string(),
+                (*t).to_string(),
+            ),
+        },
+        [t, kw, d] if kw.eq_ignore_ascii_case("FROM") || kw.eq_ignore_ascii_case("IN") => {
+            ((*d).to_string(), (*t).to_string())
+        }
+        _ => return Err(SqlError::syntax(&names.join(" "), 1)),
+    };
+    let catalog = session.instance().store.catalog();
+    let def = crate::bind::lookup_table(&catalog, &db, &t)
+        .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
+    let mut rows = Vec::new();
+    let mut add = |name: &str, unique: bool, columns: &[usize]| {
+        for (seq, &c) in columns.iter().enumerate() {
+            let col = &def.columns[c];
+            rows.push(vec![
+                text(&def.name),
+                Value::Int(i64::from(!unique)),
+                text(name),
+                Value::Int(seq as i64 + 1),
+                text(&col.name),
+                text("A"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                text(if col.nullable { "YES" } else { "" }),
+                text("LSM"),
+                text(""),
+                text(""),
+            ]);
+        }
+    };
+    if !def.primary_key.columns.is_empty() {
+        add("PRIMARY", true, &def.primary_key.columns);
+    }
+    for ix in &def.indexes {
+        add(&ix.name, ix.unique, &ix.columns);
+    }
+    let int = |name: &str| {
+        crate::types::SqlType::Int {
+            unsigned: false,
+            len: 21,
+        }
+        .meta(name, true)
+    };
+    let columns = [
+        text_column("Table"),
+        int("Non_unique"),
+        text_column("Key_name"),
+        int("Seq_in_index"),
+        text_column("Column_name"),
+        text_column("Collation"),
+        int("Cardinality"),
+        int("Sub_part"),
+        text_column("Packed"),
+        text_column("Null"),
+        text_column("Index_type"),
+        text_column("Comment"),
+        text_column("Index_comment"),
+    ];
+    session.state_mut().warnings.clear();
+    session.text_rows(sink, &columns, &rows)
 }
 
 /// DESCRIBE / SHOW COLUMNS.

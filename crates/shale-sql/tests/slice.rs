@@ -397,3 +397,25 @@ fn concurrent_autocommit_updates_all_apply() {
     let sink = run(&mut s, "SELECT v FROM t WHERE id = 1");
     assert_eq!(sink.rows, vec![vec![Value::Int(2 * per_thread)]]);
 }
+
+/// The clock functions give the text forms `MySQL` prints (UTC).
+#[test]
+fn clock_functions() {
+    let instance = common::instance();
+    let mut s = instance.session();
+    let sink = run(
+        &mut s,
+        "SELECT NOW(), CURRENT_TIMESTAMP, CURDATE(), UNIX_TIMESTAMP()",
+    );
+    let row = &sink.rows[0];
+    let text = |v: &Value| match v {
+        Value::Bytes(b) => String::from_utf8(b.clone()).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let now = text(&row[0]);
+    assert_eq!(now.len(), 19, "{now}");
+    assert_eq!(&now[4..5], "-");
+    assert_eq!(&now[10..11], " ");
+    assert_eq!(text(&row[2]), now[..10]);
+    assert!(matches!(row[3], Value::UInt(t) if t > 1_700_000_000));
+}

@@ -36,3 +36,8 @@ fn transactions() {
 fn plan() {
     common::run_file("plan");
 }
+
+#[test]
+fn show() {
+    common::run_file("show");
+}

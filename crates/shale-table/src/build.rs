@@ -112,6 +112,7 @@ pub(crate) fn sweep_orphans(db: &Db, catalog: &Catalog) -> Result<Vec<u32>> {
         .flat_map(|tables| tables.values())
         .flat_map(|t| std::iter::once(&t.primary_key).chain(&t.indexes))
         .map(|i| i.index_id)
+        .chain(std::iter::once(crate::system::SYSTEM_INDEX_ID))
         .collect();
     let mut orphans = Vec::new();
     let mut iter = db.iterator(ReadOptions {

@@ -1,7 +1,7 @@
 //! Shale's table layer: relational tables on the key-value engine, as `MyRocks` stores them.
 //!
 //! A [`Store`] opens a database directory and holds the catalog (databases, tables, columns,
-//! indexes) in a system keyspace (docs/format/catalog.md). Each table's rows live under
+//! indexes) under reserved system keys (docs/format/catalog.md). Each table's rows live under
 //! `index_id ++ memcomparable(primary key)`, each secondary index entry under `index_id ++
 //! memcomparable(index columns) ++ memcomparable(primary key)` (docs/format/table-keys.md,
 //! docs/format/rows.md). Reads and writes go through a [`TableTxn`], one engine transaction.
@@ -79,7 +79,7 @@
 //! |---|---|
 //! | `store` | open, the catalog snapshot, DDL |
 //! | `sequence` | `AUTO_INCREMENT` and hidden row id counters |
-//! | `system` | the `shale_system` keyspace's layout and table definition encoding |
+//! | `system` | the system keys' layout and table definition encoding |
 //! | `txn` | [`TableTxn`]: row reads and writes in one engine transaction |
 //! | `cursor` | scans: index ranges and [`RowCursor`] |
 //! | `index` | row keys and secondary index entries |

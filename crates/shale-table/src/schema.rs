@@ -1,4 +1,4 @@
-//! Table definitions and the catalog: what the system keyspace holds (stored as
+//! Table definitions and the catalog: what the system keys hold (stored as
 //! docs/format/catalog.md describes; `system.rs` encodes them).
 
 use std::collections::BTreeMap;

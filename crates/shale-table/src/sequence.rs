@@ -57,7 +57,7 @@ impl StoreInner {
             let reserved = next.saturating_add(RESERVATION);
             let mut batch = WriteBatch::new();
             batch.put(
-                self.system.id(),
+                shale_engine::DEFAULT_KEYSPACE_ID,
                 &system::table_key(tag, table_id),
                 &reserved.to_le_bytes(),
             )?;
@@ -92,7 +92,7 @@ impl StoreInner {
         Ok(match sequences.entry(key) {
             std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
             std::collections::hash_map::Entry::Vacant(entry) => {
-                let reserved = match self.system.get(&system::table_key(tag, table_id))? {
+                let reserved = match self.tdb.db().get(&system::table_key(tag, table_id))? {
                     Some(bytes) => Reader::new(&bytes, "counter reservation")
                         .array()
                         .map(u64::from_le_bytes)?,

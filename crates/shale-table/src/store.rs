@@ -1,7 +1,7 @@
 //! The store: one database directory, its catalog and its DDL (docs/format/catalog.md).
 //!
 //! Invariants:
-//! 1. The in-memory catalog equals what the system keyspace holds: DDL writes first (one
+//! 1. The in-memory catalog equals what the system keys hold: DDL writes first (one
 //!    atomic engine write, synced) and swaps the new [`Catalog`] in only after it succeeded.
 //! 2. DDL statements run one at a time (the `ddl` mutex), which also guards the index id
 //!    counter.
@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use shale_engine::{
-    KeyspaceOptions, ReadOptions, TransactionDb, TransactionDbOptions, WriteBatch, WriteOptions,
+    ReadOptions, TransactionDb, TransactionDbOptions, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID,
 };
 
 use crate::build::{self, delete_index_range};
@@ -50,7 +50,6 @@ pub struct StoreOptions {
 #[derive(Debug)]
 pub(crate) struct StoreInner {
     pub(crate) tdb: Arc<TransactionDb>,
-    pub(crate) system: shale_engine::Keyspace,
     catalog: RwLock<Arc<Catalog>>,
     /// The next index id; held for the whole of a DDL statement (invariant 2).
     ddl: Mutex<u32>,
@@ -58,7 +57,7 @@ pub(crate) struct StoreInner {
     pub(crate) sequences: Mutex<HashMap<(u8, u32), Sequence>>,
 }
 
-/// An open database directory: the engine, the system keyspace and the catalog. Share it
+/// An open database directory: the engine and the catalog. Share it
 /// between threads (`Arc<Store>`); every method takes `&self`.
 #[derive(Debug)]
 pub struct Store {
@@ -74,23 +73,17 @@ impl Store {
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let tdb = TransactionDb::open(path, options.engine, options.transactions)?;
         let db = tdb.db();
-        let system = if let Some(keyspace) = db.keyspace(system::KEYSPACE) {
-            keyspace
-        } else {
-            refuse_foreign_keys(db)?;
-            db.create_keyspace(system::KEYSPACE, KeyspaceOptions::default())?
-        };
-        let next_index_id = match system.get(system::KEY_VERSION)? {
+        let next_index_id = match db.get(system::KEY_VERSION)? {
             None => {
                 refuse_foreign_keys(db)?;
                 let mut batch = WriteBatch::new();
                 batch.put(
-                    system.id(),
+                    DEFAULT_KEYSPACE_ID,
                     system::KEY_VERSION,
                     &system::CATALOG_VERSION.to_le_bytes(),
                 )?;
                 batch.put(
-                    system.id(),
+                    DEFAULT_KEYSPACE_ID,
                     system::KEY_NEXT_INDEX_ID,
                     &system::FIRST_INDEX_ID.to_le_bytes(),
                 )?;
@@ -107,7 +100,7 @@ impl Store {
                         system::CATALOG_VERSION
                     )));
                 }
-                let next = system
+                let next = db
                     .get(system::KEY_NEXT_INDEX_ID)?
                     .ok_or_else(|| Error::Corruption("the catalog has no next index id".into()))?;
                 Reader::new(&next, "next index id")
@@ -115,12 +108,11 @@ impl Store {
                     .map(u32::from_le_bytes)?
             }
         };
-        let catalog = load_catalog(&system, next_index_id)?;
+        let catalog = load_catalog(db, next_index_id)?;
         build::sweep_orphans(db, &catalog)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 tdb: Arc::new(tdb),
-                system,
                 catalog: RwLock::new(Arc::new(catalog)),
                 ddl: Mutex::new(next_index_id),
                 sequences: Mutex::new(HashMap::new()),
@@ -141,7 +133,7 @@ impl Store {
         }
         check_name("database", name)?;
         let mut batch = WriteBatch::new();
-        batch.put(self.inner.system.id(), &system::database_key(name), b"")?;
+        batch.put(DEFAULT_KEYSPACE_ID, &system::database_key(name), b"")?;
         self.inner.tdb.db().write(batch, &sync())?;
         let mut new = (*catalog).clone();
         new.databases.insert(name.to_owned(), BTreeMap::new());
@@ -159,9 +151,9 @@ impl Store {
             .ok_or_else(|| Error::NoSuchDatabase(name.to_owned()))?;
         let mut batch = WriteBatch::new();
         for def in tables.values() {
-            self.inner.drop_table_batch(&mut batch, def)?;
+            drop_table_batch(&mut batch, def)?;
         }
-        batch.delete(self.inner.system.id(), &system::database_key(name))?;
+        batch.delete(DEFAULT_KEYSPACE_ID, &system::database_key(name))?;
         self.inner.tdb.db().write(batch, &sync())?;
         for def in tables.values() {
             self.inner.forget_sequences(def.primary_key.index_id);
@@ -207,7 +199,7 @@ impl Store {
         for (i, index) in def.indexes.iter_mut().enumerate() {
             index.index_id = first + 1 + i as u32;
         }
-        let sys = self.inner.system.id();
+        let sys = DEFAULT_KEYSPACE_ID;
         let mut batch = WriteBatch::new();
         batch.put(
             sys,
@@ -231,7 +223,7 @@ impl Store {
         let catalog = self.inner.catalog();
         let def = table_of(&catalog, database, name)?;
         let mut batch = WriteBatch::new();
-        self.inner.drop_table_batch(&mut batch, &def)?;
+        drop_table_batch(&mut batch, &def)?;
         self.inner.tdb.db().write(batch, &sync())?;
         self.inner.forget_sequences(def.primary_key.index_id);
         let mut new = (*catalog).clone();
@@ -249,7 +241,7 @@ impl Store {
         let catalog = self.inner.catalog();
         let def = table_of(&catalog, database, name)?;
         let mut batch = WriteBatch::new();
-        self.inner.delete_data_batch(&mut batch, &def)?;
+        delete_data_batch(&mut batch, &def)?;
         self.inner.tdb.db().write(batch, &sync())?;
         self.inner.forget_sequences(def.primary_key.index_id);
         Ok(())
@@ -270,7 +262,7 @@ impl Store {
         validate_table(&def)?;
         let position = def.indexes.len() - 1;
         let db = self.inner.tdb.db();
-        let sys = self.inner.system.id();
+        let sys = DEFAULT_KEYSPACE_ID;
         // The id is used from here on, whatever happens (build.rs, invariant 1).
         let mut batch = WriteBatch::new();
         batch.put(sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
@@ -306,7 +298,7 @@ impl Store {
         validate_table(&def)?;
         let mut batch = WriteBatch::new();
         batch.put(
-            self.inner.system.id(),
+            DEFAULT_KEYSPACE_ID,
             &system::table_key(TAG_TABLE, def.primary_key.index_id),
             &system::encode_table(&def),
         )?;
@@ -332,8 +324,7 @@ impl Store {
         let inner = Arc::try_unwrap(self.inner).map_err(|_| {
             Error::InvalidArgument("cannot close the store while transactions are open".into())
         })?;
-        let StoreInner { tdb, system, .. } = inner;
-        drop(system);
+        let StoreInner { tdb, .. } = inner;
         let tdb = Arc::try_unwrap(tdb).map_err(|_| {
             Error::InvalidArgument("cannot close the store while transactions are open".into())
         })?;
@@ -449,22 +440,53 @@ fn validate_table(def: &TableDef) -> Result<()> {
     Ok(())
 }
 
-fn load_catalog(system: &shale_engine::Keyspace, next_index_id: u32) -> Result<Catalog> {
+fn delete_data_batch(batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
+    delete_index_range(batch, def.primary_key.index_id)?;
+    for index in &def.indexes {
+        delete_index_range(batch, index.index_id)?;
+    }
+    let sys = DEFAULT_KEYSPACE_ID;
+    batch.delete(
+        sys,
+        &system::table_key(TAG_AUTO_INCREMENT, def.primary_key.index_id),
+    )?;
+    batch.delete(
+        sys,
+        &system::table_key(TAG_ROW_ID, def.primary_key.index_id),
+    )?;
+    Ok(())
+}
+
+fn drop_table_batch(batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
+    delete_data_batch(batch, def)?;
+    batch.delete(
+        DEFAULT_KEYSPACE_ID,
+        &system::table_key(TAG_TABLE, def.primary_key.index_id),
+    )?;
+    Ok(())
+}
+
+fn load_catalog(db: &shale_engine::Db, next_index_id: u32) -> Result<Catalog> {
     let mut catalog = Catalog::default();
     let mut tables = Vec::new();
-    let mut iter = system.iterator(ReadOptions::default())?;
+    let (start, end) = system::system_range();
+    let mut iter = db.iterator(ReadOptions {
+        lower_bound: Some(start),
+        upper_bound: Some(end),
+        ..ReadOptions::default()
+    })?;
     iter.seek_to_first();
     while iter.valid() {
         let (key, value) = (iter.key(), iter.value());
-        match key.first() {
+        match key.get(4) {
             Some(&system::TAG_DATABASE) => {
-                let name = String::from_utf8(key[1..].to_vec())
+                let name = String::from_utf8(key.get(5..).unwrap_or_default().to_vec())
                     .map_err(|_| Error::Corruption("a database name is not UTF-8".into()))?;
                 catalog.databases.insert(name, BTreeMap::new());
             }
             Some(&TAG_TABLE) => {
                 let def = system::decode_table(value)?;
-                if key[1..] != def.primary_key.index_id.to_be_bytes()
+                if key.get(5..) != Some(&def.primary_key.index_id.to_be_bytes()[..])
                     || def.primary_key.index_id >= next_index_id
                 {
                     return Err(Error::Corruption(format!(
@@ -522,31 +544,5 @@ impl StoreInner {
             Some(def) if std::ptr::eq(def.as_ref(), table) => def.clone(),
             _ => Arc::new(table.clone()),
         }
-    }
-
-    fn delete_data_batch(&self, batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
-        delete_index_range(batch, def.primary_key.index_id)?;
-        for index in &def.indexes {
-            delete_index_range(batch, index.index_id)?;
-        }
-        let sys = self.system.id();
-        batch.delete(
-            sys,
-            &system::table_key(TAG_AUTO_INCREMENT, def.primary_key.index_id),
-        )?;
-        batch.delete(
-            sys,
-            &system::table_key(TAG_ROW_ID, def.primary_key.index_id),
-        )?;
-        Ok(())
-    }
-
-    fn drop_table_batch(&self, batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
-        self.delete_data_batch(batch, def)?;
-        batch.delete(
-            self.system.id(),
-            &system::table_key(TAG_TABLE, def.primary_key.index_id),
-        )?;
-        Ok(())
     }
 }

@@ -1,8 +1,15 @@
-//! The system keyspace (`shale_system`): where the catalog, the index id counter and the
-//! `AUTO_INCREMENT` and hidden row id reservations live (docs/format/catalog.md).
+//! The system keys: where the catalog, the index id counter and the `AUTO_INCREMENT` and hidden
+//! row id reservations live (docs/format/catalog.md), and the encoding of table definitions.
+//!
+//! They live in the default keyspace under the reserved index id 1, not in a keyspace of
+//! their own: the engine keeps every WAL that a keyspace's unflushed memtable needs, and a
+//! catalog keyspace written once (CREATE TABLE) and then idle would pin every WAL after that
+//! write until restart (measured: one WAL kept per memtable switch). In the default keyspace
+//! they are flushed with the data, and DDL's range tombstones and catalog change share one
+//! keyspace.
 //!
 //! Invariants:
-//! 1. Keys start with a one-byte ASCII tag ([`TAG_DATABASE`] ...); tags never change.
+//! 1. Every system key is `00 00 00 01 ++ tag: u8 ++ ...`; the ASCII tags never change.
 //! 2. `N` holds the smallest index id never handed out; ids are never reused.
 //! 3. A table definition is stored under its primary key's index id (the table id).
 
@@ -12,12 +19,13 @@ use crate::schema::{ColumnDef, IndexDef, TableDef};
 use crate::types::{Collation, ColumnType};
 use crate::value::Value;
 
-/// The keyspace's name.
-pub(crate) const KEYSPACE: &str = "shale_system";
+/// The reserved index id the system keys live under (ids below 256 are never handed out).
+pub(crate) const SYSTEM_INDEX_ID: u32 = 1;
+const PREFIX: [u8; 4] = SYSTEM_INDEX_ID.to_be_bytes();
 /// `V` -> catalog format version (u32 little-endian).
-pub(crate) const KEY_VERSION: &[u8] = b"V";
+pub(crate) const KEY_VERSION: &[u8] = &[0, 0, 0, 1, b'V'];
 /// `N` -> next index id (u32 little-endian).
-pub(crate) const KEY_NEXT_INDEX_ID: &[u8] = b"N";
+pub(crate) const KEY_NEXT_INDEX_ID: &[u8] = &[0, 0, 0, 1, b'N'];
 /// `D ++ name` -> empty: a database.
 pub(crate) const TAG_DATABASE: u8 = b'D';
 /// `T ++ table id (u32 big-endian)` -> a table definition.
@@ -35,15 +43,26 @@ pub(crate) const FIRST_INDEX_ID: u32 = 256;
 /// The version byte that starts every table definition.
 const TABLE_DEF_VERSION: u8 = 1;
 
+/// `[start, end)` of every system key.
+pub(crate) fn system_range() -> (Vec<u8>, Vec<u8>) {
+    (
+        PREFIX.to_vec(),
+        (SYSTEM_INDEX_ID + 1).to_be_bytes().to_vec(),
+    )
+}
+
 pub(crate) fn database_key(name: &str) -> Vec<u8> {
-    let mut key = vec![TAG_DATABASE];
+    let mut key = PREFIX.to_vec();
+    key.push(TAG_DATABASE);
     key.extend_from_slice(name.as_bytes());
     key
 }
 
-pub(crate) fn table_key(tag: u8, table_id: u32) -> [u8; 5] {
+pub(crate) fn table_key(tag: u8, table_id: u32) -> [u8; 9] {
     let id = table_id.to_be_bytes();
-    [tag, id[0], id[1], id[2], id[3]]
+    [
+        PREFIX[0], PREFIX[1], PREFIX[2], PREFIX[3], tag, id[0], id[1], id[2], id[3],
+    ]
 }
 
 fn collation_tag(collation: Collation) -> u8 {

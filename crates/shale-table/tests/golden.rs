@@ -98,13 +98,8 @@ fn golden_table_layout() {
     txn.commit().unwrap();
 
     let mut out = String::new();
-    for (name, keyspace) in [
-        (
-            "shale_system",
-            store.engine().db().keyspace("shale_system").unwrap(),
-        ),
-        ("default", store.engine().db().default_keyspace()),
-    ] {
+    for (name, keyspace) in [("default", store.engine().db().default_keyspace())] {
+        // System keys (index id 1) first, then the table's rows and entries.
         writeln!(out, "keyspace {name}").unwrap();
         let mut iter = keyspace.iterator(ReadOptions::default()).unwrap();
         iter.seek_to_first();

@@ -1,7 +1,7 @@
 //! A model test: random inserts, updates and deletes on two tables against a `BTreeMap`
 //! oracle, with commits, rollbacks, clean reopens and crashes (crash images of the in-memory
-//! file system; commits are synced, so every committed change must survive). After every
-//! step the rows match the oracle and CHECK TABLE is clean.
+//! file system; commits are synced, so every committed change must survive) and index
+//! rebuilds. After every step the rows match the oracle and CHECK TABLE is clean.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -229,10 +229,17 @@ fn random_operations_with_reopens_and_crashes_match_the_model() {
                 txn.rollback();
             }
             let label = format!("seed {seed} round {round}");
-            match rng.gen_range(0..6) {
+            match rng.gen_range(0..7) {
                 0 => {
                     store.close().unwrap();
                     store = open(&fs);
+                }
+                3 => {
+                    // Rebuild t2's index (DROP INDEX, then CREATE INDEX over the rows).
+                    store.drop_index("m", "t2", "score").unwrap();
+                    store
+                        .create_index("m", "t2", index("score", vec![2], false))
+                        .unwrap();
                 }
                 1 | 2 => {
                     let mode = if rng.gen_bool(0.5) {

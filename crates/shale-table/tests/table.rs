@@ -720,14 +720,25 @@ fn ddl_errors_drop_truncate_and_indexes() {
     store.close().unwrap();
     let store = open(&fs);
     assert!(store.catalog().databases.is_empty());
-    // the dropped data is gone from the engine too
+    // the dropped data is gone from the engine too: only system keys (index id 1) remain
     let mut iter = store
         .engine()
         .db()
         .iterator(shale_engine::ReadOptions::default())
         .unwrap();
     iter.seek_to_first();
-    assert!(!iter.valid(), "data left behind after DROP DATABASE");
+    while iter.valid() {
+        assert_eq!(
+            &iter.key()[..4],
+            [0, 0, 0, 1],
+            "data left behind after DROP DATABASE"
+        );
+        assert!(
+            !matches!(iter.key()[4], b'T' | b'D' | b'A' | b'R'),
+            "catalog entry left behind"
+        );
+        iter.next();
+    }
 }
 
 #[test]

@@ -10,6 +10,8 @@
 //! 1. `decode(encode(row)) == row` for every row that `encode` accepts (integers come back as
 //!    `Int` in signed and `UInt` in unsigned columns, doubles bit for bit, -0.0 as 0.0).
 //! 2. A value decodes only against the schema version it was written with.
+//! 3. Whatever decodes would be accepted by `encode_row` (integers within their column's
+//!    range, no NaN, no NULL in a NOT NULL column), so corrupt bytes never reach the caller as impossible values.
 
 use super::key::{as_f64, as_i64, as_u64, int_bits};
 use super::{put_bytes, put_varint, unzigzag, zigzag, Reader};
@@ -135,14 +137,36 @@ fn decode_columns(
     let bitmap = reader.take(table.columns.len().div_ceil(8))?;
     for (i, column) in table.columns.iter().enumerate() {
         let value = if bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
+            if !column.nullable {
+                return Err(
+                    reader.corruption(&format!("NULL in NOT NULL column '{}'", column.name))
+                );
+            }
             Value::Null
         } else {
             match column.ty.kind() {
-                Kind::Int { unsigned: true, .. } => Value::UInt(reader.varint()?),
-                Kind::Int {
-                    unsigned: false, ..
-                } => Value::Int(unzigzag(reader.varint()?)),
-                Kind::Double => Value::Double(f64::from_le_bytes(reader.array()?)),
+                Kind::Int { width, unsigned } => {
+                    let raw = reader.varint()?;
+                    let value = if unsigned {
+                        Value::UInt(raw)
+                    } else {
+                        Value::Int(unzigzag(raw))
+                    };
+                    if int_bits(column, &value, width, unsigned).is_err() {
+                        return Err(reader.corruption(&format!(
+                            "{value:?} is out of range for column '{}'",
+                            column.name
+                        )));
+                    }
+                    value
+                }
+                Kind::Double => {
+                    let value = f64::from_le_bytes(reader.array()?);
+                    if value.is_nan() {
+                        return Err(reader.corruption(&format!("NaN in column '{}'", column.name)));
+                    }
+                    Value::Double(value)
+                }
                 Kind::String(_) => {
                     let bytes = reader.len_prefixed()?;
                     if !wanted(i) {
