@@ -26,6 +26,9 @@ mod server;
 mod text;
 mod wire;
 
+#[cfg(feature = "testing")]
+pub mod testing;
+
 use std::net::SocketAddr;
 
 pub use auth::{
