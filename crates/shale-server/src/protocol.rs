@@ -67,6 +67,7 @@ pub mod command {
     pub const INIT_DB: u8 = 0x02;
     pub const QUERY: u8 = 0x03;
     pub const FIELD_LIST: u8 = 0x04;
+    pub const CHANGE_USER: u8 = 0x11;
     pub const STATISTICS: u8 = 0x09;
     pub const PING: u8 = 0x0E;
     pub const STMT_PREPARE: u8 = 0x16;
