@@ -75,6 +75,17 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
+    if let Some(password) = &generated {
+        // Before listening, so that a failed bind does not hide it.
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "Created root@localhost with password: {password}\n\
+             (shown once; also stored in {}, readable only by you)",
+            args.datadir.join(datadir::ROOT_PASSWORD_FILE).display()
+        )?;
+        out.flush()?;
+    }
     let pid_file = datadir::PidFile::write(&args.datadir)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -95,7 +106,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         let addr = server
             .local_addr()
             .map_err(|e| Failure::error(e.to_string()))?;
-        announce(args, addr, generated.as_deref())?;
+        announce(args, addr)?;
         Ok::<_, Failure>(server.run(shutdown_signal()).await)
     });
     // The runtime's blocking threads may still hold a session until they finish.
@@ -116,16 +127,8 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
 }
 
 /// Tells the person where the server is and how to connect.
-fn announce(args: &ServeArgs, addr: SocketAddr, generated: Option<&str>) -> Result<(), Failure> {
+fn announce(args: &ServeArgs, addr: SocketAddr) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    if let Some(password) = generated {
-        writeln!(
-            out,
-            "Created root@localhost with password: {password}\n\
-             (shown once; also stored in {}, readable only by you)",
-            args.datadir.join(datadir::ROOT_PASSWORD_FILE).display()
-        )?;
-    }
     writeln!(
         out,
         "shale serve: listening on {addr} (datadir {}, pid {})",
