@@ -291,8 +291,12 @@ async fn command_loop(
     if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write).await {
         let max = shared.options.max_allowed_packet;
         loop {
+            let wait = shared.options.wait_timeout;
             let packet = tokio::select! {
-                packet = read_packet(&mut reader, 0, max) => packet,
+                packet = tokio::time::timeout(wait, read_packet(&mut reader, 0, max)) => {
+                    let Ok(packet) = packet else { break };
+                    packet
+                }
                 _ = stop.wait_for(|stop| *stop) => break,
             };
             let packet = match packet {

@@ -30,6 +30,8 @@ pub struct ServerOptions {
     pub server_version: String,
     /// Time a client has to complete the handshake (`connect_timeout`).
     pub connect_timeout: Duration,
+    /// An idle connection is closed after this long without a command (`wait_timeout`).
+    pub wait_timeout: Duration,
     /// Connections beyond this are refused with error 1040 (`max_connections`).
     pub max_connections: usize,
     /// How long shutdown waits for running commands.
@@ -48,6 +50,7 @@ impl Default for ServerOptions {
             max_allowed_packet: 64 << 20,
             server_version: SERVER_VERSION.to_owned(),
             connect_timeout: Duration::from_secs(10),
+            wait_timeout: Duration::from_secs(8 * 3600),
             max_connections: 151,
             shutdown_timeout: Duration::from_secs(10),
         }

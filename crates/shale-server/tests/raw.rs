@@ -281,3 +281,15 @@ fn hostile_packets_cost_only_their_connection() {
     let mut c = Client::connect(addr, DEPRECATE_EOF);
     assert_eq!(c.command(b"\x03select 1"), [1]);
 }
+
+#[test]
+fn idle_connections_close_after_wait_timeout() {
+    let addr = support::start_with(shale_server::ServerOptions {
+        wait_timeout: Duration::from_millis(300),
+        ..shale_server::ServerOptions::default()
+    });
+    let mut c = Client::connect(addr, DEPRECATE_EOF);
+    assert_eq!(c.command(&[0x0E])[0], 0);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(c.closed());
+}

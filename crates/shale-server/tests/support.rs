@@ -265,6 +265,15 @@ impl BackendSession for FakeSession {
 
 /// Starts a server over [`Fake`] on a free port; it runs until the test process ends.
 pub fn start(max_allowed_packet: usize) -> SocketAddr {
+    start_with(ServerOptions {
+        max_allowed_packet,
+        connect_timeout: Duration::from_secs(5),
+        ..ServerOptions::default()
+    })
+}
+
+/// [`start`] with any options.
+pub fn start_with(options: ServerOptions) -> SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -273,11 +282,6 @@ pub fn start(max_allowed_packet: usize) -> SocketAddr {
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let options = ServerOptions {
-                max_allowed_packet,
-                connect_timeout: Duration::from_secs(5),
-                ..ServerOptions::default()
-            };
             let backend: Arc<dyn Backend> = Arc::new(Fake);
             let server = Server::bind("127.0.0.1:0".parse().unwrap(), backend, options)
                 .await
