@@ -18,6 +18,7 @@
 //!    SQL layer fails or panics (a panic becomes error 1105 and closes the connection).
 //! 3. COM_STMT_SEND_LONG_DATA and COM_STMT_CLOSE have no reply packet, as the protocol says.
 
+use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
@@ -103,6 +104,27 @@ pub fn run_session(
     }
 }
 
+/// Statement text must be UTF-8: the SQL layer takes `&str`, and replacing bad bytes would
+/// silently change data (a `_binary'...'` literal with raw bytes, as PyMySQL sends them).
+/// MySQL's error for text invalid in the connection's character set.
+fn sql_text(body: &[u8]) -> Result<&str, SqlError> {
+    std::str::from_utf8(body).map_err(|e| {
+        let bad = &body[e.valid_up_to()..];
+        let mut hex = String::new();
+        for b in bad.iter().take(6) {
+            let _ = write!(hex, "{b:02X}");
+        }
+        SqlError {
+            code: 1300,
+            sqlstate: "HY000",
+            message: format!(
+                "Invalid utf8mb4 character string: '{hex}' (Shale reads statement text as UTF-8; \
+                 send binary values as prepared-statement parameters)"
+            ),
+        }
+    })
+}
+
 fn internal_error() -> SqlError {
     SqlError {
         code: 1105,
@@ -178,9 +200,15 @@ impl CommandHandler {
         match code {
             command::QUIT => return true,
             command::QUERY => {
-                let sql = String::from_utf8_lossy(body);
+                let sql = match sql_text(body) {
+                    Ok(sql) => sql,
+                    Err(error) => {
+                        output.err(&error);
+                        return false;
+                    }
+                };
                 let mut writer = ResultWriter::new(output, self.capabilities, false);
-                let result = self.session.execute(&sql, &mut writer);
+                let result = self.session.execute(sql, &mut writer);
                 writer.finish(result, self.status());
             }
             command::INIT_DB => {
@@ -240,8 +268,7 @@ impl CommandHandler {
 
     /// COM_STMT_PREPARE -> COM_STMT_PREPARE_OK, parameter definitions, column definitions.
     fn prepare(&mut self, body: &[u8], output: &mut Output) {
-        let sql = String::from_utf8_lossy(body);
-        let info = match self.session.prepare(&sql) {
+        let info = match sql_text(body).and_then(|sql| self.session.prepare(sql)) {
             Ok(info) => info,
             Err(error) => {
                 output.err(&error);
