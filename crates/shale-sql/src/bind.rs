@@ -77,11 +77,28 @@ pub(crate) struct BoundSelect {
     pub lock: LockMode,
 }
 
+/// What an INSERT does with a row whose primary or unique key exists.
+#[derive(Debug, Clone)]
+pub(crate) enum OnDuplicate {
+    /// 1062 (plain INSERT).
+    Error,
+    /// Skip the row with warning 1062 (INSERT IGNORE).
+    Ignore,
+    /// Delete the rows in the way, then insert (REPLACE).
+    Replace,
+    /// ON DUPLICATE KEY UPDATE: assignments evaluated over the existing row followed by the
+    /// row that was to be inserted (`VALUES(c)` reads the latter).
+    Update(Vec<(usize, Expr)>),
+}
+
 /// A bound INSERT: per row, one entry per table column (None: the column's default).
 #[derive(Debug, Clone)]
 pub(crate) struct BoundInsert {
     pub table: TableRef,
     pub rows: Vec<Vec<Option<Expr>>>,
+    /// INSERT ... SELECT: the query, and the table column each of its columns fills.
+    pub select: Option<(Box<BoundSelect>, Vec<usize>)>,
+    pub on_duplicate: OnDuplicate,
 }
 
 /// A bound UPDATE.
@@ -123,6 +140,8 @@ pub(crate) struct Binder<'a> {
     aliases: Vec<(String, Expr, SqlType)>,
     /// Nesting depth of the expression being bound.
     depth: usize,
+    /// Inside ON DUPLICATE KEY UPDATE: `VALUES(c)` is `Column(offset + c)`.
+    values_offset: Option<usize>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -150,6 +169,7 @@ impl<'a> Binder<'a> {
             clause: "field list",
             aliases: Vec::new(),
             depth: 0,
+            values_offset: None,
         }
     }
 
@@ -239,6 +259,15 @@ impl<'a> Binder<'a> {
             ast::Expr::Identifier(id) => {
                 if id.value.starts_with("@@") && id.quote_style.is_none() {
                     return self.variable(&[id.value.as_str()]);
+                }
+                if let (Some(name), None) = (id.value.strip_prefix('@'), id.quote_style) {
+                    return Ok((
+                        Expr::UserVar(name.trim_matches('`').to_ascii_lowercase()),
+                        SqlType::Str {
+                            collation: Collation::Utf8mb4GeneralCi,
+                            len: 255,
+                        },
+                    ));
                 }
                 if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
                     return Err(SqlError::unsupported("DEFAULT here"));
@@ -602,6 +631,16 @@ impl<'a> Binder<'a> {
         if star || distinct {
             return Err(SqlError::unsupported(f.to_string()));
         }
+        if name == "VALUES" {
+            let (Some(offset), [ast::Expr::Identifier(id)]) = (self.values_offset, args.as_slice())
+            else {
+                return Err(SqlError::unsupported(f.to_string()));
+            };
+            let (Expr::Column(c), t, _) = self.column(&[id.value.as_str()], &id.value)? else {
+                return Err(SqlError::unsupported(f.to_string()));
+            };
+            return Ok((Expr::Column(offset + c), t));
+        }
         let (func, min, max) = match name.as_str() {
             "DATABASE" | "SCHEMA" => (Func::Database, 0, 0),
             "VERSION" => (Func::Version, 0, 0),
@@ -761,13 +800,13 @@ impl<'a> Binder<'a> {
     fn order_by(
         &mut self,
         items: &[ast::OrderByExpr],
-        select: Option<(&[ast::SelectItem], &[Expr], &[SqlType])>,
+        select: Option<(&[Expr], &[SqlType])>,
     ) -> Result<Vec<SortKey>, SqlError> {
         let mut keys = Vec::with_capacity(items.len());
         for item in items {
             let desc = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
             let mut bound: Option<(Expr, SqlType)> = None;
-            if let Some((proj, exprs, types)) = select {
+            if let Some((exprs, types)) = select {
                 match &item.expr {
                     ast::Expr::Value(v) => {
                         if let ast::Value::Number(n, _) = &v.value {
@@ -779,12 +818,13 @@ impl<'a> Binder<'a> {
                         }
                     }
                     ast::Expr::Identifier(id) => {
-                        let alias_pos = proj.iter().position(|p| {
-                            matches!(p, ast::SelectItem::ExprWithAlias { alias, .. }
-                                if alias.value.eq_ignore_ascii_case(&id.value))
-                        });
-                        if let Some(p) = alias_pos {
-                            bound = Some((exprs[p].clone(), types[p].clone()));
+                        // A select alias wins over a column of the same name (MySQL).
+                        let alias = self
+                            .aliases
+                            .iter()
+                            .find(|(a, _, _)| a.eq_ignore_ascii_case(&id.value));
+                        if let Some((_, e, t)) = alias {
+                            bound = Some((e.clone(), t.clone()));
                         }
                     }
                     _ => {}
@@ -919,7 +959,7 @@ impl<'a> Binder<'a> {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(items) => {
-                    self.order_by(items, Some((&s.projection, &projection, &types)))?
+                    self.order_by(items, Some((&projection, &types)))?
                 }
                 ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
             },
@@ -986,12 +1026,11 @@ impl<'a> Binder<'a> {
 
     /// Binds an INSERT ... VALUES.
     pub(crate) fn insert(&mut self, ins: &ast::Insert) -> Result<BoundInsert, SqlError> {
-        if ins.on.is_some()
-            || ins.returning.is_some()
-            || ins.replace_into
-            || ins.ignore
+        if ins.returning.is_some()
+            || ins.insert_alias.is_some()
             || !ins.assignments.is_empty()
             || ins.partitioned.is_some()
+            || matches!(ins.on, Some(ast::OnInsert::OnConflict(_)))
         {
             return Err(SqlError::unsupported(ins.to_string()));
         }
@@ -1020,7 +1059,20 @@ impl<'a> Binder<'a> {
             return Err(SqlError::unsupported(ins.to_string()));
         };
         let ast::SetExpr::Values(values) = source.body.as_ref() else {
-            return Err(SqlError::unsupported("INSERT ... SELECT"));
+            let mut sub = Binder::new(self.ctx);
+            sub.params = self.params;
+            let select = sub.select(source)?;
+            self.params = sub.params;
+            if select.columns.len() != targets.len() {
+                return Err(SqlError::column_count(1));
+            }
+            let on_duplicate = self.on_duplicate(ins, &table)?;
+            return Ok(BoundInsert {
+                table,
+                rows: Vec::new(),
+                select: Some((Box::new(select), targets)),
+                on_duplicate,
+            });
         };
         // Values may not name columns of the row being inserted (MySQL allows it; rare).
         self.table = None;
@@ -1039,8 +1091,50 @@ impl<'a> Binder<'a> {
             }
             rows.push(out);
         }
+        let on_duplicate = self.on_duplicate(ins, &table)?;
+        Ok(BoundInsert {
+            table,
+            rows,
+            select: None,
+            on_duplicate,
+        })
+    }
+
+    fn on_duplicate(
+        &mut self,
+        ins: &ast::Insert,
+        table: &TableRef,
+    ) -> Result<OnDuplicate, SqlError> {
         self.table = Some(table.clone());
-        Ok(BoundInsert { table, rows })
+        Ok(match &ins.on {
+            Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => {
+                self.values_offset = Some(table.def.columns.len());
+                let bound = self.assignments(assignments);
+                self.values_offset = None;
+                OnDuplicate::Update(bound?)
+            }
+            _ if ins.replace_into => OnDuplicate::Replace,
+            _ if ins.ignore => OnDuplicate::Ignore,
+            _ => OnDuplicate::Error,
+        })
+    }
+
+    /// `col = expr, ...` of UPDATE and ON DUPLICATE KEY UPDATE.
+    fn assignments(&mut self, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>, SqlError> {
+        let mut out = Vec::with_capacity(list.len());
+        for a in list {
+            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let parts = ident_name(name);
+            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
+            let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
+                return Err(SqlError::unsupported(a.to_string()));
+            };
+            let (value, _) = self.expr(&a.value)?;
+            out.push((pos, value));
+        }
+        Ok(out)
     }
 
     /// Binds an UPDATE.
@@ -1053,19 +1147,7 @@ impl<'a> Binder<'a> {
             .table
             .clone()
             .ok_or_else(|| SqlError::unsupported("UPDATE without a table"))?;
-        let mut assignments = Vec::with_capacity(u.assignments.len());
-        for a in &u.assignments {
-            let ast::AssignmentTarget::ColumnName(name) = &a.target else {
-                return Err(SqlError::unsupported(a.to_string()));
-            };
-            let parts = ident_name(name);
-            let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-            let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
-                return Err(SqlError::unsupported(a.to_string()));
-            };
-            let (value, _) = self.expr(&a.value)?;
-            assignments.push((pos, value));
-        }
+        let assignments = self.assignments(&u.assignments)?;
         let filter = match &u.selection {
             Some(w) => Some(self.condition(w, "where clause")?),
             None => None,

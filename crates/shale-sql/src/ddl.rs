@@ -299,6 +299,45 @@ pub(crate) fn table_def(
     Ok((def, warnings))
 }
 
+/// ALTER TABLE ... ADD {INDEX|KEY|UNIQUE} as an index definition.
+pub(crate) fn constraint_index(
+    def: &TableDef,
+    constraint: &ast::TableConstraint,
+) -> Result<IndexDef, SqlError> {
+    let (name, columns, unique) = match constraint {
+        ast::TableConstraint::Unique(u) => (
+            u.index_name.as_ref().or(u.name.as_ref()),
+            index_columns(def, &u.columns)?,
+            true,
+        ),
+        ast::TableConstraint::Index(ix) => {
+            (ix.name.as_ref(), index_columns(def, &ix.columns)?, false)
+        }
+        other => return Err(SqlError::unsupported(format!("ALTER TABLE ADD {other}"))),
+    };
+    let Some(&first) = columns.first() else {
+        return Err(SqlError::syntax(&constraint.to_string(), 1));
+    };
+    let name = name.map_or_else(|| def.columns[first].name.clone(), |n| n.value.clone());
+    if def
+        .indexes
+        .iter()
+        .any(|i| i.name.eq_ignore_ascii_case(&name))
+    {
+        return Err(SqlError::new(
+            1061,
+            "42000",
+            format!("Duplicate key name '{name}'"),
+        ));
+    }
+    Ok(IndexDef {
+        name,
+        columns,
+        unique,
+        index_id: 0,
+    })
+}
+
 /// A CREATE INDEX's definition.
 pub(crate) fn index_def(def: &TableDef, ci: &ast::CreateIndex) -> Result<IndexDef, SqlError> {
     let Some(name) = &ci.name else {

@@ -14,7 +14,9 @@ use shale_table::{
     Collation, ColumnType, IndexChoice, KeyRange, LockMode, RowCursor, TableDef, TableTxn, Value,
 };
 
-use crate::bind::{AggFunc, AggSpec, BoundDelete, BoundInsert, BoundSelect, BoundUpdate, SortKey};
+use crate::bind::{
+    AggFunc, AggSpec, BoundDelete, BoundInsert, BoundSelect, BoundUpdate, OnDuplicate, SortKey,
+};
 use crate::error::SqlError;
 use crate::expr::{Env, Expr};
 use crate::plan::{Access, Plan, RangeBound};
@@ -719,7 +721,10 @@ pub(crate) fn update(
         let mut new = old.clone();
         for (pos, e) in &u.assignments {
             let v = e.eval(&new, env)?;
-            new[*pos] = store_value(&table.columns[*pos], v, matched as usize)?;
+            let (Some(col), Some(slot)) = (table.columns.get(*pos), new.get_mut(*pos)) else {
+                return Err(SqlError::internal("row shorter than its table definition"));
+            };
+            *slot = store_value(col, v, matched as usize)?;
         }
         if new != old {
             txn.update(table, &old, new)?;
@@ -753,23 +758,207 @@ pub(crate) fn delete(
 }
 
 /// Runs an INSERT; returns (rows inserted, first generated AUTO_INCREMENT value or 0).
+/// What an INSERT did.
+#[derive(Debug, Default)]
+pub(crate) struct InsertOutcome {
+    /// MySQL's affected rows: 1 per row inserted, 2 per row ON DUPLICATE KEY UPDATE changed,
+    /// 1 more per row REPLACE deleted.
+    pub affected: u64,
+    /// The first AUTO_INCREMENT value generated, or 0.
+    pub first_id: u64,
+    /// Rows that met an existing key.
+    pub duplicates: u64,
+    /// Rows the statement offered (VALUES rows or the SELECT's rows).
+    pub records: u64,
+    pub warnings: Vec<(&'static str, u16, String)>,
+}
+
+/// The row whose `key` (an index name, or PRIMARY) holds the same values as `row`.
+fn conflicting_row(
+    txn: &mut TableTxn,
+    table: &TableDef,
+    key: &str,
+    row: &[Value],
+) -> Result<Option<Vec<Value>>, SqlError> {
+    let pick = |cols: &[usize]| -> Vec<Value> {
+        cols.iter()
+            .map(|&c| row.get(c).cloned().unwrap_or(Value::Null))
+            .collect()
+    };
+    if key.eq_ignore_ascii_case("PRIMARY") {
+        let pk = pick(&table.primary_key.columns);
+        return Ok(txn.get(table, &pk, LockMode::Exclusive)?);
+    }
+    let Some(i) = table.indexes.iter().position(|ix| ix.name == key) else {
+        return Ok(None);
+    };
+    let prefix = pick(&table.indexes[i].columns);
+    let mut cursor = txn.scan(
+        table,
+        IndexChoice::Secondary(i),
+        KeyRange::prefix(prefix),
+        false,
+        LockMode::Exclusive,
+    )?;
+    Ok(cursor.next_row()?)
+}
+
+/// Inserts one row under IGNORE, REPLACE or ON DUPLICATE KEY UPDATE, each attempt under a
+/// savepoint so a duplicate leaves nothing of the attempt behind.
+fn insert_on_duplicate(
+    txn: &mut TableTxn,
+    table: &TableDef,
+    on_duplicate: &OnDuplicate,
+    row: &[Value],
+    row_number: usize,
+    env: &dyn Env,
+    out: &mut InsertOutcome,
+) -> Result<(), SqlError> {
+    // REPLACE may have to delete one row per unique key before the insert fits.
+    for _ in 0..=table.indexes.len() + 1 {
+        txn.set_savepoint();
+        let (key, entry) = match txn.insert(table, row.to_vec()) {
+            Ok(()) => {
+                txn.release_savepoint()?;
+                out.affected += 1;
+                return Ok(());
+            }
+            Err(shale_table::Error::DuplicateKey { key, entry, .. }) => {
+                txn.rollback_to_savepoint()?;
+                (key, entry)
+            }
+            Err(e) => {
+                let _ = txn.rollback_to_savepoint();
+                return Err(e.into());
+            }
+        };
+        out.duplicates += 1;
+        match on_duplicate {
+            OnDuplicate::Error => return Err(SqlError::duplicate_entry(&entry, &key)),
+            OnDuplicate::Ignore => {
+                out.warnings.push((
+                    "Warning",
+                    1062,
+                    format!("Duplicate entry '{entry}' for key '{key}'"),
+                ));
+                return Ok(());
+            }
+            OnDuplicate::Replace => {
+                out.duplicates -= 1;
+                let Some(old) = conflicting_row(txn, table, &key, row)? else {
+                    return Err(SqlError::duplicate_entry(&entry, &key));
+                };
+                txn.delete(table, &old)?;
+                out.affected += 1;
+            }
+            OnDuplicate::Update(assignments) => {
+                let Some(old) = conflicting_row(txn, table, &key, row)? else {
+                    return Err(SqlError::duplicate_entry(&entry, &key));
+                };
+                // Assignments read the existing row, then VALUES(c) the proposed one.
+                let mut scope = old.clone();
+                scope.extend(row.iter().cloned());
+                for (pos, e) in assignments {
+                    let v = e.eval(&scope, env)?;
+                    let Some(col) = table.columns.get(*pos) else {
+                        return Err(SqlError::internal("assignment past the row"));
+                    };
+                    scope[*pos] = store_value(col, v, row_number)?;
+                }
+                scope.truncate(old.len());
+                if scope != old {
+                    txn.update(table, &old, scope)?;
+                    out.affected += 2;
+                }
+                return Ok(());
+            }
+        }
+    }
+    Err(SqlError::internal("REPLACE did not converge"))
+}
+
+/// Collects a result set (the SELECT of INSERT ... SELECT).
+#[derive(Default)]
+struct Collect {
+    rows: Vec<Vec<Value>>,
+}
+
+impl ResultSink for Collect {
+    fn ok(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn columns(&mut self, _: &[crate::result::ColumnMeta]) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.rows.push(row.to_vec());
+        Ok(())
+    }
+    fn end(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+}
+
 pub(crate) fn insert(
     txn: &mut TableTxn,
     ins: &BoundInsert,
+    select_plan: Option<&Plan>,
     env: &dyn Env,
-) -> Result<(u64, u64), SqlError> {
+) -> Result<InsertOutcome, SqlError> {
     let table = &*ins.table.def;
-    // Every row is evaluated and checked before the first is written, so a bad value in row
+    let ncols = table.columns.len();
+    // The rows to insert, one optional value per column (None: the column's default). The
+    // SELECT of INSERT ... SELECT is read completely before the first write.
+    let source: Vec<Vec<Option<Value>>> = match (&ins.select, select_plan) {
+        (Some((select, targets)), Some(plan)) => {
+            let mut collect = Collect::default();
+            self::select(
+                txn,
+                select,
+                plan,
+                env,
+                &mut collect,
+                &StatementStatus::default(),
+            )?;
+            collect
+                .rows
+                .into_iter()
+                .map(|r| {
+                    let mut row = vec![None; ncols];
+                    for (v, &pos) in r.into_iter().zip(targets) {
+                        row[pos] = Some(v);
+                    }
+                    row
+                })
+                .collect()
+        }
+        _ => {
+            let mut rows = Vec::with_capacity(ins.rows.len());
+            for exprs in &ins.rows {
+                let mut row = Vec::with_capacity(ncols);
+                for e in exprs {
+                    row.push(match e {
+                        Some(e) => Some(e.eval(&[], env)?),
+                        None => None,
+                    });
+                }
+                rows.push(row);
+            }
+            rows
+        }
+    };
+    // Every row is converted and checked before the first is written, so a bad value in row
     // 900 of a bulk insert leaves nothing behind even inside a transaction.
-    let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(ins.rows.len());
-    let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(ins.rows.len());
-    for (i, row) in ins.rows.iter().enumerate() {
+    let records = source.len() as u64;
+    let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(source.len());
+    let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(source.len());
+    for (i, row) in source.into_iter().enumerate() {
         let n = i + 1;
-        let mut values = Vec::with_capacity(table.columns.len());
+        let mut values = Vec::with_capacity(ncols);
         let mut auto = None;
-        for (pos, (col, e)) in table.columns.iter().zip(row).enumerate() {
-            let v = match e {
-                Some(e) => e.eval(&[], env)?,
+        for (pos, (col, given)) in table.columns.iter().zip(row).enumerate() {
+            let v = match given {
+                Some(v) => v,
                 None => match &col.default {
                     Some(d) => d.clone(),
                     None if col.auto_increment || col.nullable => Value::Null,
@@ -786,19 +975,26 @@ pub(crate) fn insert(
         prepared.push(values);
         needs_id.push(auto);
     }
-    let mut first_id = 0u64;
-    let count = prepared.len() as u64;
-    for (mut row, auto) in prepared.into_iter().zip(needs_id) {
+    let mut out = InsertOutcome {
+        records,
+        ..InsertOutcome::default()
+    };
+    for (i, (mut row, auto)) in prepared.into_iter().zip(needs_id).enumerate() {
         if let Some(pos) = auto {
             let id = txn.next_auto_increment(table)?;
-            if first_id == 0 {
-                first_id = id;
+            if out.first_id == 0 {
+                out.first_id = id;
             }
             row[pos] = int_value(&table.columns[pos].ty, i128::from(id));
         }
-        txn.insert(table, row)?;
+        if matches!(ins.on_duplicate, OnDuplicate::Error) {
+            txn.insert(table, row)?;
+            out.affected += 1;
+        } else {
+            insert_on_duplicate(txn, table, &ins.on_duplicate, &row, i + 1, env, &mut out)?;
+        }
     }
-    Ok((count, first_id))
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -119,6 +119,8 @@ pub(crate) enum Expr {
     Func(Func, Vec<Expr>),
     /// A system variable (`@@name`), read from the session when evaluated.
     SysVar(String),
+    /// A user variable (`@name`, lower-case), read from the session when evaluated.
+    UserVar(String),
 }
 
 /// What an expression can read besides its row: parameters and session state.
@@ -129,6 +131,8 @@ pub(crate) trait Env {
     fn last_insert_id(&self) -> u64;
     fn user(&self) -> &str;
     fn variable(&self, name: &str) -> Value;
+    /// A user variable's value (NULL when never set).
+    fn user_variable(&self, name: &str) -> Value;
 }
 
 impl Expr {
@@ -140,7 +144,7 @@ impl Expr {
     pub(crate) fn is_row_independent(&self) -> bool {
         match self {
             Expr::Column(_) => false,
-            Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(_) => true,
+            Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(_) | Expr::UserVar(_) => true,
             Expr::Neg(e) | Expr::Not(e) | Expr::IsNull(e, _) | Expr::IsBool(e, _, _) => {
                 e.is_row_independent()
             }
@@ -330,6 +334,7 @@ impl Expr {
             }
             Expr::Func(f, args) => eval_func(*f, args, row, env)?,
             Expr::SysVar(name) => env.variable(name),
+            Expr::UserVar(name) => env.user_variable(name),
         })
     }
 }
@@ -467,6 +472,9 @@ mod tests {
             "root@localhost"
         }
         fn variable(&self, _: &str) -> Value {
+            Value::Null
+        }
+        fn user_variable(&self, _: &str) -> Value {
             Value::Null
         }
     }

@@ -338,6 +338,7 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
             .and_then(|t| t.columns.get(*c))
             .map_or_else(|| format!("#{c}"), |col| col.name.clone()),
         Expr::SysVar(v) => format!("@@{v}"),
+        Expr::UserVar(v) => format!("@{v}"),
         Expr::Cmp(op, a, b, _) => {
             let sym = match op {
                 CmpOp::Eq => "=",
@@ -490,5 +491,121 @@ fn explain_access(table: Option<&TableDef>, access: &Access) -> String {
             let _ = write!(s, " ({})", parts.join(" AND "));
             s
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shale_table::{Collation, ColumnDef, ColumnType, IndexDef, Value};
+
+    fn table() -> TableDef {
+        let col = |name: &str, ty: ColumnType, nullable: bool| ColumnDef {
+            name: name.into(),
+            ty,
+            nullable,
+            default: None,
+            auto_increment: false,
+        };
+        let int = ColumnType::Int { unsigned: false };
+        TableDef {
+            database: "d".into(),
+            name: "t".into(),
+            columns: vec![
+                col("id", int.clone(), false),
+                col("k", int.clone(), true),
+                col(
+                    "c",
+                    ColumnType::Char {
+                        len: 10,
+                        collation: Collation::Utf8mb4GeneralCi,
+                    },
+                    false,
+                ),
+            ],
+            primary_key: IndexDef {
+                name: "PRIMARY".into(),
+                columns: vec![0],
+                unique: true,
+                index_id: 1,
+            },
+            indexes: vec![IndexDef {
+                name: "k_1".into(),
+                columns: vec![1],
+                unique: false,
+                index_id: 2,
+            }],
+            schema_version: 1,
+        }
+    }
+
+    fn cmp(op: CmpOp, col: usize, v: Expr) -> Expr {
+        Expr::Cmp(op, Expr::Column(col).boxed(), v.boxed(), Collation::Binary)
+    }
+
+    fn and(a: Expr, b: Expr) -> Expr {
+        Expr::And(a.boxed(), b.boxed())
+    }
+
+    /// Plans in, EXPLAIN text out: the same rules testdata/plan.test checks through SQL,
+    /// without a store.
+    #[test]
+    fn plans_and_residuals() {
+        let t = table();
+        let lit = |i: i64| Expr::Literal(Value::Int(i));
+        let cases: Vec<(Option<Expr>, &str)> = vec![
+            (None, "full scan t"),
+            (
+                Some(cmp(CmpOp::Eq, 0, Expr::Param(0))),
+                "point get t.PRIMARY (id = ?0)",
+            ),
+            (
+                Some(and(cmp(CmpOp::Ge, 0, lit(1)), cmp(CmpOp::Lt, 0, lit(9)))),
+                "range t.PRIMARY (id >= 1 AND id < 9)",
+            ),
+            (
+                Some(and(cmp(CmpOp::Eq, 1, lit(3)), cmp(CmpOp::Gt, 0, lit(10)))),
+                "range t.k_1 (k = 3) filter id > 10",
+            ),
+            (
+                Some(cmp(
+                    CmpOp::Eq,
+                    2,
+                    Expr::Literal(Value::Bytes(b"x".to_vec())),
+                )),
+                "full scan t filter c = 'x'",
+            ),
+            (
+                Some(Expr::Cmp(
+                    CmpOp::Eq,
+                    Expr::Column(0).boxed(),
+                    Expr::Column(1).boxed(),
+                    Collation::Binary,
+                )),
+                "full scan t filter id = k",
+            ),
+        ];
+        for (filter, want) in cases {
+            let p = plan(&t, filter.as_ref());
+            assert_eq!(explain(Some(&t), &p), want, "{filter:?}");
+        }
+    }
+
+    #[test]
+    fn order_by_the_index_needs_no_sort() {
+        let t = table();
+        let key = |c: usize, desc: bool| SortKey {
+            expr: Expr::Column(c),
+            desc,
+            collation: Collation::Binary,
+        };
+        let full = plan(&t, None);
+        assert_eq!(order(&t, &full, &[key(0, false)]), Some(false));
+        assert_eq!(order(&t, &full, &[key(0, true)]), Some(true));
+        // A nullable secondary column, a string column, mixed directions: sorted.
+        let by_k = plan(&t, Some(&cmp(CmpOp::Gt, 1, Expr::Literal(Value::Int(0)))));
+        assert_eq!(order(&t, &by_k, &[key(1, false)]), None);
+        assert_eq!(order(&t, &full, &[key(2, false)]), None);
+        assert_eq!(order(&t, &full, &[key(0, false), key(1, true)]), None);
     }
 }

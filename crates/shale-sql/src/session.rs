@@ -42,7 +42,8 @@ pub struct PreparedInfo {
 #[derive(Debug)]
 pub(crate) enum Planned {
     Select(BoundSelect, Plan),
-    Insert(BoundInsert),
+    /// With the plan of INSERT ... SELECT's query.
+    Insert(BoundInsert, Option<Plan>),
     Update(BoundUpdate, Plan),
     Delete(BoundDelete, Plan),
     Command(Box<Statement>),
@@ -72,6 +73,8 @@ pub(crate) struct State {
     pub warnings: Vec<(&'static str, u16, String)>,
     /// The instance's global variables (`@@global.x`).
     pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
+    /// User variables (`@x`), lower-case names.
+    pub user_vars: HashMap<String, Value>,
 }
 
 struct RunEnv<'a> {
@@ -97,6 +100,13 @@ impl Env for RunEnv<'_> {
     }
     fn variable(&self, name: &str) -> Value {
         self.state.variable(name)
+    }
+    fn user_variable(&self, name: &str) -> Value {
+        self.state
+            .user_vars
+            .get(name)
+            .cloned()
+            .unwrap_or(Value::Null)
     }
 }
 
@@ -208,6 +218,7 @@ impl Session {
                 defaults: variables::defaults(),
                 warnings: Vec::new(),
                 globals,
+                user_vars: HashMap::new(),
             },
             txn: None,
             began: false,
@@ -424,7 +435,18 @@ impl Session {
                 }
                 Planned::Select(s, access)
             }
-            Statement::Insert(i) => Planned::Insert(binder.insert(i)?),
+            Statement::Insert(i) => {
+                let b = binder.insert(i)?;
+                let plan = b.select.as_ref().map(|(s, _)| match &s.table {
+                    Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                    None => Plan {
+                        access: Access::NoTable,
+                        residual: s.filter.clone(),
+                        ordered: None,
+                    },
+                });
+                Planned::Insert(b, plan)
+            }
             Statement::Update(u) => {
                 let b = binder.update(u)?;
                 let access = plan::plan(&b.table.def, b.filter.as_ref());
@@ -542,7 +564,7 @@ impl Session {
     ) -> Result<(), SqlError> {
         let retryable = matches!(
             planned,
-            Planned::Insert(_) | Planned::Update(..) | Planned::Delete(..)
+            Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..)
         );
         let mut attempt = 0;
         loop {
@@ -582,16 +604,24 @@ impl Session {
             params,
         };
         let mut status = self.state.status(keep);
+        let mut insert_warnings = Vec::new();
         let result = match planned {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
             }
-            Planned::Insert(i) => exec::insert(&mut txn, i, &env).map(|(n, id)| {
-                status.affected_rows = n;
-                status.last_insert_id = id;
-                if i.rows.len() > 1 {
-                    status.info = format!("Records: {n}  Duplicates: 0  Warnings: 0");
+            Planned::Insert(i, plan) => exec::insert(&mut txn, i, plan.as_ref(), &env).map(|out| {
+                status.affected_rows = out.affected;
+                status.last_insert_id = out.first_id;
+                status.warnings = out.warnings.len().min(usize::from(u16::MAX)) as u16;
+                if i.rows.len() > 1 || i.select.is_some() {
+                    status.info = format!(
+                        "Records: {}  Duplicates: {}  Warnings: {}",
+                        out.records,
+                        out.duplicates,
+                        out.warnings.len()
+                    );
                 }
+                insert_warnings = out.warnings;
                 Some(status.clone())
             }),
             Planned::Update(u, access) => {
@@ -608,13 +638,18 @@ impl Session {
             }),
             Planned::Command(_) => Ok(None),
         };
+        self.state.warnings.extend(insert_warnings);
         match result {
             Ok(ok) => {
                 if keep {
                     txn.release_savepoint()?;
                     self.txn = Some(txn);
-                } else if let Err(e) = txn.commit() {
-                    return Err(e.into());
+                } else if matches!(planned, Planned::Select(..)) {
+                    // A SELECT wrote nothing, and its result set has ended: rolling back (which
+                    // cannot fail) releases its locks without a commit error after the fact.
+                    txn.rollback();
+                } else {
+                    txn.commit()?;
                 }
                 if let Some(mut st) = ok {
                     if st.last_insert_id != 0 {
@@ -812,6 +847,29 @@ impl Session {
                 st.info = "Records: 0  Duplicates: 0  Warnings: 0".into();
                 sink.ok(&st)
             }
+            Statement::AlterTable(at) => {
+                self.ddl_prelude()?;
+                let (db, name) = self.qualify(&at.name)?;
+                for op in &at.operations {
+                    let catalog = self.instance.store.catalog();
+                    let def = crate::bind::lookup_table(&catalog, &db, &name)
+                        .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+                    match op {
+                        ast::AlterTableOperation::AddConstraint { constraint, .. } => {
+                            let index = crate::ddl::constraint_index(&def, constraint)?;
+                            self.instance.store.create_index(&db, &def.name, index)?;
+                        }
+                        ast::AlterTableOperation::DropIndex { name: index } => {
+                            self.drop_index_named(&db, &def, &index.value)?;
+                        }
+                        other => return Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
+                    }
+                    self.instance.bump_generation();
+                }
+                let mut st = self.state.status(false);
+                st.info = "Records: 0  Duplicates: 0  Warnings: 0".into();
+                sink.ok(&st)
+            }
             Statement::Truncate(t) => {
                 self.ddl_prelude()?;
                 for target in &t.table_names {
@@ -909,23 +967,32 @@ impl Session {
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
                     .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
-                if !def
-                    .indexes
-                    .iter()
-                    .any(|i| i.name.eq_ignore_ascii_case(&index))
-                {
-                    return Err(SqlError::new(
-                        1091,
-                        "42000",
-                        format!("Can't DROP INDEX `{index}`; check that it exists"),
-                    ));
-                }
-                self.instance.store.drop_index(&db, &def.name, &index)?;
+                self.drop_index_named(&db, &def, &index)?;
                 self.instance.bump_generation();
                 self.ok(sink, 0)
             }
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         }
+    }
+
+    fn drop_index_named(
+        &self,
+        db: &str,
+        def: &shale_table::TableDef,
+        index: &str,
+    ) -> Result<(), SqlError> {
+        let Some(ix) = def
+            .indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(index))
+        else {
+            return Err(SqlError::new(
+                1091,
+                "42000",
+                format!("Can't DROP INDEX `{index}`; check that it exists"),
+            ));
+        };
+        Ok(self.instance.store.drop_index(db, &def.name, &ix.name)?)
     }
 
     fn set(&mut self, set: &ast::Set) -> Result<(), SqlError> {
@@ -968,9 +1035,7 @@ impl Session {
     }
 
     fn assign(&mut self, name: &str, values: &[ast::Expr], global: bool) -> Result<(), SqlError> {
-        if name.starts_with('@') && !name.starts_with("@@") {
-            return Err(SqlError::unsupported("user variables"));
-        }
+        let user = name.starts_with('@') && !name.starts_with("@@");
         let lower = name.trim_start_matches('@').to_ascii_lowercase();
         let global = global || lower.starts_with("global.");
         let lower = lower
@@ -1011,6 +1076,10 @@ impl Session {
                 e.eval(&[], &env)?
             }
         };
+        if user {
+            self.state.user_vars.insert(lower, v);
+            return Ok(());
+        }
         let as_bool = |v: &Value| -> Result<bool, SqlError> {
             match v {
                 Value::Bytes(b) => match String::from_utf8_lossy(b).to_ascii_uppercase().as_str() {
@@ -1096,7 +1165,7 @@ impl Session {
             Planned::Select(s, plan) => plan::explain(s.table.as_ref().map(|t| &*t.def), &plan),
             Planned::Update(u, plan) => plan::explain(Some(&u.table.def), &plan),
             Planned::Delete(d, plan) => plan::explain(Some(&d.table.def), &plan),
-            Planned::Insert(i) => format!("insert {}", i.table.def.name),
+            Planned::Insert(i, _) => format!("insert {}", i.table.def.name),
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
     }
