@@ -300,3 +300,29 @@ fn idle_connections_close_after_wait_timeout() {
     std::thread::sleep(Duration::from_millis(800));
     assert!(c.closed());
 }
+
+#[test]
+fn shutdown_lets_a_running_command_finish_and_closes_idle_connections() {
+    let server = support::start_stoppable(shale_server::ServerOptions {
+        shutdown_timeout: Duration::from_secs(10),
+        ..shale_server::ServerOptions::default()
+    });
+    let mut busy = Client::connect(server.addr, DEPRECATE_EOF);
+    let mut idle = Client::connect(server.addr, DEPRECATE_EOF);
+    busy.write(0, b"\x03sleep 700");
+    std::thread::sleep(Duration::from_millis(200));
+    server.stop.send(()).unwrap();
+    // The running command's whole reply arrives, then the connection closes.
+    assert_eq!(busy.payload(), [1]);
+    busy.payload();
+    assert_eq!(busy.payload(), b"\x03700");
+    assert_eq!(busy.payload()[0], 0xFE);
+    assert!(busy.closed());
+    assert!(idle.closed());
+    let report = server.done.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(report.abandoned, 0);
+    assert!(
+        TcpStream::connect(server.addr).is_err(),
+        "no longer listening"
+    );
+}
