@@ -301,6 +301,7 @@ pub fn start_with(options: ServerOptions) -> SocketAddr {
 }
 
 /// A server that stops when `stop` is sent; `done` receives its shutdown report.
+#[derive(Debug)]
 pub struct Stoppable {
     pub addr: SocketAddr,
     pub stop: tokio::sync::oneshot::Sender<()>,
