@@ -1,6 +1,8 @@
 //! One client connection's I/O task: the connection phase (HandshakeV10, the client's
 //! response, an optional AuthSwitchRequest, then OK or ERR), then the command loop, which
-//! reads command packets and writes the replies the session thread streams back.
+//! reads command packets and writes the replies the session thread streams back. COM_QUIT and
+//! COM_CHANGE_USER (another round of authentication) are handled here; every other command
+//! goes to the session thread. An idle connection closes after `wait_timeout`.
 //!
 //! Invariants:
 //! 1. No command is read before authentication succeeded, and the failure message is the same

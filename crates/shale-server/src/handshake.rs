@@ -1,5 +1,6 @@
 //! The connection phase's packets (MySQL "Connection Phase"): Protocol::HandshakeV10 from the
-//! server, Protocol::HandshakeResponse41 from the client, and Protocol::AuthSwitchRequest.
+//! server, Protocol::HandshakeResponse41 from the client, Protocol::AuthSwitchRequest, and
+//! COM_CHANGE_USER, which carries the same claims in the command phase.
 //!
 //! Invariant: only the 4.1 protocol is accepted (`CLIENT_PROTOCOL_41`); an older client or an
 //! SSLRequest (this server offers no TLS yet) is refused with "Bad handshake".

@@ -6,7 +6,8 @@
 //! connection phase), `text` and `binary` (result and parameter encodings), `prepared`
 //! (prepared statements' state, COM_STMT_EXECUTE decoding), `results` (streaming replies),
 //! `command` (the command phase on the session thread), `conn` (a connection's I/O task) and
-//! `server` (the listener). docs/server.md describes the server for its users.
+//! `server` (the listener); `testing` (feature `testing`) holds the fuzz targets' entry
+//! points. docs/server.md describes the server for its users.
 
 // The docs name packets and fields the way the protocol documentation spells them (COM_QUERY,
 // OK_Packet, MySQL, int<lenenc>); backticks around every one would only add noise.
