@@ -152,11 +152,12 @@ impl std::fmt::Debug for CommandHandler {
 
 impl CommandHandler {
     fn new(shared: Arc<Shared>, session: Box<dyn BackendSession>, capabilities: u32) -> Self {
+        let max_long_data = shared.options.max_allowed_packet;
         CommandHandler {
             shared,
             session,
             capabilities,
-            statements: Statements::default(),
+            statements: Statements::new(max_long_data),
         }
     }
 
