@@ -31,6 +31,7 @@ use crate::prepared::Statements;
 use crate::protocol::{capability, command, errors, status, OkPacket};
 use crate::results::{put_columns, put_end, Output, ResultWriter};
 use crate::server::Shared;
+use crate::split::has_several_statements;
 use crate::text::put_column_definition;
 use crate::wire::{put_u16, put_u32, Reader};
 
@@ -208,6 +209,12 @@ impl CommandHandler {
                         return false;
                     }
                 };
+                if self.capabilities & capability::MULTI_STATEMENTS == 0
+                    && has_several_statements(body)
+                {
+                    output.err(&errors::multi_statements_off());
+                    return false;
+                }
                 let mut writer = ResultWriter::new(output, self.capabilities, false);
                 let result = self.session.execute(sql, &mut writer);
                 writer.finish(result, self.status());

@@ -5,7 +5,8 @@
 //! framing), `protocol` (flags, command bytes, OK/ERR/EOF), `handshake` and `auth` (the
 //! connection phase), `text` and `binary` (result and parameter encodings), `prepared`
 //! (prepared statements' state, COM_STMT_EXECUTE decoding), `results` (streaming replies),
-//! `command` (the command phase on the session thread), `conn` (a connection's I/O task) and
+//! `split` (is there a second statement?), `command` (the command phase on the session
+//! thread), `conn` (a connection's I/O task) and
 //! `server` (the listener); `testing` (feature `testing`) holds the fuzz targets' entry
 //! points. docs/server.md describes the server for its users.
 
@@ -24,6 +25,7 @@ mod prepared;
 mod protocol;
 mod results;
 mod server;
+mod split;
 mod text;
 mod wire;
 

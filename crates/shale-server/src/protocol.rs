@@ -197,6 +197,16 @@ pub mod errors {
         error(1040, "08004", "Too many connections".into())
     }
 
+    pub fn multi_statements_off() -> SqlError {
+        error(
+            1064,
+            "42000",
+            "You have an error in your SQL syntax: several statements in one query need \
+             CLIENT_MULTI_STATEMENTS (the client's multi-statements option)"
+                .into(),
+        )
+    }
+
     pub fn unsupported_cursor() -> SqlError {
         error(
             1235,

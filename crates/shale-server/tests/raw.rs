@@ -14,6 +14,7 @@ use shale_server::native_scramble_response;
 
 const PROTOCOL_41: u32 = 1 << 9;
 const SECURE_CONNECTION: u32 = 1 << 15;
+const MULTI_STATEMENTS: u32 = 1 << 16;
 const MULTI_RESULTS: u32 = 1 << 17;
 const PLUGIN_AUTH: u32 = 1 << 19;
 const DEPRECATE_EOF: u32 = 1 << 24;
@@ -179,7 +180,21 @@ fn prepared_statements_round_trip_binary_values() {
 #[test]
 fn result_sets_use_eof_packets_for_old_clients_and_flag_more_results() {
     let addr = support::start(64 << 20);
+    // Without CLIENT_MULTI_STATEMENTS a second statement is a syntax error and nothing runs.
     let mut c = Client::connect(addr, MULTI_RESULTS);
+    assert_eq!(error_code(&c.command(b"\x03begin; select 1")), 1064);
+    let ok = c.command(&[0x0E]);
+    assert_eq!(
+        u16::from_le_bytes([ok[3], ok[4]]) & 1,
+        0,
+        "no transaction began"
+    );
+    assert_eq!(c.command(b"\x03select 1; -- one statement"), [1]);
+    for _ in 0..4 {
+        c.payload();
+    }
+
+    let mut c = Client::connect(addr, MULTI_RESULTS | MULTI_STATEMENTS);
     assert_eq!(c.command(b"\x03select 1; begin; select 1"), [1]);
     c.payload();
     assert_eq!(c.payload()[0], 0xFE, "EOF after the column definitions");

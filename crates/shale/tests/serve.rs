@@ -236,6 +236,14 @@ try:
     raise SystemExit("no error")
 except pymysql.err.ProgrammingError as e:
     assert e.args[0] == 1064, e.args
+# PyMySQL does not ask for CLIENT_MULTI_STATEMENTS: a stacked statement is refused unrun.
+try:
+    cur.execute("SELECT 1; DROP TABLE kv")
+    raise SystemExit("stacked statement accepted")
+except pymysql.err.ProgrammingError as e:
+    assert e.args[0] == 1064, e.args
+cur.execute("SELECT COUNT(*) FROM kv")
+assert cur.fetchone() == (50,)
 c.close()
 print("ok")
 "#;

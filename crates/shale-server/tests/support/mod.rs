@@ -179,7 +179,10 @@ impl FakeSession {
 
 impl BackendSession for FakeSession {
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
-        let statements: Vec<&str> = sql.split(';').filter(|s| !s.trim().is_empty()).collect();
+        let statements: Vec<&str> = sql
+            .split(';')
+            .filter(|s| !s.trim().is_empty() && !s.trim().starts_with("--"))
+            .collect();
         for (i, statement) in statements.iter().enumerate() {
             self.statement(statement, i + 1 < statements.len(), sink)?;
         }
