@@ -8,11 +8,13 @@ use crate::codec::read_packet;
 use crate::handshake::parse_handshake_response;
 use crate::prepared::Statements;
 
-/// Feeds `data` to the packet reader, the handshake response parser, and COM_STMT_EXECUTE and
+/// Feeds `data` to the packet reader, the handshake response parser, the multi-statement scan,
+/// and COM_STMT_EXECUTE and
 /// COM_STMT_SEND_LONG_DATA decoding (the first byte picks the statement's parameter count).
 /// Any panic is a bug.
 pub fn fuzz_client_packet(data: &[u8]) {
     let _ = parse_handshake_response(data);
+    let _ = crate::split::has_several_statements(data);
     let params = data.first().map_or(0, |b| usize::from(b % 8));
     let body = data.get(1..).unwrap_or_default();
     let mut statements = Statements::default();
