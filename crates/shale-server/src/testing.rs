@@ -9,9 +9,8 @@ use crate::handshake::parse_handshake_response;
 use crate::prepared::Statements;
 
 /// Feeds `data` to the packet reader, the handshake response parser, the multi-statement scan,
-/// and COM_STMT_EXECUTE and
-/// COM_STMT_SEND_LONG_DATA decoding (the first byte picks the statement's parameter count).
-/// Any panic is a bug.
+/// and COM_STMT_EXECUTE and COM_STMT_SEND_LONG_DATA decoding (the first byte picks the
+/// statement's parameter count). Any panic is a bug.
 pub fn fuzz_client_packet(data: &[u8]) {
     let _ = parse_handshake_response(data);
     let _ = crate::split::has_several_statements(data);
