@@ -64,6 +64,8 @@ pub(crate) struct BoundSelect {
     pub table: Option<TableRef>,
     pub filter: Option<Expr>,
     pub group_by: Vec<Expr>,
+    /// The collation each GROUP BY key groups in.
+    pub group_collations: Vec<Collation>,
     pub aggs: Vec<AggSpec>,
     /// Whether rows are grouped (aggregates or GROUP BY present).
     pub grouped: bool,
@@ -884,6 +886,7 @@ impl<'a> Binder<'a> {
             Some(w) => Some(self.condition(w, "where clause")?),
             None => None,
         };
+        let mut group_collations = Vec::new();
         let group_by = match &s.group_by {
             ast::GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
                 let mut out = Vec::new();
@@ -891,7 +894,9 @@ impl<'a> Binder<'a> {
                     self.clause = "group statement";
                     let r = self.expr(e);
                     self.clause = "field list";
-                    out.push(r?.0);
+                    let (x, t) = r?;
+                    out.push(x);
+                    group_collations.push(t.collation());
                 }
                 out
             }
@@ -979,6 +984,7 @@ impl<'a> Binder<'a> {
             table: self.table.clone(),
             filter,
             group_by,
+            group_collations,
             aggs,
             grouped,
             having,

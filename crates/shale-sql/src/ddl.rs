@@ -84,6 +84,9 @@ fn collation_named(name: &str) -> Result<Collation, SqlError> {
 }
 
 fn index_columns(def: &TableDef, cols: &[ast::IndexColumn]) -> Result<Vec<usize>, SqlError> {
+    if cols.is_empty() {
+        return Err(SqlError::syntax(")", 1));
+    }
     cols.iter()
         .map(|c| {
             let name = match &c.column.expr {
@@ -223,11 +226,13 @@ pub(crate) fn table_def(
             }
             ast::TableConstraint::Unique(u) => {
                 let cols = index_columns(&def, &u.columns)?;
-                let name = u
-                    .index_name
-                    .as_ref()
-                    .or(u.name.as_ref())
-                    .map_or_else(|| def.columns[cols[0]].name.clone(), |n| n.value.clone());
+                let name = u.index_name.as_ref().or(u.name.as_ref()).map_or_else(
+                    || {
+                        cols.first()
+                            .map_or_else(String::new, |&c| def.columns[c].name.clone())
+                    },
+                    |n| n.value.clone(),
+                );
                 def.indexes.push(IndexDef {
                     name,
                     columns: cols,
@@ -237,10 +242,13 @@ pub(crate) fn table_def(
             }
             ast::TableConstraint::Index(ix) => {
                 let cols = index_columns(&def, &ix.columns)?;
-                let name = ix
-                    .name
-                    .as_ref()
-                    .map_or_else(|| def.columns[cols[0]].name.clone(), |n| n.value.clone());
+                let name = ix.name.as_ref().map_or_else(
+                    || {
+                        cols.first()
+                            .map_or_else(String::new, |&c| def.columns[c].name.clone())
+                    },
+                    |n| n.value.clone(),
+                );
                 def.indexes.push(IndexDef {
                     name,
                     columns: cols,

@@ -8,6 +8,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::ops::Bound;
 
 use shale_table::{
@@ -303,20 +304,18 @@ fn group_key(values: &[Value], collations: &[Collation], out: &mut String) {
         match v {
             Value::Null => out.push('\u{0}'),
             Value::Bytes(b) => {
-                out.push('s');
-                let s = String::from_utf8_lossy(b);
-                let s = s.trim_end_matches(' ');
-                match collations.get(i).copied().unwrap_or(Collation::Binary) {
-                    Collation::Utf8mb4GeneralCi => out.push_str(&s.to_uppercase()),
-                    _ => out.push_str(s),
-                }
+                let collation = collations.get(i).copied().unwrap_or(Collation::Binary);
+                let folded = value::sort_key(b, collation);
+                // Length-prefixed, so no value's text can imitate a column boundary.
+                let _ = write!(out, "s{}:", folded.len());
+                out.push_str(&folded);
             }
             other => {
-                out.push('n');
-                out.push_str(&value::display(other));
+                let text = value::display(other);
+                let _ = write!(out, "n{}:", text.len());
+                out.push_str(&text);
             }
         }
-        out.push('\u{1}');
     }
 }
 
@@ -551,7 +550,7 @@ pub(crate) fn select(
     // Rows after filtering (and grouping): what projection and sort keys are evaluated over.
     let mut rows: Vec<Vec<Value>> = Vec::new();
     if s.grouped {
-        let collations: Vec<Collation> = vec![Collation::Utf8mb4GeneralCi; s.group_by.len()];
+        let collations = &s.group_collations;
         let mut groups: Vec<Group> = Vec::new();
         let mut index: HashMap<String, usize> = HashMap::new();
         let mut key = String::new();
@@ -564,7 +563,7 @@ pub(crate) fn select(
             for g in &s.group_by {
                 kv.push(g.eval(&row, env)?);
             }
-            group_key(&kv, &collations, &mut key);
+            group_key(&kv, collations, &mut key);
             let gi = match index.get(&key) {
                 Some(&i) => i,
                 None => {

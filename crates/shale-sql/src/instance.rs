@@ -151,16 +151,18 @@ impl Instance {
                 Value::Bytes(user.as_bytes().to_vec()),
             ];
             if let Some(row) = txn.get(&table, &key, LockMode::None)? {
-                let text = |v: &Value| match v {
-                    Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-                    other => crate::value::display(other),
+                // The table is SQL-visible: read it defensively (someone may have changed it).
+                let text = |i: usize| match row.get(i) {
+                    Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+                    Some(other) => crate::value::display(other),
+                    None => String::new(),
                 };
                 return Ok(Some(UserRecord {
-                    host: text(&row[0]),
-                    user: text(&row[1]),
-                    plugin: text(&row[2]),
-                    authentication_string: match &row[3] {
-                        Value::Bytes(b) => b.clone(),
+                    host: text(0),
+                    user: text(1),
+                    plugin: text(2),
+                    authentication_string: match row.get(3) {
+                        Some(Value::Bytes(b)) => b.clone(),
                         _ => Vec::new(),
                     },
                 }));

@@ -243,6 +243,30 @@ impl Session {
         self.state.user = format!("{user}@{host}");
     }
 
+    /// COM_RESET_CONNECTION: rolls back any transaction, forgets prepared statements, user
+    /// variables, session variables and warnings; keeps the database, the account and the
+    /// connection id.
+    pub fn reset(&mut self) {
+        self.rollback_open();
+        self.prepared.clear();
+        self.state.user_vars.clear();
+        self.state.vars.clear();
+        self.state.warnings.clear();
+        self.state.last_insert_id = 0;
+        let globals = self
+            .state
+            .globals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.state.isolation = globals
+            .get("transaction_isolation")
+            .and_then(|v| parse_isolation(v).ok())
+            .unwrap_or(IsolationLevel::RepeatableRead);
+        self.state.autocommit = globals
+            .get("autocommit")
+            .is_none_or(|v| crate::value::truth(v) != Some(false));
+    }
+
     /// The client's CLIENT_FOUND_ROWS capability: UPDATE's affected rows count the rows
     /// matched instead of the rows changed.
     pub fn set_found_rows(&mut self, found_rows: bool) {

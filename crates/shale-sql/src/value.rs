@@ -107,30 +107,35 @@ pub(crate) fn from_bool(b: Option<bool>) -> Value {
     }
 }
 
-/// Compares two strings in `collation`.
+/// Compares two strings in `collation`: the weights shale-table builds keys from
+/// (crates/shale-table/src/codec/collation.rs), compared with PAD SPACE for the utf8mb4
+/// collations, so a comparison and an index range always agree.
 pub(crate) fn compare_str(a: &[u8], b: &[u8], collation: Collation) -> Ordering {
     match collation {
         Collation::Binary => a.cmp(b),
-        Collation::Utf8mb4Bin => trim_pad(a).cmp(trim_pad(b)),
-        Collation::Utf8mb4GeneralCi => {
-            let a = String::from_utf8_lossy(trim_pad(a));
-            let b = String::from_utf8_lossy(trim_pad(b));
-            let mut ai = a.chars().map(fold_ci);
-            let mut bi = b.chars().map(fold_ci);
-            loop {
-                match (ai.next(), bi.next()) {
-                    (None, None) => return Ordering::Equal,
-                    (None, Some(_)) => return Ordering::Less,
-                    (Some(_), None) => return Ordering::Greater,
-                    (Some(x), Some(y)) => match x.cmp(&y) {
-                        Ordering::Equal => {}
-                        o => return o,
-                    },
-                }
-            }
-        }
+        Collation::Utf8mb4Bin => pad_compare(
+            &a.iter().map(|&x| u16::from(x)).collect::<Vec<_>>(),
+            &b.iter().map(|&x| u16::from(x)).collect::<Vec<_>>(),
+        ),
+        Collation::Utf8mb4GeneralCi => pad_compare(&ci_weights(a), &ci_weights(b)),
     }
 }
+
+/// PAD SPACE: the shorter weight string is compared as if padded with spaces.
+fn pad_compare(a: &[u16], b: &[u16]) -> Ordering {
+    let len = a.len().max(b.len());
+    for i in 0..len {
+        let x = a.get(i).copied().unwrap_or(SPACE_WEIGHT);
+        let y = b.get(i).copied().unwrap_or(SPACE_WEIGHT);
+        match x.cmp(&y) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+    }
+    Ordering::Equal
+}
+
+const SPACE_WEIGHT: u16 = 0x20;
 
 fn trim_pad(s: &[u8]) -> &[u8] {
     let mut end = s.len();
@@ -140,15 +145,92 @@ fn trim_pad(s: &[u8]) -> &[u8] {
     &s[..end]
 }
 
-/// `utf8mb4_general_ci`'s weight of one character: its simple uppercase.
-fn fold_ci(c: char) -> char {
-    if c.is_ascii() {
-        return c.to_ascii_uppercase();
+/// `utf8mb4_general_ci` weights of a string, one per character; bytes that are not UTF-8
+/// weigh U+FFFD each.
+fn ci_weights(s: &[u8]) -> Vec<u16> {
+    let mut out = Vec::with_capacity(s.len());
+    for chunk in s.utf8_chunks() {
+        out.extend(chunk.valid().chars().map(general_ci_weight));
+        out.extend(std::iter::repeat_n(0xFFFD, chunk.invalid().len()));
     }
-    let mut up = c.to_uppercase();
-    match (up.next(), up.next()) {
-        (Some(u), None) => u,
-        _ => c,
+    out
+}
+
+/// MySQL's `utf8mb4_general_ci` weights of U+0080 to U+00FF (`plane00`: case and Latin-1
+/// accents folded); the same table as shale-table's key encoding, which must not diverge.
+const LATIN1_WEIGHTS: [u16; 128] = {
+    let mut table = [0u16; 128];
+    let mut i = 0;
+    while i < 128 {
+        table[i] = 0x80 + i as u16;
+        i += 1;
+    }
+    table[0xB5 - 0x80] = 0x039C;
+    let mut c = 0xC0;
+    while c <= 0xFF {
+        let folded: u16 = match c {
+            0xC0..=0xC5 | 0xE0..=0xE5 => 0x41,
+            0xC6 | 0xE6 => 0xC6,
+            0xC7 | 0xE7 => 0x43,
+            0xC8..=0xCB | 0xE8..=0xEB => 0x45,
+            0xCC..=0xCF | 0xEC..=0xEF => 0x49,
+            0xD0 | 0xF0 => 0xD0,
+            0xD1 | 0xF1 => 0x4E,
+            0xD2..=0xD6 | 0xD8 | 0xF2..=0xF6 | 0xF8 => 0x4F,
+            0xD7 => 0xD7,
+            0xF7 => 0xF7,
+            0xD9..=0xDC | 0xF9..=0xFC => 0x55,
+            0xDD | 0xFD | 0xFF => 0x59,
+            0xDE | 0xFE => 0xDE,
+            0xDF => 0x53,
+            _ => c,
+        };
+        table[(c - 0x80) as usize] = folded;
+        c += 1;
+    }
+    table
+};
+
+/// The `utf8mb4_general_ci` weight of one character.
+fn general_ci_weight(c: char) -> u16 {
+    let code = c as u32;
+    if code < 0x80 {
+        return c.to_ascii_uppercase() as u16;
+    }
+    if code <= 0xFF {
+        return LATIN1_WEIGHTS[(code - 0x80) as usize];
+    }
+    if code > 0xFFFF {
+        return 0xFFFD;
+    }
+    let mut upper = c.to_uppercase();
+    match (upper.next(), upper.next()) {
+        (Some(u), None) if (u as u32) <= 0xFFFF => u as u32 as u16,
+        _ => code as u16,
+    }
+}
+
+/// A character replaced by its `general_ci` weight (for LIKE).
+fn fold_ci(c: char) -> char {
+    char::from_u32(u32::from(general_ci_weight(c))).unwrap_or(c)
+}
+
+/// A text under which strings equal in `collation` (and only those) are equal: GROUP BY and
+/// DISTINCT keys.
+pub(crate) fn sort_key(s: &[u8], collation: Collation) -> String {
+    match collation {
+        // Bytes as they are: every byte maps to one char, so distinct strings stay distinct.
+        Collation::Binary => s.iter().map(|&b| char::from(b)).collect(),
+        Collation::Utf8mb4Bin => String::from_utf8_lossy(trim_pad(s)).into_owned(),
+        Collation::Utf8mb4GeneralCi => {
+            let mut w = ci_weights(s);
+            while w.last() == Some(&SPACE_WEIGHT) {
+                w.pop();
+            }
+            w.into_iter()
+                .map(|x| char::from_u32(u32::from(x)).unwrap_or('\u{fffd}'))
+                .collect()
+        }
     }
 }
 
@@ -407,6 +489,11 @@ mod tests {
             (b("abc  "), b("abc"), ci, Some(E)),
             (b("abc  "), b("abc"), Collation::Utf8mb4Bin, Some(E)),
             (b("a"), b("b"), ci, Some(L)),
+            (b("á"), b("A"), ci, Some(E)),
+            (b("ß"), b("s"), ci, Some(E)),
+            (b("á"), b("b"), ci, Some(L)),
+            (b("a\t"), b("a"), ci, Some(L)),
+            (b("á"), b("A"), Collation::Utf8mb4Bin, Some(G)),
             (Value::Null, Value::Int(1), ci, None),
             (Value::Int(1), Value::Null, ci, None),
             (Value::Null, Value::Null, ci, None),
@@ -491,6 +578,29 @@ mod tests {
             );
         }
         assert_eq!(like(&Value::Null, &b("%"), '\\', ci), Value::Null);
+    }
+
+    #[test]
+    fn sort_keys_match_comparison() {
+        let ci = Collation::Utf8mb4GeneralCi;
+        let bin = Collation::Utf8mb4Bin;
+        let cases: [(&[u8], &[u8], Collation); 7] = [
+            (b"abc", b"ABC ", ci),
+            (b"abc", b"abc  ", bin),
+            (b"abc", b"ABC", bin),
+            (b"abc", b"abc ", Collation::Binary),
+            (b"\xff", b"\xfe", Collation::Binary),
+            (b"stra\xc3\x9fe", b"STRASE", ci),
+            (b"a\t", b"a", ci),
+        ];
+        for (a, b, coll) in cases {
+            let same = compare_str(a, b, coll) == Ordering::Equal;
+            assert_eq!(
+                sort_key(a, coll) == sort_key(b, coll),
+                same,
+                "{a:?} {b:?} {coll:?}"
+            );
+        }
     }
 
     #[test]

@@ -509,3 +509,42 @@ fn mutated_statements_never_panic() {
     let sink = run(&mut s, "SELECT 1");
     assert_eq!(sink.rows, vec![vec![Value::Int(1)]]);
 }
+
+/// `COM_RESET_CONNECTION`'s reset: the transaction is rolled back and session state is gone,
+/// the database stays.
+#[test]
+fn reset_rolls_back_and_forgets() {
+    let instance = common::instance();
+    let mut s = instance.session();
+    run(
+        &mut s,
+        "CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY); SET @x = 1; \
+         SET autocommit = 0; SET SESSION transaction_isolation = 'READ-COMMITTED'; \
+         INSERT INTO t VALUES (1)",
+    );
+    let prepared = s.prepare("SELECT 1").unwrap();
+    assert!(s.in_transaction());
+    s.reset();
+    assert!(!s.in_transaction());
+    assert!(s.autocommit());
+    assert_eq!(s.current_database(), Some("d"));
+    let sink = run(
+        &mut s,
+        "SELECT COUNT(*), @x, @@transaction_isolation FROM t",
+    );
+    assert_eq!(
+        sink.rows,
+        vec![vec![
+            Value::Int(0),
+            Value::Null,
+            Value::Bytes(b"REPEATABLE-READ".to_vec())
+        ]]
+    );
+    let mut sink = TextSink::default();
+    assert_eq!(
+        s.execute_prepared(prepared.id, &[], &mut sink)
+            .unwrap_err()
+            .code,
+        1243
+    );
+}
