@@ -68,14 +68,17 @@ pub fn run_session(
                 seq,
             } => {
                 output.writer.set_seq(seq);
+                let identity = Identity {
+                    connection_id,
+                    user,
+                    host,
+                };
                 let session = catch_unwind(AssertUnwindSafe(|| {
-                    let mut session = shared.backend.session();
-                    session.set_connection(connection_id, &user, &host);
-                    session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
-                    session
+                    new_session(shared, &identity, capabilities)
                 }));
                 if let Ok(session) = session {
-                    let mut h = CommandHandler::new(shared.clone(), session, capabilities);
+                    let mut h =
+                        CommandHandler::new(shared.clone(), session, identity, capabilities);
                     let close = h.connect(database.as_deref(), &mut output);
                     handler = Some(h);
                     close
@@ -126,6 +129,21 @@ fn sql_text(body: &[u8]) -> Result<&str, SqlError> {
     })
 }
 
+/// Who a connection's session serves.
+#[derive(Debug)]
+struct Identity {
+    connection_id: u32,
+    user: String,
+    host: String,
+}
+
+fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
+    let mut session = shared.backend.session();
+    session.set_connection(identity.connection_id, &identity.user, &identity.host);
+    session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
+    session
+}
+
 fn internal_error() -> SqlError {
     SqlError {
         code: 1105,
@@ -137,6 +155,7 @@ fn internal_error() -> SqlError {
 /// One authenticated connection's command state.
 struct CommandHandler {
     shared: Arc<Shared>,
+    identity: Identity,
     session: Box<dyn BackendSession>,
     capabilities: u32,
     statements: Statements,
@@ -152,9 +171,15 @@ impl std::fmt::Debug for CommandHandler {
 }
 
 impl CommandHandler {
-    fn new(shared: Arc<Shared>, session: Box<dyn BackendSession>, capabilities: u32) -> Self {
+    fn new(
+        shared: Arc<Shared>,
+        session: Box<dyn BackendSession>,
+        identity: Identity,
+        capabilities: u32,
+    ) -> Self {
         let max_long_data = shared.options.max_allowed_packet;
         CommandHandler {
+            identity,
             shared,
             session,
             capabilities,
@@ -339,14 +364,17 @@ impl CommandHandler {
         put_end(output, self.capabilities, 0, status);
     }
 
-    /// COM_RESET_CONNECTION: a fresh session on the same database; prepared statements go.
+    /// COM_RESET_CONNECTION: the session forgets its transaction, prepared statements and
+    /// variables, and keeps its database, account and connection id.
     fn reset_connection(&mut self, output: &mut Output) {
-        for id in self.statements.ids() {
-            self.session.close_prepared(id);
-        }
         self.statements.clear();
+        if self.session.reset() {
+            self.ok(output);
+            return;
+        }
+        // A session that cannot reset itself is replaced by a fresh one.
         let database = self.session.current_database();
-        self.session = self.shared.backend.session();
+        self.session = new_session(&self.shared, &self.identity, self.capabilities);
         if let Some(db) = database {
             if let Err(error) = self.session.use_database(&db) {
                 output.err(&error);

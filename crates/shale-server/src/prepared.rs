@@ -92,10 +92,6 @@ impl Statements {
         self.by_id.remove(&id).is_some()
     }
 
-    pub fn ids(&self) -> Vec<u32> {
-        self.by_id.keys().copied().collect()
-    }
-
     pub fn clear(&mut self) {
         self.by_id.clear();
         self.last_prepared = None;

@@ -530,6 +530,20 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
         expected.extend_from_slice(sum.as_bytes());
         assert_eq!(rows[0], expected, "id {id}");
     }
+    // COM_RESET_CONNECTION: OK, and the prepared statements are gone (1243).
+    c.write(0, &[0x1F]);
+    assert_eq!(c.read()[0], 0);
+    let mut execute = vec![0x17];
+    execute.extend_from_slice(&select.to_le_bytes());
+    execute.extend_from_slice(&[0, 1, 0, 0, 0, 0, 1, 3, 0]);
+    execute.extend_from_slice(&7i32.to_le_bytes());
+    c.write(0, &execute);
+    let error = c.read();
+    assert_eq!(
+        (error[0], u16::from_le_bytes([error[1], error[2]])),
+        (0xFF, 1243)
+    );
+
     let out = served.mariadb("", &["b", "--batch", "-e", "SELECT * FROM t ORDER BY id"]);
     assert_eq!(
         text(&out.stdout),
