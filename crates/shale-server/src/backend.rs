@@ -24,6 +24,16 @@ pub trait BackendSession {
     fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
         let _ = (connection_id, user, host);
     }
+    /// COM_RESET_CONNECTION: forget the transaction, prepared statements and variables, keep
+    /// the database, account and connection id. False if the session cannot, in which case
+    /// the server replaces it with a new one.
+    fn reset(&mut self) -> bool {
+        false
+    }
+    /// The client set CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed ones.
+    fn set_found_rows(&mut self, found_rows: bool) {
+        let _ = found_rows;
+    }
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError>;
     fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError>;
     fn execute_prepared(
@@ -50,6 +60,20 @@ impl Backend for Arc<Instance> {
 }
 
 impl BackendSession for Session {
+    fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
+        Session::set_connection_id(self, u64::from(connection_id));
+        Session::set_user(self, user, host);
+    }
+
+    fn set_found_rows(&mut self, found_rows: bool) {
+        Session::set_found_rows(self, found_rows);
+    }
+
+    fn reset(&mut self) -> bool {
+        Session::reset(self);
+        true
+    }
+
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         Session::execute(self, sql, sink)
     }

@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use shale_sql::{ColumnMeta, ColumnTypeCode, Value};
+use shale_sql::{ColumnTypeCode, Value};
 
 use crate::text::{put_text_value, write_text};
 use crate::wire::{put_u16, put_u32, Malformed, Reader};
@@ -46,7 +46,7 @@ mod param_type {
 pub const UNSIGNED_PARAM: u8 = 0x80;
 
 /// One binary result row.
-pub fn put_binary_row(out: &mut Vec<u8>, columns: &[ColumnMeta], row: &[Value]) {
+pub fn put_binary_row(out: &mut Vec<u8>, types: &[ColumnTypeCode], row: &[Value]) {
     out.push(0x00);
     let bitmap_start = out.len();
     out.resize(bitmap_start + (row.len() + 7 + 2) / 8, 0);
@@ -56,9 +56,7 @@ pub fn put_binary_row(out: &mut Vec<u8>, columns: &[ColumnMeta], row: &[Value]) 
             out[bitmap_start + bit / 8] |= 1 << (bit % 8);
             continue;
         }
-        let type_code = columns
-            .get(i)
-            .map_or(ColumnTypeCode::VarString, |c| c.type_code);
+        let type_code = types.get(i).copied().unwrap_or(ColumnTypeCode::VarString);
         put_binary_value(out, type_code, value);
     }
 }
@@ -297,29 +295,14 @@ fn read_time(r: &mut Reader<'_>) -> Result<Vec<u8>, Malformed> {
 mod tests {
     use super::*;
 
-    fn column(type_code: ColumnTypeCode) -> ColumnMeta {
-        ColumnMeta {
-            name: "c".into(),
-            org_name: "c".into(),
-            table: String::new(),
-            org_table: String::new(),
-            database: String::new(),
-            type_code,
-            length: 20,
-            flags: 0,
-            decimals: 0,
-            charset: 63,
-        }
-    }
-
     #[test]
     fn binary_row_encodes_by_column_type_with_null_bitmap() {
         let columns = [
-            column(ColumnTypeCode::LongLong),
-            column(ColumnTypeCode::VarString),
-            column(ColumnTypeCode::Long),
-            column(ColumnTypeCode::NewDecimal),
-            column(ColumnTypeCode::DateTime),
+            ColumnTypeCode::LongLong,
+            ColumnTypeCode::VarString,
+            ColumnTypeCode::Long,
+            ColumnTypeCode::NewDecimal,
+            ColumnTypeCode::DateTime,
         ];
         let row = [
             Value::Int(-2),

@@ -150,7 +150,8 @@ impl PacketWriter {
 
     /// Takes the framed bytes, leaving the writer empty (the sequence id carries on).
     pub fn take(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.buf)
+        // A small reply (an OK, one row) then fits without regrowing from zero.
+        std::mem::replace(&mut self.buf, Vec::with_capacity(256))
     }
 }
 

@@ -1,6 +1,8 @@
 //! One client connection's I/O task: the connection phase (HandshakeV10, the client's
 //! response, an optional AuthSwitchRequest, then OK or ERR), then the command loop, which
-//! reads command packets and writes the replies the session thread streams back.
+//! reads command packets and writes the replies the session thread streams back. COM_QUIT and
+//! COM_CHANGE_USER (another round of authentication) are handled here; every other command
+//! goes to the session thread. An idle connection closes after `wait_timeout`.
 //!
 //! Invariants:
 //! 1. No command is read before authentication succeeded, and the failure message is the same
@@ -23,7 +25,10 @@ use tokio::sync::{mpsc, watch};
 use crate::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
 use crate::command::{run_session, Job};
-use crate::handshake::{parse_handshake_response, put_auth_switch, put_handshake, HandshakeError};
+use crate::handshake::{
+    parse_change_user, parse_handshake_response, put_auth_switch, put_handshake, HandshakeError,
+    HandshakeResponse,
+};
 use crate::protocol::{capability, command, errors, put_err, status};
 use crate::results::{Output, Reply, CHANNEL_CHUNKS};
 use crate::server::Shared;
@@ -64,6 +69,9 @@ pub(crate) async fn serve(
 struct Login {
     capabilities: u32,
     connection_id: u32,
+    /// The handshake's nonce, which COM_CHANGE_USER authenticates against again.
+    scramble: [u8; 20],
+    peer: SocketAddr,
     user: String,
     host: String,
     database: Option<String>,
@@ -133,7 +141,7 @@ async fn authenticate(
     write.write_all(&w.take()).await.ok()?;
 
     let packet = read_packet(reader, 1, MAX_HANDSHAKE_PACKET).await.ok()?;
-    let mut seq = packet.last_seq.wrapping_add(1);
+    let seq = packet.last_seq.wrapping_add(1);
     let response = match parse_handshake_response(&packet.payload) {
         Ok(response) => response,
         Err(
@@ -145,6 +153,32 @@ async fn authenticate(
             return None;
         }
     };
+    let (host, seq) = check_account(reader, write, peer, shared, &scramble, &response, seq).await?;
+    Some(Login {
+        capabilities: response.capabilities,
+        connection_id,
+        scramble,
+        peer,
+        user: response.user,
+        host,
+        database: response.database,
+        seq,
+    })
+}
+
+/// Checks the account `response` claims against `scramble`, switching the client to the
+/// account's plugin if it started with another; on success returns the account's host and the
+/// sequence id of the packet that follows. On failure the client got an ERR packet.
+async fn check_account(
+    reader: &mut Reader,
+    write: &mut OwnedWriteHalf,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    scramble: &[u8; 20],
+    response: &HandshakeResponse,
+    seq: u8,
+) -> Option<(String, u8)> {
+    let mut seq = seq;
     let (host, hosts) = client_hosts(peer.ip());
     let record = lookup_user(shared, &response.user, hosts).await;
     // An unknown user goes through the same steps as a known one with a wrong password.
@@ -177,7 +211,7 @@ async fn authenticate(
             return None;
         }
         let mut w = PacketWriter::new(seq);
-        w.packet(|out| put_auth_switch(out, &plugin, &scramble));
+        w.packet(|out| put_auth_switch(out, &plugin, scramble));
         write.write_all(&w.take()).await.ok()?;
         let Packet { payload, last_seq } = read_packet(reader, w.seq(), MAX_HANDSHAKE_PACKET)
             .await
@@ -188,7 +222,7 @@ async fn authenticate(
     let switched = client_plugin != plugin;
     let verified = record.as_ref().is_some_and(|r| {
         let stored = &r.authentication_string;
-        auth::verify(&plugin, stored, &scramble, &auth_response)
+        auth::verify(&plugin, stored, scramble, &auth_response)
             // PyMySQL scrambles with every byte of the switch request's data, NUL included.
             || (switched && plugin == CACHING_SHA2 && {
                 let mut with_nul = scramble.to_vec();
@@ -208,14 +242,7 @@ async fn authenticate(
         write.write_all(&w.take()).await.ok()?;
         seq = w.seq();
     }
-    Some(Login {
-        capabilities: response.capabilities,
-        connection_id,
-        user: response.user,
-        host,
-        database: response.database,
-        seq,
-    })
+    Some((host, seq))
 }
 
 /// Writes replies from the session thread until the job's last one; false ends the connection.
@@ -266,8 +293,12 @@ async fn command_loop(
     if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write).await {
         let max = shared.options.max_allowed_packet;
         loop {
+            let wait = shared.options.wait_timeout;
             let packet = tokio::select! {
-                packet = read_packet(&mut reader, 0, max) => packet,
+                packet = tokio::time::timeout(wait, read_packet(&mut reader, 0, max)) => {
+                    let Ok(packet) = packet else { break };
+                    packet
+                }
                 _ = stop.wait_for(|stop| *stop) => break,
             };
             let packet = match packet {
@@ -285,6 +316,38 @@ async fn command_loop(
             };
             if packet.payload.first() == Some(&command::QUIT) {
                 break;
+            }
+            if packet.payload.first() == Some(&command::CHANGE_USER) {
+                // Authenticate again on this side; the session thread then starts a fresh
+                // session (dropping the old one's transaction and prepared statements).
+                let seq = packet.last_seq.wrapping_add(1);
+                let Ok(claim) = parse_change_user(&packet.payload[1..], login.capabilities) else {
+                    let _ =
+                        send_error(&mut write, seq, &errors::malformed("COM_CHANGE_USER")).await;
+                    break;
+                };
+                let checked = check_account(
+                    &mut reader,
+                    &mut write,
+                    login.peer,
+                    shared,
+                    &login.scramble,
+                    &claim,
+                    seq,
+                )
+                .await;
+                let Some((host, seq)) = checked else { break };
+                let job = Job::Connect {
+                    connection_id: login.connection_id,
+                    user: claim.user,
+                    host,
+                    database: claim.database,
+                    seq,
+                };
+                if job_tx.send(job).is_err() || !pump(&mut replies, &mut write).await {
+                    break;
+                }
+                continue;
             }
             let job = Job::Command {
                 seq: packet.last_seq.wrapping_add(1),

@@ -1,5 +1,6 @@
 //! The connection phase's packets (MySQL "Connection Phase"): Protocol::HandshakeV10 from the
-//! server, Protocol::HandshakeResponse41 from the client, and Protocol::AuthSwitchRequest.
+//! server, Protocol::HandshakeResponse41 from the client, Protocol::AuthSwitchRequest, and
+//! COM_CHANGE_USER, which carries the same claims in the command phase.
 //!
 //! Invariant: only the 4.1 protocol is accepted (`CLIENT_PROTOCOL_41`); an older client or an
 //! SSLRequest (this server offers no TLS yet) is refused with "Bad handshake".
@@ -117,6 +118,44 @@ pub fn parse_handshake_response(payload: &[u8]) -> Result<HandshakeResponse, Han
     })
 }
 
+/// COM_CHANGE_USER's body (after the command byte): user, auth response, database, then
+/// optionally the collation, the plugin name and connection attributes. `capabilities` are
+/// the ones the connection agreed on.
+pub fn parse_change_user(
+    body: &[u8],
+    capabilities: u32,
+) -> Result<HandshakeResponse, HandshakeError> {
+    let mut r = Reader::new(body);
+    let what = "COM_CHANGE_USER";
+    let user = String::from_utf8_lossy(r.nul_bytes()).into_owned();
+    let auth_response = if capabilities & capability::SECURE_CONNECTION != 0 {
+        let n = r.u8(what)?;
+        r.take(n as usize, what)?.to_vec()
+    } else {
+        r.nul_bytes().to_vec()
+    };
+    let db = r.nul_bytes();
+    let database = (!db.is_empty()).then(|| String::from_utf8_lossy(db).into_owned());
+    let mut collation = SERVER_COLLATION;
+    if r.remaining() >= 2 {
+        collation = r.u16(what)? as u8;
+    }
+    let plugin = if capabilities & capability::PLUGIN_AUTH != 0 && !r.is_empty() {
+        String::from_utf8_lossy(r.nul_bytes()).into_owned()
+    } else {
+        String::new()
+    };
+    Ok(HandshakeResponse {
+        capabilities,
+        max_packet: 0,
+        collation,
+        user,
+        auth_response,
+        database,
+        plugin,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +203,17 @@ mod tests {
         // Every truncation is an error or a shorter valid response, never a panic.
         for n in 0..p.len() {
             let _ = parse_handshake_response(&p[..n]);
+        }
+        let mut change = b"app\0\x03abcdb2\0".to_vec();
+        change.extend_from_slice(&[45, 0]);
+        change.extend_from_slice(b"caching_sha2_password\0");
+        let c = parse_change_user(&change, capability::SERVER).unwrap();
+        assert_eq!(c.user, "app");
+        assert_eq!(c.auth_response, b"abc");
+        assert_eq!(c.database.as_deref(), Some("db2"));
+        assert_eq!(c.plugin, "caching_sha2_password");
+        for n in 0..change.len() {
+            let _ = parse_change_user(&change[..n], capability::SERVER);
         }
         let mut old = p.clone();
         old[1] &= !(capability::PROTOCOL_41 >> 8) as u8;

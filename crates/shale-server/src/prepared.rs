@@ -16,6 +16,8 @@
 //!    10.2+ pipelining).
 //! 3. Long data is kept per parameter until the statement is executed, reset or closed, and
 //!    takes the place of that parameter's value (whatever its NULL bit says), as in MySQL.
+//! 4. A parameter's long data never grows past the connection's `max_allowed_packet`: the
+//!    data is dropped and the next execution fails with error 1153.
 
 use std::collections::HashMap;
 
@@ -33,13 +35,22 @@ struct Statement {
     /// `(type, flags)` per parameter from the last execution that sent them.
     bound_types: Option<Vec<(u8, u8)>>,
     long_data: Vec<Option<Vec<u8>>>,
+    /// Some parameter's long data went past the limit since the last execution.
+    long_data_too_large: bool,
 }
 
 /// The prepared statements of one connection.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Statements {
-    statements: HashMap<u32, Statement>,
+    by_id: HashMap<u32, Statement>,
     last_prepared: Option<u32>,
+    max_long_data: usize,
+}
+
+impl Default for Statements {
+    fn default() -> Self {
+        Statements::new(64 << 20)
+    }
 }
 
 /// A decoded COM_STMT_EXECUTE.
@@ -51,13 +62,23 @@ pub struct Execute {
 }
 
 impl Statements {
+    /// No statements yet; long data per parameter is limited to `max_long_data` bytes.
+    pub fn new(max_long_data: usize) -> Self {
+        Statements {
+            by_id: HashMap::new(),
+            last_prepared: None,
+            max_long_data,
+        }
+    }
+
     pub fn add(&mut self, id: u32, param_count: usize) {
-        self.statements.insert(
+        self.by_id.insert(
             id,
             Statement {
                 param_count,
                 bound_types: None,
                 long_data: vec![None; param_count],
+                long_data_too_large: false,
             },
         );
         self.last_prepared = Some(id);
@@ -68,23 +89,20 @@ impl Statements {
         if self.last_prepared == Some(id) {
             self.last_prepared = None;
         }
-        self.statements.remove(&id).is_some()
-    }
-
-    pub fn ids(&self) -> Vec<u32> {
-        self.statements.keys().copied().collect()
+        self.by_id.remove(&id).is_some()
     }
 
     pub fn clear(&mut self) {
-        self.statements.clear();
+        self.by_id.clear();
         self.last_prepared = None;
     }
 
     /// COM_STMT_RESET: drops long data; false if `id` is unknown.
     pub fn reset(&mut self, id: u32) -> bool {
-        match self.statements.get_mut(&id) {
+        match self.by_id.get_mut(&id) {
             Some(statement) => {
                 statement.long_data.iter_mut().for_each(|d| *d = None);
+                statement.long_data_too_large = false;
                 true
             }
             None => false,
@@ -98,13 +116,19 @@ impl Statements {
         let (Ok(id), Ok(param)) = (r.u32("statement id"), r.u16("parameter")) else {
             return;
         };
-        if let Some(slot) = self
-            .statements
-            .get_mut(&id)
-            .and_then(|s| s.long_data.get_mut(param as usize))
-        {
-            slot.get_or_insert_with(Vec::new)
-                .extend_from_slice(r.rest());
+        let Some(statement) = self.by_id.get_mut(&id) else {
+            return;
+        };
+        let Some(slot) = statement.long_data.get_mut(param as usize) else {
+            return;
+        };
+        let data = r.rest();
+        let held = slot.as_ref().map_or(0, Vec::len);
+        if held + data.len() > self.max_long_data {
+            *slot = None;
+            statement.long_data_too_large = true;
+        } else {
+            slot.get_or_insert_with(Vec::new).extend_from_slice(data);
         }
     }
 
@@ -121,9 +145,13 @@ impl Statements {
         let cursor_flags = r.u8("flags").map_err(malformed)?;
         r.u32("iteration count").map_err(malformed)?;
         let statement = self
-            .statements
+            .by_id
             .get_mut(&id)
             .ok_or_else(|| errors::unknown_statement(id, EXECUTE))?;
+        if std::mem::take(&mut statement.long_data_too_large) {
+            statement.long_data.iter_mut().for_each(|d| *d = None);
+            return Err(errors::packet_too_large());
+        }
         let n = statement.param_count;
         let mut params = Vec::with_capacity(n);
         if n > 0 {
@@ -236,5 +264,20 @@ mod tests {
         let body = execute_body(4, 0, None, &[1, b'x', 7]);
         let e = s.decode_execute(&body).unwrap();
         assert_eq!(e.params, [Value::Bytes(b"x".to_vec()), Value::Int(7)]);
+    }
+
+    #[test]
+    fn long_data_past_the_limit_fails_the_next_execution_once() {
+        let mut s = Statements::new(5);
+        s.add(4, 1);
+        let mut chunk = 4u32.to_le_bytes().to_vec();
+        chunk.extend_from_slice(&0u16.to_le_bytes());
+        chunk.extend_from_slice(b"abc");
+        s.send_long_data(&chunk);
+        s.send_long_data(&chunk);
+        let body = execute_body(4, 0, Some(&[(252, 0)]), &[1, b'y']);
+        assert_eq!(s.decode_execute(&body).unwrap_err().code, 1153);
+        let e = s.decode_execute(&body).unwrap();
+        assert_eq!(e.params, [Value::Bytes(b"y".to_vec())]);
     }
 }

@@ -2,7 +2,7 @@
 //! packets every command may send: OK_Packet, ERR_Packet and EOF_Packet (MySQL "Generic
 //! Response Packets", protocol 4.1 layout only).
 
-use crate::wire::{put_lenenc_bytes, put_lenenc_int, put_u16};
+use crate::wire::{put_lenenc_int, put_u16};
 
 /// Capability flags (MySQL `CLIENT_*`).
 pub mod capability {
@@ -67,6 +67,7 @@ pub mod command {
     pub const INIT_DB: u8 = 0x02;
     pub const QUERY: u8 = 0x03;
     pub const FIELD_LIST: u8 = 0x04;
+    pub const CHANGE_USER: u8 = 0x11;
     pub const STATISTICS: u8 = 0x09;
     pub const PING: u8 = 0x0E;
     pub const STMT_PREPARE: u8 = 0x16;
@@ -90,11 +91,9 @@ pub struct OkPacket<'a> {
 }
 
 /// OK_Packet: `0x00` header, or `0xFE` when it ends a result set under `CLIENT_DEPRECATE_EOF`.
-///
-/// The info text goes as a length-encoded string, and only when there is one: the protocol
-/// pages call it `string<EOF>` without `CLIENT_SESSION_TRACK`, but MySQL and `MariaDB` servers
-/// send it length-encoded and libmariadb reads it so (a plain "Records: 2 ..." reads as a
-/// length of 82 and the client reports a malformed packet).
+/// The info (`Records: 3  Duplicates: 0  Warnings: 0`) is a `string<lenenc>`, as MySQL's
+/// `net_send_ok` writes it and libmariadb reads it, though the protocol pages say
+/// `string<EOF>`; an empty info is left out.
 pub fn put_ok(out: &mut Vec<u8>, header: u8, ok: &OkPacket<'_>) {
     out.push(header);
     put_lenenc_int(out, ok.affected_rows);
@@ -102,7 +101,7 @@ pub fn put_ok(out: &mut Vec<u8>, header: u8, ok: &OkPacket<'_>) {
     put_u16(out, ok.status);
     put_u16(out, ok.warnings);
     if !ok.info.is_empty() {
-        put_lenenc_bytes(out, ok.info.as_bytes());
+        crate::wire::put_lenenc_bytes(out, ok.info.as_bytes());
     }
 }
 
@@ -196,6 +195,16 @@ pub mod errors {
 
     pub fn too_many_connections() -> SqlError {
         error(1040, "08004", "Too many connections".into())
+    }
+
+    pub fn multi_statements_off() -> SqlError {
+        error(
+            1064,
+            "42000",
+            "You have an error in your SQL syntax: several statements in one query need \
+             CLIENT_MULTI_STATEMENTS (the client's multi-statements option)"
+                .into(),
+        )
     }
 
     pub fn unsupported_cursor() -> SqlError {

@@ -13,7 +13,7 @@
 //!    `SERVER_MORE_RESULTS_EXISTS` (or an ERR_Packet); [`ResultWriter::finish`] adds an OK if
 //!    the SQL layer sent none, so a client can never wait forever.
 
-use shale_sql::{ColumnMeta, ResultSink, SqlError, StatementStatus, Value};
+use shale_sql::{ColumnMeta, ColumnTypeCode, ResultSink, SqlError, StatementStatus, Value};
 use tokio::sync::mpsc;
 
 use crate::binary::put_binary_row;
@@ -134,7 +134,8 @@ pub struct ResultWriter<'a> {
     output: &'a mut Output,
     capabilities: u32,
     binary: bool,
-    columns: Vec<ColumnMeta>,
+    /// The current result set's column types (kept without the names: no per-query copies).
+    types: Vec<ColumnTypeCode>,
     /// A terminal packet without MORE_RESULTS_EXISTS was written.
     finished: bool,
 }
@@ -145,7 +146,7 @@ impl<'a> ResultWriter<'a> {
             output,
             capabilities,
             binary,
-            columns: Vec::new(),
+            types: Vec::new(),
             finished: false,
         }
     }
@@ -183,21 +184,21 @@ impl ResultSink for ResultWriter<'_> {
             .writer
             .packet(|out| put_lenenc_int(out, columns.len() as u64));
         put_columns(self.output, self.capabilities, columns, 0);
-        self.columns.clear();
-        self.columns.extend_from_slice(columns);
+        self.types.clear();
+        self.types.extend(columns.iter().map(|c| c.type_code));
         self.output.maybe_flush()
     }
 
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
-        let columns = &self.columns;
+        let types = &self.types;
         if self.binary {
             self.output
                 .writer
-                .packet(|out| put_binary_row(out, columns, row));
+                .packet(|out| put_binary_row(out, types, row));
         } else {
             self.output
                 .writer
-                .packet(|out| put_text_row(out, columns, row));
+                .packet(|out| put_text_row(out, types, row));
         }
         self.output.maybe_flush()
     }

@@ -30,16 +30,19 @@ pub struct ServerOptions {
     pub server_version: String,
     /// Time a client has to complete the handshake (`connect_timeout`).
     pub connect_timeout: Duration,
+    /// An idle connection is closed after this long without a command (`wait_timeout`).
+    pub wait_timeout: Duration,
     /// Connections beyond this are refused with error 1040 (`max_connections`).
     pub max_connections: usize,
     /// How long shutdown waits for running commands.
     pub shutdown_timeout: Duration,
 }
 
-/// "8.0.36": clients pick features by the major version, and 8.0 is the MySQL version the SQL
-/// layer follows (MyRocks's base); "-Shale" names us in `SELECT VERSION()`-style output. Not
-/// "5.5.5-10.x-MariaDB": that prefix makes MariaDB clients expect MariaDB-only behaviour.
-pub const SERVER_VERSION: &str = "8.0.36-Shale";
+/// The SQL layer's version (`8.0.36-Shale`, also `@@version`): clients pick features by the
+/// major version, and 8.0 is the MySQL version the SQL layer follows (MyRocks's base);
+/// "-Shale" names us. Not "5.5.5-10.x-MariaDB": that prefix makes MariaDB clients expect
+/// MariaDB-only behaviour.
+pub const SERVER_VERSION: &str = shale_sql::SERVER_VERSION;
 
 impl Default for ServerOptions {
     fn default() -> Self {
@@ -47,6 +50,7 @@ impl Default for ServerOptions {
             max_allowed_packet: 64 << 20,
             server_version: SERVER_VERSION.to_owned(),
             connect_timeout: Duration::from_secs(10),
+            wait_timeout: Duration::from_secs(8 * 3600),
             max_connections: 151,
             shutdown_timeout: Duration::from_secs(10),
         }

@@ -3,6 +3,8 @@
 //! is the single byte 0xFB. Also the text form of a [`Value`], which the binary protocol
 //! reuses for the types it sends as strings (DECIMAL, character and date strings).
 
+use std::io::Write as _;
+
 use shale_sql::{ColumnMeta, ColumnTypeCode, Value};
 
 use crate::wire::{put_lenenc_bytes, put_lenenc_int, put_u16, put_u32};
@@ -28,12 +30,10 @@ pub fn put_column_definition(out: &mut Vec<u8>, column: &ColumnMeta, field_list:
     }
 }
 
-/// One text row.
-pub fn put_text_row(out: &mut Vec<u8>, columns: &[ColumnMeta], row: &[Value]) {
+/// One text row; `types` are the columns' type codes.
+pub fn put_text_row(out: &mut Vec<u8>, types: &[ColumnTypeCode], row: &[Value]) {
     for (i, value) in row.iter().enumerate() {
-        let float = columns
-            .get(i)
-            .is_some_and(|c| c.type_code == ColumnTypeCode::Float);
+        let float = types.get(i) == Some(&ColumnTypeCode::Float);
         put_text_value(out, value, float);
     }
 }
@@ -43,12 +43,23 @@ pub fn put_text_value(out: &mut Vec<u8>, value: &Value, float: bool) {
     match value {
         Value::Null => out.push(0xFB),
         Value::Bytes(bytes) => put_lenenc_bytes(out, bytes),
-        other => {
+        Value::Int(v) => put_short_number(out, |o| write!(o, "{v}")),
+        Value::UInt(v) => put_short_number(out, |o| write!(o, "{v}")),
+        other @ Value::Double(_) => {
             let mut text = String::new();
             write_text(&mut text, other, float);
             put_lenenc_bytes(out, text.as_bytes());
         }
     }
+}
+
+/// An integer's digits (at most 20 bytes, so a one-byte length) written in place, without a
+/// temporary string.
+fn put_short_number(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) {
+    let start = out.len();
+    out.push(0);
+    let _ = write(out);
+    out[start] = (out.len() - start - 1) as u8;
 }
 
 /// The text MySQL shows for a number.

@@ -144,3 +144,48 @@ fn python_has_pymysql() -> bool {
     }
     ok
 }
+
+const MYSQLDB_SCRIPT: &str = r#"
+import os, MySQLdb
+port = int(os.environ["PORT"])
+c = MySQLdb.connect(host="127.0.0.1", port=port, user="root", passwd="pw")
+cur = c.cursor()
+cur.execute("select 1")
+assert cur.fetchall() == ((1,),)
+# libmariadb's mysql_change_user: a native-password start switched to caching_sha2.
+c.change_user("sha", "pw2", "db2")
+cur = c.cursor()
+cur.execute("select 1")
+assert cur.fetchall() == ((1,),)
+c.change_user("root", "pw")
+try:
+    c.change_user("root", "bad")
+    raise SystemExit("wrong password accepted")
+except MySQLdb.OperationalError as e:
+    assert e.args[0] == 1045, e.args
+print("ok")
+"#;
+
+#[test]
+fn libmariadb_change_user_authenticates_again() {
+    if !have("/usr/bin/python3", "--version") {
+        return;
+    }
+    let has_mysqldb = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import MySQLdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_mysqldb {
+        eprintln!("SKIPPED: python3-mysqldb is not installed");
+        return;
+    }
+    let addr = start(64 << 20);
+    let out = python(addr, MYSQLDB_SCRIPT);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout), "ok\n");
+}

@@ -14,6 +14,7 @@ use shale_server::native_scramble_response;
 
 const PROTOCOL_41: u32 = 1 << 9;
 const SECURE_CONNECTION: u32 = 1 << 15;
+const MULTI_STATEMENTS: u32 = 1 << 16;
 const MULTI_RESULTS: u32 = 1 << 17;
 const PLUGIN_AUTH: u32 = 1 << 19;
 const DEPRECATE_EOF: u32 = 1 << 24;
@@ -179,7 +180,21 @@ fn prepared_statements_round_trip_binary_values() {
 #[test]
 fn result_sets_use_eof_packets_for_old_clients_and_flag_more_results() {
     let addr = support::start(64 << 20);
+    // Without CLIENT_MULTI_STATEMENTS a second statement is a syntax error and nothing runs.
     let mut c = Client::connect(addr, MULTI_RESULTS);
+    assert_eq!(error_code(&c.command(b"\x03begin; select 1")), 1064);
+    let ok = c.command(&[0x0E]);
+    assert_eq!(
+        u16::from_le_bytes([ok[3], ok[4]]) & 1,
+        0,
+        "no transaction began"
+    );
+    assert_eq!(c.command(b"\x03select 1; -- one statement"), [1]);
+    for _ in 0..4 {
+        c.payload();
+    }
+
+    let mut c = Client::connect(addr, MULTI_RESULTS | MULTI_STATEMENTS);
     assert_eq!(c.command(b"\x03select 1; begin; select 1"), [1]);
     c.payload();
     assert_eq!(c.payload()[0], 0xFE, "EOF after the column definitions");
@@ -234,6 +249,13 @@ fn hostile_packets_cost_only_their_connection() {
         "COM_STMT_FETCH"
     );
     assert_eq!(c.command(&[0x0E])[0], 0);
+    // Statement text that is not UTF-8 is refused, never silently altered.
+    assert_eq!(error_code(&c.command(b"\x03select '\xFF'")), 1300);
+    assert_eq!(error_code(&c.command(b"\x16select '\xFF'")), 1300);
+    assert_eq!(c.command(b"\x03select 1"), [1]);
+    for _ in 0..3 {
+        c.payload();
+    }
 
     // A sequence id out of order: 1156, then the server closes.
     let mut c = Client::connect(addr, DEPRECATE_EOF);
@@ -280,4 +302,42 @@ fn hostile_packets_cost_only_their_connection() {
     // Other connections never noticed.
     let mut c = Client::connect(addr, DEPRECATE_EOF);
     assert_eq!(c.command(b"\x03select 1"), [1]);
+}
+
+#[test]
+fn idle_connections_close_after_wait_timeout() {
+    let addr = support::start_with(shale_server::ServerOptions {
+        wait_timeout: Duration::from_millis(300),
+        ..shale_server::ServerOptions::default()
+    });
+    let mut c = Client::connect(addr, DEPRECATE_EOF);
+    assert_eq!(c.command(&[0x0E])[0], 0);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(c.closed());
+}
+
+#[test]
+fn shutdown_lets_a_running_command_finish_and_closes_idle_connections() {
+    let server = support::start_stoppable(shale_server::ServerOptions {
+        shutdown_timeout: Duration::from_secs(10),
+        ..shale_server::ServerOptions::default()
+    });
+    let mut busy = Client::connect(server.addr, DEPRECATE_EOF);
+    let mut idle = Client::connect(server.addr, DEPRECATE_EOF);
+    busy.write(0, b"\x03sleep 700");
+    std::thread::sleep(Duration::from_millis(200));
+    server.stop.send(()).unwrap();
+    // The running command's whole reply arrives, then the connection closes.
+    assert_eq!(busy.payload(), [1]);
+    busy.payload();
+    assert_eq!(busy.payload(), b"\x03700");
+    assert_eq!(busy.payload()[0], 0xFE);
+    assert!(busy.closed());
+    assert!(idle.closed());
+    let report = server.done.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(report.abandoned, 0);
+    assert!(
+        TcpStream::connect(server.addr).is_err(),
+        "no longer listening"
+    );
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use clap::Args;
 use shale_server::{Backend, Server, ServerOptions};
-use shale_sql::{Instance, InstanceOptions};
+use shale_sql::{Instance, InstanceOptions, IsolationLevel};
 
 use crate::output::Failure;
 
@@ -44,6 +44,10 @@ pub struct ServeArgs {
         help = "Largest packet a client may send, in bytes (MySQL's max_allowed_packet)"
     )]
     pub max_allowed_packet: usize,
+    /// The isolation level sessions start with: REPEATABLE-READ (snapshot isolation, write
+    /// conflicts fail with 1213) or READ-COMMITTED.
+    #[arg(long, value_name = "LEVEL", default_value = "REPEATABLE-READ", value_parser = parse_isolation)]
+    pub transaction_isolation: IsolationLevel,
     /// Seconds that shutdown waits for running commands.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub shutdown_timeout: u64,
@@ -53,6 +57,14 @@ pub struct ServeArgs {
     pub block_cache_size: usize,
 }
 
+fn parse_isolation(text: &str) -> Result<IsolationLevel, String> {
+    match text.to_ascii_uppercase().replace('_', "-").as_str() {
+        "REPEATABLE-READ" => Ok(IsolationLevel::RepeatableRead),
+        "READ-COMMITTED" => Ok(IsolationLevel::ReadCommitted),
+        _ => Err("expected REPEATABLE-READ or READ-COMMITTED".into()),
+    }
+}
+
 fn sql_failure(what: &str, error: &shale_sql::SqlError) -> Failure {
     Failure::error(format!("{what}: {error}"))
 }
@@ -60,11 +72,25 @@ fn sql_failure(what: &str, error: &shale_sql::SqlError) -> Failure {
 pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(&args.datadir)
         .map_err(|e| Failure::error(format!("cannot create {}: {e}", args.datadir.display())))?;
-    let mut options = InstanceOptions::default();
+    let mut options = InstanceOptions {
+        transaction_isolation: args.transaction_isolation,
+        ..InstanceOptions::default()
+    };
     options.store.engine.block_cache_capacity = args.block_cache_size;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
+    if let Some(password) = &generated {
+        // Before listening, so that a failed bind does not hide it.
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "Created root@localhost with password: {password}\n\
+             (shown once; also stored in {}, readable only by you)",
+            args.datadir.join(datadir::ROOT_PASSWORD_FILE).display()
+        )?;
+        out.flush()?;
+    }
     let pid_file = datadir::PidFile::write(&args.datadir)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -85,7 +111,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         let addr = server
             .local_addr()
             .map_err(|e| Failure::error(e.to_string()))?;
-        announce(args, addr, generated.as_deref())?;
+        announce(args, addr)?;
         Ok::<_, Failure>(server.run(shutdown_signal()).await)
     });
     // The runtime's blocking threads may still hold a session until they finish.
@@ -106,16 +132,8 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
 }
 
 /// Tells the person where the server is and how to connect.
-fn announce(args: &ServeArgs, addr: SocketAddr, generated: Option<&str>) -> Result<(), Failure> {
+fn announce(args: &ServeArgs, addr: SocketAddr) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
-    if let Some(password) = generated {
-        writeln!(
-            out,
-            "Created root@localhost with password: {password}\n\
-             (shown once; also stored in {}, readable only by you)",
-            args.datadir.join(datadir::ROOT_PASSWORD_FILE).display()
-        )?;
-    }
     writeln!(
         out,
         "shale serve: listening on {addr} (datadir {}, pid {})",

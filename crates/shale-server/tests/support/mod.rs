@@ -156,6 +156,13 @@ impl FakeSession {
                 self.autocommit = *v == "1" || *v == "=1";
                 sink.ok(&self.status(more))
             }
+            ["sleep", ms] => {
+                let ms: u64 = ms.parse().map_err(|_| syntax_error())?;
+                std::thread::sleep(Duration::from_millis(ms));
+                sink.columns(&[column("slept", ColumnTypeCode::LongLong, 0)])?;
+                sink.row(&[Value::UInt(ms)])?;
+                sink.end(&self.status(more))
+            }
             ["fail"] => Err(syntax_error()),
             ["panic"] => panic!("the fake SQL layer panics on request"),
             ["use", db] => self
@@ -172,7 +179,10 @@ impl FakeSession {
 
 impl BackendSession for FakeSession {
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
-        let statements: Vec<&str> = sql.split(';').filter(|s| !s.trim().is_empty()).collect();
+        let statements: Vec<&str> = sql
+            .split(';')
+            .filter(|s| !s.trim().is_empty() && !s.trim().starts_with("--"))
+            .collect();
         for (i, statement) in statements.iter().enumerate() {
             self.statement(statement, i + 1 < statements.len(), sink)?;
         }
@@ -265,6 +275,15 @@ impl BackendSession for FakeSession {
 
 /// Starts a server over [`Fake`] on a free port; it runs until the test process ends.
 pub fn start(max_allowed_packet: usize) -> SocketAddr {
+    start_with(ServerOptions {
+        max_allowed_packet,
+        connect_timeout: Duration::from_secs(5),
+        ..ServerOptions::default()
+    })
+}
+
+/// [`start`] with any options.
+pub fn start_with(options: ServerOptions) -> SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -273,11 +292,6 @@ pub fn start(max_allowed_packet: usize) -> SocketAddr {
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let options = ServerOptions {
-                max_allowed_packet,
-                connect_timeout: Duration::from_secs(5),
-                ..ServerOptions::default()
-            };
             let backend: Arc<dyn Backend> = Arc::new(Fake);
             let server = Server::bind("127.0.0.1:0".parse().unwrap(), backend, options)
                 .await
@@ -287,6 +301,45 @@ pub fn start(max_allowed_packet: usize) -> SocketAddr {
         });
     });
     rx.recv().unwrap()
+}
+
+/// A server that stops when `stop` is sent; `done` receives its shutdown report.
+#[derive(Debug)]
+pub struct Stoppable {
+    pub addr: SocketAddr,
+    pub stop: tokio::sync::oneshot::Sender<()>,
+    pub done: std::sync::mpsc::Receiver<shale_server::ShutdownReport>,
+}
+
+pub fn start_stoppable(options: ServerOptions) -> Stoppable {
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let backend: Arc<dyn Backend> = Arc::new(Fake);
+            let server = Server::bind("127.0.0.1:0".parse().unwrap(), backend, options)
+                .await
+                .unwrap();
+            addr_tx.send(server.local_addr().unwrap()).unwrap();
+            let report = server
+                .run(async {
+                    let _ = stop_rx.await;
+                })
+                .await;
+            done_tx.send(report).unwrap();
+        });
+    });
+    Stoppable {
+        addr: addr_rx.recv().unwrap(),
+        stop,
+        done,
+    }
 }
 
 /// Whether `program` can be run here; tests that need a missing client say so and pass.
