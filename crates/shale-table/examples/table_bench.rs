@@ -19,6 +19,7 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{Db, Durability, Options};
+use shale_fs::{FileSystem, OsFs};
 use shale_table::testing::{encode_key_column, encode_row};
 use shale_table::{
     Collation, ColumnDef, ColumnType, IndexChoice, IndexDef, KeyRange, LockMode, Store,
@@ -252,8 +253,9 @@ fn main() -> shale_table::Result<()> {
         PathBuf::from,
     );
     assert!(rows > 0, "rows must be above 0");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let fs = OsFs::new();
+    let _ = fs.remove_dir_all(&dir);
+    fs.create_dir_all(&dir).expect("a scratch directory");
 
     let store = Store::open(
         dir.join("table"),

@@ -372,6 +372,7 @@ impl VersionSet {
 
     /// [`Self::recover`], running `check` on the recovered state before anything is written:
     /// an error leaves the old MANIFEST and `CURRENT` as they were.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn recover_checked(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
