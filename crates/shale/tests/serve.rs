@@ -3,8 +3,9 @@
 //! and `oltp_read_write`, unmodified, tiny sizes), and a raw socket sending garbage. Each
 //! server is stopped with SIGTERM through its PID file and must exit cleanly.
 //!
-//! A test whose client is not installed prints SKIPPED and passes (CI installs them:
-//! `apt-get install mariadb-client sysbench python3-pymysql`).
+//! A test whose client is not installed prints SKIPPED and passes, except under CI=true,
+//! where .ci/run has installed every client and a missing one fails the test
+//! (`apt-get install mariadb-client sysbench python3-pymysql`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -122,6 +123,11 @@ fn have(program: &str, args: &[&str]) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
+        // CI installs every client (.ci/run): there a missing one is a failure, not a skip.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "`{program}` is missing in CI; .ci/run must install it"
+        );
         eprintln!(
             "SKIPPED: `{program}` is not usable here \
              (apt-get install mariadb-client sysbench python3-pymysql)"

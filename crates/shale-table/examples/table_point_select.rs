@@ -2,7 +2,7 @@
 //! times primary key point reads (`SELECT c FROM sbtest1 WHERE id = ?`'s table work: one key
 //! encode, one engine get, one projected row decode) and `k` index range reads.
 //!
-//! `cargo run -p shale-table --example point_select -- [rows] [lookups]`
+//! `cargo run -p shale-table --example table_point_select -- [rows] [lookups]`
 
 use std::sync::Arc;
 use std::time::Instant;
