@@ -486,8 +486,12 @@ impl Session {
     }
 
     fn begin_txn(&self) -> Result<TableTxn, SqlError> {
+        self.begin_txn_with(self.state.isolation)
+    }
+
+    fn begin_txn_with(&self, isolation: IsolationLevel) -> Result<TableTxn, SqlError> {
         Ok(self.instance.store.begin(TxnOptions {
-            isolation: self.state.isolation,
+            isolation,
             ..TxnOptions::default()
         })?)
     }
@@ -614,11 +618,24 @@ impl Session {
             return self.command(stmt, sink);
         }
         self.state.warnings.clear();
+        let keep = self.keeps_transaction();
         let mut txn = match self.txn.take() {
             Some(t) => t,
+            // An autocommit INSERT, UPDATE or DELETE is a transaction of one statement: no
+            // earlier read needs a snapshot kept, and its rows are read with locks at their
+            // newest committed version, as InnoDB's UPDATE and DELETE always read ("current
+            // read"). READ COMMITTED gives exactly that, without REPEATABLE READ's write
+            // conflicts (1213) on rows changed since a snapshot this statement never needed.
+            None if !keep
+                && matches!(
+                    planned,
+                    Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..)
+                ) =>
+            {
+                self.begin_txn_with(IsolationLevel::ReadCommitted)?
+            }
             None => self.begin_txn()?,
         };
-        let keep = self.keeps_transaction();
         if keep {
             // A failing statement inside a transaction undoes only itself.
             txn.set_savepoint();
