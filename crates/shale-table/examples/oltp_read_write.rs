@@ -13,48 +13,11 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_fs::MemFs;
+use shale_table::testing::sysbench_table;
 use shale_table::{
-    Collation, ColumnDef, ColumnType, Error, IndexChoice, IndexDef, KeyRange, LockMode, Store,
-    StoreOptions, TableDef, TableTxn, TxnOptions, Value,
+    Error, IndexChoice, KeyRange, LockMode, Store, StoreOptions, TableDef, TableTxn, TxnOptions,
+    Value,
 };
-
-/// sysbench's table: `id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60), KEY k_1 (k)`.
-fn sbtest1() -> TableDef {
-    let column = |name: &str, ty| ColumnDef {
-        name: name.into(),
-        ty,
-        nullable: false,
-        default: None,
-        auto_increment: false,
-    };
-    let chars = |len| ColumnType::Char {
-        len,
-        collation: Collation::Utf8mb4GeneralCi,
-    };
-    TableDef {
-        database: "sbtest".into(),
-        name: "sbtest1".into(),
-        columns: vec![
-            column("id", ColumnType::Int { unsigned: false }),
-            column("k", ColumnType::Int { unsigned: false }),
-            column("c", chars(120)),
-            column("pad", chars(60)),
-        ],
-        primary_key: IndexDef {
-            name: "PRIMARY".into(),
-            columns: vec![0],
-            unique: true,
-            index_id: 0,
-        },
-        indexes: vec![IndexDef {
-            name: "k_1".into(),
-            columns: vec![1],
-            unique: false,
-            index_id: 0,
-        }],
-        schema_version: 0,
-    }
-}
 
 fn text(rng: &mut SmallRng, len: usize) -> Value {
     Value::Bytes((0..len).map(|_| rng.gen_range(b'0'..=b'9')).collect())
@@ -120,7 +83,7 @@ fn main() -> shale_table::Result<()> {
     options.engine.durability = shale_table::Durability::Buffered;
     let store = Arc::new(Store::open("/db", options)?);
     store.create_database("sbtest")?;
-    let table = store.create_table(sbtest1())?;
+    let table = store.create_table(sysbench_table(false))?;
     let mut rng = SmallRng::seed_from_u64(0);
     let mut txn = store.begin(TxnOptions::default())?;
     for id in 1..=rows {

@@ -20,48 +20,11 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::{Db, Durability, Options};
 use shale_fs::{FileSystem, OsFs};
+use shale_table::testing::sysbench_table;
 use shale_table::testing::{encode_key_column, encode_row};
 use shale_table::{
-    Collation, ColumnDef, ColumnType, IndexChoice, IndexDef, KeyRange, LockMode, Store,
-    StoreOptions, TableDef, TxnOptions, Value,
+    IndexChoice, KeyRange, LockMode, Store, StoreOptions, TableDef, TxnOptions, Value,
 };
-
-fn sbtest1() -> TableDef {
-    let column = |name: &str, ty| ColumnDef {
-        name: name.into(),
-        ty,
-        nullable: false,
-        default: None,
-        auto_increment: false,
-    };
-    let chars = |len| ColumnType::Char {
-        len,
-        collation: Collation::Utf8mb4GeneralCi,
-    };
-    TableDef {
-        database: "sbtest".into(),
-        name: "sbtest1".into(),
-        columns: vec![
-            column("id", ColumnType::Int { unsigned: false }),
-            column("k", ColumnType::Int { unsigned: false }),
-            column("c", chars(120)),
-            column("pad", chars(60)),
-        ],
-        primary_key: IndexDef {
-            name: "PRIMARY".into(),
-            columns: vec![0],
-            unique: true,
-            index_id: 0,
-        },
-        indexes: vec![IndexDef {
-            name: "k_1".into(),
-            columns: vec![1],
-            unique: false,
-            index_id: 0,
-        }],
-        schema_version: 0,
-    }
-}
 
 fn row(id: i64, k: i64) -> Vec<Value> {
     vec![
@@ -265,7 +228,7 @@ fn main() -> shale_table::Result<()> {
         },
     )?;
     store.create_database("sbtest")?;
-    let table = store.create_table(sbtest1())?;
+    let table = store.create_table(sysbench_table(false))?;
     let engine = Db::open(dir.join("engine"), engine_options())?;
     println!("{rows} rows, {reads} reads, in {}", dir.display());
 

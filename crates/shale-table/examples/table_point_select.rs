@@ -10,50 +10,8 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_fs::MemFs;
-use shale_table::{
-    Collation, ColumnDef, ColumnType, IndexChoice, IndexDef, KeyRange, LockMode, Store,
-    StoreOptions, TableDef, TxnOptions, Value,
-};
-
-/// sysbench's table: `id INT AUTO_INCREMENT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60), KEY k_1 (k)`.
-fn sbtest1() -> TableDef {
-    let column = |name: &str, ty| ColumnDef {
-        name: name.into(),
-        ty,
-        nullable: false,
-        default: None,
-        auto_increment: false,
-    };
-    let chars = |len| ColumnType::Char {
-        len,
-        collation: Collation::Utf8mb4GeneralCi,
-    };
-    let mut id = column("id", ColumnType::Int { unsigned: false });
-    id.auto_increment = true;
-    TableDef {
-        database: "sbtest".into(),
-        name: "sbtest1".into(),
-        columns: vec![
-            id,
-            column("k", ColumnType::Int { unsigned: false }),
-            column("c", chars(120)),
-            column("pad", chars(60)),
-        ],
-        primary_key: IndexDef {
-            name: "PRIMARY".into(),
-            columns: vec![0],
-            unique: true,
-            index_id: 0,
-        },
-        indexes: vec![IndexDef {
-            name: "k_1".into(),
-            columns: vec![1],
-            unique: false,
-            index_id: 0,
-        }],
-        schema_version: 0,
-    }
-}
+use shale_table::testing::sysbench_table;
+use shale_table::{IndexChoice, KeyRange, LockMode, Store, StoreOptions, TxnOptions, Value};
 
 fn main() -> shale_table::Result<()> {
     let mut args = std::env::args()
@@ -66,7 +24,7 @@ fn main() -> shale_table::Result<()> {
     options.engine.file_system = Arc::new(MemFs::new());
     let store = Store::open("/db", options)?;
     store.create_database("sbtest")?;
-    let table = store.create_table(sbtest1())?;
+    let table = store.create_table(sysbench_table(true))?;
 
     let mut rng = SmallRng::seed_from_u64(1);
     let started = Instant::now();

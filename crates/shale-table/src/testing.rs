@@ -30,6 +30,50 @@ pub fn decode_table_definition(bytes: &[u8]) -> Result<TableDef> {
     crate::system::decode_table(bytes)
 }
 
+/// sysbench's table `sbtest.sbtest1`: `id INT PRIMARY KEY [AUTO_INCREMENT], k INT, c CHAR(120),
+/// pad CHAR(60), KEY k_1 (k)`, every column NOT NULL, strings in `utf8mb4_general_ci` (the
+/// examples and benchmarks all load this one).
+pub fn sysbench_table(auto_increment: bool) -> TableDef {
+    use crate::schema::IndexDef;
+    use crate::types::{Collation, ColumnType};
+    let column = |name: &str, ty| ColumnDef {
+        name: name.into(),
+        ty,
+        nullable: false,
+        default: None,
+        auto_increment: false,
+    };
+    let chars = |len| ColumnType::Char {
+        len,
+        collation: Collation::Utf8mb4GeneralCi,
+    };
+    let mut id = column("id", ColumnType::Int { unsigned: false });
+    id.auto_increment = auto_increment;
+    TableDef {
+        database: "sbtest".into(),
+        name: "sbtest1".into(),
+        columns: vec![
+            id,
+            column("k", ColumnType::Int { unsigned: false }),
+            column("c", chars(120)),
+            column("pad", chars(60)),
+        ],
+        primary_key: IndexDef {
+            name: "PRIMARY".into(),
+            columns: vec![0],
+            unique: true,
+            index_id: 0,
+        },
+        indexes: vec![IndexDef {
+            name: "k_1".into(),
+            columns: vec![1],
+            unique: false,
+            index_id: 0,
+        }],
+        schema_version: 0,
+    }
+}
+
 /// A table with one column of every type and collation (nullable ones too), a composite
 /// primary key and three secondary indexes: what [`fuzz_row`] decodes against.
 pub fn fuzz_table() -> TableDef {
