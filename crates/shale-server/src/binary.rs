@@ -16,8 +16,9 @@ use std::fmt::Write as _;
 
 use shale_sql::{ColumnTypeCode, Value};
 
-use crate::text::{put_text_value, write_text};
+use crate::text::put_text_value;
 use crate::wire::{put_u16, put_u32, Malformed, Reader};
+use shale_sql::write_text;
 
 /// MySQL type codes beyond [`ColumnTypeCode`] that clients may send as parameter types.
 mod param_type {

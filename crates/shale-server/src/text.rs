@@ -47,7 +47,7 @@ pub fn put_text_value(out: &mut Vec<u8>, value: &Value, float: bool) {
         Value::UInt(v) => put_short_number(out, |o| write!(o, "{v}")),
         other @ Value::Double(_) => {
             let mut text = String::new();
-            write_text(&mut text, other, float);
+            shale_sql::write_text(&mut text, other, float);
             put_lenenc_bytes(out, text.as_bytes());
         }
     }
@@ -62,67 +62,9 @@ fn put_short_number(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>) -> std::
     out[start] = (out.len() - start - 1) as u8;
 }
 
-/// The text MySQL shows for a number.
-pub fn write_text(text: &mut String, value: &Value, float: bool) {
-    use std::fmt::Write as _;
-    let _ = match value {
-        Value::Null => Ok(()),
-        Value::Int(v) => write!(text, "{v}"),
-        Value::UInt(v) => write!(text, "{v}"),
-        Value::Double(v) if float => write_double(text, f64::from(*v as f32), true),
-        Value::Double(v) => write_double(text, *v, false),
-        Value::Bytes(b) => {
-            text.push_str(&String::from_utf8_lossy(b));
-            Ok(())
-        }
-    };
-}
-
-/// Shortest round-trip digits; exponent form outside [1e-5, 1e15) the way MySQL prints
-/// `1e20` and `1.5e-7`.
-fn write_double(text: &mut String, v: f64, float: bool) -> std::fmt::Result {
-    use std::fmt::Write as _;
-    let magnitude = v.abs();
-    if v == 0.0 {
-        text.push('0');
-        Ok(())
-    } else if !v.is_finite() || (1e-5..1e15).contains(&magnitude) {
-        if float {
-            write!(text, "{}", v as f32)
-        } else {
-            write!(text, "{v}")
-        }
-    } else if float {
-        write!(text, "{:e}", v as f32)
-    } else {
-        write!(text, "{v:e}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn text(v: &Value, float: bool) -> String {
-        let mut s = String::new();
-        write_text(&mut s, v, float);
-        s
-    }
-
-    #[test]
-    fn numbers_print_as_mysql_does() {
-        assert_eq!(text(&Value::Int(-42), false), "-42");
-        assert_eq!(text(&Value::UInt(u64::MAX), false), "18446744073709551615");
-        assert_eq!(text(&Value::Double(1.5), false), "1.5");
-        assert_eq!(text(&Value::Double(0.0), false), "0");
-        assert_eq!(text(&Value::Double(1e20), false), "1e20");
-        assert_eq!(text(&Value::Double(1.5e-7), false), "1.5e-7");
-        assert_eq!(
-            text(&Value::Double(0.1 + 0.2), false),
-            "0.30000000000000004"
-        );
-        assert_eq!(text(&Value::Double(f64::from(0.1f32)), true), "0.1");
-    }
 
     #[test]
     fn null_is_0xfb_and_strings_are_lenenc() {

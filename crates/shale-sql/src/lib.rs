@@ -43,6 +43,6 @@ mod variables;
 
 pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
-pub use result::{ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
+pub use result::{write_text, ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 pub use session::{PreparedInfo, Session};
 pub use shale_table::{IsolationLevel, Value};

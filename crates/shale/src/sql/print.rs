@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::time::Instant;
 
-use shale_sql::{ColumnMeta, ColumnTypeCode, ResultSink, SqlError, StatementStatus, Value};
+use shale_sql::{
+    write_text, ColumnMeta, ColumnTypeCode, ResultSink, SqlError, StatementStatus, Value,
+};
 
 /// How result sets are laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,26 +52,14 @@ fn io_error(error: &std::io::Error) -> SqlError {
     }
 }
 
-/// A value as the text protocol (and so the mysql client) shows it; None for NULL.
-pub fn text_value(value: &Value) -> Option<String> {
-    match value {
-        Value::Null => None,
-        Value::Int(v) => Some(v.to_string()),
-        Value::UInt(v) => Some(v.to_string()),
-        Value::Double(v) => Some(format_double(*v)),
-        Value::Bytes(bytes) => Some(String::from_utf8_lossy(bytes).into_owned()),
+/// A value as the server's text protocol (and so the mysql client) shows it; None for NULL.
+fn text_value(value: &Value, column: &ColumnMeta) -> Option<String> {
+    if matches!(value, Value::Null) {
+        return None;
     }
-}
-
-/// MySQL prints doubles in their shortest round-trip form, switching to an exponent for very
-/// large or small magnitudes (`1e20`, `1.5e-7`).
-fn format_double(v: f64) -> String {
-    let magnitude = v.abs();
-    if v != 0.0 && !(1e-4..1e15).contains(&magnitude) {
-        format!("{v:e}")
-    } else {
-        format!("{v}")
-    }
+    let mut text = String::new();
+    write_text(&mut text, value, column.type_code == ColumnTypeCode::Float);
+    Some(text)
 }
 
 fn is_numeric(column: &ColumnMeta) -> bool {
@@ -224,7 +214,11 @@ impl ResultSink for Printer<'_> {
     }
 
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
-        let cells: Vec<Option<String>> = row.iter().map(text_value).collect();
+        let cells: Vec<Option<String>> = row
+            .iter()
+            .zip(&self.columns)
+            .map(|(value, column)| text_value(value, column))
+            .collect();
         if self.options.layout == Layout::Tab {
             // Batch output streams: nothing to align, so nothing to keep.
             let line: Vec<String> = cells
