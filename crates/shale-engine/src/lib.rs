@@ -99,7 +99,7 @@ mod write;
 mod write_queue;
 pub use backup::{
     BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup, Purged,
-    DEFAULT_ZSTD_LEVEL,
+    Verified, DEFAULT_ZSTD_LEVEL,
 };
 pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, SystemClock};
