@@ -48,6 +48,7 @@
 //! `testing` feature exposes internals (memtable, iterators, version set) to tests and fuzz
 //! targets. Formats: docs/format/ in the repository.
 
+mod approximate;
 mod batch;
 mod db_iter;
 mod error;
