@@ -378,3 +378,77 @@ pub(super) fn load(opened: &Target<'_>, args: &LoadArgs) -> Result<(), Failure> 
     ))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use shale_fs::{FileSystem, MemFs};
+
+    use super::{DumpReader, DumpWriter};
+    use crate::output::Failure;
+
+    type Records = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// Every record `path` yields, or the error that stopped the reader.
+    fn read_all(fs: &MemFs, path: &Path) -> (Records, Option<Failure>) {
+        let mut reader = match DumpReader::open(fs, path) {
+            Ok(reader) => reader,
+            Err(e) => return (Vec::new(), Some(e)),
+        };
+        let mut out = Vec::new();
+        loop {
+            match reader.next_chunk() {
+                Ok(Some(chunk)) => out.extend(chunk),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    fn write_bytes(fs: &MemFs, path: &Path, bytes: &[u8]) {
+        let mut file = fs.create(path).unwrap();
+        file.append(bytes).unwrap();
+        file.sync_data().unwrap();
+    }
+
+    #[test]
+    fn every_truncation_and_flipped_byte_is_refused_without_a_wrong_record() {
+        let fs = MemFs::new();
+        let path = Path::new("/d");
+        let records: Records = (0..40u32)
+            .map(|i| {
+                (
+                    format!("key{i:03}").into_bytes(),
+                    vec![b'v'; (i * 7) as usize],
+                )
+            })
+            .collect();
+        let mut writer = DumpWriter::create(&fs, path, "ks").unwrap();
+        for (key, value) in &records {
+            writer.add(key, value).unwrap();
+        }
+        assert_eq!(writer.finish().unwrap(), 40);
+        let (read, error) = read_all(&fs, path);
+        assert!(error.is_none());
+        assert_eq!(read, records);
+        let file = fs.open_read(path).unwrap();
+        let mut bytes = vec![0u8; usize::try_from(file.size().unwrap()).unwrap()];
+        file.read_exact_at(0, &mut bytes).unwrap();
+        let damaged = Path::new("/damaged");
+        for cut in 0..bytes.len() {
+            write_bytes(&fs, damaged, &bytes[..cut]);
+            let (read, error) = read_all(&fs, damaged);
+            assert!(error.is_some(), "a dump cut at {cut} is refused");
+            assert!(records.starts_with(&read), "cut at {cut}");
+        }
+        for at in 0..bytes.len() {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0x10;
+            write_bytes(&fs, damaged, &flipped);
+            let (read, error) = read_all(&fs, damaged);
+            assert!(error.is_some(), "a flip at {at} is refused");
+            assert!(records.starts_with(&read), "flip at {at}");
+        }
+    }
+}
