@@ -426,3 +426,38 @@ fn bench_on_an_existing_database_prints_its_real_compression() {
         "{line}"
     );
 }
+
+#[test]
+fn the_shell_reads_beside_a_writer_with_read_only() {
+    let dir = scratch("shell-read-only").join("db");
+    let writer = Db::open(&dir, Options::default()).unwrap();
+    writer.put(b"k", b"v").unwrap();
+    let run = |args: &[&str], input: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_shale"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let path = dir.to_str().unwrap();
+    let (code, _, err) = run(&["tool", "shell", path], "get k\n");
+    assert_eq!(code, 1);
+    assert!(err.contains("--read-only"), "{err}");
+    let (code, out, err) = run(
+        &["tool", "shell", path, "--read-only"],
+        "get k\nput x y\ncount\n",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "\"v\"\n1\n");
+    assert!(err.contains("read-only"), "{err}");
+    writer.close().unwrap();
+}
