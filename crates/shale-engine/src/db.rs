@@ -200,6 +200,9 @@ pub(crate) struct DbInner {
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
     /// Where tests stop engine threads (feature `testing`).
     pub(crate) test_hooks: TestHooks,
+    /// A read-only open's WALs, each open with the length it replayed (empty otherwise):
+    /// what a checkpoint or backup of the read-only view copies (`crate::read_only`).
+    pub(crate) replayed_wals: Vec<crate::read_only::ReplayedWal>,
 }
 
 impl DbInner {
@@ -270,6 +273,7 @@ impl DbInner {
             options,
             lock: Mutex::new(lock),
             test_hooks: TestHooks::default(),
+            replayed_wals: Vec::new(),
         }
     }
 
@@ -699,8 +703,11 @@ impl Db {
     /// empty) without blocking writers: table files are hard-linked (copied across file
     /// systems), the WALs copied up to the cut, and a fresh MANIFEST written. The returned
     /// [`CheckpointInfo`] names the cut's sequence number and holds a snapshot at it.
+    ///
+    /// A database open read-only ([`Db::open_read_only`]) is checkpointed as it reads: the
+    /// files are read through the handles the view holds, nothing in its directory is
+    /// written, so this works beside a writer in another process and on a read-only mount.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
-        self.inner.check_writable("checkpoint")?;
         crate::checkpoint::create(&self.inner, dir.as_ref())
     }
 

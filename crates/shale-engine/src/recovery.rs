@@ -396,7 +396,7 @@ pub(crate) struct WalContents {
     /// (log number, batch), oldest first.
     batches: Vec<(u64, WriteBatch)>,
     /// (log number, end of valid data) of every WAL at or above the oldest needed one.
-    ends: Vec<(u64, u64)>,
+    pub(crate) ends: Vec<(u64, u64)>,
 }
 
 /// What replay produced.

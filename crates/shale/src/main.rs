@@ -18,6 +18,7 @@ mod tool_checkpoint;
 mod tool_db;
 mod tool_ingest;
 mod tool_manifest;
+mod tool_ops;
 mod tool_repair;
 mod tool_sst;
 mod tool_stats;
@@ -100,6 +101,8 @@ enum ToolCommand {
     /// Per-level statistics from the tables' properties (entries, deletions, raw bytes,
     /// codecs, compression ratio), WAL and unreferenced bytes, space amplification.
     Stats(tool_stats::StatsToolArgs),
+    #[command(flatten)]
+    Ops(tool_ops::OpsCommand),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -243,6 +246,7 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Ingest(args)) => tool_ingest::run(args),
         Command::Tool(ToolCommand::Repair(args)) => tool_repair::run(args),
         Command::Tool(ToolCommand::Stats(args)) => tool_stats::run(args),
+        Command::Tool(ToolCommand::Ops(command)) => tool_ops::run(command),
         Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),
