@@ -558,6 +558,9 @@ impl<'a> Binder<'a> {
         };
         let arith = |op: ArithOp| {
             let t = match (&tl, &tr, op) {
+                _ if crate::decimal::is_exact_arith(&tl, &tr, op) => {
+                    crate::decimal::arith_type(op, &tl, &tr)
+                }
                 (_, _, ArithOp::Div) => SqlType::Double,
                 (SqlType::Int { unsigned: a, .. }, SqlType::Int { unsigned: b, .. }, _) => {
                     SqlType::Int {
@@ -755,11 +758,26 @@ impl<'a> Binder<'a> {
                 len: 21,
             },
             AggFunc::Sum => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal { scale: 0 },
+                SqlType::Int { .. } => SqlType::Decimal {
+                    precision: 32,
+                    scale: 0,
+                },
+                // MySQL widens SUM by 22 digits, AVG by div_precision_increment.
+                SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                    precision: precision.saturating_add(22).min(65),
+                    scale,
+                },
                 _ => SqlType::Double,
             },
             AggFunc::Avg => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal { scale: 4 },
+                SqlType::Int { .. } => SqlType::Decimal {
+                    precision: 31,
+                    scale: 4,
+                },
+                SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                    precision: precision.saturating_add(4).min(65),
+                    scale: (scale + crate::decimal::DIV_PRECISION_INCREMENT).min(30),
+                },
                 _ => SqlType::Double,
             },
             AggFunc::Min | AggFunc::Max => arg_type.clone(),
@@ -1258,11 +1276,25 @@ fn unify(a: &SqlType, b: &SqlType) -> SqlType {
             collation: a.collation(),
             len: 255,
         },
+        (SqlType::Decimal { .. } | SqlType::Int { .. }, SqlType::Decimal { .. })
+        | (SqlType::Decimal { .. }, SqlType::Int { .. }) => {
+            crate::decimal::arith_type(ArithOp::Add, a, b)
+        }
         _ => SqlType::Double,
     }
 }
 
-/// A numeric literal: integers stay integers, anything else is a double (docs/sql.md).
+/// A numeric literal's value: an integer, else a decimal (`1.5`, `99999999999999999999`),
+/// else a double (`1e3`), as MySQL types literals.
+pub(crate) fn number_value(n: &str) -> Result<Value, SqlError> {
+    number_literal(n).map(|(e, _)| match e {
+        Expr::Literal(v) => v,
+        _ => Value::Null,
+    })
+}
+
+/// A numeric literal: integers stay integers, numbers with a point are decimals, numbers
+/// with an exponent are doubles (docs/sql.md).
 fn number_literal(n: &str) -> Result<(Expr, SqlType), SqlError> {
     if let Ok(i) = n.parse::<i64>() {
         let len = n.len() as u32;
@@ -1282,6 +1314,17 @@ fn number_literal(n: &str) -> Result<(Expr, SqlType), SqlError> {
                 len: 20,
             },
         ));
+    }
+    if !n.contains(['e', 'E']) {
+        if let Some(d) = shale_table::Decimal::parse(n)
+            .filter(|d| d.digits() <= u32::from(shale_table::DECIMAL_MAX_PRECISION))
+        {
+            let t = SqlType::Decimal {
+                precision: d.digits().max(u32::from(d.scale())) as u8,
+                scale: d.scale(),
+            };
+            return Ok((Expr::Literal(Value::Decimal(d)), t));
+        }
     }
     match n.parse::<f64>() {
         Ok(d) => Ok((Expr::Literal(Value::Double(d)), SqlType::Double)),

@@ -117,7 +117,8 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
             Value::Int(i) => Some(i128::from(*i)),
             Value::UInt(u) => Some(i128::from(*u)),
             Value::Bytes(b) => str_to_i128_exact(b),
-            Value::Double(_) | Value::Null => None,
+            Value::Decimal(d) if d.round_to(0) == *d => d.to_i128(),
+            Value::Double(_) | Value::Decimal(_) | Value::Null => None,
         };
         let (i, widened) = match exact {
             Some(i) => (i, matches!(v, Value::Bytes(_))),
@@ -152,6 +153,12 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
         };
     }
     match (ty, v) {
+        (ColumnType::Decimal { .. }, v) => match crate::decimal::exact_decimal(&v) {
+            // The key encoding is scale-independent: any exact number is a bound as it is.
+            Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Exact(Value::Decimal(d)),
+            Some(d) => KeyValue::Widened(Value::Decimal(d)),
+            None => KeyValue::Unbounded,
+        },
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
             Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,
@@ -510,6 +517,8 @@ enum AggState {
     Count(i64),
     Sum {
         int: i128,
+        /// The exact sum's decimal part (DECIMAL arguments); `int` holds the integers'.
+        decimal: shale_table::Decimal,
         double: f64,
         is_int: bool,
         count: i64,
@@ -522,8 +531,12 @@ fn new_state(spec: &AggSpec) -> AggState {
         AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
         AggFunc::Sum | AggFunc::Avg => AggState::Sum {
             int: 0,
+            decimal: shale_table::Decimal::zero(),
             double: 0.0,
-            is_int: matches!(spec.arg_type, crate::types::SqlType::Int { .. }),
+            is_int: matches!(
+                spec.arg_type,
+                crate::types::SqlType::Int { .. } | crate::types::SqlType::Decimal { .. }
+            ),
             count: 0,
         },
         AggFunc::Min | AggFunc::Max => AggState::Extreme(None),
@@ -560,6 +573,7 @@ fn accumulate(
         AggState::Count(n) => *n += 1,
         AggState::Sum {
             int,
+            decimal,
             double,
             is_int,
             count,
@@ -568,9 +582,10 @@ fn accumulate(
             if *is_int {
                 match &v {
                     Value::Int(_) | Value::UInt(_) => *int += to_i128(&v).unwrap_or(0),
+                    Value::Decimal(d) => *decimal = decimal.add(d),
                     _ => {
                         *is_int = false;
-                        *double = *int as f64 + value::to_f64(&v).unwrap_or(0.0);
+                        *double = *int as f64 + decimal.to_f64() + value::to_f64(&v).unwrap_or(0.0);
                     }
                 }
             } else {
@@ -604,46 +619,30 @@ fn finish(spec: &AggSpec, state: AggState) -> Value {
         AggState::Sum { count: 0, .. } => Value::Null,
         AggState::Sum {
             int,
+            decimal,
             double,
             is_int,
             count,
         } => {
+            let exact = || shale_table::Decimal::from_i128(int).add(&decimal);
             if spec.func == AggFunc::Sum {
                 if is_int {
-                    Value::Bytes(int.to_string().into_bytes())
+                    Value::Decimal(exact())
                 } else {
                     Value::Double(double)
                 }
             } else if is_int {
-                Value::Bytes(decimal_div(int, i128::from(count), 4).into_bytes())
+                let scale = decimal.scale() + crate::decimal::DIV_PRECISION_INCREMENT;
+                let count = shale_table::Decimal::from_i128(i128::from(count));
+                exact()
+                    .div(&count, scale)
+                    .map_or(Value::Null, Value::Decimal)
             } else {
                 Value::Double(double / count as f64)
             }
         }
         AggState::Extreme(v) => v.unwrap_or(Value::Null),
     }
-}
-
-/// `num / den` rounded half away from zero to `scale` decimals, as text.
-fn decimal_div(num: i128, den: i128, scale: u32) -> String {
-    let factor = 10i128.pow(scale);
-    let scaled = num.saturating_mul(factor);
-    let q = scaled / den;
-    let r = scaled % den;
-    let q = if (r.abs() * 2) >= den.abs() {
-        q + scaled.signum() * den.signum()
-    } else {
-        q
-    };
-    let neg = q < 0;
-    let q = q.unsigned_abs();
-    let int = q / factor.unsigned_abs();
-    let frac = q % factor.unsigned_abs();
-    format!(
-        "{}{int}.{frac:0width$}",
-        if neg { "-" } else { "" },
-        width = scale as usize
-    )
 }
 
 fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
@@ -1225,14 +1224,6 @@ mod tests {
             ),
             vec![(I(s("a")), I(s("d")))]
         );
-    }
-
-    #[test]
-    fn decimal_division() {
-        assert_eq!(decimal_div(10, 4, 4), "2.5000");
-        assert_eq!(decimal_div(2, 3, 4), "0.6667");
-        assert_eq!(decimal_div(-2, 3, 4), "-0.6667");
-        assert_eq!(decimal_div(0, 3, 4), "0.0000");
     }
 
     #[test]

@@ -28,6 +28,7 @@
 
 mod bind;
 mod ddl;
+mod decimal;
 mod error;
 mod exec;
 mod expr;
@@ -45,4 +46,4 @@ pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
 pub use result::{write_text, ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 pub use session::{PreparedInfo, Session};
-pub use shale_table::{IsolationLevel, Value};
+pub use shale_table::{Decimal, IsolationLevel, Value};

@@ -46,3 +46,8 @@ fn show() {
 fn ranges() {
     common::run_file("ranges");
 }
+
+#[test]
+fn decimal() {
+    common::run_file("decimal");
+}

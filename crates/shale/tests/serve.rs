@@ -250,6 +250,23 @@ except pymysql.err.ProgrammingError as e:
     assert e.args[0] == 1064, e.args
 cur.execute("SELECT COUNT(*) FROM kv")
 assert cur.fetchone() == (50,)
+# DECIMAL columns read back as Python Decimals with the column's scale; values bound by
+# PyMySQL (Decimal and float) are stored exactly and rounded to the scale.
+from decimal import Decimal
+cur.execute("CREATE TABLE money (id DECIMAL(12,2) PRIMARY KEY, amount DECIMAL(65,30))")
+cur.executemany("INSERT INTO money VALUES (%s, %s)", [(Decimal("-1.005"), Decimal("0.1")), (2.5, "1e-30"), (Decimal("10"), -3)])
+cur.execute("SELECT id, amount, id + amount FROM money ORDER BY id")
+rows = cur.fetchall()
+assert rows == ((Decimal("-1.01"), Decimal("0.1"), Decimal("-0.91")), (Decimal("2.50"), Decimal("1e-30"), Decimal("2.500000000000000000000000000001")), (Decimal("10.00"), Decimal("-3"), Decimal("7"))), rows
+assert str(rows[0][1]) == "0.100000000000000000000000000000", rows[0][1]
+assert [d[1] for d in cur.description] == [246, 246, 246], cur.description
+cur.execute("SELECT id FROM money WHERE id > %s", (Decimal("2.499"),))
+assert cur.fetchall() == ((Decimal("2.50"),), (Decimal("10.00"),))
+try:
+    cur.execute("INSERT INTO money VALUES (10000000000, 0)")
+    raise SystemExit("out of range accepted")
+except pymysql.err.DataError as e:
+    assert e.args[0] == 1264, e.args
 c.close()
 print("ok")
 "#;
@@ -549,6 +566,30 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
         (error[0], u16::from_le_bytes([error[1], error[2]])),
         (0xFF, 1243)
     );
+
+    // DECIMAL: a NEWDECIMAL parameter (text) is rounded to the column's scale, and the
+    // column comes back as NEWDECIMAL (246) with its scale's digits.
+    let out = served.mariadb(
+        "",
+        &[
+            "b",
+            "-e",
+            "CREATE TABLE m (id INT PRIMARY KEY, d DECIMAL(10,2))",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let insert = c.prepare("INSERT INTO m VALUES (?, ?)");
+    c.execute(
+        insert,
+        &[
+            (3, 0, Some(1i32.to_le_bytes().to_vec())),
+            (246, 0, Some(b"\x06-1.255".to_vec())),
+        ],
+    );
+    let select = c.prepare("SELECT d, d * 2 FROM m WHERE d = ?");
+    let (types, rows) = c.execute(select, &[(246, 0, Some(b"\x05-1.26".to_vec()))]);
+    assert_eq!(types, [246, 246]);
+    assert_eq!(rows, [b"\x00\x00\x05-1.26\x05-2.52".to_vec()]);
 
     let out = served.mariadb("", &["b", "--batch", "-e", "SELECT * FROM t ORDER BY id"]);
     assert_eq!(
