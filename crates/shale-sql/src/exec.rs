@@ -96,7 +96,7 @@ impl Source<'_> {
 }
 
 /// A key value converted for an index column: exact, widened to a superset, or impossible.
-enum KeyValue {
+pub(crate) enum KeyValue {
     Exact(Value),
     /// A key value that admits more rows than the comparison (the filter must re-check).
     Widened(Value),
@@ -108,7 +108,7 @@ enum KeyValue {
 
 /// `v` as a key value of a column of type `ty`; `round_up` picks the side a non-integral
 /// number widens to.
-fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
+pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
     if matches!(v, Value::Null) {
         return KeyValue::Nothing;
     }
@@ -169,7 +169,7 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
     }
 }
 
-fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
+pub(crate) fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
     match index {
         IndexChoice::Primary => &table.primary_key.columns,
         IndexChoice::Secondary(i) => table
@@ -456,7 +456,11 @@ fn merge_intervals(mut intervals: Vec<Interval>, collation: Collation) -> Vec<In
     out
 }
 
-fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, SqlError> {
+pub(crate) fn passes(
+    filter: Option<&Expr>,
+    row: &[Value],
+    env: &dyn Env,
+) -> Result<bool, SqlError> {
     match filter {
         None => Ok(true),
         Some(f) => Ok(value::truth(&f.eval(row, env)?) == Some(true)),
@@ -464,7 +468,7 @@ fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, S
 }
 
 /// A LIMIT or OFFSET's value (negative or NULL: 0 rows skipped/taken as MySQL rejects them).
-fn count_value(e: Option<&Expr>, env: &dyn Env, default: u64) -> Result<u64, SqlError> {
+pub(crate) fn count_value(e: Option<&Expr>, env: &dyn Env, default: u64) -> Result<u64, SqlError> {
     match e {
         None => Ok(default),
         Some(e) => {
@@ -483,7 +487,7 @@ fn collation_of_charset(charset: u16) -> Collation {
 }
 
 /// A text key under which equal values (in `collation`) collide: GROUP BY and DISTINCT.
-fn group_key(values: &[Value], collations: &[Collation], out: &mut String) {
+pub(crate) fn group_key(values: &[Value], collations: &[Collation], out: &mut String) {
     out.clear();
     for (i, v) in values.iter().enumerate() {
         match v {
@@ -645,7 +649,7 @@ fn finish(spec: &AggSpec, state: AggState) -> Value {
     }
 }
 
-fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
+pub(crate) fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
     rows.sort_by(|a, b| {
         for (i, k) in keys.iter().enumerate() {
             let o = sort_compare(&a.0[i], &b.0[i], k.collation);
@@ -668,17 +672,32 @@ pub(crate) fn select(
     status: &StatementStatus,
 ) -> Result<(), SqlError> {
     let table = s.table.as_ref().map(|t| &*t.def);
-    let offset = count_value(s.offset.as_ref(), env, 0)?;
-    let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
-    sink.columns(&s.columns)?;
     let reverse = plan.ordered == Some(true);
-    let (mut src, exact) = open_source(txn, table, &plan.access, env, s.lock, reverse)?;
+    let (src, exact) = open_source(txn, table, &plan.access, env, s.lock, reverse)?;
     let filter = if exact {
         plan.residual.as_ref()
     } else {
         s.filter.as_ref()
     };
-    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || plan.ordered.is_some());
+    select_rows(src, filter, s, plan.ordered.is_some(), env, sink, status)
+}
+
+/// The rest of a SELECT over the rows of `src` (checked against `filter`): `columns`,
+/// grouping, projection, DISTINCT, sort, LIMIT, rows, `end`. `ordered`: the rows already
+/// come in ORDER BY's order.
+pub(crate) fn select_rows(
+    mut src: Source<'_>,
+    filter: Option<&Expr>,
+    s: &BoundSelect,
+    ordered: bool,
+    env: &dyn Env,
+    sink: &mut dyn ResultSink,
+    status: &StatementStatus,
+) -> Result<(), SqlError> {
+    let offset = count_value(s.offset.as_ref(), env, 0)?;
+    let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
+    sink.columns(&s.columns)?;
+    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || ordered);
     if simple {
         let (mut skipped, mut sent) = (0u64, 0u64);
         let mut out = Vec::with_capacity(s.projection.len());
@@ -759,7 +778,7 @@ pub(crate) fn select(
             }
         }
         if groups.is_empty() && s.group_by.is_empty() {
-            let ncols = table.map_or(0, |t| t.columns.len());
+            let ncols = s.width();
             groups.push((
                 vec![Value::Null; ncols],
                 s.aggs.iter().map(new_state).collect(),

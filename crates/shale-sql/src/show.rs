@@ -217,7 +217,8 @@ pub(crate) fn show(
             ..
         } => {
             let plan = session.explain(statement)?;
-            session.text_rows(sink, &[text_column("plan")], &[vec![text(&plan)]])
+            let rows: Vec<Vec<Value>> = plan.lines().map(|l| vec![text(l)]).collect();
+            session.text_rows(sink, &[text_column("plan")], &rows)
         }
         other => Err(SqlError::unsupported(first_words(&other.to_string()))),
     }

@@ -51,3 +51,18 @@ fn ranges() {
 fn decimal() {
     common::run_file("decimal");
 }
+
+#[test]
+fn join() {
+    common::run_file("join");
+}
+
+#[test]
+fn subquery() {
+    common::run_file("subquery");
+}
+
+#[test]
+fn union() {
+    common::run_file("union");
+}
