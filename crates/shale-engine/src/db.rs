@@ -185,6 +185,9 @@ pub(crate) struct DbInner {
     pub(crate) table_cache: Arc<TableCache>,
     /// Open blob files, for resolving blob references (docs/format/blob.md).
     pub(crate) blob_cache: Arc<BlobFileCache>,
+    /// A read-only open's WALs, each open with the length it replayed (empty otherwise):
+    /// what a checkpoint or backup of the read-only view copies (`crate::read_only`).
+    pub(crate) replayed_wals: Vec<crate::read_only::ReplayedWal>,
     pub(crate) snapshots: SnapshotList,
     pub(crate) shutting_down: AtomicBool,
     /// Set (with `state_changed` signalled) to make the WAL syncer sync now rather than at
@@ -200,9 +203,6 @@ pub(crate) struct DbInner {
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
     /// Where tests stop engine threads (feature `testing`).
     pub(crate) test_hooks: TestHooks,
-    /// A read-only open's WALs, each open with the length it replayed (empty otherwise):
-    /// what a checkpoint or backup of the read-only view copies (`crate::read_only`).
-    pub(crate) replayed_wals: Vec<crate::read_only::ReplayedWal>,
 }
 
 impl DbInner {
@@ -259,6 +259,7 @@ impl DbInner {
             has_background_error: AtomicBool::new(false),
             table_cache,
             blob_cache,
+            replayed_wals: Vec::new(),
             snapshots: SnapshotList::default(),
             shutting_down: AtomicBool::new(false),
             wal_sync_requested: AtomicBool::new(false),
@@ -273,7 +274,6 @@ impl DbInner {
             options,
             lock: Mutex::new(lock),
             test_hooks: TestHooks::default(),
-            replayed_wals: Vec::new(),
         }
     }
 

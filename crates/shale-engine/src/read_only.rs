@@ -118,7 +118,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     // Invariant 4. A WAL deleted since it was read fails here with not-found: the open starts
     // over (invariant 2).
     let mut replayed_wals = Vec::new();
-    for &(number, len) in &wals.ends {
+    for &(number, len) in wals.ends() {
         versions.mark_file_number_used(number);
         if len > 0 {
             let file = fs.open_read(&dir.join(log_file_name(number)))?;
@@ -149,8 +149,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
         keyspaces.insert(id, keyspace);
     }
     debug_assert!(keyspaces.contains_key(&DEFAULT_KEYSPACE_ID));
-    let mut inner = DbInner::new(options, dir, None, versions, keyspaces, None, last_seqno);
-    inner.replayed_wals = replayed_wals;
+    let inner = DbInner::new(options, dir, None, versions, keyspaces, None, last_seqno);
     for (keyspace, _, file) in version.all_files() {
         let extractor = extractors.get(&keyspace).cloned().flatten();
         inner
@@ -161,5 +160,8 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     for number in version.blob_files().keys() {
         inner.blob_cache.get(*number)?;
     }
+    // Invariant 4: the WALs stay open with the view.
+    let mut inner = inner;
+    inner.replayed_wals = replayed_wals;
     Ok(inner)
 }

@@ -396,7 +396,7 @@ pub(crate) struct WalContents {
     /// (log number, batch), oldest first.
     batches: Vec<(u64, WriteBatch)>,
     /// (log number, end of valid data) of every WAL at or above the oldest needed one.
-    pub(crate) ends: Vec<(u64, u64)>,
+    ends: Vec<(u64, u64)>,
 }
 
 /// What replay produced.
@@ -597,6 +597,13 @@ fn file_number_of(name: &str) -> Option<u64> {
         .or_else(|| crate::blob::parse_blob_file_name(name))
         .or_else(|| name.strip_prefix("MANIFEST-").and_then(|n| n.parse().ok()))
         .or_else(|| name.strip_prefix("OPTIONS-").and_then(|n| n.parse().ok()))
+}
+
+impl WalContents {
+    /// (log number, end of valid data) of every WAL read, oldest first.
+    pub(crate) fn ends(&self) -> &[(u64, u64)] {
+        &self.ends
+    }
 }
 
 /// Persists the current options of the database and its keyspaces as a new OPTIONS file.
