@@ -2,12 +2,14 @@
 //!
 //! Start-up: open (creating if missing) the Instance in `--datadir`, create `root@localhost`
 //! on first start (random password printed once and kept in `<datadir>/root-password`, mode
-//! 0600; or an empty one with `--initialize-insecure`), write `<datadir>/shale.pid`, listen,
-//! and print the address and the client command to connect.
+//! 0600; or an empty one with `--initialize-insecure`), the TLS certificates and RSA keys
+//! (`certs`), write `<datadir>/shale.pid`, listen, and print the address and the client
+//! command to connect.
 //!
 //! Shutdown on SIGTERM or SIGINT: stop accepting, let running commands finish within the grace
 //! period, close the Instance, remove the PID file.
 
+mod certs;
 mod datadir;
 
 use std::io::Write as _;
@@ -55,6 +57,20 @@ pub struct ServeArgs {
     /// `InnoDB`'s buffer pool).
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20)]
     pub block_cache_size: usize,
+    /// The server's TLS certificate (PEM; the chain, server first). Default: the data
+    /// directory's server-cert.pem, generated with a CA (ca.pem) on first start.
+    #[arg(long, value_name = "FILE", requires = "ssl_key")]
+    pub ssl_cert: Option<PathBuf>,
+    /// The private key of --ssl-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "ssl_cert")]
+    pub ssl_key: Option<PathBuf>,
+    /// A CA (PEM) that client certificates must chain to, when a client presents one.
+    #[arg(long, value_name = "FILE")]
+    pub ssl_ca: Option<PathBuf>,
+    /// Refuse connections that do not use TLS (error 3159), as MySQL's
+    /// `require_secure_transport=ON`.
+    #[arg(long)]
+    pub require_secure_transport: bool,
 }
 
 fn parse_isolation(text: &str) -> Result<IsolationLevel, String> {
@@ -91,6 +107,22 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         )?;
         out.flush()?;
     }
+    let tls_files = if let (Some(cert), Some(key)) = (&args.ssl_cert, &args.ssl_key) {
+        certs::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.ssl_ca.clone(),
+        }
+    } else {
+        certs::ensure_certificates(&args.datadir)?;
+        certs::TlsFiles {
+            cert: args.datadir.join(certs::SERVER_CERT),
+            key: args.datadir.join(certs::SERVER_KEY),
+            client_ca: args.ssl_ca.clone(),
+        }
+    };
+    let tls = certs::tls_config(&tls_files)?;
+    let rsa_keys = certs::ensure_rsa_keys(&args.datadir)?;
     let pid_file = datadir::PidFile::write(&args.datadir)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -101,6 +133,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     let options = ServerOptions {
         max_allowed_packet: args.max_allowed_packet,
         shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+        tls: Some(tls),
+        rsa_keys: Some(Arc::new(rsa_keys)),
+        require_secure_transport: args.require_secure_transport,
         ..ServerOptions::default()
     };
     let backend: Arc<dyn Backend> = Arc::new(instance.clone());
@@ -111,7 +146,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         let addr = server
             .local_addr()
             .map_err(|e| Failure::error(e.to_string()))?;
-        announce(args, addr)?;
+        announce(args, &tls_files, addr)?;
         Ok::<_, Failure>(server.run(shutdown_signal()).await)
     });
     // The runtime's blocking threads may still hold a session until they finish.
@@ -132,8 +167,17 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
 }
 
 /// Tells the person where the server is and how to connect.
-fn announce(args: &ServeArgs, addr: SocketAddr) -> Result<(), Failure> {
+fn announce(args: &ServeArgs, tls: &certs::TlsFiles, addr: SocketAddr) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
+    let ca = if args.ssl_cert.is_none() {
+        format!(
+            " (clients verify it with --ssl-ca={})",
+            args.datadir.join(certs::CA_CERT).display()
+        )
+    } else {
+        String::new()
+    };
+    writeln!(out, "TLS certificate: {}{ca}", tls.cert.display())?;
     writeln!(
         out,
         "shale serve: listening on {addr} (datadir {}, pid {})",
