@@ -3,7 +3,8 @@
 //! `caching_sha2_password`'s extra round trips, then OK or ERR), then the command loop, which
 //! reads command packets and writes the replies the session thread streams back. COM_QUIT and
 //! COM_CHANGE_USER (another round of authentication) are handled here; every other command
-//! goes to the session thread. An idle connection closes after `wait_timeout`.
+//! goes to the session thread. An idle connection closes after `wait_timeout`
+//! (`interactive_timeout` for clients that set CLIENT_INTERACTIVE).
 //!
 //! Invariants:
 //! 1. No command is read before authentication succeeded, and the failure message is the same
@@ -435,8 +436,12 @@ async fn command_loop(
     };
     if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write).await {
         let max = shared.options.max_allowed_packet;
+        let wait = if login.capabilities & capability::INTERACTIVE == 0 {
+            shared.options.wait_timeout
+        } else {
+            shared.options.interactive_timeout
+        };
         loop {
-            let wait = shared.options.wait_timeout;
             let packet = tokio::select! {
                 packet = tokio::time::timeout(wait, read_packet(&mut reader, 0, max)) => {
                     let Ok(packet) = packet else { break };

@@ -33,6 +33,9 @@ pub struct ServerOptions {
     pub connect_timeout: Duration,
     /// An idle connection is closed after this long without a command (`wait_timeout`).
     pub wait_timeout: Duration,
+    /// The same for clients that set CLIENT_INTERACTIVE, such as the mariadb command-line
+    /// client (`interactive_timeout`).
+    pub interactive_timeout: Duration,
     /// Connections beyond this are refused with error 1040 (`max_connections`).
     pub max_connections: usize,
     /// How long shutdown waits for running commands.
@@ -59,6 +62,7 @@ impl Default for ServerOptions {
             server_version: SERVER_VERSION.to_owned(),
             connect_timeout: Duration::from_secs(10),
             wait_timeout: Duration::from_secs(8 * 3600),
+            interactive_timeout: Duration::from_secs(8 * 3600),
             max_connections: 151,
             shutdown_timeout: Duration::from_secs(10),
             tls: None,

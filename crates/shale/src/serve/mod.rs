@@ -67,6 +67,18 @@ pub struct ServeArgs {
     /// A CA (PEM) that client certificates must chain to, when a client presents one.
     #[arg(long, value_name = "FILE")]
     pub ssl_ca: Option<PathBuf>,
+    /// Connections beyond this many are refused with error 1040 (MySQL's `max_connections`).
+    #[arg(long, value_name = "N", default_value_t = 151)]
+    pub max_connections: usize,
+    /// Seconds an idle connection is kept (MySQL's `wait_timeout`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 28800)]
+    pub wait_timeout: u64,
+    /// Seconds an idle interactive client (the mariadb shell) is kept (`interactive_timeout`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 28800)]
+    pub interactive_timeout: u64,
+    /// Seconds a client has to complete the handshake and log in (`connect_timeout`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub connect_timeout: u64,
     /// Refuse connections that do not use TLS (error 3159), as MySQL's
     /// `require_secure_transport=ON`.
     #[arg(long)]
@@ -136,6 +148,10 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         tls: Some(tls),
         rsa_keys: Some(Arc::new(rsa_keys)),
         require_secure_transport: args.require_secure_transport,
+        max_connections: args.max_connections,
+        wait_timeout: Duration::from_secs(args.wait_timeout),
+        interactive_timeout: Duration::from_secs(args.interactive_timeout),
+        connect_timeout: Duration::from_secs(args.connect_timeout),
         ..ServerOptions::default()
     };
     let backend: Arc<dyn Backend> = Arc::new(instance.clone());
