@@ -666,3 +666,47 @@ print("ok")
     assert_eq!(text(&out.stdout), "ok\n", "{}", text(&out.stderr));
     served.stop();
 }
+
+#[test]
+fn config_file_options_apply_and_the_command_line_overrides_them() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let dir = scratch("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("my.cnf");
+    // port = 1 would fail to bind; the test's own --port 0 must win.
+    std::fs::write(
+        &config,
+        "[client]\nuser = nobody\n[mysqld]\nport = 1\ninnodb_buffer_pool_size = 1G\n\
+         [shale]\ninitialize_insecure\nrequire_secure_transport = ON\n",
+    )
+    .unwrap();
+    let data = dir.join("data");
+    let served = serve(&data, &["--config", config.to_str().unwrap()]);
+    let out = served.mariadb("", &["--ssl=0", "-e", "SELECT 1"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 3159 (HY000)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = served.mariadb("", &["--ssl", "--batch", "-e", "SELECT 1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    served.stop();
+
+    std::fs::write(&config, "[shale]\nmax_connection = 5\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "{}:2: unknown option 'max-connection'",
+            config.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+}

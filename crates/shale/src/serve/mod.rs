@@ -10,6 +10,7 @@
 //! period, close the Instance, remove the PID file.
 
 mod certs;
+pub mod config;
 mod datadir;
 
 use std::io::Write as _;
@@ -27,6 +28,10 @@ use crate::output::Failure;
 /// Flags of `shale serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Read options from a my.cnf-style FILE ([shale] and [mysqld] sections, the same names
+    /// as these flags); the command line overrides it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// The data directory (created and initialized on first start).
     #[arg(long, value_name = "DIR", default_value = "shale-data")]
     pub datadir: PathBuf,
