@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Resident memory per idle connection of a running `shale serve` (docs/server.md, "Limits").
 
-Usage: /usr/bin/python3 scripts/idle-connections.py PORT PID N
+Usage: /usr/bin/python3 scripts/idle-connections.py PORT PID N [CA]
 
 Opens one warm-up connection, reads the server's VmRSS, then opens N connections as root with
 an empty password (start the server with --initialize-insecure and --max-connections above N),
 runs SELECT 1 on each so every session thread has worked once, leaves them idle for a second,
-and reads VmRSS and the thread count again. Needs PyMySQL (/usr/bin/python3 has it).
+and reads VmRSS and the thread count again. With CA (the datadir's ca.pem) the connections use
+TLS. Needs PyMySQL (/usr/bin/python3 has it).
 """
 import os
 import resource
@@ -16,6 +17,7 @@ import time
 import pymysql
 
 port, pid, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+ssl = {"ca": sys.argv[4]} if len(sys.argv) > 4 else None
 resource.setrlimit(resource.RLIMIT_NOFILE, (n + 1024, n + 1024))
 
 
@@ -32,7 +34,7 @@ def threads():
 
 
 def connect():
-    return pymysql.connect(host="127.0.0.1", port=port, user="root", password="")
+    return pymysql.connect(host="127.0.0.1", port=port, user="root", password="", ssl=ssl)
 
 
 warm = connect()
