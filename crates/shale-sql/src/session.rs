@@ -79,6 +79,9 @@ pub(crate) struct State {
     pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
     /// User variables (`@x`), lower-case names.
     pub user_vars: HashMap<String, Value>,
+    /// Status variables the server sets for this connection (`Ssl_cipher`), which
+    /// `SHOW STATUS` lists; a reset keeps them (they describe the connection).
+    pub status: BTreeMap<String, String>,
 }
 
 struct RunEnv<'a> {
@@ -223,6 +226,7 @@ impl Session {
                 warnings: Vec::new(),
                 globals,
                 user_vars: HashMap::new(),
+                status: BTreeMap::new(),
             },
             txn: None,
             began: false,
@@ -240,6 +244,11 @@ impl Session {
 
     pub fn connection_id(&self) -> u64 {
         self.state.connection_id
+    }
+
+    /// Sets a status variable of this connection (what `SHOW STATUS` lists).
+    pub fn set_status_variable(&mut self, name: &str, value: &str) {
+        self.state.status.insert(name.to_owned(), value.to_owned());
     }
 
     /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).

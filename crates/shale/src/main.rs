@@ -63,8 +63,10 @@ enum Command {
     /// An in-process SQL shell over a data directory (like the mysql client, without a
     /// server): `shale sql -e "SHOW DATABASES"`, a pipe, or interactive.
     Sql(sql::SqlArgs),
+    // A later occurrence of an option wins: `--config FILE` options come first (serve::config).
     #[command(
-        about = "Serve a data directory over the MySQL protocol (mariadb, PyMySQL, sysbench connect)"
+        about = "Serve a data directory over the MySQL protocol (mariadb, PyMySQL, sysbench connect)",
+        args_override_self = true
     )]
     Serve(serve::ServeArgs),
 }
@@ -223,7 +225,14 @@ pub struct SstBenchArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = match serve::config::expand(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(failure) => {
+            let _ = writeln!(std::io::stderr(), "error: {failure}");
+            return ExitCode::from(failure.exit_code());
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -598,3 +598,156 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
     );
     served.stop();
 }
+
+#[test]
+fn tls_files_are_generated_once_and_clients_verify_the_server() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let dir = scratch("tls");
+    let served = serve(&dir, &["--initialize-insecure"]);
+    assert!(
+        served.banner.contains(&format!(
+            "TLS certificate: {} (clients verify it with --ssl-ca={})",
+            dir.join("server-cert.pem").display(),
+            dir.join("ca.pem").display()
+        )),
+        "{}",
+        served.banner
+    );
+    for (file, mode) in [
+        ("ca.pem", 0o644),
+        ("ca-key.pem", 0o600),
+        ("server-cert.pem", 0o644),
+        ("server-key.pem", 0o600),
+        ("private_key.pem", 0o600),
+        ("public_key.pem", 0o644),
+    ] {
+        let meta = std::fs::metadata(dir.join(file)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, mode, "{file}");
+    }
+    let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+    let ca_arg = format!("--ssl-ca={}", dir.join("ca.pem").display());
+    let verified = [
+        "--ssl",
+        ca_arg.as_str(),
+        "--ssl-verify-server-cert",
+        "--batch",
+    ];
+    let sql = "SHOW STATUS LIKE 'Ssl_cipher'; SHOW STATUS LIKE 'Ssl_version'";
+    let out = served.mariadb("", &[&verified[..], &["-e", sql]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("Ssl_cipher\tTLS_") && stdout.contains("Ssl_version\tTLSv1."),
+        "{stdout}"
+    );
+    let out = served.mariadb("", &["--ssl=0", "--batch", "-e", "SHOW STATUS LIKE 'Ssl%'"]);
+    assert_eq!(
+        text(&out.stdout),
+        "Variable_name\tValue\nSsl_cipher\t\nSsl_version\t\n"
+    );
+    served.stop();
+
+    // A restart keeps the certificates (clients keep trusting the same CA).
+    let served = serve(&dir, &[]);
+    assert_eq!(std::fs::read(dir.join("ca.pem")).unwrap(), ca);
+    let out = served.mariadb("", &[&verified[..], &["-e", "SELECT 1"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    served.stop();
+
+    // Half a set is refused rather than silently replaced.
+    std::fs::remove_file(dir.join("server-key.pem")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["serve", "--port", "0", "--datadir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("has only some of the TLS files"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn require_secure_transport_and_pymysql_over_tls() {
+    if !have("mariadb", &["--version"]) || !have("/usr/bin/python3", &["-c", "import pymysql"]) {
+        return;
+    }
+    let dir = scratch("require-tls");
+    let served = serve(
+        &dir,
+        &["--initialize-insecure", "--require-secure-transport"],
+    );
+    let out = served.mariadb("", &["--ssl=0", "-e", "SELECT 1"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 3159 (HY000)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let script = r#"
+import os, pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(os.environ["PORT"]), user="root", password="",
+                    ssl={"ca": os.environ["CA"]})
+cur = c.cursor()
+cur.execute("SHOW STATUS LIKE 'Ssl_cipher'")
+name, cipher = cur.fetchone()
+assert cipher.startswith("TLS_"), cipher
+assert c._sock.cipher()[0] == cipher, (c._sock.cipher(), cipher)
+print("ok")
+"#;
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .env("PORT", served.port.to_string())
+        .env("CA", dir.join("ca.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "ok\n", "{}", text(&out.stderr));
+    served.stop();
+}
+
+#[test]
+fn config_file_options_apply_and_the_command_line_overrides_them() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let dir = scratch("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("my.cnf");
+    // port = 1 would fail to bind; the test's own --port 0 must win.
+    std::fs::write(
+        &config,
+        "[client]\nuser = nobody\n[mysqld]\nport = 1\ninnodb_buffer_pool_size = 1G\n\
+         [shale]\ninitialize_insecure\nrequire_secure_transport = ON\n",
+    )
+    .unwrap();
+    let data = dir.join("data");
+    let served = serve(&data, &["--config", config.to_str().unwrap()]);
+    let out = served.mariadb("", &["--ssl=0", "-e", "SELECT 1"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 3159 (HY000)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = served.mariadb("", &["--ssl", "--batch", "-e", "SELECT 1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    served.stop();
+
+    std::fs::write(&config, "[shale]\nmax_connection = 5\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "{}:2: unknown option 'max-connection'",
+            config.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+}
