@@ -46,3 +46,8 @@ fn show() {
 fn ranges() {
     common::run_file("ranges");
 }
+
+#[test]
+fn check_table() {
+    common::run_file("check_table");
+}

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use shale_engine::Durability;
 use shale_server::{Backend, Server, ServerOptions};
 use shale_sql::{Instance, InstanceOptions, IsolationLevel};
 
@@ -55,6 +56,16 @@ pub struct ServeArgs {
     /// `InnoDB`'s buffer pool).
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20)]
     pub block_cache_size: usize,
+    /// When a COMMIT is acknowledged (`InnoDB`'s `innodb_flush_log_at_trx_commit`): `sync`
+    /// (=1, after the log is fsynced), `flush` (=2, after it is written to the OS; fsync
+    /// about once a second) or `buffered` (=0, written and fsynced about once a second).
+    #[arg(long, value_name = "MODE", default_value = "sync", value_parser = parse_durability)]
+    pub durability: Durability,
+}
+
+fn parse_durability(text: &str) -> Result<Durability, String> {
+    Durability::from_name(&text.to_ascii_lowercase())
+        .ok_or_else(|| "expected sync, flush or buffered".into())
 }
 
 fn parse_isolation(text: &str) -> Result<IsolationLevel, String> {
@@ -77,6 +88,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         ..InstanceOptions::default()
     };
     options.store.engine.block_cache_capacity = args.block_cache_size;
+    options.store.engine.durability = args.durability;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
