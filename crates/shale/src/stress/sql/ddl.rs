@@ -287,15 +287,19 @@ impl DdlTable {
             } else {
                 Ddl::CreateTable
             };
-            let sent = Instant::now();
-            let at = lock(&self.events).len();
             let gate = (ddl == Ddl::CreateIndex && !self.index_build_under_writes)
                 .then(|| self.gate.write().unwrap_or_else(PoisonError::into_inner));
-            lock(&self.events).push(Event::Ddl {
-                ddl,
-                sent,
-                acked: None,
-            });
+            let sent = Instant::now();
+            // Its position, taken under the same lock as the push: the writer pushes too.
+            let at = {
+                let mut events = lock(&self.events);
+                events.push(Event::Ddl {
+                    ddl,
+                    sent,
+                    acked: None,
+                });
+                events.len() - 1
+            };
             let result = conn.query_drop(ddl.sql());
             drop(gate);
             match result {
