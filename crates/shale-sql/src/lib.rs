@@ -27,6 +27,7 @@
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 mod bind;
+mod check_table;
 mod ddl;
 mod decimal;
 mod error;

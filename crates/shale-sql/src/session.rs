@@ -298,6 +298,9 @@ impl Session {
     }
 
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        if let Some(tables) = crate::check_table::parse_check_table(sql) {
+            return crate::check_table::check_tables(self, &tables, sink);
+        }
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
             return Err(SqlError::new(1065, "42000", "Query was empty"));
@@ -525,7 +528,7 @@ impl Session {
         })
     }
 
-    fn begin_txn(&self) -> Result<TableTxn, SqlError> {
+    pub(crate) fn begin_txn(&self) -> Result<TableTxn, SqlError> {
         self.begin_txn_with(self.state.isolation)
     }
 
@@ -779,12 +782,12 @@ impl Session {
         sink.end(&self.state.status(self.in_transaction()))
     }
 
-    fn ddl_prelude(&mut self) -> Result<(), SqlError> {
+    pub(crate) fn ddl_prelude(&mut self) -> Result<(), SqlError> {
         self.state.warnings.clear();
         self.commit_open()
     }
 
-    fn current_db(&self) -> Result<String, SqlError> {
+    pub(crate) fn current_db(&self) -> Result<String, SqlError> {
         self.state
             .database
             .clone()

@@ -66,3 +66,8 @@ fn subquery() {
 fn union() {
     common::run_file("union");
 }
+
+#[test]
+fn check_table() {
+    common::run_file("check_table");
+}

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use shale_engine::Durability;
 use shale_server::{Backend, Server, ServerOptions};
 use shale_sql::{Instance, InstanceOptions, IsolationLevel};
 
@@ -88,6 +89,16 @@ pub struct ServeArgs {
     /// `require_secure_transport=ON`.
     #[arg(long)]
     pub require_secure_transport: bool,
+    /// When a COMMIT is acknowledged (`InnoDB`'s `innodb_flush_log_at_trx_commit`): `sync`
+    /// (=1, after the log is fsynced), `flush` (=2, after it is written to the OS; fsync
+    /// about once a second) or `buffered` (=0, written and fsynced about once a second).
+    #[arg(long, value_name = "MODE", default_value = "sync", value_parser = parse_durability)]
+    pub durability: Durability,
+}
+
+fn parse_durability(text: &str) -> Result<Durability, String> {
+    Durability::from_name(&text.to_ascii_lowercase())
+        .ok_or_else(|| "expected sync, flush or buffered".into())
 }
 
 fn parse_isolation(text: &str) -> Result<IsolationLevel, String> {
@@ -110,6 +121,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         ..InstanceOptions::default()
     };
     options.store.engine.block_cache_capacity = args.block_cache_size;
+    options.store.engine.durability = args.durability;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;

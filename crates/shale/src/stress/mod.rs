@@ -13,20 +13,25 @@ mod crash_images;
 mod expected;
 mod keys;
 mod option_set;
+mod sql;
 mod verify;
 mod workload;
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use clap::Args;
+use clap::{Args, Subcommand};
 use shale_engine::Durability;
 
 use crate::output::Failure;
 
 /// Flags of `shale stress`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct StressArgs {
+    /// `shale stress sql`: the server under SIGKILL instead of the engine.
+    #[command(subcommand)]
+    pub mode: Option<StressMode>,
     /// Blackbox mode: run worker processes on --db and SIGKILL them --kills times.
     #[arg(long, requires = "db", conflicts_with = "crash_images")]
     pub blackbox: bool,
@@ -72,8 +77,26 @@ pub struct StressArgs {
     pub worker_seconds: u64,
 }
 
+/// Subcommands of `shale stress`.
+#[derive(Debug, Subcommand)]
+pub enum StressMode {
+    /// Crash-test `shale serve`: a bank workload through the MySQL protocol, the server
+    /// killed with SIGKILL and restarted, every acknowledged COMMIT checked (docs/reliability.md).
+    Sql(sql::SqlStressArgs),
+}
+
+/// A seed from the clock, for runs given none.
+fn clock_seed() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+}
+
 /// Runs `shale stress`.
 pub fn run(args: &StressArgs) -> Result<(), Failure> {
+    if let Some(StressMode::Sql(sql_args)) = &args.mode {
+        return sql::run(sql_args);
+    }
     let durability = match &args.durability {
         None => None,
         Some(name) => Some(Durability::from_name(name).ok_or_else(|| {
@@ -94,11 +117,7 @@ pub fn run(args: &StressArgs) -> Result<(), Failure> {
     if args.min_delay_ms > args.max_delay_ms {
         return Err(Failure::error("--min-delay-ms is above --max-delay-ms"));
     }
-    let seed = args.seed.unwrap_or_else(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    });
+    let seed = args.seed.unwrap_or_else(clock_seed);
     if args.worker {
         blackbox::run_worker(args).map_err(Failure::Error)
     } else if args.blackbox {

@@ -1,0 +1,181 @@
+//! `CHECK TABLE t [, t ...] [QUICK | FAST | MEDIUM | EXTENDED | CHANGED | FOR UPGRADE]`:
+//! the table layer's index check (`TableTxn::check_table`, ARCHITECTURE.md invariant 6) as
+//! MySQL's statement, with MySQL's result set (`Table`, `Op`, `Msg_type`, `Msg_text`).
+//!
+//! sqlparser has no CHECK TABLE, so a statement text that is exactly one CHECK TABLE is
+//! recognized here before parsing (docs/sql.md lists it). Rules:
+//! 1. Like MySQL, it commits an open transaction first (a table maintenance statement), then
+//!    checks each table in a fresh transaction of its own, which takes no lock and writes
+//!    nothing.
+//! 2. A missing table is a row (`Error`, then `status: Operation failed`), not a statement
+//!    error, as in MySQL; so is a table whose rows and indexes disagree (`error: Corrupt`).
+//!    Every option is accepted and the check is always the full one.
+
+use shale_table::Value;
+
+use crate::error::SqlError;
+use crate::result::ResultSink;
+use crate::session::{text_column, Session};
+
+/// The tables named by `sql` if it is a single CHECK TABLE statement: (database or `None`
+/// for the current one, table), unquoted.
+pub(crate) fn parse_check_table(sql: &str) -> Option<Vec<(Option<String>, String)>> {
+    let text = sql.trim().trim_end_matches(';').trim_end();
+    let (head, rest) = split_word(text)?;
+    if !head.eq_ignore_ascii_case("CHECK") {
+        return None;
+    }
+    let (table_word, mut rest) = split_word(rest)?;
+    if !table_word.eq_ignore_ascii_case("TABLE") && !table_word.eq_ignore_ascii_case("TABLES") {
+        return None;
+    }
+    let mut names = Vec::new();
+    loop {
+        let (name, after) = qualified_name(rest)?;
+        names.push(name);
+        let after = after.trim_start();
+        if let Some(next) = after.strip_prefix(',') {
+            rest = next;
+            continue;
+        }
+        // Options: words only (QUICK, FAST, MEDIUM, EXTENDED, CHANGED, FOR UPGRADE).
+        let options_ok = after.split_whitespace().all(|w| {
+            [
+                "QUICK", "FAST", "MEDIUM", "EXTENDED", "CHANGED", "FOR", "UPGRADE",
+            ]
+            .iter()
+            .any(|o| o.eq_ignore_ascii_case(w))
+        });
+        return options_ok.then_some(names);
+    }
+}
+
+/// The first whitespace-separated word and the rest.
+fn split_word(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim_start();
+    let end = text
+        .find(|c: char| c.is_whitespace() || c == ',')
+        .unwrap_or(text.len());
+    (end > 0).then(|| (&text[..end], &text[end..]))
+}
+
+/// `name`, `` `name` ``, `db.name` with either part quoted; returns the rest of the text.
+fn qualified_name(text: &str) -> Option<((Option<String>, String), &str)> {
+    let (first, rest) = identifier(text.trim_start())?;
+    if let Some(after_dot) = rest.strip_prefix('.') {
+        let (second, rest) = identifier(after_dot)?;
+        return Some(((Some(first), second), rest));
+    }
+    Some(((None, first), rest))
+}
+
+fn identifier(text: &str) -> Option<(String, &str)> {
+    if let Some(quoted) = text.strip_prefix('`') {
+        let mut name = String::new();
+        let mut chars = quoted.char_indices();
+        while let Some((i, c)) = chars.next() {
+            if c == '`' {
+                if quoted[i + 1..].starts_with('`') {
+                    name.push('`');
+                    chars.next();
+                } else {
+                    return Some((name, &quoted[i + 1..]));
+                }
+            } else {
+                name.push(c);
+            }
+        }
+        return None;
+    }
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(text.len());
+    (end > 0).then(|| (text[..end].to_string(), &text[end..]))
+}
+
+/// Runs CHECK TABLE on `tables` (rule 1) and sends MySQL's result set (rule 2).
+pub(crate) fn check_tables(
+    session: &mut Session,
+    tables: &[(Option<String>, String)],
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    session.ddl_prelude()?;
+    let mut rows = Vec::new();
+    for (db, name) in tables {
+        let db = match db {
+            Some(db) => db.clone(),
+            None => session.current_db()?,
+        };
+        let label = format!("{db}.{name}");
+        let row = |kind: &str, text: &str| {
+            vec![
+                Value::Bytes(label.as_bytes().to_vec()),
+                Value::Bytes(b"check".to_vec()),
+                Value::Bytes(kind.as_bytes().to_vec()),
+                Value::Bytes(text.as_bytes().to_vec()),
+            ]
+        };
+        let catalog = session.instance().store.catalog();
+        let Some(def) = crate::bind::lookup_table(&catalog, &db, name) else {
+            rows.push(row("Error", &format!("Table '{db}.{name}' doesn't exist")));
+            rows.push(row("status", "Operation failed"));
+            continue;
+        };
+        let mut txn = session.begin_txn()?;
+        let outcome = txn.check_table(&def);
+        txn.rollback();
+        match outcome {
+            Ok(check) if check.is_ok() => rows.push(row("status", "OK")),
+            Ok(check) => {
+                rows.push(row(
+                    "error",
+                    &format!(
+                        "{} rows; index entries {:?}; {} entries without their row; \
+                         {} rows without their entry",
+                        check.rows,
+                        check.index_entries,
+                        check.entries_without_rows.len(),
+                        check.rows_without_entries.len()
+                    ),
+                ));
+                rows.push(row("error", "Corrupt"));
+            }
+            Err(e) => {
+                rows.push(row("error", &e.to_string()));
+                rows.push(row("error", "Corrupt"));
+            }
+        }
+    }
+    let columns = ["Table", "Op", "Msg_type", "Msg_text"].map(text_column);
+    session.text_rows(sink, &columns, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(sql: &str) -> Option<Vec<(Option<String>, String)>> {
+        parse_check_table(sql)
+    }
+
+    fn n(db: Option<&str>, table: &str) -> (Option<String>, String) {
+        (db.map(str::to_string), table.to_string())
+    }
+
+    #[test]
+    fn recognizes_check_table_forms() {
+        assert_eq!(names("CHECK TABLE t"), Some(vec![n(None, "t")]));
+        assert_eq!(
+            names("check table a, `b c`.`d``e` extended;"),
+            Some(vec![n(None, "a"), n(Some("b c"), "d`e")])
+        );
+        assert_eq!(
+            names("CHECK TABLE db.t FOR UPGRADE"),
+            Some(vec![n(Some("db"), "t")])
+        );
+        assert_eq!(names("CHECK TABLE"), None);
+        assert_eq!(names("CHECK TABLE t; SELECT 1"), None);
+        assert_eq!(names("CHECKSUM TABLE t"), None);
+        assert_eq!(names("SELECT 1"), None);
+    }
+}
