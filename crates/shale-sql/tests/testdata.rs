@@ -51,3 +51,8 @@ fn ranges() {
 fn decimal() {
     common::run_file("decimal");
 }
+
+#[test]
+fn temporal() {
+    common::run_file("temporal");
+}
