@@ -26,7 +26,7 @@ struct Statement {
 }
 
 /// Random statements over `t(id INT PRIMARY KEY, a INT NULL, b VARCHAR(20) NULL, c BIGINT
-/// NOT NULL, d DECIMAL(8,2) NULL, KEY ka (a), KEY kd (d))`.
+/// NOT NULL, d DECIMAL(8,2) NULL, e DATE NULL, KEY ka (a), KEY kd (d), KEY ke (e))`.
 struct Generator {
     rng: SmallRng,
 }
@@ -83,6 +83,25 @@ impl Generator {
         format!("{sign}{}.{:03}", abs / 1000, abs % 1000)
     }
 
+    /// A date literal around 2024 (leap day included), now and then an invalid one.
+    fn date_literal(&mut self) -> String {
+        if self.rng.gen_bool(0.03) {
+            return "'2023-02-29'".into();
+        }
+        let year = self.rng.gen_range(2023..=2025);
+        let month = self.rng.gen_range(1..=3);
+        let day = self.rng.gen_range(1..=28) + u32::from(month == 2 && year == 2024);
+        format!("'{year}-{month:02}-{day:02}'")
+    }
+
+    fn e_value(&mut self) -> String {
+        if self.rng.gen_bool(0.15) {
+            "NULL".into()
+        } else {
+            self.date_literal()
+        }
+    }
+
     fn d_value(&mut self) -> String {
         if self.rng.gen_bool(0.15) {
             "NULL".into()
@@ -94,7 +113,13 @@ impl Generator {
     fn predicate(&mut self, depth: u32) -> String {
         let leaf = depth > 1 || self.rng.gen_bool(0.6);
         if leaf {
-            return match self.rng.gen_range(0..15) {
+            return match self.rng.gen_range(0..17) {
+                15 => format!("e >= {}", self.date_literal()),
+                16 => format!(
+                    "e BETWEEN {} AND {}",
+                    self.date_literal(),
+                    self.date_literal()
+                ),
                 12 => format!("d > {}", self.decimal_literal()),
                 13 => format!("d = {}", self.decimal_literal()),
                 14 => format!(
@@ -142,7 +167,13 @@ impl Generator {
 
     fn select(&mut self) -> Statement {
         let predicate = self.predicate(0);
-        match self.rng.gen_range(0..9) {
+        match self.rng.gen_range(0..10) {
+            9 => Statement {
+                sql: format!(
+                    "SELECT e, COUNT(*), MIN(id) FROM t WHERE {predicate} GROUP BY e ORDER BY e"
+                ),
+                ordered: true,
+            },
             7 => Statement {
                 sql: format!(
                     "SELECT id, d, d * 3, d / 3, d + a, d - 0.5 FROM t WHERE {predicate} ORDER BY d, id"
@@ -154,7 +185,7 @@ impl Generator {
                 ordered: true,
             },
             0 => Statement {
-                sql: format!("SELECT id, a, b, c, d FROM t WHERE {predicate} ORDER BY id"),
+                sql: format!("SELECT id, a, b, c, d, e FROM t WHERE {predicate} ORDER BY id"),
                 ordered: true,
             },
             1 => Statement {
@@ -197,12 +228,13 @@ impl Generator {
     fn change(&mut self) -> Statement {
         let sql = match self.rng.gen_range(0..9) {
             0..=3 => format!(
-                "INSERT INTO t (id, a, b, c, d) VALUES ({}, {}, {}, {}, {})",
+                "INSERT INTO t (id, a, b, c, d, e) VALUES ({}, {}, {}, {}, {}, {})",
                 self.id_literal(),
                 self.a_value(),
                 self.b_value(),
                 self.c_value(),
-                self.d_value()
+                self.d_value(),
+                self.e_value()
             ),
             8 => format!(
                 "UPDATE t SET d = d * 1.5 + {} WHERE {}",
@@ -261,7 +293,7 @@ fn shale_answers_as_mariadb_does() {
     let schema = [
         "CREATE DATABASE diff",
         "CREATE TABLE diff.t (id INT NOT NULL PRIMARY KEY, a INT NULL, b VARCHAR(20) NULL, \
-         c BIGINT NOT NULL DEFAULT 0, d DECIMAL(8,2) NULL, KEY ka (a), KEY kd (d)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+         c BIGINT NOT NULL DEFAULT 0, d DECIMAL(8,2) NULL, e DATE NULL, KEY ka (a), KEY kd (d), KEY ke (e)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
     ];
     for sql in schema {
         for server in [&mariadb, &shale] {
@@ -295,7 +327,7 @@ fn shale_answers_as_mariadb_does() {
     }
     // The tables must end equal, whatever the statements did.
     let all = Statement {
-        sql: "SELECT id, a, b, c, d FROM t ORDER BY id".into(),
+        sql: "SELECT id, a, b, c, d, e FROM t ORDER BY id".into(),
         ordered: true,
     };
     let (expected, found) = (outcome(&mariadb, &all), outcome(&shale, &all));
