@@ -27,6 +27,7 @@
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 mod bind;
+mod cast;
 mod ddl;
 mod decimal;
 mod error;
