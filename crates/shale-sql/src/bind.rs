@@ -395,6 +395,24 @@ impl<'a> Binder<'a> {
             }
             ast::Expr::Value(v) => self.literal(&v.value)?,
             ast::Expr::Nested(inner) => self.expr(inner)?,
+            ast::Expr::Cast {
+                kind: ast::CastKind::Cast,
+                expr,
+                data_type,
+                format: None,
+            } => {
+                let target = crate::cast::CastTarget::of(data_type)?;
+                let (e, _) = self.expr(expr)?;
+                (Expr::Cast(e.boxed(), target), target.result_type())
+            }
+            ast::Expr::TypedString(typed) => {
+                let text = match &typed.value.value {
+                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s,
+                    other => return Err(SqlError::unsupported(format!("literal {other}"))),
+                };
+                let (v, t) = crate::cast::typed_literal(&typed.data_type, text)?;
+                (Expr::Literal(v), t)
+            }
             ast::Expr::UnaryOp { op, expr } => {
                 let (x, t) = self.expr(expr)?;
                 match op {

@@ -33,6 +33,17 @@ fn column_type(
     use ast::DataType as D;
     Ok(match dt {
         D::Decimal(info) | D::Dec(info) | D::Numeric(info) => decimal_type(info, column)?,
+        D::Date => ColumnType::Date,
+        D::Datetime(fsp) => match fsp.unwrap_or(0) {
+            f @ 0..=6 => ColumnType::DateTime { fsp: f as u8 },
+            f => {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!("Too big precision {f} specified for '{column}'. Maximum is 6."),
+                ))
+            }
+        },
         D::Bool | D::Boolean | D::TinyInt(_) => ColumnType::TinyInt { unsigned: false },
         D::TinyIntUnsigned(_) => ColumnType::TinyInt { unsigned: true },
         D::SmallInt(_) => ColumnType::SmallInt { unsigned: false },
@@ -434,6 +445,9 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
         ColumnType::Float => "float".into(),
         ColumnType::Double => "double".into(),
         ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+        ColumnType::Date => "date".into(),
+        ColumnType::DateTime { fsp: 0 } => "datetime".into(),
+        ColumnType::DateTime { fsp } => format!("datetime({fsp})"),
         ColumnType::Char { len, collation } => match collation {
             Collation::Binary => format!("binary({len})"),
             _ => format!("char({len})"),

@@ -55,7 +55,7 @@ pub(crate) fn exact_decimal(v: &Value) -> Option<Decimal> {
             (d, true) => Some(d),
             (_, false) => None,
         },
-        Value::Double(_) | Value::Null => None,
+        Value::Double(_) | Value::DateTime(_) | Value::Null => None,
     }
 }
 
@@ -64,6 +64,7 @@ pub(crate) fn exact_decimal(v: &Value) -> Option<Decimal> {
 pub(crate) fn to_decimal(v: &Value) -> Option<Decimal> {
     match v {
         Value::Double(d) => Decimal::from_f64(*d),
+        Value::DateTime(d) => Decimal::from_f64(d.to_f64()),
         Value::Bytes(b) => Some(str_to_decimal(b).0),
         other => exact_decimal(other),
     }

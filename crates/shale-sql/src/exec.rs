@@ -118,7 +118,7 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             Value::UInt(u) => Some(i128::from(*u)),
             Value::Bytes(b) => str_to_i128_exact(b),
             Value::Decimal(d) if d.round_to(0) == *d => d.to_i128(),
-            Value::Double(_) | Value::Decimal(_) | Value::Null => None,
+            Value::Double(_) | Value::Decimal(_) | Value::DateTime(_) | Value::Null => None,
         };
         let (i, widened) = match exact {
             Some(i) => (i, matches!(v, Value::Bytes(_))),
@@ -159,6 +159,18 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             Some(d) => KeyValue::Widened(Value::Decimal(d)),
             None => KeyValue::Unbounded,
         },
+        (ColumnType::Date | ColumnType::DateTime { .. }, Value::DateTime(d)) => {
+            KeyValue::Exact(Value::DateTime(d))
+        }
+        // A string that reads as a date bounds the range as that instant (the filter
+        // re-checks); anything else compares another way: no key range.
+        (ColumnType::Date | ColumnType::DateTime { .. }, Value::Bytes(b)) => {
+            match crate::temporal::parse_text(&b) {
+                Some(d) => KeyValue::Widened(Value::DateTime(d)),
+                None => KeyValue::Unbounded,
+            }
+        }
+        (ColumnType::Date | ColumnType::DateTime { .. }, _) => KeyValue::Unbounded,
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
             Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,

@@ -81,6 +81,8 @@ pub(crate) enum Expr {
     /// The n-th value of the row being evaluated.
     Column(usize),
     Neg(Box<Expr>),
+    /// `CAST(expr AS target)` (cast.rs).
+    Cast(Box<Expr>, crate::cast::CastTarget),
     Arith(ArithOp, Box<Expr>, Box<Expr>),
     Cmp(CmpOp, Box<Expr>, Box<Expr>, Collation),
     And(Box<Expr>, Box<Expr>),
@@ -169,9 +171,11 @@ impl Expr {
             | Expr::UserVar(_)
             | Expr::OuterRef(_) => true,
             Expr::Subquery(s) => s.is_row_independent(),
-            Expr::Neg(e) | Expr::Not(e) | Expr::IsNull(e, _) | Expr::IsBool(e, _, _) => {
-                e.is_row_independent()
-            }
+            Expr::Neg(e)
+            | Expr::Cast(e, _)
+            | Expr::Not(e)
+            | Expr::IsNull(e, _)
+            | Expr::IsBool(e, _, _) => e.is_row_independent(),
             Expr::Arith(_, a, b)
             | Expr::Cmp(_, a, b, _)
             | Expr::And(a, b)
@@ -211,6 +215,7 @@ impl Expr {
             Expr::Param(n) => env.param(*n),
             Expr::Column(i) => row.get(*i).cloned().unwrap_or(Value::Null),
             Expr::Neg(e) => value::negate(&e.eval(row, env)?)?,
+            Expr::Cast(e, target) => crate::cast::cast(&e.eval(row, env)?, *target),
             Expr::Arith(op, a, b) => value::arith(*op, &a.eval(row, env)?, &b.eval(row, env)?)?,
             Expr::Cmp(op, a, b, coll) => {
                 let (x, y) = (a.eval(row, env)?, b.eval(row, env)?);

@@ -27,6 +27,7 @@
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 mod bind;
+mod cast;
 mod check_table;
 mod ddl;
 mod decimal;
@@ -44,6 +45,7 @@ mod result;
 mod session;
 mod show;
 mod subquery;
+mod temporal;
 mod types;
 mod value;
 mod variables;
@@ -53,4 +55,4 @@ pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
 pub use result::{write_text, ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 pub use session::{PreparedInfo, Session};
-pub use shale_table::{Decimal, IsolationLevel, Value};
+pub use shale_table::{DateTime, Decimal, IsolationLevel, Value};

@@ -26,6 +26,10 @@ pub(crate) enum SqlType {
         precision: u8,
         scale: u8,
     },
+    /// A DATE (`fsp` None) or DATETIME(fsp).
+    DateTime {
+        fsp: Option<u8>,
+    },
     /// A string of at most `len` characters.
     Str {
         collation: Collation,
@@ -67,6 +71,8 @@ impl SqlType {
             ColumnType::BigInt { unsigned } => SqlType::Int { unsigned, len: 20 },
             ColumnType::Float | ColumnType::Double => SqlType::Double,
             ColumnType::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
+            ColumnType::Date => SqlType::DateTime { fsp: None },
+            ColumnType::DateTime { fsp } => SqlType::DateTime { fsp: Some(fsp) },
             ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
                 SqlType::Str { collation, len }
             }
@@ -120,6 +126,16 @@ impl SqlType {
                 m.decimals = *scale;
                 m.flags |= flags::NUM | flags::BINARY;
             }
+            SqlType::DateTime { fsp } => {
+                m.type_code = if fsp.is_some() {
+                    ColumnTypeCode::DateTime
+                } else {
+                    ColumnTypeCode::Date
+                };
+                m.length = crate::temporal::display_length(*fsp);
+                m.decimals = fsp.unwrap_or(0);
+                m.flags |= flags::BINARY;
+            }
             SqlType::Str { collation, len } => {
                 m.type_code = ColumnTypeCode::VarString;
                 m.charset = collation_id(*collation);
@@ -164,6 +180,8 @@ pub(crate) fn column_meta(
         ColumnType::Float => ColumnTypeCode::Float,
         ColumnType::Double => ColumnTypeCode::Double,
         ColumnType::Decimal { .. } => ColumnTypeCode::NewDecimal,
+        ColumnType::Date => ColumnTypeCode::Date,
+        ColumnType::DateTime { .. } => ColumnTypeCode::DateTime,
         ColumnType::Char { .. } => ColumnTypeCode::String,
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
@@ -292,6 +310,8 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
         ColumnType::Decimal { precision, scale } => {
             crate::decimal::store(&value, *precision, *scale, &col.name, row)
         }
+        ColumnType::Date => crate::temporal::store(&value, None, &col.name, row),
+        ColumnType::DateTime { fsp } => crate::temporal::store(&value, Some(*fsp), &col.name, row),
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {
                 Value::Bytes(b) => b,

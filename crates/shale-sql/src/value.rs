@@ -74,6 +74,7 @@ pub(crate) fn to_f64(v: &Value) -> Option<f64> {
         Value::UInt(u) => Some(*u as f64),
         Value::Double(d) => Some(*d),
         Value::Decimal(d) => Some(d.to_f64()),
+        Value::DateTime(d) => Some(d.to_f64()),
         Value::Bytes(b) => Some(str_to_f64(b)),
     }
 }
@@ -87,6 +88,7 @@ pub(crate) fn to_i128(v: &Value) -> Option<i128> {
         Value::UInt(u) => Some(i128::from(*u)),
         Value::Double(d) => Some(d.round() as i128),
         Value::Decimal(d) => d.to_i128(),
+        Value::DateTime(d) => Some(d.to_f64().round() as i128),
         Value::Bytes(b) => {
             Some(str_to_i128_exact(b).unwrap_or_else(|| str_to_f64(b).round() as i128))
         }
@@ -101,6 +103,7 @@ pub(crate) fn truth(v: &Value) -> Option<bool> {
         Value::UInt(u) => Some(*u != 0),
         Value::Double(d) => Some(*d != 0.0),
         Value::Decimal(d) => Some(!d.is_zero()),
+        Value::DateTime(_) => Some(true),
         Value::Bytes(b) => Some(str_to_f64(b) != 0.0),
     }
 }
@@ -151,6 +154,10 @@ pub(crate) fn compare(a: &Value, b: &Value, collation: Collation) -> Option<Orde
         (Value::Int(x), Value::UInt(y)) => Some(i128::from(*x).cmp(&i128::from(*y))),
         (Value::UInt(x), Value::Int(y)) => Some(i128::from(*x).cmp(&i128::from(*y))),
         (Value::Bytes(x), Value::Bytes(y)) => Some(compare_str(x, y, collation)),
+        (Value::DateTime(x), other) => crate::temporal::compare_mixed(x, other, collation),
+        (other, Value::DateTime(y)) => {
+            crate::temporal::compare_mixed(y, other, collation).map(Ordering::reverse)
+        }
         // A decimal against an integer, a decimal or a number written as text compares
         // exactly; against a double, or text that is not a number, as doubles.
         (Value::Decimal(_), _) | (_, Value::Decimal(_)) => {
@@ -288,6 +295,7 @@ pub(crate) fn negate(v: &Value) -> Result<Value, SqlError> {
         Value::Null => Ok(Value::Null),
         Value::Double(d) => Ok(Value::Double(-d)),
         Value::Decimal(d) => Ok(Value::Decimal(d.neg())),
+        Value::DateTime(d) => Ok(Value::Double(-d.to_f64())),
         Value::Bytes(b) => match str_to_i128_exact(b) {
             Some(i) => int_result(-i, false, "-"),
             None => Ok(Value::Double(-str_to_f64(b))),
@@ -373,6 +381,7 @@ pub(crate) fn display(v: &Value) -> String {
         Value::UInt(u) => u.to_string(),
         Value::Double(d) => format_double(*d),
         Value::Decimal(d) => d.to_string(),
+        Value::DateTime(d) => d.to_string(),
         Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
     }
 }

@@ -16,7 +16,11 @@ fn children<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
         | Expr::SysVar(_)
         | Expr::UserVar(_)
         | Expr::OuterRef(_) => {}
-        Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, _, _) => f(a),
+        Expr::Neg(a)
+        | Expr::Cast(a, _)
+        | Expr::Not(a)
+        | Expr::IsNull(a, _)
+        | Expr::IsBool(a, _, _) => f(a),
         Expr::Arith(_, a, b)
         | Expr::Cmp(_, a, b, _)
         | Expr::And(a, b)
@@ -100,6 +104,7 @@ pub(crate) fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
         | Expr::UserVar(_)
         | Expr::OuterRef(_) => e.clone(),
         Expr::Neg(a) => Expr::Neg(b(a)),
+        Expr::Cast(a, target) => Expr::Cast(b(a), *target),
         Expr::Not(a) => Expr::Not(b(a)),
         Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
         Expr::IsBool(a, n, w) => Expr::IsBool(b(a), *n, *w),

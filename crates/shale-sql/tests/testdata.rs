@@ -71,3 +71,8 @@ fn union() {
 fn check_table() {
     common::run_file("check_table");
 }
+
+#[test]
+fn temporal() {
+    common::run_file("temporal");
+}

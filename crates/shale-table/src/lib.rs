@@ -101,6 +101,7 @@ mod sequence;
 mod stats;
 mod store;
 mod system;
+mod temporal;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod txn;
@@ -117,6 +118,7 @@ pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};
 pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};
+pub use temporal::DateTime;
 pub use txn::{LockMode, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType};
 pub use value::Value;

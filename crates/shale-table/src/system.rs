@@ -19,6 +19,7 @@ use crate::decimal::{
 };
 use crate::error::{Error, Result};
 use crate::schema::{ColumnDef, IndexDef, TableDef};
+use crate::temporal::DateTime;
 use crate::types::{Collation, ColumnType};
 use crate::value::Value;
 use num_bigint::BigInt;
@@ -110,6 +111,8 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         }
         ColumnType::Text { collation } => out.extend_from_slice(&[10, collation_tag(collation)]),
         ColumnType::Decimal { precision, scale } => out.extend_from_slice(&[11, precision, scale]),
+        ColumnType::Date => out.push(12),
+        ColumnType::DateTime { fsp } => out.extend_from_slice(&[13, fsp]),
     }
 }
 
@@ -168,6 +171,14 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             }
             ColumnType::Decimal { precision, scale }
         }
+        12 => ColumnType::Date,
+        13 => {
+            let fsp = reader.u8()?;
+            if fsp > 6 {
+                return Err(reader.corruption(&format!("bad DATETIME({fsp})")));
+            }
+            ColumnType::DateTime { fsp }
+        }
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
 }
@@ -191,6 +202,11 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             out.push(4);
             put_bytes(out, b);
         }
+        Value::DateTime(d) => {
+            out.push(6);
+            out.push(d.fsp().map_or(0xFF, |f| f));
+            put_varint(out, d.packed());
+        }
         Value::Decimal(d) => {
             out.push(5);
             out.push(d.scale());
@@ -213,6 +229,17 @@ fn read_value(reader: &mut Reader<'_>) -> Result<Value> {
                 return Err(reader.corruption("bad DECIMAL default"));
             }
             Value::Decimal(Decimal::new(BigInt::from_signed_bytes_le(bytes), scale))
+        }
+        6 => {
+            let fsp = match reader.u8()? {
+                0xFF => None,
+                f => Some(f),
+            };
+            let packed = reader.varint()?;
+            Value::DateTime(
+                DateTime::from_packed(packed, fsp)
+                    .ok_or_else(|| reader.corruption("bad DATE/DATETIME default"))?,
+            )
         }
         tag => return Err(reader.corruption(&format!("unknown value tag {tag}"))),
     })

@@ -36,6 +36,12 @@ pub enum ColumnType {
         precision: u8,
         scale: u8,
     },
+    /// DATE.
+    Date,
+    /// DATETIME(fsp), `fsp <= 6` fraction digits.
+    DateTime {
+        fsp: u8,
+    },
     /// CHAR(len) / BINARY(len) when `collation` is `Binary`.
     Char {
         len: u32,
@@ -61,6 +67,8 @@ pub(crate) enum Kind {
     Double,
     /// An exact decimal of a DECIMAL(precision, scale) column.
     Decimal { precision: u8, scale: u8 },
+    /// A DATE (`fsp` None) or DATETIME(fsp).
+    DateTime { fsp: Option<u8> },
     /// A string in a collation.
     String(Collation),
 }
@@ -75,6 +83,8 @@ impl ColumnType {
             ColumnType::BigInt { unsigned } => Kind::Int { width: 8, unsigned },
             ColumnType::Float | ColumnType::Double => Kind::Double,
             ColumnType::Decimal { precision, scale } => Kind::Decimal { precision, scale },
+            ColumnType::Date => Kind::DateTime { fsp: None },
+            ColumnType::DateTime { fsp } => Kind::DateTime { fsp: Some(fsp) },
             ColumnType::Char { collation, .. }
             | ColumnType::VarChar { collation, .. }
             | ColumnType::Text { collation } => Kind::String(collation),

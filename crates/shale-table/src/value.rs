@@ -1,6 +1,7 @@
 //! A SQL value as the table layer stores and returns it.
 
 use crate::decimal::Decimal;
+use crate::temporal::DateTime;
 
 /// One column's value. Strings (CHAR, VARCHAR, TEXT) and binary strings are `Bytes`; the
 /// column's [`ColumnType`](crate::ColumnType) says which and in what collation.
@@ -15,6 +16,8 @@ pub enum Value {
     Double(f64),
     /// DECIMAL (a column's values come back at its scale).
     Decimal(Decimal),
+    /// DATE and DATETIME (a column's values come back with its precision).
+    DateTime(DateTime),
     /// Character and binary strings.
     Bytes(Vec<u8>),
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use shale_table::testing::encode_key_column;
-use shale_table::{Collation, ColumnDef, ColumnType, Value};
+use shale_table::{Collation, ColumnDef, ColumnType, DateTime, Decimal, Value};
 
 fn parse_type(name: &str) -> ColumnDef {
     let nullable = name.ends_with('?');
@@ -20,6 +20,12 @@ fn parse_type(name: &str) -> ColumnDef {
         "bigint" => ColumnType::BigInt { unsigned: false },
         "bigint_unsigned" => ColumnType::BigInt { unsigned: true },
         "double" => ColumnType::Double,
+        "decimal" => ColumnType::Decimal {
+            precision: 65,
+            scale: 30,
+        },
+        "date" => ColumnType::Date,
+        "datetime6" => ColumnType::DateTime { fsp: 6 },
         "binary" => string(Collation::Binary),
         "bin" => string(Collation::Utf8mb4Bin),
         "ci" => string(Collation::Utf8mb4GeneralCi),
@@ -48,6 +54,11 @@ fn parse_value(column: &ColumnDef, text: &str) -> Value {
     }
     match column.ty {
         ColumnType::Double => Value::Double(text.parse().unwrap()),
+        ColumnType::Decimal { .. } => Value::Decimal(Decimal::parse(text).unwrap()),
+        ColumnType::Date => Value::DateTime(DateTime::parse(text, None).unwrap()),
+        ColumnType::DateTime { fsp } => {
+            Value::DateTime(DateTime::parse(&text.replace('_', " "), Some(fsp)).unwrap())
+        }
         ColumnType::TinyInt { unsigned: true } | ColumnType::BigInt { unsigned: true } => {
             Value::UInt(text.parse().unwrap())
         }

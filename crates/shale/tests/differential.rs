@@ -26,7 +26,7 @@ struct Statement {
 }
 
 /// Random statements over `t(id INT PRIMARY KEY, a INT NULL, b VARCHAR(20) NULL, c BIGINT
-/// NOT NULL, KEY ka (a))`.
+/// NOT NULL, d DECIMAL(8,2) NULL, e DATE NULL, KEY ka (a), KEY kd (d), KEY ke (e))`.
 struct Generator {
     rng: SmallRng,
 }
@@ -70,10 +70,63 @@ impl Generator {
         }
     }
 
+    /// A decimal literal with up to 3 fraction digits (stored rounded to 2), now and then one
+    /// out of DECIMAL(8,2)'s range.
+    fn decimal_literal(&mut self) -> String {
+        let thousandths: i64 = if self.rng.gen_bool(0.05) {
+            self.rng.gen_range(-200_000_000_000..200_000_000_000)
+        } else {
+            self.rng.gen_range(-20_000..20_000)
+        };
+        let sign = if thousandths < 0 { "-" } else { "" };
+        let abs = thousandths.unsigned_abs();
+        format!("{sign}{}.{:03}", abs / 1000, abs % 1000)
+    }
+
+    /// A date literal around 2024 (leap day included), now and then an invalid one.
+    fn date_literal(&mut self) -> String {
+        if self.rng.gen_bool(0.03) {
+            return "'2023-02-29'".into();
+        }
+        let year = self.rng.gen_range(2023..=2025);
+        let month = self.rng.gen_range(1..=3);
+        let day = self.rng.gen_range(1..=28) + u32::from(month == 2 && year == 2024);
+        format!("'{year}-{month:02}-{day:02}'")
+    }
+
+    fn e_value(&mut self) -> String {
+        if self.rng.gen_bool(0.15) {
+            "NULL".into()
+        } else {
+            self.date_literal()
+        }
+    }
+
+    fn d_value(&mut self) -> String {
+        if self.rng.gen_bool(0.15) {
+            "NULL".into()
+        } else {
+            self.decimal_literal()
+        }
+    }
+
     fn predicate(&mut self, depth: u32) -> String {
         let leaf = depth > 1 || self.rng.gen_bool(0.6);
         if leaf {
-            return match self.rng.gen_range(0..12) {
+            return match self.rng.gen_range(0..17) {
+                15 => format!("e >= {}", self.date_literal()),
+                16 => format!(
+                    "e BETWEEN {} AND {}",
+                    self.date_literal(),
+                    self.date_literal()
+                ),
+                12 => format!("d > {}", self.decimal_literal()),
+                13 => format!("d = {}", self.decimal_literal()),
+                14 => format!(
+                    "d BETWEEN {} AND {}",
+                    self.decimal_literal(),
+                    self.decimal_literal()
+                ),
                 0 => format!("id = {}", self.id_literal()),
                 1 => {
                     let low = self.rng.gen_range(0..=120);
@@ -114,9 +167,25 @@ impl Generator {
 
     fn select(&mut self) -> Statement {
         let predicate = self.predicate(0);
-        match self.rng.gen_range(0..7) {
+        match self.rng.gen_range(0..10) {
+            9 => Statement {
+                sql: format!(
+                    "SELECT e, COUNT(*), MIN(id) FROM t WHERE {predicate} GROUP BY e ORDER BY e"
+                ),
+                ordered: true,
+            },
+            7 => Statement {
+                sql: format!(
+                    "SELECT id, d, d * 3, d / 3, d + a, d - 0.5 FROM t WHERE {predicate} ORDER BY d, id"
+                ),
+                ordered: true,
+            },
+            8 => Statement {
+                sql: format!("SELECT SUM(d), AVG(d), MIN(d), MAX(d), COUNT(d) FROM t WHERE {predicate}"),
+                ordered: true,
+            },
             0 => Statement {
-                sql: format!("SELECT id, a, b, c FROM t WHERE {predicate} ORDER BY id"),
+                sql: format!("SELECT id, a, b, c, d, e FROM t WHERE {predicate} ORDER BY id"),
                 ordered: true,
             },
             1 => Statement {
@@ -157,13 +226,20 @@ impl Generator {
     }
 
     fn change(&mut self) -> Statement {
-        let sql = match self.rng.gen_range(0..8) {
+        let sql = match self.rng.gen_range(0..9) {
             0..=3 => format!(
-                "INSERT INTO t (id, a, b, c) VALUES ({}, {}, {}, {})",
+                "INSERT INTO t (id, a, b, c, d, e) VALUES ({}, {}, {}, {}, {}, {})",
                 self.id_literal(),
                 self.a_value(),
                 self.b_value(),
-                self.c_value()
+                self.c_value(),
+                self.d_value(),
+                self.e_value()
+            ),
+            8 => format!(
+                "UPDATE t SET d = d * 1.5 + {} WHERE {}",
+                self.decimal_literal(),
+                self.predicate(0)
             ),
             4 => format!(
                 "UPDATE t SET a = {}, b = {} WHERE {}",
@@ -217,7 +293,7 @@ fn shale_answers_as_mariadb_does() {
     let schema = [
         "CREATE DATABASE diff",
         "CREATE TABLE diff.t (id INT NOT NULL PRIMARY KEY, a INT NULL, b VARCHAR(20) NULL, \
-         c BIGINT NOT NULL DEFAULT 0, KEY ka (a)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+         c BIGINT NOT NULL DEFAULT 0, d DECIMAL(8,2) NULL, e DATE NULL, KEY ka (a), KEY kd (d), KEY ke (e)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
     ];
     for sql in schema {
         for server in [&mariadb, &shale] {
@@ -251,7 +327,7 @@ fn shale_answers_as_mariadb_does() {
     }
     // The tables must end equal, whatever the statements did.
     let all = Statement {
-        sql: "SELECT id, a, b, c FROM t ORDER BY id".into(),
+        sql: "SELECT id, a, b, c, d, e FROM t ORDER BY id".into(),
         ordered: true,
     };
     let (expected, found) = (outcome(&mariadb, &all), outcome(&shale, &all));

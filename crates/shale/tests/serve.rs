@@ -262,6 +262,18 @@ assert str(rows[0][1]) == "0.100000000000000000000000000000", rows[0][1]
 assert [d[1] for d in cur.description] == [246, 246, 246], cur.description
 cur.execute("SELECT id FROM money WHERE id > %s", (Decimal("2.499"),))
 assert cur.fetchall() == ((Decimal("2.50"),), (Decimal("10.00"),))
+# DATE and DATETIME(fsp) read back as Python dates and datetimes; PyMySQL binds them as text.
+import datetime
+cur.execute("CREATE TABLE days (day DATE PRIMARY KEY, at DATETIME(6))")
+cur.execute("INSERT INTO days VALUES (%s, %s)", (datetime.date(2024, 2, 29), datetime.datetime(2024, 1, 2, 3, 4, 5, 123456)))
+cur.execute("SELECT day, at FROM days WHERE day = %s", (datetime.date(2024, 2, 29),))
+assert cur.fetchall() == ((datetime.date(2024, 2, 29), datetime.datetime(2024, 1, 2, 3, 4, 5, 123456)),)
+assert [d[1] for d in cur.description] == [10, 12], cur.description
+try:
+    cur.execute("INSERT INTO days VALUES ('2023-02-29', NULL)")
+    raise SystemExit("invalid date accepted")
+except pymysql.err.OperationalError as e:
+    assert e.args[0] == 1292, e.args
 try:
     cur.execute("INSERT INTO money VALUES (10000000000, 0)")
     raise SystemExit("out of range accepted")
@@ -567,6 +579,18 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
         (0xFF, 1243)
     );
 
+    decimal_and_dates_through_the_binary_protocol(&served, &mut c);
+
+    let out = served.mariadb("", &["b", "--batch", "-e", "SELECT * FROM t ORDER BY id"]);
+    assert_eq!(
+        text(&out.stdout),
+        "id\tname\tprice\tbig\tsmall\n7\tNULL\t2.5\t18446744073709551615\t-3\n8\tpear\t0.5\t200\t-1\n"
+    );
+    served.stop();
+}
+
+/// DECIMAL, DATE and DATETIME parameters and result values of the binary protocol.
+fn decimal_and_dates_through_the_binary_protocol(served: &Served, c: &mut binary_protocol::Client) {
     // DECIMAL: a NEWDECIMAL parameter (text) is rounded to the column's scale, and the
     // column comes back as NEWDECIMAL (246) with its scale's digits.
     let out = served.mariadb(
@@ -591,12 +615,32 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
     assert_eq!(types, [246, 246]);
     assert_eq!(rows, [b"\x00\x00\x05-1.26\x05-2.52".to_vec()]);
 
-    let out = served.mariadb("", &["b", "--batch", "-e", "SELECT * FROM t ORDER BY id"]);
-    assert_eq!(
-        text(&out.stdout),
-        "id\tname\tprice\tbig\tsmall\n7\tNULL\t2.5\t18446744073709551615\t-3\n8\tpear\t0.5\t200\t-1\n"
+    // DATE/DATETIME: MYSQL_TIME parameters in, MYSQL_TIME structures out.
+    let out = served.mariadb(
+        "",
+        &[
+            "b",
+            "-e",
+            "CREATE TABLE w (day DATE PRIMARY KEY, at DATETIME(3))",
+        ],
     );
-    served.stop();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let insert = c.prepare("INSERT INTO w VALUES (?, ?)");
+    let date = b"\x04\xe8\x07\x02\x1d".to_vec(); // 2024-02-29
+    let mut datetime = b"\x0b\xe8\x07\x01\x02\x03\x04\x05".to_vec();
+    datetime.extend_from_slice(&123_456u32.to_le_bytes()); // 2024-01-02 03:04:05.123456
+    c.execute(
+        insert,
+        &[(10, 0, Some(date.clone())), (12, 0, Some(datetime))],
+    );
+    let select = c.prepare("SELECT day, at FROM w WHERE day = ?");
+    let (types, rows) = c.execute(select, &[(10, 0, Some(date.clone()))]);
+    assert_eq!(types, [10, 12]);
+    let mut expected = vec![0x00, 0x00];
+    expected.extend_from_slice(&date);
+    expected.extend_from_slice(b"\x0b\xe8\x07\x01\x02\x03\x04\x05");
+    expected.extend_from_slice(&123_000u32.to_le_bytes());
+    assert_eq!(rows, [expected], "the fraction rounded to DATETIME(3)");
 }
 
 #[test]

@@ -49,7 +49,9 @@ pub(crate) fn encode_key(out: &mut Vec<u8>, value: &Decimal) {
     let flip = |b: u8| if negative { !b } else { b };
     out.push(if negative { NEGATIVE } else { POSITIVE });
     // Exponents of values that fit 65 digits and 30 decimals are within -15..=33.
-    out.push(flip(u8::try_from(exponent + EXPONENT_BIAS).unwrap_or(u8::MAX)));
+    out.push(flip(
+        u8::try_from(exponent + EXPONENT_BIAS).unwrap_or(u8::MAX),
+    ));
     let last = pairs.len() - 1;
     for (i, &pair) in pairs.iter().enumerate() {
         let byte = if i == last { 2 * pair } else { 2 * pair + 1 };

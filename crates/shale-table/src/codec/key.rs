@@ -167,6 +167,12 @@ pub(crate) fn encode_column(
             let d = as_decimal(value).ok_or_else(|| out_of_range(column, value))?;
             super::decimal::encode_key(out, &d);
         }
+        Kind::DateTime { .. } => {
+            let Value::DateTime(d) = value else {
+                return Err(out_of_range(column, value));
+            };
+            out.extend_from_slice(&d.packed().to_be_bytes());
+        }
         Kind::String(collation) => {
             let Value::Bytes(bytes) = value else {
                 return Err(out_of_range(column, value));
@@ -239,7 +245,7 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
         Kind::Int { width, .. } => {
             reader.take(width as usize)?;
         }
-        Kind::Double => {
+        Kind::Double | Kind::DateTime { .. } => {
             reader.take(8)?;
         }
         Kind::Decimal { .. } => super::decimal::skip_key(reader)?,
@@ -508,6 +514,7 @@ mod tests {
             (Value::UInt(a), Value::UInt(b)) => a.cmp(b),
             (Value::Double(a), Value::Double(b)) => a.partial_cmp(b).unwrap(),
             (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
+            (Value::DateTime(a), Value::DateTime(b)) => a.cmp(b),
             (Value::Bytes(a), Value::Bytes(b)) => {
                 let Kind::String(c) = column.ty.kind() else {
                     unreachable!()
@@ -561,6 +568,17 @@ mod tests {
                 let coefficient: num_bigint::BigInt = text.parse().unwrap();
                 Value::Decimal(Decimal::new(coefficient, scale))
             }
+            Kind::DateTime { fsp } => {
+                let start = crate::temporal::DateTime::parse("1000-01-01", fsp).unwrap();
+                let span: i64 = 9000 * 366 * 86_400_000_000;
+                let delta = if rng.gen_bool(0.3) {
+                    rng.gen_range(0..3) * 86_400_000_000
+                } else {
+                    rng.gen_range(0..span)
+                };
+                let d = start.add_micros(delta).unwrap_or(start);
+                Value::DateTime(d.round_to(fsp))
+            }
             Kind::String(_) => {
                 let alphabet: &[&str] = &[
                     "a", "A", "b", " ", "\t", "\0", "é", "E", "ß", "s", "z", "😀", "\u{ff}",
@@ -585,6 +603,9 @@ mod tests {
                 columns.push(column(ColumnType::BigInt { unsigned }, nullable));
             }
             columns.push(column(ColumnType::Double, nullable));
+            columns.push(column(ColumnType::Date, nullable));
+            columns.push(column(ColumnType::DateTime { fsp: 0 }, nullable));
+            columns.push(column(ColumnType::DateTime { fsp: 6 }, nullable));
             for (precision, scale) in [(1, 0), (10, 2), (65, 30), (65, 0), (30, 30)] {
                 columns.push(column(ColumnType::Decimal { precision, scale }, nullable));
             }
@@ -697,6 +718,16 @@ mod tests {
         chunk.extend_from_slice(&[0, 0x20].repeat(7));
         chunk.push(CHUNK_END);
         assert_eq!(encode(&ci, &Value::Bytes(b"a  ".to_vec())), chunk);
+    }
+
+    #[test]
+    fn date_key_matches_docs_format_table_keys() {
+        let date = column(ColumnType::Date, false);
+        let day = crate::temporal::DateTime::parse("2024-01-02", None).unwrap();
+        assert_eq!(
+            encode(&date, &Value::DateTime(day)),
+            [0x00, 0xe2, 0xe5, 0xf5, 0xd8, 0x95, 0x00, 0x00]
+        );
     }
 
     #[test]

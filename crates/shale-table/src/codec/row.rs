@@ -18,6 +18,7 @@ use super::{put_bytes, put_varint, unzigzag, zigzag, Reader};
 use crate::decimal::Decimal;
 use crate::error::{Error, Result};
 use crate::schema::{ColumnDef, TableDef};
+use crate::temporal::DateTime;
 use crate::types::Kind;
 use crate::value::Value;
 
@@ -59,6 +60,16 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
                 let d = decimal_at_scale(column, value, precision, scale)?;
                 super::decimal::encode_row(out, &d);
             }
+            Kind::DateTime { fsp } => match value {
+                // Stored as given when it is already at the column's precision.
+                Value::DateTime(d) if d.round_to(fsp) == *d => put_varint(out, d.packed()),
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "value {value:?} does not fit column '{}' ({:?})",
+                        column.name, column.ty
+                    )))
+                }
+            },
             Kind::String(_) => {
                 let Value::Bytes(bytes) = value else {
                     return Err(Error::InvalidArgument(format!(
@@ -196,6 +207,12 @@ fn decode_columns(
                 }
                 Kind::Decimal { precision, scale } => {
                     Value::Decimal(super::decimal::decode_row(&mut reader, precision, scale)?)
+                }
+                Kind::DateTime { fsp } => {
+                    let packed = reader.varint()?;
+                    Value::DateTime(DateTime::from_packed(packed, fsp).ok_or_else(|| {
+                        reader.corruption(&format!("bad date/time in column '{}'", column.name))
+                    })?)
                 }
                 Kind::String(_) => {
                     let bytes = reader.len_prefixed()?;

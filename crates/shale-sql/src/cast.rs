@@ -1,0 +1,222 @@
+//! CAST(x AS type) and typed literals (`DATE '2024-01-02'`, `TIMESTAMP '...'`), with MySQL's
+//! conversions: numbers to DECIMAL round half away from zero and clamp to the type's largest
+//! value; text that is not a date casts to NULL; SIGNED/UNSIGNED round and wrap to 64 bits as
+//! MySQL's integer casts do; CHAR gives the value's text.
+
+use shale_table::{DateTime, Decimal, Value, DECIMAL_MAX_PRECISION};
+use sqlparser::ast;
+
+use crate::error::SqlError;
+use crate::types::SqlType;
+use crate::value::{display, to_i128};
+
+/// What a CAST converts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CastTarget {
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
+    /// DATE (`fsp` None) or DATETIME(fsp).
+    DateTime {
+        fsp: Option<u8>,
+    },
+    Signed,
+    Unsigned,
+    Char,
+}
+
+impl CastTarget {
+    /// The target of `CAST(... AS data_type)`; 1235 for types CAST does not support here.
+    pub(crate) fn of(data_type: &ast::DataType) -> Result<CastTarget, SqlError> {
+        use ast::DataType as D;
+        Ok(match data_type {
+            D::Decimal(info) | D::Dec(info) | D::Numeric(info) => {
+                let (precision, scale) = match *info {
+                    ast::ExactNumberInfo::None => (10, 0),
+                    ast::ExactNumberInfo::Precision(p) => (p, 0),
+                    ast::ExactNumberInfo::PrecisionAndScale(p, s) => {
+                        (p, u64::try_from(s).unwrap_or(u64::MAX))
+                    }
+                };
+                if precision > u64::from(DECIMAL_MAX_PRECISION) || scale > 30 || scale > precision {
+                    return Err(SqlError::new(
+                        1427,
+                        "42000",
+                        "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '')."
+                            .to_string(),
+                    ));
+                }
+                CastTarget::Decimal {
+                    precision: precision.max(1) as u8,
+                    scale: scale as u8,
+                }
+            }
+            D::Date => CastTarget::DateTime { fsp: None },
+            D::Datetime(fsp) => CastTarget::DateTime {
+                fsp: Some(fsp.unwrap_or(0).min(6) as u8),
+            },
+            D::Signed | D::SignedInteger => CastTarget::Signed,
+            D::Unsigned | D::UnsignedInteger => CastTarget::Unsigned,
+            D::Char(_) | D::Character(_) | D::Varchar(_) | D::Nvarchar(_) | D::Binary(_) => {
+                CastTarget::Char
+            }
+            other => return Err(SqlError::unsupported(format!("CAST AS {other}"))),
+        })
+    }
+
+    pub(crate) fn result_type(self) -> SqlType {
+        match self {
+            CastTarget::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
+            CastTarget::DateTime { fsp } => SqlType::DateTime { fsp },
+            CastTarget::Signed => SqlType::Int {
+                unsigned: false,
+                len: 21,
+            },
+            CastTarget::Unsigned => SqlType::Int {
+                unsigned: true,
+                len: 21,
+            },
+            CastTarget::Char => SqlType::Str {
+                collation: shale_table::Collation::Utf8mb4GeneralCi,
+                len: 255,
+            },
+        }
+    }
+}
+
+/// The largest DECIMAL(p,s) value (`999.99` for (5,2)).
+fn decimal_max(precision: u8, scale: u8) -> Decimal {
+    let digits = "9".repeat(usize::from(precision));
+    let text = if scale == 0 {
+        digits
+    } else {
+        let (int, frac) = digits.split_at(usize::from(precision - scale));
+        format!("{}.{frac}", if int.is_empty() { "0" } else { int })
+    };
+    Decimal::parse(&text).unwrap_or_else(Decimal::zero)
+}
+
+/// `CAST(value AS target)`.
+pub(crate) fn cast(value: &Value, target: CastTarget) -> Value {
+    if matches!(value, Value::Null) {
+        return Value::Null;
+    }
+    match target {
+        CastTarget::Decimal { precision, scale } => {
+            let Some(d) = crate::decimal::to_decimal(value) else {
+                return Value::Null;
+            };
+            let d = d.round_to(scale);
+            if d.fits(precision, scale) {
+                Value::Decimal(d)
+            } else if d.is_negative() {
+                Value::Decimal(decimal_max(precision, scale).neg())
+            } else {
+                Value::Decimal(decimal_max(precision, scale))
+            }
+        }
+        CastTarget::DateTime { fsp } => {
+            let parsed = match value {
+                Value::DateTime(d) => Some(d.round_to(fsp)),
+                Value::Bytes(b) => std::str::from_utf8(b)
+                    .ok()
+                    .and_then(|s| DateTime::parse(s, fsp)),
+                _ => None,
+            };
+            parsed.map_or(Value::Null, Value::DateTime)
+        }
+        CastTarget::Signed => Value::Int(to_i128(value).unwrap_or(0) as i64),
+        CastTarget::Unsigned => Value::UInt(to_i128(value).unwrap_or(0) as u64),
+        CastTarget::Char => Value::Bytes(display(value).into_bytes()),
+    }
+}
+
+/// A typed literal: `DATE '...'`, `TIMESTAMP '...'` / `DATETIME '...'` (the fraction digits
+/// written set the precision). A text that is not such a value fails with 1525, as MySQL.
+pub(crate) fn typed_literal(
+    data_type: &ast::DataType,
+    text: &str,
+) -> Result<(Value, SqlType), SqlError> {
+    use ast::DataType as D;
+    let (fsp, kind) = match data_type {
+        D::Date => (None, "DATE"),
+        D::Timestamp(..) | D::Datetime(_) => {
+            let digits = text
+                .trim()
+                .rsplit_once('.')
+                .map_or(0, |(_, f)| f.len().min(6));
+            (Some(digits as u8), "DATETIME")
+        }
+        other => return Err(SqlError::unsupported(format!("{other} literal"))),
+    };
+    let value = DateTime::parse(text, fsp)
+        .filter(|_| fsp.is_some() || !text.trim().contains([' ', 'T']))
+        .ok_or_else(|| SqlError::new(1525, "HY000", format!("Incorrect {kind} value: '{text}'")))?;
+    Ok((Value::DateTime(value), SqlType::DateTime { fsp }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Value {
+        Value::Bytes(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn casts() {
+        let dec = CastTarget::Decimal {
+            precision: 5,
+            scale: 2,
+        };
+        let cases = [
+            (b("1.005"), dec, "1.01"),
+            (Value::Int(123_456), dec, "999.99"),
+            (Value::Int(-123_456), dec, "-999.99"),
+            (Value::Double(0.1), dec, "0.10"),
+            (
+                b("2024-01-02 03:04:05"),
+                CastTarget::DateTime { fsp: None },
+                "2024-01-02",
+            ),
+            (
+                b("2024-01-02"),
+                CastTarget::DateTime { fsp: Some(0) },
+                "2024-01-02 00:00:00",
+            ),
+            (b("2024-02-30"), CastTarget::DateTime { fsp: None }, "NULL"),
+            (b("-7.5"), CastTarget::Signed, "-8"),
+            (Value::Int(-1), CastTarget::Unsigned, "18446744073709551615"),
+            (
+                Value::Decimal(Decimal::parse("1.50").unwrap()),
+                CastTarget::Char,
+                "1.50",
+            ),
+            (Value::Null, CastTarget::Signed, "NULL"),
+        ];
+        for (v, target, want) in cases {
+            assert_eq!(display(&cast(&v, target)), want, "{v:?} as {target:?}");
+        }
+        assert_eq!(decimal_max(3, 3).to_string(), "0.999");
+    }
+
+    #[test]
+    fn typed_literals() {
+        let (v, t) = typed_literal(&ast::DataType::Date, "2024-01-02").unwrap();
+        assert_eq!(
+            (display(&v), t),
+            ("2024-01-02".into(), SqlType::DateTime { fsp: None })
+        );
+        let ts = ast::DataType::Timestamp(None, ast::TimezoneInfo::None);
+        let (v, t) = typed_literal(&ts, "2024-01-02 03:04:05.12").unwrap();
+        assert_eq!(display(&v), "2024-01-02 03:04:05.12");
+        assert_eq!(t, SqlType::DateTime { fsp: Some(2) });
+        assert_eq!(
+            typed_literal(&ast::DataType::Date, "2024-02-30")
+                .unwrap_err()
+                .code,
+            1525
+        );
+    }
+}
