@@ -629,3 +629,125 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
         lines.push(format!("{indent}filter {}", render(r)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use shale_table::{ColumnDef, ColumnType, IndexDef, TableDef, Value};
+
+    use super::*;
+    use crate::from::BoundInput;
+
+    fn table(name: &str, index_on_second: bool) -> TableRef {
+        let col = |n: &str| ColumnDef {
+            name: n.into(),
+            ty: ColumnType::Int { unsigned: false },
+            nullable: n != "id",
+            default: None,
+            auto_increment: false,
+        };
+        TableRef {
+            def: Arc::new(TableDef {
+                database: "d".into(),
+                name: name.into(),
+                columns: vec![col("id"), col("x")],
+                primary_key: IndexDef {
+                    name: "PRIMARY".into(),
+                    columns: vec![0],
+                    unique: true,
+                    index_id: 1,
+                },
+                indexes: if index_on_second {
+                    vec![IndexDef {
+                        name: "by_x".into(),
+                        columns: vec![1],
+                        unique: false,
+                        index_id: 2,
+                    }]
+                } else {
+                    Vec::new()
+                },
+                schema_version: 1,
+            }),
+            database: "d".into(),
+            alias: name.into(),
+        }
+    }
+
+    /// `p` (id, x) and `q` (id, x with index by_x) side by side: p.id 0, p.x 1, q.id 2, q.x 3.
+    fn from(left_outer: bool, on: Option<Expr>) -> BoundFrom {
+        let (p, q) = (table("p", false), table("q", true));
+        let int = SqlType::Int {
+            unsigned: false,
+            len: 11,
+        };
+        BoundFrom {
+            inputs: vec![
+                BoundInput {
+                    source: InputSource::Table(p),
+                    name: "p".into(),
+                    offset: 0,
+                    width: 2,
+                },
+                BoundInput {
+                    source: InputSource::Table(q),
+                    name: "q".into(),
+                    offset: 2,
+                    width: 2,
+                },
+            ],
+            tree: JoinTree::Join {
+                left_outer,
+                left: Box::new(JoinTree::Input(0)),
+                right: Box::new(JoinTree::Input(1)),
+                on,
+            },
+            types: vec![int; 4],
+            names: vec!["p.id".into(), "p.x".into(), "q.id".into(), "q.x".into()],
+        }
+    }
+
+    fn cmp(op: CmpOp, a: Expr, b: Expr) -> Expr {
+        Expr::Cmp(op, a.boxed(), b.boxed(), Collation::Utf8mb4GeneralCi)
+    }
+
+    fn explained(from: &BoundFrom, filter: Option<&Expr>) -> String {
+        let mut lines = Vec::new();
+        explain(&plan_join(from, filter), &mut lines, "");
+        lines.join("\n")
+    }
+
+    /// Rules 1-3 without a store: FROM and WHERE in, EXPLAIN out.
+    #[test]
+    fn orders_methods_and_placement() {
+        let c = Expr::Column;
+        let lit = |i: i64| Expr::Literal(Value::Int(i));
+        // The side with an index on the join column is the inner side, whatever FROM says.
+        let eq = cmp(CmpOp::Eq, c(3), c(1));
+        assert_eq!(
+            explained(&from(false, Some(eq.clone())), None),
+            "full scan p\njoin index lookup q.by_x (q.x = p.x) on q.x = p.x"
+        );
+        // A constant point get goes first; the other side is then looked up by its key.
+        let by_id = cmp(CmpOp::Eq, c(2), c(1));
+        let point = cmp(CmpOp::Eq, c(2), lit(5));
+        let both = Expr::And(by_id.boxed(), point.boxed());
+        assert_eq!(
+            explained(&from(false, None), Some(&both)),
+            "point get q.PRIMARY (id = 5)\njoin hash join (p.x = q.id) over full scan p on q.id = p.x"
+        );
+        // LEFT JOIN keeps FROM order; WHERE on the inner side applies after NULL-extension.
+        let null = Expr::IsNull(c(2).boxed(), false);
+        assert_eq!(
+            explained(&from(true, Some(eq)), Some(&null)),
+            "full scan p\nleft join index lookup q.by_x (q.x = p.x) on q.x = p.x then q.id IS NULL"
+        );
+        // No equality: a nested loop.
+        let lt = cmp(CmpOp::Lt, c(1), c(3));
+        assert_eq!(
+            explained(&from(false, Some(lt)), None),
+            "full scan p\njoin nested loop over full scan q on p.x < q.x"
+        );
+    }
+}

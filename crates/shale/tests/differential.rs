@@ -26,7 +26,8 @@ struct Statement {
 }
 
 /// Random statements over `t(id INT PRIMARY KEY, a INT NULL, b VARCHAR(20) NULL, c BIGINT
-/// NOT NULL, d DECIMAL(8,2) NULL, e DATE NULL, KEY ka (a), KEY kd (d), KEY ke (e))`.
+/// NOT NULL, d DECIMAL(8,2) NULL, e DATE NULL, KEY ka (a), KEY kd (d), KEY ke (e))` and
+/// `u(id INT PRIMARY KEY, t_id INT NULL, d VARCHAR(20) NULL, KEY kt (t_id))`.
 struct Generator {
     rng: SmallRng,
 }
@@ -111,58 +112,162 @@ impl Generator {
     }
 
     fn predicate(&mut self, depth: u32) -> String {
+        self.predicate_on("", depth)
+    }
+
+    /// A condition on t's columns, each written `{p}column` (`p` is "" or "t.").
+    fn predicate_on(&mut self, p: &str, depth: u32) -> String {
         let leaf = depth > 1 || self.rng.gen_bool(0.6);
         if leaf {
             return match self.rng.gen_range(0..17) {
-                15 => format!("e >= {}", self.date_literal()),
+                15 => format!("{p}e >= {}", self.date_literal()),
                 16 => format!(
-                    "e BETWEEN {} AND {}",
+                    "{p}e BETWEEN {} AND {}",
                     self.date_literal(),
                     self.date_literal()
                 ),
-                12 => format!("d > {}", self.decimal_literal()),
-                13 => format!("d = {}", self.decimal_literal()),
+                12 => format!("{p}d > {}", self.decimal_literal()),
+                13 => format!("{p}d = {}", self.decimal_literal()),
                 14 => format!(
-                    "d BETWEEN {} AND {}",
+                    "{p}d BETWEEN {} AND {}",
                     self.decimal_literal(),
                     self.decimal_literal()
                 ),
-                0 => format!("id = {}", self.id_literal()),
+                0 => format!("{p}id = {}", self.id_literal()),
                 1 => {
                     let low = self.rng.gen_range(0..=120);
                     let high = low + self.rng.gen_range(0..30);
-                    format!("id BETWEEN {low} AND {high}")
+                    format!("{p}id BETWEEN {low} AND {high}")
                 }
-                2 => format!("a = {}", self.int_literal()),
-                3 => format!("a > {}", self.int_literal()),
-                4 => "a IS NULL".into(),
-                5 => "b IS NOT NULL".into(),
-                6 => format!("b = {}", self.word()),
-                7 => format!("b < {}", self.word()),
+                2 => format!("{p}a = {}", self.int_literal()),
+                3 => format!("{p}a > {}", self.int_literal()),
+                4 => format!("{p}a IS NULL"),
+                5 => format!("{p}b IS NOT NULL"),
+                6 => format!("{p}b = {}", self.word()),
+                7 => format!("{p}b < {}", self.word()),
                 8 => format!(
-                    "a IN ({}, {}, {})",
+                    "{p}a IN ({}, {}, {})",
                     self.int_literal(),
                     self.int_literal(),
                     self.int_literal()
                 ),
-                9 => format!("c < {}", self.c_value()),
-                10 => format!("id > {} AND id <= {}", self.id_literal(), self.id_literal()),
-                _ => format!("a + c >= {}", self.int_literal()),
+                9 => format!("{p}c < {}", self.c_value()),
+                10 => format!(
+                    "{p}id > {} AND {p}id <= {}",
+                    self.id_literal(),
+                    self.id_literal()
+                ),
+                _ => format!("{p}a + {p}c >= {}", self.int_literal()),
             };
         }
         match self.rng.gen_range(0..3) {
             0 => format!(
                 "({} AND {})",
-                self.predicate(depth + 1),
-                self.predicate(depth + 1)
+                self.predicate_on(p, depth + 1),
+                self.predicate_on(p, depth + 1)
             ),
             1 => format!(
                 "({} OR {})",
-                self.predicate(depth + 1),
-                self.predicate(depth + 1)
+                self.predicate_on(p, depth + 1),
+                self.predicate_on(p, depth + 1)
             ),
-            _ => format!("NOT ({})", self.predicate(depth + 1)),
+            _ => format!("NOT ({})", self.predicate_on(p, depth + 1)),
         }
+    }
+
+    /// A condition on u's columns.
+    fn u_predicate(&mut self) -> String {
+        match self.rng.gen_range(0..4) {
+            0 => format!("u.d < {}", self.word()),
+            1 => format!("u.t_id > {}", self.id_literal()),
+            2 => "u.d IS NOT NULL".into(),
+            _ => format!("u.id <> {}", self.rng.gen_range(0..60)),
+        }
+    }
+
+    /// Two-table queries: joins (INNER, LEFT, with NULLs on both sides) and subqueries
+    /// (IN, NOT IN, EXISTS, NOT EXISTS, scalar, correlated), compared as multisets unless
+    /// ordered.
+    fn two_table_select(&mut self) -> Statement {
+        let tp = self.predicate_on("t.", 1);
+        let up = self.u_predicate();
+        let word = self.word();
+        let (sql, ordered) = match self.rng.gen_range(0..11) {
+            0 => (
+                format!("SELECT t.id, u.id, t.a, u.d FROM t JOIN u ON u.t_id = t.id WHERE {tp}"),
+                false,
+            ),
+            1 => (
+                format!(
+                    "SELECT t.id, u.id, u.d FROM t LEFT JOIN u ON u.t_id = t.id AND {up} WHERE {tp}"
+                ),
+                false,
+            ),
+            2 => (
+                "SELECT t.a, COUNT(*), COUNT(u.id), MAX(u.id), COUNT(u.d) FROM t LEFT JOIN u \
+                 ON u.t_id = t.a GROUP BY t.a ORDER BY t.a"
+                    .to_string(),
+                true,
+            ),
+            3 => (
+                format!("SELECT t.id, u.id FROM t, u WHERE t.b = u.d AND {tp}"),
+                false,
+            ),
+            4 => (
+                format!("SELECT u.id, u.d FROM u LEFT JOIN t ON t.a = u.t_id WHERE t.id IS NULL OR {tp}"),
+                false,
+            ),
+            5 => (
+                format!("SELECT id, b FROM t WHERE a IN (SELECT t_id FROM u WHERE {up})"),
+                false,
+            ),
+            6 => (
+                format!("SELECT id FROM t WHERE a NOT IN (SELECT t_id FROM u WHERE {up}) AND {tp}"),
+                false,
+            ),
+            7 => (
+                format!(
+                    "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.t_id = t.id AND u.d < {word})"
+                ),
+                false,
+            ),
+            8 => (
+                format!("SELECT id, a FROM t WHERE NOT EXISTS (SELECT * FROM u WHERE u.t_id = t.a) AND {tp}"),
+                false,
+            ),
+            9 => (
+                format!(
+                    "SELECT id, (SELECT COUNT(*) FROM u WHERE u.t_id = t.id), \
+                     (SELECT MAX(u.id) FROM u WHERE u.t_id = t.a) FROM t WHERE {tp} ORDER BY id"
+                ),
+                true,
+            ),
+            _ => (
+                format!("SELECT t.id, u.id FROM t JOIN u ON t.a < u.t_id WHERE {tp} AND {up}"),
+                false,
+            ),
+        };
+        Statement { sql, ordered }
+    }
+
+    fn u_change(&mut self) -> Statement {
+        let sql = if self.rng.gen_bool(0.8) {
+            let t_id = if self.rng.gen_bool(0.15) {
+                "NULL".to_string()
+            } else if self.rng.gen_bool(0.3) {
+                self.int_literal()
+            } else {
+                self.id_literal()
+            };
+            format!(
+                "INSERT INTO u (id, t_id, d) VALUES ({}, {t_id}, {})",
+                self.rng.gen_range(0..60),
+                self.b_value()
+            )
+        } else {
+            format!("DELETE FROM u WHERE id = {}", self.rng.gen_range(0..60))
+        };
+        Statement { sql, ordered: true }
     }
 
     fn select(&mut self) -> Statement {
@@ -294,6 +399,8 @@ fn shale_answers_as_mariadb_does() {
         "CREATE DATABASE diff",
         "CREATE TABLE diff.t (id INT NOT NULL PRIMARY KEY, a INT NULL, b VARCHAR(20) NULL, \
          c BIGINT NOT NULL DEFAULT 0, d DECIMAL(8,2) NULL, e DATE NULL, KEY ka (a), KEY kd (d), KEY ke (e)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+        "CREATE TABLE diff.u (id INT NOT NULL PRIMARY KEY, t_id INT NULL, d VARCHAR(20) NULL, \
+         KEY kt (t_id)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
     ];
     for sql in schema {
         for server in [&mariadb, &shale] {
@@ -311,7 +418,13 @@ fn shale_answers_as_mariadb_does() {
     let mut answered_rows = 0;
     for step in 0..statements {
         let statement = if step < statements / 4 || generator.rng.gen_bool(0.3) {
-            generator.change()
+            if generator.rng.gen_bool(0.3) {
+                generator.u_change()
+            } else {
+                generator.change()
+            }
+        } else if generator.rng.gen_bool(0.4) {
+            generator.two_table_select()
         } else {
             generator.select()
         };
