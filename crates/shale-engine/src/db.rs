@@ -56,6 +56,7 @@ use crate::memtable::MemTable;
 use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
 use crate::rate_limiter::{IoPriority, RateLimiter};
 use crate::read::{DbIterator, ReadOptions};
+use crate::recovery_report::RecoveryReport;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{DbStats, StatCounters};
 use crate::table_cache::TableCache;
@@ -95,6 +96,9 @@ pub(crate) struct WalState {
     /// not take the first one's sync, still running, for a finished one.
     pub(crate) written_groups: u64,
     pub(crate) synced_groups: u64,
+    /// Bytes of this log a completed sync made durable (0 before the first sync). Recorded in
+    /// the MANIFEST as `WAL_SYNCED` (`write::live_wal_synced_locked`), never lowered.
+    pub(crate) synced_bytes: u64,
     /// Whether the log's directory entry is durable. A memtable switch creates the next log
     /// without syncing the directory (that is off the writer's path); whatever relies on the
     /// log surviving a power cut syncs it first: a WAL sync, a `Sync` write, and a MANIFEST
@@ -135,6 +139,9 @@ pub(crate) struct DbState {
     /// while they are unchanged). Cleared when memtables are switched; a dropped keyspace's
     /// memtable stays alive in it until the next write.
     pub(crate) group_context: Option<Arc<GroupContext>>,
+    /// WALs closed by a memtable switch, with their (synced) sizes, that no MANIFEST edit has
+    /// recorded yet (`write::live_wal_synced_locked` moves them into the next edit).
+    pub(crate) unrecorded_closed_wals: Vec<(u64, u64)>,
     /// The WAL (by the active memtables' log number) for which `write::request_presync`
     /// already woke the syncer: once per memtable.
     pub(crate) presync_requested_for: u64,
@@ -200,6 +207,8 @@ pub(crate) struct DbInner {
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
     /// Where tests stop engine threads (feature `testing`).
     pub(crate) test_hooks: TestHooks,
+    /// What the open replayed from the WALs and dropped ([`Db::recovery_report`]).
+    pub(crate) recovery_report: RecoveryReport,
 }
 
 impl DbInner {
@@ -212,6 +221,7 @@ impl DbInner {
         keyspaces: BTreeMap<u32, KeyspaceState>,
         wal: Option<WalState>,
         last_seqno: SeqNo,
+        recovery_report: RecoveryReport,
     ) -> Self {
         let fs = options.file_system.clone();
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
@@ -245,6 +255,7 @@ impl DbInner {
                 compactions_done: 0,
                 pinned_wals: BTreeMap::new(),
                 group_context: None,
+                unrecorded_closed_wals: Vec::new(),
                 presync_requested_for: 0,
             }),
             state_changed: Condvar::new(),
@@ -270,6 +281,7 @@ impl DbInner {
             options,
             lock: Mutex::new(lock),
             test_hooks: TestHooks::default(),
+            recovery_report,
         }
     }
 
@@ -768,9 +780,17 @@ impl Db {
         }
     }
 
+    /// What the open replayed from the WALs, and every stretch of WAL data it dropped
+    /// (a torn tail, or what the recovery mode skipped): docs/format/wal.md, "Recovery modes".
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery_report
+    }
+
     /// Compaction and write-stall counters since open.
     pub fn stats(&self) -> DbStats {
         let mut stats = self.inner.stats.snapshot();
+        stats.recovery_wal_drops = self.inner.recovery_report.dropped.len() as u64;
+        stats.recovery_wal_dropped_bytes = self.inner.recovery_report.dropped_bytes();
         if let Ok(wal) = self.inner.lock_wal() {
             stats.wal_bytes_written += wal.writer.file_size();
         }
@@ -849,6 +869,10 @@ impl Db {
             }
         }
         let synced = crate::background::sync_wal(&self.inner);
+        if synced.is_ok() {
+            // A clean close leaves every WAL's synced size in the MANIFEST.
+            let _ = crate::write::record_live_wal_synced(&self.inner);
+        }
         self.inner
             .lock
             .lock()

@@ -296,6 +296,7 @@ fn pick_flush_job(inner: &Arc<DbInner>) -> Result<Option<FlushJob>> {
 }
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
+#[allow(clippy::too_many_lines)] // one flush, start to install, under one state lock
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     let Some(FlushJob {
         keyspace,
@@ -374,6 +375,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
             .load(std::sync::atomic::Ordering::Acquire);
         let last = allocated.max(state.versions.last_sequence());
         state.versions.set_last_sequence(last);
+        crate::write::live_wal_synced_locked(inner, &mut state, &mut edit);
         state.versions.log_and_apply(edit)
     } {
         drop(state);

@@ -665,6 +665,11 @@ pub struct Options {
     pub sync_interval: Duration,
     /// What a damaged WAL means at open (docs/format/wal.md).
     pub wal_recovery_mode: RecoveryMode,
+    /// How often the background records the live WAL's synced size in the MANIFEST when it
+    /// grew (one small MANIFEST append and sync; every flush and compaction edit carries it
+    /// too): a recovery refuses a WAL cut below its recorded size (docs/format/manifest.md,
+    /// `WAL_SYNCED`). Zero turns the periodic record off. Default 10 s.
+    pub wal_synced_record_interval: Duration,
     /// User-key order; its name is persisted and checked on every open.
     pub comparator: Arc<dyn Comparator>,
     /// Bytes of uncompressed blocks kept in memory.
@@ -699,6 +704,7 @@ impl Default for Options {
             durability: Durability::Sync,
             sync_interval: Duration::from_secs(1),
             wal_recovery_mode: RecoveryMode::default(),
+            wal_synced_record_interval: Duration::from_secs(10),
             comparator: Arc::new(BytewiseComparator),
             block_cache_capacity: 64 << 20,
             max_open_files: 1000,
@@ -720,6 +726,12 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "sync_interval {:?} must be between 1 ns and 1 hour",
                 self.sync_interval
+            )));
+        }
+        if self.wal_synced_record_interval > Duration::from_secs(24 * 3600) {
+            return Err(Error::InvalidArgument(format!(
+                "wal_synced_record_interval {:?} must be at most a day (zero turns it off)",
+                self.wal_synced_record_interval
             )));
         }
         if self.idle_compaction_after.is_some_and(|d| d.is_zero()) {
@@ -754,6 +766,10 @@ impl Options {
             (
                 "wal_recovery_mode".to_owned(),
                 self.wal_recovery_mode.name().to_owned(),
+            ),
+            (
+                "wal_synced_record_interval_ms".to_owned(),
+                self.wal_synced_record_interval.as_millis().to_string(),
             ),
             (
                 "block_cache_capacity".to_owned(),

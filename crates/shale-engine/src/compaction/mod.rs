@@ -297,6 +297,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
         let allocated = inner.last_allocated_seqno.load(Ordering::Acquire);
         let last = allocated.max(state.versions.last_sequence());
         state.versions.set_last_sequence(last);
+        crate::write::live_wal_synced_locked(inner, &mut state, &mut edit);
         state.versions.log_and_apply(edit)
     } else {
         Ok(()) // dropped meanwhile: the outputs are simply obsolete

@@ -133,6 +133,9 @@ fn snapshot_edit(
         edit.set_wal_end(*log_number, *end);
     }
     edit.wals_tracked = version.wals_tracked();
+    for (log_number, size) in version.wal_synced_sizes() {
+        edit.set_wal_synced(*log_number, *size);
+    }
     for blob in version.blob_files().values() {
         edit.add_blob_file(blob);
     }
