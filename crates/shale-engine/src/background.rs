@@ -140,6 +140,8 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
     let mut next = Instant::now() + interval;
     let record_interval = inner.options.wal_synced_record_interval;
     let mut next_record = Instant::now() + record_interval;
+    let dump_period = inner.options.stats_dump_period;
+    let mut next_dump = Instant::now() + dump_period;
     loop {
         {
             let mut state = inner.lock_state();
@@ -165,6 +167,13 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
             // Errors become the sticky background error where they happen.
             let _ = crate::write::record_live_wal_synced(inner);
             next_record = Instant::now() + record_interval;
+        }
+        if !dump_period.is_zero() && Instant::now() >= next_dump {
+            inner.info_log.log(format_args!(
+                "compaction stats:\n{}",
+                inner.compaction_stats()
+            ));
+            next_dump = Instant::now() + dump_period;
         }
     }
 }

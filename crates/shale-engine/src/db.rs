@@ -51,6 +51,7 @@ use crate::compaction::BackgroundCompaction;
 use crate::compaction_stats::CompactionStats;
 use crate::error::{Error, Result};
 use crate::idle::IdleTracker;
+use crate::info_log::InfoLog;
 use crate::keyspace::{Keyspace, KeyspaceState, SuperVersion};
 use crate::memtable::MemTable;
 use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
@@ -209,6 +210,8 @@ pub(crate) struct DbInner {
     pub(crate) test_hooks: TestHooks,
     /// What the open replayed from the WALs and dropped ([`Db::recovery_report`]).
     pub(crate) recovery_report: RecoveryReport,
+    /// The human-readable LOG (`crate::info_log`); disabled for a read-only open.
+    pub(crate) info_log: InfoLog,
 }
 
 impl DbInner {
@@ -241,6 +244,16 @@ impl DbInner {
             max_open_files,
         ));
         let blob_cache = Arc::new(BlobFileCache::new(fs.clone(), dir, max_open_files));
+        let info_log = if wal.is_some() && options.info_log {
+            InfoLog::open(
+                fs.clone(),
+                dir,
+                options.info_log_max_size,
+                options.info_log_keep,
+            )
+        } else {
+            InfoLog::disabled()
+        };
         DbInner {
             fs,
             dir: dir.to_path_buf(),
@@ -282,7 +295,39 @@ impl DbInner {
             lock: Mutex::new(lock),
             test_hooks: TestHooks::default(),
             recovery_report,
+            info_log,
         }
+    }
+
+    /// [`Db::stats`].
+    pub(crate) fn db_stats(&self) -> DbStats {
+        let mut stats = self.stats.snapshot();
+        stats.recovery_wal_drops = self.recovery_report.dropped.len() as u64;
+        stats.recovery_wal_dropped_bytes = self.recovery_report.dropped_bytes();
+        if let Ok(wal) = self.lock_wal() {
+            stats.wal_bytes_written += wal.writer.file_size();
+        }
+        if let Some(limiter) = &self.rate_limiter {
+            stats.rate_limit_bytes_per_sec = limiter.bytes_per_sec();
+            stats.rate_limited_flush_bytes = limiter.granted_bytes(IoPriority::Flush);
+            stats.rate_limited_compaction_bytes = limiter.granted_bytes(IoPriority::Compaction);
+        }
+        stats
+    }
+
+    /// [`Db::compaction_stats`].
+    pub(crate) fn compaction_stats(&self) -> CompactionStats {
+        let (version, keyspaces) = {
+            let state = self.lock_state();
+            let keyspaces: Vec<_> = state
+                .keyspaces
+                .values()
+                .map(|k| (k.id, k.options.clone()))
+                .collect();
+            (state.versions.current(), keyspaces)
+        };
+        let io = self.stats.level_snapshot(version.num_levels());
+        CompactionStats::build(&version, &keyspaces, &io, self.db_stats())
     }
 
     /// Tells the rate limiter's auto-tuning the pending compaction bytes of all keyspaces.
@@ -425,6 +470,9 @@ impl DbInner {
     pub(crate) fn set_background_error_locked(&self, _state: &DbState, reason: String) {
         let mut error = self.lock_background_error();
         if error.as_ref().is_none_or(|e| e.retry.is_some()) {
+            self.info_log.log(format_args!(
+                "background error (writes stop until reopened): {reason}"
+            ));
             *error = Some(BackgroundError {
                 reason,
                 retry: None,
@@ -788,35 +836,14 @@ impl Db {
 
     /// Compaction and write-stall counters since open.
     pub fn stats(&self) -> DbStats {
-        let mut stats = self.inner.stats.snapshot();
-        stats.recovery_wal_drops = self.inner.recovery_report.dropped.len() as u64;
-        stats.recovery_wal_dropped_bytes = self.inner.recovery_report.dropped_bytes();
-        if let Ok(wal) = self.inner.lock_wal() {
-            stats.wal_bytes_written += wal.writer.file_size();
-        }
-        if let Some(limiter) = &self.inner.rate_limiter {
-            stats.rate_limit_bytes_per_sec = limiter.bytes_per_sec();
-            stats.rate_limited_flush_bytes = limiter.granted_bytes(IoPriority::Flush);
-            stats.rate_limited_compaction_bytes = limiter.granted_bytes(IoPriority::Compaction);
-        }
-        stats
+        self.inner.db_stats()
     }
 
     /// `RocksDB`'s compaction stats table: files, size and score of every level now, and the
     /// flush and compaction work into each since open, every keyspace together; its `Display`
     /// is the text `shale bench`'s `stats` prints.
     pub fn compaction_stats(&self) -> CompactionStats {
-        let (version, keyspaces) = {
-            let state = self.inner.lock_state();
-            let keyspaces: Vec<_> = state
-                .keyspaces
-                .values()
-                .map(|k| (k.id, k.options.clone()))
-                .collect();
-            (state.versions.current(), keyspaces)
-        };
-        let io = self.inner.stats.level_snapshot(version.num_levels());
-        CompactionStats::build(&version, &keyspaces, &io, self.stats())
+        self.inner.compaction_stats()
     }
 
     /// The current Version: every keyspace's table files by level (tests and tools).
@@ -873,6 +900,8 @@ impl Db {
             // A clean close leaves every WAL's synced size in the MANIFEST.
             let _ = crate::write::record_live_wal_synced(&self.inner);
         }
+        self.inner.info_log.log("close");
+        self.inner.info_log.close();
         self.inner
             .lock
             .lock()

@@ -393,6 +393,12 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         StatCounters::add(&counters.flush_bytes_written, bytes);
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         counters.levels[0].record_job(0, 0, bytes, micros);
+        inner.info_log.log(format_args!(
+            "flush keyspace {keyspace}: memtable -> L0 table {number}, {bytes} bytes, {} blob \
+             files ({blob_bytes} bytes), {} ms",
+            blob_files.len(),
+            micros / 1000
+        ));
     }
     let version = state.versions.current();
     if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {

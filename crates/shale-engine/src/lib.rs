@@ -78,6 +78,7 @@ mod compaction_stats;
 mod db;
 mod flush;
 mod idle;
+mod info_log;
 mod ingest;
 mod keyspace;
 mod options;

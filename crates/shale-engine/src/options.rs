@@ -670,6 +670,16 @@ pub struct Options {
     /// too): a recovery refuses a WAL cut below its recorded size (docs/format/manifest.md,
     /// `WAL_SYNCED`). Zero turns the periodic record off. Default 10 s.
     pub wal_synced_record_interval: Duration,
+    /// Write the info LOG (`LOG` in the database directory, docs/operations.md "The info
+    /// LOG"). A read-only open never writes it. Default on.
+    pub info_log: bool,
+    /// The size at which `LOG` is rotated to `LOG.old.1`. Default 16 MiB.
+    pub info_log_max_size: u64,
+    /// Rotated LOGs kept (`LOG.old.1` .. `LOG.old.N`; 0 keeps none). Default 10.
+    pub info_log_keep: usize,
+    /// How often the compaction stats table is written to the LOG; zero turns it off.
+    /// Default 10 minutes.
+    pub stats_dump_period: Duration,
     /// User-key order; its name is persisted and checked on every open.
     pub comparator: Arc<dyn Comparator>,
     /// Bytes of uncompressed blocks kept in memory.
@@ -705,6 +715,10 @@ impl Default for Options {
             sync_interval: Duration::from_secs(1),
             wal_recovery_mode: RecoveryMode::default(),
             wal_synced_record_interval: Duration::from_secs(10),
+            info_log: true,
+            info_log_max_size: 16 << 20,
+            info_log_keep: 10,
+            stats_dump_period: Duration::from_secs(600),
             comparator: Arc::new(BytewiseComparator),
             block_cache_capacity: 64 << 20,
             max_open_files: 1000,

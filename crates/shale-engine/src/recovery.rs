@@ -157,6 +157,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     {
         let mut state = inner.lock_state();
         write_options_file(&inner, &mut state)?;
+        log_open(&inner, &state);
         delete_obsolete_files(&inner, &mut state);
     }
     Ok(inner)
@@ -796,6 +797,32 @@ fn file_number_of(name: &str) -> Option<u64> {
         .or_else(|| crate::blob::parse_blob_file_name(name))
         .or_else(|| name.strip_prefix("MANIFEST-").and_then(|n| n.parse().ok()))
         .or_else(|| name.strip_prefix("OPTIONS-").and_then(|n| n.parse().ok()))
+}
+
+/// Writes the open to the info LOG: the options of the database and its keyspaces, then what
+/// recovery replayed and dropped.
+fn log_open(inner: &DbInner, state: &DbState) {
+    let log = &inner.info_log;
+    log.log(format_args!("open {}", inner.dir.display()));
+    let keyspaces: Vec<(String, KeyspaceOptions)> = state
+        .keyspaces
+        .values()
+        .map(|k| (k.name.clone(), k.options.clone()))
+        .collect();
+    for (section, pairs) in &inner.options.to_file(&keyspaces).sections {
+        for (key, value) in pairs {
+            log.log(format_args!("options [{section}] {key} = {value}"));
+        }
+    }
+    log.log(&inner.recovery_report);
+    for dropped in &inner.recovery_report.dropped {
+        log.log(format_args!("recovery dropped {dropped}"));
+    }
+    let wal = inner.lock_wal().map_or(0, |wal| wal.number);
+    log.log(format_args!(
+        "recovery done: last sequence {}, writing WAL {wal}",
+        state.versions.last_sequence()
+    ));
 }
 
 /// Persists the current options of the database and its keyspaces as a new OPTIONS file.

@@ -272,20 +272,29 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>>
         let version = state.versions.current();
         let stop = state.keyspaces.values().find_map(|k| {
             if version.num_files(k.id, 0) >= k.options.level0_stop_writes_trigger {
-                Some(&counters.stall_level0_stops)
+                Some((
+                    &counters.stall_level0_stops,
+                    "L0 files reached level0_stop_writes_trigger",
+                ))
             } else if reached(
                 k.options.hard_pending_compaction_bytes_limit,
                 k.pending_compaction_bytes,
             ) {
-                Some(&counters.stall_pending_bytes_stops)
+                Some((
+                    &counters.stall_pending_bytes_stops,
+                    "pending compaction bytes reached hard_pending_compaction_bytes_limit",
+                ))
             } else {
                 None
             }
         });
-        if let Some(counter) = stop {
+        if let Some((counter, cause)) = stop {
             if stopped.is_none() {
                 StatCounters::add(counter, 1);
                 stopped = Some(Instant::now());
+                inner
+                    .info_log
+                    .log(format_args!("write stall: writes stopped ({cause})"));
             }
             inner.check_background_error()?;
             inner.check_open()?;
@@ -294,21 +303,38 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>>
         }
         let slow = state.keyspaces.values().find_map(|k| {
             if version.num_files(k.id, 0) >= k.options.level0_slowdown_writes_trigger {
-                Some(&counters.stall_level0_slowdowns)
+                Some((
+                    &counters.stall_level0_slowdowns,
+                    "L0 files reached level0_slowdown_writes_trigger",
+                ))
             } else if reached(
                 k.options.soft_pending_compaction_bytes_limit,
                 k.pending_compaction_bytes,
             ) {
-                Some(&counters.stall_pending_bytes_slowdowns)
+                Some((
+                    &counters.stall_pending_bytes_slowdowns,
+                    "pending compaction bytes reached soft_pending_compaction_bytes_limit",
+                ))
             } else {
                 None
             }
         });
         if let Some(start) = stopped {
-            counters.record_stop(micros_since(start));
-        } else if let Some(counter) = slow {
+            let micros = micros_since(start);
+            counters.record_stop(micros);
+            inner.info_log.log(format_args!(
+                "write stall: writes resumed after {micros} us"
+            ));
+        } else if let Some((counter, cause)) = slow {
             drop(state);
-            StatCounters::add(counter, 1);
+            // Counted per group: logged at the first and every 1000th.
+            let before = counter.fetch_add(1, Ordering::Relaxed);
+            if before % 1000 == 0 {
+                inner.info_log.log(format_args!(
+                    "write stall: writes slowed down ({cause}), {} times so far",
+                    before + 1
+                ));
+            }
             let start = Instant::now();
             std::thread::sleep(SLOWDOWN_DELAY);
             StatCounters::add(&counters.stall_micros, micros_since(start));
@@ -351,6 +377,10 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext
             if stopped.is_none() {
                 StatCounters::add(&inner.stats.stall_memtable_stops, 1);
                 stopped = Some(Instant::now());
+                inner.info_log.log(
+                    "write stall: writes stopped (max_write_buffer_number memtables are full, \
+                     waiting for a flush)",
+                );
             }
             inner.check_background_error()?;
             inner.check_open()?;
