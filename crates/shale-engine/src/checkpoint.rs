@@ -18,6 +18,13 @@
 //! commit order for every keyspace at once, and opening the checkpoint replays it like any
 //! recovery would.
 //!
+//! A read-only open (`crate::read_only`, another process may be writing) is checkpointed as
+//! its view: its Version, and each WAL it replayed up to the record boundary where it stopped.
+//! Every file is read through the handle the view holds open, so a table the writer has
+//! compacted away since is still copied (a hard link by name is tried first), and nothing in
+//! the source directory is opened for writing, locked or deleted: a read-only directory or
+//! mount can be checkpointed and backed up.
+//!
 //! Invariants:
 //! 1. The checkpoint holds every table of the pinned Version and every WAL at or above the
 //!    smallest log number in it, so opening it recovers exactly the writes with sequence
@@ -29,7 +36,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shale_fs::FileSystem;
+use std::collections::BTreeMap;
+
+use shale_fs::{FileSystem, RandomAccessFile};
 use shale_sst::SeqNo;
 
 use crate::db::DbInner;
@@ -73,6 +82,25 @@ pub(crate) struct Cut {
     options: crate::options_file::OptionsFile,
     pub(crate) seqno: SeqNo,
     pub(crate) snapshot: Snapshot,
+    /// Files of the cut held open by a read-only view, by file name: read from these, not
+    /// by name (the writer may have deleted them).
+    held: BTreeMap<String, Arc<dyn RandomAccessFile>>,
+}
+
+impl Cut {
+    /// The file `name` of the database in `dir`, opened for reading: the handle the cut
+    /// holds, or the file by name.
+    pub(crate) fn open(
+        &self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        name: &str,
+    ) -> Result<Arc<dyn RandomAccessFile>> {
+        match self.held.get(name) {
+            Some(file) => Ok(file.clone()),
+            None => Ok(fs.open_read(&dir.join(name))?),
+        }
+    }
 }
 
 /// Releases the WAL pins of a cut when the checkpoint is done (or failed).
@@ -118,32 +146,34 @@ pub(crate) fn create(inner: &DbInner, dest: &Path) -> Result<CheckpointInfo> {
         wal_bytes: 0,
         files: Vec::new(),
     };
-    for (_, _, meta) in cut.version.all_files() {
-        let from = table_file_name(&inner.dir, meta.number);
-        let to = table_file_name(dest, meta.number);
+    // Tables and blob files are write-once: linked, or copied (blob files counted with the
+    // tables).
+    let tables = cut
+        .version
+        .all_files()
+        .map(|(_, _, meta)| (table_file_name(&inner.dir, meta.number), meta.size));
+    let blobs = cut.version.blob_files().values().map(|blob| {
+        (
+            crate::blob::blob_file_name(&inner.dir, blob.number),
+            blob.file_size(),
+        )
+    });
+    for (from, size) in tables.chain(blobs) {
+        let name = file_name(&from);
+        let to = dest.join(&name);
         if fs.hard_link(&from, &to).is_ok() {
             info.tables_linked += 1;
         } else {
-            copy_file(fs, &from, &to, meta.size)?;
+            let source = cut.open(fs, &inner.dir, &name)?;
+            copy_from(&*source, fs, &to, size, &mut |_| {})?;
             info.tables_copied += 1;
         }
-        info.files.push((file_name(&to), meta.size));
-    }
-    // Blob files are write-once like tables: linked, counted with them.
-    for blob in cut.version.blob_files().values() {
-        let from = crate::blob::blob_file_name(&inner.dir, blob.number);
-        let to = crate::blob::blob_file_name(dest, blob.number);
-        if fs.hard_link(&from, &to).is_ok() {
-            info.tables_linked += 1;
-        } else {
-            copy_file(fs, &from, &to, blob.file_size())?;
-            info.tables_copied += 1;
-        }
-        info.files.push((file_name(&to), blob.file_size()));
+        info.files.push((name, size));
     }
     for &(number, len) in &cut.wals {
         let name = log_file_name(number);
-        copy_file(fs, &inner.dir.join(&name), &dest.join(&name), len)?;
+        let source = cut.open(fs, &inner.dir, &name)?;
+        copy_from(&*source, fs, &dest.join(&name), len, &mut |_| {})?;
         info.wals += 1;
         info.wal_bytes += len;
         info.files.push((name, len));
@@ -177,8 +207,11 @@ pub(crate) fn write_metadata(
     Ok(files)
 }
 
-/// Takes the cut under the state and WAL locks (module docs).
+/// Takes the cut under the state and WAL locks (module docs), or of a read-only view.
 pub(crate) fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
+    if inner.is_read_only() {
+        return Ok(take_read_only_cut(inner));
+    }
     let mut state = inner.lock_state();
     let version = state.versions.current();
     let min_log = version
@@ -252,9 +285,68 @@ pub(crate) fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
             options,
             seqno,
             snapshot,
+            held: BTreeMap::new(),
         },
         pins,
     ))
+}
+
+/// The cut of a read-only view (module docs): nothing to lock or pin, since the view never
+/// changes and holds its files open.
+fn take_read_only_cut(inner: &DbInner) -> (Cut, WalPins<'_>) {
+    let mut state = inner.lock_state();
+    let version = state.versions.current();
+    let manifest_number = state.versions.new_file_number();
+    let options_number = state.versions.new_file_number();
+    let manifest_record = state.versions.snapshot_record(&version);
+    let keyspaces: Vec<_> = state
+        .keyspaces
+        .values()
+        .map(|k: &KeyspaceState| (k.name.clone(), k.options.clone()))
+        .collect();
+    drop(state);
+    let mut held = BTreeMap::new();
+    let mut wals = Vec::with_capacity(inner.replayed_wals.len());
+    for wal in &inner.replayed_wals {
+        wals.push((wal.number, wal.len));
+        held.insert(log_file_name(wal.number), wal.file.clone());
+    }
+    // Every table and blob file of the view is open in its cache (read_only invariant 4).
+    for (_, _, meta) in version.all_files() {
+        if let Some(table) = inner.table_cache.cached(meta.number) {
+            held.insert(
+                file_name(&table_file_name(&inner.dir, meta.number)),
+                table.file().clone(),
+            );
+        }
+    }
+    for number in version.blob_files().keys() {
+        if let Ok(blob) = inner.blob_cache.get(*number) {
+            held.insert(
+                file_name(&crate::blob::blob_file_name(&inner.dir, *number)),
+                blob.file().clone(),
+            );
+        }
+    }
+    let seqno = inner
+        .last_allocated_seqno
+        .load(std::sync::atomic::Ordering::Acquire);
+    let cut = Cut {
+        version,
+        wals,
+        manifest_number,
+        manifest_record,
+        options_number,
+        options: inner.options.to_file(&keyspaces),
+        seqno,
+        snapshot: inner.snapshots.acquire(seqno),
+        held,
+    };
+    let pins = WalPins {
+        inner,
+        numbers: Vec::new(),
+    };
+    (cut, pins)
 }
 
 /// Waits until the groups up to `seqno` are published, so the returned snapshot reads what
@@ -288,11 +380,22 @@ pub(crate) fn copy_file_with(
     len: u64,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u32> {
-    let source = fs.open_read(from)?;
+    copy_from(&*fs.open_read(from)?, fs, to, len, progress)
+}
+
+/// Copies the first `len` bytes of the open file `source` to a new file `to` on `fs` and
+/// syncs it. Returns the CRC-32C of the bytes copied; `progress` gets each chunk's size.
+pub(crate) fn copy_from(
+    source: &dyn RandomAccessFile,
+    fs: &dyn FileSystem,
+    to: &Path,
+    len: u64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u32> {
     let available = source.size()?;
     if available < len {
         return Err(Error::Corruption {
-            file: from.to_path_buf(),
+            file: source.path().to_path_buf(),
             offset: available,
             detail: format!("file is {available} bytes, expected at least {len}"),
         });

@@ -193,6 +193,9 @@ pub(crate) struct DbInner {
     pub(crate) table_cache: Arc<TableCache>,
     /// Open blob files, for resolving blob references (docs/format/blob.md).
     pub(crate) blob_cache: Arc<BlobFileCache>,
+    /// A read-only open's WALs, each open with the length it replayed (empty otherwise):
+    /// what a checkpoint or backup of the read-only view copies (`crate::read_only`).
+    pub(crate) replayed_wals: Vec<crate::read_only::ReplayedWal>,
     pub(crate) snapshots: SnapshotList,
     pub(crate) shutting_down: AtomicBool,
     /// Set (with `state_changed` signalled) to make the WAL syncer sync now rather than at
@@ -280,6 +283,7 @@ impl DbInner {
             has_background_error: AtomicBool::new(false),
             table_cache,
             blob_cache,
+            replayed_wals: Vec::new(),
             snapshots: SnapshotList::default(),
             shutting_down: AtomicBool::new(false),
             wal_sync_requested: AtomicBool::new(false),
@@ -759,8 +763,11 @@ impl Db {
     /// empty) without blocking writers: table files are hard-linked (copied across file
     /// systems), the WALs copied up to the cut, and a fresh MANIFEST written. The returned
     /// [`CheckpointInfo`] names the cut's sequence number and holds a snapshot at it.
+    ///
+    /// A database open read-only ([`Db::open_read_only`]) is checkpointed as it reads: the
+    /// files are read through the handles the view holds, nothing in its directory is
+    /// written, so this works beside a writer in another process and on a read-only mount.
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
-        self.inner.check_writable("checkpoint")?;
         crate::checkpoint::create(&self.inner, dir.as_ref())
     }
 

@@ -48,6 +48,7 @@
 //! `testing` feature exposes internals (memtable, iterators, version set) to tests and fuzz
 //! targets. Formats: docs/format/ in the repository.
 
+mod approximate;
 mod batch;
 mod db_iter;
 mod error;
@@ -101,7 +102,7 @@ mod write;
 mod write_queue;
 pub use backup::{
     BackupCodec, BackupEngine, BackupFile, BackupInfo, BackupOptions, CreatedBackup, Purged,
-    DEFAULT_ZSTD_LEVEL,
+    Verified, DEFAULT_ZSTD_LEVEL,
 };
 pub use checkpoint::CheckpointInfo;
 pub use clock::{Clock, SystemClock};

@@ -20,6 +20,11 @@
 //!    open. A damaged tail of the newest WAL is a record the writer is still appending, not
 //!    corruption, whatever the recovery mode (`AbsoluteConsistency` is read as
 //!    `TolerateCorruptedTailRecords`); damage anywhere else is judged as recovery does.
+//! 4. Every file of the view stays open for the life of the view: the tables and blob files
+//!    in their caches, the WALs in [`ReplayedWal`]s with the length replayed from each (a
+//!    record boundary). A checkpoint or backup of the view (`crate::checkpoint`) copies from
+//!    these handles, so it holds exactly the view even when the writer has deleted the files
+//!    since, and it never opens a file of the database for writing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,10 +41,20 @@ use crate::recovery::{
     build_memtables, check_wals_present, keyspace_options, read_wals, NUM_LEVELS,
 };
 use crate::version::VersionSet;
+use crate::wal::format::log_file_name;
 use crate::wal::RecoveryMode;
 
 /// How many times the open starts over when the writer deleted a file it needed (invariant 2).
 pub(crate) const OPEN_ATTEMPTS: usize = 10;
+
+/// A WAL a read-only open replayed (invariant 4).
+#[derive(Debug, Clone)]
+pub(crate) struct ReplayedWal {
+    pub(crate) number: u64,
+    /// Bytes replayed: the end of the last complete record read.
+    pub(crate) len: u64,
+    pub(crate) file: Arc<dyn shale_fs::RandomAccessFile>,
+}
 
 /// Opens the database in `dir` read-only (see the module docs). After [`OPEN_ATTEMPTS`]
 /// attempts that each found a file missing, fails with the last missing file's error.
@@ -100,6 +115,16 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
         mode => mode,
     };
     let wals = read_wals(&options, dir, &version, &names, mode)?;
+    // Invariant 4. A WAL deleted since it was read fails here with not-found: the open starts
+    // over (invariant 2).
+    let mut replayed_wals = Vec::new();
+    for &(number, len) in wals.ends() {
+        versions.mark_file_number_used(number);
+        if len > 0 {
+            let file = fs.open_read(&dir.join(log_file_name(number)))?;
+            replayed_wals.push(ReplayedWal { number, len, file });
+        }
+    }
     let mut replayed =
         build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
     let report = wals.report;
@@ -137,5 +162,8 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     for number in version.blob_files().keys() {
         inner.blob_cache.get(*number)?;
     }
+    // Invariant 4: the WALs stay open with the view.
+    let mut inner = inner;
+    inner.replayed_wals = replayed_wals;
     Ok(inner)
 }

@@ -825,6 +825,13 @@ fn log_open(inner: &DbInner, state: &DbState) {
     ));
 }
 
+impl WalContents {
+    /// (log number, end of valid data) of every WAL read, oldest first.
+    pub(crate) fn ends(&self) -> &[(u64, u64)] {
+        &self.ends
+    }
+}
+
 /// Persists the current options of the database and its keyspaces as a new OPTIONS file.
 pub(crate) fn write_options_file(inner: &DbInner, state: &mut DbState) -> Result<()> {
     let keyspaces: Vec<(String, KeyspaceOptions)> = state

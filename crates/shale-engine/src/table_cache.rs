@@ -171,6 +171,15 @@ impl TableCache {
         Ok(entry)
     }
 
+    /// The open table for file `number` if it is open, without opening it.
+    pub(crate) fn cached(&self, number: u64) -> Option<Arc<Table>> {
+        let state = self
+            .shard(number)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.tables.get(&number).map(|(table, _)| table.clone())
+    }
+
     /// Forgets file `number` (before its file is deleted).
     pub(crate) fn erase(&self, number: u64) {
         let mut state = self

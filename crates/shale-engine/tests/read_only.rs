@@ -9,7 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use shale_engine::{Db, Durability, Error, KeyspaceOptions, Options, ReadOptions, WriteBatch};
-use shale_fs::{FileLock, FileSystem, MemFs, Op, OsFs, RandomAccessFile, WritableFile};
+use shale_fs::{
+    FaultError, FaultRule, FaultTrigger, FileLock, FileSystem, MemFs, Op, OpKind, OsFs,
+    RandomAccessFile, WritableFile,
+};
 
 /// Keys batch `i` overwrites: batch `i` puts `k{i % KEYS}` and `{ks}:k{i % KEYS}` in the
 /// second keyspace, and deletes `k{(i + KEYS / 2) % KEYS}`.
@@ -259,7 +262,6 @@ fn a_read_only_open_writes_nothing_and_refuses_writes() {
         view.create_keyspace("more", KeyspaceOptions::default())
             .err(),
         view.drop_keyspace("users").err(),
-        view.checkpoint("/copy").err(),
         view.resume().err(),
     ];
     for refusal in refusals {
@@ -440,4 +442,137 @@ fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
     assert_eq!(check_view(&view), 1300);
     drop(view);
     Arc::try_unwrap(db).unwrap().close().unwrap();
+}
+
+/// Opens the copy in `dir` (a checkpoint or a restored backup) on the OS file system and
+/// checks it holds exactly batches `1..=last`.
+fn check_copy(dir: &Path, last: u64) {
+    let copy = Db::open(dir, options(Arc::new(OsFs::new()))).unwrap();
+    assert_eq!(check_view(&copy), last, "{}", dir.display());
+    copy.close().unwrap();
+}
+
+#[test]
+fn a_view_is_checkpointed_and_backed_up_after_the_writer_deleted_its_files() {
+    let root = scratch("copy-of-view");
+    let dir = root.join("db");
+    let fs: Arc<dyn FileSystem> = Arc::new(OsFs::new());
+    // Every commit reaches the OS, so the view holds all of them.
+    let writer_options = Options {
+        durability: Durability::Flush,
+        ..options(fs.clone())
+    };
+    let db = Db::open(&dir, writer_options).unwrap();
+    let users = db
+        .create_keyspace("users", KeyspaceOptions::default())
+        .unwrap();
+    let write = |range: std::ops::RangeInclusive<u64>| {
+        for i in range {
+            db.write(
+                batch(&db, users.id(), i),
+                &shale_engine::WriteOptions::default(),
+            )
+            .unwrap();
+        }
+    };
+    // Tables and a WAL tail in the view.
+    write(1..=3000);
+    db.flush().unwrap();
+    write(3001..=3100);
+    let view = Db::open_read_only(&dir, options(fs.clone())).unwrap();
+    let last = check_view(&view);
+    assert_eq!(last, 3100);
+    // The writer replaces every table and WAL the view read.
+    write(3101..=6000);
+    db.flush().unwrap();
+    db.compact_range(&db.default_keyspace(), None, None)
+        .unwrap();
+    db.compact_range(&users, None, None).unwrap();
+    let checkpoint = view.checkpoint(root.join("checkpoint")).unwrap();
+    assert_eq!(checkpoint.seqno, view.latest_seqno());
+    assert!(checkpoint.tables_copied > 0, "{checkpoint:?}");
+    assert!(checkpoint.wals > 0, "{checkpoint:?}");
+    let engine = shale_engine::BackupEngine::open(fs.clone(), root.join("backups")).unwrap();
+    let made = engine
+        .create(
+            &view,
+            &shale_engine::BackupOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+    assert_eq!(made.info.seqno, checkpoint.seqno);
+    drop(checkpoint);
+    drop(made);
+    drop(view);
+    db.close().unwrap();
+    check_copy(&root.join("checkpoint"), last);
+    engine
+        .restore(1, &root.join("restored"), 2, &|_, _| {})
+        .unwrap();
+    check_copy(&root.join("restored"), last);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_view_of_a_read_only_directory_is_checkpointed_and_backed_up() {
+    let root = scratch("read-only-dir");
+    let dir = root.join("srcdb");
+    {
+        let db = Db::open(&dir, options(Arc::new(OsFs::new()))).unwrap();
+        let users = db
+            .create_keyspace("users", KeyspaceOptions::default())
+            .unwrap();
+        for i in 1..=2000 {
+            db.write(
+                batch(&db, users.id(), i),
+                &shale_engine::WriteOptions::default(),
+            )
+            .unwrap();
+        }
+        db.close().unwrap();
+    }
+    // Every call that could change the source directory fails: what a read-only mount does
+    // (hard links out of it fail too, as across mounts), so the copy reads through handles.
+    let faulty = shale_fs::FaultFs::new(Arc::new(OsFs::new()));
+    for op in [
+        OpKind::Create,
+        OpKind::OpenAppend,
+        OpKind::Append,
+        OpKind::Rename,
+        OpKind::Remove,
+        OpKind::HardLink,
+        OpKind::CreateDir,
+        OpKind::SyncDir,
+        OpKind::Lock,
+    ] {
+        faulty.add_rule(
+            FaultRule::new(op, FaultTrigger::Always, FaultError::Eio).path_contains("srcdb"),
+        );
+    }
+    let faulty: Arc<dyn FileSystem> = Arc::new(faulty);
+    assert!(
+        Db::open(&dir, options(faulty.clone())).is_err(),
+        "the rules stop a writing open"
+    );
+    let view = Db::open_read_only(&dir, options(faulty.clone())).unwrap();
+    let last = check_view(&view);
+    assert_eq!(last, 2000);
+    let checkpoint = view.checkpoint(root.join("checkpoint")).unwrap();
+    assert_eq!(checkpoint.tables_linked, 0, "{checkpoint:?}");
+    let engine = shale_engine::BackupEngine::open(faulty.clone(), root.join("backups")).unwrap();
+    engine
+        .create(
+            &view,
+            &shale_engine::BackupOptions::default(),
+            &mut |_, _| {},
+        )
+        .unwrap();
+    drop(checkpoint);
+    view.close().unwrap();
+    check_copy(&root.join("checkpoint"), last);
+    engine
+        .restore(1, &root.join("restored"), 2, &|_, _| {})
+        .unwrap();
+    check_copy(&root.join("restored"), last);
+    let _ = std::fs::remove_dir_all(&root);
 }

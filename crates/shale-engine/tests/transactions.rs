@@ -702,3 +702,43 @@ fn shared_transaction_outlives_its_borrow_and_locks_across_threads() {
     held.commit().unwrap();
     assert_eq!(tdb.db().get(b"k").unwrap().as_deref(), Some(&b"v1"[..]));
 }
+
+#[test]
+fn untracked_writes_take_no_lock_and_skip_the_conflict_check() {
+    let db = open();
+    db.db().put(b"entry", b"old").unwrap();
+    let mut first = db.begin(rr()).unwrap();
+    // A committed change after `first`'s snapshot: a tracked write would conflict.
+    db.db().put(b"entry", b"newer").unwrap();
+    first.put_untracked(b"entry", b"first").unwrap();
+    first.put_untracked(b"other", b"1").unwrap();
+    assert_eq!(
+        first.get(b"entry").unwrap(),
+        Some(b"first".to_vec()),
+        "own write"
+    );
+    // No lock is held: another transaction writes the same key at once.
+    let mut second = db
+        .begin(TransactionOptions {
+            lock_wait_timeout: Some(Duration::from_millis(1)),
+            ..rc()
+        })
+        .unwrap();
+    second.put(b"entry", b"second").unwrap();
+    second.put(b"other", b"2").unwrap();
+    second.commit().unwrap();
+    first.delete_untracked(b"other").unwrap();
+    first.commit().unwrap();
+    let stats = db.stats();
+    assert_eq!((stats.lock_waits, stats.snapshot_conflicts), (0, 0));
+    assert_eq!(db.db().get(b"entry").unwrap(), Some(b"first".to_vec()));
+    assert_eq!(db.db().get(b"other").unwrap(), None);
+
+    // Savepoints undo untracked writes as any other.
+    let mut txn = db.begin(rr()).unwrap();
+    txn.set_savepoint();
+    txn.put_untracked(b"undone", b"x").unwrap();
+    txn.rollback_to_savepoint().unwrap();
+    txn.commit().unwrap();
+    assert_eq!(db.db().get(b"undone").unwrap(), None);
+}

@@ -5,9 +5,9 @@
 //! - `mysql_native_password`: `*` and 40 upper-case hex digits of SHA1(SHA1(password)), as
 //!   MySQL stores it; the raw 20 bytes are accepted too. Empty means no password.
 //! - `caching_sha2_password`: `$shale-sha2$` and 64 hex digits of SHA256(SHA256(password)),
-//!   Shale's own format: MySQL's salted `$A$005$` crypt needs the cleartext password (TLS or
-//!   RSA), which this server does not offer yet, while the double hash is exactly what the
-//!   fast path checks. Empty means no password.
+//!   Shale's own format: the double hash is what both the fast path and full authentication
+//!   (the clear password, `sha2_full`) check, so no salted crypt is needed. Empty means no
+//!   password.
 //!
 //! Invariants:
 //! 1. The server never sees or keeps a password; it keeps the double hash, and checks the
@@ -91,6 +91,18 @@ pub fn verify(plugin: &str, stored: &[u8], scramble: &[u8], response: &[u8]) -> 
         }
         _ => false,
     }
+}
+
+/// Whether the clear `password` (sent in `caching_sha2_password` full authentication) is the
+/// one whose stored hash is `stored`.
+pub fn sha2_password_matches(stored: &[u8], password: &[u8]) -> bool {
+    if stored.is_empty() {
+        return password.is_empty();
+    }
+    let Some(stage2) = decode_stored(stored, b"$shale-sha2$", 32) else {
+        return false;
+    };
+    constant_time_eq(&Sha256::digest(Sha256::digest(password)), &stage2)
 }
 
 /// The client side of `mysql_native_password` (tests, and a reference for the formula).
@@ -181,6 +193,10 @@ mod tests {
             assert!(verify(plugin, &stored, &scramble, &response("s3cret")));
             assert!(!verify(plugin, &stored, &scramble, &response("wrong")));
             assert!(!verify(plugin, &stored, &scramble, b""));
+            if plugin == CACHING_SHA2 {
+                assert!(sha2_password_matches(&stored, b"s3cret"));
+                assert!(!sha2_password_matches(&stored, b"s3cre"));
+            }
             assert!(!verify(
                 plugin,
                 &stored,

@@ -24,6 +24,10 @@ pub trait BackendSession {
     fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
         let _ = (connection_id, user, host);
     }
+    /// Sets a session status variable the server knows (`Ssl_cipher`), for `SHOW STATUS`.
+    fn set_status_variable(&mut self, name: &str, value: &str) {
+        let _ = (name, value);
+    }
     /// COM_RESET_CONNECTION: forget the transaction, prepared statements and variables, keep
     /// the database, account and connection id. False if the session cannot, in which case
     /// the server replaces it with a new one.
@@ -67,6 +71,10 @@ impl BackendSession for Session {
 
     fn set_found_rows(&mut self, found_rows: bool) {
         Session::set_found_rows(self, found_rows);
+    }
+
+    fn set_status_variable(&mut self, name: &str, value: &str) {
+        Session::set_status_variable(self, name, value);
     }
 
     fn reset(&mut self) -> bool {

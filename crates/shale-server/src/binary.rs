@@ -95,6 +95,10 @@ fn as_i64(value: &Value) -> i64 {
         Value::Int(v) => *v,
         Value::UInt(v) => v.cast_signed(),
         Value::Double(v) => v.round() as i64,
+        // Unsigned values above i64::MAX keep their bits, as for `UInt`.
+        Value::Decimal(d) => d.to_i128().map_or(0, |i| {
+            i64::try_from(i).unwrap_or_else(|_| u64::try_from(i).unwrap_or(0).cast_signed())
+        }),
         Value::Bytes(b) => {
             let s = std::str::from_utf8(b).unwrap_or("").trim();
             s.parse::<i64>()
@@ -110,6 +114,7 @@ fn as_f64(value: &Value) -> f64 {
         Value::Int(v) => *v as f64,
         Value::UInt(v) => *v as f64,
         Value::Double(v) => *v,
+        Value::Decimal(d) => d.to_f64(),
         Value::Bytes(b) => std::str::from_utf8(b)
             .ok()
             .and_then(|s| s.trim().parse().ok())

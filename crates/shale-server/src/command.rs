@@ -33,6 +33,7 @@ use crate::results::{put_columns, put_end, Output, ResultWriter};
 use crate::server::Shared;
 use crate::split::has_several_statements;
 use crate::text::put_column_definition;
+use crate::tls::TlsSession;
 use crate::wire::{put_u16, put_u32, Reader};
 
 /// Work for the session thread.
@@ -44,6 +45,7 @@ pub enum Job {
         user: String,
         host: String,
         database: Option<String>,
+        tls: Option<TlsSession>,
         seq: u8,
     },
     /// One command packet; its reply starts at sequence id `seq`.
@@ -65,6 +67,7 @@ pub fn run_session(
                 user,
                 host,
                 database,
+                tls,
                 seq,
             } => {
                 output.writer.set_seq(seq);
@@ -72,6 +75,7 @@ pub fn run_session(
                     connection_id,
                     user,
                     host,
+                    tls,
                 };
                 let session = catch_unwind(AssertUnwindSafe(|| {
                     new_session(shared, &identity, capabilities)
@@ -135,12 +139,20 @@ struct Identity {
     connection_id: u32,
     user: String,
     host: String,
+    tls: Option<TlsSession>,
 }
 
 fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
     let mut session = shared.backend.session();
     session.set_connection(identity.connection_id, &identity.user, &identity.host);
     session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
+    // What `SHOW STATUS LIKE 'Ssl%'` reports, empty on a plain connection as in MySQL.
+    let (version, cipher) = identity
+        .tls
+        .as_ref()
+        .map_or(("", ""), |t| (t.version.as_str(), t.cipher.as_str()));
+    session.set_status_variable("Ssl_version", version);
+    session.set_status_variable("Ssl_cipher", cipher);
     session
 }
 

@@ -1,8 +1,10 @@
-//! One client connection's I/O task: the connection phase (HandshakeV10, the client's
-//! response, an optional AuthSwitchRequest, then OK or ERR), then the command loop, which
+//! One client connection's I/O task: the connection phase (HandshakeV10, an optional
+//! SSLRequest and the switch to TLS, the client's response, an optional AuthSwitchRequest,
+//! `caching_sha2_password`'s extra round trips, then OK or ERR), then the command loop, which
 //! reads command packets and writes the replies the session thread streams back. COM_QUIT and
 //! COM_CHANGE_USER (another round of authentication) are handled here; every other command
-//! goes to the session thread. An idle connection closes after `wait_timeout`.
+//! goes to the session thread. An idle connection closes after `wait_timeout`
+//! (`interactive_timeout` for clients that set CLIENT_INTERACTIVE).
 //!
 //! Invariants:
 //! 1. No command is read before authentication succeeded, and the failure message is the same
@@ -17,8 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use shale_sql::{SqlError, UserRecord};
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
@@ -26,40 +27,39 @@ use crate::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
 use crate::command::{run_session, Job};
 use crate::handshake::{
-    parse_change_user, parse_handshake_response, put_auth_switch, put_handshake, HandshakeError,
-    HandshakeResponse,
+    is_ssl_request, parse_change_user, parse_handshake_response, put_auth_switch, put_handshake,
+    HandshakeError, HandshakeResponse,
 };
 use crate::protocol::{capability, command, errors, put_err, status};
 use crate::results::{Output, Reply, CHANNEL_CHUNKS};
 use crate::server::Shared;
+use crate::tls::TlsSession;
 
 /// Largest packet accepted before authentication: a handshake response is small.
 const MAX_HANDSHAKE_PACKET: usize = 64 * 1024;
 
-type Reader = BufReader<OwnedReadHalf>;
+/// The connection's byte streams, plain TCP or TLS alike.
+type Reader = BufReader<Box<dyn AsyncRead + Send + Unpin>>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+const READ_BUFFER: usize = 16 * 1024;
 
 /// Serves one connection to its end; never panics, errors only end this connection.
 pub(crate) async fn serve(
-    stream: TcpStream,
+    mut stream: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
     stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
     let open = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::with_capacity(16 * 1024, read);
     if open > shared.options.max_connections {
-        let _ = send_error(&mut write, 0, &errors::too_many_connections()).await;
+        let _ = send_error(&mut stream, 0, &errors::too_many_connections()).await;
     } else {
         let timeout = shared.options.connect_timeout;
-        let authenticated = tokio::time::timeout(
-            timeout,
-            authenticate(&mut reader, &mut write, peer, &shared),
-        )
-        .await;
-        if let Ok(Some(login)) = authenticated {
-            command_loop(reader, write, &shared, login, stop).await;
+        let connected = tokio::time::timeout(timeout, connect(stream, peer, &shared)).await;
+        if let Ok(Some((reader, writer, login))) = connected {
+            command_loop(reader, writer, &shared, login, stop).await;
         }
     }
     shared.connections.fetch_sub(1, Ordering::Relaxed);
@@ -75,11 +75,17 @@ struct Login {
     user: String,
     host: String,
     database: Option<String>,
+    /// The TLS session, when the connection switched to TLS.
+    tls: Option<TlsSession>,
     /// The sequence id the OK after authentication gets.
     seq: u8,
 }
 
-async fn send_error(write: &mut OwnedWriteHalf, seq: u8, error: &SqlError) -> std::io::Result<()> {
+async fn send_error<W: AsyncWrite + Unpin + ?Sized>(
+    write: &mut W,
+    seq: u8,
+    error: &SqlError,
+) -> std::io::Result<()> {
     let mut w = PacketWriter::new(seq);
     w.packet(|out| put_err(out, error.code, error.sqlstate, &error.message));
     write.write_all(&w.take()).await
@@ -118,15 +124,21 @@ async fn lookup_user(shared: &Arc<Shared>, user: &str, hosts: Vec<String>) -> Op
     found.ok().flatten()
 }
 
-/// The connection phase; `None` when it failed (the client was told why, if it can be).
-async fn authenticate(
-    reader: &mut Reader,
-    write: &mut OwnedWriteHalf,
+/// The connection phase, with the switch to TLS when the client asks for it; `None` when it
+/// failed (the client was told why, if it can be).
+async fn connect(
+    mut stream: TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared>,
-) -> Option<Login> {
+) -> Option<(Reader, Writer, Login)> {
     let scramble = auth::new_scramble();
     let connection_id = shared.next_connection_id();
+    let tls_config = shared.options.tls.clone();
+    let offered = if tls_config.is_some() {
+        capability::SERVER | capability::SSL
+    } else {
+        capability::SERVER
+    };
     let mut w = PacketWriter::new(0);
     w.packet(|out| {
         put_handshake(
@@ -136,12 +148,44 @@ async fn authenticate(
             &scramble,
             status::AUTOCOMMIT,
             NATIVE_PASSWORD,
+            offered,
         );
     });
-    write.write_all(&w.take()).await.ok()?;
+    stream.write_all(&w.take()).await.ok()?;
 
-    let packet = read_packet(reader, 1, MAX_HANDSHAKE_PACKET).await.ok()?;
+    // Unbuffered: after an SSLRequest the next bytes are TLS's, not ours to read ahead.
+    let first = read_packet(&mut stream, 1, MAX_HANDSHAKE_PACKET)
+        .await
+        .ok()?;
+    let (mut reader, mut writer, packet, tls): (Reader, Writer, Packet, Option<TlsSession>) =
+        if is_ssl_request(&first.payload) {
+            let Some(config) = tls_config else {
+                let seq = first.last_seq.wrapping_add(1);
+                let _ = send_error(&mut stream, seq, &errors::bad_handshake()).await;
+                return None;
+            };
+            let tls_stream = tokio_rustls::TlsAcceptor::from(config)
+                .accept(stream)
+                .await
+                .ok()?;
+            let session = TlsSession::of(tls_stream.get_ref().1);
+            let (read, write) = tokio::io::split(tls_stream);
+            let mut reader: Reader = BufReader::with_capacity(READ_BUFFER, Box::new(read));
+            let next = first.last_seq.wrapping_add(1);
+            let packet = read_packet(&mut reader, next, MAX_HANDSHAKE_PACKET)
+                .await
+                .ok()?;
+            (reader, Box::new(write), packet, Some(session))
+        } else {
+            let (read, write) = stream.into_split();
+            let reader: Reader = BufReader::with_capacity(READ_BUFFER, Box::new(read));
+            (reader, Box::new(write), first, None)
+        };
     let seq = packet.last_seq.wrapping_add(1);
+    if tls.is_none() && shared.options.require_secure_transport {
+        let _ = send_error(&mut writer, seq, &errors::insecure_transport()).await;
+        return None;
+    }
     let response = match parse_handshake_response(&packet.payload) {
         Ok(response) => response,
         Err(
@@ -149,12 +193,19 @@ async fn authenticate(
             | HandshakeError::OldProtocol
             | HandshakeError::TlsRequested,
         ) => {
-            let _ = send_error(write, seq, &errors::bad_handshake()).await;
+            let _ = send_error(&mut writer, seq, &errors::bad_handshake()).await;
             return None;
         }
     };
-    let (host, seq) = check_account(reader, write, peer, shared, &scramble, &response, seq).await?;
-    Some(Login {
+    let secure = tls.is_some();
+    let claim = Claim {
+        peer,
+        scramble: &scramble,
+        secure,
+    };
+    let (host, seq) =
+        check_account(&mut reader, &mut writer, shared, &claim, &response, seq).await?;
+    let login = Login {
         capabilities: response.capabilities,
         connection_id,
         scramble,
@@ -162,24 +213,34 @@ async fn authenticate(
         user: response.user,
         host,
         database: response.database,
+        tls,
         seq,
-    })
+    };
+    Some((reader, writer, login))
 }
 
-/// Checks the account `response` claims against `scramble`, switching the client to the
-/// account's plugin if it started with another; on success returns the account's host and the
-/// sequence id of the packet that follows. On failure the client got an ERR packet.
+/// What authentication knows about the connection besides the client's response.
+struct Claim<'a> {
+    peer: SocketAddr,
+    scramble: &'a [u8; 20],
+    /// TLS is in use: a clear password may be sent.
+    secure: bool,
+}
+
+/// Checks the account `response` claims, switching the client to the account's plugin if it
+/// started with another; on success returns the account's host and the sequence id of the
+/// packet that follows. On failure the client got an ERR packet.
 async fn check_account(
     reader: &mut Reader,
-    write: &mut OwnedWriteHalf,
-    peer: SocketAddr,
+    write: &mut Writer,
     shared: &Arc<Shared>,
-    scramble: &[u8; 20],
+    claim: &Claim<'_>,
     response: &HandshakeResponse,
     seq: u8,
 ) -> Option<(String, u8)> {
+    let scramble = claim.scramble;
     let mut seq = seq;
-    let (host, hosts) = client_hosts(peer.ip());
+    let (host, hosts) = client_hosts(claim.peer.ip());
     let record = lookup_user(shared, &response.user, hosts).await;
     // An unknown user goes through the same steps as a known one with a wrong password.
     let plugin = record.as_ref().map_or_else(
@@ -220,33 +281,115 @@ async fn check_account(
         auth_response = payload;
     }
     let switched = client_plugin != plugin;
-    let verified = record.as_ref().is_some_and(|r| {
-        let stored = &r.authentication_string;
-        auth::verify(&plugin, stored, scramble, &auth_response)
-            // PyMySQL scrambles with every byte of the switch request's data, NUL included.
-            || (switched && plugin == CACHING_SHA2 && {
-                let mut with_nul = scramble.to_vec();
-                with_nul.push(0);
-                auth::verify(&plugin, stored, &with_nul, &auth_response)
-            })
-    });
+    let verified = if plugin == CACHING_SHA2 && !auth_response.is_empty() {
+        let (verified, next) = caching_sha2(
+            reader,
+            write,
+            shared,
+            claim,
+            record.as_ref(),
+            &auth_response,
+            switched,
+            seq,
+        )
+        .await?;
+        seq = next;
+        verified
+    } else {
+        record.as_ref().is_some_and(|r| {
+            auth::verify(&plugin, &r.authentication_string, scramble, &auth_response)
+        })
+    };
     if !verified {
         let error = errors::access_denied(&response.user, &host, !auth_response.is_empty());
         let _ = send_error(write, seq, &error).await;
         return None;
     }
-    if plugin == CACHING_SHA2 && !auth_response.is_empty() {
-        // AuthMoreData fast_auth_success: the OK follows.
-        let mut w = PacketWriter::new(seq);
-        w.packet(|out| out.extend_from_slice(&[0x01, 0x03]));
-        write.write_all(&w.take()).await.ok()?;
-        seq = w.seq();
-    }
     Some((host, seq))
 }
 
+/// `caching_sha2_password` after the client's scramble response: the fast path for a cached
+/// account, otherwise full authentication (see `sha2_full`). Returns whether the password was
+/// right and the sequence id of the next packet; the OK or ERR is the caller's to send.
+#[allow(clippy::too_many_arguments)]
+async fn caching_sha2(
+    reader: &mut Reader,
+    write: &mut Writer,
+    shared: &Arc<Shared>,
+    claim: &Claim<'_>,
+    record: Option<&UserRecord>,
+    response: &[u8],
+    switched: bool,
+    seq: u8,
+) -> Option<(bool, u8)> {
+    let scramble = claim.scramble;
+    let fast = record.is_some_and(|r| {
+        let stored = &r.authentication_string;
+        shared.sha2_cache.contains(&r.user, &r.host, stored)
+            && (auth::verify(CACHING_SHA2, stored, scramble, response)
+                // PyMySQL scrambles with every byte of the switch request's data, NUL included.
+                || (switched && {
+                    let mut with_nul = scramble.to_vec();
+                    with_nul.push(0);
+                    auth::verify(CACHING_SHA2, stored, &with_nul, response)
+                }))
+    });
+    // AuthMoreData: fast_auth_success (the OK follows) or perform_full_authentication.
+    let mut w = PacketWriter::new(seq);
+    w.packet(|out| out.extend_from_slice(&[0x01, if fast { 0x03 } else { 0x04 }]));
+    write.write_all(&w.take()).await.ok()?;
+    if fast {
+        return Some((true, w.seq()));
+    }
+    let packet = read_packet(reader, w.seq(), MAX_HANDSHAKE_PACKET)
+        .await
+        .ok()?;
+    let mut seq = packet.last_seq.wrapping_add(1);
+    let mut payload = packet.payload;
+    let password = if claim.secure {
+        // The clear password, NUL-terminated.
+        if payload.last() == Some(&0) {
+            payload.pop();
+        }
+        Some(payload)
+    } else if payload == [0x02] {
+        // A request for the public key; the password comes back encrypted with it.
+        match &shared.options.rsa_keys {
+            Some(keys) => {
+                let mut w = PacketWriter::new(seq);
+                w.packet(|out| {
+                    out.push(0x01);
+                    out.extend_from_slice(keys.public_pem().as_bytes());
+                });
+                write.write_all(&w.take()).await.ok()?;
+                let sealed = read_packet(reader, w.seq(), MAX_HANDSHAKE_PACKET)
+                    .await
+                    .ok()?;
+                seq = sealed.last_seq.wrapping_add(1);
+                keys.decrypt_password(&sealed.payload, scramble)
+            }
+            None => None,
+        }
+    } else {
+        // A clear password on a plain connection: refused, whatever it is.
+        None
+    };
+    let verified = match (record, password) {
+        (Some(r), Some(password)) => {
+            auth::sha2_password_matches(&r.authentication_string, &password)
+        }
+        _ => false,
+    };
+    if let (true, Some(r)) = (verified, record) {
+        shared
+            .sha2_cache
+            .insert(&r.user, &r.host, &r.authentication_string);
+    }
+    Some((verified, seq))
+}
+
 /// Writes replies from the session thread until the job's last one; false ends the connection.
-async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut OwnedWriteHalf) -> bool {
+async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer) -> bool {
     while let Some(reply) = replies.recv().await {
         match reply {
             Reply::Partial(bytes) => {
@@ -267,7 +410,7 @@ async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut OwnedWriteHalf) -
 
 async fn command_loop(
     mut reader: Reader,
-    mut write: OwnedWriteHalf,
+    mut write: Writer,
     shared: &Arc<Shared>,
     login: Login,
     mut stop: watch::Receiver<bool>,
@@ -288,12 +431,17 @@ async fn command_loop(
         user: login.user,
         host: login.host,
         database: login.database,
+        tls: login.tls.clone(),
         seq: login.seq,
     };
     if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write).await {
         let max = shared.options.max_allowed_packet;
+        let wait = if login.capabilities & capability::INTERACTIVE == 0 {
+            shared.options.wait_timeout
+        } else {
+            shared.options.interactive_timeout
+        };
         loop {
-            let wait = shared.options.wait_timeout;
             let packet = tokio::select! {
                 packet = tokio::time::timeout(wait, read_packet(&mut reader, 0, max)) => {
                     let Ok(packet) = packet else { break };
@@ -326,22 +474,20 @@ async fn command_loop(
                         send_error(&mut write, seq, &errors::malformed("COM_CHANGE_USER")).await;
                     break;
                 };
-                let checked = check_account(
-                    &mut reader,
-                    &mut write,
-                    login.peer,
-                    shared,
-                    &login.scramble,
-                    &claim,
-                    seq,
-                )
-                .await;
+                let context = Claim {
+                    peer: login.peer,
+                    scramble: &login.scramble,
+                    secure: login.tls.is_some(),
+                };
+                let checked =
+                    check_account(&mut reader, &mut write, shared, &context, &claim, seq).await;
                 let Some((host, seq)) = checked else { break };
                 let job = Job::Connect {
                     connection_id: login.connection_id,
                     user: claim.user,
                     host,
                     database: claim.database,
+                    tls: login.tls.clone(),
                     seq,
                 };
                 if job_tx.send(job).is_err() || !pump(&mut replies, &mut write).await {

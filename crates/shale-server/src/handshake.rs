@@ -2,8 +2,9 @@
 //! server, Protocol::HandshakeResponse41 from the client, Protocol::AuthSwitchRequest, and
 //! COM_CHANGE_USER, which carries the same claims in the command phase.
 //!
-//! Invariant: only the 4.1 protocol is accepted (`CLIENT_PROTOCOL_41`); an older client or an
-//! SSLRequest (this server offers no TLS yet) is refused with "Bad handshake".
+//! Invariant: only the 4.1 protocol is accepted (`CLIENT_PROTOCOL_41`); an older client is
+//! refused with "Bad handshake". An SSLRequest is recognized by [`is_ssl_request`] before a
+//! response is parsed; one where a full response is due is an error.
 
 use crate::protocol::capability;
 use crate::wire::{put_nul_bytes, put_u16, put_u32, Malformed, Reader};
@@ -20,16 +21,17 @@ pub fn put_handshake(
     scramble: &[u8; 20],
     status: u16,
     plugin: &str,
+    capabilities: u32,
 ) {
     out.push(10);
     put_nul_bytes(out, server_version.as_bytes());
     put_u32(out, connection_id);
     out.extend_from_slice(&scramble[..8]);
     out.push(0);
-    put_u16(out, capability::SERVER as u16);
+    put_u16(out, capabilities as u16);
     out.push(SERVER_COLLATION);
     put_u16(out, status);
-    put_u16(out, (capability::SERVER >> 16) as u16);
+    put_u16(out, (capabilities >> 16) as u16);
     // Length of the whole scramble with its terminating NUL.
     out.push(21);
     out.extend_from_slice(&[0; 10]);
@@ -65,10 +67,18 @@ pub struct HandshakeResponse {
 pub enum HandshakeError {
     #[error("the client does not speak protocol 4.1")]
     OldProtocol,
-    #[error("the client asked for TLS, which this server does not offer yet")]
+    #[error("the client asked for TLS again, or where it was not offered")]
     TlsRequested,
     #[error(transparent)]
     Malformed(#[from] Malformed),
+}
+
+/// Protocol::SSLRequest: the first 32 bytes of a HandshakeResponse41 with CLIENT_SSL, after
+/// which the client starts TLS and sends the whole response inside it.
+pub fn is_ssl_request(payload: &[u8]) -> bool {
+    payload.len() == 32
+        && u32::from_le_bytes([payload[0], payload[1], payload[2], payload[3]]) & capability::SSL
+            != 0
 }
 
 pub fn parse_handshake_response(payload: &[u8]) -> Result<HandshakeResponse, HandshakeError> {
@@ -78,8 +88,9 @@ pub fn parse_handshake_response(payload: &[u8]) -> Result<HandshakeResponse, Han
     if client & capability::PROTOCOL_41 == 0 {
         return Err(HandshakeError::OldProtocol);
     }
-    // Only what both sides support counts from here on.
-    let capabilities = client & capability::SERVER;
+    // Only what both sides support counts from here on (SSL: whether TLS is in use was
+    // settled by the SSLRequest before this packet).
+    let capabilities = client & (capability::SERVER | capability::SSL);
     let max_packet = r.u32(what)?;
     let collation = r.u8(what)?;
     r.take(23, what)?;
@@ -172,6 +183,7 @@ mod tests {
             &scramble,
             2,
             "mysql_native_password",
+            capability::SERVER,
         );
         let mut r = Reader::new(&out);
         assert_eq!(r.u8("").unwrap(), 10);
@@ -215,6 +227,14 @@ mod tests {
         for n in 0..change.len() {
             let _ = parse_change_user(&change[..n], capability::SERVER);
         }
+        let mut ssl = p[..32].to_vec();
+        ssl[1] |= (capability::SSL >> 8) as u8;
+        assert!(is_ssl_request(&ssl));
+        assert!(!is_ssl_request(&p[..32]));
+        assert_eq!(
+            parse_handshake_response(&ssl),
+            Err(HandshakeError::TlsRequested)
+        );
         let mut old = p.clone();
         old[1] &= !(capability::PROTOCOL_41 >> 8) as u8;
         assert_eq!(

@@ -3,7 +3,8 @@
 //!
 //! Layout, bottom up: `wire` (the protocol's integer and string encodings), `codec` (packet
 //! framing), `protocol` (flags, command bytes, OK/ERR/EOF), `handshake` and `auth` (the
-//! connection phase), `text` and `binary` (result and parameter encodings), `prepared`
+//! connection phase, with `sha2_full` for `caching_sha2_password`'s full authentication and
+//! `tls` for the switch to TLS), `text` and `binary` (result and parameter encodings), `prepared`
 //! (prepared statements' state, COM_STMT_EXECUTE decoding), `results` (streaming replies),
 //! `split` (is there a second statement?), `command` (the command phase on the session
 //! thread), `conn` (a connection's I/O task) and
@@ -25,8 +26,10 @@ mod prepared;
 mod protocol;
 mod results;
 mod server;
+mod sha2_full;
 mod split;
 mod text;
+mod tls;
 mod wire;
 
 #[cfg(feature = "testing")]
@@ -39,6 +42,8 @@ pub use auth::{
 };
 pub use backend::{Backend, BackendSession};
 pub use server::{Server, ServerOptions, ShutdownReport, SERVER_VERSION};
+pub use sha2_full::{rsa_encrypt_password, RsaKeyPair};
+pub use tls::{server_config as tls_server_config, TlsError, TlsSession};
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]

@@ -30,8 +30,8 @@ pub mod capability {
     pub const PLUGIN_AUTH_LENENC_CLIENT_DATA: u32 = 1 << 21;
     pub const DEPRECATE_EOF: u32 = 1 << 24;
 
-    /// Everything this server offers. Not offered: COMPRESS, SSL, LOCAL_FILES (LOAD DATA
-    /// LOCAL), SESSION_TRACK, and MariaDB's extended capabilities.
+    /// Everything this server offers (and SSL when TLS is configured). Not offered: COMPRESS,
+    /// LOCAL_FILES (LOAD DATA LOCAL), SESSION_TRACK, and MariaDB's extended capabilities.
     pub const SERVER: u32 = LONG_PASSWORD
         | FOUND_ROWS
         | LONG_FLAG
@@ -190,6 +190,16 @@ pub mod errors {
             1160,
             "08S01",
             "Got an error writing communication packets".into(),
+        )
+    }
+
+    pub fn insecure_transport() -> SqlError {
+        error(
+            3159,
+            "HY000",
+            "Connections using insecure transport are prohibited while \
+             --require_secure_transport=ON."
+                .into(),
         )
     }
 

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::backend::Backend;
+use crate::sha2_full::{RsaKeyPair, Sha2Cache};
 use crate::Error;
 
 /// How the server behaves; [`Default`] gives MySQL's defaults where MySQL has one.
@@ -32,10 +33,20 @@ pub struct ServerOptions {
     pub connect_timeout: Duration,
     /// An idle connection is closed after this long without a command (`wait_timeout`).
     pub wait_timeout: Duration,
+    /// The same for clients that set CLIENT_INTERACTIVE, such as the mariadb command-line
+    /// client (`interactive_timeout`).
+    pub interactive_timeout: Duration,
     /// Connections beyond this are refused with error 1040 (`max_connections`).
     pub max_connections: usize,
     /// How long shutdown waits for running commands.
     pub shutdown_timeout: Duration,
+    /// TLS for clients that ask (CLIENT_SSL is offered only with it).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The key pair for `caching_sha2_password` full authentication on plain connections;
+    /// without one such logins need TLS.
+    pub rsa_keys: Option<Arc<RsaKeyPair>>,
+    /// Refuse connections that are not TLS (error 3159), MySQL's `require_secure_transport`.
+    pub require_secure_transport: bool,
 }
 
 /// The SQL layer's version (`8.0.36-Shale`, also `@@version`): clients pick features by the
@@ -51,8 +62,12 @@ impl Default for ServerOptions {
             server_version: SERVER_VERSION.to_owned(),
             connect_timeout: Duration::from_secs(10),
             wait_timeout: Duration::from_secs(8 * 3600),
+            interactive_timeout: Duration::from_secs(8 * 3600),
             max_connections: 151,
             shutdown_timeout: Duration::from_secs(10),
+            tls: None,
+            rsa_keys: None,
+            require_secure_transport: false,
         }
     }
 }
@@ -64,6 +79,8 @@ pub(crate) struct Shared {
     pub started: Instant,
     /// Connections open now.
     pub connections: AtomicUsize,
+    /// Accounts that may take `caching_sha2_password`'s fast path.
+    pub sha2_cache: Sha2Cache,
     next_id: AtomicU32,
 }
 
@@ -113,6 +130,7 @@ impl Server {
                 options,
                 started: Instant::now(),
                 connections: AtomicUsize::new(0),
+                sha2_cache: Sha2Cache::default(),
                 next_id: AtomicU32::new(1),
             }),
         })

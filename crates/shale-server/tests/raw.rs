@@ -18,6 +18,7 @@ const MULTI_STATEMENTS: u32 = 1 << 16;
 const MULTI_RESULTS: u32 = 1 << 17;
 const PLUGIN_AUTH: u32 = 1 << 19;
 const DEPRECATE_EOF: u32 = 1 << 24;
+const INTERACTIVE: u32 = 1 << 10;
 
 struct Client {
     stream: TcpStream,
@@ -76,6 +77,13 @@ impl Client {
     fn command(&mut self, payload: &[u8]) -> Vec<u8> {
         self.write(0, payload);
         self.payload()
+    }
+
+    /// The server closed the connection: end of stream, not a read timeout.
+    fn at_eof(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.stream.read(&mut byte), Ok(0))
+            || matches!(self.stream.read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset)
     }
 
     fn closed(&mut self) -> bool {
@@ -314,6 +322,79 @@ fn idle_connections_close_after_wait_timeout() {
     assert_eq!(c.command(&[0x0E])[0], 0);
     std::thread::sleep(Duration::from_millis(800));
     assert!(c.closed());
+}
+
+#[test]
+fn interactive_clients_get_interactive_timeout() {
+    let addr = support::start_with(shale_server::ServerOptions {
+        wait_timeout: Duration::from_millis(300),
+        interactive_timeout: Duration::from_secs(60),
+        ..shale_server::ServerOptions::default()
+    });
+    let mut interactive = Client::connect(addr, DEPRECATE_EOF | INTERACTIVE);
+    let mut batch = Client::connect(addr, DEPRECATE_EOF);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(batch.at_eof());
+    assert_eq!(interactive.command(&[0x0E])[0], 0);
+}
+
+#[test]
+fn connections_past_max_connections_get_1040_and_a_freed_slot_is_reused() {
+    let addr = support::start_with(shale_server::ServerOptions {
+        max_connections: 2,
+        ..shale_server::ServerOptions::default()
+    });
+    let mut first = Client::connect(addr, DEPRECATE_EOF);
+    let _second = Client::connect(addr, DEPRECATE_EOF);
+    let mut third = Client {
+        stream: TcpStream::connect(addr).unwrap(),
+    };
+    third
+        .stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let refused = third.payload();
+    assert_eq!(error_code(&refused), 1040);
+    assert!(String::from_utf8_lossy(&refused).ends_with("Too many connections"));
+    assert!(third.at_eof());
+    // COM_QUIT frees a slot (once the server has seen it go).
+    first.write(0, &[0x01]);
+    assert!(first.at_eof());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut probe = Client {
+            stream: TcpStream::connect(addr).unwrap(),
+        };
+        probe
+            .stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        if probe.payload()[0] == 10 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot was never freed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_client_that_never_finishes_the_handshake_is_dropped_after_connect_timeout() {
+    let addr = support::start_with(shale_server::ServerOptions {
+        connect_timeout: Duration::from_millis(300),
+        ..shale_server::ServerOptions::default()
+    });
+    let mut silent = Client {
+        stream: TcpStream::connect(addr).unwrap(),
+    };
+    silent
+        .stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(silent.payload()[0], 10);
+    assert!(silent.at_eof());
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! 3. ORDER BY names a select alias, a position (`ORDER BY 2`) or an expression over the row.
 //! 4. `?` placeholders are numbered in text order.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use shale_table::{Catalog, Collation, LockMode, TableDef, Value};
@@ -17,7 +18,10 @@ use sqlparser::ast;
 
 use crate::error::SqlError;
 use crate::expr::{CmpOp, Expr, Func};
+use crate::from::{BoundFrom, Scope};
+use crate::query::BoundSubquery;
 use crate::result::ColumnMeta;
+use crate::subquery::SubqueryUse;
 use crate::types::{column_meta, SqlType};
 use crate::value::ArithOp;
 
@@ -62,6 +66,8 @@ pub(crate) struct SortKey {
 #[derive(Debug, Clone)]
 pub(crate) struct BoundSelect {
     pub table: Option<TableRef>,
+    /// FROM over several inputs, or a derived table (from.rs); `table` is then None.
+    pub from: Option<Box<BoundFrom>>,
     pub filter: Option<Expr>,
     pub group_by: Vec<Expr>,
     /// The collation each GROUP BY key groups in.
@@ -72,11 +78,24 @@ pub(crate) struct BoundSelect {
     pub having: Option<Expr>,
     pub projection: Vec<Expr>,
     pub columns: Vec<ColumnMeta>,
+    /// The type of each result column.
+    pub types: Vec<SqlType>,
     pub distinct: bool,
     pub order_by: Vec<SortKey>,
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub lock: LockMode,
+}
+
+impl BoundSelect {
+    /// The width of the row its expressions read (before aggregates).
+    pub(crate) fn width(&self) -> usize {
+        match (&self.from, &self.table) {
+            (Some(f), _) => f.width(),
+            (None, Some(t)) => t.def.columns.len(),
+            (None, None) => 0,
+        }
+    }
 }
 
 /// What an INSERT does with a row whose primary or unique key exists.
@@ -133,7 +152,7 @@ pub(crate) struct BindContext<'a> {
 /// Binder state for one statement.
 pub(crate) struct Binder<'a> {
     ctx: &'a BindContext<'a>,
-    table: Option<TableRef>,
+    pub(crate) table: Option<TableRef>,
     /// Aggregates found so far, when aggregates are allowed.
     aggs: Option<Vec<AggSpec>>,
     pub params: usize,
@@ -144,6 +163,17 @@ pub(crate) struct Binder<'a> {
     depth: usize,
     /// Inside ON DUPLICATE KEY UPDATE: `VALUES(c)` is `Column(offset + c)`.
     values_offset: Option<usize>,
+    /// The names of a multi-input FROM (from.rs), and the FROM itself.
+    pub(crate) scope: Option<Scope>,
+    pub(crate) from: Option<BoundFrom>,
+    /// In a subquery: the enclosing query's names, and the enclosing-row expressions the
+    /// subquery reads so far (`OuterRef(n)` is `outer_refs[n]`).
+    pub(crate) outer: Option<Scope>,
+    pub(crate) outer_refs: Vec<Expr>,
+    /// Every subquery of the statement bound so far (subquery.rs).
+    pub(crate) subqueries: Vec<BoundSubquery>,
+    /// The CTEs in force (innermost last).
+    pub(crate) ctes: Vec<Rc<ast::Cte>>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -172,6 +202,48 @@ impl<'a> Binder<'a> {
             aliases: Vec::new(),
             depth: 0,
             values_offset: None,
+            scope: None,
+            from: None,
+            outer: None,
+            outer_refs: Vec::new(),
+            subqueries: Vec::new(),
+            ctes: Vec::new(),
+        }
+    }
+
+    /// A binder for a nested query: it shares the statement's parameters, subqueries and
+    /// CTEs; `outer` is what a correlated subquery may read of the enclosing query.
+    pub(crate) fn child(&mut self, outer: Option<Scope>) -> Binder<'a> {
+        let mut sub = Binder::new(self.ctx);
+        sub.params = self.params;
+        sub.subqueries = std::mem::take(&mut self.subqueries);
+        sub.ctes.clone_from(&self.ctes);
+        sub.outer = outer;
+        sub.depth = self.depth;
+        sub
+    }
+
+    /// Takes back what a nested binder shares with this one.
+    pub(crate) fn adopt(&mut self, sub: Binder<'a>) {
+        self.params = sub.params;
+        self.subqueries = sub.subqueries;
+    }
+
+    /// The names this query's expressions see (for a subquery's outer references).
+    pub(crate) fn current_scope(&self) -> Option<Scope> {
+        match (&self.scope, &self.table) {
+            (Some(s), _) => Some(s.clone()),
+            (None, Some(t)) => Some(Scope::of_table(t)),
+            (None, None) => None,
+        }
+    }
+
+    /// The width of the row expressions are evaluated over (before aggregates).
+    fn row_width(&self) -> usize {
+        match (&self.scope, &self.table) {
+            (Some(s), _) => s.width(),
+            (None, Some(t)) => t.def.columns.len(),
+            (None, None) => 0,
         }
     }
 
@@ -204,7 +276,7 @@ impl<'a> Binder<'a> {
         })
     }
 
-    fn table_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(), SqlError> {
+    pub(crate) fn table_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(), SqlError> {
         match from {
             [] => Ok(()),
             [twj] if twj.joins.is_empty() => match &twj.relation {
@@ -221,7 +293,31 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn column(&self, parts: &[&str], text: &str) -> Result<(Expr, SqlType, bool), SqlError> {
+    fn column(&mut self, parts: &[&str], text: &str) -> Result<(Expr, SqlType, bool), SqlError> {
+        let local = self.local_column(parts, text);
+        match (&local, &self.outer) {
+            (Err(e), Some(outer)) if e.code == 1054 => {
+                let Ok((outer_expr, t)) = outer.resolve(parts, text, self.clause) else {
+                    return local;
+                };
+                let n = match self.outer_refs.iter().position(|e| *e == outer_expr) {
+                    Some(n) => n,
+                    None => {
+                        self.outer_refs.push(outer_expr);
+                        self.outer_refs.len() - 1
+                    }
+                };
+                Ok((Expr::OuterRef(n), t, true))
+            }
+            _ => local,
+        }
+    }
+
+    fn local_column(&self, parts: &[&str], text: &str) -> Result<(Expr, SqlType, bool), SqlError> {
+        if let Some(scope) = &self.scope {
+            let (e, t) = scope.resolve(parts, text, self.clause)?;
+            return Ok((e, t, true));
+        }
         let Some(t) = &self.table else {
             return Err(SqlError::unknown_column(text, self.clause));
         };
@@ -380,6 +476,22 @@ impl<'a> Binder<'a> {
                     },
                     bool_type(),
                 )
+            }
+            ast::Expr::In {
+                expr,
+                target: ast::InTarget::Subquery(q),
+                negated,
+                ..
+            } => self.subquery_expr(
+                q,
+                SubqueryUse::In {
+                    expr,
+                    negated: *negated,
+                },
+            )?,
+            ast::Expr::Subquery(q) => self.subquery_expr(q, SubqueryUse::Scalar)?,
+            ast::Expr::Exists { subquery, negated } => {
+                self.subquery_expr(subquery, SubqueryUse::Exists { negated: *negated })?
             }
             ast::Expr::Like {
                 negated,
@@ -558,6 +670,9 @@ impl<'a> Binder<'a> {
         };
         let arith = |op: ArithOp| {
             let t = match (&tl, &tr, op) {
+                _ if crate::decimal::is_exact_arith(&tl, &tr, op) => {
+                    crate::decimal::arith_type(op, &tl, &tr)
+                }
                 (_, _, ArithOp::Div) => SqlType::Double,
                 (SqlType::Int { unsigned: a, .. }, SqlType::Int { unsigned: b, .. }, _) => {
                     SqlType::Int {
@@ -616,7 +731,9 @@ impl<'a> Binder<'a> {
                 }
                 (args, distinct, star)
             }
-            ast::FunctionArguments::Subquery(_) => return Err(SqlError::unsupported("subqueries")),
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(SqlError::unsupported("a subquery as function arguments"))
+            }
         };
         let agg = match name.as_str() {
             "COUNT" if star => Some(AggFunc::CountStar),
@@ -755,16 +872,31 @@ impl<'a> Binder<'a> {
                 len: 21,
             },
             AggFunc::Sum => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal { scale: 0 },
+                SqlType::Int { .. } => SqlType::Decimal {
+                    precision: 32,
+                    scale: 0,
+                },
+                // MySQL widens SUM by 22 digits, AVG by div_precision_increment.
+                SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                    precision: precision.saturating_add(22).min(65),
+                    scale,
+                },
                 _ => SqlType::Double,
             },
             AggFunc::Avg => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal { scale: 4 },
+                SqlType::Int { .. } => SqlType::Decimal {
+                    precision: 31,
+                    scale: 4,
+                },
+                SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                    precision: precision.saturating_add(4).min(65),
+                    scale: (scale + crate::decimal::DIV_PRECISION_INCREMENT).min(30),
+                },
                 _ => SqlType::Double,
             },
             AggFunc::Min | AggFunc::Max => arg_type.clone(),
         };
-        let ncols = self.table.as_ref().map_or(0, |t| t.def.columns.len());
+        let ncols = self.row_width();
         let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
         let spec = AggSpec {
             func,
@@ -780,6 +912,18 @@ impl<'a> Binder<'a> {
             }
         };
         Ok((Expr::Column(ncols + idx), result_type))
+    }
+
+    /// A condition bound in `clause` (ON of a join).
+    pub(crate) fn condition_in(
+        &mut self,
+        e: &ast::Expr,
+        clause: &'static str,
+    ) -> Result<Expr, SqlError> {
+        let saved = self.aggs.take();
+        let r = self.condition(e, clause);
+        self.aggs = saved;
+        r
     }
 
     /// A condition (WHERE, HAVING): no aggregates unless `allow_aggs`.
@@ -799,7 +943,7 @@ impl<'a> Binder<'a> {
         Ok(x)
     }
 
-    fn order_by(
+    pub(crate) fn order_by(
         &mut self,
         items: &[ast::OrderByExpr],
         select: Option<(&[Expr], &[SqlType])>,
@@ -850,10 +994,13 @@ impl<'a> Binder<'a> {
         Ok(keys)
     }
 
-    /// Binds a SELECT.
+    /// Binds a SELECT whose body is one SELECT (no UNION).
     pub(crate) fn select(&mut self, q: &ast::Query) -> Result<BoundSelect, SqlError> {
-        if q.with.is_some() || q.fetch.is_some() || !q.pipe_operators.is_empty() {
+        if q.fetch.is_some() || !q.pipe_operators.is_empty() {
             return Err(SqlError::unsupported(q.to_string()));
+        }
+        if let Some(with) = &q.with {
+            self.push_ctes(with)?;
         }
         let ast::SetExpr::Select(s) = q.body.as_ref() else {
             return match q.body.as_ref() {
@@ -863,6 +1010,17 @@ impl<'a> Binder<'a> {
                 _ => Err(SqlError::unsupported(q.body.to_string())),
             };
         };
+        self.select_body(s, q.order_by.as_ref(), q.limit_clause.as_ref(), &q.locks)
+    }
+
+    /// Binds one SELECT with the ORDER BY, LIMIT and locking clauses that follow it.
+    pub(crate) fn select_body(
+        &mut self,
+        s: &ast::Select,
+        order_by: Option<&ast::OrderBy>,
+        limit_clause: Option<&ast::LimitClause>,
+        locks: &[ast::LockClause],
+    ) -> Result<BoundSelect, SqlError> {
         if s.into.is_some()
             || s.top.is_some()
             || !s.lateral_views.is_empty()
@@ -876,7 +1034,7 @@ impl<'a> Binder<'a> {
         {
             return Err(SqlError::unsupported(s.to_string()));
         }
-        self.table_from(&s.from)?;
+        self.bind_from(&s.from)?;
         let distinct = match &s.distinct {
             None | Some(ast::Distinct::All) => false,
             Some(ast::Distinct::Distinct) => true,
@@ -909,7 +1067,57 @@ impl<'a> Binder<'a> {
         let mut columns = Vec::new();
         for item in &s.projection {
             match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(_, _)
+                    if self.scope.is_some() =>
+                {
+                    let scope = self
+                        .scope
+                        .as_ref()
+                        .ok_or_else(|| SqlError::internal("scope"))?;
+                    let positions = match item {
+                        ast::SelectItem::QualifiedWildcard(
+                            ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                            _,
+                        ) => {
+                            let alias = ident_name(name).pop().unwrap_or_default();
+                            scope.input_columns(&alias).ok_or_else(|| {
+                                SqlError::new(1051, "42S02", format!("Unknown table '{alias}'"))
+                            })?
+                        }
+                        ast::SelectItem::QualifiedWildcard(..) => {
+                            return Err(SqlError::unsupported(item.to_string()))
+                        }
+                        _ => scope.star.clone(),
+                    };
+                    for pos in positions {
+                        let c = scope
+                            .column_at(pos)
+                            .ok_or_else(|| SqlError::internal("star"))?;
+                        projection.push(Expr::Column(pos));
+                        types.push(c.ty.clone());
+                        columns.push(c.meta.clone());
+                    }
+                }
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(_, _) => {
+                    if let ast::SelectItem::QualifiedWildcard(kind, _) = item {
+                        let qualifier = match kind {
+                            ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                                ident_name(n).pop().unwrap_or_default()
+                            }
+                            ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+                        };
+                        if !self
+                            .table
+                            .as_ref()
+                            .is_some_and(|t| t.alias.eq_ignore_ascii_case(&qualifier))
+                        {
+                            return Err(SqlError::new(
+                                1051,
+                                "42S02",
+                                format!("Unknown table '{qualifier}'"),
+                            ));
+                        }
+                    }
                     let Some(t) = &self.table else {
                         return Err(SqlError::new(1096, "HY000", "No tables used"));
                     };
@@ -938,7 +1146,18 @@ impl<'a> Binder<'a> {
                         self.aliases
                             .push((alias.value.clone(), x.clone(), t.clone()));
                     }
+                    let scope_meta = match (&x, &self.scope) {
+                        (Expr::Column(pos), Some(scope)) => scope.column_at(*pos).map(|c| {
+                            let mut m = c.meta.clone();
+                            m.name.clone_from(&name);
+                            m
+                        }),
+                        _ => None,
+                    };
                     let meta = match (&x, &self.table) {
+                        _ if scope_meta.is_some() => {
+                            scope_meta.unwrap_or_else(|| t.meta(&name, true))
+                        }
                         (Expr::Column(pos), Some(tr)) if *pos < tr.def.columns.len() => {
                             column_meta(&tr.database, &tr.alias, &tr.def, *pos, &name)
                         }
@@ -960,7 +1179,7 @@ impl<'a> Binder<'a> {
             Some(h) => Some(self.condition(h, "having clause")?),
             None => None,
         };
-        let order_by = match &q.order_by {
+        let order_by = match order_by {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(items) => {
@@ -970,18 +1189,19 @@ impl<'a> Binder<'a> {
             },
         };
         let aggs = self.aggs.take().unwrap_or_default();
-        let (limit, offset) = self.limit_clause(q.limit_clause.as_ref())?;
-        let lock = match q.locks.first().map(|l| &l.lock_type) {
+        let (limit, offset) = self.limit_clause(limit_clause)?;
+        let lock = match locks.first().map(|l| &l.lock_type) {
             None => LockMode::None,
             Some(ast::LockType::Share) => LockMode::Shared,
             Some(ast::LockType::Update) => LockMode::Exclusive,
         };
         let grouped = !aggs.is_empty() || !group_by.is_empty();
-        if !grouped && having.is_some() && self.table.is_none() {
+        if !grouped && having.is_some() && self.table.is_none() && self.scope.is_none() {
             return Err(SqlError::unsupported("HAVING without a table"));
         }
         Ok(BoundSelect {
             table: self.table.clone(),
+            from: self.from.take().map(Box::new),
             filter,
             group_by,
             group_collations,
@@ -990,6 +1210,7 @@ impl<'a> Binder<'a> {
             having,
             projection,
             columns,
+            types,
             distinct,
             order_by,
             limit,
@@ -998,7 +1219,7 @@ impl<'a> Binder<'a> {
         })
     }
 
-    fn limit_clause(
+    pub(crate) fn limit_clause(
         &mut self,
         l: Option<&ast::LimitClause>,
     ) -> Result<(Option<Expr>, Option<Expr>), SqlError> {
@@ -1145,7 +1366,10 @@ impl<'a> Binder<'a> {
 
     /// Binds an UPDATE.
     pub(crate) fn update(&mut self, u: &ast::Update) -> Result<BoundUpdate, SqlError> {
-        if u.from.is_some() || u.returning.is_some() || !u.table.joins.is_empty() {
+        if !u.table.joins.is_empty() || u.from.is_some() {
+            return Err(SqlError::unsupported("multi-table UPDATE"));
+        }
+        if u.returning.is_some() {
             return Err(SqlError::unsupported(u.to_string()));
         }
         self.table_from(std::slice::from_ref(&u.table))?;
@@ -1174,7 +1398,10 @@ impl<'a> Binder<'a> {
 
     /// Binds a DELETE.
     pub(crate) fn delete(&mut self, d: &ast::Delete) -> Result<BoundDelete, SqlError> {
-        if !d.tables.is_empty() || d.using.is_some() || d.returning.is_some() {
+        if !d.tables.is_empty() || d.using.is_some() {
+            return Err(SqlError::unsupported("multi-table DELETE"));
+        }
+        if d.returning.is_some() {
             return Err(SqlError::unsupported(d.to_string()));
         }
         let from = match &d.from {
@@ -1225,7 +1452,7 @@ fn bool_type() -> SqlType {
 
 /// The collation of a comparison: the first string operand's (a column's wins over a
 /// literal's, as MySQL's coercibility rules have it).
-fn pick_collation(types: &[&SqlType]) -> Collation {
+pub(crate) fn pick_collation(types: &[&SqlType]) -> Collation {
     types
         .iter()
         .find_map(|t| match t {
@@ -1238,7 +1465,7 @@ fn pick_collation(types: &[&SqlType]) -> Collation {
 }
 
 /// The type of a value that may come from either of two expressions.
-fn unify(a: &SqlType, b: &SqlType) -> SqlType {
+pub(crate) fn unify(a: &SqlType, b: &SqlType) -> SqlType {
     match (a, b) {
         (SqlType::Null, t) | (t, SqlType::Null) => t.clone(),
         (
@@ -1258,11 +1485,25 @@ fn unify(a: &SqlType, b: &SqlType) -> SqlType {
             collation: a.collation(),
             len: 255,
         },
+        (SqlType::Decimal { .. } | SqlType::Int { .. }, SqlType::Decimal { .. })
+        | (SqlType::Decimal { .. }, SqlType::Int { .. }) => {
+            crate::decimal::arith_type(ArithOp::Add, a, b)
+        }
         _ => SqlType::Double,
     }
 }
 
-/// A numeric literal: integers stay integers, anything else is a double (docs/sql.md).
+/// A numeric literal's value: an integer, else a decimal (`1.5`, `99999999999999999999`),
+/// else a double (`1e3`), as MySQL types literals.
+pub(crate) fn number_value(n: &str) -> Result<Value, SqlError> {
+    number_literal(n).map(|(e, _)| match e {
+        Expr::Literal(v) => v,
+        _ => Value::Null,
+    })
+}
+
+/// A numeric literal: integers stay integers, numbers with a point are decimals, numbers
+/// with an exponent are doubles (docs/sql.md).
 fn number_literal(n: &str) -> Result<(Expr, SqlType), SqlError> {
     if let Ok(i) = n.parse::<i64>() {
         let len = n.len() as u32;
@@ -1282,6 +1523,17 @@ fn number_literal(n: &str) -> Result<(Expr, SqlType), SqlError> {
                 len: 20,
             },
         ));
+    }
+    if !n.contains(['e', 'E']) {
+        if let Some(d) = shale_table::Decimal::parse(n)
+            .filter(|d| d.digits() <= u32::from(shale_table::DECIMAL_MAX_PRECISION))
+        {
+            let t = SqlType::Decimal {
+                precision: d.digits().max(u32::from(d.scale())) as u8,
+                scale: d.scale(),
+            };
+            return Ok((Expr::Literal(Value::Decimal(d)), t));
+        }
     }
     match n.parse::<f64>() {
         Ok(d) => Ok((Expr::Literal(Value::Double(d)), SqlType::Double)),

@@ -25,10 +25,15 @@ fn char_len(l: Option<&ast::CharacterLength>, default: u32) -> Result<u32, SqlEr
 }
 
 /// The column type of a declared data type, with the collation the column options chose.
-fn column_type(dt: &ast::DataType, collation: Collation) -> Result<ColumnType, SqlError> {
+fn column_type(
+    dt: &ast::DataType,
+    collation: Collation,
+    column: &str,
+) -> Result<ColumnType, SqlError> {
     use ast::DataType as D;
     Ok(match dt {
-        D::TinyInt(_) => ColumnType::TinyInt { unsigned: false },
+        D::Decimal(info) | D::Dec(info) | D::Numeric(info) => decimal_type(info, column)?,
+        D::Bool | D::Boolean | D::TinyInt(_) => ColumnType::TinyInt { unsigned: false },
         D::TinyIntUnsigned(_) => ColumnType::TinyInt { unsigned: true },
         D::SmallInt(_) => ColumnType::SmallInt { unsigned: false },
         D::SmallIntUnsigned(_) => ColumnType::SmallInt { unsigned: true },
@@ -66,6 +71,43 @@ fn column_type(dt: &ast::DataType, collation: Collation) -> Result<ColumnType, S
             collation: Collation::Binary,
         },
         other => return Err(SqlError::unsupported(format!("column type {other}"))),
+    })
+}
+
+/// DECIMAL(p,s): p defaults to 10 and s to 0; p at most 65, s at most 30 and p.
+fn decimal_type(info: &ast::ExactNumberInfo, column: &str) -> Result<ColumnType, SqlError> {
+    let (precision, scale) = match *info {
+        ast::ExactNumberInfo::None => (10, 0),
+        ast::ExactNumberInfo::Precision(p) => (p, 0),
+        ast::ExactNumberInfo::PrecisionAndScale(p, s) => (p, u64::try_from(s).unwrap_or(u64::MAX)),
+    };
+    if precision > u64::from(shale_table::DECIMAL_MAX_PRECISION) {
+        return Err(SqlError::new(
+            1426,
+            "42000",
+            format!("Too big precision {precision} specified for '{column}'. Maximum is 65."),
+        ));
+    }
+    if scale > u64::from(shale_table::DECIMAL_MAX_SCALE) {
+        return Err(SqlError::new(
+            1425,
+            "42000",
+            format!("Too big scale {scale} specified for '{column}'. Maximum is 30."),
+        ));
+    }
+    if scale > precision {
+        return Err(SqlError::new(
+            1427,
+            "42000",
+            format!(
+                "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '{column}')."
+            ),
+        ));
+    }
+    // A precision of 0 is taken as 1 (docs/sql.md).
+    Ok(ColumnType::Decimal {
+        precision: precision.max(1) as u8,
+        scale: scale as u8,
     })
 }
 
@@ -108,11 +150,7 @@ fn index_columns(def: &TableDef, cols: &[ast::IndexColumn]) -> Result<Vec<usize>
 fn default_value(e: &ast::Expr) -> Result<Value, SqlError> {
     match e {
         ast::Expr::Value(v) => Ok(match &v.value {
-            ast::Value::Number(n, _) => n
-                .parse::<i64>()
-                .map(Value::Int)
-                .or_else(|_| n.parse::<f64>().map(Value::Double))
-                .map_err(|_| SqlError::syntax(n, 1))?,
+            ast::Value::Number(n, _) => crate::bind::number_value(n)?,
             ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
                 Value::Bytes(s.as_bytes().to_vec())
             }
@@ -196,7 +234,7 @@ pub(crate) fn table_def(
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }
         }
-        let ty = column_type(&c.data_type, collation)?;
+        let ty = column_type(&c.data_type, collation, &c.name.value)?;
         let mut col = ColumnDef {
             name: c.name.value.clone(),
             ty,
@@ -395,6 +433,7 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
         ColumnType::BigInt { unsigned } => int("bigint", 20, unsigned),
         ColumnType::Float => "float".into(),
         ColumnType::Double => "double".into(),
+        ColumnType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
         ColumnType::Char { len, collation } => match collation {
             Collation::Binary => format!("binary({len})"),
             _ => format!("char({len})"),

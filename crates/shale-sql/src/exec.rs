@@ -96,7 +96,7 @@ impl Source<'_> {
 }
 
 /// A key value converted for an index column: exact, widened to a superset, or impossible.
-enum KeyValue {
+pub(crate) enum KeyValue {
     Exact(Value),
     /// A key value that admits more rows than the comparison (the filter must re-check).
     Widened(Value),
@@ -108,7 +108,7 @@ enum KeyValue {
 
 /// `v` as a key value of a column of type `ty`; `round_up` picks the side a non-integral
 /// number widens to.
-fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
+pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
     if matches!(v, Value::Null) {
         return KeyValue::Nothing;
     }
@@ -117,7 +117,8 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
             Value::Int(i) => Some(i128::from(*i)),
             Value::UInt(u) => Some(i128::from(*u)),
             Value::Bytes(b) => str_to_i128_exact(b),
-            Value::Double(_) | Value::Null => None,
+            Value::Decimal(d) if d.round_to(0) == *d => d.to_i128(),
+            Value::Double(_) | Value::Decimal(_) | Value::Null => None,
         };
         let (i, widened) = match exact {
             Some(i) => (i, matches!(v, Value::Bytes(_))),
@@ -152,6 +153,12 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
         };
     }
     match (ty, v) {
+        (ColumnType::Decimal { .. }, v) => match crate::decimal::exact_decimal(&v) {
+            // The key encoding is scale-independent: any exact number is a bound as it is.
+            Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Exact(Value::Decimal(d)),
+            Some(d) => KeyValue::Widened(Value::Decimal(d)),
+            None => KeyValue::Unbounded,
+        },
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
             Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,
@@ -162,7 +169,7 @@ fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> KeyValue {
     }
 }
 
-fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
+pub(crate) fn index_columns(table: &TableDef, index: IndexChoice) -> &[usize] {
     match index {
         IndexChoice::Primary => &table.primary_key.columns,
         IndexChoice::Secondary(i) => table
@@ -449,7 +456,11 @@ fn merge_intervals(mut intervals: Vec<Interval>, collation: Collation) -> Vec<In
     out
 }
 
-fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, SqlError> {
+pub(crate) fn passes(
+    filter: Option<&Expr>,
+    row: &[Value],
+    env: &dyn Env,
+) -> Result<bool, SqlError> {
     match filter {
         None => Ok(true),
         Some(f) => Ok(value::truth(&f.eval(row, env)?) == Some(true)),
@@ -457,7 +468,7 @@ fn passes(filter: Option<&Expr>, row: &[Value], env: &dyn Env) -> Result<bool, S
 }
 
 /// A LIMIT or OFFSET's value (negative or NULL: 0 rows skipped/taken as MySQL rejects them).
-fn count_value(e: Option<&Expr>, env: &dyn Env, default: u64) -> Result<u64, SqlError> {
+pub(crate) fn count_value(e: Option<&Expr>, env: &dyn Env, default: u64) -> Result<u64, SqlError> {
     match e {
         None => Ok(default),
         Some(e) => {
@@ -476,7 +487,7 @@ fn collation_of_charset(charset: u16) -> Collation {
 }
 
 /// A text key under which equal values (in `collation`) collide: GROUP BY and DISTINCT.
-fn group_key(values: &[Value], collations: &[Collation], out: &mut String) {
+pub(crate) fn group_key(values: &[Value], collations: &[Collation], out: &mut String) {
     out.clear();
     for (i, v) in values.iter().enumerate() {
         match v {
@@ -510,6 +521,8 @@ enum AggState {
     Count(i64),
     Sum {
         int: i128,
+        /// The exact sum's decimal part (DECIMAL arguments); `int` holds the integers'.
+        decimal: shale_table::Decimal,
         double: f64,
         is_int: bool,
         count: i64,
@@ -522,8 +535,12 @@ fn new_state(spec: &AggSpec) -> AggState {
         AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
         AggFunc::Sum | AggFunc::Avg => AggState::Sum {
             int: 0,
+            decimal: shale_table::Decimal::zero(),
             double: 0.0,
-            is_int: matches!(spec.arg_type, crate::types::SqlType::Int { .. }),
+            is_int: matches!(
+                spec.arg_type,
+                crate::types::SqlType::Int { .. } | crate::types::SqlType::Decimal { .. }
+            ),
             count: 0,
         },
         AggFunc::Min | AggFunc::Max => AggState::Extreme(None),
@@ -560,6 +577,7 @@ fn accumulate(
         AggState::Count(n) => *n += 1,
         AggState::Sum {
             int,
+            decimal,
             double,
             is_int,
             count,
@@ -568,9 +586,10 @@ fn accumulate(
             if *is_int {
                 match &v {
                     Value::Int(_) | Value::UInt(_) => *int += to_i128(&v).unwrap_or(0),
+                    Value::Decimal(d) => *decimal = decimal.add(d),
                     _ => {
                         *is_int = false;
-                        *double = *int as f64 + value::to_f64(&v).unwrap_or(0.0);
+                        *double = *int as f64 + decimal.to_f64() + value::to_f64(&v).unwrap_or(0.0);
                     }
                 }
             } else {
@@ -604,18 +623,24 @@ fn finish(spec: &AggSpec, state: AggState) -> Value {
         AggState::Sum { count: 0, .. } => Value::Null,
         AggState::Sum {
             int,
+            decimal,
             double,
             is_int,
             count,
         } => {
+            let exact = || shale_table::Decimal::from_i128(int).add(&decimal);
             if spec.func == AggFunc::Sum {
                 if is_int {
-                    Value::Bytes(int.to_string().into_bytes())
+                    Value::Decimal(exact())
                 } else {
                     Value::Double(double)
                 }
             } else if is_int {
-                Value::Bytes(decimal_div(int, i128::from(count), 4).into_bytes())
+                let scale = decimal.scale() + crate::decimal::DIV_PRECISION_INCREMENT;
+                let count = shale_table::Decimal::from_i128(i128::from(count));
+                exact()
+                    .div(&count, scale)
+                    .map_or(Value::Null, Value::Decimal)
             } else {
                 Value::Double(double / count as f64)
             }
@@ -624,29 +649,7 @@ fn finish(spec: &AggSpec, state: AggState) -> Value {
     }
 }
 
-/// `num / den` rounded half away from zero to `scale` decimals, as text.
-fn decimal_div(num: i128, den: i128, scale: u32) -> String {
-    let factor = 10i128.pow(scale);
-    let scaled = num.saturating_mul(factor);
-    let q = scaled / den;
-    let r = scaled % den;
-    let q = if (r.abs() * 2) >= den.abs() {
-        q + scaled.signum() * den.signum()
-    } else {
-        q
-    };
-    let neg = q < 0;
-    let q = q.unsigned_abs();
-    let int = q / factor.unsigned_abs();
-    let frac = q % factor.unsigned_abs();
-    format!(
-        "{}{int}.{frac:0width$}",
-        if neg { "-" } else { "" },
-        width = scale as usize
-    )
-}
-
-fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
+pub(crate) fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
     rows.sort_by(|a, b| {
         for (i, k) in keys.iter().enumerate() {
             let o = sort_compare(&a.0[i], &b.0[i], k.collation);
@@ -669,17 +672,32 @@ pub(crate) fn select(
     status: &StatementStatus,
 ) -> Result<(), SqlError> {
     let table = s.table.as_ref().map(|t| &*t.def);
-    let offset = count_value(s.offset.as_ref(), env, 0)?;
-    let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
-    sink.columns(&s.columns)?;
     let reverse = plan.ordered == Some(true);
-    let (mut src, exact) = open_source(txn, table, &plan.access, env, s.lock, reverse)?;
+    let (src, exact) = open_source(txn, table, &plan.access, env, s.lock, reverse)?;
     let filter = if exact {
         plan.residual.as_ref()
     } else {
         s.filter.as_ref()
     };
-    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || plan.ordered.is_some());
+    select_rows(src, filter, s, plan.ordered.is_some(), env, sink, status)
+}
+
+/// The rest of a SELECT over the rows of `src` (checked against `filter`): `columns`,
+/// grouping, projection, DISTINCT, sort, LIMIT, rows, `end`. `ordered`: the rows already
+/// come in ORDER BY's order.
+pub(crate) fn select_rows(
+    mut src: Source<'_>,
+    filter: Option<&Expr>,
+    s: &BoundSelect,
+    ordered: bool,
+    env: &dyn Env,
+    sink: &mut dyn ResultSink,
+    status: &StatementStatus,
+) -> Result<(), SqlError> {
+    let offset = count_value(s.offset.as_ref(), env, 0)?;
+    let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
+    sink.columns(&s.columns)?;
+    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || ordered);
     if simple {
         let (mut skipped, mut sent) = (0u64, 0u64);
         let mut out = Vec::with_capacity(s.projection.len());
@@ -760,7 +778,7 @@ pub(crate) fn select(
             }
         }
         if groups.is_empty() && s.group_by.is_empty() {
-            let ncols = table.map_or(0, |t| t.columns.len());
+            let ncols = s.width();
             groups.push((
                 vec![Value::Null; ncols],
                 s.aggs.iter().map(new_state).collect(),
@@ -1225,14 +1243,6 @@ mod tests {
             ),
             vec![(I(s("a")), I(s("d")))]
         );
-    }
-
-    #[test]
-    fn decimal_division() {
-        assert_eq!(decimal_div(10, 4, 4), "2.5000");
-        assert_eq!(decimal_div(2, 3, 4), "0.6667");
-        assert_eq!(decimal_div(-2, 3, 4), "-0.6667");
-        assert_eq!(decimal_div(0, 3, 4), "0.0000");
     }
 
     #[test]

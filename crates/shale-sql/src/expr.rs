@@ -121,6 +121,10 @@ pub(crate) enum Expr {
     SysVar(String),
     /// A user variable (`@name`, lower-case), read from the session when evaluated.
     UserVar(String),
+    /// A subquery of the statement (subquery.rs), evaluated through [`Env::subquery`].
+    Subquery(Box<crate::subquery::SubqueryExpr>),
+    /// Inside a correlated subquery: the n-th value it reads from the enclosing query's row.
+    OuterRef(usize),
 }
 
 /// What an expression can read besides its row: parameters and session state.
@@ -133,6 +137,21 @@ pub(crate) trait Env {
     fn variable(&self, name: &str) -> Value;
     /// A user variable's value (NULL when never set).
     fn user_variable(&self, name: &str) -> Value;
+    /// The rows of the statement's subquery `id` run with `outer` as its correlation values
+    /// (subquery.rs). Environments that run no subqueries refuse.
+    fn subquery(
+        &self,
+        id: usize,
+        outer: &[Value],
+    ) -> Result<std::rc::Rc<crate::subquery::SubqueryRows>, SqlError> {
+        let _ = outer;
+        Err(SqlError::internal(format!("subquery {id} outside a query")))
+    }
+    /// Inside a correlated subquery: the n-th value of the enclosing row.
+    fn outer(&self, n: usize) -> Value {
+        let _ = n;
+        Value::Null
+    }
 }
 
 impl Expr {
@@ -144,7 +163,12 @@ impl Expr {
     pub(crate) fn is_row_independent(&self) -> bool {
         match self {
             Expr::Column(_) => false,
-            Expr::Literal(_) | Expr::Param(_) | Expr::SysVar(_) | Expr::UserVar(_) => true,
+            Expr::Literal(_)
+            | Expr::Param(_)
+            | Expr::SysVar(_)
+            | Expr::UserVar(_)
+            | Expr::OuterRef(_) => true,
+            Expr::Subquery(s) => s.is_row_independent(),
             Expr::Neg(e) | Expr::Not(e) | Expr::IsNull(e, _) | Expr::IsBool(e, _, _) => {
                 e.is_row_independent()
             }
@@ -335,6 +359,8 @@ impl Expr {
             Expr::Func(f, args) => eval_func(*f, args, row, env)?,
             Expr::SysVar(name) => env.variable(name),
             Expr::UserVar(name) => env.user_variable(name),
+            Expr::Subquery(s) => s.eval(row, env)?,
+            Expr::OuterRef(n) => env.outer(*n),
         })
     }
 }

@@ -28,21 +28,28 @@
 
 mod bind;
 mod ddl;
+mod decimal;
 mod error;
 mod exec;
 mod expr;
+mod from;
 mod instance;
+mod join;
+mod join_exec;
 mod parse;
 mod plan;
+mod query;
 mod result;
 mod session;
 mod show;
+mod subquery;
 mod types;
 mod value;
 mod variables;
+mod walk;
 
 pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
 pub use result::{write_text, ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 pub use session::{PreparedInfo, Session};
-pub use shale_table::{IsolationLevel, Value};
+pub use shale_table::{Decimal, IsolationLevel, Value};

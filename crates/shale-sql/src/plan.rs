@@ -492,15 +492,26 @@ pub(crate) fn order(table: &TableDef, plan: &Plan, order_by: &[SortKey]) -> Opti
 
 /// A short text of an expression for EXPLAIN.
 pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
+    let name = |c: usize| {
+        table
+            .and_then(|t| t.columns.get(c))
+            .map_or_else(|| format!("#{c}"), |col| col.name.clone())
+    };
+    render_named(e, &name)
+}
+
+/// A short text of an expression for EXPLAIN, naming row column `c` `name(c)`.
+pub(crate) fn render_named(e: &Expr, name: &dyn Fn(usize) -> String) -> String {
+    let table = name;
     match e {
         Expr::Literal(v) => match v {
             shale_table::Value::Bytes(_) => format!("'{}'", crate::value::display(v)),
             _ => crate::value::display(v),
         },
         Expr::Param(n) => format!("?{n}"),
-        Expr::Column(c) => table
-            .and_then(|t| t.columns.get(*c))
-            .map_or_else(|| format!("#{c}"), |col| col.name.clone()),
+        Expr::Column(c) => name(*c),
+        Expr::OuterRef(n) => format!("outer#{n}"),
+        Expr::Subquery(s) => format!("subquery#{}", s.id),
         Expr::SysVar(v) => format!("@@{v}"),
         Expr::UserVar(v) => format!("@{v}"),
         Expr::Cmp(op, a, b, _) => {
@@ -513,17 +524,21 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
                 CmpOp::Gt => ">",
                 CmpOp::Ge => ">=",
             };
-            format!("{} {sym} {}", render(a, table), render(b, table))
+            format!(
+                "{} {sym} {}",
+                render_named(a, table),
+                render_named(b, table)
+            )
         }
-        Expr::And(a, b) => format!("{} AND {}", render(a, table), render(b, table)),
-        Expr::Or(a, b) => format!("({} OR {})", render(a, table), render(b, table)),
-        Expr::Not(a) => format!("NOT ({})", render(a, table)),
+        Expr::And(a, b) => format!("{} AND {}", render_named(a, table), render_named(b, table)),
+        Expr::Or(a, b) => format!("({} OR {})", render_named(a, table), render_named(b, table)),
+        Expr::Not(a) => format!("NOT ({})", render_named(a, table)),
         Expr::Arith(op, a, b) => {
             format!(
                 "({} {} {})",
-                render(a, table),
+                render_named(a, table),
                 op.symbol(),
-                render(b, table)
+                render_named(b, table)
             )
         }
         Expr::Between {
@@ -534,14 +549,14 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
             ..
         } => format!(
             "{}{} BETWEEN {} AND {}",
-            render(expr, table),
+            render_named(expr, table),
             if *negated { " NOT" } else { "" },
-            render(low, table),
-            render(high, table)
+            render_named(low, table),
+            render_named(high, table)
         ),
         Expr::IsNull(e, negated) => format!(
             "{} IS {}NULL",
-            render(e, table),
+            render_named(e, table),
             if *negated { "NOT " } else { "" }
         ),
         Expr::Like {
@@ -551,9 +566,9 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
             ..
         } => format!(
             "{}{} LIKE {}",
-            render(expr, table),
+            render_named(expr, table),
             if *negated { " NOT" } else { "" },
-            render(pattern, table)
+            render_named(pattern, table)
         ),
         Expr::InList {
             expr,
@@ -562,10 +577,10 @@ pub(crate) fn render(e: &Expr, table: Option<&TableDef>) -> String {
             ..
         } => format!(
             "{}{} IN ({})",
-            render(expr, table),
+            render_named(expr, table),
             if *negated { " NOT" } else { "" },
             list.iter()
-                .map(|e| render(e, table))
+                .map(|e| render_named(e, table))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

@@ -86,6 +86,7 @@ pub fn write_text(text: &mut String, value: &Value, float: bool) {
         Value::UInt(v) => write!(text, "{v}"),
         Value::Double(v) if float => write_double(text, f64::from(*v as f32), true),
         Value::Double(v) => write_double(text, *v, false),
+        Value::Decimal(d) => write!(text, "{d}"),
         Value::Bytes(b) => {
             text.push_str(&String::from_utf8_lossy(b));
             Ok(())

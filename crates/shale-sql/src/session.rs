@@ -40,8 +40,12 @@ pub struct PreparedInfo {
 
 /// A statement ready to run: bound and planned, or a session command kept as parsed.
 #[derive(Debug)]
+// One per statement or prepared statement; the hot path's plan stays unboxed.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Planned {
     Select(BoundSelect, Plan),
+    /// Any other query: joins, derived tables, subqueries, UNION (query.rs).
+    Query(Box<crate::query::StatementQuery>),
     /// With the plan of INSERT ... SELECT's query.
     Insert(BoundInsert, Option<Plan>),
     Update(BoundUpdate, Plan),
@@ -75,6 +79,9 @@ pub(crate) struct State {
     pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
     /// User variables (`@x`), lower-case names.
     pub user_vars: HashMap<String, Value>,
+    /// Status variables the server sets for this connection (`Ssl_cipher`), which
+    /// `SHOW STATUS` lists; a reset keeps them (they describe the connection).
+    pub status: BTreeMap<String, String>,
 }
 
 struct RunEnv<'a> {
@@ -219,6 +226,7 @@ impl Session {
                 warnings: Vec::new(),
                 globals,
                 user_vars: HashMap::new(),
+                status: BTreeMap::new(),
             },
             txn: None,
             began: false,
@@ -236,6 +244,11 @@ impl Session {
 
     pub fn connection_id(&self) -> u64 {
         self.state.connection_id
+    }
+
+    /// Sets a status variable of this connection (what `SHOW STATUS` lists).
+    pub fn set_status_variable(&mut self, name: &str, value: &str) {
+        self.state.status.insert(name.to_owned(), value.to_owned());
     }
 
     /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).
@@ -336,6 +349,7 @@ impl Session {
         }
         let columns = match &planned {
             Planned::Select(s, _) => s.columns.clone(),
+            Planned::Query(q) => q.query.columns().to_vec(),
             _ => Vec::new(),
         };
         let id = self.next_statement_id;
@@ -445,7 +459,20 @@ impl Session {
         let mut binder = Binder::new(&ctx);
         Ok(match &stmt {
             Statement::Query(q) => {
-                let s = binder.select(q)?;
+                let bound = binder.query(q)?;
+                let subqueries = std::mem::take(&mut binder.subqueries);
+                let s = match bound {
+                    crate::query::BoundQuery::Select(s)
+                        if s.from.is_none() && subqueries.is_empty() =>
+                    {
+                        *s
+                    }
+                    other => {
+                        return Ok(Planned::Query(Box::new(crate::query::plan_statement(
+                            other, subqueries,
+                        ))))
+                    }
+                };
                 let mut access = match &s.table {
                     Some(t) => plan::plan(&t.def, s.filter.as_ref()),
                     None => Plan {
@@ -461,6 +488,13 @@ impl Session {
             }
             Statement::Insert(i) => {
                 let b = binder.insert(i)?;
+                if !binder.subqueries.is_empty()
+                    || b.select.as_ref().is_some_and(|(s, _)| s.from.is_some())
+                {
+                    return Err(SqlError::unsupported(
+                        "INSERT ... SELECT with joins, derived tables or subqueries",
+                    ));
+                }
                 let plan = b.select.as_ref().map(|(s, _)| match &s.table {
                     Some(t) => plan::plan(&t.def, s.filter.as_ref()),
                     None => Plan {
@@ -473,11 +507,17 @@ impl Session {
             }
             Statement::Update(u) => {
                 let b = binder.update(u)?;
+                if !binder.subqueries.is_empty() {
+                    return Err(SqlError::unsupported("subqueries in UPDATE"));
+                }
                 let access = plan::plan(&b.table.def, b.filter.as_ref());
                 Planned::Update(b, access)
             }
             Statement::Delete(d) => {
                 let b = binder.delete(d)?;
+                if !binder.subqueries.is_empty() {
+                    return Err(SqlError::unsupported("subqueries in DELETE"));
+                }
                 let access = plan::plan(&b.table.def, b.filter.as_ref());
                 Planned::Delete(b, access)
             }
@@ -650,6 +690,9 @@ impl Session {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
             }
+            Planned::Query(q) => {
+                crate::query::run_statement(&mut txn, q, &env, sink, &status).map(|()| None)
+            }
             Planned::Insert(i, plan) => exec::insert(&mut txn, i, plan.as_ref(), &env).map(|out| {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
@@ -685,7 +728,7 @@ impl Session {
                 if keep {
                     txn.release_savepoint()?;
                     self.txn = Some(txn);
-                } else if matches!(planned, Planned::Select(..)) {
+                } else if matches!(planned, Planned::Select(..) | Planned::Query(..)) {
                     // A SELECT wrote nothing, and its result set has ended: rolling back (which
                     // cannot fail) releases its locks without a commit error after the fact.
                     txn.rollback();
@@ -1204,6 +1247,7 @@ impl Session {
     pub(crate) fn explain(&self, stmt: &Statement) -> Result<String, SqlError> {
         Ok(match self.plan(stmt.clone())? {
             Planned::Select(s, plan) => plan::explain(s.table.as_ref().map(|t| &*t.def), &plan),
+            Planned::Query(q) => crate::query::explain_statement(&q),
             Planned::Update(u, plan) => plan::explain(Some(&u.table.def), &plan),
             Planned::Delete(d, plan) => plan::explain(Some(&d.table.def), &plan),
             Planned::Insert(i, _) => format!("insert {}", i.table.def.name),

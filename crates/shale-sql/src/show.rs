@@ -123,11 +123,22 @@ pub(crate) fn show(
                 &rows,
             )
         }
-        Statement::ShowStatus { .. } => session.text_rows(
-            sink,
-            &[text_column("Variable_name"), text_column("Value")],
-            &[],
-        ),
+        Statement::ShowStatus { filter, .. } => {
+            // Only the connection's own status variables the server set; no made-up counters.
+            let pattern = like_filter(filter.as_ref())?;
+            let rows: Vec<Vec<Value>> = session
+                .state()
+                .status
+                .iter()
+                .filter(|(n, _)| matches(n, pattern.as_ref()))
+                .map(|(n, v)| vec![text(n), text(v)])
+                .collect();
+            session.text_rows(
+                sink,
+                &[text_column("Variable_name"), text_column("Value")],
+                &rows,
+            )
+        }
         Statement::ShowVariable { variable } => {
             let words: Vec<String> = variable
                 .iter()
@@ -217,7 +228,8 @@ pub(crate) fn show(
             ..
         } => {
             let plan = session.explain(statement)?;
-            session.text_rows(sink, &[text_column("plan")], &[vec![text(&plan)]])
+            let rows: Vec<Vec<Value>> = plan.lines().map(|l| vec![text(l)]).collect();
+            session.text_rows(sink, &[text_column("plan")], &rows)
         }
         other => Err(SqlError::unsupported(first_words(&other.to_string()))),
     }

@@ -21,8 +21,9 @@ pub(crate) enum SqlType {
         len: u32,
     },
     Double,
-    /// Exact decimal, carried as its text (SUM and AVG results).
+    /// An exact decimal of at most `precision` digits, `scale` of them after the point.
     Decimal {
+        precision: u8,
         scale: u8,
     },
     /// A string of at most `len` characters.
@@ -65,6 +66,7 @@ impl SqlType {
             ColumnType::Int { unsigned } => SqlType::Int { unsigned, len: 11 },
             ColumnType::BigInt { unsigned } => SqlType::Int { unsigned, len: 20 },
             ColumnType::Float | ColumnType::Double => SqlType::Double,
+            ColumnType::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
             ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
                 SqlType::Str { collation, len }
             }
@@ -112,9 +114,9 @@ impl SqlType {
                 m.decimals = 31;
                 m.flags |= flags::NUM | flags::BINARY;
             }
-            SqlType::Decimal { scale } => {
+            SqlType::Decimal { precision, scale } => {
                 m.type_code = ColumnTypeCode::NewDecimal;
-                m.length = 33;
+                m.length = crate::decimal::display_length(*precision, *scale);
                 m.decimals = *scale;
                 m.flags |= flags::NUM | flags::BINARY;
             }
@@ -161,6 +163,7 @@ pub(crate) fn column_meta(
         ColumnType::BigInt { .. } => ColumnTypeCode::LongLong,
         ColumnType::Float => ColumnTypeCode::Float,
         ColumnType::Double => ColumnTypeCode::Double,
+        ColumnType::Decimal { .. } => ColumnTypeCode::NewDecimal,
         ColumnType::Char { .. } => ColumnTypeCode::String,
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
@@ -286,6 +289,9 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
             }
             other => crate::value::to_f64(other).unwrap_or(0.0),
         })),
+        ColumnType::Decimal { precision, scale } => {
+            crate::decimal::store(&value, *precision, *scale, &col.name, row)
+        }
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {
                 Value::Bytes(b) => b,

@@ -5,11 +5,13 @@
 //!
 //! 1. Any comparison or arithmetic with NULL is NULL (unknown); AND/OR/NOT use three-valued
 //!    logic (`FALSE AND NULL` is FALSE, `TRUE OR NULL` is TRUE).
-//! 2. Two integers compare as integers (signed against unsigned exactly); two strings compare
+//! 2. Two integers compare as integers (signed against unsigned exactly), a decimal against an
+//!    integer or decimal exactly; two strings compare
 //!    in the collation of the comparison; anything else compares as doubles, a string read as
 //!    the longest numeric prefix (`'12abc'` is 12, `'abc'` is 0).
 //! 3. Integer `+ - *` stay 64-bit integers and fail with 1690 on overflow; a double operand
-//!    makes the result a double; `/` gives a double here (MySQL: DECIMAL, see docs/sql.md).
+//!    makes the result a double; integers and decimals combine exactly as decimals, `/` of
+//!    two integers included (decimal.rs has the scale rules).
 //! 4. Collations: `binary` compares bytes; `utf8mb4_bin` compares code points ignoring
 //!    trailing spaces (PAD SPACE); `utf8mb4_general_ci` also folds case.
 
@@ -17,6 +19,7 @@ use std::cmp::Ordering;
 
 use shale_table::{Collation, Value};
 
+use crate::decimal::exact_decimal;
 use crate::error::SqlError;
 
 /// Parses the longest numeric prefix of `s` as MySQL does when it reads a string as a
@@ -70,6 +73,7 @@ pub(crate) fn to_f64(v: &Value) -> Option<f64> {
         Value::Int(i) => Some(*i as f64),
         Value::UInt(u) => Some(*u as f64),
         Value::Double(d) => Some(*d),
+        Value::Decimal(d) => Some(d.to_f64()),
         Value::Bytes(b) => Some(str_to_f64(b)),
     }
 }
@@ -82,6 +86,7 @@ pub(crate) fn to_i128(v: &Value) -> Option<i128> {
         Value::Int(i) => Some(i128::from(*i)),
         Value::UInt(u) => Some(i128::from(*u)),
         Value::Double(d) => Some(d.round() as i128),
+        Value::Decimal(d) => d.to_i128(),
         Value::Bytes(b) => {
             Some(str_to_i128_exact(b).unwrap_or_else(|| str_to_f64(b).round() as i128))
         }
@@ -95,6 +100,7 @@ pub(crate) fn truth(v: &Value) -> Option<bool> {
         Value::Int(i) => Some(*i != 0),
         Value::UInt(u) => Some(*u != 0),
         Value::Double(d) => Some(*d != 0.0),
+        Value::Decimal(d) => Some(!d.is_zero()),
         Value::Bytes(b) => Some(str_to_f64(b) != 0.0),
     }
 }
@@ -145,6 +151,14 @@ pub(crate) fn compare(a: &Value, b: &Value, collation: Collation) -> Option<Orde
         (Value::Int(x), Value::UInt(y)) => Some(i128::from(*x).cmp(&i128::from(*y))),
         (Value::UInt(x), Value::Int(y)) => Some(i128::from(*x).cmp(&i128::from(*y))),
         (Value::Bytes(x), Value::Bytes(y)) => Some(compare_str(x, y, collation)),
+        // A decimal against an integer, a decimal or a number written as text compares
+        // exactly; against a double, or text that is not a number, as doubles.
+        (Value::Decimal(_), _) | (_, Value::Decimal(_)) => {
+            match (exact_decimal(a), exact_decimal(b)) {
+                (Some(x), Some(y)) => Some(x.cmp(&y)),
+                _ => to_f64(a)?.partial_cmp(&to_f64(b)?),
+            }
+        }
         // An integer against an integer-looking string compares exactly (ids bound as text).
         (Value::Int(_) | Value::UInt(_), Value::Bytes(s)) => match str_to_i128_exact(s) {
             Some(y) => Some(to_i128(a)?.cmp(&y)),
@@ -223,6 +237,13 @@ pub(crate) fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value, SqlError
         return Ok(Value::Null);
     }
     let both_int = is_integer(a) && is_integer(b);
+    let decimal = matches!(a, Value::Decimal(_)) || matches!(b, Value::Decimal(_));
+    // Integer division gives a decimal, as MySQL's `/` does.
+    if decimal || (both_int && op == ArithOp::Div) {
+        if let (Some(x), Some(y)) = (exact_decimal(a), exact_decimal(b)) {
+            return crate::decimal::arith(op, &x, &y);
+        }
+    }
     let unsigned = matches!(a, Value::UInt(_)) || matches!(b, Value::UInt(_));
     match op {
         ArithOp::Add | ArithOp::Sub | ArithOp::Mul if both_int => {
@@ -266,6 +287,7 @@ pub(crate) fn negate(v: &Value) -> Result<Value, SqlError> {
     match v {
         Value::Null => Ok(Value::Null),
         Value::Double(d) => Ok(Value::Double(-d)),
+        Value::Decimal(d) => Ok(Value::Decimal(d.neg())),
         Value::Bytes(b) => match str_to_i128_exact(b) {
             Some(i) => int_result(-i, false, "-"),
             None => Ok(Value::Double(-str_to_f64(b))),
@@ -350,6 +372,7 @@ pub(crate) fn display(v: &Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::UInt(u) => u.to_string(),
         Value::Double(d) => format_double(*d),
+        Value::Decimal(d) => d.to_string(),
         Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
     }
 }
@@ -422,7 +445,7 @@ mod tests {
                 ArithOp::Div,
                 Value::Int(1),
                 Value::Int(4),
-                Value::Double(0.25),
+                Value::Decimal(shale_table::Decimal::parse("0.25").unwrap()),
             ),
             (ArithOp::Div, Value::Int(1), Value::Int(0), Value::Null),
             (ArithOp::IntDiv, Value::Int(7), Value::Int(2), Value::Int(3)),

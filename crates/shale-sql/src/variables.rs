@@ -49,6 +49,9 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("explicit_defaults_for_timestamp", Value::Int(1));
     m.insert("max_connections", Value::Int(151));
     m.insert("sort_buffer_size", Value::Int(262_144));
+    // Shale's own: the bytes one hash table, materialized subquery or join result may hold
+    // (query.rs); nothing spills to disk yet.
+    m.insert("shale_query_memory", Value::Int(268_435_456));
     m.insert("read_only", Value::Int(0));
     m.insert("super_read_only", Value::Int(0));
     m.insert("default_week_format", Value::Int(0));

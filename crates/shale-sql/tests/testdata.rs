@@ -46,3 +46,23 @@ fn show() {
 fn ranges() {
     common::run_file("ranges");
 }
+
+#[test]
+fn decimal() {
+    common::run_file("decimal");
+}
+
+#[test]
+fn join() {
+    common::run_file("join");
+}
+
+#[test]
+fn subquery() {
+    common::run_file("subquery");
+}
+
+#[test]
+fn union() {
+    common::run_file("union");
+}

@@ -201,6 +201,12 @@ pub struct Table {
 }
 
 impl Table {
+    /// The open file the table reads. It keeps the bytes readable after the file is deleted
+    /// (POSIX), which is how a read-only view copies a table a writer has since compacted away.
+    pub fn file(&self) -> &Arc<dyn RandomAccessFile> {
+        &self.file
+    }
+
     /// Opens the table at `path` on `fs`.
     pub fn open(
         fs: &dyn FileSystem,

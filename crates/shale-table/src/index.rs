@@ -178,6 +178,7 @@ pub(crate) fn show_entry(row: &[Value], columns: &[usize]) -> String {
             Some(Value::Int(v)) => v.to_string(),
             Some(Value::UInt(v)) => v.to_string(),
             Some(Value::Double(v)) => v.to_string(),
+            Some(Value::Decimal(d)) => d.to_string(),
             Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
             Some(Value::Null) | None => "NULL".to_owned(),
         })

@@ -93,6 +93,7 @@ mod build;
 mod check;
 mod codec;
 mod cursor;
+mod decimal;
 mod error;
 mod index;
 mod schema;
@@ -108,6 +109,9 @@ mod value;
 
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
+pub use decimal::{
+    Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
+};
 pub use error::{Error, Result};
 pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};

@@ -14,10 +14,14 @@
 //! 3. A table definition is stored under its primary key's index id (the table id).
 
 use crate::codec::{put_bytes, put_varint, unzigzag, zigzag, Reader};
+use crate::decimal::{
+    Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
+};
 use crate::error::{Error, Result};
 use crate::schema::{ColumnDef, IndexDef, TableDef};
 use crate::types::{Collation, ColumnType};
 use crate::value::Value;
+use num_bigint::BigInt;
 
 /// The reserved index id the system keys live under (ids below 256 are never handed out).
 pub(crate) const SYSTEM_INDEX_ID: u32 = 1;
@@ -105,6 +109,7 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
             out.push(collation_tag(collation));
         }
         ColumnType::Text { collation } => out.extend_from_slice(&[10, collation_tag(collation)]),
+        ColumnType::Decimal { precision, scale } => out.extend_from_slice(&[11, precision, scale]),
     }
 }
 
@@ -151,6 +156,18 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
                 collation: collation_from_tag(reader, tag_byte)?,
             }
         }
+        11 => {
+            let precision = reader.u8()?;
+            let scale = reader.u8()?;
+            if precision == 0
+                || precision > DECIMAL_MAX_PRECISION
+                || scale > precision
+                || scale > DECIMAL_MAX_SCALE
+            {
+                return Err(reader.corruption(&format!("bad DECIMAL({precision},{scale})")));
+            }
+            ColumnType::Decimal { precision, scale }
+        }
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
 }
@@ -174,6 +191,11 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             out.push(4);
             put_bytes(out, b);
         }
+        Value::Decimal(d) => {
+            out.push(5);
+            out.push(d.scale());
+            put_bytes(out, &d.coefficient().to_signed_bytes_le());
+        }
     }
 }
 
@@ -184,6 +206,14 @@ fn read_value(reader: &mut Reader<'_>) -> Result<Value> {
         2 => Value::UInt(reader.varint()?),
         3 => Value::Double(f64::from_le_bytes(reader.array()?)),
         4 => Value::Bytes(reader.len_prefixed()?.to_vec()),
+        5 => {
+            let scale = reader.u8()?;
+            let bytes = reader.len_prefixed()?;
+            if scale > DECIMAL_MAX_SCALE || bytes.len() > 32 {
+                return Err(reader.corruption("bad DECIMAL default"));
+            }
+            Value::Decimal(Decimal::new(BigInt::from_signed_bytes_le(bytes), scale))
+        }
         tag => return Err(reader.corruption(&format!("unknown value tag {tag}"))),
     })
 }

@@ -11,7 +11,11 @@
 //! 3. `update` and `delete` maintain the indexes from the row as stored (read with a lock),
 //!    not from the caller's copy, so a row changed by a commit after the caller's read (READ
 //!    COMMITTED) cannot leave a stale index entry behind.
-//! 4. After [`Error::Deadlock`] the transaction has been rolled back whole and goes on as a
+//! 4. A row's index entries are written only after its primary key is locked by this
+//!    transaction (`locate`'s or the insert's `get_for_update`, or the hidden-key insert's
+//!    `put`), so a non-unique entry, which ends in that primary key, needs no lock of its own
+//!    and is written untracked (`put_entry`).
+//! 5. After [`Error::Deadlock`] the transaction has been rolled back whole and goes on as a
 //!    new, empty one (`MySQL` too ends the transaction on a deadlock).
 
 use std::ops::Bound;
@@ -171,7 +175,30 @@ impl TableTxn {
         let entries = self.entries_checked(table, row, &pk_key, None)?;
         self.txn.put(&pk_key, &value)?;
         for (key, value) in entries {
-            self.txn.put(&key, &value)?;
+            self.put_entry(&key, &value)?;
+        }
+        Ok(())
+    }
+
+    /// Writes an index entry. A non-unique entry ends in the primary key of a row whose key
+    /// this transaction has locked (and, under REPEATABLE READ, validated) before touching
+    /// its entries, so nobody else can write that entry meanwhile: it is written blind,
+    /// without a lock or conflict check of its own. A unique entry's key is locked.
+    fn put_entry(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if is_unique_entry(value) {
+            self.txn.put(key, value)?;
+        } else {
+            self.txn.put_untracked(key, value)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes an index entry; locked or blind as [`put_entry`](Self::put_entry) says.
+    fn delete_entry(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if is_unique_entry(value) {
+            self.txn.delete(key)?;
+        } else {
+            self.txn.delete_untracked(key)?;
         }
         Ok(())
     }
@@ -355,13 +382,13 @@ impl TableTxn {
                 });
             }
             self.txn.delete(&old_key)?;
-            for (key, _) in &old_entries {
-                self.txn.delete(key)?;
+            for (key, value) in &old_entries {
+                self.delete_entry(key, value)?;
             }
             let entries = self.entries_checked(table, new, &new_key, None)?;
             self.txn.put(&new_key, &value)?;
             for (key, value) in entries {
-                self.txn.put(&key, &value)?;
+                self.put_entry(&key, &value)?;
             }
             return Ok(());
         }
@@ -372,9 +399,9 @@ impl TableTxn {
                 continue;
             }
             if old_entry.0 != new_entry.0 {
-                self.txn.delete(&old_entry.0)?;
+                self.delete_entry(&old_entry.0, &old_entry.1)?;
             }
-            self.txn.put(&new_entry.0, &new_entry.1)?;
+            self.put_entry(&new_entry.0, &new_entry.1)?;
         }
         Ok(())
     }
@@ -462,8 +489,8 @@ impl TableTxn {
         };
         self.txn.delete(&key)?;
         for index in &table.indexes {
-            let (entry, _) = entry_for_row(table, index, &stored, &key, &mut self.scratch)?;
-            self.txn.delete(&entry)?;
+            let (entry, value) = entry_for_row(table, index, &stored, &key, &mut self.scratch)?;
+            self.delete_entry(&entry, &value)?;
         }
         Ok(())
     }

@@ -31,6 +31,11 @@ pub enum ColumnType {
     },
     Float,
     Double,
+    /// DECIMAL(precision, scale): `1 <= precision <= 65`, `scale <= min(precision, 30)`.
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     /// CHAR(len) / BINARY(len) when `collation` is `Binary`.
     Char {
         len: u32,
@@ -54,6 +59,8 @@ pub(crate) enum Kind {
     Int { width: u8, unsigned: bool },
     /// FLOAT or DOUBLE (both held as f64).
     Double,
+    /// An exact decimal of a DECIMAL(precision, scale) column.
+    Decimal { precision: u8, scale: u8 },
     /// A string in a collation.
     String(Collation),
 }
@@ -67,6 +74,7 @@ impl ColumnType {
             ColumnType::Int { unsigned } => Kind::Int { width: 4, unsigned },
             ColumnType::BigInt { unsigned } => Kind::Int { width: 8, unsigned },
             ColumnType::Float | ColumnType::Double => Kind::Double,
+            ColumnType::Decimal { precision, scale } => Kind::Decimal { precision, scale },
             ColumnType::Char { collation, .. }
             | ColumnType::VarChar { collation, .. }
             | ColumnType::Text { collation } => Kind::String(collation),

@@ -1,5 +1,7 @@
 //! A SQL value as the table layer stores and returns it.
 
+use crate::decimal::Decimal;
+
 /// One column's value. Strings (CHAR, VARCHAR, TEXT) and binary strings are `Bytes`; the
 /// column's [`ColumnType`](crate::ColumnType) says which and in what collation.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,6 +13,8 @@ pub enum Value {
     UInt(u64),
     /// FLOAT and DOUBLE.
     Double(f64),
+    /// DECIMAL (a column's values come back at its scale).
+    Decimal(Decimal),
     /// Character and binary strings.
     Bytes(Vec<u8>),
 }

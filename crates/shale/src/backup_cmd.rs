@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use shale_engine::{BackupEngine, BackupInfo, BackupOptions};
 use shale_fs::OsFs;
 
-use crate::output::{print_json, progress, Failure};
-use crate::tool_checkpoint::open_existing;
+use crate::output::{print_json, progress, utc_iso8601, Failure};
+use crate::tool_checkpoint::open_view;
 
 /// `shale backup`: one subcommand per action.
 #[derive(Debug, Subcommand)]
@@ -139,6 +139,7 @@ fn info_json(info: &BackupInfo) -> Value {
     json!({
         "id": info.id,
         "created": info.created,
+        "created_utc": utc_iso8601(info.created),
         "seqno": info.seqno,
         "files": info.files.len(),
         "bytes": info.total_bytes(),
@@ -170,7 +171,7 @@ fn create(args: &CreateArgs) -> Result<(), Failure> {
     }
     let zstd_level = parse_compress(&args.compress)?;
     // The database first: with the arguments swapped, nothing is written anywhere.
-    let db = open_existing(&args.db, args.recovery)?;
+    let db = open_view(&args.db, args.recovery)?;
     let engine = match engine(&args.backup_dir) {
         Ok(engine) => engine,
         Err(e) => {
@@ -221,52 +222,109 @@ fn create(args: &CreateArgs) -> Result<(), Failure> {
 }
 
 fn list(args: &ListArgs) -> Result<(), Failure> {
-    let backups = existing_engine(&args.backup_dir)?.list()?;
+    let backups = existing_engine(&args.backup_dir)?.list_each()?;
+    let damaged: Vec<String> = backups
+        .iter()
+        .filter_map(|(id, info)| info.as_ref().err().map(|e| format!("backup {id}: {e}")))
+        .collect();
     if args.json {
-        let list: Vec<Value> = backups.iter().map(info_json).collect();
-        return print_json(&json!({ "backups": list }));
-    }
-    println!(
-        "{:>6} {:>12} {:>14} {:>7} {:>14}",
-        "id", "created", "seqno", "files", "bytes"
-    );
-    for info in &backups {
+        let list: Vec<Value> = backups
+            .iter()
+            .map(|(id, info)| match info {
+                Ok(info) => info_json(info),
+                Err(e) => json!({"id": id, "damaged": true, "error": e.to_string()}),
+            })
+            .collect();
+        print_json(&json!({ "backups": list }))?;
+    } else {
         println!(
-            "{:>6} {:>12} {:>14} {:>7} {:>14}",
-            info.id,
-            info.created,
-            info.seqno,
-            info.files.len(),
-            info.total_bytes()
+            "{:>6} {:<20} {:>14} {:>7} {:>14}",
+            "id", "created (UTC)", "seqno", "files", "bytes"
         );
+        for (id, info) in &backups {
+            match info {
+                Ok(info) => println!(
+                    "{:>6} {:<20} {:>14} {:>7} {:>14}",
+                    info.id,
+                    utc_iso8601(info.created),
+                    info.seqno,
+                    info.files.len(),
+                    info.total_bytes()
+                ),
+                Err(_) => println!("{id:>6} DAMAGED (its meta file cannot be read; see below)"),
+            }
+        }
     }
-    Ok(())
+    if damaged.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Corruption(format!(
+            "{} of {} backups have a damaged meta file (restore another backup; `backup \
+             purge` removes a damaged one once newer ones exist):\n{}",
+            damaged.len(),
+            backups.len(),
+            damaged.join("\n")
+        )))
+    }
 }
 
 fn verify(args: &VerifyArgs) -> Result<(), Failure> {
     let engine = existing_engine(&args.backup_dir)?;
     let ids = match args.id {
         Some(id) => vec![id],
-        None => engine.list()?.iter().map(|b| b.id).collect(),
+        None => engine.list_each()?.into_iter().map(|(id, _)| id).collect(),
     };
     let mut checked = Vec::new();
+    let mut bad = Vec::new();
     for id in ids {
         let bar = progress(0, &format!("verify backup {id}"));
-        let result = engine.verify(id, &mut |done, total| {
+        let result = engine.verify_each(id, &mut |done, total| {
             bar.set_length(total);
             bar.set_position(done);
         });
         bar.finish_and_clear();
-        let bytes = result?;
+        let (bytes, problems) = match result {
+            Ok(verified) => (
+                verified.bytes_checked,
+                verified
+                    .problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+            ),
+            Err(e) => (0, vec![e.to_string()]),
+        };
         if !args.json {
-            println!("backup {id}: OK ({bytes} bytes checked)");
+            if problems.is_empty() {
+                println!("backup {id}: OK ({bytes} bytes checked)");
+            } else {
+                println!("backup {id}: {} bad files", problems.len());
+                for problem in &problems {
+                    println!("  {problem}");
+                }
+            }
         }
-        checked.push(json!({"id": id, "bytes": bytes, "ok": true}));
+        bad.extend(problems.iter().map(|p| format!("backup {id}: {p}")));
+        checked.push(json!({
+            "id": id,
+            "bytes": bytes,
+            "ok": problems.is_empty(),
+            "problems": problems,
+        }));
     }
     if args.json {
-        return print_json(&json!({ "verified": checked }));
+        print_json(&json!({ "verified": checked }))?;
     }
-    Ok(())
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Corruption(format!(
+            "{} bad files in {}:\n{}",
+            bad.len(),
+            args.backup_dir.display(),
+            bad.join("\n")
+        )))
+    }
 }
 
 fn restore(args: &RestoreArgs) -> Result<(), Failure> {

@@ -18,6 +18,7 @@ mod tool_checkpoint;
 mod tool_db;
 mod tool_ingest;
 mod tool_manifest;
+mod tool_ops;
 mod tool_repair;
 mod tool_sst;
 mod tool_stats;
@@ -62,8 +63,10 @@ enum Command {
     /// An in-process SQL shell over a data directory (like the mysql client, without a
     /// server): `shale sql -e "SHOW DATABASES"`, a pipe, or interactive.
     Sql(sql::SqlArgs),
+    // A later occurrence of an option wins: `--config FILE` options come first (serve::config).
     #[command(
-        about = "Serve a data directory over the MySQL protocol (mariadb, PyMySQL, sysbench connect)"
+        about = "Serve a data directory over the MySQL protocol (mariadb, PyMySQL, sysbench connect)",
+        args_override_self = true
     )]
     Serve(serve::ServeArgs),
 }
@@ -100,6 +103,8 @@ enum ToolCommand {
     /// Per-level statistics from the tables' properties (entries, deletions, raw bytes,
     /// codecs, compression ratio), WAL and unreferenced bytes, space amplification.
     Stats(tool_stats::StatsToolArgs),
+    #[command(flatten)]
+    Ops(tool_ops::OpsCommand),
 }
 
 /// `shale bench`: `db_bench`'s flags, or a component subcommand.
@@ -220,7 +225,14 @@ pub struct SstBenchArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = match serve::config::expand(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(failure) => {
+            let _ = writeln!(std::io::stderr(), "error: {failure}");
+            return ExitCode::from(failure.exit_code());
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -243,6 +255,7 @@ fn main() -> ExitCode {
         Command::Tool(ToolCommand::Ingest(args)) => tool_ingest::run(args),
         Command::Tool(ToolCommand::Repair(args)) => tool_repair::run(args),
         Command::Tool(ToolCommand::Stats(args)) => tool_stats::run(args),
+        Command::Tool(ToolCommand::Ops(command)) => tool_ops::run(command),
         Command::Backup(command) => backup_cmd::run(command),
         Command::Bench(BenchArgs {
             command: Some(BenchCommand::Sst(args)),

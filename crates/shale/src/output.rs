@@ -378,3 +378,52 @@ mod tests {
         assert_eq!(pipe.exit_code(), 0);
     }
 }
+
+/// `secs` since the Unix epoch as an ISO 8601 UTC time, `2026-11-27T01:02:03Z`.
+pub fn utc_iso8601(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (year, month, day) = date_of_day(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// The proleptic Gregorian (year, month, day) of day `days` after 1970-01-01: whole 400-year
+/// eras (146,097 days each) first, then the year in the era counted from March 1 so that the
+/// leap day falls at the end.
+fn date_of_day(days: u64) -> (u64, u64, u64) {
+    // 1970-01-01 is day 719,468 counted from 0000-03-01.
+    let since_march_0000 = days + 719_468;
+    let era = since_march_0000 / 146_097;
+    let day_of_era = since_march_0000 % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+    let month = if month_from_march < 10 {
+        month_from_march + 3
+    } else {
+        month_from_march - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::utc_iso8601;
+
+    #[test]
+    fn prints_utc_dates() {
+        assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_iso8601(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_iso8601(951_868_799), "2000-02-29T23:59:59Z");
+        assert_eq!(utc_iso8601(1_798_761_599), "2026-12-31T23:59:59Z");
+        assert_eq!(utc_iso8601(4_107_542_400), "2100-03-01T00:00:00Z");
+    }
+}

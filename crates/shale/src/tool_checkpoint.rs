@@ -1,6 +1,10 @@
 //! `shale tool checkpoint DIR DEST`: a consistent, openable copy of a database, like `ldb
 //! checkpoint` of `RocksDB` (docs/operations.md "Checkpoints"). Tables are hard-linked (copied
 //! across file systems), the WALs copied up to the cut, a fresh MANIFEST written.
+//!
+//! The database is opened read-only ([`open_view`]): another process (a server, a stress run)
+//! may hold it open and keep writing, and nothing in its directory is changed, so a read-only
+//! directory works too. The copy is the view the open read.
 
 use std::path::{Path, PathBuf};
 
@@ -25,8 +29,7 @@ pub struct CheckpointArgs {
     pub recovery: RecoveryArgs,
 }
 
-/// Opens the database in `dir` without creating one (the commands that need a running
-/// engine: checkpoint and backup create).
+/// Opens the database in `dir` for writing, without creating one (`tool ingest`).
 pub fn open_existing(dir: &Path, recovery: RecoveryArgs) -> Result<Db, Failure> {
     if !dir.join(CURRENT_FILE_NAME).exists() {
         return Err(crate::output::missing_current(dir));
@@ -39,17 +42,30 @@ pub fn open_existing(dir: &Path, recovery: RecoveryArgs) -> Result<Db, Failure> 
     Db::open(dir, options).map_err(|e| match e {
         shale_engine::Error::Io(shale_fs::Error::Locked { .. }) => Failure::error(format!(
             "{} is in use: another process holds the database (its LOCK file is locked); \
-             take the checkpoint or backup from inside that process (Db::checkpoint, \
-             BackupEngine) or stop it first",
+             stop it first, or ingest from inside that process (Db::ingest)",
             dir.display()
         )),
         other => Failure::from(other),
     })
 }
 
+/// Opens the database in `dir` read-only (`Db::open_read_only`), for the commands that copy
+/// it (checkpoint and backup create): beside a writer in another process, changing nothing.
+pub fn open_view(dir: &Path, recovery: RecoveryArgs) -> Result<Db, Failure> {
+    if !dir.join(CURRENT_FILE_NAME).exists() {
+        return Err(crate::output::missing_current(dir));
+    }
+    let options = Options {
+        create_if_missing: false,
+        wal_recovery_mode: recovery.wal_recovery_mode,
+        ..Options::default()
+    };
+    Ok(Db::open_read_only(dir, options)?)
+}
+
 /// Runs `shale tool checkpoint`.
 pub fn run(args: &CheckpointArgs) -> Result<(), Failure> {
-    let db = open_existing(&args.dir, args.recovery)?;
+    let db = open_view(&args.dir, args.recovery)?;
     let bar = spinner("checkpoint");
     let made = db.checkpoint(&args.dest);
     bar.finish_and_clear();

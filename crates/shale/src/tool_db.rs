@@ -23,14 +23,18 @@ pub struct DbArgs {
     /// The database directory.
     pub dir: PathBuf,
     /// The keyspace to use.
-    #[arg(long, value_name = "NAME", default_value = DEFAULT_KEYSPACE)]
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_KEYSPACE, global = true)]
     pub keyspace: String,
     /// Give and show keys and values as hex.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub hex: bool,
     /// Print one JSON object instead of text.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub json: bool,
+    /// Create the database if the directory holds none (commands that write only), like
+    /// ldb's flag of the same name.
+    #[arg(long = "create_if_missing", global = true)]
+    pub create_if_missing: bool,
     #[command(flatten)]
     pub recovery: crate::output::RecoveryArgs,
 }
@@ -84,13 +88,41 @@ pub struct ScanArgs {
 }
 
 /// An open database and the keyspace the command works on.
-struct Opened {
-    db: Db,
-    keyspace: Keyspace,
+pub(crate) struct Opened {
+    pub(crate) db: Db,
+    pub(crate) keyspace: Keyspace,
+}
+
+/// What a command runs on: an open database and the keyspace its `--keyspace` names (one
+/// open database serves many of these in `shale tool shell`).
+pub(crate) struct Target<'a> {
+    pub(crate) db: &'a Db,
+    pub(crate) keyspace: Keyspace,
+}
+
+impl Target<'_> {
+    /// `db`'s keyspace `name`, or an error listing the keyspaces it has.
+    pub(crate) fn keyspace<'a>(db: &'a Db, name: &str, dir: &Path) -> Result<Target<'a>, Failure> {
+        match db.keyspace(name) {
+            Some(keyspace) => Ok(Target { db, keyspace }),
+            None => Err(Failure::error(format!(
+                "no keyspace {name:?} in {}; it has: {}",
+                dir.display(),
+                db.keyspace_names().join(", ")
+            ))),
+        }
+    }
 }
 
 impl Opened {
-    fn close(self) -> Result<(), Failure> {
+    pub(crate) fn target(&self) -> Target<'_> {
+        Target {
+            db: &self.db,
+            keyspace: self.keyspace.clone(),
+        }
+    }
+
+    pub(crate) fn close(self) -> Result<(), Failure> {
         drop(self.keyspace);
         Ok(self.db.close()?)
     }
@@ -108,18 +140,20 @@ fn locked_message(dir: &Path) -> String {
 
 /// Whether a tool writes (opens the database normally) or only reads (opens it read-only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(crate) enum Access {
     ReadOnly,
     ReadWrite,
 }
 
-/// Opens the database in `args.dir` without creating one, and finds the keyspace.
-fn open(args: &DbArgs, access: Access) -> Result<Opened, Failure> {
-    if !args.dir.join(CURRENT_FILE_NAME).exists() {
+/// Opens the database in `args.dir`, and finds the keyspace. Creates the database only for a
+/// writing command given `--create_if_missing`.
+pub(crate) fn open(args: &DbArgs, access: Access) -> Result<Opened, Failure> {
+    let create = args.create_if_missing && access == Access::ReadWrite;
+    if !create && !args.dir.join(CURRENT_FILE_NAME).exists() {
         return Err(crate::output::missing_current(&args.dir));
     }
     let options = Options {
-        create_if_missing: false,
+        create_if_missing: create,
         wal_recovery_mode: args.recovery.wal_recovery_mode,
         ..Options::default()
     };
@@ -147,12 +181,17 @@ fn open(args: &DbArgs, access: Access) -> Result<Opened, Failure> {
 
 /// Runs `shale tool get`: prints the value, or fails (exit 1) when the key is absent.
 pub fn run_get(args: &GetArgs) -> Result<(), Failure> {
+    let opened = open(&args.db, Access::ReadOnly)?;
+    let result = exec_get(&opened.target(), args);
+    opened.close()?;
+    result
+}
+
+/// `get` on an open database.
+pub(crate) fn exec_get(target: &Target<'_>, args: &GetArgs) -> Result<(), Failure> {
     let render = Render { hex: args.db.hex };
     let key = render.parse_key(&args.key, "KEY")?;
-    let opened = open(&args.db, Access::ReadOnly)?;
-    let value = opened.keyspace.get(&key);
-    opened.close()?;
-    let value = value?;
+    let value = target.keyspace.get(&key)?;
     if args.db.json {
         print_json(&json!({
             "keyspace": args.db.keyspace,
@@ -177,26 +216,36 @@ pub fn run_get(args: &GetArgs) -> Result<(), Failure> {
 
 /// Runs `shale tool put`.
 pub fn run_put(args: &PutArgs) -> Result<(), Failure> {
+    let opened = open(&args.db, Access::ReadWrite)?;
+    let result = exec_put(&opened.target(), args);
+    opened.close()?;
+    result
+}
+
+/// `put` on an open database.
+pub(crate) fn exec_put(target: &Target<'_>, args: &PutArgs) -> Result<(), Failure> {
     let render = Render { hex: args.db.hex };
     let key = render.parse_key(&args.key, "KEY")?;
     let value = render.parse_key(&args.value, "VALUE")?;
-    let opened = open(&args.db, Access::ReadWrite)?;
-    let written = opened.keyspace.put(&key, &value);
-    let seqno = opened.keyspace.latest_seqno();
-    opened.close()?;
-    written?;
+    target.keyspace.put(&key, &value)?;
+    let seqno = target.keyspace.latest_seqno();
     report_write(&args.db, "put", &key, Some(&value), seqno)
 }
 
 /// Runs `shale tool delete`.
 pub fn run_delete(args: &DeleteArgs) -> Result<(), Failure> {
+    let opened = open(&args.db, Access::ReadWrite)?;
+    let result = exec_delete(&opened.target(), args);
+    opened.close()?;
+    result
+}
+
+/// `delete` on an open database.
+pub(crate) fn exec_delete(target: &Target<'_>, args: &DeleteArgs) -> Result<(), Failure> {
     let render = Render { hex: args.db.hex };
     let key = render.parse_key(&args.key, "KEY")?;
-    let opened = open(&args.db, Access::ReadWrite)?;
-    let written = opened.keyspace.delete(&key);
-    let seqno = opened.keyspace.latest_seqno();
-    opened.close()?;
-    written?;
+    target.keyspace.delete(&key)?;
+    let seqno = target.keyspace.latest_seqno();
     report_write(&args.db, "delete", &key, None, seqno)
 }
 
@@ -239,22 +288,25 @@ fn report_write(
 
 /// Runs `shale tool scan`.
 pub fn run_scan(args: &ScanArgs) -> Result<(), Failure> {
+    let opened = open(&args.db, Access::ReadOnly)?;
+    let result = exec_scan(&opened.target(), args);
+    opened.close()?;
+    result
+}
+
+/// `scan` on an open database.
+pub(crate) fn exec_scan(target: &Target<'_>, args: &ScanArgs) -> Result<(), Failure> {
     let render = Render { hex: args.db.hex };
     let parse = |text: &Option<String>, flag| text.as_deref().map(|t| render.parse_key(t, flag));
     let lower = parse(&args.from, "--from").transpose()?;
     let upper = parse(&args.to, "--to").transpose()?;
-    let opened = open(&args.db, Access::ReadOnly)?;
-    let result = (|| {
-        let iter = opened.keyspace.iterator(ReadOptions {
-            lower_bound: lower,
-            upper_bound: upper,
-            skip_cache_fill: true,
-            ..ReadOptions::default()
-        })?;
-        scan(iter, args, render)
-    })();
-    opened.close()?;
-    result
+    let iter = target.keyspace.iterator(ReadOptions {
+        lower_bound: lower,
+        upper_bound: upper,
+        skip_cache_fill: true,
+        ..ReadOptions::default()
+    })?;
+    scan(iter, args, render)
 }
 
 fn scan(mut iter: DbIterator, args: &ScanArgs, render: Render) -> Result<(), Failure> {

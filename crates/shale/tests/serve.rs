@@ -250,6 +250,23 @@ except pymysql.err.ProgrammingError as e:
     assert e.args[0] == 1064, e.args
 cur.execute("SELECT COUNT(*) FROM kv")
 assert cur.fetchone() == (50,)
+# DECIMAL columns read back as Python Decimals with the column's scale; values bound by
+# PyMySQL (Decimal and float) are stored exactly and rounded to the scale.
+from decimal import Decimal
+cur.execute("CREATE TABLE money (id DECIMAL(12,2) PRIMARY KEY, amount DECIMAL(65,30))")
+cur.executemany("INSERT INTO money VALUES (%s, %s)", [(Decimal("-1.005"), Decimal("0.1")), (2.5, "1e-30"), (Decimal("10"), -3)])
+cur.execute("SELECT id, amount, id + amount FROM money ORDER BY id")
+rows = cur.fetchall()
+assert rows == ((Decimal("-1.01"), Decimal("0.1"), Decimal("-0.91")), (Decimal("2.50"), Decimal("1e-30"), Decimal("2.500000000000000000000000000001")), (Decimal("10.00"), Decimal("-3"), Decimal("7"))), rows
+assert str(rows[0][1]) == "0.100000000000000000000000000000", rows[0][1]
+assert [d[1] for d in cur.description] == [246, 246, 246], cur.description
+cur.execute("SELECT id FROM money WHERE id > %s", (Decimal("2.499"),))
+assert cur.fetchall() == ((Decimal("2.50"),), (Decimal("10.00"),))
+try:
+    cur.execute("INSERT INTO money VALUES (10000000000, 0)")
+    raise SystemExit("out of range accepted")
+except pymysql.err.DataError as e:
+    assert e.args[0] == 1264, e.args
 c.close()
 print("ok")
 "#;
@@ -550,10 +567,187 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
         (0xFF, 1243)
     );
 
+    // DECIMAL: a NEWDECIMAL parameter (text) is rounded to the column's scale, and the
+    // column comes back as NEWDECIMAL (246) with its scale's digits.
+    let out = served.mariadb(
+        "",
+        &[
+            "b",
+            "-e",
+            "CREATE TABLE m (id INT PRIMARY KEY, d DECIMAL(10,2))",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let insert = c.prepare("INSERT INTO m VALUES (?, ?)");
+    c.execute(
+        insert,
+        &[
+            (3, 0, Some(1i32.to_le_bytes().to_vec())),
+            (246, 0, Some(b"\x06-1.255".to_vec())),
+        ],
+    );
+    let select = c.prepare("SELECT d, d * 2 FROM m WHERE d = ?");
+    let (types, rows) = c.execute(select, &[(246, 0, Some(b"\x05-1.26".to_vec()))]);
+    assert_eq!(types, [246, 246]);
+    assert_eq!(rows, [b"\x00\x00\x05-1.26\x05-2.52".to_vec()]);
+
     let out = served.mariadb("", &["b", "--batch", "-e", "SELECT * FROM t ORDER BY id"]);
     assert_eq!(
         text(&out.stdout),
         "id\tname\tprice\tbig\tsmall\n7\tNULL\t2.5\t18446744073709551615\t-3\n8\tpear\t0.5\t200\t-1\n"
     );
     served.stop();
+}
+
+#[test]
+fn tls_files_are_generated_once_and_clients_verify_the_server() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let dir = scratch("tls");
+    let served = serve(&dir, &["--initialize-insecure"]);
+    assert!(
+        served.banner.contains(&format!(
+            "TLS certificate: {} (clients verify it with --ssl-ca={})",
+            dir.join("server-cert.pem").display(),
+            dir.join("ca.pem").display()
+        )),
+        "{}",
+        served.banner
+    );
+    for (file, mode) in [
+        ("ca.pem", 0o644),
+        ("ca-key.pem", 0o600),
+        ("server-cert.pem", 0o644),
+        ("server-key.pem", 0o600),
+        ("private_key.pem", 0o600),
+        ("public_key.pem", 0o644),
+    ] {
+        let meta = std::fs::metadata(dir.join(file)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, mode, "{file}");
+    }
+    let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+    let ca_arg = format!("--ssl-ca={}", dir.join("ca.pem").display());
+    let verified = [
+        "--ssl",
+        ca_arg.as_str(),
+        "--ssl-verify-server-cert",
+        "--batch",
+    ];
+    let sql = "SHOW STATUS LIKE 'Ssl_cipher'; SHOW STATUS LIKE 'Ssl_version'";
+    let out = served.mariadb("", &[&verified[..], &["-e", sql]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("Ssl_cipher\tTLS_") && stdout.contains("Ssl_version\tTLSv1."),
+        "{stdout}"
+    );
+    let out = served.mariadb("", &["--ssl=0", "--batch", "-e", "SHOW STATUS LIKE 'Ssl%'"]);
+    assert_eq!(
+        text(&out.stdout),
+        "Variable_name\tValue\nSsl_cipher\t\nSsl_version\t\n"
+    );
+    served.stop();
+
+    // A restart keeps the certificates (clients keep trusting the same CA).
+    let served = serve(&dir, &[]);
+    assert_eq!(std::fs::read(dir.join("ca.pem")).unwrap(), ca);
+    let out = served.mariadb("", &[&verified[..], &["-e", "SELECT 1"]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    served.stop();
+
+    // Half a set is refused rather than silently replaced.
+    std::fs::remove_file(dir.join("server-key.pem")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["serve", "--port", "0", "--datadir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("has only some of the TLS files"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn require_secure_transport_and_pymysql_over_tls() {
+    if !have("mariadb", &["--version"]) || !have("/usr/bin/python3", &["-c", "import pymysql"]) {
+        return;
+    }
+    let dir = scratch("require-tls");
+    let served = serve(
+        &dir,
+        &["--initialize-insecure", "--require-secure-transport"],
+    );
+    let out = served.mariadb("", &["--ssl=0", "-e", "SELECT 1"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 3159 (HY000)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let script = r#"
+import os, pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(os.environ["PORT"]), user="root", password="",
+                    ssl={"ca": os.environ["CA"]})
+cur = c.cursor()
+cur.execute("SHOW STATUS LIKE 'Ssl_cipher'")
+name, cipher = cur.fetchone()
+assert cipher.startswith("TLS_"), cipher
+assert c._sock.cipher()[0] == cipher, (c._sock.cipher(), cipher)
+print("ok")
+"#;
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .env("PORT", served.port.to_string())
+        .env("CA", dir.join("ca.pem"))
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "ok\n", "{}", text(&out.stderr));
+    served.stop();
+}
+
+#[test]
+fn config_file_options_apply_and_the_command_line_overrides_them() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let dir = scratch("config");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("my.cnf");
+    // port = 1 would fail to bind; the test's own --port 0 must win.
+    std::fs::write(
+        &config,
+        "[client]\nuser = nobody\n[mysqld]\nport = 1\ninnodb_buffer_pool_size = 1G\n\
+         [shale]\ninitialize_insecure\nrequire_secure_transport = ON\n",
+    )
+    .unwrap();
+    let data = dir.join("data");
+    let served = serve(&data, &["--config", config.to_str().unwrap()]);
+    let out = served.mariadb("", &["--ssl=0", "-e", "SELECT 1"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 3159 (HY000)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = served.mariadb("", &["--ssl", "--batch", "-e", "SELECT 1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    served.stop();
+
+    std::fs::write(&config, "[shale]\nmax_connection = 5\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "{}:2: unknown option 'max-connection'",
+            config.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
 }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use shale_fs::FileSystem;
+use shale_fs::{FileSystem, RandomAccessFile};
 
 use crate::error::{Error, Result};
 
@@ -25,14 +25,14 @@ const CHUNK_HEADER_LEN: u64 = 8;
 /// Writes the first `len` bytes of `from` compressed to `to` (synced). Returns the CRC-32C of
 /// the original bytes; `progress` gets each chunk's original size.
 pub(crate) fn write_compressed(
+    source: &dyn RandomAccessFile,
     fs: &dyn FileSystem,
-    from: &Path,
     to: &Path,
     len: u64,
     level: i32,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u32> {
-    let source = fs.open_read(from)?;
+    let from = source.path();
     let available = source.size()?;
     if available < len {
         return Err(Error::Corruption {
@@ -178,8 +178,8 @@ mod tests {
         source.sync_data().unwrap();
         let len = data.len() as u64;
         let crc = write_compressed(
+            &*fs.open_read(Path::new("/a")).unwrap(),
             &fs,
-            Path::new("/a"),
             Path::new("/a.zst"),
             len,
             3,

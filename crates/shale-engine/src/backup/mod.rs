@@ -40,12 +40,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use shale_fs::FileSystem;
+use shale_fs::{FileSystem, RandomAccessFile};
 
 pub use compressed::DEFAULT_ZSTD_LEVEL;
 pub use meta::{BackupCodec, BackupFile, BackupInfo};
 
-use crate::checkpoint::{copy_file_with, take_cut, wait_visible, write_metadata};
+use crate::checkpoint::{copy_file_with, copy_from, take_cut, wait_visible, write_metadata, Cut};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
@@ -78,6 +78,15 @@ pub struct CreatedBackup {
     pub copied_bytes: u64,
     /// Tables found in `shared/` from earlier backups and not copied again.
     pub reused_tables: usize,
+}
+
+/// What [`BackupEngine::verify_each`] found.
+#[derive(Debug, Default)]
+pub struct Verified {
+    /// Bytes of the files that checked out.
+    pub bytes_checked: u64,
+    /// One error per bad file (missing, wrong size, wrong checksum, unreadable).
+    pub problems: Vec<Error>,
 }
 
 /// What [`BackupEngine::purge_files`] removed.
@@ -237,11 +246,11 @@ impl BackupEngine {
                 b.file_size(),
             )
         });
-        for (source, number, size) in tables.chain(blobs) {
+        for (path, number, size) in tables.chain(blobs) {
             let (file, copied) = self.backup_table(
-                &source,
-                number,
-                size,
+                &cut,
+                &path,
+                TableToStore { number, size },
                 &shared_names,
                 options.zstd_level,
                 &mut throttle,
@@ -261,7 +270,7 @@ impl BackupEngine {
             let stored = stored_name(&name, codec);
             let crc = store_copy(
                 fs,
-                &inner.dir.join(&name),
+                &*cut.open(fs, &inner.dir, &name)?,
                 &private_dir.join(&stored),
                 len,
                 options.zstd_level,
@@ -280,7 +289,7 @@ impl BackupEngine {
         }
         drop(pins);
         for (name, size) in write_metadata(fs, &private_dir, &cut)? {
-            let crc = checksum_file(fs, &private_dir.join(&name), size)?;
+            let crc = checksum_file(&*fs.open_read(&private_dir.join(&name))?, size)?;
             copied_files += 1;
             files.push(BackupFile {
                 stored: format!("{private_rel}/{name}"),
@@ -311,9 +320,20 @@ impl BackupEngine {
         })
     }
 
-    /// Every backup, oldest first.
+    /// Every backup, oldest first. A damaged meta file fails the whole list; see
+    /// [`Self::list_each`] to list around it.
     pub fn list(&self) -> Result<Vec<BackupInfo>> {
         self.ids()?.into_iter().map(|id| self.info(id)).collect()
+    }
+
+    /// Every backup id, oldest first, each with what its meta file says or why it cannot be
+    /// read: one damaged meta does not hide the other backups.
+    pub fn list_each(&self) -> Result<Vec<(u32, Result<BackupInfo>)>> {
+        Ok(self
+            .ids()?
+            .into_iter()
+            .map(|id| (id, self.info(id)))
+            .collect())
     }
 
     /// What `meta/<id>` says about backup `id`.
@@ -354,23 +374,43 @@ impl BackupEngine {
     }
 
     /// Re-reads every file of backup `id` and checks its size and checksum against the meta.
-    /// Returns the bytes checked; the first mismatch is a corruption error naming the file.
+    /// Returns the bytes checked; the first bad file is a corruption error naming it (see
+    /// [`Self::verify_each`] for all of them).
     pub fn verify(&self, id: u32, progress: &mut dyn FnMut(u64, u64)) -> Result<u64> {
+        let verified = self.verify_each(id, progress)?;
+        match verified.problems.into_iter().next() {
+            Some(problem) => Err(problem),
+            None => Ok(verified.bytes_checked),
+        }
+    }
+
+    /// Re-reads every file of backup `id` and checks its size and checksum against the meta,
+    /// going on past a bad file: every bad file is in [`Verified::problems`]. Fails only when
+    /// the meta itself cannot be read.
+    pub fn verify_each(&self, id: u32, progress: &mut dyn FnMut(u64, u64)) -> Result<Verified> {
         let info = self.info(id)?;
         let total = info.total_bytes();
+        let mut verified = Verified::default();
         let mut done = 0;
         for file in &info.files {
-            let path = self.dir.join(&file.stored);
-            self.check_size(&path, file)?;
-            let crc = match file.codec {
-                BackupCodec::None => checksum_file(&*self.fs, &path, file.size)?,
-                BackupCodec::Zstd => read_compressed(&*self.fs, &path, file.size, &mut |_| Ok(()))?,
-            };
-            check_crc(&path, file, crc)?;
+            match self.verify_file(file) {
+                Ok(()) => verified.bytes_checked += file.size,
+                Err(problem) => verified.problems.push(problem),
+            }
             done += file.size;
             progress(done, total);
         }
-        Ok(done)
+        Ok(verified)
+    }
+
+    fn verify_file(&self, file: &BackupFile) -> Result<()> {
+        let path = self.dir.join(&file.stored);
+        self.check_size(&path, file)?;
+        let crc = match file.codec {
+            BackupCodec::None => checksum_file(&*self.fs.open_read(&path)?, file.size)?,
+            BackupCodec::Zstd => read_compressed(&*self.fs, &path, file.size, &mut |_| Ok(()))?,
+        };
+        check_crc(&path, file, crc)
     }
 
     /// Copies backup `id` into `dest` (which must not exist or be empty) with `threads`
@@ -538,22 +578,29 @@ impl BackupEngine {
     /// is there (invariant 2). Returns its entry and whether it was copied.
     fn backup_table(
         &self,
-        source: &Path,
-        number: u64,
-        size: u64,
+        cut: &Cut,
+        path: &Path,
+        TableToStore { number, size }: TableToStore,
         shared_names: &BTreeSet<String>,
         zstd_level: Option<i32>,
         throttle: &mut Throttle,
     ) -> Result<(BackupFile, bool)> {
         let fs = &*self.fs;
         let codec = codec_of(zstd_level);
-        let extension = source.extension().and_then(|e| e.to_str()).unwrap_or("sst");
+        let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("sst");
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(Error::InvalidArgument(format!(
+                "{} is not a table file path",
+                path.display()
+            )));
+        };
+        let source = cut.open(fs, dir, &name.to_string_lossy())?;
         let shared_name =
             |number, size, crc, codec| shared_name(number, size, crc, codec, extension);
         let prefix = format!("{number:06}-{size}-");
         let mut reused = None;
         if shared_names.iter().any(|n| n.starts_with(&prefix)) {
-            let crc = checksum_file(fs, source, size)?;
+            let crc = checksum_file(&*source, size)?;
             if shared_names.contains(&shared_name(number, size, crc, codec)) {
                 reused = Some(crc);
             }
@@ -562,7 +609,7 @@ impl BackupEngine {
             (crc, false)
         } else {
             let temp = self.dir.join(SHARED).join(format!("{prefix}tmp"));
-            let crc = store_copy(fs, source, &temp, size, zstd_level, throttle)?;
+            let crc = store_copy(fs, &*source, &temp, size, zstd_level, throttle)?;
             let stored = self
                 .dir
                 .join(SHARED)
@@ -738,7 +785,7 @@ fn codec_of(zstd_level: Option<i32>) -> BackupCodec {
 /// if given. Returns the CRC-32C of the original bytes.
 fn store_copy(
     fs: &dyn FileSystem,
-    from: &Path,
+    from: &dyn RandomAccessFile,
     to: &Path,
     len: u64,
     zstd_level: Option<i32>,
@@ -746,9 +793,16 @@ fn store_copy(
 ) -> Result<u32> {
     let mut account = |n| throttle.account(n);
     match zstd_level {
-        Some(level) => write_compressed(fs, from, to, len, level, &mut account),
-        None => copy_file_with(fs, from, to, len, &mut account),
+        Some(level) => write_compressed(from, fs, to, len, level, &mut account),
+        None => copy_from(from, fs, to, len, &mut account),
     }
+}
+
+/// A table or blob file of the cut: its number and size.
+#[derive(Clone, Copy)]
+struct TableToStore {
+    number: u64,
+    size: u64,
 }
 
 /// `extension`: `sst` for a table, `blob` for a blob file.
@@ -771,9 +825,8 @@ fn check_crc(path: &Path, file: &BackupFile, crc: u32) -> Result<()> {
     }
 }
 
-/// The CRC-32C of the first `len` bytes of `path`.
-fn checksum_file(fs: &dyn FileSystem, path: &Path, len: u64) -> Result<u32> {
-    let file = fs.open_read(path)?;
+/// The CRC-32C of the first `len` bytes of `file`.
+fn checksum_file(file: &dyn RandomAccessFile, len: u64) -> Result<u32> {
     let mut buf = vec![0u8; 1 << 20];
     let mut crc = 0;
     let mut offset = 0u64;

@@ -38,6 +38,11 @@ pub(crate) struct BlobFileReader {
 }
 
 impl BlobFileReader {
+    /// The open file (see [`shale_sst::Table::file`]).
+    pub(crate) fn file(&self) -> &Arc<dyn RandomAccessFile> {
+        &self.file
+    }
+
     /// Opens blob file `path`, checking its header.
     pub(crate) fn open(fs: &dyn FileSystem, path: &Path) -> Result<BlobFileReader> {
         let file = fs.open_read(path)?;

@@ -5,8 +5,8 @@
 //! 1. An entry's holders are either any number of shared holders or one exclusive holder
 //!    (a holder may hold shared and be upgraded to exclusive only when it is the only holder).
 //! 2. An entry exists only while it has holders or waiters; it is removed when both end.
-//! 3. Every release notifies its stripe's condition variable; a waiter re-checks its entry,
-//!    its deadlock mark and its deadline each time it wakes.
+//! 3. Every release of an entry with waiters notifies its stripe's condition variable; a
+//!    waiter re-checks its entry, its deadlock mark and its deadline each time it wakes.
 //! 4. A waiter's edges in the wait-for graph are refreshed on each check (deadlock.rs
 //!    invariant 1); the stripe mutex is taken before the graph's.
 
@@ -220,22 +220,28 @@ impl LockTable {
 
     /// Releases every lock `txn` holds on `keys`, and forgets `txn` in the wait-for graph.
     pub(crate) fn unlock_all<'a>(&self, txn: TxnId, keys: impl Iterator<Item = &'a LockKey>) {
-        let mut by_stripe: HashMap<usize, Vec<&LockKey>> = HashMap::new();
-        for key in keys {
-            by_stripe.entry(self.stripe_of(key)).or_default().push(key);
-        }
-        for (index, keys) in by_stripe {
-            let stripe = &self.stripes[index];
+        let mut by_stripe: Vec<(usize, &LockKey)> =
+            keys.map(|key| (self.stripe_of(key), key)).collect();
+        by_stripe.sort_unstable_by_key(|&(index, _)| index);
+        for group in by_stripe.chunk_by(|a, b| a.0 == b.0) {
+            let stripe = &self.stripes[group[0].0];
             let mut entries = stripe.lock();
-            for key in keys {
+            let mut anyone_waits = false;
+            for &(_, key) in group {
                 if let Some(entry) = entries.get_mut(key) {
                     entry.holders.retain(|&(holder, _)| holder != txn);
+                    anyone_waits |= entry.waiters > 0;
                     if entry.holders.is_empty() && entry.waiters == 0 {
                         entries.remove(key);
                     }
                 }
             }
-            stripe.released.notify_all();
+            // Invariant 3 needs the wakeup only where a waiter waits for a released entry
+            // (deadlock victims are woken by their detector): skipping it spares the common
+            // uncontended commit a futex system call per stripe.
+            if anyone_waits {
+                stripe.released.notify_all();
+            }
         }
         self.graph.remove(txn);
     }

@@ -252,8 +252,40 @@ impl<'db> Transaction<'db> {
         self.write_at(keyspace.id(), key, None)
     }
 
+    /// Writes `key = value` in the default keyspace without locking it or checking it for
+    /// conflicts (`RocksDB`'s `PutUntracked`). Only for a key no other transaction can write
+    /// unless it holds a lock this transaction already holds: the table layer's non-unique
+    /// index entries, which end in the primary key of a row whose key it has locked and
+    /// validated. An optimistic transaction still validates the key at commit.
+    pub fn put_untracked(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write_untracked(DEFAULT_KEYSPACE_ID, key, Some(value))
+    }
+
+    /// Deletes `key` from the default keyspace without locking it; the same contract as
+    /// [`put_untracked`](Self::put_untracked).
+    pub fn delete_untracked(&mut self, key: &[u8]) -> Result<()> {
+        self.write_untracked(DEFAULT_KEYSPACE_ID, key, None)
+    }
+
     fn write_at(&mut self, keyspace: u32, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         self.check_active()?;
+        self.check_size(key, value)?;
+        self.lock(keyspace, key, LockMode::Exclusive)?;
+        self.buffer(keyspace, key, value)
+    }
+
+    fn write_untracked(&mut self, keyspace: u32, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        if self.options.bulk.is_some() {
+            // A bulk chunk commit releases every lock, so the lock that protects this key
+            // may be gone by now: take the key's own.
+            return self.write_at(keyspace, key, value);
+        }
+        self.check_active()?;
+        self.check_size(key, value)?;
+        self.buffer(keyspace, key, value)
+    }
+
+    fn check_size(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         let limit = self
             .options
             .max_bytes
@@ -262,7 +294,11 @@ impl<'db> Transaction<'db> {
         if would_use > limit {
             return Err(TransactionError::TooLarge { would_use, limit }.into());
         }
-        self.lock(keyspace, key, LockMode::Exclusive)?;
+        Ok(())
+    }
+
+    /// Adds the write to the batch (and commits a chunk in bulk mode).
+    fn buffer(&mut self, keyspace: u32, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         match value {
             Some(value) => self.batch.put(keyspace, key, value),
             None => self.batch.delete(keyspace, key),

@@ -7,12 +7,16 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use shale_fs::FileSystem as _;
+
 use shale_server::{
-    hash_password, Backend, BackendSession, Server, ServerOptions, CACHING_SHA2, NATIVE_PASSWORD,
+    hash_password, Backend, BackendSession, RsaKeyPair, Server, ServerOptions, CACHING_SHA2,
+    NATIVE_PASSWORD,
 };
 use shale_sql::{
     ColumnMeta, ColumnTypeCode, PreparedInfo, ResultSink, SqlError, StatementStatus, UserRecord,
@@ -273,13 +277,55 @@ impl BackendSession for FakeSession {
     }
 }
 
-/// Starts a server over [`Fake`] on a free port; it runs until the test process ends.
+/// Starts a server over [`Fake`] on a free port; it runs until the test process ends. It has
+/// an RSA key pair (for `caching_sha2_password` on plain connections) but no TLS.
 pub fn start(max_allowed_packet: usize) -> SocketAddr {
     start_with(ServerOptions {
         max_allowed_packet,
         connect_timeout: Duration::from_secs(5),
+        rsa_keys: Some(rsa_keys()),
         ..ServerOptions::default()
     })
+}
+
+/// One RSA key pair for every server of the test process (generating one takes a while).
+pub fn rsa_keys() -> Arc<RsaKeyPair> {
+    static KEYS: OnceLock<Arc<RsaKeyPair>> = OnceLock::new();
+    KEYS.get_or_init(|| Arc::new(RsaKeyPair::generate().unwrap()))
+        .clone()
+}
+
+/// A CA and a server certificate for `localhost`/`127.0.0.1` signed by it, as `shale serve`
+/// generates them: the server's TLS configuration and the CA's PEM file (under `dir`).
+pub fn test_tls(dir: &Path) -> (Arc<rustls::ServerConfig>, PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // Distinct names: a certificate whose issuer is its own subject counts as self-signed.
+    ca.distinguished_name
+        .push(DnType::CommonName, "Shale test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut server =
+        CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    server
+        .distinguished_name
+        .push(DnType::CommonName, "Shale test server");
+    let cert = server.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    let config = shale_server::tls_server_config(
+        cert.pem().as_bytes(),
+        key.serialize_pem().as_bytes(),
+        None,
+    )
+    .unwrap();
+    let fs = shale_fs::OsFs::new();
+    fs.create_dir_all(dir).unwrap();
+    let ca_path = dir.join("ca.pem");
+    let mut file = fs.create(&ca_path).unwrap();
+    file.append(ca_cert.pem().as_bytes()).unwrap();
+    file.sync_data().unwrap();
+    (config, ca_path)
 }
 
 /// [`start`] with any options.
@@ -354,12 +400,15 @@ pub fn have(program: &str, arg: &str) -> bool {
     found
 }
 
-/// Runs the mariadb client in batch mode against `addr`.
+/// Runs the mariadb client in batch mode against `addr` (a server without TLS: `--ssl=0`, as
+/// libmariadb with its default `--ssl` would send a `caching_sha2_password` in the clear,
+/// which the server refuses on a plain connection, and not use the RSA exchange).
 pub fn mariadb(addr: SocketAddr, user: &str, password: &str, sql: &str) -> Output {
     Command::new("mariadb")
         .args([
             "--no-defaults",
             "--protocol=TCP",
+            "--ssl=0",
             "-h127.0.0.1",
             &format!("-P{}", addr.port()),
             &format!("-u{user}"),

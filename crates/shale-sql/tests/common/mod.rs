@@ -58,6 +58,7 @@ pub fn show_value(v: &Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::UInt(u) => u.to_string(),
         Value::Double(d) => format!("{d}"),
+        Value::Decimal(d) => d.to_string(),
         Value::Bytes(b) if b.is_empty() => "''".into(),
         Value::Bytes(b) => String::from_utf8_lossy(b).replace('\n', "\\n"),
     }

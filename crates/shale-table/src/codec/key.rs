@@ -14,6 +14,7 @@ use std::ops::Bound;
 
 use super::collation::{self, SPACE};
 use super::Reader;
+use crate::decimal::Decimal;
 use crate::error::{Error, Result};
 use crate::schema::ColumnDef;
 use crate::types::{Collation, Kind};
@@ -101,6 +102,7 @@ pub(crate) fn as_f64(column: &ColumnDef, value: &Value) -> Result<f64> {
         Value::Double(v) => v,
         Value::Int(v) => v as f64,
         Value::UInt(v) => v as f64,
+        Value::Decimal(ref d) => d.to_f64(),
         _ => return Err(out_of_range(column, value)),
     };
     if v.is_nan() {
@@ -110,6 +112,17 @@ pub(crate) fn as_f64(column: &ColumnDef, value: &Value) -> Result<f64> {
         )));
     }
     Ok(if v == 0.0 { 0.0 } else { v })
+}
+
+/// The value as an exact decimal (integers and decimals; doubles by their shortest text).
+pub(crate) fn as_decimal(value: &Value) -> Option<Decimal> {
+    match *value {
+        Value::Decimal(ref d) => Some(d.clone()),
+        Value::Int(v) => Some(Decimal::from_i128(i128::from(v))),
+        Value::UInt(v) => Some(Decimal::from_i128(i128::from(v))),
+        Value::Double(v) => Decimal::from_f64(v),
+        _ => None,
+    }
 }
 
 /// Order-preserving bits of a non-NaN double: positives get the sign bit set, negatives are
@@ -149,6 +162,10 @@ pub(crate) fn encode_column(
         }
         Kind::Double => {
             out.extend_from_slice(&double_bits(as_f64(column, value)?).to_be_bytes());
+        }
+        Kind::Decimal { .. } => {
+            let d = as_decimal(value).ok_or_else(|| out_of_range(column, value))?;
+            super::decimal::encode_key(out, &d);
         }
         Kind::String(collation) => {
             let Value::Bytes(bytes) = value else {
@@ -225,6 +242,7 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
         Kind::Double => {
             reader.take(8)?;
         }
+        Kind::Decimal { .. } => super::decimal::skip_key(reader)?,
         Kind::String(Collation::Binary) => loop {
             if reader.u8()? == 0 {
                 match reader.u8()? {
@@ -310,6 +328,14 @@ fn int_bound(
         }
         Value::Double(d) if d == f64::INFINITY => return Ok(Some(IntBound::Above)),
         Value::Double(d) if d == f64::NEG_INFINITY => return Ok(Some(IntBound::Below)),
+        Value::Decimal(ref d) => {
+            let rounded = if lower { d.ceil() } else { d.floor() };
+            match rounded.to_i128() {
+                Some(v) => (v, rounded == *d),
+                None if d.is_negative() => return Ok(Some(IntBound::Below)),
+                None => return Ok(Some(IntBound::Above)),
+            }
+        }
         // `as` saturates, and any |d| above 2^64 is out of every column's range anyway.
         #[allow(clippy::cast_possible_truncation)]
         Value::Double(d) => {
@@ -481,6 +507,7 @@ mod tests {
             (Value::Int(a), Value::Int(b)) => a.cmp(b),
             (Value::UInt(a), Value::UInt(b)) => a.cmp(b),
             (Value::Double(a), Value::Double(b)) => a.partial_cmp(b).unwrap(),
+            (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
             (Value::Bytes(a), Value::Bytes(b)) => {
                 let Kind::String(c) = column.ty.kind() else {
                     unreachable!()
@@ -523,6 +550,17 @@ mod tests {
                 4 => f64::from(rng.gen_range(-3i32..3)),
                 _ => rng.gen_range(-1e6..1e6),
             }),
+            Kind::Decimal { precision, scale } => {
+                let digits = rng.gen_range(1..=usize::from(precision));
+                let mut text: String = (0..digits)
+                    .map(|_| char::from(b'0' + rng.gen_range(0..10u8)))
+                    .collect();
+                if rng.gen_bool(0.5) {
+                    text.insert(0, '-');
+                }
+                let coefficient: num_bigint::BigInt = text.parse().unwrap();
+                Value::Decimal(Decimal::new(coefficient, scale))
+            }
             Kind::String(_) => {
                 let alphabet: &[&str] = &[
                     "a", "A", "b", " ", "\t", "\0", "é", "E", "ß", "s", "z", "😀", "\u{ff}",
@@ -547,6 +585,9 @@ mod tests {
                 columns.push(column(ColumnType::BigInt { unsigned }, nullable));
             }
             columns.push(column(ColumnType::Double, nullable));
+            for (precision, scale) in [(1, 0), (10, 2), (65, 30), (65, 0), (30, 30)] {
+                columns.push(column(ColumnType::Decimal { precision, scale }, nullable));
+            }
             for collation in [
                 Collation::Binary,
                 Collation::Utf8mb4Bin,

@@ -7,6 +7,7 @@
 //!    panics, indexes unchecked or allocates more than the input's length.
 
 pub(crate) mod collation;
+pub(crate) mod decimal;
 pub(crate) mod key;
 pub(crate) mod row;
 

@@ -13,10 +13,11 @@
 //! 3. Whatever decodes would be accepted by `encode_row` (integers within their column's
 //!    range, no NaN, no NULL in a NOT NULL column), so corrupt bytes never reach the caller as impossible values.
 
-use super::key::{as_f64, as_i64, as_u64, int_bits};
+use super::key::{as_decimal, as_f64, as_i64, as_u64, int_bits};
 use super::{put_bytes, put_varint, unzigzag, zigzag, Reader};
+use crate::decimal::Decimal;
 use crate::error::{Error, Result};
-use crate::schema::TableDef;
+use crate::schema::{ColumnDef, TableDef};
 use crate::types::Kind;
 use crate::value::Value;
 
@@ -54,6 +55,10 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
                 }
             }
             Kind::Double => out.extend_from_slice(&as_f64(column, value)?.to_le_bytes()),
+            Kind::Decimal { precision, scale } => {
+                let d = decimal_at_scale(column, value, precision, scale)?;
+                super::decimal::encode_row(out, &d);
+            }
             Kind::String(_) => {
                 let Value::Bytes(bytes) = value else {
                     return Err(Error::InvalidArgument(format!(
@@ -66,6 +71,28 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
         }
     }
     Ok(())
+}
+
+/// `value` as a decimal of exactly `scale` digits that fits `precision`; a value with more
+/// fraction digits than the column is refused (the SQL layer rounds before storing).
+fn decimal_at_scale(
+    column: &ColumnDef,
+    value: &Value,
+    precision: u8,
+    scale: u8,
+) -> Result<Decimal> {
+    let refuse = || {
+        Error::InvalidArgument(format!(
+            "value {value:?} does not fit column '{}' ({:?})",
+            column.name, column.ty
+        ))
+    };
+    let d = as_decimal(value).ok_or_else(refuse)?;
+    let at_scale = d.round_to(scale);
+    if at_scale != d || at_scale.digits() > u32::from(precision) {
+        return Err(refuse());
+    }
+    Ok(at_scale)
 }
 
 /// Decodes a row value of `table` (bytes are untrusted).
@@ -167,6 +194,9 @@ fn decode_columns(
                     }
                     Value::Double(value)
                 }
+                Kind::Decimal { precision, scale } => {
+                    Value::Decimal(super::decimal::decode_row(&mut reader, precision, scale)?)
+                }
                 Kind::String(_) => {
                     let bytes = reader.len_prefixed()?;
                     if !wanted(i) {
@@ -189,7 +219,7 @@ fn decode_columns(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{ColumnDef, IndexDef};
+    use crate::schema::IndexDef;
     use crate::types::{Collation, ColumnType};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};

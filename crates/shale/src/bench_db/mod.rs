@@ -439,6 +439,12 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
         config.write_buffer_size,
         if config.sync { "sync" } else { "flush" },
     );
+    if config.use_existing_db && engine == EngineKind::Shale {
+        // The flag sets the codec of new tables; the existing ones keep theirs.
+        if let Some(existing) = crate::tool_stats::compression_summary(dir)? {
+            let _ = writeln!(text, "Existing DB: {existing}");
+        }
+    }
     if cfg!(debug_assertions) {
         text.push_str("WARNING: Assertions are enabled; benchmarks unnecessarily slow\n");
     }

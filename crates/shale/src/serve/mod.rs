@@ -2,12 +2,15 @@
 //!
 //! Start-up: open (creating if missing) the Instance in `--datadir`, create `root@localhost`
 //! on first start (random password printed once and kept in `<datadir>/root-password`, mode
-//! 0600; or an empty one with `--initialize-insecure`), write `<datadir>/shale.pid`, listen,
-//! and print the address and the client command to connect.
+//! 0600; or an empty one with `--initialize-insecure`), the TLS certificates and RSA keys
+//! (`certs`), write `<datadir>/shale.pid`, listen, and print the address and the client
+//! command to connect.
 //!
 //! Shutdown on SIGTERM or SIGINT: stop accepting, let running commands finish within the grace
 //! period, close the Instance, remove the PID file.
 
+mod certs;
+pub mod config;
 mod datadir;
 
 use std::io::Write as _;
@@ -25,6 +28,10 @@ use crate::output::Failure;
 /// Flags of `shale serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Read options from a my.cnf-style FILE ([shale] and [mysqld] sections, the same names
+    /// as these flags); the command line overrides it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// The data directory (created and initialized on first start).
     #[arg(long, value_name = "DIR", default_value = "shale-data")]
     pub datadir: PathBuf,
@@ -55,6 +62,32 @@ pub struct ServeArgs {
     /// `InnoDB`'s buffer pool).
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20)]
     pub block_cache_size: usize,
+    /// The server's TLS certificate (PEM; the chain, server first). Default: the data
+    /// directory's server-cert.pem, generated with a CA (ca.pem) on first start.
+    #[arg(long, value_name = "FILE", requires = "ssl_key")]
+    pub ssl_cert: Option<PathBuf>,
+    /// The private key of --ssl-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "ssl_cert")]
+    pub ssl_key: Option<PathBuf>,
+    /// A CA (PEM) that client certificates must chain to, when a client presents one.
+    #[arg(long, value_name = "FILE")]
+    pub ssl_ca: Option<PathBuf>,
+    /// Connections beyond this many are refused with error 1040 (MySQL's `max_connections`).
+    #[arg(long, value_name = "N", default_value_t = 151)]
+    pub max_connections: usize,
+    /// Seconds an idle connection is kept (MySQL's `wait_timeout`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 28800)]
+    pub wait_timeout: u64,
+    /// Seconds an idle interactive client (the mariadb shell) is kept (`interactive_timeout`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 28800)]
+    pub interactive_timeout: u64,
+    /// Seconds a client has to complete the handshake and log in (`connect_timeout`).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub connect_timeout: u64,
+    /// Refuse connections that do not use TLS (error 3159), as MySQL's
+    /// `require_secure_transport=ON`.
+    #[arg(long)]
+    pub require_secure_transport: bool,
 }
 
 fn parse_isolation(text: &str) -> Result<IsolationLevel, String> {
@@ -91,6 +124,22 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         )?;
         out.flush()?;
     }
+    let tls_files = if let (Some(cert), Some(key)) = (&args.ssl_cert, &args.ssl_key) {
+        certs::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: args.ssl_ca.clone(),
+        }
+    } else {
+        certs::ensure_certificates(&args.datadir)?;
+        certs::TlsFiles {
+            cert: args.datadir.join(certs::SERVER_CERT),
+            key: args.datadir.join(certs::SERVER_KEY),
+            client_ca: args.ssl_ca.clone(),
+        }
+    };
+    let tls = certs::tls_config(&tls_files)?;
+    let rsa_keys = certs::ensure_rsa_keys(&args.datadir)?;
     let pid_file = datadir::PidFile::write(&args.datadir)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -101,6 +150,13 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     let options = ServerOptions {
         max_allowed_packet: args.max_allowed_packet,
         shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+        tls: Some(tls),
+        rsa_keys: Some(Arc::new(rsa_keys)),
+        require_secure_transport: args.require_secure_transport,
+        max_connections: args.max_connections,
+        wait_timeout: Duration::from_secs(args.wait_timeout),
+        interactive_timeout: Duration::from_secs(args.interactive_timeout),
+        connect_timeout: Duration::from_secs(args.connect_timeout),
         ..ServerOptions::default()
     };
     let backend: Arc<dyn Backend> = Arc::new(instance.clone());
@@ -111,7 +167,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         let addr = server
             .local_addr()
             .map_err(|e| Failure::error(e.to_string()))?;
-        announce(args, addr)?;
+        announce(args, &tls_files, addr)?;
         Ok::<_, Failure>(server.run(shutdown_signal()).await)
     });
     // The runtime's blocking threads may still hold a session until they finish.
@@ -132,8 +188,17 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
 }
 
 /// Tells the person where the server is and how to connect.
-fn announce(args: &ServeArgs, addr: SocketAddr) -> Result<(), Failure> {
+fn announce(args: &ServeArgs, tls: &certs::TlsFiles, addr: SocketAddr) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
+    let ca = if args.ssl_cert.is_none() {
+        format!(
+            " (clients verify it with --ssl-ca={})",
+            args.datadir.join(certs::CA_CERT).display()
+        )
+    } else {
+        String::new()
+    };
+    writeln!(out, "TLS certificate: {}{ca}", tls.cert.display())?;
     writeln!(
         out,
         "shale serve: listening on {addr} (datadir {}, pid {})",

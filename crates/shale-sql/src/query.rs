@@ -1,0 +1,685 @@
+//! Queries beyond one table: a SELECT over a multi-input FROM or with subqueries, and UNION.
+//! Binding (`Binder::query`), planning (`plan_query`, pure) and running (`run_statement`).
+//!
+//! A statement whose query is one SELECT of one base table without subqueries never comes
+//! here: it keeps the one-table plan and its streaming executor (session.rs). Everything
+//! else runs with a [`QueryEnv`], which holds the transaction in a `RefCell` so that a
+//! subquery can read through it while its enclosing query evaluates a row. Invariants:
+//! 1. The transaction is borrowed for one read at a time (join_exec.rs); no borrow is held
+//!    while an expression that may hold a correlated subquery is evaluated.
+//! 2. Uncorrelated subqueries run before the statement reads anything (in id order, inner
+//!    first), so evaluating them later never needs the transaction (subquery.rs rule 1).
+//! 3. Each collection of rows held in memory (a derived table, a subquery's result, a
+//!    join's hash table, intermediate or finished rows, a UNION's rows) is limited to
+//!    `shale_query_memory` bytes (default 256 MiB, counted approximately); past it the
+//!    statement fails with 3170. Nothing spills to disk.
+//!
+//! UNION: the parts' result columns are unified per position (names and metadata of the
+//! first SELECT; integers with integers stay integers, anything with a string is a string,
+//! other mixes are doubles); UNION [DISTINCT] removes duplicate rows of everything to its
+//! left, UNION ALL keeps them; ORDER BY and LIMIT after the last part apply to the whole.
+
+use std::cell::{RefCell, RefMut};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use shale_table::{Collation, TableTxn, Value};
+use sqlparser::ast;
+
+use crate::bind::{unify, Binder, BoundSelect, SortKey};
+use crate::error::SqlError;
+use crate::exec::{self, count_value, group_key, Source};
+use crate::expr::{Env, Expr};
+use crate::from::{Scope, ScopeColumn, ScopeInput};
+use crate::join::{self, JoinPlan};
+use crate::result::{ColumnMeta, ResultSink, StatementStatus};
+use crate::subquery::{SubqueryRows, CORRELATED_CACHE};
+use crate::types::SqlType;
+
+/// A bound query: one SELECT or a UNION.
+#[derive(Debug, Clone)]
+pub(crate) enum BoundQuery {
+    Select(Box<BoundSelect>),
+    Union(Box<BoundUnion>),
+}
+
+/// A bound UNION.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundUnion {
+    pub parts: Vec<BoundSelect>,
+    /// The first this many parts' rows are made distinct (the last UNION DISTINCT's left).
+    pub distinct_upto: usize,
+    pub columns: Vec<ColumnMeta>,
+    pub types: Vec<SqlType>,
+    /// Over the union's result row.
+    pub order_by: Vec<SortKey>,
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+}
+
+/// A subquery of the statement, as bound.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundSubquery {
+    pub query: BoundQuery,
+    pub correlated: bool,
+    /// The most rows its use needs (EXISTS 1, a scalar 2).
+    pub max_rows: Option<u64>,
+}
+
+impl BoundQuery {
+    pub(crate) fn columns(&self) -> &[ColumnMeta] {
+        match self {
+            BoundQuery::Select(s) => &s.columns,
+            BoundQuery::Union(u) => &u.columns,
+        }
+    }
+
+    pub(crate) fn types(&self) -> &[SqlType] {
+        match self {
+            BoundQuery::Select(s) => &s.types,
+            BoundQuery::Union(u) => &u.types,
+        }
+    }
+}
+
+fn flatten<'q>(
+    e: &'q ast::SetExpr,
+    out: &mut Vec<(bool, &'q ast::SetExpr)>,
+) -> Result<(), SqlError> {
+    match e {
+        ast::SetExpr::SetOperation {
+            left,
+            op: ast::SetOperator::Union,
+            set_quantifier,
+            right,
+        } => {
+            flatten(left, out)?;
+            let distinct = match set_quantifier {
+                ast::SetQuantifier::All => false,
+                ast::SetQuantifier::Distinct | ast::SetQuantifier::None => true,
+                other => return Err(SqlError::unsupported(format!("UNION {other}"))),
+            };
+            out.push((distinct, right));
+            Ok(())
+        }
+        ast::SetExpr::SetOperation { op, .. } => Err(SqlError::unsupported(op.to_string())),
+        other => {
+            out.push((false, other));
+            Ok(())
+        }
+    }
+}
+
+impl Binder<'_> {
+    /// Binds a query: one SELECT, or a UNION of several.
+    pub(crate) fn query(&mut self, q: &ast::Query) -> Result<BoundQuery, SqlError> {
+        if !matches!(q.body.as_ref(), ast::SetExpr::SetOperation { .. }) {
+            return Ok(BoundQuery::Select(Box::new(self.select(q)?)));
+        }
+        if q.fetch.is_some() || !q.pipe_operators.is_empty() || !q.locks.is_empty() {
+            return Err(SqlError::unsupported(q.to_string()));
+        }
+        if let Some(with) = &q.with {
+            self.push_ctes(with)?;
+        }
+        let mut flat = Vec::new();
+        flatten(&q.body, &mut flat)?;
+        let mut parts = Vec::with_capacity(flat.len());
+        let mut distinct_upto = 0;
+        for (i, (distinct, body)) in flat.iter().enumerate() {
+            if *distinct {
+                distinct_upto = i + 1;
+            }
+            let mut sub = self.child(None);
+            let bound = match body {
+                ast::SetExpr::Select(s) => sub.select_body(s, None, None, &[]),
+                ast::SetExpr::Query(inner) => sub.select(inner),
+                other => Err(SqlError::unsupported(other.to_string())),
+            };
+            self.adopt(sub);
+            parts.push(bound?);
+        }
+        let first = parts
+            .first()
+            .ok_or_else(|| SqlError::internal("empty UNION"))?;
+        let n = first.columns.len();
+        if parts.iter().any(|p| p.columns.len() != n) {
+            return Err(SqlError::new(
+                1222,
+                "21000",
+                "The used SELECT statements have a different number of columns",
+            ));
+        }
+        let mut types = first.types.clone();
+        for p in &parts[1..] {
+            for (t, u) in types.iter_mut().zip(&p.types) {
+                *t = unify(t, u);
+            }
+        }
+        let columns: Vec<ColumnMeta> = (0..n)
+            .map(|i| {
+                let same = parts.iter().all(|p| p.types.get(i) == types.get(i));
+                let name = &first.columns[i].name;
+                if same {
+                    first.columns[i].clone()
+                } else {
+                    types[i].meta(name, true)
+                }
+            })
+            .collect();
+        // ORDER BY and LIMIT see the result's columns.
+        let mut outer = self.child(None);
+        outer.scope = Some(Scope {
+            inputs: vec![ScopeInput {
+                alias: String::new(),
+                database: String::new(),
+                columns: columns
+                    .iter()
+                    .zip(&types)
+                    .map(|(m, t)| ScopeColumn {
+                        name: m.name.clone(),
+                        ty: t.clone(),
+                        meta: m.clone(),
+                    })
+                    .collect(),
+                offset: 0,
+            }],
+            hidden: Vec::new(),
+            star: (0..n).collect(),
+        });
+        let projection: Vec<Expr> = (0..n).map(Expr::Column).collect();
+        let bound = (|| {
+            let order_by = match &q.order_by {
+                None => Vec::new(),
+                Some(ob) => match &ob.kind {
+                    ast::OrderByKind::Expressions(items) => {
+                        outer.order_by(items, Some((&projection, &types)))?
+                    }
+                    ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+                },
+            };
+            let (limit, offset) = outer.limit_clause(q.limit_clause.as_ref())?;
+            Ok((order_by, limit, offset))
+        })();
+        self.adopt(outer);
+        let (order_by, limit, offset) = bound?;
+        Ok(BoundQuery::Union(Box::new(BoundUnion {
+            parts,
+            distinct_upto,
+            columns,
+            types,
+            order_by,
+            limit,
+            offset,
+        })))
+    }
+
+    /// Makes WITH's CTEs visible to the rest of the query.
+    pub(crate) fn push_ctes(&mut self, with: &ast::With) -> Result<(), SqlError> {
+        for cte in &with.cte_tables {
+            if with.recursive && cte.query.to_string().contains(&cte.alias.name.value) {
+                return Err(SqlError::unsupported("recursive common table expressions"));
+            }
+            self.ctes.push(Rc::new(cte.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// A planned SELECT of the general path.
+#[derive(Debug)]
+pub(crate) struct PlannedSelect {
+    pub select: BoundSelect,
+    /// None: no FROM (one empty row, WHERE checked by the SELECT).
+    pub join: Option<JoinPlan>,
+}
+
+/// A planned UNION.
+#[derive(Debug)]
+pub(crate) struct PlannedUnion {
+    pub union: BoundUnion,
+    pub parts: Vec<PlannedSelect>,
+}
+
+/// A planned query.
+#[derive(Debug)]
+pub(crate) enum PlannedQuery {
+    Select(Box<PlannedSelect>),
+    Union(Box<PlannedUnion>),
+}
+
+impl PlannedQuery {
+    pub(crate) fn columns(&self) -> &[ColumnMeta] {
+        match self {
+            PlannedQuery::Select(s) => &s.select.columns,
+            PlannedQuery::Union(u) => &u.union.columns,
+        }
+    }
+}
+
+/// A planned subquery.
+#[derive(Debug)]
+pub(crate) struct PlannedSubquery {
+    pub query: PlannedQuery,
+    pub correlated: bool,
+    pub max_rows: Option<u64>,
+}
+
+/// A statement's query and its subqueries, planned.
+#[derive(Debug)]
+pub(crate) struct StatementQuery {
+    pub query: PlannedQuery,
+    pub subqueries: Vec<PlannedSubquery>,
+}
+
+fn plan_select(mut s: BoundSelect) -> PlannedSelect {
+    let from = match (s.from.take(), &s.table) {
+        (Some(f), _) => Some(*f),
+        (None, Some(t)) => Some(crate::from::BoundFrom::single(t)),
+        (None, None) => None,
+    };
+    let join = from.map(|f| join::plan_join(&f, s.filter.as_ref()));
+    PlannedSelect { select: s, join }
+}
+
+/// Plans a bound query (a pure function, like plan.rs).
+pub(crate) fn plan_query(q: BoundQuery) -> PlannedQuery {
+    match q {
+        BoundQuery::Select(s) => PlannedQuery::Select(Box::new(plan_select(*s))),
+        BoundQuery::Union(u) => {
+            let mut u = *u;
+            let parts = std::mem::take(&mut u.parts)
+                .into_iter()
+                .map(plan_select)
+                .collect();
+            PlannedQuery::Union(Box::new(PlannedUnion { union: u, parts }))
+        }
+    }
+}
+
+/// Plans a statement's query and its subqueries.
+pub(crate) fn plan_statement(q: BoundQuery, subqueries: Vec<BoundSubquery>) -> StatementQuery {
+    StatementQuery {
+        query: plan_query(q),
+        subqueries: subqueries
+            .into_iter()
+            .map(|s| PlannedSubquery {
+                query: plan_query(s.query),
+                correlated: s.correlated,
+                max_rows: s.max_rows,
+            })
+            .collect(),
+    }
+}
+
+/// EXPLAIN's lines for a planned query.
+pub(crate) fn explain_query(q: &PlannedQuery, lines: &mut Vec<String>, indent: &str) {
+    match q {
+        PlannedQuery::Select(s) => match &s.join {
+            Some(j) => join::explain(j, lines, indent),
+            None => lines.push(format!("{indent}no table")),
+        },
+        PlannedQuery::Union(u) => {
+            for (i, p) in u.parts.iter().enumerate() {
+                let kind = if i == 0 {
+                    "union"
+                } else if i < u.union.distinct_upto {
+                    "union distinct"
+                } else {
+                    "union all"
+                };
+                lines.push(format!("{indent}{kind} part {}", i + 1));
+                match &p.join {
+                    Some(j) => join::explain(j, lines, &format!("{indent}  ")),
+                    None => lines.push(format!("{indent}  no table")),
+                }
+            }
+        }
+    }
+}
+
+/// EXPLAIN's text for a statement's query.
+pub(crate) fn explain_statement(sq: &StatementQuery) -> String {
+    let mut lines = Vec::new();
+    explain_query(&sq.query, &mut lines, "");
+    for (id, s) in sq.subqueries.iter().enumerate() {
+        lines.push(format!(
+            "subquery#{id}{}",
+            if s.correlated { " correlated" } else { "" }
+        ));
+        explain_query(&s.query, &mut lines, "  ");
+    }
+    lines.join("\n")
+}
+
+/// Counts the bytes a collection of rows holds (invariant 3).
+pub(crate) struct MemoryBudget {
+    limit: usize,
+    used: usize,
+    what: &'static str,
+}
+
+impl MemoryBudget {
+    pub(crate) fn add(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.used += 24
+            + row
+                .iter()
+                .map(|v| match v {
+                    Value::Bytes(b) => 32 + b.len(),
+                    _ => 32,
+                })
+                .sum::<usize>();
+        if self.used > self.limit {
+            return Err(SqlError::new(
+                3170,
+                "HY000",
+                format!(
+                    "Memory capacity of {} bytes for 'shale_query_memory' exceeded by the {}; \
+                     Shale does not spill to disk: raise shale_query_memory or narrow the query",
+                    self.limit, self.what
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+type SubqueryCache = HashMap<(usize, String), Rc<SubqueryRows>>;
+
+/// What every query of one statement shares.
+pub(crate) struct Shared<'t> {
+    txn: RefCell<&'t mut TableTxn>,
+    subqueries: &'t [PlannedSubquery],
+    cache: RefCell<SubqueryCache>,
+    base: &'t dyn Env,
+    memory: usize,
+}
+
+/// The environment expressions of the general path are evaluated in: the session's, plus
+/// subqueries and, inside a correlated subquery, the enclosing row's values.
+pub(crate) struct QueryEnv<'s, 't> {
+    shared: &'s Shared<'t>,
+    outer: Vec<Value>,
+}
+
+impl<'t> QueryEnv<'_, 't> {
+    /// The transaction, for one read (invariant 1).
+    pub(crate) fn txn(&self) -> Result<RefMut<'_, &'t mut TableTxn>, SqlError> {
+        self.shared
+            .txn
+            .try_borrow_mut()
+            .map_err(|_| SqlError::internal("the transaction is already in use by a read"))
+    }
+
+    pub(crate) fn budget(&self, what: &'static str) -> MemoryBudget {
+        MemoryBudget {
+            limit: self.shared.memory,
+            used: 0,
+            what,
+        }
+    }
+}
+
+impl Env for QueryEnv<'_, '_> {
+    fn param(&self, n: usize) -> Value {
+        self.shared.base.param(n)
+    }
+    fn database(&self) -> Option<&str> {
+        self.shared.base.database()
+    }
+    fn connection_id(&self) -> u64 {
+        self.shared.base.connection_id()
+    }
+    fn last_insert_id(&self) -> u64 {
+        self.shared.base.last_insert_id()
+    }
+    fn user(&self) -> &str {
+        self.shared.base.user()
+    }
+    fn variable(&self, name: &str) -> Value {
+        self.shared.base.variable(name)
+    }
+    fn user_variable(&self, name: &str) -> Value {
+        self.shared.base.user_variable(name)
+    }
+    fn outer(&self, n: usize) -> Value {
+        self.outer.get(n).cloned().unwrap_or(Value::Null)
+    }
+    fn subquery(&self, id: usize, outer: &[Value]) -> Result<Rc<SubqueryRows>, SqlError> {
+        let sub = self
+            .shared
+            .subqueries
+            .get(id)
+            .ok_or_else(|| SqlError::internal(format!("no subquery {id}")))?;
+        let mut key = String::new();
+        group_key(outer, &[], &mut key);
+        if let Some(r) = self.shared.cache.borrow().get(&(id, key.clone())) {
+            return Ok(Rc::clone(r));
+        }
+        let env = QueryEnv {
+            shared: self.shared,
+            outer: outer.to_vec(),
+        };
+        let rows = query_rows(&env, &sub.query, sub.max_rows)?;
+        let result = Rc::new(SubqueryRows { rows });
+        let mut cache = self.shared.cache.borrow_mut();
+        if sub.correlated && cache.len() >= CORRELATED_CACHE {
+            let subqueries = self.shared.subqueries;
+            cache.retain(|(i, _), _| subqueries.get(*i).is_some_and(|s| !s.correlated));
+        }
+        cache.insert((id, key), Rc::clone(&result));
+        Ok(result)
+    }
+}
+
+/// Collects a query's rows, within the memory limit.
+struct Collect {
+    rows: Vec<Vec<Value>>,
+    budget: MemoryBudget,
+    max_rows: usize,
+}
+
+impl ResultSink for Collect {
+    fn ok(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn columns(&mut self, _: &[ColumnMeta]) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        if self.rows.len() < self.max_rows {
+            self.budget.add(row)?;
+            self.rows.push(row.to_vec());
+        }
+        Ok(())
+    }
+    fn end(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+}
+
+/// The result rows of `q` (at most `max_rows`).
+pub(crate) fn query_rows(
+    env: &QueryEnv<'_, '_>,
+    q: &PlannedQuery,
+    max_rows: Option<u64>,
+) -> Result<Vec<Vec<Value>>, SqlError> {
+    let mut collect = Collect {
+        rows: Vec::new(),
+        budget: env.budget("materialized subquery"),
+        max_rows: max_rows.map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(usize::MAX)),
+    };
+    run_query(env, q, &mut collect, &StatementStatus::default(), max_rows)?;
+    Ok(collect.rows)
+}
+
+/// Runs a statement's query into `sink`.
+pub(crate) fn run_statement(
+    txn: &mut TableTxn,
+    sq: &StatementQuery,
+    base: &dyn Env,
+    sink: &mut dyn ResultSink,
+    status: &StatementStatus,
+) -> Result<(), SqlError> {
+    let memory = exec::count_value(
+        Some(&Expr::SysVar("shale_query_memory".into())),
+        base,
+        268_435_456,
+    )?;
+    let shared = Shared {
+        txn: RefCell::new(txn),
+        subqueries: &sq.subqueries,
+        cache: RefCell::new(HashMap::new()),
+        base,
+        memory: usize::try_from(memory).unwrap_or(usize::MAX),
+    };
+    let env = QueryEnv {
+        shared: &shared,
+        outer: Vec::new(),
+    };
+    // Invariant 2.
+    for (id, s) in sq.subqueries.iter().enumerate() {
+        if !s.correlated {
+            env.subquery(id, &[])?;
+        }
+    }
+    run_query(&env, &sq.query, sink, status, None)
+}
+
+fn run_query(
+    env: &QueryEnv<'_, '_>,
+    q: &PlannedQuery,
+    sink: &mut dyn ResultSink,
+    status: &StatementStatus,
+    max_rows: Option<u64>,
+) -> Result<(), SqlError> {
+    match q {
+        PlannedQuery::Select(s) => run_select(env, s, sink, status, max_rows),
+        PlannedQuery::Union(u) => run_union(env, u, sink, status),
+    }
+}
+
+fn run_select(
+    env: &QueryEnv<'_, '_>,
+    ps: &PlannedSelect,
+    sink: &mut dyn ResultSink,
+    status: &StatementStatus,
+    max_rows: Option<u64>,
+) -> Result<(), SqlError> {
+    let s = &ps.select;
+    let Some(join) = &ps.join else {
+        return exec::select_rows(
+            Source::One(Some(Vec::new())),
+            s.filter.as_ref(),
+            s,
+            false,
+            env,
+            sink,
+            status,
+        );
+    };
+    // Without grouping, DISTINCT or ORDER BY, only the rows LIMIT keeps need joining.
+    let streaming = !s.grouped && !s.distinct && s.order_by.is_empty() && s.having.is_none();
+    let hint = if streaming {
+        let offset = count_value(s.offset.as_ref(), env, 0)?;
+        let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
+        let mut h = offset.saturating_add(limit);
+        if let Some(m) = max_rows {
+            h = h.min(offset.saturating_add(m));
+        }
+        Some(h)
+    } else {
+        None
+    };
+    let rows = crate::join_exec::run_join(env, join, s.lock, hint)?;
+    exec::select_rows(
+        Source::Many(rows.into_iter()),
+        None,
+        s,
+        false,
+        env,
+        sink,
+        status,
+    )
+}
+
+/// Text of a value as a string column of a UNION shows it.
+fn as_string(v: Value) -> Value {
+    match v {
+        Value::Null | Value::Bytes(_) => v,
+        other => Value::Bytes(crate::value::display(&other).into_bytes()),
+    }
+}
+
+fn run_union(
+    env: &QueryEnv<'_, '_>,
+    pu: &PlannedUnion,
+    sink: &mut dyn ResultSink,
+    status: &StatementStatus,
+) -> Result<(), SqlError> {
+    let u = &pu.union;
+    let mut budget = env.budget("UNION result");
+    let collations: Vec<Collation> = u.types.iter().map(SqlType::collation).collect();
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut key = String::new();
+    for (i, part) in pu.parts.iter().enumerate() {
+        let part_rows = select_rows_of(env, part)?;
+        for r in part_rows {
+            let r: Vec<Value> = r
+                .into_iter()
+                .zip(&u.types)
+                .map(|(v, t)| {
+                    if matches!(t, SqlType::Str { .. }) {
+                        as_string(v)
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            if i < u.distinct_upto {
+                group_key(&r, &collations, &mut key);
+                if !seen.insert(key.clone()) {
+                    continue;
+                }
+            }
+            budget.add(&r)?;
+            rows.push(r);
+        }
+    }
+    let mut keyed = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut keys = Vec::with_capacity(u.order_by.len());
+        for k in &u.order_by {
+            keys.push(k.expr.eval(&r, env)?);
+        }
+        keyed.push((keys, r));
+    }
+    if !u.order_by.is_empty() {
+        exec::sort_rows(&mut keyed, &u.order_by);
+    }
+    let offset = count_value(u.offset.as_ref(), env, 0)?;
+    let limit = count_value(u.limit.as_ref(), env, u64::MAX)?;
+    sink.columns(&u.columns)?;
+    for (_, r) in keyed
+        .iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(usize::try_from(limit).unwrap_or(usize::MAX))
+    {
+        sink.row(r)?;
+    }
+    sink.end(status)
+}
+
+fn select_rows_of(
+    env: &QueryEnv<'_, '_>,
+    part: &PlannedSelect,
+) -> Result<Vec<Vec<Value>>, SqlError> {
+    let mut collect = Collect {
+        rows: Vec::new(),
+        budget: env.budget("UNION part"),
+        max_rows: usize::MAX,
+    };
+    run_select(env, part, &mut collect, &StatementStatus::default(), None)?;
+    Ok(collect.rows)
+}
