@@ -138,6 +138,10 @@ fn run_compactions(inner: &Arc<DbInner>) {
 fn run_wal_syncs(inner: &Arc<DbInner>) {
     let interval = inner.options.sync_interval;
     let mut next = Instant::now() + interval;
+    let record_interval = inner.options.wal_synced_record_interval;
+    let mut next_record = Instant::now() + record_interval;
+    let dump_period = inner.options.stats_dump_period;
+    let mut next_dump = Instant::now() + dump_period;
     loop {
         {
             let mut state = inner.lock_state();
@@ -159,6 +163,18 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
         // Even after a background error: see `sync_wal`.
         let _ = sync_wal(inner);
         next = Instant::now() + interval;
+        if !record_interval.is_zero() && Instant::now() >= next_record {
+            // Errors become the sticky background error where they happen.
+            let _ = crate::write::record_live_wal_synced(inner);
+            next_record = Instant::now() + record_interval;
+        }
+        if !dump_period.is_zero() && Instant::now() >= next_dump {
+            inner.info_log.log(format_args!(
+                "compaction stats:\n{}",
+                inner.compaction_stats()
+            ));
+            next_dump = Instant::now() + dump_period;
+        }
     }
 }
 
@@ -191,6 +207,7 @@ pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
         }
     };
     let target = wal.written_groups;
+    let target_bytes = wal.writer.file_size();
     let number = wal.number;
     let syncer = match wal.writer.concurrent_syncer() {
         Ok(Some(syncer)) => syncer,
@@ -198,6 +215,7 @@ pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
             let result = wal.writer.sync();
             if result.is_ok() {
                 wal.synced_groups = target;
+                wal.synced_bytes = wal.synced_bytes.max(target_bytes);
             }
             drop(wal);
             return report_wal_sync(inner, result);
@@ -213,7 +231,10 @@ pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
         // A switch since may have started another log (after syncing this one itself).
         if wal.number == number {
             match &result {
-                Ok(()) => wal.synced_groups = wal.synced_groups.max(target),
+                Ok(()) => {
+                    wal.synced_groups = wal.synced_groups.max(target);
+                    wal.synced_bytes = wal.synced_bytes.max(target_bytes);
+                }
                 Err(error) => wal.writer.poison(error.to_string()),
             }
         }

@@ -298,7 +298,12 @@ fn take_read_only_cut(inner: &DbInner) -> (Cut, WalPins<'_>) {
     let version = state.versions.current();
     let manifest_number = state.versions.new_file_number();
     let options_number = state.versions.new_file_number();
-    let manifest_record = state.versions.snapshot_record(&version);
+    let lengths: Vec<(u64, u64)> = inner
+        .replayed_wals
+        .iter()
+        .map(|wal| (wal.number, wal.len))
+        .collect();
+    let manifest_record = state.versions.snapshot_record_for_copy(&version, &lengths);
     let keyspaces: Vec<_> = state
         .keyspaces
         .values()

@@ -51,11 +51,13 @@ use crate::compaction::BackgroundCompaction;
 use crate::compaction_stats::CompactionStats;
 use crate::error::{Error, Result};
 use crate::idle::IdleTracker;
+use crate::info_log::InfoLog;
 use crate::keyspace::{Keyspace, KeyspaceState, SuperVersion};
 use crate::memtable::MemTable;
 use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
 use crate::rate_limiter::{IoPriority, RateLimiter};
 use crate::read::{DbIterator, ReadOptions};
+use crate::recovery_report::RecoveryReport;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{DbStats, StatCounters};
 use crate::table_cache::TableCache;
@@ -95,6 +97,9 @@ pub(crate) struct WalState {
     /// not take the first one's sync, still running, for a finished one.
     pub(crate) written_groups: u64,
     pub(crate) synced_groups: u64,
+    /// Bytes of this log a completed sync made durable (0 before the first sync). Recorded in
+    /// the MANIFEST as `WAL_SYNCED` (`write::live_wal_synced_locked`), never lowered.
+    pub(crate) synced_bytes: u64,
     /// Whether the log's directory entry is durable. A memtable switch creates the next log
     /// without syncing the directory (that is off the writer's path); whatever relies on the
     /// log surviving a power cut syncs it first: a WAL sync, a `Sync` write, and a MANIFEST
@@ -135,6 +140,9 @@ pub(crate) struct DbState {
     /// while they are unchanged). Cleared when memtables are switched; a dropped keyspace's
     /// memtable stays alive in it until the next write.
     pub(crate) group_context: Option<Arc<GroupContext>>,
+    /// WALs closed by a memtable switch, with their (synced) sizes, that no MANIFEST edit has
+    /// recorded yet (`write::live_wal_synced_locked` moves them into the next edit).
+    pub(crate) unrecorded_closed_wals: Vec<(u64, u64)>,
     /// The WAL (by the active memtables' log number) for which `write::request_presync`
     /// already woke the syncer: once per memtable.
     pub(crate) presync_requested_for: u64,
@@ -203,6 +211,10 @@ pub(crate) struct DbInner {
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
     /// Where tests stop engine threads (feature `testing`).
     pub(crate) test_hooks: TestHooks,
+    /// What the open replayed from the WALs and dropped ([`Db::recovery_report`]).
+    pub(crate) recovery_report: RecoveryReport,
+    /// The human-readable LOG (`crate::info_log`); disabled for a read-only open.
+    pub(crate) info_log: InfoLog,
 }
 
 impl DbInner {
@@ -215,6 +227,7 @@ impl DbInner {
         keyspaces: BTreeMap<u32, KeyspaceState>,
         wal: Option<WalState>,
         last_seqno: SeqNo,
+        recovery_report: RecoveryReport,
     ) -> Self {
         let fs = options.file_system.clone();
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
@@ -234,6 +247,16 @@ impl DbInner {
             max_open_files,
         ));
         let blob_cache = Arc::new(BlobFileCache::new(fs.clone(), dir, max_open_files));
+        let info_log = if wal.is_some() && options.info_log {
+            InfoLog::open(
+                fs.clone(),
+                dir,
+                options.info_log_max_size,
+                options.info_log_keep,
+            )
+        } else {
+            InfoLog::disabled()
+        };
         DbInner {
             fs,
             dir: dir.to_path_buf(),
@@ -248,6 +271,7 @@ impl DbInner {
                 compactions_done: 0,
                 pinned_wals: BTreeMap::new(),
                 group_context: None,
+                unrecorded_closed_wals: Vec::new(),
                 presync_requested_for: 0,
             }),
             state_changed: Condvar::new(),
@@ -274,7 +298,40 @@ impl DbInner {
             options,
             lock: Mutex::new(lock),
             test_hooks: TestHooks::default(),
+            recovery_report,
+            info_log,
         }
+    }
+
+    /// [`Db::stats`].
+    pub(crate) fn db_stats(&self) -> DbStats {
+        let mut stats = self.stats.snapshot();
+        stats.recovery_wal_drops = self.recovery_report.dropped.len() as u64;
+        stats.recovery_wal_dropped_bytes = self.recovery_report.dropped_bytes();
+        if let Ok(wal) = self.lock_wal() {
+            stats.wal_bytes_written += wal.writer.file_size();
+        }
+        if let Some(limiter) = &self.rate_limiter {
+            stats.rate_limit_bytes_per_sec = limiter.bytes_per_sec();
+            stats.rate_limited_flush_bytes = limiter.granted_bytes(IoPriority::Flush);
+            stats.rate_limited_compaction_bytes = limiter.granted_bytes(IoPriority::Compaction);
+        }
+        stats
+    }
+
+    /// [`Db::compaction_stats`].
+    pub(crate) fn compaction_stats(&self) -> CompactionStats {
+        let (version, keyspaces) = {
+            let state = self.lock_state();
+            let keyspaces: Vec<_> = state
+                .keyspaces
+                .values()
+                .map(|k| (k.id, k.options.clone()))
+                .collect();
+            (state.versions.current(), keyspaces)
+        };
+        let io = self.stats.level_snapshot(version.num_levels());
+        CompactionStats::build(&version, &keyspaces, &io, self.db_stats())
     }
 
     /// Tells the rate limiter's auto-tuning the pending compaction bytes of all keyspaces.
@@ -417,6 +474,9 @@ impl DbInner {
     pub(crate) fn set_background_error_locked(&self, _state: &DbState, reason: String) {
         let mut error = self.lock_background_error();
         if error.as_ref().is_none_or(|e| e.retry.is_some()) {
+            self.info_log.log(format_args!(
+                "background error (writes stop until reopened): {reason}"
+            ));
             *error = Some(BackgroundError {
                 reason,
                 retry: None,
@@ -775,35 +835,22 @@ impl Db {
         }
     }
 
+    /// What the open replayed from the WALs, and every stretch of WAL data it dropped
+    /// (a torn tail, or what the recovery mode skipped): docs/format/wal.md, "Recovery modes".
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery_report
+    }
+
     /// Compaction and write-stall counters since open.
     pub fn stats(&self) -> DbStats {
-        let mut stats = self.inner.stats.snapshot();
-        if let Ok(wal) = self.inner.lock_wal() {
-            stats.wal_bytes_written += wal.writer.file_size();
-        }
-        if let Some(limiter) = &self.inner.rate_limiter {
-            stats.rate_limit_bytes_per_sec = limiter.bytes_per_sec();
-            stats.rate_limited_flush_bytes = limiter.granted_bytes(IoPriority::Flush);
-            stats.rate_limited_compaction_bytes = limiter.granted_bytes(IoPriority::Compaction);
-        }
-        stats
+        self.inner.db_stats()
     }
 
     /// `RocksDB`'s compaction stats table: files, size and score of every level now, and the
     /// flush and compaction work into each since open, every keyspace together; its `Display`
     /// is the text `shale bench`'s `stats` prints.
     pub fn compaction_stats(&self) -> CompactionStats {
-        let (version, keyspaces) = {
-            let state = self.inner.lock_state();
-            let keyspaces: Vec<_> = state
-                .keyspaces
-                .values()
-                .map(|k| (k.id, k.options.clone()))
-                .collect();
-            (state.versions.current(), keyspaces)
-        };
-        let io = self.inner.stats.level_snapshot(version.num_levels());
-        CompactionStats::build(&version, &keyspaces, &io, self.stats())
+        self.inner.compaction_stats()
     }
 
     /// The current Version: every keyspace's table files by level (tests and tools).
@@ -856,6 +903,12 @@ impl Db {
             }
         }
         let synced = crate::background::sync_wal(&self.inner);
+        if synced.is_ok() {
+            // A clean close leaves every WAL's synced size in the MANIFEST.
+            let _ = crate::write::record_live_wal_synced(&self.inner);
+        }
+        self.inner.info_log.log("close");
+        self.inner.info_log.close();
         self.inner
             .lock
             .lock()

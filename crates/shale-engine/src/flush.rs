@@ -296,6 +296,7 @@ fn pick_flush_job(inner: &Arc<DbInner>) -> Result<Option<FlushJob>> {
 }
 
 /// Flushes the oldest frozen memtable of some keyspace. Returns whether there was one.
+#[allow(clippy::too_many_lines)] // one flush, start to install, under one state lock
 pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     let Some(FlushJob {
         keyspace,
@@ -374,6 +375,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
             .load(std::sync::atomic::Ordering::Acquire);
         let last = allocated.max(state.versions.last_sequence());
         state.versions.set_last_sequence(last);
+        crate::write::live_wal_synced_locked(inner, &mut state, &mut edit);
         state.versions.log_and_apply(edit)
     } {
         drop(state);
@@ -391,6 +393,12 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         StatCounters::add(&counters.flush_bytes_written, bytes);
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         counters.levels[0].record_job(0, 0, bytes, micros);
+        inner.info_log.log(format_args!(
+            "flush keyspace {keyspace}: memtable -> L0 table {number}, {bytes} bytes, {} blob \
+             files ({blob_bytes} bytes), {} ms",
+            blob_files.len(),
+            micros / 1000
+        ));
     }
     let version = state.versions.current();
     if let Some(keyspace) = state.keyspaces.get_mut(&keyspace) {

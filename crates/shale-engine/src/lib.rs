@@ -79,6 +79,7 @@ mod compaction_stats;
 mod db;
 mod flush;
 mod idle;
+mod info_log;
 mod ingest;
 mod keyspace;
 mod options;
@@ -86,6 +87,7 @@ mod read;
 mod read_latest;
 mod read_only;
 mod recovery;
+mod recovery_report;
 mod repair;
 mod snapshot;
 mod stats;
@@ -111,6 +113,7 @@ pub use ingest::{IngestArg, IngestOptions, IngestedFile};
 pub use keyspace::Keyspace;
 pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
 pub use read::{DbIterator, ReadOptions};
+pub use recovery_report::{DropReason, DroppedWalData, RecoveryReport, ReplayedWal};
 pub use repair::{
     repair_db, repair_db_with_progress, LostFile, RepairOptions, RepairReport, SalvagedTable,
     SalvagedWal, LOST_DIR_NAME,

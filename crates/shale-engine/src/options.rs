@@ -665,6 +665,21 @@ pub struct Options {
     pub sync_interval: Duration,
     /// What a damaged WAL means at open (docs/format/wal.md).
     pub wal_recovery_mode: RecoveryMode,
+    /// How often the background records the live WAL's synced size in the MANIFEST when it
+    /// grew (one small MANIFEST append and sync; every flush and compaction edit carries it
+    /// too): a recovery refuses a WAL cut below its recorded size (docs/format/manifest.md,
+    /// `WAL_SYNCED`). Zero turns the periodic record off. Default 10 s.
+    pub wal_synced_record_interval: Duration,
+    /// Write the info LOG (`LOG` in the database directory, docs/operations.md "The info
+    /// LOG"). A read-only open never writes it. Default on.
+    pub info_log: bool,
+    /// The size at which `LOG` is rotated to `LOG.old.1`. Default 16 MiB.
+    pub info_log_max_size: u64,
+    /// Rotated LOGs kept (`LOG.old.1` .. `LOG.old.N`; 0 keeps none). Default 10.
+    pub info_log_keep: usize,
+    /// How often the compaction stats table is written to the LOG; zero turns it off.
+    /// Default 10 minutes.
+    pub stats_dump_period: Duration,
     /// User-key order; its name is persisted and checked on every open.
     pub comparator: Arc<dyn Comparator>,
     /// Bytes of uncompressed blocks kept in memory.
@@ -699,6 +714,11 @@ impl Default for Options {
             durability: Durability::Sync,
             sync_interval: Duration::from_secs(1),
             wal_recovery_mode: RecoveryMode::default(),
+            wal_synced_record_interval: Duration::from_secs(10),
+            info_log: true,
+            info_log_max_size: 16 << 20,
+            info_log_keep: 10,
+            stats_dump_period: Duration::from_secs(600),
             comparator: Arc::new(BytewiseComparator),
             block_cache_capacity: 64 << 20,
             max_open_files: 1000,
@@ -720,6 +740,12 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "sync_interval {:?} must be between 1 ns and 1 hour",
                 self.sync_interval
+            )));
+        }
+        if self.wal_synced_record_interval > Duration::from_secs(24 * 3600) {
+            return Err(Error::InvalidArgument(format!(
+                "wal_synced_record_interval {:?} must be at most a day (zero turns it off)",
+                self.wal_synced_record_interval
             )));
         }
         if self.idle_compaction_after.is_some_and(|d| d.is_zero()) {
@@ -754,6 +780,10 @@ impl Options {
             (
                 "wal_recovery_mode".to_owned(),
                 self.wal_recovery_mode.name().to_owned(),
+            ),
+            (
+                "wal_synced_record_interval_ms".to_owned(),
+                self.wal_synced_record_interval.as_millis().to_string(),
             ),
             (
                 "block_cache_capacity".to_owned(),

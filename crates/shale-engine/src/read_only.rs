@@ -127,7 +127,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     }
     let mut replayed =
         build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
-    drop(wals);
+    let report = wals.report;
     let last_seqno = replayed.last_seqno.max(versions.last_sequence());
     versions.set_last_sequence(last_seqno);
     let mut keyspaces = BTreeMap::new();
@@ -149,7 +149,9 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
         keyspaces.insert(id, keyspace);
     }
     debug_assert!(keyspaces.contains_key(&DEFAULT_KEYSPACE_ID));
-    let inner = DbInner::new(options, dir, None, versions, keyspaces, None, last_seqno);
+    let inner = DbInner::new(
+        options, dir, None, versions, keyspaces, None, last_seqno, report,
+    );
     for (keyspace, _, file) in version.all_files() {
         let extractor = extractors.get(&keyspace).cloned().flatten();
         inner

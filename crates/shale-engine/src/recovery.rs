@@ -39,6 +39,11 @@
 //!    and a WAL is deleted only once the MANIFEST's log numbers are all past it
 //!    (`delete_obsolete_files`). A missing one means lost writes, and the open refuses it
 //!    ([`check_wals_present`]) before anything is written, instead of opening an older state.
+//! 7. A WAL with a recorded synced size (`WAL_SYNCED`) and no recorded end must hold valid
+//!    records up to at least that size: less means durable, acknowledged data was cut or
+//!    damaged after it was synced, and the open refuses it (`PointInTime` stops there,
+//!    `SkipAnyCorruptedRecords` goes on), reporting it, rather than dropping it as a torn
+//!    tail. The bytes past the size may be torn as usual.
 //! 6. An open of an existing database writes nothing until the MANIFEST is replayed and every
 //!    WAL it needs is read and judged by the recovery mode: an open refused for damage (or
 //!    incompatible options) leaves every file as it was, the MANIFEST's history included.
@@ -58,9 +63,10 @@ use crate::keyspace::{FrozenMemTable, KeyspaceState};
 use crate::memtable::{MemTable, MemTableEntry};
 use crate::options::{KeyspaceOptions, Options};
 use crate::options_file::OptionsFile;
+use crate::recovery_report::{DropReason, DroppedWalData, RecoveryReport, ReplayedWal};
 use crate::version::{PendingRecovery, Version, VersionEdit, VersionSet};
 use crate::wal::format::{log_file_name, parse_log_file_name};
-use crate::wal::{GroupRecord, LogReader, RecoveryMode};
+use crate::wal::{GroupRecord, LogEnd, LogReader, RecoveryMode};
 
 /// Levels per keyspace.
 pub(crate) const NUM_LEVELS: usize = 7;
@@ -102,7 +108,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let mut versions = loaded.start(&*fs, dir)?;
     let mut replayed =
         build_memtables(&options, &version, &keyspace_options, &wals, &mut versions)?;
-    drop(wals);
+    let report = wals.report;
     let wal_number = first_wal.unwrap_or_else(|| versions.new_file_number());
     let mut keyspaces = BTreeMap::new();
     for (id, (name, own_options)) in keyspace_options {
@@ -141,14 +147,17 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             number: wal_number,
             written_groups: 0,
             synced_groups: 0,
+            synced_bytes: 0,
             name_durable: true,
             record: GroupRecord::new(),
         }),
         last_seqno,
+        report,
     );
     {
         let mut state = inner.lock_state();
         write_options_file(&inner, &mut state)?;
+        log_open(&inner, &state);
         delete_obsolete_files(&inner, &mut state);
     }
     Ok(inner)
@@ -397,6 +406,8 @@ pub(crate) struct WalContents {
     batches: Vec<(u64, WriteBatch)>,
     /// (log number, end of valid data) of every WAL at or above the oldest needed one.
     ends: Vec<(u64, u64)>,
+    /// What was read and what was dropped.
+    pub(crate) report: RecoveryReport,
 }
 
 /// What replay produced.
@@ -431,83 +442,272 @@ pub(crate) fn read_wals(
         .collect();
     let mut logs: Vec<u64> = on_disk.clone();
     logs.extend(version.wal_ends().keys().filter(|n| **n >= min_log));
+    logs.extend(version.wal_synced_sizes().keys().filter(|n| **n >= min_log));
     logs.sort_unstable();
     logs.dedup();
     let mut contents = WalContents {
         batches: Vec::new(),
         ends: Vec::new(),
+        report: RecoveryReport {
+            mode,
+            ..RecoveryReport::default()
+        },
     };
+    // The last sequence number replayed so far (0: none): what a dropped write would follow.
+    let mut last_seqno: SeqNo = 0;
     let mut stopped = false;
     for (position, &number) in logs.iter().enumerate() {
+        let path = dir.join(log_file_name(number));
         if stopped {
             // PointInTime stopped at an earlier WAL: nothing here is part of the recovered
             // history, and a later recovery must not read it either.
             contents.ends.push((number, 0));
+            let bytes = if fs.exists(&path)? {
+                fs.size(&path)?
+            } else {
+                0
+            };
+            contents.report.wals.push(ReplayedWal {
+                number,
+                records: 0,
+                end: 0,
+            });
+            if bytes > 0 {
+                contents.report.dropped.push(DroppedWalData {
+                    wal_number: number,
+                    reason: DropReason::AfterStop,
+                    offset: Some(0),
+                    bytes,
+                    records: None,
+                    first_seqno: None,
+                });
+            }
             continue;
         }
-        let path = dir.join(log_file_name(number));
         let recorded = version.wal_end(number);
-        let (end, damage) = if on_disk.binary_search(&number).is_ok() {
-            let file = fs.open_read(&path)?;
-            let mut reader = LogReader::with_end(file, number, mode, recorded)?;
-            while let Some((record, offset)) = reader.read_record()? {
-                let version = reader.format_version();
-                let batch = WriteBatch::from_wal_record(record, version, &path, offset)?;
-                contents.batches.push((number, batch));
-            }
-            let end = reader.last_record_end();
-            let damage = match (reader.end(), recorded) {
-                (Some(log_end), _) if log_end.is_damage() => Some(format!("{log_end:?}")),
-                (_, Some(recorded)) if recorded != end => Some(format!(
-                    "its records end at {end}, but an earlier open recorded its valid data \
-                     ending at {recorded}"
-                )),
-                _ => None,
-            };
-            (end, damage)
-        } else if recorded.is_some_and(|r| r > 0) {
-            (
-                0,
-                Some(format!(
-                    "the file is missing, but an earlier open recorded its valid data ending \
-                     at {}",
-                    recorded.unwrap_or(0)
-                )),
-            )
+        // A recorded end is exact; a synced size is a lower bound (invariant 7).
+        let synced = version.wal_synced(number).filter(|_| recorded.is_none());
+        let (records, end, damage) = if on_disk.binary_search(&number).is_ok() {
+            read_wal(
+                &**fs,
+                &path,
+                number,
+                mode,
+                recorded,
+                synced,
+                &mut last_seqno,
+                &mut contents,
+            )?
         } else {
-            (0, None)
+            missing_wal(number, recorded, synced, &mut contents.report)
         };
         contents.ends.push((number, end));
+        contents.report.wals.push(ReplayedWal {
+            number,
+            records,
+            end,
+        });
         let Some(damage) = damage else { continue };
         // A WAL with a recorded end was sealed by an earlier open; any other WAL but the
-        // newest was synced before the next one got its first record.
-        let sealed = recorded.is_some() || position + 1 < logs.len();
+        // newest was synced before the next one got its first record; a WAL with a synced
+        // size ending before it lost data that was durable.
+        let lost_synced = synced.is_some_and(|synced| end < synced);
+        let sealed = recorded.is_some() || position + 1 < logs.len() || lost_synced;
         match mode {
             RecoveryMode::PointInTime => stopped = true,
             RecoveryMode::TolerateCorruptedTailRecords | RecoveryMode::AbsoluteConsistency
                 if sealed =>
             {
-                return Err(Error::Corruption {
-                    file: path,
-                    offset: end,
-                    detail: format!(
-                        "WAL {number} is damaged where it cannot be a torn tail ({damage}): \
-                         {}; recovering with point-in-time or skip-any-corrupted-records \
-                         would open it (`--wal_recovery_mode point-in-time` on the shale tools, \
-                         Options::wal_recovery_mode in a program)",
-                        if recorded.is_some() {
-                            "an earlier open recorded where its valid data ends"
-                        } else {
-                            "newer WALs follow it, and a torn tail is only possible in the \
-                             newest WAL"
-                        }
-                    ),
-                });
+                return Err(sealed_damage(
+                    path,
+                    number,
+                    end,
+                    &damage,
+                    recorded,
+                    lost_synced,
+                ));
             }
             _ => {}
         }
     }
     Ok(contents)
+}
+
+/// What a WAL the MANIFEST knows of but the directory lacks means: lost data if it had a
+/// synced size or a recorded end above 0, else nothing (it never held a record).
+fn missing_wal(
+    number: u64,
+    recorded: Option<u64>,
+    synced: Option<u64>,
+    report: &mut RecoveryReport,
+) -> (u64, u64, Option<String>) {
+    if let Some(synced) = synced.filter(|s| *s > 0) {
+        report.dropped.push(DroppedWalData {
+            wal_number: number,
+            reason: DropReason::SyncedDataMissing,
+            offset: Some(0),
+            bytes: synced,
+            records: None,
+            first_seqno: None,
+        });
+        (0, 0, Some(synced_data_lost(0, synced, None)))
+    } else if recorded.is_some_and(|r| r > 0) {
+        (
+            0,
+            0,
+            Some(format!(
+                "the file is missing, but an earlier open recorded its valid data ending \
+                 at {}",
+                recorded.unwrap_or(0)
+            )),
+        )
+    } else {
+        (0, 0, None)
+    }
+}
+
+/// The error for damage in WAL `number` (at `path`, valid data ending at `end`) that cannot
+/// be a torn tail: lost synced data, a WAL an earlier open sealed, or one newer WALs follow.
+fn sealed_damage(
+    path: std::path::PathBuf,
+    number: u64,
+    end: u64,
+    damage: &str,
+    recorded: Option<u64>,
+    lost_synced: bool,
+) -> Error {
+    if lost_synced {
+        return Error::Corruption {
+            file: path,
+            offset: end,
+            detail: format!(
+                "WAL {number} ({}) lost data that was synced ({damage}): acknowledged writes \
+                 are missing, so the open is refused rather than rolling them back. Restore \
+                 the file if a copy exists; otherwise `shale tool repair` salvages what is \
+                 left, and `--wal_recovery_mode point-in-time` (Options::wal_recovery_mode in \
+                 a program) opens the state before the damage",
+                log_file_name(number)
+            ),
+        };
+    }
+    Error::Corruption {
+        file: path,
+        offset: end,
+        detail: format!(
+            "WAL {number} is damaged where it cannot be a torn tail ({damage}): {}; recovering \
+             with point-in-time or skip-any-corrupted-records would open it \
+             (`--wal_recovery_mode point-in-time` on the shale tools, \
+             Options::wal_recovery_mode in a program)",
+            if recorded.is_some() {
+                "an earlier open recorded where its valid data ends"
+            } else {
+                "newer WALs follow it, and a torn tail is only possible in the newest WAL"
+            }
+        ),
+    }
+}
+
+/// Reads WAL `number` (on disk at `path`) into `contents`, up to its `recorded` end if it has
+/// one, and says where its valid data ends and what is wrong with it, if anything: damage,
+/// an end other than the recorded one, or valid data ending before its `synced` size.
+#[allow(clippy::too_many_arguments)] // the per-WAL part of read_wals, which owns them all
+fn read_wal(
+    fs: &dyn shale_fs::FileSystem,
+    path: &Path,
+    number: u64,
+    mode: RecoveryMode,
+    recorded: Option<u64>,
+    synced: Option<u64>,
+    last_seqno: &mut SeqNo,
+    contents: &mut WalContents,
+) -> Result<(u64, u64, Option<String>)> {
+    let mut records = 0u64;
+    let file = fs.open_read(path)?;
+    let mut reader = LogReader::with_end(file, number, mode, recorded)?;
+    while let Some((record, offset)) = reader.read_record()? {
+        let version = reader.format_version();
+        let batch = WriteBatch::from_wal_record(record, version, path, offset)?;
+        if batch.count() > 0 {
+            *last_seqno = (*last_seqno).max(batch.first_seqno() + u64::from(batch.count()) - 1);
+        }
+        records += 1;
+        contents.batches.push((number, batch));
+    }
+    let end = reader.last_record_end();
+    report_dropped(&reader, number, *last_seqno, &mut contents.report);
+    let damage = match (reader.end(), recorded) {
+        _ if synced.is_some_and(|synced| end < synced) => {
+            let cut = synced.unwrap_or(0);
+            if !reader.end().is_some_and(LogEnd::is_damage) {
+                contents.report.dropped.push(DroppedWalData {
+                    wal_number: number,
+                    reason: DropReason::SyncedDataMissing,
+                    offset: Some(end),
+                    bytes: cut - end,
+                    records: None,
+                    first_seqno: (*last_seqno > 0).then_some(*last_seqno + 1),
+                });
+            }
+            Some(synced_data_lost(end, cut, reader.end()))
+        }
+        (Some(log_end), _) if log_end.is_damage() => Some(format!("{log_end:?}")),
+        (_, Some(recorded)) if recorded != end => Some(format!(
+            "its records end at {end}, but an earlier open recorded its valid data \
+                 ending at {recorded}"
+        )),
+        _ => None,
+    };
+    Ok((records, end, damage))
+}
+
+/// Why a WAL whose valid data ends at `end` falls short of its recorded synced size.
+fn synced_data_lost(end: u64, synced: u64, log_end: Option<&LogEnd>) -> String {
+    let how = match log_end {
+        Some(LogEnd::TornTail { offset, .. } | LogEnd::Corruption { offset, .. }) => {
+            format!("damage at offset {offset}")
+        }
+        Some(LogEnd::ZeroTail { offset }) => format!("zeros from offset {offset}"),
+        Some(LogEnd::StaleRecord { offset, .. }) => format!("a stale record at offset {offset}"),
+        Some(LogEnd::EndOfFile { offset }) => format!("the file ends at {offset}"),
+        None => "the file is missing".to_owned(),
+    };
+    format!(
+        "its valid records end at offset {end} ({how}), but the MANIFEST records it synced \
+         to {synced} bytes: {} synced bytes are missing",
+        synced - end
+    )
+}
+
+/// Adds to `report` what `reader`, done with WAL `number`, dropped; `last_seqno` is the last
+/// sequence number recovered before it.
+fn report_dropped(reader: &LogReader, number: u64, last_seqno: SeqNo, report: &mut RecoveryReport) {
+    if reader.skipped_corruptions() > 0 {
+        report.dropped.push(DroppedWalData {
+            wal_number: number,
+            reason: DropReason::Skipped,
+            offset: None,
+            bytes: reader.skipped_bytes(),
+            records: None,
+            first_seqno: None,
+        });
+    }
+    let (reason, offset, bytes) = match reader.end() {
+        Some(LogEnd::TornTail { offset, bytes }) => (DropReason::TornTail, *offset, *bytes),
+        Some(LogEnd::Corruption { offset, .. }) => (
+            DropReason::Corruption,
+            *offset,
+            reader.file_size().saturating_sub(*offset),
+        ),
+        _ => return,
+    };
+    report.dropped.push(DroppedWalData {
+        wal_number: number,
+        reason,
+        offset: Some(offset),
+        bytes,
+        records: None,
+        first_seqno: (last_seqno > 0).then_some(last_seqno + 1),
+    });
 }
 
 /// Cuts each keyspace's replayed writes, in WAL order, into memtables of about
@@ -597,6 +797,32 @@ fn file_number_of(name: &str) -> Option<u64> {
         .or_else(|| crate::blob::parse_blob_file_name(name))
         .or_else(|| name.strip_prefix("MANIFEST-").and_then(|n| n.parse().ok()))
         .or_else(|| name.strip_prefix("OPTIONS-").and_then(|n| n.parse().ok()))
+}
+
+/// Writes the open to the info LOG: the options of the database and its keyspaces, then what
+/// recovery replayed and dropped.
+fn log_open(inner: &DbInner, state: &DbState) {
+    let log = &inner.info_log;
+    log.log(format_args!("open {}", inner.dir.display()));
+    let keyspaces: Vec<(String, KeyspaceOptions)> = state
+        .keyspaces
+        .values()
+        .map(|k| (k.name.clone(), k.options.clone()))
+        .collect();
+    for (section, pairs) in &inner.options.to_file(&keyspaces).sections {
+        for (key, value) in pairs {
+            log.log(format_args!("options [{section}] {key} = {value}"));
+        }
+    }
+    log.log(&inner.recovery_report);
+    for dropped in &inner.recovery_report.dropped {
+        log.log(format_args!("recovery dropped {dropped}"));
+    }
+    let wal = inner.lock_wal().map_or(0, |wal| wal.number);
+    log.log(format_args!(
+        "recovery done: last sequence {}, writing WAL {wal}",
+        state.versions.last_sequence()
+    ));
 }
 
 impl WalContents {

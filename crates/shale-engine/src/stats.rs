@@ -73,6 +73,11 @@ pub struct DbStats {
     pub rate_limited_flush_bytes: u64,
     /// Table bytes compactions wrote through the rate limiter.
     pub rate_limited_compaction_bytes: u64,
+    /// Stretches of WAL data the open dropped (a torn tail, or what the recovery mode
+    /// skipped; [`crate::Db::recovery_report`] says which).
+    pub recovery_wal_drops: u64,
+    /// Bytes of WAL data the open dropped.
+    pub recovery_wal_dropped_bytes: u64,
 }
 
 /// `flushes 4, written .. B; compactions 3 (trivial moves 1) ...`, then the compactions by
@@ -120,7 +125,15 @@ impl fmt::Display for DbStats {
             self.stall_memtable_stops,
             self.stall_micros,
             self.longest_stop_micros
-        )
+        )?;
+        if self.recovery_wal_drops > 0 {
+            write!(
+                f,
+                "\nrecovery dropped {} B of WAL data in {} places (Db::recovery_report)",
+                self.recovery_wal_dropped_bytes, self.recovery_wal_drops
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -308,6 +321,8 @@ impl StatCounters {
             rate_limit_bytes_per_sec: 0,
             rate_limited_flush_bytes: 0,
             rate_limited_compaction_bytes: 0,
+            recovery_wal_drops: 0,
+            recovery_wal_dropped_bytes: 0,
         }
     }
 

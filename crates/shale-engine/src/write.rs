@@ -23,6 +23,7 @@ use crate::keyspace::FrozenMemTable;
 use crate::memtable::MemTable;
 use crate::options::{Durability, WriteOptions};
 use crate::stats::StatCounters;
+use crate::version::VersionEdit;
 use crate::wal::format::log_file_name;
 use crate::wal::{GroupRecord, LogWriter};
 use crate::write_queue::{Group, GroupPlan};
@@ -189,6 +190,7 @@ fn lead_group(
             wal.written_groups += 1;
             if durability == Durability::Sync {
                 wal.synced_groups = wal.written_groups;
+                wal.synced_bytes = wal.writer.file_size();
             }
             // Before the WAL lock is released (db.rs invariant 6): a checkpoint's cut must
             // never see the group's record in the WAL without its sequence numbers.
@@ -270,20 +272,29 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>>
         let version = state.versions.current();
         let stop = state.keyspaces.values().find_map(|k| {
             if version.num_files(k.id, 0) >= k.options.level0_stop_writes_trigger {
-                Some(&counters.stall_level0_stops)
+                Some((
+                    &counters.stall_level0_stops,
+                    "L0 files reached level0_stop_writes_trigger",
+                ))
             } else if reached(
                 k.options.hard_pending_compaction_bytes_limit,
                 k.pending_compaction_bytes,
             ) {
-                Some(&counters.stall_pending_bytes_stops)
+                Some((
+                    &counters.stall_pending_bytes_stops,
+                    "pending compaction bytes reached hard_pending_compaction_bytes_limit",
+                ))
             } else {
                 None
             }
         });
-        if let Some(counter) = stop {
+        if let Some((counter, cause)) = stop {
             if stopped.is_none() {
                 StatCounters::add(counter, 1);
                 stopped = Some(Instant::now());
+                inner
+                    .info_log
+                    .log(format_args!("write stall: writes stopped ({cause})"));
             }
             inner.check_background_error()?;
             inner.check_open()?;
@@ -292,21 +303,38 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>>
         }
         let slow = state.keyspaces.values().find_map(|k| {
             if version.num_files(k.id, 0) >= k.options.level0_slowdown_writes_trigger {
-                Some(&counters.stall_level0_slowdowns)
+                Some((
+                    &counters.stall_level0_slowdowns,
+                    "L0 files reached level0_slowdown_writes_trigger",
+                ))
             } else if reached(
                 k.options.soft_pending_compaction_bytes_limit,
                 k.pending_compaction_bytes,
             ) {
-                Some(&counters.stall_pending_bytes_slowdowns)
+                Some((
+                    &counters.stall_pending_bytes_slowdowns,
+                    "pending compaction bytes reached soft_pending_compaction_bytes_limit",
+                ))
             } else {
                 None
             }
         });
         if let Some(start) = stopped {
-            counters.record_stop(micros_since(start));
-        } else if let Some(counter) = slow {
+            let micros = micros_since(start);
+            counters.record_stop(micros);
+            inner.info_log.log(format_args!(
+                "write stall: writes resumed after {micros} us"
+            ));
+        } else if let Some((counter, cause)) = slow {
             drop(state);
-            StatCounters::add(counter, 1);
+            // Counted per group: logged at the first and every 1000th.
+            let before = counter.fetch_add(1, Ordering::Relaxed);
+            if before % 1000 == 0 {
+                inner.info_log.log(format_args!(
+                    "write stall: writes slowed down ({cause}), {} times so far",
+                    before + 1
+                ));
+            }
             let start = Instant::now();
             std::thread::sleep(SLOWDOWN_DELAY);
             StatCounters::add(&counters.stall_micros, micros_since(start));
@@ -349,6 +377,10 @@ fn make_room(inner: &Arc<DbInner>, force_flush: bool) -> Result<Arc<GroupContext
             if stopped.is_none() {
                 StatCounters::add(&inner.stats.stall_memtable_stops, 1);
                 stopped = Some(Instant::now());
+                inner.info_log.log(
+                    "write stall: writes stopped (max_write_buffer_number memtables are full, \
+                     waiting for a flush)",
+                );
             }
             inner.check_background_error()?;
             inner.check_open()?;
@@ -426,6 +458,7 @@ pub(crate) fn switch_memtables(
         .and_then(|()| wal.writer.sync())
         .and_then(|()| create_wal(inner, number));
     let closed_bytes = wal.writer.file_size();
+    let (closed_number, closed_groups) = (wal.number, wal.written_groups);
     let writer = match new_wal {
         Ok(writer) => writer,
         Err(error) => {
@@ -442,11 +475,20 @@ pub(crate) fn switch_memtables(
         number,
         written_groups: 0,
         synced_groups: 0,
+        synced_bytes: 0,
         name_durable: false,
         record: GroupRecord::new(),
     };
     drop(wal);
     StatCounters::add(&inner.stats.closed_wal_bytes, closed_bytes);
+    if closed_groups > 0 {
+        // docs/format/manifest.md, WAL_SYNCED: the closed log is durable whole (synced above).
+        // The next MANIFEST edit records it (the flush this switch leads to, or the periodic
+        // record), so the switch adds no MANIFEST write to the writer's path.
+        state
+            .unrecorded_closed_wals
+            .push((closed_number, closed_bytes));
+    }
     // Frozen memtables are no longer the group's: do not keep them alive for the flush.
     state.group_context = None;
     let version = state.versions.current();
@@ -481,6 +523,50 @@ pub(crate) fn switch_memtables(
         if keyspace.mem.is_empty() {
             keyspace.mem_log_number = number;
         }
+    }
+    Ok(())
+}
+
+/// Adds to `edit` the synced sizes of the WALs closed since the last edit, and the live WAL's
+/// when it grew past what the MANIFEST records (docs/format/manifest.md, `WAL_SYNCED`), so
+/// every MANIFEST edit carries them for free. Called with the state lock held (the WAL lock
+/// comes after it).
+pub(crate) fn live_wal_synced_locked(inner: &DbInner, state: &mut DbState, edit: &mut VersionEdit) {
+    for (number, size) in state.unrecorded_closed_wals.drain(..) {
+        edit.set_wal_synced(number, size);
+    }
+    let Ok(wal) = inner.lock_wal() else {
+        return; // read-only: there is no WAL
+    };
+    let (number, synced) = (wal.number, wal.synced_bytes);
+    drop(wal);
+    let version = state.versions.current();
+    let recorded = version.wal_synced(number).unwrap_or(0);
+    // A replayed log has an exact recorded end instead; the live log never has one.
+    if synced > recorded && version.wal_end(number).is_none() {
+        edit.set_wal_synced(number, synced);
+    }
+}
+
+/// Writes a MANIFEST edit holding the live WAL's synced size, if it grew since the last one
+/// (the background's periodic record, and a clean close). The edit carries the counters every
+/// edit does and nothing else.
+pub(crate) fn record_live_wal_synced(inner: &DbInner) -> Result<()> {
+    let mut state = inner.lock_state();
+    let mut edit = VersionEdit::new();
+    live_wal_synced_locked(inner, &mut state, &mut edit);
+    if edit.wal_synced.is_empty() || inner.check_background_error().is_err() {
+        return Ok(());
+    }
+    let allocated = inner.last_allocated_seqno.load(Ordering::Acquire);
+    let last = allocated.max(state.versions.last_sequence());
+    state.versions.set_last_sequence(last);
+    if let Err(error) = state.versions.log_and_apply(edit) {
+        inner.set_background_error_locked(
+            &state,
+            format!("recording the synced size of the WAL failed: {error}"),
+        );
+        return Err(error);
     }
     Ok(())
 }

@@ -359,6 +359,20 @@ fn a_rocksdb_directory_is_refused_before_anything_moves_unless_forced() {
 }
 
 #[test]
+fn shales_own_info_log_does_not_make_a_directory_foreign() {
+    let (image, history) = build();
+    let fs = copy(&image);
+    // An open and close writes the LOG (and a reopen rotates it to LOG.old.1).
+    for _ in 0..2 {
+        Db::open(DIR, options(&fs)).unwrap().close().unwrap();
+    }
+    let names = files(&fs);
+    assert!(names.contains(&"LOG".to_owned()) && names.contains(&"LOG.old.1".to_owned()));
+    repair_db(Path::new(DIR), &options(&fs)).unwrap();
+    assert_data(&fs, &history, |_, _| None);
+}
+
+#[test]
 fn a_database_whose_files_carry_the_wrong_magic_is_refused() {
     let (image, _) = build();
     let fs = copy(&image);

@@ -112,6 +112,7 @@ fn full_edit() -> VersionEdit {
         dropped_keyspaces: vec![3, u32::MAX],
         wal_ends: vec![(12, 0), (u64::MAX, u64::MAX)],
         wals_tracked: true,
+        wal_synced: vec![(12, 4096), (u64::MAX, u64::MAX)],
         blob_file_additions: vec![shale_engine::inspect::blob::BlobFileMeta {
             number: 1 << 50,
             keyspace: u32::MAX,

@@ -36,7 +36,7 @@ use shale_engine::inspect::blob::{
     blob_file_name, parse_blob_file_name, record_size, scan_blob_file, BlobReference, FOOTER_SIZE,
     HEADER_SIZE,
 };
-use shale_engine::inspect::wal::{LogReader, RecoveryMode};
+use shale_engine::inspect::wal::{LogEnd, LogReader, RecoveryMode};
 use shale_engine::inspect::Version;
 use shale_engine::inspect::{
     live_manifest, parse_table_file_name, read_manifest, table_file_name, ManifestState,
@@ -208,7 +208,7 @@ pub fn run(args: &VerifyToolArgs) -> Result<(), Failure> {
     };
     let (state, complete) = check_manifest(&fs, dir, &names, &mut report, &bar);
     check_options(&fs, dir, &names, &mut report, &bar);
-    check_wals(&fs, dir, &mut report, &bar)?;
+    check_wals(&fs, dir, state.as_ref(), &mut report, &bar)?;
     let references = check_tables(
         &fs,
         dir,
@@ -445,35 +445,141 @@ fn check_options(fs: &OsFs, dir: &Path, names: &[String], report: &mut Report, b
     }
 }
 
-/// Step 4: every WAL file, every record.
+/// Step 4: every WAL file, every record, read as opening would (up to an end an earlier open
+/// recorded in the MANIFEST). Data opening would drop (a torn tail of the newest WAL) is a
+/// problem that says what would be dropped; damage anywhere else is corruption opening refuses.
 fn check_wals(
     fs: &OsFs,
     dir: &Path,
+    state: Option<&ManifestState>,
     report: &mut Report,
     bar: &ProgressBar,
 ) -> Result<(), Failure> {
-    for (number, path) in log_files(fs, dir)? {
-        let read = (|| -> shale_engine::Result<(u64, u64)> {
-            let file = fs.open_read(&path)?;
-            let mut reader = LogReader::new(file, number, RecoveryMode::AbsoluteConsistency)?;
-            let (mut records, mut entries) = (0u64, 0u64);
-            while let Some((record, offset)) = reader.read_record()? {
-                let version = reader.format_version();
-                let batch = WriteBatch::from_wal_record(record, version, &path, offset)?;
-                records += 1;
-                entries += u64::from(batch.count());
-            }
-            Ok((records, entries))
-        })();
+    let logs = log_files(fs, dir)?;
+    let newest = logs.last().map(|(number, _)| *number);
+    for (number, path) in logs {
+        let recorded_end = state.and_then(|s| s.version.wal_end(number));
+        let read = read_wal_file(fs, &path, number, recorded_end);
         bar.inc(fs.size(&path).unwrap_or(0));
-        match read {
-            Ok((records, entries)) => {
-                report.ok(&path, format!("ok, {records} records, {entries} entries"));
+        let read = match read {
+            Ok(read) => read,
+            Err(e) => {
+                report.problem(Problem::from_engine(&path, &e));
+                continue;
             }
-            Err(e) => report.problem(Problem::from_engine(&path, &e)),
+        };
+        let summary = format!("{} records, {} entries", read.records, read.entries);
+        let synced = state
+            .and_then(|s| s.version.wal_synced(number))
+            .filter(|_| recorded_end.is_none());
+        if let Some(synced) = synced.filter(|synced| read.end < *synced) {
+            report.problem(Problem::new(
+                &path,
+                Some(read.end),
+                format!(
+                    "synced data lost: its valid records end at {} ({summary} before), but \
+                     the MANIFEST records it synced to {synced} bytes; acknowledged writes are \
+                     missing and opening refuses it (restore the file if a copy exists, else \
+                     `shale tool repair`, or `--wal_recovery_mode point-in-time` for the state \
+                     before the damage)",
+                    read.end
+                ),
+            ));
+            continue;
+        }
+        if let Some((offset, bytes)) = read.torn {
+            let seqno = if read.last_seqno > 0 {
+                format!(", the writes from seqno {} on", read.last_seqno + 1)
+            } else {
+                String::new()
+            };
+            let detail = if Some(number) == newest && recorded_end.is_none() {
+                format!(
+                    "torn tail: {bytes} bytes after the last complete record ({summary} \
+                     before it) do not read as a complete record; opening drops them{seqno} \
+                     (the default recovery mode tolerates a torn write the crash interrupted; \
+                     `--wal_recovery_mode absolute-consistency` refuses to open instead)"
+                )
+            } else {
+                format!(
+                    "damaged where it cannot be a torn tail ({bytes} bytes from here to the \
+                     end{}): opening refuses it as corruption; `shale tool repair` salvages the \
+                     {summary} before it",
+                    if recorded_end.is_some() {
+                        " of the data an earlier open recorded"
+                    } else {
+                        ", and newer WALs follow"
+                    }
+                )
+            };
+            report.problem(Problem::new(&path, Some(offset), detail));
+            continue;
+        }
+        if let Some(recorded) = recorded_end.filter(|r| *r != read.end) {
+            report.problem(Problem::new(
+                &path,
+                Some(read.end),
+                format!(
+                    "its records end at {}, but the MANIFEST records its valid data ending at \
+                     {recorded}: data an earlier open recovered is lost; opening refuses it",
+                    read.end
+                ),
+            ));
+            continue;
+        }
+        match recorded_end {
+            Some(recorded) => report.ok(
+                &path,
+                format!("ok, {summary} up to the end an earlier open recorded ({recorded})"),
+            ),
+            None => report.ok(&path, format!("ok, {summary}")),
         }
     }
     Ok(())
+}
+
+/// Reads one WAL as opening would (in the default recovery mode, up to `recorded_end`).
+fn read_wal_file(
+    fs: &OsFs,
+    path: &Path,
+    number: u64,
+    recorded_end: Option<u64>,
+) -> shale_engine::Result<WalRead> {
+    let file = fs.open_read(path)?;
+    let mut reader = LogReader::with_end(
+        file,
+        number,
+        RecoveryMode::TolerateCorruptedTailRecords,
+        recorded_end,
+    )?;
+    let mut read = WalRead::default();
+    while let Some((record, offset)) = reader.read_record()? {
+        let version = reader.format_version();
+        let batch = WriteBatch::from_wal_record(record, version, path, offset)?;
+        read.records += 1;
+        read.entries += u64::from(batch.count());
+        if batch.count() > 0 {
+            read.last_seqno = batch.first_seqno() + u64::from(batch.count()) - 1;
+        }
+    }
+    read.end = reader.last_record_end();
+    if let Some(LogEnd::TornTail { offset, bytes }) = reader.end() {
+        read.torn = Some((*offset, *bytes));
+    }
+    Ok(read)
+}
+
+/// What reading one WAL found.
+#[derive(Default)]
+struct WalRead {
+    records: u64,
+    entries: u64,
+    /// The last sequence number read (0: none).
+    last_seqno: u64,
+    /// Where the last complete record ends.
+    end: u64,
+    /// A torn tail: (offset, bytes).
+    torn: Option<(u64, u64)>,
 }
 
 /// Live references per blob file, as (records, record bytes).

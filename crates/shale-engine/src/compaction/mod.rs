@@ -297,6 +297,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
         let allocated = inner.last_allocated_seqno.load(Ordering::Acquire);
         let last = allocated.max(state.versions.last_sequence());
         state.versions.set_last_sequence(last);
+        crate::write::live_wal_synced_locked(inner, &mut state, &mut edit);
         state.versions.log_and_apply(edit)
     } else {
         Ok(()) // dropped meanwhile: the outputs are simply obsolete
@@ -356,6 +357,7 @@ fn record_stats(
         CompactionReason::Manual => &counters.manual_compactions,
     };
     StatCounters::add(by_reason, 1);
+    log_compaction(inner, compaction, outputs, micros);
     let level = &counters.levels[compaction.output_level];
     let upper_bytes: u64 = compaction.inputs.iter().map(|f| f.size).sum();
     if compaction.trivial_move {
@@ -377,6 +379,32 @@ fn record_stats(
             micros,
         );
     }
+}
+
+/// Writes a finished compaction to the info LOG: reason, inputs by level, outputs, bytes, time.
+fn log_compaction(inner: &DbInner, compaction: &Compaction, outputs: &[FileMetaData], micros: u64) {
+    let numbers = |files: &mut dyn Iterator<Item = u64>| {
+        files.map(|n| n.to_string()).collect::<Vec<_>>().join(",")
+    };
+    let read: u64 = compaction.all_inputs().map(|(_, f)| f.size).sum();
+    let written: u64 = outputs.iter().map(|f| f.size).sum();
+    inner.info_log.log(format_args!(
+        "compaction keyspace {} ({}{}): L{} [{}] + L{} [{}] -> [{}], read {read} bytes, wrote \
+         {written} bytes, {} ms",
+        compaction.keyspace,
+        compaction.reason.name(),
+        if compaction.trivial_move {
+            ", trivial move"
+        } else {
+            ""
+        },
+        compaction.start_level,
+        numbers(&mut compaction.inputs.iter().map(|f| f.number)),
+        compaction.output_level,
+        numbers(&mut compaction.output_inputs.iter().map(|f| f.number)),
+        numbers(&mut outputs.iter().map(|f| f.number)),
+        micros / 1000
+    ));
 }
 
 /// Adds a compaction's blob files and garbage to `edit`, deleting every blob file whose

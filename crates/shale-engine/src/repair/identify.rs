@@ -67,7 +67,14 @@ pub(super) fn identify(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> Res
     let mut identity = Identity::default();
     for name in names {
         let path = dir.join(name);
-        let verdict = if name == "IDENTITY" || name == "LOG" || name.starts_with("LOG.old") {
+        let verdict = if crate::info_log::is_log_file_name(name) {
+            // Shale writes an info LOG too; its first line says whose it is.
+            header_verdict(fs, &path, crate::info_log::LOG_HEADER.as_bytes())?.map(|verdict| {
+                verdict.map_err(|_| {
+                    "a LOG without Shale's header line (RocksDB and LevelDB write one)".to_owned()
+                })
+            })
+        } else if name == "IDENTITY" || name.starts_with("LOG.old") {
             Some(Err(
                 "a file RocksDB and LevelDB write, never Shale".to_owned()
             ))

@@ -126,6 +126,7 @@ pub(crate) struct VersionBuilder<'a> {
     added: HashMap<u64, Added>,
     dropped: HashSet<u32>,
     wal_ends: BTreeMap<u64, u64>,
+    wal_synced: BTreeMap<u64, u64>,
     wals_tracked: bool,
     /// The live blob files (a whole copy: a database has few, and edits touch few).
     blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
@@ -145,6 +146,7 @@ impl<'a> VersionBuilder<'a> {
             added: HashMap::new(),
             dropped: HashSet::new(),
             wal_ends: BTreeMap::new(),
+            wal_synced: BTreeMap::new(),
             wals_tracked: false,
             blob_files: BTreeMap::new(),
         }
@@ -155,6 +157,7 @@ impl<'a> VersionBuilder<'a> {
         let mut builder = Self::new(base.comparator().clone(), base.num_levels());
         builder.base_index = Some(index);
         builder.wal_ends = base.wal_ends().clone();
+        builder.wal_synced = base.wal_synced_sizes().clone();
         builder.wals_tracked = base.wals_tracked();
         builder.blob_files = base.blob_files().clone();
         for (id, k) in base.keyspace_map() {
@@ -203,6 +206,15 @@ impl<'a> VersionBuilder<'a> {
         // Step 6: a later WAL_END of a log replaces an earlier one (a PointInTime recovery
         // may cut a log shorter than an earlier open recorded).
         self.wal_ends.extend(edit.wal_ends.iter().copied());
+        // A synced size only grows; a recorded end is exact and replaces it (a PointInTime
+        // recovery may keep less than was synced, by the user's choice).
+        for (log, size) in &edit.wal_synced {
+            let synced = self.wal_synced.entry(*log).or_default();
+            *synced = (*synced).max(*size);
+        }
+        for (log, _) in &edit.wal_ends {
+            self.wal_synced.remove(log);
+        }
         // Step 7: once set, WAL tracking stays on (a snapshot carries it on).
         self.wals_tracked |= edit.wals_tracked;
         Ok(())
@@ -480,12 +492,15 @@ impl<'a> VersionBuilder<'a> {
         let min_log = keyspaces.values().map(|k| k.log_number).min().unwrap_or(0);
         let mut wal_ends = self.wal_ends;
         wal_ends.retain(|log, _| *log >= min_log);
+        let mut wal_synced = self.wal_synced;
+        wal_synced.retain(|log, _| *log >= min_log);
         Ok(BuildOutput {
             version: Version::new(
                 self.comparator,
                 self.num_levels,
                 keyspaces,
                 wal_ends,
+                wal_synced,
                 self.wals_tracked,
                 self.blob_files,
             ),

@@ -57,6 +57,9 @@ pub(crate) mod tag {
     /// A marker with an empty body; advisory for readers that do not know it (they only skip
     /// a check), so it may be skipped.
     pub const WALS_TRACKED: u32 = super::SAFE_TO_IGNORE | 0x0c;
+    /// A WAL's synced size; advisory for readers that do not know it (they only skip a
+    /// check), so it may be skipped.
+    pub const WAL_SYNCED: u32 = super::SAFE_TO_IGNORE | 0x0d;
 }
 
 /// The name of a tag, for tools and error messages.
@@ -74,6 +77,7 @@ pub(crate) fn tag_name(tag: u32) -> &'static str {
         tag::DROP_KEYSPACE => "DROP_KEYSPACE",
         tag::WAL_END => "WAL_END",
         tag::WALS_TRACKED => "WALS_TRACKED",
+        tag::WAL_SYNCED => "WAL_SYNCED",
         tag::BLOB_FILE_ADDITION => "BLOB_FILE_ADDITION",
         tag::BLOB_FILE_GARBAGE => "BLOB_FILE_GARBAGE",
         tag::BLOB_FILE_DELETION => "BLOB_FILE_DELETION",
@@ -142,6 +146,9 @@ pub struct VersionEdit {
     /// until the log number moves past it, so a recovery may treat a missing one as lost
     /// data (docs/format/manifest.md, `WALS_TRACKED`). Set by the open; kept in snapshots.
     pub wals_tracked: bool,
+    /// WAL files known synced up to a size, as (log number, synced bytes): a recovery that
+    /// finds less valid data there refuses it (docs/format/manifest.md, `WAL_SYNCED`).
+    pub wal_synced: Vec<(u64, u64)>,
     /// Blob files added, with their record count and bytes (garbage is always 0 here).
     pub blob_file_additions: Vec<BlobFileMeta>,
     /// Garbage added to blob files, as (file number, records, bytes).
@@ -187,6 +194,15 @@ impl VersionEdit {
         match self.wal_ends.iter_mut().find(|(l, _)| *l == log_number) {
             Some(entry) => entry.1 = end,
             None => self.wal_ends.push((log_number, end)),
+        }
+    }
+
+    /// Records that WAL `log_number` was synced up to byte `size` (every record before it is
+    /// durable).
+    pub fn set_wal_synced(&mut self, log_number: u64, size: u64) {
+        match self.wal_synced.iter_mut().find(|(l, _)| *l == log_number) {
+            Some(entry) => entry.1 = entry.1.max(size),
+            None => self.wal_synced.push((log_number, size)),
         }
     }
 
@@ -291,6 +307,11 @@ impl VersionEdit {
         }
         if self.wals_tracked {
             put_field(out, tag::WALS_TRACKED, &mut body);
+        }
+        for (log_number, size) in &self.wal_synced {
+            put_varint64(&mut body, *log_number);
+            put_varint64(&mut body, *size);
+            put_field(out, tag::WAL_SYNCED, &mut body);
         }
         for b in &self.blob_file_additions {
             put_varint32(&mut body, b.keyspace);
@@ -513,6 +534,17 @@ fn decode_field(
             }
             edit.wals_tracked = true;
         }
+        tag::WAL_SYNCED => {
+            let log_number = r.varint64("log number")?;
+            let size = r.varint64("WAL synced size")?;
+            if edit.wal_synced.iter().any(|(l, _)| *l == log_number) {
+                return Err(DecodeFailure::corrupt(
+                    field_at,
+                    format!("a second WAL_SYNCED field for log {log_number}"),
+                ));
+            }
+            edit.wal_synced.push((log_number, size));
+        }
         tag::BLOB_FILE_ADDITION | tag::BLOB_FILE_GARBAGE | tag::BLOB_FILE_DELETION => {
             return decode_blob_field(edit, tag, r, field_at);
         }
@@ -733,6 +765,9 @@ impl fmt::Display for VersionEdit {
         if self.wals_tracked {
             lines.push("wals tracked".to_owned());
         }
+        for (log_number, size) in &self.wal_synced {
+            lines.push(format!("wal synced {log_number:06}.wal: {size}"));
+        }
         for b in &self.blob_file_additions {
             lines.push(format!(
                 "add blob file {:06} keyspace {} records {} bytes {}",
@@ -891,6 +926,26 @@ mod tests {
         let err = VersionEdit::decode(&twice).unwrap_err();
         assert!(
             err.is_corruption() && err.to_string().contains("WAL_END"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn wal_synced_round_trips_once_per_log_and_keeps_the_largest() {
+        let mut edit = VersionEdit::new();
+        edit.set_wal_synced(12, 4096);
+        edit.set_wal_synced(13, 31);
+        edit.set_wal_synced(12, 100);
+        assert_eq!(edit.wal_synced, [(12, 4096), (13, 31)]);
+        assert_eq!(VersionEdit::decode(&edit.encode()).unwrap(), edit);
+        assert!(edit.to_string().contains("wal synced 000012.wal: 4096"));
+        assert_ne!(tag::WAL_SYNCED & SAFE_TO_IGNORE, 0);
+        let mut again = VersionEdit::new();
+        again.set_wal_synced(12, 1);
+        let twice = [again.encode(), again.encode()].concat();
+        let err = VersionEdit::decode(&twice).unwrap_err();
+        assert!(
+            err.is_corruption() && err.to_string().contains("WAL_SYNCED"),
             "{err}"
         );
     }

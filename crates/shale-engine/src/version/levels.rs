@@ -138,6 +138,9 @@ pub struct Version {
     /// Recorded ends of WALs replayed at an open that some keyspace may still need: log
     /// number to the offset where its valid data ends (docs/format/manifest.md, `WAL_END`).
     wal_ends: BTreeMap<u64, u64>,
+    /// Synced sizes of WALs some keyspace may still need and that have no recorded end: log
+    /// number to the bytes known durable (docs/format/manifest.md, `WAL_SYNCED`).
+    wal_synced: BTreeMap<u64, u64>,
     /// Whether every live keyspace's log number names a WAL kept until the log number moves
     /// past it (docs/format/manifest.md, `WALS_TRACKED`).
     wals_tracked: bool,
@@ -152,6 +155,7 @@ impl PartialEq for Version {
         self.num_levels == other.num_levels
             && self.keyspaces == other.keyspaces
             && self.wal_ends == other.wal_ends
+            && self.wal_synced == other.wal_synced
             && self.wals_tracked == other.wals_tracked
             && self.blob_files == other.blob_files
     }
@@ -165,6 +169,7 @@ impl Version {
         num_levels: usize,
         keyspaces: BTreeMap<u32, KeyspaceFiles>,
         wal_ends: BTreeMap<u64, u64>,
+        wal_synced: BTreeMap<u64, u64>,
         wals_tracked: bool,
         blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
     ) -> Self {
@@ -173,6 +178,7 @@ impl Version {
             num_levels,
             keyspaces,
             wal_ends,
+            wal_synced,
             wals_tracked,
             blob_files,
         }
@@ -200,6 +206,16 @@ impl Version {
     /// WAL only up to there.
     pub fn wal_end(&self, log_number: u64) -> Option<u64> {
         self.wal_ends.get(&log_number).copied()
+    }
+
+    /// The size WAL `log_number` is known synced to, if recorded (`WAL_SYNCED`).
+    pub fn wal_synced(&self, log_number: u64) -> Option<u64> {
+        self.wal_synced.get(&log_number).copied()
+    }
+
+    /// Every recorded WAL synced size, by log number.
+    pub fn wal_synced_sizes(&self) -> &BTreeMap<u64, u64> {
+        &self.wal_synced
     }
 
     /// Every recorded WAL end, by log number.
@@ -363,6 +379,9 @@ impl fmt::Display for Version {
         }
         if self.wals_tracked {
             write!(f, "\nwals tracked")?;
+        }
+        for (log_number, size) in &self.wal_synced {
+            write!(f, "\nwal {log_number:06}.wal synced to {size}")?;
         }
         for blob in self.blob_files.values() {
             write!(f, "\n{blob}")?;

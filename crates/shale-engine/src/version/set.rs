@@ -133,6 +133,9 @@ fn snapshot_edit(
         edit.set_wal_end(*log_number, *end);
     }
     edit.wals_tracked = version.wals_tracked();
+    for (log_number, size) in version.wal_synced_sizes() {
+        edit.set_wal_synced(*log_number, *size);
+    }
     for blob in version.blob_files().values() {
         edit.add_blob_file(blob);
     }
@@ -723,6 +726,31 @@ impl VersionSet {
             self.max_keyspace_id,
         )
         .encode()
+    }
+
+    /// [`Self::snapshot_record`] for a copy whose WALs hold only `lengths` (log number,
+    /// bytes copied): a recorded synced size above a copied length is lowered to it, so the
+    /// copy does not claim data it never got (docs/format/manifest.md, `WAL_SYNCED`).
+    pub(crate) fn snapshot_record_for_copy(
+        &self,
+        version: &Version,
+        lengths: &[(u64, u64)],
+    ) -> Vec<u8> {
+        let mut edit = snapshot_edit(
+            version,
+            self.comparator.name(),
+            self.next_file_number,
+            self.last_sequence,
+            self.max_keyspace_id,
+        );
+        for (number, synced) in &mut edit.wal_synced {
+            let copied = lengths
+                .iter()
+                .find(|(n, _)| n == number)
+                .map_or(0, |(_, len)| *len);
+            *synced = (*synced).min(copied);
+        }
+        edit.encode()
     }
 
     /// Bytes written to the live MANIFEST so far.

@@ -282,6 +282,12 @@ impl LogReader {
         self.skipped_corruptions
     }
 
+    /// The size of the file as this reader sees it: the file's size, or its recorded end
+    /// when that is smaller ([`LogReader::with_end`]).
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
     /// `SkipAnyCorruptedRecords`: bytes skipped so far, not counting a dropped tail.
     pub fn skipped_bytes(&self) -> u64 {
         self.skipped_bytes
