@@ -183,12 +183,15 @@ pub fn destroy(dir: &Path) -> Result<(), Failure> {
 /// Whether `name` is a file a Shale database directory holds.
 fn is_database_file(name: &str) -> bool {
     let base = name.strip_suffix(".tmp").unwrap_or(name);
-    matches!(base, "CURRENT" | "LOCK")
+    matches!(base, "CURRENT" | "LOCK" | "LOG")
         || base.starts_with("MANIFEST-")
         || base.starts_with("OPTIONS-")
+        || base
+            .strip_prefix("LOG.old.")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         || Path::new(base)
             .extension()
-            .is_some_and(|ext| ext == "sst" || ext == "wal")
+            .is_some_and(|ext| ext == "sst" || ext == "wal" || ext == "blob")
 }
 
 #[cfg(test)]
@@ -206,10 +209,13 @@ mod tests {
             "OPTIONS-000005.tmp",
             "000012.sst",
             "000007.wal",
+            "000009.blob",
+            "LOG",
+            "LOG.old.2",
         ] {
             assert!(is_database_file(name), "{name}");
         }
-        for name in ["notes.txt", "data", ".bashrc", "sst"] {
+        for name in ["notes.txt", "data", ".bashrc", "sst", "LOG.old.", "LOGS"] {
             assert!(!is_database_file(name), "{name}");
         }
     }
