@@ -114,6 +114,22 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
         RecoveryMode::AbsoluteConsistency => RecoveryMode::TolerateCorruptedTailRecords,
         mode => mode,
     };
+    // A WAL the MANIFEST records as synced but this listing lacks was deleted by the writer
+    // after the MANIFEST was read (an edit it made since stopped naming it): not lost data
+    // but a stale MANIFEST, so the open fails with not-found and starts over (invariant 2),
+    // where read_wals would call it synced data lost.
+    let min_log = version
+        .keyspaces()
+        .iter()
+        .filter_map(|(id, _)| version.log_number(*id))
+        .min()
+        .unwrap_or(0);
+    for &number in version.wal_synced_sizes().keys() {
+        let name = log_file_name(number);
+        if number >= min_log && !names.iter().any(|n| *n == name) {
+            fs.open_read(&dir.join(&name))?;
+        }
+    }
     let wals = read_wals(&options, dir, &version, &names, mode)?;
     // Invariant 4. A WAL deleted since it was read fails here with not-found: the open starts
     // over (invariant 2).
