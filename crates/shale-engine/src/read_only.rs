@@ -126,7 +126,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
         .unwrap_or(0);
     for &number in version.wal_synced_sizes().keys() {
         let name = log_file_name(number);
-        if number >= min_log && !names.iter().any(|n| *n == name) {
+        if number >= min_log && !names.contains(&name) {
             fs.open_read(&dir.join(&name))?;
         }
     }
