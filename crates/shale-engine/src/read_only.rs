@@ -38,7 +38,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::options_file::OptionsFile;
 use crate::recovery::{
-    build_memtables, check_wals_present, keyspace_options, read_wals, NUM_LEVELS,
+    build_memtables, check_wals_present, keyspace_options, oldest_needed_wal, read_wals, NUM_LEVELS,
 };
 use crate::version::VersionSet;
 use crate::wal::format::log_file_name;
@@ -118,12 +118,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     // after the MANIFEST was read (an edit it made since stopped naming it): not lost data
     // but a stale MANIFEST, so the open fails with not-found and starts over (invariant 2),
     // where read_wals would call it synced data lost.
-    let min_log = version
-        .keyspaces()
-        .iter()
-        .filter_map(|(id, _)| version.log_number(*id))
-        .min()
-        .unwrap_or(0);
+    let min_log = oldest_needed_wal(&version);
     for &number in version.wal_synced_sizes().keys() {
         let name = log_file_name(number);
         if number >= min_log && !names.contains(&name) {

@@ -418,6 +418,17 @@ pub(crate) struct Replayed {
     wal_ends: Vec<(u64, u64)>,
 }
 
+/// The oldest WAL number some keyspace still needs replayed (0: none recorded); older WALs
+/// hold only flushed writes.
+pub(crate) fn oldest_needed_wal(version: &Version) -> u64 {
+    version
+        .keyspaces()
+        .iter()
+        .filter_map(|(id, _)| version.log_number(*id))
+        .min()
+        .unwrap_or(0)
+}
+
 /// Reads every WAL the MANIFEST says may hold unflushed data, oldest first, each up to its
 /// recorded end if it has one, judging damage by `mode` (invariant 2). `names` is the
 /// directory listing the WALs on disk are taken from.
@@ -429,12 +440,7 @@ pub(crate) fn read_wals(
     mode: RecoveryMode,
 ) -> Result<WalContents> {
     let fs = &options.file_system;
-    let min_log = version
-        .keyspaces()
-        .iter()
-        .filter_map(|(id, _)| version.log_number(*id))
-        .min()
-        .unwrap_or(0);
+    let min_log = oldest_needed_wal(version);
     let on_disk: Vec<u64> = names
         .iter()
         .filter_map(|n| parse_log_file_name(n))
