@@ -1,54 +1,50 @@
-//! CREATE INDEX's build, and the sweep of index ids no definition owns.
+//! CREATE INDEX's fill, and the sweep of index ids no definition owns.
 //!
-//! The build reads the table at one snapshot and writes the new index's entries in chunks of
-//! plain engine writes (no row locks, bounded memory), under an index id already persisted as
-//! used; the definition that makes the index visible is written last, synced (`Store`'s
-//! job). A build that fails deletes what it wrote; one cut by a crash leaves entries under an
-//! id no definition names, which [`sweep_orphans`] deletes at the next open. So the catalog
-//! and the data still match one definition after any crash (ARCHITECTURE.md invariant 7).
+//! The fill (online.rs has the whole protocol) reads the table's primary keys from one
+//! snapshot and, in small READ COMMITTED transactions, locks each row, reads its newest
+//! committed image and writes its entry, under an index id already persisted as used; the
+//! definition that makes the index visible is written last, synced (`Store`'s job). A build
+//! that fails deletes what it wrote; one cut by a crash leaves entries under an id no
+//! definition names, which [`sweep_orphans`] deletes at the next open. So the catalog and the
+//! data still match one definition after any crash (ARCHITECTURE.md invariant 7).
 //!
 //! Invariants:
 //! 1. An index id is persisted in `N` before any key of it is written, so it is never
 //!    reused, even if the build dies.
 //! 2. After `Store::open` returns, the default keyspace holds keys only under index ids of the
 //!    catalog.
-//!
-//! Not an online build: rows written by other transactions while it runs are not indexed.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
 
-use shale_engine::{Db, ReadOptions, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID};
+use shale_engine::{
+    Db, Durability, IsolationLevel, ReadOptions, TransactionDb, TransactionOptions, WriteBatch,
+    WriteOptions, DEFAULT_KEYSPACE_ID,
+};
 
 use crate::codec::key::{prefix_successor, range_bounds};
 use crate::codec::row::decode_row;
 use crate::error::{Error, Result};
 use crate::index::{entry_for_row, is_unique_entry, show_entry, table_id};
-use crate::schema::{Catalog, TableDef};
+use crate::online::AddedIndex;
+use crate::schema::Catalog;
 
-/// Entries per engine write of a build.
-const CHUNK_ENTRIES: usize = 16 * 1024;
+/// Rows per fill transaction: small, so a writer waiting for one of its locks waits briefly.
+const FILL_ROWS: usize = 256;
 
-/// Writes the entries of `table.indexes[position]` for every row of `table` as of now.
-pub(crate) fn build_index(db: &Db, table: &TableDef, position: usize) -> Result<()> {
-    let index = table
-        .indexes
-        .get(position)
-        .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
-    let result = write_entries(db, table, position);
-    if result.is_err() {
-        // Best effort: the sweep at the next open deletes whatever this leaves.
-        let _ = delete_index(db, index.index_id);
-    }
-    result
-}
+/// How often a fill transaction that lost a deadlock, or timed out waiting for a row lock, is
+/// tried again before CREATE INDEX gives up.
+const FILL_DEADLOCK_RETRIES: u32 = 100;
+const FILL_TIMEOUT_RETRIES: u32 = 3;
 
-fn write_entries(db: &Db, table: &TableDef, position: usize) -> Result<()> {
-    let index = table
-        .indexes
-        .get(position)
-        .ok_or_else(|| Error::InvalidArgument("no such index".into()))?;
-    let (lower, upper) = range_bounds(table_id(table), Bound::Unbounded, Bound::Unbounded);
+/// Writes the entry of every row of `added`'s table in its index (step 3 of online.rs). Rows
+/// written after the snapshot the keys are read from are their writers' job; the rows are
+/// those of the snapshot, each locked and read at its newest version.
+pub(crate) fn fill(tdb: &Arc<TransactionDb>, added: &AddedIndex) -> Result<()> {
+    let db = tdb.db();
+    let (lower, upper) = range_bounds(table_id(&added.def), Bound::Unbounded, Bound::Unbounded);
     let mut iter = db.iterator(ReadOptions {
         snapshot: Some(db.snapshot()),
         lower_bound: Some(lower),
@@ -56,39 +52,77 @@ fn write_entries(db: &Db, table: &TableDef, position: usize) -> Result<()> {
         skip_cache_fill: true,
         ..ReadOptions::default()
     })?;
-    let mut scratch = Vec::new();
-    let mut batch = WriteBatch::new();
-    // Unique keys written by the batch not yet applied (earlier chunks are found by `get`).
-    let mut pending_unique = HashSet::new();
     iter.seek_to_first();
-    while iter.valid() {
-        let row = decode_row(table, iter.value())?;
-        let (key, value) = entry_for_row(table, index, &row, iter.key(), &mut scratch)?;
-        if index.unique && is_unique_entry(&value) {
-            if pending_unique.contains(&key) || db.get(&key)?.is_some() {
-                return Err(Error::DuplicateKey {
-                    table: table.name.clone(),
-                    key: index.name.clone(),
-                    entry: show_entry(&row, &index.columns),
-                });
+    let mut keys = Vec::with_capacity(FILL_ROWS);
+    loop {
+        keys.clear();
+        while iter.valid() && keys.len() < FILL_ROWS {
+            keys.push(iter.key().to_vec());
+            iter.next();
+        }
+        iter.status()?;
+        if keys.is_empty() {
+            return added.check();
+        }
+        fill_retrying(tdb, added, &keys)?;
+    }
+}
+
+fn fill_retrying(tdb: &Arc<TransactionDb>, added: &AddedIndex, keys: &[Vec<u8>]) -> Result<()> {
+    let (mut deadlocks, mut timeouts) = (0, 0);
+    loop {
+        added.check()?;
+        match fill_rows(tdb, added, keys) {
+            Err(Error::Deadlock) if deadlocks < FILL_DEADLOCK_RETRIES => deadlocks += 1,
+            Err(Error::LockWaitTimeout) if timeouts < FILL_TIMEOUT_RETRIES => timeouts += 1,
+            other => return other,
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// One fill transaction over `keys` (invariant 3 of online.rs: each entry under its row's
+/// lock). Not synced: the synced definition written after the fill makes it durable, and a
+/// crash before that sweeps it.
+fn fill_rows(tdb: &Arc<TransactionDb>, added: &AddedIndex, keys: &[Vec<u8>]) -> Result<()> {
+    let table = &added.def;
+    let index = added.index();
+    let mut txn = tdb.begin(TransactionOptions {
+        isolation: IsolationLevel::ReadCommitted,
+        write_options: WriteOptions {
+            durability: Some(Durability::Buffered),
+        },
+        ..TransactionOptions::default()
+    })?;
+    let mut scratch = Vec::new();
+    for key in keys {
+        let Some(bytes) = txn.get_for_update(key)? else {
+            continue; // deleted since the snapshot, with its entry
+        };
+        let row = decode_row(table, &bytes)?;
+        let (entry, value) = entry_for_row(table, index, &row, key, &mut scratch)?;
+        if is_unique_entry(&value) {
+            match txn.get_for_update(&entry)? {
+                None => txn.put(&entry, &value)?,
+                Some(existing) if existing == value => {}
+                Some(_) => {
+                    return Err(Error::DuplicateKey {
+                        table: table.name.clone(),
+                        key: index.name.clone(),
+                        entry: show_entry(&row, &index.columns),
+                    })
+                }
             }
-            pending_unique.insert(key.clone());
+        } else {
+            txn.put_untracked(&entry, &value)?;
         }
-        batch.put(DEFAULT_KEYSPACE_ID, &key, &value)?;
-        if batch.count() as usize >= CHUNK_ENTRIES {
-            db.write(std::mem::take(&mut batch), &WriteOptions::default())?;
-            pending_unique.clear();
-        }
-        iter.next();
     }
-    iter.status()?;
-    if !batch.is_empty() {
-        db.write(batch, &WriteOptions::default())?;
-    }
+    txn.commit()?;
     Ok(())
 }
 
-fn delete_index(db: &Db, index_id: u32) -> Result<()> {
+/// Deletes every key of `index_id` (a failed build's entries).
+pub(crate) fn delete_index(db: &Db, index_id: u32) -> Result<()> {
     let mut batch = WriteBatch::new();
     delete_index_range(&mut batch, index_id)?;
     db.write(batch, &WriteOptions::default())?;

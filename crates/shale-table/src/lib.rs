@@ -96,6 +96,7 @@ mod cursor;
 mod decimal;
 mod error;
 mod index;
+mod online;
 mod schema;
 mod sequence;
 mod stats;

@@ -14,14 +14,14 @@
 //! Concurrency with DML: DDL takes no lock on the rows. A transaction still writing a table
 //! that is being dropped or truncated may leave rows under the old index ids (invisible,
 //! unreachable garbage) — `MySQL`'s metadata locks, which would prevent that, are not built
-//! yet. CREATE INDEX builds the index from a consistent snapshot (build.rs); rows written by
-//! other transactions during the build are not indexed (the online build is still to come),
-//! so run it while the table is quiet. At open, keys under index ids no definition owns (a
-//! build cut by a crash, rows a transaction wrote into a dropped table) are swept.
+//! yet. CREATE INDEX is online (online.rs): writers go on while it fills the index, and
+//! maintain it themselves. At open, keys under index ids no definition owns (a build cut by
+//! a crash, rows a transaction wrote into a dropped table) are swept.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 
 use shale_engine::{
     ReadOptions, TransactionDb, TransactionDbOptions, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID,
@@ -30,6 +30,7 @@ use shale_engine::{
 use crate::build::{self, delete_index_range};
 use crate::codec::Reader;
 use crate::error::{Error, Result};
+use crate::online::OnlineIndexes;
 use crate::schema::{Catalog, IndexDef, TableDef};
 use crate::sequence::Sequence;
 use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
@@ -44,7 +45,13 @@ pub struct StoreOptions {
     /// Row locks: the default lock wait timeout (`innodb_lock_wait_timeout`), deadlock
     /// detection, the transaction size cap.
     pub transactions: TransactionDbOptions,
+    /// How long CREATE INDEX waits for write transactions that began before it to end
+    /// (online.rs, step 2); None: a year, `MySQL`'s `lock_wait_timeout` default.
+    pub ddl_wait_timeout: Option<Duration>,
 }
+
+/// `MySQL`'s `lock_wait_timeout` default: 31,536,000 seconds.
+const DEFAULT_DDL_WAIT: Duration = Duration::from_secs(31_536_000);
 
 /// What a [`Store`] and its transactions share.
 #[derive(Debug)]
@@ -55,6 +62,9 @@ pub(crate) struct StoreInner {
     ddl: Mutex<u32>,
     /// `AUTO_INCREMENT` and row id counters by (tag, table id) (sequence.rs).
     pub(crate) sequences: Mutex<HashMap<(u8, u32), Sequence>>,
+    /// Indexes added since open, and the writer epochs CREATE INDEX waits on (online.rs).
+    pub(crate) online: Arc<OnlineIndexes>,
+    ddl_wait_timeout: Duration,
 }
 
 /// An open database directory: the engine and the catalog. Share it
@@ -72,6 +82,7 @@ impl Store {
     /// Opens (creating if missing) the store at `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let tdb = TransactionDb::open(path, options.engine, options.transactions)?;
+        let ddl_wait_timeout = options.ddl_wait_timeout;
         let db = tdb.db();
         let next_index_id = match db.get(system::KEY_VERSION)? {
             None => {
@@ -116,6 +127,8 @@ impl Store {
                 catalog: RwLock::new(Arc::new(catalog)),
                 ddl: Mutex::new(next_index_id),
                 sequences: Mutex::new(HashMap::new()),
+                online: Arc::default(),
+                ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
             }),
         })
     }
@@ -157,6 +170,9 @@ impl Store {
         self.inner.tdb.db().write(batch, &sync())?;
         for def in tables.values() {
             self.inner.forget_sequences(def.primary_key.index_id);
+            self.inner
+                .online
+                .forget(def.primary_key.index_id, |_| false);
         }
         let mut new = (*catalog).clone();
         new.databases.remove(name);
@@ -226,6 +242,9 @@ impl Store {
         drop_table_batch(&mut batch, &def)?;
         self.inner.tdb.db().write(batch, &sync())?;
         self.inner.forget_sequences(def.primary_key.index_id);
+        self.inner
+            .online
+            .forget(def.primary_key.index_id, |_| false);
         let mut new = (*catalog).clone();
         if let Some(tables) = new.databases.get_mut(database) {
             tables.remove(name);
@@ -247,8 +266,11 @@ impl Store {
         Ok(())
     }
 
-    /// Adds a secondary index and fills it from the table's rows as of one snapshot, in chunked
-    /// engine writes, then writes the new definition (build.rs; not an online build yet).
+    /// Adds a secondary index online (online.rs): registers it so writers maintain it, waits
+    /// for older write transactions to end (up to `ddl_wait_timeout`, then
+    /// [`Error::LockWaitTimeout`]), fills it from the table's rows, then writes the new
+    /// definition. Other transactions go on reading and writing the table meanwhile; the
+    /// caller must not hold an open write transaction itself (it would wait for it).
     pub fn create_index(&self, database: &str, table: &str, mut index: IndexDef) -> Result<()> {
         let mut next_id = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
@@ -261,6 +283,7 @@ impl Store {
         def.indexes.push(index);
         validate_table(&def)?;
         let position = def.indexes.len() - 1;
+        let def = Arc::new(def);
         let db = self.inner.tdb.db();
         let sys = DEFAULT_KEYSPACE_ID;
         // The id is used from here on, whatever happens (build.rs, invariant 1).
@@ -268,15 +291,33 @@ impl Store {
         batch.put(sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
         db.write(batch, &sync())?;
         *next_id = after;
-        build::build_index(db, &def, position)?;
-        let mut batch = WriteBatch::new();
-        batch.put(
-            sys,
-            &system::table_key(TAG_TABLE, def.primary_key.index_id),
-            &system::encode_table(&def),
-        )?;
-        db.write(batch, &sync())?;
-        self.inner.replace_table(&catalog, Arc::new(def));
+        let online = &self.inner.online;
+        let added = online.register(def.clone(), position);
+        let filled = online
+            .wait_for_older_writers(self.inner.ddl_wait_timeout)
+            .and_then(|()| build::fill(&self.inner.tdb, &added))
+            // Published before the definition is written: from here a writer with an old
+            // definition treats a duplicate as its own error, not as the build's failure.
+            .and_then(|()| added.publish())
+            .and_then(|()| {
+                let mut batch = WriteBatch::new();
+                batch.put(
+                    sys,
+                    &system::table_key(TAG_TABLE, def.primary_key.index_id),
+                    &system::encode_table(&def),
+                )?;
+                db.write(batch, &sync())?;
+                Ok(())
+            });
+        if let Err(error) = filled {
+            added.abandon();
+            let table_id = def.primary_key.index_id;
+            online.forget(table_id, |a| !std::ptr::eq(a, added.as_ref()));
+            // Best effort: the sweep at the next open deletes whatever this leaves.
+            let _ = build::delete_index(db, def.indexes[position].index_id);
+            return Err(error);
+        }
+        self.inner.replace_table(&catalog, def);
         Ok(())
     }
 
@@ -304,6 +345,9 @@ impl Store {
         )?;
         delete_index_range(&mut batch, dropped.index_id)?;
         self.inner.tdb.db().write(batch, &sync())?;
+        self.inner.online.forget(def.primary_key.index_id, |a| {
+            a.index().index_id != dropped.index_id
+        });
         self.inner.replace_table(&catalog, Arc::new(def));
         Ok(())
     }

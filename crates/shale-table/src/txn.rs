@@ -17,6 +17,9 @@
 //!    and is written untracked (`put_entry`).
 //! 5. After [`Error::Deadlock`] the transaction has been rolled back whole and goes on as a
 //!    new, empty one (`MySQL` too ends the transaction on a deadlock).
+//! 6. Every write call registers the transaction as a writer first (online.rs, invariant 1)
+//!    and maintains, besides the caller's definition's indexes, the indexes added online that
+//!    the definition does not list yet ([`OnlineIndexes::added_for`]).
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -33,6 +36,7 @@ use crate::index::{
     entry_for_row, is_hidden_pk, is_unique_entry, pk_key_from_values, pk_key_of_row, show_entry,
     table_id,
 };
+use crate::online::{AddedIndex, OnlineIndexes, WriterSlot};
 use crate::schema::TableDef;
 use crate::store::StoreInner;
 use crate::system::{TAG_AUTO_INCREMENT, TAG_ROW_ID};
@@ -75,6 +79,8 @@ pub enum LockMode {
 #[derive(Debug)]
 pub struct TableTxn {
     txn: Transaction<'static>,
+    /// Set by the first write; dropped after `txn` commits or rolls back (invariant 6).
+    writer: Option<WriterSlot>,
     store: Arc<StoreInner>,
     options: TransactionOptions,
     /// Reused key buffer and collation scratch, so the hot paths allocate little.
@@ -105,6 +111,7 @@ impl TableTxn {
         let txn = store.tdb.begin_shared(options.clone())?;
         Ok(TableTxn {
             txn,
+            writer: None,
             store,
             options,
             key: Vec::new(),
@@ -126,8 +133,11 @@ impl TableTxn {
         result
     }
 
-    /// Runs `body` as one atomic statement (invariant 1).
+    /// Runs `body`, a write call, as one atomic statement (invariants 1 and 6).
     fn statement<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if self.writer.is_none() {
+            self.writer = Some(OnlineIndexes::register_writer(&self.store.online));
+        }
         self.txn.set_savepoint();
         let result = body(self);
         if result.is_ok() {
@@ -176,6 +186,60 @@ impl TableTxn {
         self.txn.put(&pk_key, &value)?;
         for (key, value) in entries {
             self.put_entry(&key, &value)?;
+        }
+        self.change_all_added(table, None, Some(row), &pk_key)
+    }
+
+    /// Moves a row's entry in an index added online from what the stored image `old` (under
+    /// its row key) had to what `new` (under `new_key`) has; None: no row on that side.
+    /// Unique entries are compared by value, not trusted by key (online.rs): one is deleted
+    /// only if it points at this row, and another row's entry for the new key is a duplicate,
+    /// which fails a published index's write and a building index's build.
+    fn change_added(
+        &mut self,
+        table: &TableDef,
+        added: &AddedIndex,
+        old: Option<(&[Value], &[u8])>,
+        new: Option<&[Value]>,
+        new_key: &[u8],
+    ) -> Result<()> {
+        let index = added.index();
+        let old_entry = old
+            .map(|(row, key)| entry_for_row(table, index, row, key, &mut self.scratch))
+            .transpose()?;
+        let new_entry = new
+            .map(|row| entry_for_row(table, index, row, new_key, &mut self.scratch))
+            .transpose()?;
+        if old_entry == new_entry {
+            return Ok(());
+        }
+        if let Some((key, value)) = &old_entry {
+            if !is_unique_entry(value) {
+                self.txn.delete_untracked(key)?;
+            } else if self.txn.get_for_update(key)?.as_deref() == Some(&value[..]) {
+                self.txn.delete(key)?;
+            }
+        }
+        let (Some((key, value)), Some(row)) = (new_entry, new) else {
+            return Ok(());
+        };
+        if !is_unique_entry(&value) {
+            self.txn.put_untracked(&key, &value)?;
+            return Ok(());
+        }
+        match self.txn.get_for_update(&key)? {
+            Some(other) if other != value => {
+                let duplicate = Error::DuplicateKey {
+                    table: table.name.clone(),
+                    key: index.name.clone(),
+                    entry: show_entry(row, &index.columns),
+                };
+                if added.is_published() {
+                    return Err(duplicate);
+                }
+                added.fail(duplicate);
+            }
+            _ => self.txn.put(&key, &value)?,
         }
         Ok(())
     }
@@ -390,6 +454,7 @@ impl TableTxn {
             for (key, value) in entries {
                 self.put_entry(&key, &value)?;
             }
+            self.change_all_added(table, Some((&stored, &old_key)), Some(new), &new_key)?;
             return Ok(());
         }
         let new_entries = self.entries_checked(table, new, &new_key, Some(&old_entries))?;
@@ -402,6 +467,22 @@ impl TableTxn {
                 self.delete_entry(&old_entry.0, &old_entry.1)?;
             }
             self.put_entry(&new_entry.0, &new_entry.1)?;
+        }
+        self.change_all_added(table, Some((&stored, &old_key)), Some(new), &new_key)
+    }
+
+    /// [`change_added`](Self::change_added) for every index added online that `table` lacks.
+    fn change_all_added(
+        &mut self,
+        table: &TableDef,
+        old: Option<(&[Value], &[u8])>,
+        new: Option<&[Value]>,
+        new_key: &[u8],
+    ) -> Result<()> {
+        if let Some(added) = self.store.online.added_for(table) {
+            for index in &added {
+                self.change_added(table, index, old, new, new_key)?;
+            }
         }
         Ok(())
     }
@@ -492,7 +573,7 @@ impl TableTxn {
             let (entry, value) = entry_for_row(table, index, &stored, &key, &mut self.scratch)?;
             self.delete_entry(&entry, &value)?;
         }
-        Ok(())
+        self.change_all_added(table, Some((&stored, &key)), None, &key)
     }
 
     /// The next `AUTO_INCREMENT` value of `table`, never handed out twice, even across restarts.

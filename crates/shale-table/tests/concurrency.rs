@@ -26,6 +26,7 @@ fn store() -> (Store, Arc<TableDef>) {
                 lock_wait_timeout: Duration::from_millis(500),
                 ..TransactionDbOptions::default()
             },
+            ..StoreOptions::default()
         },
     )
     .unwrap();

@@ -25,6 +25,7 @@ fn options(fs: &MemFs) -> StoreOptions {
             lock_wait_timeout: Duration::from_millis(200),
             ..TransactionDbOptions::default()
         },
+        ..StoreOptions::default()
     }
 }
 

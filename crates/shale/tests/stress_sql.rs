@@ -87,28 +87,11 @@ fn bank_survives_kills_under_buffered_read_committed() {
     assert!(count_before(&out, "transfers acknowledged") > 0, "{out}");
 }
 
+/// The writer keeps writing during CREATE INDEX: the defect `--ddl` found once (rows committed
+/// during a build got no entry; docs/reliability.md) fails this test if it comes back.
 #[test]
 fn ddl_survives_kills() {
     let out = stress_sql("ddl", &["--ddl", "--durability", "flush"]);
     assert!(out.contains("DDL:"), "{out}");
     assert!(count_before(&out, "statements acknowledged") > 0, "{out}");
-}
-
-/// The known defect `--ddl` found (docs/reliability.md, "The server"): CREATE INDEX builds
-/// from one snapshot, so rows committed by other connections during the build get no index
-/// entry and CHECK TABLE fails. Ignored until the build is online (or a metadata lock makes
-/// it wait for writers); `cargo test -p shale --test stress_sql -- --ignored` shows it.
-#[test]
-#[ignore = "known defect: CREATE INDEX is not an online build yet"]
-fn create_index_under_writes_keeps_indexes_whole() {
-    let out = stress_sql(
-        "ddl-index-under-writes",
-        &[
-            "--ddl",
-            "--index-build-under-writes",
-            "--durability",
-            "flush",
-        ],
-    );
-    assert!(out.contains("DDL:"), "{out}");
 }

@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mysql::prelude::Queryable as _;
@@ -144,12 +144,6 @@ impl fmt::Display for DdlCounts {
 /// The DDL table's verified state and the current round's events.
 #[derive(Debug)]
 pub struct DdlTable {
-    /// Whether the writer keeps writing during CREATE INDEX. The index build is not online
-    /// yet (crates/shale-table/src/build.rs): rows committed while it runs get no entry, so
-    /// CHECK TABLE fails whether or not a crash follows. Off by default: the writer waits
-    /// (through `gate`) while CREATE INDEX runs, as the docs ask.
-    index_build_under_writes: bool,
-    gate: RwLock<()>,
     schema: Schema,
     ids: BTreeSet<i64>,
     next_id: AtomicI64,
@@ -169,10 +163,8 @@ fn row_values(ids: &[i64]) -> String {
 }
 
 impl DdlTable {
-    pub fn new(index_build_under_writes: bool) -> DdlTable {
+    pub fn new() -> DdlTable {
         DdlTable {
-            index_build_under_writes,
-            gate: RwLock::new(()),
             schema: Schema {
                 exists: false,
                 index: false,
@@ -214,10 +206,8 @@ impl DdlTable {
                 .map(|_| self.next_id.fetch_add(1, Ordering::Relaxed))
                 .collect();
             let sent = Instant::now();
-            let gate = self.gate.read().unwrap_or_else(PoisonError::into_inner);
             let result =
                 conn.query_drop(format!("INSERT INTO {TABLE} VALUES {}", row_values(&ids)));
-            drop(gate);
             match result {
                 Ok(()) => lock(&self.events).push(Event::Insert {
                     ids,
@@ -287,8 +277,6 @@ impl DdlTable {
             } else {
                 Ddl::CreateTable
             };
-            let gate = (ddl == Ddl::CreateIndex && !self.index_build_under_writes)
-                .then(|| self.gate.write().unwrap_or_else(PoisonError::into_inner));
             let sent = Instant::now();
             // Its position, taken under the same lock as the push: the writer pushes too.
             let at = {
@@ -301,7 +289,6 @@ impl DdlTable {
                 events.len() - 1
             };
             let result = conn.query_drop(ddl.sql());
-            drop(gate);
             match result {
                 Ok(()) => {
                     if let Some(Event::Ddl { acked, .. }) = lock(&self.events).get_mut(at) {

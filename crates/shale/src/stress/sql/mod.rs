@@ -52,11 +52,6 @@ pub struct SqlStressArgs {
     /// and kill the server while it runs.
     #[arg(long)]
     pub ddl: bool,
-    /// With --ddl: keep writing during CREATE INDEX. Its build is not online yet, so rows
-    /// committed during it get no index entry and CHECK TABLE fails (a known defect this
-    /// reproduces); by default the writer waits while CREATE INDEX runs.
-    #[arg(long, requires = "ddl")]
-    pub index_build_under_writes: bool,
     /// The data directory (must not exist; kept afterwards). Default: a fresh one under the
     /// temporary directory, removed after a run that passes.
     #[arg(long, value_name = "DIR")]
@@ -123,9 +118,7 @@ pub fn run(args: &SqlStressArgs) -> Result<(), Failure> {
 fn run_rounds(args: &SqlStressArgs, seed: u64, spec: &ServerSpec) -> Result<(), String> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut bank = Bank::new(args.accounts, args.durability == "buffered");
-    let mut ddl = args
-        .ddl
-        .then(|| ddl::DdlTable::new(args.index_build_under_writes));
+    let mut ddl = args.ddl.then(ddl::DdlTable::new);
     let started = Instant::now();
     let mut server = ServerProcess::start(spec)?;
     {
