@@ -91,7 +91,9 @@ fn syncs_for(writers: usize, commits: usize) -> usize {
                 for i in 0..commits {
                     let mut batch = WriteBatch::new();
                     let key = format!("w{w:02}-{i:05}");
-                    batch.put(DEFAULT_KEYSPACE_ID, key.as_bytes(), b"v").unwrap();
+                    batch
+                        .put(DEFAULT_KEYSPACE_ID, key.as_bytes(), b"v")
+                        .unwrap();
                     db.write(batch, &WriteOptions::sync()).unwrap();
                 }
             })

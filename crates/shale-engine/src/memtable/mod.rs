@@ -60,6 +60,10 @@ pub struct MemTable {
     /// Heap bytes held by `range_tombstones`, for the memory estimate.
     range_tombstone_bytes: AtomicUsize,
     stats: Box<[StatsShard]>,
+    /// Point lookups that reached the list (the filter's test counts them; no shared counter
+    /// on the read path outside tests).
+    #[cfg(test)]
+    list_lookups: AtomicUsize,
 }
 
 /// Per-thread-shard counters (invariant 3), each on its own cache lines.
@@ -113,6 +117,8 @@ impl MemTable {
             bloom: (bloom_bytes > 0).then(|| MemTableBloom::with_bytes(bloom_bytes)),
             range_tombstones: Mutex::new(Vec::new()),
             range_tombstone_bytes: AtomicUsize::new(0),
+            #[cfg(test)]
+            list_lookups: AtomicUsize::new(0),
             stats: (0..shard_count())
                 .map(|_| StatsShard {
                     entries: AtomicU64::new(0),
@@ -187,6 +193,8 @@ impl MemTable {
                 return None;
             }
         }
+        #[cfg(test)]
+        self.list_lookups.fetch_add(1, MemoryOrder::Relaxed);
         // The largest trailer of `snapshot`: every kind at that seqno is included.
         let target = (snapshot.min(MAX_SEQNO) << 8) | u64::from(ValueKind::MAX.tag());
         let position = self.list.seek(user_key, target)?;
@@ -420,6 +428,47 @@ mod tests {
 
     fn numbered(i: u64) -> Vec<u8> {
         format!("user{i:012}").into_bytes()
+    }
+
+    /// The filter's claim: a lookup of a key the filter rules out never searches the list.
+    #[test]
+    fn a_key_the_filter_rules_out_never_searches_the_list() {
+        let (with, without) = (filtered(4096), filtered(0));
+        for i in 0..200u64 {
+            for m in [&with, &without] {
+                m.add(i + 1, ValueKind::Value, &numbered(i * 2), b"v");
+            }
+        }
+        let bloom = with.bloom.as_ref().expect("a filter");
+        let mut ruled_out = 0;
+        for i in 0..2000u64 {
+            let key = numbered(i * 2 + 1); // never added
+            let before = with.list_lookups.load(MemoryOrder::Relaxed);
+            assert_eq!(with.get(&key, MAX_SEQNO), None);
+            let searched = with.list_lookups.load(MemoryOrder::Relaxed) - before;
+            if bloom.may_contain_hash(key_hash(&key)) {
+                assert_eq!(searched, 1, "key {i}: the filter let it through");
+            } else {
+                assert_eq!(searched, 0, "key {i}: ruled out, yet the list was searched");
+                ruled_out += 1;
+            }
+        }
+        // A 4 KiB filter over 200 keys rules out nearly every absent key; without a filter,
+        // every lookup searches.
+        assert!(
+            ruled_out > 1900,
+            "only {ruled_out} of 2000 absent keys ruled out"
+        );
+        for i in 0..100u64 {
+            assert_eq!(without.get(&numbered(i * 2 + 1), MAX_SEQNO), None);
+        }
+        assert_eq!(without.list_lookups.load(MemoryOrder::Relaxed), 100);
+        // Present keys always reach the list.
+        let before = with.list_lookups.load(MemoryOrder::Relaxed);
+        for i in 0..200u64 {
+            assert!(with.get(&numbered(i * 2), MAX_SEQNO).is_some());
+        }
+        assert_eq!(with.list_lookups.load(MemoryOrder::Relaxed) - before, 200);
     }
 
     #[test]
