@@ -231,3 +231,40 @@ fn compact_leaves_only_the_last_level_and_stats_print_the_compaction_table() {
     );
     assert!(out.contains("Stalls(count):"), "{out}");
 }
+
+/// The newest OPTIONS file of the database at `db`.
+fn options_file(db: &Path) -> String {
+    let mut names: Vec<_> = std::fs::read_dir(db)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("OPTIONS-"))
+        .collect();
+    names.sort();
+    std::fs::read_to_string(db.join(names.last().expect("an OPTIONS file"))).unwrap()
+}
+
+#[test]
+fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
+    let db = scratch("like-db-bench");
+    let out = bench(&db, &["--benchmarks=fillseq", "--num=100"]);
+    assert!(
+        out.contains("Not in db_bench: memtable bloom filter (ratio 0.01 of the write buffer), idle compaction (after 30 s); --like_db_bench turns both off"),
+        "{out}"
+    );
+    assert!(options_file(&db).contains("memtable_bloom_size_ratio=0.01"));
+
+    let out = bench(
+        &db,
+        &["--benchmarks=fillseq", "--num=100", "--like_db_bench"],
+    );
+    assert!(
+        out.contains("Like db_bench: memtable bloom filter off"),
+        "{out}"
+    );
+    assert!(!out.contains("Not in db_bench"), "{out}");
+    assert!(
+        options_file(&db).contains("memtable_bloom_size_ratio=0\n"),
+        "{}",
+        options_file(&db)
+    );
+}

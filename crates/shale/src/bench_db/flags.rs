@@ -169,6 +169,12 @@ pub struct DbBenchArgs {
           default_value = "false", default_missing_value = "true",
           value_parser = parse_bool, action = ArgAction::Set)]
     pub statistics: bool,
+    /// Turn off Shale's defaults that `db_bench` does not have (the memtable bloom filter and
+    /// idle compaction), for a like-for-like comparison; the header names them either way.
+    #[arg(long = "like_db_bench", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true",
+          value_parser = parse_bool, action = ArgAction::Set)]
+    pub like_db_bench: bool,
     /// Seconds each random benchmark runs (ignoring --num/--reads); 0: no limit.
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]
     pub duration: u64,
@@ -242,6 +248,7 @@ pub struct Config {
     pub write_buffer_size: usize,
     pub threads: usize,
     pub sync: bool,
+    pub like_db_bench: bool,
     pub seek_nexts: u64,
     pub db: PathBuf,
     pub use_existing_db: bool,
@@ -345,6 +352,7 @@ impl Config {
             write_buffer_size: args.write_buffer_size,
             threads: args.threads,
             sync: args.sync,
+            like_db_bench: args.like_db_bench,
             seek_nexts: args.seek_nexts,
             db: args
                 .db

@@ -439,6 +439,9 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
         config.write_buffer_size,
         if config.sync { "sync" } else { "flush" },
     );
+    if engine == EngineKind::Shale {
+        text.push_str(&differences_from_db_bench(config.like_db_bench));
+    }
     if config.use_existing_db && engine == EngineKind::Shale {
         // The flag sets the codec of new tables; the existing ones keep theirs.
         if let Some(existing) = crate::tool_stats::compression_summary(dir)? {
@@ -452,6 +455,27 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
     text.push('\n');
     let _ = write!(text, "DB path: [{}]", dir.display());
     say(&text)
+}
+
+/// The header line naming Shale's defaults that `db_bench` lacks (its own defaults, from
+/// `shale_engine::Options`), and whether `--like_db_bench` turned them off.
+fn differences_from_db_bench(like_db_bench: bool) -> String {
+    let options = shale_engine::Options::default();
+    let bloom = options.default_keyspace.memtable_bloom_size_ratio;
+    let idle = options
+        .idle_compaction_after
+        .map_or_else(|| "off".to_owned(), |d| format!("after {} s", d.as_secs()));
+    if like_db_bench {
+        format!(
+            "Like db_bench: memtable bloom filter off (default ratio {bloom}), idle compaction \
+             off (default {idle}) (--like_db_bench)\n"
+        )
+    } else {
+        format!(
+            "Not in db_bench: memtable bloom filter (ratio {bloom} of the write buffer), idle \
+             compaction ({idle}); --like_db_bench turns both off\n"
+        )
+    }
 }
 
 /// Prints `text` and a newline on stdout.

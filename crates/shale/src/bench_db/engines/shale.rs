@@ -44,6 +44,10 @@ impl ShaleEngine {
         keyspace.bottommost_compression = None;
         keyspace.block_size = config.block_size;
         keyspace.bloom_bits_per_key = config.bloom_bits;
+        if config.like_db_bench {
+            keyspace.memtable_bloom_size_ratio = 0.0;
+            options.idle_compaction_after = None;
+        }
         let db = Db::open(dir, options)
             .map_err(|e| Failure::error(format!("opening --db={} failed: {e}", dir.display())))?;
         Ok(ShaleEngine {
