@@ -55,6 +55,8 @@ pub struct Instance {
     /// The data directory and its file system (SET PERSIST's file).
     pub(crate) dir: std::path::PathBuf,
     pub(crate) fs: Arc<dyn shale_fs::FileSystem>,
+    /// The general and slow-query logs, once opened (querylog.rs).
+    pub(crate) logs: std::sync::OnceLock<crate::querylog::QueryLogs>,
 }
 
 fn user_table() -> TableDef {
@@ -132,6 +134,7 @@ impl Instance {
             started: std::time::Instant::now(),
             dir,
             fs,
+            logs: std::sync::OnceLock::new(),
         }))
     }
 

@@ -66,9 +66,16 @@ fn hinted_max_execution_time(sql: &str) -> Option<u64> {
     rest[..close].trim().parse().ok()
 }
 
-/// A session variable as a number of the given unit (0 when unset or not a number).
+/// A variable as a number (0 when unset or not a number): the session's own value if it set
+/// one, else the global one (`SET GLOBAL`, `shale serve`'s flags), else the default.
 fn number(session: &Session, name: &str) -> f64 {
-    match session.state().variable(name) {
+    let state = session.state();
+    let value = if state.vars.contains_key(name) {
+        state.variable(name)
+    } else {
+        state.variable(&format!("global.{name}"))
+    };
+    match value {
         Value::Int(i) => i as f64,
         Value::UInt(u) => u as f64,
         Value::Double(d) => d,
@@ -105,6 +112,7 @@ pub(crate) fn observe(
     let mut observed = Observed {
         inner: sink,
         affected: 0,
+        rows_sent: 0,
     };
     let result = run(session, &mut observed);
     let rows_read = watch.rows_read();
@@ -121,17 +129,26 @@ pub(crate) fn observe(
     if let (Some(c), Ok(())) = (written, &result) {
         count(session, c, observed.affected);
     }
-    let long_query_time = number(session, "long_query_time");
-    if started.elapsed().as_secs_f64() > long_query_time {
+    let took = started.elapsed();
+    if took.as_secs_f64() > number(session, "long_query_time") {
         count(session, Counter::SlowQueries, 1);
+        let entry = crate::querylog::SlowEntry {
+            sql,
+            took,
+            rows_sent: observed.rows_sent,
+            rows_examined: rows_read,
+        };
+        crate::querylog::slow(session, &entry);
     }
     result
 }
 
-/// Passes everything through, noting the affected rows of the statement's OK.
+/// Passes everything through, noting the affected rows of the statement's OK and the rows
+/// it sent.
 struct Observed<'a> {
     inner: &'a mut dyn ResultSink,
     affected: u64,
+    rows_sent: u64,
 }
 
 impl ResultSink for Observed<'_> {
@@ -144,6 +161,7 @@ impl ResultSink for Observed<'_> {
     }
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
         crate::interrupt::tick()?;
+        self.rows_sent += 1;
         self.inner.row(row)
     }
     fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {

@@ -315,6 +315,7 @@ impl Session {
     /// first error and returns it.
     pub fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         self.process().begin("Query", sql)?;
+        crate::querylog::general(self, "Query", sql);
         let result = on_big_stack(sql, || self.execute_text(sql, sink));
         self.process().end(self.state.database.as_deref());
         result
@@ -420,6 +421,7 @@ impl Session {
         };
         let (sql, counter) = (p.sql.clone(), crate::ops::planned_counter(&p.planned));
         self.process().begin("Execute", &sql)?;
+        crate::querylog::general(self, "Execute", &sql);
         crate::status::count(self, crate::status::Counter::ComStmtExecute, 1);
         let result = crate::ops::observe(self, counter, &sql, sink, |s, sink| {
             s.execute_prepared_observed(id, params, sink)

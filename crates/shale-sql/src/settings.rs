@@ -22,7 +22,7 @@ const LIVE_GLOBAL: [(&str, u64, u64); 4] = [
 ];
 
 /// Variables a running server cannot change: startup settings and the engine's options.
-const READ_ONLY: [&str; 17] = [
+const READ_ONLY: [&str; 19] = [
     "port",
     "socket",
     "datadir",
@@ -40,6 +40,9 @@ const READ_ONLY: [&str; 17] = [
     "shale_max_background_jobs",
     "shale_rate_limiter_bytes_per_sec",
     "shale_level0_slowdown_writes_trigger",
+    // The log files are opened at start (`--general-log`, `--slow-query-log`).
+    "general_log",
+    "slow_query_log",
 ];
 
 /// A whole number from a variable's value (None when it is not one).

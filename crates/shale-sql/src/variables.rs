@@ -95,6 +95,9 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     // block cache size: read-only while running (`shale serve` sets the global values it
     // started with; SET PERSIST_ONLY changes them for the next start).
     m.insert("shale_flush_log_at_trx_commit", Value::Int(1));
+    // Whether `shale serve` writes the general and slow-query logs (set at start).
+    m.insert("general_log", Value::Int(0));
+    m.insert("slow_query_log", Value::Int(0));
     m.insert("shale_block_cache_size", Value::Int(64 << 20));
     m.insert("sql_safe_updates", Value::Int(0));
     m

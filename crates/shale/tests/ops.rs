@@ -493,3 +493,71 @@ fn set_persist_survives_a_restart_and_reset_persist_forgets_it() {
     let file = std::fs::read_to_string(dir.join("shale-auto.cnf")).unwrap();
     assert!(file.ends_with("[shale]\n"), "{file}");
 }
+
+const LOGS: &str = r#"
+a = connect()
+ca = a.cursor()
+ca.execute("CREATE DATABASE logs")
+ca.execute("USE logs")
+ca.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+ca.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i) for i in range(10)])
+ca.execute("SELECT @@global.general_log, @@global.slow_query_log, @@global.long_query_time")
+row = ca.fetchone()
+assert row[:2] == (1, 1) and float(row[2]) == 100.0, row
+# Not slow at the server's 100 s; slow for this session at 0.
+ca.execute("SELECT v FROM t WHERE k = 3")
+ca.execute("SET SESSION long_query_time = 0")
+ca.execute("SELECT v FROM t WHERE k >= 7 ORDER BY k")
+assert ca.fetchall() == ((7,), (8,), (9,))
+assert error_of(ca, "SET GLOBAL slow_query_log = 0") == 1238
+print(a.thread_id())
+"#;
+
+#[test]
+fn general_and_slow_query_logs_are_written_in_the_data_directory() {
+    if !have_pymysql() {
+        return;
+    }
+    let dir = scratch("logs");
+    let served = serve(
+        &dir,
+        &[
+            "--general-log",
+            "--slow-query-log",
+            "--long-query-time",
+            "100",
+        ],
+    );
+    served.python(&format!("{PRELUDE}{LOGS}"));
+    served.stop();
+    let general = std::fs::read_to_string(dir.join("general.log")).unwrap();
+    let lines: Vec<&str> = general.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with(" Query\tSELECT v FROM t WHERE k = 3")),
+        "{general}"
+    );
+    // Every line: an RFC 3339 UTC time with microseconds, the connection id, the command.
+    for line in &lines {
+        let (time, rest) = line.split_once('\t').unwrap();
+        assert_eq!(time.len(), "2026-11-27T05:06:39.350568Z".len(), "{line}");
+        assert!(time.ends_with('Z') && rest.contains(" Query\t"), "{line}");
+    }
+    let slow = std::fs::read_to_string(dir.join("slow.log")).unwrap();
+    assert!(!slow.contains("k = 3"), "not slow at 100 s:\n{slow}");
+    let entry = slow
+        .split("# Time: ")
+        .find(|e| e.contains("SELECT v FROM t WHERE k >= 7 ORDER BY k;"))
+        .unwrap_or_else(|| panic!("no entry for the slow SELECT:\n{slow}"));
+    assert!(
+        entry.contains("Rows_sent: 3  Rows_examined: 3\n"),
+        "{entry}"
+    );
+    assert!(
+        entry.contains("# User@Host: root@localhost  Id:"),
+        "{entry}"
+    );
+    assert!(entry.contains("# Plan: range t.PRIMARY"), "{entry}");
+    assert!(entry.contains("SET timestamp="), "{entry}");
+}

@@ -28,6 +28,9 @@ use shale_sql::{Instance, InstanceOptions, IsolationLevel};
 use crate::output::Failure;
 
 /// Flags of `shale serve`.
+// Each bool is an independent on/off command-line flag, as mysqld's are; no state machine hides
+// among them.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Read options from a my.cnf-style FILE ([shale] and [mysqld] sections, the same names
@@ -99,6 +102,17 @@ pub struct ServeArgs {
     /// format (`mysqld_exporter`'s metric names); 0 picks a free port (printed).
     #[arg(long, value_name = "PORT")]
     pub metrics_port: Option<u16>,
+    /// Append every statement clients send to `<datadir>/general.log` (MySQL's `general_log`).
+    #[arg(long)]
+    pub general_log: bool,
+    /// Append statements slower than `--long-query-time` to `<datadir>/slow.log`, with their
+    /// plan (MySQL's `slow_query_log`).
+    #[arg(long)]
+    pub slow_query_log: bool,
+    /// Seconds after which a statement is slow (`Slow_queries`, the slow log); sessions may
+    /// `SET long_query_time` for themselves.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub long_query_time: f64,
 }
 
 fn parse_durability(text: &str) -> Result<Durability, String> {
@@ -129,6 +143,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     options.store.engine.durability = args.durability;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
+    instance
+        .open_query_logs(args.general_log, args.slow_query_log)
+        .map_err(|e| sql_failure("opening the query logs", &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
     if let Some(password) = &generated {
         // Before listening, so that a failed bind does not hide it.
@@ -240,6 +257,16 @@ fn publish_live_settings(instance: &Instance, args: &ServeArgs) {
         "shale_block_cache_size",
         shale_sql::Value::UInt(args.block_cache_size as u64),
     );
+    instance.set_global(
+        "long_query_time",
+        shale_sql::Value::Double(args.long_query_time),
+    );
+    for (name, on) in [
+        ("general_log", args.general_log),
+        ("slow_query_log", args.slow_query_log),
+    ] {
+        instance.set_global(name, shale_sql::Value::Int(i64::from(on)));
+    }
 }
 
 /// Tells the person where the server is and how to connect.
