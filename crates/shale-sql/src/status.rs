@@ -246,7 +246,9 @@ fn variables(session: &Session, global: bool) -> Vec<(String, String)> {
 
 /// The engine's counters since open (`DbStats`), as `Shale_` status variables.
 fn engine_figures(instance: &Instance) -> Vec<(String, String)> {
-    let s = instance.store.engine().db().stats();
+    let db = instance.store.engine().db();
+    let s = db.stats();
+    let cache = db.block_cache_stats();
     let stalls = s.stall_level0_slowdowns
         + s.stall_level0_stops
         + s.stall_pending_bytes_slowdowns
@@ -265,6 +267,10 @@ fn engine_figures(instance: &Instance) -> Vec<(String, String)> {
         ("Shale_compactions", s.compactions),
         ("Shale_stall_count", stalls),
         ("Shale_stall_micros", s.stall_micros),
+        ("Shale_block_cache_hits", cache.hits),
+        ("Shale_block_cache_misses", cache.misses),
+        ("Shale_block_cache_usage", cache.usage),
+        ("Shale_block_cache_capacity", cache.capacity),
     ]
     .iter()
     .map(|(n, v)| ((*n).to_owned(), v.to_string()))

@@ -286,6 +286,8 @@ for scope0, scope1 in ((g0, g1), (s0, s1)):
     # UPDATE and DELETE read 2 and 1 rows through the primary key, SELECT reads 3.
     assert delta(scope0, scope1, "Shale_rows_read") == 6, delta(scope0, scope1, "Shale_rows_read")
 assert int(g1["Bytes_received"]) > int(g0["Bytes_received"])
+# The engine's block cache, at shale serve's default size.
+assert int(g1["Shale_block_cache_capacity"]) == 512 << 20, g1["Shale_block_cache_capacity"]
 assert int(g1["Bytes_sent"]) > int(g0["Bytes_sent"])
 
 # A second connection: Connections and Threads_connected move, the first one's session
