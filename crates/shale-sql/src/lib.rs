@@ -10,6 +10,10 @@
 //! for CREATE) -> `plan` (access path, a pure function) -> `exec` (operators pulling rows
 //! from a `TableTxn` into the sink). `value` and `types` hold MySQL's value semantics;
 //! `session` runs transactions and session commands; `show` answers SHOW/DESCRIBE/EXPLAIN.
+//! What a DBA sees and changes of running sessions goes through `ops`: `processlist` (SHOW
+//! PROCESSLIST, KILL), `interrupt` (the kill/timeout checks in row loops), `status` (SHOW
+//! STATUS counters), `settings` (which variables SET may change), `persist` (SET PERSIST) and
+//! `querylog` (the general and slow-query logs).
 
 // Binding and DDL match over sqlparser's large AST enums: one arm per syntax form reads better
 // than the same match split across helpers.

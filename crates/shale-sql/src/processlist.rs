@@ -9,7 +9,9 @@
 //! ([`Process::set_kill_hook`]), since only the server can close its socket.
 //!
 //! Invariants:
-//! 1. The list holds exactly the sessions alive now, each under its current connection id.
+//! 1. The list holds exactly the sessions alive now, each under its current connection id
+//!    (a session the server has not yet renamed to its connection id may be missing, never
+//!    listed in another's place).
 //! 2. KILL QUERY only interrupts a statement running when it arrives: a session clears a
 //!    query kill when its next statement starts (as MySQL does). A connection kill is never
 //!    cleared: every later statement of that session fails with 1317.
@@ -161,7 +163,12 @@ impl ProcessList {
             hook: Mutex::new(None),
             counters: crate::status::StatusCounters::default(),
         });
-        lock(&self.entries).insert(id, Arc::clone(&process));
+        // The server renames its sessions to its own connection ids, which may equal an id the
+        // instance gives out: a new session never displaces a live one's entry (it is listed
+        // once renamed).
+        lock(&self.entries)
+            .entry(id)
+            .or_insert_with(|| Arc::clone(&process));
         Registration {
             list: Arc::clone(self),
             process,
@@ -332,4 +339,35 @@ pub(crate) fn kill(
         );
     }
     session.ok(sink, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::ProcessList;
+
+    #[test]
+    fn a_new_session_never_displaces_a_live_one_with_the_same_id() {
+        let list = Arc::new(ProcessList::default());
+        // The server's connection 2, then a new session the instance numbered 2 too.
+        let server_session = list.register(7);
+        server_session.rename(2);
+        let fresh = list.register(2);
+        assert_eq!(list.connected(), 1);
+        let listed = list.rows(true);
+        assert!(Arc::ptr_eq(
+            &list.entries.lock().unwrap()[&2],
+            server_session.process()
+        ));
+        assert_eq!(listed.len(), 1);
+        fresh.rename(3);
+        assert_eq!(list.connected(), 2);
+        drop(fresh);
+        assert_eq!(list.connected(), 1);
+        assert!(list.kill(2, false).is_ok());
+        assert!(server_session.process().interrupt_requested());
+        drop(server_session);
+        assert_eq!(list.kill(2, true).unwrap_err().code, 1094);
+    }
 }
