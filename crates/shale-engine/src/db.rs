@@ -846,6 +846,12 @@ impl Db {
         self.inner.db_stats()
     }
 
+    /// The block cache's lookups that hit and missed since open, and its usage and capacity
+    /// now (SHOW STATUS's `Shale_block_cache_*`).
+    pub fn block_cache_stats(&self) -> shale_sst::CacheStats {
+        self.inner.table_cache.block_cache_stats()
+    }
+
     /// `RocksDB`'s compaction stats table: files, size and score of every level now, and the
     /// flush and compaction work into each since open, every keyspace together; its `Display`
     /// is the text `shale bench`'s `stats` prints.

@@ -79,6 +79,16 @@ fn shard_layout(capacity: usize) -> (usize, usize) {
 }
 
 impl TableCache {
+    /// The shared block cache's counters (hits, misses, usage); the default when tables are
+    /// opened without one.
+    pub(crate) fn block_cache_stats(&self) -> shale_sst::CacheStats {
+        self.open_options
+            .block_cache
+            .as_ref()
+            .map(|cache| cache.stats())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn new(
         fs: Arc<dyn FileSystem>,
         dir: &Path,

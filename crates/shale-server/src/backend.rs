@@ -8,7 +8,10 @@
 
 use std::sync::Arc;
 
-use shale_sql::{Instance, PreparedInfo, ResultSink, Session, SqlError, UserRecord, Value};
+use shale_sql::{
+    Instance, KillHook, PreparedInfo, ResultSink, Session, SqlError, StatusCounters, UserRecord,
+    Value,
+};
 
 /// The database every connection shares.
 pub trait Backend: Send + Sync + 'static {
@@ -16,6 +19,17 @@ pub trait Backend: Send + Sync + 'static {
     fn session(&self) -> Box<dyn BackendSession>;
     /// The account `user`@`host`, if it exists.
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError>;
+    /// The status counters the server adds its figures to (connections, bytes); None keeps
+    /// them to the server.
+    fn status_counters(&self) -> Option<Arc<StatusCounters>> {
+        None
+    }
+    /// A global variable's current value as a number, for the settings `SET GLOBAL` changes
+    /// live (`max_connections`, `wait_timeout`); None when not set.
+    fn global_number(&self, name: &str) -> Option<u64> {
+        let _ = name;
+        None
+    }
 }
 
 /// One connection's SQL state; mirrors [`shale_sql::Session`].
@@ -33,6 +47,18 @@ pub trait BackendSession {
     /// the server replaces it with a new one.
     fn reset(&mut self) -> bool {
         false
+    }
+    /// What KILL CONNECTION of this session calls: the server closes the connection.
+    fn set_kill_hook(&mut self, hook: KillHook) {
+        let _ = hook;
+    }
+    /// KILL CONNECTION was issued for this session: the connection closes after its reply.
+    fn connection_killed(&self) -> bool {
+        false
+    }
+    /// The session's own `wait_timeout` in seconds, when it set one (`SET SESSION`).
+    fn wait_timeout(&self) -> Option<u64> {
+        None
     }
     /// The client set CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed ones.
     fn set_found_rows(&mut self, found_rows: bool) {
@@ -61,6 +87,14 @@ impl Backend for Arc<Instance> {
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError> {
         Instance::lookup_user(self, user, host)
     }
+
+    fn status_counters(&self) -> Option<Arc<StatusCounters>> {
+        Some(Arc::clone(Instance::status_counters(self)))
+    }
+
+    fn global_number(&self, name: &str) -> Option<u64> {
+        Instance::global_number(self, name)
+    }
 }
 
 impl BackendSession for Session {
@@ -71,6 +105,18 @@ impl BackendSession for Session {
 
     fn set_found_rows(&mut self, found_rows: bool) {
         Session::set_found_rows(self, found_rows);
+    }
+
+    fn set_kill_hook(&mut self, hook: KillHook) {
+        Session::set_kill_hook(self, hook);
+    }
+
+    fn connection_killed(&self) -> bool {
+        Session::connection_killed(self)
+    }
+
+    fn wait_timeout(&self) -> Option<u64> {
+        Session::own_number(self, "wait_timeout")
     }
 
     fn set_status_variable(&mut self, name: &str, value: &str) {

@@ -20,7 +20,7 @@
 
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
@@ -46,10 +46,21 @@ pub enum Job {
         host: String,
         database: Option<String>,
         tls: Option<TlsSession>,
+        /// Shared with the connection task: KILL CONNECTION and the session's wait_timeout.
+        control: Arc<ConnControl>,
         seq: u8,
     },
     /// One command packet; its reply starts at sequence id `seq`.
     Command { payload: Vec<u8>, seq: u8 },
+}
+
+/// What the session thread tells the connection's I/O task outside replies.
+#[derive(Debug, Default)]
+pub struct ConnControl {
+    /// Notified by KILL CONNECTION of this connection's session: the I/O task closes it.
+    pub killed: tokio::sync::Notify,
+    /// The session's own wait_timeout in seconds (`SET SESSION wait_timeout`), 0 if unset.
+    pub wait_timeout_secs: AtomicU64,
 }
 
 /// The session thread's body: runs jobs until the connection drops its sender.
@@ -68,6 +79,7 @@ pub fn run_session(
                 host,
                 database,
                 tls,
+                control,
                 seq,
             } => {
                 output.writer.set_seq(seq);
@@ -76,6 +88,7 @@ pub fn run_session(
                     user,
                     host,
                     tls,
+                    control,
                 };
                 let session = catch_unwind(AssertUnwindSafe(|| {
                     new_session(shared, &identity, capabilities)
@@ -106,6 +119,17 @@ pub fn run_session(
                 }
             }
         };
+        // A KILL CONNECTION of this session (by another, or itself) ends the connection
+        // after this reply; its transaction is rolled back when the session is dropped.
+        let close = close
+            || handler.as_ref().is_some_and(|h| {
+                let own = h.session.wait_timeout().unwrap_or(0);
+                h.identity
+                    .control
+                    .wait_timeout_secs
+                    .store(own, Ordering::Relaxed);
+                h.session.connection_killed()
+            });
         if !output.done(close) || close {
             break;
         }
@@ -140,12 +164,15 @@ struct Identity {
     user: String,
     host: String,
     tls: Option<TlsSession>,
+    control: Arc<ConnControl>,
 }
 
 fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
     let mut session = shared.backend.session();
     session.set_connection(identity.connection_id, &identity.user, &identity.host);
     session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
+    let control = Arc::clone(&identity.control);
+    session.set_kill_hook(Box::new(move || control.killed.notify_one()));
     // What `SHOW STATUS LIKE 'Ssl%'` reports, empty on a plain connection as in MySQL.
     let (version, cipher) = identity
         .tls

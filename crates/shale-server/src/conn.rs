@@ -18,14 +18,14 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use shale_sql::{SqlError, UserRecord};
+use shale_sql::{Counter, SqlError, UserRecord};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
-use crate::command::{run_session, Job};
+use crate::command::{run_session, ConnControl, Job};
 use crate::handshake::{
     is_ssl_request, parse_change_user, parse_handshake_response, put_auth_switch, put_handshake,
     HandshakeError, HandshakeResponse,
@@ -53,13 +53,16 @@ pub(crate) async fn serve(
 ) {
     let _ = stream.set_nodelay(true);
     let open = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
-    if open > shared.options.max_connections {
+    shared.count(Counter::Connections, 1);
+    if open > shared.max_connections() {
         let _ = send_error(&mut stream, 0, &errors::too_many_connections()).await;
     } else {
         let timeout = shared.options.connect_timeout;
         let connected = tokio::time::timeout(timeout, connect(stream, peer, &shared)).await;
         if let Ok(Some((reader, writer, login))) = connected {
             command_loop(reader, writer, &shared, login, stop).await;
+        } else {
+            shared.count(Counter::AbortedConnects, 1);
         }
     }
     shared.connections.fetch_sub(1, Ordering::Relaxed);
@@ -389,15 +392,17 @@ async fn caching_sha2(
 }
 
 /// Writes replies from the session thread until the job's last one; false ends the connection.
-async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer) -> bool {
+async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer, shared: &Shared) -> bool {
     while let Some(reply) = replies.recv().await {
         match reply {
             Reply::Partial(bytes) => {
+                shared.count(Counter::BytesSent, bytes.len() as u64);
                 if write.write_all(&bytes).await.is_err() {
                     return false;
                 }
             }
             Reply::Done { bytes, close } => {
+                shared.count(Counter::BytesSent, bytes.len() as u64);
                 if !bytes.is_empty() && write.write_all(&bytes).await.is_err() {
                     return false;
                 }
@@ -426,29 +431,35 @@ async fn command_loop(
         let _ = send_error(&mut write, login.seq, &errors::too_many_connections()).await;
         return;
     };
+    let control = Arc::new(ConnControl::default());
     let connect = Job::Connect {
         connection_id: login.connection_id,
         user: login.user,
         host: login.host,
         database: login.database,
         tls: login.tls.clone(),
+        control: Arc::clone(&control),
         seq: login.seq,
     };
-    if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write).await {
+    if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write, shared).await {
         let max = shared.options.max_allowed_packet;
-        let wait = if login.capabilities & capability::INTERACTIVE == 0 {
-            shared.options.wait_timeout
-        } else {
-            shared.options.interactive_timeout
-        };
+        let interactive = login.capabilities & capability::INTERACTIVE != 0;
         loop {
+            // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
+            let wait = shared.wait_timeout(interactive, &control);
             let packet = tokio::select! {
                 packet = tokio::time::timeout(wait, read_packet(&mut reader, 0, max)) => {
                     let Ok(packet) = packet else { break };
                     packet
                 }
+                () = control.killed.notified() => break,
                 _ = stop.wait_for(|stop| *stop) => break,
             };
+            if let Ok(p) = &packet {
+                // The payload and its 4-byte header (one header per 16 MiB piece).
+                let headers = 4 * (p.payload.len() / 0xFF_FFFF + 1);
+                shared.count(Counter::BytesReceived, (p.payload.len() + headers) as u64);
+            }
             let packet = match packet {
                 Ok(packet) => packet,
                 Err(ReadError::TooLarge { .. }) => {
@@ -488,9 +499,10 @@ async fn command_loop(
                     host,
                     database: claim.database,
                     tls: login.tls.clone(),
+                    control: Arc::clone(&control),
                     seq,
                 };
-                if job_tx.send(job).is_err() || !pump(&mut replies, &mut write).await {
+                if job_tx.send(job).is_err() || !pump(&mut replies, &mut write, shared).await {
                     break;
                 }
                 continue;
@@ -499,7 +511,7 @@ async fn command_loop(
                 seq: packet.last_seq.wrapping_add(1),
                 payload: packet.payload,
             };
-            if job_tx.send(job).is_err() || !pump(&mut replies, &mut write).await {
+            if job_tx.send(job).is_err() || !pump(&mut replies, &mut write, shared).await {
                 break;
             }
         }

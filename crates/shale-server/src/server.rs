@@ -18,7 +18,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use shale_sql::{Counter, StatusCounters};
+
 use crate::backend::Backend;
+use crate::command::ConnControl;
 use crate::sha2_full::{RsaKeyPair, Sha2Cache};
 use crate::Error;
 
@@ -81,12 +84,45 @@ pub(crate) struct Shared {
     pub connections: AtomicUsize,
     /// Accounts that may take `caching_sha2_password`'s fast path.
     pub sha2_cache: Sha2Cache,
+    /// The backend's status counters (Connections, Bytes_sent, ...).
+    counters: Option<Arc<StatusCounters>>,
     next_id: AtomicU32,
 }
 
 impl Shared {
     pub fn next_connection_id(&self) -> u32 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Adds to a status counter (SHOW GLOBAL STATUS), when the backend keeps them.
+    pub fn count(&self, counter: Counter, n: u64) {
+        if let Some(counters) = &self.counters {
+            counters.add(counter, n);
+        }
+    }
+
+    /// `max_connections` now: `SET GLOBAL` changes it live.
+    pub fn max_connections(&self) -> usize {
+        self.backend
+            .global_number("max_connections")
+            .map_or(self.options.max_connections, |n| n as usize)
+    }
+
+    /// How long a connection may idle: the session's own `wait_timeout` if it set one, else
+    /// the global `wait_timeout` (`interactive_timeout` for interactive clients) now.
+    pub fn wait_timeout(&self, interactive: bool, control: &ConnControl) -> Duration {
+        let own = control.wait_timeout_secs.load(Ordering::Relaxed);
+        if own > 0 {
+            return Duration::from_secs(own);
+        }
+        let (name, default) = if interactive {
+            ("interactive_timeout", self.options.interactive_timeout)
+        } else {
+            ("wait_timeout", self.options.wait_timeout)
+        };
+        self.backend
+            .global_number(name)
+            .map_or(default, Duration::from_secs)
     }
 }
 
@@ -123,9 +159,11 @@ impl Server {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| Error::Bind { addr, source })?;
+        let counters = backend.status_counters();
         Ok(Server {
             listener,
             shared: Arc::new(Shared {
+                counters,
                 backend,
                 options,
                 started: Instant::now(),

@@ -84,14 +84,21 @@ impl MultiRangeScan<'_> {
 }
 
 impl Source<'_> {
+    /// The next row; every table row read is counted and may stop a killed or timed-out
+    /// statement (interrupt.rs).
     pub(crate) fn next_row(&mut self) -> Result<Option<Vec<Value>>, SqlError> {
-        match self {
-            Source::Empty => Ok(None),
-            Source::One(row) => Ok(row.take()),
-            Source::Many(rows) => Ok(rows.next()),
-            Source::Cursor(c) => Ok(c.next_row()?),
-            Source::Ranges(r) => r.next_row(),
+        let row = match self {
+            Source::Empty => None,
+            Source::One(row) => row.take(),
+            Source::Many(rows) => rows.next(),
+            Source::Cursor(c) => c.next_row()?,
+            Source::Ranges(r) => r.next_row()?,
+        };
+        // A SELECT without a table reads one empty row: no table row.
+        if row.as_ref().is_some_and(|r| !r.is_empty()) {
+            crate::interrupt::row()?;
         }
+        Ok(row)
     }
 }
 
@@ -473,6 +480,8 @@ pub(crate) fn passes(
     row: &[Value],
     env: &dyn Env,
 ) -> Result<bool, SqlError> {
+    // Every row a join or filter looks at passes here: the place a long join is stopped.
+    crate::interrupt::tick()?;
     match filter {
         None => Ok(true),
         Some(f) => Ok(value::truth(&f.eval(row, env)?) == Some(true)),

@@ -46,6 +46,17 @@ pub struct Instance {
     next_connection_id: AtomicU64,
     /// Global values of system variables (`SET GLOBAL`): what new sessions start from.
     pub(crate) globals: Arc<Mutex<BTreeMap<String, Value>>>,
+    /// Every live session (SHOW PROCESSLIST, KILL).
+    pub(crate) processes: Arc<crate::processlist::ProcessList>,
+    /// The GLOBAL status counters (SHOW GLOBAL STATUS).
+    pub(crate) counters: Arc<crate::status::StatusCounters>,
+    /// When the instance opened (`Uptime`).
+    pub(crate) started: std::time::Instant,
+    /// The data directory and its file system (SET PERSIST's file).
+    pub(crate) dir: std::path::PathBuf,
+    pub(crate) fs: Arc<dyn shale_fs::FileSystem>,
+    /// The general and slow-query logs, once opened (querylog.rs).
+    pub(crate) logs: std::sync::OnceLock<crate::querylog::QueryLogs>,
 }
 
 fn user_table() -> TableDef {
@@ -94,6 +105,8 @@ impl Instance {
         options: InstanceOptions,
     ) -> Result<Arc<Instance>, SqlError> {
         let isolation = options.transaction_isolation;
+        let dir = path.as_ref().to_path_buf();
+        let fs = Arc::clone(&options.store.engine.file_system);
         let store = Store::open(path, options.store)?;
         let catalog = store.catalog();
         if !catalog.databases.contains_key("mysql") {
@@ -116,6 +129,12 @@ impl Instance {
             generation: AtomicU64::new(1),
             next_connection_id: AtomicU64::new(1),
             globals: Arc::new(Mutex::new(globals)),
+            processes: Arc::default(),
+            counters: Arc::default(),
+            started: std::time::Instant::now(),
+            dir,
+            fs,
+            logs: std::sync::OnceLock::new(),
         }))
     }
 
@@ -187,6 +206,36 @@ impl Instance {
         }
         txn.commit()?;
         Ok(())
+    }
+
+    /// The GLOBAL status counters, which the server adds its own figures to (connections,
+    /// bytes on the wire).
+    pub fn status_counters(&self) -> &Arc<crate::status::StatusCounters> {
+        &self.counters
+    }
+
+    /// A global variable's value as a whole number: what `SET GLOBAL` or
+    /// [`Instance::set_global`] stored (None when neither did).
+    pub fn global_number(&self, name: &str) -> Option<u64> {
+        let globals = self
+            .globals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        globals.get(name).and_then(crate::settings::as_u64)
+    }
+
+    /// Sets a global variable's value (the server's startup settings, so that
+    /// `@@global.max_connections` shows what the server uses).
+    pub fn set_global(&self, name: &str, value: Value) {
+        self.globals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(name.to_owned(), value);
+    }
+
+    /// Every GLOBAL status variable now, by name (SHOW GLOBAL STATUS, the server's /metrics).
+    pub fn global_status(&self) -> Vec<(String, String)> {
+        crate::status::global_variables(self)
     }
 
     /// Closes the store cleanly once every session is gone (fails if one is still open).

@@ -177,6 +177,7 @@ fn lookup(
             };
             let mut cursor = guard.scan(def, index, range, false, lock)?;
             while let Some(r) = cursor.next_row()? {
+                crate::interrupt::row()?;
                 found.push(r);
             }
         }

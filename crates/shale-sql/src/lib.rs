@@ -10,6 +10,10 @@
 //! for CREATE) -> `plan` (access path, a pure function) -> `exec` (operators pulling rows
 //! from a `TableTxn` into the sink). `value` and `types` hold MySQL's value semantics;
 //! `session` runs transactions and session commands; `show` answers SHOW/DESCRIBE/EXPLAIN.
+//! What a DBA sees and changes of running sessions goes through `ops`: `processlist` (SHOW
+//! PROCESSLIST, KILL), `interrupt` (the kill/timeout checks in row loops), `status` (SHOW
+//! STATUS counters), `settings` (which variables SET may change), `persist` (SET PERSIST) and
+//! `querylog` (the general and slow-query logs).
 
 // Binding and DDL match over sqlparser's large AST enums: one arm per syntax form reads better
 // than the same match split across helpers.
@@ -36,14 +40,21 @@ mod exec;
 mod expr;
 mod from;
 mod instance;
+mod interrupt;
 mod join;
 mod join_exec;
+mod ops;
 mod parse;
+mod persist;
 mod plan;
+mod processlist;
 mod query;
+mod querylog;
 mod result;
 mod session;
+mod settings;
 mod show;
+mod status;
 mod subquery;
 mod temporal;
 mod types;
@@ -53,6 +64,10 @@ mod walk;
 
 pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
+pub use persist::{parse_file as parse_persisted_settings, PERSIST_FILE};
+pub use processlist::KillHook;
+pub use querylog::{GENERAL_LOG_FILE, SLOW_LOG_FILE};
 pub use result::{write_text, ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 pub use session::{PreparedInfo, Session};
 pub use shale_table::{DateTime, Decimal, IsolationLevel, Value};
+pub use status::{Counter, StatusCounters};

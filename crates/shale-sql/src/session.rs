@@ -181,6 +181,8 @@ pub struct Session {
     found_rows: bool,
     prepared: HashMap<u32, Prepared>,
     next_statement_id: u32,
+    /// This session's entry in the instance's process list (SHOW PROCESSLIST, KILL).
+    process: crate::processlist::Registration,
 }
 
 fn text_value(s: &str) -> Value {
@@ -212,8 +214,10 @@ impl Session {
                 .is_none_or(|v| crate::value::truth(v) != Some(false));
             (isolation, autocommit)
         };
+        let process = instance.processes.register(connection_id);
         Session {
             instance,
+            process,
             state: State {
                 database: None,
                 connection_id,
@@ -240,6 +244,7 @@ impl Session {
     /// Sets the id `CONNECTION_ID()` returns (the server's connection id).
     pub fn set_connection_id(&mut self, id: u64) {
         self.state.connection_id = id;
+        self.process.rename(id);
     }
 
     pub fn connection_id(&self) -> u64 {
@@ -254,6 +259,21 @@ impl Session {
     /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).
     pub fn set_user(&mut self, user: &str, host: &str) {
         self.state.user = format!("{user}@{host}");
+        self.process.process().set_user(user, host);
+    }
+
+    /// What KILL CONNECTION of this session calls (the server closes the socket with it).
+    pub fn set_kill_hook(&self, hook: crate::processlist::KillHook) {
+        self.process.process().set_kill_hook(hook);
+    }
+
+    /// KILL CONNECTION was issued for this session: its owner should close it.
+    pub fn connection_killed(&self) -> bool {
+        self.process.process().connection_killed()
+    }
+
+    pub(crate) fn process(&self) -> &Arc<crate::processlist::Process> {
+        self.process.process()
     }
 
     /// COM_RESET_CONNECTION: rolls back any transaction, forgets prepared statements, user
@@ -294,12 +314,22 @@ impl Session {
     /// Runs every statement of `sql` (`;`-separated), reporting each to `sink`. Stops at the
     /// first error and returns it.
     pub fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
-        on_big_stack(sql, || self.execute_text(sql, sink))
+        self.process().begin("Query", sql)?;
+        crate::querylog::general(self, "Query", sql);
+        let result = on_big_stack(sql, || self.execute_text(sql, sink));
+        self.process().end(self.state.database.as_deref());
+        result
     }
 
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         if let Some(tables) = crate::check_table::parse_check_table(sql) {
             return crate::check_table::check_tables(self, &tables, sink);
+        }
+        if let Some(statement) = crate::persist::parse(sql) {
+            let counter = crate::status::Counter::ComSet;
+            return crate::ops::observe(self, counter, sql, sink, |s, sink| {
+                crate::persist::run(s, statement, sink)
+            });
         }
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
@@ -308,15 +338,19 @@ impl Session {
         let n = statements.len();
         for (i, stmt) in statements.into_iter().enumerate() {
             let more = i + 1 < n;
-            let planned = self.plan(stmt)?;
             let mut wrapped = MoreResults { inner: sink, more };
-            self.run(&planned, &[], &mut wrapped)?;
+            let counter = crate::status::command_counter(&stmt);
+            crate::ops::observe(self, counter, sql, &mut wrapped, |s, sink| {
+                let planned = s.plan(stmt)?;
+                s.run(&planned, &[], sink)
+            })?;
         }
         Ok(())
     }
 
     /// Prepares one statement with `?` placeholders.
     pub fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
+        crate::status::count(self, crate::status::Counter::ComStmtPrepare, 1);
         on_big_stack(sql, || self.prepare_text(sql))
     }
 
@@ -382,6 +416,26 @@ impl Session {
         params: &[Value],
         sink: &mut dyn ResultSink,
     ) -> Result<(), SqlError> {
+        let Some(p) = self.prepared.get(&id) else {
+            return Err(SqlError::unknown_prepared(id));
+        };
+        let (sql, counter) = (p.sql.clone(), crate::ops::planned_counter(&p.planned));
+        self.process().begin("Execute", &sql)?;
+        crate::querylog::general(self, "Execute", &sql);
+        crate::status::count(self, crate::status::Counter::ComStmtExecute, 1);
+        let result = crate::ops::observe(self, counter, &sql, sink, |s, sink| {
+            s.execute_prepared_observed(id, params, sink)
+        });
+        self.process().end(self.state.database.as_deref());
+        result
+    }
+
+    fn execute_prepared_observed(
+        &mut self,
+        id: u32,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
         let generation = self.instance.generation();
         let (planned, stale, count) = match self.prepared.get(&id) {
             Some(p) => (Arc::clone(&p.planned), p.generation != generation, p.params),
@@ -423,6 +477,7 @@ impl Session {
             return Err(SqlError::unknown_database(name));
         }
         self.state.database = Some(name.to_string());
+        self.process().set_db(Some(name));
         Ok(())
     }
 
@@ -762,7 +817,7 @@ impl Session {
         }
     }
 
-    fn ok(&self, sink: &mut dyn ResultSink, affected: u64) -> Result<(), SqlError> {
+    pub(crate) fn ok(&self, sink: &mut dyn ResultSink, affected: u64) -> Result<(), SqlError> {
         let mut st = self.state.status(self.in_transaction());
         st.affected_rows = affected;
         sink.ok(&st)
@@ -976,6 +1031,9 @@ impl Session {
                 let planned = self.plan(stmt.clone())?;
                 self.run(&planned, &[], sink)
             }
+            Statement::ShowProcessList { .. }
+            | Statement::Kill { .. }
+            | Statement::ShowStatus { .. } => crate::ops::command(self, stmt, sink),
             other => crate::show::show(self, other, sink),
         }
     }
@@ -1082,7 +1140,7 @@ impl Session {
         Ok(self.instance.store.drop_index(db, &def.name, &ix.name)?)
     }
 
-    fn set(&mut self, set: &ast::Set) -> Result<(), SqlError> {
+    pub(crate) fn set(&mut self, set: &ast::Set) -> Result<(), SqlError> {
         match set {
             ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(()),
             ast::Set::SetTransaction { modes, .. } => {
@@ -1194,7 +1252,7 @@ impl Session {
                     })?;
                     Value::Bytes(variables::isolation_name(level).as_bytes().to_vec())
                 }
-                _ => v,
+                _ => self.check_global_setting(&lower, v)?,
             };
             let mut globals = self
                 .state
@@ -1227,6 +1285,7 @@ impl Session {
                 })?;
             }
             _ => {
+                crate::settings::check_session_setting(&lower)?;
                 // Unknown variables are accepted and remembered: connectors set many.
                 self.state.vars.insert(lower, v);
             }

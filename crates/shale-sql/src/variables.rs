@@ -89,6 +89,16 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("names", text("utf8mb4"));
     m.insert("session_track_schema", Value::Int(1));
     m.insert("max_execution_time", Value::Int(0));
+    // Seconds after which a statement counts in Slow_queries (MySQL's default, 10).
+    m.insert("long_query_time", Value::Double(10.0));
+    // The engine's commit durability with innodb_flush_log_at_trx_commit's numbers, and its
+    // block cache size: read-only while running (`shale serve` sets the global values it
+    // started with; SET PERSIST_ONLY changes them for the next start).
+    m.insert("shale_flush_log_at_trx_commit", Value::Int(1));
+    // Whether `shale serve` writes the general and slow-query logs (set at start).
+    m.insert("general_log", Value::Int(0));
+    m.insert("slow_query_log", Value::Int(0));
+    m.insert("shale_block_cache_size", Value::Int(64 << 20));
     m.insert("sql_safe_updates", Value::Int(0));
     m
 }

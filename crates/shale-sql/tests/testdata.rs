@@ -43,6 +43,11 @@ fn show() {
 }
 
 #[test]
+fn ops() {
+    common::run_file("ops");
+}
+
+#[test]
 fn ranges() {
     common::run_file("ranges");
 }

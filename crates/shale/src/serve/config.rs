@@ -16,11 +16,40 @@ use super::ServeArgs;
 use crate::output::Failure;
 
 /// `args` (the whole command line) with the config file's options spliced in after `serve`,
-/// when `serve` has a `--config FILE`; otherwise `args` unchanged.
+/// when `serve` has a `--config FILE`, and the data directory's persisted settings
+/// (`SET PERSIST`, `shale-auto.cnf`) appended last, so that they win as MySQL's
+/// `mysqld-auto.cnf` does; otherwise `args` unchanged.
 pub fn expand(args: Vec<OsString>) -> Result<Vec<OsString>, Failure> {
     if args.get(1).is_none_or(|a| a != "serve") {
         return Ok(args);
     }
+    let mut args = with_config_file(args)?;
+    let persisted = datadir(&args).join(shale_sql::PERSIST_FILE);
+    if let Ok(text) = std::fs::read_to_string(&persisted) {
+        let shown = persisted.display().to_string();
+        args.extend(options(&text, &shown)?.into_iter().map(OsString::from));
+    }
+    Ok(args)
+}
+
+/// The data directory the arguments name (the last `--datadir` wins), or the default.
+fn datadir(args: &[OsString]) -> std::path::PathBuf {
+    let mut dir = std::path::PathBuf::from("shale-data");
+    for (i, arg) in args.iter().enumerate().skip(2) {
+        let Some(text) = arg.to_str() else { continue };
+        if text == "--datadir" {
+            if let Some(next) = args.get(i + 1) {
+                dir = next.into();
+            }
+        } else if let Some(path) = text.strip_prefix("--datadir=") {
+            dir = path.into();
+        }
+    }
+    dir
+}
+
+/// `args` with the `--config FILE` options spliced in after `serve`.
+fn with_config_file(args: Vec<OsString>) -> Result<Vec<OsString>, Failure> {
     let mut file = None;
     for (i, arg) in args.iter().enumerate().skip(2) {
         let Some(text) = arg.to_str() else { continue };

@@ -12,6 +12,7 @@
 mod certs;
 pub mod config;
 mod datadir;
+mod metrics;
 
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -27,6 +28,9 @@ use shale_sql::{Instance, InstanceOptions, IsolationLevel};
 use crate::output::Failure;
 
 /// Flags of `shale serve`.
+// Each bool is an independent on/off command-line flag, as mysqld's are; no state machine hides
+// among them.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Read options from a my.cnf-style FILE ([shale] and [mysqld] sections, the same names
@@ -94,6 +98,21 @@ pub struct ServeArgs {
     /// about once a second) or `buffered` (=0, written and fsynced about once a second).
     #[arg(long, value_name = "MODE", default_value = "sync", value_parser = parse_durability)]
     pub durability: Durability,
+    /// Serve the GLOBAL status counters at http://127.0.0.1:PORT/metrics in Prometheus's
+    /// format (`mysqld_exporter`'s metric names); 0 picks a free port (printed).
+    #[arg(long, value_name = "PORT")]
+    pub metrics_port: Option<u16>,
+    /// Append every statement clients send to `<datadir>/general.log` (MySQL's `general_log`).
+    #[arg(long)]
+    pub general_log: bool,
+    /// Append statements slower than `--long-query-time` to `<datadir>/slow.log`, with their
+    /// plan (MySQL's `slow_query_log`).
+    #[arg(long)]
+    pub slow_query_log: bool,
+    /// Seconds after which a statement is slow (`Slow_queries`, the slow log); sessions may
+    /// `SET long_query_time` for themselves.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub long_query_time: f64,
 }
 
 fn parse_durability(text: &str) -> Result<Durability, String> {
@@ -124,6 +143,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     options.store.engine.durability = args.durability;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
+    instance
+        .open_query_logs(args.general_log, args.slow_query_log)
+        .map_err(|e| sql_failure("opening the query logs", &e))?;
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
     if let Some(password) = &generated {
         // Before listening, so that a failed bind does not hide it.
@@ -171,8 +193,14 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         connect_timeout: Duration::from_secs(args.connect_timeout),
         ..ServerOptions::default()
     };
+    publish_live_settings(&instance, args);
     let backend: Arc<dyn Backend> = Arc::new(instance.clone());
+    let weak_instance = Arc::downgrade(&instance);
     let report = runtime.block_on(async {
+        let metrics = match args.metrics_port {
+            Some(port) => Some(metrics::start(port, weak_instance).await?),
+            None => None,
+        };
         let server = Server::bind(SocketAddr::new(args.bind, args.port), backend, options)
             .await
             .map_err(|e| Failure::error(e.to_string()))?;
@@ -180,7 +208,11 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
             .local_addr()
             .map_err(|e| Failure::error(e.to_string()))?;
         announce(args, &tls_files, addr)?;
-        Ok::<_, Failure>(server.run(shutdown_signal()).await)
+        let report = server.run(shutdown_signal()).await;
+        if let Some(task) = metrics {
+            task.abort();
+        }
+        Ok::<_, Failure>(report)
     });
     // The runtime's blocking threads may still hold a session until they finish.
     runtime.shutdown_timeout(Duration::from_secs(args.shutdown_timeout));
@@ -197,6 +229,44 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     drop(pid_file);
     eprintln!("shale serve: stopped");
     Ok(())
+}
+
+/// The live settings' startup values, where `SET GLOBAL` changes them and `@@global.x`
+/// shows them (the server reads them at each use).
+fn publish_live_settings(instance: &Instance, args: &ServeArgs) {
+    let started_with = [
+        ("max_connections", args.max_connections as u64),
+        ("wait_timeout", args.wait_timeout),
+        ("interactive_timeout", args.interactive_timeout),
+        ("connect_timeout", args.connect_timeout),
+    ];
+    for (name, value) in started_with {
+        instance.set_global(name, shale_sql::Value::UInt(value));
+    }
+    // Read-only while running (the engine takes it at open), shown with MySQL's numbers.
+    let flush_log_at_trx_commit = match args.durability {
+        Durability::Buffered => 0,
+        Durability::Sync => 1,
+        Durability::Flush => 2,
+    };
+    instance.set_global(
+        "shale_flush_log_at_trx_commit",
+        shale_sql::Value::UInt(flush_log_at_trx_commit),
+    );
+    instance.set_global(
+        "shale_block_cache_size",
+        shale_sql::Value::UInt(args.block_cache_size as u64),
+    );
+    instance.set_global(
+        "long_query_time",
+        shale_sql::Value::Double(args.long_query_time),
+    );
+    for (name, on) in [
+        ("general_log", args.general_log),
+        ("slow_query_log", args.slow_query_log),
+    ] {
+        instance.set_global(name, shale_sql::Value::Int(i64::from(on)));
+    }
 }
 
 /// Tells the person where the server is and how to connect.

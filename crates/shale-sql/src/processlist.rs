@@ -1,0 +1,373 @@
+//! The instance's sessions as MySQL's process list: SHOW [FULL] PROCESSLIST and KILL
+//! [CONNECTION | QUERY].
+//!
+//! Every [`Session`](crate::Session) registers a [`Process`] for its life (a
+//! [`Registration`] field, which unregisters when the session is dropped). The session
+//! updates it as statements start and end; other sessions read it (SHOW PROCESSLIST) and set
+//! its kill flag (KILL). A running statement sees the flag through
+//! [`interrupt`](crate::interrupt); an idle connection is closed by the hook the server gave
+//! ([`Process::set_kill_hook`]), since only the server can close its socket.
+//!
+//! Invariants:
+//! 1. The list holds exactly the sessions alive now, each under its current connection id
+//!    (a session the server has not yet renamed to its connection id may be missing, never
+//!    listed in another's place).
+//! 2. KILL QUERY only interrupts a statement running when it arrives: a session clears a
+//!    query kill when its next statement starts (as MySQL does). A connection kill is never
+//!    cleared: every later statement of that session fails with 1317.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use shale_table::Value;
+
+use crate::error::SqlError;
+use crate::result::{ColumnMeta, ColumnTypeCode, ResultSink};
+use crate::session::{text_column, Session};
+use crate::types::SqlType;
+
+const KILL_NONE: u8 = 0;
+const KILL_QUERY: u8 = 1;
+const KILL_CONNECTION: u8 = 2;
+
+/// SHOW PROCESSLIST (without FULL) cuts Info to this many characters, as MySQL does.
+const SHORT_INFO: usize = 100;
+
+/// What the server calls to close a killed connection's socket.
+pub type KillHook = Box<dyn Fn() + Send + Sync>;
+
+/// What a session is doing, as SHOW PROCESSLIST shows it.
+#[derive(Debug, Clone)]
+struct Activity {
+    id: u64,
+    user: String,
+    host: String,
+    db: Option<String>,
+    /// MySQL's Command column: `Sleep`, `Query`, `Execute`, `Killed`.
+    command: &'static str,
+    /// When the command began (the Time column counts from here).
+    since: Instant,
+    /// The statement text while one runs.
+    info: Option<String>,
+}
+
+/// One session's entry.
+pub(crate) struct Process {
+    activity: Mutex<Activity>,
+    kill: AtomicU8,
+    hook: Mutex<Option<KillHook>>,
+    /// The session's own status counters (SHOW SESSION STATUS).
+    pub(crate) counters: crate::status::StatusCounters,
+}
+
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Process")
+            .field("activity", &self.activity)
+            .field("kill", &self.kill)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Process {
+    /// A statement or a connection kill was requested: the running statement must stop.
+    pub(crate) fn interrupt_requested(&self) -> bool {
+        self.kill.load(Ordering::Relaxed) != KILL_NONE
+    }
+
+    /// KILL CONNECTION was issued for this session.
+    pub(crate) fn connection_killed(&self) -> bool {
+        self.kill.load(Ordering::Relaxed) == KILL_CONNECTION
+    }
+
+    pub(crate) fn set_kill_hook(&self, hook: KillHook) {
+        *lock(&self.hook) = Some(hook);
+    }
+
+    /// A statement starts (`command` is `Query` or `Execute`); fails with 1317 when the
+    /// connection was killed. Clears a KILL QUERY that came while idle (invariant 2).
+    pub(crate) fn begin(&self, command: &'static str, sql: &str) -> Result<(), SqlError> {
+        let _ =
+            self.kill
+                .compare_exchange(KILL_QUERY, KILL_NONE, Ordering::Relaxed, Ordering::Relaxed);
+        if self.connection_killed() {
+            return Err(crate::interrupt::interrupted());
+        }
+        let mut a = lock(&self.activity);
+        a.command = command;
+        a.since = Instant::now();
+        a.info = Some(sql.to_owned());
+        Ok(())
+    }
+
+    /// The statement ended; the session is idle in `db`.
+    pub(crate) fn end(&self, db: Option<&str>) {
+        let mut a = lock(&self.activity);
+        a.command = if self.connection_killed() {
+            "Killed"
+        } else {
+            "Sleep"
+        };
+        a.since = Instant::now();
+        a.info = None;
+        if a.db.as_deref() != db {
+            a.db = db.map(str::to_owned);
+        }
+    }
+
+    pub(crate) fn set_user(&self, user: &str, host: &str) {
+        let mut a = lock(&self.activity);
+        user.clone_into(&mut a.user);
+        host.clone_into(&mut a.host);
+    }
+
+    pub(crate) fn set_db(&self, db: Option<&str>) {
+        lock(&self.activity).db = db.map(str::to_owned);
+    }
+
+    fn id(&self) -> u64 {
+        lock(&self.activity).id
+    }
+
+    fn running(&self) -> bool {
+        lock(&self.activity).command != "Sleep"
+    }
+}
+
+/// Every live session of an instance, by connection id.
+#[derive(Debug, Default)]
+pub(crate) struct ProcessList {
+    entries: Mutex<BTreeMap<u64, Arc<Process>>>,
+}
+
+impl ProcessList {
+    /// Registers a new session under `id`.
+    pub(crate) fn register(self: &Arc<Self>, id: u64) -> Registration {
+        let process = Arc::new(Process {
+            activity: Mutex::new(Activity {
+                id,
+                user: "root".into(),
+                host: "localhost".into(),
+                db: None,
+                command: "Sleep",
+                since: Instant::now(),
+                info: None,
+            }),
+            kill: AtomicU8::new(KILL_NONE),
+            hook: Mutex::new(None),
+            counters: crate::status::StatusCounters::default(),
+        });
+        // The server renames its sessions to its own connection ids, which may equal an id the
+        // instance gives out: a new session never displaces a live one's entry (it is listed
+        // once renamed).
+        lock(&self.entries)
+            .entry(id)
+            .or_insert_with(|| Arc::clone(&process));
+        Registration {
+            list: Arc::clone(self),
+            process,
+        }
+    }
+
+    /// Sessions connected now (`Threads_connected`).
+    pub(crate) fn connected(&self) -> usize {
+        lock(&self.entries).len()
+    }
+
+    /// Sessions running a statement now (`Threads_running`).
+    pub(crate) fn running(&self) -> usize {
+        lock(&self.entries).values().filter(|p| p.running()).count()
+    }
+
+    /// KILL: 1094 for an id no session has.
+    pub(crate) fn kill(&self, id: u64, connection: bool) -> Result<(), SqlError> {
+        let Some(process) = lock(&self.entries).get(&id).cloned() else {
+            return Err(SqlError::new(
+                1094,
+                "HY000",
+                format!("Unknown thread id: {id}"),
+            ));
+        };
+        if connection {
+            process.kill.store(KILL_CONNECTION, Ordering::Relaxed);
+            if let Some(hook) = lock(&process.hook).as_ref() {
+                hook();
+            }
+        } else {
+            let _ = process.kill.compare_exchange(
+                KILL_NONE,
+                KILL_QUERY,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        Ok(())
+    }
+
+    /// The rows of SHOW [FULL] PROCESSLIST (and information_schema.PROCESSLIST), by id.
+    pub(crate) fn rows(&self, full: bool) -> Vec<Vec<Value>> {
+        let processes: Vec<Arc<Process>> = lock(&self.entries).values().cloned().collect();
+        let now = Instant::now();
+        processes
+            .iter()
+            .map(|p| {
+                let a = lock(&p.activity).clone();
+                let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+                let info = a.info.map_or(Value::Null, |i| {
+                    if full {
+                        text(&i)
+                    } else {
+                        text(&i.chars().take(SHORT_INFO).collect::<String>())
+                    }
+                });
+                let state = match a.command {
+                    "Query" | "Execute" => "executing",
+                    _ => "",
+                };
+                vec![
+                    Value::UInt(a.id),
+                    text(&a.user),
+                    text(&a.host),
+                    a.db.as_deref().map_or(Value::Null, text),
+                    text(a.command),
+                    Value::Int(now.duration_since(a.since).as_secs() as i64),
+                    text(state),
+                    info,
+                ]
+            })
+            .collect()
+    }
+}
+
+/// A session's place in the list; dropping it (with the session) unregisters.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    list: Arc<ProcessList>,
+    process: Arc<Process>,
+}
+
+impl Registration {
+    pub(crate) fn process(&self) -> &Arc<Process> {
+        &self.process
+    }
+
+    /// The session now goes by `id` (the server's connection id).
+    pub(crate) fn rename(&self, id: u64) {
+        let mut entries = lock(&self.list.entries);
+        let old = self.process.id();
+        if entries
+            .get(&old)
+            .is_some_and(|p| Arc::ptr_eq(p, &self.process))
+        {
+            entries.remove(&old);
+        }
+        lock(&self.process.activity).id = id;
+        entries.insert(id, Arc::clone(&self.process));
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let mut entries = lock(&self.list.entries);
+        let id = self.process.id();
+        if entries
+            .get(&id)
+            .is_some_and(|p| Arc::ptr_eq(p, &self.process))
+        {
+            entries.remove(&id);
+        }
+    }
+}
+
+/// SHOW PROCESSLIST's columns, with MySQL's types.
+fn columns() -> Vec<ColumnMeta> {
+    let int = |name: &str, unsigned: bool, code: ColumnTypeCode| {
+        let mut m = SqlType::Int { unsigned, len: 21 }.meta(name, false);
+        m.type_code = code;
+        m
+    };
+    let mut db = text_column("db");
+    db.flags &= !crate::types::flags::NOT_NULL;
+    let mut info = text_column("Info");
+    info.flags &= !crate::types::flags::NOT_NULL;
+    vec![
+        int("Id", true, ColumnTypeCode::LongLong),
+        text_column("User"),
+        text_column("Host"),
+        db,
+        text_column("Command"),
+        int("Time", false, ColumnTypeCode::Long),
+        text_column("State"),
+        info,
+    ]
+}
+
+/// SHOW [FULL] PROCESSLIST.
+pub(crate) fn show(
+    session: &mut Session,
+    full: bool,
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    let rows = session.instance().processes.rows(full);
+    session.state_mut().warnings.clear();
+    session.text_rows(sink, &columns(), &rows)
+}
+
+/// KILL [CONNECTION | QUERY] id. Killing the session's own connection ends it after this
+/// statement, as in MySQL.
+pub(crate) fn kill(
+    session: &mut Session,
+    id: u64,
+    connection: bool,
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    session.state_mut().warnings.clear();
+    session.instance().processes.kill(id, connection)?;
+    if !connection && id == session.connection_id() {
+        // A session cannot interrupt its own KILL QUERY statement: nothing is running.
+        let _ = session.process().kill.compare_exchange(
+            KILL_QUERY,
+            KILL_NONE,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+    session.ok(sink, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::ProcessList;
+
+    #[test]
+    fn a_new_session_never_displaces_a_live_one_with_the_same_id() {
+        let list = Arc::new(ProcessList::default());
+        // The server's connection 2, then a new session the instance numbered 2 too.
+        let server_session = list.register(7);
+        server_session.rename(2);
+        let fresh = list.register(2);
+        assert_eq!(list.connected(), 1);
+        let listed = list.rows(true);
+        assert!(Arc::ptr_eq(
+            &list.entries.lock().unwrap()[&2],
+            server_session.process()
+        ));
+        assert_eq!(listed.len(), 1);
+        fresh.rename(3);
+        assert_eq!(list.connected(), 2);
+        drop(fresh);
+        assert_eq!(list.connected(), 1);
+        assert!(list.kill(2, false).is_ok());
+        assert!(server_session.process().interrupt_requested());
+        drop(server_session);
+        assert_eq!(list.kill(2, true).unwrap_err().code, 1094);
+    }
+}
