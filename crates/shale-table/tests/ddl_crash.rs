@@ -228,12 +228,30 @@ fn a_crash_in_the_middle_of_a_long_index_build_leaves_no_entries_behind() {
         unique: false,
         index_id: 0,
     };
+    // The fill's own commits are not synced (the synced definition after it makes them
+    // durable), so flushes on another thread put sync points in the middle of the build.
+    let store = Arc::new(store);
+    let building = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flusher = {
+        let (store, building) = (store.clone(), building.clone());
+        std::thread::spawn(move || {
+            let mut flushes = 0;
+            while building.load(std::sync::atomic::Ordering::Relaxed) {
+                store.engine().db().flush().unwrap();
+                flushes += 1;
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            flushes
+        })
+    };
     store.create_index("a", "t", index).unwrap();
+    building.store(false, std::sync::atomic::Ordering::Relaxed);
+    let flushes = flusher.join().unwrap();
     fs.set_sync_hook(None);
     let images = std::mem::take(&mut *images.lock().unwrap());
     assert!(
         images.len() >= 3,
-        "the build wrote in chunks: {} sync points",
+        "the build ({flushes} flushes beside it): {} sync points",
         images.len()
     );
     let mut built = 0;
