@@ -27,8 +27,12 @@
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 mod bind;
+mod builtin;
+mod builtin_eval;
 mod cast;
 mod check_table;
+mod date_format;
+mod datetime_funcs;
 mod ddl;
 mod decimal;
 mod error;
@@ -38,12 +42,14 @@ mod from;
 mod instance;
 mod join;
 mod join_exec;
+mod numeric_funcs;
 mod parse;
 mod plan;
 mod query;
 mod result;
 mod session;
 mod show;
+mod string_funcs;
 mod subquery;
 mod temporal;
 mod types;

@@ -82,6 +82,8 @@ pub(crate) struct State {
     /// Status variables the server sets for this connection (`Ssl_cipher`), which
     /// `SHOW STATUS` lists; a reset keeps them (they describe the connection).
     pub status: BTreeMap<String, String>,
+    /// When the running statement started (microseconds since 1970-01-01 UTC): NOW().
+    pub statement_time: i64,
 }
 
 struct RunEnv<'a> {
@@ -114,6 +116,9 @@ impl Env for RunEnv<'_> {
             .get(name)
             .cloned()
             .unwrap_or(Value::Null)
+    }
+    fn statement_time(&self) -> i64 {
+        self.state.statement_time
     }
 }
 
@@ -227,6 +232,7 @@ impl Session {
                 globals,
                 user_vars: HashMap::new(),
                 status: BTreeMap::new(),
+                statement_time: 0,
             },
             txn: None,
             began: false,
@@ -657,6 +663,7 @@ impl Session {
         params: &[Value],
         sink: &mut dyn ResultSink,
     ) -> Result<(), SqlError> {
+        self.state.statement_time = crate::datetime_funcs::clock_micros();
         if let Planned::Command(stmt) = planned {
             return self.command(stmt, sink);
         }
@@ -1225,6 +1232,10 @@ impl Session {
                         format!("Variable '{lower}' can't be set to the value of '{bad}'"),
                     )
                 })?;
+            }
+            "time_zone" => {
+                crate::datetime_funcs::zone_offset(&v)?;
+                self.state.vars.insert(lower, v);
             }
             _ => {
                 // Unknown variables are accepted and remembered: connectors set many.

@@ -5,6 +5,7 @@
 //!    `YYYY-MM-DD[ hh:mm:ss[.ffffff]]` form, years 1000..=9999; otherwise 1292 (strict mode,
 //!    NO_ZERO_DATE and NO_ZERO_IN_DATE: `'0000-00-00'` and `'2024-02-30'` fail). Fractions
 //!    round to the column's precision; a DATE drops the time.
+//!    An integer `YYYYMMDD[hhmmss]` (or `YYMMDD[hhmmss]`) is stored as that date.
 //! 2. A date compared with a string that reads as a date compares as dates; otherwise both
 //!    compare as strings (the date's text), as MySQL falls back.
 
@@ -26,6 +27,10 @@ pub(crate) fn store(
         Value::Bytes(b) => std::str::from_utf8(b)
             .ok()
             .and_then(|s| DateTime::parse(s, fsp)),
+        // Integer forms: 20240102, 240102, 20240102030405.
+        Value::Int(_) | Value::UInt(_) => {
+            crate::datetime_funcs::date_arg(value).map(|d| d.value.round_to(fsp))
+        }
         _ => None,
     };
     parsed.map(Value::DateTime).ok_or_else(|| {
@@ -104,6 +109,10 @@ mod tests {
             assert!(e.message.contains("at row 3"), "{}", e.message);
         }
         assert_eq!(store(&Value::Int(5), None, "c", 1).unwrap_err().code, 1292);
+        assert_eq!(
+            crate::value::display(&store(&Value::Int(20_240_102), None, "c", 1).unwrap()),
+            "2024-01-02"
+        );
     }
 
     #[test]
