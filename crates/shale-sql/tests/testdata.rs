@@ -86,3 +86,8 @@ fn datetime_funcs() {
 fn string_funcs() {
     common::run_file("string_funcs");
 }
+
+#[test]
+fn year() {
+    common::run_file("year");
+}
