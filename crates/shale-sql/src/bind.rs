@@ -1494,6 +1494,10 @@ pub(crate) fn unify(a: &SqlType, b: &SqlType) -> SqlType {
             collation: a.collation(),
             len: 255,
         },
+        // DATE with DATETIME is a DATETIME (IF(c, NOW(), d), COALESCE(d, CURDATE())).
+        (SqlType::DateTime { fsp: x }, SqlType::DateTime { fsp: y }) => {
+            SqlType::DateTime { fsp: (*x).max(*y) }
+        }
         (SqlType::Decimal { .. } | SqlType::Int { .. }, SqlType::Decimal { .. })
         | (SqlType::Decimal { .. }, SqlType::Int { .. }) => {
             crate::decimal::arith_type(ArithOp::Add, a, b)

@@ -62,9 +62,7 @@ fn parse_value(column: &ColumnDef, text: &str) -> Value {
         }
         ColumnType::TinyInt { unsigned: true }
         | ColumnType::BigInt { unsigned: true }
-        | ColumnType::Year => {
-            Value::UInt(text.parse().unwrap())
-        }
+        | ColumnType::Year => Value::UInt(text.parse().unwrap()),
         _ => Value::Int(text.parse().unwrap()),
     }
 }
