@@ -111,6 +111,8 @@ pub(crate) enum Builtin {
     Math(Math),
     Log,
     Rand,
+    RowCount,
+    FoundRows,
 }
 
 impl Builtin {
@@ -147,7 +149,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
     Some(match name {
         "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
         | "UTC_TIMESTAMP" | "CURTIME" | "CURRENT_TIME" | "UTC_TIME" | "UNIX_TIMESTAMP" => (0, 1),
-        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "RAND" => (0, 0),
+        "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "RAND" | "ROW_COUNT" | "FOUND_ROWS" => (0, 0),
         "FROM_UNIXTIME" | "WEEK" | "YEARWEEK" | "ROUND" | "LOG" => (1, 2),
         "DATEDIFF" | "DATE_FORMAT" | "TIME_FORMAT" | "STR_TO_DATE" | "TIMEDIFF" | "LEFT"
         | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP" | "NULLIF" | "TRUNCATE" | "MOD" | "POW"
@@ -605,6 +607,14 @@ pub(crate) fn bind_call(
         "LOG" if bound.len() == 1 => (Builtin::Math(Math::Ln), SqlType::Double),
         "LOG" => (Builtin::Log, SqlType::Double),
         "RAND" => (Builtin::Rand, SqlType::Double),
+        "ROW_COUNT" => (Builtin::RowCount, int_type()),
+        "FOUND_ROWS" => (
+            Builtin::FoundRows,
+            SqlType::Int {
+                unsigned: true,
+                len: 21,
+            },
+        ),
         _ => {
             return Err(SqlError::new(
                 1305,

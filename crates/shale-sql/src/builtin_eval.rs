@@ -354,6 +354,8 @@ pub(crate) fn eval(
         Builtin::Math(m) => num::math(m, arg(0))?,
         Builtin::Log => num::log_base(arg(0), arg(1)),
         Builtin::Rand => num::rand(),
+        Builtin::RowCount => int(env.row_counts().0),
+        Builtin::FoundRows => Value::UInt(env.row_counts().1),
     })
 }
 

@@ -138,6 +138,8 @@ pub(crate) trait Env {
     fn user_variable(&self, name: &str) -> Value;
     /// When the statement started, in microseconds since 1970-01-01 UTC (what NOW() shows).
     fn statement_time(&self) -> i64;
+    /// ROW_COUNT() and FOUND_ROWS(): the previous statement's (row_counts.rs).
+    fn row_counts(&self) -> (i64, u64);
     /// The rows of the statement's subquery `id` run with `outer` as its correlation values
     /// (subquery.rs). Environments that run no subqueries refuse.
     fn subquery(
@@ -464,6 +466,9 @@ mod tests {
         }
         fn statement_time(&self) -> i64 {
             0
+        }
+        fn row_counts(&self) -> (i64, u64) {
+            (-1, 0)
         }
     }
 

@@ -47,6 +47,7 @@ mod parse;
 mod plan;
 mod query;
 mod result;
+mod row_counts;
 mod session;
 mod show;
 mod string_funcs;

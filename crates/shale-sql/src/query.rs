@@ -445,6 +445,9 @@ impl Env for QueryEnv<'_, '_> {
     fn statement_time(&self) -> i64 {
         self.shared.base.statement_time()
     }
+    fn row_counts(&self) -> (i64, u64) {
+        self.shared.base.row_counts()
+    }
     fn outer(&self, n: usize) -> Value {
         self.outer.get(n).cloned().unwrap_or(Value::Null)
     }

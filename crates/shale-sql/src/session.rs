@@ -84,6 +84,9 @@ pub(crate) struct State {
     pub status: BTreeMap<String, String>,
     /// When the running statement started (microseconds since 1970-01-01 UTC): NOW().
     pub statement_time: i64,
+    /// ROW_COUNT() and FOUND_ROWS() of the previous statement (row_counts.rs).
+    pub last_row_count: i64,
+    pub last_found_rows: u64,
 }
 
 struct RunEnv<'a> {
@@ -119,6 +122,9 @@ impl Env for RunEnv<'_> {
     }
     fn statement_time(&self) -> i64 {
         self.state.statement_time
+    }
+    fn row_counts(&self) -> (i64, u64) {
+        (self.state.last_row_count, self.state.last_found_rows)
     }
 }
 
@@ -233,6 +239,8 @@ impl Session {
                 user_vars: HashMap::new(),
                 status: BTreeMap::new(),
                 statement_time: 0,
+                last_row_count: -1,
+                last_found_rows: 0,
             },
             txn: None,
             began: false,
@@ -665,7 +673,11 @@ impl Session {
     ) -> Result<(), SqlError> {
         self.state.statement_time = crate::datetime_funcs::clock_micros();
         if let Planned::Command(stmt) = planned {
-            return self.command(stmt, sink);
+            let done = self.command(stmt, sink);
+            if done.is_ok() {
+                self.state.last_row_count = 0;
+            }
+            return done;
         }
         self.state.warnings.clear();
         let keep = self.keeps_transaction();
@@ -696,6 +708,11 @@ impl Session {
         };
         let mut status = self.state.status(keep);
         let mut insert_warnings = Vec::new();
+        let mut counter = crate::row_counts::RowCounter {
+            inner: sink,
+            rows: 0,
+        };
+        let sink = &mut counter;
         let result = match planned {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
@@ -745,7 +762,12 @@ impl Session {
                 } else {
                     txn.commit()?;
                 }
+                if matches!(planned, Planned::Select(..) | Planned::Query(..)) {
+                    self.state.last_row_count = -1;
+                    self.state.last_found_rows = sink.rows;
+                }
                 if let Some(mut st) = ok {
+                    self.state.last_row_count = i64::try_from(st.affected_rows).unwrap_or(i64::MAX);
                     if st.last_insert_id != 0 {
                         self.state.last_insert_id = st.last_insert_id;
                     }
