@@ -113,6 +113,9 @@ pub(crate) enum Builtin {
     Rand,
     RowCount,
     FoundRows,
+    SubstringIndex,
+    Field(Collation),
+    Elt,
 }
 
 impl Builtin {
@@ -162,8 +165,8 @@ fn arity(name: &str) -> Option<(usize, usize)> {
             (1, 1)
         }
         "SUBSTRING" | "SUBSTR" | "MID" | "LOCATE" | "REGEXP_LIKE" => (2, 3),
-        "CONCAT_WS" | "GREATEST" | "LEAST" => (2, usize::MAX),
-        "REPLACE" | "LPAD" | "RPAD" => (3, 3),
+        "CONCAT_WS" | "GREATEST" | "LEAST" | "FIELD" | "ELT" => (2, usize::MAX),
+        "REPLACE" | "LPAD" | "RPAD" | "SUBSTRING_INDEX" => (3, 3),
         "REGEXP_REPLACE" => (3, 6),
         "REGEXP_SUBSTR" => (2, 5),
         "REGEXP_INSTR" => (2, 6),
@@ -608,6 +611,9 @@ pub(crate) fn bind_call(
         "LOG" => (Builtin::Log, SqlType::Double),
         "RAND" => (Builtin::Rand, SqlType::Double),
         "ROW_COUNT" => (Builtin::RowCount, int_type()),
+        "SUBSTRING_INDEX" => (Builtin::SubstringIndex, text_len(0)),
+        "FIELD" => (Builtin::Field(coll), int_type()),
+        "ELT" => (Builtin::Elt, text_len(0)),
         "FOUND_ROWS" => (
             Builtin::FoundRows,
             SqlType::Int {

@@ -355,6 +355,9 @@ pub(crate) fn eval(
         Builtin::Log => num::log_base(arg(0), arg(1)),
         Builtin::Rand => num::rand(),
         Builtin::RowCount => int(env.row_counts().0),
+        Builtin::SubstringIndex => st::substring_index(arg(0), arg(1), arg(2)),
+        Builtin::Field(c) => st::field(&vals, c),
+        Builtin::Elt => st::elt(&vals),
         Builtin::FoundRows => Value::UInt(env.row_counts().1),
     })
 }

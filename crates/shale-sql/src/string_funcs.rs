@@ -223,6 +223,51 @@ pub(crate) fn repeat(s: &Value, n: &Value) -> Value {
     Value::Bytes(s.repeat(n))
 }
 
+/// SUBSTRING_INDEX(s, delim, count): the text before the count-th `delim` (from the right
+/// for a negative count), case-sensitive; all of `s` when there are fewer.
+pub(crate) fn substring_index(s: &Value, delim: &Value, count: &Value) -> Value {
+    let (Some(s), Some(delim), Some(count)) = (as_text(s), as_text(delim), int_arg(count)) else {
+        return Value::Null;
+    };
+    if delim.is_empty() || count == 0 {
+        return text(String::new());
+    }
+    let n = count.unsigned_abs() as usize;
+    let cut = if count > 0 {
+        s.match_indices(&delim)
+            .nth(n - 1)
+            .map(|(i, _)| s[..i].to_string())
+    } else {
+        s.rmatch_indices(&delim)
+            .nth(n - 1)
+            .map(|(i, _)| s[i + delim.len()..].to_string())
+    };
+    text(cut.unwrap_or(s))
+}
+
+/// FIELD(x, a, b, ...): the 1-based position of the first argument equal to `x` in the
+/// collation, 0 when none (or `x` is NULL).
+pub(crate) fn field(args: &[Value], c: Collation) -> Value {
+    let Some((x, rest)) = args.split_first() else {
+        return Value::Int(0);
+    };
+    if matches!(x, Value::Null) {
+        return Value::Int(0);
+    }
+    let at = rest
+        .iter()
+        .position(|v| crate::value::compare(x, v, c) == Some(std::cmp::Ordering::Equal));
+    Value::Int(at.map_or(0, |i| i as i64 + 1))
+}
+
+/// ELT(n, a, b, ...): the n-th of the rest, NULL out of range.
+pub(crate) fn elt(args: &[Value]) -> Value {
+    match args.first().and_then(int_arg) {
+        Some(n) if n >= 1 => args.get(n as usize).cloned().unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
 /// SPACE(n).
 pub(crate) fn space(n: &Value) -> Value {
     repeat(&Value::Bytes(b" ".to_vec()), n)
