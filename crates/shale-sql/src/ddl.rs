@@ -34,6 +34,23 @@ fn column_type(
     Ok(match dt {
         D::Decimal(info) | D::Dec(info) | D::Numeric(info) => decimal_type(info, column)?,
         D::Date => ColumnType::Date,
+        D::Custom(name, modifiers)
+            if crate::bind::ident_name(name)
+                .join(".")
+                .eq_ignore_ascii_case("year") =>
+        {
+            match modifiers.as_slice() {
+                [] => ColumnType::Year,
+                [m] if m.to_string() == "4" => ColumnType::Year,
+                _ => {
+                    return Err(SqlError::new(
+                        1818,
+                        "HY000",
+                        "Supports only YEAR or YEAR(4) column.",
+                    ))
+                }
+            }
+        }
         D::Datetime(fsp) => match fsp.unwrap_or(0) {
             f @ 0..=6 => ColumnType::DateTime { fsp: f as u8 },
             f => {
@@ -448,6 +465,7 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
         ColumnType::Date => "date".into(),
         ColumnType::DateTime { fsp: 0 } => "datetime".into(),
         ColumnType::DateTime { fsp } => format!("datetime({fsp})"),
+        ColumnType::Year => "year".into(),
         ColumnType::Char { len, collation } => match collation {
             Collation::Binary => format!("binary({len})"),
             _ => format!("char({len})"),

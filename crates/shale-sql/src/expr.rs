@@ -65,11 +65,8 @@ pub(crate) enum Func {
     IfNull,
     Coalesce,
     If,
-    /// NOW(), CURRENT_TIMESTAMP, UTC_TIMESTAMP, SYSDATE(): `YYYY-MM-DD hh:mm:ss` (UTC).
-    Now,
-    /// CURDATE(), CURRENT_DATE, UTC_DATE: `YYYY-MM-DD` (UTC).
-    CurDate,
-    UnixTimestamp,
+    /// The functions of builtin.rs.
+    Builtin(crate::builtin::Builtin),
 }
 
 /// A bound expression.
@@ -139,6 +136,10 @@ pub(crate) trait Env {
     fn variable(&self, name: &str) -> Value;
     /// A user variable's value (NULL when never set).
     fn user_variable(&self, name: &str) -> Value;
+    /// When the statement started, in microseconds since 1970-01-01 UTC (what NOW() shows).
+    fn statement_time(&self) -> i64;
+    /// ROW_COUNT() and FOUND_ROWS(): the previous statement's (row_counts.rs).
+    fn row_counts(&self) -> (i64, u64);
     /// The rows of the statement's subquery `id` run with `outer` as its correlation values
     /// (subquery.rs). Environments that run no subqueries refuse.
     fn subquery(
@@ -203,7 +204,9 @@ impl Expr {
                     && otherwise.as_ref().is_none_or(|e| e.is_row_independent())
             }
             Expr::Func(f, args) => {
-                *f != Func::LastInsertId && args.iter().all(Expr::is_row_independent)
+                *f != Func::LastInsertId
+                    && !matches!(f, Func::Builtin(b) if b.is_volatile())
+                    && args.iter().all(Expr::is_row_independent)
             }
         }
     }
@@ -423,9 +426,7 @@ fn eval_func(f: Func, args: &[Expr], row: &[Value], env: &dyn Env) -> Result<Val
             }
             Value::Null
         }
-        Func::Now => text(&utc_now(true)),
-        Func::CurDate => text(&utc_now(false)),
-        Func::UnixTimestamp => Value::UInt(unix_seconds()),
+        Func::Builtin(b) => crate::builtin_eval::eval(b, args, row, env)?,
         Func::If => {
             if value::truth(&arg(0)?) == Some(true) {
                 arg(1)?
@@ -436,54 +437,9 @@ fn eval_func(f: Func, args: &[Expr], row: &[Value], env: &dyn Env) -> Result<Val
     })
 }
 
-fn unix_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// The current UTC date (and time) as MySQL prints DATETIME and DATE.
-fn utc_now(with_time: bool) -> String {
-    let secs = unix_seconds();
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    if !with_time {
-        return format!("{y:04}-{m:02}-{d:02}");
-    }
-    let s = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's `civil_from_days`).
-pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn calendar() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(59), (1970, 3, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(20_599), (2026, 5, 26));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    }
 
     struct NoEnv;
     impl Env for NoEnv {
@@ -507,6 +463,12 @@ mod tests {
         }
         fn user_variable(&self, _: &str) -> Value {
             Value::Null
+        }
+        fn statement_time(&self) -> i64 {
+            0
+        }
+        fn row_counts(&self) -> (i64, u64) {
+            (-1, 0)
         }
     }
 

@@ -31,8 +31,12 @@
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 mod bind;
+mod builtin;
+mod builtin_eval;
 mod cast;
 mod check_table;
+mod date_format;
+mod datetime_funcs;
 mod ddl;
 mod decimal;
 mod error;
@@ -43,6 +47,7 @@ mod instance;
 mod interrupt;
 mod join;
 mod join_exec;
+mod numeric_funcs;
 mod ops;
 mod parse;
 mod persist;
@@ -51,10 +56,12 @@ mod processlist;
 mod query;
 mod querylog;
 mod result;
+mod row_counts;
 mod session;
 mod settings;
 mod show;
 mod status;
+mod string_funcs;
 mod subquery;
 mod temporal;
 mod types;

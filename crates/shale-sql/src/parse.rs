@@ -10,6 +10,10 @@
 //!    loses the clause sqlparser does not know; the snapshot is then taken by the first
 //!    statement of the transaction instead of at once.
 //! 4. Text inside quotes (`'`, `"`, `` ` ``) is never changed.
+//! 5. MySQL's compound interval units after `INTERVAL expr` (`DAY_HOUR`, `YEAR_MONTH`,
+//!    `HOUR_MINUTE`, ...), which sqlparser does not know, become the standard `DAY TO HOUR`
+//!    form it parses; `SECOND_MICROSECOND` becomes `MICROSECOND TO SECOND` (sqlparser reads
+//!    no `TO` after SECOND). builtin.rs maps both back.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -29,7 +33,7 @@ pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
 
 /// Rules 1 to 3.
 pub(crate) fn preprocess(sql: &str) -> String {
-    let text = executable_comments(sql);
+    let text = interval_units(&executable_comments(sql));
     if let Some(rewritten) = global_isolation(&text).or_else(|| consistent_snapshot(&text)) {
         return rewritten;
     }
@@ -91,6 +95,89 @@ fn executable_comments(sql: &str) -> String {
     }
     if start < b.len() {
         out.push_str(&sql[start.min(b.len())..]);
+    }
+    out
+}
+
+/// Rule 5: the standard spelling of a compound unit.
+fn compound_unit(word: &str) -> Option<&'static str> {
+    Some(match word.to_ascii_uppercase().as_str() {
+        "SECOND_MICROSECOND" => "MICROSECOND TO SECOND",
+        "MINUTE_MICROSECOND" => "MINUTE TO MICROSECOND",
+        "MINUTE_SECOND" => "MINUTE TO SECOND",
+        "HOUR_MICROSECOND" => "HOUR TO MICROSECOND",
+        "HOUR_SECOND" => "HOUR TO SECOND",
+        "HOUR_MINUTE" => "HOUR TO MINUTE",
+        "DAY_MICROSECOND" => "DAY TO MICROSECOND",
+        "DAY_SECOND" => "DAY TO SECOND",
+        "DAY_MINUTE" => "DAY TO MINUTE",
+        "DAY_HOUR" => "DAY TO HOUR",
+        "YEAR_MONTH" => "YEAR TO MONTH",
+        _ => return None,
+    })
+}
+
+/// Rule 5: a compound unit word at the parenthesis depth of the `INTERVAL` before it (and
+/// before any `,` or `)` closing that expression) is rewritten.
+fn interval_units(sql: &str) -> String {
+    let upper = sql.to_ascii_uppercase();
+    if !upper.contains("INTERVAL") || !upper.contains('_') {
+        return sql.to_string();
+    }
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len() + 16);
+    let (mut i, mut depth, mut pending) = (0, 0usize, None::<usize>);
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    if b[i] == b'\\' && q != b'`' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i = (i + 1).min(b.len());
+                out.push_str(&sql[start..i]);
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$')
+                {
+                    i += 1;
+                }
+                let word = &sql[start..i];
+                let after_dot = start > 0 && b[start - 1] == b'.';
+                if word.eq_ignore_ascii_case("INTERVAL") && !after_dot {
+                    pending = Some(depth);
+                    out.push_str(word);
+                } else if let Some(unit) =
+                    compound_unit(word).filter(|_| pending == Some(depth) && !after_dot)
+                {
+                    out.push_str(unit);
+                    pending = None;
+                } else {
+                    out.push_str(word);
+                }
+            }
+            c => {
+                match c {
+                    b'(' => depth += 1,
+                    b')' => {
+                        depth = depth.saturating_sub(1);
+                        if pending.is_some_and(|d| d > depth) {
+                            pending = None;
+                        }
+                    }
+                    b',' | b';' if pending == Some(depth) => pending = None,
+                    _ => {}
+                }
+                let len = sql[i..].chars().next().map_or(1, char::len_utf8);
+                out.push_str(&sql[i..i + len]);
+                i += len;
+            }
+        }
     }
     out
 }
@@ -175,6 +262,14 @@ mod tests {
             (
                 "start transaction with consistent snapshot, read only",
                 "START TRANSACTION read only",
+            ),
+            (
+                "SELECT d + INTERVAL '1 2' day_hour, `day_hour`, t.day_hour, 'INTERVAL 1 DAY_HOUR'",
+                "SELECT d + INTERVAL '1 2' DAY TO HOUR, `day_hour`, t.day_hour, 'INTERVAL 1 DAY_HOUR'",
+            ),
+            (
+                "SELECT DATE_ADD(d, INTERVAL (1) SECOND_MICROSECOND), day_hour FROM t",
+                "SELECT DATE_ADD(d, INTERVAL (1) MICROSECOND TO SECOND), day_hour FROM t",
             ),
             (
                 "set global transaction isolation level read committed;",

@@ -442,6 +442,12 @@ impl Env for QueryEnv<'_, '_> {
     fn user_variable(&self, name: &str) -> Value {
         self.shared.base.user_variable(name)
     }
+    fn statement_time(&self) -> i64 {
+        self.shared.base.statement_time()
+    }
+    fn row_counts(&self) -> (i64, u64) {
+        self.shared.base.row_counts()
+    }
     fn outer(&self, n: usize) -> Value {
         self.outer.get(n).cloned().unwrap_or(Value::Null)
     }

@@ -102,7 +102,7 @@ fn timestamp(at: SystemTime) -> String {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
     let secs = since.as_secs();
-    let (y, m, d) = crate::expr::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = crate::datetime_funcs::civil_from_days((secs / 86_400) as i64);
     let s = secs % 86_400;
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",

@@ -82,6 +82,11 @@ pub(crate) struct State {
     /// Status variables the server sets for this connection (`Ssl_cipher`), which
     /// `SHOW STATUS` lists; a reset keeps them (they describe the connection).
     pub status: BTreeMap<String, String>,
+    /// When the running statement started (microseconds since 1970-01-01 UTC): NOW().
+    pub statement_time: i64,
+    /// ROW_COUNT() and FOUND_ROWS() of the previous statement (row_counts.rs).
+    pub last_row_count: i64,
+    pub last_found_rows: u64,
 }
 
 struct RunEnv<'a> {
@@ -114,6 +119,12 @@ impl Env for RunEnv<'_> {
             .get(name)
             .cloned()
             .unwrap_or(Value::Null)
+    }
+    fn statement_time(&self) -> i64 {
+        self.state.statement_time
+    }
+    fn row_counts(&self) -> (i64, u64) {
+        (self.state.last_row_count, self.state.last_found_rows)
     }
 }
 
@@ -231,6 +242,9 @@ impl Session {
                 globals,
                 user_vars: HashMap::new(),
                 status: BTreeMap::new(),
+                statement_time: 0,
+                last_row_count: -1,
+                last_found_rows: 0,
             },
             txn: None,
             began: false,
@@ -712,8 +726,13 @@ impl Session {
         params: &[Value],
         sink: &mut dyn ResultSink,
     ) -> Result<(), SqlError> {
+        self.state.statement_time = crate::datetime_funcs::clock_micros();
         if let Planned::Command(stmt) = planned {
-            return self.command(stmt, sink);
+            let done = self.command(stmt, sink);
+            if done.is_ok() {
+                self.state.last_row_count = 0;
+            }
+            return done;
         }
         self.state.warnings.clear();
         let keep = self.keeps_transaction();
@@ -744,6 +763,11 @@ impl Session {
         };
         let mut status = self.state.status(keep);
         let mut insert_warnings = Vec::new();
+        let mut counter = crate::row_counts::RowCounter {
+            inner: sink,
+            rows: 0,
+        };
+        let sink = &mut counter;
         let result = match planned {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
@@ -793,7 +817,12 @@ impl Session {
                 } else {
                     txn.commit()?;
                 }
+                if matches!(planned, Planned::Select(..) | Planned::Query(..)) {
+                    self.state.last_row_count = -1;
+                    self.state.last_found_rows = sink.rows;
+                }
                 if let Some(mut st) = ok {
+                    self.state.last_row_count = i64::try_from(st.affected_rows).unwrap_or(i64::MAX);
                     if st.last_insert_id != 0 {
                         self.state.last_insert_id = st.last_insert_id;
                     }
@@ -1283,6 +1312,10 @@ impl Session {
                         format!("Variable '{lower}' can't be set to the value of '{bad}'"),
                     )
                 })?;
+            }
+            "time_zone" => {
+                crate::datetime_funcs::zone_offset(&v)?;
+                self.state.vars.insert(lower, v);
             }
             _ => {
                 crate::settings::check_session_setting(&lower)?;

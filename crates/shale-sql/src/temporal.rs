@@ -5,8 +5,13 @@
 //!    `YYYY-MM-DD[ hh:mm:ss[.ffffff]]` form, years 1000..=9999; otherwise 1292 (strict mode,
 //!    NO_ZERO_DATE and NO_ZERO_IN_DATE: `'0000-00-00'` and `'2024-02-30'` fail). Fractions
 //!    round to the column's precision; a DATE drops the time.
+//!    An integer `YYYYMMDD[hhmmss]` (or `YYMMDD[hhmmss]`) is stored as that date.
 //! 2. A date compared with a string that reads as a date compares as dates; otherwise both
 //!    compare as strings (the date's text), as MySQL falls back.
+//! 3. A YEAR column takes 1901..=2155 and 0; one- and two-digit numbers are 2000..=2069
+//!    (1..=69) and 1970..=1999 (70..=99), the text `'0'`/`'00'` is 2000 and `'0000'` the
+//!    zero year; anything else is 1264 (out of range) or 1366 (not a number). A date stores
+//!    its year.
 
 use std::cmp::Ordering;
 
@@ -26,6 +31,10 @@ pub(crate) fn store(
         Value::Bytes(b) => std::str::from_utf8(b)
             .ok()
             .and_then(|s| DateTime::parse(s, fsp)),
+        // Integer forms: 20240102, 240102, 20240102030405.
+        Value::Int(_) | Value::UInt(_) => {
+            crate::datetime_funcs::date_arg(value).map(|d| d.value.round_to(fsp))
+        }
         _ => None,
     };
     parsed.map(Value::DateTime).ok_or_else(|| {
@@ -39,6 +48,39 @@ pub(crate) fn store(
             ),
         )
     })
+}
+
+/// `value` stored into a YEAR column (rule 3).
+pub(crate) fn store_year(value: &Value, column: &str, row: usize) -> Result<Value, SqlError> {
+    let out_of_range = || SqlError::out_of_range(column, row);
+    let n = match value {
+        Value::DateTime(d) => return Ok(Value::UInt(u64::from(d.parts().0))),
+        Value::Bytes(b) => {
+            let text = String::from_utf8_lossy(b);
+            let t = text.trim();
+            if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit()) {
+                return Err(SqlError::incorrect_integer(&text, column, row));
+            }
+            // As text, '0' and '00' are 2000; only '0000' is the zero year.
+            match t.parse::<i128>() {
+                Ok(0) if t.len() < 4 => 2000,
+                Ok(n) => n,
+                Err(_) => return Err(out_of_range()),
+            }
+        }
+        other => match crate::value::to_i128(other) {
+            Some(n) => n,
+            None => return Err(out_of_range()),
+        },
+    };
+    let year = match n {
+        0 => 0,
+        1..=69 => 2000 + n,
+        70..=99 => 1900 + n,
+        1901..=2155 => n,
+        _ => return Err(out_of_range()),
+    };
+    Ok(Value::UInt(year as u64))
 }
 
 /// The string read as a date/time, if it is one.
@@ -104,6 +146,20 @@ mod tests {
             assert!(e.message.contains("at row 3"), "{}", e.message);
         }
         assert_eq!(store(&Value::Int(5), None, "c", 1).unwrap_err().code, 1292);
+        assert_eq!(
+            crate::value::display(&store(&Value::Int(20_240_102), None, "c", 1).unwrap()),
+            "2024-01-02"
+        );
+        let year = |v: Value| store_year(&v, "y", 1).map(|v| crate::value::display(&v));
+        assert_eq!(year(Value::Int(24)).unwrap(), "2024");
+        assert_eq!(year(Value::Int(70)).unwrap(), "1970");
+        assert_eq!(year(Value::Int(0)).unwrap(), "0");
+        assert_eq!(year(b("0")).unwrap(), "2000");
+        assert_eq!(year(b("0000")).unwrap(), "0");
+        assert_eq!(year(b("2155")).unwrap(), "2155");
+        assert_eq!(year(Value::Int(1900)).unwrap_err().code, 1264);
+        assert_eq!(year(Value::Int(2156)).unwrap_err().code, 1264);
+        assert_eq!(year(b("abc")).unwrap_err().code, 1366);
     }
 
     #[test]

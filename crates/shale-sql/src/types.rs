@@ -73,6 +73,10 @@ impl SqlType {
             ColumnType::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
             ColumnType::Date => SqlType::DateTime { fsp: None },
             ColumnType::DateTime { fsp } => SqlType::DateTime { fsp: Some(fsp) },
+            ColumnType::Year => SqlType::Int {
+                unsigned: true,
+                len: 4,
+            },
             ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
                 SqlType::Str { collation, len }
             }
@@ -182,6 +186,7 @@ pub(crate) fn column_meta(
         ColumnType::Decimal { .. } => ColumnTypeCode::NewDecimal,
         ColumnType::Date => ColumnTypeCode::Date,
         ColumnType::DateTime { .. } => ColumnTypeCode::DateTime,
+        ColumnType::Year => ColumnTypeCode::Year,
         ColumnType::Char { .. } => ColumnTypeCode::String,
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
@@ -219,6 +224,7 @@ pub(crate) fn int_range(ty: &ColumnType) -> Option<(i128, i128)> {
         ColumnType::MediumInt { unsigned } => (24, unsigned),
         ColumnType::Int { unsigned } => (32, unsigned),
         ColumnType::BigInt { unsigned } => (64, unsigned),
+        ColumnType::Year => return Some((0, 2155)),
         _ => return None,
     };
     Some(if unsigned {
@@ -236,6 +242,7 @@ fn is_unsigned(ty: &ColumnType) -> bool {
             | ColumnType::MediumInt { unsigned: true }
             | ColumnType::Int { unsigned: true }
             | ColumnType::BigInt { unsigned: true }
+            | ColumnType::Year
     )
 }
 
@@ -312,6 +319,7 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
         }
         ColumnType::Date => crate::temporal::store(&value, None, &col.name, row),
         ColumnType::DateTime { fsp } => crate::temporal::store(&value, Some(*fsp), &col.name, row),
+        ColumnType::Year => crate::temporal::store_year(&value, &col.name, row),
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {
                 Value::Bytes(b) => b,

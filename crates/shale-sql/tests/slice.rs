@@ -411,16 +411,27 @@ fn clock_functions() {
         "SELECT NOW(), CURRENT_TIMESTAMP, CURDATE(), UNIX_TIMESTAMP()",
     );
     let row = &sink.rows[0];
-    let text = |v: &Value| match v {
-        Value::Bytes(b) => String::from_utf8(b.clone()).unwrap(),
-        other => panic!("{other:?}"),
+    // DATETIME and DATE values of the statement's start time (docs/sql.md), in UTC.
+    let (Value::DateTime(now), Value::DateTime(ts), Value::DateTime(today)) =
+        (&row[0], &row[1], &row[2])
+    else {
+        panic!("{row:?}")
     };
-    let now = text(&row[0]);
-    assert_eq!(now.len(), 19, "{now}");
-    assert_eq!(&now[4..5], "-");
-    assert_eq!(&now[10..11], " ");
-    assert_eq!(text(&row[2]), now[..10]);
-    assert!(matches!(row[3], Value::UInt(t) if t > 1_700_000_000));
+    assert_eq!(now, ts);
+    assert_eq!(now.fsp(), Some(0));
+    assert_eq!(today.fsp(), None);
+    assert_eq!(today.to_string(), now.to_string()[..10]);
+    let Value::Int(unix) = row[3] else {
+        panic!("{row:?}")
+    };
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(
+        unix > 1_700_000_000 && unix.unsigned_abs().abs_diff(clock) < 60,
+        "{unix}"
+    );
 }
 
 /// Valid statements from the fixtures with words dropped, repeated, swapped or replaced:

@@ -81,3 +81,18 @@ fn check_table() {
 fn temporal() {
     common::run_file("temporal");
 }
+
+#[test]
+fn datetime_funcs() {
+    common::run_file("datetime_funcs");
+}
+
+#[test]
+fn string_funcs() {
+    common::run_file("string_funcs");
+}
+
+#[test]
+fn year() {
+    common::run_file("year");
+}

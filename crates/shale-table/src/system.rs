@@ -113,6 +113,7 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         ColumnType::Decimal { precision, scale } => out.extend_from_slice(&[11, precision, scale]),
         ColumnType::Date => out.push(12),
         ColumnType::DateTime { fsp } => out.extend_from_slice(&[13, fsp]),
+        ColumnType::Year => out.push(14),
     }
 }
 
@@ -179,6 +180,7 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             }
             ColumnType::DateTime { fsp }
         }
+        14 => ColumnType::Year,
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
 }

@@ -42,6 +42,8 @@ pub enum ColumnType {
     DateTime {
         fsp: u8,
     },
+    /// YEAR: 0 or 1901..=2155, held as an unsigned integer and keyed as a 2-byte one.
+    Year,
     /// CHAR(len) / BINARY(len) when `collation` is `Binary`.
     Char {
         len: u32,
@@ -85,6 +87,10 @@ impl ColumnType {
             ColumnType::Decimal { precision, scale } => Kind::Decimal { precision, scale },
             ColumnType::Date => Kind::DateTime { fsp: None },
             ColumnType::DateTime { fsp } => Kind::DateTime { fsp: Some(fsp) },
+            ColumnType::Year => Kind::Int {
+                width: 2,
+                unsigned: true,
+            },
             ColumnType::Char { collation, .. }
             | ColumnType::VarChar { collation, .. }
             | ColumnType::Text { collation } => Kind::String(collation),

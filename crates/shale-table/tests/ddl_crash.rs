@@ -232,7 +232,7 @@ fn a_crash_in_the_middle_of_a_long_index_build_leaves_no_entries_behind() {
     // durable), so flushes on another thread put sync points in the middle of the build.
     let store = Arc::new(store);
     let building = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let flusher = {
+    let flush_thread = {
         let (store, building) = (store.clone(), building.clone());
         std::thread::spawn(move || {
             let mut flushes = 0;
@@ -246,7 +246,7 @@ fn a_crash_in_the_middle_of_a_long_index_build_leaves_no_entries_behind() {
     };
     store.create_index("a", "t", index).unwrap();
     building.store(false, std::sync::atomic::Ordering::Relaxed);
-    let flushes = flusher.join().unwrap();
+    let flushes = flush_thread.join().unwrap();
     fs.set_sync_hook(None);
     let images = std::mem::take(&mut *images.lock().unwrap());
     assert!(

@@ -26,6 +26,7 @@ fn parse_type(name: &str) -> ColumnDef {
         },
         "date" => ColumnType::Date,
         "datetime6" => ColumnType::DateTime { fsp: 6 },
+        "year" => ColumnType::Year,
         "binary" => string(Collation::Binary),
         "bin" => string(Collation::Utf8mb4Bin),
         "ci" => string(Collation::Utf8mb4GeneralCi),
@@ -59,9 +60,9 @@ fn parse_value(column: &ColumnDef, text: &str) -> Value {
         ColumnType::DateTime { fsp } => {
             Value::DateTime(DateTime::parse(&text.replace('_', " "), Some(fsp)).unwrap())
         }
-        ColumnType::TinyInt { unsigned: true } | ColumnType::BigInt { unsigned: true } => {
-            Value::UInt(text.parse().unwrap())
-        }
+        ColumnType::TinyInt { unsigned: true }
+        | ColumnType::BigInt { unsigned: true }
+        | ColumnType::Year => Value::UInt(text.parse().unwrap()),
         _ => Value::Int(text.parse().unwrap()),
     }
 }

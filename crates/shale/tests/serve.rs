@@ -580,6 +580,7 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
     );
 
     decimal_and_dates_through_the_binary_protocol(&served, &mut c);
+    functions_and_year_through_the_binary_protocol(&served, &mut c);
 
     let out = served.mariadb("", &["b", "--batch", "-e", "SELECT * FROM t ORDER BY id"]);
     assert_eq!(
@@ -641,6 +642,74 @@ fn decimal_and_dates_through_the_binary_protocol(served: &Served, c: &mut binary
     expected.extend_from_slice(b"\x0b\xe8\x07\x01\x02\x03\x04\x05");
     expected.extend_from_slice(&123_000u32.to_le_bytes());
     assert_eq!(rows, [expected], "the fraction rounded to DATETIME(3)");
+}
+
+/// Date functions' DATE/DATETIME results and YEAR columns through the binary protocol (after
+/// `decimal_and_dates_through_the_binary_protocol` filled table `w`), and the same functions
+/// through the mariadb client's text protocol.
+fn functions_and_year_through_the_binary_protocol(
+    served: &Served,
+    c: &mut binary_protocol::Client,
+) {
+    let select = c.prepare(
+        "SELECT DATE_ADD(day, INTERVAL 1 DAY), YEAR(day), DATE_FORMAT(day, '%d/%m'), \
+         day - INTERVAL 1 HOUR FROM w WHERE day = ?",
+    );
+    let date = b"\x04\xe8\x07\x02\x1d".to_vec(); // 2024-02-29
+    let (types, rows) = c.execute(select, &[(10, 0, Some(date))]);
+    assert_eq!(
+        types,
+        [10, 8, 253, 12],
+        "DATE, LONGLONG, VAR_STRING, DATETIME"
+    );
+    let mut expected = vec![0x00, 0x00];
+    expected.extend_from_slice(b"\x04\xe8\x07\x03\x01"); // 2024-03-01
+    expected.extend_from_slice(&2024i64.to_le_bytes());
+    expected.extend_from_slice(b"\x0529/02");
+    expected.extend_from_slice(b"\x07\xe8\x07\x02\x1c\x17\x00\x00"); // 2024-02-28 23:00:00
+    assert_eq!(rows, [expected]);
+
+    // NOW() and UTC_TIMESTAMP() are DATETIMEs of the same instant (the session zone is UTC).
+    let now = c.prepare("SELECT NOW(), UTC_TIMESTAMP()");
+    let (types, rows) = c.execute(now, &[]);
+    assert_eq!(types, [12, 12]);
+    let values = &rows[0][2..];
+    let (a, b) = values.split_at(values.len() / 2);
+    assert_eq!(a, b, "{rows:?}");
+    assert!(a[0] == 4 || a[0] == 7, "{rows:?}");
+
+    let out = served.mariadb(
+        "",
+        &[
+            "b",
+            "-e",
+            "CREATE TABLE yr (id INT PRIMARY KEY, y YEAR); INSERT INTO yr VALUES (1, 24), (2, '1999')",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let select = c.prepare("SELECT y, y + 1 FROM yr WHERE id = ?");
+    let (types, rows) = c.execute(select, &[(3, 0, Some(1i32.to_le_bytes().to_vec()))]);
+    assert_eq!(types, [13, 8], "YEAR, LONGLONG");
+    let mut expected = vec![0x00, 0x00];
+    expected.extend_from_slice(&2024u16.to_le_bytes());
+    expected.extend_from_slice(&2025i64.to_le_bytes());
+    assert_eq!(rows, [expected]);
+
+    let out = served.mariadb(
+        "",
+        &[
+            "b",
+            "--batch",
+            "-e",
+            "SELECT y, CONCAT_WS('-', y, LPAD(id, 3, '0')) AS tag, y REGEXP '^19' AS old, \
+             DATE_ADD(CONCAT(y, '-01-31'), INTERVAL 1 MONTH) AS next FROM yr ORDER BY y",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "y\ttag\told\tnext\n1999\t1999-002\t1\t1999-02-28\n2024\t2024-001\t0\t2024-02-29\n"
+    );
 }
 
 #[test]

@@ -606,6 +606,7 @@ mod tests {
             columns.push(column(ColumnType::Date, nullable));
             columns.push(column(ColumnType::DateTime { fsp: 0 }, nullable));
             columns.push(column(ColumnType::DateTime { fsp: 6 }, nullable));
+            columns.push(column(ColumnType::Year, nullable));
             for (precision, scale) in [(1, 0), (10, 2), (65, 30), (65, 0), (30, 30)] {
                 columns.push(column(ColumnType::Decimal { precision, scale }, nullable));
             }
