@@ -79,6 +79,15 @@ fn shard_layout(capacity: usize) -> (usize, usize) {
 }
 
 impl TableCache {
+    /// The shared block cache's counters (usage, hits, misses).
+    pub(crate) fn block_cache_stats(&self) -> shale_sst::CacheStats {
+        self.open_options
+            .block_cache
+            .as_ref()
+            .map(|c| c.stats())
+            .unwrap_or_default()
+    }
+
     pub(crate) fn new(
         fs: Arc<dyn FileSystem>,
         dir: &Path,

@@ -35,6 +35,7 @@ mod error;
 mod exec;
 mod expr;
 mod from;
+mod info_schema;
 mod instance;
 mod join;
 mod join_exec;

@@ -76,3 +76,8 @@ fn check_table() {
 fn temporal() {
     common::run_file("temporal");
 }
+
+#[test]
+fn info_schema() {
+    common::run_file("info_schema");
+}
