@@ -888,9 +888,10 @@ impl Session {
             } => {
                 self.ddl_prelude()?;
                 let name = crate::bind::ident_name(db_name).join(".");
-                if self.instance.store.catalog().databases.contains_key(&name)
-                    || crate::info_schema::is_database(&name)
-                {
+                if crate::info_schema::is_database(&name) {
+                    return Err(crate::info_schema::access_denied(&self.state.user));
+                }
+                if self.instance.store.catalog().databases.contains_key(&name) {
                     if *if_not_exists {
                         self.state.warnings.push((
                             "Note",

@@ -2,8 +2,8 @@
 //! KEY_COLUMN_USAGE and SHALE_DDL. Sizes in TABLES come from estimates (module doc rule 2):
 //! TABLE_ROWS from `Store::table_stats` (at most `COUNT_LIMIT` rows read, then extrapolated),
 //! DATA_LENGTH and INDEX_LENGTH from the bytes of table files holding each index's keys
-//! (`Store::index_disk_bytes`), or, while an index's entries are all still in memtables,
-//! its uncompressed estimate.
+//! (`Store::index_disk_bytes`, block-granular) capped by the index's uncompressed estimate,
+//! or that estimate while an index's entries are all still in memtables.
 
 use shale_table::{Collation, ColumnType, IndexChoice, KeyRange, Store, TableDef, Value};
 
@@ -72,25 +72,33 @@ impl TableSize {
     }
 }
 
+/// Bytes of an index: its keys' bytes in table files, at most the uncompressed estimate
+/// (a range smaller than a data block would otherwise count whole blocks), or the estimate
+/// while none of its keys is in a table file yet.
+fn index_bytes(on_disk: u64, estimate: u64) -> u64 {
+    if on_disk > 0 {
+        on_disk.min(estimate)
+    } else {
+        estimate
+    }
+}
+
 /// The estimates of the module doc for `def`.
 pub(super) fn table_size(store: &Store, def: &TableDef) -> Result<TableSize, SqlError> {
     let stats = store.table_stats(def)?;
-    let on_disk = store.index_disk_bytes(def, IndexChoice::Primary)?;
-    let data_length = if on_disk > 0 {
-        on_disk
-    } else {
-        stats.data_bytes
-    };
+    let data_length = index_bytes(
+        store.index_disk_bytes(def, IndexChoice::Primary)?,
+        stats.data_bytes,
+    );
     let mut index_length = 0;
     for i in 0..def.indexes.len() {
-        let on_disk = store.index_disk_bytes(def, IndexChoice::Secondary(i))?;
-        index_length += if on_disk > 0 {
-            on_disk
-        } else {
-            store
-                .records_in_range(def, IndexChoice::Secondary(i), KeyRange::all())?
-                .data_bytes
-        };
+        let estimate = store
+            .records_in_range(def, IndexChoice::Secondary(i), KeyRange::all())?
+            .data_bytes;
+        index_length += index_bytes(
+            store.index_disk_bytes(def, IndexChoice::Secondary(i))?,
+            estimate,
+        );
     }
     Ok(TableSize {
         rows: stats.rows,

@@ -49,6 +49,9 @@ pub(crate) enum ShowCommand {
     /// `(database, table)` of each table named.
     LockTables(Vec<(Option<String>, String)>),
     UnlockTables,
+    /// `ALTER TABLE t {DISABLE|ENABLE} KEYS` (mysqldump wraps its INSERTs in them): nothing
+    /// to do, MySQL's note 1031 as for InnoDB.
+    AlterKeys(Option<String>, String),
 }
 
 /// A word of the statement: a bare or quoted identifier, or a string literal.
@@ -162,14 +165,20 @@ fn from_db(rest: &[Token]) -> (Option<String>, &[Token]) {
 
 /// Recognizes one statement of this module (rule 1).
 pub(crate) fn recognize(sql: &str) -> Option<ShowCommand> {
-    let first = sql.split_whitespace().next()?;
-    if !["SHOW", "LOCK", "UNLOCK"]
+    // mysqldump sends some of these inside an executable comment.
+    let text = if sql.trim_start().starts_with("/*!") {
+        crate::parse::preprocess(sql)
+    } else {
+        sql.to_string()
+    };
+    let first = text.split_whitespace().next()?;
+    if !["SHOW", "LOCK", "UNLOCK", "ALTER"]
         .iter()
         .any(|w| first.eq_ignore_ascii_case(w))
     {
         return None;
     }
-    let text = crate::parse::preprocess(sql);
+    let text = crate::parse::preprocess(&text);
     let text = text.trim().trim_end_matches(';').trim_end();
     let toks = tokens(text)?;
     if toks.contains(&Token::Punct(';')) {
@@ -225,6 +234,21 @@ pub(crate) fn recognize(sql: &str) -> Option<ShowCommand> {
         }
         ["UNLOCK", "TABLES" | "TABLE", ..] if toks.len() == 2 => Some(ShowCommand::UnlockTables),
         ["LOCK", "TABLES" | "TABLE", ..] => lock_tables(&toks[2..]).map(ShowCommand::LockTables),
+        ["ALTER", "TABLE", _] => match &toks[2..] {
+            [Token::Word(t), Token::Word(k), Token::Word(keys)]
+                if (k.eq_ignore_ascii_case("DISABLE") || k.eq_ignore_ascii_case("ENABLE"))
+                    && keys.eq_ignore_ascii_case("KEYS") =>
+            {
+                Some(ShowCommand::AlterKeys(None, t.clone()))
+            }
+            [Token::Word(d), Token::Punct('.'), Token::Word(t), Token::Word(k), Token::Word(keys)]
+                if (k.eq_ignore_ascii_case("DISABLE") || k.eq_ignore_ascii_case("ENABLE"))
+                    && keys.eq_ignore_ascii_case("KEYS") =>
+            {
+                Some(ShowCommand::AlterKeys(Some(d.clone()), t.clone()))
+            }
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -468,6 +492,27 @@ impl ShowCommand {
                 session.state_mut().warnings.clear();
                 ok(session, sink)
             }
+            ShowCommand::AlterKeys(db, t) => {
+                let db = match db {
+                    Some(d) => d.clone(),
+                    None => session.current_db()?,
+                };
+                let catalog = session.instance().store.catalog();
+                let Some(def) = crate::bind::lookup_table(&catalog, &db, t) else {
+                    return Err(SqlError::no_such_table(&db, t));
+                };
+                let warnings = &mut session.state_mut().warnings;
+                warnings.clear();
+                warnings.push((
+                    "Note",
+                    1031,
+                    format!(
+                        "Table storage engine for '{}' doesn't have this option",
+                        def.name
+                    ),
+                ));
+                ok(session, sink)
+            }
             ShowCommand::UnlockTables => {
                 session.state_mut().warnings.clear();
                 ok(session, sink)
@@ -479,6 +524,7 @@ impl ShowCommand {
 /// An OK packet for a statement that changed nothing.
 fn ok(session: &Session, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
     sink.ok(&StatementStatus {
+        warnings: session.warning_count(),
         in_transaction: session.in_transaction(),
         autocommit: session.autocommit(),
         ..StatementStatus::default()
@@ -532,6 +578,11 @@ mod tests {
             Some(ShowCommand::Triggers { database: None })
         );
         assert_eq!(recognize("UNLOCK TABLES"), Some(ShowCommand::UnlockTables));
+        assert_eq!(
+            recognize("/*!40000 ALTER TABLE `t` DISABLE KEYS */"),
+            Some(ShowCommand::AlterKeys(None, "t".into()))
+        );
+        assert_eq!(recognize("ALTER TABLE t ADD INDEX (a)"), None);
         // Not ours: left to the parser.
         assert_eq!(recognize("SHOW TABLES"), None);
         assert_eq!(recognize("SHOW TABLE STATUS; SELECT 1"), None);
