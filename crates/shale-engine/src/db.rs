@@ -859,6 +859,22 @@ impl Db {
         self.inner.compaction_stats()
     }
 
+    /// The options `keyspace` runs with now, as the name and value pairs its OPTIONS file
+    /// section holds (docs/format/options.md); for `information_schema.SHALE_KEYSPACES`.
+    pub fn keyspace_option_pairs(&self, keyspace: &Keyspace) -> Result<Vec<(String, String)>> {
+        let state = self.inner.lock_state();
+        state
+            .keyspaces
+            .get(&keyspace.id())
+            .map(|k| k.options.to_pairs())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "keyspace {:?} does not exist (dropped?)",
+                    keyspace.name()
+                ))
+            })
+    }
+
     /// The current Version: every keyspace's table files by level (tests and tools).
     pub fn current_version(&self) -> Arc<crate::version::Version> {
         self.inner.lock_state().versions.current()

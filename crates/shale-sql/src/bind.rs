@@ -147,6 +147,8 @@ pub(crate) struct BindContext<'a> {
     pub database: Option<&'a str>,
     /// A known system variable's default value (None: unknown variable).
     pub variable: &'a dyn Fn(&str) -> Option<Value>,
+    /// The session's account (`user@host`), for errors that name it.
+    pub user: &'a str,
 }
 
 /// Binder state for one statement.
@@ -248,6 +250,11 @@ impl<'a> Binder<'a> {
     }
 
     /// `[db.]name` resolved to a database and table name.
+    /// The statement's current database.
+    pub(crate) fn database(&self) -> Option<&str> {
+        self.ctx.database
+    }
+
     pub(crate) fn qualify(&self, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
         let parts = ident_name(name);
         match parts.as_slice() {
@@ -267,6 +274,10 @@ impl<'a> Binder<'a> {
         alias: Option<&str>,
     ) -> Result<TableRef, SqlError> {
         let (db, t) = self.qualify(name)?;
+        if crate::info_schema::is_database(&db) {
+            // FROM binds its tables before this; what remains is a write (rule 3).
+            return Err(crate::info_schema::access_denied(self.ctx.user));
+        }
         let def = lookup_table(self.ctx.catalog, &db, &t)
             .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
         Ok(TableRef {

@@ -160,6 +160,8 @@ pub(crate) enum InputSource {
     Table(TableRef),
     /// A derived table or a CTE reference: a query read completely.
     Derived(Box<BoundQuery>),
+    /// A table of `information_schema`, computed when read (info_schema/mod.rs).
+    Virtual(crate::info_schema::InfoTable),
 }
 
 /// One input of a multi-input FROM.
@@ -275,7 +277,7 @@ impl Binder<'_> {
             {
                 let is_cte = matches!(crate::bind::ident_name(name).as_slice(),
                     [n] if self.cte(n).is_some());
-                if args.is_none() && !is_cte {
+                if args.is_none() && !is_cte && self.info_schema_table(name)?.is_none() {
                     let alias = alias.as_ref().map(|a| a.name.value.as_str());
                     self.table = Some(self.resolve_table(name, alias)?);
                     return Ok(());
@@ -488,6 +490,22 @@ impl Binder<'_> {
                         return self.push_derived(query, name, &renames, inputs);
                     }
                 }
+                if let Some(table) = self.info_schema_table(name)? {
+                    let name = alias_name.unwrap_or_else(|| table.name().to_string());
+                    let columns = crate::info_schema::scope_columns(table, &name);
+                    let width = columns.len();
+                    return self.push_input(
+                        BoundInput {
+                            source: InputSource::Virtual(table),
+                            name,
+                            offset: 0,
+                            width,
+                        },
+                        crate::info_schema::DATABASE.to_string(),
+                        columns,
+                        inputs,
+                    );
+                }
                 let t = self.resolve_table(name, alias_name.as_deref())?;
                 let columns = Scope::of_table(&t).inputs.remove(0).columns;
                 let name = t.alias.clone();
@@ -633,6 +651,27 @@ impl Binder<'_> {
             tree: JoinTree::Input(inputs.len() - 1),
             star,
         })
+    }
+
+    /// The `information_schema` table `name` names, if it names one there (1146 for a name
+    /// `information_schema` does not have).
+    fn info_schema_table(
+        &self,
+        name: &ast::ObjectName,
+    ) -> Result<Option<crate::info_schema::InfoTable>, SqlError> {
+        let parts = crate::bind::ident_name(name);
+        let in_schema = match parts.as_slice() {
+            [db, _] => crate::info_schema::is_database(db),
+            [_] => self.database().is_some_and(crate::info_schema::is_database),
+            _ => false,
+        };
+        if !in_schema {
+            return Ok(None);
+        }
+        let table = parts.last().map(String::as_str).unwrap_or_default();
+        crate::info_schema::InfoTable::named(table)
+            .map(Some)
+            .ok_or_else(|| SqlError::no_such_table(crate::info_schema::DATABASE, table))
     }
 
     /// The CTE called `name` visible here.

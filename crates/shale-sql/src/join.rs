@@ -59,6 +59,11 @@ pub(crate) enum StepInput {
     },
     /// A parenthesized join (rule 4), whose rows are in the combined layout.
     Nested(Box<JoinPlan>),
+    /// An `information_schema` table, computed when read; `filter` in its own columns.
+    Virtual {
+        table: crate::info_schema::InfoTable,
+        filter: Option<Expr>,
+    },
 }
 
 /// How a step finds its rows for a row of the steps before (rule 3).
@@ -214,7 +219,7 @@ impl Planner<'_> {
     fn table(&self, i: usize) -> Option<&TableRef> {
         match &self.from.inputs[i].source {
             InputSource::Table(t) => Some(t),
-            InputSource::Derived(_) => None,
+            InputSource::Derived(_) | InputSource::Virtual(_) => None,
         }
     }
 
@@ -444,6 +449,10 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
                         query: Box::new(plan_query(q.as_ref().clone())),
                         filter,
                     },
+                    InputSource::Virtual(table) => StepInput::Virtual {
+                        table: *table,
+                        filter,
+                    },
                 };
                 (bi.name.clone(), bi.offset, bi.width, input)
             }
@@ -535,8 +544,13 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
     for (k, step) in plan.steps.iter().enumerate() {
         let access = match &step.input {
             StepInput::Table { table, plan, .. } => plan::explain(Some(&table.def), plan),
-            StepInput::Derived { filter, .. } => {
-                let mut t = format!("derived {}", step.name);
+            StepInput::Derived { filter, .. } | StepInput::Virtual { filter, .. } => {
+                let kind = if matches!(step.input, StepInput::Virtual { .. }) {
+                    "information_schema"
+                } else {
+                    "derived"
+                };
+                let mut t = format!("{kind} {}", step.name);
                 if let Some(f) = filter {
                     let local = |c: usize| name(c + step.offset);
                     let _ = write!(t, " filter {}", plan::render_named(f, &local));
@@ -622,7 +636,7 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
             StepInput::Derived { query, .. } => {
                 crate::query::explain_query(query, lines, &format!("{indent}  "));
             }
-            StepInput::Table { .. } => {}
+            StepInput::Table { .. } | StepInput::Virtual { .. } => {}
         }
     }
     if let Some(r) = &plan.residual {

@@ -66,6 +66,15 @@ fn read_input(
                 }
             }
         }
+        StepInput::Virtual { table, filter } => {
+            let store = env.txn()?.store();
+            for r in crate::info_schema::rows(*table, &store)? {
+                if passes(filter.as_ref(), &r, env)? {
+                    budget.add(&r)?;
+                    out.push(r);
+                }
+            }
+        }
         StepInput::Nested(nested) => {
             for r in run_join(env, nested, lock, None)? {
                 let part: Row = r

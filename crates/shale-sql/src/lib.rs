@@ -43,6 +43,7 @@ mod error;
 mod exec;
 mod expr;
 mod from;
+mod info_schema;
 mod instance;
 mod interrupt;
 mod join;

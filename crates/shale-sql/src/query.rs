@@ -272,8 +272,10 @@ pub(crate) struct StatementQuery {
     pub subqueries: Vec<PlannedSubquery>,
 }
 
-fn plan_select(mut s: BoundSelect) -> PlannedSelect {
-    let from = match (s.from.take(), &s.table) {
+fn plan_select(s: BoundSelect) -> PlannedSelect {
+    // `s.from` stays: `BoundSelect::width` reads it, and aggregates sit past that width (an
+    // aggregate over no rows reads its slot of an all-NULL row that wide).
+    let from = match (s.from.clone(), &s.table) {
         (Some(f), _) => Some(*f),
         (None, Some(t)) => Some(crate::from::BoundFrom::single(t)),
         (None, None) => None,

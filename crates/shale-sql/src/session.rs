@@ -345,6 +345,9 @@ impl Session {
                 crate::persist::run(s, statement, sink)
             });
         }
+        if let Some(show) = crate::info_schema::show::recognize(sql) {
+            return show.run(self, sink);
+        }
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
             return Err(SqlError::new(1065, "42000", "Query was empty"));
@@ -487,6 +490,10 @@ impl Session {
 
     /// COM_INIT_DB: fails with 1049 for an unknown database.
     pub fn use_database(&mut self, name: &str) -> Result<(), SqlError> {
+        if crate::info_schema::is_database(name) {
+            self.state.database = Some(crate::info_schema::DATABASE.to_string());
+            return Ok(());
+        }
         if !self.instance.store.catalog().databases.contains_key(name) {
             return Err(SqlError::unknown_database(name));
         }
@@ -527,6 +534,7 @@ impl Session {
             catalog: &catalog,
             database: self.state.database.as_deref(),
             variable: &variable,
+            user: &self.state.user,
         };
         let mut binder = Binder::new(&ctx);
         Ok(match &stmt {
@@ -880,11 +888,16 @@ impl Session {
 
     fn qualify(&self, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
         let parts = crate::bind::ident_name(name);
-        match parts.as_slice() {
-            [t] => Ok((self.current_db()?, t.clone())),
-            [d, t] => Ok((d.clone(), t.clone())),
-            _ => Err(SqlError::unsupported(format!("name {name}"))),
+        let (db, table) = match parts.as_slice() {
+            [t] => (self.current_db()?, t.clone()),
+            [d, t] => (d.clone(), t.clone()),
+            _ => return Err(SqlError::unsupported(format!("name {name}"))),
+        };
+        if crate::info_schema::is_database(&db) {
+            // DDL on information_schema's tables (info_schema rule 3).
+            return Err(crate::info_schema::access_denied(&self.state.user));
         }
+        Ok((db, table))
     }
 
     /// Runs a session command or DDL statement.
@@ -959,6 +972,9 @@ impl Session {
             } => {
                 self.ddl_prelude()?;
                 let name = crate::bind::ident_name(db_name).join(".");
+                if crate::info_schema::is_database(&name) {
+                    return Err(crate::info_schema::access_denied(&self.state.user));
+                }
                 if self.instance.store.catalog().databases.contains_key(&name) {
                     if *if_not_exists {
                         self.state.warnings.push((
@@ -1081,6 +1097,9 @@ impl Session {
                 let mut dropped = 0;
                 for n in names {
                     let name = crate::bind::ident_name(n).join(".");
+                    if crate::info_schema::is_database(&name) {
+                        return Err(crate::info_schema::access_denied(&self.state.user));
+                    }
                     let tables = self
                         .instance
                         .store
@@ -1241,6 +1260,7 @@ impl Session {
                     catalog: &catalog,
                     database: None,
                     variable: &variable,
+                    user: &self.state.user,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {

@@ -62,6 +62,7 @@ pub(crate) fn show(
             let pattern = like_filter(options_filter(show_options).as_ref())?;
             let catalog = session.instance().store.catalog();
             let mut names: Vec<String> = catalog.databases.keys().cloned().collect();
+            names.push(crate::info_schema::DATABASE.to_string());
             names.sort();
             let rows: Vec<Vec<Value>> = names
                 .iter()
@@ -77,16 +78,25 @@ pub(crate) fn show(
             let db = show_in_db(session, show_options)?;
             let pattern = like_filter(options_filter(show_options).as_ref())?;
             let catalog = session.instance().store.catalog();
-            let Some(tables) = catalog.databases.get(&db) else {
-                return Err(SqlError::unknown_database(&db));
+            let virtual_tables =
+                crate::info_schema::is_database(&db).then(crate::info_schema::table_names);
+            let names: Vec<String> = match (&virtual_tables, catalog.databases.get(&db)) {
+                (Some(v), _) => v.clone(),
+                (None, Some(tables)) => tables.keys().cloned().collect(),
+                (None, None) => return Err(SqlError::unknown_database(&db)),
             };
-            let rows: Vec<Vec<Value>> = tables
-                .keys()
+            let table_type = if virtual_tables.is_some() {
+                "SYSTEM VIEW"
+            } else {
+                "BASE TABLE"
+            };
+            let rows: Vec<Vec<Value>> = names
+                .iter()
                 .filter(|n| matches(n, pattern.as_ref()))
                 .map(|n| {
                     let mut r = vec![text(n)];
                     if *full {
-                        r.push(text("BASE TABLE"));
+                        r.push(text(table_type));
                     }
                     r
                 })

@@ -96,3 +96,8 @@ fn string_funcs() {
 fn year() {
     common::run_file("year");
 }
+
+#[test]
+fn info_schema() {
+    common::run_file("info_schema");
+}

@@ -67,6 +67,15 @@ impl Store {
         self.estimate(start, end)
     }
 
+    /// About how many bytes of table files hold entries of `index` of `table`
+    /// ([`shale_engine::Db::approximate_size`] over the index's key range): reads index
+    /// blocks only; entries still in memtables are not counted.
+    pub fn index_disk_bytes(&self, table: &TableDef, index: IndexChoice) -> Result<u64> {
+        let (start, end) = engine_range(table, index, KeyRange::all(), &mut Vec::new())?;
+        let db = self.engine().db();
+        Ok(db.approximate_size(&db.default_keyspace(), Some(&start), end.as_deref())?)
+    }
+
     fn estimate(&self, start: Vec<u8>, end: Option<Vec<u8>>) -> Result<TableStats> {
         if end.as_ref().is_some_and(|end| *end <= start) {
             return Ok(TableStats {

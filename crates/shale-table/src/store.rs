@@ -79,6 +79,10 @@ fn sync() -> WriteOptions {
 }
 
 impl Store {
+    pub(crate) fn from_inner(inner: Arc<StoreInner>) -> Store {
+        Store { inner }
+    }
+
     /// Opens (creating if missing) the store at `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
         let tdb = TransactionDb::open(path, options.engine, options.transactions)?;

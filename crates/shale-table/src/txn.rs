@@ -99,6 +99,12 @@ enum Target<'r> {
 }
 
 impl TableTxn {
+    /// The store this transaction belongs to (for catalog and statistics reads that run
+    /// beside the transaction, as `information_schema` does).
+    pub fn store(&self) -> crate::store::Store {
+        crate::store::Store::from_inner(Arc::clone(&self.store))
+    }
+
     pub(crate) fn begin(store: Arc<StoreInner>, options: &TxnOptions) -> Result<TableTxn> {
         let options = TransactionOptions {
             isolation: options.isolation,
