@@ -201,6 +201,7 @@ pub(crate) fn table_def(
         },
         indexes: Vec::new(),
         schema_version: 1,
+        past_versions: Vec::new(),
     };
     let mut pk_cols: Option<Vec<usize>> = None;
     let mut unique_cols: Vec<usize> = Vec::new();

@@ -61,7 +61,7 @@ pub(crate) struct StoreInner {
 /// between threads (`Arc<Store>`); every method takes `&self`.
 #[derive(Debug)]
 pub struct Store {
-    inner: Arc<StoreInner>,
+    pub(crate) inner: Arc<StoreInner>,
 }
 
 fn sync() -> WriteOptions {
@@ -358,7 +358,7 @@ fn check_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<Arc<TableDef>> {
+pub(crate) fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<Arc<TableDef>> {
     if !catalog.databases.contains_key(database) {
         return Err(Error::NoSuchDatabase(database.to_owned()));
     }
@@ -373,7 +373,7 @@ fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<Arc<TableDe
 
 /// Checks what the encoders rely on: positions in range, unique names, at most one
 /// `AUTO_INCREMENT` column and it an integer.
-fn validate_table(def: &TableDef) -> Result<()> {
+pub(crate) fn validate_table(def: &TableDef) -> Result<()> {
     let bad = |detail: String| {
         Err(Error::InvalidArgument(format!(
             "table '{}': {detail}",
@@ -521,7 +521,7 @@ impl StoreInner {
             .clone()
     }
 
-    fn install(&self, catalog: Catalog) {
+    pub(crate) fn install(&self, catalog: Catalog) {
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
@@ -533,7 +533,7 @@ impl StoreInner {
         self.install(new);
     }
 
-    fn lock_ddl(&self) -> std::sync::MutexGuard<'_, u32> {
+    pub(crate) fn lock_ddl(&self) -> std::sync::MutexGuard<'_, u32> {
         self.ddl.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

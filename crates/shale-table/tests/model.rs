@@ -66,6 +66,7 @@ fn tables() -> [TableDef; 2] {
             primary_key: index("PRIMARY", vec![0], true),
             indexes: vec![index("k", vec![1], false), index("u", vec![2], true)],
             schema_version: 0,
+            past_versions: Vec::new(),
         },
         TableDef {
             database: "m".into(),
@@ -78,6 +79,7 @@ fn tables() -> [TableDef; 2] {
             primary_key: index("PRIMARY", vec![0, 1], true),
             indexes: vec![index("score", vec![2], false)],
             schema_version: 0,
+            past_versions: Vec::new(),
         },
     ]
 }
