@@ -12,10 +12,12 @@ use shale_table::{
 };
 
 fn open(fs: &MemFs) -> Store {
-    let mut options = StoreOptions::default();
-    options.engine = Options {
-        file_system: Arc::new(fs.clone()),
-        ..Options::default()
+    let options = StoreOptions {
+        engine: Options {
+            file_system: Arc::new(fs.clone()),
+            ..Options::default()
+        },
+        ..StoreOptions::default()
     };
     Store::open("/db", options).unwrap()
 }
@@ -89,6 +91,7 @@ fn alter(
         .map(|(_, method)| method)
 }
 
+#[allow(clippy::unnecessary_wraps)] // the converter's signature
 fn unchanged(_: &ColumnDef, _: &ColumnDef, v: Value) -> Result<Value, Error> {
     Ok(v)
 }
@@ -114,6 +117,7 @@ fn rows(store: &Store) -> Vec<Vec<Value>> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one story of four ALTERs
 fn instant_add_and_drop_column_keep_old_rows_readable_across_reopens() {
     let fs = MemFs::new();
     let store = open(&fs);

@@ -269,6 +269,7 @@ fn a_crash_in_the_middle_of_a_long_index_build_leaves_no_entries_behind() {
 /// RENAME TABLE: every crash image reopens to one definition whose rows all decode (CHECK
 /// TABLE), and a row reads as it did before the step or after it.
 #[test]
+#[allow(clippy::too_many_lines)] // four DDL steps and the checks of every image
 fn alter_table_survives_a_crash_at_every_sync_point() {
     use shale_table::{ColumnSource, LockMode, TableChange};
     let fs = MemFs::new();
