@@ -64,6 +64,10 @@ pub struct TableChange {
     pub sources: Vec<ColumnSource>,
 }
 
+/// A rewrite's value conversion: `(old column, new column, stored value, row from 1)` to the
+/// value to store, or the error that fails the ALTER.
+pub type ConvertFn<'a, E> = dyn FnMut(&ColumnDef, &ColumnDef, Value, u64) -> Result<Value, E> + 'a;
+
 /// How an ALTER TABLE was applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AlterMethod {
@@ -149,14 +153,15 @@ fn same_key_encoding(from: &ColumnDef, to: &ColumnDef) -> bool {
 impl Store {
     /// Replaces `database.name`'s definition with `change.def` (see the module doc for when
     /// that is instant and when every row is rewritten). In a rewrite, `convert(old, new,
-    /// value)` turns each stored value of a column whose type or nullability changed into
-    /// its new value, or fails the whole ALTER (the table is left as it was).
+    /// value, row)` turns each stored value of a column whose type or nullability changed
+    /// into its new value (`row` counts the rows from 1, for messages), or fails the whole
+    /// ALTER (the table is left as it was).
     pub fn alter_table<E: From<Error>>(
         &self,
         database: &str,
         name: &str,
         change: TableChange,
-        convert: &mut dyn FnMut(&ColumnDef, &ColumnDef, Value) -> Result<Value, E>,
+        convert: &mut ConvertFn<'_, E>,
     ) -> Result<(Arc<TableDef>, AlterMethod), E> {
         let mut next_id = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
@@ -321,7 +326,7 @@ impl Store {
         old: &TableDef,
         def: &TableDef,
         sources: &[ColumnSource],
-        convert: &mut dyn FnMut(&ColumnDef, &ColumnDef, Value) -> Result<Value, E>,
+        convert: &mut ConvertFn<'_, E>,
     ) -> Result<u64, E> {
         let db = self.inner.tdb.db();
         let (lower, upper) = range_bounds(table_id(old), Bound::Unbounded, Bound::Unbounded);
@@ -355,7 +360,7 @@ impl Store {
                         {
                             v
                         } else {
-                            convert(was, column, v)?
+                            convert(was, column, v, rows + 1)?
                         }
                     }
                 });

@@ -111,7 +111,7 @@ mod txn;
 mod types;
 mod value;
 
-pub use alter::{widens_losslessly, AlterMethod, TableChange, MAX_PAST_VERSIONS};
+pub use alter::{widens_losslessly, AlterMethod, ConvertFn, TableChange, MAX_PAST_VERSIONS};
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
 pub use decimal::{

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use shale_engine::Options;
 use shale_fs::MemFs;
 use shale_table::{
-    AlterMethod, Collation, ColumnDef, ColumnSource, ColumnType, Error, IndexChoice, IndexDef,
-    KeyRange, LockMode, Store, StoreOptions, TableChange, TableDef, TxnOptions, Value,
+    AlterMethod, Collation, ColumnDef, ColumnSource, ColumnType, ConvertFn, Error, IndexChoice,
+    IndexDef, KeyRange, LockMode, Store, StoreOptions, TableChange, TableDef, TxnOptions, Value,
 };
 
 fn open(fs: &MemFs) -> Store {
@@ -82,7 +82,7 @@ fn setup(store: &Store, n: i64) -> Arc<TableDef> {
 fn alter(
     store: &Store,
     f: impl FnOnce(&mut TableDef) -> Vec<ColumnSource>,
-    convert: &mut dyn FnMut(&ColumnDef, &ColumnDef, Value) -> Result<Value, Error>,
+    convert: &mut ConvertFn<'_, Error>,
 ) -> Result<AlterMethod, Error> {
     let mut def = (**store.catalog().table("d", "t").unwrap()).clone();
     let sources = f(&mut def);
@@ -92,7 +92,7 @@ fn alter(
 }
 
 #[allow(clippy::unnecessary_wraps)] // the converter's signature
-fn unchanged(_: &ColumnDef, _: &ColumnDef, v: Value) -> Result<Value, Error> {
+fn unchanged(_: &ColumnDef, _: &ColumnDef, v: Value, _: u64) -> Result<Value, Error> {
     Ok(v)
 }
 
@@ -316,7 +316,7 @@ fn a_failed_conversion_or_duplicate_leaves_the_table_as_it_was() {
             def.columns[2].ty = INT;
             (0..3).map(ColumnSource::Stored).collect()
         },
-        &mut |_, _, v| match v {
+        &mut |_, _, v, _| match v {
             Value::Bytes(b) if b == b"v13" => Err(Error::InvalidArgument("v13".into())),
             _ => Ok(Value::Int(0)),
         },

@@ -300,7 +300,9 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
             "a",
             "t",
             TableChange { def, sources },
-            &mut |_: &ColumnDef, _: &ColumnDef, v: Value| -> shale_table::Result<Value> { Ok(v) },
+            &mut |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> shale_table::Result<Value> {
+                Ok(v)
+            },
         )
         .unwrap()
     };
