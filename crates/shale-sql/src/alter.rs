@@ -597,3 +597,164 @@ pub(crate) fn create_like(
     instance.bump_generation();
     sink.ok(&session.status())
 }
+
+/// Collects a statement's result set (CREATE TABLE ... SELECT reads its query through it).
+#[derive(Default)]
+struct Collected {
+    columns: Vec<crate::result::ColumnMeta>,
+    rows: Vec<Vec<Value>>,
+}
+
+impl ResultSink for Collected {
+    fn ok(&mut self, _: &crate::result::StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+    fn columns(&mut self, columns: &[crate::result::ColumnMeta]) -> Result<(), SqlError> {
+        self.columns = columns.to_vec();
+        Ok(())
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.rows.push(row.to_vec());
+        Ok(())
+    }
+    fn end(&mut self, _: &crate::result::StatementStatus) -> Result<(), SqlError> {
+        Ok(())
+    }
+}
+
+/// The column CREATE TABLE ... SELECT makes of a result column, as `MySQL` types it: integer
+/// columns keep their width, integer expressions are BIGINT, strings VARCHAR of their
+/// length (TEXT past 16,383 characters), NULL `binary(0)`.
+fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
+    use crate::result::ColumnTypeCode as C;
+    let unsigned = meta.flags & crate::types::flags::UNSIGNED != 0;
+    let collation = match meta.charset {
+        63 => shale_table::Collation::Binary,
+        46 => shale_table::Collation::Utf8mb4Bin,
+        _ => shale_table::Collation::Utf8mb4GeneralCi,
+    };
+    let chars = if collation == shale_table::Collation::Binary {
+        meta.length
+    } else {
+        meta.length / 4
+    };
+    let ty = match meta.type_code {
+        C::Tiny => ColumnType::TinyInt { unsigned },
+        C::Short => ColumnType::SmallInt { unsigned },
+        C::Int24 => ColumnType::MediumInt { unsigned },
+        C::Long => ColumnType::Int { unsigned },
+        C::LongLong => ColumnType::BigInt { unsigned },
+        C::Float => ColumnType::Float,
+        C::Double => ColumnType::Double,
+        C::Decimal | C::NewDecimal => {
+            let scale = meta.decimals.min(30);
+            let fraction_point = u32::from(scale > 0);
+            let digits = meta.length.saturating_sub(1 + fraction_point);
+            ColumnType::Decimal {
+                precision: u8::try_from(digits.clamp(u32::from(scale).max(1), 65)).unwrap_or(65),
+                scale,
+            }
+        }
+        C::Date => ColumnType::Date,
+        C::DateTime | C::Timestamp => ColumnType::DateTime {
+            fsp: meta.decimals.min(6),
+        },
+        C::String => ColumnType::Char {
+            len: chars.min(255),
+            collation,
+        },
+        C::Null => ColumnType::Char {
+            len: 0,
+            collation: shale_table::Collation::Binary,
+        },
+        C::VarChar | C::VarString | C::Time | C::Year if chars <= 16_383 => ColumnType::VarChar {
+            len: chars,
+            collation,
+        },
+        C::Blob | C::VarChar | C::VarString | C::Time | C::Year => ColumnType::Text { collation },
+    };
+    ColumnDef {
+        name: meta.name.clone(),
+        ty,
+        nullable: meta.flags & crate::types::flags::NOT_NULL == 0,
+        default: None,
+        auto_increment: false,
+    }
+}
+
+/// CREATE TABLE t [AS] SELECT ...: a table without primary key typed from the query's result
+/// columns, created with its rows in one DDL (shale-table's `create_table_with_rows`: whole or
+/// not at all, across crashes too). The query's rows are held in memory first.
+pub(crate) fn create_select(
+    session: &mut Session,
+    ct: &ast::CreateTable,
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    session.ddl_prelude()?;
+    let (db, name) = qualify(session, &ct.name)?;
+    let Some(query) = &ct.query else {
+        return Err(SqlError::unsupported("CREATE TABLE without SELECT"));
+    };
+    if !ct.columns.is_empty() || !ct.constraints.is_empty() {
+        return Err(SqlError::unsupported(
+            "CREATE TABLE with column definitions and a SELECT",
+        ));
+    }
+    let instance = session.instance().clone();
+    let catalog = instance.store.catalog();
+    if !catalog.databases.contains_key(&db) {
+        return Err(SqlError::unknown_database(&db));
+    }
+    if crate::bind::lookup_table(&catalog, &db, &name).is_some() {
+        if ct.if_not_exists {
+            session.state_mut().warnings.push((
+                "Note",
+                1050,
+                format!("Table '{name}' already exists"),
+            ));
+            return sink.ok(&session.status());
+        }
+        return Err(SqlError::table_exists(&name));
+    }
+    let mut result = Collected::default();
+    session.execute(&query.to_string(), &mut result)?;
+    session.ddl_prelude()?;
+    let mut def = TableDef {
+        database: db,
+        name,
+        columns: Vec::new(),
+        primary_key: IndexDef {
+            name: "PRIMARY".into(),
+            columns: Vec::new(),
+            unique: true,
+            index_id: 0,
+        },
+        indexes: Vec::new(),
+        schema_version: 1,
+        past_versions: Vec::new(),
+    };
+    for meta in &result.columns {
+        let column = column_of_result(meta);
+        if def.column_position(&column.name).is_some() {
+            return Err(SqlError::new(
+                1060,
+                "42S21",
+                format!("Duplicate column name '{}'", column.name),
+            ));
+        }
+        def.columns.push(column);
+    }
+    let columns = def.columns.clone();
+    let mut rows = result.rows.into_iter().enumerate().map(|(i, row)| {
+        row.into_iter()
+            .zip(&columns)
+            .map(|(value, column)| store_value(column, value, i + 1))
+            .collect::<Result<Vec<Value>, SqlError>>()
+    });
+    let (_, count) = instance.store.create_table_with_rows(def, &mut rows)?;
+    instance.bump_generation();
+    let mut st = session.status();
+    st.affected_rows = count;
+    st.info = format!("Records: {count}  Duplicates: 0  Warnings: 0");
+    sink.ok(&st)
+}

@@ -905,6 +905,9 @@ impl Session {
             Statement::CreateTable(ct) if ct.like.is_some() => {
                 crate::alter::create_like(self, ct, sink)
             }
+            Statement::CreateTable(ct) if ct.query.is_some() => {
+                crate::alter::create_select(self, ct, sink)
+            }
             Statement::CreateTable(ct) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&ct.name)?;

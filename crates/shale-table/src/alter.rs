@@ -28,7 +28,6 @@
 //!
 //! Like the rest of DDL this is not coordinated with running transactions (store.rs).
 
-use std::collections::HashSet;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -38,7 +37,8 @@ use crate::build::delete_index_range;
 use crate::codec::key::range_bounds;
 use crate::codec::row::{decode_row, encode_row};
 use crate::error::{Error, Result};
-use crate::index::{entry_for_row, is_unique_entry, pk_key_of_row, show_entry, table_id};
+use crate::fill::{discard, RowWriter};
+use crate::index::table_id;
 use crate::schema::{Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
 use crate::store::{table_of, validate_table, Store};
 use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
@@ -47,9 +47,6 @@ use crate::value::Value;
 
 /// At most this many past versions are kept; an ALTER that would keep more rewrites.
 pub const MAX_PAST_VERSIONS: usize = 64;
-
-/// Rows (and their index entries) per engine write of a rewrite.
-const CHUNK_ROWS: usize = 4096;
 
 /// A new definition for a table, with where each of its columns comes from.
 #[derive(Debug, Clone)]
@@ -208,12 +205,7 @@ impl Store {
         let rows = match self.rewrite_rows(&old, &def, &sources, convert) {
             Ok(rows) => rows,
             Err(e) => {
-                // Best effort: the sweep at the next open deletes whatever this leaves.
-                let mut batch = WriteBatch::new();
-                for id in first..after {
-                    let _ = delete_index_range(&mut batch, id);
-                }
-                let _ = db.write(batch, &WriteOptions::default());
+                discard(db, first..after);
                 return Err(e);
             }
         };
@@ -339,15 +331,11 @@ impl Store {
                 ..ReadOptions::default()
             })
             .map_err(Error::from)?;
-        let mut scratch = Vec::new();
-        let mut batch = WriteBatch::new();
-        let mut pending_unique = HashSet::new();
-        let mut rows = 0u64;
-        let mut key = Vec::new();
-        let mut value = Vec::new();
+        let mut writer = RowWriter::new(db, def);
         iter.seek_to_first();
         while iter.valid() {
             let old_row = decode_row(old, iter.value())?;
+            let row_number = writer.rows() + 1;
             let mut row = Vec::with_capacity(def.columns.len());
             for (column, source) in def.columns.iter().zip(sources) {
                 row.push(match source {
@@ -360,72 +348,28 @@ impl Store {
                         {
                             v
                         } else {
-                            convert(was, column, v, rows + 1)?
+                            convert(was, column, v, row_number)?
                         }
                     }
                 });
             }
-            rows += 1;
             // A table without primary key keeps its row ids; one that loses its primary key
             // numbers its rows from 1.
             let row_id = if def.primary_key.columns.is_empty() {
                 Some(
                     match iter.key().get(4..12).and_then(|b| b.try_into().ok()) {
                         Some(id) if old.primary_key.columns.is_empty() => u64::from_be_bytes(id),
-                        _ => rows,
+                        _ => row_number,
                     },
                 )
             } else {
                 None
             };
-            pk_key_of_row(&mut key, def, &row, row_id, &mut scratch)?;
-            let taken = row_id.is_none()
-                && (pending_unique.contains(&key) || db.get(&key).map_err(Error::from)?.is_some());
-            if taken {
-                return Err(Error::DuplicateKey {
-                    table: def.name.clone(),
-                    key: "PRIMARY".into(),
-                    entry: show_entry(&row, &def.primary_key.columns),
-                }
-                .into());
-            }
-            pending_unique.insert(key.clone());
-            value.clear();
-            encode_row(&mut value, def, &row)?;
-            batch
-                .put(DEFAULT_KEYSPACE_ID, &key, &value)
-                .map_err(Error::from)?;
-            for index in &def.indexes {
-                let (entry, entry_value) = entry_for_row(def, index, &row, &key, &mut scratch)?;
-                if index.unique && is_unique_entry(&entry_value) {
-                    if pending_unique.contains(&entry)
-                        || db.get(&entry).map_err(Error::from)?.is_some()
-                    {
-                        return Err(Error::DuplicateKey {
-                            table: def.name.clone(),
-                            key: index.name.clone(),
-                            entry: show_entry(&row, &index.columns),
-                        }
-                        .into());
-                    }
-                    pending_unique.insert(entry.clone());
-                }
-                batch
-                    .put(DEFAULT_KEYSPACE_ID, &entry, &entry_value)
-                    .map_err(Error::from)?;
-            }
-            if rows.is_multiple_of(CHUNK_ROWS as u64) {
-                db.write(std::mem::take(&mut batch), &WriteOptions::default())
-                    .map_err(Error::from)?;
-                pending_unique.clear();
-            }
+            writer.put(&row, row_id)?;
             iter.next();
         }
         iter.status().map_err(Error::from)?;
-        if !batch.is_empty() {
-            db.write(batch, &WriteOptions::default())
-                .map_err(Error::from)?;
-        }
+        let rows = writer.finish()?;
         Ok(rows)
     }
 

@@ -85,6 +85,7 @@
 //! | `cursor` | scans: index ranges and [`RowCursor`] |
 //! | `index` | row keys and secondary index entries |
 //! | `alter` | ALTER TABLE on columns (instant or by rewrite), RENAME TABLE |
+//! | `fill` | rows written under new ids before their definition (rewrites, CREATE ... SELECT) |
 //! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
@@ -98,6 +99,7 @@ mod codec;
 mod cursor;
 mod decimal;
 mod error;
+mod fill;
 mod index;
 mod schema;
 mod sequence;

@@ -349,7 +349,7 @@ fn refuse_foreign_keys(db: &shale_engine::Db) -> Result<()> {
     Ok(())
 }
 
-fn check_name(what: &str, name: &str) -> Result<()> {
+pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 64 {
         return Err(Error::InvalidArgument(format!(
             "{what} name '{name}' must be 1 to 64 bytes"

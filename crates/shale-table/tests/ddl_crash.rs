@@ -1,6 +1,6 @@
 //! DDL is atomic across crashes (ARCHITECTURE.md invariant 7): a crash image taken at every
 //! sync point during CREATE INDEX, DROP INDEX, TRUNCATE, DROP TABLE, DROP DATABASE, ALTER TABLE
-//! (instant and rewriting) and RENAME TABLE reopens
+//! (instant and rewriting), RENAME TABLE and CREATE TABLE ... AS SELECT's fill reopens
 //! to a catalog and data that match one definition: every index in the catalog agrees with its
 //! rows (CHECK TABLE) and no key remains under an index id the catalog no longer has.
 
@@ -347,6 +347,20 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
             assert_eq!(method, shale_table::AlterMethod::Instant);
         }),
         Box::new(|s| s.rename_tables(&[("a", "t", "a", "t2")]).unwrap()),
+        // CREATE TABLE a.c AS SELECT (9,000 rows: more than one chunk of writes).
+        Box::new(|s| {
+            let mut def = table("a", "c");
+            def.indexes[0].unique = false;
+            let mut rows = (0..9_000).map(|id| {
+                Ok::<_, shale_table::Error>(vec![
+                    Value::Int(id),
+                    Value::Int(id % 7),
+                    Value::Bytes(format!("row {id}").into_bytes()),
+                ])
+            });
+            let (_, count) = s.create_table_with_rows(def, &mut rows).unwrap();
+            assert_eq!(count, 9_000);
+        }),
     ];
     for (i, run) in steps.iter().enumerate() {
         step.store(i + 1, Ordering::SeqCst);
@@ -371,6 +385,7 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
         (row(&[3, 3, 5], true), "t"),
         (row(&[3, 3, 5], false), "t"),
         (row(&[3, 3, 5], false), "t2"),
+        (row(&[3, 3, 5], false), "t2"),
     ];
     for (step, point, image) in images {
         let label = format!("alter step {step}, sync point {point}");
@@ -389,6 +404,16 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
             got.as_ref() == Some(want) && name == *want_name
         });
         assert!(ok, "{label}: row 3 of a.{name} is {got:?}");
+        // The table made with its rows exists whole or not at all.
+        if let Some(c) = catalog.table("a", "c") {
+            let check = txn.check_table(c).unwrap();
+            assert!(
+                check.is_ok() && check.rows == 9_000,
+                "{label}: a.c {check:?}"
+            );
+        } else {
+            assert!(step <= 5, "{label}: a.c is missing");
+        }
         drop(txn);
         drop(reopened);
         check_image_ids(&image, &label);
