@@ -235,7 +235,11 @@ impl Store {
         }
         // The AUTO_INCREMENT reservation moves with the table, so no value is handed out
         // twice; a hidden row id counter recovers from the rows' largest id.
-        if let Some(reserved) = db.get(&system::table_key(TAG_AUTO_INCREMENT, old_id))? {
+        let reserved = match self.inner.loaded_next(TAG_AUTO_INCREMENT, old_id) {
+            Some(next) => Some(next.to_le_bytes().to_vec()),
+            None => db.get(&system::table_key(TAG_AUTO_INCREMENT, old_id))?,
+        };
+        if let Some(reserved) = reserved {
             batch.put(
                 sys,
                 &system::table_key(TAG_AUTO_INCREMENT, new_id),

@@ -469,3 +469,42 @@ fn a_table_made_with_its_rows_appears_whole_or_not_at_all() {
         iter.next();
     }
 }
+
+#[test]
+fn past_versions_are_capped_by_a_rewrite() {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    setup(&store, 3);
+    let mut methods = Vec::new();
+    for i in 0..=shale_table::MAX_PAST_VERSIONS {
+        // Alternately add a column `x` and drop it again: each a new schema version.
+        let method = alter(
+            &store,
+            |def| {
+                if def.columns.len() == 4 {
+                    def.columns.pop();
+                    (0..3).map(ColumnSource::Stored).collect()
+                } else {
+                    def.columns.push(column("x", INT, true));
+                    (0..3)
+                        .map(ColumnSource::Stored)
+                        .chain([ColumnSource::Fill(Value::Int(i64::try_from(i).unwrap()))])
+                        .collect()
+                }
+            },
+            &mut unchanged,
+        )
+        .unwrap();
+        methods.push(method);
+    }
+    let t = store.catalog().table("d", "t").unwrap().clone();
+    assert!(methods[..shale_table::MAX_PAST_VERSIONS]
+        .iter()
+        .all(|m| *m == AlterMethod::Instant));
+    assert_eq!(methods.last(), Some(&AlterMethod::Rewrite { rows: 3 }));
+    assert!(t.past_versions.is_empty());
+    let got = rows(&store);
+    assert_eq!(got.len(), 3);
+    drop(store);
+    assert_eq!(rows(&open(&fs)), got);
+}
