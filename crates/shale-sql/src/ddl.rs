@@ -175,7 +175,7 @@ fn index_columns(def: &TableDef, cols: &[ast::IndexColumn]) -> Result<Vec<usize>
 }
 
 /// A constant DEFAULT expression's value.
-fn default_value(e: &ast::Expr) -> Result<Value, SqlError> {
+pub(crate) fn default_value(e: &ast::Expr) -> Result<Value, SqlError> {
     match e {
         ast::Expr::Value(v) => Ok(match &v.value {
             ast::Value::Number(n, _) => crate::bind::number_value(n)?,
@@ -192,6 +192,64 @@ fn default_value(e: &ast::Expr) -> Result<Value, SqlError> {
         } => crate::value::negate(&default_value(expr)?),
         other => Err(SqlError::unsupported(format!("DEFAULT {other}"))),
     }
+}
+
+/// One column definition of CREATE TABLE or ALTER TABLE ADD/CHANGE/MODIFY, and whether it
+/// declared PRIMARY KEY and UNIQUE.
+pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), SqlError> {
+    let (mut is_pk, mut is_unique) = (false, false);
+    let mut collation = Collation::Utf8mb4GeneralCi;
+    let mut nullable = true;
+    let mut default = None;
+    let mut auto_increment = false;
+    for o in &c.options {
+        match &o.option {
+            ast::ColumnOption::Null => nullable = true,
+            ast::ColumnOption::NotNull => nullable = false,
+            ast::ColumnOption::Default(e) => default = Some(default_value(e)?),
+            ast::ColumnOption::PrimaryKey(_) => {
+                nullable = false;
+                is_pk = true;
+            }
+            ast::ColumnOption::Unique(_) => is_unique = true,
+            ast::ColumnOption::DialectSpecific(tokens)
+                if tokens
+                    .iter()
+                    .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
+            {
+                auto_increment = true;
+            }
+            ast::ColumnOption::Collation(n) => {
+                collation = collation_named(&n.to_string())?;
+            }
+            ast::ColumnOption::CharacterSet(n) => {
+                if n.to_string().eq_ignore_ascii_case("binary") {
+                    collation = Collation::Binary;
+                }
+            }
+            ast::ColumnOption::Comment(_) => {}
+            other => return Err(SqlError::unsupported(format!("column option {other}"))),
+        }
+    }
+    let ty = column_type(&c.data_type, collation, &c.name.value)?;
+    let mut col = ColumnDef {
+        name: c.name.value.clone(),
+        ty,
+        nullable,
+        default: None,
+        auto_increment,
+    };
+    if let Some(d) = default {
+        let stored = store_value(&col, d, 1).map_err(|_| {
+            SqlError::new(
+                1067,
+                "42000",
+                format!("Invalid default value for '{}'", col.name),
+            )
+        })?;
+        col.default = Some(stored);
+    }
+    Ok((col, is_pk, is_unique))
 }
 
 /// A CREATE TABLE's definition (index ids are the store's to assign) and its warnings.
@@ -218,6 +276,7 @@ pub(crate) fn table_def(
         },
         indexes: Vec::new(),
         schema_version: 1,
+        past_versions: Vec::new(),
     };
     let mut pk_cols: Option<Vec<usize>> = None;
     let mut unique_cols: Vec<usize> = Vec::new();
@@ -229,56 +288,12 @@ pub(crate) fn table_def(
                 format!("Duplicate column name '{}'", c.name.value),
             ));
         }
-        let mut collation = Collation::Utf8mb4GeneralCi;
-        let mut nullable = true;
-        let mut default = None;
-        let mut auto_increment = false;
-        for o in &c.options {
-            match &o.option {
-                ast::ColumnOption::Null => nullable = true,
-                ast::ColumnOption::NotNull => nullable = false,
-                ast::ColumnOption::Default(e) => default = Some(default_value(e)?),
-                ast::ColumnOption::PrimaryKey(_) => {
-                    nullable = false;
-                    pk_cols = Some(vec![pos]);
-                }
-                ast::ColumnOption::Unique(_) => unique_cols.push(pos),
-                ast::ColumnOption::DialectSpecific(tokens)
-                    if tokens
-                        .iter()
-                        .any(|t| t.to_string().eq_ignore_ascii_case("AUTO_INCREMENT")) =>
-                {
-                    auto_increment = true;
-                }
-                ast::ColumnOption::Collation(n) => {
-                    collation = collation_named(&n.to_string())?;
-                }
-                ast::ColumnOption::CharacterSet(n) => {
-                    if n.to_string().eq_ignore_ascii_case("binary") {
-                        collation = Collation::Binary;
-                    }
-                }
-                ast::ColumnOption::Comment(_) => {}
-                other => return Err(SqlError::unsupported(format!("column option {other}"))),
-            }
+        let (col, is_pk, is_unique) = column_def(c)?;
+        if is_pk {
+            pk_cols = Some(vec![pos]);
         }
-        let ty = column_type(&c.data_type, collation, &c.name.value)?;
-        let mut col = ColumnDef {
-            name: c.name.value.clone(),
-            ty,
-            nullable,
-            default: None,
-            auto_increment,
-        };
-        if let Some(d) = default {
-            let stored = store_value(&col, d, 1).map_err(|_| {
-                SqlError::new(
-                    1067,
-                    "42000",
-                    format!("Invalid default value for '{}'", col.name),
-                )
-            })?;
-            col.default = Some(stored);
+        if is_unique {
+            unique_cols.push(pos);
         }
         def.columns.push(col);
     }

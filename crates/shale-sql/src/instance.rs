@@ -95,6 +95,7 @@ fn user_table() -> TableDef {
         },
         indexes: Vec::new(),
         schema_version: 1,
+        past_versions: Vec::new(),
     }
 }
 

@@ -683,6 +683,7 @@ mod tests {
                     Vec::new()
                 },
                 schema_version: 1,
+                past_versions: Vec::new(),
             }),
             database: "d".into(),
             alias: name.into(),

@@ -30,6 +30,7 @@
 // Integer conversions are range-checked (or clamped) right before the cast.
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
+mod alter;
 mod bind;
 mod builtin;
 mod builtin_eval;

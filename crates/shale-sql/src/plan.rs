@@ -756,6 +756,7 @@ mod tests {
                 index_id: 2,
             }],
             schema_version: 1,
+            past_versions: Vec::new(),
         }
     }
 

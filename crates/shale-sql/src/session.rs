@@ -874,6 +874,11 @@ impl Session {
         sink.end(&self.state.status(self.in_transaction()))
     }
 
+    /// An OK status for this session's state (warnings, transaction flags).
+    pub(crate) fn status(&self) -> StatementStatus {
+        self.state.status(self.in_transaction())
+    }
+
     pub(crate) fn ddl_prelude(&mut self) -> Result<(), SqlError> {
         self.state.warnings.clear();
         self.commit_open()
@@ -997,6 +1002,12 @@ impl Session {
                 table,
                 ..
             } => self.drop(*object_type, *if_exists, names, table.as_ref(), sink),
+            Statement::CreateTable(ct) if ct.like.is_some() => {
+                crate::alter::create_like(self, ct, sink)
+            }
+            Statement::CreateTable(ct) if ct.query.is_some() => {
+                crate::alter::create_select(self, ct, sink)
+            }
             Statement::CreateTable(ct) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&ct.name)?;
@@ -1034,6 +1045,10 @@ impl Session {
                 st.info = "Records: 0  Duplicates: 0  Warnings: 0".into();
                 sink.ok(&st)
             }
+            Statement::AlterTable(at) if crate::alter::handles(at) => {
+                crate::alter::alter_table(self, at, sink)
+            }
+            Statement::RenameTable(renames) => crate::alter::rename_tables(self, renames, sink),
             Statement::AlterTable(at) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&at.name)?;

@@ -101,3 +101,8 @@ fn year() {
 fn info_schema() {
     common::run_file("info_schema");
 }
+
+#[test]
+fn alter() {
+    common::run_file("alter");
+}

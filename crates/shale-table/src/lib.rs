@@ -34,6 +34,7 @@
 //!     primary_key: index("PRIMARY", vec![0]),
 //!     indexes: vec![index("by_name", vec![1])],
 //!     schema_version: 0,
+//!     past_versions: Vec::new(),
 //! })?;
 //!
 //! let mut txn = store.begin(TxnOptions::default())?;
@@ -83,18 +84,22 @@
 //! | `txn` | [`TableTxn`]: row reads and writes in one engine transaction |
 //! | `cursor` | scans: index ranges and [`RowCursor`] |
 //! | `index` | row keys and secondary index entries |
+//! | `alter` | ALTER TABLE on columns (instant or by rewrite), RENAME TABLE |
+//! | `fill` | rows written under new ids before their definition (rewrites, CREATE ... SELECT) |
 //! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
 
+mod alter;
 mod build;
 mod check;
 mod codec;
 mod cursor;
 mod decimal;
 mod error;
+mod fill;
 mod index;
 mod online;
 mod schema;
@@ -109,13 +114,14 @@ mod txn;
 mod types;
 mod value;
 
+pub use alter::{widens_losslessly, AlterMethod, ConvertFn, TableChange, MAX_PAST_VERSIONS};
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
 pub use decimal::{
     Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
 };
 pub use error::{Error, Result};
-pub use schema::{Catalog, ColumnDef, IndexDef, TableDef};
+pub use schema::{Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
 pub use shale_engine::{Durability, IsolationLevel};
 pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};

@@ -43,6 +43,32 @@ pub struct TableDef {
     pub indexes: Vec<IndexDef>,
     /// Raised by every change of `columns`; each row records the version it was written in.
     pub schema_version: u32,
+    /// The column lists of earlier schema versions that rows may still carry, oldest first
+    /// (instant ALTER TABLE keeps them so old rows decode without a rewrite; a new table or a
+    /// rewritten one has none). The store maintains them; callers building a new table pass
+    /// an empty list.
+    pub past_versions: Vec<PastVersion>,
+}
+
+/// An earlier schema version of a table: how its rows are laid out and how each of the
+/// table's current columns is read from them (docs/format/rows.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PastVersion {
+    pub schema_version: u32,
+    /// The columns a row of this version stores, in stored order, typed as they were.
+    pub columns: Vec<ColumnDef>,
+    /// One per current column of the table: where a row of this version gets its value.
+    pub current: Vec<ColumnSource>,
+}
+
+/// Where a column's value comes from in a row written before an ALTER TABLE.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnSource {
+    /// The stored column at this position (of the older column list); its type converts to
+    /// the current one without loss (an instant change, alter.rs).
+    Stored(usize),
+    /// A column added later: rows written before read this value (its default when added).
+    Fill(Value),
 }
 
 impl TableDef {

@@ -40,6 +40,17 @@ impl StoreInner {
         sequences.remove(&(TAG_ROW_ID, table_id));
     }
 
+    /// The value the counter `(tag, table_id)` hands out next, if it is loaded (every value
+    /// handed out is below it, so it is a valid reservation: ALTER's rewrite moves it to the
+    /// new table id exactly instead of the persisted reservation up to 1024 above).
+    pub(crate) fn loaded_next(&self, tag: u8, table_id: u32) -> Option<u64> {
+        self.sequences
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&(tag, table_id))
+            .map(|s| s.next)
+    }
+
     /// Hands out the next value of the table's `AUTO_INCREMENT` (`TAG_AUTO_INCREMENT`) or hidden
     /// row id (`TAG_ROW_ID`) counter (invariant 1).
     pub(crate) fn next_sequence(&self, tag: u8, table: &TableDef) -> Result<u64> {

@@ -71,7 +71,7 @@ pub(crate) struct StoreInner {
 /// between threads (`Arc<Store>`); every method takes `&self`.
 #[derive(Debug)]
 pub struct Store {
-    inner: Arc<StoreInner>,
+    pub(crate) inner: Arc<StoreInner>,
 }
 
 fn sync() -> WriteOptions {
@@ -397,7 +397,7 @@ fn refuse_foreign_keys(db: &shale_engine::Db) -> Result<()> {
     Ok(())
 }
 
-fn check_name(what: &str, name: &str) -> Result<()> {
+pub(crate) fn check_name(what: &str, name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 64 {
         return Err(Error::InvalidArgument(format!(
             "{what} name '{name}' must be 1 to 64 bytes"
@@ -406,7 +406,7 @@ fn check_name(what: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<Arc<TableDef>> {
+pub(crate) fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<Arc<TableDef>> {
     if !catalog.databases.contains_key(database) {
         return Err(Error::NoSuchDatabase(database.to_owned()));
     }
@@ -421,7 +421,7 @@ fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<Arc<TableDe
 
 /// Checks what the encoders rely on: positions in range, unique names, at most one
 /// `AUTO_INCREMENT` column and it an integer.
-fn validate_table(def: &TableDef) -> Result<()> {
+pub(crate) fn validate_table(def: &TableDef) -> Result<()> {
     let bad = |detail: String| {
         Err(Error::InvalidArgument(format!(
             "table '{}': {detail}",
@@ -569,7 +569,7 @@ impl StoreInner {
             .clone()
     }
 
-    fn install(&self, catalog: Catalog) {
+    pub(crate) fn install(&self, catalog: Catalog) {
         *self.catalog.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
     }
 
@@ -581,7 +581,7 @@ impl StoreInner {
         self.install(new);
     }
 
-    fn lock_ddl(&self) -> std::sync::MutexGuard<'_, u32> {
+    pub(crate) fn lock_ddl(&self) -> std::sync::MutexGuard<'_, u32> {
         self.ddl.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

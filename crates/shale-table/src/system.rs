@@ -18,7 +18,7 @@ use crate::decimal::{
     Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
 };
 use crate::error::{Error, Result};
-use crate::schema::{ColumnDef, IndexDef, TableDef};
+use crate::schema::{ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
 use crate::temporal::DateTime;
 use crate::types::{Collation, ColumnType};
 use crate::value::Value;
@@ -45,8 +45,10 @@ pub(crate) const TAG_ROW_ID: u8 = b'R';
 pub(crate) const CATALOG_VERSION: u32 = 1;
 /// The first index id handed out (ids below are reserved).
 pub(crate) const FIRST_INDEX_ID: u32 = 256;
-/// The version byte that starts every table definition.
+/// The version byte that starts a table definition without past schema versions.
 const TABLE_DEF_VERSION: u8 = 1;
+/// The version byte of a definition followed by its past schema versions (instant ALTER).
+const TABLE_DEF_VERSION_WITH_PAST: u8 = 2;
 
 /// `[start, end)` of every system key.
 pub(crate) fn system_range() -> (Vec<u8>, Vec<u8>) {
@@ -287,28 +289,133 @@ fn read_index(reader: &mut Reader<'_>, columns: usize) -> Result<IndexDef> {
     })
 }
 
-/// The stored form of a table definition.
+fn put_column(out: &mut Vec<u8>, column: &ColumnDef) {
+    put_bytes(out, column.name.as_bytes());
+    put_type(out, &column.ty);
+    let flags = u8::from(column.nullable)
+        | u8::from(column.auto_increment) << 1
+        | u8::from(column.default.is_some()) << 2;
+    out.push(flags);
+    if let Some(default) = &column.default {
+        put_value(out, default);
+    }
+}
+
+fn read_column(reader: &mut Reader<'_>) -> Result<ColumnDef> {
+    let name = reader.string()?;
+    let ty = read_type(reader)?;
+    let flags = reader.u8()?;
+    if flags > 0b111 {
+        return Err(reader.corruption("unknown column flags"));
+    }
+    let default = if flags & 4 != 0 {
+        Some(read_value(reader)?)
+    } else {
+        None
+    };
+    Ok(ColumnDef {
+        name,
+        ty,
+        nullable: flags & 1 != 0,
+        default,
+        auto_increment: flags & 2 != 0,
+    })
+}
+
+fn put_past_version(out: &mut Vec<u8>, past: &PastVersion) {
+    put_varint(out, u64::from(past.schema_version));
+    put_varint(out, past.columns.len() as u64);
+    for column in &past.columns {
+        put_column(out, column);
+    }
+    put_varint(out, past.current.len() as u64);
+    for source in &past.current {
+        match source {
+            ColumnSource::Stored(position) => {
+                out.push(0);
+                put_varint(out, *position as u64);
+            }
+            ColumnSource::Fill(value) => {
+                out.push(1);
+                put_value(out, value);
+            }
+        }
+    }
+}
+
+/// A past version of a table whose current definition has `current_columns` columns and
+/// version `current_version` (untrusted bytes: every position is checked).
+fn read_past_version(
+    reader: &mut Reader<'_>,
+    current_columns: usize,
+    current_version: u32,
+) -> Result<PastVersion> {
+    let schema_version = reader.varint_u32()?;
+    if schema_version >= current_version {
+        return Err(reader.corruption(&format!(
+            "past schema version {schema_version} is not before {current_version}"
+        )));
+    }
+    let count = reader.varint()?;
+    let mut columns = Vec::new();
+    for _ in 0..count {
+        columns.push(read_column(reader)?);
+    }
+    if reader.varint()? != current_columns as u64 {
+        return Err(reader.corruption(&format!(
+            "past schema version {schema_version} does not map {current_columns} columns"
+        )));
+    }
+    let mut current = Vec::with_capacity(current_columns);
+    for _ in 0..current_columns {
+        current.push(match reader.u8()? {
+            0 => {
+                let position = reader.varint()?;
+                match usize::try_from(position) {
+                    Ok(p) if p < columns.len() => ColumnSource::Stored(p),
+                    _ => {
+                        return Err(reader.corruption(&format!(
+                            "past schema version {schema_version} names column {position}"
+                        )))
+                    }
+                }
+            }
+            1 => ColumnSource::Fill(read_value(reader)?),
+            tag => return Err(reader.corruption(&format!("unknown column source tag {tag}"))),
+        });
+    }
+    Ok(PastVersion {
+        schema_version,
+        columns,
+        current,
+    })
+}
+
+/// The stored form of a table definition: version 1 without past schema versions (what
+/// every store before instant ALTER TABLE wrote), version 2 with them.
 pub(crate) fn encode_table(def: &TableDef) -> Vec<u8> {
-    let mut out = vec![TABLE_DEF_VERSION];
+    let mut out = vec![if def.past_versions.is_empty() {
+        TABLE_DEF_VERSION
+    } else {
+        TABLE_DEF_VERSION_WITH_PAST
+    }];
     put_bytes(&mut out, def.database.as_bytes());
     put_bytes(&mut out, def.name.as_bytes());
     put_varint(&mut out, u64::from(def.schema_version));
     put_varint(&mut out, def.columns.len() as u64);
     for column in &def.columns {
-        put_bytes(&mut out, column.name.as_bytes());
-        put_type(&mut out, &column.ty);
-        let flags = u8::from(column.nullable)
-            | u8::from(column.auto_increment) << 1
-            | u8::from(column.default.is_some()) << 2;
-        out.push(flags);
-        if let Some(default) = &column.default {
-            put_value(&mut out, default);
-        }
+        put_column(&mut out, column);
     }
     put_index(&mut out, &def.primary_key);
     put_varint(&mut out, def.indexes.len() as u64);
     for index in &def.indexes {
         put_index(&mut out, index);
+    }
+    if !def.past_versions.is_empty() {
+        put_varint(&mut out, def.past_versions.len() as u64);
+        for past in &def.past_versions {
+            put_past_version(&mut out, past);
+        }
     }
     out
 }
@@ -317,9 +424,10 @@ pub(crate) fn encode_table(def: &TableDef) -> Vec<u8> {
 pub(crate) fn decode_table(bytes: &[u8]) -> Result<TableDef> {
     let mut reader = Reader::new(bytes, "table definition");
     let version = reader.u8()?;
-    if version != TABLE_DEF_VERSION {
+    if version != TABLE_DEF_VERSION && version != TABLE_DEF_VERSION_WITH_PAST {
         return Err(Error::Corruption(format!(
-            "table definition version {version}; this build reads {TABLE_DEF_VERSION}"
+            "table definition version {version}; this build reads {TABLE_DEF_VERSION} and \
+             {TABLE_DEF_VERSION_WITH_PAST}"
         )));
     }
     let database = reader.string()?;
@@ -328,30 +436,30 @@ pub(crate) fn decode_table(bytes: &[u8]) -> Result<TableDef> {
     let count = reader.varint()?;
     let mut columns = Vec::new();
     for _ in 0..count {
-        let column_name = reader.string()?;
-        let ty = read_type(&mut reader)?;
-        let flags = reader.u8()?;
-        if flags > 0b111 {
-            return Err(reader.corruption("unknown column flags"));
-        }
-        let default = if flags & 4 != 0 {
-            Some(read_value(&mut reader)?)
-        } else {
-            None
-        };
-        columns.push(ColumnDef {
-            name: column_name,
-            ty,
-            nullable: flags & 1 != 0,
-            default,
-            auto_increment: flags & 2 != 0,
-        });
+        columns.push(read_column(&mut reader)?);
     }
     let primary_key = read_index(&mut reader, columns.len())?;
     let count = reader.varint()?;
     let mut indexes = Vec::new();
     for _ in 0..count {
         indexes.push(read_index(&mut reader, columns.len())?);
+    }
+    let mut past_versions: Vec<PastVersion> = Vec::new();
+    if version == TABLE_DEF_VERSION_WITH_PAST {
+        let count = reader.varint()?;
+        if count == 0 {
+            return Err(reader.corruption("a version 2 definition without past versions"));
+        }
+        for _ in 0..count {
+            let past = read_past_version(&mut reader, columns.len(), schema_version)?;
+            if past_versions
+                .last()
+                .is_some_and(|p| p.schema_version >= past.schema_version)
+            {
+                return Err(reader.corruption("past schema versions out of order"));
+            }
+            past_versions.push(past);
+        }
     }
     if !reader.is_empty() {
         return Err(reader.corruption("bytes after the last index"));
@@ -363,6 +471,7 @@ pub(crate) fn decode_table(bytes: &[u8]) -> Result<TableDef> {
         primary_key,
         indexes,
         schema_version,
+        past_versions,
     })
 }
 
@@ -372,9 +481,8 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
-    #[test]
-    fn table_definitions_round_trip_and_truncations_fail() {
-        let def = TableDef {
+    fn sample() -> TableDef {
+        TableDef {
             database: "sbtest".into(),
             name: "sbtest1".into(),
             columns: vec![
@@ -432,7 +540,13 @@ mod tests {
                 index_id: 257,
             }],
             schema_version: 1,
-        };
+            past_versions: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn table_definitions_round_trip_and_truncations_fail() {
+        let def = sample();
         let bytes = encode_table(&def);
         assert_eq!(decode_table(&bytes).unwrap(), def);
         for len in 0..bytes.len() {
@@ -449,5 +563,41 @@ mod tests {
             }
             let _ = decode_table(&mutated);
         }
+    }
+
+    #[test]
+    fn definitions_with_past_versions_round_trip() {
+        let def = sample();
+        // With past schema versions (after instant ALTER TABLEs).
+        let mut altered = def.clone();
+        altered.schema_version = 4;
+        altered.past_versions = vec![
+            PastVersion {
+                schema_version: 1,
+                columns: def.columns[..2].to_vec(),
+                current: vec![
+                    ColumnSource::Stored(0),
+                    ColumnSource::Stored(1),
+                    ColumnSource::Fill(Value::Bytes(b"old".to_vec())),
+                    ColumnSource::Fill(Value::Null),
+                    ColumnSource::Fill(Value::Double(2.5)),
+                ],
+            },
+            PastVersion {
+                schema_version: 3,
+                columns: def.columns.clone(),
+                current: (0..5).map(ColumnSource::Stored).collect(),
+            },
+        ];
+        let altered_bytes = encode_table(&altered);
+        assert_eq!(altered_bytes[0], TABLE_DEF_VERSION_WITH_PAST);
+        assert_eq!(decode_table(&altered_bytes).unwrap(), altered);
+        for len in 0..altered_bytes.len() {
+            assert!(decode_table(&altered_bytes[..len]).is_err());
+        }
+        // A past version at or after the current one is corruption.
+        let mut bad = altered.clone();
+        bad.past_versions[1].schema_version = 4;
+        assert!(decode_table(&encode_table(&bad)).is_err());
     }
 }

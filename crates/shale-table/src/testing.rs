@@ -71,6 +71,7 @@ pub fn sysbench_table(auto_increment: bool) -> TableDef {
             index_id: 0,
         }],
         schema_version: 0,
+        past_versions: Vec::new(),
     }
 }
 
@@ -119,6 +120,7 @@ pub fn fuzz_table() -> TableDef {
             index("by_bin", vec![6, 4, 3], true),
         ],
         schema_version: 1,
+        past_versions: Vec::new(),
     }
 }
 

@@ -64,6 +64,7 @@ fn store() -> (Store, Arc<TableDef>) {
                 },
             ],
             schema_version: 0,
+            past_versions: Vec::new(),
         })
         .unwrap();
     (store, t)

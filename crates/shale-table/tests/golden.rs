@@ -64,6 +64,7 @@ fn golden_table() -> TableDef {
             },
         ],
         schema_version: 0,
+        past_versions: Vec::new(),
     }
 }
 

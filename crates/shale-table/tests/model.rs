@@ -1,7 +1,9 @@
 //! A model test: random inserts, updates and deletes on two tables against a `BTreeMap`
 //! oracle, with commits, rollbacks, clean reopens and crashes (crash images of the in-memory
-//! file system; commits are synced, so every committed change must survive) and index
-//! rebuilds. After every step the rows match the oracle and CHECK TABLE is clean.
+//! file system; commits are synced, so every committed change must survive), index
+//! rebuilds and ALTER TABLEs (an extra column of t1 added and dropped again, instantly or,
+//! when `k` widens at the same time, by a rewrite). After every step the rows match the oracle
+//! and CHECK TABLE is clean.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,8 +13,8 @@ use rand::{Rng, SeedableRng};
 use shale_engine::Options;
 use shale_fs::{CrashMode, MemFs};
 use shale_table::{
-    Collation, ColumnDef, ColumnType, Durability, Error, IndexChoice, IndexDef, KeyRange, LockMode,
-    Store, StoreOptions, TableDef, TxnOptions, Value,
+    AlterMethod, Collation, ColumnDef, ColumnSource, ColumnType, Durability, Error, IndexChoice,
+    IndexDef, KeyRange, LockMode, Store, StoreOptions, TableChange, TableDef, TxnOptions, Value,
 };
 
 fn open(fs: &MemFs) -> Store {
@@ -66,6 +68,7 @@ fn tables() -> [TableDef; 2] {
             primary_key: index("PRIMARY", vec![0], true),
             indexes: vec![index("k", vec![1], false), index("u", vec![2], true)],
             schema_version: 0,
+            past_versions: Vec::new(),
         },
         TableDef {
             database: "m".into(),
@@ -78,6 +81,7 @@ fn tables() -> [TableDef; 2] {
             primary_key: index("PRIMARY", vec![0, 1], true),
             indexes: vec![index("score", vec![2], false)],
             schema_version: 0,
+            past_versions: Vec::new(),
         },
     ]
 }
@@ -169,6 +173,8 @@ fn verify(store: &Store, models: &[BTreeMap<String, Vec<Value>>; 2], label: &str
 
 #[test]
 fn random_operations_with_reopens_and_crashes_match_the_model() {
+    // Instant ALTERs and rewrites run.
+    let mut alters = [0, 0];
     for seed in 0..5u64 {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut fs = MemFs::new();
@@ -178,6 +184,8 @@ fn random_operations_with_reopens_and_crashes_match_the_model() {
             store.create_table(def).unwrap();
         }
         let mut models: [BTreeMap<String, Vec<Value>>; 2] = Default::default();
+        // Whether t1 has its fourth column `e` (added by ALTER TABLE) now.
+        let mut extra = false;
         for round in 0..60 {
             let catalog = store.catalog();
             let defs = [
@@ -189,7 +197,10 @@ fn random_operations_with_reopens_and_crashes_match_the_model() {
             for _ in 0..rng.gen_range(1..40) {
                 let table = rng.gen_range(0..2);
                 let (t, model) = (&defs[table], &mut pending[table]);
-                let new = random_row(&mut rng, table);
+                let mut new = random_row(&mut rng, table);
+                if table == 0 && extra {
+                    new.push(Value::Int(rng.gen_range(-5..5)));
+                }
                 let key = model_key(table, &new);
                 let clash = table == 0 && u_clash(model, &new, &key);
                 match model.get(&key).cloned() {
@@ -241,6 +252,13 @@ fn random_operations_with_reopens_and_crashes_match_the_model() {
                         .create_index("m", "t2", index("score", vec![2], false))
                         .unwrap();
                 }
+                4 => {
+                    let widen = rng.gen_bool(0.3);
+                    match alter_t1(&store, &mut models[0], &mut extra, widen, &label) {
+                        AlterMethod::Instant => alters[0] += 1,
+                        AlterMethod::Rewrite { .. } => alters[1] += 1,
+                    }
+                }
                 1 | 2 => {
                     let mode = if rng.gen_bool(0.5) {
                         CrashMode::DropUnsynced
@@ -257,4 +275,52 @@ fn random_operations_with_reopens_and_crashes_match_the_model() {
             verify(&store, &models, &label);
         }
     }
+    assert!(alters[0] > 0 && alters[1] > 0, "ALTERs run: {alters:?}");
+}
+
+/// Adds t1's column `e INT NOT NULL DEFAULT 7` at the end, or drops it again; with `widen`,
+/// `k` (indexed) becomes INT in the same statement, which makes it a rewrite.
+fn alter_t1(
+    store: &Store,
+    model: &mut BTreeMap<String, Vec<Value>>,
+    extra: &mut bool,
+    widen: bool,
+    label: &str,
+) -> AlterMethod {
+    let mut def = (**store.catalog().table("m", "t1").unwrap()).clone();
+    let widen = widen && def.columns[1].ty != ColumnType::Int { unsigned: false };
+    let mut sources: Vec<ColumnSource> = (0..3).map(ColumnSource::Stored).collect();
+    if *extra {
+        def.columns.pop();
+    } else {
+        let mut e = column("e", ColumnType::Int { unsigned: false }, false);
+        e.default = Some(Value::Int(7));
+        def.columns.push(e);
+        sources.push(ColumnSource::Fill(Value::Int(7)));
+    }
+    if widen {
+        def.columns[1].ty = ColumnType::Int { unsigned: false };
+    }
+    let (_, method) = store
+        .alter_table(
+            "m",
+            "t1",
+            TableChange { def, sources },
+            &mut |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> Result<Value, Error> { Ok(v) },
+        )
+        .unwrap();
+    assert_eq!(
+        method == AlterMethod::Instant,
+        !widen,
+        "{label}: {method:?}"
+    );
+    for row in model.values_mut() {
+        if *extra {
+            row.pop();
+        } else {
+            row.push(Value::Int(7));
+        }
+    }
+    *extra = !*extra;
+    method
 }

@@ -52,6 +52,7 @@ fn store(ddl_wait: Option<Duration>) -> Arc<Store> {
             },
             indexes: vec![],
             schema_version: 0,
+            past_versions: Vec::new(),
         })
         .unwrap();
     Arc::new(store)

@@ -91,6 +91,7 @@ fn sbtest(name: &str) -> TableDef {
         primary_key: index("PRIMARY", vec![0], true),
         indexes: vec![index("k_1", vec![1], false), index("u_1", vec![4], true)],
         schema_version: 0,
+        past_versions: Vec::new(),
     }
 }
 
@@ -763,6 +764,7 @@ fn tables_without_a_primary_key_use_hidden_row_ids() {
         primary_key: index("", vec![], true),
         indexes: vec![index("a", vec![0], false)],
         schema_version: 0,
+        past_versions: Vec::new(),
     };
     let t = store.create_table(def).unwrap();
     let mut txn = store.begin(TxnOptions::default()).unwrap();

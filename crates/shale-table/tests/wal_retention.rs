@@ -45,6 +45,7 @@ fn ddl_does_not_pin_write_ahead_logs() {
             },
             indexes: vec![],
             schema_version: 0,
+            past_versions: Vec::new(),
         })
         .unwrap();
     let mut txn = store.begin(TxnOptions::default()).unwrap();

@@ -107,3 +107,48 @@ fn source_runs_a_file_and_an_error_names_code_state_and_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn altered_tables_read_the_same_in_a_new_process() {
+    let dir = scratch("alter");
+    let out = shale_sql(
+        &dir,
+        &[
+            "-e",
+            "CREATE DATABASE d; CREATE TABLE d.t (id INT PRIMARY KEY, k INT, c VARCHAR(10), \
+             KEY k_1 (k)); INSERT INTO d.t VALUES (1, 10, 'one'), (2, NULL, 'two')",
+        ],
+        "",
+    );
+    stdout(&out);
+    // Instant: ADD COLUMN (old rows read its DEFAULT), RENAME COLUMN; rewrite: MODIFY k.
+    let out = shale_sql(
+        &dir,
+        &[
+            "-D",
+            "d",
+            "-e",
+            "ALTER TABLE t ADD COLUMN n INT NOT NULL DEFAULT 5 AFTER id, RENAME COLUMN c TO name; \
+             INSERT INTO t VALUES (3, 6, 30, 'three'); \
+             ALTER TABLE t DROP COLUMN name; ALTER TABLE t MODIFY k BIGINT",
+        ],
+        "",
+    );
+    stdout(&out);
+    let out = shale_sql(
+        &dir,
+        &[
+            "-D",
+            "d",
+            "-e",
+            "SELECT * FROM t ORDER BY id; SELECT id FROM t WHERE k = 30",
+        ],
+        "",
+    );
+    assert_eq!(
+        stdout(&out),
+        "id\tn\tk\n1\t5\t10\n2\t5\tNULL\n3\t6\t30\nid\n3\n"
+    );
+    let out = shale_sql(&dir, &["-D", "d", "-e", "CHECK TABLE t"], "");
+    assert!(stdout(&out).contains("status\tOK"), "{}", stdout(&out));
+}

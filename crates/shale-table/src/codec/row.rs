@@ -9,7 +9,9 @@
 //! Invariants:
 //! 1. `decode(encode(row)) == row` for every row that `encode` accepts (integers come back as
 //!    `Int` in signed and `UInt` in unsigned columns, doubles bit for bit, -0.0 as 0.0).
-//! 2. A value decodes only against the schema version it was written with.
+//! 2. A value decodes only against the schema version it was written with: the table's
+//!    current one, or one of its `past_versions` (kept by instant ALTER TABLE), whose
+//!    columns map onto the current ones.
 //! 3. Whatever decodes would be accepted by `encode_row` (integers within their column's
 //!    range, no NaN, no NULL in a NOT NULL column), so corrupt bytes never reach the caller as impossible values.
 
@@ -17,7 +19,7 @@ use super::key::{as_decimal, as_f64, as_i64, as_u64, int_bits};
 use super::{put_bytes, put_varint, unzigzag, zigzag, Reader};
 use crate::decimal::Decimal;
 use crate::error::{Error, Result};
-use crate::schema::{ColumnDef, TableDef};
+use crate::schema::{ColumnDef, ColumnSource, TableDef};
 use crate::temporal::DateTime;
 use crate::types::Kind;
 use crate::value::Value;
@@ -166,14 +168,63 @@ fn decode_columns(
 ) -> Result<()> {
     let mut reader = Reader::new(bytes, "row value");
     let version = reader.varint()?;
-    if version != u64::from(table.schema_version) {
+    if version == u64::from(table.schema_version) {
+        return decode_stored(&mut reader, &table.columns, wanted, emit);
+    }
+    let Some(past) = table
+        .past_versions
+        .iter()
+        .find(|p| u64::from(p.schema_version) == version)
+    else {
         return Err(Error::Corruption(format!(
             "row of table '{}.{}' has schema version {version}, the table is at {}",
             table.database, table.name, table.schema_version
         )));
+    };
+    // A row written before an instant ALTER TABLE: decode it as it was written, then read
+    // each current column from its source (invariant 2).
+    let mut stored = vec![Value::Null; past.columns.len()];
+    decode_stored(
+        &mut reader,
+        &past.columns,
+        |_| true,
+        |i, value| {
+            if let Some(slot) = stored.get_mut(i) {
+                *slot = value;
+            }
+        },
+    )?;
+    for (i, (source, column)) in past.current.iter().zip(&table.columns).enumerate() {
+        if !wanted(i) {
+            continue;
+        }
+        let value = match source {
+            ColumnSource::Stored(p) => stored.get(*p).cloned().unwrap_or(Value::Null),
+            ColumnSource::Fill(value) => value.clone(),
+        };
+        // The store allows only lossless type changes without a rewrite, so a stored value
+        // fits its current column; NULL into NOT NULL is the one mismatch a bad catalog
+        // could still produce (invariant 3).
+        if matches!(value, Value::Null) && !column.nullable {
+            return Err(reader.corruption(&format!(
+                "NULL in NOT NULL column '{}' of schema version {version}",
+                column.name
+            )));
+        }
+        emit(i, value);
     }
-    let bitmap = reader.take(table.columns.len().div_ceil(8))?;
-    for (i, column) in table.columns.iter().enumerate() {
+    Ok(())
+}
+
+/// Walks the stored columns of a row value laid out as `columns` (after its version).
+fn decode_stored(
+    reader: &mut Reader<'_>,
+    columns: &[ColumnDef],
+    wanted: impl Fn(usize) -> bool,
+    mut emit: impl FnMut(usize, Value),
+) -> Result<()> {
+    let bitmap = reader.take(columns.len().div_ceil(8))?;
+    for (i, column) in columns.iter().enumerate() {
         let value = if bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
             if !column.nullable {
                 return Err(
@@ -206,7 +257,7 @@ fn decode_columns(
                     Value::Double(value)
                 }
                 Kind::Decimal { precision, scale } => {
-                    Value::Decimal(super::decimal::decode_row(&mut reader, precision, scale)?)
+                    Value::Decimal(super::decimal::decode_row(reader, precision, scale)?)
                 }
                 Kind::DateTime { fsp } => {
                     let packed = reader.varint()?;
@@ -284,6 +335,7 @@ mod tests {
             },
             indexes: vec![],
             schema_version: 3,
+            past_versions: Vec::new(),
         }
     }
 

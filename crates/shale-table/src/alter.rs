@@ -1,0 +1,522 @@
+//! ALTER TABLE on columns and RENAME TABLE: a new definition for a table, applied instantly
+//! (only the catalog changes) where every row still decodes, else by a rewrite of every row
+//! and index entry under new index ids (docs/format/catalog.md, "ALTER TABLE").
+//!
+//! Instant: ADD COLUMN anywhere (old rows read the value the column was added with), DROP
+//! COLUMN of a column in no index that keeps its shape, RENAME COLUMN, a changed DEFAULT,
+//! NOT NULL -> NULL and lossless type widenings ([`widens_losslessly`]) of columns no index
+//! keys on (strings grow in place even when indexed). The old column list is kept as a
+//! [`PastVersion`]; rows are never touched.
+//!
+//! Rewrite: everything else (a type change that converts values, NULL -> NOT NULL, an index
+//! that loses or gains columns, a new primary key, more than [`MAX_PAST_VERSIONS`] past
+//! versions). The rows are converted by the caller's function (the SQL layer applies
+//! `MySQL`'s conversion rules and strict-mode errors) and written with all their index
+//! entries under freshly allocated ids, in chunked plain writes; then one synced batch swaps
+//! the definition to the new ids and range-deletes the old ones. A failure or a crash before
+//! that batch leaves the old table whole (the new ids' keys are deleted on failure, or swept
+//! at the next open, build.rs invariant 2).
+//!
+//! Invariants:
+//! 1. Every DDL here changes the catalog with one synced engine write, after which the new
+//!    definition describes every row (instant: through its past versions; rewrite: all rows
+//!    are at the new version).
+//! 2. A past version maps each current column to a stored column whose type
+//!    [`widens_losslessly`] into the current one, or to a fill value that fits it.
+//! 3. An index keeps its id only when its entries' bytes are unchanged: the same columns in
+//!    the same order, each with a key encoding unchanged ([`same_key_encoding`]).
+//!
+//! Like the rest of DDL this is not coordinated with running transactions (store.rs).
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use shale_engine::{ReadOptions, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID};
+
+use crate::build::delete_index_range;
+use crate::codec::key::range_bounds;
+use crate::codec::row::{decode_row, encode_row};
+use crate::error::{Error, Result};
+use crate::fill::{discard, RowWriter};
+use crate::index::table_id;
+use crate::schema::{Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
+use crate::store::{table_of, validate_table, Store};
+use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
+use crate::types::{ColumnType, Kind};
+use crate::value::Value;
+
+/// At most this many past versions are kept; an ALTER that would keep more rewrites.
+pub const MAX_PAST_VERSIONS: usize = 64;
+
+/// A new definition for a table, with where each of its columns comes from.
+#[derive(Debug, Clone)]
+pub struct TableChange {
+    /// The new definition. Its `database`/`name` may differ (a rename). An index keeps its
+    /// entries when it keeps its old `index_id` and its key is unchanged; `index_id` 0 (or
+    /// an index whose key changed) makes the change a rewrite. `schema_version` and
+    /// `past_versions` are the store's to set.
+    pub def: TableDef,
+    /// One per column of `def.columns`: `Stored(p)` is the old definition's column `p`,
+    /// `Fill(v)` a new column whose value in existing rows is `v`.
+    pub sources: Vec<ColumnSource>,
+}
+
+/// A rewrite's value conversion: `(old column, new column, stored value, row from 1)` to the
+/// value to store, or the error that fails the ALTER.
+pub type ConvertFn<'a, E> = dyn FnMut(&ColumnDef, &ColumnDef, Value, u64) -> Result<Value, E> + 'a;
+
+/// How an ALTER TABLE was applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlterMethod {
+    /// Only the catalog changed.
+    Instant,
+    /// Every row was rewritten; the count of rows.
+    Rewrite { rows: u64 },
+}
+
+/// Whether a value stored as `from` reads as the same value of type `to` without any
+/// conversion (row bytes and decoded [`Value`] alike).
+pub fn widens_losslessly(from: &ColumnType, to: &ColumnType) -> bool {
+    use ColumnType as T;
+    if from == to {
+        return true;
+    }
+    match (from.kind(), to.kind()) {
+        (
+            Kind::Int {
+                width: a,
+                unsigned: ua,
+            },
+            Kind::Int {
+                width: b,
+                unsigned: ub,
+            },
+        ) => ua == ub && b >= a,
+        _ => match (from, to) {
+            (T::Float, T::Double) => true,
+            (
+                T::Char {
+                    len: a,
+                    collation: ca,
+                },
+                T::Char {
+                    len: b,
+                    collation: cb,
+                },
+            )
+            | (
+                T::VarChar {
+                    len: a,
+                    collation: ca,
+                },
+                T::VarChar {
+                    len: b,
+                    collation: cb,
+                },
+            ) => ca == cb && b >= a,
+            (T::VarChar { collation: ca, .. }, T::Text { collation: cb }) => ca == cb,
+            (
+                T::Decimal {
+                    precision: pa,
+                    scale: sa,
+                },
+                T::Decimal {
+                    precision: pb,
+                    scale: sb,
+                },
+            ) => sa == sb && pb >= pa,
+            _ => false,
+        },
+    }
+}
+
+/// Whether a key column's encoding is the same for both column definitions (invariant 3):
+/// the key bytes of integers depend on their width, of every column on its nullability.
+fn same_key_encoding(from: &ColumnDef, to: &ColumnDef) -> bool {
+    if from.nullable != to.nullable {
+        return false;
+    }
+    match (&from.ty, &to.ty) {
+        (a, b) if a == b => true,
+        // Strings' keys depend on the collation only, not the declared length.
+        (ColumnType::Char { collation: ca, .. }, ColumnType::Char { collation: cb, .. })
+        | (ColumnType::VarChar { collation: ca, .. }, ColumnType::VarChar { collation: cb, .. }) => {
+            ca == cb
+        }
+        _ => false,
+    }
+}
+
+impl Store {
+    /// Replaces `database.name`'s definition with `change.def` (see the module doc for when
+    /// that is instant and when every row is rewritten). In a rewrite, `convert(old, new,
+    /// value, row)` turns each stored value of a column whose type or nullability changed
+    /// into its new value (`row` counts the rows from 1, for messages), or fails the whole
+    /// ALTER (the table is left as it was).
+    pub fn alter_table<E: From<Error>>(
+        &self,
+        database: &str,
+        name: &str,
+        change: TableChange,
+        convert: &mut ConvertFn<'_, E>,
+    ) -> Result<(Arc<TableDef>, AlterMethod), E> {
+        let mut next_id = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let old = table_of(&catalog, database, name)?;
+        let TableChange { mut def, sources } = change;
+        check_target(&catalog, &old, &def)?;
+        check_sources(&old, &def, &sources)?;
+        def.primary_key.name = "PRIMARY".into();
+        def.primary_key.unique = true;
+        for &c in &def.primary_key.columns {
+            if let Some(column) = def.columns.get_mut(c) {
+                column.nullable = false;
+            }
+        }
+        def.past_versions = Vec::new();
+        validate_table(&def)?;
+        if instant_possible(&old, &def, &sources) {
+            let def = self.alter_instant(&catalog, &old, def, sources)?;
+            return Ok((def, AlterMethod::Instant));
+        }
+        let ids_needed = 1 + def.indexes.len() as u32;
+        let first = *next_id;
+        let after = first
+            .checked_add(ids_needed)
+            .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
+        def.primary_key.index_id = first;
+        for (i, index) in def.indexes.iter_mut().enumerate() {
+            index.index_id = first + 1 + i as u32;
+        }
+        def.schema_version = old.schema_version + 1;
+        let db = self.inner.tdb.db();
+        // The ids are used from here on, whatever happens (build.rs, invariant 1).
+        let mut batch = WriteBatch::new();
+        batch
+            .put(
+                DEFAULT_KEYSPACE_ID,
+                system::KEY_NEXT_INDEX_ID,
+                &after.to_le_bytes(),
+            )
+            .map_err(Error::from)?;
+        db.write(batch, &WriteOptions::sync())
+            .map_err(Error::from)?;
+        *next_id = after;
+        let rows = match self.rewrite_rows(&old, &def, &sources, convert) {
+            Ok(rows) => rows,
+            Err(e) => {
+                discard(db, first..after);
+                return Err(e);
+            }
+        };
+        let old_id = table_id(&old);
+        self.swap_rewritten(&old, &def)?;
+        self.inner.forget_sequences(old_id);
+        let def = Arc::new(def);
+        self.inner.install(replaced(&catalog, &old, def.clone()));
+        Ok((def, AlterMethod::Rewrite { rows }))
+    }
+
+    /// The one synced write that makes a rewritten table current (invariant 1).
+    fn swap_rewritten(&self, old: &TableDef, def: &TableDef) -> Result<()> {
+        let db = self.inner.tdb.db();
+        let (old_id, new_id) = (table_id(old), table_id(def));
+        let sys = DEFAULT_KEYSPACE_ID;
+        let mut batch = WriteBatch::new();
+        batch.delete(sys, &system::table_key(TAG_TABLE, old_id))?;
+        batch.put(
+            sys,
+            &system::table_key(TAG_TABLE, new_id),
+            &system::encode_table(def),
+        )?;
+        delete_index_range(&mut batch, old_id)?;
+        for index in &old.indexes {
+            delete_index_range(&mut batch, index.index_id)?;
+        }
+        // The AUTO_INCREMENT reservation moves with the table, so no value is handed out
+        // twice; a hidden row id counter recovers from the rows' largest id.
+        let reserved = match self.inner.loaded_next(TAG_AUTO_INCREMENT, old_id) {
+            Some(next) => Some(next.to_le_bytes().to_vec()),
+            None => db.get(&system::table_key(TAG_AUTO_INCREMENT, old_id))?,
+        };
+        if let Some(reserved) = reserved {
+            batch.put(
+                sys,
+                &system::table_key(TAG_AUTO_INCREMENT, new_id),
+                &reserved,
+            )?;
+        }
+        batch.delete(sys, &system::table_key(TAG_AUTO_INCREMENT, old_id))?;
+        batch.delete(sys, &system::table_key(TAG_ROW_ID, old_id))?;
+        db.write(batch, &WriteOptions::sync())?;
+        Ok(())
+    }
+
+    fn alter_instant(
+        &self,
+        catalog: &Catalog,
+        old: &TableDef,
+        mut def: TableDef,
+        sources: Vec<ColumnSource>,
+    ) -> Result<Arc<TableDef>> {
+        def.primary_key.index_id = table_id(old);
+        let unchanged_rows = sources.len() == old.columns.len()
+            && sources.iter().enumerate().all(|(i, s)| {
+                matches!(s, ColumnSource::Stored(p) if *p == i)
+                    && old.columns[i].ty == def.columns[i].ty
+                    && old.columns[i].nullable == def.columns[i].nullable
+            });
+        if unchanged_rows {
+            // Names, defaults, indexes dropped or the table renamed: rows decode as before.
+            def.schema_version = old.schema_version;
+            def.past_versions.clone_from(&old.past_versions);
+        } else {
+            def.schema_version = old
+                .schema_version
+                .checked_add(1)
+                .ok_or_else(|| Error::InvalidArgument("schema versions exhausted".into()))?;
+            def.past_versions = old
+                .past_versions
+                .iter()
+                .map(|past| PastVersion {
+                    schema_version: past.schema_version,
+                    columns: past.columns.clone(),
+                    current: sources
+                        .iter()
+                        .map(|s| match s {
+                            ColumnSource::Stored(p) => past.current[*p].clone(),
+                            ColumnSource::Fill(v) => ColumnSource::Fill(v.clone()),
+                        })
+                        .collect(),
+                })
+                .collect();
+            def.past_versions.push(PastVersion {
+                schema_version: old.schema_version,
+                columns: old.columns.clone(),
+                current: sources,
+            });
+        }
+        let sys = DEFAULT_KEYSPACE_ID;
+        let mut batch = WriteBatch::new();
+        batch.put(
+            sys,
+            &system::table_key(TAG_TABLE, table_id(old)),
+            &system::encode_table(&def),
+        )?;
+        for index in &old.indexes {
+            if !def.indexes.iter().any(|i| i.index_id == index.index_id) {
+                delete_index_range(&mut batch, index.index_id)?;
+            }
+        }
+        self.inner.tdb.db().write(batch, &WriteOptions::sync())?;
+        self.inner.forget_sequences(table_id(old));
+        let def = Arc::new(def);
+        self.inner.install(replaced(catalog, old, def.clone()));
+        Ok(def)
+    }
+
+    /// Writes every row of `old`, converted, with its index entries under `def`'s (new)
+    /// ids, from one snapshot; returns the row count.
+    fn rewrite_rows<E: From<Error>>(
+        &self,
+        old: &TableDef,
+        def: &TableDef,
+        sources: &[ColumnSource],
+        convert: &mut ConvertFn<'_, E>,
+    ) -> Result<u64, E> {
+        let db = self.inner.tdb.db();
+        let (lower, upper) = range_bounds(table_id(old), Bound::Unbounded, Bound::Unbounded);
+        let mut iter = db
+            .iterator(ReadOptions {
+                snapshot: Some(db.snapshot()),
+                lower_bound: Some(lower),
+                upper_bound: upper,
+                skip_cache_fill: true,
+                ..ReadOptions::default()
+            })
+            .map_err(Error::from)?;
+        let mut writer = RowWriter::new(db, def);
+        iter.seek_to_first();
+        while iter.valid() {
+            let old_row = decode_row(old, iter.value())?;
+            let row_number = writer.rows() + 1;
+            let mut row = Vec::with_capacity(def.columns.len());
+            for (column, source) in def.columns.iter().zip(sources) {
+                row.push(match source {
+                    ColumnSource::Fill(v) => v.clone(),
+                    ColumnSource::Stored(p) => {
+                        let was = &old.columns[*p];
+                        let v = old_row[*p].clone();
+                        if widens_losslessly(&was.ty, &column.ty)
+                            && (column.nullable || !matches!(v, Value::Null))
+                        {
+                            v
+                        } else {
+                            convert(was, column, v, row_number)?
+                        }
+                    }
+                });
+            }
+            // A table without primary key keeps its row ids; one that loses its primary key
+            // numbers its rows from 1.
+            let row_id = if def.primary_key.columns.is_empty() {
+                Some(
+                    match iter.key().get(4..12).and_then(|b| b.try_into().ok()) {
+                        Some(id) if old.primary_key.columns.is_empty() => u64::from_be_bytes(id),
+                        _ => row_number,
+                    },
+                )
+            } else {
+                None
+            };
+            writer.put(&row, row_id)?;
+            iter.next();
+        }
+        iter.status().map_err(Error::from)?;
+        let rows = writer.finish()?;
+        Ok(rows)
+    }
+
+    /// Renames tables, in order (so `a TO tmp, b TO a, tmp TO b` swaps two), atomically:
+    /// all or none, in one synced write. Each is `(database, name, new database, new name)`.
+    pub fn rename_tables(&self, renames: &[(&str, &str, &str, &str)]) -> Result<()> {
+        let _ddl = self.inner.lock_ddl();
+        let mut catalog = (*self.inner.catalog()).clone();
+        let mut changed: Vec<Arc<TableDef>> = Vec::new();
+        for &(database, name, to_database, to_name) in renames {
+            let old = table_of(&catalog, database, name)?;
+            let mut def = (*old).clone();
+            to_database.clone_into(&mut def.database);
+            to_name.clone_into(&mut def.name);
+            check_target(&catalog, &old, &def)?;
+            let def = Arc::new(def);
+            catalog = replaced(&catalog, &old, def.clone());
+            changed.retain(|d| table_id(d) != table_id(&def));
+            changed.push(def);
+        }
+        let mut batch = WriteBatch::new();
+        for def in &changed {
+            batch.put(
+                DEFAULT_KEYSPACE_ID,
+                &system::table_key(TAG_TABLE, table_id(def)),
+                &system::encode_table(def),
+            )?;
+        }
+        self.inner.tdb.db().write(batch, &WriteOptions::sync())?;
+        self.inner.install(catalog);
+        Ok(())
+    }
+}
+
+/// `catalog` with `old` replaced by `new` (which may have another name or database).
+fn replaced(catalog: &Catalog, old: &TableDef, new: Arc<TableDef>) -> Catalog {
+    let mut out = catalog.clone();
+    if let Some(tables) = out.databases.get_mut(&old.database) {
+        tables.remove(&old.name);
+    }
+    if let Some(tables) = out.databases.get_mut(&new.database) {
+        tables.insert(new.name.clone(), new);
+    }
+    out
+}
+
+/// A renamed table's new name must be free and its database exist.
+fn check_target(catalog: &Catalog, old: &TableDef, def: &TableDef) -> Result<()> {
+    if def.database == old.database && def.name == old.name {
+        return Ok(());
+    }
+    let Some(tables) = catalog.databases.get(&def.database) else {
+        return Err(Error::NoSuchDatabase(def.database.clone()));
+    };
+    if tables.contains_key(&def.name) {
+        return Err(Error::TableExists {
+            database: def.database.clone(),
+            table: def.name.clone(),
+        });
+    }
+    if def.name.is_empty() || def.name.len() > 64 {
+        return Err(Error::InvalidArgument(format!(
+            "table name '{}' must be 1 to 64 bytes",
+            def.name
+        )));
+    }
+    Ok(())
+}
+
+fn check_sources(old: &TableDef, def: &TableDef, sources: &[ColumnSource]) -> Result<()> {
+    if sources.len() != def.columns.len() {
+        return Err(Error::InvalidArgument(format!(
+            "{} column sources for {} columns",
+            sources.len(),
+            def.columns.len()
+        )));
+    }
+    for (source, column) in sources.iter().zip(&def.columns) {
+        match source {
+            ColumnSource::Stored(p) if *p >= old.columns.len() => {
+                return Err(Error::InvalidArgument(format!(
+                    "column '{}' comes from column #{p} of {}",
+                    column.name,
+                    old.columns.len()
+                )));
+            }
+            ColumnSource::Stored(_) => {}
+            ColumnSource::Fill(value) => {
+                // The fill must be a value the column accepts (invariant 2).
+                let mut probe = def.clone();
+                probe.columns = vec![column.clone()];
+                encode_row(&mut Vec::new(), &probe, std::slice::from_ref(value))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `def` describes `old`'s rows and index entries as they are (with a new past
+/// version), so no row needs rewriting.
+fn instant_possible(old: &TableDef, def: &TableDef, sources: &[ColumnSource]) -> bool {
+    let source_column = |position: usize| match sources.get(position) {
+        Some(ColumnSource::Stored(p)) => old.columns.get(*p).map(|c| (*p, c)),
+        _ => None,
+    };
+    for (i, column) in def.columns.iter().enumerate() {
+        if let ColumnSource::Stored(p) = &sources[i] {
+            let was = &old.columns[*p];
+            if !widens_losslessly(&was.ty, &column.ty) || (was.nullable && !column.nullable) {
+                return false;
+            }
+        }
+    }
+    let same_index = |old_index: &IndexDef, index: &IndexDef| {
+        old_index.unique == index.unique
+            && old_index.columns.len() == index.columns.len()
+            && old_index
+                .columns
+                .iter()
+                .zip(&index.columns)
+                .all(|(&o, &n)| {
+                    source_column(n).is_some_and(|(p, was)| {
+                        p == o
+                            && def
+                                .columns
+                                .get(n)
+                                .is_some_and(|c| same_key_encoding(was, c))
+                    })
+                })
+    };
+    if !same_index(&old.primary_key, &def.primary_key) {
+        return false;
+    }
+    for index in &def.indexes {
+        match old.indexes.iter().find(|o| o.index_id == index.index_id) {
+            Some(old_index) if index.index_id != 0 && same_index(old_index, index) => {}
+            _ => return false,
+        }
+    }
+    let adds_version = sources.len() != old.columns.len()
+        || sources
+            .iter()
+            .enumerate()
+            .any(|(i, s)| !matches!(s, ColumnSource::Stored(p) if *p == i));
+    !(adds_version && old.past_versions.len() >= MAX_PAST_VERSIONS)
+}
