@@ -44,6 +44,8 @@ pub enum Job {
         connection_id: u32,
         user: String,
         host: String,
+        /// The host pattern of the account that matched (`mysql.user.Host`).
+        account_host: String,
         database: Option<String>,
         tls: Option<TlsSession>,
         seq: u8,
@@ -66,6 +68,7 @@ pub fn run_session(
                 connection_id,
                 user,
                 host,
+                account_host,
                 database,
                 tls,
                 seq,
@@ -75,6 +78,7 @@ pub fn run_session(
                     connection_id,
                     user,
                     host,
+                    account_host,
                     tls,
                 };
                 let session = catch_unwind(AssertUnwindSafe(|| {
@@ -139,12 +143,14 @@ struct Identity {
     connection_id: u32,
     user: String,
     host: String,
+    account_host: String,
     tls: Option<TlsSession>,
 }
 
 fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
     let mut session = shared.backend.session();
     session.set_connection(identity.connection_id, &identity.user, &identity.host);
+    session.set_account(&identity.user, &identity.account_host);
     session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
     // What `SHOW STATUS LIKE 'Ssl%'` reports, empty on a plain connection as in MySQL.
     let (version, cipher) = identity

@@ -26,6 +26,8 @@
 // Integer conversions are range-checked (or clamped) right before the cast.
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
+mod account;
+mod account_parse;
 mod bind;
 mod cast;
 mod check_table;
@@ -35,11 +37,14 @@ mod error;
 mod exec;
 mod expr;
 mod from;
+mod grants;
 mod instance;
 mod join;
 mod join_exec;
 mod parse;
+mod password;
 mod plan;
+mod privilege;
 mod query;
 mod result;
 mod session;
@@ -53,6 +58,10 @@ mod walk;
 
 pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
+pub use password::{
+    hash_password, sha2_double_hash, sha2_password_matches, CACHING_SHA2, DEFAULT_PLUGIN,
+    NATIVE_PASSWORD,
+};
 pub use result::{write_text, ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 pub use session::{PreparedInfo, Session};
 pub use shale_table::{DateTime, Decimal, IsolationLevel, Value};

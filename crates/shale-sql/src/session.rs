@@ -59,6 +59,8 @@ struct Prepared {
     planned: Arc<Planned>,
     generation: u64,
     params: usize,
+    /// What it needs, checked at every execution (privilege.rs rule 4).
+    needs: crate::privilege::Needs,
 }
 
 /// Session state an expression may read (everything but the transaction).
@@ -82,6 +84,9 @@ pub(crate) struct State {
     /// Status variables the server sets for this connection (`Ssl_cipher`), which
     /// `SHOW STATUS` lists; a reset keeps them (they describe the connection).
     pub status: BTreeMap<String, String>,
+    /// The account whose privileges apply (`CURRENT_USER()`); `None` is an embedded session,
+    /// which is not checked (privilege.rs rule 1).
+    pub account: Option<crate::grants::Account>,
 }
 
 struct RunEnv<'a> {
@@ -104,6 +109,12 @@ impl Env for RunEnv<'_> {
     }
     fn user(&self) -> &str {
         &self.state.user
+    }
+    fn current_user(&self) -> String {
+        match &self.state.account {
+            Some(a) => format!("{}@{}", a.user, a.host),
+            None => self.state.user.clone(),
+        }
     }
     fn variable(&self, name: &str) -> Value {
         self.state.variable(name)
@@ -153,7 +164,7 @@ impl State {
         }
     }
 
-    fn status(&self, in_transaction: bool) -> StatementStatus {
+    pub(crate) fn status(&self, in_transaction: bool) -> StatementStatus {
         StatementStatus {
             affected_rows: 0,
             last_insert_id: 0,
@@ -227,6 +238,7 @@ impl Session {
                 globals,
                 user_vars: HashMap::new(),
                 status: BTreeMap::new(),
+                account: None,
             },
             txn: None,
             began: false,
@@ -254,6 +266,15 @@ impl Session {
     /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).
     pub fn set_user(&mut self, user: &str, host: &str) {
         self.state.user = format!("{user}@{host}");
+    }
+
+    /// Sets the account whose privileges every later statement is checked against
+    /// (`CURRENT_USER()`): `user`@`host` as `mysql.user` names it.
+    pub fn set_account(&mut self, user: &str, host: &str) {
+        self.state.account = Some(crate::grants::Account {
+            user: user.to_owned(),
+            host: host.to_owned(),
+        });
     }
 
     /// COM_RESET_CONNECTION: rolls back any transaction, forgets prepared statements, user
@@ -299,7 +320,17 @@ impl Session {
 
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         if let Some(tables) = crate::check_table::parse_check_table(sql) {
+            let mut needs = Vec::new();
+            for (db, table) in &tables {
+                let db = db.clone().map_or_else(|| self.current_db(), Ok)?;
+                let table = table.clone();
+                needs.push(crate::privilege::Need::AnyOnTable { db, table });
+            }
+            self.authorize(&needs)?;
             return crate::check_table::check_tables(self, &tables, sink);
+        }
+        if let Some(statement) = crate::account_parse::parse(sql) {
+            return crate::account::run(self, &statement?, sink);
         }
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
@@ -341,7 +372,8 @@ impl Session {
         }
         let stmt = statements.remove(0);
         let params = count_params(&stmt);
-        let planned = self.plan(stmt)?;
+        let (planned, needs) = self.plan_with_needs(stmt)?;
+        self.authorize(&needs)?;
         if matches!(planned, Planned::Command(_)) && sql.len() > BIG_STATEMENT {
             // A kept command's AST would later be dropped on the session's own stack.
             return Err(SqlError::new(
@@ -366,6 +398,7 @@ impl Session {
                 planned: Arc::new(planned),
                 generation: self.instance.generation(),
                 params,
+                needs,
             },
         );
         Ok(PreparedInfo {
@@ -384,7 +417,10 @@ impl Session {
     ) -> Result<(), SqlError> {
         let generation = self.instance.generation();
         let (planned, stale, count) = match self.prepared.get(&id) {
-            Some(p) => (Arc::clone(&p.planned), p.generation != generation, p.params),
+            Some(p) => {
+                self.authorize(&p.needs)?;
+                (Arc::clone(&p.planned), p.generation != generation, p.params)
+            }
             None => return Err(SqlError::unknown_prepared(id)),
         };
         if params.len() != count {
@@ -400,10 +436,13 @@ impl Session {
             if statements.is_empty() {
                 return Err(SqlError::unknown_prepared(id));
             }
-            let fresh = Arc::new(self.plan(statements.remove(0))?);
+            let (fresh, needs) = self.plan_with_needs(statements.remove(0))?;
+            self.authorize(&needs)?;
+            let fresh = Arc::new(fresh);
             if let Some(p) = self.prepared.get_mut(&id) {
                 p.planned = Arc::clone(&fresh);
                 p.generation = generation;
+                p.needs = needs;
             }
             fresh
         } else {
@@ -417,8 +456,12 @@ impl Session {
         self.prepared.remove(&id);
     }
 
-    /// COM_INIT_DB: fails with 1049 for an unknown database.
+    /// COM_INIT_DB: fails with 1044 for a database the account holds nothing in, 1049 for an
+    /// unknown one.
     pub fn use_database(&mut self, name: &str) -> Result<(), SqlError> {
+        self.authorize(&[crate::privilege::Need::SeeDb {
+            db: name.to_owned(),
+        }])?;
         if !self.instance.store.catalog().databases.contains_key(name) {
             return Err(SqlError::unknown_database(name));
         }
@@ -439,8 +482,69 @@ impl Session {
         self.state.autocommit
     }
 
-    /// Binds and plans one parsed statement.
+    /// Checks the session's account has what `needs` lists (privilege.rs).
+    pub(crate) fn authorize(&self, needs: &[crate::privilege::Need]) -> Result<(), SqlError> {
+        let Some(account) = &self.state.account else {
+            return Ok(());
+        };
+        let (user, client_host) = self
+            .state
+            .user
+            .rsplit_once('@')
+            .unwrap_or((&self.state.user, ""));
+        let asker = crate::privilege::Asker {
+            account,
+            user,
+            client_host,
+        };
+        crate::privilege::check(&self.instance.grants(), &asker, needs)
+    }
+
+    /// Binds, plans and authorizes one parsed statement: the one place every statement passes
+    /// (privilege.rs).
     fn plan(&self, stmt: Statement) -> Result<Planned, SqlError> {
+        let (planned, needs) = self.plan_with_needs(stmt)?;
+        self.authorize(&needs)?;
+        Ok(planned)
+    }
+
+    /// Binds and plans one parsed statement, with what it needs: its kind's needs and SELECT
+    /// on every table the binder resolved. A statement that fails to bind is still checked
+    /// first, so a table the account may not touch is 1142 whether or not it exists.
+    fn plan_with_needs(
+        &self,
+        stmt: Statement,
+    ) -> Result<(Planned, crate::privilege::Needs), SqlError> {
+        let mut needs = crate::privilege::needs_of(self.state.database.as_deref(), &stmt)?;
+        let touched = std::cell::RefCell::default();
+        let planned = self.bind_and_plan(stmt, &touched);
+        for (db, table) in touched.into_inner() {
+            let covered = needs.iter().any(|n| {
+                matches!(n, crate::privilege::Need::Table { db: d, table: t, .. }
+                    if *d == db && t.eq_ignore_ascii_case(&table))
+            });
+            if !covered {
+                needs.push(crate::privilege::Need::Table {
+                    privs: crate::grants::SELECT,
+                    db,
+                    table,
+                });
+            }
+        }
+        match planned {
+            Ok(planned) => Ok((planned, needs)),
+            Err(e) => {
+                self.authorize(&needs)?;
+                Err(e)
+            }
+        }
+    }
+
+    fn bind_and_plan(
+        &self,
+        stmt: Statement,
+        touched: &std::cell::RefCell<Vec<(String, String)>>,
+    ) -> Result<Planned, SqlError> {
         let is_data = matches!(
             stmt,
             Statement::Query(_)
@@ -458,6 +562,7 @@ impl Session {
             catalog: &catalog,
             database: self.state.database.as_deref(),
             variable: &variable,
+            touched,
         };
         let mut binder = Binder::new(&ctx);
         Ok(match &stmt {
@@ -1150,10 +1255,12 @@ impl Session {
             other => {
                 let catalog = shale_table::Catalog::default();
                 let variable = |n: &str| self.state.defaults.get(n).cloned();
+                let touched = std::cell::RefCell::default();
                 let ctx = BindContext {
                     catalog: &catalog,
                     database: None,
                     variable: &variable,
+                    touched: &touched,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {
