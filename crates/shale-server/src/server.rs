@@ -77,7 +77,7 @@ impl Default for ServerOptions {
             rsa_keys: None,
             require_secure_transport: false,
             connection_control_failed_connections_threshold: 3,
-            connection_control_min_connection_delay: Duration::from_millis(1000),
+            connection_control_min_connection_delay: Duration::from_secs(1),
             connection_control_max_connection_delay: Duration::from_millis(2_147_483_647),
         }
     }

@@ -93,11 +93,14 @@ impl RsaKeyPair {
     }
 }
 
-/// The accounts that may take the fast path: (user, host), the stored hash they proved, and
-/// their SHA256(SHA256(password)).
+/// An account that proved its password: the stored hash it proved, and its
+/// SHA256(SHA256(password)).
+type Proven = (Vec<u8>, [u8; 32]);
+
+/// The accounts that may take the fast path, by (user, host).
 #[derive(Debug, Default)]
 pub(crate) struct Sha2Cache {
-    proven: Mutex<HashMap<(String, String), (Vec<u8>, [u8; 32])>>,
+    proven: Mutex<HashMap<(String, String), Proven>>,
 }
 
 impl Sha2Cache {

@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn delays_start_at_the_threshold_grow_and_stay_per_host() {
-        let t = LoginThrottle::new(3, Duration::from_millis(1000), Duration::from_secs(5));
+        let t = LoginThrottle::new(3, Duration::from_secs(1), Duration::from_secs(5));
         let a: IpAddr = "10.0.0.1".parse().unwrap();
         let b: IpAddr = "10.0.0.2".parse().unwrap();
         let now = Instant::now();
@@ -155,7 +155,7 @@ mod tests {
             Duration::ZERO,
             "a success resets the host"
         );
-        let off = LoginThrottle::new(0, Duration::from_millis(1000), Duration::from_secs(5));
+        let off = LoginThrottle::new(0, Duration::from_secs(1), Duration::from_secs(5));
         for _ in 0..10 {
             off.failed_at(a, now);
         }

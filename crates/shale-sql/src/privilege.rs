@@ -217,12 +217,22 @@ fn relation_names(from: &[ast::TableWithJoins]) -> Vec<&ast::ObjectName> {
 pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs, SqlError> {
     let mut needs = Vec::new();
     match stmt {
-        // Reads: every table comes from the binder.
-        Statement::Query(_) => {}
+        // Reads (every table comes from the binder), transaction control, session
+        // variables, EXPLAIN (which plans its statement, checked as itself), and the SHOW
+        // forms that list only what the account may see (show.rs) need nothing here.
+        Statement::Query(_)
+        | Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. }
+        | Statement::ShowDatabases { .. }
+        | Statement::ShowVariables { .. }
+        | Statement::ShowStatus { .. }
+        | Statement::Explain { .. } => {}
         Statement::Insert(insert) => {
-            let name = match &insert.table {
-                ast::TableObject::TableName(name) => name,
-                _ => return Err(SqlError::unsupported("INSERT INTO a table function")),
+            let ast::TableObject::TableName(name) = &insert.table else {
+                return Err(SqlError::unsupported("INSERT INTO a table function"));
             };
             let mut privs = INSERT;
             if insert.on.is_some() {
@@ -308,13 +318,7 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
                 needs.push(Need::SeeDb { db });
             }
         }
-        // Transaction control and session variables need nothing; SET GLOBAL needs SUPER or
-        // SYSTEM_VARIABLES_ADMIN (MySQL 8's dynamic privilege).
-        Statement::StartTransaction { .. }
-        | Statement::Commit { .. }
-        | Statement::Rollback { .. }
-        | Statement::Savepoint { .. }
-        | Statement::ReleaseSavepoint { .. } => {}
+        // SET GLOBAL needs SUPER or SYSTEM_VARIABLES_ADMIN (MySQL 8's dynamic privilege).
         Statement::Set(set) => {
             if sets_global(set) {
                 needs.push(Need::Global {
@@ -322,11 +326,7 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
                 });
             }
         }
-        // SHOW DATABASES and SHOW TABLES list only what the account may see (show.rs);
-        // SHOW TABLES of a database it sees nothing in is 1044.
-        Statement::ShowDatabases { .. }
-        | Statement::ShowVariables { .. }
-        | Statement::ShowStatus { .. } => {}
+        // SHOW TABLES of a database the account sees nothing in is 1044.
         Statement::ShowTables { show_options, .. } => {
             let db = match show_options
                 .show_in
@@ -358,8 +358,6 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
             let (db, table) = qualify(current, table_name)?;
             needs.push(Need::AnyOnTable { db, table });
         }
-        // EXPLAIN plans the statement, which is checked as itself.
-        Statement::Explain { .. } => {}
         Statement::ShowVariable { variable } => {
             let words: Vec<String> = variable
                 .iter()

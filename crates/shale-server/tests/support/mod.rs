@@ -38,15 +38,15 @@ impl Backend for Fake {
     }
 
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError> {
+        // Hashed once: a `caching_sha2_password` hash has a fresh salt each time, and a real
+        // account's stored hash does not change between logins.
+        static HASHES: OnceLock<std::sync::Mutex<HashMap<String, Vec<u8>>>> = OnceLock::new();
         let (plugin, password) = match user {
             "root" => (NATIVE_PASSWORD, "pw"),
             "sha" => (CACHING_SHA2, "pw2"),
             "nopw" => (NATIVE_PASSWORD, ""),
             _ => return Ok(None),
         };
-        // Hashed once: a `caching_sha2_password` hash has a fresh salt each time, and a real
-        // account's stored hash does not change between logins.
-        static HASHES: OnceLock<std::sync::Mutex<HashMap<String, Vec<u8>>>> = OnceLock::new();
         let mut hashes = HASHES
             .get_or_init(Default::default)
             .lock()
