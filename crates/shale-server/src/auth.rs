@@ -1,26 +1,24 @@
 //! Password authentication: `mysql_native_password` and the fast path of
 //! `caching_sha2_password` (MySQL "Authentication Methods").
 //!
-//! Stored hashes (the `authentication_string` of a [`shale_sql::UserRecord`]):
-//! - `mysql_native_password`: `*` and 40 upper-case hex digits of SHA1(SHA1(password)), as
-//!   MySQL stores it; the raw 20 bytes are accepted too. Empty means no password.
-//! - `caching_sha2_password`: `$shale-sha2$` and 64 hex digits of SHA256(SHA256(password)),
-//!   Shale's own format: the double hash is what both the fast path and full authentication
-//!   (the clear password, `sha2_full`) check, so no salted crypt is needed. Empty means no
-//!   password.
+//! Stored hashes (the `authentication_string` of a [`shale_sql::UserRecord`]) are made by
+//! `shale_sql::hash_password` (docs/format/privileges.md): `mysql_native_password` keeps
+//! `*` and the hex of SHA1(SHA1(password)), which the scramble is checked against;
+//! `caching_sha2_password` keeps MySQL's salted SHA-256 crypt, which only a clear password
+//! (full authentication, `sha2_full`) can be checked against, and the fast path checks the
+//! scramble against SHA256(SHA256(password)) that an earlier full authentication put in the
+//! server's memory (`Sha2Cache`). Empty means no password.
 //!
 //! Invariants:
-//! 1. The server never sees or keeps a password; it keeps the double hash, and checks the
-//!    client's scramble response against it.
+//! 1. The server never keeps a password; it keeps the stored hash, and in memory the
+//!    fast path's double hash of accounts that proved their password since it started.
 //! 2. Comparisons of secrets run in constant time for equal lengths.
 
 use rand::Rng as _;
 use sha1::{Digest as _, Sha1};
 use sha2::Sha256;
 
-/// The plugin names as the protocol spells them.
-pub const NATIVE_PASSWORD: &str = "mysql_native_password";
-pub const CACHING_SHA2: &str = "caching_sha2_password";
+pub use shale_sql::{hash_password, sha2_password_matches, CACHING_SHA2, NATIVE_PASSWORD};
 
 /// The 20 random bytes both plugins scramble with. Printable ASCII without NUL or `$`, since
 /// some clients treat the nonce as a C string.
@@ -31,24 +29,6 @@ pub fn new_scramble() -> [u8; 20] {
         *b = rng.gen_range(0x21..0x7F);
     }
     out
-}
-
-/// The `authentication_string` to store for `password` under `plugin`.
-pub fn hash_password(plugin: &str, password: &str) -> Vec<u8> {
-    if password.is_empty() {
-        return Vec::new();
-    }
-    if plugin == CACHING_SHA2 {
-        let stage2 = Sha256::digest(Sha256::digest(password.as_bytes()));
-        let mut out = b"$shale-sha2$".to_vec();
-        out.extend_from_slice(hex(&stage2).as_bytes());
-        out
-    } else {
-        let stage2 = Sha1::digest(Sha1::digest(password.as_bytes()));
-        let mut out = b"*".to_vec();
-        out.extend_from_slice(hex(&stage2).as_bytes());
-        out
-    }
 }
 
 /// Whether the client's `response` to `scramble` proves it knows the password whose stored
@@ -74,35 +54,24 @@ pub fn verify(plugin: &str, stored: &[u8], scramble: &[u8], response: &[u8]) -> 
             let stage1: Vec<u8> = response.iter().zip(mask).map(|(a, b)| a ^ b).collect();
             constant_time_eq(&Sha1::digest(&stage1), &stage2)
         }
-        CACHING_SHA2 => {
-            let Some(stage2) = decode_stored(stored, b"$shale-sha2$", 32) else {
-                return false;
-            };
-            // response = SHA256(pw) XOR SHA256(stage2 ++ scramble).
-            if response.len() != 32 {
-                return false;
-            }
-            let mask = Sha256::new()
-                .chain_update(&stage2)
-                .chain_update(scramble)
-                .finalize();
-            let stage1: Vec<u8> = response.iter().zip(mask).map(|(a, b)| a ^ b).collect();
-            constant_time_eq(&Sha256::digest(&stage1), &stage2)
-        }
+        // The stored crypt cannot check a scramble: see `verify_sha2_scramble`.
         _ => false,
     }
 }
 
-/// Whether the clear `password` (sent in `caching_sha2_password` full authentication) is the
-/// one whose stored hash is `stored`.
-pub fn sha2_password_matches(stored: &[u8], password: &[u8]) -> bool {
-    if stored.is_empty() {
-        return password.is_empty();
-    }
-    let Some(stage2) = decode_stored(stored, b"$shale-sha2$", 32) else {
+/// Whether `response` is the `caching_sha2_password` fast path's answer to `scramble` for
+/// the account whose SHA256(SHA256(password)) is `secret`:
+/// response = SHA256(pw) XOR SHA256(secret ++ scramble).
+pub fn verify_sha2_scramble(secret: &[u8; 32], scramble: &[u8], response: &[u8]) -> bool {
+    if response.len() != 32 {
         return false;
-    };
-    constant_time_eq(&Sha256::digest(Sha256::digest(password)), &stage2)
+    }
+    let mask = Sha256::new()
+        .chain_update(secret)
+        .chain_update(scramble)
+        .finalize();
+    let stage1: Vec<u8> = response.iter().zip(mask).map(|(a, b)| a ^ b).collect();
+    constant_time_eq(&Sha256::digest(&stage1), secret)
 }
 
 /// The client side of `mysql_native_password` (tests, and a reference for the formula).
@@ -151,15 +120,6 @@ fn decode_stored(stored: &[u8], prefix: &[u8], len: usize) -> Option<Vec<u8>> {
         .collect()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02X}");
-    }
-    s
-}
-
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -169,41 +129,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn native_hash_matches_mysql_password_function() {
-        // MySQL: SELECT PASSWORD('password') = '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19'.
-        assert_eq!(
-            hash_password(NATIVE_PASSWORD, "password"),
-            b"*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19".to_vec()
-        );
-        assert!(hash_password(NATIVE_PASSWORD, "").is_empty());
-    }
-
-    #[test]
     fn scrambles_verify_only_with_the_right_password() {
         let scramble = new_scramble();
-        for plugin in [NATIVE_PASSWORD, CACHING_SHA2] {
-            let stored = hash_password(plugin, "s3cret");
-            let response = |pw: &str| {
-                if plugin == NATIVE_PASSWORD {
-                    native_scramble_response(pw, &scramble)
-                } else {
-                    sha2_scramble_response(pw, &scramble)
-                }
-            };
-            assert!(verify(plugin, &stored, &scramble, &response("s3cret")));
-            assert!(!verify(plugin, &stored, &scramble, &response("wrong")));
-            assert!(!verify(plugin, &stored, &scramble, b""));
-            if plugin == CACHING_SHA2 {
-                assert!(sha2_password_matches(&stored, b"s3cret"));
-                assert!(!sha2_password_matches(&stored, b"s3cre"));
-            }
-            assert!(!verify(
-                plugin,
-                &stored,
-                &new_scramble(),
-                &response("s3cret")
-            ));
-        }
+        let stored = hash_password(NATIVE_PASSWORD, "s3cret");
+        let response = |pw: &str| native_scramble_response(pw, &scramble);
+        assert!(verify(
+            NATIVE_PASSWORD,
+            &stored,
+            &scramble,
+            &response("s3cret")
+        ));
+        assert!(!verify(
+            NATIVE_PASSWORD,
+            &stored,
+            &scramble,
+            &response("wrong")
+        ));
+        assert!(!verify(NATIVE_PASSWORD, &stored, &scramble, b""));
+        assert!(!verify(
+            NATIVE_PASSWORD,
+            &stored,
+            &new_scramble(),
+            &response("s3cret")
+        ));
+        // caching_sha2_password: the stored crypt never checks a scramble; the double hash
+        // from a full authentication does.
+        let stored = hash_password(CACHING_SHA2, "s3cret");
+        let answer = sha2_scramble_response("s3cret", &scramble);
+        assert!(!verify(CACHING_SHA2, &stored, &scramble, &answer));
+        assert!(sha2_password_matches(&stored, b"s3cret"));
+        let secret = shale_sql::sha2_double_hash(b"s3cret");
+        assert!(verify_sha2_scramble(&secret, &scramble, &answer));
+        assert!(!verify_sha2_scramble(
+            &secret,
+            &scramble,
+            &sha2_scramble_response("wrong", &scramble)
+        ));
+        assert!(!verify_sha2_scramble(&secret, &new_scramble(), &answer));
         assert!(verify(NATIVE_PASSWORD, b"", &scramble, b""));
         assert!(!verify(NATIVE_PASSWORD, b"", &scramble, b"x"));
         assert!(!verify("unknown", b"*00", &scramble, b"x"));

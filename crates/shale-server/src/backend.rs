@@ -38,6 +38,11 @@ pub trait BackendSession {
     fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
         let _ = (connection_id, user, host);
     }
+    /// Tells the session which account's privileges apply (`mysql.user`'s user and host),
+    /// right after `set_connection`.
+    fn set_account(&mut self, user: &str, host: &str) {
+        let _ = (user, host);
+    }
     /// Sets a session status variable the server knows (`Ssl_cipher`), for `SHOW STATUS`.
     fn set_status_variable(&mut self, name: &str, value: &str) {
         let _ = (name, value);
@@ -101,6 +106,10 @@ impl BackendSession for Session {
     fn set_connection(&mut self, connection_id: u32, user: &str, host: &str) {
         Session::set_connection_id(self, u64::from(connection_id));
         Session::set_user(self, user, host);
+    }
+
+    fn set_account(&mut self, user: &str, host: &str) {
+        Session::set_account(self, user, host);
     }
 
     fn set_found_rows(&mut self, found_rows: bool) {

@@ -44,6 +44,8 @@ pub enum Job {
         connection_id: u32,
         user: String,
         host: String,
+        /// The host pattern of the account that matched (`mysql.user.Host`).
+        account_host: String,
         database: Option<String>,
         tls: Option<TlsSession>,
         /// Shared with the connection task: KILL CONNECTION and the session's wait_timeout.
@@ -77,6 +79,7 @@ pub fn run_session(
                 connection_id,
                 user,
                 host,
+                account_host,
                 database,
                 tls,
                 control,
@@ -87,6 +90,7 @@ pub fn run_session(
                     connection_id,
                     user,
                     host,
+                    account_host,
                     tls,
                     control,
                 };
@@ -163,6 +167,7 @@ struct Identity {
     connection_id: u32,
     user: String,
     host: String,
+    account_host: String,
     tls: Option<TlsSession>,
     control: Arc<ConnControl>,
 }
@@ -170,6 +175,7 @@ struct Identity {
 fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
     let mut session = shared.backend.session();
     session.set_connection(identity.connection_id, &identity.user, &identity.host);
+    session.set_account(&identity.user, &identity.account_host);
     session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
     let control = Arc::clone(&identity.control);
     session.set_kill_hook(Box::new(move || control.killed.notify_one()));

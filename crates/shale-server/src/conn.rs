@@ -77,6 +77,8 @@ struct Login {
     peer: SocketAddr,
     user: String,
     host: String,
+    /// The matched account's host pattern.
+    account_host: String,
     database: Option<String>,
     /// The TLS session, when the connection switched to TLS.
     tls: Option<TlsSession>,
@@ -206,7 +208,7 @@ async fn connect(
         scramble: &scramble,
         secure,
     };
-    let (host, seq) =
+    let (host, account_host, seq) =
         check_account(&mut reader, &mut writer, shared, &claim, &response, seq).await?;
     let login = Login {
         capabilities: response.capabilities,
@@ -215,6 +217,7 @@ async fn connect(
         peer,
         user: response.user,
         host,
+        account_host,
         database: response.database,
         tls,
         seq,
@@ -231,8 +234,13 @@ struct Claim<'a> {
 }
 
 /// Checks the account `response` claims, switching the client to the account's plugin if it
-/// started with another; on success returns the account's host and the sequence id of the
-/// packet that follows. On failure the client got an ERR packet.
+/// started with another; on success returns the client's host, the matched account's host and
+/// the sequence id of the packet that follows. On failure the client got an ERR packet.
+///
+/// An unknown user is checked against a decoy account (a random password's hash under the
+/// plugin the client chose), so it takes the same steps and the same hashing work as a known
+/// one with a wrong password; the answer is the same 1045. Before the check, a host with
+/// repeated failures waits (`throttle`, MySQL's connection_control).
 async fn check_account(
     reader: &mut Reader,
     write: &mut Writer,
@@ -240,11 +248,16 @@ async fn check_account(
     claim: &Claim<'_>,
     response: &HandshakeResponse,
     seq: u8,
-) -> Option<(String, u8)> {
+) -> Option<(String, String, u8)> {
     let scramble = claim.scramble;
     let mut seq = seq;
     let (host, hosts) = client_hosts(claim.peer.ip());
+    let wait = shared.throttle.admit(claim.peer.ip());
+    if !wait.is_zero() {
+        tokio::time::sleep(wait).await;
+    }
     let record = lookup_user(shared, &response.user, hosts).await;
+    let exists = record.is_some();
     // An unknown user goes through the same steps as a known one with a wrong password.
     let plugin = record.as_ref().map_or_else(
         || {
@@ -284,13 +297,15 @@ async fn check_account(
         auth_response = payload;
     }
     let switched = client_plugin != plugin;
+    let record = record.unwrap_or_else(|| shared.decoy(&response.user, &plugin));
     let verified = if plugin == CACHING_SHA2 && !auth_response.is_empty() {
         let (verified, next) = caching_sha2(
             reader,
             write,
             shared,
             claim,
-            record.as_ref(),
+            &record,
+            exists,
             &auth_response,
             switched,
             seq,
@@ -299,16 +314,25 @@ async fn check_account(
         seq = next;
         verified
     } else {
-        record.as_ref().is_some_and(|r| {
-            auth::verify(&plugin, &r.authentication_string, scramble, &auth_response)
-        })
+        auth::verify(
+            &plugin,
+            &record.authentication_string,
+            scramble,
+            &auth_response,
+        )
     };
+    let verified = verified && exists;
+    if verified {
+        shared.throttle.succeeded(claim.peer.ip());
+    } else {
+        shared.throttle.failed(claim.peer.ip());
+    }
     if !verified {
         let error = errors::access_denied(&response.user, &host, !auth_response.is_empty());
         let _ = send_error(write, seq, &error).await;
         return None;
     }
-    Some((host, seq))
+    Some((host, record.host, seq))
 }
 
 /// `caching_sha2_password` after the client's scramble response: the fast path for a cached
@@ -320,23 +344,27 @@ async fn caching_sha2(
     write: &mut Writer,
     shared: &Arc<Shared>,
     claim: &Claim<'_>,
-    record: Option<&UserRecord>,
+    record: &UserRecord,
+    exists: bool,
     response: &[u8],
     switched: bool,
     seq: u8,
 ) -> Option<(bool, u8)> {
     let scramble = claim.scramble;
-    let fast = record.is_some_and(|r| {
-        let stored = &r.authentication_string;
-        shared.sha2_cache.contains(&r.user, &r.host, stored)
-            && (auth::verify(CACHING_SHA2, stored, scramble, response)
+    let r = record;
+    let fast = exists
+        && shared
+            .sha2_cache
+            .secret(&r.user, &r.host, &r.authentication_string)
+            .is_some_and(|secret| {
+                auth::verify_sha2_scramble(&secret, scramble, response)
                 // PyMySQL scrambles with every byte of the switch request's data, NUL included.
                 || (switched && {
                     let mut with_nul = scramble.to_vec();
                     with_nul.push(0);
-                    auth::verify(CACHING_SHA2, stored, &with_nul, response)
-                }))
-    });
+                    auth::verify_sha2_scramble(&secret, &with_nul, response)
+                })
+            });
     // AuthMoreData: fast_auth_success (the OK follows) or perform_full_authentication.
     let mut w = PacketWriter::new(seq);
     w.packet(|out| out.extend_from_slice(&[0x01, if fast { 0x03 } else { 0x04 }]));
@@ -377,16 +405,16 @@ async fn caching_sha2(
         // A clear password on a plain connection: refused, whatever it is.
         None
     };
-    let verified = match (record, password) {
-        (Some(r), Some(password)) => {
-            auth::sha2_password_matches(&r.authentication_string, &password)
-        }
-        _ => false,
-    };
-    if let (true, Some(r)) = (verified, record) {
-        shared
-            .sha2_cache
-            .insert(&r.user, &r.host, &r.authentication_string);
+    let verified = password
+        .as_ref()
+        .is_some_and(|password| auth::sha2_password_matches(&r.authentication_string, password));
+    if let (true, true, Some(password)) = (verified, exists, password) {
+        shared.sha2_cache.insert(
+            &r.user,
+            &r.host,
+            &r.authentication_string,
+            shale_sql::sha2_double_hash(&password),
+        );
     }
     Some((verified, seq))
 }
@@ -413,6 +441,32 @@ async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer, shared: &
     false
 }
 
+/// A command packet read, counted in `Bytes_received`; None (after answering a packet too large
+/// or out of order with its error) ends the connection.
+async fn counted_packet(
+    packet: Result<Packet, ReadError>,
+    write: &mut Writer,
+    shared: &Shared,
+) -> Option<Packet> {
+    if let Ok(p) = &packet {
+        // The payload and its 4-byte header (one header per 16 MiB piece).
+        let headers = 4 * (p.payload.len() / 0xFF_FFFF + 1);
+        shared.count(Counter::BytesReceived, (p.payload.len() + headers) as u64);
+    }
+    match packet {
+        Ok(packet) => Some(packet),
+        Err(ReadError::TooLarge { .. }) => {
+            let _ = send_error(write, 1, &errors::packet_too_large()).await;
+            None
+        }
+        Err(ReadError::OutOfOrder { got, .. }) => {
+            let _ = send_error(write, got.wrapping_add(1), &errors::out_of_order()).await;
+            None
+        }
+        Err(ReadError::Closed | ReadError::Io(_)) => None,
+    }
+}
+
 async fn command_loop(
     mut reader: Reader,
     mut write: Writer,
@@ -436,6 +490,7 @@ async fn command_loop(
         connection_id: login.connection_id,
         user: login.user,
         host: login.host,
+        account_host: login.account_host,
         database: login.database,
         tls: login.tls.clone(),
         control: Arc::clone(&control),
@@ -455,23 +510,8 @@ async fn command_loop(
                 () = control.killed.notified() => break,
                 _ = stop.wait_for(|stop| *stop) => break,
             };
-            if let Ok(p) = &packet {
-                // The payload and its 4-byte header (one header per 16 MiB piece).
-                let headers = 4 * (p.payload.len() / 0xFF_FFFF + 1);
-                shared.count(Counter::BytesReceived, (p.payload.len() + headers) as u64);
-            }
-            let packet = match packet {
-                Ok(packet) => packet,
-                Err(ReadError::TooLarge { .. }) => {
-                    let _ = send_error(&mut write, 1, &errors::packet_too_large()).await;
-                    break;
-                }
-                Err(ReadError::OutOfOrder { got, .. }) => {
-                    let seq = got.wrapping_add(1);
-                    let _ = send_error(&mut write, seq, &errors::out_of_order()).await;
-                    break;
-                }
-                Err(ReadError::Closed | ReadError::Io(_)) => break,
+            let Some(packet) = counted_packet(packet, &mut write, shared).await else {
+                break;
             };
             if packet.payload.first() == Some(&command::QUIT) {
                 break;
@@ -492,11 +532,14 @@ async fn command_loop(
                 };
                 let checked =
                     check_account(&mut reader, &mut write, shared, &context, &claim, seq).await;
-                let Some((host, seq)) = checked else { break };
+                let Some((host, account_host, seq)) = checked else {
+                    break;
+                };
                 let job = Job::Connect {
                     connection_id: login.connection_id,
                     user: claim.user,
                     host,
+                    account_host,
                     database: claim.database,
                     tls: login.tls.clone(),
                     control: Arc::clone(&control),

@@ -6,7 +6,7 @@
 //! connection phase, with `sha2_full` for `caching_sha2_password`'s full authentication and
 //! `tls` for the switch to TLS), `text` and `binary` (result and parameter encodings), `prepared`
 //! (prepared statements' state, COM_STMT_EXECUTE decoding), `results` (streaming replies),
-//! `split` (is there a second statement?), `command` (the command phase on the session
+//! `split` (is there a second statement?), `throttle` (delays after failed logins), `command` (the command phase on the session
 //! thread), `conn` (a connection's I/O task) and
 //! `server` (the listener); `testing` (feature `testing`) holds the fuzz targets' entry
 //! points. docs/server.md describes the server for its users.
@@ -29,6 +29,7 @@ mod server;
 mod sha2_full;
 mod split;
 mod text;
+mod throttle;
 mod tls;
 mod wire;
 

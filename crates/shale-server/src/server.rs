@@ -23,6 +23,7 @@ use shale_sql::{Counter, StatusCounters};
 use crate::backend::Backend;
 use crate::command::ConnControl;
 use crate::sha2_full::{RsaKeyPair, Sha2Cache};
+use crate::throttle::LoginThrottle;
 use crate::Error;
 
 /// How the server behaves; [`Default`] gives MySQL's defaults where MySQL has one.
@@ -50,6 +51,13 @@ pub struct ServerOptions {
     pub rsa_keys: Option<Arc<RsaKeyPair>>,
     /// Refuse connections that are not TLS (error 3159), MySQL's `require_secure_transport`.
     pub require_secure_transport: bool,
+    /// Failed logins from one host before its attempts are delayed (MySQL's
+    /// `connection_control_failed_connections_threshold`, 3; 0 turns delays off).
+    pub connection_control_failed_connections_threshold: u32,
+    /// The first delay (`connection_control_min_connection_delay`, 1000 ms).
+    pub connection_control_min_connection_delay: Duration,
+    /// The longest delay (`connection_control_max_connection_delay`).
+    pub connection_control_max_connection_delay: Duration,
 }
 
 /// The SQL layer's version (`8.0.36-Shale`, also `@@version`): clients pick features by the
@@ -71,6 +79,9 @@ impl Default for ServerOptions {
             tls: None,
             rsa_keys: None,
             require_secure_transport: false,
+            connection_control_failed_connections_threshold: 3,
+            connection_control_min_connection_delay: Duration::from_secs(1),
+            connection_control_max_connection_delay: Duration::from_millis(2_147_483_647),
         }
     }
 }
@@ -86,10 +97,26 @@ pub(crate) struct Shared {
     pub sha2_cache: Sha2Cache,
     /// The backend's status counters (Connections, Bytes_sent, ...).
     counters: Option<Arc<StatusCounters>>,
+    /// Delays logins from hosts with repeated failures.
+    pub throttle: LoginThrottle,
+    /// What an unknown user is checked against: a random password's hash per plugin.
+    decoys: [Vec<u8>; 2],
     next_id: AtomicU32,
 }
 
 impl Shared {
+    /// A decoy account for an unknown `user` (conn.rs `check_account`); no password matches
+    /// it but a random one nobody knows, and the caller refuses it even then.
+    pub fn decoy(&self, user: &str, plugin: &str) -> shale_sql::UserRecord {
+        let sha2 = plugin == crate::auth::CACHING_SHA2;
+        shale_sql::UserRecord {
+            user: user.to_owned(),
+            host: "%".into(),
+            plugin: plugin.to_owned(),
+            authentication_string: self.decoys[usize::from(sha2)].clone(),
+        }
+    }
+
     pub fn next_connection_id(&self) -> u32 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -160,6 +187,11 @@ impl Server {
             .await
             .map_err(|source| Error::Bind { addr, source })?;
         let counters = backend.status_counters();
+        let throttle = LoginThrottle::new(
+            options.connection_control_failed_connections_threshold,
+            options.connection_control_min_connection_delay,
+            options.connection_control_max_connection_delay,
+        );
         Ok(Server {
             listener,
             shared: Arc::new(Shared {
@@ -169,6 +201,15 @@ impl Server {
                 started: Instant::now(),
                 connections: AtomicUsize::new(0),
                 sha2_cache: Sha2Cache::default(),
+                throttle,
+                decoys: {
+                    let secret = crate::auth::new_scramble();
+                    let secret = String::from_utf8_lossy(&secret).into_owned();
+                    [
+                        crate::auth::hash_password(crate::auth::NATIVE_PASSWORD, &secret),
+                        crate::auth::hash_password(crate::auth::CACHING_SHA2, &secret),
+                    ]
+                },
                 next_id: AtomicU32::new(1),
             }),
         })

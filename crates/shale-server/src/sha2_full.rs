@@ -10,7 +10,8 @@
 //!
 //! Invariants:
 //! 1. An account enters the cache only after its clear password matched the stored hash;
-//!    the cache holds the stored hash it was proven against, so a changed account misses.
+//!    the cache holds the stored hash it was proven against, so a changed account misses,
+//!    and the SHA256(SHA256(password)) the fast path checks (memory only, never stored).
 //! 2. The RSA private key never leaves this module except as PEM for the data directory.
 
 use std::collections::HashMap;
@@ -92,29 +93,38 @@ impl RsaKeyPair {
     }
 }
 
-/// The accounts that may take the fast path: (user, host) and the stored hash they proved.
+/// An account that proved its password: the stored hash it proved, and its
+/// SHA256(SHA256(password)).
+type Proven = (Vec<u8>, [u8; 32]);
+
+/// The accounts that may take the fast path, by (user, host).
 #[derive(Debug, Default)]
 pub(crate) struct Sha2Cache {
-    proven: Mutex<HashMap<(String, String), Vec<u8>>>,
+    proven: Mutex<HashMap<(String, String), Proven>>,
 }
 
 impl Sha2Cache {
-    pub fn contains(&self, user: &str, host: &str, stored: &[u8]) -> bool {
+    /// The fast path's secret for the account, if it proved `stored`'s password.
+    pub fn secret(&self, user: &str, host: &str, stored: &[u8]) -> Option<[u8; 32]> {
         let proven = self
             .proven
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         proven
             .get(&(user.to_owned(), host.to_owned()))
-            .is_some_and(|s| s == stored)
+            .filter(|(s, _)| s == stored)
+            .map(|(_, secret)| *secret)
     }
 
-    pub fn insert(&self, user: &str, host: &str, stored: &[u8]) {
+    pub fn insert(&self, user: &str, host: &str, stored: &[u8], secret: [u8; 32]) {
         let mut proven = self
             .proven
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        proven.insert((user.to_owned(), host.to_owned()), stored.to_vec());
+        proven.insert(
+            (user.to_owned(), host.to_owned()),
+            (stored.to_vec(), secret),
+        );
     }
 }
 
@@ -161,10 +171,10 @@ mod tests {
     #[test]
     fn cache_holds_only_the_proven_hash() {
         let cache = Sha2Cache::default();
-        assert!(!cache.contains("u", "localhost", b"h1"));
-        cache.insert("u", "localhost", b"h1");
-        assert!(cache.contains("u", "localhost", b"h1"));
-        assert!(!cache.contains("u", "localhost", b"h2"));
-        assert!(!cache.contains("u", "%", b"h1"));
+        assert_eq!(cache.secret("u", "localhost", b"h1"), None);
+        cache.insert("u", "localhost", b"h1", [7; 32]);
+        assert_eq!(cache.secret("u", "localhost", b"h1"), Some([7; 32]));
+        assert_eq!(cache.secret("u", "localhost", b"h2"), None);
+        assert_eq!(cache.secret("u", "%", b"h1"), None);
     }
 }

@@ -149,6 +149,8 @@ pub(crate) struct BindContext<'a> {
     pub variable: &'a dyn Fn(&str) -> Option<Value>,
     /// The session's account (`user@host`), for errors that name it.
     pub user: &'a str,
+    /// Every table name the binder resolved, found or not (privilege.rs checks them).
+    pub touched: &'a std::cell::RefCell<Vec<(String, String)>>,
 }
 
 /// Binder state for one statement.
@@ -278,6 +280,7 @@ impl<'a> Binder<'a> {
             // FROM binds its tables before this; what remains is a write (rule 3).
             return Err(crate::info_schema::access_denied(self.ctx.user));
         }
+        self.ctx.touched.borrow_mut().push((db.clone(), t.clone()));
         let def = lookup_table(self.ctx.catalog, &db, &t)
             .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
         Ok(TableRef {
@@ -799,7 +802,8 @@ impl<'a> Binder<'a> {
             "VERSION" => (Func::Version, 0, 0),
             "CONNECTION_ID" => (Func::ConnectionId, 0, 0),
             "LAST_INSERT_ID" => (Func::LastInsertId, 0, 0),
-            "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => (Func::User, 0, 0),
+            "USER" | "SESSION_USER" | "SYSTEM_USER" => (Func::User, 0, 0),
+            "CURRENT_USER" => (Func::CurrentUser, 0, 0),
             "CONCAT" => (Func::Concat, 1, usize::MAX),
             "LENGTH" | "OCTET_LENGTH" => (Func::Length, 1, 1),
             "CHAR_LENGTH" | "CHARACTER_LENGTH" => (Func::CharLength, 1, 1),
@@ -834,7 +838,7 @@ impl<'a> Binder<'a> {
             len: 21,
         };
         let t = match func {
-            Func::Database | Func::User => text(64),
+            Func::Database | Func::User | Func::CurrentUser => text(64),
             Func::Version => text(60),
             Func::ConnectionId | Func::LastInsertId => SqlType::Int {
                 unsigned: true,

@@ -56,6 +56,8 @@ pub(crate) enum Func {
     ConnectionId,
     LastInsertId,
     User,
+    /// The account whose privileges apply (`user@host-pattern`).
+    CurrentUser,
     Concat,
     Length,
     CharLength,
@@ -133,6 +135,11 @@ pub(crate) trait Env {
     fn connection_id(&self) -> u64;
     fn last_insert_id(&self) -> u64;
     fn user(&self) -> &str;
+    /// `CURRENT_USER()`: the account matched at login (the same as `user()` unless the
+    /// session has an account).
+    fn current_user(&self) -> String {
+        self.user().to_owned()
+    }
     fn variable(&self, name: &str) -> Value;
     /// A user variable's value (NULL when never set).
     fn user_variable(&self, name: &str) -> Value;
@@ -387,6 +394,7 @@ fn eval_func(f: Func, args: &[Expr], row: &[Value], env: &dyn Env) -> Result<Val
         Func::ConnectionId => Value::UInt(env.connection_id()),
         Func::LastInsertId => Value::UInt(env.last_insert_id()),
         Func::User => text(env.user()),
+        Func::CurrentUser => text(&env.current_user()),
         Func::Concat => {
             let mut out = Vec::new();
             for a in args {

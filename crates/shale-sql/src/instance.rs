@@ -1,5 +1,6 @@
 //! One open database directory, shared by every session: the store, the DDL generation that
-//! invalidates prepared plans, connection ids, and the `mysql.user` accounts.
+//! invalidates prepared plans, connection ids, the `mysql.user` accounts and the privilege
+//! cache (grants.rs).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -57,6 +58,11 @@ pub struct Instance {
     pub(crate) fs: Arc<dyn shale_fs::FileSystem>,
     /// The general and slow-query logs, once opened (querylog.rs).
     pub(crate) logs: std::sync::OnceLock<crate::querylog::QueryLogs>,
+    /// Every grant, rebuilt after each account statement (grants.rs invariant 1).
+    grants: Mutex<Arc<crate::grants::Grants>>,
+    /// Held by each account statement (CREATE USER, GRANT, ...) from its reads to the cache
+    /// rebuild, so two of them never interleave.
+    pub(crate) account_lock: Mutex<()>,
 }
 
 fn user_table() -> TableDef {
@@ -116,6 +122,13 @@ impl Instance {
         if catalog.table("mysql", "user").is_none() {
             store.create_table(user_table())?;
         }
+        // A data directory from before privileges existed: its accounts keep full access.
+        let upgrading = catalog.table("mysql", "global_grants").is_none();
+        for def in crate::grants::table_defs() {
+            if catalog.table("mysql", &def.name).is_none() {
+                store.create_table(def)?;
+            }
+        }
         let mut globals = BTreeMap::new();
         globals.insert(
             "transaction_isolation".to_string(),
@@ -125,7 +138,7 @@ impl Instance {
                     .to_vec(),
             ),
         );
-        Ok(Arc::new(Instance {
+        let instance = Arc::new(Instance {
             store,
             generation: AtomicU64::new(1),
             next_connection_id: AtomicU64::new(1),
@@ -136,7 +149,96 @@ impl Instance {
             dir,
             fs,
             logs: std::sync::OnceLock::new(),
-        }))
+            grants: Mutex::new(Arc::default()),
+            account_lock: Mutex::new(()),
+        });
+        if upgrading {
+            for account in instance.accounts()? {
+                instance.grant_all(&account.user, &account.host)?;
+            }
+        }
+        instance.reload_grants()?;
+        Ok(instance)
+    }
+
+    /// Whether `account` is in `mysql.user` exactly (no `%` fallback).
+    pub(crate) fn account_exists(
+        &self,
+        account: &crate::grants::Account,
+    ) -> Result<bool, SqlError> {
+        let table = self.users()?;
+        let mut txn = self.store.begin(TxnOptions::default())?;
+        let key = [
+            Value::Bytes(account.host.as_bytes().to_vec()),
+            Value::Bytes(account.user.as_bytes().to_vec()),
+        ];
+        Ok(txn.get(&table, &key, LockMode::None)?.is_some())
+    }
+
+    /// Every account in `mysql.user`.
+    pub(crate) fn accounts(&self) -> Result<Vec<crate::grants::Account>, SqlError> {
+        let table = self.users()?;
+        let mut txn = self.store.begin(TxnOptions::default())?;
+        let mut cursor = txn.scan(
+            &table,
+            shale_table::IndexChoice::Primary,
+            shale_table::KeyRange::all(),
+            false,
+            LockMode::None,
+        )?;
+        let mut out = Vec::new();
+        while let Some(row) = cursor.next_row()? {
+            let text = |i: usize| match row.get(i) {
+                Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+                _ => String::new(),
+            };
+            out.push(crate::grants::Account {
+                user: text(1),
+                host: text(0),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Grants `user`@`host` every privilege with GRANT OPTION (what root@localhost gets at
+    /// initialization).
+    pub fn grant_all(&self, user: &str, host: &str) -> Result<(), SqlError> {
+        let _guard = self
+            .account_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let account = crate::grants::Account {
+            user: user.to_owned(),
+            host: host.to_owned(),
+        };
+        let old = self.grants().global(&account);
+        let mut txn = self.store.begin(TxnOptions::default())?;
+        let all = crate::grants::Privs(crate::grants::ALL_GLOBAL | crate::grants::GRANT_OPTION);
+        crate::grants::write_global(&self.store, &mut txn, &account, old, all)?;
+        txn.commit()?;
+        self.reload_grants()
+    }
+
+    /// The grants as of the last account statement.
+    pub(crate) fn grants(&self) -> Arc<crate::grants::Grants> {
+        Arc::clone(
+            &self
+                .grants
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Rebuilds the grant cache from the tables (FLUSH PRIVILEGES, and after every change).
+    pub(crate) fn reload_grants(&self) -> Result<(), SqlError> {
+        let mut txn = self.store.begin(TxnOptions::default())?;
+        let fresh = crate::grants::load(&self.store, &mut txn)?;
+        txn.rollback();
+        *self
+            .grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(fresh);
+        Ok(())
     }
 
     /// A new session (one client connection), with the next connection id.
@@ -153,7 +255,7 @@ impl Instance {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    fn users(&self) -> Result<Arc<TableDef>, SqlError> {
+    pub(crate) fn users(&self) -> Result<Arc<TableDef>, SqlError> {
         self.store
             .catalog()
             .table("mysql", "user")

@@ -30,6 +30,8 @@
 // Integer conversions are range-checked (or clamped) right before the cast.
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
+mod account;
+mod account_parse;
 mod alter;
 mod bind;
 mod builtin;
@@ -44,6 +46,7 @@ mod error;
 mod exec;
 mod expr;
 mod from;
+mod grants;
 mod info_schema;
 mod instance;
 mod interrupt;
@@ -52,8 +55,10 @@ mod join_exec;
 mod numeric_funcs;
 mod ops;
 mod parse;
+mod password;
 mod persist;
 mod plan;
+mod privilege;
 mod processlist;
 mod query;
 mod querylog;
@@ -73,6 +78,10 @@ mod walk;
 
 pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
+pub use password::{
+    hash_password, sha2_double_hash, sha2_password_matches, CACHING_SHA2, DEFAULT_PLUGIN,
+    NATIVE_PASSWORD,
+};
 pub use persist::{parse_file as parse_persisted_settings, PERSIST_FILE};
 pub use processlist::KillHook;
 pub use querylog::{GENERAL_LOG_FILE, SLOW_LOG_FILE};

@@ -438,6 +438,9 @@ impl Env for QueryEnv<'_, '_> {
     fn user(&self) -> &str {
         self.shared.base.user()
     }
+    fn current_user(&self) -> String {
+        self.shared.base.current_user()
+    }
     fn variable(&self, name: &str) -> Value {
         self.shared.base.variable(name)
     }

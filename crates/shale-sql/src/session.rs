@@ -59,6 +59,8 @@ struct Prepared {
     planned: Arc<Planned>,
     generation: u64,
     params: usize,
+    /// What it needs, checked at every execution (privilege.rs rule 4).
+    needs: crate::privilege::Needs,
 }
 
 /// Session state an expression may read (everything but the transaction).
@@ -87,6 +89,9 @@ pub(crate) struct State {
     /// ROW_COUNT() and FOUND_ROWS() of the previous statement (row_counts.rs).
     pub last_row_count: i64,
     pub last_found_rows: u64,
+    /// The account whose privileges apply (`CURRENT_USER()`); `None` is an embedded session,
+    /// which is not checked (privilege.rs rule 1).
+    pub account: Option<crate::grants::Account>,
 }
 
 struct RunEnv<'a> {
@@ -109,6 +114,12 @@ impl Env for RunEnv<'_> {
     }
     fn user(&self) -> &str {
         &self.state.user
+    }
+    fn current_user(&self) -> String {
+        match &self.state.account {
+            Some(a) => format!("{}@{}", a.user, a.host),
+            None => self.state.user.clone(),
+        }
     }
     fn variable(&self, name: &str) -> Value {
         self.state.variable(name)
@@ -164,7 +175,7 @@ impl State {
         }
     }
 
-    fn status(&self, in_transaction: bool) -> StatementStatus {
+    pub(crate) fn status(&self, in_transaction: bool) -> StatementStatus {
         StatementStatus {
             affected_rows: 0,
             last_insert_id: 0,
@@ -245,6 +256,7 @@ impl Session {
                 statement_time: 0,
                 last_row_count: -1,
                 last_found_rows: 0,
+                account: None,
             },
             txn: None,
             began: false,
@@ -288,6 +300,15 @@ impl Session {
 
     pub(crate) fn process(&self) -> &Arc<crate::processlist::Process> {
         self.process.process()
+    }
+
+    /// Sets the account whose privileges every later statement is checked against
+    /// (`CURRENT_USER()`): `user`@`host` as `mysql.user` names it.
+    pub fn set_account(&mut self, user: &str, host: &str) {
+        self.state.account = Some(crate::grants::Account {
+            user: user.to_owned(),
+            host: host.to_owned(),
+        });
     }
 
     /// COM_RESET_CONNECTION: rolls back any transaction, forgets prepared statements, user
@@ -337,9 +358,23 @@ impl Session {
 
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         if let Some(tables) = crate::check_table::parse_check_table(sql) {
+            let mut needs = Vec::new();
+            for (db, table) in &tables {
+                let db = db.clone().map_or_else(|| self.current_db(), Ok)?;
+                let table = table.clone();
+                needs.push(crate::privilege::Need::AnyOnTable { db, table });
+            }
+            self.authorize(&needs)?;
             return crate::check_table::check_tables(self, &tables, sink);
         }
+        if let Some(statement) = crate::account_parse::parse(sql) {
+            return crate::account::run(self, &statement?, sink);
+        }
         if let Some(statement) = crate::persist::parse(sql) {
+            // SET PERSIST changes the server for everyone: SET GLOBAL's privilege.
+            self.authorize(&[crate::privilege::Need::Global {
+                any_of: crate::grants::SUPER | crate::grants::SYSTEM_VARIABLES_ADMIN,
+            }])?;
             let counter = crate::status::Counter::ComSet;
             return crate::ops::observe(self, counter, sql, sink, |s, sink| {
                 crate::persist::run(s, statement, sink)
@@ -392,7 +427,8 @@ impl Session {
         }
         let stmt = statements.remove(0);
         let params = count_params(&stmt);
-        let planned = self.plan(stmt)?;
+        let (planned, needs) = self.plan_with_needs(stmt)?;
+        self.authorize(&needs)?;
         if matches!(planned, Planned::Command(_)) && sql.len() > BIG_STATEMENT {
             // A kept command's AST would later be dropped on the session's own stack.
             return Err(SqlError::new(
@@ -417,6 +453,7 @@ impl Session {
                 planned: Arc::new(planned),
                 generation: self.instance.generation(),
                 params,
+                needs,
             },
         );
         Ok(PreparedInfo {
@@ -455,7 +492,10 @@ impl Session {
     ) -> Result<(), SqlError> {
         let generation = self.instance.generation();
         let (planned, stale, count) = match self.prepared.get(&id) {
-            Some(p) => (Arc::clone(&p.planned), p.generation != generation, p.params),
+            Some(p) => {
+                self.authorize(&p.needs)?;
+                (Arc::clone(&p.planned), p.generation != generation, p.params)
+            }
             None => return Err(SqlError::unknown_prepared(id)),
         };
         if params.len() != count {
@@ -471,10 +511,13 @@ impl Session {
             if statements.is_empty() {
                 return Err(SqlError::unknown_prepared(id));
             }
-            let fresh = Arc::new(self.plan(statements.remove(0))?);
+            let (fresh, needs) = self.plan_with_needs(statements.remove(0))?;
+            self.authorize(&needs)?;
+            let fresh = Arc::new(fresh);
             if let Some(p) = self.prepared.get_mut(&id) {
                 p.planned = Arc::clone(&fresh);
                 p.generation = generation;
+                p.needs = needs;
             }
             fresh
         } else {
@@ -488,12 +531,16 @@ impl Session {
         self.prepared.remove(&id);
     }
 
-    /// COM_INIT_DB: fails with 1049 for an unknown database.
+    /// COM_INIT_DB: fails with 1044 for a database the account holds nothing in, 1049 for an
+    /// unknown one.
     pub fn use_database(&mut self, name: &str) -> Result<(), SqlError> {
         if crate::info_schema::is_database(name) {
             self.state.database = Some(crate::info_schema::DATABASE.to_string());
             return Ok(());
         }
+        self.authorize(&[crate::privilege::Need::SeeDb {
+            db: name.to_owned(),
+        }])?;
         if !self.instance.store.catalog().databases.contains_key(name) {
             return Err(SqlError::unknown_database(name));
         }
@@ -515,8 +562,69 @@ impl Session {
         self.state.autocommit
     }
 
-    /// Binds and plans one parsed statement.
+    /// Checks the session's account has what `needs` lists (privilege.rs).
+    pub(crate) fn authorize(&self, needs: &[crate::privilege::Need]) -> Result<(), SqlError> {
+        let Some(account) = &self.state.account else {
+            return Ok(());
+        };
+        let (user, client_host) = self
+            .state
+            .user
+            .rsplit_once('@')
+            .unwrap_or((&self.state.user, ""));
+        let asker = crate::privilege::Asker {
+            account,
+            user,
+            client_host,
+        };
+        crate::privilege::check(&self.instance.grants(), &asker, needs)
+    }
+
+    /// Binds, plans and authorizes one parsed statement: the one place every statement passes
+    /// (privilege.rs).
     fn plan(&self, stmt: Statement) -> Result<Planned, SqlError> {
+        let (planned, needs) = self.plan_with_needs(stmt)?;
+        self.authorize(&needs)?;
+        Ok(planned)
+    }
+
+    /// Binds and plans one parsed statement, with what it needs: its kind's needs and SELECT
+    /// on every table the binder resolved. A statement that fails to bind is still checked
+    /// first, so a table the account may not touch is 1142 whether or not it exists.
+    fn plan_with_needs(
+        &self,
+        stmt: Statement,
+    ) -> Result<(Planned, crate::privilege::Needs), SqlError> {
+        let mut needs = crate::privilege::needs_of(self.state.database.as_deref(), &stmt)?;
+        let touched = std::cell::RefCell::default();
+        let planned = self.bind_and_plan(stmt, &touched);
+        for (db, table) in touched.into_inner() {
+            let covered = needs.iter().any(|n| {
+                matches!(n, crate::privilege::Need::Table { db: d, table: t, .. }
+                    if *d == db && t.eq_ignore_ascii_case(&table))
+            });
+            if !covered {
+                needs.push(crate::privilege::Need::Table {
+                    privs: crate::grants::SELECT,
+                    db,
+                    table,
+                });
+            }
+        }
+        match planned {
+            Ok(planned) => Ok((planned, needs)),
+            Err(e) => {
+                self.authorize(&needs)?;
+                Err(e)
+            }
+        }
+    }
+
+    fn bind_and_plan(
+        &self,
+        stmt: Statement,
+        touched: &std::cell::RefCell<Vec<(String, String)>>,
+    ) -> Result<Planned, SqlError> {
         let is_data = matches!(
             stmt,
             Statement::Query(_)
@@ -535,6 +643,7 @@ impl Session {
             database: self.state.database.as_deref(),
             variable: &variable,
             user: &self.state.user,
+            touched,
         };
         let mut binder = Binder::new(&ctx);
         Ok(match &stmt {
@@ -1271,11 +1380,13 @@ impl Session {
             other => {
                 let catalog = shale_table::Catalog::default();
                 let variable = |n: &str| self.state.defaults.get(n).cloned();
+                let touched = std::cell::RefCell::default();
                 let ctx = BindContext {
                     catalog: &catalog,
                     database: None,
                     variable: &variable,
                     user: &self.state.user,
+                    touched: &touched,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {

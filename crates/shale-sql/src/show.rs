@@ -67,6 +67,7 @@ pub(crate) fn show(
             let rows: Vec<Vec<Value>> = names
                 .iter()
                 .filter(|n| matches(n, pattern.as_ref()))
+                .filter(|n| crate::privilege::shows_db(session, n))
                 .map(|n| vec![text(n)])
                 .collect();
             session.state_mut().warnings.clear();
@@ -93,6 +94,7 @@ pub(crate) fn show(
             let rows: Vec<Vec<Value>> = names
                 .iter()
                 .filter(|n| matches(n, pattern.as_ref()))
+                .filter(|n| crate::privilege::shows_table(session, &db, n))
                 .map(|n| {
                     let mut r = vec![text(n)];
                     if *full {

@@ -477,6 +477,9 @@ fn mutated_statements_never_panic() {
     ];
     let instance = common::instance();
     let mut s = instance.session();
+    // An id no statement names: a mutated `KILL 1` must not end this session (a killed
+    // connection fails every later statement, as MySQL closes it).
+    s.set_connection_id(987_654_321);
     run(
         &mut s,
         "CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY, k INT, c CHAR(3), \

@@ -106,3 +106,8 @@ fn info_schema() {
 fn alter() {
     common::run_file("alter");
 }
+
+#[test]
+fn privileges() {
+    common::run_file("privileges");
+}

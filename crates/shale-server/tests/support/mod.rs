@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -37,17 +38,28 @@ impl Backend for Fake {
     }
 
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError> {
+        // Hashed once: a `caching_sha2_password` hash has a fresh salt each time, and a real
+        // account's stored hash does not change between logins.
+        static HASHES: OnceLock<std::sync::Mutex<HashMap<String, Vec<u8>>>> = OnceLock::new();
         let (plugin, password) = match user {
             "root" => (NATIVE_PASSWORD, "pw"),
             "sha" => (CACHING_SHA2, "pw2"),
             "nopw" => (NATIVE_PASSWORD, ""),
             _ => return Ok(None),
         };
+        let mut hashes = HASHES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let stored = hashes
+            .entry(user.to_owned())
+            .or_insert_with(|| hash_password(plugin, password))
+            .clone();
         Ok((host == "localhost").then(|| UserRecord {
             user: user.into(),
             host: host.into(),
             plugin: plugin.into(),
-            authentication_string: hash_password(plugin, password),
+            authentication_string: stored,
         }))
     }
 }

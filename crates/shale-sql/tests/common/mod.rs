@@ -9,6 +9,8 @@
 //!   NULL).
 //! - `@meta SQL`: runs SQL and prints the result's column metadata instead of its rows.
 //! - `@session N`: switches to session N (created on first use), for transaction tests.
+//! - `@login USER HOST`: the current session becomes the account USER@HOST (connected from
+//!   `localhost`), whose privileges are checked from then on, as the server's sessions are.
 //!
 //! Set `SHALE_REGENERATE=1` to rewrite the files with the output the code produces now.
 
@@ -207,6 +209,12 @@ impl Runner {
             self.current = rest.trim().parse().unwrap_or(1);
             self.session();
             sink.out.push_str("switched\n");
+            Ok(())
+        } else if let Some(rest) = sql.strip_prefix("@login ") {
+            let (user, host) = rest.trim().split_once(' ').unwrap_or((rest.trim(), "%"));
+            self.session().set_user(user, "localhost");
+            self.session().set_account(user, host);
+            sink.out.push_str("logged in\n");
             Ok(())
         } else if let Some(rest) = sql.strip_prefix("@prepare ") {
             let (name, text) = rest.split_once(' ').unwrap_or((rest, ""));

@@ -55,6 +55,9 @@ pub fn ensure_root(
             authentication_string: hash_password(NATIVE_PASSWORD, &password),
         })
         .map_err(|e| Failure::error(format!("creating root@localhost: {e}")))?;
+    instance
+        .grant_all("root", "localhost")
+        .map_err(|e| Failure::error(format!("granting root@localhost: {e}")))?;
     Ok((!insecure).then_some(password))
 }
 

@@ -93,6 +93,17 @@ pub struct ServeArgs {
     /// `require_secure_transport=ON`.
     #[arg(long)]
     pub require_secure_transport: bool,
+    /// Failed logins from one host before its next attempts are delayed (MySQL's
+    /// `connection_control_failed_connections_threshold`; 0 turns the delays off).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub connection_control_failed_connections_threshold: u32,
+    /// The first delay, in milliseconds (`connection_control_min_connection_delay`); each
+    /// further failure adds a second.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub connection_control_min_connection_delay: u64,
+    /// The longest delay, in milliseconds (`connection_control_max_connection_delay`).
+    #[arg(long, value_name = "MS", default_value_t = 2_147_483_647)]
+    pub connection_control_max_connection_delay: u64,
     /// When a COMMIT is acknowledged (`InnoDB`'s `innodb_flush_log_at_trx_commit`): `sync`
     /// (=1, after the log is fsynced), `flush` (=2, after it is written to the OS; fsync
     /// about once a second) or `buffered` (=0, written and fsynced about once a second).
@@ -181,18 +192,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
         .thread_name("shale-serve")
         .build()
         .map_err(|e| Failure::error(format!("cannot start the runtime: {e}")))?;
-    let options = ServerOptions {
-        max_allowed_packet: args.max_allowed_packet,
-        shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
-        tls: Some(tls),
-        rsa_keys: Some(Arc::new(rsa_keys)),
-        require_secure_transport: args.require_secure_transport,
-        max_connections: args.max_connections,
-        wait_timeout: Duration::from_secs(args.wait_timeout),
-        interactive_timeout: Duration::from_secs(args.interactive_timeout),
-        connect_timeout: Duration::from_secs(args.connect_timeout),
-        ..ServerOptions::default()
-    };
+    let options = server_options(args, tls, rsa_keys);
     publish_live_settings(&instance, args);
     let backend: Arc<dyn Backend> = Arc::new(instance.clone());
     let weak_instance = Arc::downgrade(&instance);
@@ -229,6 +229,34 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     drop(pid_file);
     eprintln!("shale serve: stopped");
     Ok(())
+}
+
+/// The server's options from the command line (TLS and RSA keys already loaded).
+fn server_options(
+    args: &ServeArgs,
+    tls: Arc<rustls::ServerConfig>,
+    rsa_keys: shale_server::RsaKeyPair,
+) -> ServerOptions {
+    ServerOptions {
+        max_allowed_packet: args.max_allowed_packet,
+        shutdown_timeout: Duration::from_secs(args.shutdown_timeout),
+        tls: Some(tls),
+        rsa_keys: Some(Arc::new(rsa_keys)),
+        require_secure_transport: args.require_secure_transport,
+        max_connections: args.max_connections,
+        wait_timeout: Duration::from_secs(args.wait_timeout),
+        interactive_timeout: Duration::from_secs(args.interactive_timeout),
+        connect_timeout: Duration::from_secs(args.connect_timeout),
+        connection_control_failed_connections_threshold: args
+            .connection_control_failed_connections_threshold,
+        connection_control_min_connection_delay: Duration::from_millis(
+            args.connection_control_min_connection_delay,
+        ),
+        connection_control_max_connection_delay: Duration::from_millis(
+            args.connection_control_max_connection_delay,
+        ),
+        ..ServerOptions::default()
+    }
 }
 
 /// The live settings' startup values, where `SET GLOBAL` changes them and `@@global.x`
