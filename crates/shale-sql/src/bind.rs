@@ -85,6 +85,9 @@ pub(crate) struct BoundSelect {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub lock: LockMode,
+    /// Window function calls, computed after HAVING into the columns after the aggregates
+    /// (window.rs).
+    pub windows: Vec<crate::window::WindowCall>,
 }
 
 impl BoundSelect {
@@ -174,6 +177,8 @@ pub(crate) struct Binder<'a> {
     pub(crate) subqueries: Vec<BoundSubquery>,
     /// The CTEs in force (innermost last).
     pub(crate) ctes: Vec<Rc<ast::Cte>>,
+    /// While a select list or ORDER BY is bound: its WINDOW clause and window calls.
+    pub(crate) windows: Option<crate::window::WindowScope>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -208,6 +213,7 @@ impl<'a> Binder<'a> {
             outer_refs: Vec::new(),
             subqueries: Vec::new(),
             ctes: Vec::new(),
+            windows: None,
         }
     }
 
@@ -239,7 +245,7 @@ impl<'a> Binder<'a> {
     }
 
     /// The width of the row expressions are evaluated over (before aggregates).
-    fn row_width(&self) -> usize {
+    pub(crate) fn row_width(&self) -> usize {
         match (&self.scope, &self.table) {
             (Some(s), _) => s.width(),
             (None, Some(t)) => t.def.columns.len(),
@@ -726,6 +732,9 @@ impl<'a> Binder<'a> {
 
     fn function(&mut self, f: &ast::Function) -> Result<(Expr, SqlType), SqlError> {
         let name = ident_name(&f.name).join(".").to_ascii_uppercase();
+        if let Some(over) = &f.over {
+            return self.window_call(f, &name, over);
+        }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
             ast::FunctionArguments::List(list) => {
@@ -873,10 +882,12 @@ impl<'a> Binder<'a> {
         let (arg, arg_type) = match (func, args) {
             (AggFunc::CountStar, []) => (None, SqlType::Null),
             (_, [a]) => {
-                // Aggregates do not nest.
+                // Aggregates do not nest, nor hold window functions.
                 let saved = self.aggs.take();
+                let saved_windows = self.windows.take();
                 let bound = self.expr(a);
                 self.aggs = saved;
+                self.windows = saved_windows;
                 let (e, t) = bound?;
                 (Some(e), t)
             }
@@ -884,36 +895,7 @@ impl<'a> Binder<'a> {
                 return Err(SqlError::syntax(text, 1));
             }
         };
-        let result_type = match func {
-            AggFunc::CountStar | AggFunc::Count => SqlType::Int {
-                unsigned: false,
-                len: 21,
-            },
-            AggFunc::Sum => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal {
-                    precision: 32,
-                    scale: 0,
-                },
-                // MySQL widens SUM by 22 digits, AVG by div_precision_increment.
-                SqlType::Decimal { precision, scale } => SqlType::Decimal {
-                    precision: precision.saturating_add(22).min(65),
-                    scale,
-                },
-                _ => SqlType::Double,
-            },
-            AggFunc::Avg => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal {
-                    precision: 31,
-                    scale: 4,
-                },
-                SqlType::Decimal { precision, scale } => SqlType::Decimal {
-                    precision: precision.saturating_add(4).min(65),
-                    scale: (scale + crate::decimal::DIV_PRECISION_INCREMENT).min(30),
-                },
-                _ => SqlType::Double,
-            },
-            AggFunc::Min | AggFunc::Max => arg_type.clone(),
-        };
+        let result_type = agg_result_type(func, &arg_type);
         let ncols = self.row_width();
         let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
         let spec = AggSpec {
@@ -1043,7 +1025,6 @@ impl<'a> Binder<'a> {
             || s.top.is_some()
             || !s.lateral_views.is_empty()
             || s.qualify.is_some()
-            || !s.named_window.is_empty()
             || !s.sort_by.is_empty()
             || !s.cluster_by.is_empty()
             || !s.distribute_by.is_empty()
@@ -1078,8 +1059,10 @@ impl<'a> Binder<'a> {
             }
             _ => return Err(SqlError::unsupported("this GROUP BY")),
         };
-        // Projection, HAVING and ORDER BY may hold aggregates.
+        // Projection, HAVING and ORDER BY may hold aggregates; projection and ORDER BY
+        // window functions.
         self.aggs = Some(Vec::new());
+        self.windows = Some(crate::window::WindowScope::new(&s.named_window)?);
         let mut projection = Vec::new();
         let mut types = Vec::new();
         let mut columns = Vec::new();
@@ -1193,11 +1176,13 @@ impl<'a> Binder<'a> {
                 }
             }
         }
+        let windows = self.windows.take();
         let having = match &s.having {
             Some(h) => Some(self.condition(h, "having clause")?),
             None => None,
         };
-        let order_by = match order_by {
+        self.windows = windows;
+        let mut order_by = match order_by {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(items) => {
@@ -1207,6 +1192,16 @@ impl<'a> Binder<'a> {
             },
         };
         let aggs = self.aggs.take().unwrap_or_default();
+        let windows = self.windows.take().map(|w| w.calls).unwrap_or_default();
+        if !windows.is_empty() {
+            let first = self.row_width() + aggs.len();
+            Binder::finish_windows(
+                first,
+                projection
+                    .iter_mut()
+                    .chain(order_by.iter_mut().map(|k| &mut k.expr)),
+            );
+        }
         let (limit, offset) = self.limit_clause(limit_clause)?;
         let lock = match locks.first().map(|l| &l.lock_type) {
             None => LockMode::None,
@@ -1234,6 +1229,7 @@ impl<'a> Binder<'a> {
             limit,
             offset,
             lock,
+            windows,
         })
     }
 
@@ -1459,6 +1455,40 @@ pub(crate) fn lookup_table(catalog: &Catalog, db: &str, name: &str) -> Option<Ar
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, t)| t.clone())
+}
+
+/// The type an aggregate of an argument of type `arg_type` returns.
+pub(crate) fn agg_result_type(func: AggFunc, arg_type: &SqlType) -> SqlType {
+    match func {
+        AggFunc::CountStar | AggFunc::Count => SqlType::Int {
+            unsigned: false,
+            len: 21,
+        },
+        AggFunc::Sum => match arg_type {
+            SqlType::Int { .. } => SqlType::Decimal {
+                precision: 32,
+                scale: 0,
+            },
+            // MySQL widens SUM by 22 digits, AVG by div_precision_increment.
+            SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                precision: precision.saturating_add(22).min(65),
+                scale: *scale,
+            },
+            _ => SqlType::Double,
+        },
+        AggFunc::Avg => match arg_type {
+            SqlType::Int { .. } => SqlType::Decimal {
+                precision: 31,
+                scale: 4,
+            },
+            SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                precision: precision.saturating_add(4).min(65),
+                scale: (*scale + crate::decimal::DIV_PRECISION_INCREMENT).min(30),
+            },
+            _ => SqlType::Double,
+        },
+        AggFunc::Min | AggFunc::Max => arg_type.clone(),
+    }
 }
 
 fn bool_type() -> SqlType {

@@ -50,6 +50,7 @@ mod types;
 mod value;
 mod variables;
 mod walk;
+mod window;
 
 pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};

@@ -360,6 +360,15 @@ pub(crate) struct MemoryBudget {
 }
 
 impl MemoryBudget {
+    /// A budget of `limit` bytes for the collection `what` (named by error 3170).
+    pub(crate) fn new(limit: usize, what: &'static str) -> MemoryBudget {
+        MemoryBudget {
+            limit,
+            used: 0,
+            what,
+        }
+    }
+
     pub(crate) fn add(&mut self, row: &[Value]) -> Result<(), SqlError> {
         self.used += 24
             + row
@@ -579,7 +588,11 @@ fn run_select(
         );
     };
     // Without grouping, DISTINCT or ORDER BY, only the rows LIMIT keeps need joining.
-    let streaming = !s.grouped && !s.distinct && s.order_by.is_empty() && s.having.is_none();
+    let streaming = !s.grouped
+        && !s.distinct
+        && s.order_by.is_empty()
+        && s.having.is_none()
+        && s.windows.is_empty();
     let hint = if streaming {
         let offset = count_value(s.offset.as_ref(), env, 0)?;
         let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;

@@ -76,3 +76,8 @@ fn check_table() {
 fn temporal() {
     common::run_file("temporal");
 }
+
+#[test]
+fn window() {
+    common::run_file("window");
+}
