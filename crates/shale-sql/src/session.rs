@@ -28,6 +28,8 @@ use crate::result::{ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 use crate::types::SqlType;
 use crate::variables;
 
+mod sql_prepare;
+
 /// What COM_STMT_PREPARE answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedInfo {
@@ -181,6 +183,8 @@ pub struct Session {
     found_rows: bool,
     prepared: HashMap<u32, Prepared>,
     next_statement_id: u32,
+    /// PREPARE's names (lowercased) and the prepared statements they name (sql_prepare.rs).
+    sql_prepared: HashMap<String, u32>,
 }
 
 fn text_value(s: &str) -> Value {
@@ -234,6 +238,7 @@ impl Session {
             found_rows: false,
             prepared: HashMap::new(),
             next_statement_id: 1,
+            sql_prepared: HashMap::new(),
         }
     }
 
@@ -262,6 +267,7 @@ impl Session {
     pub fn reset(&mut self) {
         self.rollback_open();
         self.prepared.clear();
+        self.sql_prepared.clear();
         self.state.user_vars.clear();
         self.state.vars.clear();
         self.state.warnings.clear();
@@ -300,6 +306,10 @@ impl Session {
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         if let Some(tables) = crate::check_table::parse_check_table(sql) {
             return crate::check_table::check_tables(self, &tables, sink);
+        }
+        if let Some(prepare) = sql_prepare::parse_prepare(sql) {
+            let (name, source) = prepare?;
+            return self.sql_prepare(&name, &source, sink);
         }
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
@@ -975,6 +985,9 @@ impl Session {
             | Statement::Delete(_) => {
                 let planned = self.plan(stmt.clone())?;
                 self.run(&planned, &[], sink)
+            }
+            Statement::Execute { .. } | Statement::Deallocate { .. } => {
+                self.sql_prepared_command(stmt, sink)
             }
             other => crate::show::show(self, other, sink),
         }

@@ -81,3 +81,8 @@ fn temporal() {
 fn window() {
     common::run_file("window");
 }
+
+#[test]
+fn prepare() {
+    common::run_file("prepare");
+}
