@@ -179,6 +179,10 @@ pub(crate) struct Binder<'a> {
     pub(crate) ctes: Vec<Rc<ast::Cte>>,
     /// While a select list or ORDER BY is bound: its WINDOW clause and window calls.
     pub(crate) windows: Option<crate::window::WindowScope>,
+    /// The CTEs of WITH RECURSIVE clauses in force, and inside a recursive CTE's part the
+    /// working table it may read (recursive.rs).
+    pub(crate) recursive_ctes: Vec<Rc<ast::Cte>>,
+    pub(crate) working: Option<crate::recursive::WorkingRef>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -214,6 +218,8 @@ impl<'a> Binder<'a> {
             subqueries: Vec::new(),
             ctes: Vec::new(),
             windows: None,
+            recursive_ctes: Vec::new(),
+            working: None,
         }
     }
 
@@ -224,6 +230,7 @@ impl<'a> Binder<'a> {
         sub.params = self.params;
         sub.subqueries = std::mem::take(&mut self.subqueries);
         sub.ctes.clone_from(&self.ctes);
+        sub.recursive_ctes.clone_from(&self.recursive_ctes);
         sub.outer = outer;
         sub.depth = self.depth;
         sub
@@ -1000,7 +1007,7 @@ impl<'a> Binder<'a> {
             return Err(SqlError::unsupported(q.to_string()));
         }
         if let Some(with) = &q.with {
-            self.push_ctes(with)?;
+            self.push_ctes(with);
         }
         let ast::SetExpr::Select(s) = q.body.as_ref() else {
             return match q.body.as_ref() {

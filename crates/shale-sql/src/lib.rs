@@ -41,6 +41,7 @@ mod join_exec;
 mod parse;
 mod plan;
 mod query;
+mod recursive;
 mod result;
 mod session;
 mod show;

@@ -41,6 +41,9 @@ use crate::types::SqlType;
 pub(crate) enum BoundQuery {
     Select(Box<BoundSelect>),
     Union(Box<BoundUnion>),
+    /// A recursive CTE (recursive.rs), and the working table its recursive parts read.
+    Recursive(Box<crate::recursive::BoundRecursive>),
+    WorkingTable(Box<crate::recursive::WorkingTable>),
 }
 
 /// A bound UNION.
@@ -71,6 +74,8 @@ impl BoundQuery {
         match self {
             BoundQuery::Select(s) => &s.columns,
             BoundQuery::Union(u) => &u.columns,
+            BoundQuery::Recursive(r) => &r.columns,
+            BoundQuery::WorkingTable(w) => &w.columns,
         }
     }
 
@@ -78,11 +83,13 @@ impl BoundQuery {
         match self {
             BoundQuery::Select(s) => &s.types,
             BoundQuery::Union(u) => &u.types,
+            BoundQuery::Recursive(r) => &r.types,
+            BoundQuery::WorkingTable(w) => &w.types,
         }
     }
 }
 
-fn flatten<'q>(
+pub(crate) fn flatten<'q>(
     e: &'q ast::SetExpr,
     out: &mut Vec<(bool, &'q ast::SetExpr)>,
 ) -> Result<(), SqlError> {
@@ -120,7 +127,7 @@ impl Binder<'_> {
             return Err(SqlError::unsupported(q.to_string()));
         }
         if let Some(with) = &q.with {
-            self.push_ctes(with)?;
+            self.push_ctes(with);
         }
         let mut flat = Vec::new();
         flatten(&q.body, &mut flat)?;
@@ -215,14 +222,14 @@ impl Binder<'_> {
     }
 
     /// Makes WITH's CTEs visible to the rest of the query.
-    pub(crate) fn push_ctes(&mut self, with: &ast::With) -> Result<(), SqlError> {
+    pub(crate) fn push_ctes(&mut self, with: &ast::With) {
         for cte in &with.cte_tables {
-            if with.recursive && cte.query.to_string().contains(&cte.alias.name.value) {
-                return Err(SqlError::unsupported("recursive common table expressions"));
+            let cte = Rc::new(cte.clone());
+            if with.recursive {
+                self.recursive_ctes.push(Rc::clone(&cte));
             }
-            self.ctes.push(Rc::new(cte.clone()));
+            self.ctes.push(cte);
         }
-        Ok(())
     }
 }
 
@@ -246,6 +253,8 @@ pub(crate) struct PlannedUnion {
 pub(crate) enum PlannedQuery {
     Select(Box<PlannedSelect>),
     Union(Box<PlannedUnion>),
+    Recursive(Box<crate::recursive::PlannedRecursive>),
+    WorkingTable(Box<crate::recursive::WorkingTable>),
 }
 
 impl PlannedQuery {
@@ -253,6 +262,8 @@ impl PlannedQuery {
         match self {
             PlannedQuery::Select(s) => &s.select.columns,
             PlannedQuery::Union(u) => &u.union.columns,
+            PlannedQuery::Recursive(r) => &r.columns,
+            PlannedQuery::WorkingTable(w) => &w.columns,
         }
     }
 }
@@ -272,7 +283,7 @@ pub(crate) struct StatementQuery {
     pub subqueries: Vec<PlannedSubquery>,
 }
 
-fn plan_select(mut s: BoundSelect) -> PlannedSelect {
+pub(crate) fn plan_select(mut s: BoundSelect) -> PlannedSelect {
     let from = match (s.from.take(), &s.table) {
         (Some(f), _) => Some(*f),
         (None, Some(t)) => Some(crate::from::BoundFrom::single(t)),
@@ -294,6 +305,8 @@ pub(crate) fn plan_query(q: BoundQuery) -> PlannedQuery {
                 .collect();
             PlannedQuery::Union(Box::new(PlannedUnion { union: u, parts }))
         }
+        BoundQuery::Recursive(r) => PlannedQuery::Recursive(Box::new(r.plan())),
+        BoundQuery::WorkingTable(w) => PlannedQuery::WorkingTable(w),
     }
 }
 
@@ -319,6 +332,17 @@ pub(crate) fn explain_query(q: &PlannedQuery, lines: &mut Vec<String>, indent: &
             Some(j) => join::explain(j, lines, indent),
             None => lines.push(format!("{indent}no table")),
         },
+        PlannedQuery::WorkingTable(_) => lines.push(format!("{indent}working table")),
+        PlannedQuery::Recursive(r) => {
+            let parts = r.seeds.iter().map(|p| ("seed", p));
+            for (kind, p) in parts.chain(r.recursive.iter().map(|p| ("recursive", p))) {
+                lines.push(format!("{indent}{kind} part of {}", r.name));
+                match &p.join {
+                    Some(j) => join::explain(j, lines, &format!("{indent}  ")),
+                    None => lines.push(format!("{indent}  no table")),
+                }
+            }
+        }
         PlannedQuery::Union(u) => {
             for (i, p) in u.parts.iter().enumerate() {
                 let kind = if i == 0 {
@@ -402,6 +426,8 @@ pub(crate) struct Shared<'t> {
     cache: RefCell<SubqueryCache>,
     base: &'t dyn Env,
     memory: usize,
+    /// Recursive CTEs' working tables by id (recursive.rs).
+    working: RefCell<HashMap<u64, Rc<Vec<Vec<Value>>>>>,
 }
 
 /// The environment expressions of the general path are evaluated in: the session's, plus
@@ -418,6 +444,21 @@ impl<'t> QueryEnv<'_, 't> {
             .txn
             .try_borrow_mut()
             .map_err(|_| SqlError::internal("the transaction is already in use by a read"))
+    }
+
+    /// Sets what the working table `id` holds.
+    pub(crate) fn set_working(&self, id: u64, rows: Rc<Vec<Vec<Value>>>) {
+        self.shared.working.borrow_mut().insert(id, rows);
+    }
+
+    /// The rows the working table `id` holds (none before its first iteration).
+    pub(crate) fn working(&self, id: u64) -> Rc<Vec<Vec<Value>>> {
+        self.shared
+            .working
+            .borrow()
+            .get(&id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub(crate) fn budget(&self, what: &'static str) -> MemoryBudget {
@@ -541,6 +582,7 @@ pub(crate) fn run_statement(
         cache: RefCell::new(HashMap::new()),
         base,
         memory: usize::try_from(memory).unwrap_or(usize::MAX),
+        working: RefCell::new(HashMap::new()),
     };
     let env = QueryEnv {
         shared: &shared,
@@ -565,6 +607,8 @@ fn run_query(
     match q {
         PlannedQuery::Select(s) => run_select(env, s, sink, status, max_rows),
         PlannedQuery::Union(u) => run_union(env, u, sink, status),
+        PlannedQuery::Recursive(r) => crate::recursive::run_recursive(env, r, sink, status),
+        PlannedQuery::WorkingTable(w) => crate::recursive::run_working_table(env, w, sink, status),
     }
 }
 
@@ -684,7 +728,7 @@ fn run_union(
     sink.end(status)
 }
 
-fn select_rows_of(
+pub(crate) fn select_rows_of(
     env: &QueryEnv<'_, '_>,
     part: &PlannedSelect,
 ) -> Result<Vec<Vec<Value>>, SqlError> {

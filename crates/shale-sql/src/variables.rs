@@ -89,6 +89,7 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("names", text("utf8mb4"));
     m.insert("session_track_schema", Value::Int(1));
     m.insert("max_execution_time", Value::Int(0));
+    m.insert("cte_max_recursion_depth", Value::Int(1000));
     m.insert("sql_safe_updates", Value::Int(0));
     m
 }

@@ -86,3 +86,8 @@ fn window() {
 fn prepare() {
     common::run_file("prepare");
 }
+
+#[test]
+fn recursive() {
+    common::run_file("recursive");
+}
