@@ -1368,7 +1368,10 @@ impl<'a> Binder<'a> {
     }
 
     /// `col = expr, ...` of UPDATE and ON DUPLICATE KEY UPDATE.
-    fn assignments(&mut self, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>, SqlError> {
+    pub(crate) fn assignments(
+        &mut self,
+        list: &[ast::Assignment],
+    ) -> Result<Vec<(usize, Expr)>, SqlError> {
         let mut out = Vec::with_capacity(list.len());
         for a in list {
             let ast::AssignmentTarget::ColumnName(name) = &a.target else {

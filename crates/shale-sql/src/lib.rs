@@ -38,6 +38,7 @@ mod from;
 mod instance;
 mod join;
 mod join_exec;
+mod multi_dml;
 mod parse;
 mod plan;
 mod query;

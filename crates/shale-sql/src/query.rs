@@ -314,15 +314,20 @@ pub(crate) fn plan_query(q: BoundQuery) -> PlannedQuery {
 pub(crate) fn plan_statement(q: BoundQuery, subqueries: Vec<BoundSubquery>) -> StatementQuery {
     StatementQuery {
         query: plan_query(q),
-        subqueries: subqueries
-            .into_iter()
-            .map(|s| PlannedSubquery {
-                query: plan_query(s.query),
-                correlated: s.correlated,
-                max_rows: s.max_rows,
-            })
-            .collect(),
+        subqueries: plan_subqueries(subqueries),
     }
+}
+
+/// Plans a statement's subqueries.
+pub(crate) fn plan_subqueries(subqueries: Vec<BoundSubquery>) -> Vec<PlannedSubquery> {
+    subqueries
+        .into_iter()
+        .map(|s| PlannedSubquery {
+            query: plan_query(s.query),
+            correlated: s.correlated,
+            max_rows: s.max_rows,
+        })
+        .collect()
 }
 
 /// EXPLAIN's lines for a planned query.
@@ -561,6 +566,40 @@ pub(crate) fn query_rows(
     };
     run_query(env, q, &mut collect, &StatementStatus::default(), max_rows)?;
     Ok(collect.rows)
+}
+
+/// Runs `f` in a statement's query environment (uncorrelated subqueries already run):
+/// what UPDATE and DELETE over joins read through (multi_dml.rs).
+pub(crate) fn with_query_env<R>(
+    txn: &mut TableTxn,
+    subqueries: &[PlannedSubquery],
+    base: &dyn Env,
+    f: impl FnOnce(&QueryEnv<'_, '_>) -> Result<R, SqlError>,
+) -> Result<R, SqlError> {
+    let memory = exec::count_value(
+        Some(&Expr::SysVar("shale_query_memory".into())),
+        base,
+        268_435_456,
+    )?;
+    let shared = Shared {
+        txn: RefCell::new(txn),
+        subqueries,
+        cache: RefCell::new(HashMap::new()),
+        base,
+        memory: usize::try_from(memory).unwrap_or(usize::MAX),
+        working: RefCell::new(HashMap::new()),
+    };
+    let env = QueryEnv {
+        shared: &shared,
+        outer: Vec::new(),
+    };
+    // Invariant 2.
+    for (id, s) in subqueries.iter().enumerate() {
+        if !s.correlated {
+            env.subquery(id, &[])?;
+        }
+    }
+    f(&env)
 }
 
 /// Runs a statement's query into `sink`.

@@ -52,6 +52,8 @@ pub(crate) enum Planned {
     Insert(BoundInsert, Option<Plan>),
     Update(BoundUpdate, Plan),
     Delete(BoundDelete, Plan),
+    /// UPDATE or DELETE over joins or with subqueries (multi_dml.rs).
+    MultiTable(Box<crate::multi_dml::PlannedDml>),
     Command(Box<Statement>),
 }
 
@@ -518,6 +520,12 @@ impl Session {
                 });
                 Planned::Insert(b, plan)
             }
+            Statement::Update(u) if crate::multi_dml::is_general_update(u) => {
+                Planned::MultiTable(Box::new(crate::multi_dml::plan_update(&mut binder, u)?))
+            }
+            Statement::Delete(d) if crate::multi_dml::is_general_delete(d) => {
+                Planned::MultiTable(Box::new(crate::multi_dml::plan_delete(&mut binder, d)?))
+            }
             Statement::Update(u) => {
                 let b = binder.update(u)?;
                 if !binder.subqueries.is_empty() {
@@ -645,7 +653,10 @@ impl Session {
     ) -> Result<(), SqlError> {
         let retryable = matches!(
             planned,
-            Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..)
+            Planned::Insert(..)
+                | Planned::Update(..)
+                | Planned::Delete(..)
+                | Planned::MultiTable(..)
         );
         let mut attempt = 0;
         loop {
@@ -682,7 +693,10 @@ impl Session {
             None if !keep
                 && matches!(
                     planned,
-                    Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..)
+                    Planned::Insert(..)
+                        | Planned::Update(..)
+                        | Planned::Delete(..)
+                        | Planned::MultiTable(..)
                 ) =>
             {
                 self.begin_txn_with(IsolationLevel::ReadCommitted)?
@@ -733,6 +747,18 @@ impl Session {
                 status.affected_rows = n;
                 Some(status.clone())
             }),
+            Planned::MultiTable(m) => {
+                crate::multi_dml::run(&mut txn, m, &env).map(|(matched, changed)| {
+                    if m.delete {
+                        status.affected_rows = changed;
+                    } else {
+                        status.affected_rows = if self.found_rows { matched } else { changed };
+                        status.info =
+                            format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
+                    }
+                    Some(status.clone())
+                })
+            }
             Planned::Command(_) => Ok(None),
         };
         self.state.warnings.extend(insert_warnings);
@@ -1267,6 +1293,11 @@ impl Session {
             Planned::Update(u, plan) => plan::explain(Some(&u.table.def), &plan),
             Planned::Delete(d, plan) => plan::explain(Some(&d.table.def), &plan),
             Planned::Insert(i, _) => format!("insert {}", i.table.def.name),
+            Planned::MultiTable(m) => {
+                let mut lines = Vec::new();
+                crate::join::explain(&m.join, &mut lines, "");
+                lines.join("\n")
+            }
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
     }

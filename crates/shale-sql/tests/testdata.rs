@@ -91,3 +91,8 @@ fn prepare() {
 fn recursive() {
     common::run_file("recursive");
 }
+
+#[test]
+fn multi_dml() {
+    common::run_file("multi_dml");
+}
