@@ -85,6 +85,9 @@ pub(crate) struct BoundSelect {
     pub limit: Option<Expr>,
     pub offset: Option<Expr>,
     pub lock: LockMode,
+    /// Window function calls, computed after HAVING into the columns after the aggregates
+    /// (window.rs).
+    pub windows: Vec<crate::window::WindowCall>,
 }
 
 impl BoundSelect {
@@ -155,7 +158,7 @@ pub(crate) struct BindContext<'a> {
 
 /// Binder state for one statement.
 pub(crate) struct Binder<'a> {
-    ctx: &'a BindContext<'a>,
+    pub(crate) ctx: &'a BindContext<'a>,
     pub(crate) table: Option<TableRef>,
     /// Aggregates found so far, when aggregates are allowed.
     aggs: Option<Vec<AggSpec>>,
@@ -178,6 +181,12 @@ pub(crate) struct Binder<'a> {
     pub(crate) subqueries: Vec<BoundSubquery>,
     /// The CTEs in force (innermost last).
     pub(crate) ctes: Vec<Rc<ast::Cte>>,
+    /// While a select list or ORDER BY is bound: its WINDOW clause and window calls.
+    pub(crate) windows: Option<crate::window::WindowScope>,
+    /// The CTEs of WITH RECURSIVE clauses in force, and inside a recursive CTE's part the
+    /// working table it may read (recursive.rs).
+    pub(crate) recursive_ctes: Vec<Rc<ast::Cte>>,
+    pub(crate) working: Option<crate::recursive::WorkingRef>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -212,6 +221,9 @@ impl<'a> Binder<'a> {
             outer_refs: Vec::new(),
             subqueries: Vec::new(),
             ctes: Vec::new(),
+            windows: None,
+            recursive_ctes: Vec::new(),
+            working: None,
         }
     }
 
@@ -222,6 +234,7 @@ impl<'a> Binder<'a> {
         sub.params = self.params;
         sub.subqueries = std::mem::take(&mut self.subqueries);
         sub.ctes.clone_from(&self.ctes);
+        sub.recursive_ctes.clone_from(&self.recursive_ctes);
         sub.outer = outer;
         sub.depth = self.depth;
         sub
@@ -243,7 +256,7 @@ impl<'a> Binder<'a> {
     }
 
     /// The width of the row expressions are evaluated over (before aggregates).
-    fn row_width(&self) -> usize {
+    pub(crate) fn row_width(&self) -> usize {
         match (&self.scope, &self.table) {
             (Some(s), _) => s.width(),
             (None, Some(t)) => t.def.columns.len(),
@@ -745,6 +758,9 @@ impl<'a> Binder<'a> {
 
     fn function(&mut self, f: &ast::Function) -> Result<(Expr, SqlType), SqlError> {
         let name = ident_name(&f.name).join(".").to_ascii_uppercase();
+        if let Some(over) = &f.over {
+            return self.window_call(f, &name, over);
+        }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
             ast::FunctionArguments::List(list) => {
@@ -879,10 +895,12 @@ impl<'a> Binder<'a> {
         let (arg, arg_type) = match (func, args) {
             (AggFunc::CountStar, []) => (None, SqlType::Null),
             (_, [a]) => {
-                // Aggregates do not nest.
+                // Aggregates do not nest, nor hold window functions.
                 let saved = self.aggs.take();
+                let saved_windows = self.windows.take();
                 let bound = self.expr(a);
                 self.aggs = saved;
+                self.windows = saved_windows;
                 let (e, t) = bound?;
                 (Some(e), t)
             }
@@ -890,36 +908,7 @@ impl<'a> Binder<'a> {
                 return Err(SqlError::syntax(text, 1));
             }
         };
-        let result_type = match func {
-            AggFunc::CountStar | AggFunc::Count => SqlType::Int {
-                unsigned: false,
-                len: 21,
-            },
-            AggFunc::Sum => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal {
-                    precision: 32,
-                    scale: 0,
-                },
-                // MySQL widens SUM by 22 digits, AVG by div_precision_increment.
-                SqlType::Decimal { precision, scale } => SqlType::Decimal {
-                    precision: precision.saturating_add(22).min(65),
-                    scale,
-                },
-                _ => SqlType::Double,
-            },
-            AggFunc::Avg => match arg_type {
-                SqlType::Int { .. } => SqlType::Decimal {
-                    precision: 31,
-                    scale: 4,
-                },
-                SqlType::Decimal { precision, scale } => SqlType::Decimal {
-                    precision: precision.saturating_add(4).min(65),
-                    scale: (scale + crate::decimal::DIV_PRECISION_INCREMENT).min(30),
-                },
-                _ => SqlType::Double,
-            },
-            AggFunc::Min | AggFunc::Max => arg_type.clone(),
-        };
+        let result_type = agg_result_type(func, &arg_type);
         let ncols = self.row_width();
         let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
         let spec = AggSpec {
@@ -1024,7 +1013,7 @@ impl<'a> Binder<'a> {
             return Err(SqlError::unsupported(q.to_string()));
         }
         if let Some(with) = &q.with {
-            self.push_ctes(with)?;
+            self.push_ctes(with);
         }
         let ast::SetExpr::Select(s) = q.body.as_ref() else {
             return match q.body.as_ref() {
@@ -1049,7 +1038,6 @@ impl<'a> Binder<'a> {
             || s.top.is_some()
             || !s.lateral_views.is_empty()
             || s.qualify.is_some()
-            || !s.named_window.is_empty()
             || !s.sort_by.is_empty()
             || !s.cluster_by.is_empty()
             || !s.distribute_by.is_empty()
@@ -1084,8 +1072,10 @@ impl<'a> Binder<'a> {
             }
             _ => return Err(SqlError::unsupported("this GROUP BY")),
         };
-        // Projection, HAVING and ORDER BY may hold aggregates.
+        // Projection, HAVING and ORDER BY may hold aggregates; projection and ORDER BY
+        // window functions.
         self.aggs = Some(Vec::new());
+        self.windows = Some(crate::window::WindowScope::new(&s.named_window)?);
         let mut projection = Vec::new();
         let mut types = Vec::new();
         let mut columns = Vec::new();
@@ -1199,11 +1189,13 @@ impl<'a> Binder<'a> {
                 }
             }
         }
+        let windows = self.windows.take();
         let having = match &s.having {
             Some(h) => Some(self.condition(h, "having clause")?),
             None => None,
         };
-        let order_by = match order_by {
+        self.windows = windows;
+        let mut order_by = match order_by {
             None => Vec::new(),
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(items) => {
@@ -1213,6 +1205,16 @@ impl<'a> Binder<'a> {
             },
         };
         let aggs = self.aggs.take().unwrap_or_default();
+        let windows = self.windows.take().map(|w| w.calls).unwrap_or_default();
+        if !windows.is_empty() {
+            let first = self.row_width() + aggs.len();
+            Binder::finish_windows(
+                first,
+                projection
+                    .iter_mut()
+                    .chain(order_by.iter_mut().map(|k| &mut k.expr)),
+            );
+        }
         let (limit, offset) = self.limit_clause(limit_clause)?;
         let lock = match locks.first().map(|l| &l.lock_type) {
             None => LockMode::None,
@@ -1240,6 +1242,7 @@ impl<'a> Binder<'a> {
             limit,
             offset,
             lock,
+            windows,
         })
     }
 
@@ -1371,7 +1374,10 @@ impl<'a> Binder<'a> {
     }
 
     /// `col = expr, ...` of UPDATE and ON DUPLICATE KEY UPDATE.
-    fn assignments(&mut self, list: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>, SqlError> {
+    pub(crate) fn assignments(
+        &mut self,
+        list: &[ast::Assignment],
+    ) -> Result<Vec<(usize, Expr)>, SqlError> {
         let mut out = Vec::with_capacity(list.len());
         for a in list {
             let ast::AssignmentTarget::ColumnName(name) = &a.target else {
@@ -1465,6 +1471,40 @@ pub(crate) fn lookup_table(catalog: &Catalog, db: &str, name: &str) -> Option<Ar
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(name))
         .map(|(_, t)| t.clone())
+}
+
+/// The type an aggregate of an argument of type `arg_type` returns.
+pub(crate) fn agg_result_type(func: AggFunc, arg_type: &SqlType) -> SqlType {
+    match func {
+        AggFunc::CountStar | AggFunc::Count => SqlType::Int {
+            unsigned: false,
+            len: 21,
+        },
+        AggFunc::Sum => match arg_type {
+            SqlType::Int { .. } => SqlType::Decimal {
+                precision: 32,
+                scale: 0,
+            },
+            // MySQL widens SUM by 22 digits, AVG by div_precision_increment.
+            SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                precision: precision.saturating_add(22).min(65),
+                scale: *scale,
+            },
+            _ => SqlType::Double,
+        },
+        AggFunc::Avg => match arg_type {
+            SqlType::Int { .. } => SqlType::Decimal {
+                precision: 31,
+                scale: 4,
+            },
+            SqlType::Decimal { precision, scale } => SqlType::Decimal {
+                precision: precision.saturating_add(4).min(65),
+                scale: (*scale + crate::decimal::DIV_PRECISION_INCREMENT).min(30),
+            },
+            _ => SqlType::Double,
+        },
+        AggFunc::Min | AggFunc::Max => arg_type.clone(),
+    }
 }
 
 fn bool_type() -> SqlType {

@@ -538,7 +538,7 @@ type Group = (
 
 /// One aggregate's running state.
 #[derive(Debug, Clone)]
-enum AggState {
+pub(crate) enum AggState {
     Count(i64),
     Sum {
         int: i128,
@@ -551,7 +551,7 @@ enum AggState {
     Extreme(Option<Value>),
 }
 
-fn new_state(spec: &AggSpec) -> AggState {
+pub(crate) fn new_state(spec: &AggSpec) -> AggState {
     match spec.func {
         AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
         AggFunc::Sum | AggFunc::Avg => AggState::Sum {
@@ -568,7 +568,7 @@ fn new_state(spec: &AggSpec) -> AggState {
     }
 }
 
-fn accumulate(
+pub(crate) fn accumulate(
     spec: &AggSpec,
     state: &mut AggState,
     seen: &mut Option<std::collections::HashSet<String>>,
@@ -638,7 +638,7 @@ fn accumulate(
     Ok(())
 }
 
-fn finish(spec: &AggSpec, state: AggState) -> Value {
+pub(crate) fn finish(spec: &AggSpec, state: AggState) -> Value {
     match state {
         AggState::Count(n) => Value::Int(n),
         AggState::Sum { count: 0, .. } => Value::Null,
@@ -718,7 +718,8 @@ pub(crate) fn select_rows(
     let offset = count_value(s.offset.as_ref(), env, 0)?;
     let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
     sink.columns(&s.columns)?;
-    let simple = !s.grouped && !s.distinct && (s.order_by.is_empty() || ordered);
+    let simple =
+        !s.grouped && !s.distinct && s.windows.is_empty() && (s.order_by.is_empty() || ordered);
     if simple {
         let (mut skipped, mut sent) = (0u64, 0u64);
         let mut out = Vec::with_capacity(s.projection.len());
@@ -823,6 +824,7 @@ pub(crate) fn select_rows(
         }
     }
     drop(src);
+    crate::window::compute(&mut rows, &s.windows, env)?;
     let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
     for row in &rows {
         let mut keys = Vec::with_capacity(s.order_by.len());

@@ -276,7 +276,8 @@ impl Binder<'_> {
             ) = (twj.joins.is_empty(), &twj.relation)
             {
                 let is_cte = matches!(crate::bind::ident_name(name).as_slice(),
-                    [n] if self.cte(n).is_some());
+                    [n] if self.cte(n).is_some()
+                        || self.working.as_ref().is_some_and(|w| w.name.eq_ignore_ascii_case(n)));
                 if args.is_none() && !is_cte && self.info_schema_table(name)?.is_none() {
                     let alias = alias.as_ref().map(|a| a.name.value.as_str());
                     self.table = Some(self.resolve_table(name, alias)?);
@@ -478,6 +479,10 @@ impl Binder<'_> {
                 let parts = crate::bind::ident_name(name);
                 let alias_name = alias.as_ref().map(|a| a.name.value.clone());
                 if let [single] = parts.as_slice() {
+                    if let Some((query, names)) = self.working_table(single) {
+                        let name = alias_name.unwrap_or_else(|| single.clone());
+                        return self.push_derived(query, name, &names, inputs);
+                    }
                     if let Some((visible, cte)) = self.cte_at(single) {
                         let name = alias_name.unwrap_or_else(|| single.clone());
                         let renames: Vec<String> = cte
@@ -486,7 +491,11 @@ impl Binder<'_> {
                             .iter()
                             .map(|c| c.name.value.clone())
                             .collect();
-                        let query = self.bind_derived_query(&cte.query, visible)?;
+                        let query = if self.recursive_ctes.iter().any(|r| Rc::ptr_eq(r, &cte)) {
+                            self.bind_recursive_cte(&cte, visible)?
+                        } else {
+                            self.bind_derived_query(&cte.query, visible)?
+                        };
                         return self.push_derived(query, name, &renames, inputs);
                     }
                 }

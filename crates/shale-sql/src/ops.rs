@@ -49,7 +49,9 @@ pub(crate) fn planned_counter(planned: &Planned) -> Counter {
     match planned {
         Planned::Select(..) | Planned::Query(_) => Counter::ComSelect,
         Planned::Insert(..) => Counter::ComInsert,
-        Planned::Update(..) => Counter::ComUpdate,
+        // Multi-table forms count with the one-table ones (MySQL has Com_*_multi).
+        Planned::MultiTable(dml) if dml.delete => Counter::ComDelete,
+        Planned::Update(..) | Planned::MultiTable(_) => Counter::ComUpdate,
         Planned::Delete(..) => Counter::ComDelete,
         Planned::Command(stmt) => crate::status::command_counter(stmt),
     }

@@ -41,6 +41,9 @@ use crate::types::SqlType;
 pub(crate) enum BoundQuery {
     Select(Box<BoundSelect>),
     Union(Box<BoundUnion>),
+    /// A recursive CTE (recursive.rs), and the working table its recursive parts read.
+    Recursive(Box<crate::recursive::BoundRecursive>),
+    WorkingTable(Box<crate::recursive::WorkingTable>),
 }
 
 /// A bound UNION.
@@ -71,6 +74,8 @@ impl BoundQuery {
         match self {
             BoundQuery::Select(s) => &s.columns,
             BoundQuery::Union(u) => &u.columns,
+            BoundQuery::Recursive(r) => &r.columns,
+            BoundQuery::WorkingTable(w) => &w.columns,
         }
     }
 
@@ -78,11 +83,13 @@ impl BoundQuery {
         match self {
             BoundQuery::Select(s) => &s.types,
             BoundQuery::Union(u) => &u.types,
+            BoundQuery::Recursive(r) => &r.types,
+            BoundQuery::WorkingTable(w) => &w.types,
         }
     }
 }
 
-fn flatten<'q>(
+pub(crate) fn flatten<'q>(
     e: &'q ast::SetExpr,
     out: &mut Vec<(bool, &'q ast::SetExpr)>,
 ) -> Result<(), SqlError> {
@@ -120,7 +127,7 @@ impl Binder<'_> {
             return Err(SqlError::unsupported(q.to_string()));
         }
         if let Some(with) = &q.with {
-            self.push_ctes(with)?;
+            self.push_ctes(with);
         }
         let mut flat = Vec::new();
         flatten(&q.body, &mut flat)?;
@@ -215,14 +222,14 @@ impl Binder<'_> {
     }
 
     /// Makes WITH's CTEs visible to the rest of the query.
-    pub(crate) fn push_ctes(&mut self, with: &ast::With) -> Result<(), SqlError> {
+    pub(crate) fn push_ctes(&mut self, with: &ast::With) {
         for cte in &with.cte_tables {
-            if with.recursive && cte.query.to_string().contains(&cte.alias.name.value) {
-                return Err(SqlError::unsupported("recursive common table expressions"));
+            let cte = Rc::new(cte.clone());
+            if with.recursive {
+                self.recursive_ctes.push(Rc::clone(&cte));
             }
-            self.ctes.push(Rc::new(cte.clone()));
+            self.ctes.push(cte);
         }
-        Ok(())
     }
 }
 
@@ -246,6 +253,8 @@ pub(crate) struct PlannedUnion {
 pub(crate) enum PlannedQuery {
     Select(Box<PlannedSelect>),
     Union(Box<PlannedUnion>),
+    Recursive(Box<crate::recursive::PlannedRecursive>),
+    WorkingTable(Box<crate::recursive::WorkingTable>),
 }
 
 impl PlannedQuery {
@@ -253,6 +262,8 @@ impl PlannedQuery {
         match self {
             PlannedQuery::Select(s) => &s.select.columns,
             PlannedQuery::Union(u) => &u.union.columns,
+            PlannedQuery::Recursive(r) => &r.columns,
+            PlannedQuery::WorkingTable(w) => &w.columns,
         }
     }
 }
@@ -272,7 +283,7 @@ pub(crate) struct StatementQuery {
     pub subqueries: Vec<PlannedSubquery>,
 }
 
-fn plan_select(s: BoundSelect) -> PlannedSelect {
+pub(crate) fn plan_select(s: BoundSelect) -> PlannedSelect {
     // `s.from` stays: `BoundSelect::width` reads it, and aggregates sit past that width (an
     // aggregate over no rows reads its slot of an all-NULL row that wide).
     let from = match (s.from.clone(), &s.table) {
@@ -296,6 +307,8 @@ pub(crate) fn plan_query(q: BoundQuery) -> PlannedQuery {
                 .collect();
             PlannedQuery::Union(Box::new(PlannedUnion { union: u, parts }))
         }
+        BoundQuery::Recursive(r) => PlannedQuery::Recursive(Box::new(r.plan())),
+        BoundQuery::WorkingTable(w) => PlannedQuery::WorkingTable(w),
     }
 }
 
@@ -303,15 +316,20 @@ pub(crate) fn plan_query(q: BoundQuery) -> PlannedQuery {
 pub(crate) fn plan_statement(q: BoundQuery, subqueries: Vec<BoundSubquery>) -> StatementQuery {
     StatementQuery {
         query: plan_query(q),
-        subqueries: subqueries
-            .into_iter()
-            .map(|s| PlannedSubquery {
-                query: plan_query(s.query),
-                correlated: s.correlated,
-                max_rows: s.max_rows,
-            })
-            .collect(),
+        subqueries: plan_subqueries(subqueries),
     }
+}
+
+/// Plans a statement's subqueries.
+pub(crate) fn plan_subqueries(subqueries: Vec<BoundSubquery>) -> Vec<PlannedSubquery> {
+    subqueries
+        .into_iter()
+        .map(|s| PlannedSubquery {
+            query: plan_query(s.query),
+            correlated: s.correlated,
+            max_rows: s.max_rows,
+        })
+        .collect()
 }
 
 /// EXPLAIN's lines for a planned query.
@@ -321,6 +339,17 @@ pub(crate) fn explain_query(q: &PlannedQuery, lines: &mut Vec<String>, indent: &
             Some(j) => join::explain(j, lines, indent),
             None => lines.push(format!("{indent}no table")),
         },
+        PlannedQuery::WorkingTable(_) => lines.push(format!("{indent}working table")),
+        PlannedQuery::Recursive(r) => {
+            let parts = r.seeds.iter().map(|p| ("seed", p));
+            for (kind, p) in parts.chain(r.recursive.iter().map(|p| ("recursive", p))) {
+                lines.push(format!("{indent}{kind} part of {}", r.name));
+                match &p.join {
+                    Some(j) => join::explain(j, lines, &format!("{indent}  ")),
+                    None => lines.push(format!("{indent}  no table")),
+                }
+            }
+        }
         PlannedQuery::Union(u) => {
             for (i, p) in u.parts.iter().enumerate() {
                 let kind = if i == 0 {
@@ -362,6 +391,15 @@ pub(crate) struct MemoryBudget {
 }
 
 impl MemoryBudget {
+    /// A budget of `limit` bytes for the collection `what` (named by error 3170).
+    pub(crate) fn new(limit: usize, what: &'static str) -> MemoryBudget {
+        MemoryBudget {
+            limit,
+            used: 0,
+            what,
+        }
+    }
+
     pub(crate) fn add(&mut self, row: &[Value]) -> Result<(), SqlError> {
         self.used += 24
             + row
@@ -395,6 +433,8 @@ pub(crate) struct Shared<'t> {
     cache: RefCell<SubqueryCache>,
     base: &'t dyn Env,
     memory: usize,
+    /// Recursive CTEs' working tables by id (recursive.rs).
+    working: RefCell<HashMap<u64, Rc<Vec<Vec<Value>>>>>,
 }
 
 /// The environment expressions of the general path are evaluated in: the session's, plus
@@ -411,6 +451,21 @@ impl<'t> QueryEnv<'_, 't> {
             .txn
             .try_borrow_mut()
             .map_err(|_| SqlError::internal("the transaction is already in use by a read"))
+    }
+
+    /// Sets what the working table `id` holds.
+    pub(crate) fn set_working(&self, id: u64, rows: Rc<Vec<Vec<Value>>>) {
+        self.shared.working.borrow_mut().insert(id, rows);
+    }
+
+    /// The rows the working table `id` holds (none before its first iteration).
+    pub(crate) fn working(&self, id: u64) -> Rc<Vec<Vec<Value>>> {
+        self.shared
+            .working
+            .borrow()
+            .get(&id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     pub(crate) fn budget(&self, what: &'static str) -> MemoryBudget {
@@ -524,6 +579,40 @@ pub(crate) fn query_rows(
     Ok(collect.rows)
 }
 
+/// Runs `f` in a statement's query environment (uncorrelated subqueries already run):
+/// what UPDATE and DELETE over joins read through (multi_dml.rs).
+pub(crate) fn with_query_env<R>(
+    txn: &mut TableTxn,
+    subqueries: &[PlannedSubquery],
+    base: &dyn Env,
+    f: impl FnOnce(&QueryEnv<'_, '_>) -> Result<R, SqlError>,
+) -> Result<R, SqlError> {
+    let memory = exec::count_value(
+        Some(&Expr::SysVar("shale_query_memory".into())),
+        base,
+        268_435_456,
+    )?;
+    let shared = Shared {
+        txn: RefCell::new(txn),
+        subqueries,
+        cache: RefCell::new(HashMap::new()),
+        base,
+        memory: usize::try_from(memory).unwrap_or(usize::MAX),
+        working: RefCell::new(HashMap::new()),
+    };
+    let env = QueryEnv {
+        shared: &shared,
+        outer: Vec::new(),
+    };
+    // Invariant 2.
+    for (id, s) in subqueries.iter().enumerate() {
+        if !s.correlated {
+            env.subquery(id, &[])?;
+        }
+    }
+    f(&env)
+}
+
 /// Runs a statement's query into `sink`.
 pub(crate) fn run_statement(
     txn: &mut TableTxn,
@@ -543,6 +632,7 @@ pub(crate) fn run_statement(
         cache: RefCell::new(HashMap::new()),
         base,
         memory: usize::try_from(memory).unwrap_or(usize::MAX),
+        working: RefCell::new(HashMap::new()),
     };
     let env = QueryEnv {
         shared: &shared,
@@ -567,6 +657,8 @@ fn run_query(
     match q {
         PlannedQuery::Select(s) => run_select(env, s, sink, status, max_rows),
         PlannedQuery::Union(u) => run_union(env, u, sink, status),
+        PlannedQuery::Recursive(r) => crate::recursive::run_recursive(env, r, sink, status),
+        PlannedQuery::WorkingTable(w) => crate::recursive::run_working_table(env, w, sink, status),
     }
 }
 
@@ -590,7 +682,11 @@ fn run_select(
         );
     };
     // Without grouping, DISTINCT or ORDER BY, only the rows LIMIT keeps need joining.
-    let streaming = !s.grouped && !s.distinct && s.order_by.is_empty() && s.having.is_none();
+    let streaming = !s.grouped
+        && !s.distinct
+        && s.order_by.is_empty()
+        && s.having.is_none()
+        && s.windows.is_empty();
     let hint = if streaming {
         let offset = count_value(s.offset.as_ref(), env, 0)?;
         let limit = count_value(s.limit.as_ref(), env, u64::MAX)?;
@@ -682,7 +778,7 @@ fn run_union(
     sink.end(status)
 }
 
-fn select_rows_of(
+pub(crate) fn select_rows_of(
     env: &QueryEnv<'_, '_>,
     part: &PlannedSelect,
 ) -> Result<Vec<Vec<Value>>, SqlError> {

@@ -28,6 +28,8 @@ use crate::result::{ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
 use crate::types::SqlType;
 use crate::variables;
 
+mod sql_prepare;
+
 /// What COM_STMT_PREPARE answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedInfo {
@@ -50,6 +52,8 @@ pub(crate) enum Planned {
     Insert(BoundInsert, Option<Plan>),
     Update(BoundUpdate, Plan),
     Delete(BoundDelete, Plan),
+    /// UPDATE or DELETE over joins or with subqueries (multi_dml.rs).
+    MultiTable(Box<crate::multi_dml::PlannedDml>),
     Command(Box<Statement>),
 }
 
@@ -205,6 +209,8 @@ pub struct Session {
     next_statement_id: u32,
     /// This session's entry in the instance's process list (SHOW PROCESSLIST, KILL).
     process: crate::processlist::Registration,
+    /// PREPARE's names (lowercased) and the prepared statements they name (sql_prepare.rs).
+    sql_prepared: HashMap<String, u32>,
 }
 
 fn text_value(s: &str) -> Value {
@@ -264,6 +270,7 @@ impl Session {
             found_rows: false,
             prepared: HashMap::new(),
             next_statement_id: 1,
+            sql_prepared: HashMap::new(),
         }
     }
 
@@ -317,6 +324,7 @@ impl Session {
     pub fn reset(&mut self) {
         self.rollback_open();
         self.prepared.clear();
+        self.sql_prepared.clear();
         self.state.user_vars.clear();
         self.state.vars.clear();
         self.state.warnings.clear();
@@ -382,6 +390,10 @@ impl Session {
         }
         if let Some(show) = crate::info_schema::show::recognize(sql) {
             return show.run(self, sink);
+        }
+        if let Some(prepare) = sql_prepare::parse_prepare(sql) {
+            let (name, source) = prepare?;
+            return self.sql_prepare(&name, &source, sink);
         }
         let statements = crate::parse::parse(sql)?;
         if statements.is_empty() {
@@ -694,6 +706,12 @@ impl Session {
                 });
                 Planned::Insert(b, plan)
             }
+            Statement::Update(u) if crate::multi_dml::is_general_update(u) => {
+                Planned::MultiTable(Box::new(crate::multi_dml::plan_update(&mut binder, u)?))
+            }
+            Statement::Delete(d) if crate::multi_dml::is_general_delete(d) => {
+                Planned::MultiTable(Box::new(crate::multi_dml::plan_delete(&mut binder, d)?))
+            }
             Statement::Update(u) => {
                 let b = binder.update(u)?;
                 if !binder.subqueries.is_empty() {
@@ -821,7 +839,10 @@ impl Session {
     ) -> Result<(), SqlError> {
         let retryable = matches!(
             planned,
-            Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..)
+            Planned::Insert(..)
+                | Planned::Update(..)
+                | Planned::Delete(..)
+                | Planned::MultiTable(..)
         );
         let mut attempt = 0;
         loop {
@@ -863,7 +884,10 @@ impl Session {
             None if !keep
                 && matches!(
                     planned,
-                    Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..)
+                    Planned::Insert(..)
+                        | Planned::Update(..)
+                        | Planned::Delete(..)
+                        | Planned::MultiTable(..)
                 ) =>
             {
                 self.begin_txn_with(IsolationLevel::ReadCommitted)?
@@ -919,6 +943,18 @@ impl Session {
                 status.affected_rows = n;
                 Some(status.clone())
             }),
+            Planned::MultiTable(m) => {
+                crate::multi_dml::run(&mut txn, m, &env).map(|(matched, changed)| {
+                    if m.delete {
+                        status.affected_rows = changed;
+                    } else {
+                        status.affected_rows = if self.found_rows { matched } else { changed };
+                        status.info =
+                            format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
+                    }
+                    Some(status.clone())
+                })
+            }
             Planned::Command(_) => Ok(None),
         };
         self.state.warnings.extend(insert_warnings);
@@ -1203,6 +1239,9 @@ impl Session {
             Statement::ShowProcessList { .. }
             | Statement::Kill { .. }
             | Statement::ShowStatus { .. } => crate::ops::command(self, stmt, sink),
+            Statement::Execute { .. } | Statement::Deallocate { .. } => {
+                self.sql_prepared_command(stmt, sink)
+            }
             other => crate::show::show(self, other, sink),
         }
     }
@@ -1492,6 +1531,11 @@ impl Session {
             Planned::Update(u, plan) => plan::explain(Some(&u.table.def), &plan),
             Planned::Delete(d, plan) => plan::explain(Some(&d.table.def), &plan),
             Planned::Insert(i, _) => format!("insert {}", i.table.def.name),
+            Planned::MultiTable(m) => {
+                let mut lines = Vec::new();
+                crate::join::explain(&m.join, &mut lines, "");
+                lines.join("\n")
+            }
             Planned::Command(_) => return Err(SqlError::unsupported("EXPLAIN of this statement")),
         })
     }

@@ -99,6 +99,7 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("general_log", Value::Int(0));
     m.insert("slow_query_log", Value::Int(0));
     m.insert("shale_block_cache_size", Value::Int(64 << 20));
+    m.insert("cte_max_recursion_depth", Value::Int(1000));
     m.insert("sql_safe_updates", Value::Int(0));
     m
 }

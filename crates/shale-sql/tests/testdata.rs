@@ -111,3 +111,23 @@ fn alter() {
 fn privileges() {
     common::run_file("privileges");
 }
+
+#[test]
+fn window() {
+    common::run_file("window");
+}
+
+#[test]
+fn prepare() {
+    common::run_file("prepare");
+}
+
+#[test]
+fn recursive() {
+    common::run_file("recursive");
+}
+
+#[test]
+fn multi_dml() {
+    common::run_file("multi_dml");
+}
