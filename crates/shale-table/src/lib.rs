@@ -84,12 +84,15 @@
 //! | `cursor` | scans: index ranges and [`RowCursor`] |
 //! | `index` | row keys and secondary index entries |
 //! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
+//! | `bulk`, `bulk_sort` | bulk load: rows sorted into table files and ingested |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
 
 mod build;
+mod bulk;
+mod bulk_sort;
 mod check;
 mod codec;
 mod cursor;
@@ -108,6 +111,7 @@ mod txn;
 mod types;
 mod value;
 
+pub use bulk::{BulkLoad, BulkLoadOptions, BulkLoadSummary};
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
 pub use decimal::{

@@ -20,7 +20,7 @@
 //! build cut by a crash, rows a transaction wrote into a dropped table) are swept.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use shale_engine::{
@@ -50,6 +50,10 @@ pub struct StoreOptions {
 #[derive(Debug)]
 pub(crate) struct StoreInner {
     pub(crate) tdb: Arc<TransactionDb>,
+    /// The database directory and the options it was opened with (bulk loads write table
+    /// files for it).
+    pub(crate) path: PathBuf,
+    pub(crate) engine_options: shale_engine::Options,
     catalog: RwLock<Arc<Catalog>>,
     /// The next index id; held for the whole of a DDL statement (invariant 2).
     ddl: Mutex<u32>,
@@ -71,7 +75,9 @@ fn sync() -> WriteOptions {
 impl Store {
     /// Opens (creating if missing) the store at `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
-        let tdb = TransactionDb::open(path, options.engine, options.transactions)?;
+        let path = path.as_ref().to_path_buf();
+        let engine_options = options.engine.clone();
+        let tdb = TransactionDb::open(&path, options.engine, options.transactions)?;
         let db = tdb.db();
         let next_index_id = match db.get(system::KEY_VERSION)? {
             None => {
@@ -110,9 +116,12 @@ impl Store {
         };
         let catalog = load_catalog(db, next_index_id)?;
         build::sweep_orphans(db, &catalog)?;
+        crate::bulk::sweep_bulk_tmp(&*engine_options.file_system, &path)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 tdb: Arc::new(tdb),
+                path,
+                engine_options,
                 catalog: RwLock::new(Arc::new(catalog)),
                 ddl: Mutex::new(next_index_id),
                 sequences: Mutex::new(HashMap::new()),
@@ -312,6 +321,10 @@ impl Store {
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn begin(&self, options: TxnOptions) -> Result<TableTxn> {
         TableTxn::begin(self.inner.clone(), &options)
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<StoreInner> {
+        &self.inner
     }
 
     /// The engine under the store, for statistics, flushes and tools.
