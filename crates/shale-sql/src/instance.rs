@@ -2,7 +2,7 @@
 //! invalidates prepared plans, connection ids, and the `mysql.user` accounts.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -46,6 +46,9 @@ pub struct Instance {
     next_connection_id: AtomicU64,
     /// Global values of system variables (`SET GLOBAL`): what new sessions start from.
     pub(crate) globals: Arc<Mutex<BTreeMap<String, Value>>>,
+    /// The only directory LOAD DATA INFILE reads server files from (`--secure-file-priv`);
+    /// `None` (the default) refuses every server file, as MySQL's NULL does.
+    secure_file_priv: Mutex<Option<PathBuf>>,
 }
 
 fn user_table() -> TableDef {
@@ -116,7 +119,42 @@ impl Instance {
             generation: AtomicU64::new(1),
             next_connection_id: AtomicU64::new(1),
             globals: Arc::new(Mutex::new(globals)),
+            secure_file_priv: Mutex::new(None),
         }))
+    }
+
+    /// Sets the directory LOAD DATA INFILE may read server files from (MySQL's read-only
+    /// `secure_file_priv`, set at startup); `None` refuses them all.
+    pub fn set_secure_file_priv(&self, dir: Option<PathBuf>) {
+        *self
+            .secure_file_priv
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = dir;
+    }
+
+    pub(crate) fn secure_file_priv(&self) -> Option<PathBuf> {
+        self.secure_file_priv
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether LOAD DATA LOCAL is allowed: the global `local_infile` (OFF by default, as in
+    /// MySQL 8; `SET GLOBAL local_infile = 1`).
+    pub(crate) fn local_infile(&self) -> bool {
+        self.globals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get("local_infile")
+            .is_some_and(|v| match v {
+                Value::Bytes(b) => {
+                    let text = String::from_utf8_lossy(b);
+                    ["on", "true", "1"]
+                        .iter()
+                        .any(|w| text.eq_ignore_ascii_case(w))
+                }
+                other => crate::value::truth(other).unwrap_or(false),
+            })
     }
 
     /// A new session (one client connection), with the next connection id.

@@ -27,6 +27,7 @@
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 mod bind;
+mod bulk_insert;
 mod cast;
 mod check_table;
 mod ddl;
@@ -38,6 +39,7 @@ mod from;
 mod instance;
 mod join;
 mod join_exec;
+mod load_data;
 mod parse;
 mod plan;
 mod query;

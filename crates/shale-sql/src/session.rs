@@ -84,9 +84,9 @@ pub(crate) struct State {
     pub status: BTreeMap<String, String>,
 }
 
-struct RunEnv<'a> {
-    state: &'a State,
-    params: &'a [Value],
+pub(crate) struct RunEnv<'a> {
+    pub(crate) state: &'a State,
+    pub(crate) params: &'a [Value],
 }
 
 impl Env for RunEnv<'_> {
@@ -181,6 +181,8 @@ pub struct Session {
     found_rows: bool,
     prepared: HashMap<u32, Prepared>,
     next_statement_id: u32,
+    /// `shale_bulk_load` and its running load (bulk_insert.rs).
+    bulk: crate::bulk_insert::BulkMode,
 }
 
 fn text_value(s: &str) -> Value {
@@ -234,6 +236,7 @@ impl Session {
             found_rows: false,
             prepared: HashMap::new(),
             next_statement_id: 1,
+            bulk: crate::bulk_insert::BulkMode::default(),
         }
     }
 
@@ -260,6 +263,8 @@ impl Session {
     /// variables, session variables and warnings; keeps the database, the account and the
     /// connection id.
     pub fn reset(&mut self) {
+        // A running bulk load ends with the session variable that started it.
+        let _ = self.bulk.reset();
         self.rollback_open();
         self.prepared.clear();
         self.state.user_vars.clear();
@@ -298,6 +303,9 @@ impl Session {
     }
 
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        if let Some(result) = crate::bulk_insert::intercept(self, sql, sink) {
+            return result;
+        }
         if let Some(tables) = crate::check_table::parse_check_table(sql) {
             return crate::check_table::check_tables(self, &tables, sink);
         }
@@ -1232,6 +1240,10 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    pub(crate) fn bulk_mode(&mut self) -> &mut crate::bulk_insert::BulkMode {
+        &mut self.bulk
     }
 
     pub(crate) fn instance(&self) -> &Arc<Instance> {

@@ -76,3 +76,8 @@ fn check_table() {
 fn temporal() {
     common::run_file("temporal");
 }
+
+#[test]
+fn bulk_load() {
+    common::run_file("bulk_load");
+}
