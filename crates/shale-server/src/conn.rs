@@ -31,7 +31,7 @@ use crate::handshake::{
     HandshakeError, HandshakeResponse,
 };
 use crate::protocol::{capability, command, errors, put_err, status};
-use crate::results::{Output, Reply, CHANNEL_CHUNKS};
+use crate::results::{LocalFile, Output, Reply, CHANNEL_CHUNKS};
 use crate::server::Shared;
 use crate::tls::TlsSession;
 
@@ -389,7 +389,14 @@ async fn caching_sha2(
 }
 
 /// Writes replies from the session thread until the job's last one; false ends the connection.
-async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer) -> bool {
+/// A LOAD DATA LOCAL request in between reads the client's file from `reader` (packets of at
+/// most `max` bytes each, up to an empty one) and hands it to the session thread.
+async fn pump(
+    replies: &mut mpsc::Receiver<Reply>,
+    write: &mut Writer,
+    reader: &mut Reader,
+    max: usize,
+) -> bool {
     while let Some(reply) = replies.recv().await {
         match reply {
             Reply::Partial(bytes) => {
@@ -403,9 +410,42 @@ async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer) -> bool {
                 }
                 return !close;
             }
+            Reply::LocalInfile {
+                bytes,
+                next_seq,
+                file,
+            } => {
+                let received = if write.write_all(&bytes).await.is_ok() {
+                    read_local_file(reader, next_seq, max).await
+                } else {
+                    None
+                };
+                let ok = received.is_some();
+                // The session thread waits for this; it sees `None` as a broken connection.
+                let _ = file.send(received);
+                if !ok {
+                    return false;
+                }
+            }
         }
     }
     false
+}
+
+/// The packets of a LOCAL INFILE transfer, from sequence id `seq` to the empty one.
+async fn read_local_file(reader: &mut Reader, mut seq: u8, max: usize) -> Option<LocalFile> {
+    let mut data = Vec::new();
+    loop {
+        let packet = read_packet(reader, seq, max).await.ok()?;
+        seq = packet.last_seq.wrapping_add(1);
+        if packet.payload.is_empty() {
+            return Some(LocalFile {
+                data,
+                next_seq: seq,
+            });
+        }
+        data.extend_from_slice(&packet.payload);
+    }
 }
 
 async fn command_loop(
@@ -415,6 +455,7 @@ async fn command_loop(
     login: Login,
     mut stop: watch::Receiver<bool>,
 ) {
+    let max = shared.options.max_allowed_packet;
     let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(1);
     let (reply_tx, mut replies) = mpsc::channel(CHANNEL_CHUNKS);
     let thread_shared = shared.clone();
@@ -434,8 +475,7 @@ async fn command_loop(
         tls: login.tls.clone(),
         seq: login.seq,
     };
-    if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write).await {
-        let max = shared.options.max_allowed_packet;
+    if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write, &mut reader, max).await {
         let wait = if login.capabilities & capability::INTERACTIVE == 0 {
             shared.options.wait_timeout
         } else {
@@ -490,7 +530,9 @@ async fn command_loop(
                     tls: login.tls.clone(),
                     seq,
                 };
-                if job_tx.send(job).is_err() || !pump(&mut replies, &mut write).await {
+                if job_tx.send(job).is_err()
+                    || !pump(&mut replies, &mut write, &mut reader, max).await
+                {
                     break;
                 }
                 continue;
@@ -499,7 +541,8 @@ async fn command_loop(
                 seq: packet.last_seq.wrapping_add(1),
                 payload: packet.payload,
             };
-            if job_tx.send(job).is_err() || !pump(&mut replies, &mut write).await {
+            if job_tx.send(job).is_err() || !pump(&mut replies, &mut write, &mut reader, max).await
+            {
                 break;
             }
         }

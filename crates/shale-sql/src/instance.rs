@@ -139,6 +139,14 @@ impl Instance {
             .clone()
     }
 
+    /// Sets the global `local_infile` (`shale serve --local-infile`).
+    pub fn set_local_infile(&self, on: bool) {
+        self.globals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert("local_infile".into(), Value::Int(i64::from(on)));
+    }
+
     /// Whether LOAD DATA LOCAL is allowed: the global `local_infile` (OFF by default, as in
     /// MySQL 8; `SET GLOBAL local_infile = 1`).
     pub(crate) fn local_infile(&self) -> bool {

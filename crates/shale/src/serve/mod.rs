@@ -94,6 +94,14 @@ pub struct ServeArgs {
     /// about once a second) or `buffered` (=0, written and fsynced about once a second).
     #[arg(long, value_name = "MODE", default_value = "sync", value_parser = parse_durability)]
     pub durability: Durability,
+    /// The only directory LOAD DATA INFILE may read server files from (MySQL's
+    /// `secure_file_priv`); without it, LOAD DATA of a server file is refused (1290).
+    #[arg(long, value_name = "DIR")]
+    pub secure_file_priv: Option<PathBuf>,
+    /// Allow LOAD DATA LOCAL INFILE (the global `local_infile`; OFF by default, as MySQL 8;
+    /// `SET GLOBAL local_infile = 1` also turns it on).
+    #[arg(long)]
+    pub local_infile: bool,
 }
 
 fn parse_durability(text: &str) -> Result<Durability, String> {
@@ -124,6 +132,8 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     options.store.engine.durability = args.durability;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
+    instance.set_secure_file_priv(args.secure_file_priv.clone());
+    instance.set_local_infile(args.local_infile);
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
     if let Some(password) = &generated {
         // Before listening, so that a failed bind does not hide it.
