@@ -31,7 +31,7 @@ use crate::handshake::{
     HandshakeError, HandshakeResponse,
 };
 use crate::protocol::{capability, command, errors, put_err, status};
-use crate::results::{Output, Reply, CHANNEL_CHUNKS};
+use crate::results::{LocalFile, Output, Reply, CHANNEL_CHUNKS};
 use crate::server::Shared;
 use crate::tls::TlsSession;
 
@@ -420,7 +420,15 @@ async fn caching_sha2(
 }
 
 /// Writes replies from the session thread until the job's last one; false ends the connection.
-async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer, shared: &Shared) -> bool {
+/// A LOAD DATA LOCAL request in between reads the client's file from `reader` (packets of at
+/// most `max_allowed_packet` bytes each, up to an empty one) and hands it to the session thread.
+async fn pump(
+    replies: &mut mpsc::Receiver<Reply>,
+    write: &mut Writer,
+    reader: &mut Reader,
+    shared: &Shared,
+) -> bool {
+    let max = shared.options.max_allowed_packet;
     while let Some(reply) = replies.recv().await {
         match reply {
             Reply::Partial(bytes) => {
@@ -435,6 +443,23 @@ async fn pump(replies: &mut mpsc::Receiver<Reply>, write: &mut Writer, shared: &
                     return false;
                 }
                 return !close;
+            }
+            Reply::LocalInfile {
+                bytes,
+                next_seq,
+                file,
+            } => {
+                let received = if write.write_all(&bytes).await.is_ok() {
+                    read_local_file(reader, next_seq, max).await
+                } else {
+                    None
+                };
+                let ok = received.is_some();
+                // The session thread waits for this; it sees `None` as a broken connection.
+                let _ = file.send(received);
+                if !ok {
+                    return false;
+                }
             }
         }
     }
@@ -467,6 +492,22 @@ async fn counted_packet(
     }
 }
 
+/// The packets of a LOCAL INFILE transfer, from sequence id `seq` to the empty one.
+async fn read_local_file(reader: &mut Reader, mut seq: u8, max: usize) -> Option<LocalFile> {
+    let mut data = Vec::new();
+    loop {
+        let packet = read_packet(reader, seq, max).await.ok()?;
+        seq = packet.last_seq.wrapping_add(1);
+        if packet.payload.is_empty() {
+            return Some(LocalFile {
+                data,
+                next_seq: seq,
+            });
+        }
+        data.extend_from_slice(&packet.payload);
+    }
+}
+
 async fn command_loop(
     mut reader: Reader,
     mut write: Writer,
@@ -474,6 +515,7 @@ async fn command_loop(
     login: Login,
     mut stop: watch::Receiver<bool>,
 ) {
+    let max = shared.options.max_allowed_packet;
     let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(1);
     let (reply_tx, mut replies) = mpsc::channel(CHANNEL_CHUNKS);
     let thread_shared = shared.clone();
@@ -496,8 +538,7 @@ async fn command_loop(
         control: Arc::clone(&control),
         seq: login.seq,
     };
-    if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write, shared).await {
-        let max = shared.options.max_allowed_packet;
+    if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write, &mut reader, shared).await {
         let interactive = login.capabilities & capability::INTERACTIVE != 0;
         loop {
             // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
@@ -545,7 +586,9 @@ async fn command_loop(
                     control: Arc::clone(&control),
                     seq,
                 };
-                if job_tx.send(job).is_err() || !pump(&mut replies, &mut write, shared).await {
+                if job_tx.send(job).is_err()
+                    || !pump(&mut replies, &mut write, &mut reader, shared).await
+                {
                     break;
                 }
                 continue;
@@ -554,7 +597,9 @@ async fn command_loop(
                 seq: packet.last_seq.wrapping_add(1),
                 payload: packet.payload,
             };
-            if job_tx.send(job).is_err() || !pump(&mut replies, &mut write, shared).await {
+            if job_tx.send(job).is_err()
+                || !pump(&mut replies, &mut write, &mut reader, shared).await
+            {
                 break;
             }
         }

@@ -28,11 +28,15 @@ pub mod capability {
     pub const PLUGIN_AUTH: u32 = 1 << 19;
     pub const CONNECT_ATTRS: u32 = 1 << 20;
     pub const PLUGIN_AUTH_LENENC_CLIENT_DATA: u32 = 1 << 21;
+    /// The client may send files for LOAD DATA LOCAL (results.rs, `Output::request_local_file`).
+    pub const LOCAL_FILES: u32 = 1 << 7;
     pub const DEPRECATE_EOF: u32 = 1 << 24;
 
     /// Everything this server offers (and SSL when TLS is configured). Not offered: COMPRESS,
-    /// LOCAL_FILES (LOAD DATA LOCAL), SESSION_TRACK, and MariaDB's extended capabilities.
+    /// SESSION_TRACK, and MariaDB's extended capabilities. LOCAL_FILES is offered; whether a
+    /// LOAD DATA LOCAL runs is the global `local_infile`'s call.
     pub const SERVER: u32 = LONG_PASSWORD
+        | LOCAL_FILES
         | FOUND_ROWS
         | LONG_FLAG
         | CONNECT_WITH_DB

@@ -34,6 +34,22 @@ pub enum Reply {
     Partial(Vec<u8>),
     /// The last bytes of the reply (maybe none); `close` asks to end the connection after them.
     Done { bytes: Vec<u8>, close: bool },
+    /// LOAD DATA LOCAL: `bytes` end with the request for a file (0xFB and its name); the I/O
+    /// task reads the client's packets from sequence id `next_seq` up to the empty one and
+    /// sends the file back through `file` (`None`: the connection failed).
+    LocalInfile {
+        bytes: Vec<u8>,
+        next_seq: u8,
+        file: std::sync::mpsc::SyncSender<Option<LocalFile>>,
+    },
+}
+
+/// A file a client sent for LOAD DATA LOCAL.
+#[derive(Debug)]
+pub struct LocalFile {
+    pub data: Vec<u8>,
+    /// The sequence id the statement's reply starts at (after the client's empty packet).
+    pub next_seq: u8,
 }
 
 /// The reply being built for one command.
@@ -75,6 +91,33 @@ impl Output {
                 .replies
                 .blocking_send(Reply::Done { bytes, close })
                 .is_ok()
+    }
+
+    /// Asks the client for the file `name` (LOCAL INFILE Request) and waits for its content.
+    pub fn request_local_file(&mut self, name: &str) -> Result<Vec<u8>, SqlError> {
+        self.writer.packet(|out| {
+            out.push(0xFB);
+            out.extend_from_slice(name.as_bytes());
+        });
+        let bytes = self.writer.take();
+        let next_seq = self.writer.seq();
+        let (file, received) = std::sync::mpsc::sync_channel(1);
+        let request = Reply::LocalInfile {
+            bytes,
+            next_seq,
+            file,
+        };
+        if self.broken || self.replies.blocking_send(request).is_err() {
+            self.broken = true;
+            return Err(errors::write_failed());
+        }
+        if let Ok(Some(file)) = received.recv() {
+            self.writer.set_seq(file.next_seq);
+            Ok(file.data)
+        } else {
+            self.broken = true;
+            Err(errors::write_failed())
+        }
     }
 
     pub fn ok(&mut self, ok: &OkPacket<'_>) {
@@ -187,6 +230,15 @@ impl ResultSink for ResultWriter<'_> {
         self.types.clear();
         self.types.extend(columns.iter().map(|c| c.type_code));
         self.output.maybe_flush()
+    }
+
+    /// Only when the client said it sends files (CLIENT_LOCAL_FILES); else the SQL layer
+    /// refuses the statement (3948).
+    fn local_infile(&mut self, name: &str) -> Result<Option<Vec<u8>>, SqlError> {
+        if self.capabilities & capability::LOCAL_FILES == 0 {
+            return Ok(None);
+        }
+        self.output.request_local_file(name).map(Some)
     }
 
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {

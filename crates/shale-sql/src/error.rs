@@ -203,6 +203,11 @@ impl From<shale_table::Error> for SqlError {
             E::NoSuchTable { database, table } => SqlError::no_such_table(&database, &table),
             E::TableExists { table, .. } => SqlError::table_exists(&table),
             E::DuplicateKey { key, entry, .. } => SqlError::duplicate_entry(&entry, &key),
+            E::BulkLoadOverlap { .. } => SqlError::new(
+                1105,
+                "HY000",
+                "Rows inserted during bulk load must not overlap existing rows",
+            ),
             E::LockWaitTimeout => SqlError::lock_wait_timeout(),
             E::Deadlock => SqlError::deadlock(),
             other => SqlError::internal(other),

@@ -3,7 +3,7 @@
 //! cache (grants.rs).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -63,6 +63,9 @@ pub struct Instance {
     /// Held by each account statement (CREATE USER, GRANT, ...) from its reads to the cache
     /// rebuild, so two of them never interleave.
     pub(crate) account_lock: Mutex<()>,
+    /// The only directory LOAD DATA INFILE reads server files from (`--secure-file-priv`);
+    /// `None` (the default) refuses every server file, as MySQL's NULL does.
+    secure_file_priv: Mutex<Option<PathBuf>>,
 }
 
 fn user_table() -> TableDef {
@@ -149,6 +152,7 @@ impl Instance {
             dir,
             fs,
             logs: std::sync::OnceLock::new(),
+            secure_file_priv: Mutex::new(None),
             grants: Mutex::new(Arc::default()),
             account_lock: Mutex::new(()),
         });
@@ -239,6 +243,48 @@ impl Instance {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(fresh);
         Ok(())
+    }
+
+    /// Sets the directory LOAD DATA INFILE may read server files from (MySQL's read-only
+    /// `secure_file_priv`, set at startup); `None` refuses them all.
+    pub fn set_secure_file_priv(&self, dir: Option<PathBuf>) {
+        *self
+            .secure_file_priv
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = dir;
+    }
+
+    pub(crate) fn secure_file_priv(&self) -> Option<PathBuf> {
+        self.secure_file_priv
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets the global `local_infile` (`shale serve --local-infile`).
+    pub fn set_local_infile(&self, on: bool) {
+        self.globals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert("local_infile".into(), Value::Int(i64::from(on)));
+    }
+
+    /// Whether LOAD DATA LOCAL is allowed: the global `local_infile` (OFF by default, as in
+    /// MySQL 8; `SET GLOBAL local_infile = 1`).
+    pub(crate) fn local_infile(&self) -> bool {
+        self.globals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get("local_infile")
+            .is_some_and(|v| match v {
+                Value::Bytes(b) => {
+                    let text = String::from_utf8_lossy(b);
+                    ["on", "true", "1"]
+                        .iter()
+                        .any(|w| text.eq_ignore_ascii_case(w))
+                }
+                other => crate::value::truth(other).unwrap_or(false),
+            })
     }
 
     /// A new session (one client connection), with the next connection id.

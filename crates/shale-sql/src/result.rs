@@ -73,6 +73,12 @@ pub trait ResultSink {
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError>;
     /// The result set ended.
     fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError>;
+    /// LOAD DATA LOCAL INFILE: the contents of the client's file `name`, or `None` when this
+    /// sink has no client to ask (the statement then fails with 3948).
+    fn local_infile(&mut self, name: &str) -> Result<Option<Vec<u8>>, SqlError> {
+        let _ = name;
+        Ok(None)
+    }
 }
 
 /// The text MySQL shows for a value (the text protocol, the mysql client's output): integers

@@ -98,9 +98,9 @@ pub(crate) struct State {
     pub account: Option<crate::grants::Account>,
 }
 
-struct RunEnv<'a> {
-    state: &'a State,
-    params: &'a [Value],
+pub(crate) struct RunEnv<'a> {
+    pub(crate) state: &'a State,
+    pub(crate) params: &'a [Value],
 }
 
 impl Env for RunEnv<'_> {
@@ -211,6 +211,8 @@ pub struct Session {
     process: crate::processlist::Registration,
     /// PREPARE's names (lowercased) and the prepared statements they name (sql_prepare.rs).
     sql_prepared: HashMap<String, u32>,
+    /// `shale_bulk_load` and its running load (bulk_insert.rs).
+    bulk: crate::bulk_insert::BulkMode,
 }
 
 fn text_value(s: &str) -> Value {
@@ -271,6 +273,7 @@ impl Session {
             prepared: HashMap::new(),
             next_statement_id: 1,
             sql_prepared: HashMap::new(),
+            bulk: crate::bulk_insert::BulkMode::default(),
         }
     }
 
@@ -322,6 +325,8 @@ impl Session {
     /// variables, session variables and warnings; keeps the database, the account and the
     /// connection id.
     pub fn reset(&mut self) {
+        // A running bulk load ends with the session variable that started it.
+        let _ = self.bulk.reset();
         self.rollback_open();
         self.prepared.clear();
         self.sql_prepared.clear();
@@ -365,6 +370,9 @@ impl Session {
     }
 
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        if let Some(result) = crate::bulk_insert::intercept(self, sql, sink) {
+            return result;
+        }
         if let Some(tables) = crate::check_table::parse_check_table(sql) {
             let mut needs = Vec::new();
             for (db, table) in &tables {
@@ -1509,6 +1517,10 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    pub(crate) fn bulk_mode(&mut self) -> &mut crate::bulk_insert::BulkMode {
+        &mut self.bulk
     }
 
     pub(crate) fn instance(&self) -> &Arc<Instance> {

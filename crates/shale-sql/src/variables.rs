@@ -19,6 +19,11 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("version_compile_os", text("Linux"));
     m.insert("version_compile_machine", text("x86_64"));
     m.insert("autocommit", Value::Int(1));
+    // Bulk loads (bulk_insert.rs): the session's bulk mode, and whether LOAD DATA LOCAL is
+    // allowed (OFF by default, as in MySQL 8).
+    m.insert("shale_bulk_load", Value::Int(0));
+    m.insert("rocksdb_bulk_load", Value::Int(0));
+    m.insert("local_infile", Value::Int(0));
     m.insert("max_allowed_packet", Value::Int(67_108_864));
     m.insert("net_buffer_length", Value::Int(16384));
     m.insert("transaction_isolation", text("REPEATABLE-READ"));

@@ -131,3 +131,8 @@ fn recursive() {
 fn multi_dml() {
     common::run_file("multi_dml");
 }
+
+#[test]
+fn bulk_load() {
+    common::run_file("bulk_load");
+}

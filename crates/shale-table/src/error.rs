@@ -18,6 +18,9 @@ pub enum Error {
         key: String,
         entry: String,
     },
+    /// A bulk load's primary keys fall in a range that holds rows already (`MyRocks`' rule).
+    #[error("rows inserted during bulk load into '{table}' must not overlap existing rows")]
+    BulkLoadOverlap { table: String },
     #[error("lock wait timeout exceeded; try restarting transaction")]
     LockWaitTimeout,
     #[error("deadlock found when trying to get lock; try restarting transaction")]
@@ -43,6 +46,13 @@ impl From<shale_engine::Error> for Error {
             }
             other => Error::Engine(other),
         }
+    }
+}
+
+impl From<shale_fs::Error> for Error {
+    /// File errors of the table layer's own files (bulk loads' spill runs): as the engine's.
+    fn from(error: shale_fs::Error) -> Self {
+        Error::Engine(shale_engine::Error::Io(error))
     }
 }
 

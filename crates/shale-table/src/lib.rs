@@ -87,6 +87,7 @@
 //! | `alter` | ALTER TABLE on columns (instant or by rewrite), RENAME TABLE |
 //! | `fill` | rows written under new ids before their definition (rewrites, CREATE ... SELECT) |
 //! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
+//! | `bulk`, `bulk_sort` | bulk load: rows sorted into table files and ingested |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
 //! | `codec` | memcomparable keys, row values, collation weights |
@@ -94,6 +95,8 @@
 
 mod alter;
 mod build;
+mod bulk;
+mod bulk_sort;
 mod check;
 mod codec;
 mod cursor;
@@ -115,6 +118,7 @@ mod types;
 mod value;
 
 pub use alter::{widens_losslessly, AlterMethod, ConvertFn, TableChange, MAX_PAST_VERSIONS};
+pub use bulk::{BulkLoad, BulkLoadOptions, BulkLoadSummary};
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
 pub use decimal::{

@@ -19,7 +19,7 @@
 //! a crash, rows a transaction wrote into a dropped table) are swept.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -57,6 +57,10 @@ const DEFAULT_DDL_WAIT: Duration = Duration::from_secs(31_536_000);
 #[derive(Debug)]
 pub(crate) struct StoreInner {
     pub(crate) tdb: Arc<TransactionDb>,
+    /// The database directory and the options it was opened with (bulk loads write table
+    /// files for it).
+    pub(crate) path: PathBuf,
+    pub(crate) engine_options: shale_engine::Options,
     catalog: RwLock<Arc<Catalog>>,
     /// The next index id; held for the whole of a DDL statement (invariant 2).
     ddl: Mutex<u32>,
@@ -85,8 +89,10 @@ impl Store {
 
     /// Opens (creating if missing) the store at `path`.
     pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
-        let tdb = TransactionDb::open(path, options.engine, options.transactions)?;
+        let path = path.as_ref().to_path_buf();
+        let engine_options = options.engine.clone();
         let ddl_wait_timeout = options.ddl_wait_timeout;
+        let tdb = TransactionDb::open(&path, options.engine, options.transactions)?;
         let db = tdb.db();
         let next_index_id = match db.get(system::KEY_VERSION)? {
             None => {
@@ -125,9 +131,12 @@ impl Store {
         };
         let catalog = load_catalog(db, next_index_id)?;
         build::sweep_orphans(db, &catalog)?;
+        crate::bulk::sweep_bulk_tmp(&*engine_options.file_system, &path)?;
         Ok(Store {
             inner: Arc::new(StoreInner {
                 tdb: Arc::new(tdb),
+                path,
+                engine_options,
                 catalog: RwLock::new(Arc::new(catalog)),
                 ddl: Mutex::new(next_index_id),
                 sequences: Mutex::new(HashMap::new()),
@@ -360,6 +369,10 @@ impl Store {
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn begin(&self, options: TxnOptions) -> Result<TableTxn> {
         TableTxn::begin(self.inner.clone(), &options)
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<StoreInner> {
+        &self.inner
     }
 
     /// The engine under the store, for statistics, flushes and tools.

@@ -8,6 +8,7 @@ mod bench_db;
 mod bench_report;
 mod bench_sst;
 mod histogram;
+mod import;
 mod keygen;
 mod output;
 mod serve;
@@ -63,6 +64,10 @@ enum Command {
     /// An in-process SQL shell over a data directory (like the mysql client, without a
     /// server): `shale sql -e "SHOW DATABASES"`, a pipe, or interactive.
     Sql(sql::SqlArgs),
+    /// Load a mysqldump file or a CSV file into a data directory, bulk-loading empty
+    /// tables: `shale import --datadir D dump.sql`, `shale import --datadir D --format csv
+    /// --table db.t rows.csv`.
+    Import(import::ImportArgs),
     // A later occurrence of an option wins: `--config FILE` options come first (serve::config).
     #[command(
         about = "Serve a data directory over the MySQL protocol (mariadb, PyMySQL, sysbench connect)",
@@ -268,6 +273,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchArgs { command: None, db }) => bench_db::run(db),
         Command::Stress(args) => stress::run(args),
         Command::Sql(args) => sql::run(args),
+        Command::Import(args) => import::run(args),
         Command::Serve(args) => serve::run(args),
     };
     match result {

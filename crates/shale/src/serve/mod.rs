@@ -124,6 +124,14 @@ pub struct ServeArgs {
     /// `SET long_query_time` for themselves.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub long_query_time: f64,
+    /// The only directory LOAD DATA INFILE may read server files from (MySQL's
+    /// `secure_file_priv`); without it, LOAD DATA of a server file is refused (1290).
+    #[arg(long, value_name = "DIR")]
+    pub secure_file_priv: Option<PathBuf>,
+    /// Allow LOAD DATA LOCAL INFILE (the global `local_infile`; OFF by default, as MySQL 8;
+    /// `SET GLOBAL local_infile = 1` also turns it on).
+    #[arg(long)]
+    pub local_infile: bool,
 }
 
 fn parse_durability(text: &str) -> Result<Durability, String> {
@@ -157,6 +165,8 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     instance
         .open_query_logs(args.general_log, args.slow_query_log)
         .map_err(|e| sql_failure("opening the query logs", &e))?;
+    instance.set_secure_file_priv(args.secure_file_priv.clone());
+    instance.set_local_infile(args.local_infile);
     let generated = datadir::ensure_root(&instance, &args.datadir, args.initialize_insecure)?;
     if let Some(password) = &generated {
         // Before listening, so that a failed bind does not hide it.

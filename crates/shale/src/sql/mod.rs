@@ -6,7 +6,7 @@
 //! interactively with line editing and history (`~/.shale_sql_history`). Client commands:
 //! `source FILE` (`\.`), `quit`/`exit` (`\q`), `help` (`\h`); a statement ends with `;` or `\G`.
 
-mod input;
+pub(crate) mod input;
 mod print;
 
 use std::io::{BufRead, IsTerminal, Write};

@@ -146,19 +146,26 @@ impl Drop for Server {
 
 /// Starts `shale serve` on a free port with an empty root password.
 pub fn start_shale(dir: &Path) -> Server {
+    start_shale_with(dir, &[])
+}
+
+/// [`start_shale`] with more `shale serve` flags.
+pub fn start_shale_with(dir: &Path, extra: &[&str]) -> Server {
     let datadir = dir.join("shale-data");
     let port = free_port();
     Server::spawn(
         "shale",
         port,
         datadir.clone(),
-        Command::new(env!("CARGO_BIN_EXE_shale")).args([
-            "serve",
-            &format!("--datadir={}", datadir.display()),
-            "--bind=127.0.0.1",
-            &format!("--port={port}"),
-            "--initialize-insecure",
-        ]),
+        Command::new(env!("CARGO_BIN_EXE_shale"))
+            .args([
+                "serve",
+                &format!("--datadir={}", datadir.display()),
+                "--bind=127.0.0.1",
+                &format!("--port={port}"),
+                "--initialize-insecure",
+            ])
+            .args(extra),
     )
 }
 

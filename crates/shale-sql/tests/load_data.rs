@@ -1,0 +1,190 @@
+//! LOAD DATA INFILE from the server's file system (inside `secure_file_priv`): MySQL's field
+//! and line rules, column lists with user variables and SET, duplicates, the bulk path into
+//! an empty table and the session's bulk mode.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use shale_fs::{FileSystem, OsFs};
+
+struct Files {
+    dir: PathBuf,
+}
+
+impl Files {
+    fn new(name: &str) -> Files {
+        let dir = std::env::temp_dir().join(format!("shale-load-{name}-{}", std::process::id()));
+        let fs = OsFs::new();
+        let _ = fs.remove_dir_all(&dir);
+        fs.create_dir_all(&dir).unwrap();
+        Files { dir }
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        let mut file = OsFs::new().create(&self.dir.join(name)).unwrap();
+        file.append(text.as_bytes()).unwrap();
+        file.sync_data().unwrap();
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        let _ = OsFs::new().remove_dir_all(&self.dir);
+    }
+}
+
+fn runner(files: &Files) -> common::Runner {
+    let mut r = common::Runner::new();
+    r.instance.set_secure_file_priv(Some(files.dir.clone()));
+    for sql in [
+        "CREATE DATABASE app",
+        "USE app",
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL DEFAULT 0, c VARCHAR(40), \
+         pad CHAR(10), KEY k_1 (k))",
+    ] {
+        let out = r.run(sql);
+        assert!(out.starts_with("ok"), "{sql}: {out}");
+    }
+    r
+}
+
+fn rows(r: &mut common::Runner, sql: &str) -> String {
+    r.run(sql)
+}
+
+#[test]
+fn tab_separated_file_with_escapes_and_nulls() {
+    let files = Files::new("tsv");
+    files.write(
+        "rows.tsv",
+        "3\t30\tc\\tx\t\\N\n1\t10\ta\\nb\tp\n2\t20\t\\\\N\tq\n",
+    );
+    let mut r = runner(&files);
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'rows.tsv' INTO TABLE t"),
+        "ok affected=3 info=\"Records: 3  Deleted: 0  Skipped: 0  Warnings: 0\"\n"
+    );
+    assert_eq!(
+        rows(&mut r, "SELECT id, k, c, pad IS NULL FROM t ORDER BY id"),
+        "id\tk\tc\tpad IS NULL\n1\t10\ta\\nb\t0\n2\t20\t\\N\t0\n3\t30\tc\tx\t1\nend\n"
+    );
+    assert_eq!(
+        r.run("CHECK TABLE t"),
+        "Table\tOp\tMsg_type\tMsg_text\napp.t\tcheck\tstatus\tOK\nend\n"
+    );
+}
+
+#[test]
+fn csv_with_header_enclosures_column_list_and_set() {
+    let files = Files::new("csv");
+    files.write(
+        "rows.csv",
+        "id,k,c\r\n1,5,\"a, b\"\r\n2,6,\"say \"\"hi\"\"\"\r\n3,7,NULL\r\n",
+    );
+    let mut r = runner(&files);
+    assert_eq!(
+        r.run(
+            "LOAD DATA INFILE 'rows.csv' INTO TABLE t CHARACTER SET utf8mb4 FIELDS TERMINATED \
+             BY ',' OPTIONALLY ENCLOSED BY '\"' LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES \
+             (id, @k, c) SET k = @k * 10, pad = CONCAT('p', id)"
+        ),
+        "ok affected=3 info=\"Records: 3  Deleted: 0  Skipped: 0  Warnings: 0\"\n"
+    );
+    assert_eq!(
+        rows(&mut r, "SELECT id, k, c, pad FROM t ORDER BY id"),
+        "id\tk\tc\tpad\n1\t50\ta, b\tp1\n2\t60\tsay \"hi\"\tp2\n3\t70\tNULL\tp3\nend\n"
+    );
+}
+
+#[test]
+fn short_and_long_rows_warn() {
+    let files = Files::new("warn");
+    files.write("rows.txt", "1,2\n2,3,x,y,z\n");
+    let mut r = runner(&files);
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'rows.txt' INTO TABLE t FIELDS TERMINATED BY ','"),
+        "ok affected=2 warnings=2 info=\"Records: 2  Deleted: 0  Skipped: 0  Warnings: 2\"\n"
+    );
+    let warnings = r.run("SHOW WARNINGS");
+    assert!(
+        warnings.contains("1261\tRow 1 doesn't contain data for all columns"),
+        "{warnings}"
+    );
+    assert!(warnings.contains("1262\tRow 2 was truncated"), "{warnings}");
+}
+
+#[test]
+fn duplicates_fail_the_statement_or_are_skipped_with_ignore() {
+    let files = Files::new("dup");
+    files.write("dup.tsv", "1\t1\ta\t\n2\t2\tb\t\n1\t3\tc\t\n");
+    let mut r = runner(&files);
+    // Empty table: the bulk path, which finds the repeat at the end; nothing is kept.
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'dup.tsv' INTO TABLE t"),
+        "error 1062 (23000): Duplicate entry '1' for key 'PRIMARY'\n"
+    );
+    assert_eq!(r.run("SELECT COUNT(*) FROM t"), "COUNT(*)\n0\nend\n");
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'dup.tsv' IGNORE INTO TABLE t"),
+        "ok affected=2 warnings=1 info=\"Records: 3  Deleted: 0  Skipped: 1  Warnings: 1\"\n"
+    );
+    assert_eq!(
+        r.run("SELECT id, c FROM t ORDER BY id"),
+        "id\tc\n1\ta\n2\tb\nend\n"
+    );
+    // Not empty any more: the transactional path, same error.
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'dup.tsv' INTO TABLE t"),
+        "error 1062 (23000): Duplicate entry '1' for key 'PRIMARY'\n"
+    );
+}
+
+#[test]
+fn files_outside_secure_file_priv_are_refused_and_missing_ones_reported() {
+    let files = Files::new("priv");
+    let mut r = runner(&files);
+    assert!(r
+        .run("LOAD DATA INFILE '../etc/passwd' INTO TABLE t")
+        .starts_with("error 1290 (HY000)"));
+    assert!(r
+        .run("LOAD DATA INFILE '/etc/passwd' INTO TABLE t")
+        .starts_with("error 1290 (HY000)"));
+    let missing = r.run("LOAD DATA INFILE 'nope.tsv' INTO TABLE t");
+    assert!(missing.starts_with("error 29 (HY000): File '"), "{missing}");
+    assert!(r
+        .run("LOAD DATA INFILE 'nope.tsv' INTO TABLE missing")
+        .starts_with("error 1146 (42S02)"));
+}
+
+#[test]
+fn in_bulk_mode_rows_wait_for_the_load_to_finish() {
+    let files = Files::new("bulk");
+    let mut text = String::new();
+    for id in (0..5000).rev() {
+        let _ = writeln!(text, "{id}\t{}\tc{id}\tp", id % 10);
+    }
+    files.write("many.tsv", &text);
+    let mut r = runner(&files);
+    assert_eq!(
+        r.run("INSERT INTO t VALUES (-1, 0, 'x', 'y')"),
+        "ok affected=1\n"
+    );
+    assert_eq!(r.run("SET shale_bulk_load = 1"), "ok affected=0\n");
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'many.tsv' INTO TABLE t"),
+        "ok affected=5000 info=\"Records: 5000  Deleted: 0  Skipped: 0  Warnings: 0\"\n"
+    );
+    assert_eq!(r.run("SELECT COUNT(*) FROM t"), "COUNT(*)\n1\nend\n");
+    assert_eq!(r.run("SET shale_bulk_load = 0"), "ok affected=0\n");
+    assert_eq!(r.run("SELECT COUNT(*) FROM t"), "COUNT(*)\n5001\nend\n");
+    assert_eq!(
+        r.run("SELECT COUNT(*) FROM t WHERE k = 3"),
+        "COUNT(*)\n500\nend\n"
+    );
+    assert_eq!(
+        r.run("CHECK TABLE t"),
+        "Table\tOp\tMsg_type\tMsg_text\napp.t\tcheck\tstatus\tOK\nend\n"
+    );
+}
