@@ -1411,9 +1411,10 @@ impl Session {
         let [value] = values else {
             return Err(SqlError::unsupported("SET with several values"));
         };
-        // The value is a constant, a bare word (`SET sql_mode = ANSI`), or DEFAULT.
+        // The value is a constant, a bare word (`SET sql_mode = ANSI`), DEFAULT, or an
+        // expression (`@@x` and `@x` too: mysqldump's `SET TIME_ZONE=@OLD_TIME_ZONE`).
         let v = match value {
-            ast::Expr::Identifier(id) if !id.value.starts_with("@@") => {
+            ast::Expr::Identifier(id) if !id.value.starts_with('@') => {
                 if id.value.eq_ignore_ascii_case("DEFAULT") {
                     self.state
                         .defaults
