@@ -23,15 +23,14 @@ use std::path::Path;
 use shale_table::{BulkLoad, BulkLoadOptions, IndexChoice, KeyRange, LockMode, TableDef, Value};
 use sqlparser::ast::{self, Statement};
 
-use crate::bind::{BindContext, Binder};
 use crate::error::SqlError;
+use crate::exec::row_values;
 use crate::grants;
 use crate::load_data::{self, Duplicates, LoadData, Target};
 use crate::privilege::Need;
 use crate::result::{ResultSink, StatementStatus};
 use crate::session::{RunEnv, Session};
-use crate::types::{int_value, store_value};
-use crate::value::to_i128;
+use crate::types::int_value;
 
 /// A session's bulk mode and its running load.
 #[derive(Debug, Default)]
@@ -200,19 +199,8 @@ fn bulk_insert_statement(
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
     session.state_mut().warnings.clear();
-    let bound = {
-        let catalog = session.instance().store.catalog();
-        let state = session.state();
-        let variable = |name: &str| state.defaults.get(name).cloned();
-        let touched = std::cell::RefCell::new(Vec::new());
-        let ctx = BindContext {
-            catalog: &catalog,
-            database: state.database.as_deref(),
-            variable: &variable,
-            user: &state.user,
-            touched: &touched,
-        };
-        let mut binder = Binder::new(&ctx);
+    let touched = std::cell::RefCell::new(Vec::new());
+    let bound = session.bind_touching(&touched, |binder| {
         let bound = binder.insert(insert)?;
         if bound.select.is_some()
             || !binder.subqueries.is_empty()
@@ -223,8 +211,8 @@ fn bulk_insert_statement(
                  shale_bulk_load is on",
             ));
         }
-        bound
-    };
+        Ok(bound)
+    })?;
     let table = bound.table.def.clone();
     // The privilege check the normal INSERT path makes (privilege.rs).
     session.authorize(&[Need::Table {
@@ -271,34 +259,6 @@ fn bulk_insert_statement(
     let mut st = status(session, n, info);
     st.last_insert_id = first_id;
     sink.ok(&st)
-}
-
-/// A row as INSERT stores it: one optional value per column (`None`: its default) converted
-/// (rule 1); and the position of an `AUTO_INCREMENT` column left to generate.
-pub(crate) fn row_values(
-    table: &TableDef,
-    given: Vec<Option<Value>>,
-    row_number: usize,
-) -> Result<(Vec<Value>, Option<usize>), SqlError> {
-    let mut values = Vec::with_capacity(table.columns.len());
-    let mut auto = None;
-    for (pos, (col, given)) in table.columns.iter().zip(given).enumerate() {
-        let v = match given {
-            Some(v) => v,
-            None => match &col.default {
-                Some(d) => d.clone(),
-                None if col.auto_increment || col.nullable => Value::Null,
-                None => return Err(SqlError::no_default(&col.name)),
-            },
-        };
-        if col.auto_increment && (matches!(v, Value::Null) || to_i128(&v) == Some(0)) {
-            auto = Some(pos);
-            values.push(Value::Null);
-            continue;
-        }
-        values.push(store_value(col, v, row_number)?);
-    }
-    Ok((values, auto))
 }
 
 fn run_load_data(
@@ -624,17 +584,7 @@ fn bind_set(
     let [Statement::Update(update)] = statements.as_slice() else {
         return Err(SqlError::syntax(text, 1));
     };
-    let catalog = session.instance().store.catalog();
-    let state = session.state();
-    let variable = |name: &str| state.defaults.get(name).cloned();
     let touched = std::cell::RefCell::new(Vec::new());
-    let ctx = BindContext {
-        catalog: &catalog,
-        database: state.database.as_deref(),
-        variable: &variable,
-        user: &state.user,
-        touched: &touched,
-    };
-    let bound = Binder::new(&ctx).update(update)?;
+    let bound = session.bind_touching(&touched, |binder| binder.update(update))?;
     Ok(bound.assignments)
 }

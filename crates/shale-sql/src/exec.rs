@@ -1171,25 +1171,7 @@ pub(crate) fn insert(
     let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(source.len());
     let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(source.len());
     for (i, row) in source.into_iter().enumerate() {
-        let n = i + 1;
-        let mut values = Vec::with_capacity(ncols);
-        let mut auto = None;
-        for (pos, (col, given)) in table.columns.iter().zip(row).enumerate() {
-            let v = match given {
-                Some(v) => v,
-                None => match &col.default {
-                    Some(d) => d.clone(),
-                    None if col.auto_increment || col.nullable => Value::Null,
-                    None => return Err(SqlError::no_default(&col.name)),
-                },
-            };
-            if col.auto_increment && (matches!(v, Value::Null) || to_i128(&v) == Some(0)) {
-                auto = Some(pos);
-                values.push(Value::Null);
-                continue;
-            }
-            values.push(store_value(col, v, n)?);
-        }
+        let (values, auto) = row_values(table, row, i + 1)?;
         prepared.push(values);
         needs_id.push(auto);
     }
@@ -1213,6 +1195,34 @@ pub(crate) fn insert(
         }
     }
     Ok(out)
+}
+
+/// A row as INSERT stores it: one optional value per column (`None`: its default) converted
+/// (rule 1); and the position of an `AUTO_INCREMENT` column left to generate.
+pub(crate) fn row_values(
+    table: &TableDef,
+    given: Vec<Option<Value>>,
+    row_number: usize,
+) -> Result<(Vec<Value>, Option<usize>), SqlError> {
+    let mut values = Vec::with_capacity(table.columns.len());
+    let mut auto = None;
+    for (pos, (col, given)) in table.columns.iter().zip(given).enumerate() {
+        let v = match given {
+            Some(v) => v,
+            None => match &col.default {
+                Some(d) => d.clone(),
+                None if col.auto_increment || col.nullable => Value::Null,
+                None => return Err(SqlError::no_default(&col.name)),
+            },
+        };
+        if col.auto_increment && (matches!(v, Value::Null) || to_i128(&v) == Some(0)) {
+            auto = Some(pos);
+            values.push(Value::Null);
+            continue;
+        }
+        values.push(store_value(col, v, row_number)?);
+    }
+    Ok((values, auto))
 }
 
 #[cfg(test)]

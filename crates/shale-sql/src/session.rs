@@ -640,6 +640,26 @@ impl Session {
         }
     }
 
+    /// Runs `f` with a binder over the current catalog and this session's database, variable
+    /// defaults and account, recording the tables it resolves in `touched` (privilege.rs).
+    pub(crate) fn bind_touching<R>(
+        &self,
+        touched: &std::cell::RefCell<Vec<(String, String)>>,
+        f: impl FnOnce(&mut Binder<'_>) -> Result<R, SqlError>,
+    ) -> Result<R, SqlError> {
+        let catalog = self.instance.store.catalog();
+        let defaults = &self.state.defaults;
+        let variable = |name: &str| defaults.get(name).cloned();
+        let ctx = BindContext {
+            catalog: &catalog,
+            database: self.state.database.as_deref(),
+            variable: &variable,
+            user: &self.state.user,
+            touched,
+        };
+        f(&mut Binder::new(&ctx))
+    }
+
     fn bind_and_plan(
         &self,
         stmt: Statement,
@@ -655,88 +675,79 @@ impl Session {
         if !is_data {
             return Ok(Planned::Command(Box::new(stmt)));
         }
-        let catalog = self.instance.store.catalog();
-        let defaults = &self.state.defaults;
-        let variable = |name: &str| defaults.get(name).cloned();
-        let ctx = BindContext {
-            catalog: &catalog,
-            database: self.state.database.as_deref(),
-            variable: &variable,
-            user: &self.state.user,
-            touched,
-        };
-        let mut binder = Binder::new(&ctx);
-        Ok(match &stmt {
-            Statement::Query(q) => {
-                let bound = binder.query(q)?;
-                let subqueries = std::mem::take(&mut binder.subqueries);
-                let s = match bound {
-                    crate::query::BoundQuery::Select(s)
-                        if s.from.is_none() && subqueries.is_empty() =>
+        self.bind_touching(touched, |binder| {
+            Ok(match &stmt {
+                Statement::Query(q) => {
+                    let bound = binder.query(q)?;
+                    let subqueries = std::mem::take(&mut binder.subqueries);
+                    let s = match bound {
+                        crate::query::BoundQuery::Select(s)
+                            if s.from.is_none() && subqueries.is_empty() =>
+                        {
+                            *s
+                        }
+                        other => {
+                            return Ok(Planned::Query(Box::new(crate::query::plan_statement(
+                                other, subqueries,
+                            ))))
+                        }
+                    };
+                    let mut access = match &s.table {
+                        Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                        None => Plan {
+                            access: Access::NoTable,
+                            residual: s.filter.clone(),
+                            ordered: None,
+                        },
+                    };
+                    if let (Some(t), false) = (&s.table, s.order_by.is_empty()) {
+                        access.ordered = plan::order(&t.def, &access, &s.order_by);
+                    }
+                    Planned::Select(s, access)
+                }
+                Statement::Insert(i) => {
+                    let b = binder.insert(i)?;
+                    if !binder.subqueries.is_empty()
+                        || b.select.as_ref().is_some_and(|(s, _)| s.from.is_some())
                     {
-                        *s
+                        return Err(SqlError::unsupported(
+                            "INSERT ... SELECT with joins, derived tables or subqueries",
+                        ));
                     }
-                    other => {
-                        return Ok(Planned::Query(Box::new(crate::query::plan_statement(
-                            other, subqueries,
-                        ))))
+                    let plan = b.select.as_ref().map(|(s, _)| match &s.table {
+                        Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                        None => Plan {
+                            access: Access::NoTable,
+                            residual: s.filter.clone(),
+                            ordered: None,
+                        },
+                    });
+                    Planned::Insert(b, plan)
+                }
+                Statement::Update(u) if crate::multi_dml::is_general_update(u) => {
+                    Planned::MultiTable(Box::new(crate::multi_dml::plan_update(binder, u)?))
+                }
+                Statement::Delete(d) if crate::multi_dml::is_general_delete(d) => {
+                    Planned::MultiTable(Box::new(crate::multi_dml::plan_delete(binder, d)?))
+                }
+                Statement::Update(u) => {
+                    let b = binder.update(u)?;
+                    if !binder.subqueries.is_empty() {
+                        return Err(SqlError::unsupported("subqueries in UPDATE"));
                     }
-                };
-                let mut access = match &s.table {
-                    Some(t) => plan::plan(&t.def, s.filter.as_ref()),
-                    None => Plan {
-                        access: Access::NoTable,
-                        residual: s.filter.clone(),
-                        ordered: None,
-                    },
-                };
-                if let (Some(t), false) = (&s.table, s.order_by.is_empty()) {
-                    access.ordered = plan::order(&t.def, &access, &s.order_by);
+                    let access = plan::plan(&b.table.def, b.filter.as_ref());
+                    Planned::Update(b, access)
                 }
-                Planned::Select(s, access)
-            }
-            Statement::Insert(i) => {
-                let b = binder.insert(i)?;
-                if !binder.subqueries.is_empty()
-                    || b.select.as_ref().is_some_and(|(s, _)| s.from.is_some())
-                {
-                    return Err(SqlError::unsupported(
-                        "INSERT ... SELECT with joins, derived tables or subqueries",
-                    ));
+                Statement::Delete(d) => {
+                    let b = binder.delete(d)?;
+                    if !binder.subqueries.is_empty() {
+                        return Err(SqlError::unsupported("subqueries in DELETE"));
+                    }
+                    let access = plan::plan(&b.table.def, b.filter.as_ref());
+                    Planned::Delete(b, access)
                 }
-                let plan = b.select.as_ref().map(|(s, _)| match &s.table {
-                    Some(t) => plan::plan(&t.def, s.filter.as_ref()),
-                    None => Plan {
-                        access: Access::NoTable,
-                        residual: s.filter.clone(),
-                        ordered: None,
-                    },
-                });
-                Planned::Insert(b, plan)
-            }
-            Statement::Update(u) if crate::multi_dml::is_general_update(u) => {
-                Planned::MultiTable(Box::new(crate::multi_dml::plan_update(&mut binder, u)?))
-            }
-            Statement::Delete(d) if crate::multi_dml::is_general_delete(d) => {
-                Planned::MultiTable(Box::new(crate::multi_dml::plan_delete(&mut binder, d)?))
-            }
-            Statement::Update(u) => {
-                let b = binder.update(u)?;
-                if !binder.subqueries.is_empty() {
-                    return Err(SqlError::unsupported("subqueries in UPDATE"));
-                }
-                let access = plan::plan(&b.table.def, b.filter.as_ref());
-                Planned::Update(b, access)
-            }
-            Statement::Delete(d) => {
-                let b = binder.delete(d)?;
-                if !binder.subqueries.is_empty() {
-                    return Err(SqlError::unsupported("subqueries in DELETE"));
-                }
-                let access = plan::plan(&b.table.def, b.filter.as_ref());
-                Planned::Delete(b, access)
-            }
-            _ => Planned::Command(Box::new(stmt)),
+                _ => Planned::Command(Box::new(stmt)),
+            })
         })
     }
 
