@@ -40,7 +40,9 @@ use crate::error::{Error, Result};
 use crate::fill::{discard, RowWriter};
 use crate::index::table_id;
 use crate::schema::{Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
-use crate::store::{table_of, validate_table, Store};
+use crate::store::{
+    assign_index_ids, normalize_primary_key, persist_next_index_id, table_of, validate_table, Store,
+};
 use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
 use crate::types::{ColumnType, Kind};
 use crate::value::Value;
@@ -166,41 +168,19 @@ impl Store {
         let TableChange { mut def, sources } = change;
         check_target(&catalog, &old, &def)?;
         check_sources(&old, &def, &sources)?;
-        def.primary_key.name = "PRIMARY".into();
-        def.primary_key.unique = true;
-        for &c in &def.primary_key.columns {
-            if let Some(column) = def.columns.get_mut(c) {
-                column.nullable = false;
-            }
-        }
+        normalize_primary_key(&mut def);
         def.past_versions = Vec::new();
         validate_table(&def)?;
         if instant_possible(&old, &def, &sources) {
             let def = self.alter_instant(&catalog, &old, def, sources)?;
             return Ok((def, AlterMethod::Instant));
         }
-        let ids_needed = 1 + def.indexes.len() as u32;
         let first = *next_id;
-        let after = first
-            .checked_add(ids_needed)
-            .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
-        def.primary_key.index_id = first;
-        for (i, index) in def.indexes.iter_mut().enumerate() {
-            index.index_id = first + 1 + i as u32;
-        }
+        let after = assign_index_ids(&mut def, first)?;
         def.schema_version = old.schema_version + 1;
         let db = self.inner.tdb.db();
         // The ids are used from here on, whatever happens (build.rs, invariant 1).
-        let mut batch = WriteBatch::new();
-        batch
-            .put(
-                DEFAULT_KEYSPACE_ID,
-                system::KEY_NEXT_INDEX_ID,
-                &after.to_le_bytes(),
-            )
-            .map_err(Error::from)?;
-        db.write(batch, &WriteOptions::sync())
-            .map_err(Error::from)?;
+        persist_next_index_id(db, after)?;
         *next_id = after;
         let rows = match self.rewrite_rows(&old, &def, &sources, convert) {
             Ok(rows) => rows,

@@ -18,7 +18,10 @@ use crate::codec::row::encode_row;
 use crate::error::{Error, Result};
 use crate::index::{entry_for_row, is_unique_entry, pk_key_of_row, show_entry};
 use crate::schema::TableDef;
-use crate::store::{check_name, validate_table, Store};
+use crate::store::{
+    assign_index_ids, check_name, normalize_primary_key, persist_next_index_id, validate_table,
+    Store,
+};
 use crate::system::{self, TAG_TABLE};
 use crate::value::Value;
 
@@ -144,35 +147,14 @@ impl Store {
             .into());
         }
         check_name("table", &def.name)?;
-        def.primary_key.name = "PRIMARY".into();
-        def.primary_key.unique = true;
-        for &c in &def.primary_key.columns {
-            if let Some(column) = def.columns.get_mut(c) {
-                column.nullable = false;
-            }
-        }
+        normalize_primary_key(&mut def);
         def.schema_version = 1;
         def.past_versions = Vec::new();
         validate_table(&def)?;
         let first = *next_id;
-        let after = first
-            .checked_add(1 + def.indexes.len() as u32)
-            .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
-        def.primary_key.index_id = first;
-        for (i, index) in def.indexes.iter_mut().enumerate() {
-            index.index_id = first + 1 + i as u32;
-        }
+        let after = assign_index_ids(&mut def, first)?;
         let db = self.inner.tdb.db();
-        let mut batch = WriteBatch::new();
-        batch
-            .put(
-                DEFAULT_KEYSPACE_ID,
-                system::KEY_NEXT_INDEX_ID,
-                &after.to_le_bytes(),
-            )
-            .map_err(Error::from)?;
-        db.write(batch, &WriteOptions::sync())
-            .map_err(Error::from)?;
+        persist_next_index_id(db, after)?;
         *next_id = after;
         let written = (|| -> Result<u64, E> {
             let mut writer = RowWriter::new(db, &def);

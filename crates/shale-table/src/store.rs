@@ -210,24 +210,11 @@ impl Store {
             });
         }
         check_name("table", &def.name)?;
-        def.primary_key.name = "PRIMARY".into();
-        def.primary_key.unique = true;
-        for &c in &def.primary_key.columns {
-            if let Some(column) = def.columns.get_mut(c) {
-                column.nullable = false;
-            }
-        }
+        normalize_primary_key(&mut def);
         def.schema_version = 1;
         validate_table(&def)?;
-        let ids_needed = 1 + def.indexes.len() as u32;
         let first = *next_id;
-        let after = first
-            .checked_add(ids_needed)
-            .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
-        def.primary_key.index_id = first;
-        for (i, index) in def.indexes.iter_mut().enumerate() {
-            index.index_id = first + 1 + i as u32;
-        }
+        let after = assign_index_ids(&mut def, first)?;
         let sys = DEFAULT_KEYSPACE_ID;
         let mut batch = WriteBatch::new();
         batch.put(
@@ -300,9 +287,7 @@ impl Store {
         let db = self.inner.tdb.db();
         let sys = DEFAULT_KEYSPACE_ID;
         // The id is used from here on, whatever happens (build.rs, invariant 1).
-        let mut batch = WriteBatch::new();
-        batch.put(sys, system::KEY_NEXT_INDEX_ID, &after.to_le_bytes())?;
-        db.write(batch, &sync())?;
+        persist_next_index_id(db, after)?;
         *next_id = after;
         let online = &self.inner.online;
         let added = online.register(def.clone(), position);
@@ -430,6 +415,44 @@ pub(crate) fn table_of(catalog: &Catalog, database: &str, name: &str) -> Result<
             database: database.to_owned(),
             table: name.to_owned(),
         })
+}
+
+/// What every new or rewritten definition gets, as `MySQL` does: a primary key called
+/// `PRIMARY`, unique, over NOT NULL columns.
+pub(crate) fn normalize_primary_key(def: &mut TableDef) {
+    def.primary_key.name = "PRIMARY".into();
+    def.primary_key.unique = true;
+    for &c in &def.primary_key.columns {
+        if let Some(column) = def.columns.get_mut(c) {
+            column.nullable = false;
+        }
+    }
+}
+
+/// Gives `def`'s primary key the id `first` and its indexes the ids after it; returns the
+/// next id left free.
+pub(crate) fn assign_index_ids(def: &mut TableDef, first: u32) -> Result<u32> {
+    let after = first
+        .checked_add(1 + def.indexes.len() as u32)
+        .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
+    def.primary_key.index_id = first;
+    for (i, index) in def.indexes.iter_mut().enumerate() {
+        index.index_id = first + 1 + i as u32;
+    }
+    Ok(after)
+}
+
+/// Persists (synced) that index ids below `after` are used, before any key of them is
+/// written (build.rs, invariant 1).
+pub(crate) fn persist_next_index_id(db: &shale_engine::Db, after: u32) -> Result<()> {
+    let mut batch = WriteBatch::new();
+    batch.put(
+        DEFAULT_KEYSPACE_ID,
+        system::KEY_NEXT_INDEX_ID,
+        &after.to_le_bytes(),
+    )?;
+    db.write(batch, &sync())?;
+    Ok(())
 }
 
 /// Checks what the encoders rely on: positions in range, unique names, at most one
