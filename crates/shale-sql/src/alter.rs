@@ -676,7 +676,10 @@ fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
             }
         }
         C::Date => ColumnType::Date,
-        C::DateTime | C::Timestamp => ColumnType::DateTime {
+        C::DateTime => ColumnType::DateTime {
+            fsp: meta.decimals.min(6),
+        },
+        C::Timestamp => ColumnType::Timestamp {
             fsp: meta.decimals.min(6),
         },
         C::String => ColumnType::Char {
