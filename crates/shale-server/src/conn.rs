@@ -30,7 +30,7 @@ use crate::handshake::{
     is_ssl_request, parse_change_user, parse_handshake_response, put_auth_switch, put_handshake,
     HandshakeError, HandshakeResponse,
 };
-use crate::protocol::{capability, command, errors, put_err, status};
+use crate::protocol::{capability, command, errors, put_err, put_err_before_handshake, status};
 use crate::results::{LocalFile, Output, Reply, CHANNEL_CHUNKS};
 use crate::server::Shared;
 use crate::tls::TlsSession;
@@ -55,7 +55,10 @@ pub(crate) async fn serve(
     let open = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
     shared.count(Counter::Connections, 1);
     if open > shared.max_connections() {
-        let _ = send_error(&mut stream, 0, &errors::too_many_connections()).await;
+        let error = errors::too_many_connections();
+        let mut w = PacketWriter::new(0);
+        w.packet(|out| put_err_before_handshake(out, error.code, &error.message));
+        let _ = stream.write_all(&w.take()).await;
     } else {
         let timeout = shared.options.connect_timeout;
         let connected = tokio::time::timeout(timeout, connect(stream, peer, &shared)).await;
@@ -422,6 +425,8 @@ async fn caching_sha2(
 /// Writes replies from the session thread until the job's last one; false ends the connection.
 /// A LOAD DATA LOCAL request in between reads the client's file from `reader` (packets of at
 /// most `max_allowed_packet` bytes each, up to an empty one) and hands it to the session thread.
+/// A write the client does not take within `net_write_timeout` ends the connection (the
+/// session thread then sees its replies refused and stops the statement).
 async fn pump(
     replies: &mut mpsc::Receiver<Reply>,
     write: &mut Writer,
@@ -433,13 +438,13 @@ async fn pump(
         match reply {
             Reply::Partial(bytes) => {
                 shared.count(Counter::BytesSent, bytes.len() as u64);
-                if write.write_all(&bytes).await.is_err() {
+                if !write_in_time(write, &bytes, shared).await {
                     return false;
                 }
             }
             Reply::Done { bytes, close } => {
                 shared.count(Counter::BytesSent, bytes.len() as u64);
-                if !bytes.is_empty() && write.write_all(&bytes).await.is_err() {
+                if !bytes.is_empty() && !write_in_time(write, &bytes, shared).await {
                     return false;
                 }
                 return !close;
@@ -449,7 +454,7 @@ async fn pump(
                 next_seq,
                 file,
             } => {
-                let received = if write.write_all(&bytes).await.is_ok() {
+                let received = if write_in_time(write, &bytes, shared).await {
                     read_local_file(reader, next_seq, max).await
                 } else {
                     None
@@ -464,6 +469,24 @@ async fn pump(
         }
     }
     false
+}
+
+/// Writes `bytes`; false if the write failed or the client took none of them for
+/// `net_write_timeout` (MySQL's rule: the timeout is per stalled write, so a slow reader that
+/// keeps reading is served).
+async fn write_in_time(write: &mut Writer, bytes: &[u8], shared: &Shared) -> bool {
+    let timeout = shared.net_write_timeout();
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        match tokio::time::timeout(timeout, write.write(rest)).await {
+            Ok(Ok(n)) if n > 0 => rest = &rest[n..],
+            _ => return false,
+        }
+    }
+    matches!(
+        tokio::time::timeout(timeout, write.flush()).await,
+        Ok(Ok(()))
+    )
 }
 
 /// A command packet read, counted in `Bytes_received`; None (after answering a packet too large
