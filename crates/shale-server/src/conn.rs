@@ -34,7 +34,7 @@ use crate::handshake::{
     is_ssl_request, parse_change_user, parse_handshake_response, put_auth_switch, put_handshake,
     HandshakeError, HandshakeResponse,
 };
-use crate::protocol::{capability, command, errors, put_err, status};
+use crate::protocol::{capability, command, errors, put_err, put_err_before_handshake, status};
 use crate::results::Output;
 use crate::server::Shared;
 use crate::stream::{Conn, Stream, READ_BUFFER};
@@ -55,8 +55,7 @@ pub(crate) async fn serve(
     shared.count(Counter::Connections, 1);
     if open > shared.max_connections() {
         let mut stream = stream;
-        let error = errors::too_many_connections();
-        let _ = stream.write_all(&error_packet(0, &error)).await;
+        let _ = stream.write_all(&too_many_connections()).await;
         shared.connections.fetch_sub(1, Ordering::Relaxed);
         return;
     }
@@ -132,7 +131,7 @@ fn spawn_connection(
         });
     if spawned.is_err() {
         let mut socket = socket;
-        let _ = socket.write_all(&error_packet(0, &errors::too_many_connections()));
+        let _ = socket.write_all(&too_many_connections());
         return None;
     }
     Some((socket, done))
@@ -170,6 +169,15 @@ struct Login {
     tls: Option<TlsSession>,
     /// The sequence id the OK after authentication gets.
     seq: u8,
+}
+
+/// 1040, sent before the handshake: without protocol 4.1's SQL state (see
+/// `put_err_before_handshake`).
+fn too_many_connections() -> Vec<u8> {
+    let error = errors::too_many_connections();
+    let mut w = PacketWriter::new(0);
+    w.packet(|out| put_err_before_handshake(out, error.code, &error.message));
+    w.take()
 }
 
 fn error_packet(seq: u8, error: &SqlError) -> Vec<u8> {
@@ -536,7 +544,14 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
     loop {
         // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
         let wait = shared.wait_timeout(interactive, control);
-        if output.stream().set_read_timeout(Some(wait)).is_err() {
+        // A reply the client takes none of for net_write_timeout ends the connection (MySQL's
+        // rule: per stalled write, so a slow reader that keeps reading is served); the
+        // statement then stops at its next row, releasing its locks.
+        let stalled = shared.net_write_timeout();
+        let stream = output.stream();
+        if stream.set_read_timeout(Some(wait)).is_err()
+            || stream.set_write_timeout(Some(stalled)).is_err()
+        {
             break;
         }
         let packet = output.read_packet(0);

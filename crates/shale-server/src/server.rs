@@ -43,6 +43,10 @@ pub struct ServerOptions {
     pub interactive_timeout: Duration,
     /// Connections beyond this are refused with error 1040 (`max_connections`).
     pub max_connections: usize,
+    /// A reply the client does not read for this long closes the connection, so a client
+    /// that never reads its result set cannot hold a session (and its locks) for ever
+    /// (`net_write_timeout`, 60 s; `SET GLOBAL net_write_timeout` changes it live).
+    pub net_write_timeout: Duration,
     /// How long shutdown waits for running commands.
     pub shutdown_timeout: Duration,
     /// TLS for clients that ask (CLIENT_SSL is offered only with it).
@@ -76,6 +80,7 @@ impl Default for ServerOptions {
             wait_timeout: Duration::from_secs(8 * 3600),
             interactive_timeout: Duration::from_secs(8 * 3600),
             max_connections: 151,
+            net_write_timeout: Duration::from_secs(60),
             shutdown_timeout: Duration::from_secs(10),
             tls: None,
             rsa_keys: None,
@@ -134,6 +139,13 @@ impl Shared {
         self.backend
             .global_number("max_connections")
             .map_or(self.options.max_connections, |n| n as usize)
+    }
+
+    /// `net_write_timeout` now: `SET GLOBAL` changes it live.
+    pub fn net_write_timeout(&self) -> Duration {
+        self.backend
+            .global_number("net_write_timeout")
+            .map_or(self.options.net_write_timeout, Duration::from_secs)
     }
 
     /// How long a connection may idle: the session's own `wait_timeout` if it set one, else

@@ -52,6 +52,12 @@ impl Stream {
         self.socket().set_read_timeout(timeout)
     }
 
+    /// Bounds each blocking write (None: wait forever); a write past it fails.
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        let timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
+        self.socket().set_write_timeout(timeout)
+    }
+
     /// Ends the stream: TLS's close_notify, then the socket's write side (best effort).
     pub fn close(&mut self) {
         if let Stream::Tls(tls) = self {

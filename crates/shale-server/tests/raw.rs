@@ -355,7 +355,8 @@ fn connections_past_max_connections_get_1040_and_a_freed_slot_is_reused() {
         .unwrap();
     let refused = third.payload();
     assert_eq!(error_code(&refused), 1040);
-    assert!(String::from_utf8_lossy(&refused).ends_with("Too many connections"));
+    // Before the handshake, without the `#08004` marker of protocol 4.1 (as MySQL).
+    assert_eq!(&refused[3..], b"Too many connections");
     assert!(third.at_eof());
     // COM_QUIT frees a slot (once the server has seen it go).
     first.write(0, &[0x01]);
@@ -421,4 +422,48 @@ fn shutdown_lets_a_running_command_finish_and_closes_idle_connections() {
         TcpStream::connect(server.addr).is_err(),
         "no longer listening"
     );
+}
+
+#[test]
+fn a_client_that_stops_reading_is_closed_after_net_write_timeout_and_a_slow_reader_is_served() {
+    let addr = support::start_with(shale_server::ServerOptions {
+        net_write_timeout: Duration::from_millis(500),
+        ..shale_server::ServerOptions::default()
+    });
+    // About 45 MB of rows: far more than the socket buffers hold.
+    let rows = 2_000_000;
+    let mut stalled = Client::connect(addr, DEPRECATE_EOF);
+    stalled.write(0, format!("\x03select rows {rows}").as_bytes());
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut received = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match stalled.stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => received += n,
+            Err(e) => panic!("the stalled client's connection was not closed: {e}"),
+        }
+    }
+    assert!(
+        received < 30 << 20,
+        "the whole result ({received} bytes) arrived: the stalled write was not given up"
+    );
+
+    // A client that reads slowly but steadily gets everything.
+    let mut slow = Client::connect(addr, DEPRECATE_EOF);
+    slow.write(0, b"\x03select rows 20000");
+    let mut packets = 0;
+    loop {
+        let payload = slow.payload();
+        packets += 1;
+        if packets % 2000 == 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if payload[0] == 0xFE && payload.len() < 9 {
+            break;
+        }
+    }
+    // The column count, two column definitions and 20,000 rows before the final OK.
+    assert_eq!(packets, 1 + 2 + 20_000 + 1);
+    assert_eq!(slow.command(b"\x03select 1"), [1]);
 }

@@ -331,8 +331,15 @@ fn parse_time_text(s: &str) -> Option<i64> {
     if m > 59 || sec > 59 {
         return None;
     }
-    let total = ((days * 24 + h) * 3600 + m * 60 + sec) * MICROS_PER_SECOND + micros;
-    let total = total.min(TIME_MAX_MICROS);
+    // Saturating: a day or hour count past i64's range is past TIME's anyway (rule 5 clamps).
+    let total = days
+        .saturating_mul(24)
+        .saturating_add(h)
+        .saturating_mul(3600)
+        .saturating_add(m * 60 + sec)
+        .saturating_mul(MICROS_PER_SECOND)
+        .saturating_add(micros);
+    let total = total.clamp(-TIME_MAX_MICROS, TIME_MAX_MICROS);
     Some(if neg { -total } else { total })
 }
 
@@ -579,7 +586,11 @@ pub(crate) fn add_interval(d: &DateTime, iv: Interval) -> Option<DateTime> {
     let (y, m, day, ..) = d.parts();
     let mut micros = epoch_micros(d);
     if iv.months != 0 {
-        let index = i64::from(y) * 12 + i64::from(m) - 1 + iv.months;
+        let index = (i64::from(y) * 12 + i64::from(m) - 1).checked_add(iv.months)?;
+        // Far past year 9999 (or before year 0) is out of range (NULL), and would overflow.
+        if !(0..=10_000 * 12).contains(&index) {
+            return None;
+        }
         let (ny, nm) = (index.div_euclid(12), index.rem_euclid(12) + 1);
         let nd = i64::from(day).min(days_in_month(ny, nm));
         let old_day = days_from_civil(i64::from(y), i64::from(m), i64::from(day));

@@ -295,6 +295,11 @@ pub(crate) fn table_def(
         schema_version: 1,
         past_versions: Vec::new(),
     };
+    // MySQL's (and the table layer's) limit; without this check the table layer's refusal
+    // surfaced as 1105.
+    if ct.columns.len() > 4096 {
+        return Err(SqlError::new(1117, "42000", "Too many columns"));
+    }
     let mut pk_cols: Option<Vec<usize>> = None;
     let mut unique_cols: Vec<usize> = Vec::new();
     for (pos, c) in ct.columns.iter().enumerate() {

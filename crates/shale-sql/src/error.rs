@@ -216,6 +216,8 @@ impl From<shale_table::Error> for SqlError {
             ),
             E::LockWaitTimeout => SqlError::lock_wait_timeout(),
             E::Deadlock => SqlError::deadlock(),
+            E::Engine(engine) => crate::storage_error::storage_error(&engine)
+                .unwrap_or_else(|| SqlError::internal(engine)),
             other => SqlError::internal(other),
         }
     }

@@ -18,6 +18,8 @@
 //! 4. Two inputs may not share a name (1066); a derived table needs an alias (1248).
 //! 5. A single base table keeps the one-table binding (`Binder::table`), so the plans and
 //!    hot paths of one-table statements do not change.
+//! 6. At most [`MAX_JOIN_TABLES`] (61, MySQL's limit) tables join in one FROM (1116): the
+//!    join planner's time grows steeply with the count and it does not watch the clock.
 
 use std::rc::Rc;
 
@@ -30,6 +32,22 @@ use crate::expr::{CmpOp, Expr};
 use crate::query::BoundQuery;
 use crate::result::ColumnMeta;
 use crate::types::{column_meta, SqlType};
+
+/// MySQL's limit on the tables of one join (rule 6).
+pub(crate) const MAX_JOIN_TABLES: usize = 61;
+
+/// The tables (and derived tables) `twj` joins, nested joins counted through.
+fn table_count(twj: &ast::TableWithJoins) -> usize {
+    std::iter::once(&twj.relation)
+        .chain(twj.joins.iter().map(|j| &j.relation))
+        .map(|factor| match factor {
+            ast::TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => table_count(table_with_joins),
+            _ => 1,
+        })
+        .sum()
+}
 
 /// One column a name can resolve to.
 #[derive(Debug, Clone)]
@@ -287,6 +305,13 @@ impl Binder<'_> {
         }
         if from.is_empty() {
             return Ok(());
+        }
+        if from.iter().map(table_count).sum::<usize>() > MAX_JOIN_TABLES {
+            return Err(SqlError::new(
+                1116,
+                "HY000",
+                format!("Too many tables; MySQL can only use {MAX_JOIN_TABLES} tables in a join"),
+            ));
         }
         self.scope = Some(Scope::default());
         let mut inputs = Vec::new();

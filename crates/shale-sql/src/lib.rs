@@ -72,6 +72,7 @@ mod session;
 mod settings;
 mod show;
 mod status;
+mod storage_error;
 mod string_funcs;
 mod subquery;
 mod temporal;

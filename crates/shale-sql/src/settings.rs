@@ -14,8 +14,9 @@ use crate::session::Session;
 
 /// Live server settings: name and MySQL's allowed range. Values outside are clamped with
 /// warning 1292, as MySQL does.
-const LIVE_GLOBAL: [(&str, u64, u64); 4] = [
+const LIVE_GLOBAL: [(&str, u64, u64); 5] = [
     ("max_connections", 1, 100_000),
+    ("net_write_timeout", 1, 31_536_000),
     ("wait_timeout", 1, 31_536_000),
     ("interactive_timeout", 1, 31_536_000),
     ("connect_timeout", 2, 31_536_000),

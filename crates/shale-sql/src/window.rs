@@ -10,7 +10,8 @@
 //! and LIMIT, as MySQL's. Rules:
 //! 1. Window functions appear only in the select list and ORDER BY (3593 elsewhere, also
 //!    inside another window function's arguments or window).
-//! 2. The rows are held in memory once, limited by `shale_query_memory` (3170 past it).
+//! 2. The rows are held in memory once, limited by `shale_query_memory` (3170 past it),
+//!    and so are each window's computed partition and ORDER BY keys.
 //! 3. Rows are sorted by partition keys, then the window's ORDER BY (stably, so peers keep
 //!    their input order); a partition is a run of rows equal on the partition keys in their
 //!    collations, peers are rows of a partition equal on every ORDER BY key.
@@ -594,9 +595,17 @@ fn offset_value(e: &Expr, rows_frame: bool, env: &dyn Env) -> Result<Value, SqlE
 type Partitions = (Vec<Vec<usize>>, Vec<Vec<Value>>);
 
 /// A window's rows in order: the row indexes of each partition (rule 3).
-fn partitions(rows: &[Vec<Value>], w: &WindowDef, env: &dyn Env) -> Result<Partitions, SqlError> {
+/// The keys count against `budget` and each row is a unit of work for KILL and
+/// `max_execution_time`: a key can be a large computed string.
+fn partitions(
+    rows: &[Vec<Value>],
+    w: &WindowDef,
+    env: &dyn Env,
+    budget: &mut crate::query::MemoryBudget,
+) -> Result<Partitions, SqlError> {
     let mut keys: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
     for r in rows {
+        crate::interrupt::tick()?;
         let mut p = Vec::with_capacity(w.partition_by.len());
         for e in &w.partition_by {
             p.push(e.eval(r, env)?);
@@ -605,6 +614,8 @@ fn partitions(rows: &[Vec<Value>], w: &WindowDef, env: &dyn Env) -> Result<Parti
         for k in &w.order_by {
             o.push(k.expr.eval(r, env)?);
         }
+        budget.add(&p)?;
+        budget.add(&o)?;
         keys.push((p, o));
     }
     let part_cmp = |a: &[Value], b: &[Value]| -> Ordering {
@@ -808,7 +819,7 @@ pub(crate) fn compute(
     let mut results: Vec<Vec<Value>> = Vec::with_capacity(calls.len());
     for call in calls {
         let w = &call.window;
-        let (parts, keys) = partitions(rows, w, env)?;
+        let (parts, keys) = partitions(rows, w, env, &mut budget)?;
         let eval_offset = |b: &FrameBound| -> Result<Option<Value>, SqlError> {
             match b {
                 FrameBound::Preceding(e) | FrameBound::Following(e) => {

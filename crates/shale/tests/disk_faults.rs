@@ -1,0 +1,416 @@
+//! Disk full and failed writes under the server (docs/reliability.md, "Disk full and failed
+//! writes under the server"): `shale serve`'s stack (an `Instance` behind `shale_server`)
+//! runs in this process over a `FaultFs`, clients commit rows through the MySQL protocol
+//! (the `mysql` crate), and the test makes the disk fail under them:
+//!
+//! - ENOSPC on table files (a flush cannot write its table): clients get 1021 "Disk full",
+//!   the server keeps answering reads, and writes succeed again once the fault is lifted,
+//!   without a restart;
+//! - ENOSPC on the WAL, and a failed WAL fsync: the statement that hit it and every later
+//!   write get 1030 saying the server must be restarted; reads go on; lifting the fault does
+//!   not bring writes back; after a restart writes work.
+//!
+//! Every case then restarts the server on the same directory and checks each acknowledged
+//! commit: its row is there with its value. Rows whose INSERT failed may be there or not (a
+//! failed fsync can leave the record in the OS's cache), rows never sent never are.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable as _;
+use mysql::{Conn, OptsBuilder};
+use shale_fs::{FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, OpKind, OsFs};
+use shale_server::{Backend, Server, ServerOptions};
+use shale_sql::{Instance, InstanceOptions, UserRecord};
+
+/// A server over an `Instance` in this process, stopped by [`Running::stop`].
+struct Running {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(instance: &Arc<Instance>) -> Running {
+        let backend: Arc<dyn Backend> = Arc::new(Arc::clone(instance));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let options = ServerOptions {
+                    shutdown_timeout: Duration::from_secs(5),
+                    ..ServerOptions::default()
+                };
+                let server = Server::bind("127.0.0.1:0".parse().unwrap(), backend, options)
+                    .await
+                    .unwrap();
+                addr_tx.send(server.local_addr().unwrap()).unwrap();
+                server
+                    .run(async {
+                        let _ = stop_rx.await;
+                    })
+                    .await;
+            });
+            runtime.shutdown_timeout(Duration::from_secs(10));
+        });
+        Running {
+            addr: addr_rx.recv().unwrap(),
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    fn connect(&self) -> Conn {
+        let opts = OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(self.addr.port())
+            .user(Some("root"))
+            .pass(Some(""))
+            .db_name(Some("d"))
+            .prefer_socket(false)
+            .read_timeout(Some(Duration::from_secs(60)))
+            .write_timeout(Some(Duration::from_secs(60)));
+        Conn::new(opts).expect("connect")
+    }
+
+    /// Stops the listener and waits until every session has ended.
+    fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+    }
+}
+
+/// Opens the data directory over `fs` with small memtables (flushes every few hundred rows),
+/// durability `Sync`, and root@localhost without a password on first open.
+fn open(dir: &Path, fs: Arc<dyn FileSystem>) -> Arc<Instance> {
+    let mut options = InstanceOptions::default();
+    options.store.engine.file_system = fs;
+    options.store.engine.default_keyspace.write_buffer_size = 64 << 10;
+    options.store.engine.durability = shale_engine::Durability::Sync;
+    // A session thread of the stopped server may still hold the last reference for a moment
+    // (the directory's lock goes with it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let instance = loop {
+        match Instance::open(dir, options.clone()) {
+            Ok(instance) => break instance,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("open: {e}; retrying");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("open the data directory: {e}"),
+        }
+    };
+    if instance.lookup_user("root", "localhost").unwrap().is_none() {
+        instance
+            .put_user(&UserRecord {
+                user: "root".into(),
+                host: "localhost".into(),
+                plugin: shale_server::NATIVE_PASSWORD.into(),
+                authentication_string: shale_server::hash_password(
+                    shale_server::NATIVE_PASSWORD,
+                    "",
+                ),
+            })
+            .unwrap();
+        instance.grant_all("root", "localhost").unwrap();
+    }
+    instance
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("shale-disk-{name}"));
+    let fs = OsFs::new();
+    if fs.exists(&dir).unwrap_or(false) {
+        let _ = std::process::Command::new("rm")
+            .arg("-rf")
+            .arg(&dir)
+            .status();
+    }
+    fs.create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Each row's fate as its client saw it.
+#[derive(Debug, Default)]
+struct History {
+    /// id -> value, for every INSERT that was acknowledged.
+    acknowledged: BTreeMap<u64, String>,
+    /// ids whose INSERT got an error (may or may not be applied).
+    failed: BTreeMap<u64, String>,
+    /// (code, message) of every error, in order.
+    errors: Vec<(u16, String)>,
+}
+
+fn value_of(id: u64) -> String {
+    format!("row-{id}-{}", "x".repeat((id % 97) as usize + 100))
+}
+
+/// Clients inserting rows (client `c` uses ids `c, c + clients, ...`) until `stop`.
+fn writers(
+    addr: &Running,
+    clients: u64,
+    stop: &Arc<AtomicBool>,
+    history: &Arc<Mutex<History>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..clients)
+        .map(|c| {
+            let mut conn = addr.connect();
+            let stop = Arc::clone(stop);
+            let history = Arc::clone(history);
+            std::thread::spawn(move || {
+                let mut id = c;
+                while !stop.load(Ordering::Relaxed) {
+                    let value = value_of(id);
+                    let result = conn.exec_drop("INSERT INTO t VALUES (?, ?)", (id, &value));
+                    let mut h = history.lock().unwrap();
+                    match result {
+                        Ok(()) => {
+                            h.acknowledged.insert(id, value);
+                        }
+                        Err(mysql::Error::MySqlError(e)) => {
+                            h.failed.insert(id, value);
+                            h.errors.push((e.code, e.message));
+                            drop(h);
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(other) => panic!("the connection failed: {other}"),
+                    }
+                    id += clients;
+                }
+            })
+        })
+        .collect()
+}
+
+/// Waits until `check` holds, failing after `limit` with `what`.
+fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn acknowledged(history: &Mutex<History>) -> usize {
+    history.lock().unwrap().acknowledged.len()
+}
+
+fn errors_since(history: &Mutex<History>, from: usize) -> Vec<(u16, String)> {
+    history.lock().unwrap().errors[from..].to_vec()
+}
+
+/// The server answers reads: a probe and a count of the table.
+fn reads_work(server: &Running) -> u64 {
+    let mut conn = server.connect();
+    assert_eq!(conn.query_first::<u64, _>("SELECT 1").unwrap(), Some(1));
+    conn.query_first("SELECT COUNT(*) FROM t").unwrap().unwrap()
+}
+
+/// Every acknowledged row is there with its value, and no row holds an id nobody sent.
+fn check_rows(server: &Running, history: &History, when: &str) {
+    let mut conn = server.connect();
+    let rows: Vec<(u64, String)> = conn.query("SELECT id, v FROM t ORDER BY id").unwrap();
+    let found: BTreeMap<u64, String> = rows.into_iter().collect();
+    for (id, value) in &history.acknowledged {
+        assert_eq!(
+            found.get(id),
+            Some(value),
+            "{when}: acknowledged row {id} is missing or wrong"
+        );
+    }
+    for (id, value) in &found {
+        let sent = history.acknowledged.get(id).or(history.failed.get(id));
+        assert_eq!(sent, Some(value), "{when}: row {id} was never sent");
+    }
+    let unknown_applied = found
+        .keys()
+        .filter(|id| history.failed.contains_key(id))
+        .count();
+    eprintln!(
+        "{when}: {} acknowledged rows all present; {} failed inserts, {unknown_applied} of them applied",
+        history.acknowledged.len(),
+        history.failed.len()
+    );
+}
+
+fn setup(server: &Running) {
+    let opts = OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(server.addr.port())
+        .user(Some("root"))
+        .pass(Some(""))
+        .prefer_socket(false);
+    let mut conn = Conn::new(opts).unwrap();
+    conn.query_drop("CREATE DATABASE d").unwrap();
+    conn.query_drop("CREATE TABLE d.t (id BIGINT PRIMARY KEY, v VARCHAR(300))")
+        .unwrap();
+}
+
+/// Restarts on the same directory (no faults) and checks every acknowledged row, then that
+/// writes work.
+fn restart_and_check(dir: &Path, instance: Arc<Instance>, server: Running, history: &History) {
+    server.stop();
+    // After a sticky failure closing may fail; what counts is what the next open finds.
+    if let Err(e) = instance.close() {
+        eprintln!("close after the fault: {e}");
+    }
+    let instance = open(dir, Arc::new(OsFs::new()));
+    let server = Running::start(&instance);
+    check_rows(&server, history, "after restart");
+    let mut conn = server.connect();
+    conn.query_drop("INSERT INTO t VALUES (9223372036854775807, 'after restart')")
+        .expect("writes work after the restart");
+    server.stop();
+    instance.close().unwrap();
+}
+
+#[test]
+fn a_full_disk_pauses_writes_with_1021_and_they_resume_when_space_returns() {
+    let dir = scratch("enospc-tables");
+    let fault = Arc::new(FaultFs::new(Arc::new(OsFs::new())));
+    let instance = open(&dir, fault.clone());
+    let server = Running::start(&instance);
+    setup(&server);
+    let history = Arc::new(Mutex::new(History::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = writers(&server, 3, &stop, &history);
+    wait_for("200 acknowledged rows", Duration::from_secs(60), || {
+        acknowledged(&history) >= 200
+    });
+
+    // No table file can be created or written: the next flush fails with ENOSPC.
+    let rules = [OpKind::Create, OpKind::Append].map(|op| {
+        fault.add_rule(
+            FaultRule::new(op, FaultTrigger::Always, FaultError::NoSpace).path_contains(".sst"),
+        )
+    });
+    wait_for("a client to get 1021", Duration::from_secs(60), || {
+        history
+            .lock()
+            .unwrap()
+            .errors
+            .iter()
+            .any(|(c, _)| *c == 1021)
+    });
+    let (code, message) = history.lock().unwrap().errors[0].clone();
+    assert_eq!(code, 1021, "{message}");
+    assert!(message.starts_with("Disk full ("), "{message}");
+    assert!(
+        message.ends_with(
+            "waiting for someone to free some space... (errno: 28 - No space left on device)"
+        ),
+        "{message}"
+    );
+    let during = reads_work(&server);
+    assert!(during >= 200, "{during}");
+    // While the disk stays full, every write keeps failing with 1021.
+    let seen = history.lock().unwrap().errors.len();
+    std::thread::sleep(Duration::from_millis(500));
+    let acknowledged_while_full = acknowledged(&history);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(acknowledged(&history), acknowledged_while_full);
+    let later = errors_since(&history, seen);
+    assert!(
+        !later.is_empty() && later.iter().all(|(c, _)| *c == 1021),
+        "{later:?}"
+    );
+
+    // Space returns: the background retry flushes, and writes go on without a restart.
+    for rule in rules {
+        fault.remove_rule(rule);
+    }
+    let resumed_from = acknowledged(&history);
+    wait_for("writes to resume", Duration::from_secs(30), || {
+        acknowledged(&history) >= resumed_from + 100
+    });
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let history = Arc::try_unwrap(history).unwrap().into_inner().unwrap();
+    eprintln!(
+        "ENOSPC on tables: {} acknowledged, {} refused with 1021",
+        history.acknowledged.len(),
+        history.errors.len()
+    );
+    check_rows(&server, &history, "after the fault was lifted");
+    restart_and_check(&dir, instance, server, &history);
+}
+
+/// ENOSPC on a WAL append or a failed WAL fsync: sticky until restart.
+fn log_failure_needs_a_restart(name: &str, op: OpKind, error: FaultError, errno: u16) {
+    let dir = scratch(name);
+    let fault = Arc::new(FaultFs::new(Arc::new(OsFs::new())));
+    let instance = open(&dir, fault.clone());
+    let server = Running::start(&instance);
+    setup(&server);
+    let history = Arc::new(Mutex::new(History::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = writers(&server, 3, &stop, &history);
+    wait_for("100 acknowledged rows", Duration::from_secs(60), || {
+        acknowledged(&history) >= 100
+    });
+    let rule =
+        fault.add_rule(FaultRule::new(op, FaultTrigger::Always, error).path_contains(".wal"));
+    wait_for("clients to get errors", Duration::from_secs(30), || {
+        history.lock().unwrap().errors.len() >= 6
+    });
+    let during = reads_work(&server);
+    assert!(during >= 100, "{during}");
+    // Lifting the fault does not clear it: a failed log write is never retried.
+    fault.remove_rule(rule);
+    let seen = history.lock().unwrap().errors.len();
+    wait_for(
+        "more refusals after the fault is lifted",
+        Duration::from_secs(30),
+        || history.lock().unwrap().errors.len() >= seen + 6,
+    );
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let history = Arc::try_unwrap(history).unwrap().into_inner().unwrap();
+    for (code, message) in &history.errors {
+        assert_eq!(*code, 1030, "{message}");
+        assert!(
+            message.starts_with(&format!("Got error {errno} - '")),
+            "{message}"
+        );
+        assert!(
+            message.contains("the server refuses writes until it is restarted"),
+            "{message}"
+        );
+        assert!(message.ends_with("' from storage engine"), "{message}");
+    }
+    eprintln!(
+        "{name}: {} acknowledged, {} refused with 1030; first: {}",
+        history.acknowledged.len(),
+        history.errors.len(),
+        history.errors[0].1
+    );
+    assert!(reads_work(&server) >= 100);
+    restart_and_check(&dir, instance, server, &history);
+}
+
+#[test]
+fn a_full_disk_under_the_log_refuses_writes_until_restart_and_loses_nothing() {
+    log_failure_needs_a_restart("enospc-wal", OpKind::Append, FaultError::NoSpace, 28);
+}
+
+#[test]
+fn a_failed_log_fsync_refuses_writes_until_restart_and_loses_nothing() {
+    log_failure_needs_a_restart("fsync-wal", OpKind::SyncData, FaultError::FailedSync, 5);
+}
