@@ -127,6 +127,8 @@ fn spawn_connection(
                 &thread_logged_in,
             );
             thread_shared.connections.fetch_sub(1, Ordering::Relaxed);
+            // Invariant 3: what holds the backend goes before the watching task is told.
+            drop((thread_shared, thread_control, thread_logged_in));
             drop(finished);
         });
     if spawned.is_err() {
