@@ -162,6 +162,7 @@ impl Instance {
             }
         }
         instance.reload_grants()?;
+        crate::engine_settings::publish(&instance);
         Ok(instance)
     }
 
