@@ -207,8 +207,12 @@ pub(crate) struct DbInner {
     pub(crate) idle: IdleTracker,
     /// Released by close even while `Keyspace` handles still hold the `DbInner`.
     lock: Mutex<Option<Box<dyn FileLock>>>,
-    /// Charges table writes of flushes and compactions (`rate_limit_bytes_per_sec > 0`).
+    /// Charges table writes of flushes and compactions; `None` only for a read-only open
+    /// (off while the rate is 0, so `Db::set_options` can turn it on live).
     pub(crate) rate_limiter: Option<Arc<RateLimiter>>,
+    /// The durability of writes that name none (`Options::durability`, changed live by
+    /// `Db::set_options`).
+    pub(crate) default_durability: crate::live_options::DefaultDurability,
     /// Where tests stop engine threads (feature `testing`).
     pub(crate) test_hooks: TestHooks,
     /// What the open replayed from the WALs and dropped ([`Db::recovery_report`]).
@@ -230,6 +234,7 @@ impl DbInner {
         recovery_report: RecoveryReport,
     ) -> Self {
         let fs = options.file_system.clone();
+        let writable = wal.is_some();
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
         // A read-only open keeps every table of its Version open: the writer may delete the
         // files, and an open handle is what keeps their bytes readable.
@@ -289,7 +294,8 @@ impl DbInner {
             wal_sync_requested: AtomicBool::new(false),
             stats: StatCounters::default(),
             idle: IdleTracker::default(),
-            rate_limiter: (options.rate_limit_bytes_per_sec > 0).then(|| {
+            default_durability: crate::live_options::DefaultDurability::new(options.durability),
+            rate_limiter: writable.then(|| {
                 Arc::new(RateLimiter::new(
                     options.rate_limit_bytes_per_sec,
                     options.rate_limiter_auto_tune,
@@ -771,6 +777,25 @@ impl Db {
         crate::checkpoint::create(&self.inner, dir.as_ref())
     }
 
+    /// Changes options while the database is open, all or none: `rate_limit_bytes_per_sec`
+    /// (0 turns the limiter off), `block_cache_capacity` (a smaller one evicts at once),
+    /// `durability` (`sync`, `flush` or `buffered`: the default of later writes), and, for
+    /// every keyspace open now, `write_buffer_size`, `max_write_buffer_number`,
+    /// `level0_slowdown_writes_trigger`, `level0_stop_writes_trigger` and the
+    /// `soft_`/`hard_pending_compaction_bytes_limit`s ([`crate::LIVE_OPTIONS`]). A bad name or
+    /// value, or a combination a keyspace's options refuse, fails with
+    /// [`Error::InvalidArgument`] naming it and changes nothing. The changes last until close;
+    /// the OPTIONS file keeps the open-time options (`crate::live_options`).
+    pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
+        crate::live_options::set(&self.inner, changes)
+    }
+
+    /// The current values of the options [`Self::set_options`] changes, named as it names
+    /// them (the keyspace options as the default keyspace has them).
+    pub fn live_options(&self) -> Vec<(String, String)> {
+        crate::live_options::current(&self.inner)
+    }
+
     /// Runs `hook` in every write leader after its group's WAL record is written and the WAL
     /// lock released, before the group is inserted and published (feature `testing`: lets a
     /// test hold a group there). Returns false, leaving the first, if a hook was already set.
@@ -955,5 +980,7 @@ pub(crate) fn write_one(inner: &Arc<DbInner>, batch: WriteBatch) -> Result<()> {
 
 /// The durability a write uses.
 pub(crate) fn durability_of(inner: &DbInner, options: WriteOptions) -> Durability {
-    options.durability.unwrap_or(inner.options.durability)
+    options
+        .durability
+        .unwrap_or_else(|| inner.default_durability.get())
 }

@@ -19,6 +19,9 @@
 //!    head of a queue always fits once the queues ahead of it are empty, and every request is
 //!    eventually granted.
 //! 4. With auto-tuning the rate stays within `[max / 20, max]` of the configured rate.
+//! 5. A limiter whose rate is set to 0 is off: it grants every queued request at once and
+//!    every later one without waiting, until a rate is set again
+//!    ([`RateLimiter::set_bytes_per_sec`], `Db::set_options`).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -144,6 +147,27 @@ impl TokenBucket {
         self.granted.remove(&ticket)
     }
 
+    /// Sets the configured rate (at least 1; the ceiling with auto-tuning, which keeps its
+    /// current rate within the new bounds). Tokens on hand are cut to one refill of it.
+    pub(crate) fn set_max_bytes_per_sec(&mut self, bytes_per_sec: u64) {
+        let max = bytes_per_sec.max(1);
+        self.max_bytes_per_sec = max;
+        self.bytes_per_sec = if self.auto_tune {
+            self.bytes_per_sec.clamp(min_rate(max), max)
+        } else {
+            max
+        };
+        self.available = self.available.min(self.refill_bytes());
+    }
+
+    /// Grants every waiting request (the limiter was turned off, invariant 5).
+    pub(crate) fn grant_all(&mut self) {
+        for queue in &mut self.queues {
+            self.granted
+                .extend(queue.drain(..).map(|(ticket, _)| ticket));
+        }
+    }
+
     /// Notes the engine's estimate of pending compaction bytes (for auto-tuning).
     pub(crate) fn set_pending_compaction_bytes(&mut self, bytes: u64) {
         self.pending = bytes;
@@ -218,16 +242,39 @@ pub(crate) struct RateLimiter {
     start: Instant,
     /// Bytes granted by priority (flush, compaction).
     granted_bytes: [AtomicU64; 2],
+    /// The configured rate; 0 means off (invariant 5), checked without the lock.
+    configured: AtomicU64,
 }
 
 impl RateLimiter {
+    /// A limiter of `bytes_per_sec`; 0 makes one that is off until a rate is set.
     pub(crate) fn new(bytes_per_sec: u64, auto_tune: bool) -> RateLimiter {
         RateLimiter {
             bucket: Mutex::new(TokenBucket::new(bytes_per_sec, auto_tune, Duration::ZERO)),
             served: Condvar::new(),
             start: Instant::now(),
             granted_bytes: [AtomicU64::new(0), AtomicU64::new(0)],
+            configured: AtomicU64::new(bytes_per_sec),
         }
+    }
+
+    /// The configured rate (0: off); with auto-tuning the ceiling, not the current rate.
+    pub(crate) fn configured_bytes_per_sec(&self) -> u64 {
+        self.configured.load(Ordering::Acquire)
+    }
+
+    /// Changes the configured rate while writers use the limiter; 0 turns it off and lets
+    /// every waiting writer go (invariant 5).
+    pub(crate) fn set_bytes_per_sec(&self, bytes_per_sec: u64) {
+        let mut bucket = self.lock();
+        self.configured.store(bytes_per_sec, Ordering::Release);
+        if bytes_per_sec == 0 {
+            bucket.grant_all();
+        } else {
+            bucket.set_max_bytes_per_sec(bytes_per_sec);
+        }
+        drop(bucket);
+        self.served.notify_all();
     }
 
     /// Bytes granted so far to `priority`.
@@ -239,9 +286,13 @@ impl RateLimiter {
         self.bucket.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The current rate (it moves with auto-tuning).
+    /// The current rate (it moves with auto-tuning); 0 when off.
     pub(crate) fn bytes_per_sec(&self) -> u64 {
-        self.lock().bytes_per_sec()
+        let bucket = self.lock();
+        if self.configured_bytes_per_sec() == 0 {
+            return 0;
+        }
+        bucket.bytes_per_sec()
     }
 
     /// Notes the engine's pending compaction bytes (for auto-tuning).
@@ -251,9 +302,15 @@ impl RateLimiter {
 
     /// Waits until `bytes` may be written, in pieces of at most one refill (invariant 3).
     pub(crate) fn request(&self, mut bytes: u64, priority: IoPriority) {
+        if self.configured_bytes_per_sec() == 0 {
+            return;
+        }
         self.granted_bytes[priority.index()].fetch_add(bytes, Ordering::Relaxed);
         while bytes > 0 {
             let mut bucket = self.lock();
+            if self.configured_bytes_per_sec() == 0 {
+                return; // turned off meanwhile (invariant 5)
+            }
             let chunk = bytes.min(bucket.refill_bytes());
             bytes -= chunk;
             let ticket = match bucket.request(chunk, priority, self.start.elapsed()) {
@@ -487,6 +544,41 @@ mod tests {
         let mut fixed = TokenBucket::new(max, false, Duration::ZERO);
         assert_eq!(step(&mut fixed, 1000), max);
         assert_eq!(step(&mut fixed, 0), max);
+    }
+
+    #[test]
+    fn turning_the_limiter_off_lets_a_waiting_writer_go() {
+        // 10 B/s: one byte a refill, so a 1000-byte write would wait about 100 s.
+        let limiter = Arc::new(RateLimiter::new(10, false));
+        let writer = {
+            let limiter = limiter.clone();
+            std::thread::spawn(move || limiter.request(1000, IoPriority::Compaction))
+        };
+        std::thread::sleep(Duration::from_millis(250));
+        assert!(
+            !writer.is_finished(),
+            "a 10 B/s limiter granted 1000 bytes at once"
+        );
+        limiter.set_bytes_per_sec(0);
+        writer.join().unwrap();
+        assert_eq!(limiter.bytes_per_sec(), 0);
+        limiter.request(1 << 30, IoPriority::Flush); // off: no wait
+        limiter.set_bytes_per_sec(1 << 20);
+        assert_eq!(limiter.bytes_per_sec(), 1 << 20);
+        assert_eq!(limiter.configured_bytes_per_sec(), 1 << 20);
+    }
+
+    #[test]
+    fn a_new_rate_keeps_an_auto_tuned_rate_within_its_bounds() {
+        let mut bucket = TokenBucket::new(1_000_000, true, Duration::ZERO);
+        assert_eq!(bucket.bytes_per_sec(), 500_000);
+        bucket.set_max_bytes_per_sec(200_000);
+        assert_eq!(bucket.bytes_per_sec(), 200_000);
+        bucket.set_max_bytes_per_sec(100_000_000);
+        // Raised to the new floor (max / 20), not to the ceiling.
+        assert_eq!(bucket.bytes_per_sec(), 5_000_000);
+        bucket.set_max_bytes_per_sec(100);
+        assert_eq!(bucket.refill_bytes(), 10);
     }
 
     #[test]

@@ -89,6 +89,21 @@ impl TableCache {
             .unwrap_or_default()
     }
 
+    /// The shared block cache's capacity in bytes (0 without one).
+    pub(crate) fn block_cache_capacity(&self) -> usize {
+        self.open_options
+            .block_cache
+            .as_ref()
+            .map_or(0, |cache| cache.capacity())
+    }
+
+    /// Changes the shared block cache's capacity; a smaller one evicts at once.
+    pub(crate) fn set_block_cache_capacity(&self, bytes: usize) {
+        if let Some(cache) = &self.open_options.block_cache {
+            cache.set_capacity(bytes);
+        }
+    }
+
     pub(crate) fn new(
         fs: Arc<dyn FileSystem>,
         dir: &Path,

@@ -51,7 +51,7 @@ pub(crate) fn parse_check_table(sql: &str) -> Option<Vec<(Option<String>, String
 }
 
 /// The first whitespace-separated word and the rest.
-fn split_word(text: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_word(text: &str) -> Option<(&str, &str)> {
     let text = text.trim_start();
     let end = text
         .find(|c: char| c.is_whitespace() || c == ',')
@@ -60,7 +60,7 @@ fn split_word(text: &str) -> Option<(&str, &str)> {
 }
 
 /// `name`, `` `name` ``, `db.name` with either part quoted; returns the rest of the text.
-fn qualified_name(text: &str) -> Option<((Option<String>, String), &str)> {
+pub(crate) fn qualified_name(text: &str) -> Option<((Option<String>, String), &str)> {
     let (first, rest) = identifier(text.trim_start())?;
     if let Some(after_dot) = rest.strip_prefix('.') {
         let (second, rest) = identifier(after_dot)?;

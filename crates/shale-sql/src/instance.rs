@@ -164,6 +164,7 @@ impl Instance {
             }
         }
         instance.reload_grants()?;
+        crate::engine_settings::publish(&instance);
         Ok(instance)
     }
 

@@ -4,7 +4,9 @@
 //!
 //! `SET PERSIST x = v` is `SET GLOBAL x = v` (so only a live setting; 1238 for the others)
 //! plus the file; `SET PERSIST_ONLY x = v` only writes the file, so it also takes the
-//! settings only a restart changes (the engine's commit durability and block cache size).
+//! settings only a restart would change. The engine's live options (engine_settings.rs)
+//! persist as `shale serve` options of the same meaning (`shale_write_buffer_size` as
+//! `write-buffer-size`, `shale_flush_log_at_trx_commit` as `durability = sync|flush|buffered`).
 //! The file is written whole through `replace_file_durably` each time: a crash leaves the old
 //! file or the new one.
 //!
@@ -26,13 +28,39 @@ pub const PERSIST_FILE: &str = "shale-auto.cnf";
 
 /// What may be persisted: the SQL variable, the `shale serve` option it becomes, and whether
 /// it can change live (SET PERSIST) or only at the next start (SET PERSIST_ONLY).
-const PERSISTABLE: [(&str, &str, bool); 6] = [
+const PERSISTABLE: [(&str, &str, bool); 12] = [
     ("max_connections", "max-connections", true),
     ("wait_timeout", "wait-timeout", true),
     ("interactive_timeout", "interactive-timeout", true),
     ("connect_timeout", "connect-timeout", true),
-    ("shale_flush_log_at_trx_commit", "durability", false),
-    ("shale_block_cache_size", "block-cache-size", false),
+    ("shale_flush_log_at_trx_commit", "durability", true),
+    ("shale_block_cache_size", "block-cache-size", true),
+    (
+        "shale_rate_limiter_bytes_per_sec",
+        "rate-limiter-bytes-per-sec",
+        true,
+    ),
+    ("shale_write_buffer_size", "write-buffer-size", true),
+    (
+        "shale_level0_slowdown_writes_trigger",
+        "level0-slowdown-writes-trigger",
+        true,
+    ),
+    (
+        "shale_level0_stop_writes_trigger",
+        "level0-stop-writes-trigger",
+        true,
+    ),
+    (
+        "shale_soft_pending_compaction_bytes_limit",
+        "soft-pending-compaction-bytes-limit",
+        true,
+    ),
+    (
+        "shale_hard_pending_compaction_bytes_limit",
+        "hard-pending-compaction-bytes-limit",
+        true,
+    ),
 ];
 
 /// A recognised statement.
@@ -181,10 +209,10 @@ pub(crate) fn run(
     match statement {
         Persist::Set { only, name, value } => {
             let Some(&(_, option, live)) = PERSISTABLE.iter().find(|(n, _, _)| *n == name) else {
+                let names: Vec<&str> = PERSISTABLE.iter().map(|(n, _, _)| *n).collect();
                 return Err(SqlError::unsupported(format!(
-                    "SET PERSIST of '{name}' (persistable: max_connections, wait_timeout, \
-                     interactive_timeout, connect_timeout, shale_flush_log_at_trx_commit, \
-                     shale_block_cache_size)"
+                    "SET PERSIST of '{name}' (persistable: {})",
+                    names.join(", ")
                 )));
             };
             let text = if only {
@@ -219,7 +247,13 @@ pub(crate) fn run(
                 };
                 session.set(set)?;
                 let stored = session.instance().global_number(&name).unwrap_or_default();
-                stored.to_string()
+                if name == "shale_flush_log_at_trx_commit" {
+                    durability(&stored.to_string())
+                        .ok_or_else(|| wrong_value(&name, &value))?
+                        .to_owned()
+                } else {
+                    stored.to_string()
+                }
             };
             settings.insert(option.to_owned(), text);
         }

@@ -51,6 +51,9 @@ struct Activity {
     since: Instant,
     /// The statement text while one runs.
     info: Option<String>,
+    /// What the running statement reports doing (State), when it says more than
+    /// `executing`: a table maintenance statement's progress.
+    state: Option<String>,
 }
 
 /// One session's entry.
@@ -116,6 +119,7 @@ impl Process {
         };
         a.since = Instant::now();
         a.info = None;
+        a.state = None;
         if a.db.as_deref() != db {
             a.db = db.map(str::to_owned);
         }
@@ -125,6 +129,12 @@ impl Process {
         let mut a = lock(&self.activity);
         user.clone_into(&mut a.user);
         host.clone_into(&mut a.host);
+    }
+
+    /// Sets what the running statement shows as its State (progress); the statement's end
+    /// clears it.
+    pub(crate) fn set_state(&self, state: &str) {
+        lock(&self.activity).state = Some(state.to_owned());
     }
 
     pub(crate) fn set_db(&self, db: Option<&str>) {
@@ -158,6 +168,7 @@ impl ProcessList {
                 command: "Sleep",
                 since: Instant::now(),
                 info: None,
+                state: None,
             }),
             kill: AtomicU8::new(KILL_NONE),
             hook: Mutex::new(None),
@@ -226,8 +237,9 @@ impl ProcessList {
                         text(&i.chars().take(SHORT_INFO).collect::<String>())
                     }
                 });
-                let state = match a.command {
-                    "Query" | "Execute" => "executing",
+                let state = match (a.command, a.state.as_deref()) {
+                    ("Query" | "Execute", Some(state)) => state,
+                    ("Query" | "Execute", None) => "executing",
                     _ => "",
                 };
                 vec![

@@ -170,6 +170,9 @@ impl State {
             ),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "warning_count" => Value::Int(self.warnings.len() as i64),
+            _ if crate::engine_settings::is_engine_variable(name) => {
+                self.variable(&format!("global.{name}"))
+            }
             _ => self
                 .vars
                 .get(name)
@@ -382,6 +385,11 @@ impl Session {
             }
             self.authorize(&needs)?;
             return crate::check_table::check_tables(self, &tables, sink);
+        }
+        if let Some((kind, tables)) = crate::table_maintenance::parse(sql) {
+            let needs = crate::table_maintenance::needs(self, &tables)?;
+            self.authorize(&needs)?;
+            return crate::table_maintenance::run(self, kind, &tables, sink);
         }
         if let Some(statement) = crate::account_parse::parse(sql) {
             return crate::account::run(self, &statement?, sink);

@@ -3,9 +3,10 @@
 //! takes effect at once), variables only a restart changes (error 1238), and GLOBAL-only
 //! ones (error 1229 for `SET SESSION`).
 //!
-//! The engine options (`shale_flush_log_at_trx_commit`, block cache size, write buffer size,
-//! compaction rate limit, background jobs, stall thresholds) are all read-only here: the
-//! engine's `Db` takes its `Options` at open and has no way yet to change them while open.
+//! The engine's live options (`shale_flush_log_at_trx_commit`, block cache size, write buffer
+//! size, compaction rate limit, stall thresholds) are GLOBAL-only and change the engine at once
+//! (engine_settings.rs); `shale_max_background_jobs` is read-only (the engine's thread count is
+//! fixed).
 
 use shale_table::Value;
 
@@ -23,7 +24,7 @@ const LIVE_GLOBAL: [(&str, u64, u64); 5] = [
 ];
 
 /// Variables a running server cannot change: startup settings and the engine's options.
-const READ_ONLY: [&str; 19] = [
+const READ_ONLY: [&str; 14] = [
     "port",
     "socket",
     "datadir",
@@ -35,12 +36,7 @@ const READ_ONLY: [&str; 19] = [
     "character_set_system",
     "have_ssl",
     "license",
-    "shale_flush_log_at_trx_commit",
-    "shale_block_cache_size",
-    "shale_write_buffer_size",
     "shale_max_background_jobs",
-    "shale_rate_limiter_bytes_per_sec",
-    "shale_level0_slowdown_writes_trigger",
     // The log files are opened at start (`--general-log`, `--slow-query-log`).
     "general_log",
     "slow_query_log",
@@ -69,7 +65,7 @@ pub(crate) fn check_session_setting(name: &str) -> Result<(), SqlError> {
     if READ_ONLY.contains(&name) {
         return Err(read_only(name));
     }
-    if name == "max_connections" {
+    if name == "max_connections" || crate::engine_settings::is_engine_variable(name) {
         return Err(SqlError::new(
             1229,
             "HY000",
@@ -84,6 +80,9 @@ impl Session {
     pub(crate) fn check_global_setting(&mut self, name: &str, v: Value) -> Result<Value, SqlError> {
         if READ_ONLY.contains(&name) {
             return Err(read_only(name));
+        }
+        if crate::engine_settings::is_engine_variable(name) {
+            return self.set_engine_variable(name, &v);
         }
         let Some(&(_, min, max)) = LIVE_GLOBAL.iter().find(|(n, _, _)| *n == name) else {
             return Ok(v);

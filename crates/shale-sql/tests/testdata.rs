@@ -141,3 +141,8 @@ fn bulk_load() {
 fn timestamp() {
     common::run_file("timestamp");
 }
+
+#[test]
+fn live_settings() {
+    common::run_file("live_settings");
+}

@@ -105,6 +105,7 @@ mod decimal;
 mod error;
 mod fill;
 mod index;
+mod maintenance;
 mod online;
 mod schema;
 mod sequence;

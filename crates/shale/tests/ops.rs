@@ -408,7 +408,7 @@ connect().close()
 assert error_of(ca, "SET GLOBAL max_connections = 'many'") == 1232
 assert error_of(ca, "SET SESSION max_connections = 10") == 1229
 assert error_of(ca, "SET GLOBAL port = 1") == 1238
-assert error_of(ca, "SET GLOBAL shale_flush_log_at_trx_commit = 2") == 1238
+assert error_of(ca, "SET GLOBAL shale_max_background_jobs = 4") == 1238
 # SET SESSION wait_timeout closes this idle connection after it.
 c = connect()
 cc = c.cursor()
@@ -445,7 +445,7 @@ ca.execute("SET PERSIST wait_timeout = 600")
 # Only for the next start: the running server keeps what it has.
 ca.execute("SELECT @@global.shale_flush_log_at_trx_commit")
 assert ca.fetchone() == (1,)
-assert error_of(ca, "SET PERSIST shale_flush_log_at_trx_commit = 2") == 1238
+assert error_of(ca, "SET PERSIST shale_max_background_jobs = 4") == 1235
 assert error_of(ca, "SET PERSIST_ONLY shale_flush_log_at_trx_commit = 7") == 1231
 assert error_of(ca, "SET PERSIST_ONLY max_connections = 'many'") == 1232
 assert error_of(ca, "SET PERSIST port = 1") == 1235

@@ -35,11 +35,16 @@
 //!    last `len / 4` moves (and is in the list its priority names): such an entry has at most
 //!    that many entries ahead of it, so the order is LRU up to the newest quarter, and the hot
 //!    entries (index and filter blocks, hit on every lookup) cost no list writes.
+//!
+//! [`ShardedLru::set_capacity`] changes the budget while the cache is in use: each shard evicts
+//! down to its new share at once. Reservations and pinned charges taken before a shrink are
+//! not revoked, so until they are released `usage + reserved` may exceed a shard's capacity
+//! (invariant 2 then holds again); no new reservation succeeds in that shard meanwhile.
 
 mod slot_index;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use slot_index::SlotIndex;
@@ -99,7 +104,10 @@ const DEFAULT_HIGH_PRIORITY_RATIO: f64 = 0.5;
 pub struct ShardedLru<V: ?Sized> {
     shards: Box<[PaddedShard<V>]>,
     shard_mask: usize,
-    capacity: usize,
+    /// The sum of the shard capacities; changed only by [`ShardedLru::set_capacity`].
+    capacity: AtomicUsize,
+    /// The high-priority share each shard's capacity is split by (kept for `set_capacity`).
+    high_priority_ratio: f64,
     next_file_id: AtomicU64,
 }
 
@@ -110,7 +118,7 @@ struct PaddedShard<V: ?Sized>(Mutex<Shard<V>>);
 impl<V: ?Sized> fmt::Debug for ShardedLru<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardedLru")
-            .field("capacity", &self.capacity)
+            .field("capacity", &self.capacity())
             .field("usage", &self.usage())
             .finish_non_exhaustive()
     }
@@ -144,7 +152,8 @@ impl<V: ?Sized> ShardedLru<V> {
         ShardedLru {
             shards,
             shard_mask: num_shards - 1,
-            capacity: capacity_bytes,
+            capacity: AtomicUsize::new(capacity_bytes),
+            high_priority_ratio: DEFAULT_HIGH_PRIORITY_RATIO,
             next_file_id: AtomicU64::new(1),
         }
     }
@@ -152,7 +161,8 @@ impl<V: ?Sized> ShardedLru<V> {
     /// Sets the share of each shard's capacity high-priority entries may hold (clamped to
     /// `0.0..=1.0`; default 0.5). Beyond it, the oldest high entries become low ones.
     #[must_use]
-    pub fn with_high_priority_ratio(self, ratio: f64) -> Self {
+    pub fn with_high_priority_ratio(mut self, ratio: f64) -> Self {
+        self.high_priority_ratio = ratio;
         for shard in &self.shards {
             let mut shard = lock(shard);
             shard.high_capacity = high_capacity(shard.capacity, ratio);
@@ -270,7 +280,28 @@ impl<V: ?Sized> ShardedLru<V> {
 
     /// The configured capacity in bytes (sum of the shard capacities).
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity.load(Ordering::Relaxed)
+    }
+
+    /// Changes the capacity to `capacity_bytes` (spread over the same shards as at creation):
+    /// a shrink evicts least recently used entries at once until each shard is within its new
+    /// share, or holds nothing but what readers reserved or pinned (see the module doc). Safe
+    /// while other threads use the cache; each shard is locked in turn.
+    pub fn set_capacity(&self, capacity_bytes: usize) {
+        let num_shards = self.shards.len();
+        for (i, shard) in self.shards.iter().enumerate() {
+            let capacity =
+                capacity_bytes / num_shards + usize::from(i < capacity_bytes % num_shards);
+            let mut displaced = Displaced::default();
+            let mut locked = lock(shard);
+            locked.capacity = capacity;
+            locked.high_capacity = high_capacity(capacity, self.high_priority_ratio);
+            locked.balance_high();
+            locked.evict_for(0, &mut displaced);
+            drop(locked);
+            drop(displaced);
+        }
+        self.capacity.store(capacity_bytes, Ordering::Relaxed);
     }
 
     /// The sum of the charges of the cached entries.
@@ -282,7 +313,7 @@ impl<V: ?Sized> ShardedLru<V> {
     /// moment).
     pub fn stats(&self) -> CacheStats {
         let mut stats = CacheStats {
-            capacity: self.capacity as u64,
+            capacity: self.capacity() as u64,
             ..CacheStats::default()
         };
         for shard in &self.shards {
@@ -1064,6 +1095,32 @@ mod tests {
         assert_eq!(stats.inserts, 20_000);
         assert_eq!(stats.entries + stats.evictions, 20_000);
         assert!(stats.usage as usize > cache.capacity() / 2, "{stats:?}");
+    }
+
+    #[test]
+    fn a_smaller_capacity_evicts_down_to_it_and_a_larger_one_fills_again() {
+        let cache = ShardedLru::with_shards(1 << 20, 2);
+        for i in 0..1000 {
+            cache.insert(key(i), value(i), 4096, Priority::Low);
+        }
+        let full = cache.usage();
+        assert!(full > (1 << 20) - 4 * 4096, "{full}");
+        cache.set_capacity(256 << 10);
+        assert_eq!(cache.capacity(), 256 << 10);
+        assert!(cache.usage() <= 256 << 10, "{}", cache.usage());
+        assert!(cache.usage() > (256 << 10) - 4 * 4096, "{}", cache.usage());
+        check(&cache);
+        // The most recently used entries are the ones kept.
+        assert!(cache.get(&key(999)).is_some());
+        assert!(cache.get(&key(0)).is_none());
+        assert_eq!(cache.stats().capacity, 256 << 10);
+        cache.set_capacity(2 << 20);
+        for i in 1000..2000 {
+            cache.insert(key(i), value(i), 4096, Priority::Low);
+        }
+        assert!(cache.usage() > (1 << 20), "{}", cache.usage());
+        assert!(cache.usage() <= 2 << 20);
+        check(&cache);
     }
 
     #[test]

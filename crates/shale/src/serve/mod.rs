@@ -109,6 +109,27 @@ pub struct ServeArgs {
     /// about once a second) or `buffered` (=0, written and fsynced about once a second).
     #[arg(long, value_name = "MODE", default_value = "sync", value_parser = parse_durability)]
     pub durability: Durability,
+    /// Bytes per second flushes and compactions may write (`MyRocks`'
+    /// `rocksdb_rate_limiter_bytes_per_sec`; 0, the default, does not limit). Also
+    /// `SET GLOBAL shale_rate_limiter_bytes_per_sec`.
+    #[arg(long, value_name = "BYTES")]
+    pub rate_limiter_bytes_per_sec: Option<u64>,
+    /// Bytes a memtable holds before it is flushed (default 64 MiB). Also `SET GLOBAL
+    /// shale_write_buffer_size`.
+    #[arg(long, value_name = "BYTES")]
+    pub write_buffer_size: Option<u64>,
+    /// L0 files at which writes are slowed down (default 20).
+    #[arg(long, value_name = "N")]
+    pub level0_slowdown_writes_trigger: Option<u64>,
+    /// L0 files at which writes stop until compaction catches up (default 36).
+    #[arg(long, value_name = "N")]
+    pub level0_stop_writes_trigger: Option<u64>,
+    /// Pending compaction bytes at which writes are slowed down (default 64 GiB; 0: never).
+    #[arg(long, value_name = "BYTES")]
+    pub soft_pending_compaction_bytes_limit: Option<u64>,
+    /// Pending compaction bytes at which writes stop (default 256 GiB; 0: never).
+    #[arg(long, value_name = "BYTES")]
+    pub hard_pending_compaction_bytes_limit: Option<u64>,
     /// Serve the GLOBAL status counters at http://127.0.0.1:PORT/metrics in Prometheus's
     /// format (`mysqld_exporter`'s metric names); 0 picks a free port (printed).
     #[arg(long, value_name = "PORT")]
@@ -162,6 +183,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     options.store.engine.durability = args.durability;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
+    apply_engine_options(&instance, args)?;
     instance
         .open_query_logs(args.general_log, args.slow_query_log)
         .map_err(|e| sql_failure("opening the query logs", &e))?;
@@ -241,6 +263,41 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The engine options `serve` takes beside the block cache and durability (each also a live
+/// SQL variable, so SET PERSIST writes them as these options). The keyspace ones are applied
+/// to the open engine: an existing database reopens with the keyspace options its OPTIONS file
+/// holds, so only a live change after the open makes the flags (and SET PERSIST) take effect.
+fn apply_engine_options(instance: &Instance, args: &ServeArgs) -> Result<(), Failure> {
+    let flags = [
+        ("rate_limit_bytes_per_sec", args.rate_limiter_bytes_per_sec),
+        ("write_buffer_size", args.write_buffer_size),
+        (
+            "level0_slowdown_writes_trigger",
+            args.level0_slowdown_writes_trigger,
+        ),
+        (
+            "level0_stop_writes_trigger",
+            args.level0_stop_writes_trigger,
+        ),
+        (
+            "soft_pending_compaction_bytes_limit",
+            args.soft_pending_compaction_bytes_limit,
+        ),
+        (
+            "hard_pending_compaction_bytes_limit",
+            args.hard_pending_compaction_bytes_limit,
+        ),
+    ];
+    let values: Vec<(&str, String)> = flags
+        .iter()
+        .filter_map(|(name, value)| value.map(|v| (*name, v.to_string())))
+        .collect();
+    let changes: Vec<(&str, &str)> = values.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    instance
+        .set_engine_options(&changes)
+        .map_err(|e| sql_failure("applying the engine options", &e))
+}
+
 /// The server's options from the command line (TLS and RSA keys already loaded).
 fn server_options(
     args: &ServeArgs,
@@ -281,20 +338,8 @@ fn publish_live_settings(instance: &Instance, args: &ServeArgs) {
     for (name, value) in started_with {
         instance.set_global(name, shale_sql::Value::UInt(value));
     }
-    // Read-only while running (the engine takes it at open), shown with MySQL's numbers.
-    let flush_log_at_trx_commit = match args.durability {
-        Durability::Buffered => 0,
-        Durability::Sync => 1,
-        Durability::Flush => 2,
-    };
-    instance.set_global(
-        "shale_flush_log_at_trx_commit",
-        shale_sql::Value::UInt(flush_log_at_trx_commit),
-    );
-    instance.set_global(
-        "shale_block_cache_size",
-        shale_sql::Value::UInt(args.block_cache_size as u64),
-    );
+    // The engine's live options (durability, block cache, ...) are published by
+    // `Instance::open` from what the engine runs with.
     instance.set_global(
         "long_query_time",
         shale_sql::Value::Double(args.long_query_time),
