@@ -627,7 +627,7 @@ impl ResultSink for Collected {
 /// The column CREATE TABLE ... SELECT makes of a result column, as `MySQL` types it: integer
 /// columns keep their width, integer expressions are BIGINT, strings VARCHAR of their
 /// length (TEXT past 16,383 characters), NULL `binary(0)`.
-fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
+pub(crate) fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
     use crate::result::ColumnTypeCode as C;
     let unsigned = meta.flags & crate::types::flags::UNSIGNED != 0;
     let collation = match meta.charset {

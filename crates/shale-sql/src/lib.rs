@@ -78,6 +78,7 @@ mod temporal;
 mod types;
 mod value;
 mod variables;
+mod views;
 mod walk;
 mod window;
 

@@ -136,3 +136,8 @@ fn multi_dml() {
 fn bulk_load() {
     common::run_file("bulk_load");
 }
+
+#[test]
+fn views() {
+    common::run_file("views");
+}

@@ -116,6 +116,7 @@ pub mod testing;
 mod txn;
 mod types;
 mod value;
+mod view;
 
 pub use alter::{widens_losslessly, AlterMethod, ConvertFn, TableChange, MAX_PAST_VERSIONS};
 pub use bulk::{BulkLoad, BulkLoadOptions, BulkLoadSummary};
@@ -133,3 +134,4 @@ pub use temporal::DateTime;
 pub use txn::{LockMode, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType};
 pub use value::Value;
+pub use view::{ViewAlgorithm, ViewDef, ViewSecurity, ViewWrite};

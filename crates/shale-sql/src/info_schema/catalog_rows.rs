@@ -126,6 +126,7 @@ pub(super) fn tables(store: &Store) -> Result<Vec<Row>, SqlError> {
             out.push(table_row(db, def, &size));
         }
     }
+    out.extend(crate::views::info_schema_tables(store));
     Ok(out)
 }
 
