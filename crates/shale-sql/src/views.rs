@@ -548,12 +548,43 @@ pub(crate) fn shape(
     let Some(def) = catalog.view(db, name).cloned() else {
         return Ok(None);
     };
-    let object = ast::ObjectName::from(vec![ast::Ident::new(db), ast::Ident::new(name)]);
+    let defaults = &session.state().defaults;
+    let variable = |n: &str| defaults.get(n).cloned();
+    shape_of(&catalog, &def, &variable, &session.state().user).map(Some)
+}
+
+/// The columns of every view whose SELECT binds now (`information_schema.COLUMNS`; system
+/// variables in a view's SELECT do not bind here, and such a view lists no columns).
+pub(crate) fn shapes(catalog: &shale_table::Catalog) -> Vec<Arc<shale_table::TableDef>> {
+    catalog
+        .views
+        .values()
+        .flat_map(|views| views.values())
+        .filter_map(|def| shape_of(catalog, def, &|_| None, "").ok())
+        .collect()
+}
+
+fn shape_of(
+    catalog: &shale_table::Catalog,
+    def: &ViewDef,
+    variable: &dyn Fn(&str) -> Option<shale_table::Value>,
+    user: &str,
+) -> Result<Arc<shale_table::TableDef>, SqlError> {
+    let object = ast::ObjectName::from(vec![
+        ast::Ident::new(def.database.clone()),
+        ast::Ident::new(def.name.clone()),
+    ]);
     let touched = std::cell::RefCell::default();
-    let view = session.bind_touching(&touched, |binder| binder.expand_view(&object))?;
-    let Some(view) = view else {
-        return Ok(None);
+    let ctx = BindContext {
+        catalog,
+        database: Some(&def.database),
+        variable,
+        user,
+        touched: &touched,
     };
+    let view = Binder::new(&ctx)
+        .expand_view(&object)?
+        .ok_or_else(|| SqlError::no_such_table(&def.database, &def.name))?;
     let mut columns = Vec::new();
     for (i, meta) in view.query.columns().iter().enumerate() {
         let mut column = crate::alter::column_of_result(meta);
@@ -562,7 +593,7 @@ pub(crate) fn shape(
         }
         columns.push(column);
     }
-    Ok(Some(Arc::new(shale_table::TableDef {
+    Ok(Arc::new(shale_table::TableDef {
         database: def.database.clone(),
         name: def.name.clone(),
         columns,
@@ -575,7 +606,7 @@ pub(crate) fn shape(
         indexes: Vec::new(),
         schema_version: 1,
         past_versions: Vec::new(),
-    })))
+    }))
 }
 
 /// The rows of `information_schema.VIEWS`.
