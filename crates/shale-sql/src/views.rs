@@ -18,6 +18,8 @@
 //!    which only means something for updatable views, is 1235.
 //! 4. A view that reads itself through other views is 1462 when bound; a view whose SELECT
 //!    no longer binds (a table or column it reads was dropped) is 1356 when read.
+//! 5. At most `MAX_VIEW_NESTING` views are expanded inside one another (1235 past it, at
+//!    CREATE VIEW or when read), so a chain of views cannot overflow the session's stack.
 
 use std::sync::Arc;
 
@@ -30,6 +32,10 @@ use crate::from::{Bound, BoundInput};
 use crate::query::BoundQuery;
 use crate::result::ResultSink;
 use crate::session::{text_column, Session};
+
+/// How many views may be expanded inside one another: each level binds on the session's
+/// stack (rule 5).
+pub(crate) const MAX_VIEW_NESTING: usize = 64;
 
 /// A view bound for one statement: its definition and its bound SELECT.
 pub(crate) struct ExpandedView {
@@ -104,6 +110,11 @@ impl Binder<'_> {
         {
             return Err(recursion(&def.database, &def.name));
         }
+        if self.views.len() >= MAX_VIEW_NESTING {
+            return Err(SqlError::unsupported(format!(
+                "views nested more than {MAX_VIEW_NESTING} deep"
+            )));
+        }
         let Ok(mut statements) = crate::parse::parse(&def.query) else {
             return Err(invalid_view(&def.database, &def.name));
         };
@@ -132,7 +143,7 @@ impl Binder<'_> {
         self.params = sub.params;
         self.subqueries = std::mem::take(&mut sub.subqueries);
         let query = bound.map_err(|e| match e.code {
-            1356 | 1462 => e,
+            1235 | 1356 | 1462 => e,
             _ => invalid_view(&def.database, &def.name),
         })?;
         if !def.columns.is_empty() && def.columns.len() != query.columns().len() {

@@ -1,6 +1,6 @@
-//! Views through SQL across a restart: their definitions, column lists, options and the
-//! database their names resolve in come back from the catalog after the instance is closed
-//! and reopened.
+//! Views through SQL outside the text fixtures: across a restart (their definitions, column
+//! lists, options and the database their names resolve in come back from the catalog after
+//! the instance is closed and reopened), and views nested as deep as the limit allows.
 
 mod common;
 
@@ -76,4 +76,36 @@ fn views_survive_a_restart() {
         .execute("SELECT * FROM app.dropped", &mut sink)
         .unwrap_err();
     assert_eq!(e.code, 1146);
+}
+
+/// A chain of views each reading the one before binds up to `MAX_VIEW_NESTING` levels on
+/// a test thread's stack; one more level is a clear error, not a stack overflow.
+#[test]
+fn nested_views_stop_at_the_limit() {
+    let instance = common::instance();
+    let mut s = instance.session();
+    run(&mut s, "CREATE DATABASE app");
+    run(&mut s, "USE app");
+    run(&mut s, "CREATE TABLE t (id INT PRIMARY KEY)");
+    run(&mut s, "INSERT INTO t VALUES (1), (2)");
+    run(&mut s, "CREATE VIEW v0 AS SELECT id FROM t");
+    // v0 reads t; v63 is the 64th view of the chain.
+    for i in 1..64 {
+        run(
+            &mut s,
+            &format!("CREATE VIEW v{i} AS SELECT id + 1 AS id FROM v{}", i - 1),
+        );
+    }
+    assert_eq!(run(&mut s, "SELECT MAX(id) FROM v63"), "MAX(id)\n65\nend\n");
+    let mut sink = TextSink::default();
+    let e = s
+        .execute("CREATE VIEW v64 AS SELECT id FROM v63", &mut sink)
+        .unwrap_err();
+    assert_eq!(e.code, 1235, "{e}");
+    // A chain that grew past the limit by replacing its innermost view fails when read.
+    run(&mut s, "CREATE VIEW base AS SELECT id FROM t");
+    run(&mut s, "CREATE OR REPLACE VIEW v0 AS SELECT id FROM base");
+    let e = s.execute("SELECT * FROM v63", &mut sink).unwrap_err();
+    assert_eq!(e.code, 1235, "{e}");
+    assert_eq!(run(&mut s, "SELECT MAX(id) FROM v62"), "MAX(id)\n64\nend\n");
 }
