@@ -109,3 +109,72 @@ fn nested_views_stop_at_the_limit() {
     assert_eq!(e.code, 1235, "{e}");
     assert_eq!(run(&mut s, "SELECT MAX(id) FROM v62"), "MAX(id)\n64\nend\n");
 }
+
+/// Random view DDL over views and tables that come and go: every statement gives a result or
+/// one of the expected errors, never a panic, and the views that remain stay readable or
+/// report 1356.
+#[test]
+fn random_view_ddl_never_panics() {
+    for seed in 0..8 {
+        random_view_ddl(seed);
+    }
+}
+
+fn random_view_ddl(seed: u64) {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    let instance = common::instance();
+    let mut s = instance.session();
+    run(&mut s, "CREATE DATABASE app");
+    run(&mut s, "USE app");
+    run(&mut s, "CREATE TABLE t (id INT PRIMARY KEY, a INT)");
+    run(&mut s, "INSERT INTO t VALUES (1, 10), (2, 20), (3, NULL)");
+    let selects = [
+        "SELECT id, a FROM t",
+        "SELECT id, a FROM {v}",
+        "SELECT id, a + 1 AS a FROM {v} WHERE id > 1",
+        "SELECT x.id, y.a FROM {v} AS x JOIN t AS y ON x.id = y.id",
+        "SELECT id, COUNT(*) AS a FROM {v} GROUP BY id",
+        "SELECT id, a FROM t WHERE id IN (SELECT id FROM {v})",
+        "SELECT id, a FROM {v} UNION SELECT id, a FROM t",
+        "SELECT * FROM {v}",
+        "SELECT id FROM {v}",
+    ];
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let view = |rng: &mut SmallRng| format!("v{}", rng.gen_range(0..6));
+    let (mut created, mut read) = (0, 0);
+    for _ in 0..600 {
+        let sql = match rng.gen_range(0..20) {
+            0..=9 => {
+                // Views over t are the roots every other view needs.
+                let select = if rng.gen_bool(0.4) {
+                    selects[0].to_string()
+                } else {
+                    selects[rng.gen_range(1..selects.len())].replace("{v}", &view(&mut rng))
+                };
+                format!("CREATE OR REPLACE VIEW {} AS {select}", view(&mut rng))
+            }
+            10 | 11 => format!("DROP VIEW IF EXISTS {}", view(&mut rng)),
+            12 => "DROP TABLE IF EXISTS t".to_string(),
+            13 | 14 => "CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY, a INT)".to_string(),
+            15 => format!("DESCRIBE {}", view(&mut rng)),
+            16 => "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS".to_string(),
+            _ => format!("SELECT * FROM {} ORDER BY 1", view(&mut rng)),
+        };
+        let mut sink = TextSink::default();
+        match s.execute(&sql, &mut sink) {
+            Ok(()) if sql.starts_with("CREATE OR") => created += 1,
+            Ok(()) if sql.starts_with("SELECT *") => read += 1,
+            Ok(()) => {}
+            Err(e) => assert!(
+                [1050, 1054, 1060, 1146, 1222, 1353, 1356, 1462].contains(&e.code),
+                "seed {seed}: {sql}: {e}"
+            ),
+        }
+    }
+    // The run did exercise views, not only errors.
+    assert!(
+        created > 40 && read > 10,
+        "seed {seed}: created {created}, read {read}"
+    );
+}
