@@ -548,6 +548,9 @@ pub(crate) fn rename_tables(
         let (to_db, to_name) = qualify(session, &r.new_name)?;
         names.push((db, name, to_db, to_name));
     }
+    if crate::views::rename(session, &names)? {
+        return sink.ok(&session.status());
+    }
     let instance = session.instance().clone();
     let borrowed: Vec<(&str, &str, &str, &str)> = names
         .iter()

@@ -469,6 +469,37 @@ pub(crate) fn refuse_write(session: &Session, stmt: &Statement) -> Result<(), Sq
     Ok(())
 }
 
+/// RENAME TABLE whose first name is a view: every name must be a view (1146 for a table
+/// among them) and stay in its database (1450, as MySQL), renamed in one write. False
+/// (nothing done) when the first name is not a view: the tables' path runs, where a view
+/// among tables is 1146.
+pub(crate) fn rename(
+    session: &Session,
+    names: &[(String, String, String, String)],
+) -> Result<bool, SqlError> {
+    let catalog = session.instance().store.catalog();
+    let Some((db, name, _, _)) = names.first() else {
+        return Ok(false);
+    };
+    if catalog.view(db, name).is_none() {
+        return Ok(false);
+    }
+    let mut renames = Vec::new();
+    for (db, name, to_db, to_name) in names {
+        if db != to_db {
+            return Err(SqlError::new(
+                1450,
+                "HY000",
+                format!("Changing schema from '{db}' to '{to_db}' is not allowed."),
+            ));
+        }
+        renames.push((db.clone(), name.clone(), to_name.clone()));
+    }
+    session.instance().store.rename_views(&renames)?;
+    session.instance().bump_generation();
+    Ok(true)
+}
+
 fn not_updatable(name: &str, statement: &str) -> SqlError {
     SqlError::new(
         1288,

@@ -273,6 +273,53 @@ impl Store {
         Ok(def)
     }
 
+    /// Renames views, `(database, old name, new name)` applied in order (so `a -> tmp,
+    /// b -> a, tmp -> b` swaps), within their databases, in one synced write, or none:
+    /// [`Error::NoSuchTable`] for a name that is no view at its turn,
+    /// [`Error::TableExists`] for a new name a table or view has.
+    pub fn rename_views(&self, renames: &[(String, String, String)]) -> Result<()> {
+        let _ddl = self.inner.lock_ddl();
+        let catalog = self.inner.catalog();
+        let mut new = (*catalog).clone();
+        let mut batch = WriteBatch::new();
+        for (database, old_name, new_name) in renames {
+            check_name("view", new_name)?;
+            let def = new
+                .view(database, old_name)
+                .cloned()
+                .ok_or_else(|| Error::NoSuchTable {
+                    database: database.clone(),
+                    table: old_name.clone(),
+                })?;
+            let taken = new
+                .databases
+                .get(database)
+                .is_some_and(|t| t.keys().any(|k| k.eq_ignore_ascii_case(new_name)))
+                || new.view(database, new_name).is_some();
+            if taken {
+                return Err(Error::TableExists {
+                    database: database.clone(),
+                    table: new_name.clone(),
+                });
+            }
+            let mut moved = (*def).clone();
+            moved.name.clone_from(new_name);
+            batch.delete(DEFAULT_KEYSPACE_ID, &view_key(&def.database, &def.name))?;
+            batch.put(
+                DEFAULT_KEYSPACE_ID,
+                &view_key(&moved.database, &moved.name),
+                &encode_view(&moved),
+            )?;
+            let views = new.views.entry(def.database.clone()).or_default();
+            views.remove(&def.name);
+            views.insert(moved.name.clone(), Arc::new(moved));
+        }
+        // A batch applies in order: a key deleted and put again later (a swap) ends put.
+        self.inner.tdb.db().write(batch, &WriteOptions::sync())?;
+        self.inner.install(new);
+        Ok(())
+    }
+
     /// Drops the views `names` (database, name) in one synced write, or none of them:
     /// [`Error::NoSuchTable`] names the first that is not a view.
     pub fn drop_views(&self, names: &[(String, String)]) -> Result<()> {

@@ -1,7 +1,7 @@
 //! Views in the catalog (view.rs): they survive a reopen, share the table namespace, and each
 //! view DDL is atomic across crashes: a crash image taken at every sync point during CREATE,
-//! CREATE OR REPLACE, ALTER, DROP VIEW and DROP DATABASE reopens to the view as it was before
-//! the statement or after it.
+//! CREATE OR REPLACE, ALTER, DROP VIEW, RENAME and DROP DATABASE reopens to the view as it
+//! was before the statement or after it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -127,6 +127,24 @@ fn views_survive_reopen_and_share_the_table_namespace() {
         .write_view(view("a", "W", "SELECT 3"), ViewWrite::Alter)
         .unwrap();
     assert_eq!(store.catalog().view("a", "w").unwrap().name, "w");
+    // RENAME: applied in order (a swap), all or nothing, never onto a table's name.
+    store
+        .write_view(view("a", "x", "SELECT 'x'"), ViewWrite::Create)
+        .unwrap();
+    let rename = |a: &str, b: &str| ("a".to_string(), a.to_string(), b.to_string());
+    store
+        .rename_views(&[rename("w", "tmp"), rename("x", "w"), rename("tmp", "x")])
+        .unwrap();
+    assert!(store
+        .rename_views(&[rename("w", "y"), rename("x", "t")])
+        .is_err());
+    store.close().unwrap();
+    let store = open(&fs);
+    let catalog = store.catalog();
+    assert_eq!(catalog.view("a", "w").unwrap().query, "SELECT 'x'");
+    assert_eq!(catalog.view("a", "x").unwrap().query, "SELECT 3");
+    assert!(catalog.view("a", "y").is_none() && catalog.view("a", "tmp").is_none());
+    store.drop_views(&[("a".into(), "x".into())]).unwrap();
     // DROP VIEW of several is all or nothing.
     assert!(store
         .drop_views(&[("a".into(), "v".into()), ("a".into(), "nope".into())])
@@ -174,6 +192,14 @@ fn view_ddl_survives_a_crash_at_every_sync_point() {
             s.write_view(view("a", "v", "SELECT 4"), ViewWrite::Create)
                 .unwrap();
         }),
+        Box::new(|s| {
+            s.rename_views(&[("a".into(), "v".into(), "w".into())])
+                .unwrap();
+        }),
+        Box::new(|s| {
+            s.rename_views(&[("a".into(), "w".into(), "v".into())])
+                .unwrap();
+        }),
         Box::new(|s| s.drop_database("a").unwrap()),
     ];
     for (i, run) in steps.iter().enumerate() {
@@ -193,6 +219,8 @@ fn view_ddl_survives_a_crash_at_every_sync_point() {
         Some("SELECT 1"),
         Some("SELECT 2"),
         Some("SELECT 3"),
+        None,
+        Some("SELECT 4"),
         None,
         Some("SELECT 4"),
         None,
