@@ -299,8 +299,12 @@ fn show_index(
         _ => return Err(SqlError::syntax(&names.join(" "), 1)),
     };
     let catalog = session.instance().store.catalog();
-    let def = crate::bind::lookup_table(&catalog, &db, &t)
-        .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
+    // A view has no indexes: an empty result, as MySQL's.
+    let def = match crate::bind::lookup_table(&catalog, &db, &t) {
+        Some(def) => def,
+        None => crate::views::shape(session, &db, &t)?
+            .ok_or_else(|| SqlError::no_such_table(&db, &t))?,
+    };
     let mut rows = Vec::new();
     let mut add = |name: &str, unique: bool, columns: &[usize]| {
         for (seq, &c) in columns.iter().enumerate() {
