@@ -141,3 +141,8 @@ fn bulk_load() {
 fn views() {
     common::run_file("views");
 }
+
+#[test]
+fn timestamp() {
+    common::run_file("timestamp");
+}

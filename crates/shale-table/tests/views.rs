@@ -57,6 +57,7 @@ fn table(database: &str, name: &str) -> TableDef {
             nullable: true,
             default: None,
             auto_increment: false,
+            auto_timestamp: shale_table::AutoTimestamp::default(),
         }],
         primary_key: IndexDef {
             name: "PRIMARY".into(),
