@@ -214,7 +214,10 @@ pub(crate) fn run(
             };
             may_grant(session, &grants, *privs, &target)?;
             if let Target::Table(db, t) = &target {
-                if crate::bind::lookup_table(&store.catalog(), db, t).is_none() && grant {
+                let catalog = store.catalog();
+                let exists = crate::bind::lookup_table(&catalog, db, t).is_some()
+                    || catalog.view(db, t).is_some();
+                if !exists && grant {
                     txn.rollback();
                     return Err(SqlError::no_such_table(db, t));
                 }

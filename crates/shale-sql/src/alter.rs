@@ -566,6 +566,9 @@ pub(crate) fn rename_tables(
         let (to_db, to_name) = qualify(session, &r.new_name)?;
         names.push((db, name, to_db, to_name));
     }
+    if crate::views::rename(session, &names)? {
+        return sink.ok(&session.status());
+    }
     let instance = session.instance().clone();
     let borrowed: Vec<(&str, &str, &str, &str)> = names
         .iter()
@@ -645,7 +648,7 @@ impl ResultSink for Collected {
 /// The column CREATE TABLE ... SELECT makes of a result column, as `MySQL` types it: integer
 /// columns keep their width, integer expressions are BIGINT, strings VARCHAR of their
 /// length (TEXT past 16,383 characters), NULL `binary(0)`.
-fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
+pub(crate) fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
     use crate::result::ColumnTypeCode as C;
     let unsigned = meta.flags & crate::types::flags::UNSIGNED != 0;
     let collation = match meta.charset {

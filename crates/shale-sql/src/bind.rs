@@ -167,7 +167,7 @@ pub(crate) struct Binder<'a> {
     /// Select-list aliases, visible to HAVING and ORDER BY.
     aliases: Vec<(String, Expr, SqlType)>,
     /// Nesting depth of the expression being bound.
-    depth: usize,
+    pub(crate) depth: usize,
     /// Inside ON DUPLICATE KEY UPDATE: `VALUES(c)` is `Column(offset + c)`.
     values_offset: Option<usize>,
     /// The names of a multi-input FROM (from.rs), and the FROM itself.
@@ -187,6 +187,8 @@ pub(crate) struct Binder<'a> {
     /// working table it may read (recursive.rs).
     pub(crate) recursive_ctes: Vec<Rc<ast::Cte>>,
     pub(crate) working: Option<crate::recursive::WorkingRef>,
+    /// The views being expanded around this query, outermost first (views.rs: recursion).
+    pub(crate) views: Vec<(String, String)>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -224,6 +226,7 @@ impl<'a> Binder<'a> {
             windows: None,
             recursive_ctes: Vec::new(),
             working: None,
+            views: Vec::new(),
         }
     }
 
@@ -237,6 +240,7 @@ impl<'a> Binder<'a> {
         sub.recursive_ctes.clone_from(&self.recursive_ctes);
         sub.outer = outer;
         sub.depth = self.depth;
+        sub.views.clone_from(&self.views);
         sub
     }
 

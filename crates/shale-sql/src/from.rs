@@ -276,7 +276,7 @@ impl BoundFrom {
 type ConstraintParts = (Option<Expr>, Vec<usize>, Vec<usize>);
 
 /// A subtree being bound: its tree and what `*` shows of it.
-struct Bound {
+pub(crate) struct Bound {
     tree: JoinTree,
     star: Vec<usize>,
 }
@@ -296,7 +296,11 @@ impl Binder<'_> {
                 let is_cte = matches!(crate::bind::ident_name(name).as_slice(),
                     [n] if self.cte(n).is_some()
                         || self.working.as_ref().is_some_and(|w| w.name.eq_ignore_ascii_case(n)));
-                if args.is_none() && !is_cte && self.info_schema_table(name)?.is_none() {
+                if args.is_none()
+                    && !is_cte
+                    && self.info_schema_table(name)?.is_none()
+                    && !self.names_view(name)
+                {
                     let alias = alias.as_ref().map(|a| a.name.value.as_str());
                     self.table = Some(self.resolve_table(name, alias)?);
                     return Ok(());
@@ -540,6 +544,9 @@ impl Binder<'_> {
                         inputs,
                     );
                 }
+                if let Some(view) = self.expand_view(name)? {
+                    return self.push_view(view, alias_name, inputs);
+                }
                 let t = self.resolve_table(name, alias_name.as_deref())?;
                 let columns = Scope::of_table(&t).inputs.remove(0).columns;
                 let name = t.alias.clone();
@@ -598,7 +605,7 @@ impl Binder<'_> {
         r
     }
 
-    fn push_derived(
+    pub(crate) fn push_derived(
         &mut self,
         query: BoundQuery,
         name: String,

@@ -82,6 +82,7 @@ mod timestamp;
 mod types;
 mod value;
 mod variables;
+mod views;
 mod walk;
 mod window;
 

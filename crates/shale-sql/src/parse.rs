@@ -14,6 +14,10 @@
 //!    `HOUR_MINUTE`, ...), which sqlparser does not know, become the standard `DAY TO HOUR`
 //!    form it parses; `SECOND_MICROSECOND` becomes `MICROSECOND TO SECOND` (sqlparser reads
 //!    no `TO` after SECOND). builtin.rs maps both back.
+//! 6. `ALTER ALGORITHM=.. | DEFINER=.. | SQL SECURITY .. VIEW` (a whole statement), which
+//!    sqlparser does not parse, becomes `CREATE OR ALTER ...`, which views.rs runs as ALTER
+//!    VIEW. A CREATE VIEW ending in `WITH [CASCADED | LOCAL] CHECK OPTION` is 1235
+//!    (views.rs rule 3), not 1064.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -28,13 +32,21 @@ pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
         .with_recursion_limit(200)
         .try_with_sql(&text)
         .and_then(|mut p| p.parse_statements());
-    parsed.map_err(|e| syntax_error(&text, &e))
+    parsed.map_err(|e| {
+        if crate::views::has_check_option(&text) {
+            return SqlError::unsupported("WITH CHECK OPTION (views are not updatable)");
+        }
+        syntax_error(&text, &e)
+    })
 }
 
 /// Rules 1 to 3.
 pub(crate) fn preprocess(sql: &str) -> String {
     let text = interval_units(&executable_comments(sql));
-    if let Some(rewritten) = global_isolation(&text).or_else(|| consistent_snapshot(&text)) {
+    if let Some(rewritten) = global_isolation(&text)
+        .or_else(|| consistent_snapshot(&text))
+        .or_else(|| crate::views::alter_with_params(&text))
+    {
         return rewritten;
     }
     text

@@ -270,6 +270,13 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
         Statement::CreateTable(ct) => {
             needs.push(table_need(current, &ct.name, CREATE)?);
         }
+        // Views (views.rs rule 2): CREATE stands for MySQL's CREATE VIEW privilege, which
+        // Shale's grants do not have; OR REPLACE and ALTER also drop the old view.
+        Statement::CreateView(cv) => {
+            let privs = if cv.or_replace { CREATE | DROP } else { CREATE };
+            needs.push(table_need(current, &cv.name, privs)?);
+        }
+        Statement::AlterView(av) => needs.push(table_need(current, &av.name, CREATE | DROP)?),
         Statement::CreateIndex(ci) => needs.push(table_need(current, &ci.table_name, INDEX)?),
         // MySQL: ALTER TABLE needs ALTER, CREATE and INSERT on the table.
         Statement::AlterTable(at) => {
@@ -286,7 +293,7 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
             table,
             ..
         } => match object_type {
-            ast::ObjectType::Table => {
+            ast::ObjectType::Table | ast::ObjectType::View => {
                 for name in names {
                     needs.push(table_need(current, name, DROP)?);
                 }
@@ -529,7 +536,14 @@ mod tests {
                 global(SUPER | SYSTEM_VARIABLES_ADMIN),
             ),
             ("KILL 7", global(SUPER | CONNECTION_ADMIN)),
-            ("CREATE VIEW v AS SELECT 1", global(SUPER)),
+            ("CREATE VIEW v AS SELECT 1", vec![table(CREATE, "v")]),
+            (
+                "CREATE OR REPLACE VIEW v AS SELECT 1",
+                vec![table(CREATE | DROP, "v")],
+            ),
+            ("ALTER VIEW v AS SELECT 1", vec![table(CREATE | DROP, "v")]),
+            ("DROP VIEW v, w", vec![table(DROP, "v"), table(DROP, "w")]),
+            ("DROP TRIGGER tr", global(SUPER)),
         ];
         for (sql, expected) in cases {
             assert_eq!(needs(sql), expected, "{sql}");

@@ -683,6 +683,7 @@ impl Session {
         if !is_data {
             return Ok(Planned::Command(Box::new(stmt)));
         }
+        crate::views::refuse_write(self, &stmt)?;
         self.bind_touching(touched, |binder| {
             Ok(match &stmt {
                 Statement::Query(q) => {
@@ -1177,6 +1178,8 @@ impl Session {
                 table,
                 ..
             } => self.drop(*object_type, *if_exists, names, table.as_ref(), sink),
+            Statement::CreateView(cv) => crate::views::create_view(self, cv, sink),
+            Statement::AlterView(av) => crate::views::alter_view(self, av, sink),
             Statement::CreateTable(ct) if ct.like.is_some() => {
                 crate::alter::create_like(self, ct, sink)
             }
@@ -1319,6 +1322,7 @@ impl Session {
                 self.instance.bump_generation();
                 self.ok(sink, dropped)
             }
+            ast::ObjectType::View => crate::views::drop_views(self, if_exists, names, sink),
             ast::ObjectType::Table => {
                 let catalog = self.instance.store.catalog();
                 let mut missing = Vec::new();

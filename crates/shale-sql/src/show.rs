@@ -81,21 +81,23 @@ pub(crate) fn show(
             let catalog = session.instance().store.catalog();
             let virtual_tables =
                 crate::info_schema::is_database(&db).then(crate::info_schema::table_names);
-            let names: Vec<String> = match (&virtual_tables, catalog.databases.get(&db)) {
-                (Some(v), _) => v.clone(),
-                (None, Some(tables)) => tables.keys().cloned().collect(),
+            let mut names: Vec<(String, &str)> = match (&virtual_tables, catalog.databases.get(&db))
+            {
+                (Some(v), _) => v.iter().map(|n| (n.clone(), "SYSTEM VIEW")).collect(),
+                (None, Some(tables)) => tables.keys().map(|n| (n.clone(), "BASE TABLE")).collect(),
                 (None, None) => return Err(SqlError::unknown_database(&db)),
             };
-            let table_type = if virtual_tables.is_some() {
-                "SYSTEM VIEW"
-            } else {
-                "BASE TABLE"
-            };
+            names.extend(
+                crate::views::names(&catalog, &db)
+                    .into_iter()
+                    .map(|n| (n, "VIEW")),
+            );
+            names.sort();
             let rows: Vec<Vec<Value>> = names
                 .iter()
-                .filter(|n| matches(n, pattern.as_ref()))
-                .filter(|n| crate::privilege::shows_table(session, &db, n))
-                .map(|n| {
+                .filter(|(n, _)| matches(n, pattern.as_ref()))
+                .filter(|(n, _)| crate::privilege::shows_table(session, &db, n))
+                .map(|(n, table_type)| {
                     let mut r = vec![text(n)];
                     if *full {
                         r.push(text(table_type));
@@ -207,11 +209,18 @@ pub(crate) fn show(
             }
         }
         Statement::ShowCreate {
+            obj_type: ast::ShowCreateObject::View,
+            obj_name,
+        } => crate::views::show_create(session, obj_name, sink),
+        Statement::ShowCreate {
             obj_type: ast::ShowCreateObject::Table,
             obj_name,
         } => {
             let (db, name) = qualify(session, obj_name)?;
             let catalog = session.instance().store.catalog();
+            if catalog.view(&db, &name).is_some() {
+                return crate::views::show_create(session, obj_name, sink);
+            }
             let def = crate::bind::lookup_table(&catalog, &db, &name)
                 .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
             session.state_mut().warnings.clear();
@@ -290,8 +299,12 @@ fn show_index(
         _ => return Err(SqlError::syntax(&names.join(" "), 1)),
     };
     let catalog = session.instance().store.catalog();
-    let def = crate::bind::lookup_table(&catalog, &db, &t)
-        .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
+    // A view has no indexes: an empty result, as MySQL's.
+    let def = match crate::bind::lookup_table(&catalog, &db, &t) {
+        Some(def) => def,
+        None => crate::views::shape(session, &db, &t)?
+            .ok_or_else(|| SqlError::no_such_table(&db, &t))?,
+    };
     let mut rows = Vec::new();
     let mut add = |name: &str, unique: bool, columns: &[usize]| {
         for (seq, &c) in columns.iter().enumerate() {
@@ -354,8 +367,11 @@ fn describe(
 ) -> Result<(), SqlError> {
     let (db, t) = qualify(session, name)?;
     let catalog = session.instance().store.catalog();
-    let def = crate::bind::lookup_table(&catalog, &db, &t)
-        .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
+    let def = match crate::bind::lookup_table(&catalog, &db, &t) {
+        Some(def) => def,
+        None => crate::views::shape(session, &db, &t)?
+            .ok_or_else(|| SqlError::no_such_table(&db, &t))?,
+    };
     let mut rows = Vec::new();
     for (pos, c) in def.columns.iter().enumerate() {
         let key = if def.primary_key.columns.contains(&pos) {

@@ -138,6 +138,11 @@ fn bulk_load() {
 }
 
 #[test]
+fn views() {
+    common::run_file("views");
+}
+
+#[test]
 fn timestamp() {
     common::run_file("timestamp");
 }

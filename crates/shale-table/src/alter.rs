@@ -408,7 +408,7 @@ fn check_target(catalog: &Catalog, old: &TableDef, def: &TableDef) -> Result<()>
     let Some(tables) = catalog.databases.get(&def.database) else {
         return Err(Error::NoSuchDatabase(def.database.clone()));
     };
-    if tables.contains_key(&def.name) {
+    if tables.contains_key(&def.name) || catalog.view(&def.database, &def.name).is_some() {
         return Err(Error::TableExists {
             database: def.database.clone(),
             table: def.name.clone(),

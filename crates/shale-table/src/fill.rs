@@ -139,7 +139,7 @@ impl Store {
             .databases
             .get(&def.database)
             .ok_or_else(|| Error::NoSuchDatabase(def.database.clone()))?;
-        if tables.contains_key(&def.name) {
+        if tables.contains_key(&def.name) || catalog.view(&def.database, &def.name).is_some() {
             return Err(Error::TableExists {
                 database: def.database,
                 table: def.name,

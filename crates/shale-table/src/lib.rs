@@ -118,6 +118,7 @@ pub mod testing;
 mod txn;
 mod types;
 mod value;
+mod view;
 mod zone;
 
 pub use alter::{widens_losslessly, AlterMethod, ConvertFn, TableChange, MAX_PAST_VERSIONS};
@@ -138,3 +139,4 @@ pub use temporal::DateTime;
 pub use txn::{LockMode, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType};
 pub use value::Value;
+pub use view::{ViewAlgorithm, ViewDef, ViewSecurity, ViewWrite};

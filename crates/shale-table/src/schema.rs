@@ -116,6 +116,9 @@ impl TableDef {
 pub struct Catalog {
     /// Database name -> table name -> definition (names as created).
     pub databases: BTreeMap<String, BTreeMap<String, Arc<TableDef>>>,
+    /// Database name -> view name -> definition (view.rs); a database without views may
+    /// have no entry.
+    pub views: BTreeMap<String, BTreeMap<String, Arc<crate::view::ViewDef>>>,
 }
 
 impl Catalog {

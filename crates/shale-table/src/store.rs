@@ -179,6 +179,7 @@ impl Store {
         for def in tables.values() {
             drop_table_batch(&mut batch, def)?;
         }
+        crate::view::drop_database_views(&mut batch, &catalog, name)?;
         batch.delete(DEFAULT_KEYSPACE_ID, &system::database_key(name))?;
         self.inner.tdb.db().write(batch, &sync())?;
         for def in tables.values() {
@@ -189,6 +190,7 @@ impl Store {
         }
         let mut new = (*catalog).clone();
         new.databases.remove(name);
+        new.views.remove(name);
         self.inner.install(new);
         Ok(())
     }
@@ -203,7 +205,7 @@ impl Store {
             .databases
             .get(&def.database)
             .ok_or_else(|| Error::NoSuchDatabase(def.database.clone()))?;
-        if tables.contains_key(&def.name) {
+        if tables.contains_key(&def.name) || catalog.view(&def.database, &def.name).is_some() {
             return Err(Error::TableExists {
                 database: def.database,
                 table: def.name,
@@ -553,6 +555,7 @@ fn drop_table_batch(batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
 fn load_catalog(db: &shale_engine::Db, next_index_id: u32) -> Result<Catalog> {
     let mut catalog = Catalog::default();
     let mut tables = Vec::new();
+    let mut views = Vec::new();
     let (start, end) = system::system_range();
     let mut iter = db.iterator(ReadOptions {
         lower_bound: Some(start),
@@ -580,6 +583,7 @@ fn load_catalog(db: &shale_engine::Db, next_index_id: u32) -> Result<Catalog> {
                 }
                 tables.push(def);
             }
+            Some(&crate::view::TAG_VIEW) => views.push((key.to_vec(), value.to_vec())),
             _ => {}
         }
         iter.next();
@@ -593,6 +597,9 @@ fn load_catalog(db: &shale_engine::Db, next_index_id: u32) -> Result<Catalog> {
             )));
         };
         in_database.insert(def.name.clone(), Arc::new(def));
+    }
+    for (key, value) in views {
+        crate::view::load_view(&mut catalog, &key, &value)?;
     }
     Ok(catalog)
 }

@@ -3,7 +3,8 @@
 //! database, and into MariaDB, with equal table contents. mysqldump reads
 //! `information_schema`, SHOW TABLE STATUS, SHOW CREATE TABLE, SHOW TRIGGERS, LOCK TABLES and
 //! many `/*!NNNNN ... */` SET statements, so this is the proof that they answer as clients
-//! need.
+//! need. The database has views (a view of a view, a join, a column list, INVOKER), which the
+//! dump writes as placeholders first and as `CREATE ... VIEW` at the end.
 //!
 //! Skips (prints SKIPPED) without `mariadb-dump`/`mariadb`, or without `mariadbd` for the
 //! MariaDB half, except under CI=true, where .ci/run installs them and a missing one fails.
@@ -91,7 +92,11 @@ const SCHEMA: &str = "\
       price DECIMAL(10,2), added DATETIME, note TEXT, UNIQUE KEY uname (name), KEY kprice (price)); \
     CREATE TABLE tags (item_id INT NOT NULL, tag VARCHAR(20) NOT NULL, weight DOUBLE, \
       PRIMARY KEY (item_id, tag)); \
-    CREATE TABLE log (at DATE, msg VARCHAR(100), raw VARBINARY(16));";
+    CREATE TABLE log (at DATE, msg VARCHAR(100), raw VARBINARY(16)); \
+    CREATE VIEW priced AS SELECT name, price FROM items WHERE price IS NOT NULL; \
+    CREATE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW cheap (label) AS \
+      SELECT UPPER(name) FROM priced WHERE price < 5; \
+    CREATE VIEW tagged AS SELECT i.name, g.tag FROM items AS i JOIN tags AS g ON g.item_id = i.id;";
 
 const ROWS: &str = "\
     INSERT INTO items (name, price, added, note) VALUES \
@@ -109,6 +114,9 @@ fn contents(server: &Server, db: &str) -> String {
         ("items", "id"),
         ("tags", "item_id, tag"),
         ("log", "msg, at"),
+        ("priced", "name"),
+        ("cheap", "label"),
+        ("tagged", "name, tag"),
     ] {
         let rows = server
             .query(Some(db), &format!("SELECT * FROM {table} ORDER BY {order}"))
@@ -134,6 +142,7 @@ fn mysqldump_of_a_shale_database_loads_back_into_shale_and_mariadb() {
     // The default options (--opt: LOCK TABLES, extended inserts, /*!40101 SET ...*/ forms).
     let text = dump(&shale, "shop", &[]);
     assert!(text.contains("CREATE TABLE `items`"), "{text}");
+    assert!(text.contains("VIEW `cheap`"), "{text}");
     assert!(text.contains("INSERT INTO `items` VALUES"), "{text}");
     assert!(text.contains("-- Dump completed"), "{text}");
     // And the consistent form a DBA uses on a live server.

@@ -126,6 +126,7 @@ pub(super) fn tables(store: &Store) -> Result<Vec<Row>, SqlError> {
             out.push(table_row(db, def, &size));
         }
     }
+    out.extend(crate::views::info_schema_tables(store));
     Ok(out)
 }
 
@@ -304,43 +305,45 @@ pub(super) fn columns(store: &Store) -> Vec<Row> {
             ]);
         }
     }
-    for (db, tables) in &store.catalog().databases {
-        for def in tables.values() {
-            for (pos, c) in def.columns.iter().enumerate() {
-                let (data_type, max_len, octets, precision, scale, fsp) = type_parts(&c.ty);
-                let collation = collation_name(&c.ty);
-                let default = crate::timestamp::default_text(c)
-                    .or_else(|| c.default.as_ref().and_then(crate::value::as_text))
-                    .map_or(Value::Null, |d| text(&d));
-                out.push(vec![
-                    text(CATALOG),
-                    text(db),
-                    text(&def.name),
-                    text(&c.name),
-                    Value::UInt(pos as u64 + 1),
-                    default,
-                    text(if c.nullable { "YES" } else { "NO" }),
-                    text(data_type),
-                    max_len,
-                    octets,
-                    precision,
-                    scale,
-                    fsp,
-                    collation.map_or(Value::Null, |_| text("utf8mb4")),
-                    collation.map_or(Value::Null, text),
-                    text(&crate::ddl::type_text(&c.ty)),
-                    text(column_key(def, pos)),
-                    if c.auto_increment {
-                        text("auto_increment")
-                    } else {
-                        text(&crate::timestamp::extra_text(c))
-                    },
-                    text("select,insert,update,references"),
-                    text(""),
-                    text(""),
-                    Value::Null,
-                ]);
-            }
+    let catalog = store.catalog();
+    let tables = catalog.databases.values().flat_map(|t| t.values().cloned());
+    // Views' columns too, as their SELECT types them now (views.rs).
+    for def in tables.chain(crate::views::shapes(&catalog)) {
+        let db = &def.database;
+        for (pos, c) in def.columns.iter().enumerate() {
+            let (data_type, max_len, octets, precision, scale, fsp) = type_parts(&c.ty);
+            let collation = collation_name(&c.ty);
+            let default = crate::timestamp::default_text(c)
+                .or_else(|| c.default.as_ref().and_then(crate::value::as_text))
+                .map_or(Value::Null, |d| text(&d));
+            out.push(vec![
+                text(CATALOG),
+                text(db),
+                text(&def.name),
+                text(&c.name),
+                Value::UInt(pos as u64 + 1),
+                default,
+                text(if c.nullable { "YES" } else { "NO" }),
+                text(data_type),
+                max_len,
+                octets,
+                precision,
+                scale,
+                fsp,
+                collation.map_or(Value::Null, |_| text("utf8mb4")),
+                collation.map_or(Value::Null, text),
+                text(&crate::ddl::type_text(&c.ty)),
+                text(column_key(&def, pos)),
+                if c.auto_increment {
+                    text("auto_increment")
+                } else {
+                    text(&crate::timestamp::extra_text(c))
+                },
+                text("select,insert,update,references"),
+                text(""),
+                text(""),
+                Value::Null,
+            ]);
         }
     }
     out

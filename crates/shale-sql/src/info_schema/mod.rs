@@ -86,11 +86,10 @@ pub(crate) fn rows(table: InfoTable, store: &Store) -> Result<Vec<Vec<Value>>, S
         InfoTable::ShaleDdl => Ok(catalog_rows::shale_ddl(store)),
         InfoTable::ShaleKeyspaces => engine_rows::shale_keyspaces(store),
         InfoTable::ShaleCompactionStats => Ok(engine_rows::shale_compaction_stats(store)),
-        InfoTable::Views
-        | InfoTable::Routines
-        | InfoTable::Triggers
-        | InfoTable::Files
-        | InfoTable::Partitions => Ok(Vec::new()),
+        InfoTable::Views => Ok(crate::views::info_schema_views(store)),
+        InfoTable::Routines | InfoTable::Triggers | InfoTable::Files | InfoTable::Partitions => {
+            Ok(Vec::new())
+        }
     }
 }
 

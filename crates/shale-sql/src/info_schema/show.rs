@@ -9,8 +9,8 @@
 //! 2. SHOW TABLE STATUS, COLLATION and CHARACTER SET are SELECTs over the
 //!    `information_schema` tables with MySQL's SHOW column names, so `LIKE` and `WHERE`
 //!    (over those names) behave as for any query.
-//! 3. LOCK TABLES checks that each table exists (1146) and then locks nothing: Shale has no
-//!    table locks; a reader sees one snapshot per statement or transaction anyway.
+//! 3. LOCK TABLES checks that each table or view exists (1146) and then locks nothing: Shale
+//!    has no table locks; a reader sees one snapshot per statement or transaction anyway.
 
 use std::fmt::Write as _;
 
@@ -485,7 +485,8 @@ impl ShowCommand {
                         Some(d) => d.clone(),
                         None => session.current_db()?,
                     };
-                    if crate::bind::lookup_table(&catalog, &db, t).is_none() {
+                    let is_view = catalog.view(&db, t).is_some();
+                    if crate::bind::lookup_table(&catalog, &db, t).is_none() && !is_view {
                         return Err(SqlError::no_such_table(&db, t));
                     }
                 }

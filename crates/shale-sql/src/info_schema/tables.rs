@@ -71,7 +71,8 @@ pub(crate) enum InfoTable {
     Engines,
     Collations,
     CharacterSets,
-    /// Always empty: Shale has no views, routines, triggers, tablespace files or partitions
+    /// VIEWS lists the views (views.rs); the others are always empty: Shale has no routines,
+    /// triggers, tablespace files or partitions
     /// (tools query them, so they exist).
     Views,
     Routines,
