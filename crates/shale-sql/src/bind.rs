@@ -428,6 +428,9 @@ impl<'a> Binder<'a> {
                 data_type,
                 format: None,
             } => {
+                if *data_type == ast::DataType::JSON {
+                    return crate::json_funcs::bind_cast(self, expr);
+                }
                 let target = crate::cast::CastTarget::of(data_type)?;
                 let (e, _) = self.expr(expr)?;
                 (Expr::Cast(e.boxed(), target), target.result_type())
@@ -712,6 +715,9 @@ impl<'a> Binder<'a> {
         let (l, tl) = self.expr(left)?;
         let (r, tr) = self.expr(right)?;
         let cmp = |op: CmpOp| {
+            if let Some(json) = crate::json_funcs::bind_compare(op, (&l, &tl), (&r, &tr)) {
+                return json;
+            }
             let collation = pick_collation(&[&tl, &tr]);
             (
                 Expr::Cmp(op, l.clone().boxed(), r.clone().boxed(), collation),
@@ -752,6 +758,9 @@ impl<'a> Binder<'a> {
             B::Divide => arith(ArithOp::Div),
             B::MyIntegerDivide => arith(ArithOp::IntDiv),
             B::Modulo => arith(ArithOp::Mod),
+            B::Arrow | B::LongArrow => {
+                return crate::json_funcs::bind_arrow(l, &tl, r, *op == B::LongArrow)
+            }
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })
     }
@@ -760,6 +769,9 @@ impl<'a> Binder<'a> {
         let name = ident_name(&f.name).join(".").to_ascii_uppercase();
         if let Some(over) = &f.over {
             return self.window_call(f, &name, over);
+        }
+        if name == "JSON_VALUE" {
+            return crate::json_funcs::bind_json_value(self, f);
         }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
@@ -1532,6 +1544,11 @@ pub(crate) fn pick_collation(types: &[&SqlType]) -> Collation {
 pub(crate) fn unify(a: &SqlType, b: &SqlType) -> SqlType {
     match (a, b) {
         (SqlType::Null, t) | (t, SqlType::Null) => t.clone(),
+        (SqlType::Json, SqlType::Json) => SqlType::Json,
+        (SqlType::Json, _) | (_, SqlType::Json) => SqlType::Str {
+            collation: Collation::Utf8mb4Bin,
+            len: 65_535,
+        },
         (
             SqlType::Int {
                 unsigned: x,

@@ -136,3 +136,8 @@ fn multi_dml() {
 fn bulk_load() {
     common::run_file("bulk_load");
 }
+
+#[test]
+fn json() {
+    common::run_file("json");
+}

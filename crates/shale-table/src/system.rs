@@ -116,6 +116,8 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         ColumnType::Date => out.push(12),
         ColumnType::DateTime { fsp } => out.extend_from_slice(&[13, fsp]),
         ColumnType::Year => out.push(14),
+        // 32, not 15: leaves 15.. to the scalar types other branches add.
+        ColumnType::Json => out.push(32),
     }
 }
 
@@ -183,6 +185,7 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             ColumnType::DateTime { fsp }
         }
         14 => ColumnType::Year,
+        32 => ColumnType::Json,
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
 }

@@ -58,6 +58,9 @@ pub enum ColumnType {
     Text {
         collation: Collation,
     },
+    /// JSON: a document stored as its normalized text (docs/format/rows.md, "JSON");
+    /// shale-sql validates and normalizes it before it reaches the table layer.
+    Json,
 }
 
 /// What kind of value a column holds, as the encoders see it.
@@ -94,6 +97,7 @@ impl ColumnType {
             ColumnType::Char { collation, .. }
             | ColumnType::VarChar { collation, .. }
             | ColumnType::Text { collation } => Kind::String(collation),
+            ColumnType::Json => Kind::String(Collation::Binary),
         }
     }
 }

@@ -216,6 +216,7 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
         ),
         ColumnType::Date => ("date", n.clone(), n.clone(), n.clone(), n, Value::Null),
         ColumnType::Year => ("year", n.clone(), n.clone(), n.clone(), n, Value::Null),
+        ColumnType::Json => ("json", n.clone(), n.clone(), n.clone(), n, Value::Null),
         ColumnType::DateTime { fsp } => (
             "datetime",
             n.clone(),

@@ -1,0 +1,761 @@
+//! The JSON functions and operators: binding (names, argument counts, which arguments are
+//! documents and which are SQL values, result types) and evaluation over json.rs's values.
+//!
+//! Rules:
+//! 1. A JSON-typed expression yields its normalized text (`Value::Bytes`); its static type
+//!    `SqlType::Json` is what makes it a document. Where a function takes a *value*
+//!    (JSON_ARRAY's elements, JSON_OBJECT's values, JSON_SET's new values, a comparison with a
+//!    JSON operand), binding wraps each argument that is not JSON-typed in
+//!    [`JsonFunc::FromSql`], so a string becomes a JSON string (`JSON_ARRAY('[1]')` is
+//!    `["[1]"]`) while a document stays a document (`JSON_ARRAY(CAST('[1]' AS JSON))` is
+//!    `[[1]]`). SQL NULL as a value is JSON `null`.
+//! 2. Where a function takes a *document* (JSON_EXTRACT's first argument, JSON_CONTAINS's
+//!    two, ...), a string is parsed as JSON text: 3141 naming the function and the 1-based
+//!    argument when it is not JSON; a number or date there is 3146. SQL NULL gives NULL.
+//! 3. Paths are parsed per row (json_path.rs); a bad path is 3143, a wildcard where one value
+//!    must be named 3149, a NULL path makes the result NULL.
+//! 4. JSON_EXTRACT gives the one match of a single wildcard-free path, else an array of all
+//!    matches; no match is NULL. `a->p` is JSON_EXTRACT(a, p), `a->>p` is
+//!    JSON_UNQUOTE(JSON_EXTRACT(a, p)).
+//! 5. Comparisons with a JSON operand compare as JSON (json.rs `compare`).
+
+use std::cmp::Ordering;
+
+use shale_table::{Collation, Value};
+use sqlparser::ast;
+
+use crate::bind::Binder;
+use crate::builtin::Builtin;
+use crate::cast::CastTarget;
+use crate::error::SqlError;
+use crate::expr::{CmpOp, Expr, Func};
+use crate::json::{self, Json};
+use crate::json_path::{self, JsonPath, Write};
+use crate::types::SqlType;
+
+/// What JSON_VALUE's RETURNING clause asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Returning {
+    /// No clause: the unquoted text (VARCHAR(512)).
+    Text,
+    Double,
+    Json,
+    Cast(CastTarget),
+}
+
+/// A JSON function, with what binding fixed about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JsonFunc {
+    /// An SQL value as a JSON scalar (rule 1).
+    FromSql,
+    /// A truth value (TRUE, FALSE, a comparison: binding's one-digit signed type) as JSON
+    /// `true`/`false`, as MySQL puts booleans into documents.
+    FromBool,
+    /// CAST(x AS JSON): text parsed as a document, other values as scalars.
+    Cast,
+    Extract,
+    /// JSON_UNQUOTE, and `->>` over an extraction.
+    Unquote,
+    Object,
+    Array,
+    Contains,
+    /// JSON_CONTAINS_PATH; `true` when every path must exist (`'all'`), bound from a constant
+    /// or checked per row.
+    ContainsPath,
+    Value(Returning),
+    Valid,
+    Type,
+    Length,
+    Depth,
+    Keys,
+    Write(Write),
+    Remove,
+    Quote,
+    /// A comparison with a JSON operand (rule 5); both arguments are documents.
+    Compare(CmpOp),
+}
+
+fn json_type() -> SqlType {
+    SqlType::Json
+}
+
+fn int_type() -> SqlType {
+    SqlType::Int {
+        unsigned: false,
+        len: 21,
+    }
+}
+
+fn text_type(len: u32) -> SqlType {
+    SqlType::Str {
+        collation: Collation::Utf8mb4Bin,
+        len,
+    }
+}
+
+fn call(f: JsonFunc, args: Vec<Expr>) -> Expr {
+    Expr::Func(Func::Builtin(Builtin::Json(f)), args)
+}
+
+/// Rule 1: an argument in a value position.
+fn as_json_value(e: Expr, t: &SqlType) -> Expr {
+    match t {
+        SqlType::Json => e,
+        SqlType::Int {
+            unsigned: false,
+            len: 1,
+        } => call(JsonFunc::FromBool, vec![e]),
+        _ => call(JsonFunc::FromSql, vec![e]),
+    }
+}
+
+/// Rule 2's type check of a document argument (`arg` 1-based).
+fn check_document(t: &SqlType, arg: usize, function: &str) -> Result<(), SqlError> {
+    match t {
+        SqlType::Json | SqlType::Str { .. } | SqlType::Null => Ok(()),
+        _ => Err(SqlError::new(
+            3146,
+            "22032",
+            format!(
+                "Invalid data type for JSON data in argument {arg} to function {}; a JSON \
+                 string or JSON type is required.",
+                function.to_ascii_lowercase()
+            ),
+        )),
+    }
+}
+
+fn wrong_count(name: &str) -> SqlError {
+    SqlError::new(
+        1582,
+        "42000",
+        format!("Incorrect parameter count in the call to native function '{name}'"),
+    )
+}
+
+/// Argument counts; None for a name that is not a JSON function.
+fn arity(name: &str) -> Option<(usize, usize)> {
+    Some(match name {
+        "JSON_EXTRACT" | "JSON_REMOVE" => (2, usize::MAX),
+        "JSON_UNQUOTE" | "JSON_VALID" | "JSON_TYPE" | "JSON_DEPTH" | "JSON_QUOTE" => (1, 1),
+        "JSON_OBJECT" | "JSON_ARRAY" => (0, usize::MAX),
+        "JSON_CONTAINS" => (2, 3),
+        "JSON_VALUE" => (2, 2),
+        "JSON_LENGTH" | "JSON_KEYS" => (1, 2),
+        "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_CONTAINS_PATH" => (3, usize::MAX),
+        _ => return None,
+    })
+}
+
+/// Binds a JSON function call; None when `name` is none.
+pub(crate) fn bind(
+    binder: &mut Binder<'_>,
+    name: &str,
+    args: &[&ast::Expr],
+) -> Option<Result<(Expr, SqlType), SqlError>> {
+    let (min, max) = arity(name)?;
+    Some(bind_known(binder, name, args, min, max, Returning::Text))
+}
+
+fn bind_known(
+    binder: &mut Binder<'_>,
+    name: &str,
+    args: &[&ast::Expr],
+    min: usize,
+    max: usize,
+    returning: Returning,
+) -> Result<(Expr, SqlType), SqlError> {
+    if args.len() < min || args.len() > max {
+        return Err(wrong_count(name));
+    }
+    let mut bound = Vec::with_capacity(args.len());
+    let mut types = Vec::with_capacity(args.len());
+    for a in args {
+        let (e, t) = binder.expr(a)?;
+        bound.push(e);
+        types.push(t);
+    }
+    let documents = match name {
+        "JSON_CONTAINS" => 2,
+        "JSON_EXTRACT" | "JSON_CONTAINS_PATH" | "JSON_VALUE" | "JSON_LENGTH" | "JSON_DEPTH"
+        | "JSON_KEYS" | "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_REMOVE"
+        | "JSON_TYPE" => 1,
+        _ => 0,
+    };
+    for (i, t) in types.iter().enumerate().take(documents) {
+        check_document(t, i + 1, name)?;
+    }
+    let (f, t) = match name {
+        "JSON_EXTRACT" => (JsonFunc::Extract, json_type()),
+        "JSON_UNQUOTE" => (JsonFunc::Unquote, text_type(65_535)),
+        "JSON_OBJECT" => {
+            if bound.len() % 2 == 1 {
+                return Err(wrong_count(name));
+            }
+            bound = bound
+                .into_iter()
+                .zip(&types)
+                .enumerate()
+                .map(|(i, (e, t))| if i % 2 == 1 { as_json_value(e, t) } else { e })
+                .collect();
+            (JsonFunc::Object, json_type())
+        }
+        "JSON_ARRAY" => {
+            bound = bound
+                .into_iter()
+                .zip(&types)
+                .map(|(e, t)| as_json_value(e, t))
+                .collect();
+            (JsonFunc::Array, json_type())
+        }
+        "JSON_CONTAINS" => (JsonFunc::Contains, int_type()),
+        "JSON_CONTAINS_PATH" => (JsonFunc::ContainsPath, int_type()),
+        "JSON_VALUE" => {
+            let t = match returning {
+                Returning::Text => text_type(512),
+                Returning::Double => SqlType::Double,
+                Returning::Json => json_type(),
+                Returning::Cast(c) => c.result_type(),
+            };
+            (JsonFunc::Value(returning), t)
+        }
+        "JSON_VALID" => (JsonFunc::Valid, int_type()),
+        "JSON_TYPE" => (JsonFunc::Type, text_type(16)),
+        "JSON_LENGTH" => (JsonFunc::Length, int_type()),
+        "JSON_DEPTH" => (JsonFunc::Depth, int_type()),
+        "JSON_KEYS" => (JsonFunc::Keys, json_type()),
+        "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" => {
+            if bound.len() % 2 == 0 {
+                return Err(wrong_count(name));
+            }
+            bound = bound
+                .into_iter()
+                .zip(&types)
+                .enumerate()
+                .map(|(i, (e, t))| {
+                    if i > 0 && i % 2 == 0 {
+                        as_json_value(e, t)
+                    } else {
+                        e
+                    }
+                })
+                .collect();
+            let mode = match name {
+                "JSON_SET" => Write::Set,
+                "JSON_INSERT" => Write::Insert,
+                _ => Write::Replace,
+            };
+            (JsonFunc::Write(mode), json_type())
+        }
+        "JSON_REMOVE" => (JsonFunc::Remove, json_type()),
+        "JSON_QUOTE" => {
+            if !matches!(types[0], SqlType::Str { .. } | SqlType::Null) {
+                return Err(SqlError::new(
+                    3064,
+                    "HY000",
+                    "Incorrect type for argument 1 in function json_quote.",
+                ));
+            }
+            (JsonFunc::Quote, text_type(65_535))
+        }
+        _ => return Err(SqlError::internal(format!("json function {name}"))),
+    };
+    Ok((call(f, bound), t))
+}
+
+/// `JSON_VALUE(doc, path RETURNING type)`: the function call whose argument list carries the
+/// RETURNING clause sqlparser parses.
+pub(crate) fn bind_json_value(
+    binder: &mut Binder<'_>,
+    f: &ast::Function,
+) -> Result<(Expr, SqlType), SqlError> {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return Err(wrong_count("JSON_VALUE"));
+    };
+    let mut returning = Returning::Text;
+    for clause in &list.clauses {
+        match clause {
+            ast::FunctionArgumentClause::JsonReturningClause(r) => {
+                returning = match &r.data_type {
+                    ast::DataType::JSON => Returning::Json,
+                    ast::DataType::Double(_)
+                    | ast::DataType::DoublePrecision
+                    | ast::DataType::Float(_)
+                    | ast::DataType::Real => Returning::Double,
+                    other => Returning::Cast(CastTarget::of(other)?),
+                };
+            }
+            other => return Err(SqlError::unsupported(format!("JSON_VALUE ... {other}"))),
+        }
+    }
+    let mut args = Vec::new();
+    for a in &list.args {
+        match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => args.push(e),
+            _ => return Err(SqlError::unsupported(f.to_string())),
+        }
+    }
+    bind_known(binder, "JSON_VALUE", &args, 2, 2, returning)
+}
+
+/// `CAST(x AS JSON)`.
+pub(crate) fn bind_cast(
+    binder: &mut Binder<'_>,
+    x: &ast::Expr,
+) -> Result<(Expr, SqlType), SqlError> {
+    let (e, t) = binder.expr(x)?;
+    let e = match t {
+        SqlType::Json => e,
+        SqlType::Str { .. } | SqlType::Null => call(JsonFunc::Cast, vec![e]),
+        other => as_json_value(e, &other),
+    };
+    Ok((e, json_type()))
+}
+
+/// `left -> path` and `left ->> path` (rule 4).
+pub(crate) fn bind_arrow(
+    left: Expr,
+    left_type: &SqlType,
+    path: Expr,
+    unquote: bool,
+) -> Result<(Expr, SqlType), SqlError> {
+    check_document(left_type, 1, "json_extract")?;
+    let extract = call(JsonFunc::Extract, vec![left, path]);
+    Ok(if unquote {
+        (call(JsonFunc::Unquote, vec![extract]), text_type(65_535))
+    } else {
+        (extract, json_type())
+    })
+}
+
+/// A comparison where either operand is JSON-typed (rule 5); None when neither is.
+pub(crate) fn bind_compare(
+    op: CmpOp,
+    (l, tl): (&Expr, &SqlType),
+    (r, tr): (&Expr, &SqlType),
+) -> Option<(Expr, SqlType)> {
+    if *tl != SqlType::Json && *tr != SqlType::Json {
+        return None;
+    }
+    let args = vec![as_json_value(l.clone(), tl), as_json_value(r.clone(), tr)];
+    Some((
+        call(JsonFunc::Compare(op), args),
+        SqlType::Int {
+            unsigned: false,
+            len: 1,
+        },
+    ))
+}
+
+/// The lowercase name MySQL's messages use.
+fn message_name(f: JsonFunc) -> &'static str {
+    match f {
+        JsonFunc::FromSql | JsonFunc::FromBool | JsonFunc::Compare(_) | JsonFunc::Value(_) => {
+            "json_value"
+        }
+        JsonFunc::Cast => "cast_as_json",
+        JsonFunc::Extract => "json_extract",
+        JsonFunc::Unquote => "json_unquote",
+        JsonFunc::Object => "json_object",
+        JsonFunc::Array => "json_array",
+        JsonFunc::Contains => "json_contains",
+        JsonFunc::ContainsPath => "json_contains_path",
+        JsonFunc::Valid => "json_valid",
+        JsonFunc::Type => "json_type",
+        JsonFunc::Length => "json_length",
+        JsonFunc::Depth => "json_depth",
+        JsonFunc::Keys => "json_keys",
+        JsonFunc::Write(Write::Set) => "json_set",
+        JsonFunc::Write(Write::Insert) => "json_insert",
+        JsonFunc::Write(Write::Replace) => "json_replace",
+        JsonFunc::Remove => "json_remove",
+        JsonFunc::Quote => "json_quote",
+    }
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        other => crate::value::display(other),
+    }
+}
+
+fn path_of(v: &Value) -> Result<JsonPath, SqlError> {
+    JsonPath::parse(&text_of(v))
+}
+
+/// 3149.
+fn no_wildcards(path: &JsonPath) -> Result<(), SqlError> {
+    if path.has_wildcard() {
+        return Err(SqlError::new(
+            3149,
+            "42000",
+            "In this situation, path expressions may not contain the * and ** tokens or an \
+             array range.",
+        ));
+    }
+    Ok(())
+}
+
+/// MySQL's containment (JSON_CONTAINS).
+fn contains(target: &Json, candidate: &Json) -> bool {
+    match (target, candidate) {
+        // A candidate array: each element in some element of the target; a candidate
+        // non-array: in some element.
+        (Json::Array(t), Json::Array(c)) => c.iter().all(|x| t.iter().any(|y| contains(y, x))),
+        (Json::Array(t), c) => t.iter().any(|y| contains(y, c)),
+        (Json::Object(t), Json::Object(c)) => c.iter().all(|(k, v)| {
+            t.binary_search_by(|(x, _)| json::key_order(x, k))
+                .is_ok_and(|i| contains(&t[i].1, v))
+        }),
+        (t, c) => json::compare(t, c) == Ordering::Equal && same_kind(t, c),
+    }
+}
+
+/// Scalars of different kinds (a number and a string) never contain each other.
+fn same_kind(a: &Json, b: &Json) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b) || (is_number(a) && is_number(b))
+}
+
+fn is_number(j: &Json) -> bool {
+    matches!(
+        j,
+        Json::Int(_) | Json::UInt(_) | Json::Double(_) | Json::Decimal(_)
+    )
+}
+
+/// Evaluates a JSON function over its evaluated arguments.
+#[allow(clippy::too_many_lines)] // one arm per function
+pub(crate) fn eval(f: JsonFunc, vals: &[Value]) -> Result<Value, SqlError> {
+    let name = message_name(f);
+    let null = Value::Null;
+    let arg = |i: usize| vals.get(i).unwrap_or(&null);
+    // Rule 2: a document argument (None for SQL NULL).
+    let document = |i: usize| -> Result<Option<Json>, SqlError> {
+        match arg(i) {
+            Value::Null => Ok(None),
+            v => json::from_json_value(v, i + 1, name).map(Some),
+        }
+    };
+    // Rule 1: a value argument (already JSON text; SQL NULL is JSON null).
+    let value = |i: usize| -> Result<Json, SqlError> {
+        match arg(i) {
+            Value::Null => Ok(Json::Null),
+            v => json::from_json_value(v, i + 1, name),
+        }
+    };
+    let any_null = |from: usize| vals.iter().skip(from).any(|v| matches!(v, Value::Null));
+    Ok(match f {
+        JsonFunc::FromSql => match arg(0) {
+            Value::Null => Value::Null,
+            v => json::to_value(&json::from_sql(v)),
+        },
+        JsonFunc::FromBool => match crate::value::truth(arg(0)) {
+            None => Value::Null,
+            Some(b) => json::to_value(&Json::Bool(b)),
+        },
+        JsonFunc::Cast => match document(0)? {
+            None => Value::Null,
+            Some(j) => json::to_value(&j),
+        },
+        JsonFunc::Extract => {
+            let Some(doc) = document(0)? else {
+                return Ok(Value::Null);
+            };
+            if any_null(1) {
+                return Ok(Value::Null);
+            }
+            let paths = vals[1..]
+                .iter()
+                .map(path_of)
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut found: Vec<Json> = Vec::new();
+            for p in &paths {
+                found.extend(p.find(&doc).into_iter().cloned());
+            }
+            if paths.len() == 1 && !paths[0].has_wildcard() {
+                found.pop().map_or(Value::Null, |j| json::to_value(&j))
+            } else if found.is_empty() {
+                Value::Null
+            } else {
+                json::to_value(&Json::Array(found))
+            }
+        }
+        JsonFunc::Unquote => match arg(0) {
+            Value::Null => Value::Null,
+            v => {
+                let text = text_of(v);
+                if text.len() >= 2 && text.starts_with('"') && text.ends_with('"') {
+                    match json::parse(&text) {
+                        Ok(j) => Value::Bytes(j.unquoted().into_bytes()),
+                        Err(e) => return Err(json::bad_argument(&e, 1, name)),
+                    }
+                } else {
+                    Value::Bytes(text.into_bytes())
+                }
+            }
+        },
+        JsonFunc::Object => {
+            let mut members = Vec::with_capacity(vals.len() / 2);
+            for i in (0..vals.len()).step_by(2) {
+                let key = match arg(i) {
+                    Value::Null => {
+                        return Err(SqlError::new(
+                            3158,
+                            "22032",
+                            "JSON documents may not contain NULL member names.",
+                        ))
+                    }
+                    k => text_of(k),
+                };
+                members.push((key, value(i + 1)?));
+            }
+            json::to_value(&Json::object(members))
+        }
+        JsonFunc::Array => {
+            let items = (0..vals.len()).map(value).collect::<Result<Vec<_>, _>>()?;
+            let a = Json::Array(items);
+            if a.depth() > json::MAX_DEPTH {
+                return Err(json::too_deep());
+            }
+            json::to_value(&a)
+        }
+        JsonFunc::Contains => {
+            let (Some(target), Some(candidate)) = (document(0)?, document(1)?) else {
+                return Ok(Value::Null);
+            };
+            let target = match vals.get(2) {
+                None => target,
+                Some(Value::Null) => return Ok(Value::Null),
+                Some(p) => {
+                    let p = path_of(p)?;
+                    no_wildcards(&p)?;
+                    match p.find(&target).first() {
+                        Some(t) => (*t).clone(),
+                        None => return Ok(Value::Null),
+                    }
+                }
+            };
+            Value::Int(i64::from(contains(&target, &candidate)))
+        }
+        JsonFunc::ContainsPath => {
+            let Some(doc) = document(0)? else {
+                return Ok(Value::Null);
+            };
+            if any_null(1) {
+                return Ok(Value::Null);
+            }
+            let all = match text_of(arg(1)).to_ascii_lowercase().as_str() {
+                "all" => true,
+                "one" => false,
+                _ => {
+                    return Err(SqlError::new(
+                        3154,
+                        "42000",
+                        "The oneOrAll argument to json_contains_path may take these values: \
+                         'one' or 'all'.",
+                    ))
+                }
+            };
+            let paths = vals[2..]
+                .iter()
+                .map(path_of)
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut hits = paths.iter().map(|p| !p.find(&doc).is_empty());
+            let r = if all {
+                hits.all(|h| h)
+            } else {
+                hits.any(|h| h)
+            };
+            Value::Int(i64::from(r))
+        }
+        JsonFunc::Value(returning) => {
+            let Some(doc) = document(0)? else {
+                return Ok(Value::Null);
+            };
+            if any_null(1) {
+                return Ok(Value::Null);
+            }
+            let p = path_of(arg(1))?;
+            no_wildcards(&p)?;
+            let found = p.find(&doc);
+            let Some(j) = found.first() else {
+                return Ok(Value::Null);
+            };
+            // NULL ON ERROR, MySQL's default: a non-scalar is NULL unless JSON is asked for.
+            match (returning, j) {
+                (Returning::Json, j) => json::to_value(j),
+                (_, Json::Array(_) | Json::Object(_) | Json::Null) => Value::Null,
+                (Returning::Text, j) => Value::Bytes(j.unquoted().into_bytes()),
+                (Returning::Double, j) => match j {
+                    Json::Bool(b) => Value::Double(f64::from(u8::from(*b))),
+                    other => Value::Double(crate::value::str_to_f64(other.unquoted().as_bytes())),
+                },
+                (Returning::Cast(c), j) => {
+                    let v = match j {
+                        Json::Int(i) => Value::Int(*i),
+                        Json::UInt(u) => Value::UInt(*u),
+                        Json::Double(d) => Value::Double(*d),
+                        Json::Bool(b) => Value::Int(i64::from(*b)),
+                        other => Value::Bytes(other.unquoted().into_bytes()),
+                    };
+                    crate::cast::cast(&v, c)
+                }
+            }
+        }
+        JsonFunc::Valid => match arg(0) {
+            Value::Null => Value::Null,
+            Value::Bytes(b) => Value::Int(i64::from(
+                std::str::from_utf8(b).is_ok_and(|s| json::parse(s).is_ok()),
+            )),
+            _ => Value::Int(0),
+        },
+        JsonFunc::Type => match document(0)? {
+            None => Value::Null,
+            Some(j) => Value::Bytes(j.type_name().as_bytes().to_vec()),
+        },
+        JsonFunc::Length | JsonFunc::Keys => {
+            let Some(doc) = document(0)? else {
+                return Ok(Value::Null);
+            };
+            let target = match vals.get(1) {
+                None => doc,
+                Some(Value::Null) => return Ok(Value::Null),
+                Some(p) => {
+                    let p = path_of(p)?;
+                    no_wildcards(&p)?;
+                    match p.find(&doc).first() {
+                        Some(t) => (*t).clone(),
+                        None => return Ok(Value::Null),
+                    }
+                }
+            };
+            match (f, &target) {
+                (JsonFunc::Keys, Json::Object(m)) => json::to_value(&Json::Array(
+                    m.iter().map(|(k, _)| Json::String(k.clone())).collect(),
+                )),
+                (JsonFunc::Keys, _) => Value::Null,
+                (_, Json::Array(a)) => Value::Int(a.len() as i64),
+                (_, Json::Object(m)) => Value::Int(m.len() as i64),
+                _ => Value::Int(1),
+            }
+        }
+        JsonFunc::Depth => match document(0)? {
+            None => Value::Null,
+            Some(j) => Value::Int(j.depth() as i64),
+        },
+        JsonFunc::Write(mode) => {
+            let Some(mut doc) = document(0)? else {
+                return Ok(Value::Null);
+            };
+            for i in (1..vals.len()).step_by(2) {
+                if matches!(arg(i), Value::Null) {
+                    return Ok(Value::Null);
+                }
+                let p = path_of(arg(i))?;
+                no_wildcards(&p)?;
+                json_path::write(&mut doc, &p, value(i + 1)?, mode);
+            }
+            if doc.depth() > json::MAX_DEPTH {
+                return Err(json::too_deep());
+            }
+            json::to_value(&doc)
+        }
+        JsonFunc::Remove => {
+            let Some(mut doc) = document(0)? else {
+                return Ok(Value::Null);
+            };
+            if any_null(1) {
+                return Ok(Value::Null);
+            }
+            for p in &vals[1..] {
+                let p = path_of(p)?;
+                no_wildcards(&p)?;
+                if p.legs.is_empty() {
+                    return Err(SqlError::new(
+                        3153,
+                        "42000",
+                        "The path expression '$' is not allowed in this context.",
+                    ));
+                }
+                json_path::remove(&mut doc, &p);
+            }
+            json::to_value(&doc)
+        }
+        JsonFunc::Quote => match arg(0) {
+            Value::Null => Value::Null,
+            v => json::to_value(&Json::String(text_of(v))),
+        },
+        JsonFunc::Compare(op) => {
+            let (a, b) = (arg(0), arg(1));
+            let r = match (a, b) {
+                (Value::Null, Value::Null) if op == CmpOp::NullSafeEq => Some(true),
+                (Value::Null, _) | (_, Value::Null) if op == CmpOp::NullSafeEq => Some(false),
+                (Value::Null, _) | (_, Value::Null) => None,
+                _ => {
+                    let o = json::compare(&value(0)?, &value(1)?);
+                    Some(match op {
+                        CmpOp::Eq | CmpOp::NullSafeEq => o == Ordering::Equal,
+                        CmpOp::Ne => o != Ordering::Equal,
+                        CmpOp::Lt => o == Ordering::Less,
+                        CmpOp::Le => o != Ordering::Greater,
+                        CmpOp::Gt => o == Ordering::Greater,
+                        CmpOp::Ge => o != Ordering::Less,
+                    })
+                }
+            };
+            crate::value::from_bool(r)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Value {
+        Value::Bytes(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn containment_follows_mysql_docs() {
+        let doc = r#"{"a": 1, "b": 2, "c": {"d": 4}}"#;
+        let cases = [
+            (doc, "1", Some("$.a"), 1),
+            (doc, "1", Some("$.b"), 0),
+            (doc, r#"{"d": 4}"#, Some("$.a"), 0),
+            (doc, r#"{"d": 4}"#, Some("$.c"), 1),
+            ("[1, 2, [3, 4]]", "[1, 3]", None, 1),
+            ("[1, 2, [3, 4]]", "[1, 5]", None, 0),
+            ("[1, 2]", "\"1\"", None, 0),
+        ];
+        for (target, candidate, path, want) in cases {
+            let mut vals = vec![b(target), b(candidate)];
+            if let Some(p) = path {
+                vals.push(b(p));
+            }
+            assert_eq!(
+                eval(JsonFunc::Contains, &vals).unwrap(),
+                Value::Int(want),
+                "{target} {candidate} {path:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_name_function_and_argument() {
+        let e = eval(JsonFunc::Extract, &[b("{\"a\":"), b("$.a")]).unwrap_err();
+        assert_eq!(e.code, 3141);
+        assert_eq!(
+            e.message,
+            "Invalid JSON text in argument 1 to function json_extract: \"Invalid value.\" at \
+             position 5."
+        );
+        let e = eval(JsonFunc::Extract, &[b("{}"), b("$.")]).unwrap_err();
+        assert_eq!(e.code, 3143);
+        let e = eval(JsonFunc::Write(Write::Set), &[b("{}"), b("$.*"), b("1")]).unwrap_err();
+        assert_eq!(e.code, 3149);
+        let e = eval(JsonFunc::Remove, &[b("{}"), b("$")]).unwrap_err();
+        assert_eq!(e.code, 3153);
+    }
+}
