@@ -1010,6 +1010,7 @@ impl<'a> Binder<'a> {
                     r?
                 }
             };
+            let (expr, t) = crate::json_funcs::sort_key(expr, t);
             keys.push(SortKey {
                 expr,
                 desc,

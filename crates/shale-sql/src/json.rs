@@ -230,6 +230,45 @@ pub(crate) fn compare(a: &Json, b: &Json) -> Ordering {
     }
 }
 
+/// Bytes whose order is [`compare`]'s (ORDER BY over JSON): the type's rank, then numbers
+/// as order-preserving doubles (integers past 2^53 round), strings and object texts with
+/// 0x00 escaped as 0x00 0xFF and ended by 0x00 0x00, array elements each encoded then
+/// 0x00 (so a prefix sorts first), booleans one byte.
+pub(crate) fn sort_key(j: &Json, out: &mut Vec<u8>) {
+    fn escaped(s: &str, out: &mut Vec<u8>) {
+        for &b in s.as_bytes() {
+            out.push(b);
+            if b == 0 {
+                out.push(0xFF);
+            }
+        }
+        out.extend_from_slice(&[0, 0]);
+    }
+    out.push(j.rank() + 1);
+    match j {
+        Json::Null => {}
+        Json::Bool(b) => out.push(u8::from(*b)),
+        Json::String(s) => escaped(s, out),
+        Json::Object(_) => escaped(&j.to_text(), out),
+        Json::Array(a) => {
+            for x in a {
+                sort_key(x, out);
+            }
+            out.push(0);
+        }
+        number => {
+            let d = number.as_f64().unwrap_or(0.0) + 0.0; // -0.0 sorts as 0.0
+            let bits = d.to_bits();
+            let ordered = if d.is_sign_negative() {
+                !bits
+            } else {
+                bits | (1 << 63)
+            };
+            out.extend_from_slice(&ordered.to_be_bytes());
+        }
+    }
+}
+
 /// A double as MySQL prints it in a document: the shortest text that reads back to it, with
 /// `.0` on an integral value, and exponent form outside 1e-5..1e15.
 pub(crate) fn format_double(d: f64) -> String {
@@ -578,6 +617,18 @@ mod tests {
             compare(&parse("1").unwrap(), &parse("1.0").unwrap()),
             Ordering::Equal
         );
+        // ORDER BY's keys sort the same way.
+        let keys: Vec<Vec<u8>> = order
+            .iter()
+            .map(|t| {
+                let mut k = Vec::new();
+                sort_key(&parse(t).unwrap(), &mut k);
+                k
+            })
+            .collect();
+        for (i, w) in keys.windows(2).enumerate() {
+            assert!(w[0] < w[1], "{} < {}", order[i], order[i + 1]);
+        }
         assert_eq!(
             compare(&parse("{\"a\":1}").unwrap(), &parse("{\"a\":1.0}").unwrap()),
             Ordering::Equal

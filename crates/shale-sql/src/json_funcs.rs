@@ -73,6 +73,8 @@ pub(crate) enum JsonFunc {
     Quote,
     /// A comparison with a JSON operand (rule 5); both arguments are documents.
     Compare(CmpOp),
+    /// ORDER BY's key of a JSON expression: bytes in JSON order (json.rs `sort_key`).
+    SortKey,
 }
 
 fn json_type() -> SqlType {
@@ -99,13 +101,43 @@ fn call(f: JsonFunc, args: Vec<Expr>) -> Expr {
 
 /// Rule 1: an argument in a value position.
 fn as_json_value(e: Expr, t: &SqlType) -> Expr {
-    match t {
-        SqlType::Json => e,
-        SqlType::Int {
-            unsigned: false,
-            len: 1,
-        } => call(JsonFunc::FromBool, vec![e]),
-        _ => call(JsonFunc::FromSql, vec![e]),
+    if *t == SqlType::Json {
+        e
+    } else if is_truth_value(&e) {
+        call(JsonFunc::FromBool, vec![e])
+    } else {
+        call(JsonFunc::FromSql, vec![e])
+    }
+}
+
+/// Whether MySQL would see a boolean: a comparison or logical operator, or (marked by
+/// [`mark_literal_bools`]) the literal TRUE or FALSE.
+fn is_truth_value(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Cmp(..)
+            | Expr::And(..)
+            | Expr::Or(..)
+            | Expr::Xor(..)
+            | Expr::Not(_)
+            | Expr::IsNull(..)
+            | Expr::IsBool(..)
+            | Expr::InList { .. }
+            | Expr::Between { .. }
+            | Expr::Like { .. }
+            | Expr::Func(Func::Builtin(Builtin::Json(JsonFunc::Compare(_))), _)
+    )
+}
+
+/// TRUE and FALSE bind to the integers 1 and 0; in a JSON value position they are
+/// booleans, so such an argument is wrapped in a no-op `IS TRUE` that [`is_truth_value`]
+/// recognizes.
+fn mark_literal_bools(arg: &ast::Expr, e: Expr) -> Expr {
+    match arg {
+        ast::Expr::Value(v) if matches!(v.value, ast::Value::Boolean(_)) => {
+            Expr::IsBool(e.boxed(), false, true)
+        }
+        _ => e,
     }
 }
 
@@ -172,7 +204,7 @@ fn bind_known(
     let mut types = Vec::with_capacity(args.len());
     for a in args {
         let (e, t) = binder.expr(a)?;
-        bound.push(e);
+        bound.push(mark_literal_bools(a, e));
         types.push(t);
     }
     let documents = match name {
@@ -304,6 +336,7 @@ pub(crate) fn bind_cast(
     x: &ast::Expr,
 ) -> Result<(Expr, SqlType), SqlError> {
     let (e, t) = binder.expr(x)?;
+    let e = mark_literal_bools(x, e);
     let e = match t {
         SqlType::Json => e,
         SqlType::Str { .. } | SqlType::Null => call(JsonFunc::Cast, vec![e]),
@@ -347,12 +380,30 @@ pub(crate) fn bind_compare(
     ))
 }
 
+/// An ORDER BY key: a JSON-typed one sorts by its [`json::sort_key`] bytes (rule 5);
+/// any other stays as it is.
+pub(crate) fn sort_key(e: Expr, t: SqlType) -> (Expr, SqlType) {
+    if t == SqlType::Json {
+        (
+            call(JsonFunc::SortKey, vec![e]),
+            SqlType::Str {
+                collation: Collation::Binary,
+                len: 65_535,
+            },
+        )
+    } else {
+        (e, t)
+    }
+}
+
 /// The lowercase name MySQL's messages use.
 fn message_name(f: JsonFunc) -> &'static str {
     match f {
-        JsonFunc::FromSql | JsonFunc::FromBool | JsonFunc::Compare(_) | JsonFunc::Value(_) => {
-            "json_value"
-        }
+        JsonFunc::FromSql
+        | JsonFunc::FromBool
+        | JsonFunc::Compare(_)
+        | JsonFunc::Value(_)
+        | JsonFunc::SortKey => "json_value",
         JsonFunc::Cast => "cast_as_json",
         JsonFunc::Extract => "json_extract",
         JsonFunc::Unquote => "json_unquote",
@@ -685,6 +736,14 @@ pub(crate) fn eval(f: JsonFunc, vals: &[Value]) -> Result<Value, SqlError> {
         JsonFunc::Quote => match arg(0) {
             Value::Null => Value::Null,
             v => json::to_value(&Json::String(text_of(v))),
+        },
+        JsonFunc::SortKey => match arg(0) {
+            Value::Null => Value::Null,
+            v => {
+                let mut key = Vec::new();
+                json::sort_key(&json::from_json_value(v, 1, name)?, &mut key);
+                Value::Bytes(key)
+            }
         },
         JsonFunc::Compare(op) => {
             let (a, b) = (arg(0), arg(1));
