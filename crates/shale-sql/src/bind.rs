@@ -429,7 +429,7 @@ impl<'a> Binder<'a> {
                 format: None,
             } => {
                 if *data_type == ast::DataType::JSON {
-                    return crate::json_funcs::bind_cast(self, expr);
+                    return crate::json_bind::bind_cast(self, expr);
                 }
                 let target = crate::cast::CastTarget::of(data_type)?;
                 let (e, _) = self.expr(expr)?;
@@ -712,10 +712,13 @@ impl<'a> Binder<'a> {
         right: &ast::Expr,
     ) -> Result<(Expr, SqlType), SqlError> {
         use ast::BinaryOperator as B;
+        if let Some(regrouped) = crate::json_bind::regroup_arrow(left, op, right) {
+            return self.expr(&regrouped);
+        }
         let (l, tl) = self.expr(left)?;
         let (r, tr) = self.expr(right)?;
         let cmp = |op: CmpOp| {
-            if let Some(json) = crate::json_funcs::bind_compare(op, (&l, &tl), (&r, &tr)) {
+            if let Some(json) = crate::json_bind::bind_compare(op, (&l, &tl), (&r, &tr)) {
                 return json;
             }
             let collation = pick_collation(&[&tl, &tr]);
@@ -725,6 +728,8 @@ impl<'a> Binder<'a> {
             )
         };
         let arith = |op: ArithOp| {
+            let (l, tl) = crate::json_bind::arith_operand(l.clone(), tl.clone());
+            let (r, tr) = crate::json_bind::arith_operand(r.clone(), tr.clone());
             let t = match (&tl, &tr, op) {
                 _ if crate::decimal::is_exact_arith(&tl, &tr, op) => {
                     crate::decimal::arith_type(op, &tl, &tr)
@@ -759,7 +764,7 @@ impl<'a> Binder<'a> {
             B::MyIntegerDivide => arith(ArithOp::IntDiv),
             B::Modulo => arith(ArithOp::Mod),
             B::Arrow | B::LongArrow => {
-                return crate::json_funcs::bind_arrow(l, &tl, r, *op == B::LongArrow)
+                return crate::json_bind::bind_arrow(l, &tl, r, *op == B::LongArrow)
             }
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })
@@ -771,7 +776,7 @@ impl<'a> Binder<'a> {
             return self.window_call(f, &name, over);
         }
         if name == "JSON_VALUE" {
-            return crate::json_funcs::bind_json_value(self, f);
+            return crate::json_bind::bind_json_value(self, f);
         }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
@@ -1010,7 +1015,7 @@ impl<'a> Binder<'a> {
                     r?
                 }
             };
-            let (expr, t) = crate::json_funcs::sort_key(expr, t);
+            let (expr, t) = crate::json_bind::sort_key(expr, t);
             keys.push(SortKey {
                 expr,
                 desc,

@@ -352,7 +352,7 @@ pub(crate) fn bind_call(
         }
         _ => {}
     }
-    if let Some(bound) = crate::json_funcs::bind(binder, name, args) {
+    if let Some(bound) = crate::json_bind::bind(binder, name, args) {
         return bound;
     }
     let Some((min, max)) = arity(name) else {

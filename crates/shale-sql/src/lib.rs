@@ -54,6 +54,7 @@ mod interrupt;
 mod join;
 mod join_exec;
 mod json;
+mod json_bind;
 mod json_funcs;
 mod json_path;
 mod load_data;
