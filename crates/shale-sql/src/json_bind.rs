@@ -106,13 +106,18 @@ fn wrong_count(name: &str) -> SqlError {
 /// Argument counts; None for a name that is not a JSON function.
 fn arity(name: &str) -> Option<(usize, usize)> {
     Some(match name {
-        "JSON_EXTRACT" | "JSON_REMOVE" => (2, usize::MAX),
+        "JSON_EXTRACT"
+        | "JSON_REMOVE"
+        | "JSON_MERGE_PRESERVE"
+        | "JSON_MERGE"
+        | "JSON_MERGE_PATCH" => (2, usize::MAX),
         "JSON_UNQUOTE" | "JSON_VALID" | "JSON_TYPE" | "JSON_DEPTH" | "JSON_QUOTE" => (1, 1),
         "JSON_OBJECT" | "JSON_ARRAY" => (0, usize::MAX),
         "JSON_CONTAINS" => (2, 3),
         "JSON_VALUE" => (2, 2),
         "JSON_LENGTH" | "JSON_KEYS" => (1, 2),
-        "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_CONTAINS_PATH" => (3, usize::MAX),
+        "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_CONTAINS_PATH"
+        | "JSON_ARRAY_APPEND" => (3, usize::MAX),
         _ => return None,
     })
 }
@@ -149,7 +154,8 @@ fn bind_known(
         "JSON_CONTAINS" => 2,
         "JSON_EXTRACT" | "JSON_CONTAINS_PATH" | "JSON_VALUE" | "JSON_LENGTH" | "JSON_DEPTH"
         | "JSON_KEYS" | "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_REMOVE"
-        | "JSON_TYPE" => 1,
+        | "JSON_TYPE" | "JSON_ARRAY_APPEND" => 1,
+        "JSON_MERGE_PRESERVE" | "JSON_MERGE" | "JSON_MERGE_PATCH" => types.len(),
         _ => 0,
     };
     for (i, t) in types.iter().enumerate().take(documents) {
@@ -194,7 +200,9 @@ fn bind_known(
         "JSON_LENGTH" => (JsonFunc::Length, int_type()),
         "JSON_DEPTH" => (JsonFunc::Depth, int_type()),
         "JSON_KEYS" => (JsonFunc::Keys, json_type()),
-        "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" => {
+        "JSON_MERGE_PRESERVE" | "JSON_MERGE" => (JsonFunc::MergePreserve, json_type()),
+        "JSON_MERGE_PATCH" => (JsonFunc::MergePatch, json_type()),
+        "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_ARRAY_APPEND" => {
             if bound.len() % 2 == 0 {
                 return Err(wrong_count(name));
             }
@@ -213,6 +221,7 @@ fn bind_known(
             let mode = match name {
                 "JSON_SET" => Write::Set,
                 "JSON_INSERT" => Write::Insert,
+                "JSON_ARRAY_APPEND" => Write::Append,
                 _ => Write::Replace,
             };
             (JsonFunc::Write(mode), json_type())

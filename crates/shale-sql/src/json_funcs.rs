@@ -66,6 +66,10 @@ pub(crate) enum JsonFunc {
     Keys,
     Write(Write),
     Remove,
+    /// JSON_MERGE_PRESERVE (and its old name JSON_MERGE).
+    MergePreserve,
+    /// JSON_MERGE_PATCH (RFC 7396).
+    MergePatch,
     Quote,
     /// A comparison with a JSON operand (rule 5); both arguments are documents.
     Compare(CmpOp),
@@ -99,6 +103,9 @@ fn message_name(f: JsonFunc) -> &'static str {
         JsonFunc::Write(Write::Set) => "json_set",
         JsonFunc::Write(Write::Insert) => "json_insert",
         JsonFunc::Write(Write::Replace) => "json_replace",
+        JsonFunc::Write(Write::Append) => "json_array_append",
+        JsonFunc::MergePreserve => "json_merge_preserve",
+        JsonFunc::MergePatch => "json_merge_patch",
         JsonFunc::Remove => "json_remove",
         JsonFunc::Quote => "json_quote",
     }
@@ -153,6 +160,64 @@ fn is_number(j: &Json) -> bool {
         j,
         Json::Int(_) | Json::UInt(_) | Json::Double(_) | Json::Decimal(_)
     )
+}
+
+/// JSON_MERGE_PRESERVE's rule: arrays concatenate, objects merge (a key in both merges its
+/// two values), and anything else is wrapped as a one-element array first.
+fn merge_preserve(a: Json, b: Json) -> Json {
+    match (a, b) {
+        (Json::Object(x), Json::Object(y)) => {
+            let mut out = Json::Object(x);
+            for (k, v) in y {
+                let merged = match out.get(&k) {
+                    Some(old) => merge_preserve(old.clone(), v),
+                    None => v,
+                };
+                out.set_member(&k, merged);
+            }
+            out
+        }
+        (Json::Array(mut x), Json::Array(y)) => {
+            x.extend(y);
+            Json::Array(x)
+        }
+        (Json::Array(mut x), y) => {
+            x.push(y);
+            Json::Array(x)
+        }
+        (x, Json::Array(y)) => {
+            let mut out = vec![x];
+            out.extend(y);
+            Json::Array(out)
+        }
+        (x, y) => Json::Array(vec![x, y]),
+    }
+}
+
+/// JSON_MERGE_PATCH's rule (RFC 7396): an object patch sets or (with null) removes members,
+/// recursively; any other patch replaces the target.
+fn merge_patch(target: Json, patch: Json) -> Json {
+    let Json::Object(members) = patch else {
+        return patch;
+    };
+    let mut out = match target {
+        t @ Json::Object(_) => t,
+        _ => Json::Object(Vec::new()),
+    };
+    for (k, v) in members {
+        if v == Json::Null {
+            if let Json::Object(m) = &mut out {
+                m.retain(|(x, _)| *x != k);
+            }
+        } else {
+            let merged = match out.get(&k) {
+                Some(old) => merge_patch(old.clone(), v),
+                None => merge_patch(Json::Null, v),
+            };
+            out.set_member(&k, merged);
+        }
+    }
+    out
 }
 
 /// Evaluates a JSON function over its evaluated arguments.
@@ -412,6 +477,24 @@ pub(crate) fn eval(f: JsonFunc, vals: &[Value]) -> Result<Value, SqlError> {
                 json_path::remove(&mut doc, &p);
             }
             json::to_value(&doc)
+        }
+        JsonFunc::MergePreserve | JsonFunc::MergePatch => {
+            let mut merged: Option<Json> = None;
+            for i in 0..vals.len() {
+                let Some(next) = document(i)? else {
+                    return Ok(Value::Null);
+                };
+                merged = Some(match merged {
+                    None => next,
+                    Some(m) if f == JsonFunc::MergePatch => merge_patch(m, next),
+                    Some(m) => merge_preserve(m, next),
+                });
+            }
+            let merged = merged.unwrap_or(Json::Null);
+            if merged.depth() > json::MAX_DEPTH {
+                return Err(json::too_deep());
+            }
+            json::to_value(&merged)
         }
         JsonFunc::Quote => match arg(0) {
             Value::Null => Value::Null,

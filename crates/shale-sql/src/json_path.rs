@@ -296,6 +296,9 @@ pub(crate) enum Write {
     Insert,
     /// Only replace an existing value.
     Replace,
+    /// JSON_ARRAY_APPEND: add to the end of the array the path names; a non-array there
+    /// becomes `[value, new]` (MySQL's auto-wrap).
+    Append,
 }
 
 /// The value the legs lead to, for changing it (no wildcards; rule 3 applies).
@@ -333,6 +336,18 @@ fn locate_mut<'a>(doc: &'a mut Json, legs: &[Leg]) -> Option<&'a mut Json> {
 /// Applies one path-value pair of JSON_SET / JSON_INSERT / JSON_REPLACE to `doc`; the path
 /// has no wildcard (callers check: 3149).
 pub(crate) fn write(doc: &mut Json, path: &JsonPath, value: Json, mode: Write) {
+    if mode == Write::Append {
+        if let Some(target) = locate_mut(doc, &path.legs) {
+            match target {
+                Json::Array(a) => a.push(value),
+                other => {
+                    let old = std::mem::replace(other, Json::Null);
+                    *other = Json::Array(vec![old, value]);
+                }
+            }
+        }
+        return;
+    }
     let Some((last, parent_legs)) = path.legs.split_last() else {
         // `$` itself: it exists, so SET and REPLACE replace the document.
         if mode != Write::Insert {

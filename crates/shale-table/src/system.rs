@@ -548,6 +548,23 @@ mod tests {
     }
 
     #[test]
+    fn json_columns_round_trip_with_tag_32() {
+        let mut def = sample();
+        def.columns.push(ColumnDef {
+            name: "doc".into(),
+            ty: ColumnType::Json,
+            nullable: true,
+            default: None,
+            auto_increment: false,
+        });
+        let bytes = encode_table(&def);
+        assert_eq!(decode_table(&bytes).unwrap(), def);
+        let mut out = Vec::new();
+        put_type(&mut out, &ColumnType::Json);
+        assert_eq!(out, [32], "docs/format/catalog.md: tag 32 is JSON");
+    }
+
+    #[test]
     fn table_definitions_round_trip_and_truncations_fail() {
         let def = sample();
         let bytes = encode_table(&def);
