@@ -757,6 +757,7 @@ pub(crate) fn bind_special(
                 _ => Err(SqlError::unsupported(e.to_string())),
             }
         }
+        ast::Expr::MemberOf(m) => crate::json_bind::bind_member_of(binder, &m.value, &m.array),
         other => Err(SqlError::unsupported(other.to_string())),
     }
 }

@@ -114,7 +114,7 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "JSON_UNQUOTE" | "JSON_VALID" | "JSON_TYPE" | "JSON_DEPTH" | "JSON_QUOTE" => (1, 1),
         "JSON_OBJECT" | "JSON_ARRAY" => (0, usize::MAX),
         "JSON_CONTAINS" => (2, 3),
-        "JSON_VALUE" => (2, 2),
+        "JSON_OVERLAPS" | "JSON_VALUE" => (2, 2),
         "JSON_LENGTH" | "JSON_KEYS" => (1, 2),
         "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_CONTAINS_PATH"
         | "JSON_ARRAY_APPEND" => (3, usize::MAX),
@@ -151,7 +151,7 @@ fn bind_known(
         types.push(t);
     }
     let documents = match name {
-        "JSON_CONTAINS" => 2,
+        "JSON_CONTAINS" | "JSON_OVERLAPS" => 2,
         "JSON_EXTRACT" | "JSON_CONTAINS_PATH" | "JSON_VALUE" | "JSON_LENGTH" | "JSON_DEPTH"
         | "JSON_KEYS" | "JSON_SET" | "JSON_INSERT" | "JSON_REPLACE" | "JSON_REMOVE"
         | "JSON_TYPE" | "JSON_ARRAY_APPEND" => 1,
@@ -185,6 +185,7 @@ fn bind_known(
             (JsonFunc::Array, json_type())
         }
         "JSON_CONTAINS" => (JsonFunc::Contains, int_type()),
+        "JSON_OVERLAPS" => (JsonFunc::Overlaps, int_type()),
         "JSON_CONTAINS_PATH" => (JsonFunc::ContainsPath, int_type()),
         "JSON_VALUE" => {
             let t = match returning {
@@ -275,6 +276,20 @@ pub(crate) fn bind_json_value(
         }
     }
     bind_known(binder, "JSON_VALUE", &args, 2, 2, returning)
+}
+
+/// `value MEMBER OF(json_array)`: the value is a JSON value (rule 1: a string is a JSON
+/// string), the array a document (rule 2).
+pub(crate) fn bind_member_of(
+    binder: &mut Binder<'_>,
+    value: &ast::Expr,
+    array: &ast::Expr,
+) -> Result<(Expr, SqlType), SqlError> {
+    let (v, tv) = binder.expr(value)?;
+    let v = as_json_value(mark_literal_bools(value, v), &tv);
+    let (a, ta) = binder.expr(array)?;
+    check_document(&ta, 2, "member of")?;
+    Ok((call(JsonFunc::MemberOf, vec![v, a]), int_type()))
 }
 
 /// `CAST(x AS JSON)`.

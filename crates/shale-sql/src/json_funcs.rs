@@ -55,6 +55,9 @@ pub(crate) enum JsonFunc {
     Object,
     Array,
     Contains,
+    Overlaps,
+    /// `value MEMBER OF(array)`: arguments (value, array document).
+    MemberOf,
     /// JSON_CONTAINS_PATH; `true` when every path must exist (`'all'`), bound from a constant
     /// or checked per row.
     ContainsPath,
@@ -94,6 +97,8 @@ fn message_name(f: JsonFunc) -> &'static str {
         JsonFunc::Object => "json_object",
         JsonFunc::Array => "json_array",
         JsonFunc::Contains => "json_contains",
+        JsonFunc::Overlaps => "json_overlaps",
+        JsonFunc::MemberOf => "member of",
         JsonFunc::ContainsPath => "json_contains_path",
         JsonFunc::Valid => "json_valid",
         JsonFunc::Type => "json_type",
@@ -147,6 +152,20 @@ fn contains(target: &Json, candidate: &Json) -> bool {
                 .is_ok_and(|i| contains(&t[i].1, v))
         }),
         (t, c) => json::compare(t, c) == Ordering::Equal && same_kind(t, c),
+    }
+}
+
+/// JSON_OVERLAPS: two arrays share an element, two objects a member (key and value), an
+/// array holds the other (non-array) value, or two scalars are equal.
+fn overlaps(a: &Json, b: &Json) -> bool {
+    let eq = |x: &Json, y: &Json| json::compare(x, y).is_eq();
+    match (a, b) {
+        (Json::Array(x), Json::Array(y)) => x.iter().any(|p| y.iter().any(|q| eq(p, q))),
+        (Json::Array(x), other) | (other, Json::Array(x)) => x.iter().any(|p| eq(p, other)),
+        (Json::Object(x), Json::Object(_)) => {
+            x.iter().any(|(k, v)| b.get(k).is_some_and(|w| eq(v, w)))
+        }
+        (x, y) => eq(x, y),
     }
 }
 
@@ -333,6 +352,26 @@ pub(crate) fn eval(f: JsonFunc, vals: &[Value]) -> Result<Value, SqlError> {
                 }
             };
             Value::Int(i64::from(contains(&target, &candidate)))
+        }
+        JsonFunc::Overlaps => {
+            let (Some(a), Some(b)) = (document(0)?, document(1)?) else {
+                return Ok(Value::Null);
+            };
+            Value::Int(i64::from(overlaps(&a, &b)))
+        }
+        JsonFunc::MemberOf => {
+            if matches!(arg(0), Value::Null) {
+                return Ok(Value::Null);
+            }
+            let Some(array) = document(1)? else {
+                return Ok(Value::Null);
+            };
+            let v = value(0)?;
+            let found = match &array {
+                Json::Array(items) => items.iter().any(|x| json::compare(x, &v).is_eq()),
+                single => json::compare(single, &v).is_eq(),
+            };
+            Value::Int(i64::from(found))
         }
         JsonFunc::ContainsPath => {
             let Some(doc) = document(0)? else {
