@@ -3,7 +3,7 @@
 //! [`shale_sql::Session`] implement them; protocol tests use a small fake, so the wire code is
 //! tested on its own.
 //!
-//! A session is created on, and only ever used from, its connection's session thread, so it
+//! A session is created on, and only ever used from, its connection's thread, so it
 //! need not be `Send`.
 
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use shale_sql::{
 
 /// The database every connection shares.
 pub trait Backend: Send + Sync + 'static {
-    /// A new session (called on the connection's session thread).
+    /// A new session (called on the connection's thread).
     fn session(&self) -> Box<dyn BackendSession>;
     /// The account `user`@`host`, if it exists.
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError>;

@@ -14,7 +14,7 @@
 
 use std::io;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
+use std::io::Read;
 
 /// The largest payload one physical packet carries; a longer one is split.
 pub const MAX_CHUNK: usize = 0xFF_FFFF;
@@ -42,7 +42,7 @@ pub struct Packet {
 }
 
 /// Reads one logical packet whose first chunk must carry `expected_seq`.
-pub async fn read_packet<R: AsyncRead + Unpin>(
+pub fn read_packet<R: Read + ?Sized>(
     reader: &mut R,
     expected_seq: u8,
     max_allowed_packet: usize,
@@ -54,13 +54,18 @@ pub async fn read_packet<R: AsyncRead + Unpin>(
         let mut header = [0u8; 4];
         if first {
             // A close before the first header byte is a clean end, not an error.
-            let n = reader.read(&mut header[..1]).await?;
+            let n = loop {
+                match reader.read(&mut header[..1]) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    other => break other?,
+                }
+            };
             if n == 0 {
                 return Err(ReadError::Closed);
             }
-            reader.read_exact(&mut header[1..]).await?;
+            reader.read_exact(&mut header[1..])?;
         } else {
-            reader.read_exact(&mut header).await?;
+            reader.read_exact(&mut header)?;
         }
         let length = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
         if header[3] != seq {
@@ -78,7 +83,7 @@ pub async fn read_packet<R: AsyncRead + Unpin>(
         }
         let start = payload.len();
         payload.resize(total, 0);
-        reader.read_exact(&mut payload[start..]).await?;
+        reader.read_exact(&mut payload[start..])?;
         first = false;
         if length < MAX_CHUNK {
             return Ok(Packet {
@@ -160,11 +165,8 @@ mod tests {
     use super::*;
 
     fn read_all(bytes: &[u8], max: usize) -> Result<Packet, ReadError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
         let mut reader = bytes;
-        rt.block_on(read_packet(&mut reader, 0, max))
+        read_packet(&mut reader, 0, max)
     }
 
     #[test]

@@ -1,27 +1,17 @@
-//! The command phase on a connection's session thread (MySQL "Command Phase"): each command
-//! packet from the client becomes calls into the connection's [`BackendSession`], and its reply
-//! streams back through an [`Output`].
-//!
-//! Why a thread per connection: the SQL layer is synchronous and blocks on fsync, so it must
-//! not run on the reactor; a dedicated thread keeps the session (and whatever thread-affine
-//! state the engine has) in one place for the connection's life, costs one channel hand-off
-//! each way per command, and lets a result set stream with back-pressure (the thread blocks
-//! when the socket is slow) instead of being built in memory. MySQL's own default is the same.
-//! Measured against `spawn_blocking` per command with the session moved in and out
-//! (examples/dispatch_bench.rs, release, a shared 2-core machine at load 8): 12 against 20 us
-//! per round trip with one connection, 57 against 94 us with eight, equal within noise with
-//! two; the dedicated thread is never slower.
+//! The command phase on a connection's thread (MySQL "Command Phase"): each command packet
+//! from the client becomes calls into the connection's [`BackendSession`], and its reply is
+//! written through an [`Output`]. The connection's thread (conn.rs) reads the packets and
+//! handles COM_QUIT and COM_CHANGE_USER itself; every other command comes here.
 //!
 //! Invariants:
-//! 1. The thread exists only after authentication succeeded: no statement runs before it.
-//! 2. Each job gets exactly one [`Reply::Done`](crate::results::Reply::Done), even when the
-//!    SQL layer fails or panics (a panic becomes error 1105 and closes the connection).
+//! 1. A session exists only after authentication succeeded: no statement runs before it.
+//! 2. Each command gets exactly one reply, even when the SQL layer fails or panics (a panic
+//!    becomes error 1105 and closes the connection).
 //! 3. COM_STMT_SEND_LONG_DATA and COM_STMT_CLOSE have no reply packet, as the protocol says.
 
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use shale_sql::{ColumnMeta, ResultSink, SqlError, StatementStatus, Value};
@@ -36,108 +26,26 @@ use crate::text::put_column_definition;
 use crate::tls::TlsSession;
 use crate::wire::{put_u16, put_u32, Reader};
 
-/// Work for the session thread.
-#[derive(Debug)]
-pub enum Job {
-    /// Create the session, select the handshake's database, and reply with OK or ERR.
-    Connect {
-        connection_id: u32,
-        user: String,
-        host: String,
-        /// The host pattern of the account that matched (`mysql.user.Host`).
-        account_host: String,
-        database: Option<String>,
-        tls: Option<TlsSession>,
-        /// Shared with the connection task: KILL CONNECTION and the session's wait_timeout.
-        control: Arc<ConnControl>,
-        seq: u8,
-    },
-    /// One command packet; its reply starts at sequence id `seq`.
-    Command { payload: Vec<u8>, seq: u8 },
-}
-
-/// What the session thread tells the connection's I/O task outside replies.
+/// What a connection's session shares with the task that watches the connection.
 #[derive(Debug, Default)]
 pub struct ConnControl {
-    /// Notified by KILL CONNECTION of this connection's session: the I/O task closes it.
+    /// Notified by KILL CONNECTION of this connection's session: the watching task shuts the
+    /// socket's read side, so an idle connection's thread wakes and ends.
     pub killed: tokio::sync::Notify,
     /// The session's own wait_timeout in seconds (`SET SESSION wait_timeout`), 0 if unset.
     pub wait_timeout_secs: AtomicU64,
 }
 
-/// The session thread's body: runs jobs until the connection drops its sender.
-pub fn run_session(
-    shared: &Arc<Shared>,
-    capabilities: u32,
-    jobs: &Receiver<Job>,
-    mut output: Output,
-) {
-    let mut handler: Option<CommandHandler> = None;
-    while let Ok(job) = jobs.recv() {
-        let close = match job {
-            Job::Connect {
-                connection_id,
-                user,
-                host,
-                account_host,
-                database,
-                tls,
-                control,
-                seq,
-            } => {
-                output.writer.set_seq(seq);
-                let identity = Identity {
-                    connection_id,
-                    user,
-                    host,
-                    account_host,
-                    tls,
-                    control,
-                };
-                let session = catch_unwind(AssertUnwindSafe(|| {
-                    new_session(shared, &identity, capabilities)
-                }));
-                if let Ok(session) = session {
-                    let mut h =
-                        CommandHandler::new(shared.clone(), session, identity, capabilities);
-                    let close = h.connect(database.as_deref(), &mut output);
-                    handler = Some(h);
-                    close
-                } else {
-                    output.err(&internal_error());
-                    true
-                }
-            }
-            Job::Command { payload, seq } => {
-                output.writer.set_seq(seq);
-                match handler.as_mut() {
-                    Some(h) => {
-                        let result =
-                            catch_unwind(AssertUnwindSafe(|| h.command(&payload, &mut output)));
-                        result.unwrap_or_else(|_| {
-                            output.err(&internal_error());
-                            true
-                        })
-                    }
-                    None => true,
-                }
-            }
-        };
-        // A KILL CONNECTION of this session (by another, or itself) ends the connection
-        // after this reply; its transaction is rolled back when the session is dropped.
-        let close = close
-            || handler.as_ref().is_some_and(|h| {
-                let own = h.session.wait_timeout().unwrap_or(0);
-                h.identity
-                    .control
-                    .wait_timeout_secs
-                    .store(own, Ordering::Relaxed);
-                h.session.connection_killed()
-            });
-        if !output.done(close) || close {
-            break;
-        }
-    }
+/// Who a connection's session serves.
+#[derive(Debug)]
+pub struct Identity {
+    pub connection_id: u32,
+    pub user: String,
+    pub host: String,
+    /// The host pattern of the account that matched (`mysql.user.Host`).
+    pub account_host: String,
+    pub tls: Option<TlsSession>,
+    pub control: Arc<ConnControl>,
 }
 
 /// Statement text must be UTF-8: the SQL layer takes `&str`, and replacing bad bytes would
@@ -159,17 +67,6 @@ fn sql_text(body: &[u8]) -> Result<&str, SqlError> {
             ),
         }
     })
-}
-
-/// Who a connection's session serves.
-#[derive(Debug)]
-struct Identity {
-    connection_id: u32,
-    user: String,
-    host: String,
-    account_host: String,
-    tls: Option<TlsSession>,
-    control: Arc<ConnControl>,
 }
 
 fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
@@ -198,7 +95,7 @@ fn internal_error() -> SqlError {
 }
 
 /// One authenticated connection's command state.
-struct CommandHandler {
+pub struct CommandHandler {
     shared: Arc<Shared>,
     identity: Identity,
     session: Box<dyn BackendSession>,
@@ -216,20 +113,49 @@ impl std::fmt::Debug for CommandHandler {
 }
 
 impl CommandHandler {
-    fn new(
-        shared: Arc<Shared>,
-        session: Box<dyn BackendSession>,
+    /// Creates the connection's session, selects the handshake's `database` and writes OK or
+    /// ERR into `output`; None when the connection must close (the reply says why).
+    pub fn open(
+        shared: &Arc<Shared>,
         identity: Identity,
         capabilities: u32,
-    ) -> Self {
+        database: Option<&str>,
+        output: &mut Output,
+    ) -> Option<CommandHandler> {
+        let session = catch_unwind(AssertUnwindSafe(|| {
+            new_session(shared, &identity, capabilities)
+        }));
+        let Ok(session) = session else {
+            output.err(&internal_error());
+            return None;
+        };
         let max_long_data = shared.options.max_allowed_packet;
-        CommandHandler {
+        let mut handler = CommandHandler {
             identity,
-            shared,
+            shared: shared.clone(),
             session,
             capabilities,
             statements: Statements::new(max_long_data),
-        }
+        };
+        (!handler.connect(database, output)).then_some(handler)
+    }
+
+    /// Runs one command packet, its reply buffered in `output`; true closes the connection
+    /// after the reply (COM_QUIT, a panic, KILL CONNECTION of this session).
+    pub fn run(&mut self, payload: &[u8], output: &mut Output) -> bool {
+        let result = catch_unwind(AssertUnwindSafe(|| self.command(payload, output)));
+        let close = result.unwrap_or_else(|_| {
+            output.err(&internal_error());
+            true
+        });
+        // A KILL CONNECTION of this session (by another, or itself) ends the connection
+        // after this reply; its transaction is rolled back when the session is dropped.
+        let own = self.session.wait_timeout().unwrap_or(0);
+        self.identity
+            .control
+            .wait_timeout_secs
+            .store(own, Ordering::Relaxed);
+        close || self.session.connection_killed()
     }
 
     /// The status flags of the session now.

@@ -1,71 +1,157 @@
-//! One client connection's I/O task: the connection phase (HandshakeV10, an optional
-//! SSLRequest and the switch to TLS, the client's response, an optional AuthSwitchRequest,
-//! `caching_sha2_password`'s extra round trips, then OK or ERR), then the command loop, which
-//! reads command packets and writes the replies the session thread streams back. COM_QUIT and
-//! COM_CHANGE_USER (another round of authentication) are handled here; every other command
-//! goes to the session thread. An idle connection closes after `wait_timeout`
-//! (`interactive_timeout` for clients that set CLIENT_INTERACTIVE).
+//! One client connection: the connection phase (HandshakeV10, an optional SSLRequest and the
+//! switch to TLS, the client's response, an optional AuthSwitchRequest,
+//! `caching_sha2_password`'s extra round trips, then OK or ERR), then the command loop. Both run
+//! on the connection's own thread with blocking I/O (see stream.rs for why); a small async task
+//! per connection only watches it: it ends the connection phase after `connect_timeout`, and on
+//! server shutdown or KILL CONNECTION it shuts the socket's read side, which wakes the thread.
+//! COM_QUIT and COM_CHANGE_USER (another round of authentication) are handled here; every
+//! other command goes to the session (command.rs). An idle connection closes after
+//! `wait_timeout` (`interactive_timeout` for clients that set CLIENT_INTERACTIVE).
 //!
 //! Invariants:
 //! 1. No command is read before authentication succeeded, and the failure message is the same
 //!    whether or not the user exists (error 1045).
 //! 2. A malformed or oversized packet gets an ERR packet (when the stream is still in sync)
 //!    and closes this connection only.
-//! 3. The session thread is joined before the task ends, so when every connection task is
-//!    done no session is left (the Instance can be closed).
+//! 3. The watching task ends only after the connection's thread has ended (or when the server
+//!    drops it after the shutdown grace period, which shuts the socket down entirely so a
+//!    thread blocked on a slow client ends too), so when every task is done no session is left
+//!    and the Instance can be closed.
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::Ordering;
+use std::io::{BufReader, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use shale_sql::{Counter, SqlError, UserRecord};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::watch;
 
 use crate::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
-use crate::command::{run_session, ConnControl, Job};
+use crate::command::{CommandHandler, ConnControl, Identity};
 use crate::handshake::{
     is_ssl_request, parse_change_user, parse_handshake_response, put_auth_switch, put_handshake,
     HandshakeError, HandshakeResponse,
 };
 use crate::protocol::{capability, command, errors, put_err, status};
-use crate::results::{LocalFile, Output, Reply, CHANNEL_CHUNKS};
+use crate::results::Output;
 use crate::server::Shared;
+use crate::stream::{Conn, Stream, READ_BUFFER};
 use crate::tls::TlsSession;
 
 /// Largest packet accepted before authentication: a handshake response is small.
 const MAX_HANDSHAKE_PACKET: usize = 64 * 1024;
 
-/// The connection's byte streams, plain TCP or TLS alike.
-type Reader = BufReader<Box<dyn AsyncRead + Send + Unpin>>;
-type Writer = Box<dyn AsyncWrite + Send + Unpin>;
-
-const READ_BUFFER: usize = 16 * 1024;
-
 /// Serves one connection to its end; never panics, errors only end this connection.
 pub(crate) async fn serve(
-    mut stream: TcpStream,
+    stream: tokio::net::TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
     let open = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
     shared.count(Counter::Connections, 1);
     if open > shared.max_connections() {
-        let _ = send_error(&mut stream, 0, &errors::too_many_connections()).await;
-    } else {
-        let timeout = shared.options.connect_timeout;
-        let connected = tokio::time::timeout(timeout, connect(stream, peer, &shared)).await;
-        if let Ok(Some((reader, writer, login))) = connected {
-            command_loop(reader, writer, &shared, login, stop).await;
-        } else {
-            shared.count(Counter::AbortedConnects, 1);
+        let mut stream = stream;
+        let error = errors::too_many_connections();
+        let _ = stream.write_all(&error_packet(0, &error)).await;
+        shared.connections.fetch_sub(1, Ordering::Relaxed);
+        return;
+    }
+    let control = Arc::new(ConnControl::default());
+    let logged_in = Arc::new(AtomicBool::new(false));
+    let Some((socket, mut done)) = spawn_connection(stream, peer, &shared, &control, &logged_in)
+    else {
+        shared.connections.fetch_sub(1, Ordering::Relaxed);
+        return;
+    };
+    // Dropped when this task ends or is dropped at the end of the grace period.
+    let socket = ShutOnDrop(socket);
+    let connect_deadline = tokio::time::sleep(shared.options.connect_timeout);
+    tokio::pin!(connect_deadline);
+    let mut connecting = true;
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            _ = &mut done => break,
+            () = &mut connect_deadline, if connecting => {
+                connecting = false;
+                if !logged_in.load(Ordering::Acquire) {
+                    let _ = socket.0.shutdown(Shutdown::Both);
+                }
+            }
+            () = control.killed.notified() => {
+                let _ = socket.0.shutdown(Shutdown::Read);
+            }
+            _ = stop.wait_for(|stop| *stop), if !stopping => {
+                stopping = true;
+                let _ = socket.0.shutdown(Shutdown::Read);
+            }
         }
     }
-    shared.connections.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Shuts a socket down entirely when dropped.
+struct ShutOnDrop(std::net::TcpStream);
+
+impl Drop for ShutOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(Shutdown::Both);
+    }
+}
+
+/// Starts the connection's thread; returns a clone of its socket and what resolves when the
+/// thread ends. None if no thread could be started (the client was told).
+fn spawn_connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    control: &Arc<ConnControl>,
+    logged_in: &Arc<AtomicBool>,
+) -> Option<(std::net::TcpStream, tokio::sync::oneshot::Receiver<()>)> {
+    let tcp = stream.into_std().ok()?;
+    tcp.set_nonblocking(false).ok()?;
+    let socket = tcp.try_clone().ok()?;
+    let (finished, done) = tokio::sync::oneshot::channel::<()>();
+    let (thread_shared, thread_control) = (shared.clone(), control.clone());
+    let thread_logged_in = logged_in.clone();
+    let spawned = std::thread::Builder::new()
+        .name("shale-conn".into())
+        .spawn(move || {
+            connection(
+                tcp,
+                peer,
+                &thread_shared,
+                &thread_control,
+                &thread_logged_in,
+            );
+            thread_shared.connections.fetch_sub(1, Ordering::Relaxed);
+            drop(finished);
+        });
+    if spawned.is_err() {
+        let mut socket = socket;
+        let _ = socket.write_all(&error_packet(0, &errors::too_many_connections()));
+        return None;
+    }
+    Some((socket, done))
+}
+
+/// The connection's thread: authenticate, then serve commands until the connection ends.
+fn connection(
+    tcp: std::net::TcpStream,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    control: &Arc<ConnControl>,
+    logged_in: &AtomicBool,
+) {
+    let Some((conn, login)) = connect(tcp, peer, shared) else {
+        shared.count(Counter::AbortedConnects, 1);
+        return;
+    };
+    logged_in.store(true, Ordering::Release);
+    command_loop(conn, shared, login, control);
 }
 
 /// What a successful connection phase hands to the command phase.
@@ -86,14 +172,19 @@ struct Login {
     seq: u8,
 }
 
-async fn send_error<W: AsyncWrite + Unpin + ?Sized>(
-    write: &mut W,
-    seq: u8,
-    error: &SqlError,
-) -> std::io::Result<()> {
+fn error_packet(seq: u8, error: &SqlError) -> Vec<u8> {
     let mut w = PacketWriter::new(seq);
     w.packet(|out| put_err(out, error.code, error.sqlstate, &error.message));
-    write.write_all(&w.take()).await
+    w.take()
+}
+
+/// Writes `bytes` to the client at once; None if the connection failed.
+fn send<W: Write + ?Sized>(write: &mut W, bytes: &[u8]) -> Option<()> {
+    write.write_all(bytes).and_then(|()| write.flush()).ok()
+}
+
+fn send_error<W: Write + ?Sized>(write: &mut W, seq: u8, error: &SqlError) {
+    let _ = send(write, &error_packet(seq, error));
 }
 
 /// The host an account must match: loopback peers are `localhost`, as MySQL treats them.
@@ -113,29 +204,19 @@ fn client_hosts(ip: IpAddr) -> (String, Vec<String>) {
     }
 }
 
-async fn lookup_user(shared: &Arc<Shared>, user: &str, hosts: Vec<String>) -> Option<UserRecord> {
-    let backend = shared.backend.clone();
-    let user = user.to_owned();
-    // The lookup reads the store: keep it off the reactor.
-    let found = tokio::task::spawn_blocking(move || {
-        for host in &hosts {
-            if let Ok(Some(record)) = backend.lookup_user(&user, host) {
-                return Some(record);
-            }
-        }
-        None
-    })
-    .await;
-    found.ok().flatten()
+fn lookup_user(shared: &Shared, user: &str, hosts: &[String]) -> Option<UserRecord> {
+    hosts
+        .iter()
+        .find_map(|host| shared.backend.lookup_user(user, host).ok().flatten())
 }
 
 /// The connection phase, with the switch to TLS when the client asks for it; `None` when it
 /// failed (the client was told why, if it can be).
-async fn connect(
-    mut stream: TcpStream,
+fn connect(
+    mut tcp: std::net::TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared>,
-) -> Option<(Reader, Writer, Login)> {
+) -> Option<(Conn, Login)> {
     let scramble = auth::new_scramble();
     let connection_id = shared.next_connection_id();
     let tls_config = shared.options.tls.clone();
@@ -156,39 +237,28 @@ async fn connect(
             offered,
         );
     });
-    stream.write_all(&w.take()).await.ok()?;
+    send(&mut tcp, &w.take())?;
 
     // Unbuffered: after an SSLRequest the next bytes are TLS's, not ours to read ahead.
-    let first = read_packet(&mut stream, 1, MAX_HANDSHAKE_PACKET)
-        .await
-        .ok()?;
-    let (mut reader, mut writer, packet, tls): (Reader, Writer, Packet, Option<TlsSession>) =
-        if is_ssl_request(&first.payload) {
-            let Some(config) = tls_config else {
-                let seq = first.last_seq.wrapping_add(1);
-                let _ = send_error(&mut stream, seq, &errors::bad_handshake()).await;
-                return None;
-            };
-            let tls_stream = tokio_rustls::TlsAcceptor::from(config)
-                .accept(stream)
-                .await
-                .ok()?;
-            let session = TlsSession::of(tls_stream.get_ref().1);
-            let (read, write) = tokio::io::split(tls_stream);
-            let mut reader: Reader = BufReader::with_capacity(READ_BUFFER, Box::new(read));
-            let next = first.last_seq.wrapping_add(1);
-            let packet = read_packet(&mut reader, next, MAX_HANDSHAKE_PACKET)
-                .await
-                .ok()?;
-            (reader, Box::new(write), packet, Some(session))
-        } else {
-            let (read, write) = stream.into_split();
-            let reader: Reader = BufReader::with_capacity(READ_BUFFER, Box::new(read));
-            (reader, Box::new(write), first, None)
+    let first = read_packet(&mut tcp, 1, MAX_HANDSHAKE_PACKET).ok()?;
+    let (mut conn, packet, tls) = if is_ssl_request(&first.payload) {
+        let Some(config) = tls_config else {
+            let seq = first.last_seq.wrapping_add(1);
+            send_error(&mut tcp, seq, &errors::bad_handshake());
+            return None;
         };
+        let (stream, session) = Stream::accept_tls(tcp, config).ok()?;
+        let mut conn = BufReader::with_capacity(READ_BUFFER, stream);
+        let next = first.last_seq.wrapping_add(1);
+        let packet = read_packet(&mut conn, next, MAX_HANDSHAKE_PACKET).ok()?;
+        (conn, packet, Some(session))
+    } else {
+        let conn = BufReader::with_capacity(READ_BUFFER, Stream::Plain(tcp));
+        (conn, first, None)
+    };
     let seq = packet.last_seq.wrapping_add(1);
     if tls.is_none() && shared.options.require_secure_transport {
-        let _ = send_error(&mut writer, seq, &errors::insecure_transport()).await;
+        send_error(conn.get_mut(), seq, &errors::insecure_transport());
         return None;
     }
     let response = match parse_handshake_response(&packet.payload) {
@@ -198,7 +268,7 @@ async fn connect(
             | HandshakeError::OldProtocol
             | HandshakeError::TlsRequested,
         ) => {
-            let _ = send_error(&mut writer, seq, &errors::bad_handshake()).await;
+            send_error(conn.get_mut(), seq, &errors::bad_handshake());
             return None;
         }
     };
@@ -208,8 +278,7 @@ async fn connect(
         scramble: &scramble,
         secure,
     };
-    let (host, account_host, seq) =
-        check_account(&mut reader, &mut writer, shared, &claim, &response, seq).await?;
+    let (host, account_host, seq) = check_account(&mut conn, shared, &claim, &response, seq)?;
     let login = Login {
         capabilities: response.capabilities,
         connection_id,
@@ -222,7 +291,7 @@ async fn connect(
         tls,
         seq,
     };
-    Some((reader, writer, login))
+    Some((conn, login))
 }
 
 /// What authentication knows about the connection besides the client's response.
@@ -241,9 +310,8 @@ struct Claim<'a> {
 /// plugin the client chose), so it takes the same steps and the same hashing work as a known
 /// one with a wrong password; the answer is the same 1045. Before the check, a host with
 /// repeated failures waits (`throttle`, MySQL's connection_control).
-async fn check_account(
-    reader: &mut Reader,
-    write: &mut Writer,
+fn check_account(
+    conn: &mut Conn,
     shared: &Arc<Shared>,
     claim: &Claim<'_>,
     response: &HandshakeResponse,
@@ -254,9 +322,14 @@ async fn check_account(
     let (host, hosts) = client_hosts(claim.peer.ip());
     let wait = shared.throttle.admit(claim.peer.ip());
     if !wait.is_zero() {
-        tokio::time::sleep(wait).await;
+        // A delay past connect_timeout ends the attempt there, as the watching task would.
+        let limit = shared.options.connect_timeout;
+        std::thread::sleep(wait.min(limit));
+        if wait >= limit {
+            return None;
+        }
     }
-    let record = lookup_user(shared, &response.user, hosts).await;
+    let record = lookup_user(shared, &response.user, &hosts);
     let exists = record.is_some();
     // An unknown user goes through the same steps as a known one with a wrong password.
     let plugin = record.as_ref().map_or_else(
@@ -284,15 +357,13 @@ async fn check_account(
                           consider upgrading MySQL client"
                     .into(),
             };
-            let _ = send_error(write, seq, &error).await;
+            send_error(conn.get_mut(), seq, &error);
             return None;
         }
         let mut w = PacketWriter::new(seq);
         w.packet(|out| put_auth_switch(out, &plugin, scramble));
-        write.write_all(&w.take()).await.ok()?;
-        let Packet { payload, last_seq } = read_packet(reader, w.seq(), MAX_HANDSHAKE_PACKET)
-            .await
-            .ok()?;
+        send(conn.get_mut(), &w.take())?;
+        let Packet { payload, last_seq } = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
         seq = last_seq.wrapping_add(1);
         auth_response = payload;
     }
@@ -300,8 +371,7 @@ async fn check_account(
     let record = record.unwrap_or_else(|| shared.decoy(&response.user, &plugin));
     let verified = if plugin == CACHING_SHA2 && !auth_response.is_empty() {
         let (verified, next) = caching_sha2(
-            reader,
-            write,
+            conn,
             shared,
             claim,
             &record,
@@ -309,8 +379,7 @@ async fn check_account(
             &auth_response,
             switched,
             seq,
-        )
-        .await?;
+        )?;
         seq = next;
         verified
     } else {
@@ -329,7 +398,7 @@ async fn check_account(
     }
     if !verified {
         let error = errors::access_denied(&response.user, &host, !auth_response.is_empty());
-        let _ = send_error(write, seq, &error).await;
+        send_error(conn.get_mut(), seq, &error);
         return None;
     }
     Some((host, record.host, seq))
@@ -339,9 +408,8 @@ async fn check_account(
 /// account, otherwise full authentication (see `sha2_full`). Returns whether the password was
 /// right and the sequence id of the next packet; the OK or ERR is the caller's to send.
 #[allow(clippy::too_many_arguments)]
-async fn caching_sha2(
-    reader: &mut Reader,
-    write: &mut Writer,
+fn caching_sha2(
+    conn: &mut Conn,
     shared: &Arc<Shared>,
     claim: &Claim<'_>,
     record: &UserRecord,
@@ -368,13 +436,11 @@ async fn caching_sha2(
     // AuthMoreData: fast_auth_success (the OK follows) or perform_full_authentication.
     let mut w = PacketWriter::new(seq);
     w.packet(|out| out.extend_from_slice(&[0x01, if fast { 0x03 } else { 0x04 }]));
-    write.write_all(&w.take()).await.ok()?;
+    send(conn.get_mut(), &w.take())?;
     if fast {
         return Some((true, w.seq()));
     }
-    let packet = read_packet(reader, w.seq(), MAX_HANDSHAKE_PACKET)
-        .await
-        .ok()?;
+    let packet = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
     let mut seq = packet.last_seq.wrapping_add(1);
     let mut payload = packet.payload;
     let password = if claim.secure {
@@ -392,10 +458,8 @@ async fn caching_sha2(
                     out.push(0x01);
                     out.extend_from_slice(keys.public_pem().as_bytes());
                 });
-                write.write_all(&w.take()).await.ok()?;
-                let sealed = read_packet(reader, w.seq(), MAX_HANDSHAKE_PACKET)
-                    .await
-                    .ok()?;
+                send(conn.get_mut(), &w.take())?;
+                let sealed = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
                 seq = sealed.last_seq.wrapping_add(1);
                 keys.decrypt_password(&sealed.payload, scramble)
             }
@@ -419,58 +483,11 @@ async fn caching_sha2(
     Some((verified, seq))
 }
 
-/// Writes replies from the session thread until the job's last one; false ends the connection.
-/// A LOAD DATA LOCAL request in between reads the client's file from `reader` (packets of at
-/// most `max_allowed_packet` bytes each, up to an empty one) and hands it to the session thread.
-async fn pump(
-    replies: &mut mpsc::Receiver<Reply>,
-    write: &mut Writer,
-    reader: &mut Reader,
-    shared: &Shared,
-) -> bool {
-    let max = shared.options.max_allowed_packet;
-    while let Some(reply) = replies.recv().await {
-        match reply {
-            Reply::Partial(bytes) => {
-                shared.count(Counter::BytesSent, bytes.len() as u64);
-                if write.write_all(&bytes).await.is_err() {
-                    return false;
-                }
-            }
-            Reply::Done { bytes, close } => {
-                shared.count(Counter::BytesSent, bytes.len() as u64);
-                if !bytes.is_empty() && write.write_all(&bytes).await.is_err() {
-                    return false;
-                }
-                return !close;
-            }
-            Reply::LocalInfile {
-                bytes,
-                next_seq,
-                file,
-            } => {
-                let received = if write.write_all(&bytes).await.is_ok() {
-                    read_local_file(reader, next_seq, max).await
-                } else {
-                    None
-                };
-                let ok = received.is_some();
-                // The session thread waits for this; it sees `None` as a broken connection.
-                let _ = file.send(received);
-                if !ok {
-                    return false;
-                }
-            }
-        }
-    }
-    false
-}
-
 /// A command packet read, counted in `Bytes_received`; None (after answering a packet too large
 /// or out of order with its error) ends the connection.
-async fn counted_packet(
+fn counted_packet(
     packet: Result<Packet, ReadError>,
-    write: &mut Writer,
+    output: &mut Output,
     shared: &Shared,
 ) -> Option<Packet> {
     if let Ok(p) = &packet {
@@ -478,92 +495,64 @@ async fn counted_packet(
         let headers = 4 * (p.payload.len() / 0xFF_FFFF + 1);
         shared.count(Counter::BytesReceived, (p.payload.len() + headers) as u64);
     }
-    match packet {
-        Ok(packet) => Some(packet),
-        Err(ReadError::TooLarge { .. }) => {
-            let _ = send_error(write, 1, &errors::packet_too_large()).await;
-            None
-        }
-        Err(ReadError::OutOfOrder { got, .. }) => {
-            let _ = send_error(write, got.wrapping_add(1), &errors::out_of_order()).await;
-            None
-        }
-        Err(ReadError::Closed | ReadError::Io(_)) => None,
-    }
-}
-
-/// The packets of a LOCAL INFILE transfer, from sequence id `seq` to the empty one.
-async fn read_local_file(reader: &mut Reader, mut seq: u8, max: usize) -> Option<LocalFile> {
-    let mut data = Vec::new();
-    loop {
-        let packet = read_packet(reader, seq, max).await.ok()?;
-        seq = packet.last_seq.wrapping_add(1);
-        if packet.payload.is_empty() {
-            return Some(LocalFile {
-                data,
-                next_seq: seq,
-            });
-        }
-        data.extend_from_slice(&packet.payload);
-    }
-}
-
-async fn command_loop(
-    mut reader: Reader,
-    mut write: Writer,
-    shared: &Arc<Shared>,
-    login: Login,
-    mut stop: watch::Receiver<bool>,
-) {
-    let max = shared.options.max_allowed_packet;
-    let (job_tx, job_rx) = std::sync::mpsc::sync_channel::<Job>(1);
-    let (reply_tx, mut replies) = mpsc::channel(CHANNEL_CHUNKS);
-    let thread_shared = shared.clone();
-    let capabilities = login.capabilities;
-    let spawned = std::thread::Builder::new()
-        .name("shale-session".into())
-        .spawn(move || run_session(&thread_shared, capabilities, &job_rx, Output::new(reply_tx)));
-    let Ok(thread) = spawned else {
-        let _ = send_error(&mut write, login.seq, &errors::too_many_connections()).await;
-        return;
+    let (seq, error) = match packet {
+        Ok(packet) => return Some(packet),
+        Err(ReadError::TooLarge { .. }) => (1, errors::packet_too_large()),
+        Err(ReadError::OutOfOrder { got, .. }) => (got.wrapping_add(1), errors::out_of_order()),
+        Err(ReadError::Closed | ReadError::Io(_)) => return None,
     };
-    let control = Arc::new(ConnControl::default());
-    let connect = Job::Connect {
+    output.writer.set_seq(seq);
+    output.err(&error);
+    output.flush_reply();
+    None
+}
+
+/// The command phase: the session is opened, then each command packet is read and answered
+/// until COM_QUIT, an error, a KILL, `wait_timeout` or the server's shutdown ends it.
+fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<ConnControl>) {
+    let mut output = Output::new(conn, shared.clone());
+    output.writer.set_seq(login.seq);
+    let identity = Identity {
         connection_id: login.connection_id,
         user: login.user,
         host: login.host,
         account_host: login.account_host,
-        database: login.database,
         tls: login.tls.clone(),
-        control: Arc::clone(&control),
-        seq: login.seq,
+        control: Arc::clone(control),
     };
-    if job_tx.send(connect).is_ok() && pump(&mut replies, &mut write, &mut reader, shared).await {
-        let interactive = login.capabilities & capability::INTERACTIVE != 0;
-        loop {
-            // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
-            let wait = shared.wait_timeout(interactive, &control);
-            let packet = tokio::select! {
-                packet = tokio::time::timeout(wait, read_packet(&mut reader, 0, max)) => {
-                    let Ok(packet) = packet else { break };
-                    packet
-                }
-                () = control.killed.notified() => break,
-                _ = stop.wait_for(|stop| *stop) => break,
-            };
-            let Some(packet) = counted_packet(packet, &mut write, shared).await else {
-                break;
-            };
-            if packet.payload.first() == Some(&command::QUIT) {
-                break;
-            }
-            if packet.payload.first() == Some(&command::CHANGE_USER) {
-                // Authenticate again on this side; the session thread then starts a fresh
-                // session (dropping the old one's transaction and prepared statements).
-                let seq = packet.last_seq.wrapping_add(1);
+    let opened = CommandHandler::open(
+        shared,
+        identity,
+        login.capabilities,
+        login.database.as_deref(),
+        &mut output,
+    );
+    let Some(mut handler) = opened.filter(|_| output.flush_reply()) else {
+        output.flush_reply();
+        output.close();
+        return;
+    };
+    let interactive = login.capabilities & capability::INTERACTIVE != 0;
+    loop {
+        // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
+        let wait = shared.wait_timeout(interactive, control);
+        if output.stream().set_read_timeout(Some(wait)).is_err() {
+            break;
+        }
+        let packet = output.read_packet(0);
+        let Some(packet) = counted_packet(packet, &mut output, shared) else {
+            break;
+        };
+        let seq = packet.last_seq.wrapping_add(1);
+        match packet.payload.first() {
+            Some(&command::QUIT) => break,
+            Some(&command::CHANGE_USER) => {
+                // Authenticate again; a fresh session replaces the old one (whose transaction
+                // rolls back and whose prepared statements go when it is dropped).
                 let Ok(claim) = parse_change_user(&packet.payload[1..], login.capabilities) else {
-                    let _ =
-                        send_error(&mut write, seq, &errors::malformed("COM_CHANGE_USER")).await;
+                    output.writer.set_seq(seq);
+                    output.err(&errors::malformed("COM_CHANGE_USER"));
+                    output.flush_reply();
                     break;
                 };
                 let context = Claim {
@@ -571,42 +560,42 @@ async fn command_loop(
                     scramble: &login.scramble,
                     secure: login.tls.is_some(),
                 };
-                let checked =
-                    check_account(&mut reader, &mut write, shared, &context, &claim, seq).await;
+                let checked = check_account(output.conn(), shared, &context, &claim, seq);
                 let Some((host, account_host, seq)) = checked else {
                     break;
                 };
-                let job = Job::Connect {
+                drop(handler);
+                output.writer.set_seq(seq);
+                let identity = Identity {
                     connection_id: login.connection_id,
                     user: claim.user,
                     host,
                     account_host,
-                    database: claim.database,
                     tls: login.tls.clone(),
-                    control: Arc::clone(&control),
-                    seq,
+                    control: Arc::clone(control),
                 };
-                if job_tx.send(job).is_err()
-                    || !pump(&mut replies, &mut write, &mut reader, shared).await
-                {
+                let database = claim.database.as_deref();
+                let opened = CommandHandler::open(
+                    shared,
+                    identity,
+                    login.capabilities,
+                    database,
+                    &mut output,
+                );
+                let Some(next) = opened.filter(|_| output.flush_reply()) else {
+                    output.flush_reply();
+                    break;
+                };
+                handler = next;
+            }
+            _ => {
+                output.writer.set_seq(seq);
+                let close = handler.run(&packet.payload, &mut output);
+                if !output.flush_reply() || close {
                     break;
                 }
-                continue;
-            }
-            let job = Job::Command {
-                seq: packet.last_seq.wrapping_add(1),
-                payload: packet.payload,
-            };
-            if job_tx.send(job).is_err()
-                || !pump(&mut replies, &mut write, &mut reader, shared).await
-            {
-                break;
             }
         }
     }
-    let _ = write.shutdown().await;
-    drop(job_tx);
-    drop(replies);
-    // The thread ends once it sees the closed channel (after a running command, if any).
-    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    output.close();
 }

@@ -6,9 +6,10 @@
 //! connection phase, with `sha2_full` for `caching_sha2_password`'s full authentication and
 //! `tls` for the switch to TLS), `text` and `binary` (result and parameter encodings), `prepared`
 //! (prepared statements' state, COM_STMT_EXECUTE decoding), `results` (streaming replies),
-//! `split` (is there a second statement?), `throttle` (delays after failed logins), `command` (the command phase on the session
-//! thread), `conn` (a connection's I/O task) and
-//! `server` (the listener); `testing` (feature `testing`) holds the fuzz targets' entry
+//! `split` (is there a second statement?), `throttle` (delays after failed logins), `stream`
+//! (a connection's blocking byte stream, plain or TLS), `command` (the command phase), `conn`
+//! (a connection's thread: the connection phase and the command loop) and `server` (the
+//! listener); `testing` (feature `testing`) holds the fuzz targets' entry
 //! points. docs/server.md describes the server for its users.
 
 // The docs name packets and fields the way the protocol documentation spells them (COM_QUERY,
@@ -28,6 +29,7 @@ mod results;
 mod server;
 mod sha2_full;
 mod split;
+mod stream;
 mod text;
 mod throttle;
 mod tls;

@@ -1,11 +1,12 @@
-//! Streaming a command's reply from the session thread to the socket: [`Output`] frames packets
-//! and hands them to the connection's I/O task in chunks of about [`FLUSH_AT`] bytes over a
-//! bounded channel, and [`ResultWriter`] is the [`ResultSink`] that turns a statement's results
-//! into a text or binary result set (MySQL "Text Resultset", "Binary Protocol Resultset").
+//! Writing a command's reply to the client: [`Output`] frames packets and writes them to the
+//! connection in chunks of about [`FLUSH_AT`] bytes, and [`ResultWriter`] is the
+//! [`ResultSink`] that turns a statement's results into a text or binary result set (MySQL
+//! "Text Resultset", "Binary Protocol Resultset").
 //!
 //! Invariants:
-//! 1. Memory per connection stays bounded while rows stream: at most [`CHANNEL_CHUNKS`] chunks
-//!    wait in the channel; when it is full the session thread blocks until the socket drains.
+//! 1. Memory per connection stays bounded while rows stream: at most about [`FLUSH_AT`] bytes
+//!    wait in the buffer; past that the connection's thread writes them out, blocking while
+//!    the client reads slowly.
 //! 2. A result set ends with an EOF_Packet, or with an OK_Packet headed `0xFE` when the client
 //!    set `CLIENT_DEPRECATE_EOF`; the column definitions are followed by an EOF_Packet only
 //!    without `CLIENT_DEPRECATE_EOF`.
@@ -13,110 +14,116 @@
 //!    `SERVER_MORE_RESULTS_EXISTS` (or an ERR_Packet); [`ResultWriter::finish`] adds an OK if
 //!    the SQL layer sent none, so a client can never wait forever.
 
-use shale_sql::{ColumnMeta, ColumnTypeCode, ResultSink, SqlError, StatementStatus, Value};
-use tokio::sync::mpsc;
+use std::io::Write as _;
+use std::sync::Arc;
+
+use shale_sql::{
+    ColumnMeta, ColumnTypeCode, Counter, ResultSink, SqlError, StatementStatus, Value,
+};
 
 use crate::binary::put_binary_row;
-use crate::codec::PacketWriter;
+use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
 use crate::protocol::{capability, errors, put_eof, put_err, put_ok, status, OkPacket};
+use crate::server::Shared;
+use crate::stream::{Conn, Stream};
 use crate::text::{put_column_definition, put_text_row};
 use crate::wire::put_lenenc_int;
 
-/// Buffered reply bytes that trigger a hand-off to the socket.
+/// Buffered reply bytes that are written out before the reply is complete.
 pub const FLUSH_AT: usize = 32 * 1024;
-/// Chunks that may wait for the socket before the session thread blocks.
-pub const CHANNEL_CHUNKS: usize = 4;
 
-/// A piece of a reply, from the session thread to the connection's I/O task.
-#[derive(Debug)]
-pub enum Reply {
-    /// More bytes of the reply; the command is still running.
-    Partial(Vec<u8>),
-    /// The last bytes of the reply (maybe none); `close` asks to end the connection after them.
-    Done { bytes: Vec<u8>, close: bool },
-    /// LOAD DATA LOCAL: `bytes` end with the request for a file (0xFB and its name); the I/O
-    /// task reads the client's packets from sequence id `next_seq` up to the empty one and
-    /// sends the file back through `file` (`None`: the connection failed).
-    LocalInfile {
-        bytes: Vec<u8>,
-        next_seq: u8,
-        file: std::sync::mpsc::SyncSender<Option<LocalFile>>,
-    },
-}
-
-/// A file a client sent for LOAD DATA LOCAL.
-#[derive(Debug)]
-pub struct LocalFile {
-    pub data: Vec<u8>,
-    /// The sequence id the statement's reply starts at (after the client's empty packet).
-    pub next_seq: u8,
-}
-
-/// The reply being built for one command.
+/// A connection's stream and the reply being built for its current command.
 #[derive(Debug)]
 pub struct Output {
     pub writer: PacketWriter,
-    replies: mpsc::Sender<Reply>,
-    /// The I/O task went away (the client disconnected).
+    conn: Conn,
+    shared: Arc<Shared>,
+    /// A write failed (the client disconnected); nothing more is sent.
     broken: bool,
 }
 
 impl Output {
-    pub fn new(replies: mpsc::Sender<Reply>) -> Self {
+    pub fn new(conn: Conn, shared: Arc<Shared>) -> Self {
         Output {
             writer: PacketWriter::new(0),
-            replies,
+            conn,
+            shared,
             broken: false,
         }
     }
 
-    /// Hands the buffered bytes over if there are enough of them.
+    /// The connection's stream (to read a packet, set a timeout or close it).
+    pub fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
+    }
+
+    pub fn stream(&self) -> &Stream {
+        self.conn.get_ref()
+    }
+
+    /// Reads the client's next packet, whose first chunk must carry `seq`.
+    pub fn read_packet(&mut self, seq: u8) -> Result<Packet, ReadError> {
+        read_packet(&mut self.conn, seq, self.shared.options.max_allowed_packet)
+    }
+
+    fn write_out(&mut self, bytes: &[u8]) -> bool {
+        if self.broken {
+            return false;
+        }
+        self.shared.count(Counter::BytesSent, bytes.len() as u64);
+        let stream = self.conn.get_mut();
+        if stream
+            .write_all(bytes)
+            .and_then(|()| stream.flush())
+            .is_err()
+        {
+            self.broken = true;
+        }
+        !self.broken
+    }
+
+    /// Writes the buffered bytes out if there are enough of them.
     pub fn maybe_flush(&mut self) -> Result<(), SqlError> {
         if self.writer.len() < FLUSH_AT {
             return Ok(());
         }
         let bytes = self.writer.take();
-        if self.broken || self.replies.blocking_send(Reply::Partial(bytes)).is_err() {
-            self.broken = true;
-            return Err(errors::write_failed());
+        if self.write_out(&bytes) {
+            Ok(())
+        } else {
+            Err(errors::write_failed())
         }
-        Ok(())
     }
 
-    /// Ends the reply; false when the I/O task is gone.
-    pub fn done(&mut self, close: bool) -> bool {
+    /// Ends the reply: writes what is buffered; false when the client is gone.
+    pub fn flush_reply(&mut self) -> bool {
         let bytes = self.writer.take();
-        !self.broken
-            && self
-                .replies
-                .blocking_send(Reply::Done { bytes, close })
-                .is_ok()
+        bytes.is_empty() && !self.broken || self.write_out(&bytes)
     }
 
-    /// Asks the client for the file `name` (LOCAL INFILE Request) and waits for its content.
+    /// Asks the client for the file `name` (LOCAL INFILE Request) and reads its content: the
+    /// client's packets of at most `max_allowed_packet` bytes each, up to an empty one.
     pub fn request_local_file(&mut self, name: &str) -> Result<Vec<u8>, SqlError> {
         self.writer.packet(|out| {
             out.push(0xFB);
             out.extend_from_slice(name.as_bytes());
         });
-        let bytes = self.writer.take();
-        let next_seq = self.writer.seq();
-        let (file, received) = std::sync::mpsc::sync_channel(1);
-        let request = Reply::LocalInfile {
-            bytes,
-            next_seq,
-            file,
-        };
-        if self.broken || self.replies.blocking_send(request).is_err() {
-            self.broken = true;
+        let mut seq = self.writer.seq();
+        if !self.flush_reply() {
             return Err(errors::write_failed());
         }
-        if let Ok(Some(file)) = received.recv() {
-            self.writer.set_seq(file.next_seq);
-            Ok(file.data)
-        } else {
-            self.broken = true;
-            Err(errors::write_failed())
+        let mut data = Vec::new();
+        loop {
+            let Ok(packet) = self.read_packet(seq) else {
+                self.broken = true;
+                return Err(errors::write_failed());
+            };
+            seq = packet.last_seq.wrapping_add(1);
+            if packet.payload.is_empty() {
+                self.writer.set_seq(seq);
+                return Ok(data);
+            }
+            data.extend_from_slice(&packet.payload);
         }
     }
 
@@ -127,6 +134,11 @@ impl Output {
     pub fn err(&mut self, error: &SqlError) {
         self.writer
             .packet(|out| put_err(out, error.code, error.sqlstate, &error.message));
+    }
+
+    /// Ends the connection: TLS's close_notify and the socket's write side.
+    pub fn close(mut self) {
+        self.conn.get_mut().close();
     }
 }
 

@@ -1,10 +1,11 @@
-//! The listener: accepts TCP connections, gives each a connection task (and, once
-//! authenticated, a session thread), and shuts down in order: stop accepting, let running
-//! commands finish within the grace period, then drop what is left.
+//! The listener: accepts TCP connections, gives each a thread (and a task that watches it,
+//! conn.rs), and shuts down in order: stop accepting, let running commands finish within the
+//! grace period, then drop what is left.
 //!
 //! Invariants:
 //! 1. [`Server::run`] returns only after every connection task has ended or been dropped after
-//!    the grace period; a session thread still inside a command then ends after that command.
+//!    the grace period; a connection's thread still inside a command then ends after that
+//!    command (its socket is shut down, so it cannot block on the client).
 //! 2. One connection's failure (bad packets, a panicking statement) never stops the listener or
 //!    another connection.
 

@@ -438,6 +438,9 @@ impl Draft {
 /// The value rows that exist when a column is added read: its DEFAULT, else NULL, else (NOT
 /// NULL without DEFAULT) the type's implicit default, as `MySQL`.
 fn fill_value(column: &ColumnDef) -> Result<Value, SqlError> {
+    if column.auto_timestamp.on_insert {
+        return crate::timestamp::fill_now(column);
+    }
     if let Some(d) = &column.default {
         return Ok(d.clone());
     }
@@ -465,7 +468,7 @@ fn fill_value(column: &ColumnDef) -> Result<Value, SqlError> {
         }
         // MySQL's implicit default of a NOT NULL JSON column: the JSON null literal.
         ColumnType::Json => Value::Bytes(b"null".to_vec()),
-        ColumnType::Date | ColumnType::DateTime { .. } => {
+        ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. } => {
             // MySQL's implicit default is the zero date, which strict mode refuses.
             return Err(SqlError::unsupported(format!(
                 "ADD COLUMN `{}` of a date type NOT NULL without DEFAULT (the zero date)",
@@ -481,7 +484,22 @@ fn convert(new: &ColumnDef, value: Value, row: u64) -> Result<Value, SqlError> {
     if matches!(value, Value::Null) && !new.nullable {
         return Err(SqlError::new(1138, "22004", "Invalid use of NULL value"));
     }
-    store_value(new, value, row).map_err(|e| {
+    let given = crate::value::display(&value);
+    let stored = store_value(new, value, row);
+    if let (ColumnType::Timestamp { .. }, Ok(Value::DateTime(utc))) = (&new.ty, &stored) {
+        // Rewrites see stored values: a TIMESTAMP's is UTC (timestamp.rs rule 1).
+        if !utc.in_timestamp_range() {
+            return Err(SqlError::new(
+                1292,
+                "22007",
+                format!(
+                    "Incorrect datetime value: '{given}' for column '{}' at row {row}",
+                    new.name
+                ),
+            ));
+        }
+    }
+    stored.map_err(|e| {
         if e.code == 1406 {
             SqlError::new(
                 1265,
@@ -661,7 +679,10 @@ fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
             }
         }
         C::Date => ColumnType::Date,
-        C::DateTime | C::Timestamp => ColumnType::DateTime {
+        C::DateTime => ColumnType::DateTime {
+            fsp: meta.decimals.min(6),
+        },
+        C::Timestamp => ColumnType::Timestamp {
             fsp: meta.decimals.min(6),
         },
         C::String => ColumnType::Char {
@@ -685,6 +706,7 @@ fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
         nullable: meta.flags & crate::types::flags::NOT_NULL == 0,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     }
 }
 

@@ -235,7 +235,7 @@ fn bulk_insert_statement(
                     None => None,
                 });
             }
-            rows.push(row_values(&table, given, i + 1)?);
+            rows.push(row_values(&table, given, i + 1, &env)?);
         }
     }
     let n = rows.len() as u64;
@@ -390,7 +390,11 @@ fn run_load_data(
                 given[*position] = Some(expr.eval(&current, &env)?);
             }
         }
-        prepared.push(row_values(&table, given, number)?);
+        let env = RunEnv {
+            state: session.state(),
+            params: &[],
+        };
+        prepared.push(row_values(&table, given, number, &env)?);
     }
     let use_bulk = session.bulk_mode().enabled
         || (!ignore && !session.in_transaction() && table_is_empty(session, &table)?);
@@ -428,8 +432,10 @@ fn insert_bulk(
     rows: Vec<(Vec<Value>, Option<usize>)>,
 ) -> Result<(u64, u64), SqlError> {
     let n = rows.len() as u64;
+    let zone = crate::datetime_funcs::zone_offset(&session.state().variable("time_zone"))?;
     let load = load_for(session, table)?;
     for (mut row, auto) in rows {
+        crate::timestamp::row_to_utc(table, &mut row, zone);
         if let Some(pos) = auto {
             let id = load.next_auto_increment()?;
             row[pos] = int_value(&table.columns[pos].ty, i128::from(id));

@@ -51,6 +51,16 @@ fn column_type(
                 }
             }
         }
+        D::Timestamp(fsp, ast::TimezoneInfo::None) => match fsp.unwrap_or(0) {
+            f @ 0..=6 => ColumnType::Timestamp { fsp: f as u8 },
+            f => {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!("Too big precision {f} specified for '{column}'. Maximum is 6."),
+                ))
+            }
+        },
         D::Datetime(fsp) => match fsp.unwrap_or(0) {
             f @ 0..=6 => ColumnType::DateTime { fsp: f as u8 },
             f => {
@@ -205,11 +215,16 @@ pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), 
     let mut nullable = true;
     let mut default = None;
     let mut auto_increment = false;
+    let (mut default_now, mut on_update) = (None, None);
     for o in &c.options {
         match &o.option {
             ast::ColumnOption::Null => nullable = true,
             ast::ColumnOption::NotNull => nullable = false,
-            ast::ColumnOption::Default(e) => default = Some(default_value(e)?),
+            ast::ColumnOption::Default(e) => match crate::timestamp::current_timestamp_fsp(e) {
+                Some(fsp) => default_now = Some(fsp),
+                None => default = Some(default_value(e)?),
+            },
+            ast::ColumnOption::OnUpdate(e) => on_update = Some(e),
             ast::ColumnOption::PrimaryKey(_) => {
                 nullable = false;
                 is_pk = true;
@@ -241,7 +256,9 @@ pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), 
         nullable,
         default: None,
         auto_increment,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
+    crate::timestamp::declare(&mut col, default_now, on_update)?;
     if col.ty == ColumnType::Json {
         crate::json::check_column(&col, is_pk || is_unique, default.as_ref())?;
     }
@@ -486,6 +503,8 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
         ColumnType::Date => "date".into(),
         ColumnType::DateTime { fsp: 0 } => "datetime".into(),
         ColumnType::DateTime { fsp } => format!("datetime({fsp})"),
+        ColumnType::Timestamp { fsp: 0 } => "timestamp".into(),
+        ColumnType::Timestamp { fsp } => format!("timestamp({fsp})"),
         ColumnType::Year => "year".into(),
         ColumnType::Char { len, collation } => match collation {
             Collation::Binary => format!("binary({len})"),
@@ -531,8 +550,13 @@ pub(crate) fn show_create(def: &TableDef) -> String {
         }
         if !c.nullable {
             l.push_str(" NOT NULL");
+        } else if matches!(c.ty, ColumnType::Timestamp { .. }) {
+            // MySQL spells out NULL for a nullable TIMESTAMP.
+            l.push_str(" NULL");
         }
-        if c.auto_increment {
+        if let Some(clauses) = crate::timestamp::show_clauses(c) {
+            l.push_str(&clauses);
+        } else if c.auto_increment {
             l.push_str(" AUTO_INCREMENT");
         } else if let Some(d) = &c.default {
             l.push_str(" DEFAULT ");

@@ -208,6 +208,12 @@ impl From<shale_table::Error> for SqlError {
                 "HY000",
                 "Rows inserted during bulk load must not overlap existing rows",
             ),
+            // The SQL layer checks the range first, with the row number (timestamp.rs).
+            E::TimestampOutOfRange { column, value } => SqlError::new(
+                1292,
+                "22007",
+                format!("Incorrect datetime value: '{value}' for column '{column}' at row 1"),
+            ),
             E::LockWaitTimeout => SqlError::lock_wait_timeout(),
             E::Deadlock => SqlError::deadlock(),
             other => SqlError::internal(other),

@@ -22,7 +22,7 @@ use crate::error::SqlError;
 use crate::expr::{Env, Expr};
 use crate::plan::{Access, Plan, RangeBound};
 use crate::result::{ResultSink, StatementStatus};
-use crate::types::{int_range, int_value, store_value};
+use crate::types::{int_range, int_value};
 use crate::value::{self, sort_compare, str_to_f64, str_to_i128_exact, to_i128};
 
 /// Rows of an access path, pulled one at a time.
@@ -166,18 +166,22 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             Some(d) => KeyValue::Widened(Value::Decimal(d)),
             None => KeyValue::Unbounded,
         },
-        (ColumnType::Date | ColumnType::DateTime { .. }, Value::DateTime(d)) => {
-            KeyValue::Exact(Value::DateTime(d))
-        }
+        (
+            ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. },
+            Value::DateTime(d),
+        ) => KeyValue::Exact(Value::DateTime(d)),
         // A string that reads as a date bounds the range as that instant (the filter
         // re-checks); anything else compares another way: no key range.
-        (ColumnType::Date | ColumnType::DateTime { .. }, Value::Bytes(b)) => {
-            match crate::temporal::parse_text(&b) {
-                Some(d) => KeyValue::Widened(Value::DateTime(d)),
-                None => KeyValue::Unbounded,
-            }
+        (
+            ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. },
+            Value::Bytes(b),
+        ) => match crate::temporal::parse_text(&b) {
+            Some(d) => KeyValue::Widened(Value::DateTime(d)),
+            None => KeyValue::Unbounded,
+        },
+        (ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. }, _) => {
+            KeyValue::Unbounded
         }
-        (ColumnType::Date | ColumnType::DateTime { .. }, _) => KeyValue::Unbounded,
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
             Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,
@@ -942,8 +946,15 @@ pub(crate) fn update(
             let (Some(col), Some(slot)) = (table.columns.get(*pos), new.get_mut(*pos)) else {
                 return Err(SqlError::internal("row shorter than its table definition"));
             };
-            *slot = store_value(col, v, matched as usize)?;
+            *slot = crate::timestamp::store(col, v, matched as usize, env)?;
         }
+        crate::timestamp::touch(
+            table,
+            &old,
+            &mut new,
+            |p| u.assignments.iter().any(|(a, _)| *a == p),
+            env,
+        )?;
         if new != old {
             txn.update(table, &old, new)?;
             changed += 1;
@@ -1081,9 +1092,11 @@ fn insert_on_duplicate(
                     let Some(col) = table.columns.get(*pos) else {
                         return Err(SqlError::internal("assignment past the row"));
                     };
-                    scope[*pos] = store_value(col, v, row_number)?;
+                    scope[*pos] = crate::timestamp::store(col, v, row_number, env)?;
                 }
                 scope.truncate(old.len());
+                let assigned = |p: usize| assignments.iter().any(|(a, _)| *a == p);
+                crate::timestamp::touch(table, &old, &mut scope, assigned, env)?;
                 if scope != old {
                     txn.update(table, &old, scope)?;
                     out.affected += 2;
@@ -1171,7 +1184,7 @@ pub(crate) fn insert(
     let mut prepared: Vec<Vec<Value>> = Vec::with_capacity(source.len());
     let mut needs_id: Vec<Option<usize>> = Vec::with_capacity(source.len());
     for (i, row) in source.into_iter().enumerate() {
-        let (values, auto) = row_values(table, row, i + 1)?;
+        let (values, auto) = row_values(table, row, i + 1, env)?;
         prepared.push(values);
         needs_id.push(auto);
     }
@@ -1203,12 +1216,14 @@ pub(crate) fn row_values(
     table: &TableDef,
     given: Vec<Option<Value>>,
     row_number: usize,
+    env: &dyn Env,
 ) -> Result<(Vec<Value>, Option<usize>), SqlError> {
     let mut values = Vec::with_capacity(table.columns.len());
     let mut auto = None;
     for (pos, (col, given)) in table.columns.iter().zip(given).enumerate() {
         let v = match given {
             Some(v) => v,
+            None if col.auto_timestamp.on_insert => crate::timestamp::now(col, env)?,
             None => match &col.default {
                 Some(d) => d.clone(),
                 None if col.auto_increment || col.nullable => Value::Null,
@@ -1220,7 +1235,7 @@ pub(crate) fn row_values(
             values.push(Value::Null);
             continue;
         }
-        values.push(store_value(col, v, row_number)?);
+        values.push(crate::timestamp::store(col, v, row_number, env)?);
     }
     Ok((values, auto))
 }

@@ -312,6 +312,7 @@ fn text_column(name: &str, len: u32) -> ColumnDef {
         nullable: false,
         default: Some(Value::Bytes(Vec::new())),
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     }
 }
 

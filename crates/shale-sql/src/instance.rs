@@ -78,6 +78,7 @@ fn user_table() -> TableDef {
         nullable: false,
         default: Some(Value::Bytes(Vec::new())),
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     TableDef {
         database: "mysql".into(),
@@ -94,6 +95,7 @@ fn user_table() -> TableDef {
                 nullable: false,
                 default: None,
                 auto_increment: false,
+                auto_timestamp: shale_table::AutoTimestamp::default(),
             },
         ],
         primary_key: IndexDef {

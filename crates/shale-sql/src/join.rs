@@ -660,6 +660,7 @@ mod tests {
             nullable: n != "id",
             default: None,
             auto_increment: false,
+            auto_timestamp: shale_table::AutoTimestamp::default(),
         };
         TableRef {
             def: Arc::new(TableDef {

@@ -79,6 +79,7 @@ mod status;
 mod string_funcs;
 mod subquery;
 mod temporal;
+mod timestamp;
 mod types;
 mod value;
 mod variables;

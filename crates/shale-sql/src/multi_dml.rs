@@ -335,8 +335,11 @@ pub(crate) fn run(
                     let (Some(col), Some(slot)) = (def.columns.get(*c), new.get_mut(*c)) else {
                         return Err(SqlError::internal("assignment outside its table"));
                     };
-                    *slot = crate::types::store_value(col, v, matched as usize)?;
+                    *slot = crate::timestamp::store(col, v, matched as usize, env)?;
                 }
+                let assigned =
+                    |pos: usize| p.assignments.iter().any(|(i, c, _)| *i == ti && *c == pos);
+                crate::timestamp::touch(def, old, &mut new, assigned, env)?;
                 if new.as_slice() != old {
                     env.txn()?.update(def, old, new)?;
                     changed += 1;

@@ -726,6 +726,7 @@ mod tests {
             nullable,
             default: None,
             auto_increment: false,
+            auto_timestamp: shale_table::AutoTimestamp::default(),
         };
         let int = ColumnType::Int { unsigned: false };
         TableDef {

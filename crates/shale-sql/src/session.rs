@@ -756,10 +756,12 @@ impl Session {
     }
 
     fn begin_txn_with(&self, isolation: IsolationLevel) -> Result<TableTxn, SqlError> {
-        Ok(self.instance.store.begin(TxnOptions {
+        let mut txn = self.instance.store.begin(TxnOptions {
             isolation,
             ..TxnOptions::default()
-        })?)
+        })?;
+        crate::timestamp::set_txn_zone(&mut txn, &self.state.variable("time_zone"))?;
+        Ok(txn)
     }
 
     /// Commits the open transaction, if any.
@@ -883,7 +885,8 @@ impl Session {
         params: &[Value],
         sink: &mut dyn ResultSink,
     ) -> Result<(), SqlError> {
-        self.state.statement_time = crate::datetime_funcs::clock_micros();
+        self.state.statement_time =
+            crate::timestamp::statement_clock(&self.state.variable("timestamp"));
         if let Planned::Command(stmt) = planned {
             let done = self.command(stmt, sink);
             if done.is_ok() {
@@ -1519,6 +1522,9 @@ impl Session {
                 })?;
             }
             "time_zone" => {
+                if let Some(txn) = self.txn.as_mut() {
+                    crate::timestamp::set_txn_zone(txn, &v)?;
+                }
                 crate::datetime_funcs::zone_offset(&v)?;
                 self.state.vars.insert(lower, v);
             }

@@ -371,10 +371,8 @@ fn describe(
         } else {
             ""
         };
-        let default = c
-            .default
-            .as_ref()
-            .and_then(crate::value::as_text)
+        let default = crate::timestamp::default_text(c)
+            .or_else(|| c.default.as_ref().and_then(crate::value::as_text))
             .map_or(Value::Null, |d| text(&d));
         let mut row = vec![text(&c.name), text(&crate::ddl::type_text(&c.ty))];
         if full {
@@ -397,11 +395,11 @@ fn describe(
             text(if c.nullable { "YES" } else { "NO" }),
             text(key),
             default,
-            text(if c.auto_increment {
-                "auto_increment"
+            if c.auto_increment {
+                text("auto_increment")
             } else {
-                ""
-            }),
+                text(&crate::timestamp::extra_text(c))
+            },
         ]);
         if full {
             row.extend([text("select,insert,update,references"), text("")]);

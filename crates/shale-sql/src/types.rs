@@ -74,7 +74,9 @@ impl SqlType {
             ColumnType::Float | ColumnType::Double => SqlType::Double,
             ColumnType::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
             ColumnType::Date => SqlType::DateTime { fsp: None },
-            ColumnType::DateTime { fsp } => SqlType::DateTime { fsp: Some(fsp) },
+            ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => {
+                SqlType::DateTime { fsp: Some(fsp) }
+            }
             ColumnType::Year => SqlType::Int {
                 unsigned: true,
                 len: 4,
@@ -199,6 +201,7 @@ pub(crate) fn column_meta(
         ColumnType::Char { .. } => ColumnTypeCode::String,
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
+        ColumnType::Timestamp { .. } => ColumnTypeCode::Timestamp,
         ColumnType::Json => ColumnTypeCode::Json,
     };
     if matches!(col.ty, ColumnType::Float) {
@@ -328,7 +331,9 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
             crate::decimal::store(&value, *precision, *scale, &col.name, row)
         }
         ColumnType::Date => crate::temporal::store(&value, None, &col.name, row),
-        ColumnType::DateTime { fsp } => crate::temporal::store(&value, Some(*fsp), &col.name, row),
+        ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => {
+            crate::temporal::store(&value, Some(*fsp), &col.name, row)
+        }
         ColumnType::Year => crate::temporal::store_year(&value, &col.name, row),
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {
@@ -412,6 +417,7 @@ mod tests {
             nullable,
             default: None,
             auto_increment: false,
+            auto_timestamp: shale_table::AutoTimestamp::default(),
         }
     }
 

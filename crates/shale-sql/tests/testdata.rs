@@ -138,6 +138,11 @@ fn bulk_load() {
 }
 
 #[test]
+fn timestamp() {
+    common::run_file("timestamp");
+}
+
+#[test]
 fn json() {
     common::run_file("json");
 }

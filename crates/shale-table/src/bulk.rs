@@ -166,10 +166,13 @@ impl BulkLoad {
         self.store.next_sequence(TAG_AUTO_INCREMENT, &self.table)
     }
 
-    /// Adds a full row (one value per column). Values are checked here; a repeated key is
-    /// found only at [`Self::finish`].
+    /// Adds a full row (one value per column; TIMESTAMPs in UTC: a load has no time zone).
+    /// Values are checked here; a repeated key is found only at [`Self::finish`].
     pub fn insert(&mut self, row: &[Value]) -> Result<()> {
         let table = &*self.table;
+        if crate::zone::has_timestamp(table) {
+            crate::zone::row_to_utc(table, &mut row.to_vec(), 0)?;
+        }
         self.value.clear();
         encode_row(&mut self.value, table, row)?;
         if let Some(position) = table.columns.iter().position(|c| c.auto_increment) {

@@ -53,6 +53,33 @@ impl KeyRange {
     }
 }
 
+/// `range` with its TIMESTAMP bound values moved from the transaction's zone to UTC
+/// (zone.rs), so it bounds the stored keys.
+pub(crate) fn range_to_utc(
+    table: &TableDef,
+    index: IndexChoice,
+    mut range: KeyRange,
+    zone_offset: i64,
+) -> KeyRange {
+    if zone_offset == 0 || !crate::zone::has_timestamp(table) {
+        return range;
+    }
+    let columns = match index {
+        IndexChoice::Primary => Some(&table.primary_key.columns),
+        IndexChoice::Secondary(i) => table.indexes.get(i).map(|x| &x.columns),
+    };
+    let Some(columns) = columns else {
+        return range;
+    };
+    for bound in [&mut range.lower, &mut range.upper] {
+        if let Bound::Included(values) | Bound::Excluded(values) = bound {
+            let of_index = columns.iter().filter_map(|&c| table.columns.get(c));
+            crate::zone::key_to_utc(of_index, values, zone_offset);
+        }
+    }
+    range
+}
+
 /// The engine iterator bounds `[lower, upper)` of `range` over `index` of `table`.
 pub(crate) fn engine_range(
     table: &TableDef,
@@ -220,9 +247,19 @@ impl<'t> RowCursor<'t> {
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<Vec<Value>> {
+        let offset = self.txn.zone_offset();
         match &self.projection {
-            None => decode_row(&self.table, bytes),
-            Some(columns) => decode_projected(&self.table, bytes, columns),
+            None => {
+                let mut row = decode_row(&self.table, bytes)?;
+                crate::zone::values_to_local(self.table.columns.iter(), &mut row, offset);
+                Ok(row)
+            }
+            Some(columns) => {
+                let mut row = decode_projected(&self.table, bytes, columns)?;
+                let projected = columns.iter().filter_map(|&c| self.table.columns.get(c));
+                crate::zone::values_to_local(projected, &mut row, offset);
+                Ok(row)
+            }
         }
     }
 }

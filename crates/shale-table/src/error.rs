@@ -25,6 +25,10 @@ pub enum Error {
     LockWaitTimeout,
     #[error("deadlock found when trying to get lock; try restarting transaction")]
     Deadlock,
+    /// A TIMESTAMP value outside '1970-01-01 00:00:01'..'2038-01-19 03:14:07' UTC; `value` is
+    /// as given, in the transaction's time zone.
+    #[error("TIMESTAMP value '{value}' for column '{column}' is out of range")]
+    TimestampOutOfRange { column: String, value: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("corruption: {0}")]

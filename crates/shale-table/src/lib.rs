@@ -22,6 +22,7 @@
 //! store.create_database("shop")?;
 //! let column = |name: &str, ty| ColumnDef {
 //!     name: name.into(), ty, nullable: false, default: None, auto_increment: false,
+//!     auto_timestamp: shale_table::AutoTimestamp::default(),
 //! };
 //! let index = |name: &str, columns| IndexDef { name: name.into(), columns, unique: false, index_id: 0 };
 //! let items = store.create_table(TableDef {
@@ -116,6 +117,7 @@ pub mod testing;
 mod txn;
 mod types;
 mod value;
+mod zone;
 
 pub use alter::{widens_losslessly, AlterMethod, ConvertFn, TableChange, MAX_PAST_VERSIONS};
 pub use bulk::{BulkLoad, BulkLoadOptions, BulkLoadSummary};
@@ -125,7 +127,9 @@ pub use decimal::{
     Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
 };
 pub use error::{Error, Result};
-pub use schema::{Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
+pub use schema::{
+    AutoTimestamp, Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef,
+};
 pub use shale_engine::{Durability, IsolationLevel};
 pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};

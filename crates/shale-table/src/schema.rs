@@ -17,6 +17,18 @@ pub struct ColumnDef {
     /// error under strict mode when NOT NULL).
     pub default: Option<Value>,
     pub auto_increment: bool,
+    /// DEFAULT / ON UPDATE `CURRENT_TIMESTAMP` of a TIMESTAMP or DATETIME column (the SQL
+    /// layer fills the values; the table layer only keeps the declaration).
+    pub auto_timestamp: AutoTimestamp,
+}
+
+/// Whether a TIMESTAMP or DATETIME column takes the statement's time when a row is inserted
+/// without a value for it (DEFAULT `CURRENT_TIMESTAMP`) and when another column of the row
+/// changes (ON UPDATE `CURRENT_TIMESTAMP`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AutoTimestamp {
+    pub on_insert: bool,
+    pub on_update: bool,
 }
 
 /// The primary key or a secondary index.

@@ -116,6 +116,7 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         ColumnType::Date => out.push(12),
         ColumnType::DateTime { fsp } => out.extend_from_slice(&[13, fsp]),
         ColumnType::Year => out.push(14),
+        ColumnType::Timestamp { fsp } => out.extend_from_slice(&[20, fsp]),
         // 32, not 15: leaves 15.. to the scalar types other branches add.
         ColumnType::Json => out.push(32),
     }
@@ -185,6 +186,13 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             ColumnType::DateTime { fsp }
         }
         14 => ColumnType::Year,
+        20 => {
+            let fsp = reader.u8()?;
+            if fsp > 6 {
+                return Err(reader.corruption(&format!("bad TIMESTAMP({fsp})")));
+            }
+            ColumnType::Timestamp { fsp }
+        }
         32 => ColumnType::Json,
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
@@ -297,7 +305,9 @@ fn put_column(out: &mut Vec<u8>, column: &ColumnDef) {
     put_type(out, &column.ty);
     let flags = u8::from(column.nullable)
         | u8::from(column.auto_increment) << 1
-        | u8::from(column.default.is_some()) << 2;
+        | u8::from(column.default.is_some()) << 2
+        | u8::from(column.auto_timestamp.on_insert) << 3
+        | u8::from(column.auto_timestamp.on_update) << 4;
     out.push(flags);
     if let Some(default) = &column.default {
         put_value(out, default);
@@ -308,7 +318,7 @@ fn read_column(reader: &mut Reader<'_>) -> Result<ColumnDef> {
     let name = reader.string()?;
     let ty = read_type(reader)?;
     let flags = reader.u8()?;
-    if flags > 0b111 {
+    if flags > 0b1_1111 {
         return Err(reader.corruption("unknown column flags"));
     }
     let default = if flags & 4 != 0 {
@@ -322,6 +332,10 @@ fn read_column(reader: &mut Reader<'_>) -> Result<ColumnDef> {
         nullable: flags & 1 != 0,
         default,
         auto_increment: flags & 2 != 0,
+        auto_timestamp: crate::schema::AutoTimestamp {
+            on_insert: flags & 8 != 0,
+            on_update: flags & 16 != 0,
+        },
     })
 }
 
@@ -495,6 +509,7 @@ mod tests {
                     nullable: false,
                     default: None,
                     auto_increment: true,
+                    auto_timestamp: crate::schema::AutoTimestamp::default(),
                 },
                 ColumnDef {
                     name: "k".into(),
@@ -502,6 +517,7 @@ mod tests {
                     nullable: false,
                     default: Some(Value::UInt(0)),
                     auto_increment: false,
+                    auto_timestamp: crate::schema::AutoTimestamp::default(),
                 },
                 ColumnDef {
                     name: "c".into(),
@@ -512,6 +528,7 @@ mod tests {
                     nullable: true,
                     default: Some(Value::Bytes(b"x".to_vec())),
                     auto_increment: false,
+                    auto_timestamp: crate::schema::AutoTimestamp::default(),
                 },
                 ColumnDef {
                     name: "d".into(),
@@ -519,6 +536,7 @@ mod tests {
                     nullable: true,
                     default: Some(Value::Double(-1.5)),
                     auto_increment: false,
+                    auto_timestamp: crate::schema::AutoTimestamp::default(),
                 },
                 ColumnDef {
                     name: "t".into(),
@@ -528,6 +546,7 @@ mod tests {
                     nullable: true,
                     default: Some(Value::Null),
                     auto_increment: false,
+                    auto_timestamp: crate::schema::AutoTimestamp::default(),
                 },
             ],
             primary_key: IndexDef {
@@ -556,6 +575,7 @@ mod tests {
             nullable: true,
             default: None,
             auto_increment: false,
+            auto_timestamp: crate::schema::AutoTimestamp::default(),
         });
         let bytes = encode_table(&def);
         assert_eq!(decode_table(&bytes).unwrap(), def);

@@ -10,6 +10,12 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+/// Microseconds from 0000-03-01 to 1970-01-01 (day 719 468 of the civil-days count).
+const UNIX_EPOCH_MICROS: i64 = 719_468 * 86_400 * 1_000_000;
+/// TIMESTAMP's range in microseconds since 1970-01-01 UTC: `[1 s, 2^31 s)`, so
+/// '1970-01-01 00:00:01' to '2038-01-19 03:14:07.999999' UTC.
+const TIMESTAMP_MICROS: std::ops::Range<i64> = 1_000_000..(1i64 << 31) * 1_000_000;
+
 /// A DATE (`fsp` None) or DATETIME value (`fsp` Some(0..=6): fraction digits shown).
 #[derive(Clone, Copy)]
 pub struct DateTime {
@@ -223,6 +229,25 @@ impl DateTime {
         (value.round_to(fsp).packed() == packed).then_some(value)
     }
 
+    /// Microseconds since 1970-01-01 00:00:00 of this date and time read as UTC.
+    #[must_use]
+    pub fn unix_micros(&self) -> i64 {
+        self.total_micros() - UNIX_EPOCH_MICROS
+    }
+
+    /// The UTC date and time `micros` microseconds after 1970-01-01 00:00:00 (a DATETIME with
+    /// `fsp` digits, not rounded); None outside years 1000..=9999.
+    #[must_use]
+    pub fn from_unix_micros(micros: i64, fsp: Option<u8>) -> Option<DateTime> {
+        DateTime::from_total_micros(micros.checked_add(UNIX_EPOCH_MICROS)?, fsp)
+    }
+
+    /// Whether this value, read as UTC, is within TIMESTAMP's range.
+    #[must_use]
+    pub fn in_timestamp_range(&self) -> bool {
+        TIMESTAMP_MICROS.contains(&self.unix_micros())
+    }
+
     /// None for a DATE, else the fraction digits shown.
     #[must_use]
     pub fn fsp(&self) -> Option<u8> {
@@ -373,5 +398,25 @@ mod tests {
             "2024-02-29"
         );
         assert!(DateTime::from_packed(u64::MAX, Some(0)).is_none());
+    }
+
+    #[test]
+    fn unix_micros_and_timestamp_range() {
+        let epoch = DateTime::parse("1970-01-01 00:00:00", Some(0)).unwrap();
+        assert_eq!(epoch.unix_micros(), 0);
+        assert_eq!(DateTime::from_unix_micros(0, Some(0)), Some(epoch));
+        let first = DateTime::parse("1970-01-01 00:00:01", Some(0)).unwrap();
+        let last = DateTime::parse("2038-01-19 03:14:07.999999", Some(6)).unwrap();
+        assert!(first.in_timestamp_range() && last.in_timestamp_range());
+        assert_eq!(last.unix_micros(), 2_147_483_647_999_999);
+        assert!(!epoch.in_timestamp_range());
+        assert!(!last.add_micros(1).unwrap().in_timestamp_range());
+        let t = DateTime::parse("2024-02-29 12:34:56.5", Some(1)).unwrap();
+        assert_eq!(t.unix_micros(), 1_709_210_096_500_000);
+        assert_eq!(
+            DateTime::from_unix_micros(t.unix_micros(), Some(1)),
+            Some(t)
+        );
+        assert!(DateTime::from_unix_micros(i64::MAX, None).is_none());
     }
 }

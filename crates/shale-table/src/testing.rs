@@ -42,6 +42,7 @@ pub fn sysbench_table(auto_increment: bool) -> TableDef {
         nullable: false,
         default: None,
         auto_increment: false,
+        auto_timestamp: crate::schema::AutoTimestamp::default(),
     };
     let chars = |len| ColumnType::Char {
         len,
@@ -86,6 +87,7 @@ pub fn fuzz_table() -> TableDef {
         nullable,
         default: None,
         auto_increment: false,
+        auto_timestamp: crate::schema::AutoTimestamp::default(),
     };
     let string = |collation| ColumnType::VarChar { len: 40, collation };
     let index = |name: &str, columns: Vec<usize>, unique| IndexDef {

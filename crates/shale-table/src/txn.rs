@@ -21,6 +21,7 @@
 //!    and maintains, besides the caller's definition's indexes, the indexes added online that
 //!    the definition does not list yet ([`OnlineIndexes::added_for`]).
 
+use std::borrow::Cow;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -41,6 +42,7 @@ use crate::schema::TableDef;
 use crate::store::StoreInner;
 use crate::system::{TAG_AUTO_INCREMENT, TAG_ROW_ID};
 use crate::value::Value;
+use crate::zone;
 use shale_engine::{Durability, IsolationLevel};
 
 /// How a transaction reads and commits.
@@ -86,6 +88,8 @@ pub struct TableTxn {
     /// Reused key buffer and collation scratch, so the hot paths allocate little.
     key: Vec<u8>,
     scratch: Vec<u16>,
+    /// The UTC offset TIMESTAMP values cross the API at, in microseconds (zone.rs).
+    zone_offset: i64,
 }
 
 /// An index entry to write: (key, value).
@@ -122,7 +126,52 @@ impl TableTxn {
             options,
             key: Vec::new(),
             scratch: Vec::new(),
+            zone_offset: 0,
         })
+    }
+
+    /// From now on TIMESTAMP values go in and come out as wall-clock times `seconds` east of
+    /// UTC (the session's `time_zone`; 0, UTC, by default). They are stored in UTC (zone.rs).
+    pub fn set_time_zone_offset(&mut self, seconds: i32) {
+        self.zone_offset = i64::from(seconds) * 1_000_000;
+    }
+
+    /// The UTC offset TIMESTAMP values are given in, in microseconds.
+    pub(crate) fn zone_offset(&self) -> i64 {
+        self.zone_offset
+    }
+
+    /// `row` as stored: TIMESTAMPs in UTC and in range (zone.rs invariant 2).
+    fn row_to_utc(&self, table: &TableDef, mut row: Vec<Value>) -> Result<Vec<Value>> {
+        if zone::has_timestamp(table) {
+            zone::row_to_utc(table, &mut row, self.zone_offset)?;
+        }
+        Ok(row)
+    }
+
+    /// A row as read, handed back to find its stored image: TIMESTAMPs in UTC.
+    fn read_row_to_utc<'r>(&self, table: &TableDef, row: &'r [Value]) -> Cow<'r, [Value]> {
+        if self.zone_offset == 0 || !zone::has_timestamp(table) {
+            return Cow::Borrowed(row);
+        }
+        let mut utc = row.to_vec();
+        zone::key_to_utc(table.columns.iter(), &mut utc, self.zone_offset);
+        Cow::Owned(utc)
+    }
+
+    /// Primary key values as given, TIMESTAMPs moved to UTC.
+    fn pk_to_utc<'r>(&self, table: &TableDef, pk: &'r [Value]) -> Cow<'r, [Value]> {
+        if self.zone_offset == 0 || !zone::has_timestamp(table) {
+            return Cow::Borrowed(pk);
+        }
+        let mut utc = pk.to_vec();
+        let columns = table.primary_key.columns.iter();
+        zone::key_to_utc(
+            columns.filter_map(|&c| table.columns.get(c)),
+            &mut utc,
+            self.zone_offset,
+        );
+        Cow::Owned(utc)
     }
 
     pub(crate) fn engine(&mut self) -> &mut Transaction<'static> {
@@ -166,6 +215,7 @@ impl TableTxn {
     /// unique key that exists. A table without primary key gets a fresh hidden row id.
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn insert(&mut self, table: &TableDef, row: Vec<Value>) -> Result<()> {
+        let row = self.row_to_utc(table, row)?;
         self.statement(|t| t.insert_row(table, &row))
     }
 
@@ -325,12 +375,17 @@ impl TableTxn {
         pk: &[Value],
         lock: LockMode,
     ) -> Result<Option<Vec<Value>>> {
+        let pk = self.pk_to_utc(table, pk);
         let mut key = std::mem::take(&mut self.key);
-        let result = pk_key_from_values(&mut key, table, pk, &mut self.scratch)
+        let result = pk_key_from_values(&mut key, table, &pk, &mut self.scratch)
             .and_then(|()| self.read(&key, lock))
             .and_then(|bytes| bytes.map(|b| decode_row(table, &b)).transpose());
         self.key = key;
-        self.after(result)
+        let mut result = self.after(result);
+        if let Ok(Some(row)) = &mut result {
+            zone::values_to_local(table.columns.iter(), row, self.zone_offset);
+        }
+        result
     }
 
     /// Only the columns at `columns` (in that order) of the row whose primary key is `pk`:
@@ -342,8 +397,9 @@ impl TableTxn {
         lock: LockMode,
         columns: &[usize],
     ) -> Result<Option<Vec<Value>>> {
+        let pk = self.pk_to_utc(table, pk);
         let mut key = std::mem::take(&mut self.key);
-        let result = pk_key_from_values(&mut key, table, pk, &mut self.scratch)
+        let result = pk_key_from_values(&mut key, table, &pk, &mut self.scratch)
             .and_then(|()| self.read(&key, lock))
             .and_then(|bytes| {
                 bytes
@@ -351,7 +407,12 @@ impl TableTxn {
                     .transpose()
             });
         self.key = key;
-        self.after(result)
+        let mut result = self.after(result);
+        if let Ok(Some(row)) = &mut result {
+            let projected = columns.iter().filter_map(|&c| table.columns.get(c));
+            zone::values_to_local(projected, row, self.zone_offset);
+        }
+        result
     }
 
     /// The rows of several primary keys, in order (None where absent): an IN list. One
@@ -375,6 +436,7 @@ impl TableTxn {
         reverse: bool,
         lock: LockMode,
     ) -> Result<RowCursor<'_>> {
+        let range = crate::cursor::range_to_utc(table, index, range, self.zone_offset);
         let result = self.open_cursor(table, index, range);
         let (def, iter, secondary) = self.after(result)?;
         Ok(RowCursor::new(self, def, secondary, iter, reverse, lock))
@@ -406,7 +468,9 @@ impl TableTxn {
     /// key the first stored row equal to `old` is replaced (a scan).
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn update(&mut self, table: &TableDef, old: &[Value], new: Vec<Value>) -> Result<()> {
-        self.statement(|t| t.update_locked(table, Target::Row(old), &new))
+        let new = self.row_to_utc(table, new)?;
+        let old = self.read_row_to_utc(table, old);
+        self.statement(|t| t.update_locked(table, Target::Row(&old), &new))
     }
 
     /// [`update`](Self::update) of a row of a table without primary key, found by its hidden
@@ -418,6 +482,7 @@ impl TableTxn {
         row_id: u64,
         new: Vec<Value>,
     ) -> Result<()> {
+        let new = self.row_to_utc(table, new)?;
         self.statement(|t| t.update_locked(table, Target::RowId(row_id), &new))
     }
 
@@ -561,7 +626,8 @@ impl TableTxn {
     /// invariant 3; nothing happens if the row is gone). In a table without primary key the
     /// first stored row equal to `row` is deleted (a scan).
     pub fn delete(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
-        self.statement(|t| t.delete_locked(table, Target::Row(row)))
+        let row = self.read_row_to_utc(table, row);
+        self.statement(|t| t.delete_locked(table, Target::Row(&row)))
     }
 
     /// [`delete`](Self::delete) of a row of a table without primary key, found by its hidden

@@ -58,6 +58,13 @@ pub enum ColumnType {
     Text {
         collation: Collation,
     },
+    /// TIMESTAMP(fsp), `fsp <= 6`: an instant between 1970-01-01 00:00:01 and 2038-01-19
+    /// 03:14:07.999999 UTC, stored as its UTC date and time (the DATETIME encodings of the UTC
+    /// value, docs/format/rows.md). Values cross a [`TableTxn`](crate::TableTxn) in its time
+    /// zone ([`TableTxn::set_time_zone_offset`](crate::TableTxn::set_time_zone_offset)).
+    Timestamp {
+        fsp: u8,
+    },
     /// JSON: a document stored as its normalized text (docs/format/rows.md, "JSON");
     /// shale-sql validates and normalizes it before it reaches the table layer.
     Json,
@@ -89,7 +96,10 @@ impl ColumnType {
             ColumnType::Float | ColumnType::Double => Kind::Double,
             ColumnType::Decimal { precision, scale } => Kind::Decimal { precision, scale },
             ColumnType::Date => Kind::DateTime { fsp: None },
-            ColumnType::DateTime { fsp } => Kind::DateTime { fsp: Some(fsp) },
+            // A TIMESTAMP holds its UTC value: byte order is UTC order.
+            ColumnType::DateTime { fsp } | ColumnType::Timestamp { fsp } => {
+                Kind::DateTime { fsp: Some(fsp) }
+            }
             ColumnType::Year => Kind::Int {
                 width: 2,
                 unsigned: true,

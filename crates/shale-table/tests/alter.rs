@@ -29,6 +29,7 @@ fn column(name: &str, ty: ColumnType, nullable: bool) -> ColumnDef {
         nullable,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     }
 }
 

@@ -34,6 +34,7 @@ fn create(store: &Store) -> Arc<TableDef> {
         nullable: false,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     let index = |name: &str, columns, unique| IndexDef {
         name: name.into(),

@@ -37,6 +37,7 @@ fn store() -> (Store, Arc<TableDef>) {
         nullable: false,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     let t = store
         .create_table(TableDef {

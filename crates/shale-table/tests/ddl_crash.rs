@@ -38,6 +38,7 @@ fn table(database: &str, name: &str) -> TableDef {
         nullable: false,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     TableDef {
         database: database.into(),
@@ -336,6 +337,7 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
                         nullable: false,
                         default: Some(Value::Int(5)),
                         auto_increment: false,
+                        auto_timestamp: shale_table::AutoTimestamp::default(),
                     },
                 );
                 def.indexes[0].columns = vec![1];

@@ -27,6 +27,7 @@ fn golden_table() -> TableDef {
         nullable,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     TableDef {
         database: "d".into(),

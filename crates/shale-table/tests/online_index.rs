@@ -38,6 +38,7 @@ fn store(ddl_wait: Option<Duration>) -> Arc<Store> {
         nullable: false,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     store
         .create_table(TableDef {

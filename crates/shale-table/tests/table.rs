@@ -40,6 +40,7 @@ fn column(name: &str, ty: ColumnType, nullable: bool) -> ColumnDef {
         nullable,
         default: None,
         auto_increment: false,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     }
 }
 
@@ -1106,4 +1107,91 @@ fn auto_increment_values_of_rolled_back_inserts_are_not_reused_after_a_crash() {
         next <= 3000 + 1025,
         "at most one reservation skipped: {next}"
     );
+}
+
+/// TIMESTAMP values are stored in UTC: rows written at different UTC offsets sort in UTC order
+/// through both indexes, read back at any offset shifted by it, are found again by `update` and
+/// `delete` at that offset, and outside the TIMESTAMP range are refused.
+#[test]
+fn timestamps_are_stored_in_utc_and_shown_at_the_transactions_offset() {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    store.create_database("d").unwrap();
+    let def = TableDef {
+        database: "d".into(),
+        name: "t".into(),
+        columns: vec![
+            column("id", ColumnType::Int { unsigned: false }, false),
+            column("at", ColumnType::Timestamp { fsp: 0 }, true),
+        ],
+        primary_key: index("PRIMARY", vec![0], true),
+        indexes: vec![index("at", vec![1], false)],
+        schema_version: 1,
+        past_versions: Vec::new(),
+    };
+    let table = store.create_table(def).unwrap();
+    let at = |text: &str| Value::DateTime(shale_table::DateTime::parse(text, Some(0)).unwrap());
+    let hour = 3600;
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    // 10:00 at +05:00 is 05:00 UTC; 07:00 at -01:00 is 08:00 UTC; 06:00 UTC.
+    txn.set_time_zone_offset(5 * hour);
+    txn.insert(&table, vec![Value::Int(1), at("2024-01-01 10:00:00")])
+        .unwrap();
+    txn.set_time_zone_offset(-hour);
+    txn.insert(&table, vec![Value::Int(2), at("2024-01-01 07:00:00")])
+        .unwrap();
+    txn.set_time_zone_offset(0);
+    txn.insert(&table, vec![Value::Int(3), at("2024-01-01 06:00:00")])
+        .unwrap();
+    let by_time = |txn: &mut shale_table::TableTxn, range: KeyRange| {
+        let mut cursor = txn
+            .scan(
+                &table,
+                IndexChoice::Secondary(0),
+                range,
+                false,
+                LockMode::None,
+            )
+            .unwrap();
+        collect(&mut cursor)
+    };
+    let rows = by_time(&mut txn, KeyRange::all());
+    assert_eq!(ids(&rows), vec![1, 3, 2]);
+    assert_eq!(rows[0][1], at("2024-01-01 05:00:00"));
+    txn.set_time_zone_offset(2 * hour);
+    let rows = by_time(&mut txn, KeyRange::all());
+    assert_eq!(rows[2][1], at("2024-01-01 10:00:00"));
+    // Bounds are in the transaction's zone too: [07:30, 08:00] at +02:00 is [05:30, 06:00] UTC.
+    let range = KeyRange {
+        lower: Bound::Included(vec![at("2024-01-01 07:30:00")]),
+        upper: Bound::Included(vec![at("2024-01-01 08:00:00")]),
+    };
+    assert_eq!(ids(&by_time(&mut txn, range)), vec![3]);
+    let row = txn
+        .get(&table, &[Value::Int(2)], LockMode::None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(row[1], at("2024-01-01 10:00:00"));
+    txn.update(&table, &row, vec![Value::Int(2), at("2024-01-01 06:30:00")])
+        .unwrap();
+    let third = txn
+        .get(&table, &[Value::Int(3)], LockMode::None)
+        .unwrap()
+        .unwrap();
+    txn.delete(&table, &third).unwrap();
+    txn.set_time_zone_offset(0);
+    let rows = by_time(&mut txn, KeyRange::all());
+    assert_eq!(ids(&rows), vec![2, 1]);
+    assert_eq!(rows[0][1], at("2024-01-01 04:30:00"));
+    assert!(matches!(
+        txn.insert(&table, vec![Value::Int(4), at("2038-01-19 03:14:08")]),
+        Err(Error::TimestampOutOfRange { .. })
+    ));
+    txn.set_time_zone_offset(hour);
+    assert!(matches!(
+        txn.insert(&table, vec![Value::Int(4), at("1970-01-01 01:00:00")]),
+        Err(Error::TimestampOutOfRange { .. })
+    ));
+    assert!(txn.check_table(&table).unwrap().is_ok());
+    txn.commit().unwrap();
 }

@@ -31,6 +31,7 @@ fn ddl_does_not_pin_write_ahead_logs() {
         nullable: false,
         default: None,
         auto_increment,
+        auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     let t = store
         .create_table(TableDef {

@@ -279,6 +279,22 @@ try:
     raise SystemExit("out of range accepted")
 except pymysql.err.DataError as e:
     assert e.args[0] == 1264, e.args
+# TIMESTAMP (type code 7): written at +02:00, read at UTC; CURRENT_TIMESTAMP defaults and
+# ON UPDATE follow the statement time SET timestamp fixes.
+cur.execute("CREATE TABLE stamps (id INT PRIMARY KEY, at TIMESTAMP(3) NULL, v INT, made TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)")
+cur.execute("SET time_zone = '+02:00', timestamp = 1704164645")
+cur.execute("INSERT INTO stamps (id, at, v) VALUES (%s, %s, 1)", (1, datetime.datetime(2024, 1, 2, 3, 4, 5, 123000)))
+cur.execute("SET time_zone = '+00:00', timestamp = 1704164700")
+cur.execute("UPDATE stamps SET v = 2")
+cur.execute("SELECT at, made FROM stamps")
+assert cur.fetchall() == ((datetime.datetime(2024, 1, 2, 1, 4, 5, 123000), datetime.datetime(2024, 1, 2, 3, 5)),)
+assert [d[1] for d in cur.description] == [7, 7], cur.description
+try:
+    cur.execute("INSERT INTO stamps (id, at) VALUES (2, '1969-12-31 23:59:59')")
+    raise SystemExit("TIMESTAMP out of range accepted")
+except pymysql.err.OperationalError as e:
+    assert e.args[0] == 1292, e.args
+cur.execute("SET timestamp = DEFAULT")
 c.close()
 print("ok")
 "#;
@@ -642,6 +658,33 @@ fn decimal_and_dates_through_the_binary_protocol(served: &Served, c: &mut binary
     expected.extend_from_slice(b"\x0b\xe8\x07\x01\x02\x03\x04\x05");
     expected.extend_from_slice(&123_000u32.to_le_bytes());
     assert_eq!(rows, [expected], "the fraction rounded to DATETIME(3)");
+
+    // TIMESTAMP: a MYSQL_TIME parameter in, stored, read by another session as text and sent
+    // back as a TIMESTAMP (7) MYSQL_TIME (zones: testdata/timestamp.test and PyMySQL above).
+    let out = served.mariadb(
+        "",
+        &[
+            "b",
+            "-e",
+            "CREATE TABLE ts (id INT PRIMARY KEY, at TIMESTAMP)",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let insert = c.prepare("INSERT INTO ts VALUES (?, ?)");
+    c.execute(
+        insert,
+        &[
+            (3, 0, Some(1i32.to_le_bytes().to_vec())),
+            (7, 0, Some(b"\x07\xe8\x07\x01\x02\x03\x04\x05".to_vec())),
+        ],
+    );
+    let out = served.mariadb("", &["b", "--batch", "-e", "SELECT at FROM ts"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "at\n2024-01-02 03:04:05\n");
+    let select = c.prepare("SELECT at FROM ts WHERE id = ?");
+    let (types, rows) = c.execute(select, &[(3, 0, Some(1i32.to_le_bytes().to_vec()))]);
+    assert_eq!(types, [7]);
+    assert_eq!(rows, [b"\x00\x00\x07\xe8\x07\x01\x02\x03\x04\x05".to_vec()]);
 }
 
 /// Date functions' DATE/DATETIME results and YEAR columns through the binary protocol (after

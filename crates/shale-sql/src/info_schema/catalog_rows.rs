@@ -216,6 +216,14 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
         ),
         ColumnType::Date => ("date", n.clone(), n.clone(), n.clone(), n, Value::Null),
         ColumnType::Year => ("year", n.clone(), n.clone(), n.clone(), n, Value::Null),
+        ColumnType::Timestamp { fsp } => (
+            "timestamp",
+            n.clone(),
+            n.clone(),
+            n.clone(),
+            n,
+            u(u64::from(*fsp)),
+        ),
         ColumnType::Json => ("json", n.clone(), n.clone(), n.clone(), n, Value::Null),
         ColumnType::DateTime { fsp } => (
             "datetime",
@@ -302,10 +310,8 @@ pub(super) fn columns(store: &Store) -> Vec<Row> {
             for (pos, c) in def.columns.iter().enumerate() {
                 let (data_type, max_len, octets, precision, scale, fsp) = type_parts(&c.ty);
                 let collation = collation_name(&c.ty);
-                let default = c
-                    .default
-                    .as_ref()
-                    .and_then(crate::value::as_text)
+                let default = crate::timestamp::default_text(c)
+                    .or_else(|| c.default.as_ref().and_then(crate::value::as_text))
                     .map_or(Value::Null, |d| text(&d));
                 out.push(vec![
                     text(CATALOG),
@@ -325,11 +331,11 @@ pub(super) fn columns(store: &Store) -> Vec<Row> {
                     collation.map_or(Value::Null, text),
                     text(&crate::ddl::type_text(&c.ty)),
                     text(column_key(def, pos)),
-                    text(if c.auto_increment {
-                        "auto_increment"
+                    if c.auto_increment {
+                        text("auto_increment")
                     } else {
-                        ""
-                    }),
+                        text(&crate::timestamp::extra_text(c))
+                    },
                     text("select,insert,update,references"),
                     text(""),
                     text(""),

@@ -281,6 +281,7 @@ mod agrees_with_keys {
                 nullable: false,
                 default: None,
                 auto_increment: false,
+                auto_timestamp: crate::schema::AutoTimestamp::default(),
             };
             for _ in 0..20_000 {
                 let (a, b) = (random_string(&mut rng), random_string(&mut rng));

@@ -495,6 +495,7 @@ mod tests {
             nullable,
             default: None,
             auto_increment: false,
+            auto_timestamp: crate::schema::AutoTimestamp::default(),
         }
     }
 
@@ -606,6 +607,7 @@ mod tests {
             columns.push(column(ColumnType::Date, nullable));
             columns.push(column(ColumnType::DateTime { fsp: 0 }, nullable));
             columns.push(column(ColumnType::DateTime { fsp: 6 }, nullable));
+            columns.push(column(ColumnType::Timestamp { fsp: 3 }, nullable));
             columns.push(column(ColumnType::Year, nullable));
             for (precision, scale) in [(1, 0), (10, 2), (65, 30), (65, 0), (30, 30)] {
                 columns.push(column(ColumnType::Decimal { precision, scale }, nullable));

@@ -299,6 +299,7 @@ mod tests {
             nullable,
             default: None,
             auto_increment: false,
+            auto_timestamp: crate::schema::AutoTimestamp::default(),
         };
         TableDef {
             database: "d".into(),
