@@ -372,6 +372,7 @@ impl Draft {
                     format!("Key column '{name}' doesn't exist in table"),
                 )
             })?;
+            crate::json::check_key_column(&def.columns[p])?;
             ids.push(positions[p]);
         }
         Ok(ids)
@@ -465,6 +466,8 @@ fn fill_value(column: &ColumnDef) -> Result<Value, SqlError> {
         ColumnType::Char { .. } | ColumnType::VarChar { .. } | ColumnType::Text { .. } => {
             Value::Bytes(Vec::new())
         }
+        // MySQL's implicit default of a NOT NULL JSON column: the JSON null literal.
+        ColumnType::Json => Value::Bytes(b"null".to_vec()),
         ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. } => {
             // MySQL's implicit default is the zero date, which strict mode refuses.
             return Err(SqlError::unsupported(format!(
@@ -698,6 +701,7 @@ pub(crate) fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
             collation,
         },
         C::Blob | C::VarChar | C::VarString | C::Time | C::Year => ColumnType::Text { collation },
+        C::Json => ColumnType::Json,
     };
     ColumnDef {
         name: meta.name.clone(),

@@ -432,6 +432,9 @@ impl<'a> Binder<'a> {
                 data_type,
                 format: None,
             } => {
+                if *data_type == ast::DataType::JSON {
+                    return crate::json_bind::bind_cast(self, expr);
+                }
                 let target = crate::cast::CastTarget::of(data_type)?;
                 let (e, _) = self.expr(expr)?;
                 (Expr::Cast(e.boxed(), target), target.result_type())
@@ -713,9 +716,15 @@ impl<'a> Binder<'a> {
         right: &ast::Expr,
     ) -> Result<(Expr, SqlType), SqlError> {
         use ast::BinaryOperator as B;
+        if let Some(regrouped) = crate::json_bind::regroup_arrow(left, op, right) {
+            return self.expr(&regrouped);
+        }
         let (l, tl) = self.expr(left)?;
         let (r, tr) = self.expr(right)?;
         let cmp = |op: CmpOp| {
+            if let Some(json) = crate::json_bind::bind_compare(op, (&l, &tl), (&r, &tr)) {
+                return json;
+            }
             let collation = pick_collation(&[&tl, &tr]);
             (
                 Expr::Cmp(op, l.clone().boxed(), r.clone().boxed(), collation),
@@ -723,6 +732,8 @@ impl<'a> Binder<'a> {
             )
         };
         let arith = |op: ArithOp| {
+            let (l, tl) = crate::json_bind::arith_operand(l.clone(), tl.clone());
+            let (r, tr) = crate::json_bind::arith_operand(r.clone(), tr.clone());
             let t = match (&tl, &tr, op) {
                 _ if crate::decimal::is_exact_arith(&tl, &tr, op) => {
                     crate::decimal::arith_type(op, &tl, &tr)
@@ -756,6 +767,9 @@ impl<'a> Binder<'a> {
             B::Divide => arith(ArithOp::Div),
             B::MyIntegerDivide => arith(ArithOp::IntDiv),
             B::Modulo => arith(ArithOp::Mod),
+            B::Arrow | B::LongArrow => {
+                return crate::json_bind::bind_arrow(l, &tl, r, *op == B::LongArrow)
+            }
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })
     }
@@ -764,6 +778,9 @@ impl<'a> Binder<'a> {
         let name = ident_name(&f.name).join(".").to_ascii_uppercase();
         if let Some(over) = &f.over {
             return self.window_call(f, &name, over);
+        }
+        if name == "JSON_VALUE" {
+            return crate::json_bind::bind_json_value(self, f);
         }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
@@ -1002,6 +1019,7 @@ impl<'a> Binder<'a> {
                     r?
                 }
             };
+            let (expr, t) = crate::json_bind::sort_key(expr, t);
             keys.push(SortKey {
                 expr,
                 desc,
@@ -1536,6 +1554,11 @@ pub(crate) fn pick_collation(types: &[&SqlType]) -> Collation {
 pub(crate) fn unify(a: &SqlType, b: &SqlType) -> SqlType {
     match (a, b) {
         (SqlType::Null, t) | (t, SqlType::Null) => t.clone(),
+        (SqlType::Json, SqlType::Json) => SqlType::Json,
+        (SqlType::Json, _) | (_, SqlType::Json) => SqlType::Str {
+            collation: Collation::Utf8mb4Bin,
+            len: 65_535,
+        },
         (
             SqlType::Int {
                 unsigned: x,

@@ -116,6 +116,8 @@ pub(crate) enum Builtin {
     SubstringIndex,
     Field(Collation),
     Elt,
+    /// The JSON functions (json_funcs.rs).
+    Json(crate::json_funcs::JsonFunc),
 }
 
 impl Builtin {
@@ -349,6 +351,9 @@ pub(crate) fn bind_call(
             return Err(wrong_count(name))
         }
         _ => {}
+    }
+    if let Some(bound) = crate::json_bind::bind(binder, name, args) {
+        return bound;
     }
     let Some((min, max)) = arity(name) else {
         return Err(SqlError::new(
@@ -752,6 +757,7 @@ pub(crate) fn bind_special(
                 _ => Err(SqlError::unsupported(e.to_string())),
             }
         }
+        ast::Expr::MemberOf(m) => crate::json_bind::bind_member_of(binder, &m.value, &m.array),
         other => Err(SqlError::unsupported(other.to_string())),
     }
 }

@@ -358,6 +358,7 @@ pub(crate) fn eval(
         Builtin::SubstringIndex => st::substring_index(arg(0), arg(1), arg(2)),
         Builtin::Field(c) => st::field(&vals, c),
         Builtin::Elt => st::elt(&vals),
+        Builtin::Json(j) => crate::json_funcs::eval(j, &vals)?,
         Builtin::FoundRows => Value::UInt(env.row_counts().1),
     })
 }

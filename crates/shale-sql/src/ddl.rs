@@ -108,6 +108,7 @@ fn column_type(
         D::Blob(_) | D::TinyBlob | D::MediumBlob | D::LongBlob | D::Bytea => ColumnType::Text {
             collation: Collation::Binary,
         },
+        D::JSON => ColumnType::Json,
         other => return Err(SqlError::unsupported(format!("column type {other}"))),
     })
 }
@@ -173,13 +174,15 @@ fn index_columns(def: &TableDef, cols: &[ast::IndexColumn]) -> Result<Vec<usize>
                 ast::Expr::Identifier(id) => id.value.clone(),
                 other => return Err(SqlError::unsupported(format!("index on {other}"))),
             };
-            def.column_position(&name).ok_or_else(|| {
+            let pos = def.column_position(&name).ok_or_else(|| {
                 SqlError::new(
                     1072,
                     "42000",
                     format!("Key column '{name}' doesn't exist in table"),
                 )
-            })
+            })?;
+            crate::json::check_key_column(&def.columns[pos])?;
+            Ok(pos)
         })
         .collect()
 }
@@ -256,6 +259,9 @@ pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), 
         auto_timestamp: shale_table::AutoTimestamp::default(),
     };
     crate::timestamp::declare(&mut col, default_now, on_update)?;
+    if col.ty == ColumnType::Json {
+        crate::json::check_column(&col, is_pk || is_unique, default.as_ref())?;
+    }
     if let Some(d) = default {
         let stored = store_value(&col, d, 1).map_err(|_| {
             SqlError::new(
@@ -517,6 +523,7 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
             Collation::Binary => "blob".into(),
             _ => "text".into(),
         },
+        ColumnType::Json => "json".into(),
     }
 }
 

@@ -22,6 +22,7 @@ pub enum ColumnTypeCode {
     DateTime = 12,
     Year = 13,
     VarChar = 15,
+    Json = 245,
     NewDecimal = 246,
     Blob = 252,
     VarString = 253,

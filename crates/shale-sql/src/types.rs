@@ -36,6 +36,8 @@ pub(crate) enum SqlType {
         len: u32,
     },
     Null,
+    /// A JSON document (its normalized text: json.rs).
+    Json,
 }
 
 /// Column flag bits of the protocol's column definition.
@@ -86,6 +88,7 @@ impl SqlType {
                 collation,
                 len: 65535,
             },
+            ColumnType::Json => SqlType::Json,
         }
     }
 
@@ -158,6 +161,12 @@ impl SqlType {
                 m.type_code = ColumnTypeCode::Null;
                 m.flags |= flags::BINARY;
             }
+            SqlType::Json => {
+                // MYSQL_TYPE_JSON, binary charset, as MySQL 8 sends it.
+                m.type_code = ColumnTypeCode::Json;
+                m.length = u32::MAX;
+                m.flags |= flags::BLOB | flags::BINARY;
+            }
         }
         m
     }
@@ -193,11 +202,12 @@ pub(crate) fn column_meta(
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
         ColumnType::Timestamp { .. } => ColumnTypeCode::Timestamp,
+        ColumnType::Json => ColumnTypeCode::Json,
     };
     if matches!(col.ty, ColumnType::Float) {
         m.length = 12;
     }
-    if matches!(col.ty, ColumnType::Text { .. }) {
+    if matches!(col.ty, ColumnType::Text { .. } | ColumnType::Json) {
         m.flags |= flags::BLOB;
     }
     if def.primary_key.columns.contains(&pos) {
@@ -360,6 +370,7 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
             }
             Ok(Value::Bytes(text.into_bytes()))
         }
+        ColumnType::Json => crate::json::store(&value, &col.name),
         ColumnType::Text { collation } => {
             let bytes = match value {
                 Value::Bytes(b) => b,

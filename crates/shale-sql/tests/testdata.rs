@@ -151,3 +151,8 @@ fn timestamp() {
 fn live_settings() {
     common::run_file("live_settings");
 }
+
+#[test]
+fn json() {
+    common::run_file("json");
+}

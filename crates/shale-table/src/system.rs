@@ -117,6 +117,8 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         ColumnType::DateTime { fsp } => out.extend_from_slice(&[13, fsp]),
         ColumnType::Year => out.push(14),
         ColumnType::Timestamp { fsp } => out.extend_from_slice(&[20, fsp]),
+        // 32, not 15: leaves 15.. to the scalar types other branches add.
+        ColumnType::Json => out.push(32),
     }
 }
 
@@ -191,6 +193,7 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             }
             ColumnType::Timestamp { fsp }
         }
+        32 => ColumnType::Json,
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
 }
@@ -561,6 +564,24 @@ mod tests {
             schema_version: 1,
             past_versions: Vec::new(),
         }
+    }
+
+    #[test]
+    fn json_columns_round_trip_with_tag_32() {
+        let mut def = sample();
+        def.columns.push(ColumnDef {
+            name: "doc".into(),
+            ty: ColumnType::Json,
+            nullable: true,
+            default: None,
+            auto_increment: false,
+            auto_timestamp: crate::schema::AutoTimestamp::default(),
+        });
+        let bytes = encode_table(&def);
+        assert_eq!(decode_table(&bytes).unwrap(), def);
+        let mut out = Vec::new();
+        put_type(&mut out, &ColumnType::Json);
+        assert_eq!(out, [32], "docs/format/catalog.md: tag 32 is JSON");
     }
 
     #[test]

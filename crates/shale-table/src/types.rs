@@ -65,6 +65,9 @@ pub enum ColumnType {
     Timestamp {
         fsp: u8,
     },
+    /// JSON: a document stored as its normalized text (docs/format/rows.md, "JSON");
+    /// shale-sql validates and normalizes it before it reaches the table layer.
+    Json,
 }
 
 /// What kind of value a column holds, as the encoders see it.
@@ -104,6 +107,7 @@ impl ColumnType {
             ColumnType::Char { collation, .. }
             | ColumnType::VarChar { collation, .. }
             | ColumnType::Text { collation } => Kind::String(collation),
+            ColumnType::Json => Kind::String(Collation::Binary),
         }
     }
 }

@@ -225,6 +225,7 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
             n,
             u(u64::from(*fsp)),
         ),
+        ColumnType::Json => ("json", n.clone(), n.clone(), n.clone(), n, Value::Null),
         ColumnType::DateTime { fsp } => (
             "datetime",
             n.clone(),
