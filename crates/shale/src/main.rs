@@ -5,7 +5,7 @@
 
 /// mimalloc rather than glibc's malloc: a statement allocates and frees many small values (rows,
 /// strings, plan nodes) on many threads, and glibc's arenas spent about an eighth of the
-/// server's CPU under sysbench's read_write (docs/server.md, "How it runs").
+/// server's CPU under sysbench's `oltp_read_write` (docs/server.md, "How it runs").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

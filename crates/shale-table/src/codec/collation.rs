@@ -129,22 +129,22 @@ pub(crate) fn compare(collation: Collation, a: &[u8], b: &[u8]) -> Ordering {
     // many times each): an ASCII byte is a whole character, whose weight is the byte itself
     // or, under general_ci, its uppercase. The rest goes through the weights.
     let fold = collation == Collation::Utf8mb4GeneralCi;
-    let mut i = 0;
-    for (&x, &y) in a.iter().zip(b) {
-        if !x.is_ascii() || !y.is_ascii() {
+    let mut prefix = 0;
+    for (&left, &right) in a.iter().zip(b) {
+        if !left.is_ascii() || !right.is_ascii() {
             break;
         }
-        let (x, y) = if fold {
-            (x.to_ascii_uppercase(), y.to_ascii_uppercase())
+        let (left, right) = if fold {
+            (left.to_ascii_uppercase(), right.to_ascii_uppercase())
         } else {
-            (x, y)
+            (left, right)
         };
-        if x != y {
-            return x.cmp(&y);
+        if left != right {
+            return left.cmp(&right);
         }
-        i += 1;
+        prefix += 1;
     }
-    compare_weights(collation, &a[i..], &b[i..])
+    compare_weights(collation, &a[prefix..], &b[prefix..])
 }
 
 /// [`compare`] weight by weight.
