@@ -11,7 +11,7 @@
 //!    error, as in MySQL; so is a table whose rows and indexes disagree (`error: Corrupt`).
 //!    Every option is accepted and the check is always the full one.
 
-use shale_table::Value;
+use shale_table::{TableDef, Value};
 
 use crate::error::SqlError;
 use crate::result::ResultSink;
@@ -93,11 +93,19 @@ fn identifier(text: &str) -> Option<(String, &str)> {
     (end > 0).then(|| (text[..end].to_string(), &text[end..]))
 }
 
-/// Runs CHECK TABLE on `tables` (rule 1) and sends MySQL's result set (rule 2).
-pub(crate) fn check_tables(
+/// What a table maintenance statement reports for one table: (`Msg_type`, `Msg_text`) rows.
+pub(crate) type Messages = Vec<(&'static str, String)>;
+
+/// The loop of every table maintenance statement (CHECK, OPTIMIZE, ANALYZE) and MySQL's result
+/// set (`Table`, `Op`, `Msg_type`, `Msg_text`): an open transaction commits first, a missing
+/// table is an `Error` row and `status: Operation failed`, and `each` reports on a table that
+/// exists (given its definition and its `db.name` label).
+pub(crate) fn per_table(
     session: &mut Session,
+    op: &str,
     tables: &[(Option<String>, String)],
     sink: &mut dyn ResultSink,
+    mut each: impl FnMut(&mut Session, &TableDef, &str) -> Result<Messages, SqlError>,
 ) -> Result<(), SqlError> {
     session.ddl_prelude()?;
     let mut rows = Vec::new();
@@ -107,29 +115,43 @@ pub(crate) fn check_tables(
             None => session.current_db()?,
         };
         let label = format!("{db}.{name}");
-        let row = |kind: &str, text: &str| {
-            vec![
-                Value::Bytes(label.as_bytes().to_vec()),
-                Value::Bytes(b"check".to_vec()),
-                Value::Bytes(kind.as_bytes().to_vec()),
-                Value::Bytes(text.as_bytes().to_vec()),
-            ]
-        };
         let catalog = session.instance().store.catalog();
-        let Some(def) = crate::bind::lookup_table(&catalog, &db, name) else {
-            rows.push(row("Error", &format!("Table '{db}.{name}' doesn't exist")));
-            rows.push(row("status", "Operation failed"));
-            continue;
+        let messages = match crate::bind::lookup_table(&catalog, &db, name) {
+            None => vec![
+                ("Error", format!("Table '{db}.{name}' doesn't exist")),
+                ("status", "Operation failed".to_owned()),
+            ],
+            Some(def) => each(session, &def, &label)?,
         };
+        for (kind, text) in messages {
+            rows.push(vec![
+                Value::Bytes(label.as_bytes().to_vec()),
+                Value::Bytes(op.as_bytes().to_vec()),
+                Value::Bytes(kind.as_bytes().to_vec()),
+                Value::Bytes(text.into_bytes()),
+            ]);
+        }
+    }
+    let columns = ["Table", "Op", "Msg_type", "Msg_text"].map(text_column);
+    session.text_rows(sink, &columns, &rows)
+}
+
+/// Runs CHECK TABLE on `tables` (rule 1) and sends MySQL's result set (rule 2).
+pub(crate) fn check_tables(
+    session: &mut Session,
+    tables: &[(Option<String>, String)],
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    per_table(session, "check", tables, sink, |session, def, _label| {
         let mut txn = session.begin_txn()?;
-        let outcome = txn.check_table(&def);
+        let outcome = txn.check_table(def);
         txn.rollback();
-        match outcome {
-            Ok(check) if check.is_ok() => rows.push(row("status", "OK")),
-            Ok(check) => {
-                rows.push(row(
+        Ok(match outcome {
+            Ok(check) if check.is_ok() => vec![("status", "OK".to_owned())],
+            Ok(check) => vec![
+                (
                     "error",
-                    &format!(
+                    format!(
                         "{} rows; index entries {:?}; {} entries without their row; \
                          {} rows without their entry",
                         check.rows,
@@ -137,17 +159,12 @@ pub(crate) fn check_tables(
                         check.entries_without_rows.len(),
                         check.rows_without_entries.len()
                     ),
-                ));
-                rows.push(row("error", "Corrupt"));
-            }
-            Err(e) => {
-                rows.push(row("error", &e.to_string()));
-                rows.push(row("error", "Corrupt"));
-            }
-        }
-    }
-    let columns = ["Table", "Op", "Msg_type", "Msg_text"].map(text_column);
-    session.text_rows(sink, &columns, &rows)
+                ),
+                ("error", "Corrupt".to_owned()),
+            ],
+            Err(e) => vec![("error", e.to_string()), ("error", "Corrupt".to_owned())],
+        })
+    })
 }
 
 #[cfg(test)]

@@ -19,12 +19,12 @@
 //!    Info is the statement, as for every statement.
 //! 4. Both need SELECT and INSERT on each table (MySQL's rule).
 
-use shale_table::{IndexChoice, TableDef, Value};
+use shale_table::{IndexChoice, TableDef};
 
-use crate::check_table::{qualified_name, split_word};
+use crate::check_table::{per_table, qualified_name, split_word};
 use crate::error::SqlError;
 use crate::result::ResultSink;
-use crate::session::{text_column, Session};
+use crate::session::Session;
 
 /// Which statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,30 +126,8 @@ pub(crate) fn run(
     tables: &[(Option<String>, String)],
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
-    session.ddl_prelude()?;
-    let mut rows = Vec::new();
-    for (db, name) in tables {
-        let db = match db {
-            Some(db) => db.clone(),
-            None => session.current_db()?,
-        };
-        let label = format!("{db}.{name}");
-        let row = |kind_text: &str, text: &str| {
-            vec![
-                Value::Bytes(label.as_bytes().to_vec()),
-                Value::Bytes(kind.op().as_bytes().to_vec()),
-                Value::Bytes(kind_text.as_bytes().to_vec()),
-                Value::Bytes(text.as_bytes().to_vec()),
-            ]
-        };
-        let catalog = session.instance().store.catalog();
-        let Some(def) = crate::bind::lookup_table(&catalog, &db, name) else {
-            rows.push(row("Error", &format!("Table '{db}.{name}' doesn't exist")));
-            rows.push(row("status", "Operation failed"));
-            continue;
-        };
-        let indexes = indexes(&def);
-        let mut failed = None;
+    per_table(session, kind.op(), tables, sink, |session, def, label| {
+        let indexes = indexes(def);
         for (n, (index, index_name)) in indexes.iter().enumerate() {
             if session.process().interrupt_requested() {
                 return Err(crate::interrupt::interrupted());
@@ -162,24 +140,18 @@ pub(crate) fn run(
             ));
             let store = &session.instance().store;
             let outcome = match kind {
-                Maintenance::Optimize => store.compact_index(&def, *index),
-                Maintenance::Analyze => store.analyze_index(&def, *index).map(|_| ()),
+                Maintenance::Optimize => store.compact_index(def, *index),
+                Maintenance::Analyze => store.analyze_index(def, *index).map(|_| ()),
             };
             if let Err(e) = outcome {
-                failed = Some(e.to_string());
-                break;
+                return Ok(vec![
+                    ("Error", e.to_string()),
+                    ("status", "Operation failed".to_owned()),
+                ]);
             }
         }
-        match failed {
-            None => rows.push(row("status", "OK")),
-            Some(error) => {
-                rows.push(row("Error", &error));
-                rows.push(row("status", "Operation failed"));
-            }
-        }
-    }
-    let columns = ["Table", "Op", "Msg_type", "Msg_text"].map(text_column);
-    session.text_rows(sink, &columns, &rows)
+        Ok(vec![("status", "OK".to_owned())])
+    })
 }
 
 #[cfg(test)]
