@@ -3,12 +3,6 @@
 //! This file holds the command-line definition and the dispatch only; each command lives in
 //! its own module. Exit codes and output rules are in [`output`].
 
-/// mimalloc rather than glibc's malloc: a statement allocates and frees many small values (rows,
-/// strings, plan nodes) on many threads, and glibc's arenas spent about an eighth of the
-/// server's CPU under sysbench's `oltp_read_write` (docs/server.md, "How it runs").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod backup_cmd;
 mod bench_db;
 mod bench_report;
