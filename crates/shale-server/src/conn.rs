@@ -263,7 +263,7 @@ fn connect(
         let packet = read_packet(&mut conn, next, MAX_HANDSHAKE_PACKET).ok()?;
         (conn, packet, Some(session))
     } else {
-        let conn = BufReader::with_capacity(READ_BUFFER, Stream::Plain(tcp));
+        let conn = BufReader::with_capacity(READ_BUFFER, Stream::plain(tcp));
         (conn, first, None)
     };
     let seq = packet.last_seq.wrapping_add(1);
@@ -550,10 +550,7 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         // rule: per stalled write, so a slow reader that keeps reading is served); the
         // statement then stops at its next row, releasing its locks.
         let stalled = shared.net_write_timeout();
-        let stream = output.stream();
-        if stream.set_read_timeout(Some(wait)).is_err()
-            || stream.set_write_timeout(Some(stalled)).is_err()
-        {
+        if output.conn().get_mut().set_timeouts(wait, stalled).is_err() {
             break;
         }
         let packet = output.read_packet(0);

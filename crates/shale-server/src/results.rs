@@ -25,7 +25,7 @@ use crate::binary::put_binary_row;
 use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
 use crate::protocol::{capability, errors, put_eof, put_err, put_ok, status, OkPacket};
 use crate::server::Shared;
-use crate::stream::{Conn, Stream};
+use crate::stream::Conn;
 use crate::text::{put_column_definition, put_text_row};
 use crate::wire::put_lenenc_int;
 
@@ -55,10 +55,6 @@ impl Output {
     /// The connection's stream (to read a packet, set a timeout or close it).
     pub fn conn(&mut self) -> &mut Conn {
         &mut self.conn
-    }
-
-    pub fn stream(&self) -> &Stream {
-        self.conn.get_ref()
     }
 
     /// Reads the client's next packet, whose first chunk must carry `seq`.
@@ -98,7 +94,10 @@ impl Output {
     /// Ends the reply: writes what is buffered; false when the client is gone.
     pub fn flush_reply(&mut self) -> bool {
         let bytes = self.writer.take();
-        bytes.is_empty() && !self.broken || self.write_out(&bytes)
+        if bytes.is_empty() {
+            return !self.broken;
+        }
+        self.write_out(&bytes)
     }
 
     /// Asks the client for the file `name` (LOCAL INFILE Request) and reads its content: the

@@ -26,9 +26,15 @@ use crate::tls::TlsSession;
 /// Bytes read ahead from the socket per `recv`.
 pub const READ_BUFFER: usize = 16 * 1024;
 
-/// The connection's transport.
+/// The connection's transport, and the socket timeouts last set on it.
 #[derive(Debug)]
-pub enum Stream {
+pub struct Stream {
+    transport: Transport,
+    timeouts: Option<(Duration, Duration)>,
+}
+
+#[derive(Debug)]
+enum Transport {
     Plain(TcpStream),
     Tls(Box<StreamOwned<ServerConnection, TcpStream>>),
 }
@@ -37,30 +43,42 @@ pub enum Stream {
 pub type Conn = BufReader<Stream>;
 
 impl Stream {
-    /// The TCP socket under the stream.
-    pub fn socket(&self) -> &TcpStream {
-        match self {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => &tls.sock,
+    /// A plain TCP stream.
+    pub fn plain(tcp: TcpStream) -> Stream {
+        Stream {
+            transport: Transport::Plain(tcp),
+            timeouts: None,
         }
     }
 
-    /// Bounds each blocking read (None: wait forever); a read past it fails with `WouldBlock`.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        // A zero duration means "no timeout" to the OS call: keep a tiny positive one instead.
-        let timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
-        self.socket().set_read_timeout(timeout)
+    /// The TCP socket under the stream.
+    pub fn socket(&self) -> &TcpStream {
+        match &self.transport {
+            Transport::Plain(tcp) => tcp,
+            Transport::Tls(tls) => &tls.sock,
+        }
     }
 
-    /// Bounds each blocking write (None: wait forever); a write past it fails.
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        let timeout = timeout.map(|t| t.max(Duration::from_millis(1)));
-        self.socket().set_write_timeout(timeout)
+    /// Bounds each blocking read and write: a read past `read` fails with `WouldBlock`, a
+    /// write that makes no progress for `write` fails. Both are socket options set only when
+    /// they change (a command loop asks before every command, and the settings rarely move).
+    pub fn set_timeouts(&mut self, read: Duration, write: Duration) -> io::Result<()> {
+        // A zero duration means "no timeout" to the OS call: keep a tiny positive one instead.
+        let (read, write) = (
+            read.max(Duration::from_millis(1)),
+            write.max(Duration::from_millis(1)),
+        );
+        if self.timeouts != Some((read, write)) {
+            self.socket().set_read_timeout(Some(read))?;
+            self.socket().set_write_timeout(Some(write))?;
+            self.timeouts = Some((read, write));
+        }
+        Ok(())
     }
 
     /// Ends the stream: TLS's close_notify, then the socket's write side (best effort).
     pub fn close(&mut self) {
-        if let Stream::Tls(tls) = self {
+        if let Transport::Tls(tls) = &mut self.transport {
             tls.conn.send_close_notify();
             let _ = tls.conn.complete_io(&mut tls.sock);
         }
@@ -78,31 +96,35 @@ impl Stream {
             tls.conn.complete_io(&mut tls.sock)?;
         }
         let session = TlsSession::of(&tls.conn);
-        Ok((Stream::Tls(Box::new(tls)), session))
+        let stream = Stream {
+            transport: Transport::Tls(Box::new(tls)),
+            timeouts: None,
+        };
+        Ok((stream, session))
     }
 }
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(tcp) => tcp.read(buf),
-            Stream::Tls(tls) => tls.read(buf),
+        match &mut self.transport {
+            Transport::Plain(tcp) => tcp.read(buf),
+            Transport::Tls(tls) => tls.read(buf),
         }
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(tcp) => tcp.write(buf),
-            Stream::Tls(tls) => tls.write(buf),
+        match &mut self.transport {
+            Transport::Plain(tcp) => tcp.write(buf),
+            Transport::Tls(tls) => tls.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Plain(tcp) => tcp.flush(),
-            Stream::Tls(tls) => tls.flush(),
+        match &mut self.transport {
+            Transport::Plain(tcp) => tcp.flush(),
+            Transport::Tls(tls) => tls.flush(),
         }
     }
 }
