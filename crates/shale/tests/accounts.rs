@@ -10,20 +10,7 @@ mod support;
 
 use std::process::Command;
 
-fn have(program: &str, args: &[&str]) -> bool {
-    let found = Command::new(program)
-        .args(args)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "`{program}` is missing in CI; .ci/run must install it"
-        );
-        eprintln!("SKIPPED: `{program}` is not usable here");
-    }
-    found
-}
+use support::have;
 
 /// The mariadb client as `user` with `password` (batch, no column names): stdout, or the
 /// error line.

@@ -8,22 +8,7 @@ mod support;
 
 use std::process::Command;
 
-use support::{scratch, start_shale};
-
-fn have(program: &str, args: &[&str]) -> bool {
-    let found = Command::new(program)
-        .args(args)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "`{program}` is missing in CI; .ci/run must install it"
-        );
-        eprintln!("SKIPPED: `{program}` is not usable here");
-    }
-    found
-}
+use support::{have, scratch, start_shale};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

@@ -17,6 +17,24 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Whether `program args` runs and succeeds. A missing client skips the test (it prints
+/// SKIPPED and the caller returns), except under CI=true, where .ci/run installs every client
+/// and a missing one is a failure.
+pub fn have(program: &str, args: &[&str]) -> bool {
+    let found = Command::new(program)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "`{program}` is missing in CI; .ci/run must install it"
+        );
+        eprintln!("SKIPPED: `{program}` is not usable here");
+    }
+    found
+}
+
 /// A port nobody listens on now (the OS picks it; a race with another process is possible
 /// but harmless for tests: the server then fails to start and says so).
 pub fn free_port() -> u16 {
