@@ -65,6 +65,7 @@ mod ops;
 mod parse;
 mod password;
 mod persist;
+mod placeholders;
 mod plan;
 mod privilege;
 mod processlist;

@@ -439,7 +439,7 @@ impl Session {
     }
 
     fn prepare_text(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
-        let mut statements = crate::parse::parse(sql)?;
+        let mut statements = crate::parse::parse(&crate::placeholders::number(sql))?;
         if statements.len() != 1 {
             return Err(SqlError::new(
                 1064,
@@ -551,7 +551,7 @@ impl Session {
             .get(&id)
             .map(|p| p.sql.clone())
             .unwrap_or_default();
-        let mut statements = crate::parse::parse(&sql)?;
+        let mut statements = crate::parse::parse(&crate::placeholders::number(&sql))?;
         if statements.is_empty() {
             return Err(SqlError::unknown_prepared(id));
         }
@@ -728,11 +728,9 @@ impl Session {
                 }
                 Statement::Insert(i) => {
                     let b = binder.insert(i)?;
-                    if !binder.subqueries.is_empty()
-                        || b.select.as_ref().is_some_and(|(s, _)| s.from.is_some())
-                    {
+                    if !binder.subqueries.is_empty() {
                         return Err(SqlError::unsupported(
-                            "INSERT ... SELECT with joins, derived tables or subqueries",
+                            "subqueries in INSERT ... VALUES or ON DUPLICATE KEY UPDATE",
                         ));
                     }
                     let plan = b.select.as_ref().map(|(s, _)| match &s.table {
@@ -971,7 +969,7 @@ impl Session {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
                 status.warnings = out.warnings.len().min(usize::from(u16::MAX)) as u16;
-                if i.rows.len() > 1 || i.select.is_some() {
+                if i.rows.len() > 1 || i.select.is_some() || i.query.is_some() {
                     status.info = format!(
                         "Records: {}  Duplicates: {}  Warnings: {}",
                         out.records,
@@ -1662,7 +1660,7 @@ fn count_params(stmt: &Statement) -> usize {
         .map_or(0, |tokens| {
             tokens
                 .iter()
-                .filter(|t| matches!(t, sqlparser::tokenizer::Token::Placeholder(p) if p == "?"))
+                .filter(|t| matches!(t, sqlparser::tokenizer::Token::Placeholder(p) if p.starts_with('?')))
                 .count()
         })
 }

@@ -23,6 +23,11 @@ fn dml() {
 }
 
 #[test]
+fn insert_select() {
+    common::run_file("insert_select");
+}
+
+#[test]
 fn errors() {
     common::run_file("errors");
 }
