@@ -43,6 +43,7 @@ mod date_format;
 mod datetime_funcs;
 mod ddl;
 mod decimal;
+mod derived_pushdown;
 mod engine_settings;
 mod error;
 mod exec;
