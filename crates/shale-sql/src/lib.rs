@@ -76,6 +76,7 @@ mod recursive;
 mod result;
 mod row_counts;
 mod session;
+mod set_ops;
 mod settings;
 mod show;
 mod status;
