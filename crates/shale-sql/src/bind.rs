@@ -469,11 +469,16 @@ impl<'a> Binder<'a> {
                 }
             }
             ast::Expr::BinaryOp { left, op, right } => {
+                if let Some(rewritten) = crate::row_compare::comparison(left, op, right) {
+                    return self.expr(&rewritten?);
+                }
                 match crate::builtin::bind_interval_arith(self, left, op, right) {
                     Some(bound) => bound?,
                     None => self.binary(left, op, right)?,
                 }
             }
+            // A row constructor outside a comparison (row_compare.rs takes those).
+            ast::Expr::Tuple(_) => return Err(crate::row_compare::operand_width(1)),
             ast::Expr::IsNull(x) => (Expr::IsNull(self.expr(x)?.0.boxed(), false), bool_type()),
             ast::Expr::IsNotNull(x) => (Expr::IsNull(self.expr(x)?.0.boxed(), true), bool_type()),
             ast::Expr::IsTrue(x) => (
@@ -519,6 +524,9 @@ impl<'a> Binder<'a> {
                 negated,
                 ..
             } => {
+                if let Some(rewritten) = crate::row_compare::in_list(expr, list, *negated) {
+                    return self.expr(&rewritten?);
+                }
                 let (x, tx) = self.expr(expr)?;
                 let mut items = Vec::with_capacity(list.len());
                 let mut types = vec![tx];
@@ -537,6 +545,15 @@ impl<'a> Binder<'a> {
                     },
                     bool_type(),
                 )
+            }
+            ast::Expr::In {
+                expr,
+                target: ast::InTarget::Subquery(_),
+                ..
+            } if matches!(expr.as_ref(), ast::Expr::Tuple(_)) => {
+                return Err(SqlError::unsupported(
+                    "a row constructor before IN (SELECT ...)",
+                ));
             }
             ast::Expr::In {
                 expr,

@@ -74,6 +74,7 @@ mod query;
 mod querylog;
 mod recursive;
 mod result;
+mod row_compare;
 mod row_counts;
 mod session;
 mod set_ops;

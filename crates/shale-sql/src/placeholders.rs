@@ -11,8 +11,9 @@ use std::borrow::Cow;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
-/// `sql` with every `?` placeholder numbered (unchanged when it has fewer than two, or does
-/// not tokenize: the parser reports that).
+/// `sql` with every `?` placeholder numbered (unchanged when it has none, or does not
+/// tokenize: the parser reports that). Even a lone `?` is numbered: a rewrite may copy it
+/// (row_compare.rs).
 pub(crate) fn number(sql: &str) -> Cow<'_, str> {
     let Ok(tokens) = Tokenizer::new(&MySqlDialect {}, sql).tokenize_with_location() else {
         return Cow::Borrowed(sql);
@@ -22,7 +23,7 @@ pub(crate) fn number(sql: &str) -> Cow<'_, str> {
         .filter(|t| matches!(&t.token, Token::Placeholder(p) if p == "?"))
         .map(|t| (t.span.start.line, t.span.start.column))
         .collect();
-    if starts.len() < 2 {
+    if starts.is_empty() {
         return Cow::Borrowed(sql);
     }
     let mut out = String::with_capacity(sql.len() + 4 * starts.len());
@@ -33,12 +34,19 @@ pub(crate) fn number(sql: &str) -> Cow<'_, str> {
         for (column_index, ch) in line.chars().enumerate() {
             out.push(ch);
             if next.peek() == Some(&&(line_number, column_index as u64 + 1)) {
-                debug_assert_eq!(ch, '?');
+                if ch != '?' {
+                    // The tokenizer counted lines or columns another way (a lone `\r`, say):
+                    // leave the text alone rather than number the wrong characters.
+                    return Cow::Borrowed(sql);
+                }
                 out.push_str(&number.to_string());
                 number += 1;
                 next.next();
             }
         }
+    }
+    if next.peek().is_some() {
+        return Cow::Borrowed(sql);
     }
     Cow::Owned(out)
 }
@@ -87,8 +95,14 @@ mod tests {
             number("SELECT ?,\n  `é?` -- ?\n  , ? /* ? */ , ?"),
             "SELECT ?0,\n  `é?` -- ?\n  , ?1 /* ? */ , ?2"
         );
-        assert_eq!(number("SELECT ? FROM t"), "SELECT ? FROM t");
+        assert_eq!(number("SELECT ? FROM t"), "SELECT ?0 FROM t");
+        assert_eq!(number("SELECT 1 FROM t"), "SELECT 1 FROM t");
         assert_eq!(number("SELECT 'open"), "SELECT 'open");
+        // Whatever the tokenizer makes of odd line breaks, no other character is numbered.
+        for text in ["SELECT ?,\r?", "SELECT \r\n?, ?", "\u{2028}? ?"] {
+            let numbered = number(text);
+            assert_eq!(numbered.replace(|c: char| c.is_ascii_digit(), ""), text);
+        }
         assert_eq!(unnumber("a + ?10 * '?3'".into()), "a + ? * '?3'");
         assert_eq!(index("?12"), Some(12));
         assert_eq!(index("?"), None);

@@ -166,3 +166,8 @@ fn live_settings() {
 fn json() {
     common::run_file("json");
 }
+
+#[test]
+fn row_constructors() {
+    common::run_file("row_constructors");
+}
