@@ -14,6 +14,7 @@
 //!
 //! Scale: `SHALE_LIST_APPEND_TXNS` (transactions per client, default 150).
 
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
