@@ -120,8 +120,12 @@ pub(crate) enum OnDuplicate {
 pub(crate) struct BoundInsert {
     pub table: TableRef,
     pub rows: Vec<Vec<Option<Expr>>>,
-    /// INSERT ... SELECT: the query, and the table column each of its columns fills.
+    /// INSERT ... SELECT from at most one table, without subqueries: the query, and the
+    /// table column each of its columns fills.
     pub select: Option<(Box<BoundSelect>, Vec<usize>)>,
+    /// INSERT ... SELECT of any other query (joins, derived tables, subqueries, UNION, WITH):
+    /// the query planned, and the table column each of its columns fills.
+    pub query: Option<(Arc<crate::query::StatementQuery>, Vec<usize>)>,
     pub on_duplicate: OnDuplicate,
 }
 
@@ -694,9 +698,11 @@ impl<'a> Binder<'a> {
                 },
             ),
             ast::Value::Null => (Expr::Literal(Value::Null), SqlType::Null),
-            ast::Value::Placeholder(p) if p == "?" => {
-                let n = self.params;
-                self.params += 1;
+            ast::Value::Placeholder(p) if p.starts_with('?') => {
+                // A prepared statement's placeholders are numbered in text order
+                // (placeholders.rs); a lone one is the next.
+                let n = crate::placeholders::index(p).unwrap_or(self.params);
+                self.params = self.params.max(n + 1);
                 (
                     Expr::Param(n),
                     SqlType::Str {
@@ -1174,7 +1180,7 @@ impl<'a> Binder<'a> {
                             {
                                 ids.last().map(|i| i.value.clone()).unwrap_or_default()
                             }
-                            other => other.to_string(),
+                            other => crate::placeholders::unnumber(other.to_string()),
                         },
                     };
                     let (x, t) = self.expr(e)?;
@@ -1337,16 +1343,29 @@ impl<'a> Binder<'a> {
         let ast::SetExpr::Values(values) = source.body.as_ref() else {
             let mut sub = Binder::new(self.ctx);
             sub.params = self.params;
-            let select = sub.select(source)?;
+            let query = sub.query(source)?;
             self.params = sub.params;
-            if select.columns.len() != targets.len() {
+            if query.columns().len() != targets.len() {
                 return Err(SqlError::column_count(1));
             }
+            let subqueries = std::mem::take(&mut sub.subqueries);
             let on_duplicate = self.on_duplicate(ins, &table)?;
+            let (select, query) = match query {
+                crate::query::BoundQuery::Select(select)
+                    if select.from.is_none() && subqueries.is_empty() =>
+                {
+                    (Some((select, targets)), None)
+                }
+                other => {
+                    let planned = crate::query::plan_statement(other, subqueries);
+                    (None, Some((Arc::new(planned), targets)))
+                }
+            };
             return Ok(BoundInsert {
                 table,
                 rows: Vec::new(),
-                select: Some((Box::new(select), targets)),
+                select,
+                query,
                 on_duplicate,
             });
         };
@@ -1372,6 +1391,7 @@ impl<'a> Binder<'a> {
             table,
             rows,
             select: None,
+            query: None,
             on_duplicate,
         })
     }

@@ -23,6 +23,16 @@ fn dml() {
 }
 
 #[test]
+fn derived_pushdown() {
+    common::run_file("derived_pushdown");
+}
+
+#[test]
+fn insert_select() {
+    common::run_file("insert_select");
+}
+
+#[test]
 fn errors() {
     common::run_file("errors");
 }
