@@ -19,6 +19,26 @@ pub trait Backend: Send + Sync + 'static {
     fn session(&self) -> Box<dyn BackendSession>;
     /// The account `user`@`host`, if it exists.
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError>;
+    /// The answer to a login of the existing account `user`@`account_host` from
+    /// `client_host` after its password check came out `verified`: `Err` is sent instead of
+    /// the OK (or of the 1045): a locked account's 3118 or 3955. The fake backends of
+    /// protocol tests lock nothing.
+    fn check_login(
+        &self,
+        user: &str,
+        account_host: &str,
+        client_host: &str,
+        verified: bool,
+    ) -> Result<(), SqlError> {
+        let _ = (user, account_host, client_host, verified);
+        Ok(())
+    }
+    /// Whether the account holds SUPER or CONNECTION_ADMIN, which MySQL lets use one
+    /// connection past `max_connections`.
+    fn is_connection_admin(&self, user: &str, account_host: &str) -> bool {
+        let _ = (user, account_host);
+        false
+    }
     /// The status counters the server adds its figures to (connections, bytes); None keeps
     /// them to the server.
     fn status_counters(&self) -> Option<Arc<StatusCounters>> {
@@ -91,6 +111,20 @@ impl Backend for Arc<Instance> {
 
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError> {
         Instance::lookup_user(self, user, host)
+    }
+
+    fn check_login(
+        &self,
+        user: &str,
+        account_host: &str,
+        client_host: &str,
+        verified: bool,
+    ) -> Result<(), SqlError> {
+        Instance::check_login(self, user, account_host, client_host, verified)
+    }
+
+    fn is_connection_admin(&self, user: &str, account_host: &str) -> bool {
+        Instance::is_connection_admin(self, user, account_host)
     }
 
     fn status_counters(&self) -> Option<Arc<StatusCounters>> {

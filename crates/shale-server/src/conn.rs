@@ -53,7 +53,9 @@ pub(crate) async fn serve(
     let _ = stream.set_nodelay(true);
     let open = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
     shared.count(Counter::Connections, 1);
-    if open > shared.max_connections() {
+    // One connection past max_connections is let in, as MySQL does, for an account with
+    // SUPER or CONNECTION_ADMIN (checked after its login, `connection`).
+    if open > shared.max_connections() + 1 {
         let mut stream = stream;
         let _ = stream.write_all(&too_many_connections()).await;
         shared.connections.fetch_sub(1, Ordering::Relaxed);
@@ -151,6 +153,17 @@ fn connection(
         shared.count(Counter::AbortedConnects, 1);
         return;
     };
+    // The extra connection past max_connections is an administrator's only.
+    if shared.connections.load(Ordering::Relaxed) > shared.max_connections()
+        && !shared
+            .backend
+            .is_connection_admin(&login.user, &login.account_host)
+    {
+        let mut conn = conn;
+        send_error(conn.get_mut(), login.seq, &errors::too_many_connections());
+        shared.count(Counter::AbortedConnects, 1);
+        return;
+    }
     logged_in.store(true, Ordering::Release);
     command_loop(conn, shared, login, control);
 }
@@ -401,10 +414,23 @@ fn check_account(
         )
     };
     let verified = verified && exists;
-    if verified {
+    // A locked account's refusal (3118, 3955) replaces the answer, and counts as a failure.
+    let refusal = if exists {
+        shared
+            .backend
+            .check_login(&response.user, &record.host, &host, verified)
+            .err()
+    } else {
+        None
+    };
+    if verified && refusal.is_none() {
         shared.throttle.succeeded(claim.peer.ip());
     } else {
         shared.throttle.failed(claim.peer.ip());
+    }
+    if let Some(error) = refusal {
+        send_error(conn.get_mut(), seq, &error);
+        return None;
     }
     if !verified {
         let error = errors::access_denied(&response.user, &host, !auth_response.is_empty());

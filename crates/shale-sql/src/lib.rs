@@ -31,6 +31,7 @@
 #![allow(clippy::cast_possible_wrap, clippy::cast_sign_loss)]
 
 mod account;
+mod account_lock;
 mod account_parse;
 mod alter;
 mod bind;

@@ -171,3 +171,8 @@ fn json() {
 fn row_constructors() {
     common::run_file("row_constructors");
 }
+
+#[test]
+fn account_locks() {
+    common::run_file("account_locks");
+}
