@@ -17,6 +17,7 @@ use std::sync::Arc;
 use shale_sql::{ColumnMeta, ResultSink, SqlError, StatementStatus, Value};
 
 use crate::backend::BackendSession;
+use crate::cursor::{self, Materialized, Opened};
 use crate::prepared::Statements;
 use crate::protocol::{capability, command, errors, status, OkPacket};
 use crate::results::{put_columns, put_end, Output, ResultWriter};
@@ -83,6 +84,8 @@ fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<d
         .map_or(("", ""), |t| (t.version.as_str(), t.cipher.as_str()));
     session.set_status_variable("Ssl_version", version);
     session.set_status_variable("Ssl_cipher", cipher);
+    let compressed = capabilities & capability::COMPRESS != 0;
+    session.set_status_variable("Compression", if compressed { "ON" } else { "OFF" });
     session
 }
 
@@ -264,7 +267,17 @@ impl CommandHandler {
                 Err(e) => output.err(&errors::malformed(e.0)),
             },
             command::RESET_CONNECTION => self.reset_connection(output),
-            command::STMT_FETCH => output.err(&errors::unsupported_cursor()),
+            // The deprecated command byte for `KILL id`: the same statement, so the same
+            // privilege checks and errors (1094, 1095) as the KILL a client sends as text.
+            command::PROCESS_KILL => match Reader::new(body).u32("connection id") {
+                Ok(id) => {
+                    let mut writer = ResultWriter::new(output, self.capabilities, false);
+                    let result = self.session.execute(&format!("KILL {id}"), &mut writer);
+                    writer.finish(result, self.status());
+                }
+                Err(e) => output.err(&errors::malformed(e.0)),
+            },
+            command::STMT_FETCH => self.fetch(body, output),
             _ => output.err(&errors::unknown_command(code)),
         }
         false
@@ -297,10 +310,8 @@ impl CommandHandler {
         }
     }
 
-    /// COM_STMT_EXECUTE -> OK, ERR, or a binary result set.
+    /// COM_STMT_EXECUTE -> OK, ERR, a binary result set, or a cursor's column definitions.
     fn execute(&mut self, body: &[u8], output: &mut Output) {
-        // Cursor flags are ignored: the rows are sent at once and SERVER_STATUS_CURSOR_EXISTS
-        // stays clear, which clients take to mean "no cursor was opened".
         let execute = match self.statements.decode_execute(body) {
             Ok(execute) => execute,
             Err(error) => {
@@ -308,11 +319,55 @@ impl CommandHandler {
                 return;
             }
         };
+        // A new execution closes the statement's cursor (cursor.rs, invariant 1).
+        self.statements.close_cursor(execute.id);
+        if cursor::wants_cursor(execute.cursor_flags) {
+            self.execute_with_cursor(execute.id, &execute.params, output);
+            return;
+        }
         let mut writer = ResultWriter::new(output, self.capabilities, true);
         let result = self
             .session
             .execute_prepared(execute.id, &execute.params, &mut writer);
         writer.finish(result, self.status());
+    }
+
+    /// COM_STMT_EXECUTE with a cursor flag: the result is kept and a cursor opened over it.
+    fn execute_with_cursor(&mut self, id: u32, params: &[Value], output: &mut Output) {
+        let mut result = Materialized::default();
+        if let Err(error) = self.session.execute_prepared(id, params, &mut result) {
+            output.err(&error);
+            return;
+        }
+        match result.open(output, self.capabilities, self.status()) {
+            Opened::Cursor(cursor) => self.statements.set_cursor(id, cursor),
+            Opened::NoResultSet(status) => {
+                // A write error marks the output broken; the command loop then ends.
+                let _ = ResultWriter::new(output, self.capabilities, true).ok(&status);
+            }
+        }
+    }
+
+    /// COM_STMT_FETCH (`int<4>` statement id, `int<4>` rows): the next rows of its cursor.
+    fn fetch(&mut self, body: &[u8], output: &mut Output) {
+        let mut r = Reader::new(body);
+        let (id, rows) = match (r.u32("statement id"), r.u32("number of rows")) {
+            (Ok(id), Ok(rows)) => (id, rows),
+            (Err(e), _) | (_, Err(e)) => {
+                output.err(&errors::malformed(e.0));
+                return;
+            }
+        };
+        let flags = self.status();
+        let capabilities = self.capabilities;
+        match self.statements.cursor(id) {
+            Ok(cursor) => {
+                if cursor.fetch(rows, output, capabilities, flags) {
+                    self.statements.close_cursor(id);
+                }
+            }
+            Err(error) => output.err(&error),
+        }
     }
 
     /// COM_FIELD_LIST (deprecated, used by clients' name completion): the table's column

@@ -37,7 +37,7 @@ use crate::handshake::{
 use crate::protocol::{capability, command, errors, put_err, put_err_before_handshake, status};
 use crate::results::Output;
 use crate::server::Shared;
-use crate::stream::{Conn, Stream, READ_BUFFER};
+use crate::stream::{self, Conn, Stream, READ_BUFFER};
 use crate::tls::TlsSession;
 
 /// Largest packet accepted before authentication: a handshake response is small.
@@ -373,7 +373,8 @@ fn check_account(
         let mut w = PacketWriter::new(seq);
         w.packet(|out| put_auth_switch(out, &plugin, scramble));
         send(conn.get_mut(), &w.take())?;
-        let Packet { payload, last_seq } = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
+        let Packet { payload, last_seq } =
+            stream::read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
         seq = last_seq.wrapping_add(1);
         auth_response = payload;
     }
@@ -450,7 +451,7 @@ fn caching_sha2(
     if fast {
         return Some((true, w.seq()));
     }
-    let packet = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
+    let packet = stream::read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
     let mut seq = packet.last_seq.wrapping_add(1);
     let mut payload = packet.payload;
     let password = if claim.secure {
@@ -469,7 +470,7 @@ fn caching_sha2(
                     out.extend_from_slice(keys.public_pem().as_bytes());
                 });
                 send(conn.get_mut(), &w.take())?;
-                let sealed = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
+                let sealed = stream::read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
                 seq = sealed.last_seq.wrapping_add(1);
                 keys.decrypt_password(&sealed.payload, scramble)
             }
@@ -542,6 +543,10 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         output.close();
         return;
     };
+    // The login's OK went plain; the client compresses from its first command on.
+    if login.capabilities & capability::COMPRESS != 0 {
+        output.conn().get_mut().start_compression();
+    }
     let interactive = login.capabilities & capability::INTERACTIVE != 0;
     loop {
         // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
@@ -553,6 +558,7 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         if output.conn().get_mut().set_timeouts(wait, stalled).is_err() {
             break;
         }
+        output.conn().get_mut().new_command();
         let packet = output.read_packet(0);
         let Some(packet) = counted_packet(packet, &mut output, shared) else {
             break;

@@ -22,10 +22,10 @@ use shale_sql::{
 };
 
 use crate::binary::put_binary_row;
-use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
+use crate::codec::{Packet, PacketWriter, ReadError};
 use crate::protocol::{capability, errors, put_eof, put_err, put_ok, status, OkPacket};
 use crate::server::Shared;
-use crate::stream::Conn;
+use crate::stream::{read_packet, Conn};
 use crate::text::{put_column_definition, put_text_row};
 use crate::wire::put_lenenc_int;
 
