@@ -119,6 +119,22 @@ fn the_mariadb_client_with_compress_gets_large_results_whole() {
     assert_eq!(status, "Compression\tON\n");
     let status = mariadb(&server, &[], "SHOW SESSION STATUS LIKE 'Compression'");
     assert_eq!(status, "Compression\tOFF\n");
+    // Compression inside TLS: the same rows.
+    let ca = format!("--ssl-ca={}", server.datadir.join("ca.pem").display());
+    let tls = [
+        "--compress",
+        "--ssl",
+        ca.as_str(),
+        "--ssl-verify-server-cert",
+    ];
+    let status = mariadb(
+        &server,
+        &tls,
+        "SHOW SESSION STATUS LIKE 'Compression'; SHOW SESSION STATUS LIKE 'Ssl_version'",
+    );
+    assert_eq!(status, "Compression\tON\nSsl_version\tTLSv1.3\n");
+    let over_tls = mariadb(&server, &tls, "SELECT id, s FROM w.t ORDER BY id");
+    assert!(over_tls == plain, "the same rows over TLS");
 }
 
 #[test]
@@ -206,4 +222,168 @@ fn sysbench_with_compression_runs_prepared_statements() {
     assert!(transactions > 0, "{stdout}");
     assert_eq!(summary(&stdout, "ignored errors:"), 0, "{stdout}");
     eprintln!("oltp_read_only with compression: {transactions} transactions in 2 s");
+}
+
+/// libmariadb's cursor API through Python's ctypes (no C compiler or headers needed):
+/// `STMT_ATTR_CURSOR_TYPE` = `CURSOR_TYPE_READ_ONLY` with `STMT_ATTR_PREFETCH_ROWS` = 3 makes
+/// `mysql_stmt_execute` open a cursor and each `mysql_stmt_fetch` past the prefetched rows
+/// send `COM_STMT_FETCH`. A text query in the middle only works because the rows wait on the
+/// server (without a cursor, libmariadb would report "Commands out of sync").
+const LIBMARIADB_CURSOR: &str = r#"
+import ctypes, ctypes.util, os, sys
+lib = ctypes.CDLL(ctypes.util.find_library("mariadb") or "libmariadb.so.3")
+P, c_ulong = ctypes.c_void_p, ctypes.c_ulong
+lib.mysql_init.restype = P
+lib.mysql_real_connect.restype = P
+lib.mysql_real_connect.argtypes = [P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                   ctypes.c_char_p, ctypes.c_uint, ctypes.c_char_p, c_ulong]
+lib.mysql_error.restype = ctypes.c_char_p
+lib.mysql_error.argtypes = [P]
+lib.mysql_stmt_init.restype = P
+lib.mysql_stmt_init.argtypes = [P]
+lib.mysql_stmt_prepare.argtypes = [P, ctypes.c_char_p, c_ulong]
+lib.mysql_stmt_attr_set.argtypes = [P, ctypes.c_int, P]
+lib.mysql_stmt_execute.argtypes = [P]
+lib.mysql_stmt_bind_result.argtypes = [P, P]
+lib.mysql_stmt_fetch.argtypes = [P]
+lib.mysql_stmt_error.restype = ctypes.c_char_p
+lib.mysql_stmt_error.argtypes = [P]
+lib.mysql_stmt_close.argtypes = [P]
+lib.mysql_query.argtypes = [P, ctypes.c_char_p]
+lib.mysql_store_result.restype = P
+lib.mysql_store_result.argtypes = [P]
+lib.mysql_num_rows.restype = ctypes.c_ulonglong
+lib.mysql_num_rows.argtypes = [P]
+lib.mysql_free_result.argtypes = [P]
+lib.mysql_close.argtypes = [P]
+
+class Bind(ctypes.Structure):  # MYSQL_BIND of libmariadb 3
+    _fields_ = [("length", P), ("is_null", P), ("buffer", P), ("error", P), ("u", P),
+                ("store_param_func", P), ("fetch_result", P), ("skip_result", P),
+                ("buffer_length", c_ulong),
+                ("offset", c_ulong), ("length_value", c_ulong), ("flags", ctypes.c_uint),
+                ("pack_length", ctypes.c_uint), ("buffer_type", ctypes.c_int),
+                ("error_value", ctypes.c_char), ("is_unsigned", ctypes.c_char),
+                ("long_data_used", ctypes.c_char), ("is_null_value", ctypes.c_char),
+                ("extension", P)]
+assert ctypes.sizeof(Bind) == 112
+
+m = lib.mysql_init(None)
+if not lib.mysql_real_connect(m, b"127.0.0.1", b"root", b"", b"w", int(os.environ["PORT"]), None, 0):
+    sys.exit("connect: %s" % lib.mysql_error(m))
+stmt = lib.mysql_stmt_init(m)
+sql = b"SELECT id, s FROM t WHERE id < 10 ORDER BY id"
+assert lib.mysql_stmt_prepare(stmt, sql, len(sql)) == 0, lib.mysql_stmt_error(stmt)
+read_only, prefetch = c_ulong(1), c_ulong(3)
+assert lib.mysql_stmt_attr_set(stmt, 1, ctypes.byref(read_only)) == 0   # STMT_ATTR_CURSOR_TYPE
+assert lib.mysql_stmt_attr_set(stmt, 2, ctypes.byref(prefetch)) == 0    # STMT_ATTR_PREFETCH_ROWS
+assert lib.mysql_stmt_execute(stmt) == 0, lib.mysql_stmt_error(stmt)
+ident = ctypes.c_longlong()
+text = ctypes.create_string_buffer(256)
+text_len = c_ulong()
+binds = (Bind * 2)()
+binds[0].buffer_type, binds[0].buffer = 8, ctypes.cast(ctypes.byref(ident), P)   # LONGLONG
+binds[1].buffer_type, binds[1].buffer = 254, ctypes.cast(text, P)                # STRING
+binds[1].buffer_length = 256
+binds[1].length = ctypes.cast(ctypes.byref(text_len), P)
+assert lib.mysql_stmt_bind_result(stmt, binds) == 0, lib.mysql_stmt_error(stmt)
+rows = []
+def fetch():
+    rc = lib.mysql_stmt_fetch(stmt)
+    if rc == 100:  # MYSQL_NO_DATA
+        return False
+    assert rc == 0, (rc, lib.mysql_stmt_error(stmt))
+    rows.append((ident.value, text.raw[:text_len.value].decode()))
+    return True
+for _ in range(4):
+    assert fetch()
+# Another statement while the cursor holds the rest of the rows.
+assert lib.mysql_query(m, b"SELECT 1 UNION ALL SELECT 2") == 0, lib.mysql_error(m)
+res = lib.mysql_store_result(m)
+assert res and lib.mysql_num_rows(res) == 2
+lib.mysql_free_result(res)
+while fetch():
+    pass
+assert rows == [(i, "a" * 50 + str(i).rjust(50, "-")) for i in range(10)], rows
+lib.mysql_stmt_close(stmt)
+lib.mysql_close(m)
+print("ok")
+"#;
+
+#[test]
+fn libmariadb_cursors_fetch_in_pieces_around_other_statements() {
+    if !have("mariadb", &["--version"])
+        || !have(
+            "/usr/bin/python3",
+            &["-c", "import ctypes; ctypes.CDLL('libmariadb.so.3')"],
+        )
+    {
+        return;
+    }
+    let server = start_shale(&scratch("wire-cursor-libmariadb"));
+    fill(&server, 50);
+    let out = python(&server, LIBMARIADB_CURSOR);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout), "ok\n");
+}
+
+/// `COM_PROCESS_KILL` (the deprecated command byte that PyMySQL's `kill()` and libmariadb's
+/// `mysql_kill()` still send) runs the KILL statement: the other connection is closed, an
+/// unknown id is 1094.
+#[test]
+fn com_process_kill_from_pymysql_and_mysqldb() {
+    if !have_mysqldb() || !have("/usr/bin/python3", &["-c", "import pymysql"]) {
+        return;
+    }
+    let server = start_shale(&scratch("wire-process-kill"));
+    let out = python(
+        &server,
+        r#"
+import os, time, pymysql, MySQLdb
+port = int(os.environ["PORT"])
+def py():
+    return pymysql.connect(host="127.0.0.1", port=port, user="root", password="")
+def gone(conn, errors):
+    # The kill closes the connection from the server's side right after its OK; the victim
+    # sees it at its next command: lost (2013, 2006), or 1317 if that command raced the
+    # close (the KILL statement's own behaviour).
+    for _ in range(50):
+        try:
+            conn.cursor().execute("SELECT 1")
+        except errors as e:
+            return e.args[0]
+        time.sleep(0.1)
+    return None
+victim, killer = py(), py()
+assert killer.kill(victim.thread_id()).server_status is not None
+assert gone(victim, pymysql.err.OperationalError) in (1317, 2006, 2013), "closed"
+try:
+    killer.kill(987654)
+    raise SystemExit("no error for an unknown id")
+except pymysql.err.InternalError as e:
+    assert e.args == (1094, "Unknown thread id: 987654"), e.args
+except pymysql.err.OperationalError as e:
+    assert e.args == (1094, "Unknown thread id: 987654"), e.args
+m = MySQLdb.connect(host="127.0.0.1", port=port, user="root", passwd="")
+v = MySQLdb.connect(host="127.0.0.1", port=port, user="root", passwd="")
+m.kill(v.thread_id())
+assert gone(v, MySQLdb.OperationalError) in (1317, 2006, 2013), "closed"
+c = m.cursor()
+c.execute("SELECT 1")
+assert c.fetchall() == ((1,),), "the killer goes on"
+print("ok")
+"#,
+    );
+    assert!(
+        out.status.success(),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout), "ok\n");
 }
