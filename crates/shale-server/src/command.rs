@@ -47,6 +47,8 @@ pub struct Identity {
     pub account_host: String,
     pub tls: Option<TlsSession>,
     pub control: Arc<ConnControl>,
+    /// The collation id the client named in its handshake (or COM_CHANGE_USER).
+    pub collation: u8,
 }
 
 /// Statement text must be UTF-8: the SQL layer takes `&str`, and replacing bad bytes would
@@ -70,8 +72,25 @@ fn sql_text(body: &[u8]) -> Result<&str, SqlError> {
     })
 }
 
-fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
+/// What a session learns from its connection, again after COM_RESET_CONNECTION: the
+/// connection's `max_allowed_packet` and the character set its client named.
+fn apply_connection_settings(
+    session: &mut dyn BackendSession,
+    identity: &Identity,
+    max_allowed_packet: usize,
+) {
+    session.set_connection_variable("max_allowed_packet", Value::UInt(max_allowed_packet as u64));
+    session.set_client_collation(identity.collation);
+}
+
+fn new_session(
+    shared: &Shared,
+    identity: &Identity,
+    capabilities: u32,
+    max_allowed_packet: usize,
+) -> Box<dyn BackendSession> {
     let mut session = shared.backend.session();
+    apply_connection_settings(session.as_mut(), identity, max_allowed_packet);
     session.set_connection(identity.connection_id, &identity.user, &identity.host);
     session.set_account(&identity.user, &identity.account_host);
     session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
@@ -104,6 +123,8 @@ pub struct CommandHandler {
     session: Box<dyn BackendSession>,
     capabilities: u32,
     statements: Statements,
+    /// The connection's packet limit, also `@@max_allowed_packet` of its session.
+    max_allowed_packet: usize,
 }
 
 impl std::fmt::Debug for CommandHandler {
@@ -125,20 +146,21 @@ impl CommandHandler {
         database: Option<&str>,
         output: &mut Output,
     ) -> Option<CommandHandler> {
+        let max_allowed_packet = output.max_allowed_packet();
         let session = catch_unwind(AssertUnwindSafe(|| {
-            new_session(shared, &identity, capabilities)
+            new_session(shared, &identity, capabilities, max_allowed_packet)
         }));
         let Ok(session) = session else {
             output.err(&internal_error());
             return None;
         };
-        let max_long_data = shared.options.max_allowed_packet;
         let mut handler = CommandHandler {
             identity,
             shared: shared.clone(),
             session,
             capabilities,
-            statements: Statements::new(max_long_data),
+            statements: Statements::new(max_allowed_packet),
+            max_allowed_packet,
         };
         (!handler.connect(database, output)).then_some(handler)
     }
@@ -395,12 +417,22 @@ impl CommandHandler {
     fn reset_connection(&mut self, output: &mut Output) {
         self.statements.clear();
         if self.session.reset() {
+            apply_connection_settings(
+                self.session.as_mut(),
+                &self.identity,
+                self.max_allowed_packet,
+            );
             self.ok(output);
             return;
         }
         // A session that cannot reset itself is replaced by a fresh one.
         let database = self.session.current_database();
-        self.session = new_session(&self.shared, &self.identity, self.capabilities);
+        self.session = new_session(
+            &self.shared,
+            &self.identity,
+            self.capabilities,
+            self.max_allowed_packet,
+        );
         if let Some(db) = database {
             if let Err(error) = self.session.use_database(&db) {
                 output.err(&error);

@@ -171,6 +171,8 @@ struct Login {
     tls: Option<TlsSession>,
     /// The sequence id the OK after authentication gets.
     seq: u8,
+    /// The collation id the client's handshake named.
+    collation: u8,
 }
 
 /// 1040, sent before the handshake: without protocol 4.1's SQL state (see
@@ -300,6 +302,7 @@ fn connect(
         database: response.database,
         tls,
         seq,
+        collation: response.collation,
     };
     Some((conn, login))
 }
@@ -521,7 +524,7 @@ fn counted_packet(
 /// The command phase: the session is opened, then each command packet is read and answered
 /// until COM_QUIT, an error, a KILL, `wait_timeout` or the server's shutdown ends it.
 fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<ConnControl>) {
-    let mut output = Output::new(conn, shared.clone());
+    let mut output = Output::new(conn, shared.clone(), shared.max_allowed_packet());
     output.writer.set_seq(login.seq);
     let identity = Identity {
         connection_id: login.connection_id,
@@ -530,6 +533,7 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         account_host: login.account_host,
         tls: login.tls.clone(),
         control: Arc::clone(control),
+        collation: login.collation,
     };
     let opened = CommandHandler::open(
         shared,
@@ -593,6 +597,7 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
                     account_host,
                     tls: login.tls.clone(),
                     control: Arc::clone(control),
+                    collation: claim.collation,
                 };
                 let database = claim.database.as_deref();
                 let opened = CommandHandler::open(

@@ -44,6 +44,28 @@ fn mariadb(server: &Server, flags: &[&str], sql: &str) -> String {
     text(&out.stdout)
 }
 
+/// The last line the mariadb client prints for a statement that fails (the error).
+fn mariadb_error(server: &Server, sql: &str) -> String {
+    let out = Command::new("mariadb")
+        .args([
+            "--no-defaults",
+            "-h127.0.0.1",
+            &format!("-P{}", server.port),
+            "-uroot",
+            "-e",
+            sql,
+        ])
+        .output()
+        .expect("run mariadb");
+    assert!(!out.status.success(), "{sql} succeeded");
+    text(&out.stderr)
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_owned()
+}
+
 /// Runs a Python script with `/usr/bin/python3` (which has `MySQLdb` and `PyMySQL`); `PORT` is
 /// set in its environment.
 fn python(server: &Server, script: &str) -> Output {
@@ -386,4 +408,149 @@ print("ok")
         text(&out.stderr)
     );
     assert_eq!(text(&out.stdout), "ok\n");
+}
+
+/// `@@max_allowed_packet` is `--max-allowed-packet`; `SET GLOBAL` changes it for connections
+/// that log in afterwards (each keeps its own, as in MySQL), `SET SESSION` is 1621, and a
+/// statement larger than the limit ends the connection (1153 is sent before the body is
+/// read; the client, still writing, may only see the connection go).
+#[test]
+fn max_allowed_packet_is_the_servers_and_applies_per_connection() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let server = support::start_shale_with(
+        &scratch("wire-max-allowed-packet"),
+        &["--max-allowed-packet=1048576"],
+    );
+    let shown = mariadb(
+        &server,
+        &[],
+        "SELECT @@max_allowed_packet, @@global.max_allowed_packet, @@session.max_allowed_packet",
+    );
+    assert_eq!(shown, "1048576\t1048576\t1048576\n");
+    let big = format!("SELECT LENGTH('{}')", "x".repeat(1_500_000));
+    let refused = Command::new("mariadb")
+        .args([
+            "--no-defaults",
+            "-h127.0.0.1",
+            &format!("-P{}", server.port),
+            "-uroot",
+            "--batch",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().unwrap().write_all(big.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        !refused.status.success(),
+        "a 1.5 MB statement over a 1 MB limit"
+    );
+    let error = text(&refused.stderr);
+    assert!(
+        error.contains("ERROR 1153")
+            || error.contains("ERROR 2006")
+            || error.contains("ERROR 2013"),
+        "{error}"
+    );
+    assert_eq!(
+        mariadb_error(&server, "SET SESSION max_allowed_packet = 4194304"),
+        "ERROR 1621 (HY000) at line 1: SESSION variable 'max_allowed_packet' is read-only. \
+         Use SET GLOBAL to assign the value"
+    );
+    // Out of range: clamped with 1292, as the other live settings.
+    let shown = mariadb(
+        &server,
+        &[],
+        "SET GLOBAL max_allowed_packet = 100; SHOW WARNINGS; \
+         SET GLOBAL max_allowed_packet = 4194304; \
+         SELECT @@global.max_allowed_packet, @@max_allowed_packet",
+    );
+    assert_eq!(
+        shown,
+        "Warning\t1292\tTruncated incorrect max_allowed_packet value: '100'\n\
+         4194304\t1048576\n"
+    );
+    // A new connection takes the new limit.
+    assert_eq!(mariadb(&server, &[], &big), "1500000\n");
+    assert_eq!(
+        mariadb(&server, &[], "SELECT @@max_allowed_packet"),
+        "4194304\n"
+    );
+}
+
+/// The character set a client names in its handshake, and SET NAMES, are what
+/// `@@character_set_client`, `@@character_set_results` and `@@collation_connection` show
+/// (recorded only: text is UTF-8 either way; docs/server.md).
+#[test]
+fn the_clients_character_set_is_recorded() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let server = start_shale(&scratch("wire-names"));
+    let show = "SELECT @@character_set_client, @@character_set_connection, \
+                @@character_set_results, @@collation_connection";
+    for (charset, expected) in [
+        ("utf8mb4", "utf8mb4\tutf8mb4\tutf8mb4\tutf8mb4_general_ci\n"),
+        ("utf8mb3", "utf8mb3\tutf8mb3\tutf8mb3\tutf8mb3_general_ci\n"),
+        ("latin1", "latin1\tlatin1\tlatin1\tlatin1_swedish_ci\n"),
+        ("binary", "binary\tbinary\tbinary\tbinary\n"),
+    ] {
+        let flag = format!("--default-character-set={charset}");
+        assert_eq!(mariadb(&server, &[&flag], show), expected, "{charset}");
+    }
+    let shown = mariadb(
+        &server,
+        &[],
+        "SET NAMES latin1; SELECT @@character_set_client, @@collation_connection; \
+         SET NAMES utf8mb4 COLLATE utf8mb4_bin; SELECT @@character_set_results, @@collation_connection; \
+         SET NAMES utf8mb4; SELECT @@collation_connection; \
+         SET NAMES DEFAULT; SELECT @@collation_connection",
+    );
+    assert_eq!(
+        shown,
+        "latin1\tlatin1_swedish_ci\nutf8mb4\tutf8mb4_bin\nutf8mb4_0900_ai_ci\nutf8mb4_general_ci\n"
+    );
+    for (sql, error) in [
+        (
+            "SET NAMES koi9",
+            "ERROR 1115 (42000) at line 1: Unknown character set: 'koi9'",
+        ),
+        (
+            "SET NAMES utf8mb4 COLLATE latin1_bin",
+            "ERROR 1253 (42000) at line 1: COLLATION 'latin1_bin' is not valid for CHARACTER SET 'utf8mb4'",
+        ),
+        (
+            "SET NAMES latin1 COLLATE nope",
+            "ERROR 1273 (HY000) at line 1: Unknown collation: 'nope'",
+        ),
+    ] {
+        assert_eq!(mariadb_error(&server, sql), error);
+    }
+    if !have_mysqldb() {
+        return;
+    }
+    let out = python(
+        &server,
+        r#"
+import os, MySQLdb, pymysql
+port = int(os.environ["PORT"])
+show = "SELECT @@character_set_client, @@collation_connection"
+m = MySQLdb.connect(host="127.0.0.1", port=port, user="root", passwd="", charset="latin1")
+c = m.cursor(); c.execute(show); print(c.fetchall())
+p = pymysql.connect(host="127.0.0.1", port=port, user="root", password="", charset="utf8mb4")
+c = p.cursor(); c.execute(show); print(c.fetchall())
+"#,
+    );
+    assert_eq!(
+        text(&out.stdout),
+        "(('latin1', 'latin1_swedish_ci'),)\n(('utf8mb4', 'utf8mb4_general_ci'),)\n",
+        "{}",
+        text(&out.stderr)
+    );
 }
