@@ -15,6 +15,7 @@ mod wire_client;
 
 use std::io::Write as _;
 
+use shale_server::native_scramble_response;
 use wire_client::{Client, COMPRESS, DEPRECATE_EOF, MAX_CHUNK, MULTI_RESULTS};
 
 #[test]
@@ -147,4 +148,39 @@ fn a_client_without_compress_gets_plain_packets() {
     c.stream.write_all(&[1, 0, 0, 0, 0x0e]).unwrap();
     let (seq, ok) = c.plain_packet();
     assert_eq!((seq, ok[0]), (1, 0));
+}
+
+/// COM_CHANGE_USER under compression, with an auth switch: the server's AuthSwitchRequest
+/// and the client's answer are compressed packets 1 and 2 of the command, the OK is 3.
+#[test]
+fn change_user_with_an_auth_switch_inside_compressed_packets() {
+    let addr = support::start(64 << 20);
+    let mut c = Client::connect(addr, COMPRESS | DEPRECATE_EOF);
+    let mut p = vec![0x11];
+    p.extend_from_slice(b"root\0");
+    // A caching_sha2_password claim for a mysql_native_password account: the server switches.
+    p.push(32);
+    p.extend_from_slice(&[1u8; 32]);
+    p.push(0);
+    p.extend_from_slice(&45u16.to_le_bytes());
+    p.extend_from_slice(b"caching_sha2_password\0");
+    c.command(&p);
+    c.headers.clear();
+    let (seq, switch) = c.packet();
+    assert_eq!((seq, switch[0]), (1, 0xFE), "{switch:?}");
+    let name_end = switch.iter().position(|&b| b == 0).unwrap();
+    assert_eq!(&switch[1..name_end], b"mysql_native_password");
+    let nonce = &switch[name_end + 1..name_end + 21];
+    assert_eq!(nonce, &c.scramble[..], "the handshake's nonce again");
+    assert_eq!(c.headers[0].1, 1);
+    c.reply(2, &native_scramble_response("pw", nonce));
+    c.headers.clear();
+    let (_, ok) = c.packet();
+    assert_eq!(ok[0], 0x00, "{ok:?}");
+    assert_eq!(c.headers[0].1, 3);
+    c.command(b"\x03select 1");
+    assert_eq!(c.payload(), [1]);
+    c.payload();
+    assert_eq!(c.payload(), b"\x011");
+    assert_eq!(c.payload()[0], 0xFE);
 }

@@ -554,3 +554,40 @@ c = p.cursor(); c.execute(show); print(c.fetchall())
         text(&out.stderr)
     );
 }
+
+/// LOAD DATA LOCAL INFILE under compression: mid-command, the server asks for the file and
+/// the client sends it as many packets inside compressed packets (whose inner ids follow the
+/// client's own numbering), then the statement's OK.
+#[test]
+fn load_data_local_over_a_compressed_connection() {
+    if !have("mariadb", &["--version"]) {
+        return;
+    }
+    let dir = scratch("wire-compress-local-infile");
+    let server = support::start_shale_with(&dir, &["--local-infile"]);
+    mariadb(
+        &server,
+        &[],
+        "CREATE DATABASE w; CREATE TABLE w.t (id INT PRIMARY KEY, s VARCHAR(200))",
+    );
+    let mut csv = String::new();
+    for i in 0..50_000 {
+        let _ = writeln!(csv, "{i},{}", "z".repeat(i % 150));
+    }
+    let file = dir.join("rows.csv");
+    {
+        use shale_fs::FileSystem as _;
+        let fs = shale_fs::OsFs::new();
+        let mut f = fs.create(&file).unwrap();
+        f.append(csv.as_bytes()).unwrap();
+        f.sync_data().unwrap();
+    }
+    let load = format!(
+        "LOAD DATA LOCAL INFILE '{}' INTO TABLE w.t FIELDS TERMINATED BY ','; \
+         SELECT COUNT(*), SUM(LENGTH(s)) FROM w.t; SHOW SESSION STATUS LIKE 'Compression'",
+        file.display()
+    );
+    let out = mariadb(&server, &["--compress", "--local-infile=1"], &load);
+    let total: usize = (0..50_000).map(|i| i % 150).sum();
+    assert_eq!(out, format!("50000\t{total}\nCompression\tON\n"));
+}

@@ -32,6 +32,8 @@ pub struct Client {
     pos: usize,
     /// (payload length, sequence id, inflated length) of each compressed packet read.
     pub headers: Vec<(usize, u8, usize)>,
+    /// The handshake's nonce (COM_CHANGE_USER authenticates against it again).
+    pub scramble: Vec<u8>,
 }
 
 impl Client {
@@ -58,6 +60,7 @@ impl Client {
             inbound: Vec::new(),
             pos: 0,
             headers: Vec::new(),
+            scramble: Vec::new(),
         };
         let (_, hello) = c.plain_packet();
         let version_end = hello.iter().position(|&b| b == 0).unwrap();
@@ -73,6 +76,7 @@ impl Client {
         p.extend_from_slice(&[0; 23]);
         p.extend_from_slice(b"root\0");
         let auth = native_scramble_response("pw", &scramble);
+        c.scramble.clone_from(&scramble);
         p.push(auth.len() as u8);
         p.extend_from_slice(&auth);
         p.extend_from_slice(b"mysql_native_password\0");
@@ -109,6 +113,15 @@ impl Client {
         } else {
             self.stream.write_all(&inner).unwrap();
         }
+    }
+
+    /// Sends one packet inside a command (an authentication answer), with inner id
+    /// `inner_seq`, in the next compressed packet.
+    pub fn reply(&mut self, inner_seq: u8, payload: &[u8]) {
+        let mut inner = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        inner.push(inner_seq);
+        inner.extend_from_slice(payload);
+        self.send_compressed(&inner);
     }
 
     pub fn send_compressed(&mut self, bytes: &[u8]) {
