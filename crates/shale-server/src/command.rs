@@ -17,6 +17,7 @@ use std::sync::Arc;
 use shale_sql::{ColumnMeta, ResultSink, SqlError, StatementStatus, Value};
 
 use crate::backend::BackendSession;
+use crate::compress::Algorithm;
 use crate::cursor::{self, Materialized, Opened};
 use crate::prepared::Statements;
 use crate::protocol::{capability, command, errors, status, OkPacket};
@@ -49,6 +50,8 @@ pub struct Identity {
     pub control: Arc<ConnControl>,
     /// The collation id the client named in its handshake (or COM_CHANGE_USER).
     pub collation: u8,
+    /// The protocol compression in use.
+    pub compression: Option<Algorithm>,
 }
 
 /// Statement text must be UTF-8: the SQL layer takes `&str`, and replacing bad bytes would
@@ -103,8 +106,14 @@ fn new_session(
         .map_or(("", ""), |t| (t.version.as_str(), t.cipher.as_str()));
     session.set_status_variable("Ssl_version", version);
     session.set_status_variable("Ssl_cipher", cipher);
-    let compressed = capabilities & capability::COMPRESS != 0;
-    session.set_status_variable("Compression", if compressed { "ON" } else { "OFF" });
+    // As MySQL 8.0.18+: Compression ON/OFF, and the algorithm and level in use ('' and 0
+    // without).
+    let (on, algorithm, level) = identity
+        .compression
+        .map_or(("OFF", "", 0), |a| ("ON", a.name(), a.level()));
+    session.set_status_variable("Compression", on);
+    session.set_status_variable("Compression_algorithm", algorithm);
+    session.set_status_variable("Compression_level", &level.to_string());
     session
 }
 

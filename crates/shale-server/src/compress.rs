@@ -1,6 +1,7 @@
-//! The compressed protocol (CLIENT_COMPRESS, zlib; MySQL "Compression"): once a client that
-//! set CLIENT_COMPRESS has logged in (the authentication's OK itself is plain), every byte in
-//! both directions travels inside compressed packets:
+//! The compressed protocol (CLIENT_COMPRESS, zlib, or CLIENT_ZSTD_COMPRESSION_ALGORITHM,
+//! zstd; MySQL "Compression"): once a client that set one of them has logged in (the
+//! authentication's OK itself is plain), every byte in both directions travels inside
+//! compressed packets:
 //!
 //! ```text
 //! int<3> length of the payload below, int<1> compressed sequence id,
@@ -10,7 +11,7 @@
 //! The payload is a piece of the ordinary packet stream (packets with their own 4-byte
 //! headers): one compressed packet may hold several MySQL packets, and one MySQL packet may
 //! span several compressed packets. A compressed payload is one complete zlib stream
-//! (RFC 1950). [`Compression`] sits between the connection's transport and its packet
+//! (RFC 1950), or one zstd frame. [`Compression`] sits between the connection's transport and its packet
 //! reader and writer, so the packet code (codec.rs, results.rs) is the same with or without
 //! compression.
 //!
@@ -45,10 +46,38 @@ const KEEP_CAPACITY: usize = 64 * 1024;
 
 const HEADER: usize = 7;
 
+/// Which compression a connection uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Algorithm {
+    #[default]
+    Zlib,
+    /// zstd at this level (1 to 22).
+    Zstd(u8),
+}
+
+impl Algorithm {
+    /// The name MySQL's `Compression_algorithm` status variable shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Zlib => "zlib",
+            Algorithm::Zstd(_) => "zstd",
+        }
+    }
+
+    /// The level (`Compression_level`): zlib's is 6, MySQL's default.
+    pub fn level(self) -> u8 {
+        match self {
+            Algorithm::Zlib => 6,
+            Algorithm::Zstd(level) => level,
+        }
+    }
+}
+
 /// A connection's compression state: the sequence id, the inflated bytes not yet read, the
-/// bytes written since the last flush, and the zlib states (made on first use).
+/// bytes written since the last flush, and the codec states (made on first use).
 #[derive(Default)]
 pub struct Compression {
+    algorithm: Algorithm,
     seq: u8,
     inbound: Vec<u8>,
     inbound_pos: usize,
@@ -57,6 +86,8 @@ pub struct Compression {
     scratch: Vec<u8>,
     deflate: Option<Box<Compress>>,
     inflate: Option<Box<Decompress>>,
+    zstd_compress: Option<zstd::bulk::Compressor<'static>>,
+    zstd_decompress: Option<zstd::bulk::Decompressor<'static>>,
 }
 
 impl std::fmt::Debug for Compression {
@@ -89,6 +120,13 @@ fn shrink(buf: &mut Vec<u8>) {
 }
 
 impl Compression {
+    pub fn new(algorithm: Algorithm) -> Self {
+        Compression {
+            algorithm,
+            ..Compression::default()
+        }
+    }
+
     /// A command starts: the client's next compressed packet carries sequence id 0.
     pub fn new_command(&mut self) {
         self.seq = 0;
@@ -142,20 +180,12 @@ impl Compression {
         self.scratch.clear();
         self.scratch.resize(length, 0);
         inner.read_exact(&mut self.scratch)?;
-        let inflate = self
-            .inflate
-            .get_or_insert_with(|| Box::new(Decompress::new(true)));
-        inflate.reset(true);
         self.inbound.reserve_exact(inflated);
-        let status = inflate
-            .decompress_vec(&self.scratch, &mut self.inbound, FlushDecompress::Finish)
-            .map_err(|e| invalid(&format!("bad zlib data: {e}")))?;
-        // Room for exactly `inflated` bytes was reserved, so more output stops short of the
-        // stream's end; `total_in` catches bytes after it.
-        if status != Status::StreamEnd
-            || self.inbound.len() != inflated
-            || inflate.total_in() != length as u64
-        {
+        let whole = match self.algorithm {
+            Algorithm::Zlib => self.inflate_zlib(length, inflated)?,
+            Algorithm::Zstd(_) => self.inflate_zstd(inflated)?,
+        };
+        if !whole {
             return Err(invalid(&format!(
                 "a payload of {length} bytes does not inflate to the {inflated} bytes its \
                  header says"
@@ -163,6 +193,40 @@ impl Compression {
         }
         shrink(&mut self.scratch);
         Ok(true)
+    }
+
+    /// Inflates `scratch` (a zlib stream) into `inbound`; false unless it is exactly
+    /// `inflated` bytes.
+    fn inflate_zlib(&mut self, length: usize, inflated: usize) -> io::Result<bool> {
+        let inflate = self
+            .inflate
+            .get_or_insert_with(|| Box::new(Decompress::new(true)));
+        inflate.reset(true);
+        let status = inflate
+            .decompress_vec(&self.scratch, &mut self.inbound, FlushDecompress::Finish)
+            .map_err(|e| invalid(&format!("bad zlib data: {e}")))?;
+        // Room for exactly `inflated` bytes was reserved, so more output stops short of the
+        // stream's end; `total_in` catches bytes after it.
+        Ok(status == Status::StreamEnd
+            && self.inbound.len() == inflated
+            && inflate.total_in() == length as u64)
+    }
+
+    /// Inflates `scratch` (a zstd frame) into `inbound`, which is empty (zstd writes a Vec
+    /// from its start); false unless it is exactly `inflated` bytes (zstd refuses to write
+    /// past the room reserved for them).
+    fn inflate_zstd(&mut self, inflated: usize) -> io::Result<bool> {
+        if self.zstd_decompress.is_none() {
+            self.zstd_decompress = Some(zstd::bulk::Decompressor::new()?);
+        }
+        let Some(decompress) = self.zstd_decompress.as_mut() else {
+            return Ok(false);
+        };
+        debug_assert!(self.inbound.is_empty());
+        let n = decompress
+            .decompress_to_buffer(&self.scratch, &mut self.inbound)
+            .map_err(|e| invalid(&format!("bad zstd data: {e}")))?;
+        Ok(n == inflated && self.inbound.len() == inflated)
     }
 
     /// Takes bytes to send at the next flush.
@@ -190,22 +254,55 @@ impl Compression {
         written
     }
 
+    /// Appends `chunk` as one zlib stream to `out` (within its spare capacity); false if it
+    /// did not fit.
+    fn deflate_zlib(&mut self, chunk: &[u8], out: &mut Vec<u8>) -> bool {
+        let deflate = self
+            .deflate
+            .get_or_insert_with(|| Box::new(Compress::new(flate2::Compression::default(), true)));
+        deflate.reset();
+        matches!(
+            deflate.compress_vec(chunk, out, FlushCompress::Finish),
+            Ok(Status::StreamEnd)
+        )
+    }
+
+    /// Appends `chunk` as one zstd frame to `out` (within its spare capacity); false if it
+    /// did not fit or zstd failed.
+    fn deflate_zstd(&mut self, level: u8, chunk: &[u8], out: &mut Vec<u8>) -> bool {
+        if self.zstd_compress.is_none() {
+            self.zstd_compress = zstd::bulk::Compressor::new(i32::from(level)).ok();
+        }
+        let Some(compress) = self.zstd_compress.as_mut() else {
+            return false;
+        };
+        // zstd writes a Vec from its start, so it gets the slice after what `out` holds.
+        let start = out.len();
+        out.resize(start + chunk.len(), 0);
+        if let Ok(n) = compress.compress_to_buffer(chunk, &mut out[start..]) {
+            out.truncate(start + n);
+            true
+        } else {
+            out.truncate(start);
+            false
+        }
+    }
+
     /// Appends one compressed packet carrying `chunk` to `out`.
     fn frame(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(&[0; HEADER]);
         let mut inflated = 0;
         if chunk.len() >= MIN_COMPRESS_LENGTH {
-            let deflate = self.deflate.get_or_insert_with(|| {
-                Box::new(Compress::new(flate2::Compression::default(), true))
-            });
-            deflate.reset();
             // Room for no more than the chunk itself: output that would not be smaller is
             // not worth sending compressed.
             out.reserve_exact(chunk.len());
             let limit = out.len() + chunk.len();
-            let status = deflate.compress_vec(chunk, out, FlushCompress::Finish);
-            if matches!(status, Ok(Status::StreamEnd)) && out.len() < limit {
+            let done = match self.algorithm {
+                Algorithm::Zlib => self.deflate_zlib(chunk, out),
+                Algorithm::Zstd(level) => self.deflate_zstd(level, chunk, out),
+            };
+            if done && out.len() < limit {
                 inflated = chunk.len();
             } else {
                 out.truncate(start + HEADER);
@@ -312,6 +409,42 @@ mod tests {
         }
         assert!(out == data);
         assert_eq!(r.seq, 1);
+    }
+
+    #[test]
+    fn zstd_packets_round_trip_and_bad_ones_are_errors() {
+        let mut c = Compression::new(Algorithm::Zstd(3));
+        let long: Vec<u8> = (0..100_000u32).map(|i| (i % 17) as u8).collect();
+        let wire = send(&mut c, &[b"short", &long]);
+        let h = headers(&wire);
+        assert_eq!(h[0], (5, 0, 0));
+        assert_eq!((h[1].1, h[1].2), (1, 100_000));
+        assert!(h[1].0 < 1000, "{h:?}");
+        let mut r = Compression::new(Algorithm::Zstd(3));
+        let mut reader = &wire[..];
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = r.read(&mut reader, &mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(&out[..5], b"short");
+        assert!(out[5..] == long[..]);
+        // Wrong inflated lengths, and zlib data read as zstd.
+        let second = &wire[HEADER + 5..];
+        for claimed in [99_999usize, 100_001] {
+            let mut bad = second.to_vec();
+            bad[3] = 0;
+            bad[4..7].copy_from_slice(&(claimed as u32).to_le_bytes()[..3]);
+            let mut r = Compression::new(Algorithm::Zstd(3));
+            assert!(r.read(&mut &bad[..], &mut buf).is_err(), "{claimed}");
+        }
+        let zlib = send(&mut Compression::default(), &[&long]);
+        let mut r = Compression::new(Algorithm::Zstd(3));
+        assert!(r.read(&mut &zlib[..], &mut buf).is_err());
     }
 
     #[test]

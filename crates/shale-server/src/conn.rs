@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use crate::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
 use crate::command::{CommandHandler, ConnControl, Identity};
+use crate::compress::Algorithm;
 use crate::handshake::{
     is_ssl_request, parse_change_user, parse_handshake_response, put_auth_switch, put_handshake,
     HandshakeError, HandshakeResponse,
@@ -173,6 +174,8 @@ struct Login {
     seq: u8,
     /// The collation id the client's handshake named.
     collation: u8,
+    /// The protocol compression the client asked for (zstd if it named both).
+    compression: Option<Algorithm>,
 }
 
 /// 1040, sent before the handshake: without protocol 4.1's SQL state (see
@@ -291,6 +294,7 @@ fn connect(
         secure,
     };
     let (host, account_host, seq) = check_account(&mut conn, shared, &claim, &response, seq)?;
+    let compression = compression_of(&response);
     let login = Login {
         capabilities: response.capabilities,
         connection_id,
@@ -303,8 +307,20 @@ fn connect(
         tls,
         seq,
         collation: response.collation,
+        compression,
     };
     Some((conn, login))
+}
+
+/// The compression a handshake response asks for.
+fn compression_of(response: &HandshakeResponse) -> Option<Algorithm> {
+    if let Some(level) = response.zstd_level {
+        Some(Algorithm::Zstd(level))
+    } else if response.capabilities & capability::COMPRESS != 0 {
+        Some(Algorithm::Zlib)
+    } else {
+        None
+    }
 }
 
 /// What authentication knows about the connection besides the client's response.
@@ -534,6 +550,7 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         tls: login.tls.clone(),
         control: Arc::clone(control),
         collation: login.collation,
+        compression: login.compression,
     };
     let opened = CommandHandler::open(
         shared,
@@ -548,8 +565,8 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         return;
     };
     // The login's OK went plain; the client compresses from its first command on.
-    if login.capabilities & capability::COMPRESS != 0 {
-        output.conn().get_mut().start_compression();
+    if let Some(algorithm) = login.compression {
+        output.conn().get_mut().start_compression(algorithm);
     }
     let interactive = login.capabilities & capability::INTERACTIVE != 0;
     loop {
@@ -598,6 +615,7 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
                     tls: login.tls.clone(),
                     control: Arc::clone(control),
                     collation: claim.collation,
+                    compression: login.compression,
                 };
                 let database = claim.database.as_deref();
                 let opened = CommandHandler::open(

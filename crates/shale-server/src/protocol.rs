@@ -33,9 +33,12 @@ pub mod capability {
     pub const DEPRECATE_EOF: u32 = 1 << 24;
     /// The compressed protocol, zlib (compress.rs), from the first command on.
     pub const COMPRESS: u32 = 1 << 5;
+    /// The compressed protocol with zstd instead (MySQL 8.0.18+ clients); the handshake
+    /// response then ends with the zstd level.
+    pub const ZSTD_COMPRESSION_ALGORITHM: u32 = 1 << 26;
 
     /// Everything this server offers (and SSL when TLS is configured). Not offered:
-    /// SESSION_TRACK, ZSTD_COMPRESSION_ALGORITHM, and MariaDB's extended capabilities. LOCAL_FILES is offered; whether a
+    /// SESSION_TRACK and MariaDB's extended capabilities. LOCAL_FILES is offered; whether a
     /// LOAD DATA LOCAL runs is the global `local_infile`'s call.
     pub const SERVER: u32 = LONG_PASSWORD
         | LOCAL_FILES
@@ -44,6 +47,7 @@ pub mod capability {
         | CONNECT_WITH_DB
         | NO_SCHEMA
         | COMPRESS
+        | ZSTD_COMPRESSION_ALGORITHM
         | ODBC
         | IGNORE_SPACE
         | PROTOCOL_41

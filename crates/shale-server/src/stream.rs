@@ -25,7 +25,7 @@ use std::time::Duration;
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
 use crate::codec::{read_packet_in_order, Packet, ReadError};
-use crate::compress::Compression;
+use crate::compress::{Algorithm, Compression};
 use crate::tls::TlsSession;
 
 /// Bytes read ahead from the socket per `recv`.
@@ -96,8 +96,8 @@ impl Stream {
     }
 
     /// From now on every byte goes in compressed packets (compress.rs), both ways.
-    pub fn start_compression(&mut self) {
-        self.compression = Some(Box::default());
+    pub fn start_compression(&mut self, algorithm: Algorithm) {
+        self.compression = Some(Box::new(Compression::new(algorithm)));
     }
 
     /// Whether the compressed protocol is in use.

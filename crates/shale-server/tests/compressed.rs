@@ -16,7 +16,7 @@ mod wire_client;
 use std::io::Write as _;
 
 use shale_server::native_scramble_response;
-use wire_client::{Client, COMPRESS, DEPRECATE_EOF, MAX_CHUNK, MULTI_RESULTS};
+use wire_client::{Client, COMPRESS, DEPRECATE_EOF, MAX_CHUNK, MULTI_RESULTS, ZSTD};
 
 #[test]
 fn a_small_reply_shares_one_compressed_packet_and_ids_restart_per_command() {
@@ -183,4 +183,29 @@ fn change_user_with_an_auth_switch_inside_compressed_packets() {
     c.payload();
     assert_eq!(c.payload(), b"\x011");
     assert_eq!(c.payload()[0], 0xFE);
+}
+
+/// CLIENT_ZSTD_COMPRESSION_ALGORITHM with level 3 at the end of the handshake response: the
+/// same framing with zstd frames, a large result and a command over 16 MiB.
+#[test]
+fn zstd_compression_carries_large_results_and_commands() {
+    let addr = support::start(64 << 20);
+    let mut c = Client::connect(addr, ZSTD | DEPRECATE_EOF | MULTI_RESULTS);
+    c.command(b"\x03select rows 100000");
+    assert_eq!(c.payload(), [2]);
+    c.payload();
+    c.payload();
+    for i in 0..100_000u64 {
+        let row = c.payload();
+        let n = i.to_string();
+        assert_eq!(&row[1..=n.len()], n.as_bytes(), "row {i}");
+    }
+    assert_eq!(c.payload()[0], 0xFE);
+    assert!(c.drained());
+    assert!(c.headers.iter().any(|h| h.2 > 0), "zstd-compressed packets");
+    let mut query = vec![0x03];
+    query.resize(MAX_CHUNK + 100, b'y');
+    c.command(&query);
+    let (_, ok) = c.packet();
+    assert_eq!((ok[0], ok[1]), (0x00, 1));
 }

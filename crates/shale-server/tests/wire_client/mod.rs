@@ -14,6 +14,7 @@ use flate2::write::ZlibEncoder;
 use shale_server::native_scramble_response;
 
 pub const COMPRESS: u32 = 1 << 5;
+pub const ZSTD: u32 = 1 << 26;
 pub const PROTOCOL_41: u32 = 1 << 9;
 pub const SECURE_CONNECTION: u32 = 1 << 15;
 pub const MULTI_RESULTS: u32 = 1 << 17;
@@ -26,6 +27,8 @@ pub const MAX_CHUNK: usize = 0xFF_FFFF;
 pub struct Client {
     pub stream: TcpStream,
     compress: bool,
+    /// zstd instead of zlib (CLIENT_ZSTD_COMPRESSION_ALGORITHM, level 3).
+    zstd: bool,
     /// The compressed sequence id the next compressed packet (either way) carries.
     pub seq: u8,
     inbound: Vec<u8>,
@@ -55,7 +58,8 @@ impl Client {
             .unwrap();
         let mut c = Client {
             stream,
-            compress: capabilities & COMPRESS != 0,
+            compress: capabilities & (COMPRESS | ZSTD) != 0,
+            zstd: capabilities & ZSTD != 0,
             seq: 0,
             inbound: Vec::new(),
             pos: 0,
@@ -80,6 +84,9 @@ impl Client {
         p.push(auth.len() as u8);
         p.extend_from_slice(&auth);
         p.extend_from_slice(b"mysql_native_password\0");
+        if capabilities & ZSTD != 0 {
+            p.push(3);
+        }
         let mut out = (p.len() as u32).to_le_bytes()[..3].to_vec();
         out.push(1);
         out.extend_from_slice(&p);
@@ -129,6 +136,8 @@ impl Client {
         for chunk in bytes.chunks(MAX_CHUNK) {
             let (body, inflated) = if chunk.len() < 50 {
                 (chunk.to_vec(), 0)
+            } else if self.zstd {
+                (zstd::bulk::compress(chunk, 3).unwrap(), chunk.len())
             } else {
                 let mut z = ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
                 z.write_all(chunk).unwrap();
@@ -169,6 +178,10 @@ impl Client {
         self.pos = 0;
         if inflated == 0 {
             self.inbound.extend_from_slice(&body);
+        } else if self.zstd {
+            let plain = zstd::bulk::decompress(&body, inflated).unwrap();
+            assert_eq!(plain.len(), inflated);
+            self.inbound.extend_from_slice(&plain);
         } else {
             let before = self.inbound.len();
             ZlibDecoder::new(&body[..])
