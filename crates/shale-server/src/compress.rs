@@ -27,8 +27,12 @@
 //! 3. Reading never allocates more than 16 MiB - 1 bytes for one compressed packet's payload
 //!    and as much for its decompressed form, whatever the header says: a payload that
 //!    inflates to more or less than its header's length is an error.
-//! 4. Buffers grown past [`KEEP_CAPACITY`] by a large packet are given back once drained, so
-//!    an idle compressed connection holds only its zlib states and small buffers.
+//! 4. Buffers grown past [`KEEP_CAPACITY`] by a large packet are given back once drained,
+//!    and between commands ([`Compression::new_command`]) the codec states and every buffer
+//!    past [`IDLE_CAPACITY`] go too, so an idle compressed connection costs about what a
+//!    plain one does (MySQL likewise makes zlib's state per packet). The price is making
+//!    the states again for each command that compresses something (about 300 KiB for zlib,
+//!    allocated and partly initialized).
 
 use std::io::{self, Read, Write};
 
@@ -41,8 +45,11 @@ pub const MAX_COMPRESSED_CHUNK: usize = 0xFF_FFFF;
 /// `MIN_COMPRESS_LENGTH`, 50).
 pub const MIN_COMPRESS_LENGTH: usize = 50;
 
-/// Buffer capacity kept between packets.
+/// Buffer capacity kept between packets of a command.
 const KEEP_CAPACITY: usize = 64 * 1024;
+
+/// Buffer capacity kept while the connection waits for its next command.
+const IDLE_CAPACITY: usize = 4 * 1024;
 
 const HEADER: usize = 7;
 
@@ -127,9 +134,24 @@ impl Compression {
         }
     }
 
-    /// A command starts: the client's next compressed packet carries sequence id 0.
+    /// A command starts: the client's next compressed packet carries sequence id 0. The
+    /// connection may now wait a long time, so it lets go of its codec states and large
+    /// buffers (invariant 4).
     pub fn new_command(&mut self) {
         self.seq = 0;
+        self.deflate = None;
+        self.inflate = None;
+        self.zstd_compress = None;
+        self.zstd_decompress = None;
+        for buf in [&mut self.outbound, &mut self.scratch] {
+            if buf.capacity() > IDLE_CAPACITY {
+                *buf = Vec::new();
+            }
+        }
+        if self.inbound_pos == self.inbound.len() && self.inbound.capacity() > IDLE_CAPACITY {
+            self.inbound = Vec::new();
+            self.inbound_pos = 0;
+        }
     }
 
     /// Reads inflated bytes into `buf`, reading and inflating the next compressed packet
@@ -371,6 +393,23 @@ mod tests {
         let mut expected = b"\x01\x00\x00\x00\x0e".to_vec();
         expected.extend_from_slice(&long);
         assert_eq!(receive(&wire).unwrap(), expected);
+    }
+
+    #[test]
+    fn a_new_command_lets_go_of_codec_states_and_large_buffers() {
+        let mut c = Compression::default();
+        let wire = send(&mut c, &[&vec![b'q'; 200_000]]);
+        assert!(c.deflate.is_some());
+        c.seq = 0;
+        let mut reader = &wire[..];
+        let mut buf = vec![0u8; 300_000];
+        assert!(c.read(&mut reader, &mut buf).unwrap() > 0);
+        assert!(c.inflate.is_some());
+        c.new_command();
+        assert!(c.deflate.is_none() && c.inflate.is_none());
+        assert!(c.outbound.capacity() <= IDLE_CAPACITY && c.scratch.capacity() <= IDLE_CAPACITY);
+        assert!(c.inbound.capacity() <= IDLE_CAPACITY);
+        assert_eq!(c.seq, 0);
     }
 
     #[test]
