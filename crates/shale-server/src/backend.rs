@@ -85,6 +85,17 @@ pub trait BackendSession {
     fn wait_timeout(&self) -> Option<u64> {
         None
     }
+    /// Sets a session variable from the connection (`max_allowed_packet`), right after
+    /// creation and after COM_RESET_CONNECTION.
+    fn set_connection_variable(&mut self, name: &str, value: Value) {
+        let _ = (name, value);
+    }
+    /// The collation id of the client's handshake, recorded in `character_set_client` and
+    /// the like (shale-sql's names.rs); false for an id the SQL layer does not know.
+    fn set_client_collation(&mut self, id: u8) -> bool {
+        let _ = id;
+        false
+    }
     /// The client set CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed ones.
     fn set_found_rows(&mut self, found_rows: bool) {
         let _ = found_rows;
@@ -148,6 +159,14 @@ impl BackendSession for Session {
 
     fn set_found_rows(&mut self, found_rows: bool) {
         Session::set_found_rows(self, found_rows);
+    }
+
+    fn set_connection_variable(&mut self, name: &str, value: Value) {
+        Session::set_connection_variable(self, name, value);
+    }
+
+    fn set_client_collation(&mut self, id: u8) -> bool {
+        Session::set_client_collation(self, id)
     }
 
     fn set_kill_hook(&mut self, hook: KillHook) {

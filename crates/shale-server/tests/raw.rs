@@ -253,8 +253,8 @@ fn hostile_packets_cost_only_their_connection() {
     assert_eq!(error_code(&c.command(&[0x55, 1, 2])), 1047);
     assert_eq!(
         error_code(&c.command(&[0x1C, 0, 0])),
-        1235,
-        "COM_STMT_FETCH"
+        1835,
+        "a truncated COM_STMT_FETCH"
     );
     assert_eq!(c.command(&[0x0E])[0], 0);
     // Statement text that is not UTF-8 is refused, never silently altered.

@@ -62,6 +62,7 @@ mod json_funcs;
 mod json_path;
 mod load_data;
 mod multi_dml;
+mod names;
 mod numeric_funcs;
 mod ops;
 mod parse;

@@ -295,6 +295,12 @@ impl Session {
         self.state.status.insert(name.to_owned(), value.to_owned());
     }
 
+    /// Sets a session variable from the connection (`max_allowed_packet` as the server
+    /// enforces it for this connection), without `SET SESSION`'s checks.
+    pub fn set_connection_variable(&mut self, name: &str, value: Value) {
+        self.state.vars.insert(name.to_owned(), value);
+    }
+
     /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).
     pub fn set_user(&mut self, user: &str, host: &str) {
         self.state.user = format!("{user}@{host}");
@@ -1405,7 +1411,11 @@ impl Session {
 
     pub(crate) fn set(&mut self, set: &ast::Set) -> Result<(), SqlError> {
         match set {
-            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(()),
+            ast::Set::SetNames {
+                charset_name,
+                collation_name,
+            } => self.set_names(Some(&charset_name.value), collation_name.as_deref()),
+            ast::Set::SetNamesDefault {} => self.set_names(None, None),
             ast::Set::SetTransaction { modes, .. } => {
                 for m in modes {
                     if let ast::TransactionMode::IsolationLevel(l) = m {

@@ -176,3 +176,8 @@ fn row_constructors() {
 fn account_locks() {
     common::run_file("account_locks");
 }
+
+#[test]
+fn names() {
+    common::run_file("names");
+}
