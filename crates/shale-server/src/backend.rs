@@ -50,6 +50,11 @@ pub trait Backend: Send + Sync + 'static {
         let _ = name;
         None
     }
+    /// A number that changes whenever a global variable does (0: never changes), so the
+    /// server re-reads the values it caches only then.
+    fn globals_version(&self) -> u64 {
+        0
+    }
 }
 
 /// One connection's SQL state; mirrors [`shale_sql::Session`].
@@ -144,6 +149,10 @@ impl Backend for Arc<Instance> {
 
     fn global_number(&self, name: &str) -> Option<u64> {
         Instance::global_number(self, name)
+    }
+
+    fn globals_version(&self) -> u64 {
+        Instance::globals_version(self)
     }
 }
 

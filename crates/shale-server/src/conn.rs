@@ -22,6 +22,7 @@ use std::io::{BufReader, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use shale_sql::{Counter, SqlError, UserRecord};
 use tokio::io::AsyncWriteExt;
@@ -595,13 +596,9 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         output.conn().get_mut().start_compression(algorithm);
     }
     let interactive = login.capabilities & capability::INTERACTIVE != 0;
+    let mut timeouts = CachedTimeouts::default();
     loop {
-        // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
-        let wait = shared.wait_timeout(interactive, control);
-        // A reply the client takes none of for net_write_timeout ends the connection (MySQL's
-        // rule: per stalled write, so a slow reader that keeps reading is served); the
-        // statement then stops at its next row, releasing its locks.
-        let stalled = shared.net_write_timeout();
+        let (wait, stalled) = timeouts.get(shared, interactive, control);
         if output.conn().get_mut().set_timeouts(wait, stalled).is_err() {
             break;
         }
@@ -667,4 +664,40 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         }
     }
     output.close();
+}
+
+/// The connection's idle and write timeouts, re-read from the server's settings only when a
+/// global variable or the session's own `wait_timeout` changed: every command would otherwise
+/// take the global variables' mutex, which all connections share.
+#[derive(Default)]
+struct CachedTimeouts {
+    /// The globals version and the session's own wait_timeout they were read under.
+    read_under: Option<(u64, u64)>,
+    wait: Duration,
+    stalled: Duration,
+}
+
+impl CachedTimeouts {
+    fn get(
+        &mut self,
+        shared: &Shared,
+        interactive: bool,
+        control: &ConnControl,
+    ) -> (Duration, Duration) {
+        let now = (
+            shared.backend.globals_version(),
+            control.wait_timeout_secs.load(Ordering::Relaxed),
+        );
+        // A backend without versions (0) is read every time.
+        if self.read_under != Some(now) || now.0 == 0 {
+            // SET [GLOBAL] wait_timeout applies from the next idle wait. A reply the client
+            // takes none of for net_write_timeout ends the connection (MySQL's rule: per
+            // stalled write, so a slow reader that keeps reading is served); the statement
+            // then stops at its next row, releasing its locks.
+            self.wait = shared.wait_timeout(interactive, control);
+            self.stalled = shared.net_write_timeout();
+            self.read_under = Some(now);
+        }
+        (self.wait, self.stalled)
+    }
 }

@@ -47,6 +47,9 @@ pub struct Instance {
     next_connection_id: AtomicU64,
     /// Global values of system variables (`SET GLOBAL`): what new sessions start from.
     pub(crate) globals: Arc<Mutex<BTreeMap<String, Value>>>,
+    /// Raised after every change to `globals`, so a reader that caches a value (the server's
+    /// per-command timeouts) takes the mutex only when something changed.
+    globals_version: AtomicU64,
     /// Every live session (SHOW PROCESSLIST, KILL).
     pub(crate) processes: Arc<crate::processlist::ProcessList>,
     /// The GLOBAL status counters (SHOW GLOBAL STATUS).
@@ -154,6 +157,7 @@ impl Instance {
             generation: AtomicU64::new(1),
             next_connection_id: AtomicU64::new(1),
             globals: Arc::new(Mutex::new(globals)),
+            globals_version: AtomicU64::new(1),
             processes: Arc::default(),
             counters: Arc::default(),
             started: std::time::Instant::now(),
@@ -277,6 +281,7 @@ impl Instance {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert("local_infile".into(), Value::Int(i64::from(on)));
+        self.globals_changed();
     }
 
     /// Whether LOAD DATA LOCAL is allowed: the global `local_infile` (OFF by default, as in
@@ -441,6 +446,18 @@ impl Instance {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(name.to_owned(), value);
+        self.globals_changed();
+    }
+
+    /// Marks the global variables changed (after the change is made).
+    pub(crate) fn globals_changed(&self) {
+        self.globals_version.fetch_add(1, Ordering::Release);
+    }
+
+    /// A number that changes whenever a global variable does: a cached value read with
+    /// [`global_number`](Self::global_number) under an equal version is still current.
+    pub fn globals_version(&self) -> u64 {
+        self.globals_version.load(Ordering::Acquire)
     }
 
     /// Every GLOBAL status variable now, by name (SHOW GLOBAL STATUS, the server's /metrics).

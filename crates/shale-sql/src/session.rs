@@ -1542,6 +1542,8 @@ impl Session {
                 lower
             };
             globals.insert(key, stored);
+            drop(globals);
+            self.instance.globals_changed();
             return Ok(());
         }
         match lower.as_str() {
