@@ -48,6 +48,7 @@ mod error;
 mod exec;
 mod expr;
 mod from;
+mod gencols;
 mod grants;
 mod info_schema;
 mod instance;

@@ -156,3 +156,8 @@ fn live_settings() {
 fn json() {
     common::run_file("json");
 }
+
+#[test]
+fn generated_columns() {
+    common::run_file("generated_columns");
+}

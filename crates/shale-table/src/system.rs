@@ -307,10 +307,15 @@ fn put_column(out: &mut Vec<u8>, column: &ColumnDef) {
         | u8::from(column.auto_increment) << 1
         | u8::from(column.default.is_some()) << 2
         | u8::from(column.auto_timestamp.on_insert) << 3
-        | u8::from(column.auto_timestamp.on_update) << 4;
+        | u8::from(column.auto_timestamp.on_update) << 4
+        | u8::from(column.generated.is_some()) << 5;
     out.push(flags);
     if let Some(default) = &column.default {
         put_value(out, default);
+    }
+    if let Some(generated) = &column.generated {
+        out.push(u8::from(generated.stored));
+        put_bytes(out, generated.expression.as_bytes());
     }
 }
 
@@ -318,11 +323,24 @@ fn read_column(reader: &mut Reader<'_>) -> Result<ColumnDef> {
     let name = reader.string()?;
     let ty = read_type(reader)?;
     let flags = reader.u8()?;
-    if flags > 0b1_1111 {
+    if flags > 0b11_1111 {
         return Err(reader.corruption("unknown column flags"));
     }
     let default = if flags & 4 != 0 {
         Some(read_value(reader)?)
+    } else {
+        None
+    };
+    let generated = if flags & 32 != 0 {
+        let stored = match reader.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(reader.corruption("unknown generated column kind")),
+        };
+        Some(crate::schema::Generated {
+            expression: reader.string()?,
+            stored,
+        })
     } else {
         None
     };
@@ -336,6 +354,7 @@ fn read_column(reader: &mut Reader<'_>) -> Result<ColumnDef> {
             on_insert: flags & 8 != 0,
             on_update: flags & 16 != 0,
         },
+        generated,
     })
 }
 
@@ -510,6 +529,7 @@ mod tests {
                     default: None,
                     auto_increment: true,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "k".into(),
@@ -518,6 +538,7 @@ mod tests {
                     default: Some(Value::UInt(0)),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "c".into(),
@@ -529,6 +550,7 @@ mod tests {
                     default: Some(Value::Bytes(b"x".to_vec())),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "d".into(),
@@ -537,6 +559,7 @@ mod tests {
                     default: Some(Value::Double(-1.5)),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "t".into(),
@@ -547,6 +570,7 @@ mod tests {
                     default: Some(Value::Null),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
             ],
             primary_key: IndexDef {
@@ -576,6 +600,7 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: crate::schema::AutoTimestamp::default(),
+            generated: None,
         });
         let bytes = encode_table(&def);
         assert_eq!(decode_table(&bytes).unwrap(), def);

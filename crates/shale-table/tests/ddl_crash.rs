@@ -39,6 +39,7 @@ fn table(database: &str, name: &str) -> TableDef {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     TableDef {
         database: database.into(),
@@ -338,6 +339,7 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
                         default: Some(Value::Int(5)),
                         auto_increment: false,
                         auto_timestamp: shale_table::AutoTimestamp::default(),
+                        generated: None,
                     },
                 );
                 def.indexes[0].columns = vec![1];
