@@ -610,6 +610,39 @@ mod tests {
     }
 
     #[test]
+    fn generated_columns_round_trip_with_flags_bit_5() {
+        let mut def = sample();
+        def.columns.truncate(1);
+        def.indexes.clear();
+        def.columns[0].auto_increment = false;
+        def.columns[0].generated = Some(crate::schema::Generated {
+            expression: "a + 1".into(),
+            stored: true,
+        });
+        let mut out = Vec::new();
+        put_column(&mut out, &def.columns[0]);
+        // docs/format/catalog.md: flags bit 5, then kind (1 STORED) and the expression.
+        let tail = [0b10_0000, 1, 5, b'a', b' ', b'+', b' ', b'1'];
+        assert!(out.ends_with(&tail), "{out:?}");
+        let bytes = encode_table(&def);
+        assert_eq!(decode_table(&bytes).unwrap(), def);
+        for len in 0..bytes.len() {
+            assert!(decode_table(&bytes[..len]).is_err());
+        }
+        let kind_at = bytes
+            .windows(3)
+            .position(|w| w == [1, 5, b'a'])
+            .expect("kind byte");
+        let mut virtual_def = bytes.clone();
+        virtual_def[kind_at] = 0;
+        let decoded = decode_table(&virtual_def).unwrap();
+        assert!(decoded.columns[0].is_virtual());
+        let mut unknown = bytes.clone();
+        unknown[kind_at] = 2;
+        assert!(decode_table(&unknown).is_err());
+    }
+
+    #[test]
     fn table_definitions_round_trip_and_truncations_fail() {
         let def = sample();
         let bytes = encode_table(&def);
