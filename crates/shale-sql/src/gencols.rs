@@ -6,9 +6,9 @@
 //!    columns defined before it (3107 for itself or a later one), never the
 //!    `AUTO_INCREMENT` column (3109). Functions whose value is not fixed by the row (NOW(),
 //!    RAND(), UUID-like session values), variables, parameters and subqueries are 3102.
-//!    Shale also refuses a TIMESTAMP column as input (1235): rows keep TIMESTAMPs in UTC and
-//!    the table layer recomputes virtual columns from stored rows, where the session's time
-//!    zone is unknown.
+//!    Shale also refuses a TIMESTAMP column as input or as a generated column (1235): rows
+//!    keep TIMESTAMPs in UTC and the table layer recomputes virtual columns from stored rows,
+//!    where the session's time zone is unknown.
 //! 2. A VIRTUAL column cannot be in the primary key (3106).
 //! 3. INSERT, REPLACE, LOAD DATA and UPDATE give a generated column no value but DEFAULT
 //!    (3105); every write computes all generated columns, in column order, after the other
@@ -227,6 +227,17 @@ pub(crate) fn check_table(catalog: &Catalog, def: &TableDef) -> Result<(), SqlEr
         }
         if column.default.is_some() || column.auto_timestamp.on_insert {
             return Err(unsupported_action("DEFAULT"));
+        }
+        if column.auto_timestamp.on_update {
+            return Err(unsupported_action("ON UPDATE"));
+        }
+        if matches!(column.ty, ColumnType::Timestamp { .. }) {
+            // Its value would be computed in the session's zone on write and in UTC when a
+            // row is decoded (rule 1).
+            return Err(SqlError::unsupported(format!(
+                "a generated TIMESTAMP column ('{}')",
+                column.name
+            )));
         }
         bind_expression(catalog, &shared, pos)?;
     }
