@@ -5,7 +5,7 @@
 //! 1. The expression reads only columns of its own row: base columns anywhere, generated
 //!    columns defined before it (3107 for itself or a later one), never the
 //!    `AUTO_INCREMENT` column (3109). Functions whose value is not fixed by the row (NOW(),
-//!    RAND(), UUID-like session values), variables, parameters and subqueries are 3102.
+//!    RAND(), CONNECTION_ID(), ...), variables, parameters and subqueries are 3102.
 //!    Shale also refuses a TIMESTAMP column as input or as a generated column (1235): rows
 //!    keep TIMESTAMPs in UTC and the table layer recomputes virtual columns from stored rows,
 //!    where the session's time zone is unknown.
