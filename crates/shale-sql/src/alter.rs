@@ -185,7 +185,12 @@ impl Draft {
                         "ALTER TABLE ADD COLUMN ... AUTO_INCREMENT",
                     ));
                 }
-                column.source = ColumnSource::Fill(fill_value(&column.def)?);
+                // A generated column's value in existing rows is computed (gencols.rs).
+                column.source = ColumnSource::Fill(if column.def.generated.is_some() {
+                    Value::Null
+                } else {
+                    fill_value(&column.def)?
+                });
             }
             Op::DropColumn {
                 column_names,
@@ -530,6 +535,7 @@ pub(crate) fn alter_table(
         draft.apply(op, current.as_deref())?;
     }
     let change = draft.into_change(&old);
+    crate::gencols::check_alter(&catalog, &old, &change)?;
     let (_, method) =
         instance
             .store
@@ -710,6 +716,7 @@ pub(crate) fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     }
 }
 

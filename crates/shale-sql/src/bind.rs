@@ -167,7 +167,7 @@ pub(crate) struct Binder<'a> {
     /// Aggregates found so far, when aggregates are allowed.
     aggs: Option<Vec<AggSpec>>,
     pub params: usize,
-    clause: &'static str,
+    pub(crate) clause: &'static str,
     /// Select-list aliases, visible to HAVING and ORDER BY.
     aliases: Vec<(String, Expr, SqlType)>,
     /// Nesting depth of the expression being bound.
@@ -1447,6 +1447,11 @@ impl<'a> Binder<'a> {
             let (Expr::Column(pos), _, _) = self.column(&refs, &parts.join("."))? else {
                 return Err(SqlError::unsupported(a.to_string()));
             };
+            if let Some(t) = &self.table {
+                if crate::gencols::skip_assignment(&t.def, pos, &a.value)? {
+                    continue;
+                }
+            }
             let (value, _) = self.expr(&a.value)?;
             out.push((pos, value));
         }

@@ -216,7 +216,12 @@ pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), 
     let mut default = None;
     let mut auto_increment = false;
     let (mut default_now, mut on_update) = (None, None);
+    let mut generated = None;
     for o in &c.options {
+        if let Some(g) = crate::gencols::declared(&o.option)? {
+            generated = Some(g);
+            continue;
+        }
         match &o.option {
             ast::ColumnOption::Null => nullable = true,
             ast::ColumnOption::NotNull => nullable = false,
@@ -257,6 +262,7 @@ pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), 
         default: None,
         auto_increment,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated,
     };
     crate::timestamp::declare(&mut col, default_now, on_update)?;
     if col.ty == ColumnType::Json {
@@ -539,6 +545,7 @@ pub(crate) fn show_create(def: &TableDef) -> String {
     let mut lines = Vec::new();
     for c in &def.columns {
         let mut l = format!("  `{}` {}", c.name, type_text(&c.ty));
+        let generated = crate::gencols::show_clause(c);
         if matches!(
             c.ty,
             ColumnType::Char {
@@ -552,6 +559,14 @@ pub(crate) fn show_create(def: &TableDef) -> String {
             }
         ) {
             l.push_str(" COLLATE utf8mb4_bin");
+        }
+        if let Some(clause) = generated {
+            l.push_str(&clause);
+            if !c.nullable {
+                l.push_str(" NOT NULL");
+            }
+            lines.push(l);
+            continue;
         }
         if !c.nullable {
             l.push_str(" NOT NULL");

@@ -955,6 +955,7 @@ pub(crate) fn update(
             |p| u.assignments.iter().any(|(a, _)| *a == p),
             env,
         )?;
+        crate::gencols::fill(table, &mut new, matched as usize)?;
         if new != old {
             txn.update(table, &old, new)?;
             changed += 1;
@@ -1097,6 +1098,7 @@ fn insert_on_duplicate(
                 scope.truncate(old.len());
                 let assigned = |p: usize| assignments.iter().any(|(a, _)| *a == p);
                 crate::timestamp::touch(table, &old, &mut scope, assigned, env)?;
+                crate::gencols::fill(table, &mut scope, row_number)?;
                 if scope != old {
                     txn.update(table, &old, scope)?;
                     out.affected += 2;
@@ -1231,6 +1233,13 @@ pub(crate) fn row_values(
     let mut values = Vec::with_capacity(table.columns.len());
     let mut auto = None;
     for (pos, (col, given)) in table.columns.iter().zip(given).enumerate() {
+        if col.generated.is_some() {
+            if given.is_some() {
+                return Err(crate::gencols::value_not_allowed(&col.name, &table.name));
+            }
+            values.push(Value::Null); // computed below, once every other value is final
+            continue;
+        }
         let v = match given {
             Some(v) => v,
             None if col.auto_timestamp.on_insert => crate::timestamp::now(col, env)?,
@@ -1247,6 +1256,7 @@ pub(crate) fn row_values(
         }
         values.push(crate::timestamp::store(col, v, row_number, env)?);
     }
+    crate::gencols::fill(table, &mut values, row_number)?;
     Ok((values, auto))
 }
 

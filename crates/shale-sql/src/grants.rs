@@ -313,6 +313,7 @@ fn text_column(name: &str, len: u32) -> ColumnDef {
         default: Some(Value::Bytes(Vec::new())),
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     }
 }
 

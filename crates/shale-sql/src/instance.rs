@@ -84,6 +84,7 @@ fn user_table() -> TableDef {
         default: Some(Value::Bytes(Vec::new())),
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     TableDef {
         database: "mysql".into(),
@@ -101,6 +102,7 @@ fn user_table() -> TableDef {
                 default: None,
                 auto_increment: false,
                 auto_timestamp: shale_table::AutoTimestamp::default(),
+                generated: None,
             },
         ]
         .into_iter()
@@ -127,6 +129,7 @@ impl Instance {
         let isolation = options.transaction_isolation;
         let dir = path.as_ref().to_path_buf();
         let fs = Arc::clone(&options.store.engine.file_system);
+        shale_table::install_virtual_columns(Arc::new(crate::gencols::Evaluator));
         let store = Store::open(path, options.store)?;
         let catalog = store.catalog();
         if !catalog.databases.contains_key("mysql") {

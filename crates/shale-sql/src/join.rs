@@ -664,6 +664,7 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: None,
         };
         TableRef {
             def: Arc::new(TableDef {

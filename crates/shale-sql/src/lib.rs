@@ -50,6 +50,7 @@ mod error;
 mod exec;
 mod expr;
 mod from;
+mod gencols;
 mod grants;
 mod info_schema;
 mod instance;

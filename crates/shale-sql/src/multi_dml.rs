@@ -210,6 +210,12 @@ pub(crate) fn plan_update(b: &mut Binder<'_>, u: &ast::Update) -> Result<Planned
             .find(|i| pos >= i.offset && pos < i.offset + i.width)
             .ok_or_else(|| SqlError::internal("assignment outside the joined row"))?;
         let target = target_of(&from, &input.name, b.ctx.user)?;
+        if let Some(column) = target.table.def.columns.get(pos - input.offset) {
+            if column.generated.is_some() {
+                let table = &target.table.def.name;
+                return Err(crate::gencols::value_not_allowed(&column.name, table));
+            }
+        }
         let ti = match targets.iter().position(|t| t.offset == target.offset) {
             Some(i) => i,
             None => {
@@ -340,6 +346,7 @@ pub(crate) fn run(
                 let assigned =
                     |pos: usize| p.assignments.iter().any(|(i, c, _)| *i == ti && *c == pos);
                 crate::timestamp::touch(def, old, &mut new, assigned, env)?;
+                crate::gencols::fill(def, &mut new, matched as usize)?;
                 if new.as_slice() != old {
                     env.txn()?.update(def, old, new)?;
                     changed += 1;

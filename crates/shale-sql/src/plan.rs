@@ -727,6 +727,7 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: None,
         };
         let int = ColumnType::Int { unsigned: false };
         TableDef {

@@ -1229,6 +1229,7 @@ impl Session {
                     return Err(SqlError::table_exists(&name));
                 }
                 let (def, warnings) = crate::ddl::table_def(&db, &name, ct)?;
+                crate::gencols::check_table(&catalog, &def)?;
                 self.instance.store.create_table(def)?;
                 self.instance.bump_generation();
                 self.state.warnings = warnings;

@@ -414,7 +414,7 @@ fn describe(
             if c.auto_increment {
                 text("auto_increment")
             } else {
-                text(&crate::timestamp::extra_text(c))
+                text(&crate::gencols::extra_text(c))
             },
         ]);
         if full {

@@ -320,6 +320,7 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: AutoTimestamp::default(),
+            generated: None,
         };
         let mut ts = column(ColumnType::Timestamp { fsp: 3 });
         let on_update = expr("CURRENT_TIMESTAMP(3)");

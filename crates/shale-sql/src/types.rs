@@ -418,6 +418,7 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: None,
         }
     }
 

@@ -71,6 +71,16 @@ pub(crate) fn children<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     }
 }
 
+/// Whether `pred` holds for `e` or any expression inside it (in `e`'s row).
+pub(crate) fn any(e: &Expr, pred: &dyn Fn(&Expr) -> bool) -> bool {
+    if pred(e) {
+        return true;
+    }
+    let mut found = false;
+    children(e, &mut |c| found = found || any(c, pred));
+    found
+}
+
 /// Every row column `e` reads, appended to `out`.
 pub(crate) fn columns(e: &Expr, out: &mut Vec<usize>) {
     if let Expr::Column(c) = e {

@@ -188,3 +188,36 @@ fn in_bulk_mode_rows_wait_for_the_load_to_finish() {
         "Table\tOp\tMsg_type\tMsg_text\napp.t\tcheck\tstatus\tOK\nend\n"
     );
 }
+
+#[test]
+fn generated_columns_are_computed_and_indexed_and_refuse_values() {
+    let files = Files::new("gencols");
+    files.write(
+        "rows.tsv",
+        "1\t{\"name\": \"ann\"}\n2\t{\"name\": \"bob\"}\n",
+    );
+    files.write("given.tsv", "3\t{}\tzed\n");
+    let mut r = runner(&files);
+    let out = r.run(
+        "CREATE TABLE p (id INT PRIMARY KEY, j JSON, name VARCHAR(40) AS (j->>'$.name'), \
+         up VARCHAR(40) AS (UPPER(name)) STORED, KEY (name))",
+    );
+    assert!(out.starts_with("ok"), "{out}");
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'rows.tsv' INTO TABLE p (id, j)"),
+        "ok affected=2 info=\"Records: 2  Deleted: 0  Skipped: 0  Warnings: 0\"\n"
+    );
+    assert_eq!(
+        rows(&mut r, "SELECT id, up FROM p WHERE name = 'bob'"),
+        "id\tup\n2\tBOB\nend\n"
+    );
+    assert_eq!(
+        r.run("CHECK TABLE p"),
+        "Table\tOp\tMsg_type\tMsg_text\napp.p\tcheck\tstatus\tOK\nend\n"
+    );
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'given.tsv' INTO TABLE p (id, j, name)"),
+        "error 3105 (HY000): The value specified for generated column 'name' in table 'p' is \
+         not allowed.\n"
+    );
+}

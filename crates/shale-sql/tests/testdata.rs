@@ -181,3 +181,8 @@ fn account_locks() {
 fn names() {
     common::run_file("names");
 }
+
+#[test]
+fn generated_columns() {
+    common::run_file("generated_columns");
+}

@@ -353,6 +353,7 @@ impl Store {
                     }
                 });
             }
+            crate::generated::recompute_all(def, &mut row)?;
             // A table without primary key keeps its row ids; one that loses its primary key
             // numbers its rows from 1.
             let row_id = if def.primary_key.columns.is_empty() {
@@ -456,6 +457,9 @@ fn check_sources(old: &TableDef, def: &TableDef, sources: &[ColumnSource]) -> Re
                     old.columns.len()
                 )));
             }
+            // A generated column's fill is never read: virtual ones are computed when
+            // decoded, stored ones force a rewrite (generated.rs invariants 1 and 2).
+            ColumnSource::Stored(_) | ColumnSource::Fill(_) if column.generated.is_some() => {}
             ColumnSource::Stored(_) => {}
             ColumnSource::Fill(value) => {
                 // The fill must be a value the column accepts (invariant 2).
@@ -476,6 +480,13 @@ fn instant_possible(old: &TableDef, def: &TableDef, sources: &[ColumnSource]) ->
         _ => None,
     };
     for (i, column) in def.columns.iter().enumerate() {
+        if column.generated.as_ref().is_some_and(|g| g.stored) {
+            // A STORED column's values must be computed (generated.rs invariant 2).
+            match &sources[i] {
+                ColumnSource::Stored(p) if old.columns[*p].generated == column.generated => {}
+                _ => return false,
+            }
+        }
         if let ColumnSource::Stored(p) = &sources[i] {
             let was = &old.columns[*p];
             if !widens_losslessly(&was.ty, &column.ty) || (was.nullable && !column.nullable) {

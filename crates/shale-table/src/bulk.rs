@@ -173,6 +173,15 @@ impl BulkLoad {
         if crate::zone::has_timestamp(table) {
             crate::zone::row_to_utc(table, &mut row.to_vec(), 0)?;
         }
+        let completed;
+        let row = if table.has_virtual_columns() {
+            let mut full = row.to_vec();
+            crate::generated::complete(table, &mut full)?;
+            completed = full;
+            &completed[..]
+        } else {
+            row
+        };
         self.value.clear();
         encode_row(&mut self.value, table, row)?;
         if let Some(position) = table.columns.iter().position(|c| c.auto_increment) {

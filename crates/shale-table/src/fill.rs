@@ -63,6 +63,15 @@ impl<'a> RowWriter<'a> {
     /// Adds a row (`row_id` for a table without primary key).
     pub(crate) fn put(&mut self, row: &[Value], row_id: Option<u64>) -> Result<()> {
         let (def, db) = (self.def, self.db);
+        let completed;
+        let row = if def.has_virtual_columns() {
+            let mut full = row.to_vec();
+            crate::generated::complete(def, &mut full)?;
+            completed = full;
+            &completed[..]
+        } else {
+            row
+        };
         pk_key_of_row(&mut self.key, def, row, row_id, &mut self.scratch)?;
         let taken = row_id.is_none()
             && (self.pending_unique.contains(&self.key) || db.get(&self.key)?.is_some());

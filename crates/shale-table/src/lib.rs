@@ -22,7 +22,7 @@
 //! store.create_database("shop")?;
 //! let column = |name: &str, ty| ColumnDef {
 //!     name: name.into(), ty, nullable: false, default: None, auto_increment: false,
-//!     auto_timestamp: shale_table::AutoTimestamp::default(),
+//!     auto_timestamp: shale_table::AutoTimestamp::default(), generated: None,
 //! };
 //! let index = |name: &str, columns| IndexDef { name: name.into(), columns, unique: false, index_id: 0 };
 //! let items = store.create_table(TableDef {
@@ -105,6 +105,7 @@ mod decimal;
 mod error;
 mod fence;
 mod fill;
+mod generated;
 mod index;
 mod maintenance;
 mod online;
@@ -130,8 +131,9 @@ pub use decimal::{
     Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
 };
 pub use error::{Error, Result};
+pub use generated::{install_virtual_columns, VirtualColumns};
 pub use schema::{
-    AutoTimestamp, Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef,
+    AutoTimestamp, Catalog, ColumnDef, ColumnSource, Generated, IndexDef, PastVersion, TableDef,
 };
 pub use shale_engine::{Durability, IsolationLevel};
 pub use stats::{TableStats, COUNT_LIMIT};

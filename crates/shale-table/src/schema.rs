@@ -20,6 +20,27 @@ pub struct ColumnDef {
     /// DEFAULT / ON UPDATE `CURRENT_TIMESTAMP` of a TIMESTAMP or DATETIME column (the SQL
     /// layer fills the values; the table layer only keeps the declaration).
     pub auto_timestamp: AutoTimestamp,
+    /// `AS (expression) VIRTUAL | STORED`: the column's value is computed from the other
+    /// columns of its row (generated.rs).
+    pub generated: Option<Generated>,
+}
+
+/// A generated column's expression. The table layer never parses it: the SQL layer computes
+/// stored columns before a write and, through [`VirtualColumns`](crate::VirtualColumns),
+/// virtual ones whenever a row is decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generated {
+    /// The expression as SQL text (without the parentheses).
+    pub expression: String,
+    /// STORED: the value is in the row. VIRTUAL: the row stores nothing for it.
+    pub stored: bool,
+}
+
+impl ColumnDef {
+    /// A VIRTUAL generated column: rows store nothing for it.
+    pub fn is_virtual(&self) -> bool {
+        self.generated.as_ref().is_some_and(|g| !g.stored)
+    }
 }
 
 /// Whether a TIMESTAMP or DATETIME column takes the statement's time when a row is inserted
@@ -102,6 +123,11 @@ impl TableDef {
     /// The position of the `AUTO_INCREMENT` column, if the table has one.
     pub fn auto_increment_column(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.auto_increment)
+    }
+
+    /// Whether any column is VIRTUAL (its value is computed when a row is decoded).
+    pub fn has_virtual_columns(&self) -> bool {
+        self.columns.iter().any(ColumnDef::is_virtual)
     }
 
     /// Whether the table has no primary key (rows are keyed by a hidden row id).

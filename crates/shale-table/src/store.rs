@@ -32,7 +32,7 @@ use crate::codec::Reader;
 use crate::error::{Error, Result};
 use crate::fence::TableFences;
 use crate::online::OnlineIndexes;
-use crate::schema::{Catalog, IndexDef, TableDef};
+use crate::schema::{Catalog, ColumnDef, IndexDef, TableDef};
 use crate::sequence::Sequence;
 use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
 use crate::txn::{TableTxn, TxnOptions};
@@ -490,6 +490,27 @@ pub(crate) fn validate_table(def: &TableDef) -> Result<()> {
                 column.name
             ));
         }
+    }
+    if let Some(c) = def
+        .columns
+        .iter()
+        .find(|c| c.generated.is_some() && c.auto_increment)
+    {
+        return bad(format!(
+            "generated column '{}' cannot be AUTO_INCREMENT",
+            c.name
+        ));
+    }
+    if let Some(&c) = def
+        .primary_key
+        .columns
+        .iter()
+        .find(|&&c| def.columns.get(c).is_some_and(ColumnDef::is_virtual))
+    {
+        return bad(format!(
+            "virtual generated column '{}' cannot be part of the primary key",
+            def.columns[c].name
+        ));
     }
     if def.columns.iter().filter(|c| c.auto_increment).count() > 1 {
         return bad("more than one AUTO_INCREMENT column".into());

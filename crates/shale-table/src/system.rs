@@ -307,10 +307,15 @@ fn put_column(out: &mut Vec<u8>, column: &ColumnDef) {
         | u8::from(column.auto_increment) << 1
         | u8::from(column.default.is_some()) << 2
         | u8::from(column.auto_timestamp.on_insert) << 3
-        | u8::from(column.auto_timestamp.on_update) << 4;
+        | u8::from(column.auto_timestamp.on_update) << 4
+        | u8::from(column.generated.is_some()) << 5;
     out.push(flags);
     if let Some(default) = &column.default {
         put_value(out, default);
+    }
+    if let Some(generated) = &column.generated {
+        out.push(u8::from(generated.stored));
+        put_bytes(out, generated.expression.as_bytes());
     }
 }
 
@@ -318,11 +323,24 @@ fn read_column(reader: &mut Reader<'_>) -> Result<ColumnDef> {
     let name = reader.string()?;
     let ty = read_type(reader)?;
     let flags = reader.u8()?;
-    if flags > 0b1_1111 {
+    if flags > 0b11_1111 {
         return Err(reader.corruption("unknown column flags"));
     }
     let default = if flags & 4 != 0 {
         Some(read_value(reader)?)
+    } else {
+        None
+    };
+    let generated = if flags & 32 != 0 {
+        let stored = match reader.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(reader.corruption("unknown generated column kind")),
+        };
+        Some(crate::schema::Generated {
+            expression: reader.string()?,
+            stored,
+        })
     } else {
         None
     };
@@ -336,6 +354,7 @@ fn read_column(reader: &mut Reader<'_>) -> Result<ColumnDef> {
             on_insert: flags & 8 != 0,
             on_update: flags & 16 != 0,
         },
+        generated,
     })
 }
 
@@ -510,6 +529,7 @@ mod tests {
                     default: None,
                     auto_increment: true,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "k".into(),
@@ -518,6 +538,7 @@ mod tests {
                     default: Some(Value::UInt(0)),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "c".into(),
@@ -529,6 +550,7 @@ mod tests {
                     default: Some(Value::Bytes(b"x".to_vec())),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "d".into(),
@@ -537,6 +559,7 @@ mod tests {
                     default: Some(Value::Double(-1.5)),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
                 ColumnDef {
                     name: "t".into(),
@@ -547,6 +570,7 @@ mod tests {
                     default: Some(Value::Null),
                     auto_increment: false,
                     auto_timestamp: crate::schema::AutoTimestamp::default(),
+                    generated: None,
                 },
             ],
             primary_key: IndexDef {
@@ -576,12 +600,46 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: crate::schema::AutoTimestamp::default(),
+            generated: None,
         });
         let bytes = encode_table(&def);
         assert_eq!(decode_table(&bytes).unwrap(), def);
         let mut out = Vec::new();
         put_type(&mut out, &ColumnType::Json);
         assert_eq!(out, [32], "docs/format/catalog.md: tag 32 is JSON");
+    }
+
+    #[test]
+    fn generated_columns_round_trip_with_flags_bit_5() {
+        let mut def = sample();
+        def.columns.truncate(1);
+        def.indexes.clear();
+        def.columns[0].auto_increment = false;
+        def.columns[0].generated = Some(crate::schema::Generated {
+            expression: "a + 1".into(),
+            stored: true,
+        });
+        let mut out = Vec::new();
+        put_column(&mut out, &def.columns[0]);
+        // docs/format/catalog.md: flags bit 5, then kind (1 STORED) and the expression.
+        let tail = [0b10_0000, 1, 5, b'a', b' ', b'+', b' ', b'1'];
+        assert!(out.ends_with(&tail), "{out:?}");
+        let bytes = encode_table(&def);
+        assert_eq!(decode_table(&bytes).unwrap(), def);
+        for len in 0..bytes.len() {
+            assert!(decode_table(&bytes[..len]).is_err());
+        }
+        let kind_at = bytes
+            .windows(3)
+            .position(|w| w == [1, 5, b'a'])
+            .expect("kind byte");
+        let mut virtual_def = bytes.clone();
+        virtual_def[kind_at] = 0;
+        let decoded = decode_table(&virtual_def).unwrap();
+        assert!(decoded.columns[0].is_virtual());
+        let mut unknown = bytes.clone();
+        unknown[kind_at] = 2;
+        assert!(decode_table(&unknown).is_err());
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub fn sysbench_table(auto_increment: bool) -> TableDef {
         default: None,
         auto_increment: false,
         auto_timestamp: crate::schema::AutoTimestamp::default(),
+        generated: None,
     };
     let chars = |len| ColumnType::Char {
         len,
@@ -88,6 +89,7 @@ pub fn fuzz_table() -> TableDef {
         default: None,
         auto_increment: false,
         auto_timestamp: crate::schema::AutoTimestamp::default(),
+        generated: None,
     };
     let string = |collation| ColumnType::VarChar { len: 40, collation };
     let index = |name: &str, columns: Vec<usize>, unique| IndexDef {

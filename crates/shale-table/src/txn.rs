@@ -148,6 +148,9 @@ impl TableTxn {
         if zone::has_timestamp(table) {
             zone::row_to_utc(table, &mut row, self.zone_offset)?;
         }
+        if row.len() == table.columns.len() {
+            crate::generated::complete(table, &mut row)?;
+        }
         Ok(row)
     }
 

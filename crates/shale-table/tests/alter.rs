@@ -30,6 +30,7 @@ fn column(name: &str, ty: ColumnType, nullable: bool) -> ColumnDef {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     }
 }
 

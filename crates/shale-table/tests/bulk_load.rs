@@ -35,6 +35,7 @@ fn create(store: &Store) -> Arc<TableDef> {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     let index = |name: &str, columns, unique| IndexDef {
         name: name.into(),

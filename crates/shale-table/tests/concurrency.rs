@@ -38,6 +38,7 @@ fn store() -> (Store, Arc<TableDef>) {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     let t = store
         .create_table(TableDef {

@@ -39,6 +39,7 @@ fn table(database: &str, name: &str) -> TableDef {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     TableDef {
         database: database.into(),
@@ -338,6 +339,7 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
                         default: Some(Value::Int(5)),
                         auto_increment: false,
                         auto_timestamp: shale_table::AutoTimestamp::default(),
+                        generated: None,
                     },
                 );
                 def.indexes[0].columns = vec![1];
@@ -465,5 +467,148 @@ fn check_image_ids(image: &MemFs, label: &str) {
             "{label}: a key of dropped index id {id}"
         );
         iter.next();
+    }
+}
+
+/// The evaluator of these tests' generated columns: each is `k * 2` whatever its text.
+struct DoubleK;
+
+impl shale_table::VirtualColumns for DoubleK {
+    fn compute(
+        &self,
+        table: &TableDef,
+        row: &mut [Value],
+        stored: bool,
+    ) -> shale_table::Result<()> {
+        let k = table.column_position("k").and_then(|p| row.get(p).cloned());
+        for (i, column) in table.columns.iter().enumerate() {
+            if column
+                .generated
+                .as_ref()
+                .is_some_and(|g| stored || !g.stored)
+            {
+                row[i] = match &k {
+                    Some(Value::Int(k)) => Value::Int(k * 2),
+                    _ => Value::Null,
+                };
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Generated columns: ADD COLUMN ... VIRTUAL (instant), CREATE INDEX on it (filled from the
+/// computed values) and ADD COLUMN ... STORED (a rewrite that computes it): every crash image
+/// reopens to one definition whose index entries match the recomputed values (CHECK TABLE)
+/// and whose row reads as before the step or after it.
+#[test]
+#[allow(clippy::too_many_lines)] // three DDL steps and the checks of every image
+fn generated_columns_survive_a_crash_at_every_sync_point() {
+    use shale_table::{ColumnSource, Generated, LockMode, TableChange};
+    shale_table::install_virtual_columns(Arc::new(DoubleK));
+    let fs = MemFs::new();
+    let store = open(&fs);
+    store.create_database("a").unwrap();
+    store.create_table(table("a", "t")).unwrap();
+    fill(&store, "a", "t", 0..200);
+
+    let step = Arc::new(AtomicUsize::new(0));
+    let images: Arc<Mutex<Vec<(usize, u64, MemFs)>>> = Arc::default();
+    {
+        let (hook_fs, step, images) = (fs.clone(), step.clone(), images.clone());
+        fs.set_sync_hook(Some(Arc::new(move |point| {
+            let image = hook_fs.crash_image(CrashMode::DropUnsynced);
+            let step = step.load(Ordering::SeqCst);
+            images.lock().unwrap().push((step, point, image));
+        })));
+    }
+    let add = |s: &Store, name: &str, stored: bool| {
+        let mut def = (**s.catalog().table("a", "t").unwrap()).clone();
+        let mut sources: Vec<ColumnSource> =
+            (0..def.columns.len()).map(ColumnSource::Stored).collect();
+        def.columns.push(ColumnDef {
+            name: name.into(),
+            ty: ColumnType::BigInt { unsigned: false },
+            nullable: true,
+            default: None,
+            auto_increment: false,
+            auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: Some(Generated {
+                expression: "k * 2".into(),
+                stored,
+            }),
+        });
+        sources.push(ColumnSource::Fill(Value::Null));
+        s.alter_table(
+            "a",
+            "t",
+            TableChange { def, sources },
+            &mut |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> shale_table::Result<Value> {
+                Ok(v)
+            },
+        )
+        .unwrap()
+        .1
+    };
+    let steps: Vec<Step> = vec![
+        Box::new(move |s| {
+            assert_eq!(add(s, "v", false), shale_table::AlterMethod::Instant);
+        }),
+        Box::new(|s| {
+            let index = IndexDef {
+                name: "v_1".into(),
+                columns: vec![3],
+                unique: false,
+                index_id: 0,
+            };
+            s.create_index("a", "t", index).unwrap();
+        }),
+        Box::new(move |s| {
+            let method = add(s, "s", true);
+            assert_eq!(method, shale_table::AlterMethod::Rewrite { rows: 200 });
+        }),
+    ];
+    for (i, run) in steps.iter().enumerate() {
+        step.store(i + 1, Ordering::SeqCst);
+        run(&store);
+        let image = fs.crash_image(CrashMode::DropUnsynced);
+        images.lock().unwrap().push((i + 1, u64::MAX, image));
+    }
+    fs.set_sync_hook(None);
+    let images = std::mem::take(&mut *images.lock().unwrap());
+    assert!(images.len() >= steps.len() * 2, "{} images", images.len());
+    let base = vec![
+        Value::Int(3),
+        Value::Int(3),
+        Value::Bytes(b"row 3".to_vec()),
+    ];
+    let with = |extra: &[i64]| {
+        let mut row = base.clone();
+        row.extend(extra.iter().map(|&v| Value::Int(v)));
+        row
+    };
+    // Row 3 and the secondary index count as each step leaves them.
+    let states = [
+        (base.clone(), 1),
+        (with(&[6]), 1),
+        (with(&[6]), 2),
+        (with(&[6, 6]), 2),
+    ];
+    for (step, point, image) in images {
+        let label = format!("generated step {step}, sync point {point}");
+        let reopened = open(&image);
+        let t = reopened.catalog().table("a", "t").expect(&label).clone();
+        let mut txn = reopened.begin(TxnOptions::default()).unwrap();
+        let check = txn.check_table(&t).unwrap();
+        assert!(check.is_ok() && check.rows == 200, "{label}: {check:?}");
+        let got = txn.get(&t, &[Value::Int(3)], LockMode::None).unwrap();
+        let ok = [step - 1, step].iter().any(|&s| {
+            let (want, indexes) = &states[s];
+            got.as_ref() == Some(want) && t.indexes.len() == *indexes
+        });
+        assert!(ok, "{label}: row 3 is {got:?}, {} indexes", t.indexes.len());
+        drop(txn);
+        drop(reopened);
+        check_image_ids(&image, &label);
     }
 }

@@ -28,6 +28,7 @@ fn golden_table() -> TableDef {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     TableDef {
         database: "d".into(),

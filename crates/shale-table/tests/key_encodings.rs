@@ -40,6 +40,7 @@ fn parse_type(name: &str) -> ColumnDef {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     }
 }
 
@@ -113,6 +114,7 @@ fn timestamp_keys_sort_in_utc_order_and_round_trip() {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     let table = shale_table::TableDef {
         database: "d".into(),

@@ -39,6 +39,7 @@ fn store(ddl_wait: Option<Duration>) -> Arc<Store> {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     store
         .create_table(TableDef {

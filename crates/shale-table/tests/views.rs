@@ -58,6 +58,7 @@ fn table(database: &str, name: &str) -> TableDef {
             default: None,
             auto_increment: false,
             auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: None,
         }],
         primary_key: IndexDef {
             name: "PRIMARY".into(),

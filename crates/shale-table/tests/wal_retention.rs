@@ -32,6 +32,7 @@ fn ddl_does_not_pin_write_ahead_logs() {
         default: None,
         auto_increment,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     let t = store
         .create_table(TableDef {

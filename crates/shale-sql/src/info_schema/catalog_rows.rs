@@ -338,11 +338,11 @@ pub(super) fn columns(store: &Store) -> Vec<Row> {
                 if c.auto_increment {
                     text("auto_increment")
                 } else {
-                    text(&crate::timestamp::extra_text(c))
+                    text(&crate::gencols::extra_text(c))
                 },
                 text("select,insert,update,references"),
                 text(""),
-                text(""),
+                text(crate::gencols::expression_text(c)),
                 Value::Null,
             ]);
         }

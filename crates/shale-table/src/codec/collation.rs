@@ -306,6 +306,7 @@ mod agrees_with_keys {
                 default: None,
                 auto_increment: false,
                 auto_timestamp: crate::schema::AutoTimestamp::default(),
+                generated: None,
             };
             for round in 0..20_000 {
                 let (mut a, mut b) = (random_string(&mut rng), random_string(&mut rng));

@@ -496,6 +496,7 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: crate::schema::AutoTimestamp::default(),
+            generated: None,
         }
     }
 

@@ -38,6 +38,11 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
     let bitmap_at = out.len();
     out.resize(bitmap_at + row.len().div_ceil(8), 0);
     for (i, (column, value)) in table.columns.iter().zip(row).enumerate() {
+        // A VIRTUAL column is not stored: a set NULL bit and no bytes (rows.md).
+        if column.is_virtual() {
+            out[bitmap_at + i / 8] |= 1 << (i % 8);
+            continue;
+        }
         if matches!(value, Value::Null) {
             if !column.nullable {
                 return Err(Error::InvalidArgument(format!(
@@ -108,10 +113,12 @@ fn decimal_at_scale(
     Ok(at_scale)
 }
 
-/// Decodes a row value of `table` (bytes are untrusted).
+/// Decodes a row value of `table` (bytes are untrusted), its VIRTUAL columns computed
+/// (generated.rs).
 pub(crate) fn decode_row(table: &TableDef, bytes: &[u8]) -> Result<Vec<Value>> {
     let mut row = Vec::with_capacity(table.columns.len());
     decode_columns(table, bytes, |_| true, |_, value| row.push(value))?;
+    crate::generated::complete(table, &mut row)?;
     Ok(row)
 }
 
@@ -127,6 +134,14 @@ pub(crate) fn decode_projected(
             "table '{}' has no column #{bad}",
             table.name
         )));
+    }
+    if table.has_virtual_columns() {
+        // A virtual column may read any other column.
+        let row = decode_row(table, bytes)?;
+        return Ok(positions
+            .iter()
+            .map(|&p| row.get(p).cloned().unwrap_or(Value::Null))
+            .collect());
     }
     if positions.windows(2).all(|w| w[0] < w[1]) {
         // Ascending (the common case, `SELECT c` or `SELECT k, c`): decode straight into the
@@ -205,7 +220,7 @@ fn decode_columns(
         // The store allows only lossless type changes without a rewrite, so a stored value
         // fits its current column; NULL into NOT NULL is the one mismatch a bad catalog
         // could still produce (invariant 3).
-        if matches!(value, Value::Null) && !column.nullable {
+        if matches!(value, Value::Null) && !column.nullable && !column.is_virtual() {
             return Err(reader.corruption(&format!(
                 "NULL in NOT NULL column '{}' of schema version {version}",
                 column.name
@@ -226,7 +241,7 @@ fn decode_stored(
     let bitmap = reader.take(columns.len().div_ceil(8))?;
     for (i, column) in columns.iter().enumerate() {
         let value = if bitmap.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0) {
-            if !column.nullable {
+            if !column.nullable && !column.is_virtual() {
                 return Err(
                     reader.corruption(&format!("NULL in NOT NULL column '{}'", column.name))
                 );
@@ -300,6 +315,7 @@ mod tests {
             default: None,
             auto_increment: false,
             auto_timestamp: crate::schema::AutoTimestamp::default(),
+            generated: None,
         };
         TableDef {
             database: "d".into(),
