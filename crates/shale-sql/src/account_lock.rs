@@ -225,6 +225,7 @@ pub(crate) fn user_columns() -> [ColumnDef; 3] {
         default: Some(Value::Int(0)),
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     };
     [
         ColumnDef {
@@ -237,6 +238,7 @@ pub(crate) fn user_columns() -> [ColumnDef; 3] {
             default: Some(Value::Bytes(b"N".to_vec())),
             auto_increment: false,
             auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: None,
         },
         int("failed_login_attempts"),
         int("password_lock_time"),

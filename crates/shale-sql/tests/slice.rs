@@ -217,6 +217,7 @@ fn an_account_table_from_before_account_locking_is_upgraded() {
             default: None,
             auto_increment: false,
             auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: None,
         };
         let text = |len| ColumnType::VarChar {
             len,

@@ -36,6 +36,7 @@ fn column(name: &str, ty: ColumnType) -> ColumnDef {
         default: None,
         auto_increment: false,
         auto_timestamp: shale_table::AutoTimestamp::default(),
+        generated: None,
     }
 }
 
