@@ -61,6 +61,16 @@ fn column_type(
                 ))
             }
         },
+        D::Time(fsp, ast::TimezoneInfo::None) => match fsp.unwrap_or(0) {
+            f @ 0..=6 => ColumnType::Time { fsp: f as u8 },
+            f => {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!("Too big precision {f} specified for '{column}'. Maximum is 6."),
+                ))
+            }
+        },
         D::Datetime(fsp) => match fsp.unwrap_or(0) {
             f @ 0..=6 => ColumnType::DateTime { fsp: f as u8 },
             f => {
@@ -524,6 +534,8 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
             _ => "text".into(),
         },
         ColumnType::Json => "json".into(),
+        ColumnType::Time { fsp: 0 } => "time".into(),
+        ColumnType::Time { fsp } => format!("time({fsp})"),
     }
 }
 

@@ -55,6 +55,7 @@ pub(crate) fn exact_decimal(v: &Value) -> Option<Decimal> {
             (d, true) => Some(d),
             (_, false) => None,
         },
+        Value::Time(t) => exact_decimal(&crate::time_type::to_number(t)),
         Value::Double(_) | Value::DateTime(_) | Value::Null => None,
     }
 }

@@ -125,7 +125,11 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             Value::UInt(u) => Some(i128::from(*u)),
             Value::Bytes(b) => str_to_i128_exact(b),
             Value::Decimal(d) if d.round_to(0) == *d => d.to_i128(),
-            Value::Double(_) | Value::Decimal(_) | Value::DateTime(_) | Value::Null => None,
+            Value::Double(_)
+            | Value::Decimal(_)
+            | Value::DateTime(_)
+            | Value::Time(_)
+            | Value::Null => None,
         };
         let (i, widened) = match exact {
             Some(i) => (i, matches!(v, Value::Bytes(_))),
@@ -182,6 +186,13 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
         (ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. }, _) => {
             KeyValue::Unbounded
         }
+        // A TIME, or text or a number that reads as one in range, bounds a TIME key; the
+        // filter re-checks what was converted.
+        (ColumnType::Time { .. }, Value::Time(t)) => KeyValue::Exact(Value::Time(t)),
+        (ColumnType::Time { .. }, v) => match crate::time_type::read(&v, 6) {
+            Some(shale_table::TimeParse::Ok(t)) => KeyValue::Widened(Value::Time(t)),
+            _ => KeyValue::Unbounded,
+        },
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
             Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,

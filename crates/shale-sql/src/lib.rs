@@ -82,6 +82,7 @@ mod string_funcs;
 mod subquery;
 mod table_maintenance;
 mod temporal;
+mod time_type;
 mod timestamp;
 mod types;
 mod value;

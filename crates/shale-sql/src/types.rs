@@ -38,6 +38,10 @@ pub(crate) enum SqlType {
     Null,
     /// A JSON document (its normalized text: json.rs).
     Json,
+    /// A TIME(fsp) (time_type.rs).
+    Time {
+        fsp: u8,
+    },
 }
 
 /// Column flag bits of the protocol's column definition.
@@ -89,6 +93,7 @@ impl SqlType {
                 len: 65535,
             },
             ColumnType::Json => SqlType::Json,
+            ColumnType::Time { fsp } => SqlType::Time { fsp },
         }
     }
 
@@ -143,6 +148,12 @@ impl SqlType {
                 };
                 m.length = crate::temporal::display_length(*fsp);
                 m.decimals = fsp.unwrap_or(0);
+                m.flags |= flags::BINARY;
+            }
+            SqlType::Time { fsp } => {
+                m.type_code = ColumnTypeCode::Time;
+                m.length = crate::time_type::display_length(*fsp);
+                m.decimals = *fsp;
                 m.flags |= flags::BINARY;
             }
             SqlType::Str { collation, len } => {
@@ -203,6 +214,7 @@ pub(crate) fn column_meta(
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
         ColumnType::Timestamp { .. } => ColumnTypeCode::Timestamp,
         ColumnType::Json => ColumnTypeCode::Json,
+        ColumnType::Time { .. } => ColumnTypeCode::Time,
     };
     if matches!(col.ty, ColumnType::Float) {
         m.length = 12;
@@ -335,6 +347,7 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
             crate::temporal::store(&value, Some(*fsp), &col.name, row)
         }
         ColumnType::Year => crate::temporal::store_year(&value, &col.name, row),
+        ColumnType::Time { fsp } => crate::time_type::store(&value, *fsp, &col.name, row),
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {
                 Value::Bytes(b) => b,

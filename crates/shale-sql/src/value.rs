@@ -75,6 +75,7 @@ pub(crate) fn to_f64(v: &Value) -> Option<f64> {
         Value::Double(d) => Some(*d),
         Value::Decimal(d) => Some(d.to_f64()),
         Value::DateTime(d) => Some(d.to_f64()),
+        Value::Time(t) => Some(t.to_f64()),
         Value::Bytes(b) => Some(str_to_f64(b)),
     }
 }
@@ -89,6 +90,7 @@ pub(crate) fn to_i128(v: &Value) -> Option<i128> {
         Value::Double(d) => Some(d.round() as i128),
         Value::Decimal(d) => d.to_i128(),
         Value::DateTime(d) => Some(d.to_f64().round() as i128),
+        Value::Time(t) => Some(t.to_f64().round() as i128),
         Value::Bytes(b) => {
             Some(str_to_i128_exact(b).unwrap_or_else(|| str_to_f64(b).round() as i128))
         }
@@ -104,6 +106,7 @@ pub(crate) fn truth(v: &Value) -> Option<bool> {
         Value::Double(d) => Some(*d != 0.0),
         Value::Decimal(d) => Some(!d.is_zero()),
         Value::DateTime(_) => Some(true),
+        Value::Time(t) => Some(t.micros() != 0),
         Value::Bytes(b) => Some(str_to_f64(b) != 0.0),
     }
 }
@@ -157,6 +160,10 @@ pub(crate) fn compare(a: &Value, b: &Value, collation: Collation) -> Option<Orde
         (Value::DateTime(x), other) => crate::temporal::compare_mixed(x, other, collation),
         (other, Value::DateTime(y)) => {
             crate::temporal::compare_mixed(y, other, collation).map(Ordering::reverse)
+        }
+        (Value::Time(x), other) => crate::time_type::compare_mixed(x, other, collation),
+        (other, Value::Time(y)) => {
+            crate::time_type::compare_mixed(y, other, collation).map(Ordering::reverse)
         }
         // A decimal against an integer, a decimal or a number written as text compares
         // exactly; against a double, or text that is not a number, as doubles.
@@ -243,6 +250,13 @@ pub(crate) fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value, SqlError
     if matches!(a, Value::Null) || matches!(b, Value::Null) {
         return Ok(Value::Null);
     }
+    // A TIME operand is its number `hhmmss[.f]` (time_type.rs rule 4).
+    if let Value::Time(t) = a {
+        return arith(op, &crate::time_type::to_number(t), b);
+    }
+    if let Value::Time(t) = b {
+        return arith(op, a, &crate::time_type::to_number(t));
+    }
     let both_int = is_integer(a) && is_integer(b);
     let decimal = matches!(a, Value::Decimal(_)) || matches!(b, Value::Decimal(_));
     // Integer division gives a decimal, as MySQL's `/` does.
@@ -296,6 +310,7 @@ pub(crate) fn negate(v: &Value) -> Result<Value, SqlError> {
         Value::Double(d) => Ok(Value::Double(-d)),
         Value::Decimal(d) => Ok(Value::Decimal(d.neg())),
         Value::DateTime(d) => Ok(Value::Double(-d.to_f64())),
+        Value::Time(t) => negate(&crate::time_type::to_number(t)),
         Value::Bytes(b) => match str_to_i128_exact(b) {
             Some(i) => int_result(-i, false, "-"),
             None => Ok(Value::Double(-str_to_f64(b))),
@@ -382,6 +397,7 @@ pub(crate) fn display(v: &Value) -> String {
         Value::Double(d) => format_double(*d),
         Value::Decimal(d) => d.to_string(),
         Value::DateTime(d) => d.to_string(),
+        Value::Time(t) => t.to_string(),
         Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
     }
 }

@@ -156,3 +156,8 @@ fn live_settings() {
 fn json() {
     common::run_file("json");
 }
+
+#[test]
+fn time() {
+    common::run_file("time");
+}

@@ -119,6 +119,7 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         ColumnType::Timestamp { fsp } => out.extend_from_slice(&[20, fsp]),
         // 32, not 15: leaves 15.. to the scalar types other branches add.
         ColumnType::Json => out.push(32),
+        ColumnType::Time { fsp } => out.extend_from_slice(&[33, fsp]),
     }
 }
 
@@ -194,6 +195,13 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             ColumnType::Timestamp { fsp }
         }
         32 => ColumnType::Json,
+        33 => {
+            let fsp = reader.u8()?;
+            if fsp > 6 {
+                return Err(reader.corruption(&format!("bad TIME({fsp})")));
+            }
+            ColumnType::Time { fsp }
+        }
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
 }
@@ -227,6 +235,11 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             out.push(d.scale());
             put_bytes(out, &d.coefficient().to_signed_bytes_le());
         }
+        Value::Time(t) => {
+            out.push(7);
+            out.push(t.fsp());
+            put_varint(out, zigzag(t.micros()));
+        }
     }
 }
 
@@ -254,6 +267,14 @@ fn read_value(reader: &mut Reader<'_>) -> Result<Value> {
             Value::DateTime(
                 DateTime::from_packed(packed, fsp)
                     .ok_or_else(|| reader.corruption("bad DATE/DATETIME default"))?,
+            )
+        }
+        7 => {
+            let fsp = reader.u8()?;
+            let micros = unzigzag(reader.varint()?);
+            Value::Time(
+                crate::time::Time::from_micros(micros, fsp)
+                    .ok_or_else(|| reader.corruption("bad TIME default"))?,
             )
         }
         tag => return Err(reader.corruption(&format!("unknown value tag {tag}"))),

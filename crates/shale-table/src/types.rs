@@ -68,6 +68,11 @@ pub enum ColumnType {
     /// JSON: a document stored as its normalized text (docs/format/rows.md, "JSON");
     /// shale-sql validates and normalizes it before it reaches the table layer.
     Json,
+    /// TIME(fsp), `fsp <= 6`: a signed duration within -838:59:59..=838:59:59
+    /// (docs/format/table-keys.md, TIME).
+    Time {
+        fsp: u8,
+    },
 }
 
 /// What kind of value a column holds, as the encoders see it.
@@ -83,6 +88,8 @@ pub(crate) enum Kind {
     DateTime { fsp: Option<u8> },
     /// A string in a collation.
     String(Collation),
+    /// A TIME(fsp).
+    Time { fsp: u8 },
 }
 
 impl ColumnType {
@@ -108,6 +115,7 @@ impl ColumnType {
             | ColumnType::VarChar { collation, .. }
             | ColumnType::Text { collation } => Kind::String(collation),
             ColumnType::Json => Kind::String(Collation::Binary),
+            ColumnType::Time { fsp } => Kind::Time { fsp },
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::decimal::Decimal;
 use crate::temporal::DateTime;
+use crate::time::Time;
 
 /// One column's value. Strings (CHAR, VARCHAR, TEXT) and binary strings are `Bytes`; the
 /// column's [`ColumnType`](crate::ColumnType) says which and in what collation.
@@ -20,4 +21,6 @@ pub enum Value {
     DateTime(DateTime),
     /// Character and binary strings.
     Bytes(Vec<u8>),
+    /// TIME (a column's values come back with its precision).
+    Time(Time),
 }

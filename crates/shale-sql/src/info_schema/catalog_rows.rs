@@ -226,6 +226,14 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
             u(u64::from(*fsp)),
         ),
         ColumnType::Json => ("json", n.clone(), n.clone(), n.clone(), n, Value::Null),
+        ColumnType::Time { fsp } => (
+            "time",
+            n.clone(),
+            n.clone(),
+            n.clone(),
+            n,
+            u(u64::from(*fsp)),
+        ),
         ColumnType::DateTime { fsp } => (
             "datetime",
             n.clone(),

@@ -62,6 +62,7 @@ pub fn show_value(v: &Value) -> String {
         Value::Double(d) => format!("{d}"),
         Value::Decimal(d) => d.to_string(),
         Value::DateTime(d) => d.to_string(),
+        Value::Time(t) => t.to_string(),
         Value::Bytes(b) if b.is_empty() => "''".into(),
         Value::Bytes(b) => String::from_utf8_lossy(b).replace('\n', "\\n"),
     }

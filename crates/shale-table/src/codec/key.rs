@@ -179,6 +179,12 @@ pub(crate) fn encode_column(
             };
             encode_string(out, collation, bytes, scratch);
         }
+        Kind::Time { .. } => {
+            let Value::Time(t) = value else {
+                return Err(out_of_range(column, value));
+            };
+            out.extend_from_slice(&t.key_bits().to_be_bytes()[2..]);
+        }
     }
     Ok(())
 }
@@ -247,6 +253,9 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
         }
         Kind::Double | Kind::DateTime { .. } => {
             reader.take(8)?;
+        }
+        Kind::Time { .. } => {
+            reader.take(6)?;
         }
         Kind::Decimal { .. } => super::decimal::skip_key(reader)?,
         Kind::String(Collation::Binary) => loop {
@@ -516,6 +525,7 @@ mod tests {
             (Value::Double(a), Value::Double(b)) => a.partial_cmp(b).unwrap(),
             (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
             (Value::DateTime(a), Value::DateTime(b)) => a.cmp(b),
+            (Value::Time(a), Value::Time(b)) => a.cmp(b),
             (Value::Bytes(a), Value::Bytes(b)) => {
                 let Kind::String(c) = column.ty.kind() else {
                     unreachable!()
@@ -590,6 +600,20 @@ mod tests {
                     .collect();
                 Value::Bytes(s.into_bytes())
             }
+            Kind::Time { fsp } => {
+                let max = crate::time::TIME_MAX_MICROS;
+                let micros = match rng.gen_range(0..4) {
+                    0 => rng.gen_range(-2..=2) * 1_000_000,
+                    1 => [-max, max][rng.gen_range(0..2)],
+                    _ => rng.gen_range(-max..=max),
+                };
+                match crate::time::Time::clipped(i128::from(micros), fsp) {
+                    crate::time::TimeParse::Ok(t) | crate::time::TimeParse::Clipped(t) => {
+                        Value::Time(t)
+                    }
+                    crate::time::TimeParse::Invalid => unreachable!(),
+                }
+            }
         }
     }
 
@@ -609,6 +633,8 @@ mod tests {
             columns.push(column(ColumnType::DateTime { fsp: 6 }, nullable));
             columns.push(column(ColumnType::Timestamp { fsp: 3 }, nullable));
             columns.push(column(ColumnType::Year, nullable));
+            columns.push(column(ColumnType::Time { fsp: 0 }, nullable));
+            columns.push(column(ColumnType::Time { fsp: 6 }, nullable));
             for (precision, scale) in [(1, 0), (10, 2), (65, 30), (65, 0), (30, 30)] {
                 columns.push(column(ColumnType::Decimal { precision, scale }, nullable));
             }

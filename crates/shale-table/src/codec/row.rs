@@ -21,6 +21,7 @@ use crate::decimal::Decimal;
 use crate::error::{Error, Result};
 use crate::schema::{ColumnDef, ColumnSource, TableDef};
 use crate::temporal::DateTime;
+use crate::time::Time;
 use crate::types::Kind;
 use crate::value::Value;
 
@@ -81,6 +82,16 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
                 };
                 put_bytes(out, bytes);
             }
+            Kind::Time { fsp } => match value {
+                // Stored as given when it is already at the column's precision.
+                Value::Time(t) if t.round_to(fsp) == *t => put_varint(out, zigzag(t.micros())),
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "value {value:?} does not fit column '{}' ({:?})",
+                        column.name, column.ty
+                    )))
+                }
+            },
         }
     }
     Ok(())
@@ -263,6 +274,12 @@ fn decode_stored(
                     let packed = reader.varint()?;
                     Value::DateTime(DateTime::from_packed(packed, fsp).ok_or_else(|| {
                         reader.corruption(&format!("bad date/time in column '{}'", column.name))
+                    })?)
+                }
+                Kind::Time { fsp } => {
+                    let micros = unzigzag(reader.varint()?);
+                    Value::Time(Time::from_micros(micros, fsp).ok_or_else(|| {
+                        reader.corruption(&format!("bad time in column '{}'", column.name))
                     })?)
                 }
                 Kind::String(_) => {
