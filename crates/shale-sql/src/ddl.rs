@@ -61,6 +61,10 @@ fn column_type(
                 ))
             }
         },
+        D::Enum(list, None) => ColumnType::Enum {
+            members: crate::enum_type::members(list, collation, column)?,
+            collation,
+        },
         D::Time(fsp, ast::TimezoneInfo::None) => match fsp.unwrap_or(0) {
             f @ 0..=6 => ColumnType::Time { fsp: f as u8 },
             f => {
@@ -536,6 +540,7 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
         ColumnType::Json => "json".into(),
         ColumnType::Time { fsp: 0 } => "time".into(),
         ColumnType::Time { fsp } => format!("time({fsp})"),
+        ColumnType::Enum { ref members, .. } => crate::enum_type::type_text(members),
     }
 }
 
@@ -561,6 +566,9 @@ pub(crate) fn show_create(def: &TableDef) -> String {
                 ..
             } | ColumnType::Text {
                 collation: Collation::Utf8mb4Bin
+            } | ColumnType::Enum {
+                collation: Collation::Utf8mb4Bin,
+                ..
             }
         ) {
             l.push_str(" COLLATE utf8mb4_bin");

@@ -56,6 +56,7 @@ pub(crate) fn exact_decimal(v: &Value) -> Option<Decimal> {
             (_, false) => None,
         },
         Value::Time(t) => exact_decimal(&crate::time_type::to_number(t)),
+        Value::Enum(i, _) => Some(Decimal::from_i128(i128::from(*i))),
         Value::Double(_) | Value::DateTime(_) | Value::Null => None,
     }
 }

@@ -129,6 +129,7 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             | Value::Decimal(_)
             | Value::DateTime(_)
             | Value::Time(_)
+            | Value::Enum(..)
             | Value::Null => None,
         };
         let (i, widened) = match exact {
@@ -191,6 +192,21 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
         (ColumnType::Time { .. }, Value::Time(t)) => KeyValue::Exact(Value::Time(t)),
         (ColumnType::Time { .. }, v) => match crate::time_type::read(&v, 6) {
             Some(shale_table::TimeParse::Ok(t)) => KeyValue::Widened(Value::Time(t)),
+            _ => KeyValue::Unbounded,
+        },
+        // An ENUM key orders by index: text and numbers bound only an equality, through the
+        // member they name (enum_type.rs); a range compares another way.
+        (ColumnType::Enum { members, collation }, v) => match (round_up, &v) {
+            (_, Value::Enum(..)) if round_up.is_none() => {
+                match crate::enum_type::pick(members, *collation, &v) {
+                    Some(e) => KeyValue::Exact(e),
+                    None => KeyValue::Nothing,
+                }
+            }
+            (None, Value::Bytes(_)) => match crate::enum_type::pick(members, *collation, &v) {
+                Some(e) => KeyValue::Widened(e),
+                None => KeyValue::Unbounded,
+            },
             _ => KeyValue::Unbounded,
         },
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {

@@ -44,6 +44,7 @@ mod datetime_funcs;
 mod ddl;
 mod decimal;
 mod engine_settings;
+mod enum_type;
 mod error;
 mod exec;
 mod expr;

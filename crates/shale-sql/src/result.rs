@@ -96,6 +96,10 @@ pub fn write_text(text: &mut String, value: &Value, float: bool) {
         Value::Decimal(d) => write!(text, "{d}"),
         Value::DateTime(d) => write!(text, "{d}"),
         Value::Time(t) => write!(text, "{t}"),
+        Value::Enum(_, member) => {
+            text.push_str(member);
+            Ok(())
+        }
         Value::Bytes(b) => {
             text.push_str(&String::from_utf8_lossy(b));
             Ok(())

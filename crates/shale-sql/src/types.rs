@@ -53,6 +53,7 @@ pub(crate) mod flags {
     pub const BLOB: u16 = 16;
     pub const UNSIGNED: u16 = 32;
     pub const BINARY: u16 = 128;
+    pub const ENUM: u16 = 256;
     pub const AUTO_INCREMENT: u16 = 512;
     pub const NUM: u16 = 32768;
 }
@@ -94,6 +95,13 @@ impl SqlType {
             },
             ColumnType::Json => SqlType::Json,
             ColumnType::Time { fsp } => SqlType::Time { fsp },
+            ColumnType::Enum {
+                ref members,
+                collation,
+            } => SqlType::Str {
+                collation,
+                len: crate::enum_type::max_chars(members),
+            },
         }
     }
 
@@ -209,13 +217,17 @@ pub(crate) fn column_meta(
         ColumnType::Date => ColumnTypeCode::Date,
         ColumnType::DateTime { .. } => ColumnTypeCode::DateTime,
         ColumnType::Year => ColumnTypeCode::Year,
-        ColumnType::Char { .. } => ColumnTypeCode::String,
+        // An ENUM is a STRING (254) with the ENUM flag, as MySQL sends it.
+        ColumnType::Char { .. } | ColumnType::Enum { .. } => ColumnTypeCode::String,
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
         ColumnType::Timestamp { .. } => ColumnTypeCode::Timestamp,
         ColumnType::Json => ColumnTypeCode::Json,
         ColumnType::Time { .. } => ColumnTypeCode::Time,
     };
+    if matches!(col.ty, ColumnType::Enum { .. }) {
+        m.flags |= flags::ENUM;
+    }
     if matches!(col.ty, ColumnType::Float) {
         m.length = 12;
     }
@@ -348,6 +360,9 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
         }
         ColumnType::Year => crate::temporal::store_year(&value, &col.name, row),
         ColumnType::Time { fsp } => crate::time_type::store(&value, *fsp, &col.name, row),
+        ColumnType::Enum { members, collation } => {
+            crate::enum_type::store(members, *collation, &value, &col.name, row)
+        }
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {
                 Value::Bytes(b) => b,

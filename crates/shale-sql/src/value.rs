@@ -76,6 +76,7 @@ pub(crate) fn to_f64(v: &Value) -> Option<f64> {
         Value::Decimal(d) => Some(d.to_f64()),
         Value::DateTime(d) => Some(d.to_f64()),
         Value::Time(t) => Some(t.to_f64()),
+        Value::Enum(i, _) => Some(f64::from(*i)),
         Value::Bytes(b) => Some(str_to_f64(b)),
     }
 }
@@ -91,6 +92,7 @@ pub(crate) fn to_i128(v: &Value) -> Option<i128> {
         Value::Decimal(d) => d.to_i128(),
         Value::DateTime(d) => Some(d.to_f64().round() as i128),
         Value::Time(t) => Some(t.to_f64().round() as i128),
+        Value::Enum(i, _) => Some(i128::from(*i)),
         Value::Bytes(b) => {
             Some(str_to_i128_exact(b).unwrap_or_else(|| str_to_f64(b).round() as i128))
         }
@@ -107,6 +109,7 @@ pub(crate) fn truth(v: &Value) -> Option<bool> {
         Value::Decimal(d) => Some(!d.is_zero()),
         Value::DateTime(_) => Some(true),
         Value::Time(t) => Some(t.micros() != 0),
+        Value::Enum(i, _) => Some(*i != 0),
         Value::Bytes(b) => Some(str_to_f64(b) != 0.0),
     }
 }
@@ -161,6 +164,13 @@ pub(crate) fn compare(a: &Value, b: &Value, collation: Collation) -> Option<Orde
         (other, Value::DateTime(y)) => {
             crate::temporal::compare_mixed(y, other, collation).map(Ordering::reverse)
         }
+        // ENUMs (enum_type.rs rule 3): by index with each other and with numbers, as text
+        // with text.
+        (Value::Enum(x, _), Value::Enum(y, _)) => Some(x.cmp(y)),
+        (Value::Enum(_, x), Value::Bytes(y)) => Some(compare_str(x.as_bytes(), y, collation)),
+        (Value::Bytes(x), Value::Enum(_, y)) => Some(compare_str(x, y.as_bytes(), collation)),
+        (Value::Enum(i, _), other) => compare(&Value::UInt(u64::from(*i)), other, collation),
+        (other, Value::Enum(i, _)) => compare(other, &Value::UInt(u64::from(*i)), collation),
         (Value::Time(x), other) => crate::time_type::compare_mixed(x, other, collation),
         (other, Value::Time(y)) => {
             crate::time_type::compare_mixed(y, other, collation).map(Ordering::reverse)
@@ -257,6 +267,13 @@ pub(crate) fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value, SqlError
     if let Value::Time(t) = b {
         return arith(op, a, &crate::time_type::to_number(t));
     }
+    // An ENUM operand is its index (enum_type.rs rule 3).
+    if let Value::Enum(i, _) = a {
+        return arith(op, &Value::UInt(u64::from(*i)), b);
+    }
+    if let Value::Enum(i, _) = b {
+        return arith(op, a, &Value::UInt(u64::from(*i)));
+    }
     let both_int = is_integer(a) && is_integer(b);
     let decimal = matches!(a, Value::Decimal(_)) || matches!(b, Value::Decimal(_));
     // Integer division gives a decimal, as MySQL's `/` does.
@@ -311,6 +328,7 @@ pub(crate) fn negate(v: &Value) -> Result<Value, SqlError> {
         Value::Decimal(d) => Ok(Value::Decimal(d.neg())),
         Value::DateTime(d) => Ok(Value::Double(-d.to_f64())),
         Value::Time(t) => negate(&crate::time_type::to_number(t)),
+        Value::Enum(i, _) => Ok(Value::Int(-i64::from(*i))),
         Value::Bytes(b) => match str_to_i128_exact(b) {
             Some(i) => int_result(-i, false, "-"),
             None => Ok(Value::Double(-str_to_f64(b))),
@@ -398,6 +416,7 @@ pub(crate) fn display(v: &Value) -> String {
         Value::Decimal(d) => d.to_string(),
         Value::DateTime(d) => d.to_string(),
         Value::Time(t) => t.to_string(),
+        Value::Enum(_, text) => text.clone(),
         Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
     }
 }

@@ -161,3 +161,8 @@ fn json() {
 fn time() {
     common::run_file("time");
 }
+
+#[test]
+fn enums() {
+    common::run_file("enum");
+}

@@ -96,6 +96,18 @@ pub fn widens_losslessly(from: &ColumnType, to: &ColumnType) -> bool {
         ) => ua == ub && b >= a,
         _ => match (from, to) {
             (T::Float, T::Double) => true,
+            // Members appended to an ENUM: every stored index means the same member, and the
+            // key width (1 byte up to 255 members) is unchanged.
+            (
+                T::Enum {
+                    members: a,
+                    collation: ca,
+                },
+                T::Enum {
+                    members: b,
+                    collation: cb,
+                },
+            ) => ca == cb && b.starts_with(a) && from.kind() == to.kind(),
             (
                 T::Char {
                     len: a,

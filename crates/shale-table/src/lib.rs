@@ -139,6 +139,6 @@ pub use store::{Store, StoreOptions};
 pub use temporal::DateTime;
 pub use time::{Time, TimeParse, TIME_MAX_MICROS};
 pub use txn::{LockMode, TableTxn, TxnOptions};
-pub use types::{Collation, ColumnType};
+pub use types::{Collation, ColumnType, ENUM_MAX_MEMBERS};
 pub use value::Value;
 pub use view::{ViewAlgorithm, ViewDef, ViewSecurity, ViewWrite};

@@ -120,6 +120,16 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         // 32, not 15: leaves 15.. to the scalar types other branches add.
         ColumnType::Json => out.push(32),
         ColumnType::Time { fsp } => out.extend_from_slice(&[33, fsp]),
+        ColumnType::Enum {
+            ref members,
+            collation,
+        } => {
+            out.extend_from_slice(&[34, collation_tag(collation)]);
+            put_varint(out, members.len() as u64);
+            for m in members {
+                put_bytes(out, m.as_bytes());
+            }
+        }
     }
 }
 
@@ -202,6 +212,21 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             }
             ColumnType::Time { fsp }
         }
+        34 => {
+            let tag_byte = reader.u8()?;
+            let collation = collation_from_tag(reader, tag_byte)?;
+            let count = reader.varint()?;
+            if count == 0 || count > crate::types::ENUM_MAX_MEMBERS as u64 {
+                return Err(reader.corruption(&format!("ENUM of {count} members")));
+            }
+            let mut members = Vec::new();
+            for _ in 0..count {
+                let text = std::str::from_utf8(reader.len_prefixed()?)
+                    .map_err(|_| reader.corruption("ENUM member is not UTF-8"))?;
+                members.push(text.to_owned());
+            }
+            ColumnType::Enum { members, collation }
+        }
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
 }
@@ -234,6 +259,11 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             out.push(5);
             out.push(d.scale());
             put_bytes(out, &d.coefficient().to_signed_bytes_le());
+        }
+        Value::Enum(index, text) => {
+            out.push(8);
+            put_varint(out, u64::from(*index));
+            put_bytes(out, text.as_bytes());
         }
         Value::Time(t) => {
             out.push(7);
@@ -276,6 +306,13 @@ fn read_value(reader: &mut Reader<'_>) -> Result<Value> {
                 crate::time::Time::from_micros(micros, fsp)
                     .ok_or_else(|| reader.corruption("bad TIME default"))?,
             )
+        }
+        8 => {
+            let index = u16::try_from(reader.varint()?)
+                .map_err(|_| reader.corruption("bad ENUM default"))?;
+            let text = std::str::from_utf8(reader.len_prefixed()?)
+                .map_err(|_| reader.corruption("bad ENUM default"))?;
+            Value::Enum(index, text.to_owned())
         }
         tag => return Err(reader.corruption(&format!("unknown value tag {tag}"))),
     })

@@ -73,7 +73,17 @@ pub enum ColumnType {
     Time {
         fsp: u8,
     },
+    /// ENUM('a', 'b', ...): one of at most 65535 members, held as its 1-based index (0 is
+    /// the error value ''); members compare under `collation` when text is matched to them
+    /// (docs/format/table-keys.md, ENUM).
+    Enum {
+        members: Vec<String>,
+        collation: Collation,
+    },
 }
+
+/// The most members an ENUM may have.
+pub const ENUM_MAX_MEMBERS: usize = 65_535;
 
 /// What kind of value a column holds, as the encoders see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +100,8 @@ pub(crate) enum Kind {
     String(Collation),
     /// A TIME(fsp).
     Time { fsp: u8 },
+    /// An ENUM's index, keyed in `width` bytes (1 up to 255 members, else 2).
+    Enum { width: u8 },
 }
 
 impl ColumnType {
@@ -116,6 +128,9 @@ impl ColumnType {
             | ColumnType::Text { collation } => Kind::String(collation),
             ColumnType::Json => Kind::String(Collation::Binary),
             ColumnType::Time { fsp } => Kind::Time { fsp },
+            ColumnType::Enum { ref members, .. } => Kind::Enum {
+                width: if members.len() <= 255 { 1 } else { 2 },
+            },
         }
     }
 }

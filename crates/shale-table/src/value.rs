@@ -23,4 +23,7 @@ pub enum Value {
     Bytes(Vec<u8>),
     /// TIME (a column's values come back with its precision).
     Time(Time),
+    /// An ENUM member: its 1-based index in the column's list (0 for the error value '')
+    /// and its text. Equal values have equal indexes.
+    Enum(u16, String),
 }

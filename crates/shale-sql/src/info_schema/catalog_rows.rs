@@ -27,7 +27,8 @@ pub(super) fn collation_name(ty: &ColumnType) -> Option<&'static str> {
     let collation = match ty {
         ColumnType::Char { collation, .. }
         | ColumnType::VarChar { collation, .. }
-        | ColumnType::Text { collation } => *collation,
+        | ColumnType::Text { collation }
+        | ColumnType::Enum { collation, .. } => *collation,
         _ => return None,
     };
     match collation {
@@ -241,6 +242,11 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
             n.clone(),
             n,
             u(u64::from(*fsp)),
+        ),
+        ColumnType::Enum { members, collation } => chars(
+            "enum",
+            crate::enum_type::max_chars(members),
+            per_char(collation),
         ),
         ColumnType::Char { len, collation } => chars(
             if *collation == Collation::Binary {

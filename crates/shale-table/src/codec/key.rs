@@ -125,6 +125,33 @@ pub(crate) fn as_decimal(value: &Value) -> Option<Decimal> {
     }
 }
 
+/// The index of an ENUM value, checked against the column's members (0, the error value,
+/// included).
+pub(crate) fn enum_index(column: &ColumnDef, value: &Value) -> Result<u16> {
+    let count = match &column.ty {
+        crate::types::ColumnType::Enum { members, .. } => members.len(),
+        _ => 0,
+    };
+    match value {
+        Value::Enum(index, _) if usize::from(*index) <= count => Ok(*index),
+        _ => Err(out_of_range(column, value)),
+    }
+}
+
+/// The ENUM value of `index` in `column` (None past its members).
+pub(crate) fn enum_value(column: &ColumnDef, index: u64) -> Option<Value> {
+    let crate::types::ColumnType::Enum { members, .. } = &column.ty else {
+        return None;
+    };
+    let index = u16::try_from(index).ok()?;
+    match index {
+        0 => Some(Value::Enum(0, String::new())),
+        i => members
+            .get(usize::from(i) - 1)
+            .map(|text| Value::Enum(i, text.clone())),
+    }
+}
+
 /// Order-preserving bits of a non-NaN double: positives get the sign bit set, negatives are
 /// inverted.
 pub(crate) fn double_bits(v: f64) -> u64 {
@@ -184,6 +211,10 @@ pub(crate) fn encode_column(
                 return Err(out_of_range(column, value));
             };
             out.extend_from_slice(&t.key_bits().to_be_bytes()[2..]);
+        }
+        Kind::Enum { width } => {
+            let index = enum_index(column, value)?;
+            out.extend_from_slice(&index.to_be_bytes()[2 - usize::from(width)..]);
         }
     }
     Ok(())
@@ -256,6 +287,9 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
         }
         Kind::Time { .. } => {
             reader.take(6)?;
+        }
+        Kind::Enum { width } => {
+            reader.take(usize::from(width))?;
         }
         Kind::Decimal { .. } => super::decimal::skip_key(reader)?,
         Kind::String(Collation::Binary) => loop {
@@ -526,6 +560,7 @@ mod tests {
             (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
             (Value::DateTime(a), Value::DateTime(b)) => a.cmp(b),
             (Value::Time(a), Value::Time(b)) => a.cmp(b),
+            (Value::Enum(a, _), Value::Enum(b, _)) => a.cmp(b),
             (Value::Bytes(a), Value::Bytes(b)) => {
                 let Kind::String(c) = column.ty.kind() else {
                     unreachable!()
@@ -614,6 +649,13 @@ mod tests {
                     crate::time::TimeParse::Invalid => unreachable!(),
                 }
             }
+            Kind::Enum { .. } => {
+                let crate::types::ColumnType::Enum { members, .. } = &column.ty else {
+                    unreachable!()
+                };
+                let index = rng.gen_range(0..=members.len() as u64);
+                enum_value(column, index).unwrap()
+            }
         }
     }
 
@@ -635,6 +677,16 @@ mod tests {
             columns.push(column(ColumnType::Year, nullable));
             columns.push(column(ColumnType::Time { fsp: 0 }, nullable));
             columns.push(column(ColumnType::Time { fsp: 6 }, nullable));
+            for count in [3, 300] {
+                let members = (0..count).map(|i| format!("m{i}")).collect();
+                columns.push(column(
+                    ColumnType::Enum {
+                        members,
+                        collation: Collation::Utf8mb4GeneralCi,
+                    },
+                    nullable,
+                ));
+            }
             for (precision, scale) in [(1, 0), (10, 2), (65, 30), (65, 0), (30, 30)] {
                 columns.push(column(ColumnType::Decimal { precision, scale }, nullable));
             }
