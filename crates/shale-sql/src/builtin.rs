@@ -62,6 +62,8 @@ pub(crate) enum Builtin {
     TimeFormat,
     /// ADDTIME (`1`) and SUBTIME (`-1`).
     AddTime(i64),
+    /// FIND_IN_SET (set_type.rs), comparing in the collation.
+    FindInSet(Collation),
     DateFormat,
     StrToDate,
     /// YEAR(), MONTH(), HOUR(), ... and EXTRACT(unit FROM x).
@@ -161,8 +163,8 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "RAND" | "ROW_COUNT" | "FOUND_ROWS" => (0, 0),
         "FROM_UNIXTIME" | "WEEK" | "YEARWEEK" | "ROUND" | "LOG" => (1, 2),
         "DATEDIFF" | "DATE_FORMAT" | "TIME_FORMAT" | "STR_TO_DATE" | "TIMEDIFF" | "ADDTIME"
-        | "SUBTIME" | "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP" | "NULLIF" | "TRUNCATE"
-        | "MOD" | "POW" | "POWER" => (2, 2),
+        | "SUBTIME" | "FIND_IN_SET" | "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP"
+        | "NULLIF" | "TRUNCATE" | "MOD" | "POW" | "POWER" => (2, 2),
         "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "MICROSECOND"
         | "QUARTER" | "DAYOFWEEK" | "DAYOFYEAR" | "WEEKDAY" | "WEEKOFYEAR" | "LAST_DAY"
         | "DATE" | "TIME" | "DAYNAME" | "MONTHNAME" | "TO_DAYS" | "TIME_TO_SEC" | "SEC_TO_TIME"
@@ -465,6 +467,7 @@ pub(crate) fn bind_call(
         "DATEDIFF" => (Builtin::DateDiff, int_type()),
         "DATE_FORMAT" => (Builtin::DateFormat, str_type(64)),
         "TIME_FORMAT" => (Builtin::TimeFormat, str_type(64)),
+        "FIND_IN_SET" => (Builtin::FindInSet(coll), int_type()),
         "ADDTIME" | "SUBTIME" => {
             let t = match &first {
                 SqlType::DateTime { fsp: Some(f) } => SqlType::DateTime { fsp: Some(*f) },

@@ -292,6 +292,7 @@ pub(crate) fn eval(
                 .map_or(Value::Null, text),
         },
         Builtin::AddTime(sign) => crate::time_type::add_time(arg(0), arg(1), sign),
+        Builtin::FindInSet(c) => crate::set_type::find_in_set(arg(0), arg(1), c),
         Builtin::ConcatWs => st::concat_ws(&vals),
         Builtin::Substring => st::substring(arg(0), arg(1), vals.get(2)),
         Builtin::Left => st::left_right(arg(0), arg(1), false),

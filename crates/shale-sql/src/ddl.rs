@@ -61,6 +61,10 @@ fn column_type(
                 ))
             }
         },
+        D::Set(list) => ColumnType::Set {
+            members: crate::set_type::members(list, collation, column)?,
+            collation,
+        },
         D::Enum(list, None) => ColumnType::Enum {
             members: crate::enum_type::members(list, collation, column)?,
             collation,
@@ -541,6 +545,7 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
         ColumnType::Time { fsp: 0 } => "time".into(),
         ColumnType::Time { fsp } => format!("time({fsp})"),
         ColumnType::Enum { ref members, .. } => crate::enum_type::type_text(members),
+        ColumnType::Set { ref members, .. } => crate::set_type::type_text(members),
     }
 }
 
@@ -567,6 +572,9 @@ pub(crate) fn show_create(def: &TableDef) -> String {
             } | ColumnType::Text {
                 collation: Collation::Utf8mb4Bin
             } | ColumnType::Enum {
+                collation: Collation::Utf8mb4Bin,
+                ..
+            } | ColumnType::Set {
                 collation: Collation::Utf8mb4Bin,
                 ..
             }

@@ -57,6 +57,7 @@ pub(crate) fn exact_decimal(v: &Value) -> Option<Decimal> {
         },
         Value::Time(t) => exact_decimal(&crate::time_type::to_number(t)),
         Value::Enum(i, _) => Some(Decimal::from_i128(i128::from(*i))),
+        Value::Set(m, _) => Some(Decimal::from_i128(i128::from(*m))),
         Value::Double(_) | Value::DateTime(_) | Value::Null => None,
     }
 }

@@ -130,6 +130,7 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             | Value::DateTime(_)
             | Value::Time(_)
             | Value::Enum(..)
+            | Value::Set(..)
             | Value::Null => None,
         };
         let (i, widened) = match exact {
@@ -209,6 +210,16 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             },
             _ => KeyValue::Unbounded,
         },
+        // A SET key orders by mask: an equality names one value, a range compares as text or
+        // numbers, not by key.
+        (ColumnType::Set { members, collation }, v) if round_up.is_none() => {
+            match crate::set_type::pick(members, *collation, &v) {
+                Some(s) if matches!(v, Value::Set(..)) => KeyValue::Exact(s),
+                Some(s) => KeyValue::Widened(s),
+                None => KeyValue::Unbounded,
+            }
+        }
+        (ColumnType::Set { .. }, _) => KeyValue::Unbounded,
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
             Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,

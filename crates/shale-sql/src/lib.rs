@@ -75,6 +75,7 @@ mod recursive;
 mod result;
 mod row_counts;
 mod session;
+mod set_type;
 mod settings;
 mod show;
 mod status;

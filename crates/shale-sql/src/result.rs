@@ -96,7 +96,7 @@ pub fn write_text(text: &mut String, value: &Value, float: bool) {
         Value::Decimal(d) => write!(text, "{d}"),
         Value::DateTime(d) => write!(text, "{d}"),
         Value::Time(t) => write!(text, "{t}"),
-        Value::Enum(_, member) => {
+        Value::Enum(_, member) | Value::Set(_, member) => {
             text.push_str(member);
             Ok(())
         }

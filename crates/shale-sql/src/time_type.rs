@@ -32,7 +32,7 @@ pub(crate) fn read(value: &Value, fsp: u8) -> Option<TimeParse> {
             Ok(s) => Time::parse(s, fsp),
             Err(_) => TimeParse::Invalid,
         },
-        Value::Enum(_, text) => Time::parse(text, fsp),
+        Value::Enum(_, text) | Value::Set(_, text) => Time::parse(text, fsp),
         Value::Int(i) => Time::from_number(i128::from(*i), 0, *i < 0, fsp),
         Value::UInt(u) => Time::from_number(i128::from(*u), 0, false, fsp),
         Value::Decimal(d) => from_decimal(d, fsp),

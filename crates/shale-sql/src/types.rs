@@ -55,6 +55,7 @@ pub(crate) mod flags {
     pub const BINARY: u16 = 128;
     pub const ENUM: u16 = 256;
     pub const AUTO_INCREMENT: u16 = 512;
+    pub const SET: u16 = 2048;
     pub const NUM: u16 = 32768;
 }
 
@@ -101,6 +102,13 @@ impl SqlType {
             } => SqlType::Str {
                 collation,
                 len: crate::enum_type::max_chars(members),
+            },
+            ColumnType::Set {
+                ref members,
+                collation,
+            } => SqlType::Str {
+                collation,
+                len: crate::set_type::max_chars(members),
             },
         }
     }
@@ -218,7 +226,9 @@ pub(crate) fn column_meta(
         ColumnType::DateTime { .. } => ColumnTypeCode::DateTime,
         ColumnType::Year => ColumnTypeCode::Year,
         // An ENUM is a STRING (254) with the ENUM flag, as MySQL sends it.
-        ColumnType::Char { .. } | ColumnType::Enum { .. } => ColumnTypeCode::String,
+        ColumnType::Char { .. } | ColumnType::Enum { .. } | ColumnType::Set { .. } => {
+            ColumnTypeCode::String
+        }
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
         ColumnType::Timestamp { .. } => ColumnTypeCode::Timestamp,
@@ -227,6 +237,9 @@ pub(crate) fn column_meta(
     };
     if matches!(col.ty, ColumnType::Enum { .. }) {
         m.flags |= flags::ENUM;
+    }
+    if matches!(col.ty, ColumnType::Set { .. }) {
+        m.flags |= flags::SET;
     }
     if matches!(col.ty, ColumnType::Float) {
         m.length = 12;
@@ -362,6 +375,9 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
         ColumnType::Time { fsp } => crate::time_type::store(&value, *fsp, &col.name, row),
         ColumnType::Enum { members, collation } => {
             crate::enum_type::store(members, *collation, &value, &col.name, row)
+        }
+        ColumnType::Set { members, collation } => {
+            crate::set_type::store(members, *collation, &value, &col.name, row)
         }
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {

@@ -166,3 +166,8 @@ fn time() {
 fn enums() {
     common::run_file("enum");
 }
+
+#[test]
+fn sets() {
+    common::run_file("set");
+}

@@ -96,14 +96,24 @@ pub fn widens_losslessly(from: &ColumnType, to: &ColumnType) -> bool {
         ) => ua == ub && b >= a,
         _ => match (from, to) {
             (T::Float, T::Double) => true,
-            // Members appended to an ENUM: every stored index means the same member, and the
-            // key width (1 byte up to 255 members) is unchanged.
+            // Members appended to an ENUM or a SET: every stored index or bit means the same
+            // member, and the key width is unchanged.
             (
                 T::Enum {
                     members: a,
                     collation: ca,
                 },
                 T::Enum {
+                    members: b,
+                    collation: cb,
+                },
+            )
+            | (
+                T::Set {
+                    members: a,
+                    collation: ca,
+                },
+                T::Set {
                     members: b,
                     collation: cb,
                 },

@@ -181,7 +181,7 @@ pub(crate) fn show_entry(row: &[Value], columns: &[usize]) -> String {
             Some(Value::Decimal(d)) => d.to_string(),
             Some(Value::DateTime(d)) => d.to_string(),
             Some(Value::Time(t)) => t.to_string(),
-            Some(Value::Enum(_, text)) => text.clone(),
+            Some(Value::Enum(_, text) | Value::Set(_, text)) => text.clone(),
             Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
             Some(Value::Null) | None => "NULL".to_owned(),
         })

@@ -123,8 +123,17 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         ColumnType::Enum {
             ref members,
             collation,
+        }
+        | ColumnType::Set {
+            ref members,
+            collation,
         } => {
-            out.extend_from_slice(&[34, collation_tag(collation)]);
+            let tag = if matches!(ty, ColumnType::Enum { .. }) {
+                34
+            } else {
+                35
+            };
+            out.extend_from_slice(&[tag, collation_tag(collation)]);
             put_varint(out, members.len() as u64);
             for m in members {
                 put_bytes(out, m.as_bytes());
@@ -212,23 +221,32 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             }
             ColumnType::Time { fsp }
         }
-        34 => {
-            let tag_byte = reader.u8()?;
-            let collation = collation_from_tag(reader, tag_byte)?;
-            let count = reader.varint()?;
-            if count == 0 || count > crate::types::ENUM_MAX_MEMBERS as u64 {
-                return Err(reader.corruption(&format!("ENUM of {count} members")));
-            }
-            let mut members = Vec::new();
-            for _ in 0..count {
-                let text = std::str::from_utf8(reader.len_prefixed()?)
-                    .map_err(|_| reader.corruption("ENUM member is not UTF-8"))?;
-                members.push(text.to_owned());
-            }
-            ColumnType::Enum { members, collation }
-        }
+        34 | 35 => read_members_type(reader, tag)?,
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
+}
+
+/// The ENUM (tag 34) or SET (tag 35) after its tag: collation, member count, members.
+fn read_members_type(reader: &mut Reader<'_>, tag: u8) -> Result<ColumnType> {
+    let tag_byte = reader.u8()?;
+    let collation = collation_from_tag(reader, tag_byte)?;
+    let count = reader.varint()?;
+    if count == 0 || count > crate::types::ENUM_MAX_MEMBERS as u64 {
+        return Err(reader.corruption(&format!("ENUM or SET of {count} members")));
+    }
+    let mut members = Vec::new();
+    for _ in 0..count {
+        let text = std::str::from_utf8(reader.len_prefixed()?)
+            .map_err(|_| reader.corruption("ENUM or SET member is not UTF-8"))?;
+        members.push(text.to_owned());
+    }
+    if tag == 34 {
+        Ok(ColumnType::Enum { members, collation })
+    } else if members.len() <= 64 {
+        Ok(ColumnType::Set { members, collation })
+    } else {
+        Err(reader.corruption("SET of more than 64 members"))
+    }
 }
 
 fn put_value(out: &mut Vec<u8>, value: &Value) {
@@ -259,6 +277,11 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             out.push(5);
             out.push(d.scale());
             put_bytes(out, &d.coefficient().to_signed_bytes_le());
+        }
+        Value::Set(mask, text) => {
+            out.push(9);
+            put_varint(out, *mask);
+            put_bytes(out, text.as_bytes());
         }
         Value::Enum(index, text) => {
             out.push(8);
@@ -313,6 +336,12 @@ fn read_value(reader: &mut Reader<'_>) -> Result<Value> {
             let text = std::str::from_utf8(reader.len_prefixed()?)
                 .map_err(|_| reader.corruption("bad ENUM default"))?;
             Value::Enum(index, text.to_owned())
+        }
+        9 => {
+            let mask = reader.varint()?;
+            let text = std::str::from_utf8(reader.len_prefixed()?)
+                .map_err(|_| reader.corruption("bad SET default"))?;
+            Value::Set(mask, text.to_owned())
         }
         tag => return Err(reader.corruption(&format!("unknown value tag {tag}"))),
     })

@@ -80,6 +80,12 @@ pub enum ColumnType {
         members: Vec<String>,
         collation: Collation,
     },
+    /// SET('a', 'b', ...): any subset of at most 64 members, held as a bitmask (bit `i` for
+    /// member `i + 1`; docs/format/table-keys.md, SET).
+    Set {
+        members: Vec<String>,
+        collation: Collation,
+    },
 }
 
 /// The most members an ENUM may have.
@@ -102,6 +108,8 @@ pub(crate) enum Kind {
     Time { fsp: u8 },
     /// An ENUM's index, keyed in `width` bytes (1 up to 255 members, else 2).
     Enum { width: u8 },
+    /// A SET's bitmask, keyed in `width` bytes (1, 2, 3, 4 or 8).
+    Set { width: u8 },
 }
 
 impl ColumnType {
@@ -130,6 +138,12 @@ impl ColumnType {
             ColumnType::Time { fsp } => Kind::Time { fsp },
             ColumnType::Enum { ref members, .. } => Kind::Enum {
                 width: if members.len() <= 255 { 1 } else { 2 },
+            },
+            ColumnType::Set { ref members, .. } => Kind::Set {
+                width: match members.len().div_ceil(8) {
+                    w @ 0..=4 => w as u8,
+                    _ => 8,
+                },
             },
         }
     }

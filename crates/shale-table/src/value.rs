@@ -26,4 +26,7 @@ pub enum Value {
     /// An ENUM member: its 1-based index in the column's list (0 for the error value '')
     /// and its text. Equal values have equal indexes.
     Enum(u16, String),
+    /// A SET value: its bitmask (bit `i` for the column's member `i + 1`) and its text, the
+    /// members in definition order joined by commas. Equal values have equal masks.
+    Set(u64, String),
 }

@@ -28,7 +28,8 @@ pub(super) fn collation_name(ty: &ColumnType) -> Option<&'static str> {
         ColumnType::Char { collation, .. }
         | ColumnType::VarChar { collation, .. }
         | ColumnType::Text { collation }
-        | ColumnType::Enum { collation, .. } => *collation,
+        | ColumnType::Enum { collation, .. }
+        | ColumnType::Set { collation, .. } => *collation,
         _ => return None,
     };
     match collation {
@@ -246,6 +247,11 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
         ColumnType::Enum { members, collation } => chars(
             "enum",
             crate::enum_type::max_chars(members),
+            per_char(collation),
+        ),
+        ColumnType::Set { members, collation } => chars(
+            "set",
+            crate::set_type::max_chars(members),
             per_char(collation),
         ),
         ColumnType::Char { len, collation } => chars(

@@ -138,6 +138,35 @@ pub(crate) fn enum_index(column: &ColumnDef, value: &Value) -> Result<u16> {
     }
 }
 
+/// The mask of a SET value, checked against the column's members.
+pub(crate) fn set_mask(column: &ColumnDef, value: &Value) -> Result<u64> {
+    let count = match &column.ty {
+        crate::types::ColumnType::Set { members, .. } => members.len(),
+        _ => 0,
+    };
+    match value {
+        Value::Set(mask, _) if count >= 64 || mask >> count == 0 => Ok(*mask),
+        _ => Err(out_of_range(column, value)),
+    }
+}
+
+/// The SET value of `mask` in `column` (None with bits past its members).
+pub(crate) fn set_value(column: &ColumnDef, mask: u64) -> Option<Value> {
+    let crate::types::ColumnType::Set { members, .. } = &column.ty else {
+        return None;
+    };
+    if members.len() < 64 && mask >> members.len() != 0 {
+        return None;
+    }
+    let text: Vec<&str> = members
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mask >> i & 1 == 1)
+        .map(|(_, m)| m.as_str())
+        .collect();
+    Some(Value::Set(mask, text.join(",")))
+}
+
 /// The ENUM value of `index` in `column` (None past its members).
 pub(crate) fn enum_value(column: &ColumnDef, index: u64) -> Option<Value> {
     let crate::types::ColumnType::Enum { members, .. } = &column.ty else {
@@ -216,6 +245,10 @@ pub(crate) fn encode_column(
             let index = enum_index(column, value)?;
             out.extend_from_slice(&index.to_be_bytes()[2 - usize::from(width)..]);
         }
+        Kind::Set { width } => {
+            let mask = set_mask(column, value)?;
+            out.extend_from_slice(&mask.to_be_bytes()[8 - usize::from(width)..]);
+        }
     }
     Ok(())
 }
@@ -288,7 +321,7 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
         Kind::Time { .. } => {
             reader.take(6)?;
         }
-        Kind::Enum { width } => {
+        Kind::Enum { width } | Kind::Set { width } => {
             reader.take(usize::from(width))?;
         }
         Kind::Decimal { .. } => super::decimal::skip_key(reader)?,
@@ -555,7 +588,7 @@ mod tests {
             (Value::Null, _) => Ordering::Less,
             (_, Value::Null) => Ordering::Greater,
             (Value::Int(a), Value::Int(b)) => a.cmp(b),
-            (Value::UInt(a), Value::UInt(b)) => a.cmp(b),
+            (Value::UInt(a), Value::UInt(b)) | (Value::Set(a, _), Value::Set(b, _)) => a.cmp(b),
             (Value::Double(a), Value::Double(b)) => a.partial_cmp(b).unwrap(),
             (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
             (Value::DateTime(a), Value::DateTime(b)) => a.cmp(b),
@@ -656,6 +689,17 @@ mod tests {
                 let index = rng.gen_range(0..=members.len() as u64);
                 enum_value(column, index).unwrap()
             }
+            Kind::Set { .. } => {
+                let crate::types::ColumnType::Set { members, .. } = &column.ty else {
+                    unreachable!()
+                };
+                let mask = if members.len() >= 64 {
+                    rng.gen()
+                } else {
+                    rng.gen_range(0..1u64 << members.len())
+                };
+                set_value(column, mask).unwrap()
+            }
         }
     }
 
@@ -677,6 +721,16 @@ mod tests {
             columns.push(column(ColumnType::Year, nullable));
             columns.push(column(ColumnType::Time { fsp: 0 }, nullable));
             columns.push(column(ColumnType::Time { fsp: 6 }, nullable));
+            for count in [3, 9, 20, 30, 64] {
+                let members = (0..count).map(|i| format!("s{i}")).collect();
+                columns.push(column(
+                    ColumnType::Set {
+                        members,
+                        collation: Collation::Utf8mb4GeneralCi,
+                    },
+                    nullable,
+                ));
+            }
             for count in [3, 300] {
                 let members = (0..count).map(|i| format!("m{i}")).collect();
                 columns.push(column(

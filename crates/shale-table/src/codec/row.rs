@@ -15,7 +15,9 @@
 //! 3. Whatever decodes would be accepted by `encode_row` (integers within their column's
 //!    range, no NaN, no NULL in a NOT NULL column), so corrupt bytes never reach the caller as impossible values.
 
-use super::key::{as_decimal, as_f64, as_i64, as_u64, enum_index, enum_value, int_bits};
+use super::key::{
+    as_decimal, as_f64, as_i64, as_u64, enum_index, enum_value, int_bits, set_mask, set_value,
+};
 use super::{put_bytes, put_varint, unzigzag, zigzag, Reader};
 use crate::decimal::Decimal;
 use crate::error::{Error, Result};
@@ -83,6 +85,7 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
                 put_bytes(out, bytes);
             }
             Kind::Enum { .. } => put_varint(out, u64::from(enum_index(column, value)?)),
+            Kind::Set { .. } => put_varint(out, set_mask(column, value)?),
             Kind::Time { fsp } => match value {
                 // Stored as given when it is already at the column's precision.
                 Value::Time(t) if t.round_to(fsp) == *t => put_varint(out, zigzag(t.micros())),
@@ -282,6 +285,15 @@ fn decode_stored(
                     enum_value(column, index).ok_or_else(|| {
                         reader.corruption(&format!(
                             "ENUM index {index} past the members of column '{}'",
+                            column.name
+                        ))
+                    })?
+                }
+                Kind::Set { .. } => {
+                    let mask = reader.varint()?;
+                    set_value(column, mask).ok_or_else(|| {
+                        reader.corruption(&format!(
+                            "SET mask {mask:#x} past the members of column '{}'",
                             column.name
                         ))
                     })?
