@@ -672,6 +672,78 @@ mod tests {
     }
 
     #[test]
+    fn time_enum_and_set_columns_and_defaults_round_trip_with_tags_33_to_35() {
+        let mut def = sample();
+        let column = |name: &str, ty, default| ColumnDef {
+            name: name.into(),
+            ty,
+            nullable: true,
+            default,
+            auto_increment: false,
+            auto_timestamp: crate::schema::AutoTimestamp::default(),
+        };
+        let members = vec!["a".to_string(), "b'c".to_string()];
+        let minus = crate::time::Time::from_micros(-3_723_400_000, 1).unwrap();
+        def.columns.extend([
+            column("t", ColumnType::Time { fsp: 1 }, Some(Value::Time(minus))),
+            column(
+                "e",
+                ColumnType::Enum {
+                    members: members.clone(),
+                    collation: Collation::Utf8mb4Bin,
+                },
+                Some(Value::Enum(2, "b'c".into())),
+            ),
+            column(
+                "s",
+                ColumnType::Set {
+                    members,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+                Some(Value::Set(3, "a,b'c".into())),
+            ),
+        ]);
+        let bytes = encode_table(&def);
+        let back = decode_table(&bytes).unwrap();
+        assert_eq!(back, def);
+        assert_eq!(
+            back.columns[back.columns.len() - 3]
+                .default
+                .as_ref()
+                .map(|d| format!("{d:?}")),
+            Some("Time(Time(-01:02:03.4))".into())
+        );
+        for (ty, tag) in [
+            (ColumnType::Time { fsp: 3 }, 33),
+            (
+                ColumnType::Enum {
+                    members: vec!["x".into()],
+                    collation: Collation::Binary,
+                },
+                34,
+            ),
+            (
+                ColumnType::Set {
+                    members: vec!["x".into()],
+                    collation: Collation::Binary,
+                },
+                35,
+            ),
+        ] {
+            let mut out = Vec::new();
+            put_type(&mut out, &ty);
+            assert_eq!(out[0], tag, "docs/format/catalog.md");
+        }
+        // A SET of 65 members is corrupt.
+        let mut out = vec![35, 1];
+        put_varint(&mut out, 65);
+        for i in 0..65 {
+            put_bytes(&mut out, format!("m{i}").as_bytes());
+        }
+        assert!(read_type(&mut Reader::new(&out, "test")).is_err());
+    }
+
+    #[test]
     fn table_definitions_round_trip_and_truncations_fail() {
         let def = sample();
         let bytes = encode_table(&def);

@@ -909,7 +909,8 @@ fn config_file_options_apply_and_the_command_line_overrides_them() {
     );
 }
 
-/// TIME columns through the mariadb client (text) and the binary protocol: a TIME (11)
+/// TIME, ENUM and SET columns through the mariadb client (text and its metadata), and TIME
+/// through the binary protocol: a TIME (11)
 /// parameter in `MYSQL_TIME` form (sign, days, hours, minutes, seconds, micros) is stored, and
 /// TIME values come back as `MYSQL_TIME` structures of length 0, 8 or 12.
 fn time_through_the_binary_protocol(served: &Served, c: &mut binary_protocol::Client) {
@@ -923,6 +924,38 @@ fn time_through_the_binary_protocol(served: &Served, c: &mut binary_protocol::Cl
         "id\tt\tt + 0\tHOUR(t)\n1\t-26:03:04.500\t-260304.500\t26\n\
          2\t00:00:00.000\t0.000\t0\n3\t838:59:59.000\t8385959.000\t838\n"
     );
+    // ENUM and SET are STRING columns with the ENUM and SET flags; TIME is TIME, as the
+    // mariadb client reads the metadata.
+    let sql = "CREATE TABLE es (id INT PRIMARY KEY, e ENUM('x', 'y') NOT NULL, s SET('p', 'q')); \
+               INSERT INTO es VALUES (1, 'Y', 'q,p,q'); \
+               SELECT e, s, e + 0, s + 0, t FROM es, tm WHERE tm.id = 1";
+    // `-t`: the client prints the metadata only in table mode.
+    let out = served.mariadb("", &["b", "-t", "--column-type-info", "-e", sql]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let info = text(&out.stdout);
+    let flags: Vec<&str> = info.lines().filter(|l| l.starts_with("Flags:")).collect();
+    let types: Vec<&str> = info.lines().filter(|l| l.starts_with("Type:")).collect();
+    assert!(
+        flags[0].contains(" ENUM") && flags[1].contains(" SET"),
+        "{info}"
+    );
+    assert!(
+        types[0].ends_with("STRING") && types[1].ends_with("STRING"),
+        "{info}"
+    );
+    assert!(types[4].ends_with("TIME"), "{info}");
+    assert!(
+        info.contains("| y | p,q  |     2 |     3 | -26:03:04.500 |"),
+        "{info}"
+    );
+    let out = served.mariadb("", &["b", "-e", "INSERT INTO es VALUES (2, 'z', '')"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 1265 (01000)")
+            && text(&out.stderr).contains("Data truncated for column 'e' at row 1"),
+        "{}",
+        text(&out.stderr)
+    );
+
     let out = served.mariadb("", &["b", "-e", "INSERT INTO tm VALUES (4, '839:00:00')"]);
     assert!(
         text(&out.stderr).contains("ERROR 1292 (22007)")
