@@ -8,10 +8,14 @@
 //! those files later (an open handle keeps a deleted file's bytes on POSIX file systems).
 //!
 //! Invariants:
-//! 1. The directory is listed before `CURRENT` is read. A WAL the writer deleted before the
-//!    listing was made obsolete by a flush recorded in the MANIFEST before the deletion, so
-//!    the MANIFEST we read already has a log number past it; a WAL deleted after the listing
-//!    fails to open. So no WAL the view needs is skipped silently.
+//! 1. No WAL the view needs is skipped silently. The writer deletes a WAL only after an edit
+//!    in the MANIFEST made it obsolete (a flush moved every keyspace's log number past it).
+//!    So the WALs are taken from a listing made after the MANIFEST was read, and the open
+//!    then looks whether the writer logged an edit since it started reading (`CURRENT` names
+//!    another MANIFEST, or the MANIFEST changed size). If it did, the latest MANIFEST is read
+//!    again: when its oldest needed WAL is past the view's, a WAL the view needs may be gone
+//!    from the listing, and the open starts over (invariant 2). A WAL deleted after the
+//!    listing fails to open, which also starts the open over.
 //! 2. Any file the MANIFEST (or the listing) names that is missing when opened (MANIFEST,
 //!    OPTIONS, WAL, table) means the writer moved on in between: the open starts over from
 //!    the listing, at most [`OPEN_ATTEMPTS`] times.
@@ -40,7 +44,7 @@ use crate::options_file::OptionsFile;
 use crate::recovery::{
     build_memtables, check_wals_present, keyspace_options, oldest_needed_wal, read_wals, NUM_LEVELS,
 };
-use crate::version::VersionSet;
+use crate::version::{manifest_file_name, read_current, VersionSet};
 use crate::wal::format::log_file_name;
 use crate::wal::RecoveryMode;
 
@@ -68,6 +72,23 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     open_once(dir, options)
 }
 
+/// Which MANIFEST `CURRENT` names and that file's size: a writer that logs an edit changes
+/// one or the other (it only appends to a MANIFEST, and starts a new one by changing
+/// `CURRENT`).
+#[derive(Debug, PartialEq, Eq)]
+struct ManifestMark {
+    number: u64,
+    size: u64,
+}
+
+impl ManifestMark {
+    fn read(fs: &dyn shale_fs::FileSystem, dir: &Path) -> Result<Self> {
+        let number = read_current(fs, dir)?;
+        let size = fs.size(&dir.join(manifest_file_name(number)))?;
+        Ok(ManifestMark { number, size })
+    }
+}
+
 /// Whether `error` says a file was not there (the writer deleted it: invariant 2).
 fn is_missing_file(error: &Error) -> bool {
     match error {
@@ -87,11 +108,10 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
             dir.display()
         )));
     }
-    // The writer creates a WAL before an edit names it and deletes it after an edit stops
-    // naming it: a WAL the MANIFEST read below needs is in this listing (taken before the
-    // read) or in the one taken after it, unless the writer both created and deleted it
-    // meanwhile.
+    // The writer creates a WAL before an edit names it: a WAL the MANIFEST read below names is
+    // in this listing (taken before the read) or in the one taken after it.
     let listed_before = fs.list(dir)?;
+    let manifest_before = ManifestMark::read(&*fs, dir)?;
     let persisted = OptionsFile::read_latest(&*fs, dir)?.map(|(_, file)| file);
     if let Some(persisted) = &persisted {
         options.check_compatible(persisted)?;
@@ -114,15 +134,23 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
         RecoveryMode::AbsoluteConsistency => RecoveryMode::TolerateCorruptedTailRecords,
         mode => mode,
     };
-    // A WAL the MANIFEST records as synced but this listing lacks was deleted by the writer
-    // after the MANIFEST was read (an edit it made since stopped naming it): not lost data
-    // but a stale MANIFEST, so the open fails with not-found and starts over (invariant 2),
-    // where read_wals would call it synced data lost.
-    let min_log = oldest_needed_wal(&version);
-    for &number in version.wal_synced_sizes().keys() {
-        let name = log_file_name(number);
-        if number >= min_log && !names.contains(&name) {
-            fs.open_read(&dir.join(&name))?;
+    // Invariant 1: a WAL missing from `names` because the writer flushed it since the MANIFEST
+    // was read is not lost data but a stale MANIFEST; read_wals would skip it (or call synced
+    // data lost).
+    if ManifestMark::read(&*fs, dir)? != manifest_before {
+        let latest = VersionSet::open_read_only(
+            fs.clone(),
+            dir,
+            options.comparator.clone(),
+            NUM_LEVELS,
+            &|_, _, _| Ok(()),
+        )?;
+        let needed = oldest_needed_wal(&version);
+        if oldest_needed_wal(&latest.current()) > needed {
+            return Err(Error::Io(shale_fs::Error::NotFound {
+                op: shale_fs::Op::List,
+                path: dir.join(log_file_name(needed)),
+            }));
         }
     }
     let wals = read_wals(&options, dir, &version, &names, mode)?;

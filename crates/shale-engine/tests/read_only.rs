@@ -297,13 +297,28 @@ fn a_read_only_open_of_a_missing_database_fails_without_creating_it() {
 /// What `RacingFs` runs before opening a table.
 type Hook = Box<dyn FnOnce() + Send>;
 
-/// A hook run before a table is opened (once), and a count of table opens to fail as if the
-/// file had been deleted: the writer moving on in the middle of a read-only open.
+/// A hook run before a table is opened (once), a hook run at the first listing of the
+/// directory after a MANIFEST was opened (once), and a count of table opens to fail as if the file had been deleted:
+/// the writer moving on in the middle of a read-only open.
 #[derive(Clone)]
 struct RacingFs {
     inner: MemFs,
     before_table_open: Arc<Mutex<Option<Hook>>>,
+    after_manifest_open: Arc<Mutex<Option<Hook>>>,
+    manifest_opened: Arc<AtomicBool>,
     vanished_opens: Arc<AtomicUsize>,
+}
+
+impl RacingFs {
+    fn new(inner: MemFs) -> Self {
+        RacingFs {
+            inner,
+            before_table_open: Arc::new(Mutex::new(None)),
+            after_manifest_open: Arc::new(Mutex::new(None)),
+            manifest_opened: Arc::new(AtomicBool::new(false)),
+            vanished_opens: Arc::new(AtomicUsize::new(0)),
+        }
+    }
 }
 
 impl std::fmt::Debug for RacingFs {
@@ -320,6 +335,12 @@ impl FileSystem for RacingFs {
         self.inner.open_append(path)
     }
     fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST"))
+        {
+            self.manifest_opened.store(true, Ordering::SeqCst);
+        }
         if path.extension().is_some_and(|e| e == "sst") {
             let hook = self.before_table_open.lock().unwrap().take();
             if let Some(hook) = hook {
@@ -348,6 +369,14 @@ impl FileSystem for RacingFs {
         self.inner.hard_link(from, to)
     }
     fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
+        let hook = if self.manifest_opened.load(Ordering::SeqCst) {
+            self.after_manifest_open.lock().unwrap().take()
+        } else {
+            None
+        };
+        if let Some(hook) = hook {
+            hook();
+        }
         self.inner.list(dir)
     }
     fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
@@ -370,11 +399,7 @@ impl FileSystem for RacingFs {
 #[test]
 fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
     let mem = MemFs::new();
-    let racing = RacingFs {
-        inner: mem.clone(),
-        before_table_open: Arc::new(Mutex::new(None)),
-        vanished_opens: Arc::new(AtomicUsize::new(0)),
-    };
+    let racing = RacingFs::new(mem.clone());
     let db = Arc::new(Db::open("/db", options(Arc::new(mem.clone()))).unwrap());
     let users = db
         .create_keyspace("users", KeyspaceOptions::default())
@@ -442,6 +467,63 @@ fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
     assert_eq!(check_view(&view), 1300);
     drop(view);
     Arc::try_unwrap(db).unwrap().close().unwrap();
+}
+
+/// A regression test: a hot backup restored from a view failed to open ("needs WAL 384, which
+/// is missing"). The writer flushed a WAL's memtable and deleted the WAL after the view read
+/// the MANIFEST but before it listed the WALs to replay; with `Durability::Buffered` the
+/// MANIFEST records no synced size for that WAL, so nothing noticed it was gone and the view
+/// silently lacked its writes.
+#[test]
+fn the_open_starts_over_when_the_writer_deletes_a_wal_after_the_manifest_was_read() {
+    let mem = MemFs::new();
+    let racing = RacingFs::new(mem.clone());
+    let db = Arc::new(Db::open("/db", options(Arc::new(mem.clone()))).unwrap());
+    let users = db
+        .create_keyspace("users", KeyspaceOptions::default())
+        .unwrap();
+    let write = |db: &Db, range: std::ops::RangeInclusive<u64>| {
+        for i in range {
+            db.write(
+                batch(db, users.id(), i),
+                &shale_engine::WriteOptions::default(),
+            )
+            .unwrap();
+        }
+    };
+    write(&db, 1..=200);
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    // Batches 201..=260 are only in the WAL (60 batches stay under the 16 KiB write buffer).
+    write(&db, 201..=260);
+    let wals_before = wal_numbers(&mem);
+    // After the open read the MANIFEST and before it lists the WALs to replay, the writer
+    // flushes, which deletes the WAL holding 201..=260.
+    let writer = db.clone();
+    *racing.after_manifest_open.lock().unwrap() = Some(Box::new(move || {
+        writer.flush().unwrap();
+        writer.wait_for_background_work().unwrap();
+    }));
+    let view = Db::open_read_only("/db", options(Arc::new(racing.clone()))).unwrap();
+    assert!(
+        racing.after_manifest_open.lock().unwrap().is_none(),
+        "the hook never ran"
+    );
+    let wals_after = wal_numbers(&mem);
+    assert!(
+        wals_before.iter().any(|n| !wals_after.contains(n)),
+        "the writer deleted none of the WALs {wals_before:?} (now {wals_after:?})"
+    );
+    assert_eq!(check_view(&view), 260);
+    drop(view);
+    Arc::try_unwrap(db).unwrap().close().unwrap();
+}
+
+fn wal_numbers(fs: &MemFs) -> Vec<String> {
+    file_names(fs, Path::new("/db"))
+        .into_iter()
+        .filter(|name| Path::new(name).extension().is_some_and(|e| e == "wal"))
+        .collect()
 }
 
 /// Opens the copy in `dir` (a checkpoint or a restored backup) on the OS file system and

@@ -19,6 +19,26 @@ pub trait Backend: Send + Sync + 'static {
     fn session(&self) -> Box<dyn BackendSession>;
     /// The account `user`@`host`, if it exists.
     fn lookup_user(&self, user: &str, host: &str) -> Result<Option<UserRecord>, SqlError>;
+    /// The answer to a login of the existing account `user`@`account_host` from
+    /// `client_host` after its password check came out `verified`: `Err` is sent instead of
+    /// the OK (or of the 1045): a locked account's 3118 or 3955. The fake backends of
+    /// protocol tests lock nothing.
+    fn check_login(
+        &self,
+        user: &str,
+        account_host: &str,
+        client_host: &str,
+        verified: bool,
+    ) -> Result<(), SqlError> {
+        let _ = (user, account_host, client_host, verified);
+        Ok(())
+    }
+    /// Whether the account holds SUPER or CONNECTION_ADMIN, which MySQL lets use one
+    /// connection past `max_connections`.
+    fn is_connection_admin(&self, user: &str, account_host: &str) -> bool {
+        let _ = (user, account_host);
+        false
+    }
     /// The status counters the server adds its figures to (connections, bytes); None keeps
     /// them to the server.
     fn status_counters(&self) -> Option<Arc<StatusCounters>> {
@@ -65,6 +85,17 @@ pub trait BackendSession {
     fn wait_timeout(&self) -> Option<u64> {
         None
     }
+    /// Sets a session variable from the connection (`max_allowed_packet`), right after
+    /// creation and after COM_RESET_CONNECTION.
+    fn set_connection_variable(&mut self, name: &str, value: Value) {
+        let _ = (name, value);
+    }
+    /// The collation id of the client's handshake, recorded in `character_set_client` and
+    /// the like (shale-sql's names.rs); false for an id the SQL layer does not know.
+    fn set_client_collation(&mut self, id: u8) -> bool {
+        let _ = id;
+        false
+    }
     /// The client set CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed ones.
     fn set_found_rows(&mut self, found_rows: bool) {
         let _ = found_rows;
@@ -93,6 +124,20 @@ impl Backend for Arc<Instance> {
         Instance::lookup_user(self, user, host)
     }
 
+    fn check_login(
+        &self,
+        user: &str,
+        account_host: &str,
+        client_host: &str,
+        verified: bool,
+    ) -> Result<(), SqlError> {
+        Instance::check_login(self, user, account_host, client_host, verified)
+    }
+
+    fn is_connection_admin(&self, user: &str, account_host: &str) -> bool {
+        Instance::is_connection_admin(self, user, account_host)
+    }
+
     fn status_counters(&self) -> Option<Arc<StatusCounters>> {
         Some(Arc::clone(Instance::status_counters(self)))
     }
@@ -114,6 +159,14 @@ impl BackendSession for Session {
 
     fn set_found_rows(&mut self, found_rows: bool) {
         Session::set_found_rows(self, found_rows);
+    }
+
+    fn set_connection_variable(&mut self, name: &str, value: Value) {
+        Session::set_connection_variable(self, name, value);
+    }
+
+    fn set_client_collation(&mut self, id: u8) -> bool {
+        Session::set_client_collation(self, id)
     }
 
     fn set_kill_hook(&mut self, hook: KillHook) {

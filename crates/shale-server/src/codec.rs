@@ -8,7 +8,8 @@
 //!    allocates or reads the body, so a hostile header cannot make the server allocate more.
 //! 2. Sequence ids: every chunk of a logical packet carries the next id (mod 256); a command's
 //!    first packet from the client is 0 and the server's reply continues from the client's last
-//!    id + 1. [`read_packet`] rejects a first chunk whose id is not the expected one.
+//!    id + 1. [`read_packet`] rejects a chunk whose id is not the expected one (except under
+//!    the compressed protocol, whose own ids keep the order: compress.rs).
 //! 3. [`PacketWriter`] only ever holds whole, correctly framed packets between calls, so any
 //!    prefix returned by [`PacketWriter::take`] can be written to the socket as is.
 
@@ -47,8 +48,18 @@ pub fn read_packet<R: Read + ?Sized>(
     expected_seq: u8,
     max_allowed_packet: usize,
 ) -> Result<Packet, ReadError> {
+    read_packet_in_order(reader, Some(expected_seq), max_allowed_packet)
+}
+
+/// [`read_packet`], or with `None` a packet whatever its sequence ids (the compressed
+/// protocol's inner packets, whose order the compressed packets' ids already keep).
+pub fn read_packet_in_order<R: Read + ?Sized>(
+    reader: &mut R,
+    expected_seq: Option<u8>,
+    max_allowed_packet: usize,
+) -> Result<Packet, ReadError> {
     let mut payload = Vec::new();
-    let mut seq = expected_seq;
+    let mut expected = expected_seq;
     let mut first = true;
     loop {
         let mut header = [0u8; 4];
@@ -68,11 +79,9 @@ pub fn read_packet<R: Read + ?Sized>(
             reader.read_exact(&mut header)?;
         }
         let length = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
-        if header[3] != seq {
-            return Err(ReadError::OutOfOrder {
-                got: header[3],
-                expected: seq,
-            });
+        let seq = header[3];
+        if let Some(expected) = expected.filter(|&e| e != seq) {
+            return Err(ReadError::OutOfOrder { got: seq, expected });
         }
         let total = payload.len() + length;
         if total > max_allowed_packet {
@@ -91,7 +100,7 @@ pub fn read_packet<R: Read + ?Sized>(
                 last_seq: seq,
             });
         }
-        seq = seq.wrapping_add(1);
+        expected = expected.map(|_| seq.wrapping_add(1));
     }
 }
 

@@ -17,6 +17,8 @@ use std::sync::Arc;
 use shale_sql::{ColumnMeta, ResultSink, SqlError, StatementStatus, Value};
 
 use crate::backend::BackendSession;
+use crate::compress::Algorithm;
+use crate::cursor::{self, Materialized, Opened};
 use crate::prepared::Statements;
 use crate::protocol::{capability, command, errors, status, OkPacket};
 use crate::results::{put_columns, put_end, Output, ResultWriter};
@@ -46,6 +48,10 @@ pub struct Identity {
     pub account_host: String,
     pub tls: Option<TlsSession>,
     pub control: Arc<ConnControl>,
+    /// The collation id the client named in its handshake (or COM_CHANGE_USER).
+    pub collation: u8,
+    /// The protocol compression in use.
+    pub compression: Option<Algorithm>,
 }
 
 /// Statement text must be UTF-8: the SQL layer takes `&str`, and replacing bad bytes would
@@ -69,8 +75,25 @@ fn sql_text(body: &[u8]) -> Result<&str, SqlError> {
     })
 }
 
-fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<dyn BackendSession> {
+/// What a session learns from its connection, again after COM_RESET_CONNECTION: the
+/// connection's `max_allowed_packet` and the character set its client named.
+fn apply_connection_settings(
+    session: &mut dyn BackendSession,
+    identity: &Identity,
+    max_allowed_packet: usize,
+) {
+    session.set_connection_variable("max_allowed_packet", Value::UInt(max_allowed_packet as u64));
+    session.set_client_collation(identity.collation);
+}
+
+fn new_session(
+    shared: &Shared,
+    identity: &Identity,
+    capabilities: u32,
+    max_allowed_packet: usize,
+) -> Box<dyn BackendSession> {
     let mut session = shared.backend.session();
+    apply_connection_settings(session.as_mut(), identity, max_allowed_packet);
     session.set_connection(identity.connection_id, &identity.user, &identity.host);
     session.set_account(&identity.user, &identity.account_host);
     session.set_found_rows(capabilities & capability::FOUND_ROWS != 0);
@@ -83,6 +106,14 @@ fn new_session(shared: &Shared, identity: &Identity, capabilities: u32) -> Box<d
         .map_or(("", ""), |t| (t.version.as_str(), t.cipher.as_str()));
     session.set_status_variable("Ssl_version", version);
     session.set_status_variable("Ssl_cipher", cipher);
+    // As MySQL 8.0.18+: Compression ON/OFF, and the algorithm and level in use ('' and 0
+    // without).
+    let (on, algorithm, level) = identity
+        .compression
+        .map_or(("OFF", "", 0), |a| ("ON", a.name(), a.level()));
+    session.set_status_variable("Compression", on);
+    session.set_status_variable("Compression_algorithm", algorithm);
+    session.set_status_variable("Compression_level", &level.to_string());
     session
 }
 
@@ -101,6 +132,8 @@ pub struct CommandHandler {
     session: Box<dyn BackendSession>,
     capabilities: u32,
     statements: Statements,
+    /// The connection's packet limit, also `@@max_allowed_packet` of its session.
+    max_allowed_packet: usize,
 }
 
 impl std::fmt::Debug for CommandHandler {
@@ -122,20 +155,21 @@ impl CommandHandler {
         database: Option<&str>,
         output: &mut Output,
     ) -> Option<CommandHandler> {
+        let max_allowed_packet = output.max_allowed_packet();
         let session = catch_unwind(AssertUnwindSafe(|| {
-            new_session(shared, &identity, capabilities)
+            new_session(shared, &identity, capabilities, max_allowed_packet)
         }));
         let Ok(session) = session else {
             output.err(&internal_error());
             return None;
         };
-        let max_long_data = shared.options.max_allowed_packet;
         let mut handler = CommandHandler {
             identity,
             shared: shared.clone(),
             session,
             capabilities,
-            statements: Statements::new(max_long_data),
+            statements: Statements::new(max_allowed_packet),
+            max_allowed_packet,
         };
         (!handler.connect(database, output)).then_some(handler)
     }
@@ -264,7 +298,17 @@ impl CommandHandler {
                 Err(e) => output.err(&errors::malformed(e.0)),
             },
             command::RESET_CONNECTION => self.reset_connection(output),
-            command::STMT_FETCH => output.err(&errors::unsupported_cursor()),
+            // The deprecated command byte for `KILL id`: the same statement, so the same
+            // privilege checks and errors (1094, 1095) as the KILL a client sends as text.
+            command::PROCESS_KILL => match Reader::new(body).u32("connection id") {
+                Ok(id) => {
+                    let mut writer = ResultWriter::new(output, self.capabilities, false);
+                    let result = self.session.execute(&format!("KILL {id}"), &mut writer);
+                    writer.finish(result, self.status());
+                }
+                Err(e) => output.err(&errors::malformed(e.0)),
+            },
+            command::STMT_FETCH => self.fetch(body, output),
             _ => output.err(&errors::unknown_command(code)),
         }
         false
@@ -297,10 +341,8 @@ impl CommandHandler {
         }
     }
 
-    /// COM_STMT_EXECUTE -> OK, ERR, or a binary result set.
+    /// COM_STMT_EXECUTE -> OK, ERR, a binary result set, or a cursor's column definitions.
     fn execute(&mut self, body: &[u8], output: &mut Output) {
-        // Cursor flags are ignored: the rows are sent at once and SERVER_STATUS_CURSOR_EXISTS
-        // stays clear, which clients take to mean "no cursor was opened".
         let execute = match self.statements.decode_execute(body) {
             Ok(execute) => execute,
             Err(error) => {
@@ -308,11 +350,55 @@ impl CommandHandler {
                 return;
             }
         };
+        // A new execution closes the statement's cursor (cursor.rs, invariant 1).
+        self.statements.close_cursor(execute.id);
+        if cursor::wants_cursor(execute.cursor_flags) {
+            self.execute_with_cursor(execute.id, &execute.params, output);
+            return;
+        }
         let mut writer = ResultWriter::new(output, self.capabilities, true);
         let result = self
             .session
             .execute_prepared(execute.id, &execute.params, &mut writer);
         writer.finish(result, self.status());
+    }
+
+    /// COM_STMT_EXECUTE with a cursor flag: the result is kept and a cursor opened over it.
+    fn execute_with_cursor(&mut self, id: u32, params: &[Value], output: &mut Output) {
+        let mut result = Materialized::default();
+        if let Err(error) = self.session.execute_prepared(id, params, &mut result) {
+            output.err(&error);
+            return;
+        }
+        match result.open(output, self.capabilities, self.status()) {
+            Opened::Cursor(cursor) => self.statements.set_cursor(id, cursor),
+            Opened::NoResultSet(status) => {
+                // A write error marks the output broken; the command loop then ends.
+                let _ = ResultWriter::new(output, self.capabilities, true).ok(&status);
+            }
+        }
+    }
+
+    /// COM_STMT_FETCH (`int<4>` statement id, `int<4>` rows): the next rows of its cursor.
+    fn fetch(&mut self, body: &[u8], output: &mut Output) {
+        let mut r = Reader::new(body);
+        let (id, rows) = match (r.u32("statement id"), r.u32("number of rows")) {
+            (Ok(id), Ok(rows)) => (id, rows),
+            (Err(e), _) | (_, Err(e)) => {
+                output.err(&errors::malformed(e.0));
+                return;
+            }
+        };
+        let flags = self.status();
+        let capabilities = self.capabilities;
+        match self.statements.cursor(id) {
+            Ok(cursor) => {
+                if cursor.fetch(rows, output, capabilities, flags) {
+                    self.statements.close_cursor(id);
+                }
+            }
+            Err(error) => output.err(&error),
+        }
     }
 
     /// COM_FIELD_LIST (deprecated, used by clients' name completion): the table's column
@@ -340,12 +426,22 @@ impl CommandHandler {
     fn reset_connection(&mut self, output: &mut Output) {
         self.statements.clear();
         if self.session.reset() {
+            apply_connection_settings(
+                self.session.as_mut(),
+                &self.identity,
+                self.max_allowed_packet,
+            );
             self.ok(output);
             return;
         }
         // A session that cannot reset itself is replaced by a fresh one.
         let database = self.session.current_database();
-        self.session = new_session(&self.shared, &self.identity, self.capabilities);
+        self.session = new_session(
+            &self.shared,
+            &self.identity,
+            self.capabilities,
+            self.max_allowed_packet,
+        );
         if let Some(db) = database {
             if let Err(error) = self.session.use_database(&db) {
                 output.err(&error);

@@ -30,6 +30,7 @@ use tokio::sync::watch;
 use crate::auth::{self, CACHING_SHA2, NATIVE_PASSWORD};
 use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
 use crate::command::{CommandHandler, ConnControl, Identity};
+use crate::compress::Algorithm;
 use crate::handshake::{
     is_ssl_request, parse_change_user, parse_handshake_response, put_auth_switch, put_handshake,
     HandshakeError, HandshakeResponse,
@@ -37,7 +38,7 @@ use crate::handshake::{
 use crate::protocol::{capability, command, errors, put_err, put_err_before_handshake, status};
 use crate::results::Output;
 use crate::server::Shared;
-use crate::stream::{Conn, Stream, READ_BUFFER};
+use crate::stream::{self, Conn, Stream, READ_BUFFER};
 use crate::tls::TlsSession;
 
 /// Largest packet accepted before authentication: a handshake response is small.
@@ -53,7 +54,9 @@ pub(crate) async fn serve(
     let _ = stream.set_nodelay(true);
     let open = shared.connections.fetch_add(1, Ordering::Relaxed) + 1;
     shared.count(Counter::Connections, 1);
-    if open > shared.max_connections() {
+    // One connection past max_connections is let in, as MySQL does, for an account with
+    // SUPER or CONNECTION_ADMIN (checked after its login, `connection`).
+    if open > shared.max_connections() + 1 {
         let mut stream = stream;
         let _ = stream.write_all(&too_many_connections()).await;
         shared.connections.fetch_sub(1, Ordering::Relaxed);
@@ -151,6 +154,17 @@ fn connection(
         shared.count(Counter::AbortedConnects, 1);
         return;
     };
+    // The extra connection past max_connections is an administrator's only.
+    if shared.connections.load(Ordering::Relaxed) > shared.max_connections()
+        && !shared
+            .backend
+            .is_connection_admin(&login.user, &login.account_host)
+    {
+        let mut conn = conn;
+        send_error(conn.get_mut(), login.seq, &errors::too_many_connections());
+        shared.count(Counter::AbortedConnects, 1);
+        return;
+    }
     logged_in.store(true, Ordering::Release);
     command_loop(conn, shared, login, control);
 }
@@ -171,6 +185,10 @@ struct Login {
     tls: Option<TlsSession>,
     /// The sequence id the OK after authentication gets.
     seq: u8,
+    /// The collation id the client's handshake named.
+    collation: u8,
+    /// The protocol compression the client asked for (zstd if it named both).
+    compression: Option<Algorithm>,
 }
 
 /// 1040, sent before the handshake: without protocol 4.1's SQL state (see
@@ -289,6 +307,7 @@ fn connect(
         secure,
     };
     let (host, account_host, seq) = check_account(&mut conn, shared, &claim, &response, seq)?;
+    let compression = compression_of(&response);
     let login = Login {
         capabilities: response.capabilities,
         connection_id,
@@ -300,8 +319,21 @@ fn connect(
         database: response.database,
         tls,
         seq,
+        collation: response.collation,
+        compression,
     };
     Some((conn, login))
+}
+
+/// The compression a handshake response asks for.
+fn compression_of(response: &HandshakeResponse) -> Option<Algorithm> {
+    if let Some(level) = response.zstd_level {
+        Some(Algorithm::Zstd(level))
+    } else if response.capabilities & capability::COMPRESS != 0 {
+        Some(Algorithm::Zlib)
+    } else {
+        None
+    }
 }
 
 /// What authentication knows about the connection besides the client's response.
@@ -373,7 +405,8 @@ fn check_account(
         let mut w = PacketWriter::new(seq);
         w.packet(|out| put_auth_switch(out, &plugin, scramble));
         send(conn.get_mut(), &w.take())?;
-        let Packet { payload, last_seq } = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
+        let Packet { payload, last_seq } =
+            stream::read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
         seq = last_seq.wrapping_add(1);
         auth_response = payload;
     }
@@ -401,10 +434,23 @@ fn check_account(
         )
     };
     let verified = verified && exists;
-    if verified {
+    // A locked account's refusal (3118, 3955) replaces the answer, and counts as a failure.
+    let refusal = if exists {
+        shared
+            .backend
+            .check_login(&response.user, &record.host, &host, verified)
+            .err()
+    } else {
+        None
+    };
+    if verified && refusal.is_none() {
         shared.throttle.succeeded(claim.peer.ip());
     } else {
         shared.throttle.failed(claim.peer.ip());
+    }
+    if let Some(error) = refusal {
+        send_error(conn.get_mut(), seq, &error);
+        return None;
     }
     if !verified {
         let error = errors::access_denied(&response.user, &host, !auth_response.is_empty());
@@ -450,7 +496,7 @@ fn caching_sha2(
     if fast {
         return Some((true, w.seq()));
     }
-    let packet = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
+    let packet = stream::read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
     let mut seq = packet.last_seq.wrapping_add(1);
     let mut payload = packet.payload;
     let password = if claim.secure {
@@ -469,7 +515,7 @@ fn caching_sha2(
                     out.extend_from_slice(keys.public_pem().as_bytes());
                 });
                 send(conn.get_mut(), &w.take())?;
-                let sealed = read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
+                let sealed = stream::read_packet(conn, w.seq(), MAX_HANDSHAKE_PACKET).ok()?;
                 seq = sealed.last_seq.wrapping_add(1);
                 keys.decrypt_password(&sealed.payload, scramble)
             }
@@ -520,7 +566,7 @@ fn counted_packet(
 /// The command phase: the session is opened, then each command packet is read and answered
 /// until COM_QUIT, an error, a KILL, `wait_timeout` or the server's shutdown ends it.
 fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<ConnControl>) {
-    let mut output = Output::new(conn, shared.clone());
+    let mut output = Output::new(conn, shared.clone(), shared.max_allowed_packet());
     output.writer.set_seq(login.seq);
     let identity = Identity {
         connection_id: login.connection_id,
@@ -529,6 +575,8 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         account_host: login.account_host,
         tls: login.tls.clone(),
         control: Arc::clone(control),
+        collation: login.collation,
+        compression: login.compression,
     };
     let opened = CommandHandler::open(
         shared,
@@ -542,6 +590,10 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         output.close();
         return;
     };
+    // The login's OK went plain; the client compresses from its first command on.
+    if let Some(algorithm) = login.compression {
+        output.conn().get_mut().start_compression(algorithm);
+    }
     let interactive = login.capabilities & capability::INTERACTIVE != 0;
     loop {
         // Read each time: SET [GLOBAL] wait_timeout applies from the next idle wait.
@@ -553,6 +605,7 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
         if output.conn().get_mut().set_timeouts(wait, stalled).is_err() {
             break;
         }
+        output.conn().get_mut().new_command();
         let packet = output.read_packet(0);
         let Some(packet) = counted_packet(packet, &mut output, shared) else {
             break;
@@ -587,6 +640,8 @@ fn command_loop(conn: Conn, shared: &Arc<Shared>, login: Login, control: &Arc<Co
                     account_host,
                     tls: login.tls.clone(),
                     control: Arc::clone(control),
+                    collation: claim.collation,
+                    compression: login.compression,
                 };
                 let database = claim.database.as_deref();
                 let opened = CommandHandler::open(

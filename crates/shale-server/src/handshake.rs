@@ -60,7 +60,12 @@ pub struct HandshakeResponse {
     pub database: Option<String>,
     /// Empty when the client did not say (pre-PLUGIN_AUTH clients mean the native one).
     pub plugin: String,
+    /// The zstd level, when the client asked for zstd protocol compression.
+    pub zstd_level: Option<u8>,
 }
+
+/// MySQL's `protocol_compression_level` default for zstd.
+pub const DEFAULT_ZSTD_LEVEL: u8 = 3;
 
 /// Why a handshake response was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -118,6 +123,20 @@ pub fn parse_handshake_response(payload: &[u8]) -> Result<HandshakeResponse, Han
         String::new()
     };
     // Connection attributes (CLIENT_CONNECT_ATTRS) follow; the server does not use them.
+    // After them, under CLIENT_ZSTD_COMPRESSION_ALGORITHM, the zstd level the client wants
+    // (MySQL's default, 3, when it is missing or out of range).
+    let mut zstd_level = None;
+    if capabilities & capability::ZSTD_COMPRESSION_ALGORITHM != 0 {
+        if capabilities & capability::CONNECT_ATTRS != 0 && !r.is_empty() {
+            r.lenenc_bytes(what)?;
+        }
+        let level = r.u8(what).unwrap_or(DEFAULT_ZSTD_LEVEL);
+        zstd_level = Some(if (1..=22).contains(&level) {
+            level
+        } else {
+            DEFAULT_ZSTD_LEVEL
+        });
+    }
     Ok(HandshakeResponse {
         capabilities,
         max_packet,
@@ -126,6 +145,7 @@ pub fn parse_handshake_response(payload: &[u8]) -> Result<HandshakeResponse, Han
         auth_response,
         database,
         plugin,
+        zstd_level,
     })
 }
 
@@ -164,6 +184,7 @@ pub fn parse_change_user(
         auth_response,
         database,
         plugin,
+        zstd_level: None,
     })
 }
 
@@ -194,6 +215,34 @@ mod tests {
         assert_eq!(r.nul_bytes(), b"ijklmnopqrst");
         assert_eq!(r.nul_bytes(), b"mysql_native_password");
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn zstd_level_follows_the_connection_attributes() {
+        let response = |caps: u32, attrs: bool, level: Option<u8>| {
+            let mut p = Vec::new();
+            put_u32(&mut p, caps);
+            put_u32(&mut p, 1 << 24);
+            p.push(45);
+            p.extend_from_slice(&[0; 23]);
+            put_nul_bytes(&mut p, b"root");
+            put_lenenc_bytes(&mut p, &[1, 2, 3]);
+            put_nul_bytes(&mut p, b"db1");
+            put_nul_bytes(&mut p, b"mysql_native_password");
+            if attrs {
+                put_lenenc_bytes(&mut p, b"\x04_pid\x0212");
+            }
+            p.extend(level);
+            parse_handshake_response(&p).unwrap().zstd_level
+        };
+        let zstd = capability::SERVER;
+        let no_attrs = zstd & !capability::CONNECT_ATTRS;
+        assert_eq!(response(zstd, true, Some(7)), Some(7));
+        assert_eq!(response(no_attrs, false, Some(19)), Some(19));
+        assert_eq!(response(zstd, true, Some(0)), Some(DEFAULT_ZSTD_LEVEL));
+        assert_eq!(response(zstd, true, None), Some(DEFAULT_ZSTD_LEVEL));
+        let zlib = zstd & !capability::ZSTD_COMPRESSION_ALGORITHM;
+        assert_eq!(response(zlib, true, Some(7)), None);
     }
 
     #[test]

@@ -5,9 +5,11 @@
 //! framing), `protocol` (flags, command bytes, OK/ERR/EOF), `handshake` and `auth` (the
 //! connection phase, with `sha2_full` for `caching_sha2_password`'s full authentication and
 //! `tls` for the switch to TLS), `text` and `binary` (result and parameter encodings), `prepared`
-//! (prepared statements' state, COM_STMT_EXECUTE decoding), `results` (streaming replies),
+//! (prepared statements' state, COM_STMT_EXECUTE decoding), `cursor` (COM_STMT_FETCH's
+//! materialized results), `results` (streaming replies),
 //! `split` (is there a second statement?), `throttle` (delays after failed logins), `stream`
-//! (a connection's blocking byte stream, plain or TLS), `command` (the command phase), `conn`
+//! (a connection's blocking byte stream, plain or TLS) with `compress` (the compressed
+//! protocol under it), `command` (the command phase), `conn`
 //! (a connection's thread: the connection phase and the command loop) and `server` (the
 //! listener); `testing` (feature `testing`) holds the fuzz targets' entry
 //! points. docs/server.md describes the server for its users.
@@ -21,7 +23,9 @@ mod backend;
 mod binary;
 mod codec;
 mod command;
+mod compress;
 mod conn;
+mod cursor;
 mod handshake;
 mod prepared;
 mod protocol;

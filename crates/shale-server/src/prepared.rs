@@ -18,12 +18,15 @@
 //!    takes the place of that parameter's value (whatever its NULL bit says), as in MySQL.
 //! 4. A parameter's long data never grows past the connection's `max_allowed_packet`: the
 //!    data is dropped and the next execution fails with error 1153.
+//! 5. A statement's open cursor (cursor.rs) lives and dies with the statement, and
+//!    COM_STMT_RESET closes it.
 
 use std::collections::HashMap;
 
 use shale_sql::{SqlError, Value};
 
 use crate::binary::read_param;
+use crate::cursor::Cursor;
 use crate::protocol::errors;
 use crate::wire::Reader;
 
@@ -37,6 +40,7 @@ struct Statement {
     long_data: Vec<Option<Vec<u8>>>,
     /// Some parameter's long data went past the limit since the last execution.
     long_data_too_large: bool,
+    cursor: Option<Cursor>,
 }
 
 /// The prepared statements of one connection.
@@ -79,6 +83,7 @@ impl Statements {
                 bound_types: None,
                 long_data: vec![None; param_count],
                 long_data_too_large: false,
+                cursor: None,
             },
         );
         self.last_prepared = Some(id);
@@ -103,10 +108,38 @@ impl Statements {
             Some(statement) => {
                 statement.long_data.iter_mut().for_each(|d| *d = None);
                 statement.long_data_too_large = false;
+                statement.cursor = None;
                 true
             }
             None => false,
         }
+    }
+
+    /// Keeps `cursor` as statement `id`'s open cursor (closing any earlier one).
+    pub fn set_cursor(&mut self, id: u32, cursor: Cursor) {
+        if let Some(statement) = self.by_id.get_mut(&id) {
+            statement.cursor = Some(cursor);
+        }
+    }
+
+    /// Closes statement `id`'s cursor, if it has one.
+    pub fn close_cursor(&mut self, id: u32) {
+        if let Some(statement) = self.by_id.get_mut(&id) {
+            statement.cursor = None;
+        }
+    }
+
+    /// Statement `id`'s open cursor: error 1243 for an unknown statement, 1421 when it has
+    /// no open cursor.
+    pub fn cursor(&mut self, id: u32) -> Result<&mut Cursor, SqlError> {
+        let statement = self
+            .by_id
+            .get_mut(&id)
+            .ok_or_else(|| errors::unknown_statement(id, "mysqld_stmt_fetch"))?;
+        statement
+            .cursor
+            .as_mut()
+            .ok_or_else(|| errors::no_open_cursor(id))
     }
 
     /// COM_STMT_SEND_LONG_DATA (`int<4>` id, `int<2>` parameter, data). It has no reply, so

@@ -31,9 +31,14 @@ pub mod capability {
     /// The client may send files for LOAD DATA LOCAL (results.rs, `Output::request_local_file`).
     pub const LOCAL_FILES: u32 = 1 << 7;
     pub const DEPRECATE_EOF: u32 = 1 << 24;
+    /// The compressed protocol, zlib (compress.rs), from the first command on.
+    pub const COMPRESS: u32 = 1 << 5;
+    /// The compressed protocol with zstd instead (MySQL 8.0.18+ clients); the handshake
+    /// response then ends with the zstd level.
+    pub const ZSTD_COMPRESSION_ALGORITHM: u32 = 1 << 26;
 
-    /// Everything this server offers (and SSL when TLS is configured). Not offered: COMPRESS,
-    /// SESSION_TRACK, and MariaDB's extended capabilities. LOCAL_FILES is offered; whether a
+    /// Everything this server offers (and SSL when TLS is configured). Not offered:
+    /// SESSION_TRACK and MariaDB's extended capabilities. LOCAL_FILES is offered; whether a
     /// LOAD DATA LOCAL runs is the global `local_infile`'s call.
     pub const SERVER: u32 = LONG_PASSWORD
         | LOCAL_FILES
@@ -41,6 +46,8 @@ pub mod capability {
         | LONG_FLAG
         | CONNECT_WITH_DB
         | NO_SCHEMA
+        | COMPRESS
+        | ZSTD_COMPRESSION_ALGORITHM
         | ODBC
         | IGNORE_SPACE
         | PROTOCOL_41
@@ -63,6 +70,10 @@ pub mod status {
     pub const IN_TRANS: u16 = 1;
     pub const AUTOCOMMIT: u16 = 2;
     pub const MORE_RESULTS_EXISTS: u16 = 8;
+    /// A COM_STMT_EXECUTE opened a cursor: rows come with COM_STMT_FETCH (cursor.rs).
+    pub const CURSOR_EXISTS: u16 = 64;
+    /// A COM_STMT_FETCH sent the cursor's last row.
+    pub const LAST_ROW_SENT: u16 = 128;
 }
 
 /// Command bytes (`COM_*`), the first byte of every command packet.
@@ -81,6 +92,8 @@ pub mod command {
     pub const STMT_RESET: u8 = 0x1A;
     pub const SET_OPTION: u8 = 0x1B;
     pub const STMT_FETCH: u8 = 0x1C;
+    /// Deprecated since MySQL 5.7.11 (clients send the KILL statement), still served.
+    pub const PROCESS_KILL: u8 = 0x0C;
     pub const RESET_CONNECTION: u8 = 0x1F;
 }
 
@@ -231,11 +244,11 @@ pub mod errors {
         )
     }
 
-    pub fn unsupported_cursor() -> SqlError {
+    pub fn no_open_cursor(id: u32) -> SqlError {
         error(
-            1235,
-            "42000",
-            "This version of Shale doesn't yet support 'cursors (COM_STMT_FETCH)'".into(),
+            1421,
+            "HY000",
+            format!("The statement ({id}) has no open cursor."),
         )
     }
 }

@@ -22,10 +22,10 @@ use shale_sql::{
 };
 
 use crate::binary::put_binary_row;
-use crate::codec::{read_packet, Packet, PacketWriter, ReadError};
+use crate::codec::{Packet, PacketWriter, ReadError};
 use crate::protocol::{capability, errors, put_eof, put_err, put_ok, status, OkPacket};
 use crate::server::Shared;
-use crate::stream::Conn;
+use crate::stream::{read_packet, Conn};
 use crate::text::{put_column_definition, put_text_row};
 use crate::wire::put_lenenc_int;
 
@@ -40,16 +40,25 @@ pub struct Output {
     shared: Arc<Shared>,
     /// A write failed (the client disconnected); nothing more is sent.
     broken: bool,
+    /// The largest packet this connection accepts (fixed when it logs in).
+    max_allowed_packet: usize,
 }
 
 impl Output {
-    pub fn new(conn: Conn, shared: Arc<Shared>) -> Self {
+    /// The reply side of `conn`; packets larger than `max_allowed_packet` are refused.
+    pub fn new(conn: Conn, shared: Arc<Shared>, max_allowed_packet: usize) -> Self {
         Output {
             writer: PacketWriter::new(0),
             conn,
             shared,
             broken: false,
+            max_allowed_packet,
         }
+    }
+
+    /// The largest packet this connection accepts.
+    pub fn max_allowed_packet(&self) -> usize {
+        self.max_allowed_packet
     }
 
     /// The connection's stream (to read a packet, set a timeout or close it).
@@ -59,7 +68,7 @@ impl Output {
 
     /// Reads the client's next packet, whose first chunk must carry `seq`.
     pub fn read_packet(&mut self, seq: u8) -> Result<Packet, ReadError> {
-        read_packet(&mut self.conn, seq, self.shared.options.max_allowed_packet)
+        read_packet(&mut self.conn, seq, self.max_allowed_packet)
     }
 
     fn write_out(&mut self, bytes: &[u8]) -> bool {

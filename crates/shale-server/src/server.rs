@@ -141,6 +141,16 @@ impl Shared {
             .map_or(self.options.max_connections, |n| n as usize)
     }
 
+    /// `max_allowed_packet` now (`SET GLOBAL` changes it for connections that log in
+    /// afterwards; each connection keeps the value it started with, as in MySQL).
+    pub fn max_allowed_packet(&self) -> usize {
+        self.backend
+            .global_number("max_allowed_packet")
+            .map_or(self.options.max_allowed_packet, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            })
+    }
+
     /// `net_write_timeout` now: `SET GLOBAL` changes it live.
     pub fn net_write_timeout(&self) -> Duration {
         self.backend

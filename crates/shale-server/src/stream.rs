@@ -13,6 +13,9 @@
 //!    a blocked read then returns end-of-file, while a reply being written still goes out.
 //! 2. The read buffer of [`Conn`] is the only place bytes read ahead live; nothing reads the
 //!    socket around it once the connection phase hands it over.
+//! 3. Without compression a read or write goes straight to the transport (no copy, no extra
+//!    call); with it ([`Stream::start_compression`], after the login's OK) every byte goes
+//!    through the connection's [`Compression`], and a `flush` ends a compressed packet.
 
 use std::io::{self, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -21,6 +24,8 @@ use std::time::Duration;
 
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
+use crate::codec::{read_packet_in_order, Packet, ReadError};
+use crate::compress::{Algorithm, Compression};
 use crate::tls::TlsSession;
 
 /// Bytes read ahead from the socket per `recv`.
@@ -31,6 +36,8 @@ pub const READ_BUFFER: usize = 16 * 1024;
 pub struct Stream {
     transport: Transport,
     timeouts: Option<(Duration, Duration)>,
+    /// Set when the client logged in with CLIENT_COMPRESS.
+    compression: Option<Box<Compression>>,
 }
 
 #[derive(Debug)]
@@ -42,12 +49,24 @@ enum Transport {
 /// A connection's buffered stream: reads through the buffer, writes straight to the stream.
 pub type Conn = BufReader<Stream>;
 
+/// Reads the client's next packet, whose first chunk must carry `seq` (any id under the
+/// compressed protocol, whose own ids keep the order).
+pub fn read_packet(
+    conn: &mut Conn,
+    seq: u8,
+    max_allowed_packet: usize,
+) -> Result<Packet, ReadError> {
+    let expected = (!conn.get_ref().compressed()).then_some(seq);
+    read_packet_in_order(conn, expected, max_allowed_packet)
+}
+
 impl Stream {
     /// A plain TCP stream.
     pub fn plain(tcp: TcpStream) -> Stream {
         Stream {
             transport: Transport::Plain(tcp),
             timeouts: None,
+            compression: None,
         }
     }
 
@@ -76,6 +95,23 @@ impl Stream {
         Ok(())
     }
 
+    /// From now on every byte goes in compressed packets (compress.rs), both ways.
+    pub fn start_compression(&mut self, algorithm: Algorithm) {
+        self.compression = Some(Box::new(Compression::new(algorithm)));
+    }
+
+    /// Whether the compressed protocol is in use.
+    pub fn compressed(&self) -> bool {
+        self.compression.is_some()
+    }
+
+    /// A command starts: under compression, its compressed packets are numbered from 0.
+    pub fn new_command(&mut self) {
+        if let Some(compression) = &mut self.compression {
+            compression.new_command();
+        }
+    }
+
     /// Ends the stream: TLS's close_notify, then the socket's write side (best effort).
     pub fn close(&mut self) {
         if let Transport::Tls(tls) = &mut self.transport {
@@ -99,6 +135,7 @@ impl Stream {
         let stream = Stream {
             transport: Transport::Tls(Box::new(tls)),
             timeouts: None,
+            compression: None,
         };
         Ok((stream, session))
     }
@@ -106,23 +143,51 @@ impl Stream {
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match &mut self.transport {
-            Transport::Plain(tcp) => tcp.read(buf),
-            Transport::Tls(tls) => tls.read(buf),
+        match &mut self.compression {
+            None => self.transport.read(buf),
+            Some(compression) => compression.read(&mut self.transport, buf),
         }
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.transport {
+        match &mut self.compression {
+            None => self.transport.write(buf),
+            Some(compression) => {
+                compression.write(buf);
+                Ok(buf.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.compression {
+            None => self.transport.flush(),
+            Some(compression) => compression.flush(&mut self.transport),
+        }
+    }
+}
+
+impl Read for Transport {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Transport::Plain(tcp) => tcp.read(buf),
+            Transport::Tls(tls) => tls.read(buf),
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
             Transport::Plain(tcp) => tcp.write(buf),
             Transport::Tls(tls) => tls.write(buf),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match &mut self.transport {
+        match self {
             Transport::Plain(tcp) => tcp.flush(),
             Transport::Tls(tls) => tls.flush(),
         }

@@ -14,6 +14,7 @@
 
 use shale_table::{LockMode, TxnOptions, Value};
 
+use crate::account_lock::Policy;
 use crate::account_parse::{AccountStatement, Auth, Name, Target};
 use crate::error::SqlError;
 use crate::grants::{self, Account, Privs, ALL_GLOBAL, ALL_TABLE, CREATE_USER, GRANT_OPTION};
@@ -67,10 +68,13 @@ pub(crate) fn run(
     let mut txn = store.begin(TxnOptions::default())?;
     let key = |a: &Account| [bytes(&a.host), bytes(&a.user)];
     let mut warnings = Vec::new();
+    // Accounts whose temporary lock ends once the statement commits (account_lock.rs rule 2).
+    let mut unlock = Vec::new();
     match statement {
         AccountStatement::CreateUser {
             if_not_exists,
             users,
+            options,
         } => {
             need_create_user(session)?;
             let mut failed = Vec::new();
@@ -92,18 +96,27 @@ pub(crate) fn run(
                     continue;
                 }
                 let (plugin, stored) = stored_auth(auth.as_ref(), None)?;
-                txn.insert(&users_def, user_row(&account, &plugin, stored))?;
+                let policy = Policy::default().with(options);
+                txn.insert(&users_def, user_row(&account, &plugin, stored, policy))?;
             }
             if !failed.is_empty() {
                 txn.rollback();
                 return Err(operation_failed("CREATE USER", &failed));
             }
         }
-        AccountStatement::AlterUser { if_exists, users } => {
+        AccountStatement::AlterUser {
+            if_exists,
+            users,
+            options,
+        } => {
             let mut failed = Vec::new();
             for (name, auth) in users {
                 let account = resolve(name);
-                if !matches!(name, Name::Current) || me.is_none() {
+                // Only one's own password may be changed without CREATE USER.
+                if !matches!(name, Name::Current)
+                    || me.is_none()
+                    || *options != crate::account_lock::LockOptions::default()
+                {
                     need_create_user(session)?;
                 }
                 let Some(old) = txn.get(&users_def, &key(&account), LockMode::Exclusive)? else {
@@ -118,10 +131,18 @@ pub(crate) fn run(
                     }
                     continue;
                 };
-                if let Some(auth) = auth {
-                    let old_plugin = text(&old, 2);
-                    let (plugin, stored) = stored_auth(Some(auth), Some(&old_plugin))?;
-                    txn.update(&users_def, &old, user_row(&account, &plugin, stored))?;
+                let policy = Policy::of_row(&old).with(options);
+                let (plugin, stored) = match auth {
+                    Some(auth) => stored_auth(Some(auth), Some(&text(&old, 2)))?,
+                    None => (text(&old, 2), bytes_at(&old, 3)),
+                };
+                txn.update(
+                    &users_def,
+                    &old,
+                    user_row(&account, &plugin, stored, policy),
+                )?;
+                if options.lock == Some(false) || options.changes_tracking() {
+                    unlock.push(account);
                 }
             }
             if !failed.is_empty() {
@@ -192,7 +213,12 @@ pub(crate) fn run(
             };
             let plugin = text(&old, 2);
             let stored = password::hash_password(&plugin, password);
-            txn.update(&users_def, &old, user_row(&account, &plugin, stored))?;
+            let policy = Policy::of_row(&old);
+            txn.update(
+                &users_def,
+                &old,
+                user_row(&account, &plugin, stored, policy),
+            )?;
         }
         AccountStatement::Grant {
             privs,
@@ -305,13 +331,41 @@ pub(crate) fn run(
             let column = text_column(&format!("Grants for {}@{}", account.user, account.host));
             return session.text_rows(sink, &[column], &rows);
         }
+        AccountStatement::ShowCreateUser(user) => {
+            let account = resolve(user);
+            if me.is_some() && me.as_ref() != Some(&account) {
+                session.authorize(&[crate::privilege::Need::Db {
+                    privs: grants::SELECT,
+                    db: "mysql".into(),
+                }])?;
+            }
+            let row = txn.get(&users_def, &key(&account), LockMode::None)?;
+            txn.rollback();
+            let Some(row) = row else {
+                return Err(operation_failed("SHOW CREATE USER", &[account]));
+            };
+            let line = Policy::of_row(&row).show_create_user(
+                &quoted(&account),
+                &text(&row, 2),
+                &bytes_at(&row, 3),
+            );
+            let column = text_column(&format!(
+                "CREATE USER for {}@{}",
+                account.user, account.host
+            ));
+            return session.text_rows(sink, &[column], &[vec![bytes(&line)]]);
+        }
         AccountStatement::FlushPrivileges => {
             session.authorize(&[crate::privilege::Need::Global {
                 any_of: grants::RELOAD,
             }])?;
+            instance.login_locks.clear();
         }
     }
     txn.commit()?;
+    for account in unlock {
+        instance.login_locks.unlock(&account.user, &account.host);
+    }
     instance.reload_grants()?;
     session.state_mut().warnings = warnings;
     let status = session.state().status(session.in_transaction());
@@ -448,13 +502,22 @@ fn text(row: &[Value], i: usize) -> String {
     }
 }
 
-fn user_row(account: &Account, plugin: &str, stored: Vec<u8>) -> Vec<Value> {
-    vec![
+fn bytes_at(row: &[Value], i: usize) -> Vec<u8> {
+    match row.get(i) {
+        Some(Value::Bytes(b)) => b.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn user_row(account: &Account, plugin: &str, stored: Vec<u8>, policy: Policy) -> Vec<Value> {
+    let mut row = vec![
         bytes(&account.host),
         bytes(&account.user),
         bytes(plugin),
         Value::Bytes(stored),
-    ]
+    ];
+    row.extend(policy.stored());
+    row
 }
 
 /// The plugin and stored string for `auth` (the default plugin, or the account's current one

@@ -3,6 +3,7 @@
 //! recursive-descent parser per statement form. A text that does not start like an account
 //! statement is left to sqlparser; one that does but does not parse is 1064.
 
+use crate::account_lock::LockOptions;
 use crate::error::SqlError;
 use crate::grants::{self, Account, Level, Privs, ALL_GLOBAL, ALL_TABLE, GRANT_OPTION};
 use crate::password::{CACHING_SHA2, NATIVE_PASSWORD};
@@ -99,10 +100,12 @@ pub(crate) enum AccountStatement {
     CreateUser {
         if_not_exists: bool,
         users: Vec<(Name, Option<Auth>)>,
+        options: LockOptions,
     },
     AlterUser {
         if_exists: bool,
         users: Vec<(Name, Option<Auth>)>,
+        options: LockOptions,
     },
     DropUser {
         if_exists: bool,
@@ -124,6 +127,7 @@ pub(crate) enum AccountStatement {
         users: Vec<Name>,
     },
     ShowGrants(Option<Name>),
+    ShowCreateUser(Name),
     FlushPrivileges,
 }
 
@@ -331,6 +335,29 @@ impl Parser {
         Ok(Target::Table(no_db()?, first))
     }
 
+    /// The locking clauses after CREATE USER's or ALTER USER's accounts (account_lock.rs).
+    fn lock_options(&mut self) -> Result<LockOptions, SqlError> {
+        let mut options = LockOptions::default();
+        while let Some(Token::Word(w)) = self.tokens.get(self.pos) {
+            let word = w.to_ascii_uppercase();
+            let tokens = &self.tokens;
+            let mut pos = self.pos + 1;
+            let found = options.parse_clause(&word, || {
+                let next = match tokens.get(pos) {
+                    Some(Token::Word(w)) => Some(w.clone()),
+                    _ => None,
+                };
+                pos += 1;
+                next
+            })?;
+            if found.is_none() {
+                break;
+            }
+            self.pos = pos;
+        }
+        Ok(options)
+    }
+
     fn done(&self) -> Result<(), SqlError> {
         if self.pos == self.tokens.len() {
             Ok(())
@@ -390,6 +417,8 @@ pub(crate) fn parse(sql: &str) -> Option<Result<AccountStatement, SqlError>> {
         "revoke"
     } else if p.eat_words(&["SHOW", "GRANTS"]) {
         "show"
+    } else if p.eat_words(&["SHOW", "CREATE", "USER"]) {
+        "show create"
     } else if p.eat_words(&["FLUSH", "PRIVILEGES"]) {
         "flush"
     } else {
@@ -405,6 +434,7 @@ fn parse_rest(p: &mut Parser, kind: &str) -> Result<AccountStatement, SqlError> 
             AccountStatement::CreateUser {
                 if_not_exists,
                 users: p.users_with_auth()?,
+                options: p.lock_options()?,
             }
         }
         "alter" => {
@@ -418,11 +448,13 @@ fn parse_rest(p: &mut Parser, kind: &str) -> Result<AccountStatement, SqlError> 
                 AccountStatement::AlterUser {
                     if_exists,
                     users: vec![(Name::Current, auth)],
+                    options: LockOptions::default(),
                 }
             } else {
                 AccountStatement::AlterUser {
                     if_exists,
                     users: p.users_with_auth()?,
+                    options: p.lock_options()?,
                 }
             }
         }
@@ -483,6 +515,7 @@ fn parse_rest(p: &mut Parser, kind: &str) -> Result<AccountStatement, SqlError> 
             };
             AccountStatement::ShowGrants(user)
         }
+        "show create" => AccountStatement::ShowCreateUser(p.account()?),
         _ => AccountStatement::FlushPrivileges,
     };
     p.done()?;
@@ -541,8 +574,32 @@ mod tests {
                         password: Some("pw".into()),
                         hash: None
                     })
-                )]
+                )],
+                options: LockOptions::default(),
             }
+        );
+        assert_eq!(
+            p("ALTER USER u FAILED_LOGIN_ATTEMPTS 3 PASSWORD_LOCK_TIME UNBOUNDED ACCOUNT LOCK"),
+            AccountStatement::AlterUser {
+                if_exists: false,
+                users: vec![(acct("u", "%"), None)],
+                options: LockOptions {
+                    lock: Some(true),
+                    failed_login_attempts: Some(3),
+                    password_lock_time: Some(crate::account_lock::LockTime::Unbounded),
+                },
+            }
+        );
+        assert_eq!(
+            p("SHOW CREATE USER 'u'@'h'"),
+            AccountStatement::ShowCreateUser(acct("u", "h"))
+        );
+        assert_eq!(
+            parse("CREATE USER u ACCOUNT LOCK extra")
+                .unwrap()
+                .unwrap_err()
+                .code,
+            1064
         );
         assert_eq!(
             p("drop user `a`@localhost, b"),

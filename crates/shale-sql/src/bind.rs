@@ -120,8 +120,12 @@ pub(crate) enum OnDuplicate {
 pub(crate) struct BoundInsert {
     pub table: TableRef,
     pub rows: Vec<Vec<Option<Expr>>>,
-    /// INSERT ... SELECT: the query, and the table column each of its columns fills.
+    /// INSERT ... SELECT from at most one table, without subqueries: the query, and the
+    /// table column each of its columns fills.
     pub select: Option<(Box<BoundSelect>, Vec<usize>)>,
+    /// INSERT ... SELECT of any other query (joins, derived tables, subqueries, UNION, WITH):
+    /// the query planned, and the table column each of its columns fills.
+    pub query: Option<(Arc<crate::query::StatementQuery>, Vec<usize>)>,
     pub on_duplicate: OnDuplicate,
 }
 
@@ -471,11 +475,16 @@ impl<'a> Binder<'a> {
                 }
             }
             ast::Expr::BinaryOp { left, op, right } => {
+                if let Some(rewritten) = crate::row_compare::comparison(left, op, right) {
+                    return self.expr(&rewritten?);
+                }
                 match crate::builtin::bind_interval_arith(self, left, op, right) {
                     Some(bound) => bound?,
                     None => self.binary(left, op, right)?,
                 }
             }
+            // A row constructor outside a comparison (row_compare.rs takes those).
+            ast::Expr::Tuple(_) => return Err(crate::row_compare::operand_width(1)),
             ast::Expr::IsNull(x) => (Expr::IsNull(self.expr(x)?.0.boxed(), false), bool_type()),
             ast::Expr::IsNotNull(x) => (Expr::IsNull(self.expr(x)?.0.boxed(), true), bool_type()),
             ast::Expr::IsTrue(x) => (
@@ -521,6 +530,9 @@ impl<'a> Binder<'a> {
                 negated,
                 ..
             } => {
+                if let Some(rewritten) = crate::row_compare::in_list(expr, list, *negated) {
+                    return self.expr(&rewritten?);
+                }
                 let (x, tx) = self.expr(expr)?;
                 let mut items = Vec::with_capacity(list.len());
                 let mut types = vec![tx];
@@ -539,6 +551,15 @@ impl<'a> Binder<'a> {
                     },
                     bool_type(),
                 )
+            }
+            ast::Expr::In {
+                expr,
+                target: ast::InTarget::Subquery(_),
+                ..
+            } if matches!(expr.as_ref(), ast::Expr::Tuple(_)) => {
+                return Err(SqlError::unsupported(
+                    "a row constructor before IN (SELECT ...)",
+                ));
             }
             ast::Expr::In {
                 expr,
@@ -700,9 +721,11 @@ impl<'a> Binder<'a> {
                 },
             ),
             ast::Value::Null => (Expr::Literal(Value::Null), SqlType::Null),
-            ast::Value::Placeholder(p) if p == "?" => {
-                let n = self.params;
-                self.params += 1;
+            ast::Value::Placeholder(p) if p.starts_with('?') => {
+                // A prepared statement's placeholders are numbered in text order
+                // (placeholders.rs); a lone one is the next.
+                let n = crate::placeholders::index(p).unwrap_or(self.params);
+                self.params = self.params.max(n + 1);
                 (
                     Expr::Param(n),
                     SqlType::Str {
@@ -1180,7 +1203,7 @@ impl<'a> Binder<'a> {
                             {
                                 ids.last().map(|i| i.value.clone()).unwrap_or_default()
                             }
-                            other => other.to_string(),
+                            other => crate::placeholders::unnumber(other.to_string()),
                         },
                     };
                     let (x, t) = self.expr(e)?;
@@ -1343,16 +1366,29 @@ impl<'a> Binder<'a> {
         let ast::SetExpr::Values(values) = source.body.as_ref() else {
             let mut sub = Binder::new(self.ctx);
             sub.params = self.params;
-            let select = sub.select(source)?;
+            let query = sub.query(source)?;
             self.params = sub.params;
-            if select.columns.len() != targets.len() {
+            if query.columns().len() != targets.len() {
                 return Err(SqlError::column_count(1));
             }
+            let subqueries = std::mem::take(&mut sub.subqueries);
             let on_duplicate = self.on_duplicate(ins, &table)?;
+            let (select, query) = match query {
+                crate::query::BoundQuery::Select(select)
+                    if select.from.is_none() && subqueries.is_empty() =>
+                {
+                    (Some((select, targets)), None)
+                }
+                other => {
+                    let planned = crate::query::plan_statement(other, subqueries);
+                    (None, Some((Arc::new(planned), targets)))
+                }
+            };
             return Ok(BoundInsert {
                 table,
                 rows: Vec::new(),
-                select: Some((Box::new(select), targets)),
+                select,
+                query,
                 on_duplicate,
             });
         };
@@ -1378,6 +1414,7 @@ impl<'a> Binder<'a> {
             table,
             rows,
             select: None,
+            query: None,
             on_duplicate,
         })
     }

@@ -184,6 +184,16 @@ impl SqlError {
         )
     }
 
+    /// A statement bound to a definition a rewriting ALTER TABLE replaced (shale-table's
+    /// fence.rs); `MySQL` says the same when a snapshot predates a table's definition.
+    pub(crate) fn table_definition_changed() -> SqlError {
+        SqlError::new(
+            1412,
+            "HY000",
+            "Table definition has changed, please retry transaction",
+        )
+    }
+
     pub(crate) fn internal(detail: impl std::fmt::Display) -> SqlError {
         SqlError::new(1105, "HY000", format!("Unknown error: {detail}"))
     }
@@ -216,6 +226,7 @@ impl From<shale_table::Error> for SqlError {
             ),
             E::LockWaitTimeout => SqlError::lock_wait_timeout(),
             E::Deadlock => SqlError::deadlock(),
+            E::TableDefChanged { .. } => SqlError::table_definition_changed(),
             E::Engine(engine) => crate::storage_error::storage_error(&engine)
                 .unwrap_or_else(|| SqlError::internal(engine)),
             other => SqlError::internal(other),

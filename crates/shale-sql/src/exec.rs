@@ -1168,6 +1168,20 @@ impl ResultSink for Collect {
     }
 }
 
+/// The SELECT rows of INSERT ... SELECT as rows of the table: each value at the column
+/// `targets` names, None (the default) elsewhere.
+fn spread(rows: Vec<Vec<Value>>, targets: &[usize], ncols: usize) -> Vec<Vec<Option<Value>>> {
+    rows.into_iter()
+        .map(|r| {
+            let mut row = vec![None; ncols];
+            for (v, &pos) in r.into_iter().zip(targets) {
+                row[pos] = Some(v);
+            }
+            row
+        })
+        .collect()
+}
+
 pub(crate) fn insert(
     txn: &mut TableTxn,
     ins: &BoundInsert,
@@ -1178,8 +1192,8 @@ pub(crate) fn insert(
     let ncols = table.columns.len();
     // The rows to insert, one optional value per column (None: the column's default). The
     // SELECT of INSERT ... SELECT is read completely before the first write.
-    let source: Vec<Vec<Option<Value>>> = match (&ins.select, select_plan) {
-        (Some((select, targets)), Some(plan)) => {
+    let source: Vec<Vec<Option<Value>>> = match (&ins.select, select_plan, &ins.query) {
+        (Some((select, targets)), Some(plan), _) => {
             let mut collect = Collect::default();
             self::select(
                 txn,
@@ -1189,17 +1203,13 @@ pub(crate) fn insert(
                 &mut collect,
                 &StatementStatus::default(),
             )?;
-            collect
-                .rows
-                .into_iter()
-                .map(|r| {
-                    let mut row = vec![None; ncols];
-                    for (v, &pos) in r.into_iter().zip(targets) {
-                        row[pos] = Some(v);
-                    }
-                    row
-                })
-                .collect()
+            spread(collect.rows, targets, ncols)
+        }
+        (_, _, Some((query, targets))) => {
+            let mut collect = Collect::default();
+            let status = StatementStatus::default();
+            crate::query::run_statement(txn, query, env, &mut collect, &status)?;
+            spread(collect.rows, targets, ncols)
         }
         _ => {
             let mut rows = Vec::with_capacity(ins.rows.len());

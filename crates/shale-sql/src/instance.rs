@@ -63,6 +63,8 @@ pub struct Instance {
     /// Held by each account statement (CREATE USER, GRANT, ...) from its reads to the cache
     /// rebuild, so two of them never interleave.
     pub(crate) account_lock: Mutex<()>,
+    /// Failed-login counts and temporary account locks (account_lock.rs).
+    pub(crate) login_locks: crate::account_lock::LoginLocks,
     /// The only directory LOAD DATA INFILE reads server files from (`--secure-file-priv`);
     /// `None` (the default) refuses every server file, as MySQL's NULL does.
     secure_file_priv: Mutex<Option<PathBuf>>,
@@ -97,7 +99,10 @@ fn user_table() -> TableDef {
                 auto_increment: false,
                 auto_timestamp: shale_table::AutoTimestamp::default(),
             },
-        ],
+        ]
+        .into_iter()
+        .chain(crate::account_lock::user_columns())
+        .collect(),
         primary_key: IndexDef {
             name: "PRIMARY".into(),
             columns: vec![0, 1],
@@ -127,6 +132,7 @@ impl Instance {
         if catalog.table("mysql", "user").is_none() {
             store.create_table(user_table())?;
         }
+        crate::account_lock::upgrade_user_table(&store)?;
         // A data directory from before privileges existed: its accounts keep full access.
         let upgrading = catalog.table("mysql", "global_grants").is_none();
         for def in crate::grants::table_defs() {
@@ -157,6 +163,7 @@ impl Instance {
             secure_file_priv: Mutex::new(None),
             grants: Mutex::new(Arc::default()),
             account_lock: Mutex::new(()),
+            login_locks: crate::account_lock::LoginLocks::default(),
         });
         if upgrading {
             for account in instance.accounts()? {
@@ -342,17 +349,68 @@ impl Instance {
         Ok(None)
     }
 
+    /// The answer to a login of `user`@`account_host` (the matched account) from
+    /// `client_host` whose password check came out `verified`: `Ok` to let it in (or, for a
+    /// wrong password, to send the usual 1045), else the error to send instead: 3955 for an
+    /// account temporarily locked by failed logins, 3118 for one locked with ACCOUNT LOCK
+    /// (account_lock.rs).
+    pub fn check_login(
+        &self,
+        user: &str,
+        account_host: &str,
+        client_host: &str,
+        verified: bool,
+    ) -> Result<(), SqlError> {
+        let table = self.users()?;
+        let mut txn = self.store.begin(TxnOptions::default())?;
+        let key = [
+            Value::Bytes(account_host.as_bytes().to_vec()),
+            Value::Bytes(user.as_bytes().to_vec()),
+        ];
+        let policy = txn
+            .get(&table, &key, LockMode::None)?
+            .as_deref()
+            .map(crate::account_lock::Policy::of_row)
+            .unwrap_or_default();
+        self.login_locks.after_check(
+            (user, account_host),
+            client_host,
+            policy,
+            verified,
+            std::time::Instant::now(),
+        )
+    }
+
+    /// Whether `user`@`account_host` holds SUPER or CONNECTION_ADMIN globally: MySQL's test
+    /// for the one connection allowed past `max_connections`.
+    pub fn is_connection_admin(&self, user: &str, account_host: &str) -> bool {
+        let account = crate::grants::Account {
+            user: user.to_owned(),
+            host: account_host.to_owned(),
+        };
+        self.grants()
+            .global(&account)
+            .any(crate::grants::SUPER | crate::grants::CONNECTION_ADMIN)
+    }
+
     /// Creates or replaces an account (server initialization).
     pub fn put_user(&self, record: &UserRecord) -> Result<(), SqlError> {
         let table = self.users()?;
         let mut txn = self.store.begin(TxnOptions::default())?;
-        let row = vec![
+        let mut row = vec![
             Value::Bytes(record.host.as_bytes().to_vec()),
             Value::Bytes(record.user.as_bytes().to_vec()),
             Value::Bytes(record.plugin.as_bytes().to_vec()),
             Value::Bytes(record.authentication_string.clone()),
         ];
-        match txn.get(&table, &row[..2], LockMode::Exclusive)? {
+        // The account's locking settings stay as they were.
+        let old = txn.get(&table, &row[..2], LockMode::Exclusive)?;
+        let policy = old
+            .as_deref()
+            .map(crate::account_lock::Policy::of_row)
+            .unwrap_or_default();
+        row.extend(policy.stored());
+        match old {
             Some(old) => txn.update(&table, &old, row)?,
             None => txn.insert(&table, row)?,
         }

@@ -446,7 +446,10 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
                         filter,
                     },
                     InputSource::Derived(q) => StepInput::Derived {
-                        query: Box::new(plan_query(q.as_ref().clone())),
+                        query: Box::new(plan_query(crate::derived_pushdown::push_into(
+                            q,
+                            filter.as_ref(),
+                        ))),
                         filter,
                     },
                     InputSource::Virtual(table) => StepInput::Virtual {

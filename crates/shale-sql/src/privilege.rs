@@ -22,8 +22,8 @@ use sqlparser::ast::{self, Statement};
 
 use crate::error::SqlError;
 use crate::grants::{
-    Account, Grants, ALTER, CONNECTION_ADMIN, CREATE, DELETE, DROP, INDEX, INSERT, PRIVILEGES,
-    SELECT, SUPER, SYSTEM_VARIABLES_ADMIN, UPDATE,
+    Account, Grants, ALTER, CREATE, DELETE, DROP, INDEX, INSERT, PRIVILEGES, SELECT, SUPER,
+    SYSTEM_VARIABLES_ADMIN, UPDATE,
 };
 
 /// One thing a statement needs.
@@ -229,7 +229,11 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
         | Statement::ShowDatabases { .. }
         | Statement::ShowVariables { .. }
         | Statement::ShowStatus { .. }
-        | Statement::Explain { .. } => {}
+        | Statement::Explain { .. }
+        // Anyone may KILL their own sessions and list them: processlist.rs checks SUPER,
+        // CONNECTION_ADMIN and PROCESS per session.
+        | Statement::Kill { .. }
+        | Statement::ShowProcessList { .. } => {}
         Statement::Insert(insert) => {
             let ast::TableObject::TableName(name) = &insert.table else {
                 return Err(SqlError::unsupported("INSERT INTO a table function"));
@@ -383,9 +387,6 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
                 _ => needs.push(Need::Global { any_of: SUPER }),
             }
         }
-        Statement::Kill { .. } => needs.push(Need::Global {
-            any_of: SUPER | CONNECTION_ADMIN,
-        }),
         // Rule 2: every other kind of statement.
         _ => needs.push(Need::Global { any_of: SUPER }),
     }
@@ -535,7 +536,8 @@ mod tests {
                 "SET @@global.autocommit = 0",
                 global(SUPER | SYSTEM_VARIABLES_ADMIN),
             ),
-            ("KILL 7", global(SUPER | CONNECTION_ADMIN)),
+            ("KILL 7", vec![]),
+            ("SHOW PROCESSLIST", vec![]),
             ("CREATE VIEW v AS SELECT 1", vec![table(CREATE, "v")]),
             (
                 "CREATE OR REPLACE VIEW v AS SELECT 1",

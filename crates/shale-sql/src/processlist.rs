@@ -196,8 +196,14 @@ impl ProcessList {
         lock(&self.entries).values().filter(|p| p.running()).count()
     }
 
-    /// KILL: 1094 for an id no session has.
-    pub(crate) fn kill(&self, id: u64, connection: bool) -> Result<(), SqlError> {
+    /// KILL: 1094 for an id no session has; 1095 when `owner` is given (the killer lacks
+    /// SUPER and CONNECTION_ADMIN) and the session is another user's.
+    pub(crate) fn kill(
+        &self,
+        id: u64,
+        connection: bool,
+        owner: Option<&str>,
+    ) -> Result<(), SqlError> {
         let Some(process) = lock(&self.entries).get(&id).cloned() else {
             return Err(SqlError::new(
                 1094,
@@ -205,6 +211,13 @@ impl ProcessList {
                 format!("Unknown thread id: {id}"),
             ));
         };
+        if owner.is_some_and(|user| lock(&process.activity).user != user) {
+            return Err(SqlError::new(
+                1095,
+                "HY000",
+                format!("You are not owner of thread {id}"),
+            ));
+        }
         if connection {
             process.kill.store(KILL_CONNECTION, Ordering::Relaxed);
             if let Some(hook) = lock(&process.hook).as_ref() {
@@ -221,14 +234,16 @@ impl ProcessList {
         Ok(())
     }
 
-    /// The rows of SHOW [FULL] PROCESSLIST (and information_schema.PROCESSLIST), by id.
-    pub(crate) fn rows(&self, full: bool) -> Vec<Vec<Value>> {
+    /// The rows of SHOW [FULL] PROCESSLIST, by id: every session's, or only those of the
+    /// user `only` (an account without PROCESS).
+    pub(crate) fn rows(&self, full: bool, only: Option<&str>) -> Vec<Vec<Value>> {
         let processes: Vec<Arc<Process>> = lock(&self.entries).values().cloned().collect();
         let now = Instant::now();
         processes
             .iter()
-            .map(|p| {
-                let a = lock(&p.activity).clone();
+            .map(|p| lock(&p.activity).clone())
+            .filter(|a| only.is_none_or(|user| a.user == user))
+            .map(|a| {
                 let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
                 let info = a.info.map_or(Value::Null, |i| {
                     if full {
@@ -320,13 +335,23 @@ fn columns() -> Vec<ColumnMeta> {
     ]
 }
 
-/// SHOW [FULL] PROCESSLIST.
+/// The session's user name when its account holds none of the global privileges `any_of`
+/// (it then sees and kills only sessions of that user, as MySQL's "own threads"); `None`
+/// when it holds one, or is not an account's (embedded use).
+fn user_unless(session: &Session, any_of: u32) -> Option<String> {
+    let account = session.state().account.as_ref()?;
+    let held = session.instance().grants().global(account);
+    (!held.any(any_of)).then(|| account.user.clone())
+}
+
+/// SHOW [FULL] PROCESSLIST: every session with PROCESS, else the user's own.
 pub(crate) fn show(
     session: &mut Session,
     full: bool,
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
-    let rows = session.instance().processes.rows(full);
+    let only = user_unless(session, crate::grants::PROCESS);
+    let rows = session.instance().processes.rows(full, only.as_deref());
     session.state_mut().warnings.clear();
     session.text_rows(sink, &columns(), &rows)
 }
@@ -340,7 +365,14 @@ pub(crate) fn kill(
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
     session.state_mut().warnings.clear();
-    session.instance().processes.kill(id, connection)?;
+    let owner = user_unless(
+        session,
+        crate::grants::SUPER | crate::grants::CONNECTION_ADMIN,
+    );
+    session
+        .instance()
+        .processes
+        .kill(id, connection, owner.as_deref())?;
     if !connection && id == session.connection_id() {
         // A session cannot interrupt its own KILL QUERY statement: nothing is running.
         let _ = session.process().kill.compare_exchange(
@@ -367,7 +399,7 @@ mod tests {
         server_session.rename(2);
         let fresh = list.register(2);
         assert_eq!(list.connected(), 1);
-        let listed = list.rows(true);
+        let listed = list.rows(true, None);
         assert!(Arc::ptr_eq(
             &list.entries.lock().unwrap()[&2],
             server_session.process()
@@ -377,9 +409,32 @@ mod tests {
         assert_eq!(list.connected(), 2);
         drop(fresh);
         assert_eq!(list.connected(), 1);
-        assert!(list.kill(2, false).is_ok());
+        assert!(list.kill(2, false, None).is_ok());
         assert!(server_session.process().interrupt_requested());
         drop(server_session);
-        assert_eq!(list.kill(2, true).unwrap_err().code, 1094);
+        assert_eq!(list.kill(2, true, None).unwrap_err().code, 1094);
+    }
+
+    #[test]
+    fn without_the_privilege_only_the_users_own_sessions_are_listed_and_killed() {
+        let list = Arc::new(ProcessList::default());
+        let a = list.register(1);
+        a.process().set_user("a", "localhost");
+        let b = list.register(2);
+        b.process().set_user("b", "localhost");
+        assert_eq!(list.rows(false, None).len(), 2);
+        let own = list.rows(false, Some("a"));
+        assert_eq!(own.len(), 1);
+        assert_eq!(own[0][0], shale_table::Value::UInt(1));
+        let e = list.kill(2, true, Some("a")).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (1095, "You are not owner of thread 2")
+        );
+        assert!(!b.process().connection_killed());
+        assert_eq!(list.kill(9, true, Some("a")).unwrap_err().code, 1094);
+        assert!(list.kill(1, true, Some("a")).is_ok());
+        assert!(list.kill(2, true, None).is_ok());
+        assert!(b.process().connection_killed());
     }
 }

@@ -46,12 +46,12 @@ pub(crate) enum BoundQuery {
     WorkingTable(Box<crate::recursive::WorkingTable>),
 }
 
-/// A bound UNION.
+/// A bound UNION, INTERSECT or EXCEPT (set_ops.rs).
 #[derive(Debug, Clone)]
 pub(crate) struct BoundUnion {
     pub parts: Vec<BoundSelect>,
-    /// The first this many parts' rows are made distinct (the last UNION DISTINCT's left).
-    pub distinct_upto: usize,
+    /// How the parts combine; its leaves index `parts`.
+    pub tree: crate::set_ops::SetTree,
     pub columns: Vec<ColumnMeta>,
     pub types: Vec<SqlType>,
     /// Over the union's result row.
@@ -118,7 +118,7 @@ pub(crate) fn flatten<'q>(
 }
 
 impl Binder<'_> {
-    /// Binds a query: one SELECT, or a UNION of several.
+    /// Binds a query: one SELECT, or several combined by UNION, INTERSECT and EXCEPT.
     pub(crate) fn query(&mut self, q: &ast::Query) -> Result<BoundQuery, SqlError> {
         if !matches!(q.body.as_ref(), ast::SetExpr::SetOperation { .. }) {
             return Ok(BoundQuery::Select(Box::new(self.select(q)?)));
@@ -129,14 +129,10 @@ impl Binder<'_> {
         if let Some(with) = &q.with {
             self.push_ctes(with);
         }
-        let mut flat = Vec::new();
-        flatten(&q.body, &mut flat)?;
-        let mut parts = Vec::with_capacity(flat.len());
-        let mut distinct_upto = 0;
-        for (i, (distinct, body)) in flat.iter().enumerate() {
-            if *distinct {
-                distinct_upto = i + 1;
-            }
+        let mut leaves = Vec::new();
+        let tree = crate::set_ops::tree(&q.body, &mut leaves)?;
+        let mut parts = Vec::with_capacity(leaves.len());
+        for body in leaves {
             let mut sub = self.child(None);
             let bound = match body {
                 ast::SetExpr::Select(s) => sub.select_body(s, None, None, &[]),
@@ -212,7 +208,7 @@ impl Binder<'_> {
         let (order_by, limit, offset) = bound?;
         Ok(BoundQuery::Union(Box::new(BoundUnion {
             parts,
-            distinct_upto,
+            tree,
             columns,
             types,
             order_by,
@@ -351,15 +347,9 @@ pub(crate) fn explain_query(q: &PlannedQuery, lines: &mut Vec<String>, indent: &
             }
         }
         PlannedQuery::Union(u) => {
+            let labels = crate::set_ops::labels(&u.union.tree, u.parts.len());
             for (i, p) in u.parts.iter().enumerate() {
-                let kind = if i == 0 {
-                    "union"
-                } else if i < u.union.distinct_upto {
-                    "union distinct"
-                } else {
-                    "union all"
-                };
-                lines.push(format!("{indent}{kind} part {}", i + 1));
+                lines.push(format!("{indent}{} part {}", labels[i], i + 1));
                 match &p.join {
                     Some(j) => join::explain(j, lines, &format!("{indent}  ")),
                     None => lines.push(format!("{indent}  no table")),
@@ -727,12 +717,10 @@ fn run_union(
     let u = &pu.union;
     let mut budget = env.budget("UNION result");
     let collations: Vec<Collation> = u.types.iter().map(SqlType::collation).collect();
-    let mut rows: Vec<Vec<Value>> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut key = String::new();
-    for (i, part) in pu.parts.iter().enumerate() {
-        let part_rows = select_rows_of(env, part)?;
-        for r in part_rows {
+    let mut leaves = Vec::with_capacity(pu.parts.len());
+    for part in &pu.parts {
+        let mut part_rows = Vec::new();
+        for r in select_rows_of(env, part)? {
             let r: Vec<Value> = r
                 .into_iter()
                 .zip(&u.types)
@@ -744,16 +732,12 @@ fn run_union(
                     }
                 })
                 .collect();
-            if i < u.distinct_upto {
-                group_key(&r, &collations, &mut key);
-                if !seen.insert(key.clone()) {
-                    continue;
-                }
-            }
             budget.add(&r)?;
-            rows.push(r);
+            part_rows.push(r);
         }
+        leaves.push(part_rows);
     }
+    let rows = crate::set_ops::evaluate(&u.tree, &mut leaves, &collations);
     let mut keyed = Vec::with_capacity(rows.len());
     for r in rows {
         let mut keys = Vec::with_capacity(u.order_by.len());

@@ -295,6 +295,12 @@ impl Session {
         self.state.status.insert(name.to_owned(), value.to_owned());
     }
 
+    /// Sets a session variable from the connection (`max_allowed_packet` as the server
+    /// enforces it for this connection), without `SET SESSION`'s checks.
+    pub fn set_connection_variable(&mut self, name: &str, value: Value) {
+        self.state.vars.insert(name.to_owned(), value);
+    }
+
     /// Sets the account `USER()` and `CURRENT_USER()` return (`user@host`).
     pub fn set_user(&mut self, user: &str, host: &str) {
         self.state.user = format!("{user}@{host}");
@@ -422,7 +428,11 @@ impl Session {
             let counter = crate::status::command_counter(&stmt);
             crate::ops::observe(self, counter, sql, &mut wrapped, |s, sink| {
                 let planned = s.plan(stmt)?;
-                s.run(&planned, &[], sink)
+                // Parsed again only for a rerun, so the common path keeps no copy.
+                s.run_rebinding(&planned, &[], sink, |s| {
+                    let stmt = crate::parse::parse(sql)?.swap_remove(i);
+                    s.plan(stmt).map(Arc::new)
+                })
             })?;
         }
         Ok(())
@@ -435,7 +445,7 @@ impl Session {
     }
 
     fn prepare_text(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
-        let mut statements = crate::parse::parse(sql)?;
+        let mut statements = crate::parse::parse(&crate::placeholders::number(sql))?;
         if statements.len() != 1 {
             return Err(SqlError::new(
                 1064,
@@ -530,28 +540,36 @@ impl Session {
             return Err(SqlError::wrong_param_count());
         }
         let planned = if stale {
-            let sql = self
-                .prepared
-                .get(&id)
-                .map(|p| p.sql.clone())
-                .unwrap_or_default();
-            let mut statements = crate::parse::parse(&sql)?;
-            if statements.is_empty() {
-                return Err(SqlError::unknown_prepared(id));
-            }
-            let (fresh, needs) = self.plan_with_needs(statements.remove(0))?;
-            self.authorize(&needs)?;
-            let fresh = Arc::new(fresh);
-            if let Some(p) = self.prepared.get_mut(&id) {
-                p.planned = Arc::clone(&fresh);
-                p.generation = generation;
-                p.needs = needs;
-            }
-            fresh
+            self.replan_prepared(id, generation)?
         } else {
             planned
         };
-        self.run(&planned, params, sink)
+        self.run_rebinding(&planned, params, sink, |s| {
+            s.replan_prepared(id, s.instance.generation())
+        })
+    }
+
+    /// Plans prepared statement `id` again from its text, against the catalog of DDL
+    /// generation `generation`, and keeps the new plan.
+    fn replan_prepared(&mut self, id: u32, generation: u64) -> Result<Arc<Planned>, SqlError> {
+        let sql = self
+            .prepared
+            .get(&id)
+            .map(|p| p.sql.clone())
+            .unwrap_or_default();
+        let mut statements = crate::parse::parse(&crate::placeholders::number(&sql))?;
+        if statements.is_empty() {
+            return Err(SqlError::unknown_prepared(id));
+        }
+        let (fresh, needs) = self.plan_with_needs(statements.remove(0))?;
+        self.authorize(&needs)?;
+        let fresh = Arc::new(fresh);
+        if let Some(p) = self.prepared.get_mut(&id) {
+            p.planned = Arc::clone(&fresh);
+            p.generation = generation;
+            p.needs = needs;
+        }
+        Ok(fresh)
     }
 
     /// Forgets a prepared statement (COM_STMT_CLOSE).
@@ -716,11 +734,9 @@ impl Session {
                 }
                 Statement::Insert(i) => {
                     let b = binder.insert(i)?;
-                    if !binder.subqueries.is_empty()
-                        || b.select.as_ref().is_some_and(|(s, _)| s.from.is_some())
-                    {
+                    if !binder.subqueries.is_empty() {
                         return Err(SqlError::unsupported(
-                            "INSERT ... SELECT with joins, derived tables or subqueries",
+                            "subqueries in INSERT ... VALUES or ON DUPLICATE KEY UPDATE",
                         ));
                     }
                     let plan = b.select.as_ref().map(|(s, _)| match &s.table {
@@ -867,13 +883,7 @@ impl Session {
         params: &[Value],
         sink: &mut dyn ResultSink,
     ) -> Result<(), SqlError> {
-        let retryable = matches!(
-            planned,
-            Planned::Insert(..)
-                | Planned::Update(..)
-                | Planned::Delete(..)
-                | Planned::MultiTable(..)
-        );
+        let retryable = writes_rows(planned);
         let mut attempt = 0;
         loop {
             let own_transaction = !self.keeps_transaction() && self.txn.is_none();
@@ -886,6 +896,28 @@ impl Session {
                 result => return result,
             }
         }
+    }
+
+    /// [`run`](Self::run), and an autocommit write told that a rewriting ALTER TABLE replaced
+    /// its table while it ran (1412, shale-table's fence.rs) is planned again by `replan`
+    /// against the new definition and rerun, up to `MAX_RETRIES` times: nothing of it was
+    /// committed or sent. Inside a transaction 1412 goes to the client, as in `MySQL`.
+    fn run_rebinding(
+        &mut self,
+        planned: &Planned,
+        params: &[Value],
+        sink: &mut dyn ResultSink,
+        mut replan: impl FnMut(&mut Self) -> Result<Arc<Planned>, SqlError>,
+    ) -> Result<(), SqlError> {
+        let retryable = writes_rows(planned) && !self.keeps_transaction() && self.txn.is_none();
+        let mut result = self.run(planned, params, sink);
+        let mut attempt = 0;
+        while retryable && attempt < MAX_RETRIES && matches!(&result, Err(e) if e.code == 1412) {
+            attempt += 1;
+            let fresh = replan(self)?;
+            result = self.run(&fresh, params, sink);
+        }
+        result
     }
 
     fn run_once(
@@ -912,15 +944,7 @@ impl Session {
             // newest committed version, as InnoDB's UPDATE and DELETE always read ("current
             // read"). READ COMMITTED gives exactly that, without REPEATABLE READ's write
             // conflicts (1213) on rows changed since a snapshot this statement never needed.
-            None if !keep
-                && matches!(
-                    planned,
-                    Planned::Insert(..)
-                        | Planned::Update(..)
-                        | Planned::Delete(..)
-                        | Planned::MultiTable(..)
-                ) =>
-            {
+            None if !keep && writes_rows(planned) => {
                 self.begin_txn_with(IsolationLevel::ReadCommitted)?
             }
             None => self.begin_txn()?,
@@ -951,7 +975,7 @@ impl Session {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
                 status.warnings = out.warnings.len().min(usize::from(u16::MAX)) as u16;
-                if i.rows.len() > 1 || i.select.is_some() {
+                if i.rows.len() > 1 || i.select.is_some() || i.query.is_some() {
                     status.info = format!(
                         "Records: {}  Duplicates: {}  Warnings: {}",
                         out.records,
@@ -1267,7 +1291,7 @@ impl Session {
             | Statement::Update(_)
             | Statement::Delete(_) => {
                 let planned = self.plan(stmt.clone())?;
-                self.run(&planned, &[], sink)
+                self.run_rebinding(&planned, &[], sink, |s| s.plan(stmt.clone()).map(Arc::new))
             }
             Statement::ShowProcessList { .. }
             | Statement::Kill { .. }
@@ -1387,7 +1411,11 @@ impl Session {
 
     pub(crate) fn set(&mut self, set: &ast::Set) -> Result<(), SqlError> {
         match set {
-            ast::Set::SetNames { .. } | ast::Set::SetNamesDefault {} => Ok(()),
+            ast::Set::SetNames {
+                charset_name,
+                collation_name,
+            } => self.set_names(Some(&charset_name.value), collation_name.as_deref()),
+            ast::Set::SetNamesDefault {} => self.set_names(None, None),
             ast::Set::SetTransaction { modes, .. } => {
                 for m in modes {
                     if let ast::TransactionMode::IsolationLevel(l) = m {
@@ -1583,7 +1611,16 @@ impl Session {
     }
 }
 
-/// How often an autocommit write that lost a write conflict is retried.
+/// Whether `planned` is an INSERT, UPDATE or DELETE (one table or several).
+fn writes_rows(planned: &Planned) -> bool {
+    matches!(
+        planned,
+        Planned::Insert(..) | Planned::Update(..) | Planned::Delete(..) | Planned::MultiTable(..)
+    )
+}
+
+/// How often an autocommit write that lost a write conflict, or met a replaced table, is
+/// retried.
 const MAX_RETRIES: u32 = 8;
 
 /// MySQL's default `max_prepared_stmt_count`, per session here.
@@ -1633,7 +1670,7 @@ fn count_params(stmt: &Statement) -> usize {
         .map_or(0, |tokens| {
             tokens
                 .iter()
-                .filter(|t| matches!(t, sqlparser::tokenizer::Token::Placeholder(p) if p == "?"))
+                .filter(|t| matches!(t, sqlparser::tokenizer::Token::Placeholder(p) if p.starts_with('?')))
                 .count()
         })
 }

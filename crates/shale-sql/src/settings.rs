@@ -15,8 +15,10 @@ use crate::session::Session;
 
 /// Live server settings: name and MySQL's allowed range. Values outside are clamped with
 /// warning 1292, as MySQL does.
-const LIVE_GLOBAL: [(&str, u64, u64); 5] = [
+const LIVE_GLOBAL: [(&str, u64, u64); 6] = [
     ("max_connections", 1, 100_000),
+    // Read by each new connection, which keeps it (the session value is read-only).
+    ("max_allowed_packet", 1024, 1_073_741_824),
     ("net_write_timeout", 1, 31_536_000),
     ("wait_timeout", 1, 31_536_000),
     ("interactive_timeout", 1, 31_536_000),
@@ -64,6 +66,13 @@ fn read_only(name: &str) -> SqlError {
 pub(crate) fn check_session_setting(name: &str) -> Result<(), SqlError> {
     if READ_ONLY.contains(&name) {
         return Err(read_only(name));
+    }
+    if name == "max_allowed_packet" {
+        return Err(SqlError::new(
+            1621,
+            "HY000",
+            format!("SESSION variable '{name}' is read-only. Use SET GLOBAL to assign the value"),
+        ));
     }
     if name == "max_connections" || crate::engine_settings::is_engine_variable(name) {
         return Err(SqlError::new(

@@ -8,7 +8,7 @@ use crate::subquery::SubqueryKind;
 /// Calls `f` with every expression directly inside `e` (not `e` itself), in the row `e` is
 /// evaluated over (a subquery's own body is another row and is not visited; its correlation
 /// arguments are).
-fn children<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+pub(crate) fn children<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     match e {
         Expr::Literal(_)
         | Expr::Param(_)
@@ -79,6 +79,16 @@ pub(crate) fn columns(e: &Expr, out: &mut Vec<usize>) {
     children(e, &mut |c| columns(c, out));
 }
 
+/// Whether `e` holds a subquery of any kind.
+pub(crate) fn has_subquery(e: &Expr) -> bool {
+    if matches!(e, Expr::Subquery(_)) {
+        return true;
+    }
+    let mut found = false;
+    children(e, &mut |c| found = found || has_subquery(c));
+    found
+}
+
 /// Whether `e` holds a subquery that reads the row it is evaluated over (it must then be
 /// evaluated with the transaction free, after rows are read).
 pub(crate) fn has_correlated_subquery(e: &Expr) -> bool {
@@ -94,10 +104,15 @@ pub(crate) fn has_correlated_subquery(e: &Expr) -> bool {
 
 /// `e` with every column `c` replaced by column `f(c)`.
 pub(crate) fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
-    let m = |x: &Expr| map_columns(x, f);
-    let b = |x: &Expr| map_columns(x, f).boxed();
+    replace_columns(e, &|c| Expr::Column(f(c)))
+}
+
+/// `e` with every column `c` replaced by the expression `f(c)`.
+pub(crate) fn replace_columns(e: &Expr, f: &dyn Fn(usize) -> Expr) -> Expr {
+    let m = |x: &Expr| replace_columns(x, f);
+    let b = |x: &Expr| replace_columns(x, f).boxed();
     match e {
-        Expr::Column(c) => Expr::Column(f(*c)),
+        Expr::Column(c) => f(*c),
         Expr::Literal(_)
         | Expr::Param(_)
         | Expr::SysVar(_)

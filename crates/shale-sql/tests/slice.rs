@@ -193,6 +193,115 @@ fn users_survive_reopen() {
     assert!(sink.out.contains("mysql"));
 }
 
+/// A `mysql.user` of four columns (before account locking) gains `account_locked`,
+/// `failed_login_attempts` and `password_lock_time` at open (docs/format/privileges.md): its
+/// rows still authenticate, read as unlocked, and take the new settings.
+#[test]
+fn an_account_table_from_before_account_locking_is_upgraded() {
+    use shale_table::{Collation, ColumnDef, ColumnType, IndexDef, Store, TableDef, TxnOptions};
+    let fs = Arc::new(MemFs::new());
+    let store_options = || StoreOptions {
+        engine: Options {
+            file_system: fs.clone(),
+            ..Options::default()
+        },
+        ..StoreOptions::default()
+    };
+    {
+        let store = Store::open("/db", store_options()).unwrap();
+        store.create_database("mysql").unwrap();
+        let column = |name: &str, ty: ColumnType| ColumnDef {
+            name: name.into(),
+            ty,
+            nullable: false,
+            default: None,
+            auto_increment: false,
+            auto_timestamp: shale_table::AutoTimestamp::default(),
+        };
+        let text = |len| ColumnType::VarChar {
+            len,
+            collation: Collation::Utf8mb4Bin,
+        };
+        let def = store
+            .create_table(TableDef {
+                database: "mysql".into(),
+                name: "user".into(),
+                columns: vec![
+                    column("Host", text(255)),
+                    column("User", text(128)),
+                    column("plugin", text(64)),
+                    column(
+                        "authentication_string",
+                        ColumnType::Text {
+                            collation: Collation::Binary,
+                        },
+                    ),
+                ],
+                primary_key: IndexDef {
+                    name: "PRIMARY".into(),
+                    columns: vec![0, 1],
+                    unique: true,
+                    index_id: 0,
+                },
+                indexes: Vec::new(),
+                schema_version: 1,
+                past_versions: Vec::new(),
+            })
+            .unwrap();
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        let bytes = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+        txn.insert(
+            &def,
+            vec![
+                bytes("%"),
+                bytes("old"),
+                bytes("mysql_native_password"),
+                bytes(""),
+            ],
+        )
+        .unwrap();
+        txn.commit().unwrap();
+        store.close().unwrap();
+    }
+    let instance = Instance::open(
+        "/db",
+        InstanceOptions {
+            transaction_isolation: shale_sql::IsolationLevel::default(),
+            store: store_options(),
+        },
+    )
+    .unwrap();
+    let old = instance.lookup_user("old", "127.0.0.1").unwrap().unwrap();
+    assert_eq!(old.plugin, "mysql_native_password");
+    assert!(instance.check_login("old", "%", "127.0.0.1", true).is_ok());
+    let mut s = instance.session();
+    let shown = run(&mut s, "SHOW CREATE USER old").out;
+    assert!(
+        shown.contains("ACCOUNT UNLOCK") && !shown.contains("FAILED_LOGIN"),
+        "{shown}"
+    );
+    run(
+        &mut s,
+        "ALTER USER old ACCOUNT LOCK FAILED_LOGIN_ATTEMPTS 2 PASSWORD_LOCK_TIME 1",
+    );
+    assert_eq!(
+        instance
+            .check_login("old", "%", "127.0.0.1", true)
+            .unwrap_err()
+            .code,
+        3118
+    );
+    let shown = run(&mut s, "SHOW CREATE USER old").out;
+    assert!(
+        shown.contains("ACCOUNT LOCK PASSWORD HISTORY")
+            && shown.contains("FAILED_LOGIN_ATTEMPTS 2 PASSWORD_LOCK_TIME 1"),
+        "{shown}"
+    );
+    // The account statements keep working on the upgraded table.
+    run(&mut s, "CREATE USER new IDENTIFIED BY 'pw'");
+    assert!(instance.check_login("new", "%", "localhost", true).is_ok());
+}
+
 /// Random garbage (SQL words, punctuation, quotes, bytes) must give an error or a result,
 /// never a panic.
 #[test]

@@ -23,6 +23,16 @@ fn dml() {
 }
 
 #[test]
+fn derived_pushdown() {
+    common::run_file("derived_pushdown");
+}
+
+#[test]
+fn insert_select() {
+    common::run_file("insert_select");
+}
+
+#[test]
 fn errors() {
     common::run_file("errors");
 }
@@ -155,6 +165,21 @@ fn live_settings() {
 #[test]
 fn json() {
     common::run_file("json");
+}
+
+#[test]
+fn row_constructors() {
+    common::run_file("row_constructors");
+}
+
+#[test]
+fn account_locks() {
+    common::run_file("account_locks");
+}
+
+#[test]
+fn names() {
+    common::run_file("names");
 }
 
 #[test]

@@ -204,18 +204,34 @@ impl Store {
         // The ids are used from here on, whatever happens (build.rs, invariant 1).
         persist_next_index_id(db, after)?;
         *next_id = after;
-        let rows = match self.rewrite_rows(&old, &def, &sources, convert) {
+        // Keep writers off the table until the switch, and wait for those that may have
+        // written it already (fence.rs).
+        let old_id = table_id(&old);
+        let (fences, online) = (&self.inner.fences, &self.inner.online);
+        fences.raise(old_id, online.current_epoch() + 1);
+        let rows = match online
+            .wait_for_older_writers(self.inner.ddl_wait_timeout)
+            .map_err(E::from)
+            .and_then(|()| self.rewrite_rows(&old, &def, &sources, convert))
+        {
             Ok(rows) => rows,
             Err(e) => {
+                fences.lower(old_id);
                 discard(db, first..after);
                 return Err(e);
             }
         };
-        let old_id = table_id(&old);
-        self.swap_rewritten(&old, &def)?;
+        fences.switching(old_id);
+        if let Err(e) = self.swap_rewritten(&old, &def) {
+            // The new ids are not discarded: a failed synced write may still be durable, and
+            // then the next open finds the new definition (as before this fence existed).
+            fences.lower(old_id);
+            return Err(e.into());
+        }
         self.inner.forget_sequences(old_id);
         let def = Arc::new(def);
         self.inner.install(replaced(&catalog, &old, def.clone()));
+        fences.retire(old_id);
         Ok((def, AlterMethod::Rewrite { rows }))
     }
 

@@ -29,6 +29,10 @@ pub enum Error {
     /// as given, in the transaction's time zone.
     #[error("TIMESTAMP value '{value}' for column '{column}' is out of range")]
     TimestampOutOfRange { column: String, value: String },
+    /// A statement bound to a definition that a rewriting ALTER TABLE has since replaced
+    /// (fence.rs); binding it again reaches the new definition.
+    #[error("table definition of '{table}' has changed, please retry transaction")]
+    TableDefChanged { table: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("corruption: {0}")]

@@ -103,6 +103,7 @@ mod codec;
 mod cursor;
 mod decimal;
 mod error;
+mod fence;
 mod fill;
 mod index;
 mod maintenance;

@@ -141,6 +141,14 @@ pub(crate) struct OnlineIndexes {
 pub(crate) struct WriterSlot {
     online: Arc<OnlineIndexes>,
     parity: usize,
+    epoch: u64,
+}
+
+impl WriterSlot {
+    /// The epoch the transaction registered in (fence.rs, invariant 1).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
 }
 
 impl Drop for WriterSlot {
@@ -162,10 +170,17 @@ impl OnlineIndexes {
                 return WriterSlot {
                     online: Arc::clone(self),
                     parity,
+                    epoch,
                 };
             }
             self.writers[parity].fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// The epoch writers register in now; [`wait_for_older_writers`](Self::wait_for_older_writers)
+    /// moves it one on.
+    pub(crate) fn current_epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
     }
 
     /// Starts a new epoch and waits until every writer registered before it has ended

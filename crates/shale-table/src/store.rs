@@ -30,6 +30,7 @@ use shale_engine::{
 use crate::build::{self, delete_index_range};
 use crate::codec::Reader;
 use crate::error::{Error, Result};
+use crate::fence::TableFences;
 use crate::online::OnlineIndexes;
 use crate::schema::{Catalog, IndexDef, TableDef};
 use crate::sequence::Sequence;
@@ -68,7 +69,10 @@ pub(crate) struct StoreInner {
     pub(crate) sequences: Mutex<HashMap<(u8, u32), Sequence>>,
     /// Indexes added since open, and the writer epochs CREATE INDEX waits on (online.rs).
     pub(crate) online: Arc<OnlineIndexes>,
-    ddl_wait_timeout: Duration,
+    /// Tables a rewriting ALTER keeps writers off, and ids it retired (fence.rs).
+    pub(crate) fences: TableFences,
+    /// `MySQL`'s `lock_wait_timeout`: how long DDL waits for writers, and writers for DDL.
+    pub(crate) ddl_wait_timeout: Duration,
 }
 
 /// An open database directory: the engine and the catalog. Share it
@@ -141,6 +145,7 @@ impl Store {
                 ddl: Mutex::new(next_index_id),
                 sequences: Mutex::new(HashMap::new()),
                 online: Arc::default(),
+                fences: TableFences::default(),
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
             }),
         })

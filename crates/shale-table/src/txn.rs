@@ -20,6 +20,8 @@
 //! 6. Every write call registers the transaction as a writer first (online.rs, invariant 1)
 //!    and maintains, besides the caller's definition's indexes, the indexes added online that
 //!    the definition does not list yet ([`OnlineIndexes::added_for`]).
+//! 7. Every write call passes the table's fence first, and every read checks it once read
+//!    (fence.rs), so nothing is written or read under ids a rewriting ALTER replaced.
 
 use std::borrow::Cow;
 use std::ops::Bound;
@@ -188,11 +190,22 @@ impl TableTxn {
         result
     }
 
-    /// Runs `body`, a write call, as one atomic statement (invariants 1 and 6).
-    fn statement<T>(&mut self, body: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
-        if self.writer.is_none() {
-            self.writer = Some(OnlineIndexes::register_writer(&self.store.online));
-        }
+    /// Runs `body`, a write call to `table`, as one atomic statement (invariants 1, 6 and 7).
+    fn statement<T>(
+        &mut self,
+        table: &TableDef,
+        body: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        let epoch = self
+            .writer
+            .get_or_insert_with(|| OnlineIndexes::register_writer(&self.store.online))
+            .epoch();
+        self.store.fences.before_write(
+            table_id(table),
+            &table.name,
+            epoch,
+            self.store.ddl_wait_timeout,
+        )?;
         self.txn.set_savepoint();
         let result = body(self);
         if result.is_ok() {
@@ -216,7 +229,7 @@ impl TableTxn {
     #[allow(clippy::needless_pass_by_value)] // the signature the SQL layer codes against
     pub fn insert(&mut self, table: &TableDef, row: Vec<Value>) -> Result<()> {
         let row = self.row_to_utc(table, row)?;
-        self.statement(|t| t.insert_row(table, &row))
+        self.statement(table, |t| t.insert_row(table, &row))
     }
 
     fn insert_row(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
@@ -379,7 +392,13 @@ impl TableTxn {
         let mut key = std::mem::take(&mut self.key);
         let result = pk_key_from_values(&mut key, table, &pk, &mut self.scratch)
             .and_then(|()| self.read(&key, lock))
-            .and_then(|bytes| bytes.map(|b| decode_row(table, &b)).transpose());
+            .and_then(|bytes| bytes.map(|b| decode_row(table, &b)).transpose())
+            .and_then(|row| {
+                self.store
+                    .fences
+                    .after_read(table_id(table), &table.name)
+                    .map(|()| row)
+            });
         self.key = key;
         let mut result = self.after(result);
         if let Ok(Some(row)) = &mut result {
@@ -405,6 +424,12 @@ impl TableTxn {
                 bytes
                     .map(|b| decode_projected(table, &b, columns))
                     .transpose()
+            })
+            .and_then(|row| {
+                self.store
+                    .fences
+                    .after_read(table_id(table), &table.name)
+                    .map(|()| row)
             });
         self.key = key;
         let mut result = self.after(result);
@@ -455,6 +480,7 @@ impl TableTxn {
             upper_bound: upper,
             ..ReadOptions::default()
         })?;
+        self.store.fences.after_read(table_id(table), &table.name)?;
         let secondary = match index {
             IndexChoice::Primary => None,
             IndexChoice::Secondary(i) => Some(i),
@@ -470,7 +496,7 @@ impl TableTxn {
     pub fn update(&mut self, table: &TableDef, old: &[Value], new: Vec<Value>) -> Result<()> {
         let new = self.row_to_utc(table, new)?;
         let old = self.read_row_to_utc(table, old);
-        self.statement(|t| t.update_locked(table, Target::Row(&old), &new))
+        self.statement(table, |t| t.update_locked(table, Target::Row(&old), &new))
     }
 
     /// [`update`](Self::update) of a row of a table without primary key, found by its hidden
@@ -483,7 +509,9 @@ impl TableTxn {
         new: Vec<Value>,
     ) -> Result<()> {
         let new = self.row_to_utc(table, new)?;
-        self.statement(|t| t.update_locked(table, Target::RowId(row_id), &new))
+        self.statement(table, |t| {
+            t.update_locked(table, Target::RowId(row_id), &new)
+        })
     }
 
     fn update_locked(&mut self, table: &TableDef, old: Target<'_>, new: &[Value]) -> Result<()> {
@@ -627,13 +655,13 @@ impl TableTxn {
     /// first stored row equal to `row` is deleted (a scan).
     pub fn delete(&mut self, table: &TableDef, row: &[Value]) -> Result<()> {
         let row = self.read_row_to_utc(table, row);
-        self.statement(|t| t.delete_locked(table, Target::Row(&row)))
+        self.statement(table, |t| t.delete_locked(table, Target::Row(&row)))
     }
 
     /// [`delete`](Self::delete) of a row of a table without primary key, found by its hidden
     /// row id ([`RowCursor::row_id`]) instead of a scan.
     pub fn delete_by_row_id(&mut self, table: &TableDef, row_id: u64) -> Result<()> {
-        self.statement(|t| t.delete_locked(table, Target::RowId(row_id)))
+        self.statement(table, |t| t.delete_locked(table, Target::RowId(row_id)))
     }
 
     fn delete_locked(&mut self, table: &TableDef, target: Target<'_>) -> Result<()> {

@@ -354,7 +354,8 @@ fn floods_and_slow_clients_never_starve_a_normal_client() {
     eprintln!(
         "flood: {accepted} more connections accepted (max_connections {MAX_CONNECTIONS}, 2 in use), {refused} refused with 1040"
     );
-    assert_eq!(accepted, MAX_CONNECTIONS - 2);
+    // root holds SUPER, so it also gets the one connection MySQL keeps for administrators.
+    assert_eq!(accepted, MAX_CONNECTIONS - 2 + 1);
 
     phase.store(2, Ordering::Relaxed);
     slow_clients(port);

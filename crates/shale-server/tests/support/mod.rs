@@ -2,7 +2,8 @@
 //! tested with real clients without the real engine. The fake understands a few statements:
 //! `select 1`, `select rows N`, `select mixed`, `begin`, `commit`, `set autocommit=0|1`,
 //! `fail`, `panic`, `use DB`; anything else is an OK with one affected row. Prepared
-//! statements echo their parameters back as one row.
+//! statements echo their parameters back as one row, except `select rows N`, which returns
+//! its N rows.
 
 #![allow(dead_code)]
 
@@ -239,6 +240,10 @@ impl BackendSession for FakeSession {
             .get(id as usize - 1)
             .ok_or_else(syntax_error)?
             .clone();
+        // `select rows N` (no parameters): N rows, as the text protocol's (cursor tests).
+        if sql.trim().to_ascii_lowercase().starts_with("select rows") {
+            return self.statement(&sql, false, sink);
+        }
         if !sql.trim().to_ascii_lowercase().starts_with("select") {
             let mut status = self.status(false);
             status.affected_rows = params.len() as u64;

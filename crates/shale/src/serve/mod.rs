@@ -331,6 +331,7 @@ fn server_options(
 fn publish_live_settings(instance: &Instance, args: &ServeArgs) {
     let started_with = [
         ("max_connections", args.max_connections as u64),
+        ("max_allowed_packet", args.max_allowed_packet as u64),
         ("wait_timeout", args.wait_timeout),
         ("interactive_timeout", args.interactive_timeout),
         ("connect_timeout", args.connect_timeout),

@@ -10,10 +10,20 @@
 //! 3. no read observes an element of a transaction that rolled back (G1a), or only some of
 //!    another transaction's appends to that key (G1b);
 //! 4. at REPEATABLE READ, two reads of a key in one transaction with no append of its own
-//!    between them return the same list.
+//!    between them return the same list;
+//! 5. the dependency graph of the committed transactions (cycles.rs, Elle's ww, wr and rw
+//!    edges) has no cycle of a class the level forbids: G0 and G1c at READ COMMITTED, and
+//!    G-single too at REPEATABLE READ (snapshot isolation); G2 (write skew) is allowed at
+//!    both, and the cycles of allowed classes are counted and printed.
 //!
-//! Scale: `SHALE_LIST_APPEND_TXNS` (transactions per client, default 150).
+//! Transactions have 2 to 4 operations on 5 keys, so most touch several keys and cycles
+//! across keys are possible.
+//!
+//! Scale: `SHALE_LIST_APPEND_TXNS` (transactions per client, default 150);
+//! `SHALE_LIST_APPEND_ROUNDS` (histories per level, each on a fresh server, default 1).
 
+mod cycles;
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -26,15 +36,17 @@ const KEYS: u32 = 5;
 const CLIENTS: u64 = 4;
 
 #[derive(Debug, Clone)]
-enum Op {
+pub enum Op {
     Append(u32, String),
     Read(u32, Vec<String>),
 }
 
 #[derive(Debug, Clone)]
-struct Txn {
-    ops: Vec<Op>,
-    committed: bool,
+pub struct Txn {
+    /// `client.number`, for reports.
+    pub name: String,
+    pub ops: Vec<Op>,
+    pub committed: bool,
 }
 
 fn connect(port: u16, level: &str) -> mysql::Conn {
@@ -59,18 +71,19 @@ fn parse_list(v: &str) -> Vec<String> {
 }
 
 /// One client's history.
-fn client(port: u16, level: &str, id: u64, txns: u64) -> Vec<Txn> {
+fn client(port: u16, level: &str, id: u64, txns: u64, round: u64) -> Vec<Txn> {
     let mut conn = connect(port, level);
-    let mut rng = SmallRng::seed_from_u64(0x11_57 + id);
+    let mut rng = SmallRng::seed_from_u64(0x11_57 + id + 100 * round);
     let mut history = Vec::new();
     for t in 0..txns {
         let mut txn = Txn {
+            name: format!("{id}.{t}"),
             ops: Vec::new(),
             committed: false,
         };
         conn.query_drop("BEGIN").unwrap();
         let mut failed = false;
-        for n in 0..rng.gen_range(1..=4) {
+        for n in 0..rng.gen_range(2..=4) {
             let key = rng.gen_range(0..KEYS);
             let result = if rng.gen_bool(0.5) {
                 let element = format!("{id}.{t}.{n}");
@@ -200,11 +213,70 @@ fn check(history: &[Txn], finals: &BTreeMap<u32, Vec<String>>, level: &str) -> V
     errors
 }
 
-fn run(level: &str, name: &str) {
-    let txns = std::env::var("SHALE_LIST_APPEND_TXNS")
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(150);
+        .unwrap_or(default)
+}
+
+/// Runs `SHALE_LIST_APPEND_ROUNDS` histories at `level`, each on a fresh server, and checks
+/// each (rules 1-5).
+fn run(level: &str, name: &str) {
+    let txns = env("SHALE_LIST_APPEND_TXNS", 150);
+    let rounds = env("SHALE_LIST_APPEND_ROUNDS", 1);
+    let mut allowed_cycles: BTreeMap<cycles::Class, usize> = BTreeMap::new();
+    let mut total_committed = 0;
+    for round in 0..rounds {
+        let (history, finals) = one_history(level, name, txns, round);
+        let committed = history.iter().filter(|t| t.committed).count();
+        let appended: usize = finals.values().map(Vec::len).sum();
+        assert!(committed > 0 && appended > 0);
+        total_committed += committed;
+        let errors = check(&history, &finals, level);
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+        let graph = cycles::Graph::build(&history, &finals);
+        let found = cycles::cycles(&history, &finals);
+        let mut classes: BTreeMap<cycles::Class, usize> = BTreeMap::new();
+        for c in &found {
+            *classes.entry(c.class).or_default() += 1;
+        }
+        println!(
+            "{level}, history {round}: {} transactions ({committed} committed), {appended} \
+             elements in the final lists, {} dependency edges, cycles by class: {classes:?}",
+            history.len(),
+            graph.edge_count(),
+        );
+        let forbidden: Vec<String> = found
+            .iter()
+            .filter(|c| cycles::forbidden(level).contains(&c.class))
+            .map(|c| c.explain(&history))
+            .collect();
+        assert!(
+            forbidden.is_empty(),
+            "{level} forbids these cycles:\n{}",
+            forbidden.join("\n")
+        );
+        for c in &found {
+            if *allowed_cycles.entry(c.class).or_default() == 0 {
+                println!("first {}", c.explain(&history));
+            }
+            *allowed_cycles.get_mut(&c.class).unwrap() += 1;
+        }
+    }
+    println!(
+        "{level}: {rounds} histories ({total_committed} committed transactions) checked; \
+         cycles of allowed classes: {allowed_cycles:?}"
+    );
+}
+
+/// One history at `level` from a fresh server, and the final lists.
+fn one_history(
+    level: &str,
+    name: &str,
+    txns: u64,
+    round: u64,
+) -> (Vec<Txn>, BTreeMap<u32, Vec<String>>) {
     let dir = support::scratch(name);
     let server = support::start_shale(&dir);
     let port = server.port;
@@ -228,7 +300,7 @@ fn run(level: &str, name: &str) {
     }
     let history: Vec<Txn> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..CLIENTS)
-            .map(|id| scope.spawn(move || client(port, level, id, txns)))
+            .map(|id| scope.spawn(move || client(port, level, id, txns, round)))
             .collect();
         handles
             .into_iter()
@@ -241,15 +313,7 @@ fn run(level: &str, name: &str) {
         .into_iter()
         .map(|(k, v)| (k, parse_list(&v)))
         .collect();
-    let committed = history.iter().filter(|t| t.committed).count();
-    let appended: usize = finals.values().map(Vec::len).sum();
-    println!(
-        "{level}: {} transactions ({committed} committed), {appended} elements in the final lists",
-        history.len()
-    );
-    assert!(committed > 0 && appended > 0);
-    let errors = check(&history, &finals, level);
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    (history, finals)
 }
 
 #[test]
@@ -269,18 +333,22 @@ fn checker_catches_anomalies() {
     let s = |v: &[&str]| v.iter().map(|e| (*e).to_string()).collect::<Vec<_>>();
     let history = vec![
         Txn {
+            name: "T1".into(),
             ops: vec![Op::Append(0, "a".into())],
             committed: true,
         },
         Txn {
+            name: "T2".into(),
             ops: vec![Op::Append(0, "b".into())],
             committed: true,
         },
         Txn {
+            name: "T3".into(),
             ops: vec![Op::Append(0, "x".into())],
             committed: false,
         },
         Txn {
+            name: "T4".into(),
             ops: vec![Op::Read(0, s(&["a", "x"])), Op::Read(0, s(&["b"]))],
             committed: true,
         },

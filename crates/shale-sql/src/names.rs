@@ -1,0 +1,169 @@
+//! The connection's character sets: the collation a client names in its handshake, and
+//! `SET NAMES charset [COLLATE collation]` / `SET NAMES DEFAULT`, recorded in the session's
+//! `character_set_client`, `character_set_connection`, `character_set_results` and
+//! `collation_connection` as MySQL sets them.
+//!
+//! Only recorded: no text is converted. Statement text and string parameters are read as
+//! UTF-8 (text that is not valid UTF-8 is error 1300, command.rs in shale-server), and
+//! results are sent in UTF-8 whatever `character_set_results` says. For the character sets
+//! clients use in practice (utf8mb4, utf8mb3, and ASCII text in latin1 or ascii) that is what
+//! they expect; a latin1 client sending bytes above 0x7F is refused rather than misread, and
+//! `binary` clients get the UTF-8 bytes.
+//!
+//! Invariant: the four variables always name a character set and collation of [`COLLATIONS`]
+//! that belong together; an unknown name is an error (1115, 1273, 1253, as MySQL) that
+//! changes nothing.
+
+use shale_table::Value;
+
+use crate::error::SqlError;
+use crate::session::Session;
+
+/// MySQL's collation ids (the handshake's byte), names and character sets, for the
+/// character sets Shale records. The first collation of a character set is its default
+/// under `SET NAMES` (MySQL 8's, so utf8mb4 means `utf8mb4_0900_ai_ci`).
+const COLLATIONS: [(u8, &str, &str); 11] = [
+    (255, "utf8mb4_0900_ai_ci", "utf8mb4"),
+    (45, "utf8mb4_general_ci", "utf8mb4"),
+    (46, "utf8mb4_bin", "utf8mb4"),
+    (224, "utf8mb4_unicode_ci", "utf8mb4"),
+    (33, "utf8mb3_general_ci", "utf8mb3"),
+    (83, "utf8mb3_bin", "utf8mb3"),
+    (192, "utf8mb3_unicode_ci", "utf8mb3"),
+    (8, "latin1_swedish_ci", "latin1"),
+    (47, "latin1_bin", "latin1"),
+    (11, "ascii_general_ci", "ascii"),
+    (63, "binary", "binary"),
+];
+
+/// What the session starts with (the server's `character_set_server`/`collation_server`).
+const DEFAULT: (&str, &str) = ("utf8mb4", "utf8mb4_general_ci");
+
+fn unknown_charset(name: &str) -> SqlError {
+    SqlError::new(1115, "42000", format!("Unknown character set: '{name}'"))
+}
+
+/// The character set and collation for `SET NAMES charset [COLLATE collation]`.
+fn resolve(
+    charset: &str,
+    collation: Option<&str>,
+) -> Result<(&'static str, &'static str), SqlError> {
+    let lower = charset.to_ascii_lowercase();
+    // MySQL 8 still takes `utf8` as utf8mb3 (with a deprecation warning we leave out).
+    let wanted = if lower == "utf8" {
+        "utf8mb3"
+    } else {
+        lower.as_str()
+    };
+    let (_, default, set) = COLLATIONS
+        .iter()
+        .find(|(_, _, set)| *set == wanted)
+        .ok_or_else(|| unknown_charset(charset))?;
+    let Some(collation) = collation else {
+        return Ok((set, default));
+    };
+    let lower = collation.to_ascii_lowercase();
+    let lower = lower.replace("utf8_", "utf8mb3_");
+    let (_, name, of) = COLLATIONS
+        .iter()
+        .find(|(_, name, _)| *name == lower)
+        .ok_or_else(|| SqlError::new(1273, "HY000", format!("Unknown collation: '{collation}'")))?;
+    if of != set {
+        return Err(SqlError::new(
+            1253,
+            "42000",
+            format!("COLLATION '{name}' is not valid for CHARACTER SET '{set}'"),
+        ));
+    }
+    Ok((set, name))
+}
+
+impl Session {
+    /// The collation id a client sent in its handshake: recorded as MySQL does, when it is
+    /// one of [`COLLATIONS`]; otherwise the session keeps the server's defaults (as MySQL does
+    /// for an id it does not know). False if the id was not known.
+    pub fn set_client_collation(&mut self, id: u8) -> bool {
+        match COLLATIONS.iter().find(|(known, _, _)| *known == id) {
+            Some((_, collation, charset)) => {
+                self.record_names(charset, collation);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `SET NAMES charset [COLLATE collation]`, or `SET NAMES DEFAULT` with `None`.
+    pub(crate) fn set_names(
+        &mut self,
+        charset: Option<&str>,
+        collation: Option<&str>,
+    ) -> Result<(), SqlError> {
+        let (charset, collation) = match charset {
+            Some(charset) => resolve(charset, collation)?,
+            None => DEFAULT,
+        };
+        self.record_names(charset, collation);
+        Ok(())
+    }
+
+    fn record_names(&mut self, charset: &str, collation: &str) {
+        let vars = &mut self.state_mut().vars;
+        let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+        for name in [
+            "character_set_client",
+            "character_set_connection",
+            "character_set_results",
+        ] {
+            vars.insert(name.to_owned(), text(charset));
+        }
+        vars.insert("collation_connection".to_owned(), text(collation));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_resolve_as_mysql_8_does() {
+        assert_eq!(
+            resolve("utf8mb4", None).unwrap(),
+            ("utf8mb4", "utf8mb4_0900_ai_ci")
+        );
+        assert_eq!(
+            resolve("UTF8", None).unwrap(),
+            ("utf8mb3", "utf8mb3_general_ci")
+        );
+        assert_eq!(
+            resolve("latin1", None).unwrap(),
+            ("latin1", "latin1_swedish_ci")
+        );
+        assert_eq!(resolve("binary", None).unwrap(), ("binary", "binary"));
+        assert_eq!(
+            resolve("utf8mb4", Some("utf8mb4_bin")).unwrap(),
+            ("utf8mb4", "utf8mb4_bin")
+        );
+        assert_eq!(
+            resolve("utf8", Some("utf8_bin")).unwrap(),
+            ("utf8mb3", "utf8mb3_bin")
+        );
+        assert_eq!(resolve("koi9", None).unwrap_err().code, 1115);
+        assert_eq!(resolve("utf8mb4", Some("nope")).unwrap_err().code, 1273);
+        let err = resolve("utf8mb4", Some("latin1_bin")).unwrap_err();
+        assert_eq!(
+            (err.code, err.message.as_str()),
+            (
+                1253,
+                "COLLATION 'latin1_bin' is not valid for CHARACTER SET 'utf8mb4'"
+            )
+        );
+    }
+
+    #[test]
+    fn every_collation_belongs_to_a_charset_whose_default_is_listed_first() {
+        for (_, _, set) in COLLATIONS {
+            let first = COLLATIONS.iter().find(|(_, _, s)| *s == set).unwrap();
+            assert!(first.1.starts_with(set), "{set}");
+        }
+    }
+}
