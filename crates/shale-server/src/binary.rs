@@ -96,6 +96,9 @@ fn as_i64(value: &Value) -> i64 {
         Value::UInt(v) => v.cast_signed(),
         Value::Double(v) => v.round() as i64,
         Value::DateTime(d) => d.to_f64() as i64,
+        Value::Time(t) => t.to_f64() as i64,
+        Value::Enum(i, _) => i64::from(*i),
+        Value::Set(m, _) => m.cast_signed(),
         // Unsigned values above i64::MAX keep their bits, as for `UInt`.
         Value::Decimal(d) => d.to_i128().map_or(0, |i| {
             i64::try_from(i).unwrap_or_else(|_| u64::try_from(i).unwrap_or(0).cast_signed())
@@ -117,6 +120,9 @@ fn as_f64(value: &Value) -> f64 {
         Value::Double(v) => *v,
         Value::Decimal(d) => d.to_f64(),
         Value::DateTime(d) => d.to_f64(),
+        Value::Time(t) => t.to_f64(),
+        Value::Enum(i, _) => f64::from(*i),
+        Value::Set(m, _) => *m as f64,
         Value::Bytes(b) => std::str::from_utf8(b)
             .ok()
             .and_then(|s| s.trim().parse().ok())

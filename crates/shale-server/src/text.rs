@@ -43,9 +43,10 @@ pub fn put_text_value(out: &mut Vec<u8>, value: &Value, float: bool) {
     match value {
         Value::Null => out.push(0xFB),
         Value::Bytes(bytes) => put_lenenc_bytes(out, bytes),
+        Value::Enum(_, text) | Value::Set(_, text) => put_lenenc_bytes(out, text.as_bytes()),
         Value::Int(v) => put_short_number(out, |o| write!(o, "{v}")),
         Value::UInt(v) => put_short_number(out, |o| write!(o, "{v}")),
-        other @ (Value::Double(_) | Value::Decimal(_) | Value::DateTime(_)) => {
+        other @ (Value::Double(_) | Value::Decimal(_) | Value::DateTime(_) | Value::Time(_)) => {
             let mut text = String::new();
             shale_sql::write_text(&mut text, other, float);
             put_lenenc_bytes(out, text.as_bytes());

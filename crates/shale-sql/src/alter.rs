@@ -473,6 +473,11 @@ fn fill_value(column: &ColumnDef) -> Result<Value, SqlError> {
         }
         // MySQL's implicit default of a NOT NULL JSON column: the JSON null literal.
         ColumnType::Json => Value::Bytes(b"null".to_vec()),
+        ColumnType::Time { fsp } => crate::time_type::value_of(0, *fsp),
+        // MySQL's implicit default of a NOT NULL ENUM: its first member.
+        ColumnType::Enum { members, .. } => Value::Enum(1, members[0].clone()),
+        // ... and of a NOT NULL SET: the empty set.
+        ColumnType::Set { .. } => Value::Set(0, String::new()),
         ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. } => {
             // MySQL's implicit default is the zero date, which strict mode refuses.
             return Err(SqlError::unsupported(format!(

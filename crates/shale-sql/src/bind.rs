@@ -455,6 +455,12 @@ impl<'a> Binder<'a> {
                 let (x, t) = self.expr(expr)?;
                 match op {
                     ast::UnaryOperator::Minus => {
+                        // `-t` of a TIME is a number (time_type.rs rule 4).
+                        let t = if matches!(t, SqlType::Time { .. }) {
+                            SqlType::Double
+                        } else {
+                            t
+                        };
                         if let Expr::Literal(v) = &x {
                             (Expr::Literal(crate::value::negate(v)?), t)
                         } else {

@@ -58,6 +58,12 @@ pub(crate) enum Builtin {
     },
     DateDiff,
     TimestampDiff(Unit),
+    /// TIME_FORMAT (time_type.rs).
+    TimeFormat,
+    /// ADDTIME (`1`) and SUBTIME (`-1`).
+    AddTime(i64),
+    /// FIND_IN_SET (set_type.rs), comparing in the collation.
+    FindInSet(Collation),
     DateFormat,
     StrToDate,
     /// YEAR(), MONTH(), HOUR(), ... and EXTRACT(unit FROM x).
@@ -156,9 +162,9 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         | "UTC_TIMESTAMP" | "CURTIME" | "CURRENT_TIME" | "UTC_TIME" | "UNIX_TIMESTAMP" => (0, 1),
         "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "RAND" | "ROW_COUNT" | "FOUND_ROWS" => (0, 0),
         "FROM_UNIXTIME" | "WEEK" | "YEARWEEK" | "ROUND" | "LOG" => (1, 2),
-        "DATEDIFF" | "DATE_FORMAT" | "TIME_FORMAT" | "STR_TO_DATE" | "TIMEDIFF" | "LEFT"
-        | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP" | "NULLIF" | "TRUNCATE" | "MOD" | "POW"
-        | "POWER" => (2, 2),
+        "DATEDIFF" | "DATE_FORMAT" | "TIME_FORMAT" | "STR_TO_DATE" | "TIMEDIFF" | "ADDTIME"
+        | "SUBTIME" | "FIND_IN_SET" | "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP"
+        | "NULLIF" | "TRUNCATE" | "MOD" | "POW" | "POWER" => (2, 2),
         "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "MICROSECOND"
         | "QUARTER" | "DAYOFWEEK" | "DAYOFYEAR" | "WEEKDAY" | "WEEKOFYEAR" | "LAST_DAY"
         | "DATE" | "TIME" | "DAYNAME" | "MONTHNAME" | "TO_DAYS" | "TIME_TO_SEC" | "SEC_TO_TIME"
@@ -410,13 +416,12 @@ pub(crate) fn bind_call(
         "CURTIME" | "CURRENT_TIME" | "UTC_TIME" => {
             let fsp = fsp_arg(bound.first(), name)?;
             bound.clear();
-            let len = if fsp == 0 { 8 } else { 9 + u32::from(fsp) };
             (
                 Builtin::CurTime {
                     fsp,
                     utc: name == "UTC_TIME",
                 },
-                str_type(len),
+                SqlType::Time { fsp },
             )
         }
         "UNIX_TIMESTAMP" => {
@@ -460,7 +465,17 @@ pub(crate) fn bind_call(
             (Builtin::FromUnixtime { fsp }, t)
         }
         "DATEDIFF" => (Builtin::DateDiff, int_type()),
-        "DATE_FORMAT" | "TIME_FORMAT" => (Builtin::DateFormat, str_type(64)),
+        "DATE_FORMAT" => (Builtin::DateFormat, str_type(64)),
+        "TIME_FORMAT" => (Builtin::TimeFormat, str_type(64)),
+        "FIND_IN_SET" => (Builtin::FindInSet(coll), int_type()),
+        "ADDTIME" | "SUBTIME" => {
+            let t = match &first {
+                SqlType::DateTime { fsp: Some(f) } => SqlType::DateTime { fsp: Some(*f) },
+                SqlType::Time { fsp } => SqlType::Time { fsp: *fsp },
+                _ => str_type(26),
+            };
+            (Builtin::AddTime(if name == "ADDTIME" { 1 } else { -1 }), t)
+        }
         "STR_TO_DATE" => {
             let t = match bound.get(1) {
                 Some(Expr::Literal(Value::Bytes(f))) => {
@@ -492,7 +507,15 @@ pub(crate) fn bind_call(
         "WEEKOFYEAR" => (Builtin::WeekOfYear, int_type()),
         "LAST_DAY" => (Builtin::LastDay, SqlType::DateTime { fsp: None }),
         "DATE" => (Builtin::DateOf, SqlType::DateTime { fsp: None }),
-        "TIME" => (Builtin::TimeOf, str_type(17)),
+        "TIME" => {
+            let fsp = match &first {
+                SqlType::DateTime { fsp } => fsp.unwrap_or(0),
+                SqlType::Time { fsp } => *fsp,
+                SqlType::Int { .. } => 0,
+                _ => 6,
+            };
+            (Builtin::TimeOf, SqlType::Time { fsp })
+        }
         "DAYNAME" => (Builtin::DayName, str_type(9)),
         "MONTHNAME" => (Builtin::MonthName, str_type(9)),
         "TO_DAYS" | "TIME_TO_SEC" => (
@@ -503,8 +526,24 @@ pub(crate) fn bind_call(
             },
             int_type(),
         ),
-        "SEC_TO_TIME" => (Builtin::SecToTime, str_type(17)),
-        "TIMEDIFF" => (Builtin::TimeDiff, str_type(17)),
+        "SEC_TO_TIME" => {
+            let fsp = match &first {
+                SqlType::Int { .. } => 0,
+                SqlType::Decimal { scale, .. } => (*scale).min(6),
+                _ => 6,
+            };
+            (Builtin::SecToTime, SqlType::Time { fsp })
+        }
+        "TIMEDIFF" => {
+            let digits = |t: &SqlType| match t {
+                SqlType::DateTime { fsp } => fsp.unwrap_or(0),
+                SqlType::Time { fsp } => *fsp,
+                SqlType::Int { .. } => 0,
+                _ => 6,
+            };
+            let fsp = types.iter().map(digits).max().unwrap_or(0);
+            (Builtin::TimeDiff, SqlType::Time { fsp })
+        }
         "CONCAT_WS" => (Builtin::ConcatWs, text_len(0)),
         "SUBSTRING" | "SUBSTR" | "MID" => (Builtin::Substring, text_len(0)),
         "LEFT" => (Builtin::Left, text_len(0)),

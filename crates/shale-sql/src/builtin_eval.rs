@@ -84,7 +84,7 @@ pub(crate) fn eval(
             .map_or(Value::Null, |d| Value::DateTime(d.round_to(None))),
         Builtin::CurTime { fsp, utc } => {
             let micros = truncate_micros(wall_clock(env, utc)?, fsp).rem_euclid(MICROS_PER_DAY);
-            text(dt::time_text(micros, fsp))
+            crate::time_type::value_of(micros, fsp)
         }
         Builtin::UnixTimestamp { scale } => {
             let micros = if args.is_empty() {
@@ -237,14 +237,9 @@ pub(crate) fn eval(
             None => Value::Null,
         },
         Builtin::DateOf => date(0).map_or(Value::Null, |d| Value::DateTime(d.value.round_to(None))),
-        Builtin::TimeOf => match (arg(0), dt::time_arg(arg(0))) {
-            (Value::DateTime(d), Some(t)) => text(dt::time_text(t, d.fsp().unwrap_or(0))),
-            (_, Some(t)) => text(dt::time_text(
-                t,
-                if t % MICROS_PER_SECOND == 0 { 0 } else { 6 },
-            )),
-            (_, None) => Value::Null,
-        },
+        Builtin::TimeOf => dt::time_arg(arg(0)).map_or(Value::Null, |t| {
+            crate::time_type::value_of(t, crate::time_type::digits_of(arg(0)))
+        }),
         Builtin::DayName => match date_parts(0) {
             Some((y, m, d)) => text(crate::date_format::day_name(dt::weekday(
                 dt::days_from_civil(y, m, d),
@@ -267,14 +262,7 @@ pub(crate) fn eval(
                     .map_or(i64::MAX, |m| {
                         m.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
                     });
-                text(dt::time_text(
-                    micros,
-                    if micros % MICROS_PER_SECOND == 0 {
-                        0
-                    } else {
-                        6
-                    },
-                ))
+                crate::time_type::value_of(micros, crate::time_type::digits_of(arg(0)))
             }
             None => Value::Null,
         },
@@ -294,13 +282,17 @@ pub(crate) fn eval(
                 },
                 _ => None,
             };
-            diff.map_or(Value::Null, |d| {
-                text(dt::time_text(
-                    d,
-                    if d % MICROS_PER_SECOND == 0 { 0 } else { 6 },
-                ))
-            })
+            let fsp = crate::time_type::digits_of(arg(0)).max(crate::time_type::digits_of(arg(1)));
+            diff.map_or(Value::Null, |d| crate::time_type::value_of(d, fsp))
         }
+        Builtin::TimeFormat => match (arg(0), crate::value::as_text(arg(1))) {
+            (Value::Null, _) | (_, None) => Value::Null,
+            (v, Some(fmt)) => crate::time_type::to_time(v, 6)
+                .and_then(|t| crate::time_type::format(&t, &fmt))
+                .map_or(Value::Null, text),
+        },
+        Builtin::AddTime(sign) => crate::time_type::add_time(arg(0), arg(1), sign),
+        Builtin::FindInSet(c) => crate::set_type::find_in_set(arg(0), arg(1), c),
         Builtin::ConcatWs => st::concat_ws(&vals),
         Builtin::Substring => st::substring(arg(0), arg(1), vals.get(2)),
         Builtin::Left => st::left_right(arg(0), arg(1), false),
@@ -372,12 +364,9 @@ fn extract(unit: Unit, v: &Value) -> Value {
             Value::Int(f(i64::from(y), i64::from(m), i64::from(day)))
         })
     };
-    let time_part = |f: fn(i64) -> i64| {
-        dt::time_arg(v).map_or(Value::Null, |t| {
-            let sign = if t < 0 { -1 } else { 1 };
-            Value::Int(sign * f(t.abs()))
-        })
-    };
+    // HOUR/MINUTE/SECOND of a negative time are those of its magnitude, as in MySQL.
+    let time_part =
+        |f: fn(i64) -> i64| dt::time_arg(v).map_or(Value::Null, |t| Value::Int(f(t.abs())));
     match unit {
         Unit::Year => date_part(|y, _, _| y),
         Unit::Month => date_part(|_, m, _| m),

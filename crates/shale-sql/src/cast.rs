@@ -24,6 +24,10 @@ pub(crate) enum CastTarget {
     Signed,
     Unsigned,
     Char,
+    /// TIME(fsp).
+    Time {
+        fsp: u8,
+    },
 }
 
 impl CastTarget {
@@ -56,6 +60,9 @@ impl CastTarget {
             D::Datetime(fsp) => CastTarget::DateTime {
                 fsp: Some(fsp.unwrap_or(0).min(6) as u8),
             },
+            D::Time(fsp, ast::TimezoneInfo::None) => CastTarget::Time {
+                fsp: fsp.unwrap_or(0).min(6) as u8,
+            },
             D::Signed | D::SignedInteger => CastTarget::Signed,
             D::Unsigned | D::UnsignedInteger => CastTarget::Unsigned,
             D::Char(_) | D::Character(_) | D::Varchar(_) | D::Nvarchar(_) | D::Binary(_) => {
@@ -69,6 +76,7 @@ impl CastTarget {
         match self {
             CastTarget::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
             CastTarget::DateTime { fsp } => SqlType::DateTime { fsp },
+            CastTarget::Time { fsp } => SqlType::Time { fsp },
             CastTarget::Signed => SqlType::Int {
                 unsigned: false,
                 len: 21,
@@ -126,6 +134,9 @@ pub(crate) fn cast(value: &Value, target: CastTarget) -> Value {
             };
             parsed.map_or(Value::Null, Value::DateTime)
         }
+        CastTarget::Time { fsp } => {
+            crate::time_type::to_time(value, fsp).map_or(Value::Null, Value::Time)
+        }
         CastTarget::Signed => Value::Int(to_i128(value).unwrap_or(0) as i64),
         CastTarget::Unsigned => Value::UInt(to_i128(value).unwrap_or(0) as u64),
         CastTarget::Char => Value::Bytes(display(value).into_bytes()),
@@ -147,6 +158,21 @@ pub(crate) fn typed_literal(
                 .rsplit_once('.')
                 .map_or(0, |(_, f)| f.len().min(6));
             (Some(digits as u8), "DATETIME")
+        }
+        D::Time(..) => {
+            let digits = text
+                .trim()
+                .rsplit_once('.')
+                .map_or(0, |(_, f)| f.len().min(6));
+            let fsp = digits as u8;
+            return match shale_table::Time::parse(text, fsp) {
+                shale_table::TimeParse::Ok(t) => Ok((Value::Time(t), SqlType::Time { fsp })),
+                _ => Err(SqlError::new(
+                    1525,
+                    "HY000",
+                    format!("Incorrect TIME value: '{text}'"),
+                )),
+            };
         }
         other => return Err(SqlError::unsupported(format!("{other} literal"))),
     };

@@ -122,7 +122,9 @@ pub(crate) fn date_arg(v: &Value) -> Option<Dated> {
             number_form(int, Some(frac))
         }
         Value::Double(d) => number_form(&format!("{}", d.trunc()), None),
-        Value::Null => None,
+        // A TIME is not read as a date here (MySQL would put it on the current date).
+        Value::Enum(_, text) | Value::Set(_, text) => parse_lenient(text),
+        Value::Time(_) | Value::Null => None,
     }
 }
 
@@ -287,6 +289,10 @@ fn digit_groups(s: &str) -> Option<Vec<&str>> {
 pub(crate) fn time_arg(v: &Value) -> Option<i64> {
     match v {
         Value::DateTime(d) => Some(epoch_micros(d).rem_euclid(MICROS_PER_DAY)),
+        Value::Time(t) => Some(t.micros()),
+        Value::Enum(_, text) | Value::Set(_, text) => {
+            time_arg(&Value::Bytes(text.as_bytes().to_vec()))
+        }
         Value::Bytes(b) => {
             let s = std::str::from_utf8(b).ok()?.trim();
             if let Some(d) = parse_lenient(s).filter(|d| d.has_time || !s.contains(':')) {

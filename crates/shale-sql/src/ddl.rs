@@ -61,6 +61,24 @@ fn column_type(
                 ))
             }
         },
+        D::Set(list) => ColumnType::Set {
+            members: crate::set_type::members(list, collation, column)?,
+            collation,
+        },
+        D::Enum(list, None) => ColumnType::Enum {
+            members: crate::enum_type::members(list, collation, column)?,
+            collation,
+        },
+        D::Time(fsp, ast::TimezoneInfo::None) => match fsp.unwrap_or(0) {
+            f @ 0..=6 => ColumnType::Time { fsp: f as u8 },
+            f => {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!("Too big precision {f} specified for '{column}'. Maximum is 6."),
+                ))
+            }
+        },
         D::Datetime(fsp) => match fsp.unwrap_or(0) {
             f @ 0..=6 => ColumnType::DateTime { fsp: f as u8 },
             f => {
@@ -530,6 +548,10 @@ pub(crate) fn type_text(ty: &ColumnType) -> String {
             _ => "text".into(),
         },
         ColumnType::Json => "json".into(),
+        ColumnType::Time { fsp: 0 } => "time".into(),
+        ColumnType::Time { fsp } => format!("time({fsp})"),
+        ColumnType::Enum { ref members, .. } => crate::enum_type::type_text(members),
+        ColumnType::Set { ref members, .. } => crate::set_type::type_text(members),
     }
 }
 
@@ -556,6 +578,12 @@ pub(crate) fn show_create(def: &TableDef) -> String {
                 ..
             } | ColumnType::Text {
                 collation: Collation::Utf8mb4Bin
+            } | ColumnType::Enum {
+                collation: Collation::Utf8mb4Bin,
+                ..
+            } | ColumnType::Set {
+                collation: Collation::Utf8mb4Bin,
+                ..
             }
         ) {
             l.push_str(" COLLATE utf8mb4_bin");

@@ -55,6 +55,9 @@ pub(crate) fn exact_decimal(v: &Value) -> Option<Decimal> {
             (d, true) => Some(d),
             (_, false) => None,
         },
+        Value::Time(t) => exact_decimal(&crate::time_type::to_number(t)),
+        Value::Enum(i, _) => Some(Decimal::from_i128(i128::from(*i))),
+        Value::Set(m, _) => Some(Decimal::from_i128(i128::from(*m))),
         Value::Double(_) | Value::DateTime(_) | Value::Null => None,
     }
 }

@@ -125,7 +125,13 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
             Value::UInt(u) => Some(i128::from(*u)),
             Value::Bytes(b) => str_to_i128_exact(b),
             Value::Decimal(d) if d.round_to(0) == *d => d.to_i128(),
-            Value::Double(_) | Value::Decimal(_) | Value::DateTime(_) | Value::Null => None,
+            Value::Double(_)
+            | Value::Decimal(_)
+            | Value::DateTime(_)
+            | Value::Time(_)
+            | Value::Enum(..)
+            | Value::Set(..)
+            | Value::Null => None,
         };
         let (i, widened) = match exact {
             Some(i) => (i, matches!(v, Value::Bytes(_))),
@@ -182,6 +188,38 @@ pub(crate) fn key_value(ty: &ColumnType, v: Value, round_up: Option<bool>) -> Ke
         (ColumnType::Date | ColumnType::DateTime { .. } | ColumnType::Timestamp { .. }, _) => {
             KeyValue::Unbounded
         }
+        // A TIME, or text or a number that reads as one in range, bounds a TIME key; the
+        // filter re-checks what was converted.
+        (ColumnType::Time { .. }, Value::Time(t)) => KeyValue::Exact(Value::Time(t)),
+        (ColumnType::Time { .. }, v) => match crate::time_type::read(&v, 6) {
+            Some(shale_table::TimeParse::Ok(t)) => KeyValue::Widened(Value::Time(t)),
+            _ => KeyValue::Unbounded,
+        },
+        // An ENUM key orders by index: text and numbers bound only an equality, through the
+        // member they name (enum_type.rs); a range compares another way.
+        (ColumnType::Enum { members, collation }, v) => match (round_up, &v) {
+            (_, Value::Enum(..)) if round_up.is_none() => {
+                match crate::enum_type::pick(members, *collation, &v) {
+                    Some(e) => KeyValue::Exact(e),
+                    None => KeyValue::Nothing,
+                }
+            }
+            (None, Value::Bytes(_)) => match crate::enum_type::pick(members, *collation, &v) {
+                Some(e) => KeyValue::Widened(e),
+                None => KeyValue::Unbounded,
+            },
+            _ => KeyValue::Unbounded,
+        },
+        // A SET key orders by mask: an equality names one value, a range compares as text or
+        // numbers, not by key.
+        (ColumnType::Set { members, collation }, v) if round_up.is_none() => {
+            match crate::set_type::pick(members, *collation, &v) {
+                Some(s) if matches!(v, Value::Set(..)) => KeyValue::Exact(s),
+                Some(s) => KeyValue::Widened(s),
+                None => KeyValue::Unbounded,
+            }
+        }
+        (ColumnType::Set { .. }, _) => KeyValue::Unbounded,
         (ColumnType::Float | ColumnType::Double, v) => match value::to_f64(&v) {
             Some(d) if !matches!(v, Value::Bytes(_)) => KeyValue::Widened(Value::Double(d)),
             _ => KeyValue::Unbounded,

@@ -463,6 +463,8 @@ pub(crate) fn from_sql(v: &Value) -> Json {
         Value::Double(d) => Json::Double(*d),
         Value::Decimal(d) => Json::Decimal(d.to_string()),
         Value::DateTime(d) => Json::String(d.to_string()),
+        Value::Time(t) => Json::String(t.to_string()),
+        Value::Enum(_, text) | Value::Set(_, text) => Json::String(text.clone()),
         Value::Bytes(b) => Json::String(String::from_utf8_lossy(b).into_owned()),
     }
 }

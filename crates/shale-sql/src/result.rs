@@ -95,6 +95,11 @@ pub fn write_text(text: &mut String, value: &Value, float: bool) {
         Value::Double(v) => write_double(text, *v, false),
         Value::Decimal(d) => write!(text, "{d}"),
         Value::DateTime(d) => write!(text, "{d}"),
+        Value::Time(t) => write!(text, "{t}"),
+        Value::Enum(_, member) | Value::Set(_, member) => {
+            text.push_str(member);
+            Ok(())
+        }
         Value::Bytes(b) => {
             text.push_str(&String::from_utf8_lossy(b));
             Ok(())

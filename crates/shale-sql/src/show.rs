@@ -396,6 +396,8 @@ fn describe(
                 shale_table::ColumnType::Char { collation, .. }
                 | shale_table::ColumnType::VarChar { collation, .. }
                 | shale_table::ColumnType::Text { collation }
+                | shale_table::ColumnType::Enum { collation, .. }
+                | shale_table::ColumnType::Set { collation, .. }
                     if collation != Collation::Binary =>
                 {
                     text(if collation == Collation::Utf8mb4Bin {

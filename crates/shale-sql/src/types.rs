@@ -38,6 +38,10 @@ pub(crate) enum SqlType {
     Null,
     /// A JSON document (its normalized text: json.rs).
     Json,
+    /// A TIME(fsp) (time_type.rs).
+    Time {
+        fsp: u8,
+    },
 }
 
 /// Column flag bits of the protocol's column definition.
@@ -49,7 +53,9 @@ pub(crate) mod flags {
     pub const BLOB: u16 = 16;
     pub const UNSIGNED: u16 = 32;
     pub const BINARY: u16 = 128;
+    pub const ENUM: u16 = 256;
     pub const AUTO_INCREMENT: u16 = 512;
+    pub const SET: u16 = 2048;
     pub const NUM: u16 = 32768;
 }
 
@@ -89,6 +95,21 @@ impl SqlType {
                 len: 65535,
             },
             ColumnType::Json => SqlType::Json,
+            ColumnType::Time { fsp } => SqlType::Time { fsp },
+            ColumnType::Enum {
+                ref members,
+                collation,
+            } => SqlType::Str {
+                collation,
+                len: crate::enum_type::max_chars(members),
+            },
+            ColumnType::Set {
+                ref members,
+                collation,
+            } => SqlType::Str {
+                collation,
+                len: crate::set_type::max_chars(members),
+            },
         }
     }
 
@@ -145,6 +166,12 @@ impl SqlType {
                 m.decimals = fsp.unwrap_or(0);
                 m.flags |= flags::BINARY;
             }
+            SqlType::Time { fsp } => {
+                m.type_code = ColumnTypeCode::Time;
+                m.length = crate::time_type::display_length(*fsp);
+                m.decimals = *fsp;
+                m.flags |= flags::BINARY;
+            }
             SqlType::Str { collation, len } => {
                 m.type_code = ColumnTypeCode::VarString;
                 m.charset = collation_id(*collation);
@@ -198,12 +225,22 @@ pub(crate) fn column_meta(
         ColumnType::Date => ColumnTypeCode::Date,
         ColumnType::DateTime { .. } => ColumnTypeCode::DateTime,
         ColumnType::Year => ColumnTypeCode::Year,
-        ColumnType::Char { .. } => ColumnTypeCode::String,
+        // An ENUM is a STRING (254) with the ENUM flag, as MySQL sends it.
+        ColumnType::Char { .. } | ColumnType::Enum { .. } | ColumnType::Set { .. } => {
+            ColumnTypeCode::String
+        }
         ColumnType::VarChar { .. } => ColumnTypeCode::VarString,
         ColumnType::Text { .. } => ColumnTypeCode::Blob,
         ColumnType::Timestamp { .. } => ColumnTypeCode::Timestamp,
         ColumnType::Json => ColumnTypeCode::Json,
+        ColumnType::Time { .. } => ColumnTypeCode::Time,
     };
+    if matches!(col.ty, ColumnType::Enum { .. }) {
+        m.flags |= flags::ENUM;
+    }
+    if matches!(col.ty, ColumnType::Set { .. }) {
+        m.flags |= flags::SET;
+    }
     if matches!(col.ty, ColumnType::Float) {
         m.length = 12;
     }
@@ -335,6 +372,13 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
             crate::temporal::store(&value, Some(*fsp), &col.name, row)
         }
         ColumnType::Year => crate::temporal::store_year(&value, &col.name, row),
+        ColumnType::Time { fsp } => crate::time_type::store(&value, *fsp, &col.name, row),
+        ColumnType::Enum { members, collation } => {
+            crate::enum_type::store(members, *collation, &value, &col.name, row)
+        }
+        ColumnType::Set { members, collation } => {
+            crate::set_type::store(members, *collation, &value, &col.name, row)
+        }
         ColumnType::Char { len, collation } | ColumnType::VarChar { len, collation } => {
             let mut bytes = match value {
                 Value::Bytes(b) => b,

@@ -75,6 +75,9 @@ pub(crate) fn to_f64(v: &Value) -> Option<f64> {
         Value::Double(d) => Some(*d),
         Value::Decimal(d) => Some(d.to_f64()),
         Value::DateTime(d) => Some(d.to_f64()),
+        Value::Time(t) => Some(t.to_f64()),
+        Value::Enum(i, _) => Some(f64::from(*i)),
+        Value::Set(m, _) => Some(*m as f64),
         Value::Bytes(b) => Some(str_to_f64(b)),
     }
 }
@@ -89,6 +92,9 @@ pub(crate) fn to_i128(v: &Value) -> Option<i128> {
         Value::Double(d) => Some(d.round() as i128),
         Value::Decimal(d) => d.to_i128(),
         Value::DateTime(d) => Some(d.to_f64().round() as i128),
+        Value::Time(t) => Some(t.to_f64().round() as i128),
+        Value::Enum(i, _) => Some(i128::from(*i)),
+        Value::Set(m, _) => Some(i128::from(*m)),
         Value::Bytes(b) => {
             Some(str_to_i128_exact(b).unwrap_or_else(|| str_to_f64(b).round() as i128))
         }
@@ -104,6 +110,9 @@ pub(crate) fn truth(v: &Value) -> Option<bool> {
         Value::Double(d) => Some(*d != 0.0),
         Value::Decimal(d) => Some(!d.is_zero()),
         Value::DateTime(_) => Some(true),
+        Value::Time(t) => Some(t.micros() != 0),
+        Value::Enum(i, _) => Some(*i != 0),
+        Value::Set(m, _) => Some(*m != 0),
         Value::Bytes(b) => Some(str_to_f64(b) != 0.0),
     }
 }
@@ -150,13 +159,31 @@ pub(crate) fn compare(a: &Value, b: &Value, collation: Collation) -> Option<Orde
     match (a, b) {
         (Value::Null, _) | (_, Value::Null) => None,
         (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
-        (Value::UInt(x), Value::UInt(y)) => Some(x.cmp(y)),
+        // SETs compare by mask with each other (set_type.rs rule 3).
+        (Value::UInt(x), Value::UInt(y)) | (Value::Set(x, _), Value::Set(y, _)) => Some(x.cmp(y)),
         (Value::Int(x), Value::UInt(y)) => Some(i128::from(*x).cmp(&i128::from(*y))),
         (Value::UInt(x), Value::Int(y)) => Some(i128::from(*x).cmp(&i128::from(*y))),
         (Value::Bytes(x), Value::Bytes(y)) => Some(compare_str(x, y, collation)),
         (Value::DateTime(x), other) => crate::temporal::compare_mixed(x, other, collation),
         (other, Value::DateTime(y)) => {
             crate::temporal::compare_mixed(y, other, collation).map(Ordering::reverse)
+        }
+        // ENUMs and SETs (enum_type.rs and set_type.rs, rule 3): by index or mask with each
+        // other and with numbers, as text with text.
+        (Value::Enum(x, _), Value::Enum(y, _)) => Some(x.cmp(y)),
+        (Value::Enum(_, x) | Value::Set(_, x), Value::Bytes(y)) => {
+            Some(compare_str(x.as_bytes(), y, collation))
+        }
+        (Value::Bytes(x), Value::Enum(_, y) | Value::Set(_, y)) => {
+            Some(compare_str(x, y.as_bytes(), collation))
+        }
+        (Value::Enum(i, _), other) => compare(&Value::UInt(u64::from(*i)), other, collation),
+        (other, Value::Enum(i, _)) => compare(other, &Value::UInt(u64::from(*i)), collation),
+        (Value::Set(m, _), other) => compare(&Value::UInt(*m), other, collation),
+        (other, Value::Set(m, _)) => compare(other, &Value::UInt(*m), collation),
+        (Value::Time(x), other) => crate::time_type::compare_mixed(x, other, collation),
+        (other, Value::Time(y)) => {
+            crate::time_type::compare_mixed(y, other, collation).map(Ordering::reverse)
         }
         // A decimal against an integer, a decimal or a number written as text compares
         // exactly; against a double, or text that is not a number, as doubles.
@@ -243,6 +270,27 @@ pub(crate) fn arith(op: ArithOp, a: &Value, b: &Value) -> Result<Value, SqlError
     if matches!(a, Value::Null) || matches!(b, Value::Null) {
         return Ok(Value::Null);
     }
+    // A TIME operand is its number `hhmmss[.f]` (time_type.rs rule 4).
+    if let Value::Time(t) = a {
+        return arith(op, &crate::time_type::to_number(t), b);
+    }
+    if let Value::Time(t) = b {
+        return arith(op, a, &crate::time_type::to_number(t));
+    }
+    // An ENUM operand is its index (enum_type.rs rule 3).
+    if let Value::Enum(i, _) = a {
+        return arith(op, &Value::UInt(u64::from(*i)), b);
+    }
+    if let Value::Enum(i, _) = b {
+        return arith(op, a, &Value::UInt(u64::from(*i)));
+    }
+    // A SET operand is its mask (set_type.rs rule 3).
+    if let Value::Set(m, _) = a {
+        return arith(op, &Value::UInt(*m), b);
+    }
+    if let Value::Set(m, _) = b {
+        return arith(op, a, &Value::UInt(*m));
+    }
     let both_int = is_integer(a) && is_integer(b);
     let decimal = matches!(a, Value::Decimal(_)) || matches!(b, Value::Decimal(_));
     // Integer division gives a decimal, as MySQL's `/` does.
@@ -296,6 +344,9 @@ pub(crate) fn negate(v: &Value) -> Result<Value, SqlError> {
         Value::Double(d) => Ok(Value::Double(-d)),
         Value::Decimal(d) => Ok(Value::Decimal(d.neg())),
         Value::DateTime(d) => Ok(Value::Double(-d.to_f64())),
+        Value::Time(t) => negate(&crate::time_type::to_number(t)),
+        Value::Enum(i, _) => Ok(Value::Int(-i64::from(*i))),
+        Value::Set(m, _) => int_result(-i128::from(*m), false, &format!("-{}", display(v))),
         Value::Bytes(b) => match str_to_i128_exact(b) {
             Some(i) => int_result(-i, false, "-"),
             None => Ok(Value::Double(-str_to_f64(b))),
@@ -382,6 +433,8 @@ pub(crate) fn display(v: &Value) -> String {
         Value::Double(d) => format_double(*d),
         Value::Decimal(d) => d.to_string(),
         Value::DateTime(d) => d.to_string(),
+        Value::Time(t) => t.to_string(),
+        Value::Enum(_, text) | Value::Set(_, text) => text.clone(),
         Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
     }
 }

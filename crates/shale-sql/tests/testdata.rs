@@ -186,3 +186,18 @@ fn names() {
 fn generated_columns() {
     common::run_file("generated_columns");
 }
+
+#[test]
+fn time() {
+    common::run_file("time");
+}
+
+#[test]
+fn enums() {
+    common::run_file("enum");
+}
+
+#[test]
+fn sets() {
+    common::run_file("set");
+}

@@ -96,6 +96,28 @@ pub fn widens_losslessly(from: &ColumnType, to: &ColumnType) -> bool {
         ) => ua == ub && b >= a,
         _ => match (from, to) {
             (T::Float, T::Double) => true,
+            // Members appended to an ENUM or a SET: every stored index or bit means the same
+            // member, and the key width is unchanged.
+            (
+                T::Enum {
+                    members: a,
+                    collation: ca,
+                },
+                T::Enum {
+                    members: b,
+                    collation: cb,
+                },
+            )
+            | (
+                T::Set {
+                    members: a,
+                    collation: ca,
+                },
+                T::Set {
+                    members: b,
+                    collation: cb,
+                },
+            ) => ca == cb && b.starts_with(a) && from.kind() == to.kind(),
             (
                 T::Char {
                     len: a,

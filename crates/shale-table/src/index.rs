@@ -180,6 +180,8 @@ pub(crate) fn show_entry(row: &[Value], columns: &[usize]) -> String {
             Some(Value::Double(v)) => v.to_string(),
             Some(Value::Decimal(d)) => d.to_string(),
             Some(Value::DateTime(d)) => d.to_string(),
+            Some(Value::Time(t)) => t.to_string(),
+            Some(Value::Enum(_, text) | Value::Set(_, text)) => text.clone(),
             Some(Value::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
             Some(Value::Null) | None => "NULL".to_owned(),
         })

@@ -117,6 +117,7 @@ mod system;
 mod temporal;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod time;
 mod txn;
 mod types;
 mod value;
@@ -139,7 +140,8 @@ pub use shale_engine::{Durability, IsolationLevel};
 pub use stats::{TableStats, COUNT_LIMIT};
 pub use store::{Store, StoreOptions};
 pub use temporal::DateTime;
+pub use time::{Time, TimeParse, TIME_MAX_MICROS};
 pub use txn::{LockMode, TableTxn, TxnOptions};
-pub use types::{Collation, ColumnType};
+pub use types::{Collation, ColumnType, ENUM_MAX_MEMBERS};
 pub use value::Value;
 pub use view::{ViewAlgorithm, ViewDef, ViewSecurity, ViewWrite};

@@ -119,6 +119,26 @@ fn put_type(out: &mut Vec<u8>, ty: &ColumnType) {
         ColumnType::Timestamp { fsp } => out.extend_from_slice(&[20, fsp]),
         // 32, not 15: leaves 15.. to the scalar types other branches add.
         ColumnType::Json => out.push(32),
+        ColumnType::Time { fsp } => out.extend_from_slice(&[33, fsp]),
+        ColumnType::Enum {
+            ref members,
+            collation,
+        }
+        | ColumnType::Set {
+            ref members,
+            collation,
+        } => {
+            let tag = if matches!(ty, ColumnType::Enum { .. }) {
+                34
+            } else {
+                35
+            };
+            out.extend_from_slice(&[tag, collation_tag(collation)]);
+            put_varint(out, members.len() as u64);
+            for m in members {
+                put_bytes(out, m.as_bytes());
+            }
+        }
     }
 }
 
@@ -194,8 +214,39 @@ fn read_type(reader: &mut Reader<'_>) -> Result<ColumnType> {
             ColumnType::Timestamp { fsp }
         }
         32 => ColumnType::Json,
+        33 => {
+            let fsp = reader.u8()?;
+            if fsp > 6 {
+                return Err(reader.corruption(&format!("bad TIME({fsp})")));
+            }
+            ColumnType::Time { fsp }
+        }
+        34 | 35 => read_members_type(reader, tag)?,
         _ => return Err(reader.corruption(&format!("unknown column type tag {tag}"))),
     })
+}
+
+/// The ENUM (tag 34) or SET (tag 35) after its tag: collation, member count, members.
+fn read_members_type(reader: &mut Reader<'_>, tag: u8) -> Result<ColumnType> {
+    let tag_byte = reader.u8()?;
+    let collation = collation_from_tag(reader, tag_byte)?;
+    let count = reader.varint()?;
+    if count == 0 || count > crate::types::ENUM_MAX_MEMBERS as u64 {
+        return Err(reader.corruption(&format!("ENUM or SET of {count} members")));
+    }
+    let mut members = Vec::new();
+    for _ in 0..count {
+        let text = std::str::from_utf8(reader.len_prefixed()?)
+            .map_err(|_| reader.corruption("ENUM or SET member is not UTF-8"))?;
+        members.push(text.to_owned());
+    }
+    if tag == 34 {
+        Ok(ColumnType::Enum { members, collation })
+    } else if members.len() <= 64 {
+        Ok(ColumnType::Set { members, collation })
+    } else {
+        Err(reader.corruption("SET of more than 64 members"))
+    }
 }
 
 fn put_value(out: &mut Vec<u8>, value: &Value) {
@@ -227,6 +278,21 @@ fn put_value(out: &mut Vec<u8>, value: &Value) {
             out.push(d.scale());
             put_bytes(out, &d.coefficient().to_signed_bytes_le());
         }
+        Value::Set(mask, text) => {
+            out.push(9);
+            put_varint(out, *mask);
+            put_bytes(out, text.as_bytes());
+        }
+        Value::Enum(index, text) => {
+            out.push(8);
+            put_varint(out, u64::from(*index));
+            put_bytes(out, text.as_bytes());
+        }
+        Value::Time(t) => {
+            out.push(7);
+            out.push(t.fsp());
+            put_varint(out, zigzag(t.micros()));
+        }
     }
 }
 
@@ -255,6 +321,27 @@ fn read_value(reader: &mut Reader<'_>) -> Result<Value> {
                 DateTime::from_packed(packed, fsp)
                     .ok_or_else(|| reader.corruption("bad DATE/DATETIME default"))?,
             )
+        }
+        7 => {
+            let fsp = reader.u8()?;
+            let micros = unzigzag(reader.varint()?);
+            Value::Time(
+                crate::time::Time::from_micros(micros, fsp)
+                    .ok_or_else(|| reader.corruption("bad TIME default"))?,
+            )
+        }
+        8 => {
+            let index = u16::try_from(reader.varint()?)
+                .map_err(|_| reader.corruption("bad ENUM default"))?;
+            let text = std::str::from_utf8(reader.len_prefixed()?)
+                .map_err(|_| reader.corruption("bad ENUM default"))?;
+            Value::Enum(index, text.to_owned())
+        }
+        9 => {
+            let mask = reader.varint()?;
+            let text = std::str::from_utf8(reader.len_prefixed()?)
+                .map_err(|_| reader.corruption("bad SET default"))?;
+            Value::Set(mask, text.to_owned())
         }
         tag => return Err(reader.corruption(&format!("unknown value tag {tag}"))),
     })
@@ -640,6 +727,79 @@ mod tests {
         let mut unknown = bytes.clone();
         unknown[kind_at] = 2;
         assert!(decode_table(&unknown).is_err());
+    }
+
+    #[test]
+    fn time_enum_and_set_columns_and_defaults_round_trip_with_tags_33_to_35() {
+        let mut def = sample();
+        let column = |name: &str, ty, default| ColumnDef {
+            name: name.into(),
+            ty,
+            nullable: true,
+            default,
+            auto_increment: false,
+            auto_timestamp: crate::schema::AutoTimestamp::default(),
+            generated: None,
+        };
+        let members = vec!["a".to_string(), "b'c".to_string()];
+        let minus = crate::time::Time::from_micros(-3_723_400_000, 1).unwrap();
+        def.columns.extend([
+            column("t", ColumnType::Time { fsp: 1 }, Some(Value::Time(minus))),
+            column(
+                "e",
+                ColumnType::Enum {
+                    members: members.clone(),
+                    collation: Collation::Utf8mb4Bin,
+                },
+                Some(Value::Enum(2, "b'c".into())),
+            ),
+            column(
+                "s",
+                ColumnType::Set {
+                    members,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+                Some(Value::Set(3, "a,b'c".into())),
+            ),
+        ]);
+        let bytes = encode_table(&def);
+        let back = decode_table(&bytes).unwrap();
+        assert_eq!(back, def);
+        assert_eq!(
+            back.columns[back.columns.len() - 3]
+                .default
+                .as_ref()
+                .map(|d| format!("{d:?}")),
+            Some("Time(Time(-01:02:03.4))".into())
+        );
+        for (ty, tag) in [
+            (ColumnType::Time { fsp: 3 }, 33),
+            (
+                ColumnType::Enum {
+                    members: vec!["x".into()],
+                    collation: Collation::Binary,
+                },
+                34,
+            ),
+            (
+                ColumnType::Set {
+                    members: vec!["x".into()],
+                    collation: Collation::Binary,
+                },
+                35,
+            ),
+        ] {
+            let mut out = Vec::new();
+            put_type(&mut out, &ty);
+            assert_eq!(out[0], tag, "docs/format/catalog.md");
+        }
+        // A SET of 65 members is corrupt.
+        let mut out = vec![35, 1];
+        put_varint(&mut out, 65);
+        for i in 0..65 {
+            put_bytes(&mut out, format!("m{i}").as_bytes());
+        }
+        assert!(read_type(&mut Reader::new(&out, "test")).is_err());
     }
 
     #[test]

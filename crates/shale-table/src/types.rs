@@ -68,7 +68,28 @@ pub enum ColumnType {
     /// JSON: a document stored as its normalized text (docs/format/rows.md, "JSON");
     /// shale-sql validates and normalizes it before it reaches the table layer.
     Json,
+    /// TIME(fsp), `fsp <= 6`: a signed duration within -838:59:59..=838:59:59
+    /// (docs/format/table-keys.md, TIME).
+    Time {
+        fsp: u8,
+    },
+    /// ENUM('a', 'b', ...): one of at most 65535 members, held as its 1-based index (0 is
+    /// the error value ''); members compare under `collation` when text is matched to them
+    /// (docs/format/table-keys.md, ENUM).
+    Enum {
+        members: Vec<String>,
+        collation: Collation,
+    },
+    /// SET('a', 'b', ...): any subset of at most 64 members, held as a bitmask (bit `i` for
+    /// member `i + 1`; docs/format/table-keys.md, SET).
+    Set {
+        members: Vec<String>,
+        collation: Collation,
+    },
 }
+
+/// The most members an ENUM may have.
+pub const ENUM_MAX_MEMBERS: usize = 65_535;
 
 /// What kind of value a column holds, as the encoders see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +104,12 @@ pub(crate) enum Kind {
     DateTime { fsp: Option<u8> },
     /// A string in a collation.
     String(Collation),
+    /// A TIME(fsp).
+    Time { fsp: u8 },
+    /// An ENUM's index, keyed in `width` bytes (1 up to 255 members, else 2).
+    Enum { width: u8 },
+    /// A SET's bitmask, keyed in `width` bytes (1, 2, 3, 4 or 8).
+    Set { width: u8 },
 }
 
 impl ColumnType {
@@ -108,6 +135,16 @@ impl ColumnType {
             | ColumnType::VarChar { collation, .. }
             | ColumnType::Text { collation } => Kind::String(collation),
             ColumnType::Json => Kind::String(Collation::Binary),
+            ColumnType::Time { fsp } => Kind::Time { fsp },
+            ColumnType::Enum { ref members, .. } => Kind::Enum {
+                width: if members.len() <= 255 { 1 } else { 2 },
+            },
+            ColumnType::Set { ref members, .. } => Kind::Set {
+                width: match members.len().div_ceil(8) {
+                    w @ 0..=4 => w as u8,
+                    _ => 8,
+                },
+            },
         }
     }
 }

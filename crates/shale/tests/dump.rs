@@ -92,7 +92,8 @@ const SCHEMA: &str = "\
       price DECIMAL(10,2), added DATETIME, note TEXT, UNIQUE KEY uname (name), KEY kprice (price)); \
     CREATE TABLE tags (item_id INT NOT NULL, tag VARCHAR(20) NOT NULL, weight DOUBLE, \
       PRIMARY KEY (item_id, tag)); \
-    CREATE TABLE log (at DATE, msg VARCHAR(100), raw VARBINARY(16)); \
+    CREATE TABLE log (at DATE, msg VARCHAR(100), raw VARBINARY(16), took TIME(1), \
+      kind ENUM('info', 'warn', 'Error'), flags SET('a', 'b', 'c')); \
     CREATE VIEW priced AS SELECT name, price FROM items WHERE price IS NOT NULL; \
     CREATE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW cheap (label) AS \
       SELECT UPPER(name) FROM priced WHERE price < 5; \
@@ -105,7 +106,8 @@ const ROWS: &str = "\
       ('fig', NULL, '2023-12-31 23:59:59', NULL), \
       ('crème brûlée', 9.99, '2024-02-29 12:00:00', 'ünïcödé ✓'); \
     INSERT INTO tags VALUES (1, 'fruit', 1.5), (1, 'red', NULL), (2, 'fruit', -0.25); \
-    INSERT INTO log VALUES ('2024-05-06', 'first', 'ab'), (NULL, NULL, NULL), ('2024-05-07', 'x', '');";
+    INSERT INTO log VALUES ('2024-05-06', 'first', 'ab', '-1 02:03:04.5', 'warn', 'c,a'), \
+      (NULL, NULL, NULL, NULL, NULL, NULL), ('2024-05-07', 'x', '', '838:59:59', 'error', '');";
 
 /// Every table's rows, sorted, as the mariadb client prints them.
 fn contents(server: &Server, db: &str) -> String {

@@ -597,6 +597,7 @@ fn prepared_statements_of_the_real_sql_layer_encode_binary_rows_by_column_type()
 
     decimal_and_dates_through_the_binary_protocol(&served, &mut c);
     functions_and_year_through_the_binary_protocol(&served, &mut c);
+    time_through_the_binary_protocol(&served, &mut c);
 
     let out = served.mariadb("", &["b", "--batch", "-e", "SELECT * FROM t ORDER BY id"]);
     assert_eq!(
@@ -906,4 +907,99 @@ fn config_file_options_apply_and_the_command_line_overrides_them() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// TIME, ENUM and SET columns through the mariadb client (text and its metadata), and TIME
+/// through the binary protocol: a TIME (11)
+/// parameter in `MYSQL_TIME` form (sign, days, hours, minutes, seconds, micros) is stored, and
+/// TIME values come back as `MYSQL_TIME` structures of length 0, 8 or 12.
+fn time_through_the_binary_protocol(served: &Served, c: &mut binary_protocol::Client) {
+    let sql = "CREATE TABLE tm (id INT PRIMARY KEY, t TIME(3), KEY (t)); \
+               INSERT INTO tm VALUES (1, '-1 02:03:04.5'), (2, 0), (3, '838:59:59'); \
+               SELECT id, t, t + 0, HOUR(t) FROM tm ORDER BY t";
+    let out = served.mariadb("", &["b", "-e", sql]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "id\tt\tt + 0\tHOUR(t)\n1\t-26:03:04.500\t-260304.500\t26\n\
+         2\t00:00:00.000\t0.000\t0\n3\t838:59:59.000\t8385959.000\t838\n"
+    );
+    // ENUM and SET are STRING columns with the ENUM and SET flags; TIME is TIME, as the
+    // mariadb client reads the metadata.
+    let sql = "CREATE TABLE es (id INT PRIMARY KEY, e ENUM('x', 'y') NOT NULL, s SET('p', 'q')); \
+               INSERT INTO es VALUES (1, 'Y', 'q,p,q'); \
+               SELECT e, s, e + 0, s + 0, t FROM es, tm WHERE tm.id = 1";
+    // `-t`: the client prints the metadata only in table mode.
+    let out = served.mariadb("", &["b", "-t", "--column-type-info", "-e", sql]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let info = text(&out.stdout);
+    let flags: Vec<&str> = info.lines().filter(|l| l.starts_with("Flags:")).collect();
+    let types: Vec<&str> = info.lines().filter(|l| l.starts_with("Type:")).collect();
+    assert!(
+        flags[0].contains(" ENUM") && flags[1].contains(" SET"),
+        "{info}"
+    );
+    assert!(
+        types[0].ends_with("STRING") && types[1].ends_with("STRING"),
+        "{info}"
+    );
+    assert!(types[4].ends_with("TIME"), "{info}");
+    assert!(
+        info.contains("| y | p,q  |     2 |     3 | -26:03:04.500 |"),
+        "{info}"
+    );
+    let out = served.mariadb("", &["b", "-e", "INSERT INTO es VALUES (2, 'z', '')"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 1265 (01000)")
+            && text(&out.stderr).contains("Data truncated for column 'e' at row 1"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = served.mariadb("", &["b", "-e", "INSERT INTO tm VALUES (4, '839:00:00')"]);
+    assert!(
+        text(&out.stderr).contains("ERROR 1292 (22007)")
+            && text(&out.stderr)
+                .contains("Incorrect time value: '839:00:00' for column 't' at row 1"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A TIME parameter: -1 day 02:03:04.5 is -26:03:04.500, found through the key.
+    let mut minus = vec![12, 1];
+    minus.extend_from_slice(&1u32.to_le_bytes());
+    minus.extend_from_slice(&[2, 3, 4]);
+    minus.extend_from_slice(&500_000u32.to_le_bytes());
+    let select = c.prepare("SELECT id, t, TIMEDIFF(t, '01:00:00') FROM tm WHERE t = ?");
+    let (types, rows) = c.execute(select, &[(11, 0, Some(minus.clone()))]);
+    assert_eq!(types, [3, 11, 11], "LONG, TIME, TIME");
+    let mut expected = vec![0x00, 0x00];
+    expected.extend_from_slice(&1i32.to_le_bytes());
+    expected.extend_from_slice(&minus);
+    // -27:03:04.500000: one day, 3 hours.
+    expected.extend_from_slice(&[12, 1]);
+    expected.extend_from_slice(&1u32.to_le_bytes());
+    expected.extend_from_slice(&[3, 3, 4]);
+    expected.extend_from_slice(&500_000u32.to_le_bytes());
+    assert_eq!(rows, [expected]);
+
+    // Inserted through a TIME parameter (length 8, no fraction); zero comes back as length 0.
+    let insert = c.prepare("INSERT INTO tm VALUES (?, ?)");
+    let mut ten = vec![8, 0];
+    ten.extend_from_slice(&0u32.to_le_bytes());
+    ten.extend_from_slice(&[10, 0, 0]);
+    c.execute(
+        insert,
+        &[
+            (3, 0, Some(5i32.to_le_bytes().to_vec())),
+            (11, 0, Some(ten)),
+        ],
+    );
+    let select = c.prepare("SELECT t FROM tm WHERE id IN (?, 2) ORDER BY id");
+    let (types, rows) = c.execute(select, &[(3, 0, Some(5i32.to_le_bytes().to_vec()))]);
+    assert_eq!(types, [11]);
+    let mut ten_out = vec![0x00, 0x00, 8, 0];
+    ten_out.extend_from_slice(&0u32.to_le_bytes());
+    ten_out.extend_from_slice(&[10, 0, 0]);
+    assert_eq!(rows, [vec![0x00, 0x00, 0], ten_out]);
 }

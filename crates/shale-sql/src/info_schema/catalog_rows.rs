@@ -27,7 +27,9 @@ pub(super) fn collation_name(ty: &ColumnType) -> Option<&'static str> {
     let collation = match ty {
         ColumnType::Char { collation, .. }
         | ColumnType::VarChar { collation, .. }
-        | ColumnType::Text { collation } => *collation,
+        | ColumnType::Text { collation }
+        | ColumnType::Enum { collation, .. }
+        | ColumnType::Set { collation, .. } => *collation,
         _ => return None,
     };
     match collation {
@@ -226,6 +228,14 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
             u(u64::from(*fsp)),
         ),
         ColumnType::Json => ("json", n.clone(), n.clone(), n.clone(), n, Value::Null),
+        ColumnType::Time { fsp } => (
+            "time",
+            n.clone(),
+            n.clone(),
+            n.clone(),
+            n,
+            u(u64::from(*fsp)),
+        ),
         ColumnType::DateTime { fsp } => (
             "datetime",
             n.clone(),
@@ -233,6 +243,16 @@ fn type_parts(ty: &ColumnType) -> (&'static str, Value, Value, Value, Value, Val
             n.clone(),
             n,
             u(u64::from(*fsp)),
+        ),
+        ColumnType::Enum { members, collation } => chars(
+            "enum",
+            crate::enum_type::max_chars(members),
+            per_char(collation),
+        ),
+        ColumnType::Set { members, collation } => chars(
+            "set",
+            crate::set_type::max_chars(members),
+            per_char(collation),
         ),
         ColumnType::Char { len, collation } => chars(
             if *collation == Collation::Binary {

@@ -62,6 +62,9 @@ pub fn show_value(v: &Value) -> String {
         Value::Double(d) => format!("{d}"),
         Value::Decimal(d) => d.to_string(),
         Value::DateTime(d) => d.to_string(),
+        Value::Time(t) => t.to_string(),
+        Value::Enum(_, text) | Value::Set(_, text) if text.is_empty() => "''".into(),
+        Value::Enum(_, text) | Value::Set(_, text) => text.clone(),
         Value::Bytes(b) if b.is_empty() => "''".into(),
         Value::Bytes(b) => String::from_utf8_lossy(b).replace('\n', "\\n"),
     }

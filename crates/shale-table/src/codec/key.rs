@@ -125,6 +125,62 @@ pub(crate) fn as_decimal(value: &Value) -> Option<Decimal> {
     }
 }
 
+/// The index of an ENUM value, checked against the column's members (0, the error value,
+/// included).
+pub(crate) fn enum_index(column: &ColumnDef, value: &Value) -> Result<u16> {
+    let count = match &column.ty {
+        crate::types::ColumnType::Enum { members, .. } => members.len(),
+        _ => 0,
+    };
+    match value {
+        Value::Enum(index, _) if usize::from(*index) <= count => Ok(*index),
+        _ => Err(out_of_range(column, value)),
+    }
+}
+
+/// The mask of a SET value, checked against the column's members.
+pub(crate) fn set_mask(column: &ColumnDef, value: &Value) -> Result<u64> {
+    let count = match &column.ty {
+        crate::types::ColumnType::Set { members, .. } => members.len(),
+        _ => 0,
+    };
+    match value {
+        Value::Set(mask, _) if count >= 64 || mask >> count == 0 => Ok(*mask),
+        _ => Err(out_of_range(column, value)),
+    }
+}
+
+/// The SET value of `mask` in `column` (None with bits past its members).
+pub(crate) fn set_value(column: &ColumnDef, mask: u64) -> Option<Value> {
+    let crate::types::ColumnType::Set { members, .. } = &column.ty else {
+        return None;
+    };
+    if members.len() < 64 && mask >> members.len() != 0 {
+        return None;
+    }
+    let text: Vec<&str> = members
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mask >> i & 1 == 1)
+        .map(|(_, m)| m.as_str())
+        .collect();
+    Some(Value::Set(mask, text.join(",")))
+}
+
+/// The ENUM value of `index` in `column` (None past its members).
+pub(crate) fn enum_value(column: &ColumnDef, index: u64) -> Option<Value> {
+    let crate::types::ColumnType::Enum { members, .. } = &column.ty else {
+        return None;
+    };
+    let index = u16::try_from(index).ok()?;
+    match index {
+        0 => Some(Value::Enum(0, String::new())),
+        i => members
+            .get(usize::from(i) - 1)
+            .map(|text| Value::Enum(i, text.clone())),
+    }
+}
+
 /// Order-preserving bits of a non-NaN double: positives get the sign bit set, negatives are
 /// inverted.
 pub(crate) fn double_bits(v: f64) -> u64 {
@@ -178,6 +234,20 @@ pub(crate) fn encode_column(
                 return Err(out_of_range(column, value));
             };
             encode_string(out, collation, bytes, scratch);
+        }
+        Kind::Time { .. } => {
+            let Value::Time(t) = value else {
+                return Err(out_of_range(column, value));
+            };
+            out.extend_from_slice(&t.key_bits().to_be_bytes()[2..]);
+        }
+        Kind::Enum { width } => {
+            let index = enum_index(column, value)?;
+            out.extend_from_slice(&index.to_be_bytes()[2 - usize::from(width)..]);
+        }
+        Kind::Set { width } => {
+            let mask = set_mask(column, value)?;
+            out.extend_from_slice(&mask.to_be_bytes()[8 - usize::from(width)..]);
         }
     }
     Ok(())
@@ -247,6 +317,12 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
         }
         Kind::Double | Kind::DateTime { .. } => {
             reader.take(8)?;
+        }
+        Kind::Time { .. } => {
+            reader.take(6)?;
+        }
+        Kind::Enum { width } | Kind::Set { width } => {
+            reader.take(usize::from(width))?;
         }
         Kind::Decimal { .. } => super::decimal::skip_key(reader)?,
         Kind::String(Collation::Binary) => loop {
@@ -513,10 +589,12 @@ mod tests {
             (Value::Null, _) => Ordering::Less,
             (_, Value::Null) => Ordering::Greater,
             (Value::Int(a), Value::Int(b)) => a.cmp(b),
-            (Value::UInt(a), Value::UInt(b)) => a.cmp(b),
+            (Value::UInt(a), Value::UInt(b)) | (Value::Set(a, _), Value::Set(b, _)) => a.cmp(b),
             (Value::Double(a), Value::Double(b)) => a.partial_cmp(b).unwrap(),
             (Value::Decimal(a), Value::Decimal(b)) => a.cmp(b),
             (Value::DateTime(a), Value::DateTime(b)) => a.cmp(b),
+            (Value::Time(a), Value::Time(b)) => a.cmp(b),
+            (Value::Enum(a, _), Value::Enum(b, _)) => a.cmp(b),
             (Value::Bytes(a), Value::Bytes(b)) => {
                 let Kind::String(c) = column.ty.kind() else {
                     unreachable!()
@@ -591,6 +669,38 @@ mod tests {
                     .collect();
                 Value::Bytes(s.into_bytes())
             }
+            Kind::Time { fsp } => {
+                let max = crate::time::TIME_MAX_MICROS;
+                let micros = match rng.gen_range(0..4) {
+                    0 => rng.gen_range(-2..=2) * 1_000_000,
+                    1 => [-max, max][rng.gen_range(0..2)],
+                    _ => rng.gen_range(-max..=max),
+                };
+                match crate::time::Time::clipped(i128::from(micros), fsp) {
+                    crate::time::TimeParse::Ok(t) | crate::time::TimeParse::Clipped(t) => {
+                        Value::Time(t)
+                    }
+                    crate::time::TimeParse::Invalid => unreachable!(),
+                }
+            }
+            Kind::Enum { .. } => {
+                let crate::types::ColumnType::Enum { members, .. } = &column.ty else {
+                    unreachable!()
+                };
+                let index = rng.gen_range(0..=members.len() as u64);
+                enum_value(column, index).unwrap()
+            }
+            Kind::Set { .. } => {
+                let crate::types::ColumnType::Set { members, .. } = &column.ty else {
+                    unreachable!()
+                };
+                let mask = if members.len() >= 64 {
+                    rng.gen()
+                } else {
+                    rng.gen_range(0..1u64 << members.len())
+                };
+                set_value(column, mask).unwrap()
+            }
         }
     }
 
@@ -610,6 +720,28 @@ mod tests {
             columns.push(column(ColumnType::DateTime { fsp: 6 }, nullable));
             columns.push(column(ColumnType::Timestamp { fsp: 3 }, nullable));
             columns.push(column(ColumnType::Year, nullable));
+            columns.push(column(ColumnType::Time { fsp: 0 }, nullable));
+            columns.push(column(ColumnType::Time { fsp: 6 }, nullable));
+            for count in [3, 9, 20, 30, 64] {
+                let members = (0..count).map(|i| format!("s{i}")).collect();
+                columns.push(column(
+                    ColumnType::Set {
+                        members,
+                        collation: Collation::Utf8mb4GeneralCi,
+                    },
+                    nullable,
+                ));
+            }
+            for count in [3, 300] {
+                let members = (0..count).map(|i| format!("m{i}")).collect();
+                columns.push(column(
+                    ColumnType::Enum {
+                        members,
+                        collation: Collation::Utf8mb4GeneralCi,
+                    },
+                    nullable,
+                ));
+            }
             for (precision, scale) in [(1, 0), (10, 2), (65, 30), (65, 0), (30, 30)] {
                 columns.push(column(ColumnType::Decimal { precision, scale }, nullable));
             }

@@ -15,12 +15,15 @@
 //! 3. Whatever decodes would be accepted by `encode_row` (integers within their column's
 //!    range, no NaN, no NULL in a NOT NULL column), so corrupt bytes never reach the caller as impossible values.
 
-use super::key::{as_decimal, as_f64, as_i64, as_u64, int_bits};
+use super::key::{
+    as_decimal, as_f64, as_i64, as_u64, enum_index, enum_value, int_bits, set_mask, set_value,
+};
 use super::{put_bytes, put_varint, unzigzag, zigzag, Reader};
 use crate::decimal::Decimal;
 use crate::error::{Error, Result};
 use crate::schema::{ColumnDef, ColumnSource, TableDef};
 use crate::temporal::DateTime;
+use crate::time::Time;
 use crate::types::Kind;
 use crate::value::Value;
 
@@ -86,6 +89,18 @@ pub(crate) fn encode_row(out: &mut Vec<u8>, table: &TableDef, row: &[Value]) -> 
                 };
                 put_bytes(out, bytes);
             }
+            Kind::Enum { .. } => put_varint(out, u64::from(enum_index(column, value)?)),
+            Kind::Set { .. } => put_varint(out, set_mask(column, value)?),
+            Kind::Time { fsp } => match value {
+                // Stored as given when it is already at the column's precision.
+                Value::Time(t) if t.round_to(fsp) == *t => put_varint(out, zigzag(t.micros())),
+                _ => {
+                    return Err(Error::InvalidArgument(format!(
+                        "value {value:?} does not fit column '{}' ({:?})",
+                        column.name, column.ty
+                    )))
+                }
+            },
         }
     }
     Ok(())
@@ -278,6 +293,30 @@ fn decode_stored(
                     let packed = reader.varint()?;
                     Value::DateTime(DateTime::from_packed(packed, fsp).ok_or_else(|| {
                         reader.corruption(&format!("bad date/time in column '{}'", column.name))
+                    })?)
+                }
+                Kind::Enum { .. } => {
+                    let index = reader.varint()?;
+                    enum_value(column, index).ok_or_else(|| {
+                        reader.corruption(&format!(
+                            "ENUM index {index} past the members of column '{}'",
+                            column.name
+                        ))
+                    })?
+                }
+                Kind::Set { .. } => {
+                    let mask = reader.varint()?;
+                    set_value(column, mask).ok_or_else(|| {
+                        reader.corruption(&format!(
+                            "SET mask {mask:#x} past the members of column '{}'",
+                            column.name
+                        ))
+                    })?
+                }
+                Kind::Time { fsp } => {
+                    let micros = unzigzag(reader.varint()?);
+                    Value::Time(Time::from_micros(micros, fsp).ok_or_else(|| {
+                        reader.corruption(&format!("bad time in column '{}'", column.name))
                     })?)
                 }
                 Kind::String(_) => {
