@@ -180,6 +180,7 @@ fn time_keys_sort_in_sql_order_and_round_trip() {
             default: None,
             auto_increment: false,
             auto_timestamp: shale_table::AutoTimestamp::default(),
+            generated: None,
         };
         let table = shale_table::TableDef {
             database: "d".into(),
