@@ -511,11 +511,7 @@ fn convert(new: &ColumnDef, value: Value, row: u64) -> Result<Value, SqlError> {
     }
     stored.map_err(|e| {
         if e.code == 1406 {
-            SqlError::new(
-                1265,
-                "01000",
-                format!("Data truncated for column '{}' at row {row}", new.name),
-            )
+            SqlError::data_truncated(&new.name, row)
         } else {
             e
         }

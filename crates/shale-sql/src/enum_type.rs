@@ -100,22 +100,21 @@ pub(crate) fn store(
     if matches!(value, Value::Null) {
         return Ok(Value::Null);
     }
-    pick(members, collation, value).ok_or_else(|| {
-        SqlError::new(
-            1265,
-            "01000",
-            format!("Data truncated for column '{column}' at row {row}"),
-        )
-    })
+    pick(members, collation, value).ok_or_else(|| SqlError::data_truncated(column, row))
 }
 
 /// `enum('a','b')` as SHOW CREATE TABLE and COLUMN_TYPE print it.
 pub(crate) fn type_text(members: &[String]) -> String {
+    member_list("enum", members)
+}
+
+/// `kind('a','b''c')`: an ENUM's or SET's members as MySQL prints the type.
+pub(crate) fn member_list(kind: &str, members: &[String]) -> String {
     let quoted: Vec<String> = members
         .iter()
         .map(|m| format!("'{}'", m.replace('\'', "''")))
         .collect();
-    format!("enum({})", quoted.join(","))
+    format!("{kind}({})", quoted.join(","))
 }
 
 /// The longest member in characters (the column's display length).

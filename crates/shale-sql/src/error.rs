@@ -184,6 +184,15 @@ impl SqlError {
         )
     }
 
+    /// 1265 `Data truncated for column 'c' at row N`.
+    pub(crate) fn data_truncated(column: &str, row: impl std::fmt::Display) -> SqlError {
+        SqlError::new(
+            1265,
+            "01000",
+            format!("Data truncated for column '{column}' at row {row}"),
+        )
+    }
+
     /// A statement bound to a definition a rewriting ALTER TABLE replaced (shale-table's
     /// fence.rs); `MySQL` says the same when a snapshot predates a table's definition.
     pub(crate) fn table_definition_changed() -> SqlError {

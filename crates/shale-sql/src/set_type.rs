@@ -109,22 +109,12 @@ pub(crate) fn store(
     if matches!(value, Value::Null) {
         return Ok(Value::Null);
     }
-    pick(members, collation, value).ok_or_else(|| {
-        SqlError::new(
-            1265,
-            "01000",
-            format!("Data truncated for column '{column}' at row {row}"),
-        )
-    })
+    pick(members, collation, value).ok_or_else(|| SqlError::data_truncated(column, row))
 }
 
 /// `set('a','b')` as SHOW CREATE TABLE and COLUMN_TYPE print it.
 pub(crate) fn type_text(members: &[String]) -> String {
-    let quoted: Vec<String> = members
-        .iter()
-        .map(|m| format!("'{}'", m.replace('\'', "''")))
-        .collect();
-    format!("set({})", quoted.join(","))
+    crate::enum_type::member_list("set", members)
 }
 
 /// The longest text a value can have: every member and the commas between them.

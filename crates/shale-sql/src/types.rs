@@ -353,13 +353,7 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
                 let t = String::from_utf8_lossy(b);
                 match t.trim().parse::<f64>() {
                     Ok(d) => d,
-                    Err(_) => {
-                        return Err(SqlError::new(
-                            1265,
-                            "01000",
-                            format!("Data truncated for column '{}' at row {row}", col.name),
-                        ))
-                    }
+                    Err(_) => return Err(SqlError::data_truncated(&col.name, row)),
                 }
             }
             other => crate::value::to_f64(other).unwrap_or(0.0),
