@@ -14,24 +14,11 @@
 
 mod support;
 
-use std::process::Command;
-
 use support::have;
 
-/// Runs a `PyMySQL` script with PORT set; returns its stdout (asserting it succeeded).
+/// Runs a `PyMySQL` script after [`PY_PRELUDE`] (support::pymysql).
 fn pymysql(port: u16, script: &str) -> String {
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", &format!("{PY_PRELUDE}{script}")])
-        .env("PORT", port.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    support::pymysql(port, &format!("{PY_PRELUDE}{script}"))
 }
 
 const PY_PRELUDE: &str = r#"

@@ -10,7 +10,7 @@ mod support;
 
 use std::process::Command;
 
-use support::have;
+use support::{have, pymysql};
 
 /// The mariadb client as `user` with `password` (batch, no column names): stdout, or the
 /// error line.
@@ -29,22 +29,6 @@ fn mariadb(port: u16, user: &str, password: &str, sql: &str) -> Result<String, S
     } else {
         Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
     }
-}
-
-/// Runs a PyMySQL script with PORT set; returns its stdout (asserting it succeeded).
-fn pymysql(port: u16, script: &str) -> String {
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", script])
-        .env("PORT", port.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 const PY_PRELUDE: &str = r#"

@@ -35,6 +35,23 @@ pub fn have(program: &str, args: &[&str]) -> bool {
     found
 }
 
+/// Runs a `PyMySQL` script (the system python's, which has the module) with PORT set to
+/// `port`; returns its stdout, asserting it succeeded.
+pub fn pymysql(port: u16, script: &str) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .env("PORT", port.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A port nobody listens on now (the OS picks it; a race with another process is possible
 /// but harmless for tests: the server then fails to start and says so).
 pub fn free_port() -> u16 {
