@@ -16,7 +16,7 @@ mod support;
 
 use support::have;
 
-/// Runs a `PyMySQL` script after [`PY_PRELUDE`] (support::pymysql).
+/// Runs a `PyMySQL` script after [`PY_PRELUDE`] (`support::pymysql`).
 fn pymysql(port: u16, script: &str) -> String {
     support::pymysql(port, &format!("{PY_PRELUDE}{script}"))
 }
