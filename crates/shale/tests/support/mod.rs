@@ -73,6 +73,8 @@ pub struct Server {
 }
 
 impl Server {
+    /// Starts `command`, its output going to a log beside `datadir`, and waits until it
+    /// listens on `port` (0: until it prints the port it chose; see [`Server::wait_banner`]).
     fn spawn(name: &'static str, port: u16, datadir: PathBuf, command: &mut Command) -> Server {
         let log = datadir.with_extension("log");
         let file = std::fs::File::create(&log).unwrap();
@@ -89,22 +91,68 @@ impl Server {
             child,
             log,
         };
-        server.wait_listening(Duration::from_secs(60));
+        if port == 0 {
+            server.wait_banner(Duration::from_secs(60));
+        } else {
+            server.wait_listening(Duration::from_secs(60));
+        }
         server
     }
 
+    /// Panics with the log if the process has exited.
+    fn assert_running(&mut self, when: &str) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!(
+                "{} exited ({status}) {when}:\n{}",
+                self.name,
+                self.log_text()
+            );
+        }
+    }
+
+    /// Waits for `shale serve`'s "listening on 127.0.0.1:PORT" line and takes the port from
+    /// it. The server binds port 0, so no other process can hold the port it was given.
+    fn wait_banner(&mut self, timeout: Duration) {
+        const BANNER: &str = "shale serve: listening on 127.0.0.1:";
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.assert_running("before listening");
+            let port = self.log_text().lines().find_map(|line| {
+                let rest = line.strip_prefix(BANNER)?;
+                rest.split(' ').next()?.parse::<u16>().ok()
+            });
+            if let Some(port) = port {
+                self.port = port;
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not print where it listens within {timeout:?}:\n{}",
+                self.name,
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until something accepts connections on `port` and the process is still running.
+    /// A connection whose local and remote ends are the same socket is TCP's self-connect
+    /// (the kernel picked the probed port as the probe's own port while nobody listened):
+    /// it proves nothing and holds the port the server needs, so it is dropped and retried.
     fn wait_listening(&mut self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "{} exited ({status}) before listening:\n{}",
-                    self.name,
-                    self.log_text()
-                );
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
+            self.assert_running("before listening");
+            if let Ok(stream) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let self_connect = stream.local_addr().ok() == stream.peer_addr().ok();
+                drop(stream);
+                if !self_connect {
+                    // A server that lost the port to another process exits at its bind; the
+                    // listener we reached would then be someone else's.
+                    std::thread::sleep(Duration::from_millis(200));
+                    self.assert_running("after something listened on its port");
+                    return;
+                }
             }
             assert!(
                 Instant::now() < deadline,
@@ -187,17 +235,16 @@ pub fn start_shale(dir: &Path) -> Server {
 /// [`start_shale`] with more `shale serve` flags.
 pub fn start_shale_with(dir: &Path, extra: &[&str]) -> Server {
     let datadir = dir.join("shale-data");
-    let port = free_port();
     Server::spawn(
         "shale",
-        port,
+        0,
         datadir.clone(),
         Command::new(env!("CARGO_BIN_EXE_shale"))
             .args([
                 "serve",
                 &format!("--datadir={}", datadir.display()),
                 "--bind=127.0.0.1",
-                &format!("--port={port}"),
+                "--port=0",
                 "--initialize-insecure",
             ])
             .args(extra),
