@@ -76,6 +76,7 @@ pub(crate) fn writer_options(
         prefix_extractor: options.prefix_extractor.clone(),
         comparator: comparator.clone(),
         user_properties,
+        properties_collector: options.table_properties_collector.clone(),
         ..WriterOptions::default()
     }
 }

@@ -1,5 +1,5 @@
 //! Read-only access to a database directory's files for inspection tools (`shale tool
-//! manifest | lsm | verify`), without opening the database.
+//! manifest | lsm | verify | sst`), without opening the database.
 //!
 //! Opening a database recovers it: it writes a new MANIFEST, replays and flushes the WALs and
 //! deletes obsolete files. The functions here only read, so they work beside a running
@@ -36,6 +36,18 @@ pub mod wal;
 /// Blob files: format, scanning and names (docs/format/blob.md).
 #[path = "blob/mod.rs"]
 pub mod blob;
+
+pub use shale_sst::TableProperties;
+
+/// The properties of the table file at `path` (docs/format/sst.md, "Properties block"): its
+/// counts, key range and the `user.<name>` properties the engine and a keyspace's
+/// [`crate::TablePropertiesCollectorFactory`] wrote. Opens the file on its own (not through a
+/// database's table cache), so it works on any table file, live or not; a damaged file is an
+/// error naming it.
+pub fn read_table_properties(fs: &dyn FileSystem, path: &Path) -> Result<TableProperties> {
+    let table = shale_sst::Table::open(fs, path, &shale_sst::TableOpenOptions::default())?;
+    Ok(table.properties().clone())
+}
 
 /// The name of the lock file a database holds while it is open.
 pub const LOCK_FILE_NAME: &str = "LOCK";

@@ -122,6 +122,9 @@ pub use repair::{
     repair_db, repair_db_with_progress, LostFile, RepairOptions, RepairReport, SalvagedTable,
     SalvagedWal, LOST_DIR_NAME,
 };
+pub use shale_sst::{
+    TableFileContext, TablePropertiesCollector, TablePropertiesCollectorFactory, ValueKind,
+};
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelIoStats};
 pub use table_file_writer::{ExternalFileInfo, TableFileWriter, TableFileWriterOptions};

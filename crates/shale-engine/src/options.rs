@@ -9,7 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shale_fs::{FileSystem, OsFs};
-use shale_sst::{BytewiseComparator, ChecksumType, Comparator, Compression, PrefixExtractor};
+use shale_sst::{
+    BytewiseComparator, ChecksumType, Comparator, Compression, PrefixExtractor,
+    TablePropertiesCollectorFactory,
+};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
@@ -183,6 +186,14 @@ pub struct KeyspaceOptions {
     /// fires: a file all garbage is already deleted, and forced compactions are write
     /// amplification a workload should opt into (0.5 is a common choice). 0 to 1.
     pub blob_garbage_collection_force_threshold: f64,
+    /// Makes a collector for every table file written for this keyspace (flushes,
+    /// compactions, repair, and [`crate::TableFileWriter`] files built with these options): it
+    /// sees each point entry in key order and adds `user.<name>` properties when the file is
+    /// finished (`RocksDB`'s `table_properties_collector_factories`; docs/format/sst.md,
+    /// "Properties block"). Like the prefix extractor it is code, not data: it is not read
+    /// back from the OPTIONS file (only its name is written there). `None` (the default)
+    /// costs one branch per entry written.
+    pub table_properties_collector: Option<Arc<dyn TablePropertiesCollectorFactory>>,
 }
 
 impl Default for KeyspaceOptions {
@@ -221,6 +232,7 @@ impl Default for KeyspaceOptions {
             enable_blob_garbage_collection: true,
             blob_garbage_collection_age_cutoff: 0.25,
             blob_garbage_collection_force_threshold: 1.0,
+            table_properties_collector: None,
         }
     }
 }
@@ -645,6 +657,12 @@ impl KeyspaceOptions {
         ];
         if let Some(extractor) = &self.prefix_extractor {
             pairs.push(("prefix_extractor".to_owned(), extractor.name().to_owned()));
+        }
+        if let Some(factory) = &self.table_properties_collector {
+            pairs.push((
+                "table_properties_collector".to_owned(),
+                factory.name().to_owned(),
+            ));
         }
         pairs
     }

@@ -42,6 +42,7 @@ mod buffer_pool;
 mod cache;
 mod checksum;
 mod coding;
+mod collector;
 mod comparator;
 mod compression;
 mod error;
@@ -62,6 +63,7 @@ mod writer;
 pub mod testing;
 
 pub use cache::{BlockCache, CacheKey, CacheStats, PinnedCharge, Priority, ShardedLru};
+pub use collector::{TableFileContext, TablePropertiesCollector, TablePropertiesCollectorFactory};
 pub use comparator::{BytewiseComparator, Comparator};
 pub use compression::{decompress_value, train_zstd_dictionary, Compression, ValueCompressor};
 pub use error::{DecodeError, Error, Result};

@@ -25,6 +25,9 @@ use shale_fs::{FileSystem, WritableFile};
 
 use crate::block_builder::BlockBuilder;
 use crate::checksum;
+use crate::collector::{
+    TableFileContext, TablePropertiesCollector, TablePropertiesCollectorFactory,
+};
 use crate::comparator::{BytewiseComparator, Comparator};
 use crate::compression::{Compression, Compressor};
 use crate::error::{Error, Result};
@@ -84,6 +87,9 @@ pub struct WriterOptions {
     /// (internal-key separators and full handles in the index) is kept for tests and for
     /// files an older Shale must read.
     pub format_version: u32,
+    /// Makes a collector that sees every point entry and adds `user.<name>` properties at
+    /// finish (collector.rs); `None` (the default) collects nothing.
+    pub properties_collector: Option<Arc<dyn TablePropertiesCollectorFactory>>,
 }
 
 impl Default for WriterOptions {
@@ -107,6 +113,7 @@ impl Default for WriterOptions {
             zstd_max_dict_bytes: 0,
             zstd_max_train_bytes: 0,
             format_version: FORMAT_VERSION,
+            properties_collector: None,
         }
     }
 }
@@ -206,6 +213,8 @@ pub struct TableWriter {
     compressed: Vec<u8>,
     separator: Vec<u8>,
     training: Option<DictionaryTraining>,
+    /// Made from [`WriterOptions::properties_collector`] for this file.
+    collector: Option<Box<dyn TablePropertiesCollector>>,
 }
 
 impl TableWriter {
@@ -267,7 +276,14 @@ impl TableWriter {
             external: options.external_file,
             ..TableProperties::default()
         };
+        let collector = options.properties_collector.as_ref().map(|factory| {
+            factory.create_collector(TableFileContext {
+                path: &path,
+                external_file: options.external_file,
+            })
+        });
         Ok(TableWriter {
+            collector,
             file,
             path,
             comparator: InternalKeyComparator::new(options.comparator.clone()),
@@ -360,6 +376,9 @@ impl TableWriter {
         self.props.num_entries += 1;
         if parsed.kind == ValueKind::Deletion {
             self.props.num_deletions += 1;
+        }
+        if let Some(collector) = &mut self.collector {
+            collector.add(parsed.user_key, parsed.kind, value);
         }
         self.props.raw_key_size += internal_key.len() as u64;
         self.props.raw_value_size += value.len() as u64;
@@ -569,6 +588,12 @@ impl TableWriter {
         self.props.index_size =
             index_contents.len() as u64 + crate::format::BLOCK_TRAILER_SIZE as u64;
         self.props.creation_time = self.options.creation_time.unwrap_or_else(now_seconds);
+        if let Some(mut collector) = self.collector.take() {
+            for (name, value) in collector.finish() {
+                // collector.rs invariant 1: the writer's own names win.
+                self.props.user.entry(name).or_insert(value);
+            }
+        }
         let properties = self.props.encode();
         meta.push((META_PROPERTIES, self.write_meta_block(&properties)?));
         let index = self.write_meta_block(&index_contents)?;

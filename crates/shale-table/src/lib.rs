@@ -91,6 +91,8 @@
 //! | `bulk`, `bulk_sort` | bulk load: rows sorted into table files and ingested |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
+//! | `file_properties` | the index ids and definitions every table file records |
+//! | `describe` | a table file's entries shown as rows (`shale tool sst`) |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
 
@@ -102,8 +104,10 @@ mod check;
 mod codec;
 mod cursor;
 mod decimal;
+mod describe;
 mod error;
 mod fence;
+mod file_properties;
 mod fill;
 mod generated;
 mod index;
@@ -132,6 +136,7 @@ pub use decimal::{
     Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
 };
 pub use error::{Error, Result};
+pub use file_properties::{FileTables, INDEX_IDS_PROPERTY, TABLE_DEFS_PROPERTY};
 pub use generated::{install_virtual_columns, VirtualColumns};
 pub use schema::{
     AutoTimestamp, Catalog, ColumnDef, ColumnSource, Generated, IndexDef, PastVersion, TableDef,

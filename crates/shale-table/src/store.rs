@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use shale_engine::{
@@ -31,6 +31,7 @@ use crate::build::{self, delete_index_range};
 use crate::codec::Reader;
 use crate::error::{Error, Result};
 use crate::fence::TableFences;
+use crate::file_properties::{IndexIdCollectorFactory, SharedCatalog};
 use crate::online::OnlineIndexes;
 use crate::schema::{Catalog, ColumnDef, IndexDef, TableDef};
 use crate::sequence::Sequence;
@@ -62,7 +63,9 @@ pub(crate) struct StoreInner {
     /// files for it).
     pub(crate) path: PathBuf,
     pub(crate) engine_options: shale_engine::Options,
-    catalog: RwLock<Arc<Catalog>>,
+    /// Shared with the collector that writes definitions into table files
+    /// (`file_properties.rs`).
+    catalog: SharedCatalog,
     /// The next index id; held for the whole of a DDL statement (invariant 2).
     ddl: Mutex<u32>,
     /// `AUTO_INCREMENT` and row id counters by (tag, table id) (sequence.rs).
@@ -92,8 +95,15 @@ impl Store {
     }
 
     /// Opens (creating if missing) the store at `path`.
-    pub fn open(path: impl AsRef<Path>, options: StoreOptions) -> Result<Store> {
+    pub fn open(path: impl AsRef<Path>, mut options: StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
+        // Table files name the index ids and definitions they hold (file_properties.rs). The
+        // catalog is empty until loaded below: a flush of WAL data replayed at open that
+        // finishes before then names ids only (its compaction output names them all).
+        let shared_catalog: SharedCatalog = Arc::default();
+        options.engine.default_keyspace.table_properties_collector = Some(Arc::new(
+            IndexIdCollectorFactory::new(shared_catalog.clone()),
+        ));
         let engine_options = options.engine.clone();
         let ddl_wait_timeout = options.ddl_wait_timeout;
         let tdb = TransactionDb::open(&path, options.engine, options.transactions)?;
@@ -141,7 +151,12 @@ impl Store {
                 tdb: Arc::new(tdb),
                 path,
                 engine_options,
-                catalog: RwLock::new(Arc::new(catalog)),
+                catalog: {
+                    *shared_catalog
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner) = Arc::new(catalog);
+                    shared_catalog
+                },
                 ddl: Mutex::new(next_index_id),
                 sequences: Mutex::new(HashMap::new()),
                 online: Arc::default(),

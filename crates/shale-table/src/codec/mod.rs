@@ -9,6 +9,7 @@
 pub(crate) mod collation;
 pub(crate) mod decimal;
 pub(crate) mod key;
+pub(crate) mod key_decode;
 pub(crate) mod row;
 
 use crate::error::{Error, Result};
