@@ -43,6 +43,12 @@
 //! # }
 //! ```
 //!
+//! A keyspace may carry a [`TablePropertiesCollectorFactory`]
+//! ([`KeyspaceOptions::table_properties_collector`]): every table file written for it (flush,
+//! compaction, repair, [`TableFileWriter`]) runs a collector over its entries and stores what
+//! it returns as properties, which [`inspect::read_table_properties`] reads back (the table
+//! layer records its table definitions this way).
+//!
 //! The public surface is the list re-exported below. [`inspect`] reads a database's files
 //! without opening it (the DBA tools' view: MANIFEST, WAL, blob files, options); the
 //! `testing` feature exposes internals (memtable, iterators, version set) to tests and fuzz

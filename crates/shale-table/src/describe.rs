@@ -4,11 +4,13 @@
 //! ```text
 //! shop.items (id=1) = (id=1, name='Pear')              a row (primary key entry)
 //! shop.items (id=1) deleted                            a row's deletion
-//! shop.items index by_name (name=~0041) -> pk (id=2)   a secondary index entry
+//! shop.items index by_name (name~'APPLE') -> pk (id=2) a secondary index entry
 //! ```
 //!
-//! Key columns whose encoding loses information (strings in a character collation, DECIMAL)
-//! show their encoded bytes after `~` in hex. TIMESTAMP values show as stored, in UTC.
+//! Key columns whose encoding loses information show what it keeps: a string in a character
+//! collation its weights as text after `~` (`general_ci` weights are uppercase, and trailing
+//! spaces are gone); a DECIMAL `~` and its encoding in hex. TIMESTAMP values show as stored,
+//! in UTC.
 
 use shale_engine::ValueKind;
 
@@ -101,11 +103,11 @@ fn key_columns(reader: &mut Reader<'_>, table: &TableDef, index: &IndexDef) -> R
                 index.name, table.name
             ))
         })?;
-        let shown = match decode_key_column(reader, column)? {
-            KeyColumn::Value(value) => show_value(&value),
-            KeyColumn::Encoded(bytes) => format!("~{}", hex(&bytes)),
-        };
-        parts.push(format!("{}={shown}", column.name));
+        parts.push(match decode_key_column(reader, column)? {
+            KeyColumn::Value(value) => format!("{}={}", column.name, show_value(&value)),
+            KeyColumn::Weights(text) => format!("{}~{}", column.name, quote(&text)),
+            KeyColumn::Encoded(bytes) => format!("{}~{}", column.name, hex(&bytes)),
+        });
     }
     Ok(parts.join(", "))
 }

@@ -274,6 +274,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn layouts_are_as_documented() {
+        // docs/format/catalog.md, "Table file properties".
+        assert_eq!(encode_index_ids(&[1, 256]), [1, 2, 0, 0, 0, 1, 0, 0, 1, 0]);
+        let mut table = crate::testing::sysbench_table(false);
+        table.primary_key.index_id = 256;
+        table.indexes[0].index_id = 257;
+        let definition = system::encode_table(&table);
+        // version 1, one table, holding two ids: 256 and 257, then its definition.
+        let mut expected = vec![1, 1, 2, 0, 0, 1, 0, 0, 0, 1, 1];
+        put_bytes(&mut expected, &definition);
+        assert_eq!(encode_table_defs(&[(&table, vec![256, 257])]), expected);
+        assert_eq!(
+            decode_table_defs(&expected, &[1, 256, 257]).unwrap(),
+            vec![(table, vec![256, 257])]
+        );
+    }
+
+    #[test]
     fn index_ids_round_trip_and_refuse_bad_bytes() {
         let ids = [1, 256, 300];
         assert_eq!(decode_index_ids(&encode_index_ids(&ids)).unwrap(), ids);

@@ -145,9 +145,14 @@ pub struct SstToolArgs {
     /// Reads and checks the whole file.
     #[arg(long)]
     pub blocks: bool,
-    /// Print entries in order (see --from, --to, --limit, --hex).
+    /// Print entries in order (see --from, --to, --limit, --hex). Entries of tables the file
+    /// describes (its `user.shale_table.*` properties) print as rows with named columns.
     #[arg(long)]
     pub scan: bool,
+    /// With --scan: print every entry as key and value bytes, even where the file describes
+    /// its table.
+    #[arg(long, requires = "scan")]
+    pub raw: bool,
     /// Show keys and values as hex, and read --from/--to as hex.
     #[arg(long)]
     pub hex: bool,

@@ -3,7 +3,12 @@
 //!
 //! Views, printed in this order when asked for: properties (the default when no other view is
 //! asked for), blocks (`Table::layout`, which reads and checks every block), filter statistics,
-//! entries (`--scan`, with `--from`/`--to`/`--limit`), and the verification result. With
+//! entries (`--scan`, with `--from`/`--to`/`--limit`), and the verification result.
+//!
+//! A table file written by the table layer names the tables it holds (docs/format/catalog.md,
+//! "Table file properties"): `--scan` then prints their entries as rows with named columns
+//! (`shale_table::FileTables::describe_entry`), and every other entry as bytes; `--raw` prints
+//! all as bytes. Malformed table properties are reported (exit 2) after a scan in bytes. With
 //! `--json` the same views are fields of one JSON object instead. Exit codes follow
 //! [`crate::output`]: 2 for any corruption found, 1 for other errors.
 
@@ -16,6 +21,7 @@ use shale_sst::{
     printable, BlockInfo, BlockKind, Compression, FilterStats, IndexEntry, ParsedInternalKey,
     ReadOptions, Table, TableLayout, TableOpenOptions, TableProperties,
 };
+use shale_table::FileTables;
 
 use crate::output::{Failure, Render};
 use crate::SstToolArgs;
@@ -139,18 +145,11 @@ pub fn run(args: &SstToolArgs) -> Result<(), Failure> {
             doc.insert("prefix_filter".into(), filter_json(prefix_filter, keys));
         }
     }
-    if args.scan {
-        let options = ReadOptions {
-            lower_bound: lower,
-            upper_bound: upper,
-            skip_cache_fill: true,
-            ..ReadOptions::default()
-        };
-        let entries = scan(&table, options, args.limit, render, &mut printer)?;
-        if let Some(doc) = &mut printer.doc {
-            doc.insert("entries".into(), Value::Array(entries));
-        }
-    }
+    let rows_failure = if args.scan {
+        scan_view(&table, args, (lower, upper), render, &mut printer)?
+    } else {
+        None
+    };
     let mut verify_failure = None;
     if let (true, Some(layout)) = (args.verify, layout) {
         let checksum = table.checksum_type().name();
@@ -178,15 +177,49 @@ pub fn run(args: &SstToolArgs) -> Result<(), Failure> {
         }
     }
     printer.finish()?;
-    verify_failure.map_or(Ok(()), Err)
+    verify_failure.or(rows_failure).map_or(Ok(()), Err)
+}
+
+/// The `--scan` view: entries within `bounds`, as rows where the file describes its tables
+/// (unless `--raw`). Returns the failure to report once everything is printed: table
+/// properties that do not decode.
+fn scan_view<W: Write>(
+    table: &Arc<Table>,
+    args: &SstToolArgs,
+    bounds: (Option<Vec<u8>>, Option<Vec<u8>>),
+    render: Render,
+    printer: &mut Printer<W>,
+) -> Result<Option<Failure>, Failure> {
+    let options = ReadOptions {
+        lower_bound: bounds.0,
+        upper_bound: bounds.1,
+        skip_cache_fill: true,
+        ..ReadOptions::default()
+    };
+    let mut failure = None;
+    let tables = if args.raw {
+        None
+    } else {
+        FileTables::from_properties(&table.properties().user, &args.file)
+            .map_err(|e| failure = Some(Failure::Corruption(e.to_string())))
+            .ok()
+            .flatten()
+    };
+    let entries = scan(table, options, args.limit, render, tables.as_ref(), printer)?;
+    if let Some(doc) = &mut printer.doc {
+        doc.insert("entries".into(), Value::Array(entries));
+    }
+    Ok(failure)
 }
 
 /// Prints entries within `options`' bounds, at most `limit`; with JSON, returns them instead.
+/// With `tables`, entries of the tables the file describes are shown as rows too.
 fn scan<W: Write>(
     table: &Arc<Table>,
     options: ReadOptions,
     limit: Option<u64>,
     render: Render,
+    tables: Option<&FileTables>,
     printer: &mut Printer<W>,
 ) -> Result<Vec<Value>, Failure> {
     let mut iter = table.iter(options);
@@ -202,14 +235,33 @@ fn scan<W: Write>(
                 printable(iter.key())
             ))
         })?;
+        // A row, or why an entry of a described table does not decode.
+        let row = tables.map(|t| t.describe_entry(key.user_key, key.kind, iter.value()));
+        let (row, undecodable) = match row {
+            Some(Ok(Some(text))) => (Some(text), None),
+            Some(Err(e)) => (None, Some(e.to_string())),
+            Some(Ok(None)) | None => (None, None),
+        };
         if printer.doc.is_some() {
-            collected.push(json!({
+            let mut entry = json!({
                 "key": render.bytes_unquoted(key.user_key),
                 "seqno": key.seqno,
                 "kind": key.kind.name(),
                 "value": render.bytes_unquoted(iter.value()),
-            }));
+            });
+            if let Some(row) = row {
+                entry["row"] = json!(row);
+            }
+            if let Some(error) = undecodable {
+                entry["row_error"] = json!(error);
+            }
+            collected.push(entry);
+        } else if let Some(row) = row {
+            writeln!(printer.out, "{row} @{}", key.seqno)?;
         } else {
+            if let Some(error) = undecodable {
+                write!(printer.out, "(not decodable: {error}) ")?;
+            }
             writeln!(
                 printer.out,
                 "{}@{}:{} => {}",
