@@ -110,12 +110,7 @@ pub fn run(args: &SstToolArgs) -> Result<(), Failure> {
         headings: views.iter().filter(|&&on| on).count() > 1,
     };
     if show_properties {
-        let props = table.properties();
-        printer.view(
-            "properties",
-            || properties_json(props, render),
-            |out| write!(out, "{}", props.describe()),
-        )?;
+        properties_view(&table, args, render, &mut printer)?;
     }
     // The layout walk checks every block, so --blocks and --verify share one walk.
     let layout = (args.blocks || args.verify).then(|| table.layout());
@@ -210,6 +205,61 @@ fn scan_view<W: Write>(
         doc.insert("entries".into(), Value::Array(entries));
     }
     Ok(failure)
+}
+
+/// The properties view, with the tables the table layer's properties describe decoded
+/// (docs/format/catalog.md, "Table file properties").
+fn properties_view<W: Write>(
+    table: &Table,
+    args: &SstToolArgs,
+    render: Render,
+    printer: &mut Printer<W>,
+) -> Result<(), Failure> {
+    let props = table.properties();
+    let described = match FileTables::from_properties(&props.user, &args.file) {
+        Ok(tables) => tables.as_ref().map(described_tables).unwrap_or_default(),
+        Err(e) => vec![format!("(not decodable: {e})")],
+    };
+    printer.view(
+        "properties",
+        || {
+            let mut json = properties_json(props, render);
+            json["tables"] = json!(described);
+            json
+        },
+        |out| {
+            write!(out, "{}", props.describe())?;
+            described
+                .iter()
+                .try_for_each(|line| writeln!(out, "{line}"))
+        },
+    )
+}
+
+/// One line per table the file describes: its name and the ids of it the file holds, each
+/// with its index's name.
+fn described_tables(tables: &FileTables) -> Vec<String> {
+    tables
+        .tables
+        .iter()
+        .map(|(table, ids)| {
+            let ids: Vec<String> = ids
+                .iter()
+                .map(|&id| {
+                    let index = std::iter::once(&table.primary_key)
+                        .chain(&table.indexes)
+                        .find(|index| index.index_id == id);
+                    format!("{id} ({})", index.map_or("?", |i| i.name.as_str()))
+                })
+                .collect();
+            format!(
+                "table {}.{}: index ids {}",
+                table.database,
+                table.name,
+                ids.join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Prints entries within `options`' bounds, at most `limit`; with JSON, returns them instead.

@@ -95,6 +95,14 @@ fn build(name: &str) -> PathBuf {
     dir
 }
 
+/// The table file holding the row `id = 1` of `shop.items`.
+fn file_of_items(dir: &Path) -> PathBuf {
+    table_files(dir)
+        .into_iter()
+        .find(|f| tool_sst(f, &["--scan"]).1.contains("shop.items (id=1)"))
+        .unwrap()
+}
+
 #[test]
 fn scan_prints_rows_with_named_columns() {
     let dir = build("named");
@@ -129,17 +137,24 @@ fn scan_prints_rows_with_named_columns() {
         lines.join("\n")
     );
 
+    // The properties view names the tables and their index ids.
+    let (code, props, _) = tool_sst(&file_of_items(&dir), &[]);
+    assert_eq!(code, 0);
+    let described = props
+        .lines()
+        .find(|l| l.starts_with("table shop.items: index ids "))
+        .unwrap_or_else(|| panic!("{props}"));
+    for name in ["(PRIMARY)", "(by_name)", "(by_code)"] {
+        assert!(described.contains(name), "{described}");
+    }
+
     // --raw: bytes only, the same number of entries.
     let raw = rows(&dir, &["--raw"]);
     assert_eq!(raw.len(), lines.len());
     assert!(raw.iter().all(|l| !l.starts_with("shop.")), "{raw:?}");
 
     // --json: each described entry has its row beside its bytes.
-    let file = table_files(&dir)
-        .into_iter()
-        .find(|f| tool_sst(f, &["--scan"]).1.contains("shop.items (id=1)"))
-        .unwrap();
-    let (code, out, _) = tool_sst(&file, &["--scan", "--json"]);
+    let (code, out, _) = tool_sst(&file_of_items(&dir), &["--scan", "--json"]);
     assert_eq!(code, 0);
     let doc: Value = serde_json::from_str(&out).unwrap();
     let entries = doc["entries"].as_array().unwrap();
