@@ -94,7 +94,9 @@ impl Store {
         Store { inner }
     }
 
-    /// Opens (creating if missing) the store at `path`.
+    /// Opens (creating if missing) the store at `path`. The default keyspace's
+    /// `table_properties_collector` is the store's own (`file_properties.rs`: every table file
+    /// records the tables it holds); one set in `options.engine` is replaced.
     pub fn open(path: impl AsRef<Path>, mut options: StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         // Table files name the index ids and definitions they hold (file_properties.rs). The
