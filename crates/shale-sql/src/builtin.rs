@@ -10,7 +10,8 @@
 //!    a DATE with a time unit or a DATETIME gives DATETIME, text and numbers give text.
 //! 3. NOW() and its synonyms are the statement's start time (`Env::statement_time`), the
 //!    same for every row; SYSDATE() is NOW() here (MySQL reads the clock per call).
-//! 4. RAND() is the only function whose value changes per row: never a constant.
+//! 4. RAND(), SLEEP() and BENCHMARK() are never constants: RAND's value changes per row, and
+//!    the other two must run when the row is evaluated, not while binding.
 
 use shale_table::{Collation, Value};
 use sqlparser::ast;
@@ -122,6 +123,11 @@ pub(crate) enum Builtin {
     SubstringIndex,
     Field(Collation),
     Elt,
+    /// SLEEP(seconds): 0, or 1 when KILL QUERY or `max_execution_time` cut it short
+    /// (interrupt.rs `sleep`).
+    Sleep,
+    /// BENCHMARK(count, expr): evaluates `expr` `count` times, 0; each time is a unit of work.
+    Benchmark,
     /// The JSON functions (json_funcs.rs).
     Json(crate::json_funcs::JsonFunc),
 }
@@ -129,7 +135,7 @@ pub(crate) enum Builtin {
 impl Builtin {
     /// Rule 4.
     pub(crate) fn is_volatile(self) -> bool {
-        self == Builtin::Rand
+        matches!(self, Builtin::Rand | Builtin::Sleep | Builtin::Benchmark)
     }
 }
 
@@ -161,6 +167,8 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
         | "UTC_TIMESTAMP" | "CURTIME" | "CURRENT_TIME" | "UTC_TIME" | "UNIX_TIMESTAMP" => (0, 1),
         "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "RAND" | "ROW_COUNT" | "FOUND_ROWS" => (0, 0),
+        "SLEEP" => (1, 1),
+        "BENCHMARK" => (2, 2),
         "FROM_UNIXTIME" | "WEEK" | "YEARWEEK" | "ROUND" | "LOG" => (1, 2),
         "DATEDIFF" | "DATE_FORMAT" | "TIME_FORMAT" | "STR_TO_DATE" | "TIMEDIFF" | "ADDTIME"
         | "SUBTIME" | "FIND_IN_SET" | "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP"
@@ -654,6 +662,8 @@ pub(crate) fn bind_call(
         "LOG" if bound.len() == 1 => (Builtin::Math(Math::Ln), SqlType::Double),
         "LOG" => (Builtin::Log, SqlType::Double),
         "RAND" => (Builtin::Rand, SqlType::Double),
+        "SLEEP" => (Builtin::Sleep, int_type()),
+        "BENCHMARK" => (Builtin::Benchmark, int_type()),
         "ROW_COUNT" => (Builtin::RowCount, int_type()),
         "SUBSTRING_INDEX" => (Builtin::SubstringIndex, text_len(0)),
         "FIELD" => (Builtin::Field(coll), int_type()),
