@@ -167,19 +167,16 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIMESTAMP" | "LOCALTIME" | "SYSDATE"
         | "UTC_TIMESTAMP" | "CURTIME" | "CURRENT_TIME" | "UTC_TIME" | "UNIX_TIMESTAMP" => (0, 1),
         "CURDATE" | "CURRENT_DATE" | "UTC_DATE" | "RAND" | "ROW_COUNT" | "FOUND_ROWS" => (0, 0),
-        "SLEEP" => (1, 1),
-        "BENCHMARK" => (2, 2),
         "FROM_UNIXTIME" | "WEEK" | "YEARWEEK" | "ROUND" | "LOG" => (1, 2),
         "DATEDIFF" | "DATE_FORMAT" | "TIME_FORMAT" | "STR_TO_DATE" | "TIMEDIFF" | "ADDTIME"
         | "SUBTIME" | "FIND_IN_SET" | "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP"
-        | "NULLIF" | "TRUNCATE" | "MOD" | "POW" | "POWER" => (2, 2),
+        | "NULLIF" | "TRUNCATE" | "MOD" | "POW" | "POWER" | "BENCHMARK" => (2, 2),
         "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "MICROSECOND"
         | "QUARTER" | "DAYOFWEEK" | "DAYOFYEAR" | "WEEKDAY" | "WEEKOFYEAR" | "LAST_DAY"
         | "DATE" | "TIME" | "DAYNAME" | "MONTHNAME" | "TO_DAYS" | "TIME_TO_SEC" | "SEC_TO_TIME"
         | "LTRIM" | "RTRIM" | "TRIM" | "SPACE" | "REVERSE" | "HEX" | "UNHEX" | "ASCII"
-        | "FLOOR" | "CEIL" | "CEILING" | "SIGN" | "SQRT" | "EXP" | "LN" | "LOG2" | "LOG10" => {
-            (1, 1)
-        }
+        | "FLOOR" | "CEIL" | "CEILING" | "SIGN" | "SQRT" | "EXP" | "LN" | "LOG2" | "LOG10"
+        | "SLEEP" => (1, 1),
         "SUBSTRING" | "SUBSTR" | "MID" | "LOCATE" | "REGEXP_LIKE" => (2, 3),
         "CONCAT_WS" | "GREATEST" | "LEAST" | "FIELD" | "ELT" => (2, usize::MAX),
         "REPLACE" | "LPAD" | "RPAD" | "SUBSTRING_INDEX" => (3, 3),

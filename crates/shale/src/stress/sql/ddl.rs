@@ -108,11 +108,11 @@ impl Ddl {
                 ..schema
             },
             Ddl::Widen => Schema {
-                wide: true,
+                k: KType::BigInt,
                 ..schema
             },
             Ddl::Narrow => Schema {
-                wide: false,
+                k: KType::Int,
                 ..schema
             },
         }
@@ -125,8 +125,14 @@ struct Schema {
     index: bool,
     /// Column `c` exists.
     extra: bool,
-    /// `k` is BIGINT (else INT).
-    wide: bool,
+    k: KType,
+}
+
+/// `k`'s type, which MODIFY switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KType {
+    Int,
+    BigInt,
 }
 
 impl Schema {
@@ -134,7 +140,7 @@ impl Schema {
         exists: false,
         index: false,
         extra: false,
-        wide: false,
+        k: KType::Int,
     };
     const CREATED: Schema = Schema {
         exists: true,
@@ -317,7 +323,7 @@ impl DdlTable {
                     0..=5 => Ddl::CreateIndex,
                     6..=7 if schema.extra => Ddl::DropColumn,
                     6..=7 => Ddl::AddColumn,
-                    8..=9 if schema.wide => Ddl::Narrow,
+                    8..=9 if schema.k == KType::BigInt => Ddl::Narrow,
                     8..=9 => Ddl::Widen,
                     10..=11 => Ddl::Truncate,
                     _ => Ddl::DropTable,
@@ -497,15 +503,15 @@ fn observe_schema(conn: &mut Conn) -> Result<Schema, String> {
             .find(|(column, _)| column == name)
             .map(|(_, ty)| ty.to_ascii_lowercase())
     };
-    let wide = match type_of("k").as_deref() {
-        Some(ty) if ty.starts_with("bigint") => true,
-        Some(ty) if ty.starts_with("int") => false,
+    let k = match type_of("k").as_deref() {
+        Some(ty) if ty.starts_with("bigint") => KType::BigInt,
+        Some(ty) if ty.starts_with("int") => KType::Int,
         other => return Err(format!("column k has type {other:?}")),
     };
     Ok(Schema {
         exists: true,
         index,
         extra: type_of(EXTRA).is_some(),
-        wide,
+        k,
     })
 }
