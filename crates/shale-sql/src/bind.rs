@@ -193,6 +193,8 @@ pub(crate) struct Binder<'a> {
     pub(crate) working: Option<crate::recursive::WorkingRef>,
     /// The views being expanded around this query, outermost first (views.rs: recursion).
     pub(crate) views: Vec<(String, String)>,
+    /// SELECTs bound so far that say SQL_CALC_FOUND_ROWS (found_rows.rs rule 1).
+    pub(crate) calc_found_rows: usize,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -231,6 +233,7 @@ impl<'a> Binder<'a> {
             recursive_ctes: Vec::new(),
             working: None,
             views: Vec::new(),
+            calc_found_rows: 0,
         }
     }
 
@@ -245,6 +248,7 @@ impl<'a> Binder<'a> {
         sub.outer = outer;
         sub.depth = self.depth;
         sub.views.clone_from(&self.views);
+        sub.calc_found_rows = self.calc_found_rows;
         sub
     }
 
@@ -252,6 +256,7 @@ impl<'a> Binder<'a> {
     pub(crate) fn adopt(&mut self, sub: Binder<'a>) {
         self.params = sub.params;
         self.subqueries = sub.subqueries;
+        self.calc_found_rows = sub.calc_found_rows;
     }
 
     /// The names this query's expressions see (for a subquery's outer references).
@@ -1085,6 +1090,9 @@ impl<'a> Binder<'a> {
         limit_clause: Option<&ast::LimitClause>,
         locks: &[ast::LockClause],
     ) -> Result<BoundSelect, SqlError> {
+        if crate::found_rows::has_modifier(s) {
+            self.calc_found_rows += 1;
+        }
         if s.into.is_some()
             || s.top.is_some()
             || !s.lateral_views.is_empty()

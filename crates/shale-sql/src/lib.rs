@@ -50,6 +50,7 @@ mod enum_type;
 mod error;
 mod exec;
 mod expr;
+mod found_rows;
 mod from;
 mod gencols;
 mod grants;

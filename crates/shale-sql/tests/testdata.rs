@@ -168,6 +168,11 @@ fn json() {
 }
 
 #[test]
+fn found_rows() {
+    common::run_file("found_rows");
+}
+
+#[test]
 fn row_constructors() {
     common::run_file("row_constructors");
 }
