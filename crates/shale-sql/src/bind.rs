@@ -559,12 +559,20 @@ impl<'a> Binder<'a> {
             }
             ast::Expr::In {
                 expr,
-                target: ast::InTarget::Subquery(_),
+                target: ast::InTarget::Subquery(q),
+                negated,
                 ..
             } if matches!(expr.as_ref(), ast::Expr::Tuple(_)) => {
-                return Err(SqlError::unsupported(
-                    "a row constructor before IN (SELECT ...)",
-                ));
+                let ast::Expr::Tuple(exprs) = expr.as_ref() else {
+                    return Err(SqlError::internal("row constructor without its row"));
+                };
+                self.subquery_expr(
+                    q,
+                    SubqueryUse::InRow {
+                        exprs,
+                        negated: *negated,
+                    },
+                )?
             }
             ast::Expr::In {
                 expr,
