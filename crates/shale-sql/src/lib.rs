@@ -33,6 +33,7 @@
 mod account;
 mod account_lock;
 mod account_parse;
+mod agg_collect;
 mod alter;
 mod bind;
 mod builtin;

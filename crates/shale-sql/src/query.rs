@@ -378,6 +378,7 @@ pub(crate) fn explain_statement(sq: &StatementQuery) -> String {
 }
 
 /// Counts the bytes a collection of rows holds (invariant 3).
+#[derive(Debug, Clone)]
 pub(crate) struct MemoryBudget {
     limit: usize,
     used: usize,
