@@ -163,6 +163,10 @@ impl Entry {
         self.owner.store(owner, Ordering::Relaxed);
     }
 
+    pub(crate) fn owner(&self) -> u64 {
+        self.owner.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn set_label(&self, label: Option<String>) {
         self.detail().label = label;
     }

@@ -134,6 +134,11 @@ impl<'db> Transaction<'db> {
         self.entry.set_owner(owner);
     }
 
+    /// The number [`set_owner`](Self::set_owner) gave (0 when none).
+    pub fn owner(&self) -> u64 {
+        self.entry.owner()
+    }
+
     /// Gives the transaction a text shown by
     /// [`TransactionDb::transactions`](super::TransactionDb::transactions) (what it is for).
     pub fn set_label(&self, label: Option<String>) {
