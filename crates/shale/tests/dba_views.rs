@@ -1,12 +1,12 @@
 //! What a DBA sees of transactions, locks and deadlocks through a real client (`PyMySQL`
 //! against `shale serve`; docs/operations.md "Transactions, locks and deadlocks"):
-//! - one connection holds a row lock and another waits for it: SHALE_LOCKS shows the lock
-//!   GRANTED to the holder and WAITING for the waiter, SHALE_TRX the waiter in LOCK WAIT with
-//!   the key (named d.t.PRIMARY) and the holder, each under its connection id and statement;
-//!   SHOW ENGINE SHALE TRANSACTION STATUS prints both;
-//! - a provoked deadlock appears in SHALE_DEADLOCKS with its victim;
-//! - information_schema.PROCESSLIST keeps SHOW PROCESSLIST's privilege rule, and the SHALE_
-//!   views need PROCESS (1227).
+//! - one connection holds a row lock and another waits for it: `SHALE_LOCKS` shows the lock
+//!   GRANTED to the holder and WAITING for the waiter, `SHALE_TRX` the waiter in LOCK WAIT
+//!   with the key (named `d.t.PRIMARY`) and the holder, each under its connection id and
+//!   statement; SHOW ENGINE SHALE TRANSACTION STATUS prints both;
+//! - a provoked deadlock appears in `SHALE_DEADLOCKS` with its victim;
+//! - `information_schema.PROCESSLIST` keeps SHOW PROCESSLIST's privilege rule, and the
+//!   `SHALE_*` views need PROCESS (1227).
 //!
 //! A missing `PyMySQL` skips the tests, except under CI=true.
 
