@@ -376,7 +376,17 @@ impl Expr {
                     None => Value::Null,
                 }
             }
-            Expr::Func(f, args) => eval_func(*f, args, row, env)?,
+            Expr::Func(f, args) => {
+                let value = eval_func(*f, args, row, env)?;
+                if let Value::Bytes(b) = &value {
+                    // A long value built for one row is work KILL must see (interrupt.rs).
+                    let units = b.len() as u64 / crate::interrupt::BYTES_PER_UNIT;
+                    if units > 0 {
+                        crate::interrupt::work(units)?;
+                    }
+                }
+                value
+            }
             Expr::SysVar(name) => env.variable(name),
             Expr::UserVar(name) => env.user_variable(name),
             Expr::Subquery(s) => s.eval(row, env)?,

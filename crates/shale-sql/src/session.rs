@@ -717,8 +717,18 @@ impl Session {
         self.bind_touching(touched, |binder| {
             Ok(match &stmt {
                 Statement::Query(q) => {
-                    let bound = binder.query(q)?;
+                    let mut bound = binder.query(q)?;
+                    let calc_found_rows = crate::found_rows::requested(q);
+                    if binder.calc_found_rows > usize::from(calc_found_rows) {
+                        return Err(crate::found_rows::misplaced());
+                    }
                     let subqueries = std::mem::take(&mut binder.subqueries);
+                    if calc_found_rows {
+                        let window = crate::found_rows::Window::take(&mut bound);
+                        let mut planned = crate::query::plan_statement(bound, subqueries);
+                        planned.found_rows_window = Some(window);
+                        return Ok(Planned::Query(Box::new(planned)));
+                    }
                     let s = match bound {
                         crate::query::BoundQuery::Select(s)
                             if s.from.is_none() && subqueries.is_empty() =>
@@ -977,13 +987,23 @@ impl Session {
             rows: 0,
         };
         let sink = &mut counter;
+        // SQL_CALC_FOUND_ROWS: every row the query found, past its LIMIT (found_rows.rs).
+        let mut found_rows = None;
         let result = match planned {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
             }
-            Planned::Query(q) => {
-                crate::query::run_statement(&mut txn, q, &env, sink, &status).map(|()| None)
-            }
+            Planned::Query(q) => match &q.found_rows_window {
+                Some(window) => window.sink(sink, &env).and_then(|mut windowed| {
+                    let ran =
+                        crate::query::run_statement(&mut txn, q, &env, &mut windowed, &status);
+                    found_rows = Some(windowed.found);
+                    ran.map(|()| None)
+                }),
+                None => {
+                    crate::query::run_statement(&mut txn, q, &env, sink, &status).map(|()| None)
+                }
+            },
             Planned::Insert(i, plan) => exec::insert(&mut txn, i, plan.as_ref(), &env).map(|out| {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
@@ -1040,7 +1060,7 @@ impl Session {
                 }
                 if matches!(planned, Planned::Select(..) | Planned::Query(..)) {
                     self.state.last_row_count = -1;
-                    self.state.last_found_rows = sink.rows;
+                    self.state.last_found_rows = found_rows.unwrap_or(sink.rows);
                 }
                 if let Some(mut st) = ok {
                     self.state.last_row_count = i64::try_from(st.affected_rows).unwrap_or(i64::MAX);

@@ -167,11 +167,14 @@ fn from_db(rest: &[Token]) -> (Option<String>, &[Token]) {
 
 /// Recognizes one statement of this module (rule 1).
 pub(crate) fn recognize(sql: &str) -> Option<ShowCommand> {
+    const FIRST_WORDS: [&str; 4] = ["SHOW", "LOCK", "UNLOCK", "ALTER"];
     // mysqldump sends some of these inside an executable comment.
     let text = if sql.trim_start().starts_with("/*!") {
         crate::parse::preprocess(sql)
-    } else {
+    } else if crate::parse::starts_with_any(sql, &FIRST_WORDS) {
         sql.to_string()
+    } else {
+        return None;
     };
     let first = text.split_whitespace().next()?;
     if !["SHOW", "LOCK", "UNLOCK", "ALTER"]
