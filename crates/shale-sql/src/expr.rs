@@ -147,6 +147,11 @@ pub(crate) trait Env {
     fn statement_time(&self) -> i64;
     /// ROW_COUNT() and FOUND_ROWS(): the previous statement's (row_counts.rs).
     fn row_counts(&self) -> (i64, u64);
+    /// What the session may see of the instance's sessions (information_schema.PROCESSLIST
+    /// and SHALE_TRX); `None` outside a session.
+    fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
+        None
+    }
     /// The rows of the statement's subquery `id` run with `outer` as its correlation values
     /// (subquery.rs). Environments that run no subqueries refuse.
     fn subquery(

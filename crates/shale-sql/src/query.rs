@@ -503,6 +503,9 @@ impl Env for QueryEnv<'_, '_> {
     fn row_counts(&self) -> (i64, u64) {
         self.shared.base.row_counts()
     }
+    fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
+        self.shared.base.sessions_view()
+    }
     fn outer(&self, n: usize) -> Value {
         self.outer.get(n).cloned().unwrap_or(Value::Null)
     }

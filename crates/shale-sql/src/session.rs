@@ -96,6 +96,9 @@ pub(crate) struct State {
     /// The account whose privileges apply (`CURRENT_USER()`); `None` is an embedded session,
     /// which is not checked (privilege.rs rule 1).
     pub account: Option<crate::grants::Account>,
+    /// The instance, for what a query shows of other sessions (information_schema's
+    /// PROCESSLIST, SHALE_TRX); weak, as the instance outlives its sessions.
+    pub instance: std::sync::Weak<Instance>,
 }
 
 pub(crate) struct RunEnv<'a> {
@@ -140,6 +143,13 @@ impl Env for RunEnv<'_> {
     }
     fn row_counts(&self) -> (i64, u64) {
         (self.state.last_row_count, self.state.last_found_rows)
+    }
+    fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
+        let instance = self.state.instance.upgrade()?;
+        Some(crate::processlist::sessions_view(
+            &instance,
+            self.state.account.as_ref(),
+        ))
     }
 }
 
@@ -248,6 +258,7 @@ impl Session {
             (isolation, autocommit)
         };
         let process = instance.processes.register(connection_id);
+        let weak_instance = Arc::downgrade(&instance);
         Session {
             instance,
             process,
@@ -268,6 +279,7 @@ impl Session {
                 last_row_count: -1,
                 last_found_rows: 0,
                 account: None,
+                instance: weak_instance,
             },
             txn: None,
             began: false,
@@ -796,6 +808,7 @@ impl Session {
             ..TxnOptions::default()
         })?;
         crate::timestamp::set_txn_zone(&mut txn, &self.state.variable("time_zone"))?;
+        txn.set_owner(self.state.connection_id);
         Ok(txn)
     }
 

@@ -211,3 +211,8 @@ fn enums() {
 fn sets() {
     common::run_file("set");
 }
+
+#[test]
+fn dba_views() {
+    common::run_file("dba_views");
+}

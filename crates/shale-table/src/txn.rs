@@ -179,6 +179,12 @@ impl TableTxn {
         Cow::Owned(utc)
     }
 
+    /// Tags the engine transaction with its owner's number (the SQL layer's connection id),
+    /// which `TransactionDb::transactions` shows; a restart after a deadlock keeps it.
+    pub fn set_owner(&self, owner: u64) {
+        self.txn.set_owner(owner);
+    }
+
     pub(crate) fn engine(&mut self) -> &mut Transaction<'static> {
         &mut self.txn
     }
@@ -187,6 +193,7 @@ impl TableTxn {
     pub(crate) fn after<T>(&mut self, result: Result<T>) -> Result<T> {
         if matches!(result, Err(Error::Deadlock)) {
             if let Ok(fresh) = self.store.tdb.begin_shared(self.options.clone()) {
+                fresh.set_owner(self.txn.owner());
                 std::mem::replace(&mut self.txn, fresh).rollback();
             }
         }
