@@ -1,4 +1,5 @@
-//! Keeping writers off a table while ALTER TABLE rewrites it, and off its old definition after.
+//! Keeping writers off a table while ALTER TABLE rewrites it, DROP TABLE or TRUNCATE TABLE
+//! empties it, and off its old definition after.
 //!
 //! A rewriting ALTER (alter.rs) copies every row from one snapshot into new index ids, then
 //! switches the definition and range-deletes the old ids. A write under the old ids after the
@@ -16,6 +17,12 @@
 //!    1412, "Table definition has changed, please retry transaction"), and binding the
 //!    statement again reaches the new definition. When the ALTER fails the fence comes down
 //!    and writers go on under the unchanged definition.
+//! 5. DROP TABLE, DROP DATABASE and TRUNCATE TABLE (store.rs) take the same fence, so their
+//!    range tombstones are written only after every older writer ended (a write committed
+//!    after them would bring rows back, without their index entries or under a dropped id).
+//!    A dropped id is marked *dropped*: later writes and reads bound to it fail with
+//!    [`Error::NoSuchTable`] (1146). TRUNCATE keeps its ids, so its fence just comes down and
+//!    waiting writers go on into the empty table.
 //!
 //! Invariants:
 //! 1. A fence is raised before the writer epoch flips, with the epoch after the flip: a writer
@@ -34,13 +41,15 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum TableState {
-    /// Being rewritten: writers registered in `epoch` or later wait; once `switching`, reads
-    /// fail.
+    /// Being rewritten, dropped or truncated: writers registered in `epoch` or later wait;
+    /// once `switching`, reads fail.
     Rewriting { epoch: u64, switching: bool },
     /// Replaced by a rewrite under new ids.
     Retired,
+    /// Dropped (with its database, for the message).
+    Dropped { database: String, table: String },
 }
 
 /// The fenced and retired tables of a store, by table id.
@@ -88,6 +97,20 @@ impl TableFences {
         self.changed.notify_all();
     }
 
+    /// Marks `table_id` dropped and wakes the writers waiting at its fence (invariant 5).
+    pub(crate) fn dropped(&self, table_id: u32, database: &str, table: &str) {
+        let mut states = self.states();
+        states.insert(
+            table_id,
+            TableState::Dropped {
+                database: database.to_owned(),
+                table: table.to_owned(),
+            },
+        );
+        self.any.store(true, Ordering::SeqCst);
+        self.changed.notify_all();
+    }
+
     /// Takes a fence down when the rewrite failed: the table keeps its definition and id.
     pub(crate) fn lower(&self, table_id: u32) {
         let mut states = self.states();
@@ -114,6 +137,7 @@ impl TableFences {
             match states.get(&table_id) {
                 None => return Ok(()),
                 Some(TableState::Retired) => return Err(changed(table)),
+                Some(TableState::Dropped { database, table }) => return Err(gone(database, table)),
                 Some(TableState::Rewriting { epoch: fence, .. }) if epoch < *fence => {
                     return Ok(());
                 }
@@ -145,8 +169,16 @@ impl TableFences {
                     switching: true, ..
                 },
             ) => Err(changed(table)),
+            Some(TableState::Dropped { database, table }) => Err(gone(database, table)),
             _ => Ok(()),
         }
+    }
+}
+
+fn gone(database: &str, table: &str) -> Error {
+    Error::NoSuchTable {
+        database: database.to_owned(),
+        table: table.to_owned(),
     }
 }
 
@@ -209,5 +241,23 @@ mod tests {
         assert!(matches!(&error, Error::TableDefChanged { table } if table == "t"));
         assert!(fences.before_write(7, "t", 0, Duration::ZERO).is_err());
         assert!(fences.after_read(7, "t").is_err());
+    }
+
+    #[test]
+    fn a_dropped_id_fails_writers_waiting_and_later_ones_and_reads_as_a_missing_table() {
+        let fences = Arc::new(TableFences::default());
+        fences.raise(7, 1);
+        let waiter = {
+            let fences = fences.clone();
+            std::thread::spawn(move || fences.before_write(7, "t", 1, Duration::from_secs(10)))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        fences.dropped(7, "d", "t");
+        let missing = |e: &Error| matches!(e, Error::NoSuchTable { database, table } if database == "d" && table == "t");
+        assert!(missing(&waiter.join().unwrap().unwrap_err()));
+        assert!(missing(
+            &fences.before_write(7, "t", 0, Duration::ZERO).unwrap_err()
+        ));
+        assert!(missing(&fences.after_read(7, "t").unwrap_err()));
     }
 }
