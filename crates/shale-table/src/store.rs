@@ -35,6 +35,7 @@ use crate::fence::TableFences;
 use crate::online::OnlineIndexes;
 use crate::schema::{Catalog, ColumnDef, IndexDef, TableDef};
 use crate::sequence::Sequence;
+use crate::shadow::Shadows;
 use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
 use crate::txn::{TableTxn, TxnOptions};
 use crate::types::Kind;
@@ -72,6 +73,8 @@ pub(crate) struct StoreInner {
     pub(crate) online: Arc<OnlineIndexes>,
     /// Tables a rewriting ALTER keeps writers off, and ids it retired (fence.rs).
     pub(crate) fences: TableFences,
+    /// Tables being rewritten online, which every writer also writes converted (shadow.rs).
+    pub(crate) shadows: Shadows,
     /// `MySQL`'s `lock_wait_timeout`: how long DDL waits for writers, and writers for DDL.
     pub(crate) ddl_wait_timeout: Duration,
 }
@@ -147,6 +150,7 @@ impl Store {
                 sequences: Mutex::new(HashMap::new()),
                 online: Arc::default(),
                 fences: TableFences::default(),
+                shadows: Shadows::default(),
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
             }),
         })
