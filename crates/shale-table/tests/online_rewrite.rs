@@ -530,3 +530,89 @@ fn a_crash_at_any_sync_point_of_an_online_rewrite_with_a_writer_leaves_one_whole
     }
     assert!(old > 0 && new > 0, "old {old}, new {new}");
 }
+
+/// A table without primary key keeps its hidden row ids through an online rewrite: rows a
+/// writer inserts, updates and deletes during the copy end converted under the same ids.
+#[test]
+fn a_table_without_primary_key_is_rewritten_online_with_its_row_ids() {
+    let fs = MemFs::new();
+    let store = Arc::new(open(&fs));
+    store.create_database("d").unwrap();
+    let varchar = ColumnType::VarChar {
+        len: 20,
+        collation: Collation::Utf8mb4GeneralCi,
+    };
+    let t = store
+        .create_table(TableDef {
+            database: "d".into(),
+            name: "t".into(),
+            columns: vec![column("id", INT), column("k", INT), column("c", varchar)],
+            primary_key: IndexDef {
+                name: "PRIMARY".into(),
+                columns: Vec::new(),
+                unique: true,
+                index_id: 0,
+            },
+            indexes: vec![IndexDef {
+                name: "c".into(),
+                columns: vec![2],
+                unique: false,
+                index_id: 0,
+            }],
+            schema_version: 0,
+            past_versions: Vec::new(),
+        })
+        .unwrap();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 0..1_000 {
+        txn.insert(&t, row(&t, id, id, id)).unwrap();
+    }
+    txn.commit().unwrap();
+    let (reached, resume) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let convert: ConvertFn<Error> = {
+        let (reached, resume) = (reached.clone(), resume.clone());
+        Arc::new(move |was, column, v, n| {
+            if n == 300 {
+                reached.store(true, Ordering::SeqCst);
+                while !resume.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            parse(was, column, v, n)
+        })
+    };
+    let altering = {
+        let store = store.clone();
+        std::thread::spawn(move || modify_c(&store, convert))
+    };
+    while !reached.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Rows the copy has passed (10, 20) and not reached yet (900, 910), and a new one.
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    txn.update(&t, &row(&t, 10, 10, 10), row(&t, 10, 10, 1010))
+        .unwrap();
+    txn.update(&t, &row(&t, 900, 900, 900), row(&t, 900, 900, 1900))
+        .unwrap();
+    txn.delete(&t, &row(&t, 20, 20, 20)).unwrap();
+    txn.delete(&t, &row(&t, 910, 910, 910)).unwrap();
+    txn.insert(&t, row(&t, 5_000, 1, 5_000)).unwrap();
+    txn.commit().unwrap();
+    resume.store(true, Ordering::SeqCst);
+    assert!(matches!(
+        altering.join().unwrap().unwrap(),
+        AlterMethod::Rewrite { .. }
+    ));
+    let got = contents(&store);
+    assert_eq!(got.len(), 999);
+    assert_eq!(got[&10], (10, 1010));
+    assert_eq!(got[&900], (900, 1900));
+    assert_eq!(got[&5_000], (1, 5_000));
+    assert!(!got.contains_key(&20) && !got.contains_key(&910));
+    assert!(got
+        .iter()
+        .all(|(id, (k, c))| [10, 900, 5_000].contains(id) || (id == k && id == c)));
+}
