@@ -242,6 +242,8 @@ impl Store {
             fences.lower(old_id);
             return Err(e.into());
         }
+        // Every snapshot from before the switch is older than this (fence.rs, invariant 4).
+        fences.born(table_id(&def), db.latest_seqno());
         self.inner.forget_sequences(old_id);
         self.inner.install(replaced(&catalog, &old, def.clone()));
         fences.retire(old_id);

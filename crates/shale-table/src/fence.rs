@@ -33,6 +33,12 @@
 //!    when the snapshot was taken, so the read saw the old ids whole.
 //! 3. Table ids are never reused (build.rs), so a retired id stays retired for the life of the
 //!    store.
+//! 4. A rewritten table's new id is *born* at a sequence number at or after the switch's
+//!    write: a read from a snapshot older than that (a REPEATABLE READ transaction that began
+//!    before the switch) would miss rows copied after the snapshot, so it fails with
+//!    [`Error::TableDefChanged`], as `InnoDB`'s consistent read of a rebuilt table does. (A
+//!    snapshot taken just after the switch but before the birth was recorded fails too: a
+//!    retry, never a wrong answer.)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,6 +66,10 @@ pub(crate) struct TableFences {
     states: Mutex<HashMap<u32, TableState>>,
     /// Signalled when a fence comes down or its id is retired.
     changed: Condvar,
+    /// Whether `born` holds anything: the readers' fast path reads only this.
+    any_born: AtomicBool,
+    /// Rewritten tables' new ids and the sequence number they were born at (invariant 4).
+    born: Mutex<HashMap<u32, u64>>,
 }
 
 impl TableFences {
@@ -111,6 +121,15 @@ impl TableFences {
         self.changed.notify_all();
     }
 
+    /// Records that the rewritten table `table_id` was born at `seqno` (invariant 4).
+    pub(crate) fn born(&self, table_id: u32, seqno: u64) {
+        self.born
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(table_id, seqno);
+        self.any_born.store(true, Ordering::SeqCst);
+    }
+
     /// Takes a fence down when the rewrite failed: the table keeps its definition and id.
     pub(crate) fn lower(&self, table_id: u32) {
         let mut states = self.states();
@@ -156,9 +175,21 @@ impl TableFences {
         }
     }
 
-    /// Fails a read, made already, that was bound to a definition being switched or retired:
-    /// its ids may have been range-deleted before its snapshot (invariant 2).
-    pub(crate) fn after_read(&self, table_id: u32, table: &str) -> Result<()> {
+    /// Fails a read, made already, that was bound to a definition being switched or retired
+    /// (its ids may have been range-deleted before its snapshot, invariant 2), or that read a
+    /// rewritten table from a `snapshot` older than the table (invariant 4).
+    pub(crate) fn after_read(
+        &self,
+        table_id: u32,
+        table: &str,
+        snapshot: Option<u64>,
+    ) -> Result<()> {
+        if let Some(snapshot) = snapshot.filter(|_| self.any_born.load(Ordering::SeqCst)) {
+            let born = self.born.lock().unwrap_or_else(PoisonError::into_inner);
+            if born.get(&table_id).is_some_and(|&at| snapshot < at) {
+                return Err(changed(table));
+            }
+        }
         if !self.any.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -212,19 +243,19 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         fences.lower(7);
         assert!(waiter.join().unwrap().is_ok());
-        assert!(fences.after_read(7, "t").is_ok());
+        assert!(fences.after_read(7, "t", None).is_ok());
         fences.raise(7, 6);
         assert!(
-            fences.after_read(7, "t").is_ok(),
+            fences.after_read(7, "t", None).is_ok(),
             "reads go on while rows are copied"
         );
         fences.switching(7);
         assert!(
-            fences.after_read(7, "t").is_err(),
+            fences.after_read(7, "t", None).is_err(),
             "but not across the switch"
         );
         fences.lower(7);
-        assert!(fences.after_read(7, "t").is_ok());
+        assert!(fences.after_read(7, "t", None).is_ok());
     }
 
     #[test]
@@ -240,7 +271,21 @@ mod tests {
         let error = waiter.join().unwrap().unwrap_err();
         assert!(matches!(&error, Error::TableDefChanged { table } if table == "t"));
         assert!(fences.before_write(7, "t", 0, Duration::ZERO).is_err());
-        assert!(fences.after_read(7, "t").is_err());
+        assert!(fences.after_read(7, "t", None).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_older_than_a_rewritten_table_cannot_read_it() {
+        let fences = TableFences::default();
+        assert!(fences.after_read(9, "t", Some(5)).is_ok());
+        fences.born(9, 10);
+        assert!(matches!(
+            fences.after_read(9, "t", Some(9)),
+            Err(Error::TableDefChanged { .. })
+        ));
+        assert!(fences.after_read(9, "t", Some(10)).is_ok());
+        assert!(fences.after_read(9, "t", None).is_ok(), "no snapshot");
+        assert!(fences.after_read(8, "u", Some(1)).is_ok(), "another table");
     }
 
     #[test]
@@ -258,6 +303,6 @@ mod tests {
         assert!(missing(
             &fences.before_write(7, "t", 0, Duration::ZERO).unwrap_err()
         ));
-        assert!(missing(&fences.after_read(7, "t").unwrap_err()));
+        assert!(missing(&fences.after_read(7, "t", None).unwrap_err()));
     }
 }

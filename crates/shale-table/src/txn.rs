@@ -416,7 +416,7 @@ impl TableTxn {
             .and_then(|row| {
                 self.store
                     .fences
-                    .after_read(table_id(table), &table.name)
+                    .after_read(table_id(table), &table.name, self.txn.snapshot_seqno())
                     .map(|()| row)
             });
         self.key = key;
@@ -448,7 +448,7 @@ impl TableTxn {
             .and_then(|row| {
                 self.store
                     .fences
-                    .after_read(table_id(table), &table.name)
+                    .after_read(table_id(table), &table.name, self.txn.snapshot_seqno())
                     .map(|()| row)
             });
         self.key = key;
@@ -500,7 +500,9 @@ impl TableTxn {
             upper_bound: upper,
             ..ReadOptions::default()
         })?;
-        self.store.fences.after_read(table_id(table), &table.name)?;
+        self.store
+            .fences
+            .after_read(table_id(table), &table.name, self.txn.snapshot_seqno())?;
         let secondary = match index {
             IndexChoice::Primary => None,
             IndexChoice::Secondary(i) => Some(i),
