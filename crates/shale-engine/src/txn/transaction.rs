@@ -202,6 +202,31 @@ impl<'db> Transaction<'db> {
         self.locking_get(keyspace.id(), key, LockMode::Exclusive)
     }
 
+    /// Locks `key` (default keyspace) exclusively and reads its newest committed value (or
+    /// this transaction's own write), whatever the isolation level: a *current read* of a key
+    /// the transaction's snapshot does not govern, such as an entry of an index that an
+    /// online DDL fills beside it. No snapshot conflict is checked, now or when the key is
+    /// written later.
+    pub fn get_for_update_latest(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_active()?;
+        if !self.optimistic {
+            let lock_key: LockKey = (DEFAULT_KEYSPACE_ID, key.to_vec());
+            if self.locks.get(&lock_key) != Some(&LockMode::Exclusive) {
+                self.acquire(&lock_key, LockMode::Exclusive)?;
+            }
+            self.validated.insert(lock_key);
+        }
+        if let Some(pending) = self.batch.get(DEFAULT_KEYSPACE_ID, key) {
+            return Ok(pending.map(<[u8]>::to_vec));
+        }
+        crate::read::get(
+            &self.tdb.db().inner,
+            DEFAULT_KEYSPACE_ID,
+            key,
+            &ReadOptions::default(),
+        )
+    }
+
     /// Locks `key` (default keyspace) in shared mode and reads it
     /// (`SELECT ... FOR SHARE`): other transactions may read-lock it too, none may write it.
     pub fn get_for_share(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
