@@ -1,5 +1,5 @@
 //! Times sysbench's `oltp_insert` statement as it arrives (text protocol, a new row id from
-//! AUTO_INCREMENT, one autocommit transaction each) through a session on an in-memory file
+//! `AUTO_INCREMENT`, one autocommit transaction each) through a session on an in-memory file
 //! system: the SQL and table layers' cost per INSERT, without the network and the fsync.
 //!
 //! `cargo run --release -p shale-sql --example text_insert [-- ROWS]`
