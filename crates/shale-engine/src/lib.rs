@@ -135,6 +135,7 @@ pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelIoStats};
 pub use table_file_writer::{ExternalFileInfo, TableFileWriter, TableFileWriterOptions};
 pub use txn::{
-    BulkCommit, IsolationLevel, Transaction, TransactionDb, TransactionDbOptions, TransactionError,
-    TransactionIterator, TransactionOptions, TransactionStats,
+    BulkCommit, DeadlockInfo, DeadlockWait, IsolationLevel, LockInfo, LockMode, LockWaitInfo,
+    Transaction, TransactionDb, TransactionDbOptions, TransactionError, TransactionInfo,
+    TransactionIterator, TransactionOptions, TransactionState, TransactionStats, RECENT_DEADLOCKS,
 };

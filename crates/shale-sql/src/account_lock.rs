@@ -262,12 +262,11 @@ pub(crate) fn upgrade_user_table(store: &Store) -> Result<(), SqlError> {
         ));
         def.columns.push(column);
     }
-    let mut no_conversion = |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| Ok(v);
     store.alter_table::<SqlError>(
         "mysql",
         "user",
         TableChange { def, sources },
-        &mut no_conversion,
+        std::sync::Arc::new(|_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| Ok(v)),
     )?;
     Ok(())
 }

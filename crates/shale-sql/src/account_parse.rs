@@ -399,6 +399,12 @@ fn privs_at(bits: u32, all: bool, target: &Target) -> Result<Privs, SqlError> {
 /// The statement `sql` holds, if it is one account statement; `Some(Err)` when it starts
 /// like one but does not parse.
 pub(crate) fn parse(sql: &str) -> Option<Result<AccountStatement, SqlError>> {
+    const FIRST_WORDS: [&str; 9] = [
+        "CREATE", "ALTER", "DROP", "RENAME", "SET", "GRANT", "REVOKE", "SHOW", "FLUSH",
+    ];
+    if !crate::parse::starts_with_any(sql, &FIRST_WORDS) {
+        return None;
+    }
     let tokens = lex(sql)?;
     let mut p = Parser { tokens, pos: 0 };
     let kind = if p.eat_words(&["CREATE", "USER"]) {

@@ -537,12 +537,14 @@ pub(crate) fn alter_table(
     }
     let change = draft.into_change(&old);
     crate::gencols::check_alter(&catalog, &old, &change)?;
-    let (_, method) =
-        instance
-            .store
-            .alter_table(&db, &old.name, change, &mut |_, new, value, row| {
-                convert(new, value, row)
-            })?;
+    let (_, method) = instance.store.alter_table(
+        &db,
+        &old.name,
+        change,
+        std::sync::Arc::new(|_: &ColumnDef, new: &ColumnDef, value: Value, row: u64| {
+            convert(new, value, row)
+        }),
+    )?;
     instance.bump_generation();
     let rows = match method {
         shale_table::AlterMethod::Instant => 0,

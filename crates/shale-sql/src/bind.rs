@@ -43,6 +43,10 @@ pub(crate) enum AggFunc {
     Avg,
     Min,
     Max,
+    /// The collecting aggregates (agg_collect.rs).
+    GroupConcat,
+    JsonArrayAgg,
+    JsonObjectAgg,
 }
 
 /// One aggregate of a grouped SELECT.
@@ -52,6 +56,8 @@ pub(crate) struct AggSpec {
     pub arg: Option<Expr>,
     pub distinct: bool,
     pub arg_type: SqlType,
+    /// A collecting aggregate's other arguments and clauses (agg_collect.rs).
+    pub collect: Option<Box<crate::agg_collect::Collect>>,
 }
 
 /// One ORDER BY key.
@@ -193,6 +199,8 @@ pub(crate) struct Binder<'a> {
     pub(crate) working: Option<crate::recursive::WorkingRef>,
     /// The views being expanded around this query, outermost first (views.rs: recursion).
     pub(crate) views: Vec<(String, String)>,
+    /// SELECTs bound so far that say SQL_CALC_FOUND_ROWS (found_rows.rs rule 1).
+    pub(crate) calc_found_rows: usize,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -231,6 +239,7 @@ impl<'a> Binder<'a> {
             recursive_ctes: Vec::new(),
             working: None,
             views: Vec::new(),
+            calc_found_rows: 0,
         }
     }
 
@@ -245,6 +254,7 @@ impl<'a> Binder<'a> {
         sub.outer = outer;
         sub.depth = self.depth;
         sub.views.clone_from(&self.views);
+        sub.calc_found_rows = self.calc_found_rows;
         sub
     }
 
@@ -252,6 +262,7 @@ impl<'a> Binder<'a> {
     pub(crate) fn adopt(&mut self, sub: Binder<'a>) {
         self.params = sub.params;
         self.subqueries = sub.subqueries;
+        self.calc_found_rows = sub.calc_found_rows;
     }
 
     /// The names this query's expressions see (for a subquery's outer references).
@@ -554,12 +565,20 @@ impl<'a> Binder<'a> {
             }
             ast::Expr::In {
                 expr,
-                target: ast::InTarget::Subquery(_),
+                target: ast::InTarget::Subquery(q),
+                negated,
                 ..
             } if matches!(expr.as_ref(), ast::Expr::Tuple(_)) => {
-                return Err(SqlError::unsupported(
-                    "a row constructor before IN (SELECT ...)",
-                ));
+                let ast::Expr::Tuple(exprs) = expr.as_ref() else {
+                    return Err(SqlError::internal("row constructor without its row"));
+                };
+                self.subquery_expr(
+                    q,
+                    SubqueryUse::InRow {
+                        exprs,
+                        negated: *negated,
+                    },
+                )?
             }
             ast::Expr::In {
                 expr,
@@ -811,6 +830,12 @@ impl<'a> Binder<'a> {
         if name == "JSON_VALUE" {
             return crate::json_bind::bind_json_value(self, f);
         }
+        if let Some(func) = crate::agg_collect::func_of(&name) {
+            if self.aggs.is_none() {
+                return Err(SqlError::invalid_group());
+            }
+            return self.collecting_aggregate(f, func, &name);
+        }
         let (args, distinct, star) = match &f.args {
             ast::FunctionArguments::None => (Vec::new(), false, false),
             ast::FunctionArguments::List(list) => {
@@ -945,13 +970,7 @@ impl<'a> Binder<'a> {
         let (arg, arg_type) = match (func, args) {
             (AggFunc::CountStar, []) => (None, SqlType::Null),
             (_, [a]) => {
-                // Aggregates do not nest, nor hold window functions.
-                let saved = self.aggs.take();
-                let saved_windows = self.windows.take();
-                let bound = self.expr(a);
-                self.aggs = saved;
-                self.windows = saved_windows;
-                let (e, t) = bound?;
+                let (e, t) = self.aggregate_argument(a)?;
                 (Some(e), t)
             }
             _ => {
@@ -959,14 +978,38 @@ impl<'a> Binder<'a> {
             }
         };
         let result_type = agg_result_type(func, &arg_type);
-        let ncols = self.row_width();
-        let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
         let spec = AggSpec {
             func,
             arg,
             distinct,
             arg_type,
+            collect: None,
         };
+        self.register_aggregate(spec, result_type)
+    }
+
+    /// Binds an aggregate's argument: aggregates do not nest, nor hold window functions.
+    pub(crate) fn aggregate_argument(
+        &mut self,
+        a: &ast::Expr,
+    ) -> Result<(Expr, SqlType), SqlError> {
+        let saved = self.aggs.take();
+        let saved_windows = self.windows.take();
+        let bound = self.expr(a);
+        self.aggs = saved;
+        self.windows = saved_windows;
+        bound
+    }
+
+    /// Adds `spec` to the query's aggregates (once: an equal one is shared) and gives the
+    /// expression reading its value.
+    pub(crate) fn register_aggregate(
+        &mut self,
+        spec: AggSpec,
+        result_type: SqlType,
+    ) -> Result<(Expr, SqlType), SqlError> {
+        let ncols = self.row_width();
+        let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
         let idx = match aggs.iter().position(|a| *a == spec) {
             Some(i) => i,
             None => {
@@ -1085,6 +1128,9 @@ impl<'a> Binder<'a> {
         limit_clause: Option<&ast::LimitClause>,
         locks: &[ast::LockClause],
     ) -> Result<BoundSelect, SqlError> {
+        if crate::found_rows::has_modifier(s) {
+            self.calc_found_rows += 1;
+        }
         if s.into.is_some()
             || s.top.is_some()
             || !s.lateral_views.is_empty()
@@ -1574,6 +1620,12 @@ pub(crate) fn agg_result_type(func: AggFunc, arg_type: &SqlType) -> SqlType {
             _ => SqlType::Double,
         },
         AggFunc::Min | AggFunc::Max => arg_type.clone(),
+        // Typed by agg_collect.rs when bound.
+        AggFunc::GroupConcat => SqlType::Str {
+            collation: arg_type.collation(),
+            len: 1024,
+        },
+        AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => SqlType::Json,
     }
 }
 

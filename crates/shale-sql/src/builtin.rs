@@ -10,7 +10,8 @@
 //!    a DATE with a time unit or a DATETIME gives DATETIME, text and numbers give text.
 //! 3. NOW() and its synonyms are the statement's start time (`Env::statement_time`), the
 //!    same for every row; SYSDATE() is NOW() here (MySQL reads the clock per call).
-//! 4. RAND() is the only function whose value changes per row: never a constant.
+//! 4. RAND(), SLEEP() and BENCHMARK() are never constants: RAND's value changes per row, and
+//!    the other two must run when the row is evaluated, not while binding.
 
 use shale_table::{Collation, Value};
 use sqlparser::ast;
@@ -122,6 +123,11 @@ pub(crate) enum Builtin {
     SubstringIndex,
     Field(Collation),
     Elt,
+    /// SLEEP(seconds): 0, or 1 when KILL QUERY or `max_execution_time` cut it short
+    /// (interrupt.rs `sleep`).
+    Sleep,
+    /// BENCHMARK(count, expr): evaluates `expr` `count` times, 0; each time is a unit of work.
+    Benchmark,
     /// The JSON functions (json_funcs.rs).
     Json(crate::json_funcs::JsonFunc),
 }
@@ -129,7 +135,7 @@ pub(crate) enum Builtin {
 impl Builtin {
     /// Rule 4.
     pub(crate) fn is_volatile(self) -> bool {
-        self == Builtin::Rand
+        matches!(self, Builtin::Rand | Builtin::Sleep | Builtin::Benchmark)
     }
 }
 
@@ -164,14 +170,13 @@ fn arity(name: &str) -> Option<(usize, usize)> {
         "FROM_UNIXTIME" | "WEEK" | "YEARWEEK" | "ROUND" | "LOG" => (1, 2),
         "DATEDIFF" | "DATE_FORMAT" | "TIME_FORMAT" | "STR_TO_DATE" | "TIMEDIFF" | "ADDTIME"
         | "SUBTIME" | "FIND_IN_SET" | "LEFT" | "RIGHT" | "REPEAT" | "INSTR" | "STRCMP"
-        | "NULLIF" | "TRUNCATE" | "MOD" | "POW" | "POWER" => (2, 2),
+        | "NULLIF" | "TRUNCATE" | "MOD" | "POW" | "POWER" | "BENCHMARK" => (2, 2),
         "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "MICROSECOND"
         | "QUARTER" | "DAYOFWEEK" | "DAYOFYEAR" | "WEEKDAY" | "WEEKOFYEAR" | "LAST_DAY"
         | "DATE" | "TIME" | "DAYNAME" | "MONTHNAME" | "TO_DAYS" | "TIME_TO_SEC" | "SEC_TO_TIME"
         | "LTRIM" | "RTRIM" | "TRIM" | "SPACE" | "REVERSE" | "HEX" | "UNHEX" | "ASCII"
-        | "FLOOR" | "CEIL" | "CEILING" | "SIGN" | "SQRT" | "EXP" | "LN" | "LOG2" | "LOG10" => {
-            (1, 1)
-        }
+        | "FLOOR" | "CEIL" | "CEILING" | "SIGN" | "SQRT" | "EXP" | "LN" | "LOG2" | "LOG10"
+        | "SLEEP" => (1, 1),
         "SUBSTRING" | "SUBSTR" | "MID" | "LOCATE" | "REGEXP_LIKE" => (2, 3),
         "CONCAT_WS" | "GREATEST" | "LEAST" | "FIELD" | "ELT" => (2, usize::MAX),
         "REPLACE" | "LPAD" | "RPAD" | "SUBSTRING_INDEX" => (3, 3),
@@ -654,6 +659,8 @@ pub(crate) fn bind_call(
         "LOG" if bound.len() == 1 => (Builtin::Math(Math::Ln), SqlType::Double),
         "LOG" => (Builtin::Log, SqlType::Double),
         "RAND" => (Builtin::Rand, SqlType::Double),
+        "SLEEP" => (Builtin::Sleep, int_type()),
+        "BENCHMARK" => (Builtin::Benchmark, int_type()),
         "ROW_COUNT" => (Builtin::RowCount, int_type()),
         "SUBSTRING_INDEX" => (Builtin::SubstringIndex, text_len(0)),
         "FIELD" => (Builtin::Field(coll), int_type()),

@@ -36,6 +36,49 @@ fn int(n: i64) -> Value {
     Value::Int(n)
 }
 
+/// SLEEP(seconds): MySQL's strict-mode error for NULL or a negative duration; the longest
+/// sleep is a year (MySQL's limit), so no argument overflows the clock.
+fn sleep(seconds: &Value) -> Result<Value, SqlError> {
+    const YEAR: f64 = 365.0 * 86_400.0;
+    let seconds = match seconds {
+        Value::Null => None,
+        v => crate::value::to_f64(v).filter(|s| *s >= 0.0),
+    }
+    .ok_or_else(|| SqlError::new(1210, "HY000", "Incorrect arguments to sleep"))?;
+    let duration = std::time::Duration::from_secs_f64(seconds.min(YEAR));
+    Ok(match crate::interrupt::sleep(duration)? {
+        crate::interrupt::Slept::Fully => int(0),
+        crate::interrupt::Slept::Interrupted => int(1),
+    })
+}
+
+/// BENCHMARK(count, expr): `expr` evaluated `count` times (NULL count: NULL; negative:
+/// MySQL's error 1210), each a unit of work for KILL and `max_execution_time`.
+fn benchmark(args: &[Expr], row: &[Value], env: &dyn Env) -> Result<Value, SqlError> {
+    let (Some(count), Some(expr)) = (args.first(), args.get(1)) else {
+        return Ok(Value::Null);
+    };
+    let count = match count.eval(row, env)? {
+        Value::Null => return Ok(Value::Null),
+        v => crate::value::to_f64(&v).unwrap_or(0.0),
+    };
+    if count < 0.0 {
+        return Err(SqlError::new(
+            1210,
+            "HY000",
+            "Incorrect arguments to benchmark",
+        ));
+    }
+    // Saturating: a count past u64 runs until KILL or the deadline stops it.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let count = count.round() as u64;
+    for _ in 0..count {
+        expr.eval(row, env)?;
+        crate::interrupt::tick()?;
+    }
+    Ok(int(0))
+}
+
 fn text(s: impl Into<String>) -> Value {
     Value::Bytes(s.into().into_bytes())
 }
@@ -63,6 +106,9 @@ pub(crate) fn eval(
     row: &[Value],
     env: &dyn Env,
 ) -> Result<Value, SqlError> {
+    if f == Builtin::Benchmark {
+        return benchmark(args, row, env);
+    }
     let mut vals = Vec::with_capacity(args.len());
     for a in args {
         vals.push(a.eval(row, env)?);
@@ -346,6 +392,9 @@ pub(crate) fn eval(
         Builtin::Math(m) => num::math(m, arg(0))?,
         Builtin::Log => num::log_base(arg(0), arg(1)),
         Builtin::Rand => num::rand(),
+        Builtin::Sleep => sleep(arg(0))?,
+        // Never reached: evaluated above, before (and instead of) its arguments.
+        Builtin::Benchmark => return benchmark(args, row, env),
         Builtin::RowCount => int(env.row_counts().0),
         Builtin::SubstringIndex => st::substring_index(arg(0), arg(1), arg(2)),
         Builtin::Field(c) => st::field(&vals, c),

@@ -591,9 +591,13 @@ pub(crate) enum AggState {
         count: i64,
     },
     Extreme(Option<Value>),
+    Collected(Box<crate::agg_collect::Collected>),
 }
 
 pub(crate) fn new_state(spec: &AggSpec) -> AggState {
+    if spec.collect.is_some() {
+        return AggState::Collected(Box::new(crate::agg_collect::Collected::new()));
+    }
     match spec.func {
         AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
         AggFunc::Sum | AggFunc::Avg => AggState::Sum {
@@ -607,6 +611,9 @@ pub(crate) fn new_state(spec: &AggSpec) -> AggState {
             count: 0,
         },
         AggFunc::Min | AggFunc::Max => AggState::Extreme(None),
+        AggFunc::GroupConcat | AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => {
+            AggState::Collected(Box::new(crate::agg_collect::Collected::new()))
+        }
     }
 }
 
@@ -617,6 +624,9 @@ pub(crate) fn accumulate(
     row: &[Value],
     env: &dyn Env,
 ) -> Result<(), SqlError> {
+    if let (Some(collect), AggState::Collected(collected)) = (&spec.collect, &mut *state) {
+        return crate::agg_collect::accumulate(spec, collect, collected, row, env);
+    }
     let v = match &spec.arg {
         None => Value::Int(1),
         Some(e) => e.eval(row, env)?,
@@ -676,12 +686,14 @@ pub(crate) fn accumulate(
                 *cur = Some(v);
             }
         }
+        // Handled at the top (agg_collect.rs); a spec without `collect` never makes one.
+        AggState::Collected(_) => {}
     }
     Ok(())
 }
 
-pub(crate) fn finish(spec: &AggSpec, state: AggState) -> Value {
-    match state {
+pub(crate) fn finish(spec: &AggSpec, state: AggState) -> Result<Value, SqlError> {
+    Ok(match state {
         AggState::Count(n) => Value::Int(n),
         AggState::Sum { count: 0, .. } => Value::Null,
         AggState::Sum {
@@ -709,7 +721,11 @@ pub(crate) fn finish(spec: &AggSpec, state: AggState) -> Value {
             }
         }
         AggState::Extreme(v) => v.unwrap_or(Value::Null),
-    }
+        AggState::Collected(collected) => match &spec.collect {
+            Some(collect) => crate::agg_collect::finish(spec, collect, *collected)?,
+            None => Value::Null,
+        },
+    })
 }
 
 pub(crate) fn sort_rows(rows: &mut [(Vec<Value>, Vec<Value>)], keys: &[SortKey]) {
@@ -852,7 +868,7 @@ pub(crate) fn select_rows(
         for (first, states, _) in groups {
             let mut row = first;
             for (spec, st) in s.aggs.iter().zip(states) {
-                row.push(finish(spec, st));
+                row.push(finish(spec, st)?);
             }
             if passes(s.having.as_ref(), &row, env)? {
                 rows.push(row);

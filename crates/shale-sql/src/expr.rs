@@ -147,6 +147,11 @@ pub(crate) trait Env {
     fn statement_time(&self) -> i64;
     /// ROW_COUNT() and FOUND_ROWS(): the previous statement's (row_counts.rs).
     fn row_counts(&self) -> (i64, u64);
+    /// What the session may see of the instance's sessions (information_schema.PROCESSLIST
+    /// and SHALE_TRX); `None` outside a session.
+    fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
+        None
+    }
     /// The rows of the statement's subquery `id` run with `outer` as its correlation values
     /// (subquery.rs). Environments that run no subqueries refuse.
     fn subquery(
@@ -371,7 +376,17 @@ impl Expr {
                     None => Value::Null,
                 }
             }
-            Expr::Func(f, args) => eval_func(*f, args, row, env)?,
+            Expr::Func(f, args) => {
+                let value = eval_func(*f, args, row, env)?;
+                if let Value::Bytes(b) = &value {
+                    // A long value built for one row is work KILL must see (interrupt.rs).
+                    let units = b.len() as u64 / crate::interrupt::BYTES_PER_UNIT;
+                    if units > 0 {
+                        crate::interrupt::work(units)?;
+                    }
+                }
+                value
+            }
             Expr::SysVar(name) => env.variable(name),
             Expr::UserVar(name) => env.user_variable(name),
             Expr::Subquery(s) => s.eval(row, env)?,

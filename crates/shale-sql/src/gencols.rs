@@ -127,6 +127,8 @@ fn row_independent_value(e: &Expr) -> bool {
                     | Builtin::UnixTimestamp { .. }
                     | Builtin::FromUnixtime { .. }
                     | Builtin::Rand
+                    | Builtin::Sleep
+                    | Builtin::Benchmark
                     | Builtin::RowCount
                     | Builtin::FoundRows
             ),

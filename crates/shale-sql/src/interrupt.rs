@@ -11,13 +11,14 @@
 //! operator.
 //!
 //! Invariants:
-//! 1. Outside a statement (no watch installed) [`row`] and [`tick`] never fail.
+//! 1. Outside a statement (no watch installed) [`row`], [`tick`] and [`work`] never fail, and
+//!    [`sleep`] sleeps the whole time.
 //! 2. A watch restores the one it replaced when dropped, so a statement run inside another
 //!    (CHECK TABLE's reads) leaves the outer one's watch in place.
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::error::SqlError;
 use crate::processlist::Process;
@@ -140,4 +141,62 @@ pub(crate) fn row() -> Result<(), SqlError> {
         }
         None => Ok(()),
     })
+}
+
+/// `units` units of work done at once (a function that built a long value charges one per
+/// [`BYTES_PER_UNIT`] bytes): the kill flag and the clock are read as soon as the count
+/// reaches [`CHECK_EVERY`], so one slow expression per row cannot hide 256 rows' worth of
+/// work from KILL and `max_execution_time`.
+pub(crate) fn work(units: u64) -> Result<(), SqlError> {
+    CURRENT.with(|c| match c.borrow_mut().as_mut() {
+        Some(current) => {
+            if units >= u64::from(current.countdown) {
+                check(current)
+            } else {
+                // Below countdown, which is a u32.
+                current.countdown -= u32::try_from(units).unwrap_or(0);
+                Ok(())
+            }
+        }
+        None => Ok(()),
+    })
+}
+
+/// Bytes of a built value that count as one unit of [`work`].
+pub(crate) const BYTES_PER_UNIT: u64 = 16 * 1024;
+
+/// How SLEEP() ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slept {
+    /// The whole time.
+    Fully,
+    /// Cut short by KILL QUERY or `max_execution_time`, in a statement that read no table
+    /// row: MySQL's SLEEP() then returns 1 and the statement no error.
+    Interrupted,
+}
+
+/// Sleeps `duration`, waking every few milliseconds to look at the kill flag and the
+/// deadline. Interrupted in a statement that has read table rows, it fails with 1317 or 3024
+/// as MySQL does when SLEEP() is only part of the query's work.
+pub(crate) fn sleep(duration: Duration) -> Result<Slept, SqlError> {
+    const SLICE: Duration = Duration::from_millis(5);
+    let end = Instant::now() + duration;
+    loop {
+        let stop = CURRENT.with(|c| match c.borrow_mut().as_mut() {
+            Some(current) => match check(current) {
+                Ok(()) => Ok(false),
+                Err(e) if current.rows_read > 0 => Err(e),
+                Err(_) => Ok(true),
+            },
+            None => Ok(false),
+        })?;
+        if stop {
+            return Ok(Slept::Interrupted);
+        }
+        let now = Instant::now();
+        if now >= end {
+            return Ok(Slept::Fully);
+        }
+        std::thread::sleep((end - now).min(SLICE));
+    }
 }

@@ -68,7 +68,8 @@ fn read_input(
         }
         StepInput::Virtual { table, filter } => {
             let store = env.txn()?.store();
-            for r in crate::info_schema::rows(*table, &store)? {
+            let sessions = crate::expr::Env::sessions_view(env);
+            for r in crate::info_schema::rows(*table, &store, sessions.as_ref())? {
                 if passes(filter.as_ref(), &r, env)? {
                     budget.add(&r)?;
                     out.push(r);

@@ -48,6 +48,11 @@ fn as_json_value(e: Expr, t: &SqlType) -> Expr {
     }
 }
 
+/// Rule 1 for an aggregate's argument `arg`, bound to `e` of type `t` (agg_collect.rs).
+pub(crate) fn as_json_argument(arg: &ast::Expr, e: Expr, t: &SqlType) -> Expr {
+    as_json_value(mark_literal_bools(arg, e), t)
+}
+
 /// Whether MySQL would see a boolean: a comparison or logical operator, or (marked by
 /// [`mark_literal_bools`]) the literal TRUE or FALSE.
 fn is_truth_value(e: &Expr) -> bool {

@@ -33,6 +33,7 @@
 mod account;
 mod account_lock;
 mod account_parse;
+mod agg_collect;
 mod alter;
 mod bind;
 mod builtin;
@@ -50,6 +51,7 @@ mod enum_type;
 mod error;
 mod exec;
 mod expr;
+mod found_rows;
 mod from;
 mod gencols;
 mod grants;

@@ -40,16 +40,34 @@ pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
     })
 }
 
+/// The text's first word (letters, digits and `_` after leading white space), empty when
+/// it starts otherwise (a comment, a parenthesis). The recognizers that run before the
+/// parser look at it first, so a statement none of them handles costs none of their scans.
+pub(crate) fn first_word(sql: &str) -> &str {
+    let text = sql.trim_start();
+    let end = text
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b == b'_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// Whether `first_word(sql)` is one of `words` (ASCII case-insensitive).
+pub(crate) fn starts_with_any(sql: &str, words: &[&str]) -> bool {
+    let first = first_word(sql);
+    words.iter().any(|w| first.eq_ignore_ascii_case(w))
+}
+
 /// Rules 1 to 3.
 pub(crate) fn preprocess(sql: &str) -> String {
     let text = interval_units(&executable_comments(sql));
-    if let Some(rewritten) = global_isolation(&text)
-        .or_else(|| consistent_snapshot(&text))
-        .or_else(|| crate::views::alter_with_params(&text))
-    {
-        return rewritten;
-    }
-    text
+    let rewritten = match first_word(&text).to_ascii_uppercase().as_str() {
+        "SET" => global_isolation(&text),
+        "START" => consistent_snapshot(&text),
+        "ALTER" => crate::views::alter_with_params(&text),
+        _ => None,
+    };
+    rewritten.unwrap_or(text)
 }
 
 /// Rule 3.
@@ -132,8 +150,11 @@ fn compound_unit(word: &str) -> Option<&'static str> {
 /// Rule 5: a compound unit word at the parenthesis depth of the `INTERVAL` before it (and
 /// before any `,` or `)` closing that expression) is rewritten.
 fn interval_units(sql: &str) -> String {
-    let upper = sql.to_ascii_uppercase();
-    if !upper.contains("INTERVAL") || !upper.contains('_') {
+    let has_interval = sql
+        .as_bytes()
+        .windows(8)
+        .any(|w| w.eq_ignore_ascii_case(b"INTERVAL"));
+    if !has_interval || !sql.contains('_') {
         return sql.to_string();
     }
     let b = sql.as_bytes();

@@ -344,6 +344,22 @@ fn user_unless(session: &Session, any_of: u32) -> Option<String> {
     (!held.any(any_of)).then(|| account.user.clone())
 }
 
+/// What an account may see of the instance's sessions: every one with PROCESS, else its own
+/// (`account` `None`: an embedded session, not checked).
+pub(crate) fn sessions_view(
+    instance: &crate::Instance,
+    account: Option<&crate::grants::Account>,
+) -> crate::info_schema::SessionsView {
+    let only = account.and_then(|a| {
+        let held = instance.grants().global(a);
+        (!held.any(crate::grants::PROCESS)).then(|| a.user.clone())
+    });
+    crate::info_schema::SessionsView {
+        processes: Arc::clone(&instance.processes),
+        only,
+    }
+}
+
 /// SHOW [FULL] PROCESSLIST: every session with PROCESS, else the user's own.
 pub(crate) fn show(
     session: &mut Session,

@@ -277,6 +277,9 @@ pub(crate) struct PlannedSubquery {
 pub(crate) struct StatementQuery {
     pub query: PlannedQuery,
     pub subqueries: Vec<PlannedSubquery>,
+    /// SELECT SQL_CALC_FOUND_ROWS: the outermost LIMIT and OFFSET, applied to the result
+    /// (found_rows.rs).
+    pub found_rows_window: Option<crate::found_rows::Window>,
 }
 
 pub(crate) fn plan_select(s: BoundSelect) -> PlannedSelect {
@@ -313,6 +316,7 @@ pub(crate) fn plan_statement(q: BoundQuery, subqueries: Vec<BoundSubquery>) -> S
     StatementQuery {
         query: plan_query(q),
         subqueries: plan_subqueries(subqueries),
+        found_rows_window: None,
     }
 }
 
@@ -374,6 +378,7 @@ pub(crate) fn explain_statement(sq: &StatementQuery) -> String {
 }
 
 /// Counts the bytes a collection of rows holds (invariant 3).
+#[derive(Debug, Clone)]
 pub(crate) struct MemoryBudget {
     limit: usize,
     used: usize,
@@ -497,6 +502,9 @@ impl Env for QueryEnv<'_, '_> {
     }
     fn row_counts(&self) -> (i64, u64) {
         self.shared.base.row_counts()
+    }
+    fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
+        self.shared.base.sessions_view()
     }
     fn outer(&self, n: usize) -> Value {
         self.outer.get(n).cloned().unwrap_or(Value::Null)

@@ -96,6 +96,9 @@ pub(crate) struct State {
     /// The account whose privileges apply (`CURRENT_USER()`); `None` is an embedded session,
     /// which is not checked (privilege.rs rule 1).
     pub account: Option<crate::grants::Account>,
+    /// The instance, for what a query shows of other sessions (information_schema's
+    /// PROCESSLIST, SHALE_TRX); weak, as the instance outlives its sessions.
+    pub instance: std::sync::Weak<Instance>,
 }
 
 pub(crate) struct RunEnv<'a> {
@@ -140,6 +143,13 @@ impl Env for RunEnv<'_> {
     }
     fn row_counts(&self) -> (i64, u64) {
         (self.state.last_row_count, self.state.last_found_rows)
+    }
+    fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
+        let instance = self.state.instance.upgrade()?;
+        Some(crate::processlist::sessions_view(
+            &instance,
+            self.state.account.as_ref(),
+        ))
     }
 }
 
@@ -248,6 +258,7 @@ impl Session {
             (isolation, autocommit)
         };
         let process = instance.processes.register(connection_id);
+        let weak_instance = Arc::downgrade(&instance);
         Session {
             instance,
             process,
@@ -268,6 +279,7 @@ impl Session {
                 last_row_count: -1,
                 last_found_rows: 0,
                 account: None,
+                instance: weak_instance,
             },
             txn: None,
             began: false,
@@ -705,8 +717,18 @@ impl Session {
         self.bind_touching(touched, |binder| {
             Ok(match &stmt {
                 Statement::Query(q) => {
-                    let bound = binder.query(q)?;
+                    let mut bound = binder.query(q)?;
+                    let calc_found_rows = crate::found_rows::requested(q);
+                    if binder.calc_found_rows > usize::from(calc_found_rows) {
+                        return Err(crate::found_rows::misplaced());
+                    }
                     let subqueries = std::mem::take(&mut binder.subqueries);
+                    if calc_found_rows {
+                        let window = crate::found_rows::Window::take(&mut bound);
+                        let mut planned = crate::query::plan_statement(bound, subqueries);
+                        planned.found_rows_window = Some(window);
+                        return Ok(Planned::Query(Box::new(planned)));
+                    }
                     let s = match bound {
                         crate::query::BoundQuery::Select(s)
                             if s.from.is_none() && subqueries.is_empty() =>
@@ -786,6 +808,7 @@ impl Session {
             ..TxnOptions::default()
         })?;
         crate::timestamp::set_txn_zone(&mut txn, &self.state.variable("time_zone"))?;
+        txn.set_owner(self.state.connection_id);
         Ok(txn)
     }
 
@@ -964,13 +987,23 @@ impl Session {
             rows: 0,
         };
         let sink = &mut counter;
+        // SQL_CALC_FOUND_ROWS: every row the query found, past its LIMIT (found_rows.rs).
+        let mut found_rows = None;
         let result = match planned {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
             }
-            Planned::Query(q) => {
-                crate::query::run_statement(&mut txn, q, &env, sink, &status).map(|()| None)
-            }
+            Planned::Query(q) => match &q.found_rows_window {
+                Some(window) => window.sink(sink, &env).and_then(|mut windowed| {
+                    let ran =
+                        crate::query::run_statement(&mut txn, q, &env, &mut windowed, &status);
+                    found_rows = Some(windowed.found);
+                    ran.map(|()| None)
+                }),
+                None => {
+                    crate::query::run_statement(&mut txn, q, &env, sink, &status).map(|()| None)
+                }
+            },
             Planned::Insert(i, plan) => exec::insert(&mut txn, i, plan.as_ref(), &env).map(|out| {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
@@ -1027,7 +1060,7 @@ impl Session {
                 }
                 if matches!(planned, Planned::Select(..) | Planned::Query(..)) {
                     self.state.last_row_count = -1;
-                    self.state.last_found_rows = sink.rows;
+                    self.state.last_found_rows = found_rows.unwrap_or(sink.rows);
                 }
                 if let Some(mut st) = ok {
                     self.state.last_row_count = i64::try_from(st.affected_rows).unwrap_or(i64::MAX);

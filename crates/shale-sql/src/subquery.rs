@@ -17,6 +17,9 @@
 //! 3. `x IN (subquery)` over no rows is false (even for a NULL `x`); otherwise NULL `x` is
 //!    NULL, a match is true, no match with a NULL among the rows is NULL, else false.
 //!    NOT IN negates that three-valued result, as MySQL does.
+//!    `(x, y) IN (subquery)` is the same over rows: a subquery row matches when every pair
+//!    is equal, is unknown when no pair differs but one is NULL; the subquery must have as
+//!    many columns as the row (1241).
 //! 4. EXISTS is true when the subquery gives a row (it runs with LIMIT 1).
 
 use std::cmp::Ordering;
@@ -42,6 +45,12 @@ pub(crate) enum SubqueryKind {
         expr: Box<Expr>,
         negated: bool,
         collation: Collation,
+    },
+    /// `(x, y, ...) [NOT] IN (subquery)`: one expression and collation per column.
+    InRow {
+        exprs: Vec<Expr>,
+        negated: bool,
+        collations: Vec<Collation>,
     },
 }
 
@@ -79,6 +88,7 @@ impl SubqueryExpr {
         self.args.is_empty()
             && match &self.kind {
                 SubqueryKind::In { expr, .. } => expr.is_row_independent(),
+                SubqueryKind::InRow { exprs, .. } => exprs.iter().all(Expr::is_row_independent),
                 _ => true,
             }
     }
@@ -129,7 +139,53 @@ impl SubqueryExpr {
                     value::from_bool(Some(*negated))
                 })
             }
+            SubqueryKind::InRow {
+                exprs,
+                negated,
+                collations,
+            } => {
+                let mut left = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    left.push(e.eval(row, env)?);
+                }
+                let result = env.subquery(self.id, &outer)?;
+                Ok(value::from_bool(
+                    row_in(&left, &result.rows, collations).map(|found| found != *negated),
+                ))
+            }
         }
+    }
+}
+
+/// Whether `left` equals one of `rows` (rule 3): Some(true) on a match, None when no row
+/// differs from it in a known pair but some pair is NULL, Some(false) otherwise.
+fn row_in(left: &[Value], rows: &[Vec<Value>], collations: &[Collation]) -> Option<bool> {
+    let mut unknown = false;
+    for r in rows {
+        let mut all_equal = true;
+        let mut differs = false;
+        for ((x, v), collation) in left.iter().zip(r).zip(collations) {
+            match value::compare(x, v, *collation) {
+                Some(Ordering::Equal) => {}
+                Some(_) => {
+                    differs = true;
+                    break;
+                }
+                None => all_equal = false,
+            }
+        }
+        if differs {
+            continue;
+        }
+        if all_equal {
+            return Some(true);
+        }
+        unknown = true;
+    }
+    if unknown {
+        None
+    } else {
+        Some(false)
     }
 }
 
@@ -141,6 +197,11 @@ pub(crate) enum SubqueryUse<'e> {
     },
     In {
         expr: &'e sqlparser::ast::Expr,
+        negated: bool,
+    },
+    /// `(x, y, ...) [NOT] IN (subquery)`.
+    InRow {
+        exprs: &'e [sqlparser::ast::Expr],
         negated: bool,
     },
 }
@@ -157,6 +218,17 @@ impl crate::bind::Binder<'_> {
             SubqueryUse::In { expr, .. } => Some(self.expr(expr)?),
             _ => None,
         };
+        let mut row = Vec::new();
+        if let SubqueryUse::InRow { exprs, .. } = &how {
+            for e in *exprs {
+                if matches!(e, sqlparser::ast::Expr::Tuple(_)) {
+                    return Err(SqlError::unsupported(
+                        "a nested row constructor before IN (SELECT ...)",
+                    ));
+                }
+                row.push(self.expr(e)?);
+            }
+        }
         let outer = self.current_scope();
         let mut sub = self.child(outer);
         let bound = sub.query(q);
@@ -194,6 +266,25 @@ impl crate::bind::Binder<'_> {
                 )
             }
             (SubqueryUse::In { .. }, None) => return Err(SqlError::internal("IN without operand")),
+            (SubqueryUse::InRow { negated, .. }, _) => {
+                if types.len() != row.len() {
+                    return Err(operand_columns(row.len()));
+                }
+                let collations = row
+                    .iter()
+                    .zip(&types)
+                    .map(|((_, tx), t)| crate::bind::pick_collation(&[tx, t]))
+                    .collect();
+                (
+                    SubqueryKind::InRow {
+                        exprs: row.into_iter().map(|(e, _)| e).collect(),
+                        negated,
+                        collations,
+                    },
+                    bool_type,
+                    None,
+                )
+            }
         };
         let id = self.subqueries.len();
         self.subqueries.push(crate::query::BoundSubquery {

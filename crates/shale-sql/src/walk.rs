@@ -64,8 +64,10 @@ pub(crate) fn children<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
         Expr::Func(_, args) => args.iter().for_each(f),
         Expr::Subquery(s) => {
             s.args.iter().for_each(&mut *f);
-            if let SubqueryKind::In { expr, .. } = &s.kind {
-                f(expr);
+            match &s.kind {
+                SubqueryKind::In { expr, .. } => f(expr),
+                SubqueryKind::InRow { exprs, .. } => exprs.iter().for_each(&mut *f),
+                SubqueryKind::Scalar | SubqueryKind::Exists { .. } => {}
             }
         }
     }
@@ -190,8 +192,12 @@ pub(crate) fn replace_columns(e: &Expr, f: &dyn Fn(usize) -> Expr) -> Expr {
         Expr::Subquery(s) => {
             let mut s = s.clone();
             s.args = s.args.iter().map(m).collect();
-            if let SubqueryKind::In { expr, .. } = &mut s.kind {
-                *expr = b(expr);
+            match &mut s.kind {
+                SubqueryKind::In { expr, .. } => *expr = b(expr),
+                SubqueryKind::InRow { exprs, .. } => {
+                    *exprs = exprs.iter().map(m).collect();
+                }
+                SubqueryKind::Scalar | SubqueryKind::Exists { .. } => {}
             }
             Expr::Subquery(s)
         }

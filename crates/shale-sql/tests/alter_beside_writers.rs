@@ -107,3 +107,140 @@ fn rows_inserted_during_a_rewriting_alter_are_kept_and_the_writers_see_no_error(
         check.rows
     );
 }
+
+/// Runs `sql` for each id, in order, until told to stop; returns how many ran (each one
+/// acknowledged: an error fails the test).
+fn each_id(
+    instance: &Arc<shale_sql::Instance>,
+    stop: &Arc<AtomicBool>,
+    ids: impl Iterator<Item = i64> + Send + 'static,
+    sql: impl Fn(i64) -> String + Send + 'static,
+) -> std::thread::JoinHandle<i64> {
+    let (instance, stop) = (instance.clone(), stop.clone());
+    std::thread::spawn(move || {
+        let mut s = instance.session();
+        run(&mut s, "USE d");
+        let mut done = 0;
+        for id in ids {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            run(&mut s, &sql(id));
+            done += 1;
+        }
+        done
+    })
+}
+
+#[test]
+#[allow(clippy::too_many_lines)] // three writers and the checks of what each did
+fn updates_and_deletes_during_an_online_type_change_end_converted() {
+    let instance = common::instance();
+    let mut s = instance.session();
+    run(&mut s, "CREATE DATABASE d");
+    run(&mut s, "USE d");
+    run(
+        &mut s,
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT, c VARCHAR(20), KEY k (k), KEY kc (k, c))",
+    );
+    for chunk in 0..20 {
+        let values: Vec<String> = (0..1000)
+            .map(|i| {
+                let id = chunk * 1000 + i;
+                format!("({id}, {id}, '{id}')")
+            })
+            .collect();
+        run(
+            &mut s,
+            &format!("INSERT INTO t VALUES {}", values.join(", ")),
+        );
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    // Even ids get c = id + 1 (the converted column), in order; odd ids alternately get
+    // k + 100000 (an indexed column) or are deleted, in order; new rows come in.
+    let evens = each_id(&instance, &stop, (0..20_000).step_by(2), |id| {
+        format!("UPDATE t SET c = {} WHERE id = {id}", id + 1)
+    });
+    let odds = each_id(&instance, &stop, (1..20_000).step_by(2), |id| {
+        if id % 4 == 1 {
+            format!("UPDATE t SET k = k + 100000 WHERE id = {id}")
+        } else {
+            format!("DELETE FROM t WHERE id = {id}")
+        }
+    });
+    let inserts = each_id(&instance, &stop, 100_000.., |id| {
+        format!("INSERT INTO t VALUES ({id}, 7, '{id}')")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let altered = run(&mut s, "ALTER TABLE t MODIFY c INT");
+    assert!(
+        altered.out.contains("info=\"Records: ") && !altered.out.contains("Records: 0 "),
+        "not a rewrite: {}",
+        altered.out
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    stop.store(true, Ordering::SeqCst);
+    let (evens, odds, inserts) = (
+        evens.join().unwrap(),
+        odds.join().unwrap(),
+        inserts.join().unwrap(),
+    );
+    assert!(evens > 0 && odds > 0 && inserts > 0);
+    let data_type = run(
+        &mut s,
+        "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'd' \
+         AND TABLE_NAME = 't' AND COLUMN_NAME = 'c'",
+    );
+    assert_eq!(data_type.rows, vec![vec![Value::Bytes(b"int".to_vec())]]);
+    let updated = 2 * evens;
+    assert_eq!(
+        count(
+            &mut s,
+            &format!("SELECT COUNT(*) FROM t WHERE id < {updated} AND id % 2 = 0 AND c = id + 1")
+        ),
+        evens
+    );
+    assert_eq!(
+        count(
+            &mut s,
+            "SELECT COUNT(*) FROM t WHERE id < 20000 AND id % 2 = 0 AND c = id"
+        ),
+        10_000 - evens
+    );
+    let passed = 2 * odds;
+    assert_eq!(
+        count(
+            &mut s,
+            &format!("SELECT COUNT(*) FROM t WHERE id < {passed} AND id % 2 = 1")
+        ),
+        (odds + 1) / 2,
+        "every other odd id was deleted"
+    );
+    assert_eq!(
+        count(
+            &mut s,
+            &format!(
+                "SELECT COUNT(*) FROM t WHERE id < {passed} AND id % 2 = 1 AND k = id + 100000"
+            )
+        ),
+        (odds + 1) / 2
+    );
+    assert_eq!(
+        count(
+            &mut s,
+            "SELECT COUNT(*) FROM t WHERE id >= 100000 AND c = id AND k = 7"
+        ),
+        inserts
+    );
+    assert_eq!(
+        count(&mut s, "SELECT COUNT(*) FROM t"),
+        20_000 - odds / 2 + inserts
+    );
+    let check = run(&mut s, "CHECK TABLE t");
+    assert_eq!(
+        check.rows[0][3],
+        Value::Bytes(b"OK".to_vec()),
+        "{:?}",
+        check.rows
+    );
+}

@@ -168,6 +168,16 @@ fn json() {
 }
 
 #[test]
+fn group_concat() {
+    common::run_file("group_concat");
+}
+
+#[test]
+fn found_rows() {
+    common::run_file("found_rows");
+}
+
+#[test]
 fn row_constructors() {
     common::run_file("row_constructors");
 }
@@ -200,4 +210,9 @@ fn enums() {
 #[test]
 fn sets() {
     common::run_file("set");
+}
+
+#[test]
+fn dba_views() {
+    common::run_file("dba_views");
 }

@@ -12,10 +12,15 @@
 //! that loses or gains columns, a new primary key, more than [`MAX_PAST_VERSIONS`] past
 //! versions). The rows are converted by the caller's function (the SQL layer applies
 //! `MySQL`'s conversion rules and strict-mode errors) and written with all their index
-//! entries under freshly allocated ids, in chunked plain writes; then one synced batch swaps
-//! the definition to the new ids and range-deletes the old ones. A failure or a crash before
-//! that batch leaves the old table whole (the new ids' keys are deleted on failure, or swept
-//! at the next open, build.rs invariant 2).
+//! entries under freshly allocated ids; then one synced batch swaps the definition to the
+//! new ids and range-deletes the old ones. A failure or a crash before that batch leaves the
+//! old table whole (the new ids' keys are deleted on failure, or swept at the next open,
+//! build.rs invariant 2).
+//!
+//! A rewrite that keeps the primary key's bytes runs online (shadow.rs): writers go on
+//! during the copy and maintain the new definition themselves; they wait at the table's
+//! fence (fence.rs) only for the switch. Any other rewrite (a new or changed primary key)
+//! holds writers at the fence for the whole copy, which is then chunked plain writes.
 //!
 //! Invariants:
 //! 1. Every DDL here changes the catalog with one synced engine write, after which the new
@@ -25,8 +30,6 @@
 //!    [`widens_losslessly`] into the current one, or to a fill value that fits it.
 //! 3. An index keeps its id only when its entries' bytes are unchanged: the same columns in
 //!    the same order, each with a key encoding unchanged ([`same_key_encoding`]).
-//!
-//! Like the rest of DDL this is not coordinated with running transactions (store.rs).
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -40,6 +43,7 @@ use crate::error::{Error, Result};
 use crate::fill::{discard, RowWriter};
 use crate::index::table_id;
 use crate::schema::{Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
+use crate::shadow::{self, Convert, Failure, Shadow, SharedConvert};
 use crate::store::{
     assign_index_ids, normalize_primary_key, persist_next_index_id, table_of, validate_table, Store,
 };
@@ -64,8 +68,10 @@ pub struct TableChange {
 }
 
 /// A rewrite's value conversion: `(old column, new column, stored value, row from 1)` to the
-/// value to store, or the error that fails the ALTER.
-pub type ConvertFn<'a, E> = dyn FnMut(&ColumnDef, &ColumnDef, Value, u64) -> Result<Value, E> + 'a;
+/// value to store, or the error that fails the ALTER. Shared: during an online rewrite every
+/// writer of the table converts the rows it writes (shadow.rs).
+pub type ConvertFn<E> =
+    Arc<dyn Fn(&ColumnDef, &ColumnDef, Value, u64) -> Result<Value, E> + Send + Sync>;
 
 /// How an ALTER TABLE was applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,14 +181,15 @@ impl Store {
     /// Replaces `database.name`'s definition with `change.def` (see the module doc for when
     /// that is instant and when every row is rewritten). In a rewrite, `convert(old, new,
     /// value, row)` turns each stored value of a column whose type or nullability changed
-    /// into its new value (`row` counts the rows from 1, for messages), or fails the whole
-    /// ALTER (the table is left as it was).
-    pub fn alter_table<E: From<Error>>(
+    /// into its new value (`row` counts the rows from 1, for messages; a row a concurrent
+    /// writer converts is row 1), or fails the whole ALTER (the table is left as it was).
+    /// The caller must not hold an open write transaction (the rewrite waits for it).
+    pub fn alter_table<E: From<Error> + Send + 'static>(
         &self,
         database: &str,
         name: &str,
         change: TableChange,
-        convert: &mut ConvertFn<'_, E>,
+        convert: ConvertFn<E>,
     ) -> Result<(Arc<TableDef>, AlterMethod), E> {
         let mut next_id = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
@@ -204,35 +211,82 @@ impl Store {
         // The ids are used from here on, whatever happens (build.rs, invariant 1).
         persist_next_index_id(db, after)?;
         *next_id = after;
-        // Keep writers off the table until the switch, and wait for those that may have
-        // written it already (fence.rs).
+        let shared: SharedConvert = Arc::new(move |was, column, value, row| {
+            convert(was, column, value, row).map_err(|e| Failure::Caller(Box::new(e)))
+        });
         let old_id = table_id(&old);
-        let (fences, online) = (&self.inner.fences, &self.inner.online);
-        fences.raise(old_id, online.current_epoch() + 1);
-        let rows = match online
-            .wait_for_older_writers(self.inner.ddl_wait_timeout)
-            .map_err(E::from)
-            .and_then(|()| self.rewrite_rows(&old, &def, &sources, convert))
-        {
+        let (fences, shadows) = (&self.inner.fences, &self.inner.shadows);
+        let online = shadow::keeps_primary_key(&old, &def, &sources, same_key_encoding);
+        let def = Arc::new(def);
+        let copied = if online {
+            self.rewrite_online(&old, &def, sources, shared)
+        } else {
+            self.rewrite_fenced(&old, &def, &sources, &*shared)
+        };
+        let rows = match copied {
             Ok(rows) => rows,
-            Err(e) => {
+            Err(failure) => {
+                shadows.remove(old_id);
                 fences.lower(old_id);
                 discard(db, first..after);
-                return Err(e);
+                return Err(caller_error(failure));
             }
         };
+        // Writers are held at the fence and the older ones have ended: the new ids hold
+        // every row.
         fences.switching(old_id);
         if let Err(e) = self.swap_rewritten(&old, &def) {
             // The new ids are not discarded: a failed synced write may still be durable, and
             // then the next open finds the new definition (as before this fence existed).
+            shadows.remove(old_id);
             fences.lower(old_id);
             return Err(e.into());
         }
+        // Every snapshot from before the switch is older than this (fence.rs, invariant 4).
+        fences.born(table_id(&def), db.latest_seqno());
         self.inner.forget_sequences(old_id);
-        let def = Arc::new(def);
         self.inner.install(replaced(&catalog, &old, def.clone()));
         fences.retire(old_id);
+        shadows.remove(old_id);
         Ok((def, AlterMethod::Rewrite { rows }))
+    }
+
+    /// An online rewrite's copy (shadow.rs steps 1 to 3), then the fence raised for the
+    /// switch and the writers still maintaining the shadow waited for (step 4). Returns the
+    /// rows the fill wrote.
+    fn rewrite_online(
+        &self,
+        old: &Arc<TableDef>,
+        def: &Arc<TableDef>,
+        sources: Vec<ColumnSource>,
+        convert: SharedConvert,
+    ) -> Result<u64, Failure> {
+        let (fences, online) = (&self.inner.fences, &self.inner.online);
+        let timeout = self.inner.ddl_wait_timeout;
+        let shadow = Arc::new(Shadow::new(old.clone(), def.clone(), sources, convert));
+        self.inner.shadows.register(shadow.clone());
+        online.wait_for_older_writers(timeout)?;
+        let rows = shadow::fill(&self.inner.tdb, &shadow)?;
+        fences.raise(table_id(old), online.current_epoch() + 1);
+        online.wait_for_older_writers(timeout)?;
+        shadow.check()?;
+        Ok(rows)
+    }
+
+    /// A rewrite that cannot run online: writers are kept off the table from the start
+    /// (fence.rs), those that may have written it already are waited for, and the rows are
+    /// copied from one snapshot.
+    fn rewrite_fenced(
+        &self,
+        old: &TableDef,
+        def: &TableDef,
+        sources: &[ColumnSource],
+        convert: &Convert,
+    ) -> Result<u64, Failure> {
+        let (fences, online) = (&self.inner.fences, &self.inner.online);
+        fences.raise(table_id(old), online.current_epoch() + 1);
+        online.wait_for_older_writers(self.inner.ddl_wait_timeout)?;
+        self.rewrite_rows(old, def, sources, convert)
     }
 
     /// The one synced write that makes a rewritten table current (invariant 1).
@@ -335,13 +389,13 @@ impl Store {
 
     /// Writes every row of `old`, converted, with its index entries under `def`'s (new)
     /// ids, from one snapshot; returns the row count.
-    fn rewrite_rows<E: From<Error>>(
+    fn rewrite_rows(
         &self,
         old: &TableDef,
         def: &TableDef,
         sources: &[ColumnSource],
-        convert: &mut ConvertFn<'_, E>,
-    ) -> Result<u64, E> {
+        convert: &Convert,
+    ) -> Result<u64, Failure> {
         let db = self.inner.tdb.db();
         let (lower, upper) = range_bounds(table_id(old), Bound::Unbounded, Bound::Unbounded);
         let mut iter = db
@@ -358,24 +412,7 @@ impl Store {
         while iter.valid() {
             let old_row = decode_row(old, iter.value())?;
             let row_number = writer.rows() + 1;
-            let mut row = Vec::with_capacity(def.columns.len());
-            for (column, source) in def.columns.iter().zip(sources) {
-                row.push(match source {
-                    ColumnSource::Fill(v) => v.clone(),
-                    ColumnSource::Stored(p) => {
-                        let was = &old.columns[*p];
-                        let v = old_row[*p].clone();
-                        if widens_losslessly(&was.ty, &column.ty)
-                            && (column.nullable || !matches!(v, Value::Null))
-                        {
-                            v
-                        } else {
-                            convert(was, column, v, row_number)?
-                        }
-                    }
-                });
-            }
-            crate::generated::recompute_all(def, &mut row)?;
+            let row = shadow::convert_row(old, def, sources, convert, &old_row, row_number)?;
             // A table without primary key keeps its row ids; one that loses its primary key
             // numbers its rows from 1.
             let row_id = if def.primary_key.columns.is_empty() {
@@ -424,6 +461,18 @@ impl Store {
         self.inner.tdb.db().write(batch, &WriteOptions::sync())?;
         self.inner.install(catalog);
         Ok(())
+    }
+}
+
+/// The caller's error for a failed rewrite: its own conversion error as it gave it, or the
+/// table layer's error converted.
+fn caller_error<E: From<Error> + 'static>(failure: Failure) -> E {
+    match failure {
+        Failure::Table(error) => E::from(error),
+        Failure::Caller(error) => match error.downcast::<E>() {
+            Ok(error) => *error,
+            Err(_) => E::from(Error::InvalidArgument("a conversion failed".into())),
+        },
     }
 }
 

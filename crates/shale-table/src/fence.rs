@@ -1,4 +1,5 @@
-//! Keeping writers off a table while ALTER TABLE rewrites it, and off its old definition after.
+//! Keeping writers off a table while ALTER TABLE rewrites it, DROP TABLE or TRUNCATE TABLE
+//! empties it, and off its old definition after.
 //!
 //! A rewriting ALTER (alter.rs) copies every row from one snapshot into new index ids, then
 //! switches the definition and range-deletes the old ids. A write under the old ids after the
@@ -16,6 +17,12 @@
 //!    1412, "Table definition has changed, please retry transaction"), and binding the
 //!    statement again reaches the new definition. When the ALTER fails the fence comes down
 //!    and writers go on under the unchanged definition.
+//! 5. DROP TABLE, DROP DATABASE and TRUNCATE TABLE (store.rs) take the same fence, so their
+//!    range tombstones are written only after every older writer ended (a write committed
+//!    after them would bring rows back, without their index entries or under a dropped id).
+//!    A dropped id is marked *dropped*: later writes and reads bound to it fail with
+//!    [`Error::NoSuchTable`] (1146). TRUNCATE keeps its ids, so its fence just comes down and
+//!    waiting writers go on into the empty table.
 //!
 //! Invariants:
 //! 1. A fence is raised before the writer epoch flips, with the epoch after the flip: a writer
@@ -26,6 +33,12 @@
 //!    when the snapshot was taken, so the read saw the old ids whole.
 //! 3. Table ids are never reused (build.rs), so a retired id stays retired for the life of the
 //!    store.
+//! 4. A rewritten table's new id is *born* at a sequence number at or after the switch's
+//!    write: a read from a snapshot older than that (a REPEATABLE READ transaction that began
+//!    before the switch) would miss rows copied after the snapshot, so it fails with
+//!    [`Error::TableDefChanged`], as `InnoDB`'s consistent read of a rebuilt table does. (A
+//!    snapshot taken just after the switch but before the birth was recorded fails too: a
+//!    retry, never a wrong answer.)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,13 +47,15 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum TableState {
-    /// Being rewritten: writers registered in `epoch` or later wait; once `switching`, reads
-    /// fail.
+    /// Being rewritten, dropped or truncated: writers registered in `epoch` or later wait;
+    /// once `switching`, reads fail.
     Rewriting { epoch: u64, switching: bool },
     /// Replaced by a rewrite under new ids.
     Retired,
+    /// Dropped (with its database, for the message).
+    Dropped { database: String, table: String },
 }
 
 /// The fenced and retired tables of a store, by table id.
@@ -51,6 +66,10 @@ pub(crate) struct TableFences {
     states: Mutex<HashMap<u32, TableState>>,
     /// Signalled when a fence comes down or its id is retired.
     changed: Condvar,
+    /// Whether `born` holds anything: the readers' fast path reads only this.
+    any_born: AtomicBool,
+    /// Rewritten tables' new ids and the sequence number they were born at (invariant 4).
+    born: Mutex<HashMap<u32, u64>>,
 }
 
 impl TableFences {
@@ -88,6 +107,29 @@ impl TableFences {
         self.changed.notify_all();
     }
 
+    /// Marks `table_id` dropped and wakes the writers waiting at its fence (invariant 5).
+    pub(crate) fn dropped(&self, table_id: u32, database: &str, table: &str) {
+        let mut states = self.states();
+        states.insert(
+            table_id,
+            TableState::Dropped {
+                database: database.to_owned(),
+                table: table.to_owned(),
+            },
+        );
+        self.any.store(true, Ordering::SeqCst);
+        self.changed.notify_all();
+    }
+
+    /// Records that the rewritten table `table_id` was born at `seqno` (invariant 4).
+    pub(crate) fn born(&self, table_id: u32, seqno: u64) {
+        self.born
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(table_id, seqno);
+        self.any_born.store(true, Ordering::SeqCst);
+    }
+
     /// Takes a fence down when the rewrite failed: the table keeps its definition and id.
     pub(crate) fn lower(&self, table_id: u32) {
         let mut states = self.states();
@@ -114,6 +156,7 @@ impl TableFences {
             match states.get(&table_id) {
                 None => return Ok(()),
                 Some(TableState::Retired) => return Err(changed(table)),
+                Some(TableState::Dropped { database, table }) => return Err(gone(database, table)),
                 Some(TableState::Rewriting { epoch: fence, .. }) if epoch < *fence => {
                     return Ok(());
                 }
@@ -132,9 +175,21 @@ impl TableFences {
         }
     }
 
-    /// Fails a read, made already, that was bound to a definition being switched or retired:
-    /// its ids may have been range-deleted before its snapshot (invariant 2).
-    pub(crate) fn after_read(&self, table_id: u32, table: &str) -> Result<()> {
+    /// Fails a read, made already, that was bound to a definition being switched or retired
+    /// (its ids may have been range-deleted before its snapshot, invariant 2), or that read a
+    /// rewritten table from a `snapshot` older than the table (invariant 4).
+    pub(crate) fn after_read(
+        &self,
+        table_id: u32,
+        table: &str,
+        snapshot: Option<u64>,
+    ) -> Result<()> {
+        if let Some(snapshot) = snapshot.filter(|_| self.any_born.load(Ordering::SeqCst)) {
+            let born = self.born.lock().unwrap_or_else(PoisonError::into_inner);
+            if born.get(&table_id).is_some_and(|&at| snapshot < at) {
+                return Err(changed(table));
+            }
+        }
         if !self.any.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -145,8 +200,16 @@ impl TableFences {
                     switching: true, ..
                 },
             ) => Err(changed(table)),
+            Some(TableState::Dropped { database, table }) => Err(gone(database, table)),
             _ => Ok(()),
         }
+    }
+}
+
+fn gone(database: &str, table: &str) -> Error {
+    Error::NoSuchTable {
+        database: database.to_owned(),
+        table: table.to_owned(),
     }
 }
 
@@ -180,19 +243,19 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         fences.lower(7);
         assert!(waiter.join().unwrap().is_ok());
-        assert!(fences.after_read(7, "t").is_ok());
+        assert!(fences.after_read(7, "t", None).is_ok());
         fences.raise(7, 6);
         assert!(
-            fences.after_read(7, "t").is_ok(),
+            fences.after_read(7, "t", None).is_ok(),
             "reads go on while rows are copied"
         );
         fences.switching(7);
         assert!(
-            fences.after_read(7, "t").is_err(),
+            fences.after_read(7, "t", None).is_err(),
             "but not across the switch"
         );
         fences.lower(7);
-        assert!(fences.after_read(7, "t").is_ok());
+        assert!(fences.after_read(7, "t", None).is_ok());
     }
 
     #[test]
@@ -208,6 +271,38 @@ mod tests {
         let error = waiter.join().unwrap().unwrap_err();
         assert!(matches!(&error, Error::TableDefChanged { table } if table == "t"));
         assert!(fences.before_write(7, "t", 0, Duration::ZERO).is_err());
-        assert!(fences.after_read(7, "t").is_err());
+        assert!(fences.after_read(7, "t", None).is_err());
+    }
+
+    #[test]
+    fn a_snapshot_older_than_a_rewritten_table_cannot_read_it() {
+        let fences = TableFences::default();
+        assert!(fences.after_read(9, "t", Some(5)).is_ok());
+        fences.born(9, 10);
+        assert!(matches!(
+            fences.after_read(9, "t", Some(9)),
+            Err(Error::TableDefChanged { .. })
+        ));
+        assert!(fences.after_read(9, "t", Some(10)).is_ok());
+        assert!(fences.after_read(9, "t", None).is_ok(), "no snapshot");
+        assert!(fences.after_read(8, "u", Some(1)).is_ok(), "another table");
+    }
+
+    #[test]
+    fn a_dropped_id_fails_writers_waiting_and_later_ones_and_reads_as_a_missing_table() {
+        let fences = Arc::new(TableFences::default());
+        fences.raise(7, 1);
+        let waiter = {
+            let fences = fences.clone();
+            std::thread::spawn(move || fences.before_write(7, "t", 1, Duration::from_secs(10)))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        fences.dropped(7, "d", "t");
+        let missing = |e: &Error| matches!(e, Error::NoSuchTable { database, table } if database == "d" && table == "t");
+        assert!(missing(&waiter.join().unwrap().unwrap_err()));
+        assert!(missing(
+            &fences.before_write(7, "t", 0, Duration::ZERO).unwrap_err()
+        ));
+        assert!(missing(&fences.after_read(7, "t", None).unwrap_err()));
     }
 }

@@ -86,6 +86,7 @@
 //! | `cursor` | scans: index ranges and [`RowCursor`] |
 //! | `index` | row keys and secondary index entries |
 //! | `alter` | ALTER TABLE on columns (instant or by rewrite), RENAME TABLE |
+//! | `shadow` | the online rewrite: the new definition writers maintain during the copy |
 //! | `fill` | rows written under new ids before their definition (rewrites, CREATE ... SELECT) |
 //! | `build` | CREATE INDEX's build; the sweep of orphaned index ids at open |
 //! | `bulk`, `bulk_sort` | bulk load: rows sorted into table files and ingested |
@@ -115,6 +116,7 @@ mod maintenance;
 mod online;
 mod schema;
 mod sequence;
+mod shadow;
 mod stats;
 mod store;
 mod system;

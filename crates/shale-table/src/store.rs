@@ -11,12 +11,13 @@
 //! 4. After open, the default keyspace holds keys only under index ids of the catalog
 //!    (build.rs sweeps the rest).
 //!
-//! Concurrency with DML: DDL takes no lock on the rows. A transaction still writing a table
-//! that is being dropped or truncated may leave rows under the old index ids (invisible,
-//! unreachable garbage) — `MySQL`'s metadata locks, which would prevent that, are not built
-//! yet. CREATE INDEX is online (online.rs): writers go on while it fills the index, and
-//! maintain it themselves. At open, keys under index ids no definition owns (a build cut by
-//! a crash, rows a transaction wrote into a dropped table) are swept.
+//! Concurrency with DML: DDL takes no lock on the rows. DROP TABLE, DROP DATABASE and
+//! TRUNCATE raise the table's fence (fence.rs, invariant 5) and wait for every write
+//! transaction that registered before it, as `MySQL`'s metadata lock makes them wait (up to
+//! `ddl_wait_timeout`, then [`Error::LockWaitTimeout`]); writers that come later wait at the
+//! fence and then find the table gone (dropped) or empty (truncated). CREATE INDEX is online
+//! (online.rs): writers go on while it fills the index, and maintain it themselves. At open,
+//! keys under index ids no definition owns (a build cut by a crash) are swept.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -35,6 +36,7 @@ use crate::file_properties::{IndexIdCollectorFactory, SharedCatalog};
 use crate::online::OnlineIndexes;
 use crate::schema::{Catalog, ColumnDef, IndexDef, TableDef};
 use crate::sequence::Sequence;
+use crate::shadow::Shadows;
 use crate::system::{self, TAG_AUTO_INCREMENT, TAG_ROW_ID, TAG_TABLE};
 use crate::txn::{TableTxn, TxnOptions};
 use crate::types::Kind;
@@ -74,6 +76,8 @@ pub(crate) struct StoreInner {
     pub(crate) online: Arc<OnlineIndexes>,
     /// Tables a rewriting ALTER keeps writers off, and ids it retired (fence.rs).
     pub(crate) fences: TableFences,
+    /// Tables being rewritten online, which every writer also writes converted (shadow.rs).
+    pub(crate) shadows: Shadows,
     /// `MySQL`'s `lock_wait_timeout`: how long DDL waits for writers, and writers for DDL.
     pub(crate) ddl_wait_timeout: Duration,
 }
@@ -163,6 +167,7 @@ impl Store {
                 sequences: Mutex::new(HashMap::new()),
                 online: Arc::default(),
                 fences: TableFences::default(),
+                shadows: Shadows::default(),
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
             }),
         })
@@ -197,13 +202,28 @@ impl Store {
             .databases
             .get(name)
             .ok_or_else(|| Error::NoSuchDatabase(name.to_owned()))?;
-        let mut batch = WriteBatch::new();
-        for def in tables.values() {
-            drop_table_batch(&mut batch, def)?;
+        let ids: Vec<u32> = tables
+            .values()
+            .map(|def| def.primary_key.index_id)
+            .collect();
+        self.inner.fence_writers(&ids)?;
+        let written = (|| {
+            let mut batch = WriteBatch::new();
+            for def in tables.values() {
+                drop_table_batch(&mut batch, def)?;
+            }
+            crate::view::drop_database_views(&mut batch, &catalog, name)?;
+            batch.delete(DEFAULT_KEYSPACE_ID, &system::database_key(name))?;
+            for &id in &ids {
+                self.inner.fences.switching(id);
+            }
+            self.inner.tdb.db().write(batch, &sync())?;
+            Ok(())
+        })();
+        if let Err(error) = written {
+            self.inner.lower_fences(&ids);
+            return Err(error);
         }
-        crate::view::drop_database_views(&mut batch, &catalog, name)?;
-        batch.delete(DEFAULT_KEYSPACE_ID, &system::database_key(name))?;
-        self.inner.tdb.db().write(batch, &sync())?;
         for def in tables.values() {
             self.inner.forget_sequences(def.primary_key.index_id);
             self.inner
@@ -214,6 +234,11 @@ impl Store {
         new.databases.remove(name);
         new.views.remove(name);
         self.inner.install(new);
+        for def in tables.values() {
+            self.inner
+                .fences
+                .dropped(def.primary_key.index_id, name, &def.name);
+        }
         Ok(())
     }
 
@@ -258,13 +283,26 @@ impl Store {
         Ok(def)
     }
 
+    /// Drops the table at once (range tombstones), after waiting for the write transactions
+    /// that began before it (module doc); the caller must not hold one itself.
     pub fn drop_table(&self, database: &str, name: &str) -> Result<()> {
         let _ddl = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
         let def = table_of(&catalog, database, name)?;
-        let mut batch = WriteBatch::new();
-        drop_table_batch(&mut batch, &def)?;
-        self.inner.tdb.db().write(batch, &sync())?;
+        let ids = [def.primary_key.index_id];
+        self.inner.fence_writers(&ids)?;
+        let written = (|| {
+            let mut batch = WriteBatch::new();
+            drop_table_batch(&mut batch, &def)?;
+            // A read from here on may see the rows range-deleted: it fails (fence.rs).
+            self.inner.fences.switching(ids[0]);
+            self.inner.tdb.db().write(batch, &sync())?;
+            Ok(())
+        })();
+        if let Err(error) = written {
+            self.inner.lower_fences(&ids);
+            return Err(error);
+        }
         self.inner.forget_sequences(def.primary_key.index_id);
         self.inner
             .online
@@ -274,20 +312,31 @@ impl Store {
             tables.remove(name);
         }
         self.inner.install(new);
+        self.inner.fences.dropped(ids[0], database, &def.name);
         Ok(())
     }
 
     /// Empties the table at once (range tombstones over each of its indexes) and resets its
-    /// `AUTO_INCREMENT` counter, as `MySQL` does.
+    /// `AUTO_INCREMENT` counter, as `MySQL` does, after waiting for the write transactions
+    /// that began before it (module doc); the caller must not hold one itself.
     pub fn truncate_table(&self, database: &str, name: &str) -> Result<()> {
         let _ddl = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
         let def = table_of(&catalog, database, name)?;
-        let mut batch = WriteBatch::new();
-        delete_data_batch(&mut batch, &def)?;
-        self.inner.tdb.db().write(batch, &sync())?;
-        self.inner.forget_sequences(def.primary_key.index_id);
-        Ok(())
+        let ids = [def.primary_key.index_id];
+        self.inner.fence_writers(&ids)?;
+        let written = (|| {
+            let mut batch = WriteBatch::new();
+            delete_data_batch(&mut batch, &def)?;
+            self.inner.tdb.db().write(batch, &sync())?;
+            Ok(())
+        })();
+        if written.is_ok() {
+            self.inner.forget_sequences(def.primary_key.index_id);
+        }
+        // The table keeps its ids: writers waiting at the fence go on into the empty table.
+        self.inner.lower_fences(&ids);
+        written
     }
 
     /// Adds a secondary index online (online.rs): registers it so writers maintain it, waits
@@ -665,6 +714,27 @@ impl StoreInner {
             tables.insert(def.name.clone(), def);
         }
         self.install(new);
+    }
+
+    /// Raises the fence on the tables `ids` and waits for every write transaction that
+    /// registered before it (fence.rs, invariant 5); if the wait times out the fences come
+    /// down again. Called under the DDL lock.
+    fn fence_writers(&self, ids: &[u32]) -> Result<()> {
+        let epoch = self.online.current_epoch() + 1;
+        for &id in ids {
+            self.fences.raise(id, epoch);
+        }
+        let waited = self.online.wait_for_older_writers(self.ddl_wait_timeout);
+        if waited.is_err() {
+            self.lower_fences(ids);
+        }
+        waited
+    }
+
+    fn lower_fences(&self, ids: &[u32]) {
+        for &id in ids {
+            self.fences.lower(id);
+        }
     }
 
     pub(crate) fn lock_ddl(&self) -> std::sync::MutexGuard<'_, u32> {

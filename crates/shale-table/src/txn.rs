@@ -22,6 +22,8 @@
 //!    the definition does not list yet ([`OnlineIndexes::added_for`]).
 //! 7. Every write call passes the table's fence first, and every read checks it once read
 //!    (fence.rs), so nothing is written or read under ids a rewriting ALTER replaced.
+//! 8. Every write call of a table being rewritten online also writes the row's converted
+//!    image under the new definition's ids, while it holds the row's lock (shadow.rs).
 
 use std::borrow::Cow;
 use std::ops::Bound;
@@ -179,6 +181,12 @@ impl TableTxn {
         Cow::Owned(utc)
     }
 
+    /// Tags the engine transaction with its owner's number (the SQL layer's connection id),
+    /// which `TransactionDb::transactions` shows; a restart after a deadlock keeps it.
+    pub fn set_owner(&self, owner: u64) {
+        self.txn.set_owner(owner);
+    }
+
     pub(crate) fn engine(&mut self) -> &mut Transaction<'static> {
         &mut self.txn
     }
@@ -187,6 +195,7 @@ impl TableTxn {
     pub(crate) fn after<T>(&mut self, result: Result<T>) -> Result<T> {
         if matches!(result, Err(Error::Deadlock)) {
             if let Ok(fresh) = self.store.tdb.begin_shared(self.options.clone()) {
+                fresh.set_owner(self.txn.owner());
                 std::mem::replace(&mut self.txn, fresh).rollback();
             }
         }
@@ -259,7 +268,22 @@ impl TableTxn {
         for (key, value) in entries {
             self.put_entry(&key, &value)?;
         }
-        self.change_all_added(table, None, Some(row), &pk_key)
+        self.change_all_added(table, None, Some(row), &pk_key)?;
+        self.write_shadow(table, None, Some((row, &pk_key)))
+    }
+
+    /// Invariant 8: keeps the shadow of a table being rewritten online in step with this
+    /// write of a row (`old`: stored image and key before, `new`: after; None: no row).
+    fn write_shadow(
+        &mut self,
+        table: &TableDef,
+        old: Option<(&[Value], &[u8])>,
+        new: Option<(&[Value], &[u8])>,
+    ) -> Result<()> {
+        match self.store.shadows.for_table(table) {
+            Some(shadow) => shadow.write_for(table, &mut self.txn, old, new, &mut self.scratch),
+            None => Ok(()),
+        }
     }
 
     /// Moves a row's entry in an index added online from what the stored image `old` (under
@@ -399,7 +423,7 @@ impl TableTxn {
             .and_then(|row| {
                 self.store
                     .fences
-                    .after_read(table_id(table), &table.name)
+                    .after_read(table_id(table), &table.name, self.txn.snapshot_seqno())
                     .map(|()| row)
             });
         self.key = key;
@@ -431,7 +455,7 @@ impl TableTxn {
             .and_then(|row| {
                 self.store
                     .fences
-                    .after_read(table_id(table), &table.name)
+                    .after_read(table_id(table), &table.name, self.txn.snapshot_seqno())
                     .map(|()| row)
             });
         self.key = key;
@@ -483,7 +507,9 @@ impl TableTxn {
             upper_bound: upper,
             ..ReadOptions::default()
         })?;
-        self.store.fences.after_read(table_id(table), &table.name)?;
+        self.store
+            .fences
+            .after_read(table_id(table), &table.name, self.txn.snapshot_seqno())?;
         let secondary = match index {
             IndexChoice::Primary => None,
             IndexChoice::Secondary(i) => Some(i),
@@ -557,7 +583,7 @@ impl TableTxn {
                 self.put_entry(&key, &value)?;
             }
             self.change_all_added(table, Some((&stored, &old_key)), Some(new), &new_key)?;
-            return Ok(());
+            return self.write_shadow(table, Some((&stored, &old_key)), Some((new, &new_key)));
         }
         let new_entries = self.entries_checked(table, new, &new_key, Some(&old_entries))?;
         self.txn.put(&new_key, &value)?;
@@ -570,7 +596,8 @@ impl TableTxn {
             }
             self.put_entry(&new_entry.0, &new_entry.1)?;
         }
-        self.change_all_added(table, Some((&stored, &old_key)), Some(new), &new_key)
+        self.change_all_added(table, Some((&stored, &old_key)), Some(new), &new_key)?;
+        self.write_shadow(table, Some((&stored, &old_key)), Some((new, &new_key)))
     }
 
     /// [`change_added`](Self::change_added) for every index added online that `table` lacks.
@@ -676,7 +703,8 @@ impl TableTxn {
             let (entry, value) = entry_for_row(table, index, &stored, &key, &mut self.scratch)?;
             self.delete_entry(&entry, &value)?;
         }
-        self.change_all_added(table, Some((&stored, &key)), None, &key)
+        self.change_all_added(table, Some((&stored, &key)), None, &key)?;
+        self.write_shadow(table, Some((&stored, &key)), None)
     }
 
     /// The next `AUTO_INCREMENT` value of `table`, never handed out twice, even across restarts.

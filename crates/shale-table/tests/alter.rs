@@ -84,7 +84,7 @@ fn setup(store: &Store, n: i64) -> Arc<TableDef> {
 fn alter(
     store: &Store,
     f: impl FnOnce(&mut TableDef) -> Vec<ColumnSource>,
-    convert: &mut ConvertFn<'_, Error>,
+    convert: ConvertFn<Error>,
 ) -> Result<AlterMethod, Error> {
     let mut def = (**store.catalog().table("d", "t").unwrap()).clone();
     let sources = f(&mut def);
@@ -141,7 +141,7 @@ fn instant_add_and_drop_column_keep_old_rows_readable_across_reopens() {
                 ColumnSource::Stored(2),
             ]
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     )
     .unwrap();
     assert_eq!(method, AlterMethod::Instant);
@@ -168,7 +168,7 @@ fn instant_add_and_drop_column_keep_old_rows_readable_across_reopens() {
             def.columns[0].default = Some(Value::Int(8));
             (0..4).map(ColumnSource::Stored).collect()
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     )
     .unwrap();
     // ADD COLUMN z VARCHAR(10) NULL (appended), then DROP COLUMN a: both instant, composed
@@ -189,7 +189,7 @@ fn instant_add_and_drop_column_keep_old_rows_readable_across_reopens() {
                 .chain([ColumnSource::Fill(Value::Null)])
                 .collect()
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     )
     .unwrap();
     let method = alter(
@@ -201,7 +201,7 @@ fn instant_add_and_drop_column_keep_old_rows_readable_across_reopens() {
             def.indexes[1].columns = vec![1, 2];
             (1..5).map(ColumnSource::Stored).collect()
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     )
     .unwrap();
     assert_eq!(method, AlterMethod::Instant);
@@ -263,7 +263,7 @@ fn first_rows_read_their_add_time_value_after_a_default_change() {
                 .chain([ColumnSource::Fill(Value::Int(7))])
                 .collect()
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     )
     .unwrap();
     alter(
@@ -272,7 +272,7 @@ fn first_rows_read_their_add_time_value_after_a_default_change() {
             def.columns[3].default = Some(Value::Int(8));
             (0..4).map(ColumnSource::Stored).collect()
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     )
     .unwrap();
     assert_eq!(rows(&store)[0][3], Value::Int(7));
@@ -291,7 +291,7 @@ fn dropping_an_indexed_column_rewrites_and_removes_it_from_the_index() {
             def.indexes[1].columns = vec![1];
             vec![ColumnSource::Stored(0), ColumnSource::Stored(1)]
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     )
     .unwrap();
     assert_eq!(method, AlterMethod::Rewrite { rows: 50 });
@@ -318,10 +318,10 @@ fn a_failed_conversion_or_duplicate_leaves_the_table_as_it_was() {
             def.columns[2].ty = INT;
             (0..3).map(ColumnSource::Stored).collect()
         },
-        &mut |_, _, v, _| match v {
+        Arc::new(|_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| match v {
             Value::Bytes(b) if b == b"v13" => Err(Error::InvalidArgument("v13".into())),
             _ => Ok(Value::Int(0)),
-        },
+        }),
     );
     assert!(matches!(result, Err(Error::InvalidArgument(m)) if m == "v13"));
     // A unique index over k (which repeats) fails the rewrite with a duplicate.
@@ -332,7 +332,7 @@ fn a_failed_conversion_or_duplicate_leaves_the_table_as_it_was() {
             def.indexes[0].unique = true;
             (0..3).map(ColumnSource::Stored).collect()
         },
-        &mut unchanged,
+        Arc::new(unchanged),
     );
     assert!(
         matches!(result, Err(Error::DuplicateKey { .. })),
@@ -494,7 +494,7 @@ fn past_versions_are_capped_by_a_rewrite() {
                         .collect()
                 }
             },
-            &mut unchanged,
+            Arc::new(unchanged),
         )
         .unwrap();
         methods.push(method);

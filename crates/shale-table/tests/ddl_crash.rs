@@ -320,9 +320,11 @@ fn alter_table_survives_a_crash_at_every_sync_point() {
             "a",
             "t",
             TableChange { def, sources },
-            &mut |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> shale_table::Result<Value> {
-                Ok(v)
-            },
+            Arc::new(
+                |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> shale_table::Result<Value> {
+                    Ok(v)
+                },
+            ),
         )
         .unwrap()
     };
@@ -543,9 +545,11 @@ fn generated_columns_survive_a_crash_at_every_sync_point() {
             "a",
             "t",
             TableChange { def, sources },
-            &mut |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> shale_table::Result<Value> {
-                Ok(v)
-            },
+            Arc::new(
+                |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> shale_table::Result<Value> {
+                    Ok(v)
+                },
+            ),
         )
         .unwrap()
         .1

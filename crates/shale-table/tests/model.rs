@@ -308,7 +308,9 @@ fn alter_t1(
             "m",
             "t1",
             TableChange { def, sources },
-            &mut |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> Result<Value, Error> { Ok(v) },
+            Arc::new(
+                |_: &ColumnDef, _: &ColumnDef, v: Value, _: u64| -> Result<Value, Error> { Ok(v) },
+            ),
         )
         .unwrap();
     assert_eq!(

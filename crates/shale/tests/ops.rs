@@ -208,6 +208,43 @@ ca.execute("DELETE FROM t WHERE k = 5000")
 ca.execute("SET SESSION max_execution_time = 0")
 assert error_of(ca, LONG.replace("SELECT", "SELECT /*+ MAX_EXECUTION_TIME(200) */")) == 3024
 
+# SLEEP() as MySQL's: 0 when it sleeps the whole time, 1210 for a negative or NULL time;
+# cut short by KILL QUERY or max_execution_time it returns 1 when it is the statement's only
+# work, and the statement fails (1317, 3024) when it was reading a table.
+ca.execute("SELECT SLEEP(0.05)")
+assert ca.fetchone() == (0,)
+assert error_of(ca, "SELECT SLEEP(-1)") == 1210
+assert error_of(ca, "SELECT SLEEP(NULL)") == 1210
+def killed_after_start(sql):
+    outcome = {}
+    def run():
+        try:
+            ca.execute(sql)
+            outcome["rows"] = ca.fetchall()
+        except pymysql.err.MySQLError as e:
+            outcome["error"] = e.args[0]
+    worker = threading.Thread(target=run)
+    worker.start()
+    wait_until("the sleep shows as running", lambda: processes(cb, True)[a_id][7] == sql)
+    cb.execute("KILL QUERY %d" % a_id)
+    worker.join(60)
+    assert not worker.is_alive(), "KILL QUERY did not stop " + sql
+    return outcome
+assert killed_after_start("SELECT SLEEP(600)") == {"rows": ((1,),)}
+assert killed_after_start("SELECT k FROM t WHERE k = 7 AND SLEEP(600)") == {"error": 1317}
+ca.execute("SET SESSION max_execution_time = 200")
+ca.execute("SELECT SLEEP(600)")
+assert ca.fetchone() == (1,)
+assert error_of(ca, "SELECT k FROM t WHERE k = 7 AND SLEEP(600)") == 3024
+assert error_of(ca, "SELECT BENCHMARK(10000000000, 1 + 1)") == 3024
+# Fewer rows than the executor's 256-row check interval, each building a 4 MB value: the
+# values' bytes count as work, so the deadline is seen inside this scan.
+ca.execute("SET SESSION max_execution_time = 1")
+assert error_of(ca, "SELECT COUNT(*) FROM t WHERE k < 100 AND LENGTH(REPEAT('ab', 2000000 + k)) > 0") == 3024
+ca.execute("SET SESSION max_execution_time = 0")
+ca.execute("SELECT COUNT(*) FROM t WHERE k < 3 AND LENGTH(REPEAT('ab', 2000000 + k)) > 0")
+assert ca.fetchone() == (3,)
+
 # Unknown ids: 1094, for both forms.
 assert error_of(cb, "KILL 987654") == 1094
 assert error_of(cb, "KILL QUERY 987654") == 1094

@@ -17,8 +17,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::deadlock::{Detection, WaitForGraph};
+use super::deadlock::{DeadlockInfo, Detection, WaitForGraph};
 use super::error::{show_key, TransactionError};
+use super::registry::Entry;
 use super::stats::Stats;
 
 /// A transaction's id: ids grow, so a larger id is a younger transaction.
@@ -29,11 +30,35 @@ pub(crate) type LockKey = (u32, Vec<u8>);
 
 /// How a row is locked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LockMode {
+pub enum LockMode {
     /// Many transactions may hold it; blocks exclusive requests.
     Shared,
     /// One transaction holds it; blocks every other request.
     Exclusive,
+}
+
+impl LockMode {
+    /// `S` or `X`, as `SHALE_LOCKS` (and `MyRocks`' `ROCKSDB_LOCKS`) shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockMode::Shared => "S",
+            LockMode::Exclusive => "X",
+        }
+    }
+}
+
+/// One locked row as [`TransactionDb::lock_snapshot`](super::TransactionDb::lock_snapshot)
+/// shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    /// Keyspace id of the key.
+    pub keyspace: u32,
+    /// The key (user key bytes).
+    pub key: Vec<u8>,
+    /// The transactions holding it and their modes (many shared, or one exclusive).
+    pub holders: Vec<(u64, LockMode)>,
+    /// The transactions waiting for it, by id.
+    pub waiters: Vec<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -107,9 +132,8 @@ impl LockTable {
         index
     }
 
-    /// Locks `key` for `txn` in `mode`, waiting up to `timeout` for conflicting holders.
-    /// On a deadlock where `txn` is the victim, returns [`TransactionError::Deadlock`]; the
-    /// caller must then release every lock of `txn`.
+    /// [`lock_as`](Self::lock_as) without a registry entry (tests).
+    #[cfg(test)]
     pub(crate) fn lock(
         &self,
         txn: TxnId,
@@ -117,6 +141,38 @@ impl LockTable {
         mode: LockMode,
         timeout: Duration,
         stats: &Stats,
+    ) -> Result<(), TransactionError> {
+        self.lock_as(txn, key, mode, timeout, stats, None)
+    }
+
+    /// Locks `key` for `txn` in `mode`, waiting up to `timeout` for conflicting holders.
+    /// On a deadlock where `txn` is the victim, returns [`TransactionError::Deadlock`]; the
+    /// caller must then release every lock of `txn`. While it waits, `entry` (the
+    /// transaction's registry entry) shows the key and its holders.
+    pub(crate) fn lock_as(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        timeout: Duration,
+        stats: &Stats,
+        entry: Option<&Entry>,
+    ) -> Result<(), TransactionError> {
+        let result = self.lock_waiting(txn, key, mode, timeout, stats, entry);
+        if let Some(entry) = entry {
+            entry.clear_waiting();
+        }
+        result
+    }
+
+    fn lock_waiting(
+        &self,
+        txn: TxnId,
+        key: &LockKey,
+        mode: LockMode,
+        timeout: Duration,
+        stats: &Stats,
+        registered: Option<&Entry>,
     ) -> Result<(), TransactionError> {
         let index = self.stripe_of(key);
         let stripe = &self.stripes[index];
@@ -165,8 +221,11 @@ impl LockTable {
                     },
                 ));
             }
+            if let Some(registered) = registered {
+                registered.set_waiting(key, mode, &blockers);
+            }
             if self.deadlock_detect {
-                match self.graph.wait(txn, blockers, index) {
+                match self.graph.wait(txn, blockers, index, key, mode) {
                     Detection::None => {}
                     Detection::SelfVictim(cycle) => {
                         stats.deadlocks.fetch_add(1, Ordering::Relaxed);
@@ -246,6 +305,33 @@ impl LockTable {
         self.graph.remove(txn);
     }
 
+    /// Every locked key with its holders, by (keyspace, key); `waiters` is left empty (the
+    /// registry knows who waits for what). Takes each stripe's mutex in turn, so keys of
+    /// different stripes are seen at slightly different moments.
+    pub(crate) fn snapshot(&self) -> Vec<LockInfo> {
+        let mut out = Vec::new();
+        for stripe in &self.stripes {
+            for (key, entry) in stripe.lock().iter() {
+                if entry.holders.is_empty() {
+                    continue;
+                }
+                out.push(LockInfo {
+                    keyspace: key.0,
+                    key: key.1.clone(),
+                    holders: entry.holders.clone(),
+                    waiters: Vec::new(),
+                });
+            }
+        }
+        out.sort_unstable_by(|a, b| (a.keyspace, &a.key).cmp(&(b.keyspace, &b.key)));
+        out
+    }
+
+    /// The last deadlocks found, oldest first.
+    pub(crate) fn recent_deadlocks(&self) -> Vec<DeadlockInfo> {
+        self.graph.recent()
+    }
+
     /// Number of keys with holders or waiters (tests).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -305,6 +391,74 @@ mod tests {
     }
 
     #[test]
+    fn snapshot_lists_holders_and_a_registered_waiter_shows_its_key() {
+        let table = Arc::new(LockTable::new(4, true));
+        let stats = Arc::new(Stats::default());
+        table
+            .lock(1, &key("a"), LockMode::Shared, LONG, &stats)
+            .unwrap();
+        table
+            .lock(2, &key("a"), LockMode::Shared, LONG, &stats)
+            .unwrap();
+        table
+            .lock(2, &key("b"), LockMode::Exclusive, LONG, &stats)
+            .unwrap();
+        let locks = table.snapshot();
+        let shown: Vec<_> = locks.iter().map(|l| (&l.key[..], &l.holders[..])).collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    &b"a"[..],
+                    &[(1, LockMode::Shared), (2, LockMode::Shared)][..]
+                ),
+                (&b"b"[..], &[(2, LockMode::Exclusive)][..]),
+            ]
+        );
+        let entry = Arc::new(Entry::new(
+            3,
+            super::super::IsolationLevel::default(),
+            false,
+        ));
+        let waiter = {
+            let (table, stats, entry) = (table.clone(), stats.clone(), entry.clone());
+            thread::spawn(move || {
+                table.lock_as(
+                    3,
+                    &key("a"),
+                    LockMode::Exclusive,
+                    LONG,
+                    &stats,
+                    Some(&entry),
+                )
+            })
+        };
+        while stats.lock_waits.load(Ordering::Relaxed) == 0 {
+            thread::yield_now();
+        }
+        let registry = super::super::registry::Registry::default();
+        registry.register(entry.clone());
+        // The waiter sets its key under the stripe mutex before it sleeps.
+        let _ = table.snapshot();
+        let info = registry.list().remove(0);
+        let waiting = info.waiting_for.expect("waiting");
+        assert_eq!(
+            (&waiting.key[..], waiting.mode),
+            (&b"a"[..], LockMode::Exclusive)
+        );
+        assert_eq!(waiting.holders, [1, 2]);
+        table.unlock_all(1, [key("a")].iter());
+        table.unlock_all(2, [key("a"), key("b")].iter());
+        waiter.join().unwrap().unwrap();
+        assert_eq!(
+            registry.list()[0].state,
+            super::super::registry::TransactionState::Running
+        );
+        table.unlock_all(3, [key("a")].iter());
+        assert!(table.snapshot().is_empty());
+    }
+
+    #[test]
     fn waiter_gets_the_lock_when_released() {
         let table = Arc::new(LockTable::new(1, true));
         let stats = Arc::new(Stats::default());
@@ -359,5 +513,15 @@ mod tests {
         table.unlock_all(2, [key("b")].iter());
         old.join().unwrap().unwrap();
         assert_eq!(stats.deadlocks.load(Ordering::Relaxed), 1);
+        let recent = table.recent_deadlocks();
+        assert_eq!(recent.len(), 1);
+        assert_eq!(recent[0].victim, 2);
+        let mut waited: Vec<(u64, Vec<u8>)> = recent[0]
+            .waits
+            .iter()
+            .map(|w| (w.txn, w.key.clone()))
+            .collect();
+        waited.sort();
+        assert_eq!(waited, [(1, b"b".to_vec()), (2, b"a".to_vec())]);
     }
 }

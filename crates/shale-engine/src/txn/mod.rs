@@ -10,6 +10,7 @@
 //! | `iterator` | the database merged with the transaction's changes |
 //! | `transaction` | the transaction: reads, locks, writes, savepoints, commit |
 //! | `optimistic` | commit-time validation of optimistic transactions |
+//! | `registry` | the open transactions, for people to list |
 //! | `stats`, `error` | statistics and errors |
 //!
 //! Invariant: a pessimistic transaction writes a key only while holding its exclusive lock,
@@ -23,6 +24,7 @@ mod indexed_batch;
 mod iterator;
 mod lock_table;
 mod optimistic;
+mod registry;
 mod stats;
 mod transaction;
 
@@ -31,8 +33,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use deadlock::{DeadlockInfo, DeadlockWait, RECENT_DEADLOCKS};
 pub use error::TransactionError;
 pub use iterator::TransactionIterator;
+pub use lock_table::{LockInfo, LockMode};
+pub use registry::{LockWaitInfo, TransactionInfo, TransactionState};
 pub use stats::TransactionStats;
 use transaction::TdbRef;
 pub use transaction::Transaction;
@@ -143,6 +148,7 @@ impl TransactionOptions {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) locks: LockTable,
+    pub(crate) registry: registry::Registry,
     pub(crate) stats: Stats,
     next_id: AtomicU64,
     pub(crate) options: TransactionDbOptions,
@@ -176,6 +182,7 @@ impl TransactionDb {
             db,
             shared: Shared {
                 locks: LockTable::new(options.lock_stripes, options.deadlock_detect),
+                registry: registry::Registry::default(),
                 stats: Stats::default(),
                 next_id: AtomicU64::new(1),
                 options,
@@ -230,6 +237,38 @@ impl TransactionDb {
     /// Transaction statistics since open.
     pub fn stats(&self) -> TransactionStats {
         self.shared.stats.snapshot()
+    }
+
+    /// Every open transaction now, oldest first (`information_schema.SHALE_TRX`). Each
+    /// entry is read as of some moment while the transactions run on; the listing takes
+    /// each registry shard's mutex in turn, which only begin and end also take.
+    pub fn transactions(&self) -> Vec<TransactionInfo> {
+        self.shared.registry.list()
+    }
+
+    /// Every locked row now, by (keyspace, key), with its holders and the transactions
+    /// waiting for it (`information_schema.SHALE_LOCKS`). Stripes are read one after
+    /// another, so this is a view for people, not a consistent cut.
+    pub fn lock_snapshot(&self) -> Vec<LockInfo> {
+        let mut locks = self.shared.locks.snapshot();
+        for txn in self.shared.registry.list() {
+            let Some(wait) = txn.waiting_for else {
+                continue;
+            };
+            let found = locks.binary_search_by(|l| {
+                (l.keyspace, &l.key[..]).cmp(&(wait.keyspace, &wait.key[..]))
+            });
+            if let Ok(at) = found {
+                locks[at].waiters.push(txn.id);
+            }
+        }
+        locks
+    }
+
+    /// The last [`RECENT_DEADLOCKS`] deadlocks the detector found, oldest first
+    /// (`information_schema.SHALE_DEADLOCKS`). Empty when `deadlock_detect` is off.
+    pub fn recent_deadlocks(&self) -> Vec<DeadlockInfo> {
+        self.shared.locks.recent_deadlocks()
     }
 
     /// Closes the database (see [`Db::close`]).

@@ -7,6 +7,9 @@
 //! 2. Under REPEATABLE READ, a key enters `validated` only after its newest seqno was found
 //!    not newer than the snapshot while this transaction held the key's lock.
 //! 3. Once `finished`, the transaction holds no lock and its batch is empty.
+//! 4. `entry` is in the database's registry until the transaction is dropped or rolled back
+//!    as a deadlock victim; its counts are refreshed after every change to `locks` and
+//!    `batch` (registry.rs invariant 3).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -18,6 +21,7 @@ use super::error::{show_key, TransactionError};
 use super::indexed_batch::IndexedBatch;
 use super::iterator::TransactionIterator;
 use super::lock_table::{LockKey, LockMode, TxnId};
+use super::registry::Entry;
 use super::{IsolationLevel, TransactionDb, TransactionOptions};
 use crate::db::DEFAULT_KEYSPACE_ID;
 use crate::error::{Error, Result};
@@ -64,6 +68,9 @@ pub struct Transaction<'db> {
     /// Why the transaction can no longer be used (it was rolled back after a deadlock).
     aborted: Option<String>,
     finished: bool,
+    /// What [`TransactionDb::transactions`](super::TransactionDb::transactions) shows of it
+    /// (invariant 4).
+    entry: std::sync::Arc<Entry>,
 }
 
 impl<'db> Transaction<'db> {
@@ -73,7 +80,12 @@ impl<'db> Transaction<'db> {
         options: TransactionOptions,
         optimistic: bool,
     ) -> Self {
+        let entry = std::sync::Arc::new(Entry::new(id, options.isolation, optimistic));
+        tdb.shared()
+            .registry
+            .register(std::sync::Arc::clone(&entry));
         let mut txn = Transaction {
+            entry,
             tdb,
             id,
             options,
@@ -107,6 +119,30 @@ impl<'db> Transaction<'db> {
 
     fn refresh_snapshot(&mut self) {
         self.snapshot = self.uses_snapshot().then(|| self.tdb.db().snapshot());
+        self.entry.set_snapshot(self.snapshot_seqno());
+    }
+
+    /// Refreshes the registry's counts (invariant 4).
+    fn show_counts(&self) {
+        self.entry.set_counts(self.locks.len(), self.batch.rows());
+    }
+
+    /// Gives the transaction a number its owner knows it by (the SQL layer's connection id),
+    /// shown by [`TransactionDb::transactions`](super::TransactionDb::transactions). 0 means
+    /// none.
+    pub fn set_owner(&self, owner: u64) {
+        self.entry.set_owner(owner);
+    }
+
+    /// The number [`set_owner`](Self::set_owner) gave (0 when none).
+    pub fn owner(&self) -> u64 {
+        self.entry.owner()
+    }
+
+    /// Gives the transaction a text shown by
+    /// [`TransactionDb::transactions`](super::TransactionDb::transactions) (what it is for).
+    pub fn set_label(&self, label: Option<String>) {
+        self.entry.set_label(label);
     }
 
     fn check_active(&self) -> Result<()> {
@@ -164,6 +200,31 @@ impl<'db> Transaction<'db> {
         key: &[u8],
     ) -> Result<Option<Vec<u8>>> {
         self.locking_get(keyspace.id(), key, LockMode::Exclusive)
+    }
+
+    /// Locks `key` (default keyspace) exclusively and reads its newest committed value (or
+    /// this transaction's own write), whatever the isolation level: a *current read* of a key
+    /// the transaction's snapshot does not govern, such as an entry of an index that an
+    /// online DDL fills beside it. No snapshot conflict is checked, now or when the key is
+    /// written later.
+    pub fn get_for_update_latest(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_active()?;
+        if !self.optimistic {
+            let lock_key: LockKey = (DEFAULT_KEYSPACE_ID, key.to_vec());
+            if self.locks.get(&lock_key) != Some(&LockMode::Exclusive) {
+                self.acquire(&lock_key, LockMode::Exclusive)?;
+            }
+            self.validated.insert(lock_key);
+        }
+        if let Some(pending) = self.batch.get(DEFAULT_KEYSPACE_ID, key) {
+            return Ok(pending.map(<[u8]>::to_vec));
+        }
+        crate::read::get(
+            &self.tdb.db().inner,
+            DEFAULT_KEYSPACE_ID,
+            key,
+            &ReadOptions::default(),
+        )
     }
 
     /// Locks `key` (default keyspace) in shared mode and reads it
@@ -303,6 +364,7 @@ impl<'db> Transaction<'db> {
             Some(value) => self.batch.put(keyspace, key, value),
             None => self.batch.delete(keyspace, key),
         }
+        self.show_counts();
         if let Some(bulk) = self.options.bulk {
             if self.batch.rows() >= bulk.rows || self.batch.bytes() >= bulk.bytes {
                 self.commit_chunk()?;
@@ -361,21 +423,27 @@ impl<'db> Transaction<'db> {
     /// rolls the whole transaction back, as `InnoDB` does.
     pub(super) fn acquire(&mut self, lock_key: &LockKey, mode: LockMode) -> Result<()> {
         let shared = self.tdb.shared();
-        match shared
-            .locks
-            .lock(self.id, lock_key, mode, self.lock_timeout(), &shared.stats)
-        {
+        match shared.locks.lock_as(
+            self.id,
+            lock_key,
+            mode,
+            self.lock_timeout(),
+            &shared.stats,
+            Some(&self.entry),
+        ) {
             Ok(()) => {
-                let entry = self.locks.entry(lock_key.clone()).or_insert(mode);
+                let held = self.locks.entry(lock_key.clone()).or_insert(mode);
                 if mode == LockMode::Exclusive {
-                    *entry = LockMode::Exclusive;
+                    *held = LockMode::Exclusive;
                 }
+                self.show_counts();
                 Ok(())
             }
             Err(error @ TransactionError::Deadlock { .. }) => {
                 self.release();
                 self.aborted = Some(format!("rolled back after a deadlock ({error})"));
                 self.finished = true;
+                self.tdb.shared().registry.remove(self.id);
                 self.tdb
                     .shared()
                     .stats
@@ -399,6 +467,7 @@ impl<'db> Transaction<'db> {
             .locks
             .unlock_all(self.id, self.locks.keys());
         self.locks.clear();
+        self.show_counts();
     }
 
     // ---- savepoints ----
@@ -421,6 +490,7 @@ impl<'db> Transaction<'db> {
             .into());
         };
         self.batch.truncate(len);
+        self.show_counts();
         Ok(())
     }
 
@@ -471,7 +541,10 @@ impl<'db> Transaction<'db> {
         }
         if !self.batch.is_empty() {
             let batch = self.batch.to_write_batch()?;
-            self.tdb.db().write(batch, &self.options.write_options)?;
+            self.entry.set_committing(true);
+            let written = self.tdb.db().write(batch, &self.options.write_options);
+            self.entry.set_committing(false);
+            written?;
         }
         self.release();
         self.refresh_snapshot();
@@ -499,5 +572,6 @@ impl<'db> Transaction<'db> {
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
         self.finish_rollback();
+        self.tdb.shared().registry.remove(self.id);
     }
 }

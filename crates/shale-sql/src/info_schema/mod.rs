@@ -12,14 +12,16 @@
 //!
 //! `tables.rs` holds each table's columns, `catalog_rows.rs` the rows described from the
 //! catalog (SCHEMATA, TABLES, COLUMNS, STATISTICS, KEY_COLUMN_USAGE), `engine_rows.rs` the
-//! fixed ones and Shale's own views of the engine (SHALE_*), `show.rs` the SHOW statements
-//! answered from the same rows.
+//! fixed ones and Shale's own views of the engine (SHALE_*), `txn_rows.rs` the sessions and
+//! transactions (PROCESSLIST, SHALE_TRX, SHALE_LOCKS, SHALE_DEADLOCKS), `show.rs` the SHOW
+//! statements answered from the same rows.
 
 mod catalog_rows;
 mod engine_rows;
 mod engine_status;
 pub(crate) mod show;
 mod tables;
+mod txn_rows;
 
 use shale_table::{Store, Value};
 
@@ -27,6 +29,7 @@ use crate::error::SqlError;
 use crate::from::ScopeColumn;
 
 pub(crate) use tables::InfoTable;
+pub(crate) use txn_rows::{transaction_status, SessionsView};
 
 /// The database's name as MySQL spells it.
 pub(crate) const DATABASE: &str = "information_schema";
@@ -72,9 +75,19 @@ pub(crate) fn scope_columns(table: InfoTable, alias: &str) -> Vec<ScopeColumn> {
         .collect()
 }
 
-/// The rows of `table` now (rule 2), in its column order.
-pub(crate) fn rows(table: InfoTable, store: &Store) -> Result<Vec<Vec<Value>>, SqlError> {
+/// The rows of `table` now (rule 2), in its column order. `sessions` is what the query's
+/// session may see of the instance's sessions (PROCESSLIST, SHALE_TRX); without it those
+/// tables list no session.
+pub(crate) fn rows(
+    table: InfoTable,
+    store: &Store,
+    sessions: Option<&SessionsView>,
+) -> Result<Vec<Vec<Value>>, SqlError> {
     match table {
+        InfoTable::ProcessList => Ok(txn_rows::processlist(sessions)),
+        InfoTable::ShaleTrx => txn_rows::shale_trx(store, sessions),
+        InfoTable::ShaleLocks => txn_rows::shale_locks(store, sessions),
+        InfoTable::ShaleDeadlocks => txn_rows::shale_deadlocks(store, sessions),
         InfoTable::Schemata => Ok(catalog_rows::schemata(store)),
         InfoTable::Tables => catalog_rows::tables(store),
         InfoTable::Columns => Ok(catalog_rows::columns(store)),

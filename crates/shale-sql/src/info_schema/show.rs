@@ -43,6 +43,8 @@ pub(crate) enum ShowCommand {
     Collation(Filter),
     CharacterSet(Filter),
     EngineStatus(String),
+    /// `SHOW ENGINE name TRANSACTION STATUS` (MyRocks' form).
+    EngineTransactionStatus(String),
     Triggers {
         database: Option<String>,
     },
@@ -165,11 +167,14 @@ fn from_db(rest: &[Token]) -> (Option<String>, &[Token]) {
 
 /// Recognizes one statement of this module (rule 1).
 pub(crate) fn recognize(sql: &str) -> Option<ShowCommand> {
+    const FIRST_WORDS: [&str; 4] = ["SHOW", "LOCK", "UNLOCK", "ALTER"];
     // mysqldump sends some of these inside an executable comment.
     let text = if sql.trim_start().starts_with("/*!") {
         crate::parse::preprocess(sql)
-    } else {
+    } else if crate::parse::starts_with_any(sql, &FIRST_WORDS) {
         sql.to_string()
+    } else {
+        return None;
     };
     let first = text.split_whitespace().next()?;
     if !["SHOW", "LOCK", "UNLOCK", "ALTER"]
@@ -224,6 +229,12 @@ pub(crate) fn recognize(sql: &str) -> Option<ShowCommand> {
         ["SHOW", "ENGINE", _] => match &toks[2..] {
             [Token::Word(engine), Token::Word(status)] if status.eq_ignore_ascii_case("STATUS") => {
                 Some(ShowCommand::EngineStatus(engine.clone()))
+            }
+            [Token::Word(engine), Token::Word(transaction), Token::Word(status)]
+                if transaction.eq_ignore_ascii_case("TRANSACTION")
+                    && status.eq_ignore_ascii_case("STATUS") =>
+            {
+                Some(ShowCommand::EngineTransactionStatus(engine.clone()))
             }
             _ => None,
         },
@@ -422,6 +433,31 @@ impl ShowCommand {
                     sink,
                     &[text_column("Database"), text_column("Create Database")],
                     &[vec![text(&name), text(&create)]],
+                )
+            }
+            ShowCommand::EngineTransactionStatus(engine) => {
+                if !engine.eq_ignore_ascii_case("SHALE") {
+                    return Err(SqlError::new(
+                        1286,
+                        "42000",
+                        format!("Unknown storage engine '{engine}'"),
+                    ));
+                }
+                let view = crate::processlist::sessions_view(
+                    session.instance(),
+                    session.state().account.as_ref(),
+                );
+                let status = super::transaction_status(&session.instance().store, &view)?;
+                let rows = vec![vec![text("SHALE"), text(""), text(&status)]];
+                session.state_mut().warnings.clear();
+                session.text_rows(
+                    sink,
+                    &[
+                        text_column("Type"),
+                        text_column("Name"),
+                        text_column("Status"),
+                    ],
+                    &rows,
                 )
             }
             ShowCommand::EngineStatus(engine) => {

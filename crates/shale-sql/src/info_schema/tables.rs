@@ -17,6 +17,8 @@ pub(crate) enum Kind {
     NullInt,
     NullDateTime,
     Double,
+    /// A signed integer, never NULL.
+    Int,
 }
 
 impl Kind {
@@ -30,7 +32,7 @@ impl Kind {
                 unsigned: true,
                 len: 21,
             },
-            Kind::NullInt => SqlType::Int {
+            Kind::NullInt | Kind::Int => SqlType::Int {
                 unsigned: false,
                 len: 21,
             },
@@ -58,7 +60,7 @@ const fn c(name: &'static str, kind: Kind) -> Col {
     Col { name, kind }
 }
 
-use Kind::{Double, NullDateTime, NullInt, NullText, NullUInt, Text, UInt};
+use Kind::{Double, Int, NullDateTime, NullInt, NullText, NullUInt, Text, UInt};
 
 /// The tables of `information_schema`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,10 +87,18 @@ pub(crate) enum InfoTable {
     ShaleKeyspaces,
     /// The compaction stats table by level (MyRocks' `ROCKSDB_COMPACTION_STATS`).
     ShaleCompactionStats,
+    /// The sessions (SHOW FULL PROCESSLIST's rows).
+    ProcessList,
+    /// Open transactions (MyRocks' `ROCKSDB_TRX`).
+    ShaleTrx,
+    /// Row locks held and waited for (MyRocks' `ROCKSDB_LOCKS`).
+    ShaleLocks,
+    /// The last deadlocks (MyRocks' `ROCKSDB_DEADLOCK`).
+    ShaleDeadlocks,
 }
 
 /// Every table, in `SHOW TABLES` order.
-pub(crate) const ALL: [InfoTable; 16] = [
+pub(crate) const ALL: [InfoTable; 20] = [
     InfoTable::CharacterSets,
     InfoTable::Collations,
     InfoTable::Columns,
@@ -96,11 +106,15 @@ pub(crate) const ALL: [InfoTable; 16] = [
     InfoTable::Files,
     InfoTable::KeyColumnUsage,
     InfoTable::Partitions,
+    InfoTable::ProcessList,
     InfoTable::Routines,
     InfoTable::Schemata,
     InfoTable::ShaleCompactionStats,
     InfoTable::ShaleDdl,
+    InfoTable::ShaleDeadlocks,
     InfoTable::ShaleKeyspaces,
+    InfoTable::ShaleLocks,
+    InfoTable::ShaleTrx,
     InfoTable::Statistics,
     InfoTable::Tables,
     InfoTable::Triggers,
@@ -350,6 +364,65 @@ const SHALE_COMPACTION_STATS: &[Col] = &[
     c("COMPACTIONS", UInt),
 ];
 
+const PROCESSLIST: &[Col] = &[
+    c("ID", UInt),
+    c("USER", Text),
+    c("HOST", Text),
+    c("DB", NullText),
+    c("COMMAND", Text),
+    c("TIME", Int),
+    c("STATE", Text),
+    c("INFO", NullText),
+];
+
+const SHALE_TRX: &[Col] = &[
+    c("TRANSACTION_ID", UInt),
+    c("STATE", Text),
+    c("NAME", NullText),
+    c("WRITE_COUNT", UInt),
+    c("LOCK_COUNT", UInt),
+    c("WAITING_KEY", NullText),
+    c("WAITING_KEYSPACE_ID", NullUInt),
+    c("WAITING_TABLE_SCHEMA", NullText),
+    c("WAITING_TABLE_NAME", NullText),
+    c("WAITING_INDEX_NAME", NullText),
+    c("WAITING_MODE", NullText),
+    c("WAITING_FOR", NullText),
+    c("WAIT_SECONDS", NullUInt),
+    c("ISOLATION_LEVEL", Text),
+    c("OPTIMISTIC", UInt),
+    c("SNAPSHOT_SEQNO", NullUInt),
+    c("STARTED", NullDateTime),
+    c("TIME", UInt),
+    c("THREAD_ID", NullUInt),
+    c("QUERY", NullText),
+];
+
+const SHALE_LOCKS: &[Col] = &[
+    c("KEYSPACE_ID", UInt),
+    c("TRANSACTION_ID", UInt),
+    c("MODE", Text),
+    c("LOCK_STATUS", Text),
+    c("KEY", Text),
+    c("TABLE_SCHEMA", NullText),
+    c("TABLE_NAME", NullText),
+    c("INDEX_NAME", NullText),
+];
+
+const SHALE_DEADLOCKS: &[Col] = &[
+    c("DEADLOCK_ID", UInt),
+    c("TIMESTAMP", NullDateTime),
+    c("TRANSACTION_ID", UInt),
+    c("KEYSPACE_ID", UInt),
+    c("WAITING_KEY", Text),
+    c("LOCK_TYPE", Text),
+    c("TABLE_SCHEMA", NullText),
+    c("TABLE_NAME", NullText),
+    c("INDEX_NAME", NullText),
+    c("WAITING_FOR", Text),
+    c("ROLLED_BACK", UInt),
+];
+
 impl InfoTable {
     /// The name as MySQL spells it.
     pub(crate) fn name(self) -> &'static str {
@@ -370,6 +443,10 @@ impl InfoTable {
             InfoTable::ShaleDdl => "SHALE_DDL",
             InfoTable::ShaleKeyspaces => "SHALE_KEYSPACES",
             InfoTable::ShaleCompactionStats => "SHALE_COMPACTION_STATS",
+            InfoTable::ProcessList => "PROCESSLIST",
+            InfoTable::ShaleTrx => "SHALE_TRX",
+            InfoTable::ShaleLocks => "SHALE_LOCKS",
+            InfoTable::ShaleDeadlocks => "SHALE_DEADLOCKS",
         }
     }
 
@@ -397,6 +474,10 @@ impl InfoTable {
             InfoTable::ShaleDdl => SHALE_DDL,
             InfoTable::ShaleKeyspaces => SHALE_KEYSPACES,
             InfoTable::ShaleCompactionStats => SHALE_COMPACTION_STATS,
+            InfoTable::ProcessList => PROCESSLIST,
+            InfoTable::ShaleTrx => SHALE_TRX,
+            InfoTable::ShaleLocks => SHALE_LOCKS,
+            InfoTable::ShaleDeadlocks => SHALE_DEADLOCKS,
         }
     }
 }

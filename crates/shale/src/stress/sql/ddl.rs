@@ -1,14 +1,18 @@
 //! `shale stress sql --ddl`: DDL under a crash. Each round a writer inserts rows into
 //! `bank.ddl_t` (autocommit) while a DDL thread runs statements back to back: CREATE INDEX,
-//! DROP INDEX, TRUNCATE TABLE, DROP TABLE then CREATE TABLE, and a bulk INSERT when the
-//! table is small (so that CREATE INDEX has rows to build). The SIGKILL lands wherever they
+//! DROP INDEX, ALTER TABLE ADD COLUMN and DROP COLUMN (instant), ALTER TABLE MODIFY of `k`
+//! between INT and BIGINT (a rewrite of every row when `k` is indexed or narrowed),
+//! TRUNCATE TABLE, DROP TABLE then CREATE TABLE, and a bulk INSERT when the table is small
+//! (so that CREATE INDEX and the rewrites have rows to copy). The SIGKILL lands wherever they
 //! are, most often inside a DDL statement.
 //!
 //! After the restart ([`DdlTable::verify`]), from the state verified after the previous
 //! restart and the round's acknowledged and unanswered statements:
-//! 1. The schema (table present, index present) is the one after the acknowledged DDL, or
-//!    after the unanswered one too (ARCHITECTURE.md invariant 7: old or new, nothing else).
-//! 2. Every row present was inserted by us, and reads back as written.
+//! 1. The schema (table present, index present, column `c` present, `k`'s type) is the one
+//!    after the acknowledged DDL, or after the unanswered one too (ARCHITECTURE.md
+//!    invariant 7: old or new, nothing else).
+//! 2. Every row present was inserted by us, and reads back as written (`c`, when present,
+//!    reads its DEFAULT: no row was written with it).
 //! 3. Every insert acknowledged after the last acknowledged TRUNCATE/DROP is present; an
 //!    unanswered TRUNCATE or DROP removed all or none of the rows acknowledged before it
 //!    was sent.
@@ -35,6 +39,9 @@ const INDEX: &str = "k_idx";
 /// Below this many rows the DDL thread loads a batch first.
 const SMALL: usize = 3000;
 const BATCH: i64 = 3000;
+/// The column ADD COLUMN adds, and the value every row reads from it.
+const EXTRA: &str = "c";
+const EXTRA_DEFAULT: i64 = 7;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ddl {
@@ -43,7 +50,16 @@ enum Ddl {
     DropIndex,
     Truncate,
     DropTable,
+    AddColumn,
+    DropColumn,
+    /// `k` INT -> BIGINT: instant without the index, a rewrite with it.
+    Widen,
+    /// `k` BIGINT -> INT: always a rewrite.
+    Narrow,
 }
+
+/// Every kind, in `Ddl as usize` order (for the counts).
+const KINDS: usize = 9;
 
 impl Ddl {
     fn sql(self) -> String {
@@ -55,6 +71,12 @@ impl Ddl {
             Ddl::DropIndex => format!("DROP INDEX {INDEX} ON {TABLE}"),
             Ddl::Truncate => format!("TRUNCATE TABLE {TABLE}"),
             Ddl::DropTable => format!("DROP TABLE {TABLE}"),
+            Ddl::AddColumn => format!(
+                "ALTER TABLE {TABLE} ADD COLUMN {EXTRA} INT NOT NULL DEFAULT {EXTRA_DEFAULT}"
+            ),
+            Ddl::DropColumn => format!("ALTER TABLE {TABLE} DROP COLUMN {EXTRA}"),
+            Ddl::Widen => format!("ALTER TABLE {TABLE} MODIFY k BIGINT NOT NULL"),
+            Ddl::Narrow => format!("ALTER TABLE {TABLE} MODIFY k INT NOT NULL"),
         }
     }
 
@@ -66,10 +88,7 @@ impl Ddl {
     /// The schema (table exists, index exists) after it.
     fn apply(self, schema: Schema) -> Schema {
         match self {
-            Ddl::CreateTable => Schema {
-                exists: true,
-                index: false,
-            },
+            Ddl::CreateTable => Schema::CREATED,
             Ddl::CreateIndex => Schema {
                 index: true,
                 ..schema
@@ -79,9 +98,22 @@ impl Ddl {
                 ..schema
             },
             Ddl::Truncate => schema,
-            Ddl::DropTable => Schema {
-                exists: false,
-                index: false,
+            Ddl::DropTable => Schema::ABSENT,
+            Ddl::AddColumn => Schema {
+                extra: true,
+                ..schema
+            },
+            Ddl::DropColumn => Schema {
+                extra: false,
+                ..schema
+            },
+            Ddl::Widen => Schema {
+                k: KType::BigInt,
+                ..schema
+            },
+            Ddl::Narrow => Schema {
+                k: KType::Int,
+                ..schema
             },
         }
     }
@@ -91,6 +123,29 @@ impl Ddl {
 struct Schema {
     exists: bool,
     index: bool,
+    /// Column `c` exists.
+    extra: bool,
+    k: KType,
+}
+
+/// `k`'s type, which MODIFY switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KType {
+    Int,
+    BigInt,
+}
+
+impl Schema {
+    const ABSENT: Schema = Schema {
+        exists: false,
+        index: false,
+        extra: false,
+        k: KType::Int,
+    };
+    const CREATED: Schema = Schema {
+        exists: true,
+        ..Schema::ABSENT
+    };
 }
 
 #[derive(Debug, Clone)]
@@ -112,7 +167,7 @@ enum Event {
 pub struct DdlCounts {
     pub acknowledged: u64,
     pub unanswered: u64,
-    pub by_kind_unanswered: [u64; 5],
+    pub by_kind_unanswered: [u64; KINDS],
 }
 
 impl DdlCounts {
@@ -131,11 +186,12 @@ impl DdlCounts {
 
 impl fmt::Display for DdlCounts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [ct, ci, di, tr, dt] = self.by_kind_unanswered;
+        let [ct, ci, di, tr, dt, ac, dc, wi, na] = self.by_kind_unanswered;
         write!(
             f,
             "{} statements acknowledged, {} cut by a kill (CREATE TABLE {ct}, CREATE INDEX {ci}, \
-             DROP INDEX {di}, TRUNCATE {tr}, DROP TABLE {dt})",
+             DROP INDEX {di}, TRUNCATE {tr}, DROP TABLE {dt}, ADD COLUMN {ac}, DROP COLUMN {dc}, \
+             MODIFY to BIGINT {wi}, MODIFY to INT {na})",
             self.acknowledged, self.unanswered
         )
     }
@@ -154,21 +210,19 @@ fn lock(events: &Mutex<Vec<Event>>) -> std::sync::MutexGuard<'_, Vec<Event>> {
     events.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// `(id, k, v) VALUES ...` for `ids`: named columns, as `c` may exist.
 fn row_values(ids: &[i64]) -> String {
     let rows: Vec<String> = ids
         .iter()
         .map(|id| format!("({id}, {}, 'r{id}')", id % 97))
         .collect();
-    rows.join(", ")
+    format!("(id, k, v) VALUES {}", rows.join(", "))
 }
 
 impl DdlTable {
     pub fn new() -> DdlTable {
         DdlTable {
-            schema: Schema {
-                exists: false,
-                index: false,
-            },
+            schema: Schema::ABSENT,
             ids: BTreeSet::new(),
             next_id: AtomicI64::new(1),
             events: Mutex::new(Vec::new()),
@@ -181,10 +235,7 @@ impl DdlTable {
         conn.query_drop(&sql).map_err(|e| format!("{sql}: {e}"))?;
         let sql = Ddl::CreateTable.sql();
         conn.query_drop(&sql).map_err(|e| format!("{sql}: {e}"))?;
-        self.schema = Schema {
-            exists: true,
-            index: false,
-        };
+        self.schema = Schema::CREATED;
         Ok(())
     }
 
@@ -206,8 +257,7 @@ impl DdlTable {
                 .map(|_| self.next_id.fetch_add(1, Ordering::Relaxed))
                 .collect();
             let sent = Instant::now();
-            let result =
-                conn.query_drop(format!("INSERT INTO {TABLE} VALUES {}", row_values(&ids)));
+            let result = conn.query_drop(format!("INSERT INTO {TABLE} {}", row_values(&ids)));
             match result {
                 Ok(()) => lock(&self.events).push(Event::Insert {
                     ids,
@@ -243,7 +293,7 @@ impl DdlTable {
                 let first = self.next_id.fetch_add(BATCH, Ordering::Relaxed);
                 let ids: Vec<i64> = (first..first + BATCH).collect();
                 let sent = Instant::now();
-                match conn.query_drop(format!("INSERT INTO {TABLE} VALUES {}", row_values(&ids))) {
+                match conn.query_drop(format!("INSERT INTO {TABLE} {}", row_values(&ids))) {
                     Ok(()) => {
                         lock(&self.events).push(Event::Insert {
                             ids,
@@ -268,10 +318,14 @@ impl DdlTable {
                 continue;
             }
             let ddl = if schema.exists {
-                match (schema.index, rng.gen_range(0..10)) {
-                    (false, 0..=5) => Ddl::CreateIndex,
-                    (true, 0..=5) => Ddl::DropIndex,
-                    (_, 6..=7) => Ddl::Truncate,
+                match rng.gen_range(0..14) {
+                    0..=5 if schema.index => Ddl::DropIndex,
+                    0..=5 => Ddl::CreateIndex,
+                    6..=7 if schema.extra => Ddl::DropColumn,
+                    6..=7 => Ddl::AddColumn,
+                    8..=9 if schema.k == KType::BigInt => Ddl::Narrow,
+                    8..=9 => Ddl::Widen,
+                    10..=11 => Ddl::Truncate,
                     _ => Ddl::DropTable,
                 }
             } else {
@@ -354,6 +408,18 @@ impl DdlTable {
                 }
                 present.insert(id);
             }
+            if observed.extra {
+                let sql = format!(
+                    "SELECT COUNT(*) FROM {TABLE} WHERE {EXTRA} IS NULL OR {EXTRA} <> {EXTRA_DEFAULT}"
+                );
+                let wrong: Option<i64> =
+                    conn.query_first(&sql).map_err(|e| format!("{sql}: {e}"))?;
+                if wrong != Some(0) {
+                    return Err(format!(
+                        "{wrong:?} rows do not read {EXTRA} = {EXTRA_DEFAULT}"
+                    ));
+                }
+            }
             check_tables(conn, &[&format!("{DATABASE}.{TABLE}")])?;
             present
         } else {
@@ -412,23 +478,40 @@ impl DdlTable {
     }
 }
 
-/// Whether the table and its index exist.
+/// Whether the table, its index and column `c` exist, and `k`'s type.
 fn observe_schema(conn: &mut Conn) -> Result<Schema, String> {
     let sql = format!("SHOW INDEX FROM {TABLE}");
-    match conn.query::<mysql::Row, _>(&sql) {
-        Ok(rows) => {
-            let index = rows
-                .iter()
-                .any(|row| row.get::<String, _>(2).is_some_and(|name| name == INDEX));
-            Ok(Schema {
-                exists: true,
-                index,
-            })
-        }
-        Err(mysql::Error::MySqlError(e)) if e.code == 1146 => Ok(Schema {
-            exists: false,
-            index: false,
-        }),
-        Err(e) => Err(format!("{sql}: {e}")),
-    }
+    let index = match conn.query::<mysql::Row, _>(&sql) {
+        Ok(rows) => rows
+            .iter()
+            .any(|row| row.get::<String, _>(2).is_some_and(|name| name == INDEX)),
+        Err(mysql::Error::MySqlError(e)) if e.code == 1146 => return Ok(Schema::ABSENT),
+        Err(e) => return Err(format!("{sql}: {e}")),
+    };
+    let sql = format!("SHOW COLUMNS FROM {TABLE}");
+    let columns: Vec<(String, String)> = conn
+        .query_map(&sql, |row: mysql::Row| {
+            (
+                row.get::<String, _>(0).unwrap_or_default(),
+                row.get::<String, _>(1).unwrap_or_default(),
+            )
+        })
+        .map_err(|e| format!("{sql}: {e}"))?;
+    let type_of = |name: &str| {
+        columns
+            .iter()
+            .find(|(column, _)| column == name)
+            .map(|(_, ty)| ty.to_ascii_lowercase())
+    };
+    let k = match type_of("k").as_deref() {
+        Some(ty) if ty.starts_with("bigint") => KType::BigInt,
+        Some(ty) if ty.starts_with("int") => KType::Int,
+        other => return Err(format!("column k has type {other:?}")),
+    };
+    Ok(Schema {
+        exists: true,
+        index,
+        extra: type_of(EXTRA).is_some(),
+        k,
+    })
 }
