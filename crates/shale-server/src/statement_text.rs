@@ -11,8 +11,12 @@
 //!   `X'hex'` of the literal's bytes, a binary string as the original is;
 //! - `_cs'...'` and `_cs X'..'`/`_cs 0x..` for the other known character sets become a
 //!   plain `'...'` of the bytes decoded from `cs` (1300 if they are not characters of it);
-//! - under `character_set_client = binary`, a plain literal whose bytes are not UTF-8 becomes
-//!   `X'hex'` too: there every literal is a binary string.
+//! - a plain literal whose bytes are not UTF-8, from a utf8mb4 or binary client, becomes
+//!   `X'hex'` too. PyMySQL sends `bytes` parameters so by default (raw, in `'...'`, without
+//!   `_binary` unless `binary_prefix=True`). MySQL takes such a literal's bytes as they are:
+//!   stored into a binary column they are kept, into a text column they fail with 1366, and
+//!   the binary string does the same in Shale. A binary client's literals are binary
+//!   strings anyway.
 //!
 //! The literal's value is read as MySQL's lexer reads it: `''` (or `""`) is one quote, and
 //! unless `sql_mode` has NO_BACKSLASH_ESCAPES, `\0 \b \n \r \t \Z` are their control
@@ -21,7 +25,7 @@
 //! and other literals are skipped, so an `_binary` inside them is left alone.
 //!
 //! Invariants:
-//! 1. Text without an introducer (and, for a binary client, without a non-UTF-8 literal)
+//! 1. Text without an introducer or a non-UTF-8 literal (from a utf8mb4 or binary client)
 //!    is only decoded, never rewritten; text that needs neither is borrowed, not copied.
 //! 2. A rewritten literal has exactly the value the original has in MySQL, in a form the
 //!    parser reads whatever `sql_mode` says (only `\\`, `\'` and `\0` escapes, hex).
@@ -74,10 +78,12 @@ impl TextMode {
 
 /// The statement text `bytes` as UTF-8 for the parser (see the module doc).
 pub fn to_utf8(bytes: &[u8], mode: TextMode) -> Result<Cow<'_, str>, SqlError> {
-    // Fast path: no introducer can start without `_`, and only a binary client's plain
-    // literals are rewritten.
-    if mode.client != Charset::Binary && !bytes.contains(&b'_') {
-        return mode.client.decode(bytes);
+    // Fast path: no introducer can start without `_`, and a plain literal is rewritten only
+    // when the text does not decode.
+    if !bytes.contains(&b'_') {
+        if let Ok(text) = mode.client.decode(bytes) {
+            return Ok(text);
+        }
     }
     let mut out = String::new();
     // `bytes[done..]` is not in `out` yet.
@@ -91,7 +97,9 @@ pub fn to_utf8(bytes: &[u8], mode: TextMode) -> Result<Cow<'_, str>, SqlError> {
                 let Some((value, end)) = string_literal(bytes, i, mode) else {
                     break;
                 };
-                if mode.client == Charset::Binary && std::str::from_utf8(&value).is_err() {
+                if matches!(mode.client, Charset::Utf8mb4 | Charset::Binary)
+                    && std::str::from_utf8(&value).is_err()
+                {
                     out.push_str(&mode.client.decode(&bytes[done..i])?);
                     put_hex(&mut out, &value);
                     done = end;
@@ -416,12 +424,17 @@ mod tests {
         assert_eq!(text, "SELECT 'café', X'E9', x_1");
         let text = read_in(b"SELECT '\x80'", Charset::Latin1, "").unwrap();
         assert_eq!(text, "SELECT '€'");
-        let error = read_in(b"SELECT '\xE9', _binary'x'", Charset::Utf8mb4, "").unwrap_err();
+        // Outside literals, bytes that are not characters of the client's set are 1300.
+        let error = read_in(b"SELECT \xE9, _binary'x'", Charset::Utf8mb4, "").unwrap_err();
         // The hex stops where the literal with the introducer starts.
-        assert_eq!(
-            error.message,
-            "Invalid utf8mb4 character string: 'E9272C20'"
-        );
+        assert_eq!(error.message, "Invalid utf8mb4 character string: 'E92C20'");
+        let error = read_in(b"SELECT '\xE9'", Charset::Utf8mb3, "").unwrap_err();
+        assert_eq!(error.message, "Invalid utf8mb3 character string: 'E927'");
+        // A utf8mb4 client's plain literal that is not UTF-8 is a binary string (PyMySQL's
+        // `bytes` parameters without `_binary`).
+        let sql = b"SELECT '\xFF\\0''', 'ok', '\xC3\xA9'";
+        let text = read_in(sql, Charset::Utf8mb4, "").unwrap();
+        assert_eq!(text, "SELECT X'FF0027', 'ok', 'é'");
         // A binary client's literals are binary strings; valid UTF-8 ones stay as they are.
         let text = read_in(b"SELECT '\xFF\\'', 'ok'", Charset::Binary, "").unwrap();
         assert_eq!(text, "SELECT X'FF27', 'ok'");

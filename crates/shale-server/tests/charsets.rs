@@ -133,11 +133,14 @@ fn statement_text_arrives_as_utf8() {
     // A utf8mb4 client's raw bytes in a _binary literal, with PyMySQL's escapes.
     let (_, values) = one_row(&mut c, b"echo _binary'\xFF\\0\xE9\\''''");
     assert_eq!(values[0], b"X'FF00E92727'");
-    // Invalid UTF-8 elsewhere is MySQL's 1300.
-    query(&mut c, b"echo '\xE9'");
+    // So does a plain literal that is not UTF-8 (PyMySQL's `bytes` without `_binary`).
+    let (_, values) = one_row(&mut c, b"echo '\xE9'");
+    assert_eq!(values[0], b"X'E9'");
+    // Invalid UTF-8 outside literals is MySQL's 1300.
+    query(&mut c, b"echo \xE9");
     assert_eq!(
         error(&mut c),
-        (1300, b"Invalid utf8mb4 character string: 'E927'".to_vec())
+        (1300, b"Invalid utf8mb4 character string: 'E9'".to_vec())
     );
 
     ok(&mut c, b"set character_set_client = latin1");
