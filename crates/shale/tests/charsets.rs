@@ -1,5 +1,6 @@
 //! Character set conversion through real clients, compared with MariaDB's answers: PyMySQL's
-//! `bytes` parameters (inlined as `_binary'...'` with raw bytes) round-trip every byte value
+//! `bytes` parameters (inlined with raw bytes as `'...'`, or as `_binary'...'` with
+//! `binary_prefix=True`) round-trip every byte value
 //! through VARBINARY and BLOB columns; a latin1 connection (PyMySQL `charset='latin1'`, and
 //! the mariadb client with `--default-character-set=latin1`) writes and reads 'café' and '€'
 //! in a utf8mb4 column, and reads a character latin1 lacks as `?`.
@@ -31,6 +32,12 @@ assert b == every and bl == every[::-1], (b, bl)
 assert hexed == every[::-1].hex().upper(), hexed
 u.execute("SELECT id FROM cs.t WHERE b = %s", (every,))
 print("where bytes", u.fetchall())
+# With binary_prefix=True PyMySQL sends _binary'...' with the raw bytes.
+bp = pymysql.connect(host="127.0.0.1", port=port, user="root", password="",
+                     autocommit=True, charset="utf8mb4", binary_prefix=True).cursor()
+bp.execute("INSERT INTO cs.t (id, b, bl) VALUES (%s, %s, %s)", (0, every, every))
+bp.execute("SELECT b, bl FROM cs.t WHERE id = 0 AND b = %s", (every,))
+assert bp.fetchone() == (every, every), "_binary"
 
 l = connect("latin1").cursor()
 l.execute("INSERT INTO cs.t (id, s) VALUES (%s, %s), (%s, %s)", (2, "café", 3, "€"))
