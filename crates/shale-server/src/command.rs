@@ -16,7 +16,6 @@ use std::sync::Arc;
 use shale_sql::{ColumnMeta, ResultSink, SqlError, StatementStatus, Value};
 
 use crate::backend::BackendSession;
-use crate::charset::Charset;
 use crate::compress::Algorithm;
 use crate::cursor::{self, Materialized, Opened};
 use crate::prepared::Statements;
@@ -29,6 +28,7 @@ use crate::statement_text::{self, TextMode};
 use crate::text::put_column_definition;
 use crate::tls::TlsSession;
 use crate::wire::{put_u16, put_u32, Reader};
+use shale_sql::Charset;
 
 /// What a connection's session shares with the task that watches the connection.
 #[derive(Debug, Default)]

@@ -25,12 +25,12 @@
 use shale_sql::{ColumnMeta, ColumnTypeCode, ResultSink, SqlError, StatementStatus, Value};
 
 use crate::binary::put_binary_row;
-use crate::charset::Charset;
 use crate::protocol::status;
 use crate::results::{put_end, Output};
 use crate::results_charset::{converted_row, is_text};
 use crate::text::put_column_definition;
 use crate::wire::put_lenenc_int;
+use shale_sql::Charset;
 
 /// COM_STMT_EXECUTE's flag for a read-only cursor (`CURSOR_TYPE_READ_ONLY`).
 pub const CURSOR_TYPE_READ_ONLY: u8 = 1;

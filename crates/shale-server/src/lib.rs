@@ -21,7 +21,6 @@
 mod auth;
 mod backend;
 mod binary;
-mod charset;
 mod codec;
 mod command;
 mod compress;

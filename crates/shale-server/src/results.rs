@@ -22,7 +22,6 @@ use shale_sql::{
 };
 
 use crate::binary::put_binary_row;
-use crate::charset::Charset;
 use crate::codec::{Packet, PacketWriter, ReadError};
 use crate::protocol::{capability, errors, put_eof, put_err, put_ok, status, OkPacket};
 use crate::results_charset::{converted_row, is_text};
@@ -30,6 +29,7 @@ use crate::server::Shared;
 use crate::stream::{read_packet, Conn};
 use crate::text::{put_column_definition, put_text_row};
 use crate::wire::put_lenenc_int;
+use shale_sql::Charset;
 
 /// Buffered reply bytes that are written out before the reply is complete.
 pub const FLUSH_AT: usize = 32 * 1024;

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use shale_sql::{ColumnMeta, ColumnTypeCode, Value};
 
-use crate::charset::Charset;
+use shale_sql::Charset;
 
 /// The collation id of binary strings and of every non-text column.
 const BINARY_COLLATION: u16 = 63;

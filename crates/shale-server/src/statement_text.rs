@@ -37,7 +37,7 @@ use std::fmt::Write as _;
 
 use shale_sql::SqlError;
 
-use crate::charset::Charset;
+use shale_sql::Charset;
 
 /// What reading statement text depends on, from the session's variables.
 #[derive(Debug, Clone, Copy)]

@@ -8,9 +8,9 @@ use std::io::Write as _;
 
 use shale_sql::{ColumnMeta, ColumnTypeCode, Value};
 
-use crate::charset::Charset;
 use crate::results_charset::converted_column;
 use crate::wire::{put_lenenc_bytes, put_lenenc_int, put_u16, put_u32};
+use shale_sql::Charset;
 
 /// ColumnDefinition41. `default` is only sent in answer to COM_FIELD_LIST. With a `target`
 /// (`character_set_results` when it converts, results_charset.rs) the names go out in it,

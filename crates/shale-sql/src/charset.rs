@@ -1,8 +1,8 @@
 //! The character sets a connection can name (MySQL "Connection Character Sets and
 //! Collations"), and conversion between them and UTF-8, which is what the SQL layer reads and
-//! stores. Statement text and string parameters arrive in `character_set_client` and are
-//! decoded to UTF-8 here ([`Charset::decode`]); text results are encoded from UTF-8 into
-//! `character_set_results` ([`Charset::encode`]).
+//! stores. The server decodes statement text and string parameters from
+//! `character_set_client` with [`Charset::decode`] and encodes text results into
+//! `character_set_results` with [`Charset::encode`]; LOAD DATA decodes files with it.
 //!
 //! `latin1` is MySQL's latin1: Windows cp1252, with the five bytes cp1252 leaves undefined
 //! (0x81, 0x8D, 0x8F, 0x90, 0x9D) mapped to the C1 controls of the same number, as MySQL
@@ -20,9 +20,9 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use shale_sql::SqlError;
+use crate::error::SqlError;
 
-/// A character set a connection can use (shale-sql's names.rs records the same list).
+/// A character set a connection can use (names.rs records the same list).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Charset {
     Utf8mb4,
@@ -173,7 +173,7 @@ impl Charset {
 
 /// MySQL's error for bytes that are not a character of `charset`: 1300 `Invalid utf8mb4
 /// character string: 'F09F98'`, naming (in hex) the bad bytes and a few after them.
-pub fn invalid(charset: Charset, bad: &[u8]) -> SqlError {
+fn invalid(charset: Charset, bad: &[u8]) -> SqlError {
     let mut hex = String::new();
     for b in bad.iter().take(6) {
         let _ = write!(hex, "{b:02X}");
