@@ -1,4 +1,4 @@
-//! Character set conversion byte by byte (charset.rs, statement_text.rs,
+//! Character set conversion byte by byte (shale-sql's charset.rs, statement_text.rs,
 //! results_charset.rs), over the fake SQL layer: statement text and string parameters in
 //! `character_set_client` reach the SQL layer as UTF-8, `_binary'...'` literals with any bytes
 //! arrive as `X'..'`, and text results, column definitions and error messages go out in
