@@ -101,6 +101,12 @@ pub trait BackendSession {
         let _ = id;
         false
     }
+    /// A session variable's value (`character_set_client`, `sql_mode`,
+    /// `shale_query_memory`), which the server reads before each command; None if unset.
+    fn session_variable(&self, name: &str) -> Option<Value> {
+        let _ = name;
+        None
+    }
     /// The client set CLIENT_FOUND_ROWS: UPDATE reports matched rows, not changed ones.
     fn set_found_rows(&mut self, found_rows: bool) {
         let _ = found_rows;
@@ -180,6 +186,10 @@ impl BackendSession for Session {
 
     fn set_kill_hook(&mut self, hook: KillHook) {
         Session::set_kill_hook(self, hook);
+    }
+
+    fn session_variable(&self, name: &str) -> Option<Value> {
+        Some(Session::session_variable(self, name)).filter(|v| !matches!(v, Value::Null))
     }
 
     fn connection_killed(&self) -> bool {

@@ -9,7 +9,6 @@
 //!    becomes error 1105 and closes the connection).
 //! 3. COM_STMT_SEND_LONG_DATA and COM_STMT_CLOSE have no reply packet, as the protocol says.
 
-use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,11 +21,14 @@ use crate::cursor::{self, Materialized, Opened};
 use crate::prepared::Statements;
 use crate::protocol::{capability, command, errors, status, OkPacket};
 use crate::results::{put_columns, put_end, Output, ResultWriter};
+use crate::results_charset::conversion_target;
 use crate::server::Shared;
 use crate::split::has_several_statements;
+use crate::statement_text::{self, TextMode};
 use crate::text::put_column_definition;
 use crate::tls::TlsSession;
 use crate::wire::{put_u16, put_u32, Reader};
+use shale_sql::Charset;
 
 /// What a connection's session shares with the task that watches the connection.
 #[derive(Debug, Default)]
@@ -54,25 +56,12 @@ pub struct Identity {
     pub compression: Option<Algorithm>,
 }
 
-/// Statement text must be UTF-8: the SQL layer takes `&str`, and replacing bad bytes would
-/// silently change data (a `_binary'...'` literal with raw bytes, as PyMySQL sends them).
-/// MySQL's error for text invalid in the connection's character set.
-fn sql_text(body: &[u8]) -> Result<&str, SqlError> {
-    std::str::from_utf8(body).map_err(|e| {
-        let bad = &body[e.valid_up_to()..];
-        let mut hex = String::new();
-        for b in bad.iter().take(6) {
-            let _ = write!(hex, "{b:02X}");
-        }
-        SqlError {
-            code: 1300,
-            sqlstate: "HY000",
-            message: format!(
-                "Invalid utf8mb4 character string: '{hex}' (Shale reads statement text as UTF-8; \
-                 send binary values as prepared-statement parameters)"
-            ),
-        }
-    })
+/// A session variable's text (`character_set_client`), if it has one.
+fn variable_text(session: &dyn BackendSession, name: &str) -> Option<String> {
+    match session.session_variable(name)? {
+        Value::Bytes(bytes) => String::from_utf8(bytes).ok(),
+        _ => None,
+    }
 }
 
 /// What a session learns from its connection, again after COM_RESET_CONNECTION: the
@@ -192,6 +181,35 @@ impl CommandHandler {
         close || self.session.connection_killed()
     }
 
+    /// `character_set_client` (utf8mb4 when unset or not one Shale converts).
+    fn client_charset(&self) -> Charset {
+        variable_text(self.session.as_ref(), "character_set_client")
+            .and_then(|name| Charset::from_name(&name))
+            .unwrap_or(Charset::Utf8mb4)
+    }
+
+    /// How statement text is read now (statement_text.rs).
+    fn text_mode(&self) -> TextMode {
+        let sql_mode = variable_text(self.session.as_ref(), "sql_mode").unwrap_or_default();
+        TextMode::new(self.client_charset(), &sql_mode)
+    }
+
+    /// What text results and errors go out in now (results_charset.rs).
+    fn results_target(&self) -> Option<Charset> {
+        let results = variable_text(self.session.as_ref(), "character_set_results")
+            .and_then(|name| Charset::from_name(&name));
+        conversion_target(results)
+    }
+
+    /// `shale_query_memory`: what a cursor's rows may take.
+    fn query_memory(&self) -> usize {
+        match self.session.session_variable("shale_query_memory") {
+            Some(Value::Int(n)) => usize::try_from(n).unwrap_or(0),
+            Some(Value::UInt(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+            _ => usize::MAX,
+        }
+    }
+
     /// The status flags of the session now.
     fn status(&self) -> u16 {
         let mut flags = 0;
@@ -229,10 +247,12 @@ impl CommandHandler {
             output.err(&errors::malformed("empty command"));
             return true;
         };
+        // Each command's replies are in the character set the session has when it starts.
+        output.set_results_charset(self.results_target());
         match code {
             command::QUIT => return true,
             command::QUERY => {
-                let sql = match sql_text(body) {
+                let sql = match statement_text::to_utf8(body, self.text_mode()) {
                     Ok(sql) => sql,
                     Err(error) => {
                         output.err(&error);
@@ -246,12 +266,12 @@ impl CommandHandler {
                     return false;
                 }
                 let mut writer = ResultWriter::new(output, self.capabilities, false);
-                let result = self.session.execute(sql, &mut writer);
+                let result = self.session.execute(&sql, &mut writer);
                 writer.finish(result, self.status());
             }
             command::INIT_DB => {
-                let name = String::from_utf8_lossy(body);
-                match self.session.use_database(&name) {
+                let name = self.client_charset().decode(body);
+                match name.and_then(|name| self.session.use_database(&name)) {
                     Ok(()) => self.ok(output),
                     Err(error) => output.err(&error),
                 }
@@ -316,7 +336,8 @@ impl CommandHandler {
 
     /// COM_STMT_PREPARE -> COM_STMT_PREPARE_OK, parameter definitions, column definitions.
     fn prepare(&mut self, body: &[u8], output: &mut Output) {
-        let info = match sql_text(body).and_then(|sql| self.session.prepare(sql)) {
+        let sql = statement_text::to_utf8(body, self.text_mode());
+        let info = match sql.and_then(|sql| self.session.prepare(&sql)) {
             Ok(info) => info,
             Err(error) => {
                 output.err(&error);
@@ -343,13 +364,17 @@ impl CommandHandler {
 
     /// COM_STMT_EXECUTE -> OK, ERR, a binary result set, or a cursor's column definitions.
     fn execute(&mut self, body: &[u8], output: &mut Output) {
-        let execute = match self.statements.decode_execute(body) {
+        let mut execute = match self.statements.decode_execute(body) {
             Ok(execute) => execute,
             Err(error) => {
                 output.err(&error);
                 return;
             }
         };
+        if let Err(error) = self.decode_text_params(&mut execute.params, &execute.text_params) {
+            output.err(&error);
+            return;
+        }
         // A new execution closes the statement's cursor (cursor.rs, invariant 1).
         self.statements.close_cursor(execute.id);
         if cursor::wants_cursor(execute.cursor_flags) {
@@ -363,9 +388,26 @@ impl CommandHandler {
         writer.finish(result, self.status());
     }
 
+    /// String parameters arrive in `character_set_client`, as MySQL takes them (BLOB-typed
+    /// ones are binary): decoded to UTF-8. A utf8mb4 or binary client's are taken as sent.
+    fn decode_text_params(&self, params: &mut [Value], text: &[bool]) -> Result<(), SqlError> {
+        let client = self.client_charset();
+        if matches!(client, Charset::Utf8mb4 | Charset::Binary) {
+            return Ok(());
+        }
+        for (param, _) in params.iter_mut().zip(text).filter(|(_, &text)| text) {
+            if let Value::Bytes(bytes) = param {
+                if let std::borrow::Cow::Owned(utf8) = client.decode(bytes)? {
+                    *bytes = utf8.into_bytes();
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// COM_STMT_EXECUTE with a cursor flag: the result is kept and a cursor opened over it.
     fn execute_with_cursor(&mut self, id: u32, params: &[Value], output: &mut Output) {
-        let mut result = Materialized::default();
+        let mut result = Materialized::new(output.results_charset(), self.query_memory());
         if let Err(error) = self.session.execute_prepared(id, params, &mut result) {
             output.err(&error);
             return;
@@ -405,17 +447,24 @@ impl CommandHandler {
     /// definitions with a default-value field, then the end of the list.
     fn field_list(&mut self, body: &[u8], output: &mut Output) {
         let table = Reader::new(body).nul_bytes();
-        let table = String::from_utf8_lossy(table).replace('`', "``");
+        let table = match self.client_charset().decode(table) {
+            Ok(table) => table.replace('`', "``"),
+            Err(error) => {
+                output.err(&error);
+                return;
+            }
+        };
         let mut sink = ColumnCapture::default();
         let sql = format!("SELECT * FROM `{table}` LIMIT 0");
         if let Err(error) = self.session.execute(&sql, &mut sink) {
             output.err(&error);
             return;
         }
+        let target = output.results_charset();
         for column in &sink.columns {
             output
                 .writer
-                .packet(|out| put_column_definition(out, column, true));
+                .packet(|out| put_column_definition(out, column, true, target));
         }
         let status = self.status();
         put_end(output, self.capabilities, 0, status);

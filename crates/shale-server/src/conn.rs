@@ -203,7 +203,7 @@ fn too_many_connections() -> Vec<u8> {
 
 fn error_packet(seq: u8, error: &SqlError) -> Vec<u8> {
     let mut w = PacketWriter::new(seq);
-    w.packet(|out| put_err(out, error.code, error.sqlstate, &error.message));
+    w.packet(|out| put_err(out, error.code, error.sqlstate, error.message.as_bytes()));
     w.take()
 }
 

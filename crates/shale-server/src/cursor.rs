@@ -11,7 +11,10 @@
 //! transaction snapshot only while it runs, so a cursor that pulls rows later would need the
 //! executor to be suspended between commands. The cost is memory: a cursor holds its whole
 //! result (as binary rows, about its size on the wire) until it is fetched to the end, the
-//! statement is executed again, reset or closed, or the connection ends.
+//! statement is executed again, reset or closed, or the connection ends. That memory counts
+//! against the session's `shale_query_memory`, as a query's other collections do: the
+//! encoded rows' bytes plus 8 a row. Past it the execution fails with 3170 and what the
+//! result held is freed (MySQL would spill the rows to a temporary table on disk instead).
 //!
 //! Invariants:
 //! 1. A statement has at most one open cursor; COM_STMT_EXECUTE, COM_STMT_RESET and
@@ -24,17 +27,28 @@ use shale_sql::{ColumnMeta, ColumnTypeCode, ResultSink, SqlError, StatementStatu
 use crate::binary::put_binary_row;
 use crate::protocol::status;
 use crate::results::{put_end, Output};
+use crate::results_charset::{converted_row, is_text};
 use crate::text::put_column_definition;
 use crate::wire::put_lenenc_int;
+use shale_sql::Charset;
 
 /// COM_STMT_EXECUTE's flag for a read-only cursor (`CURSOR_TYPE_READ_ONLY`).
 pub const CURSOR_TYPE_READ_ONLY: u8 = 1;
 
+/// The bytes each row costs besides its encoding (where it ends in the buffer).
+const ROW_OVERHEAD: usize = std::mem::size_of::<usize>();
+
 /// A statement's result, kept whole: what the session sent into it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Materialized {
     columns: Option<Vec<ColumnMeta>>,
     types: Vec<ColumnTypeCode>,
+    /// Which columns are text, when `target` is set (results_charset.rs).
+    text_columns: Vec<bool>,
+    /// What text values are converted into (`character_set_results`), if anything.
+    target: Option<Charset>,
+    /// `shale_query_memory`: the most bytes the kept rows may take.
+    limit: usize,
     rows: Vec<u8>,
     /// Where each row's payload ends in `rows`.
     ends: Vec<usize>,
@@ -51,13 +65,35 @@ impl ResultSink for Materialized {
 
     fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
         self.types = columns.iter().map(|c| c.type_code).collect();
+        if self.target.is_some() {
+            self.text_columns = columns.iter().map(is_text).collect();
+        }
         self.columns = Some(columns.to_vec());
         Ok(())
     }
 
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
-        put_binary_row(&mut self.rows, &self.types, row);
+        let row = match self.target {
+            Some(target) => converted_row(row, &self.text_columns, target),
+            None => row.into(),
+        };
+        put_binary_row(&mut self.rows, &self.types, &row);
         self.ends.push(self.rows.len());
+        let used = self.rows.len() + self.ends.len() * ROW_OVERHEAD;
+        if used > self.limit {
+            self.rows = Vec::new();
+            self.ends = Vec::new();
+            return Err(SqlError {
+                code: 3170,
+                sqlstate: "HY000",
+                message: format!(
+                    "Memory capacity of {} bytes for 'shale_query_memory' exceeded by the \
+                     cursor's rows; Shale does not spill to disk: raise shale_query_memory \
+                     or fetch without a cursor",
+                    self.limit
+                ),
+            });
+        }
         Ok(())
     }
 
@@ -86,6 +122,22 @@ pub enum Opened {
 }
 
 impl Materialized {
+    /// An empty result whose text values go out in `target` and whose rows may take at most
+    /// `limit` bytes.
+    pub fn new(target: Option<Charset>, limit: usize) -> Materialized {
+        Materialized {
+            columns: None,
+            types: Vec::new(),
+            text_columns: Vec::new(),
+            target,
+            limit,
+            rows: Vec::new(),
+            ends: Vec::new(),
+            ok: None,
+            warnings: 0,
+        }
+    }
+
     /// Writes the reply that opens the cursor (column count, definitions, terminator with
     /// SERVER_STATUS_CURSOR_EXISTS) and returns the cursor; or the statement's OK.
     pub fn open(self, output: &mut Output, capabilities: u32, status_flags: u16) -> Opened {
@@ -98,7 +150,7 @@ impl Materialized {
         for column in &columns {
             output
                 .writer
-                .packet(|out| put_column_definition(out, column, false));
+                .packet(|out| put_column_definition(out, column, false, self.target));
         }
         put_end(
             output,

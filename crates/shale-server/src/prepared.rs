@@ -63,6 +63,15 @@ pub struct Execute {
     pub id: u32,
     pub cursor_flags: u8,
     pub params: Vec<Value>,
+    /// Which parameters are character strings, sent in `character_set_client`: every string
+    /// type but the BLOB types, which MySQL takes as binary.
+    pub text_params: Vec<bool>,
+}
+
+/// Whether a parameter of MySQL type `type_code` is a character string (see `text_params`).
+fn is_text_param(type_code: u8) -> bool {
+    // VARCHAR, JSON, ENUM, SET, VAR_STRING, STRING.
+    matches!(type_code, 15 | 245 | 247 | 248 | 253 | 254)
 }
 
 impl Statements {
@@ -187,6 +196,7 @@ impl Statements {
         }
         let n = statement.param_count;
         let mut params = Vec::with_capacity(n);
+        let mut text_params = Vec::with_capacity(n);
         if n > 0 {
             let bitmap = r.take(n.div_ceil(8), "NULL bitmap").map_err(malformed)?;
             let new_bound = r.u8("new-params-bound flag").map_err(malformed)?;
@@ -204,6 +214,7 @@ impl Statements {
                 .as_ref()
                 .ok_or_else(|| errors::wrong_arguments(EXECUTE))?;
             for (i, &(type_code, flags)) in types.iter().enumerate() {
+                text_params.push(is_text_param(type_code));
                 if let Some(data) = statement.long_data[i].take() {
                     params.push(Value::Bytes(data));
                 } else if bitmap[i / 8] & (1 << (i % 8)) != 0 {
@@ -217,6 +228,7 @@ impl Statements {
             id,
             cursor_flags,
             params,
+            text_params,
         })
     }
 }

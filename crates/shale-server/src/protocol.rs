@@ -123,7 +123,7 @@ pub fn put_ok(out: &mut Vec<u8>, header: u8, ok: &OkPacket<'_>) {
 }
 
 /// ERR_Packet: `0xFF`, code, `#`, five-character SQLSTATE, message.
-pub fn put_err(out: &mut Vec<u8>, code: u16, sqlstate: &str, message: &str) {
+pub fn put_err(out: &mut Vec<u8>, code: u16, sqlstate: &str, message: &[u8]) {
     out.push(0xFF);
     put_u16(out, code);
     out.push(b'#');
@@ -131,7 +131,7 @@ pub fn put_err(out: &mut Vec<u8>, code: u16, sqlstate: &str, message: &str) {
     for i in 0..5 {
         out.push(state.get(i).copied().unwrap_or(b'0'));
     }
-    out.extend_from_slice(message.as_bytes());
+    out.extend_from_slice(message);
 }
 
 /// ERR_Packet before the client said it speaks protocol 4.1 (nothing read from it yet):

@@ -24,10 +24,12 @@ use shale_sql::{
 use crate::binary::put_binary_row;
 use crate::codec::{Packet, PacketWriter, ReadError};
 use crate::protocol::{capability, errors, put_eof, put_err, put_ok, status, OkPacket};
+use crate::results_charset::{converted_row, is_text};
 use crate::server::Shared;
 use crate::stream::{read_packet, Conn};
 use crate::text::{put_column_definition, put_text_row};
 use crate::wire::put_lenenc_int;
+use shale_sql::Charset;
 
 /// Buffered reply bytes that are written out before the reply is complete.
 pub const FLUSH_AT: usize = 32 * 1024;
@@ -42,6 +44,9 @@ pub struct Output {
     broken: bool,
     /// The largest packet this connection accepts (fixed when it logs in).
     max_allowed_packet: usize,
+    /// What text results and error messages are converted into (`character_set_results`
+    /// when it converts; results_charset.rs), as of the current command.
+    results_charset: Option<Charset>,
 }
 
 impl Output {
@@ -53,12 +58,23 @@ impl Output {
             shared,
             broken: false,
             max_allowed_packet,
+            results_charset: None,
         }
     }
 
     /// The largest packet this connection accepts.
     pub fn max_allowed_packet(&self) -> usize {
         self.max_allowed_packet
+    }
+
+    /// Sets what the current command's text results and errors are converted into.
+    pub fn set_results_charset(&mut self, target: Option<Charset>) {
+        self.results_charset = target;
+    }
+
+    /// What text results and errors are converted into (None: nothing is converted).
+    pub fn results_charset(&self) -> Option<Charset> {
+        self.results_charset
     }
 
     /// The connection's stream (to read a packet, set a timeout or close it).
@@ -139,9 +155,14 @@ impl Output {
         self.writer.packet(|out| put_ok(out, 0x00, ok));
     }
 
+    /// An ERR_Packet, its message in `character_set_results` as MySQL sends it.
     pub fn err(&mut self, error: &SqlError) {
+        let message = error.message.as_bytes();
+        let message = self
+            .results_charset
+            .map_or(message.into(), |target| target.encode(message));
         self.writer
-            .packet(|out| put_err(out, error.code, error.sqlstate, &error.message));
+            .packet(|out| put_err(out, error.code, error.sqlstate, &message));
     }
 
     /// Ends the connection: TLS's close_notify and the socket's write side.
@@ -167,10 +188,11 @@ pub fn status_flags(status: &StatementStatus) -> u16 {
 
 /// Writes column definitions, followed by an EOF_Packet unless the client deprecated it.
 pub fn put_columns(output: &mut Output, capabilities: u32, columns: &[ColumnMeta], status: u16) {
+    let target = output.results_charset();
     for column in columns {
         output
             .writer
-            .packet(|out| put_column_definition(out, column, false));
+            .packet(|out| put_column_definition(out, column, false, target));
     }
     if capabilities & capability::DEPRECATE_EOF == 0 {
         output.writer.packet(|out| put_eof(out, 0, status));
@@ -199,6 +221,8 @@ pub struct ResultWriter<'a> {
     binary: bool,
     /// The current result set's column types (kept without the names: no per-query copies).
     types: Vec<ColumnTypeCode>,
+    /// Which of its columns are text, when `character_set_results` converts (else empty).
+    text_columns: Vec<bool>,
     /// A terminal packet without MORE_RESULTS_EXISTS was written.
     finished: bool,
 }
@@ -210,6 +234,7 @@ impl<'a> ResultWriter<'a> {
             capabilities,
             binary,
             types: Vec::new(),
+            text_columns: Vec::new(),
             finished: false,
         }
     }
@@ -249,6 +274,10 @@ impl ResultSink for ResultWriter<'_> {
         put_columns(self.output, self.capabilities, columns, 0);
         self.types.clear();
         self.types.extend(columns.iter().map(|c| c.type_code));
+        self.text_columns.clear();
+        if self.output.results_charset().is_some() {
+            self.text_columns.extend(columns.iter().map(is_text));
+        }
         self.output.maybe_flush()
     }
 
@@ -262,6 +291,11 @@ impl ResultSink for ResultWriter<'_> {
     }
 
     fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        let row = match self.output.results_charset() {
+            Some(target) => converted_row(row, &self.text_columns, target),
+            None => row.into(),
+        };
+        let row = row.as_ref();
         let types = &self.types;
         if self.binary {
             self.output

@@ -3,20 +3,39 @@
 //! is the single byte 0xFB. Also the text form of a [`Value`], which the binary protocol
 //! reuses for the types it sends as strings (DECIMAL, character and date strings).
 
+use std::borrow::Cow;
 use std::io::Write as _;
 
 use shale_sql::{ColumnMeta, ColumnTypeCode, Value};
 
+use crate::results_charset::converted_column;
 use crate::wire::{put_lenenc_bytes, put_lenenc_int, put_u16, put_u32};
+use shale_sql::Charset;
 
-/// ColumnDefinition41. `default` is only sent in answer to COM_FIELD_LIST.
-pub fn put_column_definition(out: &mut Vec<u8>, column: &ColumnMeta, field_list: bool) {
+/// ColumnDefinition41. `default` is only sent in answer to COM_FIELD_LIST. With a `target`
+/// (`character_set_results` when it converts, results_charset.rs) the names go out in it,
+/// and a text column says it is in it.
+pub fn put_column_definition(
+    out: &mut Vec<u8>,
+    column: &ColumnMeta,
+    field_list: bool,
+    target: Option<Charset>,
+) {
+    let converted;
+    let column = match target {
+        Some(target) => {
+            converted = converted_column(column, target);
+            &converted
+        }
+        None => column,
+    };
+    let name = |text| in_target(text, target);
     put_lenenc_bytes(out, b"def");
-    put_lenenc_bytes(out, column.database.as_bytes());
-    put_lenenc_bytes(out, column.table.as_bytes());
-    put_lenenc_bytes(out, column.org_table.as_bytes());
-    put_lenenc_bytes(out, column.name.as_bytes());
-    put_lenenc_bytes(out, column.org_name.as_bytes());
+    put_lenenc_bytes(out, &name(&column.database));
+    put_lenenc_bytes(out, &name(&column.table));
+    put_lenenc_bytes(out, &name(&column.org_table));
+    put_lenenc_bytes(out, &name(&column.name));
+    put_lenenc_bytes(out, &name(&column.org_name));
     put_lenenc_int(out, 0x0C);
     put_u16(out, column.charset);
     put_u32(out, column.length);
@@ -27,6 +46,14 @@ pub fn put_column_definition(out: &mut Vec<u8>, column: &ColumnMeta, field_list:
     if field_list {
         // No default value known: an empty lenenc string.
         put_lenenc_int(out, 0);
+    }
+}
+
+/// Metadata text (a column's name) in `target`.
+fn in_target(text: &str, target: Option<Charset>) -> Cow<'_, [u8]> {
+    match target {
+        Some(target) => target.encode(text.as_bytes()),
+        None => Cow::Borrowed(text.as_bytes()),
     }
 }
 

@@ -201,3 +201,51 @@ fn cursors_with_deprecate_eof() {
 fn cursors_with_eof_packets() {
     cursor_session(false);
 }
+
+/// `select rows 10` as binary rows: 0x00, a one-byte NULL bitmap, the u64, and `row-i` as a
+/// lenenc string: 16 bytes a row, and a cursor counts 8 more for each (cursor.rs).
+const TEN_ROWS_BYTES: u64 = 10 * (16 + 8);
+
+/// A cursor's rows count against `shale_query_memory`: exactly at the limit the cursor
+/// opens; one byte less and the execution fails with 3170, and the statement has no cursor.
+#[test]
+fn a_cursor_holds_at_most_shale_query_memory() {
+    let addr = support::start(64 << 20);
+    let mut c = Client::connect(addr, MULTI_RESULTS | DEPRECATE_EOF);
+    let id = prepare(&mut c, "select rows 10", true);
+
+    c.command(format!("\x03set shale_query_memory = {}", TEN_ROWS_BYTES - 1).as_bytes());
+    assert_eq!(c.payload()[0], 0x00);
+    execute(&mut c, id, 1);
+    let err = c.payload();
+    assert_eq!(error_code(&err), 3170);
+    assert_eq!(&err[3..9], b"#HY000");
+    assert_eq!(
+        String::from_utf8_lossy(&err[9..]),
+        format!(
+            "Memory capacity of {} bytes for 'shale_query_memory' exceeded by the cursor's \
+             rows; Shale does not spill to disk: raise shale_query_memory or fetch without a \
+             cursor",
+            TEN_ROWS_BYTES - 1
+        )
+    );
+    assert!(c.drained(), "nothing after the ERR");
+    fetch(&mut c, id, 1);
+    assert_eq!(error_code(&c.payload()), 1421, "no cursor was opened");
+
+    c.command(format!("\x03set shale_query_memory = {TEN_ROWS_BYTES}").as_bytes());
+    assert_eq!(c.payload()[0], 0x00);
+    open(&mut c, id, true);
+    let last = fetch_rows(&mut c, id, 10, 0..10, true);
+    assert_ne!(last & LAST_ROW_SENT, 0);
+
+    // Without a cursor the rows stream, and the limit does not apply.
+    c.command(b"\x03set shale_query_memory = 1");
+    assert_eq!(c.payload()[0], 0x00);
+    execute(&mut c, id, 0);
+    assert_eq!(c.payload(), [2]);
+    for _ in 0..2 + 10 {
+        c.payload();
+    }
+    assert_eq!(c.payload()[0], 0xFE);
+}

@@ -560,10 +560,10 @@ fn local_disabled() -> SqlError {
 fn convert_charset(charset: Option<&str>, data: Vec<u8>) -> Result<Vec<u8>, SqlError> {
     match charset {
         None | Some("utf8mb4" | "utf8" | "utf8mb3" | "binary" | "ascii") => Ok(data),
-        Some("latin1") => Ok(data
-            .iter()
-            .map(|&b| char::from(b))
-            .collect::<String>()
+        // MySQL's latin1 is cp1252 (charset.rs): 0x80 is the euro sign.
+        Some("latin1") => Ok(crate::charset::Charset::Latin1
+            .decode(&data)?
+            .into_owned()
             .into_bytes()),
         Some(other) => Err(SqlError::new(
             1115,

@@ -421,9 +421,10 @@ fn eval_func(f: Func, args: &[Expr], row: &[Value], env: &dyn Env) -> Result<Val
             }
             Value::Bytes(out)
         }
-        Func::Length => match value::as_text(&arg(0)?) {
-            None => Value::Null,
-            Some(s) => Value::Int(s.len() as i64),
+        // Bytes: a binary string's bytes that are not UTF-8 count one each, not as U+FFFD.
+        Func::Length => match arg(0)? {
+            Value::Bytes(b) => Value::Int(b.len() as i64),
+            other => value::as_text(&other).map_or(Value::Null, |s| Value::Int(s.len() as i64)),
         },
         Func::CharLength => match value::as_text(&arg(0)?) {
             None => Value::Null,

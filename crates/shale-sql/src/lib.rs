@@ -40,6 +40,7 @@ mod builtin;
 mod builtin_eval;
 mod bulk_insert;
 mod cast;
+mod charset;
 mod check_table;
 mod date_format;
 mod datetime_funcs;
@@ -102,6 +103,7 @@ mod views;
 mod walk;
 mod window;
 
+pub use charset::Charset;
 pub use error::SqlError;
 pub use instance::{Instance, InstanceOptions, UserRecord, SERVER_VERSION};
 pub use password::{

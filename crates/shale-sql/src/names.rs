@@ -3,12 +3,10 @@
 //! `character_set_client`, `character_set_connection`, `character_set_results` and
 //! `collation_connection` as MySQL sets them.
 //!
-//! Only recorded: no text is converted. Statement text and string parameters are read as
-//! UTF-8 (text that is not valid UTF-8 is error 1300, command.rs in shale-server), and
-//! results are sent in UTF-8 whatever `character_set_results` says. For the character sets
-//! clients use in practice (utf8mb4, utf8mb3, and ASCII text in latin1 or ascii) that is what
-//! they expect; a latin1 client sending bytes above 0x7F is refused rather than misread, and
-//! `binary` clients get the UTF-8 bytes.
+//! The SQL layer itself reads and stores UTF-8; the server converts at the connection's edge
+//! with [`crate::Charset`] (charset.rs): statement text and string parameters from
+//! `character_set_client`, results and error messages into `character_set_results`
+//! (shale-server's `statement_text.rs` and `results_charset.rs`, docs/server.md).
 //!
 //! Invariant: the four variables always name a character set and collation of [`COLLATIONS`]
 //! that belong together; an unknown name is an error (1115, 1273, 1253, as MySQL) that

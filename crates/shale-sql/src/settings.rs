@@ -121,4 +121,11 @@ impl Session {
     pub fn own_number(&self, name: &str) -> Option<u64> {
         self.state().vars.get(name).and_then(as_u64)
     }
+
+    /// A session variable's value as `@@name` reads it (the session's own, else the
+    /// default); NULL if there is none. The server reads the connection's character sets,
+    /// `sql_mode` and `shale_query_memory` with it.
+    pub fn session_variable(&self, name: &str) -> Value {
+        self.state().variable(name)
+    }
 }

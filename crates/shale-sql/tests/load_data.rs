@@ -23,8 +23,12 @@ impl Files {
     }
 
     fn write(&self, name: &str, text: &str) {
+        self.write_bytes(name, text.as_bytes());
+    }
+
+    fn write_bytes(&self, name: &str, bytes: &[u8]) {
         let mut file = OsFs::new().create(&self.dir.join(name)).unwrap();
-        file.append(text.as_bytes()).unwrap();
+        file.append(bytes).unwrap();
         file.sync_data().unwrap();
     }
 }
@@ -73,6 +77,20 @@ fn tab_separated_file_with_escapes_and_nulls() {
     assert_eq!(
         r.run("CHECK TABLE t"),
         "Table\tOp\tMsg_type\tMsg_text\napp.t\tcheck\tstatus\tOK\nend\n"
+    );
+}
+
+/// A latin1 file is MySQL's latin1, cp1252: 0x80 is '€' (it was read as ISO-8859-1's U+0080).
+#[test]
+fn latin1_files_are_cp1252() {
+    let files = Files::new("latin1");
+    files.write_bytes("rows.tsv", b"1\t1\tcaf\xE9 \x80\n");
+    let mut r = runner(&files);
+    let out = r.run("LOAD DATA INFILE 'rows.tsv' INTO TABLE t CHARACTER SET latin1");
+    assert!(out.starts_with("ok affected=1"), "{out}");
+    assert_eq!(
+        rows(&mut r, "SELECT c, HEX(c) FROM t"),
+        "c\tHEX(c)\ncafé €\t636166C3A920E282AC\nend\n"
     );
 }
 

@@ -1,7 +1,10 @@
 //! A fake SQL layer and a server running it on a background runtime, so the protocol can be
 //! tested with real clients without the real engine. The fake understands a few statements:
 //! `select 1`, `select rows N`, `select mixed`, `begin`, `commit`, `set autocommit=0|1`,
-//! `fail`, `panic`, `use DB`; anything else is an OK with one affected row. Prepared
+//! `fail`, `fail NAME` (1146 naming it), `select text` (non-ASCII text in a text and a BLOB
+//! column), `echo TEXT` (TEXT as the SQL layer got it, in one row), `panic`, `use DB`,
+//! `set NAME = VALUE` (kept for `session_variable`: numbers as
+//! numbers, `null` as unset, the rest as text); anything else is an OK with one affected row. Prepared
 //! statements echo their parameters back as one row, except `select rows N`, which returns
 //! its N rows.
 
@@ -35,6 +38,7 @@ impl Backend for Fake {
             in_txn: false,
             database: None,
             prepared: Vec::new(),
+            vars: HashMap::new(),
         })
     }
 
@@ -71,6 +75,7 @@ struct FakeSession {
     in_txn: bool,
     database: Option<String>,
     prepared: Vec<String>,
+    vars: HashMap<String, Value>,
 }
 
 pub fn column(name: &str, type_code: ColumnTypeCode, flags: u16) -> ColumnMeta {
@@ -114,6 +119,8 @@ impl FakeSession {
         }
     }
 
+    // One arm per fake statement: a flat list reads best.
+    #[allow(clippy::too_many_lines)]
     fn statement(
         &mut self,
         sql: &str,
@@ -122,7 +129,25 @@ impl FakeSession {
     ) -> Result<(), SqlError> {
         let lower = sql.trim().to_ascii_lowercase();
         let words: Vec<&str> = lower.split_whitespace().collect();
+        if let Some(text) = sql.trim().strip_prefix("echo ") {
+            sink.columns(&[column("echo", ColumnTypeCode::VarString, 0)])?;
+            sink.row(&[Value::Bytes(text.as_bytes().to_vec())])?;
+            return sink.end(&self.status(more));
+        }
         match words.as_slice() {
+            ["select", "text"] => {
+                let mut blob = column("b", ColumnTypeCode::Blob, 0);
+                blob.length = 65_535;
+                sink.columns(&[column("café", ColumnTypeCode::VarString, 0), blob])?;
+                let text = "café €😀".as_bytes().to_vec();
+                sink.row(&[Value::Bytes(text.clone()), Value::Bytes(text)])?;
+                sink.end(&self.status(more))
+            }
+            ["fail", name] => Err(SqlError {
+                code: 1146,
+                sqlstate: "42S02",
+                message: format!("Table 'db.{name}' doesn't exist"),
+            }),
             ["select", "1"] => {
                 sink.columns(&[column("1", ColumnTypeCode::LongLong, 1)])?;
                 sink.row(&[Value::Int(1)])?;
@@ -180,6 +205,20 @@ impl FakeSession {
                 sink.row(&[Value::UInt(ms)])?;
                 sink.end(&self.status(more))
             }
+            ["set", name, "=", value] => {
+                let value = match value.parse::<i64>() {
+                    Ok(n) => Some(Value::Int(n)),
+                    Err(_) if *value == "null" => None,
+                    Err(_) => Some(Value::Bytes(value.as_bytes().to_vec())),
+                };
+                match value {
+                    Some(value) => self.vars.insert((*name).to_owned(), value),
+                    None => self.vars.remove(*name),
+                };
+                let mut status = self.status(more);
+                status.affected_rows = 1;
+                sink.ok(&status)
+            }
             ["fail"] => Err(syntax_error()),
             ["panic"] => panic!("the fake SQL layer panics on request"),
             ["use", db] => self
@@ -195,6 +234,10 @@ impl FakeSession {
 }
 
 impl BackendSession for FakeSession {
+    fn session_variable(&self, name: &str) -> Option<Value> {
+        self.vars.get(name).cloned()
+    }
+
     fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         let statements: Vec<&str> = sql
             .split(';')
