@@ -416,9 +416,10 @@ fn eval_func(f: Func, args: &[Expr], row: &[Value], env: &dyn Env) -> Result<Val
             }
             Value::Bytes(out)
         }
-        Func::Length => match value::as_text(&arg(0)?) {
+        // Bytes, not the text's: a binary string need not be UTF-8 (LENGTH(UNHEX('FF')) is 1).
+        Func::Length => match crate::string_funcs::as_bytes(&arg(0)?) {
             None => Value::Null,
-            Some(s) => Value::Int(s.len() as i64),
+            Some(b) => Value::Int(b.len() as i64),
         },
         Func::CharLength => match value::as_text(&arg(0)?) {
             None => Value::Null,

@@ -211,3 +211,8 @@ fn enums() {
 fn sets() {
     common::run_file("set");
 }
+
+#[test]
+fn functions2() {
+    common::run_file("functions2");
+}
