@@ -191,7 +191,8 @@ pub(crate) fn eval(f: CalendarFunc, args: &[Value]) -> Result<Value, SqlError> {
             };
             let months = period_months(p, "period_add")?;
             let total = months.saturating_add(n);
-            Value::Int(total.div_euclid(12) * 100 + total.rem_euclid(12) + 1)
+            let shown = total.div_euclid(12).saturating_mul(100);
+            Value::Int(shown.saturating_add(total.rem_euclid(12) + 1))
         }
         CalendarFunc::PeriodDiff => {
             let (Some(a), Some(b)) = (to_i64(arg(0)), to_i64(arg(1))) else {
@@ -241,7 +242,8 @@ fn make_time(h: &Value, m: &Value, s: &Value, fsp: u8) -> Value {
         return Value::Null;
     }
     let micros_of_s = (s * 1e6).round() as i128;
-    let magnitude = h.abs().min(1_000_000) * 3_600_000_000 + m * 60_000_000 + micros_of_s;
+    let hours = i128::try_from(h.unsigned_abs().min(1_000_000)).unwrap_or(1_000_000);
+    let magnitude = hours * 3_600_000_000 + m * 60_000_000 + micros_of_s;
     let micros = if h < 0 { -magnitude } else { magnitude };
     let clipped = micros.clamp(-i128::from(i64::MAX), i128::from(i64::MAX)) as i64;
     crate::time_type::value_of(clipped, fsp)

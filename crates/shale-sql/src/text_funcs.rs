@@ -310,7 +310,7 @@ fn insert(s: &Value, pos: &Value, len: &Value, new: &Value) -> Value {
         return text(s);
     }
     let start = (pos - 1) as usize;
-    let end = if len < 0 || pos - 1 + len > n {
+    let end = if len < 0 || (pos - 1).saturating_add(len) > n {
         chars.len()
     } else {
         (pos - 1 + len) as usize
@@ -375,7 +375,7 @@ fn conv(n: &Value, from: &Value, to: &Value) -> Value {
     let (Some(from), Some(to)) = (crate::value::to_i128(from), crate::value::to_i128(to)) else {
         return Value::Null;
     };
-    if !(2..=36).contains(&from.abs()) || !(2..=36).contains(&to.abs()) {
+    if !(2..=36).contains(&from.unsigned_abs()) || !(2..=36).contains(&to.unsigned_abs()) {
         return Value::Null;
     }
     let digits = match n {
