@@ -47,6 +47,14 @@ pub(crate) enum AggFunc {
     GroupConcat,
     JsonArrayAgg,
     JsonObjectAgg,
+    /// The bit and statistical aggregates (stat_aggs.rs).
+    BitAnd,
+    BitOr,
+    BitXor,
+    StdPop,
+    StdSamp,
+    VarPop,
+    VarSamp,
 }
 
 /// One aggregate of a grouped SELECT.
@@ -870,7 +878,7 @@ impl<'a> Binder<'a> {
             "AVG" => Some(AggFunc::Avg),
             "MIN" => Some(AggFunc::Min),
             "MAX" => Some(AggFunc::Max),
-            _ => None,
+            other => crate::stat_aggs::agg_of(other),
         };
         if let Some(func) = agg {
             return self.aggregate(func, &args, distinct, &f.to_string());
@@ -1626,6 +1634,7 @@ pub(crate) fn agg_result_type(func: AggFunc, arg_type: &SqlType) -> SqlType {
             len: 1024,
         },
         AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => SqlType::Json,
+        other => crate::stat_aggs::result_type(other),
     }
 }
 

@@ -130,12 +130,28 @@ pub(crate) enum Builtin {
     Benchmark,
     /// The JSON functions (json_funcs.rs).
     Json(crate::json_funcs::JsonFunc),
+    /// JSON_PRETTY, JSON_SEARCH, JSON_STORAGE_SIZE (json_extra.rs).
+    JsonExtra(crate::json_extra::JsonExtra),
+    /// MAKEDATE, MAKETIME, PERIOD_*, TIMESTAMP(), CONVERT_TZ (calendar_funcs.rs).
+    Calendar(crate::calendar_funcs::CalendarFunc),
+    /// Digests, ids and base64 (hash_funcs.rs).
+    Hash(crate::hash_funcs::HashFunc),
+    /// The less common string functions (text_funcs.rs).
+    Text(crate::text_funcs::TextFunc),
+    /// Trigonometry and BIT_COUNT (trig_funcs.rs).
+    Trig(crate::trig_funcs::TrigFunc),
+    /// Named user locks (user_locks.rs).
+    Lock(crate::user_locks::LockFunc),
 }
 
 impl Builtin {
     /// Rule 4.
     pub(crate) fn is_volatile(self) -> bool {
-        matches!(self, Builtin::Rand | Builtin::Sleep | Builtin::Benchmark)
+        match self {
+            Builtin::Hash(h) => h.is_volatile(),
+            Builtin::Lock(_) => true,
+            _ => matches!(self, Builtin::Rand | Builtin::Sleep | Builtin::Benchmark),
+        }
     }
 }
 
@@ -153,7 +169,7 @@ fn int_type() -> SqlType {
     }
 }
 
-fn wrong_count(name: &str) -> SqlError {
+pub(crate) fn wrong_count(name: &str) -> SqlError {
     SqlError::new(
         1582,
         "42000",
@@ -364,6 +380,15 @@ pub(crate) fn bind_call(
         _ => {}
     }
     if let Some(bound) = crate::json_bind::bind(binder, name, args) {
+        return bound;
+    }
+    if let Some(bound) = crate::hash_funcs::bind(binder, name, args)
+        .or_else(|| crate::text_funcs::bind(binder, name, args))
+        .or_else(|| crate::json_extra::bind(binder, name, args))
+        .or_else(|| crate::calendar_funcs::bind(binder, name, args))
+        .or_else(|| crate::trig_funcs::bind(binder, name, args))
+        .or_else(|| crate::user_locks::bind(binder, name, args))
+    {
         return bound;
     }
     let Some((min, max)) = arity(name) else {

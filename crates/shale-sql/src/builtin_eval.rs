@@ -400,6 +400,12 @@ pub(crate) fn eval(
         Builtin::Field(c) => st::field(&vals, c),
         Builtin::Elt => st::elt(&vals),
         Builtin::Json(j) => crate::json_funcs::eval(j, &vals)?,
+        Builtin::Hash(h) => crate::hash_funcs::eval(h, &vals)?,
+        Builtin::Text(t) => crate::text_funcs::eval(t, &vals),
+        Builtin::JsonExtra(j) => crate::json_extra::eval(j, &vals)?,
+        Builtin::Calendar(c) => crate::calendar_funcs::eval(c, &vals)?,
+        Builtin::Trig(t) => crate::trig_funcs::eval(t, &vals)?,
+        Builtin::Lock(l) => crate::user_locks::eval(l, &vals)?,
         Builtin::FoundRows => Value::UInt(env.row_counts().1),
     })
 }

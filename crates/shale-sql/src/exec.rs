@@ -592,6 +592,8 @@ pub(crate) enum AggState {
     },
     Extreme(Option<Value>),
     Collected(Box<crate::agg_collect::Collected>),
+    /// The bit and statistical aggregates (stat_aggs.rs).
+    Stat(crate::stat_aggs::StatState),
 }
 
 pub(crate) fn new_state(spec: &AggSpec) -> AggState {
@@ -614,6 +616,7 @@ pub(crate) fn new_state(spec: &AggSpec) -> AggState {
         AggFunc::GroupConcat | AggFunc::JsonArrayAgg | AggFunc::JsonObjectAgg => {
             AggState::Collected(Box::new(crate::agg_collect::Collected::new()))
         }
+        other => AggState::Stat(crate::stat_aggs::StatState::new(other)),
     }
 }
 
@@ -688,6 +691,7 @@ pub(crate) fn accumulate(
         }
         // Handled at the top (agg_collect.rs); a spec without `collect` never makes one.
         AggState::Collected(_) => {}
+        AggState::Stat(s) => s.add(spec.func, &v),
     }
     Ok(())
 }
@@ -725,6 +729,7 @@ pub(crate) fn finish(spec: &AggSpec, state: AggState) -> Result<Value, SqlError>
             Some(collect) => crate::agg_collect::finish(spec, collect, *collected)?,
             None => Value::Null,
         },
+        AggState::Stat(s) => s.finish(spec.func),
     })
 }
 

@@ -421,10 +421,10 @@ fn eval_func(f: Func, args: &[Expr], row: &[Value], env: &dyn Env) -> Result<Val
             }
             Value::Bytes(out)
         }
-        // Bytes: a binary string's bytes that are not UTF-8 count one each, not as U+FFFD.
-        Func::Length => match arg(0)? {
-            Value::Bytes(b) => Value::Int(b.len() as i64),
-            other => value::as_text(&other).map_or(Value::Null, |s| Value::Int(s.len() as i64)),
+        // Bytes, not the text's: a binary string need not be UTF-8 (LENGTH(UNHEX('FF')) is 1).
+        Func::Length => match crate::string_funcs::as_bytes(&arg(0)?) {
+            None => Value::Null,
+            Some(b) => Value::Int(b.len() as i64),
         },
         Func::CharLength => match value::as_text(&arg(0)?) {
             None => Value::Null,

@@ -119,19 +119,22 @@ fn row_independent_value(e: &Expr) -> bool {
             | Func::User
             | Func::CurrentUser => true,
             // FROM_UNIXTIME and UNIX_TIMESTAMP read the session's time zone.
-            Func::Builtin(b) => matches!(
-                b,
-                Builtin::Now { .. }
-                    | Builtin::CurDate { .. }
-                    | Builtin::CurTime { .. }
-                    | Builtin::UnixTimestamp { .. }
-                    | Builtin::FromUnixtime { .. }
-                    | Builtin::Rand
-                    | Builtin::Sleep
-                    | Builtin::Benchmark
-                    | Builtin::RowCount
-                    | Builtin::FoundRows
-            ),
+            Func::Builtin(b) => {
+                b.is_volatile()
+                    || matches!(
+                        b,
+                        Builtin::Now { .. }
+                            | Builtin::CurDate { .. }
+                            | Builtin::CurTime { .. }
+                            | Builtin::UnixTimestamp { .. }
+                            | Builtin::FromUnixtime { .. }
+                            | Builtin::Rand
+                            | Builtin::Sleep
+                            | Builtin::Benchmark
+                            | Builtin::RowCount
+                            | Builtin::FoundRows
+                    )
+            }
             _ => false,
         },
         _ => false,

@@ -39,6 +39,11 @@ thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
 }
 
+/// The process of the statement running on this thread, if any (user_locks.rs).
+pub(crate) fn current_process() -> Option<Arc<Process>> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|c| Arc::clone(&c.process)))
+}
+
 /// MySQL's error for a statement stopped by KILL QUERY or KILL CONNECTION.
 pub(crate) fn interrupted() -> SqlError {
     SqlError::new(1317, "70100", "Query execution was interrupted")

@@ -85,7 +85,7 @@ fn mark_literal_bools(arg: &ast::Expr, e: Expr) -> Expr {
 }
 
 /// Rule 2's type check of a document argument (`arg` 1-based).
-fn check_document(t: &SqlType, arg: usize, function: &str) -> Result<(), SqlError> {
+pub(crate) fn check_document(t: &SqlType, arg: usize, function: &str) -> Result<(), SqlError> {
     match t {
         SqlType::Json | SqlType::Str { .. } | SqlType::Null => Ok(()),
         _ => Err(SqlError::new(

@@ -63,6 +63,8 @@ pub(crate) struct Process {
     hook: Mutex<Option<KillHook>>,
     /// The session's own status counters (SHOW SESSION STATUS).
     pub(crate) counters: crate::status::StatusCounters,
+    /// The instance's user locks, which this session's are freed from when it ends.
+    user_locks: Arc<crate::user_locks::UserLocks>,
 }
 
 impl std::fmt::Debug for Process {
@@ -141,7 +143,11 @@ impl Process {
         lock(&self.activity).db = db.map(str::to_owned);
     }
 
-    fn id(&self) -> u64 {
+    pub(crate) fn user_locks(&self) -> &Arc<crate::user_locks::UserLocks> {
+        &self.user_locks
+    }
+
+    pub(crate) fn id(&self) -> u64 {
         lock(&self.activity).id
     }
 
@@ -154,6 +160,8 @@ impl Process {
 #[derive(Debug, Default)]
 pub(crate) struct ProcessList {
     entries: Mutex<BTreeMap<u64, Arc<Process>>>,
+    /// The instance's named user locks (user_locks.rs).
+    user_locks: Arc<crate::user_locks::UserLocks>,
 }
 
 impl ProcessList {
@@ -173,6 +181,7 @@ impl ProcessList {
             kill: AtomicU8::new(KILL_NONE),
             hook: Mutex::new(None),
             counters: crate::status::StatusCounters::default(),
+            user_locks: Arc::clone(&self.user_locks),
         });
         // The server renames its sessions to its own connection ids, which may equal an id the
         // instance gives out: a new session never displaces a live one's entry (it is listed
@@ -301,6 +310,8 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        // A session's user locks end with it (user_locks.rs rule 5).
+        self.process.user_locks.release_all(&self.process);
         let mut entries = lock(&self.list.entries);
         let id = self.process.id();
         if entries

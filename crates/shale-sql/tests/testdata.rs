@@ -216,3 +216,8 @@ fn sets() {
 fn dba_views() {
     common::run_file("dba_views");
 }
+
+#[test]
+fn functions2() {
+    common::run_file("functions2");
+}
