@@ -226,7 +226,11 @@ impl UserLocks {
                 Some(end) => (end - now).min(POLL),
                 None => POLL,
             };
-            table.waiting.insert(me, key.to_string());
+            if table.waiting.insert(me, key.to_string()).is_none() {
+                // MySQL's State for a GET_LOCK wait; shown only once `waiting` has the entry,
+                // so whoever sees it can rely on the wait being registered (rule 4's cycles).
+                process.set_state("User lock");
+            }
             table = self
                 .released
                 .wait_timeout(table, slice)

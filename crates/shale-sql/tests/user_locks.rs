@@ -31,13 +31,16 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
-/// Waits until session `id` shows `info` as its running statement in SHOW PROCESSLIST.
-fn wait_until_running(watcher: &mut Session, id: u64, info: &str) {
+/// Waits until session `id` shows `info` as its running statement in SHOW PROCESSLIST, in
+/// the State "User lock": its wait is then registered (a wait seen only as a running
+/// statement may not be yet, and the cycle test then raced).
+fn wait_until_waiting(watcher: &mut Session, id: u64, info: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let rows = run(watcher, "SHOW FULL PROCESSLIST").rows;
         let running = rows.iter().any(|row| {
             int(&row[0]) == i64::try_from(id).ok()
+                && matches!(&row[6], Value::Bytes(b) if b == b"User lock")
                 && matches!(&row[7], Value::Bytes(b) if b == info.as_bytes())
         });
         if running {
@@ -64,7 +67,7 @@ fn a_waiter_gets_the_lock_when_the_holder_releases_it() {
         let holder = value(&mut b, "SELECT IS_USED_LOCK('job')");
         (got, holder, b)
     });
-    wait_until_running(&mut watcher, b_id, "SELECT GET_LOCK('JOB', 60)");
+    wait_until_waiting(&mut watcher, b_id, "SELECT GET_LOCK('JOB', 60)");
     assert!(rx.try_recv().is_err(), "GET_LOCK did not wait");
     assert_eq!(int(&value(&mut a, "SELECT RELEASE_LOCK('job')")), Some(1));
     let (got, holder, mut b) = waiter.join().unwrap();
@@ -92,7 +95,7 @@ fn a_session_that_ends_releases_its_locks_and_wakes_the_waiter() {
         let mut b = b;
         value(&mut b, "SELECT GET_LOCK('m', -1)")
     });
-    wait_until_running(&mut watcher, b_id, "SELECT GET_LOCK('m', -1)");
+    wait_until_waiting(&mut watcher, b_id, "SELECT GET_LOCK('m', -1)");
     drop(a);
     assert_eq!(int(&waiter.join().unwrap()), Some(1));
 }
@@ -109,7 +112,7 @@ fn kill_query_ends_a_wait_with_null() {
         let mut b = b;
         value(&mut b, "SELECT GET_LOCK('k', -1)")
     });
-    wait_until_running(&mut killer, b_id, "SELECT GET_LOCK('k', -1)");
+    wait_until_waiting(&mut killer, b_id, "SELECT GET_LOCK('k', -1)");
     run(&mut killer, &format!("KILL QUERY {b_id}"));
     assert_eq!(waiter.join().unwrap(), Value::Null);
     assert_eq!(
@@ -131,7 +134,7 @@ fn the_session_closing_a_wait_cycle_gets_3058() {
         let v = value(&mut a, "SELECT GET_LOCK('l2', 60)");
         (v, a)
     });
-    wait_until_running(&mut watcher, a_id, "SELECT GET_LOCK('l2', 60)");
+    wait_until_waiting(&mut watcher, a_id, "SELECT GET_LOCK('l2', 60)");
     let mut sink = TextSink::default();
     let err = b
         .execute("SELECT GET_LOCK('l1', 60)", &mut sink)
