@@ -597,9 +597,6 @@ pub(crate) enum AggState {
 }
 
 pub(crate) fn new_state(spec: &AggSpec) -> AggState {
-    if spec.collect.is_some() {
-        return AggState::Collected(Box::new(crate::agg_collect::Collected::new()));
-    }
     match spec.func {
         AggFunc::CountStar | AggFunc::Count => AggState::Count(0),
         AggFunc::Sum | AggFunc::Avg => AggState::Sum {

@@ -61,11 +61,14 @@ pub(crate) fn starts_with_any(sql: &str, words: &[&str]) -> bool {
 /// Rules 1 to 3.
 pub(crate) fn preprocess(sql: &str) -> String {
     let text = interval_units(&executable_comments(sql));
-    let rewritten = match first_word(&text).to_ascii_uppercase().as_str() {
-        "SET" => global_isolation(&text),
-        "START" => consistent_snapshot(&text),
-        "ALTER" => crate::views::alter_with_params(&text),
-        _ => None,
+    let rewritten = if starts_with_any(&text, &["SET"]) {
+        global_isolation(&text)
+    } else if starts_with_any(&text, &["START"]) {
+        consistent_snapshot(&text)
+    } else if starts_with_any(&text, &["ALTER"]) {
+        crate::views::alter_with_params(&text)
+    } else {
+        None
     };
     rewritten.unwrap_or(text)
 }
