@@ -2,6 +2,10 @@
 //! `AUTO_INCREMENT`, one autocommit transaction each) through a session on an in-memory file
 //! system: the SQL and table layers' cost per INSERT, without the network and the fsync.
 //!
+//! It runs blocks of statements with the statement cache off and on in turn
+//! (`shale_statement_cache`, `session/statement_cache.rs`) and prints each mode's median
+//! block, so a loaded machine slows both alike.
+//!
 //! `cargo run --release -p shale-sql --example text_insert [-- ROWS]`
 
 use std::sync::Arc;
@@ -26,6 +30,9 @@ impl ResultSink for Discard {
         Ok(())
     }
 }
+
+/// Blocks of statements, alternating between the statement cache off and on.
+const BLOCKS: usize = 8;
 
 /// sysbench's 119-character `c` value: groups of 11 digits joined by `-`.
 fn c_value(i: u64) -> String {
@@ -80,13 +87,29 @@ fn main() {
             )
         })
         .collect();
-    let start = Instant::now();
-    for sql in &statements {
-        session.execute(sql, &mut sink).unwrap();
+    // Blocks alternate between the modes; each mode's median block is its figure.
+    let per_block = statements.len() / BLOCKS;
+    let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for (block, chunk) in statements.chunks(per_block.max(1)).enumerate() {
+        let cached = block % 2;
+        session
+            .execute(&format!("SET shale_statement_cache = {cached}"), &mut sink)
+            .unwrap();
+        let start = Instant::now();
+        for sql in chunk {
+            session.execute(sql, &mut sink).unwrap();
+        }
+        times[cached].push(start.elapsed().as_secs_f64() * 1e6 / chunk.len() as f64);
     }
-    let elapsed = start.elapsed();
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (off, on) = (median(&mut times[0]), median(&mut times[1]));
     println!(
-        "text INSERT, autocommit: {:.2} us/statement ({rows} statements)",
-        elapsed.as_secs_f64() * 1e6 / rows as f64
+        "text INSERT, autocommit ({rows} statements, median of {} blocks per mode): \
+         {off:.2} us/statement without the statement cache, {on:.2} with it ({:.2}x)",
+        times[0].len(),
+        off / on
     );
 }

@@ -29,6 +29,7 @@ use crate::types::SqlType;
 use crate::variables;
 
 mod sql_prepare;
+mod statement_cache;
 
 /// What COM_STMT_PREPARE answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,6 +227,8 @@ pub struct Session {
     sql_prepared: HashMap<String, u32>,
     /// `shale_bulk_load` and its running load (bulk_insert.rs).
     bulk: crate::bulk_insert::BulkMode,
+    /// Plans of text INSERTs by shape (statement_cache.rs).
+    statement_cache: statement_cache::StatementCache,
 }
 
 fn text_value(s: &str) -> Value {
@@ -289,6 +292,7 @@ impl Session {
             next_statement_id: 1,
             sql_prepared: HashMap::new(),
             bulk: crate::bulk_insert::BulkMode::default(),
+            statement_cache: statement_cache::StatementCache::default(),
         }
     }
 
@@ -317,6 +321,8 @@ impl Session {
     pub fn set_user(&mut self, user: &str, host: &str) {
         self.state.user = format!("{user}@{host}");
         self.process.process().set_user(user, host);
+        // A plan may hold the user (CURRENT_USER()).
+        self.statement_cache.clear();
     }
 
     /// What KILL CONNECTION of this session calls (the server closes the socket with it).
@@ -351,6 +357,7 @@ impl Session {
         self.rollback_open();
         self.prepared.clear();
         self.sql_prepared.clear();
+        self.statement_cache.clear();
         self.state.user_vars.clear();
         self.state.vars.clear();
         self.state.warnings.clear();
@@ -392,6 +399,9 @@ impl Session {
 
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         if let Some(result) = crate::bulk_insert::intercept(self, sql, sink) {
+            return result;
+        }
+        if let Some(result) = self.run_through_cache(sql, sink) {
             return result;
         }
         if let Some(tables) = crate::check_table::parse_check_table(sql) {

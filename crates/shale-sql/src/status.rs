@@ -63,10 +63,14 @@ pub enum Counter {
     AbortedConnects,
     BytesReceived,
     BytesSent,
+    /// A text INSERT/REPLACE ran a plan the statement cache kept (session/statement_cache.rs).
+    StatementCacheHits,
+    /// A text INSERT/REPLACE the statement cache admits was planned and kept.
+    StatementCacheMisses,
 }
 
 /// Every counter with its SHOW STATUS name, in the order of the enum.
-const NAMES: [(Counter, &str); 37] = [
+const NAMES: [(Counter, &str); 39] = [
     (Counter::Questions, "Questions"),
     (Counter::Queries, "Queries"),
     (Counter::ComSelect, "Com_select"),
@@ -104,6 +108,11 @@ const NAMES: [(Counter, &str); 37] = [
     (Counter::AbortedConnects, "Aborted_connects"),
     (Counter::BytesReceived, "Bytes_received"),
     (Counter::BytesSent, "Bytes_sent"),
+    (Counter::StatementCacheHits, "Shale_statement_cache_hits"),
+    (
+        Counter::StatementCacheMisses,
+        "Shale_statement_cache_misses",
+    ),
 ];
 
 /// Counters only the server counts: SESSION scope shows their global value.

@@ -122,6 +122,8 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("shale_create_checkpoint", text(""));
     m.insert("cte_max_recursion_depth", Value::Int(1000));
     m.insert("sql_safe_updates", Value::Int(0));
+    // Whether text INSERTs run kept plans by shape (session/statement_cache.rs).
+    m.insert("shale_statement_cache", Value::Int(1));
     m
 }
 

@@ -221,3 +221,8 @@ fn dba_views() {
 fn functions2() {
     common::run_file("functions2");
 }
+
+#[test]
+fn statement_cache() {
+    common::run_file("statement_cache");
+}
