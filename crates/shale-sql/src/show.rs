@@ -1,7 +1,7 @@
 //! SHOW statements, DESCRIBE and EXPLAIN: result sets built from the catalog and the
 //! session, with MySQL's column names.
 
-use shale_table::{Collation, Value};
+use shale_table::{Collation, IndexChoice, Value};
 use sqlparser::ast::{self, Statement};
 
 use crate::error::SqlError;
@@ -306,7 +306,10 @@ fn show_index(
             .ok_or_else(|| SqlError::no_such_table(&db, &t))?,
     };
     let mut rows = Vec::new();
-    let mut add = |name: &str, unique: bool, columns: &[usize]| {
+    let store = &session.instance().store;
+    let mut add = |name: &str, unique: bool, columns: &[usize], index: IndexChoice| {
+        // A view's shape has no data to estimate; a failed estimate shows NULL.
+        let cardinality = store.cached_index_cardinality(&def, index).ok();
         for (seq, &c) in columns.iter().enumerate() {
             let col = &def.columns[c];
             rows.push(vec![
@@ -316,7 +319,7 @@ fn show_index(
                 Value::Int(seq as i64 + 1),
                 text(&col.name),
                 text("A"),
-                Value::Null,
+                cardinality_value(cardinality.as_deref(), seq),
                 Value::Null,
                 Value::Null,
                 text(if col.nullable { "YES" } else { "" }),
@@ -327,10 +330,15 @@ fn show_index(
         }
     };
     if !def.primary_key.columns.is_empty() {
-        add("PRIMARY", true, &def.primary_key.columns);
+        add(
+            "PRIMARY",
+            true,
+            &def.primary_key.columns,
+            IndexChoice::Primary,
+        );
     }
-    for ix in &def.indexes {
-        add(&ix.name, ix.unique, &ix.columns);
+    for (i, ix) in def.indexes.iter().enumerate() {
+        add(&ix.name, ix.unique, &ix.columns, IndexChoice::Secondary(i));
     }
     let int = |name: &str| {
         crate::types::SqlType::Int {
@@ -356,6 +364,15 @@ fn show_index(
     ];
     session.state_mut().warnings.clear();
     session.text_rows(sink, &columns, &rows)
+}
+
+/// SHOW INDEX's `Cardinality` (and STATISTICS'): the estimate for the first `seq + 1`
+/// columns, NULL when there is none.
+pub(crate) fn cardinality_value(figures: Option<&[u64]>, seq: usize) -> Value {
+    figures
+        .and_then(|f| f.get(seq))
+        .and_then(|&n| i64::try_from(n).ok())
+        .map_or(Value::Null, Value::Int)
 }
 
 /// DESCRIBE / SHOW COLUMNS.

@@ -6,9 +6,9 @@
 //! - OPTIMIZE compacts the key range of each of the table's indexes, primary first, as
 //!   `MyRocks`' OPTIMIZE TABLE does: the engine's `compact_range` drops deleted rows, old
 //!   versions and tombstones and leaves the range at the bottom of the tree.
-//! - ANALYZE measures each index's estimate now (`Store::analyze_index`): the table layer
-//!   keeps no stored statistics, every estimate is computed when asked, so there is nothing
-//!   stale to replace; reading each index also proves it readable.
+//! - ANALYZE measures each index's estimate now and estimates its cardinality again
+//!   (`Store::analyze_index`), replacing the figures SHOW INDEX shows; reading each index
+//!   also proves it readable.
 //!
 //! Rules:
 //! 1. Like MySQL, each commits an open transaction first (a table maintenance statement).

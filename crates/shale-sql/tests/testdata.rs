@@ -226,3 +226,8 @@ fn functions2() {
 fn statement_cache() {
     common::run_file("statement_cache");
 }
+
+#[test]
+fn cardinality() {
+    common::run_file("cardinality");
+}

@@ -101,6 +101,7 @@ mod alter;
 mod build;
 mod bulk;
 mod bulk_sort;
+mod cardinality;
 mod check;
 mod codec;
 mod cursor;
@@ -132,6 +133,7 @@ mod zone;
 
 pub use alter::{widens_losslessly, AlterMethod, ConvertFn, TableChange, MAX_PAST_VERSIONS};
 pub use bulk::{BulkLoad, BulkLoadOptions, BulkLoadSummary};
+pub use cardinality::SAMPLE_LIMIT;
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
 pub use decimal::{

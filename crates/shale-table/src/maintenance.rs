@@ -2,10 +2,10 @@
 //! compacting the key range of each of a table's indexes, and measuring the estimates the
 //! planner and `information_schema` read ([`crate::stats`]).
 //!
-//! The table layer keeps no stored statistics: every estimate is computed when asked, from
-//! at most [`crate::COUNT_LIMIT`] entries and one seek. [`Store::analyze_index`] is that
-//! computation done for one index now, so ANALYZE TABLE reads every index's entries (up to the
-//! limit) and reports what the estimates see.
+//! The row and range estimates are computed when asked, from at most
+//! [`crate::COUNT_LIMIT`] entries and one seek; index cardinalities are kept once estimated
+//! (cardinality.rs). [`Store::analyze_index`] reads one index's estimate now and estimates its
+//! cardinality again, so ANALYZE TABLE refreshes what SHOW INDEX shows.
 
 use crate::cursor::{engine_range, IndexChoice, KeyRange};
 use crate::error::Result;
@@ -27,8 +27,10 @@ impl Store {
         Ok(())
     }
 
-    /// The estimate of `index`'s entries and bytes of `table` as of now (see the module doc).
+    /// The estimate of `index`'s entries and bytes of `table` as of now, after estimating its
+    /// cardinality again (see the module doc).
     pub fn analyze_index(&self, table: &TableDef, index: IndexChoice) -> Result<TableStats> {
+        self.refresh_index_cardinality(table, index)?;
         self.records_in_range(table, index, KeyRange::all())
     }
 }

@@ -80,6 +80,8 @@ pub(crate) struct StoreInner {
     pub(crate) shadows: Shadows,
     /// `MySQL`'s `lock_wait_timeout`: how long DDL waits for writers, and writers for DDL.
     pub(crate) ddl_wait_timeout: Duration,
+    /// Index cardinalities by index id, once estimated (cardinality.rs).
+    pub(crate) cardinalities: crate::cardinality::Cardinalities,
 }
 
 /// An open database directory: the engine and the catalog. Share it
@@ -168,6 +170,7 @@ impl Store {
                 online: Arc::default(),
                 fences: TableFences::default(),
                 shadows: Shadows::default(),
+                cardinalities: crate::cardinality::Cardinalities::default(),
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
             }),
         })

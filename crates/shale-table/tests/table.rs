@@ -1196,3 +1196,64 @@ fn timestamps_are_stored_in_utc_and_shown_at_the_transactions_offset() {
     assert!(txn.check_table(&table).unwrap().is_ok());
     txn.commit().unwrap();
 }
+
+#[test]
+fn index_cardinality_counts_distinct_prefixes_by_collation_and_scales_a_sample() {
+    let (_fs, store, _t) = setup();
+    let mut def = sbtest("kc");
+    def.indexes = vec![index("kc", vec![1, 2], false)];
+    let kc = store.create_table(def).unwrap();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 0..100 {
+        // 'a' and 'A' are one value under utf8mb4_general_ci.
+        let c = if id % 4 < 2 { "a" } else { "A" };
+        txn.insert(&kc, row(id, id % 10, c, None)).unwrap();
+    }
+    txn.commit().unwrap();
+    assert_eq!(
+        store.index_cardinality(&kc, IndexChoice::Primary).unwrap(),
+        vec![100]
+    );
+    assert_eq!(
+        store
+            .index_cardinality(&kc, IndexChoice::Secondary(0))
+            .unwrap(),
+        vec![10, 10]
+    );
+    let mut nulls = sbtest("nulls");
+    nulls.indexes = vec![index("u_1", vec![4], false)];
+    let nulls = store.create_table(nulls).unwrap();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 0..50 {
+        txn.insert(&nulls, row(id, 0, "c", None)).unwrap();
+    }
+    txn.commit().unwrap();
+    assert_eq!(
+        store
+            .index_cardinality(&nulls, IndexChoice::Secondary(0))
+            .unwrap(),
+        vec![1],
+        "NULLs count as one value (innodb_stats_method=nulls_equal)"
+    );
+
+    // Past the sample: 40 rows per k, so the first entries hold only the lowest k values
+    // and the count is scaled by the table's estimated rows.
+    let big = store.create_table(sbtest("big")).unwrap();
+    let rows: i64 = 40_000;
+    assert!(rows.unsigned_abs() > shale_table::SAMPLE_LIMIT);
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 0..rows {
+        txn.insert(&big, row(id, id % 1000, "c", None)).unwrap();
+    }
+    txn.commit().unwrap();
+    store.engine().db().flush().unwrap();
+    let k = store
+        .index_cardinality(&big, IndexChoice::Secondary(0))
+        .unwrap();
+    assert!((950..=1050).contains(&k[0]), "k_1 cardinality {k:?}");
+    let primary = store.index_cardinality(&big, IndexChoice::Primary).unwrap();
+    assert!(
+        (38_000..=42_000).contains(&primary[0]),
+        "PRIMARY cardinality {primary:?}"
+    );
+}

@@ -387,7 +387,16 @@ pub(super) fn statistics(store: &Store) -> Vec<Row> {
     let mut out = Vec::new();
     for (db, tables) in &store.catalog().databases {
         for def in tables.values() {
-            for (name, unique, cols) in indexes(def) {
+            for (n, (name, unique, cols)) in indexes(def).into_iter().enumerate() {
+                // `indexes` lists PRIMARY first unless it is hidden.
+                let index = if def.has_hidden_primary_key() {
+                    shale_table::IndexChoice::Secondary(n)
+                } else if n == 0 {
+                    shale_table::IndexChoice::Primary
+                } else {
+                    shale_table::IndexChoice::Secondary(n - 1)
+                };
+                let cardinality = store.cached_index_cardinality(def, index).ok();
                 for (seq, &pos) in cols.iter().enumerate() {
                     let Some(col) = def.columns.get(pos) else {
                         continue;
@@ -402,7 +411,7 @@ pub(super) fn statistics(store: &Store) -> Vec<Row> {
                         Value::UInt(seq as u64 + 1),
                         text(&col.name),
                         text("A"),
-                        Value::Null,
+                        crate::show::cardinality_value(cardinality.as_deref(), seq),
                         Value::Null,
                         Value::Null,
                         text(if col.nullable { "YES" } else { "" }),
