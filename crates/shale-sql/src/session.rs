@@ -231,6 +231,18 @@ pub struct Session {
     statement_cache: statement_cache::StatementCache,
 }
 
+/// What a session's variables start from: the global values (SET GLOBAL sql_mode = ''
+/// reaches the sessions that connect afterwards, as in MySQL), else the defaults.
+fn session_defaults(globals: &BTreeMap<String, Value>) -> BTreeMap<&'static str, Value> {
+    let mut defaults = variables::defaults();
+    for (name, value) in globals {
+        if let Some(slot) = defaults.get_mut(name.as_str()) {
+            slot.clone_from(value);
+        }
+    }
+    defaults
+}
+
 fn text_value(s: &str) -> Value {
     Value::Bytes(s.as_bytes().to_vec())
 }
@@ -247,10 +259,11 @@ pub(crate) fn text_column(name: &str) -> ColumnMeta {
 impl Session {
     pub(crate) fn new(instance: Arc<Instance>, connection_id: u64) -> Session {
         let globals = Arc::clone(&instance.globals);
-        let (isolation, autocommit) = {
+        let (isolation, autocommit, defaults) = {
             let g = globals
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let defaults = session_defaults(&g);
             let isolation = g
                 .get("transaction_isolation")
                 .and_then(|v| parse_isolation(v).ok())
@@ -258,7 +271,7 @@ impl Session {
             let autocommit = g
                 .get("autocommit")
                 .is_none_or(|v| crate::value::truth(v) != Some(false));
-            (isolation, autocommit)
+            (isolation, autocommit, defaults)
         };
         let process = instance.processes.register(connection_id);
         let weak_instance = Arc::downgrade(&instance);
@@ -273,7 +286,7 @@ impl Session {
                 autocommit,
                 isolation,
                 vars: BTreeMap::new(),
-                defaults: variables::defaults(),
+                defaults,
                 warnings: Vec::new(),
                 globals,
                 user_vars: HashMap::new(),
@@ -367,6 +380,7 @@ impl Session {
             .globals
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.state.defaults = session_defaults(&globals);
         self.state.isolation = globals
             .get("transaction_isolation")
             .and_then(|v| parse_isolation(v).ok())
