@@ -250,6 +250,7 @@ impl DbInner {
             block_cache,
             options.verify_checksums,
             max_open_files,
+            crate::direct_io::table_read_mode(&options),
         ));
         let blob_cache = Arc::new(BlobFileCache::new(fs.clone(), dir, max_open_files));
         let info_log = if wal.is_some() && options.info_log {

@@ -70,6 +70,9 @@ impl Error {
         let (Error::Io(e) | Error::Sst(shale_sst::Error::Io(e))) = self else {
             return false;
         };
+        if e.is_direct_io_unsupported() {
+            return false;
+        }
         matches!(
             e.op(),
             Op::Create

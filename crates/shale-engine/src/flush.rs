@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use shale_fs::FileSystem;
+use shale_fs::{FileSystem, IoMode};
 use shale_sst::{
     Comparator, InternalKey, ParsedInternalKey, SeqNo, TableProperties, TableWriter, ValueKind,
     WriterOptions,
@@ -121,6 +121,7 @@ pub(crate) fn write_memtable(
     snapshots: &[SeqNo],
     rate_limiter: Option<&Arc<RateLimiter>>,
     mut blobs: Option<&mut BlobOutputs<'_>>,
+    io_mode: IoMode,
 ) -> Result<Option<FileMetaData>> {
     let comparator = options.comparator.clone();
     // Empty ranges (`start >= end`) delete nothing, and a table cannot hold them.
@@ -135,7 +136,11 @@ pub(crate) fn write_memtable(
         return Ok(None);
     }
     let path = table_file_name(dir, number);
-    let file = RateLimitedFile::wrap(fs.create(&path)?, rate_limiter, IoPriority::Flush);
+    let file = RateLimitedFile::wrap(
+        fs.create_with(&path, io_mode)?,
+        rate_limiter,
+        IoPriority::Flush,
+    );
     let mut writer = TableWriter::new(file, path, options)?;
     // Under a TTL, the oldest value's write time, for the picker's TTL reason.
     let mut oldest_write_time: Option<u64> = None;
@@ -228,6 +233,7 @@ fn write_flush_files(
         snapshots,
         inner.rate_limiter.as_ref(),
         blobs.as_mut(),
+        crate::direct_io::table_write_mode(&inner.options),
     );
     let blob_numbers: Vec<u64> = blobs
         .as_ref()

@@ -57,6 +57,7 @@
 mod approximate;
 mod batch;
 mod db_iter;
+mod direct_io;
 mod error;
 pub mod inspect;
 // The WAL and blob-file readers are declared inside `inspect` (their public face); the

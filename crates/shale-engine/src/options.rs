@@ -722,6 +722,16 @@ pub struct Options {
     /// Tune the rate between 1/20 of `rate_limit_bytes_per_sec` and all of it by the pending
     /// compaction bytes: up while they grow, down while they fall or are zero.
     pub rate_limiter_auto_tune: bool,
+    /// Read table files with `O_DIRECT`, bypassing the OS page cache (`RocksDB`'s
+    /// `use_direct_reads`): the block cache is then the only cache of table bytes, so size it
+    /// for the working set. The open fails, naming the option, on a file system that refuses
+    /// `O_DIRECT` (docs/operations.md, "Direct I/O"). Default off.
+    pub use_direct_reads: bool,
+    /// Write the table files of flushes and compactions with `O_DIRECT` (`RocksDB`'s
+    /// `use_direct_io_for_flush_and_compaction`), so that background writes do not push
+    /// cached pages out of the page cache. WAL, MANIFEST, OPTIONS, blob and ingested files stay
+    /// buffered. Default off.
+    pub use_direct_io_for_flush_and_compaction: bool,
 }
 
 impl Default for Options {
@@ -747,6 +757,8 @@ impl Default for Options {
             idle_compaction_after: Some(Duration::from_secs(30)),
             rate_limit_bytes_per_sec: 0,
             rate_limiter_auto_tune: false,
+            use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
         }
     }
 }
@@ -826,6 +838,14 @@ impl Options {
                 "rate_limiter_auto_tune".to_owned(),
                 self.rate_limiter_auto_tune.to_string(),
             ),
+            (
+                "use_direct_reads".to_owned(),
+                self.use_direct_reads.to_string(),
+            ),
+            (
+                "use_direct_io_for_flush_and_compaction".to_owned(),
+                self.use_direct_io_for_flush_and_compaction.to_string(),
+            ),
         ];
         let mut sections = vec![("db".to_owned(), db)];
         for (name, options) in keyspaces {
@@ -869,6 +889,27 @@ fn set_parsed<T: std::str::FromStr>(target: &mut T, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_options_file_records_the_direct_io_options() {
+        let file = Options::default().to_file(&[]);
+        assert_eq!(file.get("db", "use_direct_reads"), Some("false"));
+        assert_eq!(
+            file.get("db", "use_direct_io_for_flush_and_compaction"),
+            Some("false")
+        );
+        let options = Options {
+            use_direct_reads: true,
+            use_direct_io_for_flush_and_compaction: true,
+            ..Options::default()
+        };
+        let file = options.to_file(&[]);
+        assert_eq!(file.get("db", "use_direct_reads"), Some("true"));
+        assert_eq!(
+            file.get("db", "use_direct_io_for_flush_and_compaction"),
+            Some("true")
+        );
+    }
 
     #[test]
     fn the_options_file_spells_modes_by_their_names() {

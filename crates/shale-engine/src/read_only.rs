@@ -108,6 +108,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
             dir.display()
         )));
     }
+    crate::direct_io::check_read_only_open(&*fs, dir, &options)?;
     // The writer creates a WAL before an edit names it: a WAL the MANIFEST read below names is
     // in this listing (taken before the read) or in the one taken after it.
     let listed_before = fs.list(dir)?;

@@ -99,6 +99,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     fs.create_dir_all(dir)?;
     let lock = fs.lock(&dir.join(LOCK_FILE_NAME))?;
+    crate::direct_io::check_writable_open(&*fs, dir, &options)?;
     let names = fs.list(dir)?;
     let (loaded, persisted, first_wal) = load_versions(dir, &options, &names)?;
     let version = loaded.version();

@@ -17,7 +17,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use shale_fs::FileSystem;
+use shale_fs::{FileSystem, IoMode};
 use shale_sst::{BlockCache, Comparator, PrefixExtractor, SeqNo, Table, TableOpenOptions};
 
 use crate::error::Result;
@@ -33,6 +33,8 @@ pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     open_options: TableOpenOptions,
+    /// How table files are opened (`Options::use_direct_reads`).
+    read_mode: IoMode,
     shard_capacity: usize,
     shards: Box<[Mutex<CacheState>]>,
 }
@@ -111,6 +113,7 @@ impl TableCache {
         block_cache: Arc<BlockCache>,
         verify_checksums: bool,
         capacity: usize,
+        read_mode: IoMode,
     ) -> Self {
         let (shards, shard_capacity) = shard_layout(capacity);
         TableCache {
@@ -129,6 +132,7 @@ impl TableCache {
                 charge_pinned_index_and_filter: true,
                 global_seqno: None,
             },
+            read_mode,
             shard_capacity,
             shards: (0..shards)
                 .map(|_| Mutex::new(CacheState::default()))
@@ -170,7 +174,10 @@ impl TableCache {
             global_seqno,
             ..self.open_options.clone()
         };
-        let table = Table::open(&*self.fs, &table_file_name(&self.dir, number), &options)?;
+        let file = self
+            .fs
+            .open_read_with(&table_file_name(&self.dir, number), self.read_mode)?;
+        let table = Table::open_file(file, &options)?;
         let mut state = self
             .shard(number)
             .lock()

@@ -125,6 +125,22 @@ pub enum Error {
         /// The missing path.
         path: PathBuf,
     },
+    /// The file system refused to open a file with `O_DIRECT` (`EINVAL`: tmpfs before Linux
+    /// 6.6, some FUSE and network file systems). Retrying cannot help.
+    #[error(
+        "{op} of {} with O_DIRECT failed: the file system refuses direct I/O ({source}); \
+         turn the direct I/O option off or put the database on a file system that supports \
+         it (ext4, xfs)",
+        path.display()
+    )]
+    DirectIoUnsupported {
+        /// What was being done.
+        op: Op,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
     /// `FaultFs` injected this failure on purpose (tests only).
     #[error("{op} of {} failed: injected {fault} (FaultFs)", path.display())]
     Injected {
@@ -186,6 +202,11 @@ impl Error {
         }
     }
 
+    /// Whether the file system refused `O_DIRECT` ([`Error::DirectIoUnsupported`]).
+    pub fn is_direct_io_unsupported(&self) -> bool {
+        matches!(self, Error::DirectIoUnsupported { .. })
+    }
+
     /// Whether `FaultFs` injected this error.
     pub fn is_injected(&self) -> bool {
         matches!(self, Error::Injected { .. })
@@ -194,7 +215,10 @@ impl Error {
     /// The operation that failed.
     pub fn op(&self) -> Op {
         match self {
-            Error::Io { op, .. } | Error::NotFound { op, .. } | Error::Injected { op, .. } => *op,
+            Error::Io { op, .. }
+            | Error::NotFound { op, .. }
+            | Error::Injected { op, .. }
+            | Error::DirectIoUnsupported { op, .. } => *op,
             Error::Locked { .. } => Op::Lock,
             Error::UnexpectedEof { .. } => Op::Read,
         }
@@ -207,7 +231,8 @@ impl Error {
             | Error::Locked { path }
             | Error::UnexpectedEof { path, .. }
             | Error::NotFound { path, .. }
-            | Error::Injected { path, .. } => path,
+            | Error::Injected { path, .. }
+            | Error::DirectIoUnsupported { path, .. } => path,
         }
     }
 
@@ -242,6 +267,11 @@ impl Error {
                 op: *op,
                 path: path.clone(),
                 fault: *fault,
+            },
+            Error::DirectIoUnsupported { op, path, source } => Error::DirectIoUnsupported {
+                op: *op,
+                path: path.clone(),
+                source: io::Error::new(source.kind(), source.to_string()),
             },
         }
     }

@@ -25,7 +25,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::{DataSyncer, Error, FileLock, FileSystem, Op, RandomAccessFile, Result, WritableFile};
+use crate::{
+    DataSyncer, Error, FileLock, FileSystem, IoMode, Op, RandomAccessFile, Result, WritableFile,
+};
 
 /// Which calls a [`FaultRule`] applies to: one operation, or all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -357,6 +359,25 @@ impl FileSystem for FaultFs {
         self.shared.guard(Op::OpenRead, path)?;
         Ok(Arc::new(FaultRandomAccessFile {
             inner: self.inner.open_read(path)?,
+            shared: self.shared.clone(),
+        }))
+    }
+
+    // The direct-I/O opens count and fail as `create` and `open_read` do, and hand the mode
+    // to the wrapped file system.
+    fn create_with(&self, path: &Path, mode: IoMode) -> Result<Box<dyn WritableFile>> {
+        self.shared.guard(Op::Create, path)?;
+        Ok(Box::new(FaultWritableFile {
+            inner: self.inner.create_with(path, mode)?,
+            path: path.to_path_buf(),
+            shared: self.shared.clone(),
+        }))
+    }
+
+    fn open_read_with(&self, path: &Path, mode: IoMode) -> Result<Arc<dyn RandomAccessFile>> {
+        self.shared.guard(Op::OpenRead, path)?;
+        Ok(Arc::new(FaultRandomAccessFile {
+            inner: self.inner.open_read_with(path, mode)?,
             shared: self.shared.clone(),
         }))
     }

@@ -2,7 +2,7 @@
 //!
 //! Every other crate takes a [`FileSystem`] so that the same engine code runs on
 //! - [`OsFs`]: the real file system (fdatasync, directory fsync, `flock`-style locks,
-//!   buffered or `O_DIRECT` reads);
+//!   buffered or `O_DIRECT` reads and writes, chosen per open by [`IoMode`]);
 //! - [`MemFs`]: memory that knows which bytes and directory entries are durable and can
 //!   produce the image a power cut would leave ([`MemFs::crash_image`]);
 //! - [`FaultFs`]: a wrapper that injects failures by operation, path and count.
@@ -20,6 +20,7 @@
 //!
 //! Clock and threads stay out of this crate on purpose.
 
+mod direct;
 mod error;
 mod fault;
 mod mem;
@@ -33,7 +34,7 @@ use std::sync::Arc;
 pub use error::{Error, Op, Result};
 pub use fault::{FaultError, FaultFs, FaultRule, FaultTrigger, OpKind, RuleId};
 pub use mem::{CrashMode, MemFs, SyncHook};
-pub use os::{OsFs, ReadMode};
+pub use os::OsFs;
 pub use replace::{replace_file_durably, temp_path};
 
 /// A file system shaped for an LSM tree: write-once files built by appending, read by
@@ -45,6 +46,19 @@ pub trait FileSystem: Send + Sync + Debug {
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for positional reads.
     fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// [`Self::create`] with the given [`IoMode`]. A file system that refuses `O_DIRECT`
+    /// fails with [`Error::DirectIoUnsupported`]. The default ignores the mode (right for a
+    /// file system without a page cache, such as `MemFs`); a wrapper must pass it through.
+    fn create_with(&self, path: &Path, mode: IoMode) -> Result<Box<dyn WritableFile>> {
+        let _ = mode;
+        self.create(path)
+    }
+    /// [`Self::open_read`] with the given [`IoMode`]; the default ignores the mode, as
+    /// [`Self::create_with`]'s does.
+    fn open_read_with(&self, path: &Path, mode: IoMode) -> Result<Arc<dyn RandomAccessFile>> {
+        let _ = mode;
+        self.open_read(path)
+    }
     /// Atomically replaces `to` with `from` (POSIX rename semantics).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file.
@@ -71,6 +85,19 @@ pub trait FileSystem: Send + Sync + Debug {
         let _ = dir;
         Ok(None)
     }
+}
+
+/// How a file's bytes move between Shale and the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoMode {
+    /// Through the OS page cache.
+    #[default]
+    Buffered,
+    /// With `O_DIRECT`, bypassing the page cache (`RocksDB`'s `use_direct_reads` and
+    /// `use_direct_io_for_flush_and_compaction`): the block cache is then the only cache of
+    /// the file's bytes. `OsFs` aligns offsets, lengths and buffers itself (os.rs), so callers
+    /// read and append as usual.
+    Direct,
 }
 
 /// A file open for appending.

@@ -9,8 +9,9 @@
 //! 3. Every OS error leaves as [`Error`] naming the operation and the path.
 //! 4. A lock is held by at most one handle in this process (a process-wide set of locked paths)
 //!    and one process on the machine (`flock` through `File::try_lock`).
-//! 5. [`ReadMode::Direct`] reads go through a 4096-byte-aligned buffer with offset and length
-//!    rounded out to 4096, so they are valid for any `O_DIRECT` device up to 4 KiB sectors.
+//! 5. A file opened with [`IoMode::Direct`] has `O_DIRECT` on its descriptor or the open fails
+//!    ([`Error::DirectIoUnsupported`] when the file system refuses it); it never silently falls
+//!    back to buffered I/O. Its alignment rules are kept in direct.rs.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
@@ -20,46 +21,55 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::{DataSyncer, Error, FileLock, FileSystem, Op, RandomAccessFile, Result, WritableFile};
+use crate::direct::{self, read_aligned, DirectWritableFile};
+use crate::{
+    DataSyncer, Error, FileLock, FileSystem, IoMode, Op, RandomAccessFile, Result, WritableFile,
+};
 
 /// Bytes a [`WritableFile`] from [`OsFs`] buffers before writing to the OS.
 const WRITE_BUFFER_SIZE: usize = 64 * 1024;
 
-/// Alignment of `O_DIRECT` reads: offset, length and buffer address.
-const DIRECT_ALIGN: usize = 4096;
-
-/// How [`OsFs`] reads files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ReadMode {
-    /// Through the OS page cache.
-    #[default]
-    Buffered,
-    /// With `O_DIRECT`, bypassing the page cache (for benchmarks and a user-space block
-    /// cache). On file systems that refuse `O_DIRECT` (tmpfs answers `EINVAL`) files are opened
-    /// buffered instead, silently: results are identical, only caching differs.
-    Direct,
-}
-
 /// The real file system.
 #[derive(Debug, Clone, Default)]
-pub struct OsFs {
-    read_mode: ReadMode,
-}
+pub struct OsFs {}
 
 impl OsFs {
-    /// An `OsFs` with buffered reads.
+    /// The OS file system.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// An `OsFs` reading with `read_mode`.
-    pub fn with_read_mode(read_mode: ReadMode) -> Self {
-        Self { read_mode }
-    }
-
-    /// The read mode asked for (a file may still fall back to buffered, see [`ReadMode::Direct`]).
-    pub fn read_mode(&self) -> ReadMode {
-        self.read_mode
+    /// The [`IoMode`] of every descriptor this process holds open on `path` (the `flags` line
+    /// of Linux's `/proc/self/fdinfo`), for tests and diagnostics that check a file really is
+    /// open with `O_DIRECT`. Empty where the file is not open (or `/proc` is missing).
+    pub fn descriptor_modes(&self, path: &Path) -> Result<Vec<IoMode>> {
+        let target = fs::canonicalize(path).map_err(|e| Error::io(Op::OpenRead, path, e))?;
+        let Ok(entries) = fs::read_dir("/proc/self/fd") else {
+            return Ok(Vec::new());
+        };
+        let mut modes = Vec::new();
+        for entry in entries.flatten() {
+            // Descriptors close while we look: skip any that vanish.
+            if fs::read_link(entry.path()).ok().as_deref() != Some(target.as_path()) {
+                continue;
+            }
+            let info_path = Path::new("/proc/self/fdinfo").join(entry.file_name());
+            let Ok(info) = fs::read_to_string(&info_path) else {
+                continue;
+            };
+            let flags = info
+                .lines()
+                .find_map(|line| line.strip_prefix("flags:"))
+                .and_then(|octal| i64::from_str_radix(octal.trim(), 8).ok());
+            if let Some(flags) = flags {
+                modes.push(if flags & i64::from(libc::O_DIRECT) != 0 {
+                    IoMode::Direct
+                } else {
+                    IoMode::Buffered
+                });
+            }
+        }
+        Ok(modes)
     }
 
     /// The whole text of a small file read at once, such as `/proc/self/io`. Not part of
@@ -101,17 +111,33 @@ impl FileSystem for OsFs {
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let (file, direct) = match self.read_mode {
-            ReadMode::Buffered => (open_buffered(path)?, false),
-            ReadMode::Direct => match OpenOptions::new()
+        self.open_read_with(path, IoMode::Buffered)
+    }
+
+    fn create_with(&self, path: &Path, mode: IoMode) -> Result<Box<dyn WritableFile>> {
+        if mode == IoMode::Buffered {
+            return self.create(path);
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .map_err(|e| direct::open_error(Op::Create, path, e))?;
+        Ok(Box::new(DirectWritableFile::new(file, path.to_path_buf())?))
+    }
+
+    fn open_read_with(&self, path: &Path, mode: IoMode) -> Result<Arc<dyn RandomAccessFile>> {
+        let direct = mode == IoMode::Direct;
+        let file = if direct {
+            OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_DIRECT)
                 .open(path)
-            {
-                Ok(file) => (file, true),
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (open_buffered(path)?, false),
-                Err(e) => return Err(Error::io(Op::OpenRead, path, e)),
-            },
+                .map_err(|e| direct::open_error(Op::OpenRead, path, e))?
+        } else {
+            File::open(path).map_err(|e| Error::io(Op::OpenRead, path, e))?
         };
         Ok(Arc::new(OsRandomAccessFile {
             file,
@@ -208,10 +234,6 @@ impl FileSystem for OsFs {
         let free = u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize));
         Ok(Some(free))
     }
-}
-
-fn open_buffered(path: &Path) -> Result<File> {
-    File::open(path).map_err(|e| Error::io(Op::OpenRead, path, e))
 }
 
 /// Paths locked by any `OsFs` handle in this process.
@@ -424,47 +446,6 @@ impl RandomAccessFile for OsRandomAccessFile {
     }
 }
 
-/// Reads `buf.len()` bytes at `offset` using only [`DIRECT_ALIGN`]-aligned offsets, lengths
-/// and buffer addresses, as `O_DIRECT` requires. Fails with `UnexpectedEof` if the file ends
-/// first. Works on any file; only `O_DIRECT` ones need it.
-fn read_aligned(file: &File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-    let align = DIRECT_ALIGN as u64;
-    let start = offset - offset % align;
-    let end = offset
-        .checked_add(buf.len() as u64)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "read past u64::MAX"))?;
-    let end = end.div_ceil(align) * align;
-    let span = usize::try_from(end - start)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "read too large"))?;
-    // Over-allocate by one alignment unit and start at the first aligned address inside.
-    let mut storage = vec![0u8; span + DIRECT_ALIGN];
-    let shift = storage.as_ptr().align_offset(DIRECT_ALIGN);
-    if shift >= DIRECT_ALIGN {
-        return Err(io::Error::other("cannot align read buffer"));
-    }
-    let aligned = &mut storage[shift..shift + span];
-    let mut filled = 0;
-    while filled < span {
-        let n = match file.read_at(&mut aligned[filled..], start + filled as u64) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        filled += n;
-        // A short read that breaks alignment only happens at end of file; reading on from an
-        // unaligned offset would fail with EINVAL under O_DIRECT.
-        if n == 0 || n % DIRECT_ALIGN != 0 {
-            break;
-        }
-    }
-    let skip = (offset - start) as usize;
-    if filled < skip + buf.len() {
-        return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
-    }
-    buf.copy_from_slice(&aligned[skip..skip + buf.len()]);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,35 +471,6 @@ mod tests {
         fn drop(&mut self) {
             let _ = fs::remove_dir_all(&self.0);
         }
-    }
-
-    fn pattern(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
-    }
-
-    #[test]
-    fn read_aligned_matches_plain_reads_at_unaligned_offsets() {
-        let dir = TempDir::new("aligned");
-        let path = dir.0.join("f");
-        let data = pattern(3 * DIRECT_ALIGN + 123);
-        fs::write(&path, &data).expect("write");
-        let file = File::open(&path).expect("open");
-        for (offset, len) in [
-            (0, 1),
-            (1, 4095),
-            (4095, 2),
-            (4096, 4096),
-            (5000, 7000),
-            (0, data.len()),
-            (data.len() - 1, 1),
-        ] {
-            let mut buf = vec![0; len];
-            read_aligned(&file, offset as u64, &mut buf).expect("read");
-            assert_eq!(buf, data[offset..offset + len], "offset {offset} len {len}");
-        }
-        let mut buf = vec![0; 2];
-        let err = read_aligned(&file, data.len() as u64 - 1, &mut buf).expect_err("past end");
-        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
     }
 
     #[test]

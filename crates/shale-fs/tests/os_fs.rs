@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use shale_fs::{Error, FileSystem, OsFs, ReadMode};
+use shale_fs::{Error, FileSystem, IoMode, OsFs};
 
 struct TempDir(PathBuf);
 
@@ -30,6 +30,11 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Where the direct I/O tests run: they need a file system that takes `O_DIRECT` (ext4, xfs,
+/// tmpfs from Linux 6.6), and fail rather than skip where the temp dir refuses it.
+const DIRECT_IO_DIR_HINT: &str =
+    "the temp dir refuses O_DIRECT: run with TMPDIR on a disk file system (ext4, xfs)";
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 31 + i / 509) as u8).collect()
@@ -141,12 +146,15 @@ fn direct_reads_return_the_same_bytes_as_buffered() {
     let path = dir.join("000003.sst");
     let data = pattern(3 * 4096 + 1234);
     write_file(&OsFs::new(), &path, &data);
-    let buffered = OsFs::with_read_mode(ReadMode::Buffered)
-        .open_read(&path)
-        .expect("open buffered");
-    let direct = OsFs::with_read_mode(ReadMode::Direct)
-        .open_read(&path)
-        .expect("open direct");
+    let buffered = OsFs::new().open_read(&path).expect("open buffered");
+    let direct = OsFs::new()
+        .open_read_with(&path, IoMode::Direct)
+        .unwrap_or_else(|e| panic!("{e}\n{DIRECT_IO_DIR_HINT}"));
+    assert_eq!(
+        OsFs::new().descriptor_modes(&path).expect("modes"),
+        [IoMode::Buffered, IoMode::Direct],
+        "one descriptor of each mode, in descriptor order"
+    );
     for (offset, len) in [
         (0, 1),
         (1, 100),
@@ -255,4 +263,113 @@ fn a_concurrent_syncer_flushes_then_syncs_from_another_thread() {
     syncing.join().expect("thread").expect("sync");
     file.sync_data().expect("sync");
     assert_eq!(fs.size(&path).expect("size"), 12 + 400);
+}
+
+#[test]
+fn direct_writes_write_whole_chunks_then_the_tail_at_sync() {
+    let dir = TempDir::new("direct-write");
+    let path = dir.join("000004.sst");
+    let fs = OsFs::new();
+    let data = pattern(4 * (1 << 20) + 10_000);
+    let mut file = fs
+        .create_with(&path, IoMode::Direct)
+        .unwrap_or_else(|e| panic!("{e}\n{DIRECT_IO_DIR_HINT}"));
+    assert_eq!(fs.descriptor_modes(&path).expect("modes"), [IoMode::Direct]);
+    // Appends of odd sizes, crossing chunk and buffer boundaries, one larger than the buffer.
+    let mut at = 0;
+    for size in [1, 4095, 5000, 3 << 19, 77, 1 << 21] {
+        file.append(&data[at..at + size]).expect("append");
+        at += size;
+    }
+    // A writeback request writes whole chunks only, and the descriptor stays direct.
+    file.start_writeback().expect("writeback");
+    let on_disk = fs.size(&path).expect("size");
+    assert_eq!(on_disk % 4096, 0, "only whole chunks before the sync");
+    assert!(
+        at as u64 - on_disk < 4096,
+        "{at} appended, {on_disk} written"
+    );
+    assert_eq!(fs.descriptor_modes(&path).expect("modes"), [IoMode::Direct]);
+    file.append(&data[at..]).expect("append");
+    assert_eq!(file.len(), data.len() as u64);
+    file.sync_data().expect("sync");
+    assert_eq!(fs.size(&path).expect("size"), data.len() as u64);
+    // The tail went out buffered: the descriptor left direct mode for it.
+    assert_eq!(
+        fs.descriptor_modes(&path).expect("modes"),
+        [IoMode::Buffered]
+    );
+    drop(file);
+    let mut back = vec![0; data.len()];
+    fs.open_read(&path)
+        .expect("open")
+        .read_exact_at(0, &mut back)
+        .expect("read");
+    assert!(back == data, "direct writes changed the bytes");
+}
+
+#[test]
+fn an_aligned_direct_file_stays_direct_through_its_sync_and_drop_writes_the_rest() {
+    let dir = TempDir::new("direct-aligned");
+    let fs = OsFs::new();
+    let path = dir.join("000005.sst");
+    let mut file = fs
+        .create_with(&path, IoMode::Direct)
+        .unwrap_or_else(|e| panic!("{e}\n{DIRECT_IO_DIR_HINT}"));
+    file.append(&pattern(8192)).expect("append");
+    file.sync_data().expect("sync");
+    assert_eq!(fs.descriptor_modes(&path).expect("modes"), [IoMode::Direct]);
+    file.append(&pattern(100)).expect("append");
+    drop(file);
+    assert_eq!(fs.size(&path).expect("size"), 8192 + 100);
+    assert!(fs.descriptor_modes(&path).expect("modes").is_empty());
+
+    // `flush` hands every byte to the OS, as the trait says, the partial tail included.
+    let path = dir.join("000007.sst");
+    let mut file = fs.create_with(&path, IoMode::Direct).expect("create");
+    file.append(&pattern(5000)).expect("append");
+    file.flush().expect("flush");
+    assert_eq!(fs.size(&path).expect("size"), 5000);
+    assert_eq!(
+        fs.descriptor_modes(&path).expect("modes"),
+        [IoMode::Buffered]
+    );
+    file.append(&pattern(10)).expect("append");
+    file.sync_data().expect("sync");
+    assert_eq!(fs.size(&path).expect("size"), 5010);
+}
+
+#[test]
+fn fault_fs_passes_the_direct_mode_through_and_mem_fs_accepts_it() {
+    let dir = TempDir::new("direct-fault");
+    let os = std::sync::Arc::new(OsFs::new());
+    let fault = shale_fs::FaultFs::new(os.clone());
+    let path = dir.join("000006.sst");
+    let mut file = fault
+        .create_with(&path, IoMode::Direct)
+        .unwrap_or_else(|e| panic!("{e}\n{DIRECT_IO_DIR_HINT}"));
+    assert_eq!(os.descriptor_modes(&path).expect("modes"), [IoMode::Direct]);
+    file.append(b"abc").expect("append");
+    file.sync_data().expect("sync");
+    drop(file);
+    let read = fault
+        .open_read_with(&path, IoMode::Direct)
+        .expect("open direct");
+    assert_eq!(os.descriptor_modes(&path).expect("modes"), [IoMode::Direct]);
+    let mut back = [0; 3];
+    read.read_exact_at(0, &mut back).expect("read");
+    assert_eq!(&back, b"abc");
+
+    let mem = shale_fs::MemFs::new();
+    let mut file = mem
+        .create_with(Path::new("/t"), IoMode::Direct)
+        .expect("MemFs has no page cache to bypass: it accepts the mode");
+    file.append(b"xyz").expect("append");
+    drop(file);
+    let mut back = [0; 3];
+    mem.open_read_with(Path::new("/t"), IoMode::Direct)
+        .expect("open")
+        .read_exact_at(0, &mut back)
+        .expect("read");
+    assert_eq!(&back, b"xyz");
 }

@@ -26,7 +26,7 @@ const LIVE_GLOBAL: [(&str, u64, u64); 6] = [
 ];
 
 /// Variables a running server cannot change: startup settings and the engine's options.
-const READ_ONLY: [&str; 14] = [
+const READ_ONLY: [&str; 16] = [
     "port",
     "socket",
     "datadir",
@@ -42,6 +42,9 @@ const READ_ONLY: [&str; 14] = [
     // The log files are opened at start (`--general-log`, `--slow-query-log`).
     "general_log",
     "slow_query_log",
+    // The engine opens table files with O_DIRECT or not at start (`--use-direct-reads`).
+    "shale_use_direct_reads",
+    "shale_use_direct_io_for_flush_and_compaction",
 ];
 
 /// A whole number from a variable's value (None when it is not one).

@@ -103,6 +103,12 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     // Whether `shale serve` writes the general and slow-query logs (set at start).
     m.insert("general_log", Value::Int(0));
     m.insert("slow_query_log", Value::Int(0));
+    // Whether the engine reads / writes table files with O_DIRECT (set at start).
+    m.insert("shale_use_direct_reads", Value::Int(0));
+    m.insert(
+        "shale_use_direct_io_for_flush_and_compaction",
+        Value::Int(0),
+    );
     m.insert("shale_block_cache_size", Value::Int(64 << 20));
     // The engine's other live options (engine_settings.rs; the instance publishes the values
     // it opened with as the global ones, these only list them), and its fixed thread count:

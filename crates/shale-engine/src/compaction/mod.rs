@@ -554,7 +554,10 @@ impl Outputs<'_> {
             options.zstd_max_train_bytes = self.job.options.zstd_max_train_bytes;
         }
         let file = RateLimitedFile::wrap(
-            self.inner.fs.create(&path)?,
+            self.inner.fs.create_with(
+                &path,
+                crate::direct_io::table_write_mode(&self.inner.options),
+            )?,
             self.inner.rate_limiter.as_ref(),
             IoPriority::Compaction,
         );

@@ -663,9 +663,10 @@ impl Repair<'_> {
                 number,
                 writer_options(&self.options.comparator, &own, (keyspace, &name)),
                 own.ttl.is_some(),
-                &[],  // offline: no snapshots
-                None, // repair runs offline: nothing to share the disk with
+                &[],                        // offline: no snapshots
+                None,                       // repair runs offline: nothing to share the disk with
                 None, // salvaged WAL values stay inline; compaction may separate them later
+                shale_fs::IoMode::Buffered, // an offline tool: the page cache does no harm
             )?;
             if let Some(meta) = written {
                 // Written and synced in staging; published whole.

@@ -133,6 +133,18 @@ pub struct DbBenchArgs {
     /// `db_bench`'s flag of the same name); 0 turns readahead off.
     #[arg(long = "max_auto_readahead_size", value_name = "BYTES", default_value_t = 256 << 10)]
     pub max_auto_readahead_size: usize,
+    /// Read table files with `O_DIRECT`, bypassing the page cache (`db_bench`'s flag; Shale
+    /// and the rocksdb peer).
+    #[arg(long = "use_direct_reads", value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_value = "false", default_missing_value = "true",
+          value_parser = parse_bool, action = ArgAction::Set)]
+    pub use_direct_reads: bool,
+    /// Write the table files of flushes and compactions with `O_DIRECT` (`db_bench`'s flag;
+    /// Shale and the rocksdb peer).
+    #[arg(long = "use_direct_io_for_flush_and_compaction", value_name = "BOOL", num_args = 0..=1,
+          require_equals = true, default_value = "false", default_missing_value = "true",
+          value_parser = parse_bool, action = ArgAction::Set)]
+    pub use_direct_io_for_flush_and_compaction: bool,
     /// Target uncompressed data block size.
     #[arg(long = "block_size", value_name = "BYTES", default_value_t = 4096)]
     pub block_size: usize,
@@ -244,6 +256,8 @@ pub struct Config {
     pub bloom_bits: u32,
     pub cache_size: usize,
     pub max_auto_readahead_size: usize,
+    pub use_direct_reads: bool,
+    pub use_direct_io_for_flush_and_compaction: bool,
     pub block_size: usize,
     pub write_buffer_size: usize,
     pub threads: usize,
@@ -348,6 +362,8 @@ impl Config {
             bloom_bits,
             cache_size,
             max_auto_readahead_size: args.max_auto_readahead_size,
+            use_direct_reads: args.use_direct_reads,
+            use_direct_io_for_flush_and_compaction: args.use_direct_io_for_flush_and_compaction,
             block_size: args.block_size,
             write_buffer_size: args.write_buffer_size,
             threads: args.threads,
@@ -396,6 +412,15 @@ fn engines_of(args: &DbBenchArgs) -> Result<(Vec<EngineKind>, bool), String> {
     };
     if engines.len() != 1 && !engine_subdirs {
         return Err("--engine names one engine (use --engines for several)".into());
+    }
+    if (args.use_direct_reads || args.use_direct_io_for_flush_and_compaction)
+        && engines.contains(&EngineKind::Redb)
+    {
+        return Err(
+            "--use_direct_reads and --use_direct_io_for_flush_and_compaction: redb has no \
+             direct I/O (run it in a separate run)"
+                .into(),
+        );
     }
     if args.report_file.is_some() && args.report_interval_seconds == 0 {
         return Err("--report_file needs --report_interval_seconds above 0".into());
@@ -461,6 +486,21 @@ mod tests {
         assert!(!config.engine_subdirs);
         assert_eq!(config.report_interval_seconds, 0);
         assert!(config.report_file.is_none() && config.json_out.is_none());
+        assert!(!config.use_direct_reads && !config.use_direct_io_for_flush_and_compaction);
+    }
+
+    #[test]
+    fn direct_io_flags_parse_as_db_bench_booleans_and_redb_refuses_them() {
+        let config = parse(&[
+            "--use_direct_reads",
+            "--use_direct_io_for_flush_and_compaction=1",
+        ])
+        .unwrap();
+        assert!(config.use_direct_reads && config.use_direct_io_for_flush_and_compaction);
+        let config = parse(&["--use_direct_reads=false"]).unwrap();
+        assert!(!config.use_direct_reads);
+        let err = parse(&["--engine=redb", "--use_direct_reads"]).unwrap_err();
+        assert!(err.contains("redb has no direct I/O"), "{err}");
     }
 
     #[test]

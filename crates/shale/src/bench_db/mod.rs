@@ -407,6 +407,14 @@ fn clock_seed() -> u64 {
     micros.max(1)
 }
 
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
 fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure> {
     let compressed = (config.value_size as f64 * config.compression_ratio + 0.5).floor();
     let raw = (config.key_size + config.value_size) as f64 * config.num as f64 / MB;
@@ -424,7 +432,8 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
          Write rate: {} bytes/second\n\
          Compression: {}\n\
          Bloom bits: {}  Block cache: {} bytes  Block size: {}  Write buffer: {}\n\
-         Durability: {}\n",
+         Durability: {}\n\
+         Direct I/O: reads {}, flush and compaction {}\n",
         env!("CARGO_PKG_VERSION"),
         engine.name(),
         engine.version(),
@@ -438,6 +447,8 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
         config.block_size,
         config.write_buffer_size,
         if config.sync { "sync" } else { "flush" },
+        on_off(config.use_direct_reads),
+        on_off(config.use_direct_io_for_flush_and_compaction),
     );
     if engine == EngineKind::Shale {
         text.push_str(&differences_from_db_bench(config.like_db_bench));

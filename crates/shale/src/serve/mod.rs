@@ -67,6 +67,15 @@ pub struct ServeArgs {
     /// `InnoDB`'s buffer pool).
     #[arg(long, value_name = "BYTES", default_value_t = 512 << 20)]
     pub block_cache_size: usize,
+    /// Read table files with `O_DIRECT`, bypassing the page cache (`MyRocks`'
+    /// `rocksdb_use_direct_reads`): size `--block-cache-size` for the working set. Fixed at
+    /// start; the server refuses to start where the file system refuses `O_DIRECT`.
+    #[arg(long)]
+    pub use_direct_reads: bool,
+    /// Write the table files of flushes and compactions with `O_DIRECT` (`MyRocks`'
+    /// `rocksdb_use_direct_io_for_flush_and_compaction`). Fixed at start.
+    #[arg(long)]
+    pub use_direct_io_for_flush_and_compaction: bool,
     /// The server's TLS certificate (PEM; the chain, server first). Default: the data
     /// directory's server-cert.pem, generated with a CA (ca.pem) on first start.
     #[arg(long, value_name = "FILE", requires = "ssl_key")]
@@ -181,6 +190,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     };
     options.store.engine.block_cache_capacity = args.block_cache_size;
     options.store.engine.durability = args.durability;
+    options.store.engine.use_direct_reads = args.use_direct_reads;
+    options.store.engine.use_direct_io_for_flush_and_compaction =
+        args.use_direct_io_for_flush_and_compaction;
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     apply_engine_options(&instance, args)?;
@@ -348,6 +360,11 @@ fn publish_live_settings(instance: &Instance, args: &ServeArgs) {
     for (name, on) in [
         ("general_log", args.general_log),
         ("slow_query_log", args.slow_query_log),
+        ("shale_use_direct_reads", args.use_direct_reads),
+        (
+            "shale_use_direct_io_for_flush_and_compaction",
+            args.use_direct_io_for_flush_and_compaction,
+        ),
     ] {
         instance.set_global(name, shale_sql::Value::Int(i64::from(on)));
     }

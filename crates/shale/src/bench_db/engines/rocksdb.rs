@@ -1,7 +1,8 @@
 //! `RocksDB` (through the `rocksdb` crate, which builds librocksdb-sys in release) behind the
 //! [`Engine`] seam, with the options `db_bench` would set from the same flags: compression,
 //! bloom bits per key, an LRU block cache of `--cache_size`, block size, write buffer size,
-//! `--sync` on every write, two background jobs, and dynamic level bytes (`RocksDB`'s default
+//! `--sync` on every write, `--use_direct_reads` and `--use_direct_io_for_flush_and_compaction`,
+//! two background jobs, and dynamic level bytes (`RocksDB`'s default
 //! since 8.4). Statistics are on so that the bytes written by WAL, flush and compaction can be
 //! counted (a few percent of CPU; `db_bench` pays it only under `--statistics`).
 
@@ -49,6 +50,9 @@ fn options(config: &Config) -> Result<Options, Failure> {
     options.set_max_background_jobs(2);
     options.set_level_compaction_dynamic_level_bytes(true);
     options.enable_statistics();
+    options.set_use_direct_reads(config.use_direct_reads);
+    options
+        .set_use_direct_io_for_flush_and_compaction(config.use_direct_io_for_flush_and_compaction);
     let mut table = BlockBasedOptions::default();
     table.set_block_size(config.block_size);
     if config.cache_size > 0 {

@@ -34,6 +34,8 @@ impl ShaleEngine {
             create_if_missing: !config.use_existing_db,
             durability,
             block_cache_capacity: config.cache_size,
+            use_direct_reads: config.use_direct_reads,
+            use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..Options::default()
         };
         let keyspace = &mut options.default_keyspace;
