@@ -221,3 +221,13 @@ fn dba_views() {
 fn functions2() {
     common::run_file("functions2");
 }
+
+#[test]
+fn functions3() {
+    common::run_file("functions3");
+}
+
+#[test]
+fn gencol_index_match() {
+    common::run_file("gencol_index_match");
+}
