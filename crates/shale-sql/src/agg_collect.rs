@@ -9,7 +9,8 @@
 //!    BY order (else in the order they came). DISTINCT drops repeated tuples (compared in
 //!    each expression's collation). NULL when no row is left.
 //! 2. The result is cut to `group_concat_max_len` bytes (default 1024), at a character
-//!    boundary for text.
+//!    boundary for text, with warning 1260 `Row N was cut by GROUP_CONCAT()`, N the
+//!    position in its group of the row whose value crossed the limit.
 //! 3. JSON_ARRAYAGG(e) is a JSON array of every row's value, SQL NULL as JSON null, NULL for
 //!    no row. JSON_OBJECTAGG(k, v) is an object of every row's pair, the last value of a
 //!    repeated key winning; a NULL key is 3158.
@@ -266,6 +267,7 @@ pub(crate) fn finish(
     spec: &AggSpec,
     collect: &Collect,
     mut state: Collected,
+    env: &dyn Env,
 ) -> Result<Value, SqlError> {
     let Some((_, max_len)) = state.limits else {
         return Ok(Value::Null);
@@ -299,6 +301,7 @@ pub(crate) fn finish(
                     }
                 }
                 if out.len() > max_len {
+                    env.warn(1260, format!("Row {} was cut by GROUP_CONCAT()", i + 1));
                     break;
                 }
             }

@@ -1257,7 +1257,9 @@ impl<'a> Binder<'a> {
                             {
                                 ids.last().map(|i| i.value.clone()).unwrap_or_default()
                             }
-                            other => crate::placeholders::unnumber(other.to_string()),
+                            other => crate::placeholders::unnumber(
+                                crate::func_syntax::printed_name(other.to_string()),
+                            ),
                         },
                     };
                     let (x, t) = self.expr(e)?;

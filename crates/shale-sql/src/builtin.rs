@@ -142,6 +142,14 @@ pub(crate) enum Builtin {
     Trig(crate::trig_funcs::TrigFunc),
     /// Named user locks (user_locks.rs).
     Lock(crate::user_locks::LockFunc),
+    /// MAKE_SET, EXPORT_SET, INTERVAL() (list_funcs.rs).
+    List(crate::list_funcs::ListFunc),
+    /// INET_ATON and the other address functions (inet_funcs.rs).
+    Inet(crate::inet_funcs::InetFunc),
+    /// AES_ENCRYPT, AES_DECRYPT (aes_funcs.rs).
+    Aes(crate::aes_funcs::AesFunc),
+    /// COMPRESS, UNCOMPRESS, UNCOMPRESSED_LENGTH (compress_funcs.rs).
+    Compress(crate::compress_funcs::CompressFunc),
 }
 
 impl Builtin {
@@ -388,6 +396,10 @@ pub(crate) fn bind_call(
         .or_else(|| crate::calendar_funcs::bind(binder, name, args))
         .or_else(|| crate::trig_funcs::bind(binder, name, args))
         .or_else(|| crate::user_locks::bind(binder, name, args))
+        .or_else(|| crate::list_funcs::bind(binder, name, args))
+        .or_else(|| crate::inet_funcs::bind(binder, name, args))
+        .or_else(|| crate::aes_funcs::bind(binder, name, args))
+        .or_else(|| crate::compress_funcs::bind(binder, name, args))
     {
         return bound;
     }

@@ -406,6 +406,12 @@ pub(crate) fn eval(
         Builtin::Calendar(c) => crate::calendar_funcs::eval(c, &vals)?,
         Builtin::Trig(t) => crate::trig_funcs::eval(t, &vals)?,
         Builtin::Lock(l) => crate::user_locks::eval(l, &vals)?,
+        Builtin::List(l) => crate::list_funcs::eval(l, &vals),
+        Builtin::Inet(i) => crate::inet_funcs::eval(i, arg(0)),
+        Builtin::Compress(c) => crate::compress_funcs::eval(c, arg(0), env),
+        Builtin::Aes(a) => {
+            crate::aes_funcs::eval(a, &vals, &env.variable("block_encryption_mode"))?
+        }
         Builtin::FoundRows => Value::UInt(env.row_counts().1),
     })
 }

@@ -693,7 +693,7 @@ pub(crate) fn accumulate(
     Ok(())
 }
 
-pub(crate) fn finish(spec: &AggSpec, state: AggState) -> Result<Value, SqlError> {
+pub(crate) fn finish(spec: &AggSpec, state: AggState, env: &dyn Env) -> Result<Value, SqlError> {
     Ok(match state {
         AggState::Count(n) => Value::Int(n),
         AggState::Sum { count: 0, .. } => Value::Null,
@@ -723,7 +723,7 @@ pub(crate) fn finish(spec: &AggSpec, state: AggState) -> Result<Value, SqlError>
         }
         AggState::Extreme(v) => v.unwrap_or(Value::Null),
         AggState::Collected(collected) => match &spec.collect {
-            Some(collect) => crate::agg_collect::finish(spec, collect, *collected)?,
+            Some(collect) => crate::agg_collect::finish(spec, collect, *collected, env)?,
             None => Value::Null,
         },
         AggState::Stat(s) => s.finish(spec.func),
@@ -870,7 +870,7 @@ pub(crate) fn select_rows(
         for (first, states, _) in groups {
             let mut row = first;
             for (spec, st) in s.aggs.iter().zip(states) {
-                row.push(finish(spec, st)?);
+                row.push(finish(spec, st, env)?);
             }
             if passes(s.having.as_ref(), &row, env)? {
                 rows.push(row);

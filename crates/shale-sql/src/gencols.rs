@@ -33,6 +33,7 @@ use crate::bind::{BindContext, Binder, TableRef};
 use crate::builtin::Builtin;
 use crate::error::SqlError;
 use crate::expr::{Env, Expr, Func};
+use crate::types::SqlType;
 
 /// The generated-column declaration of a column option, or None for other options.
 pub(crate) fn declared(option: &ast::ColumnOption) -> Result<Option<Generated>, SqlError> {
@@ -151,7 +152,11 @@ fn parse_expression(text: &str) -> Result<ast::Expr, SqlError> {
 
 /// Binds generated column `pos` of `def` over its row, checking rule 1. `catalog` is only
 /// there so that a subquery binds (and is then refused) rather than failing on its names.
-fn bind_expression(catalog: &Catalog, def: &Arc<TableDef>, pos: usize) -> Result<Expr, SqlError> {
+fn bind_expression(
+    catalog: &Catalog,
+    def: &Arc<TableDef>,
+    pos: usize,
+) -> Result<(Expr, SqlType), SqlError> {
     let column = &def.columns[pos];
     let Some(generated) = &column.generated else {
         return Err(SqlError::internal("not a generated column"));
@@ -174,7 +179,7 @@ fn bind_expression(catalog: &Catalog, def: &Arc<TableDef>, pos: usize) -> Result
         database: def.database.clone(),
         alias: def.name.clone(),
     });
-    let (expr, _) = binder.expr(&parsed)?;
+    let (expr, ty) = binder.expr(&parsed)?;
     if !binder.subqueries.is_empty() || crate::walk::any(&expr, &row_independent_value) {
         return Err(disallowed_function(&column.name));
     }
@@ -204,7 +209,7 @@ fn bind_expression(catalog: &Catalog, def: &Arc<TableDef>, pos: usize) -> Result
             )));
         }
     }
-    Ok(expr)
+    Ok((expr, ty))
 }
 
 /// Checks every generated column of a new or altered table definition (rules 1 and 2).
@@ -254,6 +259,8 @@ struct Compiled {
     /// The expressions as the definition spells them, to recognise a stale entry.
     texts: Vec<String>,
     exprs: Vec<(usize, Expr)>,
+    /// The indexed ones whose expression's type is the column's (gencol_match.rs).
+    matchable: Vec<(usize, Expr)>,
 }
 
 thread_local! {
@@ -280,14 +287,20 @@ fn compiled(def: &TableDef) -> Result<Rc<Compiled>, SqlError> {
     let shared = Arc::new(def.clone());
     let catalog = Catalog::default();
     let mut exprs = Vec::new();
+    let mut matchable = Vec::new();
     for (pos, column) in def.columns.iter().enumerate() {
         if column.generated.is_some() {
-            exprs.push((pos, bind_expression(&catalog, &shared, pos)?));
+            let (expr, ty) = bind_expression(&catalog, &shared, pos)?;
+            if crate::gencol_match::can_stand_for(def, pos, &expr, &ty) {
+                matchable.push((pos, expr.clone()));
+            }
+            exprs.push((pos, expr));
         }
     }
     let compiled = Rc::new(Compiled {
         texts: texts.into_iter().map(str::to_owned).collect(),
         exprs,
+        matchable,
     });
     COMPILED.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -297,6 +310,12 @@ fn compiled(def: &TableDef) -> Result<Rc<Compiled>, SqlError> {
         cache.insert(key, compiled.clone());
     });
     Ok(compiled)
+}
+
+/// The indexed generated columns of `def` whose expression a condition may name instead
+/// of the column (gencol_match.rs); empty when the expressions do not bind.
+pub(crate) fn matchable(def: &TableDef) -> Vec<(usize, Expr)> {
+    compiled(def).map_or_else(|_| Vec::new(), |c| c.matchable.clone())
 }
 
 /// What a generated column's expression may read besides its row: nothing (rule 1), so

@@ -18,6 +18,10 @@
 //!    sqlparser does not parse, becomes `CREATE OR ALTER ...`, which views.rs runs as ALTER
 //!    VIEW. A CREATE VIEW ending in `WITH [CASCADED | LOCAL] CHECK OPTION` is 1235
 //!    (views.rs rule 3), not 1064.
+//! 7. `INTERVAL(n, n1, ...)`, the comparison function, which sqlparser reads as a temporal
+//!    interval, becomes a call of a quoted name (func_syntax.rs rule 1).
+//! 8. `CHAR(n, ... USING cs)` becomes `CONVERT(CHAR(n, ...) USING cs)` (func_syntax.rs
+//!    rule 2).
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -60,7 +64,7 @@ pub(crate) fn starts_with_any(sql: &str, words: &[&str]) -> bool {
 
 /// Rules 1 to 3.
 pub(crate) fn preprocess(sql: &str) -> String {
-    let text = interval_units(&executable_comments(sql));
+    let text = crate::func_syntax::rewrite(&interval_units(&executable_comments(sql)));
     let rewritten = if starts_with_any(&text, &["SET"]) {
         global_isolation(&text)
     } else if starts_with_any(&text, &["START"]) {

@@ -28,6 +28,8 @@
 //!    is always preferred to a full scan, as `MySQL` does for small range sets. The whole
 //!    WHERE stays the residual. The executor scans the merged intervals in index order (last
 //!    first when reading backwards), so rule 5 applies with an empty equality prefix.
+//! 7. An operand that is an indexed generated column's expression counts as that column
+//!    (gencol_match.rs), before any rule above.
 
 use std::fmt::Write as _;
 
@@ -307,7 +309,9 @@ fn residual(table: &TableDef, parts: &[&Expr], sargs: &[Sarg<'_>], used: &[bool]
 
 /// Chooses the access path for reading `table` under `filter` (rules 1-4).
 pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
-    let Some(filter) = filter else {
+    // A condition on an indexed generated column's expression reads as one on the column.
+    let matched = filter.and_then(|f| crate::gencol_match::substitute(table, f));
+    let Some(filter) = matched.as_ref().or(filter) else {
         return Plan {
             access: Access::FullScan,
             residual: None,

@@ -509,6 +509,9 @@ impl Env for QueryEnv<'_, '_> {
     fn outer(&self, n: usize) -> Value {
         self.outer.get(n).cloned().unwrap_or(Value::Null)
     }
+    fn warn(&self, code: u16, message: String) {
+        self.shared.base.warn(code, message);
+    }
     fn subquery(&self, id: usize, outer: &[Value]) -> Result<Rc<SubqueryRows>, SqlError> {
         let sub = self
             .shared

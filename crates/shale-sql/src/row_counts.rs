@@ -8,10 +8,13 @@ use shale_table::Value;
 use crate::error::SqlError;
 use crate::result::{ColumnMeta, ResultSink, StatementStatus};
 
-/// Forwards everything to `inner`, counting rows.
+/// Forwards everything to `inner`, counting rows; the end of a result set also counts
+/// the warnings its evaluation raised (`Env::warn`), which the status built before the
+/// query ran could not know.
 pub(crate) struct RowCounter<'a> {
     pub inner: &'a mut dyn ResultSink,
     pub rows: u64,
+    pub raised: &'a std::cell::RefCell<Vec<(&'static str, u16, String)>>,
 }
 
 impl ResultSink for RowCounter<'_> {
@@ -26,6 +29,13 @@ impl ResultSink for RowCounter<'_> {
         self.inner.row(row)
     }
     fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
-        self.inner.end(status)
+        let raised = self.raised.borrow().len();
+        if raised == 0 {
+            return self.inner.end(status);
+        }
+        let mut status = status.clone();
+        let count = usize::from(status.warnings).saturating_add(raised);
+        status.warnings = u16::try_from(count).unwrap_or(u16::MAX);
+        self.inner.end(&status)
     }
 }

@@ -82,6 +82,9 @@ pub(crate) struct State {
     pub defaults: BTreeMap<&'static str, Value>,
     /// The last statement's warnings: level, code, message.
     pub warnings: Vec<(&'static str, u16, String)>,
+    /// Warnings the running statement raised while evaluating (`Env::warn`), moved to
+    /// `warnings` when it ends.
+    pub raised: std::cell::RefCell<Vec<(&'static str, u16, String)>>,
     /// The instance's global variables (`@@global.x`).
     pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
     /// User variables (`@x`), lower-case names.
@@ -144,6 +147,12 @@ impl Env for RunEnv<'_> {
     }
     fn row_counts(&self) -> (i64, u64) {
         (self.state.last_row_count, self.state.last_found_rows)
+    }
+    fn warn(&self, code: u16, message: String) {
+        self.state
+            .raised
+            .borrow_mut()
+            .push(("Warning", code, message));
     }
     fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
         let instance = self.state.instance.upgrade()?;
@@ -288,6 +297,7 @@ impl Session {
                 vars: BTreeMap::new(),
                 defaults,
                 warnings: Vec::new(),
+                raised: std::cell::RefCell::default(),
                 globals,
                 user_vars: HashMap::new(),
                 status: BTreeMap::new(),
@@ -983,6 +993,7 @@ impl Session {
             return done;
         }
         self.state.warnings.clear();
+        self.state.raised.get_mut().clear();
         let keep = self.keeps_transaction();
         let mut txn = match self.txn.take() {
             Some(t) => t,
@@ -1009,6 +1020,7 @@ impl Session {
         let mut counter = crate::row_counts::RowCounter {
             inner: sink,
             rows: 0,
+            raised: &self.state.raised,
         };
         let sink = &mut counter;
         // SQL_CALC_FOUND_ROWS: every row the query found, past its LIMIT (found_rows.rs).
@@ -1037,7 +1049,7 @@ impl Session {
                         "Records: {}  Duplicates: {}  Warnings: {}",
                         out.records,
                         out.duplicates,
-                        out.warnings.len()
+                        out.warnings.len() + env.state.raised.borrow().len()
                     );
                 }
                 insert_warnings = out.warnings;
@@ -1070,6 +1082,8 @@ impl Session {
             Planned::Command(_) => Ok(None),
         };
         self.state.warnings.extend(insert_warnings);
+        let raised = self.state.raised.take();
+        self.state.warnings.extend(raised);
         match result {
             Ok(ok) => {
                 if keep {
@@ -1092,6 +1106,8 @@ impl Session {
                         self.state.last_insert_id = st.last_insert_id;
                     }
                     st.in_transaction = self.in_transaction();
+                    // The statement's own warnings and those its expressions raised.
+                    st.warnings = u16::try_from(self.state.warnings.len()).unwrap_or(u16::MAX);
                     sink.ok(&st)?;
                 }
                 Ok(())
@@ -1620,6 +1636,10 @@ impl Session {
                         format!("Variable '{lower}' can't be set to the value of '{bad}'"),
                     )
                 })?;
+            }
+            "block_encryption_mode" => {
+                crate::aes_funcs::check_mode(&v)?;
+                self.state.vars.insert(lower, v);
             }
             "time_zone" => {
                 if let Some(txn) = self.txn.as_mut() {

@@ -62,6 +62,7 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("default_week_format", Value::Int(0));
     m.insert("div_precision_increment", Value::Int(4));
     m.insert("group_concat_max_len", Value::Int(1024));
+    m.insert("block_encryption_mode", text("aes-128-ecb"));
     m.insert("version_ssl_library", text(""));
     m.insert("interactive_timeout", Value::Int(28800));
     m.insert("sql_auto_is_null", Value::Int(0));

@@ -966,7 +966,7 @@ fn compute_partition(
                         accumulate(spec, &mut state, &mut None, &rows[part[added]], env)?;
                         added += 1;
                     }
-                    out[r] = finish(spec, state.clone())?;
+                    out[r] = finish(spec, state.clone(), env)?;
                 }
             } else if f.end == FrameBound::UnboundedFollowing {
                 let mut state = new_state(spec);
@@ -977,7 +977,7 @@ fn compute_partition(
                         from -= 1;
                         accumulate(spec, &mut state, &mut None, &rows[part[from]], env)?;
                     }
-                    out[part[j]] = finish(spec, state.clone())?;
+                    out[part[j]] = finish(spec, state.clone(), env)?;
                 }
             } else {
                 for (j, &r) in part.iter().enumerate() {
@@ -986,7 +986,7 @@ fn compute_partition(
                     for &p in &part[lo..hi] {
                         accumulate(spec, &mut state, &mut None, &rows[p], env)?;
                     }
-                    out[r] = finish(spec, state)?;
+                    out[r] = finish(spec, state, env)?;
                 }
             }
         }

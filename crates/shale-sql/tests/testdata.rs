@@ -231,3 +231,13 @@ fn statement_cache() {
 fn cardinality() {
     common::run_file("cardinality");
 }
+
+#[test]
+fn functions3() {
+    common::run_file("functions3");
+}
+
+#[test]
+fn gencol_index_match() {
+    common::run_file("gencol_index_match");
+}
