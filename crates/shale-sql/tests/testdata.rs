@@ -221,3 +221,18 @@ fn dba_views() {
 fn functions2() {
     common::run_file("functions2");
 }
+
+#[test]
+fn updatable_views() {
+    common::run_file("updatable_views");
+}
+
+#[test]
+fn self_join_dml() {
+    common::run_file("self_join_dml");
+}
+
+#[test]
+fn lateral() {
+    common::run_file("lateral");
+}
