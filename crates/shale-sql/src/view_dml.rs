@@ -203,7 +203,9 @@ pub(crate) fn rewrite(session: &Session, stmt: Statement) -> Result<Rewritten, S
                     return Err(SqlError::unsupported(a.to_string()));
                 };
                 let parts = crate::bind::ident_name(target);
-                let (column, qualifier) = parts.split_last().unwrap_or((&parts[0], &[]));
+                let Some((column, qualifier)) = parts.split_last() else {
+                    return Err(SqlError::unsupported(a.to_string()));
+                };
                 let Some(e) = (qualifier.is_empty() || names.qualifies(qualifier))
                     .then(|| names.column(column))
                     .flatten()

@@ -86,7 +86,9 @@ impl VisitorMut for Substitute<'_> {
             }
             ast::Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
                 let names: Vec<String> = parts.iter().map(|p| p.value.clone()).collect();
-                let (column, qualifier) = names.split_last().unwrap_or((&names[0], &[]));
+                let Some((column, qualifier)) = names.split_last() else {
+                    return ControlFlow::Continue(());
+                };
                 if !self.names.qualifies(qualifier) {
                     if self.depth == 0 {
                         return ControlFlow::Break(SqlError::unknown_column(
