@@ -24,7 +24,8 @@
 //!    LATERAL .. ON`, `LEFT JOIN LATERAL .. ON`) sees the columns of the inputs bound before
 //!    it as outer values, as a correlated subquery sees its enclosing row; it is bound into
 //!    the statement's subquery list and run once per distinct set of those values
-//!    (subquery.rs rule 1). A derived table without LATERAL sees none of them (1054).
+//!    (subquery.rs rule 1). A derived table without LATERAL sees none of them (1054). Inside
+//!    parentheses it may not read inputs outside them (1235).
 
 use std::rc::Rc;
 
@@ -610,7 +611,26 @@ impl Binder<'_> {
             ast::TableFactor::NestedJoin {
                 table_with_joins,
                 alias: None,
-            } => self.bind_table_with_joins(table_with_joins, inputs),
+            } => {
+                let (first, floor) = (inputs.len(), self.scope.as_ref().map_or(0, Scope::width));
+                let bound = self.bind_table_with_joins(table_with_joins, inputs)?;
+                // Rule 7: a parenthesized join may be planned on its own (join.rs rule 4),
+                // where a LATERAL table could not see the inputs outside it.
+                let reads_outside = inputs[first..].iter().any(|i| match &i.source {
+                    InputSource::Lateral { args, .. } => args.iter().any(|a| {
+                        let mut cols = Vec::new();
+                        crate::walk::columns(a, &mut cols);
+                        cols.iter().any(|&c| c < floor)
+                    }),
+                    _ => false,
+                });
+                if reads_outside {
+                    return Err(SqlError::unsupported(
+                        "a LATERAL derived table inside parentheses reading tables outside them",
+                    ));
+                }
+                Ok(bound)
+            }
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
     }
