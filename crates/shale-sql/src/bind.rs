@@ -141,6 +141,8 @@ pub(crate) struct BoundInsert {
     /// the query planned, and the table column each of its columns fills.
     pub query: Option<(Arc<crate::query::StatementQuery>, Vec<usize>)>,
     pub on_duplicate: OnDuplicate,
+    /// A view's CHECK OPTION each written row must meet (view_dml.rs).
+    pub view_check: Option<crate::view_dml::ViewCheck>,
 }
 
 /// A bound UPDATE.
@@ -151,6 +153,8 @@ pub(crate) struct BoundUpdate {
     pub filter: Option<Expr>,
     pub order_by: Vec<SortKey>,
     pub limit: Option<Expr>,
+    /// A view's CHECK OPTION each changed row must meet (view_dml.rs).
+    pub view_check: Option<crate::view_dml::ViewCheck>,
 }
 
 /// A bound DELETE.
@@ -1446,6 +1450,7 @@ impl<'a> Binder<'a> {
                 select,
                 query,
                 on_duplicate,
+                view_check: None,
             });
         };
         // Values may not name columns of the row being inserted (MySQL allows it; rare).
@@ -1472,6 +1477,7 @@ impl<'a> Binder<'a> {
             select: None,
             query: None,
             on_duplicate,
+            view_check: None,
         })
     }
 
@@ -1549,6 +1555,7 @@ impl<'a> Binder<'a> {
             filter,
             order_by,
             limit,
+            view_check: None,
         })
     }
 

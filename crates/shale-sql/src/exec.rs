@@ -1013,6 +1013,9 @@ pub(crate) fn update(
         )?;
         crate::gencols::fill(table, &mut new, matched as usize)?;
         if new != old {
+            if let Some(check) = &u.view_check {
+                check.verify(&new, env)?;
+            }
             txn.update(table, &old, new)?;
             changed += 1;
         }
@@ -1093,13 +1096,14 @@ fn conflicting_row(
 /// savepoint so a duplicate leaves nothing of the attempt behind.
 fn insert_on_duplicate(
     txn: &mut TableTxn,
-    table: &TableDef,
-    on_duplicate: &OnDuplicate,
+    ins: &BoundInsert,
     row: &[Value],
     row_number: usize,
     env: &dyn Env,
     out: &mut InsertOutcome,
 ) -> Result<(), SqlError> {
+    let (table, on_duplicate, check) =
+        (&*ins.table.def, &ins.on_duplicate, ins.view_check.as_ref());
     // REPLACE may have to delete one row per unique key before the insert fits.
     for _ in 0..=table.indexes.len() + 1 {
         txn.set_savepoint();
@@ -1156,6 +1160,9 @@ fn insert_on_duplicate(
                 crate::timestamp::touch(table, &old, &mut scope, assigned, env)?;
                 crate::gencols::fill(table, &mut scope, row_number)?;
                 if scope != old {
+                    if let Some(check) = check {
+                        check.verify(&scope, env)?;
+                    }
                     txn.update(table, &old, scope)?;
                     out.affected += 2;
                 }
@@ -1268,11 +1275,14 @@ pub(crate) fn insert(
             }
             row[pos] = int_value(&table.columns[pos].ty, i128::from(id));
         }
+        if let Some(check) = &ins.view_check {
+            check.verify(&row, env)?;
+        }
         if matches!(ins.on_duplicate, OnDuplicate::Error) {
             txn.insert(table, row)?;
             out.affected += 1;
         } else {
-            insert_on_duplicate(txn, table, &ins.on_duplicate, &row, i + 1, env, &mut out)?;
+            insert_on_duplicate(txn, ins, &row, i + 1, env, &mut out)?;
         }
     }
     Ok(out)

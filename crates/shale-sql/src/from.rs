@@ -20,6 +20,12 @@
 //!    hot paths of one-table statements do not change.
 //! 6. At most [`MAX_JOIN_TABLES`] (61, MySQL's limit) tables join in one FROM (1116): the
 //!    join planner's time grows steeply with the count and it does not watch the clock.
+//! 7. A LATERAL derived table (`FROM t, LATERAL (SELECT .. WHERE x = t.a) AS d`, `JOIN
+//!    LATERAL .. ON`, `LEFT JOIN LATERAL .. ON`) sees the columns of the inputs bound before
+//!    it as outer values, as a correlated subquery sees its enclosing row; it is bound into
+//!    the statement's subquery list and run once per distinct set of those values
+//!    (subquery.rs rule 1). A derived table without LATERAL sees none of them (1054). Inside
+//!    parentheses it may not read inputs outside them (1235).
 
 use std::rc::Rc;
 
@@ -180,6 +186,12 @@ pub(crate) enum InputSource {
     Derived(Box<BoundQuery>),
     /// A table of `information_schema`, computed when read (info_schema/mod.rs).
     Virtual(crate::info_schema::InfoTable),
+    /// A LATERAL derived table (rule 7): the statement's subquery `id`, run per row of the
+    /// inputs before it with `args` (over the combined row) as its outer values.
+    Lateral {
+        id: usize,
+        args: Vec<Expr>,
+    },
 }
 
 /// One input of a multi-input FROM.
@@ -375,6 +387,16 @@ impl Binder<'_> {
                 J::FullOuter(_) => return Err(SqlError::unsupported("FULL OUTER JOIN")),
                 _ => return Err(SqlError::unsupported("this kind of join")),
             };
+            // The right side of a RIGHT JOIN is read first (rule 3): a LATERAL one there
+            // would read its outer values before they exist.
+            if kind == 'R'
+                && matches!(
+                    join.relation,
+                    ast::TableFactor::Derived { lateral: true, .. }
+                )
+            {
+                return Err(SqlError::unsupported("RIGHT JOIN LATERAL"));
+            }
             let right = self.bind_factor(&join.relation, inputs)?;
             let (on, hidden, star) =
                 self.join_constraint(constraint, &left, &right, kind == 'R')?;
@@ -565,7 +587,7 @@ impl Binder<'_> {
                 )
             }
             ast::TableFactor::Derived {
-                lateral: false,
+                lateral,
                 subquery,
                 alias,
                 ..
@@ -579,6 +601,9 @@ impl Binder<'_> {
                 };
                 let renames: Vec<String> =
                     alias.columns.iter().map(|c| c.name.value.clone()).collect();
+                if *lateral {
+                    return self.push_lateral(subquery, alias.name.value.clone(), &renames, inputs);
+                }
                 let visible = self.ctes.len();
                 let query = self.bind_derived_query(subquery, visible)?;
                 self.push_derived(query, alias.name.value.clone(), &renames, inputs)
@@ -586,7 +611,26 @@ impl Binder<'_> {
             ast::TableFactor::NestedJoin {
                 table_with_joins,
                 alias: None,
-            } => self.bind_table_with_joins(table_with_joins, inputs),
+            } => {
+                let (first, floor) = (inputs.len(), self.scope.as_ref().map_or(0, Scope::width));
+                let bound = self.bind_table_with_joins(table_with_joins, inputs)?;
+                // Rule 7: a parenthesized join may be planned on its own (join.rs rule 4),
+                // where a LATERAL table could not see the inputs outside it.
+                let reads_outside = inputs[first..].iter().any(|i| match &i.source {
+                    InputSource::Lateral { args, .. } => args.iter().any(|a| {
+                        let mut cols = Vec::new();
+                        crate::walk::columns(a, &mut cols);
+                        cols.iter().any(|&c| c < floor)
+                    }),
+                    _ => false,
+                });
+                if reads_outside {
+                    return Err(SqlError::unsupported(
+                        "a LATERAL derived table inside parentheses reading tables outside them",
+                    ));
+                }
+                Ok(bound)
+            }
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
     }
@@ -605,6 +649,41 @@ impl Binder<'_> {
         r
     }
 
+    /// Binds a LATERAL derived table (rule 7).
+    fn push_lateral(
+        &mut self,
+        q: &ast::Query,
+        name: String,
+        renames: &[String],
+        inputs: &mut Vec<BoundInput>,
+    ) -> Result<Bound, SqlError> {
+        let outer = self.current_scope();
+        let mut sub = self.child(outer);
+        let bound = sub.query(q);
+        let args = std::mem::take(&mut sub.outer_refs);
+        self.adopt(sub);
+        let query = bound?;
+        let columns = derived_columns(&query, &name, renames)?;
+        let id = self.subqueries.len();
+        self.subqueries.push(crate::query::BoundSubquery {
+            query,
+            correlated: !args.is_empty(),
+            max_rows: None,
+        });
+        let width = columns.len();
+        self.push_input(
+            BoundInput {
+                source: InputSource::Lateral { id, args },
+                name,
+                offset: 0,
+                width,
+            },
+            String::new(),
+            columns,
+            inputs,
+        )
+    }
+
     pub(crate) fn push_derived(
         &mut self,
         query: BoundQuery,
@@ -612,39 +691,7 @@ impl Binder<'_> {
         renames: &[String],
         inputs: &mut Vec<BoundInput>,
     ) -> Result<Bound, SqlError> {
-        let metas = query.columns();
-        if !renames.is_empty() && renames.len() != metas.len() {
-            return Err(SqlError::new(
-                1353,
-                "HY000",
-                "In definition of view, derived table or common table expression, SELECT list and \
-                 column names list have different column counts",
-            ));
-        }
-        let mut columns = Vec::with_capacity(metas.len());
-        for (i, (m, ty)) in metas.iter().zip(query.types()).enumerate() {
-            let col_name = renames.get(i).cloned().unwrap_or_else(|| m.name.clone());
-            if columns
-                .iter()
-                .any(|c: &ScopeColumn| c.name.eq_ignore_ascii_case(&col_name))
-            {
-                return Err(SqlError::new(
-                    1060,
-                    "42S21",
-                    format!("Duplicate column name '{col_name}'"),
-                ));
-            }
-            let mut meta = m.clone();
-            meta.name.clone_from(&col_name);
-            meta.table.clone_from(&name);
-            meta.org_table.clone_from(&name);
-            meta.database = String::new();
-            columns.push(ScopeColumn {
-                name: col_name,
-                ty: ty.clone(),
-                meta,
-            });
-        }
+        let columns = derived_columns(&query, &name, renames)?;
         let width = columns.len();
         self.push_input(
             BoundInput {
@@ -658,7 +705,52 @@ impl Binder<'_> {
             inputs,
         )
     }
+}
 
+/// The names a derived table's columns go by: the query's, or `renames` (1353 for another
+/// count, 1060 for a name twice).
+fn derived_columns(
+    query: &BoundQuery,
+    name: &str,
+    renames: &[String],
+) -> Result<Vec<ScopeColumn>, SqlError> {
+    let metas = query.columns();
+    if !renames.is_empty() && renames.len() != metas.len() {
+        return Err(SqlError::new(
+            1353,
+            "HY000",
+            "In definition of view, derived table or common table expression, SELECT list and \
+             column names list have different column counts",
+        ));
+    }
+    let mut columns = Vec::with_capacity(metas.len());
+    for (i, (m, ty)) in metas.iter().zip(query.types()).enumerate() {
+        let col_name = renames.get(i).cloned().unwrap_or_else(|| m.name.clone());
+        if columns
+            .iter()
+            .any(|c: &ScopeColumn| c.name.eq_ignore_ascii_case(&col_name))
+        {
+            return Err(SqlError::new(
+                1060,
+                "42S21",
+                format!("Duplicate column name '{col_name}'"),
+            ));
+        }
+        let mut meta = m.clone();
+        meta.name.clone_from(&col_name);
+        meta.table = name.to_string();
+        meta.org_table = name.to_string();
+        meta.database = String::new();
+        columns.push(ScopeColumn {
+            name: col_name,
+            ty: ty.clone(),
+            meta,
+        });
+    }
+    Ok(columns)
+}
+
+impl Binder<'_> {
     fn push_input(
         &mut self,
         mut input: BoundInput,

@@ -29,6 +29,8 @@
 //!    inner input read once.
 //! 4. A parenthesized join on the inner side of a LEFT JOIN is planned on its own and read
 //!    completely (`Nested`), as are derived tables.
+//! 5. A FROM with a LATERAL derived table is read in FROM order (its outer values come from
+//!    the inputs before it), and the LATERAL input is run for each row (`PerRow`).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -64,6 +66,13 @@ pub(crate) enum StepInput {
         table: crate::info_schema::InfoTable,
         filter: Option<Expr>,
     },
+    /// A LATERAL derived table (from.rs rule 7): the statement's subquery `id` with outer
+    /// values `args` (over the combined row); `filter` in its own columns.
+    Lateral {
+        id: usize,
+        args: Vec<Expr>,
+        filter: Option<Expr>,
+    },
 }
 
 /// How a step finds its rows for a row of the steps before (rule 3).
@@ -87,6 +96,8 @@ pub(crate) enum Method {
     },
     /// The inner rows are read once; every row meets every one.
     NestedLoop,
+    /// A LATERAL derived table's rows for each row (rule 5).
+    PerRow,
 }
 
 /// One input of the join order.
@@ -219,7 +230,7 @@ impl Planner<'_> {
     fn table(&self, i: usize) -> Option<&TableRef> {
         match &self.from.inputs[i].source {
             InputSource::Table(t) => Some(t),
-            InputSource::Derived(_) | InputSource::Virtual(_) => None,
+            InputSource::Derived(_) | InputSource::Virtual(_) | InputSource::Lateral { .. } => None,
         }
     }
 
@@ -364,7 +375,11 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
     }
     let mut items = Vec::new();
     linearize(&from.tree, &mut items, &mut pool);
-    if !from.tree.has_outer_join() && items.len() > 1 {
+    let lateral = from
+        .inputs
+        .iter()
+        .any(|i| matches!(i.source, InputSource::Lateral { .. }));
+    if !from.tree.has_outer_join() && !lateral && items.len() > 1 {
         let leaves: Vec<usize> = items
             .iter()
             .filter_map(|it| match it.unit {
@@ -456,6 +471,11 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
                         table: *table,
                         filter,
                     },
+                    InputSource::Lateral { id, args } => StepInput::Lateral {
+                        id: *id,
+                        args: args.clone(),
+                        filter,
+                    },
                 };
                 (bi.name.clone(), bi.offset, bi.width, input)
             }
@@ -492,6 +512,8 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
         };
         let method = if k == 0 {
             Method::First
+        } else if matches!(input, StepInput::Lateral { .. }) {
+            Method::PerRow
         } else {
             let eqs = p.equalities(&units[k], &avail, &on[k]);
             let own_point = matches!(
@@ -547,11 +569,13 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
     for (k, step) in plan.steps.iter().enumerate() {
         let access = match &step.input {
             StepInput::Table { table, plan, .. } => plan::explain(Some(&table.def), plan),
-            StepInput::Derived { filter, .. } | StepInput::Virtual { filter, .. } => {
-                let kind = if matches!(step.input, StepInput::Virtual { .. }) {
-                    "information_schema"
-                } else {
-                    "derived"
+            StepInput::Derived { filter, .. }
+            | StepInput::Virtual { filter, .. }
+            | StepInput::Lateral { filter, .. } => {
+                let kind = match step.input {
+                    StepInput::Virtual { .. } => "information_schema",
+                    StepInput::Lateral { .. } => "lateral derived",
+                    _ => "derived",
                 };
                 let mut t = format!("{kind} {}", step.name);
                 if let Some(f) = filter {
@@ -568,6 +592,7 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
             let kind = if step.outer { "left join" } else { "join" };
             let method = match &step.method {
                 Method::First | Method::NestedLoop => "nested loop".to_string(),
+                Method::PerRow => "per row".to_string(),
                 Method::IndexLookup { index, keys, point } => {
                     let (iname, cols) = match (&step.input, index) {
                         (StepInput::Table { table, .. }, IndexChoice::Primary) => {
@@ -639,7 +664,7 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
             StepInput::Derived { query, .. } => {
                 crate::query::explain_query(query, lines, &format!("{indent}  "));
             }
-            StepInput::Table { .. } | StepInput::Virtual { .. } => {}
+            StepInput::Table { .. } | StepInput::Virtual { .. } | StepInput::Lateral { .. } => {}
         }
     }
     if let Some(r) = &plan.residual {

@@ -76,6 +76,13 @@ fn read_input(
                 }
             }
         }
+        StepInput::Lateral { id, args, filter } => {
+            // The first input: nothing before it, so its outer values read no row.
+            for r in lateral_rows(env, *id, args, filter.as_ref(), &[])? {
+                budget.add(&r)?;
+                out.push(r);
+            }
+        }
         StepInput::Nested(nested) => {
             for r in run_join(env, nested, lock, None)? {
                 let part: Row = r
@@ -201,6 +208,28 @@ fn lookup(
     Ok(out)
 }
 
+/// A LATERAL derived table's rows for `row` (join.rs rule 5), its own filter applied.
+fn lateral_rows(
+    env: &QueryEnv<'_, '_>,
+    id: usize,
+    args: &[Expr],
+    filter: Option<&Expr>,
+    row: &[Value],
+) -> Result<Vec<Row>, SqlError> {
+    let mut outer = Vec::with_capacity(args.len());
+    for a in args {
+        outer.push(a.eval(row, env)?);
+    }
+    let rows = crate::expr::Env::subquery(env, id, &outer)?;
+    let mut out = Vec::new();
+    for r in &rows.rows {
+        if passes(filter, r, env)? {
+            out.push(r.clone());
+        }
+    }
+    Ok(out)
+}
+
 /// One step over a batch of rows.
 fn apply_step(
     env: &QueryEnv<'_, '_>,
@@ -283,6 +312,13 @@ fn apply_step(
                 }
             }
             Method::NestedLoop => state.rows.as_deref().unwrap_or_default().iter().collect(),
+            Method::PerRow => {
+                let StepInput::Lateral { id, args, filter } = &step.input else {
+                    return Err(SqlError::internal("per-row method without a LATERAL input"));
+                };
+                looked_up = lateral_rows(env, *id, args, filter.as_ref(), &row)?;
+                looked_up.iter().collect()
+            }
         };
         let mut matched = false;
         for cand in candidates {

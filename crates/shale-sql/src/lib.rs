@@ -112,6 +112,8 @@ mod types;
 mod user_locks;
 mod value;
 mod variables;
+mod view_dml;
+mod view_resolve;
 mod views;
 mod walk;
 mod window;

@@ -3,9 +3,7 @@
 //! SET holds a subquery. The FROM is bound and planned as a SELECT's (from.rs, join.rs) and
 //! read completely with exclusive locks before the first write; then each target row is
 //! written once. Rules:
-//! 1. A target is a base table of the FROM, named by its alias; a derived table is 1288,
-//!    the same base table as two targets 1235 (its row would be written from two stale
-//!    copies).
+//! 1. A target is a base table of the FROM, named by its alias; a derived table is 1288.
 //! 2. A row NULL-extended by a LEFT JOIN is not a target row; a target row met by several
 //!    joined rows is updated (deleted) once, with the first joined row's values. Every SET
 //!    expression reads the joined row as it was read, before any write.
@@ -14,8 +12,15 @@
 //! 4. ORDER BY and LIMIT with several tables are MySQL's 1221; with one table and a subquery
 //!    they are 1235 (not done: such statements stay on the one-table path, which refuses
 //!    subqueries).
+//! 5. One base table may be a target under two aliases (a self-join): the rows to change
+//!    are found, and every SET value computed, from the whole join before any is changed;
+//!    then the targets' changes apply target by target in FROM order (as MySQL's
+//!    multi-table UPDATE applies its per-table temporary tables), so a row met through both
+//!    aliases gets both, the later alias's last, and is written once.
+//!    Setting a primary key column through either alias is MySQL's 1706. A row deleted
+//!    through both aliases is deleted once.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use shale_table::{LockMode, TableTxn, Value};
 use sqlparser::ast;
@@ -44,6 +49,8 @@ pub(crate) struct PlannedDml {
     pub assignments: Vec<(usize, usize, Expr)>,
     pub delete: bool,
     pub subqueries: Vec<PlannedSubquery>,
+    /// A view's CHECK OPTION each changed row must meet (view_dml.rs).
+    pub view_check: Option<crate::view_dml::ViewCheck>,
 }
 
 /// Whether an expression may hold a subquery (by its text: a false positive only takes the
@@ -86,7 +93,8 @@ fn query_reads(q: &BoundQuery, t: &TableRef) -> bool {
                 f.inputs.iter().any(|i| match &i.source {
                     InputSource::Table(x) => same_table(x, t),
                     InputSource::Derived(d) => query_reads(d, t),
-                    InputSource::Virtual(_) => false,
+                    // Its query is among the statement's subqueries, checked there.
+                    InputSource::Virtual(_) | InputSource::Lateral { .. } => false,
                 })
             })
     };
@@ -115,7 +123,7 @@ fn target_of(from: &BoundFrom, name: &str, user: &str) -> Result<Target, SqlErro
             table: t.clone(),
             offset: input.offset,
         }),
-        InputSource::Derived(_) => Err(SqlError::new(
+        InputSource::Derived(_) | InputSource::Lateral { .. } => Err(SqlError::new(
             1288,
             "HY000",
             format!("The target table {name} of the UPDATE is not updatable"),
@@ -152,10 +160,26 @@ fn finish(
     subqueries: Vec<BoundSubquery>,
 ) -> Result<PlannedDml, SqlError> {
     for (i, a) in targets.iter().enumerate() {
-        if targets[..i].iter().any(|b| same_table(&a.table, &b.table)) {
-            return Err(SqlError::unsupported(
-                "the same table as two targets of one UPDATE or DELETE",
-            ));
+        // Rule 5: a primary key column set through one of two aliases of a table.
+        if let Some(b) = targets[..i]
+            .iter()
+            .position(|b| same_table(&a.table, &b.table))
+        {
+            let pk = &a.table.def.primary_key.columns;
+            if assignments
+                .iter()
+                .any(|(t, c, _)| (*t == i || *t == b) && pk.contains(c))
+            {
+                return Err(SqlError::new(
+                    1706,
+                    "HY000",
+                    format!(
+                        "Primary key/partition key update is not allowed since the table is \
+                         updated both as '{}' and '{}'.",
+                        targets[b].table.alias, a.table.alias
+                    ),
+                ));
+            }
         }
         if subqueries.iter().any(|s| query_reads(&s.query, &a.table)) {
             return Err(SqlError::new(
@@ -174,6 +198,7 @@ fn finish(
         assignments,
         delete,
         subqueries: crate::query::plan_subqueries(subqueries),
+        view_check: None,
     })
 }
 
@@ -299,17 +324,46 @@ pub(crate) fn plan_delete(b: &mut Binder<'_>, d: &ast::Delete) -> Result<Planned
     )
 }
 
-/// Runs the statement; returns (matched, changed) target rows (rules 2).
+/// A base row the statement writes, as first read and as it will be written (None: deleted).
+struct Pending {
+    old: Vec<Value>,
+    new: Option<Vec<Value>>,
+}
+
+/// One target row met by the join: its slot in its table's pending rows, and the values its
+/// target's assignments computed from the joined row (column, value).
+struct TargetRow {
+    slot: usize,
+    values: Vec<(usize, Value)>,
+}
+
+/// Runs the statement; returns (matched, changed) target rows (rules 2 and 5).
 pub(crate) fn run(
     txn: &mut TableTxn,
     p: &PlannedDml,
     base: &dyn Env,
 ) -> Result<(u64, u64), SqlError> {
+    // Rule 5: targets naming the same base table share one set of pending rows.
+    let group: Vec<usize> = p
+        .targets
+        .iter()
+        .map(|t| {
+            p.targets
+                .iter()
+                .position(|u| same_table(&u.table, &t.table))
+                .unwrap_or(0)
+        })
+        .collect();
     crate::query::with_query_env(txn, &p.subqueries, base, |env| {
         let rows = crate::join_exec::run_join(env, &p.join, LockMode::Exclusive, None)?;
-        let (mut matched, mut changed) = (0u64, 0u64);
         let mut seen: Vec<HashSet<String>> = vec![HashSet::new(); p.targets.len()];
+        let mut pending: Vec<Vec<Pending>> = p.targets.iter().map(|_| Vec::new()).collect();
+        let mut index: Vec<HashMap<String, usize>> =
+            p.targets.iter().map(|_| HashMap::new()).collect();
+        let mut met: Vec<Vec<TargetRow>> = p.targets.iter().map(|_| Vec::new()).collect();
         let mut key = String::new();
+        let mut row_number = 0usize;
+        // Every value is computed from the joined rows as read, before any change.
         for row in &rows {
             for (ti, t) in p.targets.iter().enumerate() {
                 let def = &*t.table.def;
@@ -329,27 +383,75 @@ pub(crate) fn run(
                 if !seen[ti].insert(key.clone()) {
                     continue;
                 }
+                row_number += 1;
+                let g = group[ti];
+                let slot = match index[g].get(&key) {
+                    Some(&i) => i,
+                    None => {
+                        pending[g].push(Pending {
+                            old: old.to_vec(),
+                            new: Some(old.to_vec()),
+                        });
+                        index[g].insert(key.clone(), pending[g].len() - 1);
+                        pending[g].len() - 1
+                    }
+                };
+                let mut values = Vec::new();
+                for (_, c, e) in p.assignments.iter().filter(|(i, _, _)| *i == ti) {
+                    let v = e.eval(row, env)?;
+                    let Some(col) = def.columns.get(*c) else {
+                        return Err(SqlError::internal("assignment outside its table"));
+                    };
+                    values.push((*c, crate::timestamp::store(col, v, row_number, env)?));
+                }
+                met[ti].push(TargetRow { slot, values });
+            }
+        }
+        // Then each target's changes, target by target in FROM order (rule 5), on the row
+        // as the targets before it left it.
+        let (mut matched, mut changed) = (0u64, 0u64);
+        let mut order: Vec<usize> = (0..p.targets.len()).collect();
+        order.sort_by_key(|&ti| p.targets[ti].offset);
+        for ti in order {
+            let def = &*p.targets[ti].table.def;
+            for TargetRow { slot, values } in std::mem::take(&mut met[ti]) {
                 matched += 1;
+                let entry = &mut pending[group[ti]][slot];
+                let Some(current) = entry.new.take() else {
+                    continue; // deleted through another alias
+                };
                 if p.delete {
-                    env.txn()?.delete(def, old)?;
                     changed += 1;
                     continue;
                 }
-                let mut new = old.to_vec();
-                for (_, c, e) in p.assignments.iter().filter(|(i, _, _)| *i == ti) {
-                    let v = e.eval(row, env)?;
-                    let (Some(col), Some(slot)) = (def.columns.get(*c), new.get_mut(*c)) else {
-                        return Err(SqlError::internal("assignment outside its table"));
-                    };
-                    *slot = crate::timestamp::store(col, v, matched as usize, env)?;
+                let mut new = current.clone();
+                for (c, v) in values {
+                    if let Some(slot) = new.get_mut(c) {
+                        *slot = v;
+                    }
                 }
                 let assigned =
                     |pos: usize| p.assignments.iter().any(|(i, c, _)| *i == ti && *c == pos);
-                crate::timestamp::touch(def, old, &mut new, assigned, env)?;
+                crate::timestamp::touch(def, &current, &mut new, assigned, env)?;
                 crate::gencols::fill(def, &mut new, matched as usize)?;
-                if new.as_slice() != old {
-                    env.txn()?.update(def, old, new)?;
-                    changed += 1;
+                if new == current {
+                    entry.new = Some(current);
+                    continue;
+                }
+                if let Some(check) = &p.view_check {
+                    check.verify(&new, env)?;
+                }
+                entry.new = Some(new);
+                changed += 1;
+            }
+        }
+        for (g, rows) in pending.into_iter().enumerate() {
+            let def = &*p.targets[g].table.def;
+            for Pending { old, new } in rows {
+                match new {
+                    None => env.txn()?.delete(def, &old)?,
+                    Some(new) if new != old => env.txn()?.update(def, &old, new)?,
+                    Some(_) => {}
                 }
             }
         }

@@ -16,12 +16,15 @@
 //!    no `TO` after SECOND). builtin.rs maps both back.
 //! 6. `ALTER ALGORITHM=.. | DEFINER=.. | SQL SECURITY .. VIEW` (a whole statement), which
 //!    sqlparser does not parse, becomes `CREATE OR ALTER ...`, which views.rs runs as ALTER
-//!    VIEW. A CREATE VIEW ending in `WITH [CASCADED | LOCAL] CHECK OPTION` is 1235
-//!    (views.rs rule 3), not 1064.
+//!    VIEW.
 //! 7. `INTERVAL(n, n1, ...)`, the comparison function, which sqlparser reads as a temporal
 //!    interval, becomes a call of a quoted name (func_syntax.rs rule 1).
 //! 8. `CHAR(n, ... USING cs)` becomes `CONVERT(CHAR(n, ...) USING cs)` (func_syntax.rs
 //!    rule 2).
+//! 9. A CREATE or ALTER VIEW ending in `WITH [CASCADED | LOCAL] CHECK OPTION`, which
+//!    sqlparser does not parse, is parsed without the clause, which becomes the view option
+//!    `check_option = 'LOCAL' | 'CASCADED'` (views.rs rule 3). Only when the text fails to
+//!    parse as it is, so no other statement pays for it.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -36,11 +39,16 @@ pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
         .with_recursion_limit(200)
         .try_with_sql(&text)
         .and_then(|mut p| p.parse_statements());
-    parsed.map_err(|e| {
-        if crate::views::has_check_option(&text) {
-            return SqlError::unsupported("WITH CHECK OPTION (views are not updatable)");
-        }
-        syntax_error(&text, &e)
+    parsed.or_else(|e| {
+        // Rule 7: a view's WITH CHECK OPTION, which sqlparser does not parse.
+        let again = |t: &str| {
+            Parser::new(&MySqlDialect {})
+                .with_recursion_limit(200)
+                .try_with_sql(t)
+                .and_then(|mut p| p.parse_statements())
+                .ok()
+        };
+        crate::views::parse_with_check_option(&text, again).ok_or_else(|| syntax_error(&text, &e))
     })
 }
 

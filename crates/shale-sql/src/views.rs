@@ -13,9 +13,9 @@
 //!    are, as if the reader had named them. CREATE VIEW needs CREATE (DROP too for OR
 //!    REPLACE) on the view's name and SELECT on every table its SELECT names; the definer's
 //!    privileges are not re-checked when the view is read.
-//! 3. Views are not updatable: INSERT into a view is 1471, UPDATE and DELETE 1288, as MySQL
-//!    answers for a view it cannot update (an ALGORITHM=TEMPTABLE one). `WITH CHECK OPTION`,
-//!    which only means something for updatable views, is 1235.
+//! 3. INSERT, UPDATE and DELETE through a view are view_dml.rs's. `WITH [CASCADED | LOCAL]
+//!    CHECK OPTION`, which sqlparser does not parse, arrives as the option `check_option`
+//!    (parse.rs rule 9); on a view that is not updatable it is 1368, as MySQL.
 //! 4. A view that reads itself through other views is 1462 when bound; a view whose SELECT
 //!    no longer binds (a table or column it reads was dropped) is 1356 when read.
 //! 5. At most `MAX_VIEW_NESTING` views are expanded inside one another (1235 past it, at
@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use shale_table::{ViewAlgorithm, ViewDef, ViewSecurity, ViewWrite};
+use shale_table::{ViewAlgorithm, ViewCheckOption, ViewDef, ViewSecurity, ViewWrite};
 use sqlparser::ast::{self, Statement};
 
 use crate::bind::{BindContext, Binder};
@@ -180,6 +180,7 @@ struct ViewSpec<'s> {
     columns: Vec<String>,
     query: &'s ast::Query,
     params: Option<&'s ast::CreateViewParams>,
+    check_option: ViewCheckOption,
 }
 
 /// CREATE [OR REPLACE] [ALGORITHM=..] [DEFINER=..] [SQL SECURITY ..] VIEW.
@@ -198,6 +199,11 @@ pub(crate) fn create_view(
         columns: cv.columns.iter().map(|c| c.name.value.clone()).collect(),
         query: &cv.query,
         params: cv.params.as_ref(),
+        check_option: match &cv.options {
+            ast::CreateTableOptions::None => ViewCheckOption::None,
+            ast::CreateTableOptions::With(options) => check_option_of(options)?,
+            other => return Err(SqlError::unsupported(format!("view options {other}"))),
+        },
     };
     // parse.rs rule 6 spells `ALTER ALGORITHM=.. VIEW` as `CREATE OR ALTER ...`.
     let mode = if cv.or_alter {
@@ -216,7 +222,12 @@ pub(crate) fn alter_view(
     av: &ast::AlterView,
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
-    let ast::AlterViewOperation::As { columns, query, .. } = &av.operation else {
+    let ast::AlterViewOperation::As {
+        columns,
+        query,
+        with_options,
+    } = &av.operation
+    else {
         return Err(SqlError::unsupported(format!(
             "ALTER VIEW {}",
             av.operation
@@ -232,6 +243,7 @@ pub(crate) fn alter_view(
         columns: columns.iter().map(|c| c.value.clone()).collect(),
         query,
         params: None,
+        check_option: check_option_of(with_options)?,
     };
     write_view(session, &spec, ViewWrite::Alter, sink)
 }
@@ -294,7 +306,20 @@ fn write_view(
         definer,
         character_set_client: variable("character_set_client"),
         collation_connection: variable("collation_connection"),
+        check_option: spec.check_option,
     };
+    if def.check_option != ViewCheckOption::None
+        && !crate::view_resolve::is_updatable(&catalog, &Arc::new(def.clone()))
+    {
+        return Err(SqlError::new(
+            1368,
+            "HY000",
+            format!(
+                "CHECK OPTION on non-updatable view '{}.{}'",
+                def.database, def.name
+            ),
+        ));
+    }
     session.instance().store.write_view(def, mode)?;
     session.instance().bump_generation();
     session.ok(sink, 0)
@@ -411,64 +436,6 @@ pub(crate) fn drop_views(
     session.ok(sink, 0)
 }
 
-/// INSERT, UPDATE and DELETE whose target is a view (rule 3). Multi-table UPDATE and DELETE
-/// are left to their binder (a view there is a derived table, which they do not write).
-pub(crate) fn refuse_write(session: &Session, stmt: &Statement) -> Result<(), SqlError> {
-    let catalog = session.instance().store.catalog();
-    // The common case costs one look at the catalog.
-    if catalog
-        .views
-        .values()
-        .all(std::collections::BTreeMap::is_empty)
-    {
-        return Ok(());
-    }
-    let is_view = |name: &ast::ObjectName| {
-        qualify(session, name).is_ok_and(|(db, n)| catalog.view(&db, &n).is_some())
-    };
-    let last = |name: &ast::ObjectName| crate::bind::ident_name(name).pop().unwrap_or_default();
-    let single = |twj: &ast::TableWithJoins| match (&twj.relation, twj.joins.is_empty()) {
-        (ast::TableFactor::Table { name, .. }, true) => Some(name.clone()),
-        _ => None,
-    };
-    match stmt {
-        Statement::Insert(i) => {
-            if let ast::TableObject::TableName(name) = &i.table {
-                if is_view(name) {
-                    return Err(SqlError::new(
-                        1471,
-                        "HY000",
-                        format!(
-                            "The target table {} of the INSERT is not insertable-into",
-                            last(name)
-                        ),
-                    ));
-                }
-            }
-        }
-        Statement::Update(u) => {
-            if let Some(name) = single(&u.table).filter(|n| is_view(n)) {
-                return Err(not_updatable(&last(&name), "UPDATE"));
-            }
-        }
-        Statement::Delete(d) => {
-            let from = match &d.from {
-                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
-            };
-            let targets: Vec<ast::ObjectName> = if d.tables.is_empty() {
-                from.iter().filter_map(single).collect()
-            } else {
-                d.tables.clone()
-            };
-            if let Some(name) = targets.iter().find(|n| is_view(n)) {
-                return Err(not_updatable(&last(name), "DELETE"));
-            }
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
 /// RENAME TABLE whose first name is a view: every name must be a view (1146 for a table
 /// among them) and stay in its database (1450, as MySQL), renamed in one write. False
 /// (nothing done) when the first name is not a view: the tables' path runs, where a view
@@ -498,14 +465,6 @@ pub(crate) fn rename(
     session.instance().store.rename_views(&renames)?;
     session.instance().bump_generation();
     Ok(true)
-}
-
-fn not_updatable(name: &str, statement: &str) -> SqlError {
-    SqlError::new(
-        1288,
-        "HY000",
-        format!("The target table {name} of the {statement} is not updatable"),
-    )
 }
 
 fn qualify(session: &Session, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
@@ -538,8 +497,13 @@ pub(crate) fn create_text(def: &ViewDef) -> String {
         let list: Vec<String> = def.columns.iter().map(|c| quote(c)).collect();
         format!(" ({})", list.join(","))
     };
+    let check = match def.check_option {
+        ViewCheckOption::None => "",
+        ViewCheckOption::Local => " WITH LOCAL CHECK OPTION",
+        ViewCheckOption::Cascaded => " WITH CASCADED CHECK OPTION",
+    };
     format!(
-        "CREATE ALGORITHM={algorithm} DEFINER={} SQL SECURITY {security} VIEW {}{columns} AS {}",
+        "CREATE ALGORITHM={algorithm} DEFINER={} SQL SECURITY {security} VIEW {}{columns} AS {}{check}",
         quoted_account(&def.definer),
         quote(&def.name),
         def.query
@@ -664,8 +628,16 @@ pub(crate) fn info_schema_views(store: &shale_table::Store) -> Vec<Vec<shale_tab
                 text(&def.database),
                 text(&def.name),
                 text(&def.query),
-                text("NONE"),
-                text("NO"),
+                text(match def.check_option {
+                    ViewCheckOption::None => "NONE",
+                    ViewCheckOption::Local => "LOCAL",
+                    ViewCheckOption::Cascaded => "CASCADED",
+                }),
+                text(if crate::view_resolve::is_updatable(&catalog, def) {
+                    "YES"
+                } else {
+                    "NO"
+                }),
                 text(&def.definer),
                 text(match def.security {
                     ViewSecurity::Definer => "DEFINER",
@@ -709,8 +681,77 @@ pub(crate) fn names(catalog: &shale_table::Catalog, db: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The `check_option` of `WITH (check_option = 'local')`, the form parse.rs rule 9 gives a
+/// view's `WITH [CASCADED | LOCAL] CHECK OPTION` (any other option is 1235).
+fn check_option_of(options: &[ast::SqlOption]) -> Result<ViewCheckOption, SqlError> {
+    let mut out = ViewCheckOption::None;
+    for o in options {
+        let value = match o {
+            ast::SqlOption::KeyValue { key, value } if key.to_string() == "check_option" => {
+                value.to_string().trim_matches('\'').to_ascii_uppercase()
+            }
+            other => return Err(SqlError::unsupported(format!("view option {other}"))),
+        };
+        out = match value.as_str() {
+            "LOCAL" => ViewCheckOption::Local,
+            "CASCADED" => ViewCheckOption::Cascaded,
+            _ => return Err(SqlError::unsupported(format!("check_option {value}"))),
+        };
+    }
+    Ok(out)
+}
+
+/// Parses a CREATE or ALTER VIEW ending in `WITH [CASCADED | LOCAL] CHECK OPTION` (parse.rs
+/// rule 9): the text without that clause, with the clause as the option `check_option`.
+/// None when `sql` is no such statement or does not parse without the clause.
+pub(crate) fn parse_with_check_option(
+    sql: &str,
+    parse: impl Fn(&str) -> Option<Vec<Statement>>,
+) -> Option<Vec<Statement>> {
+    if !has_check_option(sql) {
+        return None;
+    }
+    let trimmed = sql.trim().trim_end_matches(';').trim_end();
+    // Drop `CHECK OPTION`, then `CASCADED`/`LOCAL` if present, then `WITH`.
+    let mut rest = trimmed;
+    let mut option = "CASCADED";
+    for _ in 0..2 {
+        let cut = rest.trim_end().rfind(char::is_whitespace)?;
+        rest = rest[..cut].trim_end();
+    }
+    let cut = rest.rfind(char::is_whitespace)?;
+    let word = rest[cut..].trim();
+    if word.eq_ignore_ascii_case("LOCAL") || word.eq_ignore_ascii_case("CASCADED") {
+        if word.eq_ignore_ascii_case("LOCAL") {
+            option = "LOCAL";
+        }
+        rest = rest[..cut].trim_end();
+    }
+    let cut = rest.rfind(char::is_whitespace)?;
+    rest = rest[..cut].trim_end();
+    let mut statements = parse(rest)?;
+    let [statement] = statements.as_mut_slice() else {
+        return None;
+    };
+    let option = ast::SqlOption::KeyValue {
+        key: ast::ObjectName::from(vec![ast::Ident::new("check_option")]),
+        value: ast::Expr::Value(ast::Value::SingleQuotedString(option.to_string()).into()),
+    };
+    match statement {
+        Statement::CreateView(cv) if matches!(cv.options, ast::CreateTableOptions::None) => {
+            cv.options = ast::CreateTableOptions::With(vec![option]);
+        }
+        Statement::AlterView(ast::AlterView {
+            operation: ast::AlterViewOperation::As { with_options, .. },
+            ..
+        }) if with_options.is_empty() => with_options.push(option),
+        _ => return None,
+    }
+    Some(statements)
+}
+
 /// Whether `sql` is a CREATE or ALTER VIEW ending in `WITH [CASCADED | LOCAL] CHECK OPTION`,
-/// which sqlparser does not parse (rule 3: 1235 rather than 1064).
+/// which sqlparser does not parse (parse.rs rule 9).
 pub(crate) fn has_check_option(sql: &str) -> bool {
     let upper = sql.trim().trim_end_matches(';').to_ascii_uppercase();
     let words: Vec<&str> = upper.split_whitespace().collect();

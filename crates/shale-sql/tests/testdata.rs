@@ -241,3 +241,18 @@ fn functions3() {
 fn gencol_index_match() {
     common::run_file("gencol_index_match");
 }
+
+#[test]
+fn updatable_views() {
+    common::run_file("updatable_views");
+}
+
+#[test]
+fn self_join_dml() {
+    common::run_file("self_join_dml");
+}
+
+#[test]
+fn lateral() {
+    common::run_file("lateral");
+}

@@ -153,4 +153,4 @@ pub use time::{Time, TimeParse, TIME_MAX_MICROS};
 pub use txn::{LockMode, TableTxn, TxnOptions};
 pub use types::{Collation, ColumnType, ENUM_MAX_MEMBERS};
 pub use value::Value;
-pub use view::{ViewAlgorithm, ViewDef, ViewSecurity, ViewWrite};
+pub use view::{ViewAlgorithm, ViewCheckOption, ViewDef, ViewSecurity, ViewWrite};

@@ -28,8 +28,12 @@ use crate::system::SYSTEM_INDEX_ID;
 
 /// The tag of a view's system key.
 pub(crate) const TAG_VIEW: u8 = b'W';
-/// The version byte that starts a stored view definition.
+/// The version byte that starts a stored view definition without a check option (every
+/// view written before check options existed).
 const VIEW_DEF_VERSION: u8 = 1;
+/// The version byte of a definition that ends with a check option byte. Views without one
+/// are still written as version 1, so older builds keep reading them.
+const VIEW_DEF_VERSION_CHECK: u8 = 2;
 
 /// `ALGORITHM=` of CREATE VIEW (kept for SHOW CREATE VIEW; every view is read the same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +48,16 @@ pub enum ViewAlgorithm {
 pub enum ViewSecurity {
     Definer,
     Invoker,
+}
+
+/// `WITH [CASCADED | LOCAL] CHECK OPTION` of CREATE VIEW: which views' WHERE a row written
+/// through the view must satisfy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ViewCheckOption {
+    #[default]
+    None,
+    Local,
+    Cascaded,
 }
 
 /// A view.
@@ -61,6 +75,7 @@ pub struct ViewDef {
     pub definer: String,
     pub character_set_client: String,
     pub collation_connection: String,
+    pub check_option: ViewCheckOption,
 }
 
 /// How [`Store::write_view`] treats an existing view of the name.
@@ -112,9 +127,22 @@ fn security_tag(s: ViewSecurity) -> u8 {
     }
 }
 
+fn check_option_tag(c: ViewCheckOption) -> u8 {
+    match c {
+        ViewCheckOption::None => 0,
+        ViewCheckOption::Local => 1,
+        ViewCheckOption::Cascaded => 2,
+    }
+}
+
 /// The stored form of a view definition.
 pub(crate) fn encode_view(def: &ViewDef) -> Vec<u8> {
-    let mut out = vec![VIEW_DEF_VERSION];
+    let version = if def.check_option == ViewCheckOption::None {
+        VIEW_DEF_VERSION
+    } else {
+        VIEW_DEF_VERSION_CHECK
+    };
+    let mut out = vec![version];
     put_bytes(&mut out, def.database.as_bytes());
     put_bytes(&mut out, def.name.as_bytes());
     put_varint(&mut out, def.columns.len() as u64);
@@ -127,6 +155,9 @@ pub(crate) fn encode_view(def: &ViewDef) -> Vec<u8> {
     put_bytes(&mut out, def.definer.as_bytes());
     put_bytes(&mut out, def.character_set_client.as_bytes());
     put_bytes(&mut out, def.collation_connection.as_bytes());
+    if version == VIEW_DEF_VERSION_CHECK {
+        out.push(check_option_tag(def.check_option));
+    }
     out
 }
 
@@ -134,9 +165,10 @@ pub(crate) fn encode_view(def: &ViewDef) -> Vec<u8> {
 pub(crate) fn decode_view(bytes: &[u8]) -> Result<ViewDef> {
     let mut reader = Reader::new(bytes, "view definition");
     let version = reader.u8()?;
-    if version != VIEW_DEF_VERSION {
+    if version != VIEW_DEF_VERSION && version != VIEW_DEF_VERSION_CHECK {
         return Err(Error::Corruption(format!(
-            "view definition version {version}; this build reads {VIEW_DEF_VERSION}"
+            "view definition version {version}; this build reads {VIEW_DEF_VERSION} and \
+             {VIEW_DEF_VERSION_CHECK}"
         )));
     }
     let database = reader.string()?;
@@ -161,6 +193,15 @@ pub(crate) fn decode_view(bytes: &[u8]) -> Result<ViewDef> {
     let definer = reader.string()?;
     let character_set_client = reader.string()?;
     let collation_connection = reader.string()?;
+    let check_option = if version == VIEW_DEF_VERSION_CHECK {
+        match reader.u8()? {
+            1 => ViewCheckOption::Local,
+            2 => ViewCheckOption::Cascaded,
+            tag => return Err(reader.corruption(&format!("unknown view check option {tag}"))),
+        }
+    } else {
+        ViewCheckOption::None
+    };
     if !reader.is_empty() {
         return Err(reader.corruption("bytes after the view definition"));
     }
@@ -174,6 +215,7 @@ pub(crate) fn decode_view(bytes: &[u8]) -> Result<ViewDef> {
         definer,
         character_set_client,
         collation_connection,
+        check_option,
     })
 }
 
@@ -366,12 +408,24 @@ mod tests {
             definer: "root@localhost".into(),
             character_set_client: "utf8mb4".into(),
             collation_connection: "utf8mb4_general_ci".into(),
+            check_option: ViewCheckOption::None,
         }
     }
 
     #[test]
     fn view_definitions_round_trip_and_truncations_fail() {
-        let def = sample();
+        let mut with_check = sample();
+        with_check.check_option = ViewCheckOption::Local;
+        // Without a check option the stored form is version 1, as before check options.
+        assert_eq!(encode_view(&sample())[0], 1);
+        assert_eq!(encode_view(&with_check)[0], 2);
+        for def in [sample(), with_check] {
+            round_trip(&def);
+        }
+    }
+
+    fn round_trip(def: &ViewDef) {
+        let def = def.clone();
         let bytes = encode_view(&def);
         assert_eq!(decode_view(&bytes).unwrap(), def);
         for len in 0..bytes.len() {

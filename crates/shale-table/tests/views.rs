@@ -41,6 +41,7 @@ fn view(database: &str, name: &str, query: &str) -> ViewDef {
         definer: "root@localhost".into(),
         character_set_client: "utf8mb4".into(),
         collation_connection: "utf8mb4_general_ci".into(),
+        check_option: shale_table::ViewCheckOption::None,
     }
 }
 
