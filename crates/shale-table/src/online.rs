@@ -34,6 +34,10 @@
 //! 4. A failed build's index id is never published; entries a writer adds after the failure
 //!    are keys under an id no definition names, invisible, and swept at the next open
 //!    (build.rs, invariant 2).
+//! 5. A unique entry of a building or added index is read locked at its newest committed
+//!    version (`get_for_update_latest`), by the fill and by writers alike: the fill writes
+//!    entries after a REPEATABLE READ writer's snapshot, and that must not make the writer's
+//!    change of its own row's entry a snapshot conflict (1213).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};

@@ -290,7 +290,9 @@ impl TableTxn {
     /// its row key) had to what `new` (under `new_key`) has; None: no row on that side.
     /// Unique entries are compared by value, not trusted by key (online.rs): one is deleted
     /// only if it points at this row, and another row's entry for the new key is a duplicate,
-    /// which fails a published index's write and a building index's build.
+    /// which fails a published index's write and a building index's build. They are read
+    /// locked at their newest version (online.rs, invariant 5): the fill writes them after a
+    /// REPEATABLE READ writer's snapshot, which must not make that a write conflict.
     fn change_added(
         &mut self,
         table: &TableDef,
@@ -312,7 +314,7 @@ impl TableTxn {
         if let Some((key, value)) = &old_entry {
             if !is_unique_entry(value) {
                 self.txn.delete_untracked(key)?;
-            } else if self.txn.get_for_update(key)?.as_deref() == Some(&value[..]) {
+            } else if self.txn.get_for_update_latest(key)?.as_deref() == Some(&value[..]) {
                 self.txn.delete(key)?;
             }
         }
@@ -323,7 +325,7 @@ impl TableTxn {
             self.txn.put_untracked(&key, &value)?;
             return Ok(());
         }
-        match self.txn.get_for_update(&key)? {
+        match self.txn.get_for_update_latest(&key)? {
             Some(other) if other != value => {
                 let duplicate = Error::DuplicateKey {
                     table: table.name.clone(),
