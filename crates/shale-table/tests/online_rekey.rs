@@ -335,6 +335,10 @@ fn a_duplicate_new_primary_key_from_a_writer_fails_the_alter_at_its_end() {
             std::thread::spawn(move || rekey(&store, 2, convert))
         };
         while !reached.load(Ordering::SeqCst) {
+            assert!(
+                !altering.is_finished(),
+                "the copy ended before its 500th row"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         let mut txn = store.begin(TxnOptions::default()).unwrap();
@@ -385,6 +389,10 @@ fn the_fill_does_not_bring_back_a_row_deleted_during_the_copy() {
         std::thread::spawn(move || rekey(&store, 2, convert))
     };
     while !reached.load(Ordering::SeqCst) {
+        assert!(
+            !altering.is_finished(),
+            "the copy ended before its 500th row"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let mut model = contents(&store);
