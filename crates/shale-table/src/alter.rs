@@ -285,10 +285,11 @@ impl Store {
             claims,
         ));
         self.inner.shadows.register(shadow.clone());
-        online.wait_for_older_writers(timeout)?;
+        let ids = [table_id(old)];
+        online.wait_for_older_writers(&ids, timeout)?;
         let rows = shadow::fill(&self.inner.tdb, &shadow)?;
         fences.raise(table_id(old), online.current_epoch() + 1);
-        online.wait_for_older_writers(timeout)?;
+        online.wait_for_older_writers(&ids, timeout)?;
         shadow.check()?;
         Ok(rows)
     }
@@ -305,7 +306,7 @@ impl Store {
     ) -> Result<u64, Failure> {
         let (fences, online) = (&self.inner.fences, &self.inner.online);
         fences.raise(table_id(old), online.current_epoch() + 1);
-        online.wait_for_older_writers(self.inner.ddl_wait_timeout)?;
+        online.wait_for_older_writers(&[table_id(old)], self.inner.ddl_wait_timeout)?;
         self.rewrite_rows(old, def, sources, convert)
     }
 

@@ -365,7 +365,7 @@ impl Store {
         let online = &self.inner.online;
         let added = online.register(def.clone(), position);
         let filled = online
-            .wait_for_older_writers(self.inner.ddl_wait_timeout)
+            .wait_for_older_writers(&[def.primary_key.index_id], self.inner.ddl_wait_timeout)
             .and_then(|()| build::fill(&self.inner.tdb, &added))
             // Published before the definition is written: from here a writer with an old
             // definition treats a duplicate as its own error, not as the build's failure.
@@ -716,15 +716,17 @@ impl StoreInner {
         self.install(new);
     }
 
-    /// Raises the fence on the tables `ids` and waits for every write transaction that
-    /// registered before it (fence.rs, invariant 5); if the wait times out the fences come
+    /// Raises the fence on the tables `ids` and waits for every write transaction that wrote
+    /// one of them before it (fence.rs, invariant 5); if the wait times out the fences come
     /// down again. Called under the DDL lock.
     fn fence_writers(&self, ids: &[u32]) -> Result<()> {
         let epoch = self.online.current_epoch() + 1;
         for &id in ids {
             self.fences.raise(id, epoch);
         }
-        let waited = self.online.wait_for_older_writers(self.ddl_wait_timeout);
+        let waited = self
+            .online
+            .wait_for_older_writers(ids, self.ddl_wait_timeout);
         if waited.is_err() {
             self.lower_fences(ids);
         }

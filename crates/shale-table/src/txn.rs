@@ -17,8 +17,8 @@
 //!    and is written untracked (`put_entry`).
 //! 5. After [`Error::Deadlock`] the transaction has been rolled back whole and goes on as a
 //!    new, empty one (`MySQL` too ends the transaction on a deadlock).
-//! 6. Every write call registers the transaction as a writer first (online.rs, invariant 1)
-//!    and maintains, besides the caller's definition's indexes, the indexes added online that
+//! 6. Every write call registers the transaction as a writer of its table first (online.rs,
+//!    invariant 1) and maintains, besides the caller's definition's indexes, the indexes added online that
 //!    the definition does not list yet ([`OnlineIndexes::added_for`]).
 //! 7. Every write call passes the table's fence first, and every read checks it once read
 //!    (fence.rs), so nothing is written or read under ids a rewriting ALTER replaced.
@@ -211,7 +211,7 @@ impl TableTxn {
         let epoch = self
             .writer
             .get_or_insert_with(|| OnlineIndexes::register_writer(&self.store.online))
-            .epoch();
+            .writes(table_id(table));
         self.store.fences.before_write(
             table_id(table),
             &table.name,
