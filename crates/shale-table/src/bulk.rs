@@ -19,8 +19,9 @@
 //!    ([`Error::DuplicateKey`]).
 //!
 //! 4. A load is a writer of its table for online CREATE INDEX (online.rs): it registers when
-//!    it starts, so a build on the table waits for it to finish, and `finish` refuses to ingest when an index was added
-//!    online that its definition lacks (its files would hold no entries for it).
+//!    it starts, so a build on the table waits for it to finish, and `finish` refuses to
+//!    ingest when an index was added online that its definition lacks (its files would hold
+//!    no entries for it).
 //!
 //! Not coordinated with concurrent writers to the same table (as in `MyRocks`): the overlap
 //! check and the ingestion are not one atomic step, so a row another session inserts into

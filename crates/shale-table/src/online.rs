@@ -216,8 +216,8 @@ impl OnlineIndexes {
         }
     }
 
-    /// The epoch writers record tables in now; [`wait_for_older_writers`](Self::wait_for_older_writers)
-    /// moves it one on.
+    /// The epoch writers record tables in now;
+    /// [`wait_for_older_writers`](Self::wait_for_older_writers) moves it one on.
     pub(crate) fn current_epoch(&self) -> u64 {
         self.epoch.load(Ordering::SeqCst)
     }

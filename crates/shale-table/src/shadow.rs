@@ -7,7 +7,8 @@
 //!    table. From then on every write of a row of the old table also writes the row's
 //!    converted image and its entries in the new indexes under the new ids, deleting what the
 //!    converted old image had there ([`Shadow::write_through`]).
-//! 2. The ALTER waits until every write transaction that registered before step 1 has ended.
+//! 2. The ALTER waits until every write transaction that wrote the table before step 1 has
+//!    ended (online.rs).
 //! 3. It reads the old table's primary keys from a snapshot taken after the wait and, in small
 //!    READ COMMITTED transactions, locks each old row, reads its newest committed image and
 //!    writes its converted form under the new ids ([`fill`]); a row deleted meanwhile is
@@ -40,7 +41,8 @@
 //!
 //! Invariants:
 //! 1. A shadow is registered before the writer epoch flips (step 2), so every transaction
-//!    registered after the flip maintains it; older ones are waited for before the snapshot.
+//!    that first writes the table after the flip maintains it; older ones are waited for
+//!    before the snapshot.
 //! 2. A shadow row describes the converted newest committed image of its old row, or the image
 //!    its lock holder is writing: it is written only under the old row's lock.
 //! 3. A unique entry of the shadow is deleted only when it points at the writer's own row, and

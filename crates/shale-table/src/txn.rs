@@ -18,8 +18,8 @@
 //! 5. After [`Error::Deadlock`] the transaction has been rolled back whole and goes on as a
 //!    new, empty one (`MySQL` too ends the transaction on a deadlock).
 //! 6. Every write call registers the transaction as a writer of its table first (online.rs,
-//!    invariant 1) and maintains, besides the caller's definition's indexes, the indexes added online that
-//!    the definition does not list yet ([`OnlineIndexes::added_for`]).
+//!    invariant 1) and maintains, besides the caller's definition's indexes, the indexes
+//!    added online that the definition does not list yet ([`OnlineIndexes::added_for`]).
 //! 7. Every write call passes the table's fence first, and every read checks it once read
 //!    (fence.rs), so nothing is written or read under ids a rewriting ALTER replaced.
 //! 8. Every write call of a table being rewritten online also writes the row's converted
