@@ -8,7 +8,11 @@
 //! and the writer's operations per second, p99, p99.9 and longest latency before and during
 //! the ALTER. Commits are acknowledged without fsync (`Durability::Buffered`).
 //!
-//! `cargo run -p shale-table --example rewrite_alter_pause -- [rows] [dir]`
+//! With `key` as the third argument the ALTER is `MODIFY id BIGINT NOT NULL` instead: the
+//! primary key's bytes change, so every row moves to a new key (shale-table's shadow.rs, "a
+//! new primary key").
+//!
+//! `cargo run -p shale-table --example rewrite_alter_pause -- [rows] [dir] [key]`
 //! (defaults 200000, a folder in the temporary directory).
 
 use std::path::PathBuf;
@@ -86,6 +90,14 @@ fn change(store: &Store, rng: &mut SmallRng, rows: i64) -> shale_table::Result<(
     }
 }
 
+fn def_name(column: usize) -> &'static str {
+    if column == 0 {
+        "id"
+    } else {
+        "k"
+    }
+}
+
 fn load(store: &Store, table: &TableDef, rows: i64) -> shale_table::Result<()> {
     let started = Instant::now();
     let mut txn = store.begin(TxnOptions::default())?;
@@ -113,6 +125,11 @@ fn main() -> shale_table::Result<()> {
         || std::env::temp_dir().join("shale-rewrite-alter"),
         PathBuf::from,
     );
+    let column = match args.next().as_deref() {
+        None => 1,
+        Some("key") => 0,
+        Some(other) => panic!("unknown mode {other}: only `key`"),
+    };
     assert!(rows > 0, "rows must be above 0");
     let fs = OsFs::new();
     let _ = fs.remove_dir_all(&dir);
@@ -160,7 +177,7 @@ fn main() -> shale_table::Result<()> {
     altering.store(true, Ordering::Relaxed);
     let started = Instant::now();
     let mut def = (*table(&store)).clone();
-    def.columns[1].ty = ColumnType::BigInt { unsigned: false };
+    def.columns[column].ty = ColumnType::BigInt { unsigned: false };
     let sources = (0..def.columns.len()).map(ColumnSource::Stored).collect();
     let (_, method) = store.alter_table(
         "sbtest",
@@ -173,7 +190,8 @@ fn main() -> shale_table::Result<()> {
     let (mut before, mut during) = writer.join().expect("the writer thread")?;
     assert!(matches!(method, AlterMethod::Rewrite { .. }), "{method:?}");
     println!(
-        "ALTER TABLE sbtest1 MODIFY k BIGINT NOT NULL: {:.2} s, {:.0} rows/s",
+        "ALTER TABLE sbtest1 MODIFY {} BIGINT NOT NULL: {:.2} s, {:.0} rows/s",
+        def_name(column),
         alter_time.as_secs_f64(),
         rows as f64 / alter_time.as_secs_f64()
     );

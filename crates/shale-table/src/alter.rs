@@ -17,10 +17,12 @@
 //! old table whole (the new ids' keys are deleted on failure, or swept at the next open,
 //! build.rs invariant 2).
 //!
-//! A rewrite that keeps the primary key's bytes runs online (shadow.rs): writers go on
-//! during the copy and maintain the new definition themselves; they wait at the table's
-//! fence (fence.rs) only for the switch. Any other rewrite (a new or changed primary key)
-//! holds writers at the fence for the whole copy, which is then chunked plain writes.
+//! A rewrite runs online (shadow.rs): writers go on during the copy and maintain the new
+//! definition themselves; they wait at the table's fence (fence.rs) only for the switch. A
+//! rewrite that changes the primary key's bytes does so through claims on the new keys
+//! (shadow.rs, "a new primary key"). Only dropping the primary key of a table that has one
+//! (its rows need fresh hidden row ids) holds writers at the fence for the whole copy, which
+//! is then chunked plain writes.
 //!
 //! Invariants:
 //! 1. Every DDL here changes the catalog with one synced engine write, after which the new
@@ -205,8 +207,20 @@ impl Store {
             return Ok((def, AlterMethod::Instant));
         }
         let first = *next_id;
-        let after = assign_index_ids(&mut def, first)?;
+        let mut after = assign_index_ids(&mut def, first)?;
         def.schema_version = old.schema_version + 1;
+        let keeps_key = shadow::keeps_primary_key(&old, &def, &sources, same_key_encoding);
+        // A new primary key with columns is online with claims under one more id; a dropped
+        // one is not (module doc).
+        let claims = if !keeps_key && !def.primary_key.columns.is_empty() {
+            let claims = after;
+            after = after
+                .checked_add(1)
+                .ok_or_else(|| Error::InvalidArgument("index ids exhausted".into()))?;
+            Some(claims)
+        } else {
+            None
+        };
         let db = self.inner.tdb.db();
         // The ids are used from here on, whatever happens (build.rs, invariant 1).
         persist_next_index_id(db, after)?;
@@ -216,10 +230,9 @@ impl Store {
         });
         let old_id = table_id(&old);
         let (fences, shadows) = (&self.inner.fences, &self.inner.shadows);
-        let online = shadow::keeps_primary_key(&old, &def, &sources, same_key_encoding);
         let def = Arc::new(def);
-        let copied = if online {
-            self.rewrite_online(&old, &def, sources, shared)
+        let copied = if keeps_key || claims.is_some() {
+            self.rewrite_online(&old, &def, sources, shared, claims)
         } else {
             self.rewrite_fenced(&old, &def, &sources, &*shared)
         };
@@ -235,7 +248,7 @@ impl Store {
         // Writers are held at the fence and the older ones have ended: the new ids hold
         // every row.
         fences.switching(old_id);
-        if let Err(e) = self.swap_rewritten(&old, &def) {
+        if let Err(e) = self.swap_rewritten(&old, &def, claims) {
             // The new ids are not discarded: a failed synced write may still be durable, and
             // then the next open finds the new definition (as before this fence existed).
             shadows.remove(old_id);
@@ -260,15 +273,23 @@ impl Store {
         def: &Arc<TableDef>,
         sources: Vec<ColumnSource>,
         convert: SharedConvert,
+        claims: Option<u32>,
     ) -> Result<u64, Failure> {
         let (fences, online) = (&self.inner.fences, &self.inner.online);
         let timeout = self.inner.ddl_wait_timeout;
-        let shadow = Arc::new(Shadow::new(old.clone(), def.clone(), sources, convert));
+        let shadow = Arc::new(Shadow::new(
+            old.clone(),
+            def.clone(),
+            sources,
+            convert,
+            claims,
+        ));
         self.inner.shadows.register(shadow.clone());
-        online.wait_for_older_writers(timeout)?;
+        let ids = [table_id(old)];
+        online.wait_for_older_writers(&ids, timeout)?;
         let rows = shadow::fill(&self.inner.tdb, &shadow)?;
         fences.raise(table_id(old), online.current_epoch() + 1);
-        online.wait_for_older_writers(timeout)?;
+        online.wait_for_older_writers(&ids, timeout)?;
         shadow.check()?;
         Ok(rows)
     }
@@ -285,12 +306,13 @@ impl Store {
     ) -> Result<u64, Failure> {
         let (fences, online) = (&self.inner.fences, &self.inner.online);
         fences.raise(table_id(old), online.current_epoch() + 1);
-        online.wait_for_older_writers(self.inner.ddl_wait_timeout)?;
+        online.wait_for_older_writers(&[table_id(old)], self.inner.ddl_wait_timeout)?;
         self.rewrite_rows(old, def, sources, convert)
     }
 
-    /// The one synced write that makes a rewritten table current (invariant 1).
-    fn swap_rewritten(&self, old: &TableDef, def: &TableDef) -> Result<()> {
+    /// The one synced write that makes a rewritten table current (invariant 1), deleting
+    /// the online rewrite's `claims` too.
+    fn swap_rewritten(&self, old: &TableDef, def: &TableDef, claims: Option<u32>) -> Result<()> {
         let db = self.inner.tdb.db();
         let (old_id, new_id) = (table_id(old), table_id(def));
         let sys = DEFAULT_KEYSPACE_ID;
@@ -304,6 +326,9 @@ impl Store {
         delete_index_range(&mut batch, old_id)?;
         for index in &old.indexes {
             delete_index_range(&mut batch, index.index_id)?;
+        }
+        if let Some(claims) = claims {
+            delete_index_range(&mut batch, claims)?;
         }
         // The AUTO_INCREMENT reservation moves with the table, so no value is handed out
         // twice; a hidden row id counter recovers from the rows' largest id.

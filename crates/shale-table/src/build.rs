@@ -102,7 +102,7 @@ fn fill_rows(tdb: &Arc<TransactionDb>, added: &AddedIndex, keys: &[Vec<u8>]) -> 
         let row = decode_row(table, &bytes)?;
         let (entry, value) = entry_for_row(table, index, &row, key, &mut scratch)?;
         if is_unique_entry(&value) {
-            match txn.get_for_update(&entry)? {
+            match txn.get_for_update_latest(&entry)? {
                 None => txn.put(&entry, &value)?,
                 Some(existing) if existing == value => {}
                 Some(_) => {

@@ -18,9 +18,10 @@
 //!    rows already ([`Error::BulkLoadOverlap`]) and a unique key that exists
 //!    ([`Error::DuplicateKey`]).
 //!
-//! 4. A load is a writer for online CREATE INDEX (online.rs): it registers when it starts, so
-//!    a build waits for it to finish, and `finish` refuses to ingest when an index was added
-//!    online that its definition lacks (its files would hold no entries for it).
+//! 4. A load is a writer of its table for online CREATE INDEX (online.rs): it registers when
+//!    it starts, so a build on the table waits for it to finish, and `finish` refuses to
+//!    ingest when an index was added online that its definition lacks (its files would hold
+//!    no entries for it).
 //!
 //! Not coordinated with concurrent writers to the same table (as in `MyRocks`): the overlap
 //! check and the ingestion are not one atomic step, so a row another session inserts into
@@ -115,6 +116,7 @@ impl Store {
             .map(|i| Sorter::new(fs.clone(), dir.join(format!("{prefix}-{i}")), budget))
             .collect();
         let writer = OnlineIndexes::register_writer(&inner.online);
+        writer.writes(table.primary_key.index_id);
         Ok(BulkLoad {
             _writer: writer,
             store: inner,

@@ -5,9 +5,10 @@
 //! switches the definition and range-deletes the old ids. A write under the old ids after the
 //! snapshot would be lost, so:
 //! 1. The ALTER raises a fence on the table, then waits for every write transaction that
-//!    registered before it (online.rs's epochs). Those may write the table until they end:
-//!    their rows are committed, or rolled back, before the snapshot is taken.
-//! 2. A write transaction registered after the fence that writes the table waits until the
+//!    wrote the table before it (online.rs's epochs; transactions that wrote only other
+//!    tables are not waited for). Those may write the table until they end: their rows are
+//!    committed, or rolled back, before the snapshot is taken.
+//! 2. A write transaction whose first write to the table comes after the fence waits until the
 //!    fence comes down (up to the DDL wait timeout, `MySQL`'s `lock_wait_timeout`), as a DML
 //!    statement waits for a metadata lock in `MySQL`.
 //! 3. Just before the switch is written the fence is marked *switching*: from then on a read
@@ -25,9 +26,10 @@
 //!    waiting writers go on into the empty table.
 //!
 //! Invariants:
-//! 1. A fence is raised before the writer epoch flips, with the epoch after the flip: a writer
-//!    whose epoch is at least the fence's registered after the fence was visible, and one
-//!    with an older epoch is waited for by the ALTER, so it may write.
+//! 1. A fence is raised before the writer epoch flips, with the epoch after the flip. A
+//!    writer's epoch for a table is the one it first wrote the table in (online.rs,
+//!    invariant 1): one at least the fence's came after the fence was visible, and one with
+//!    an older epoch is waited for by the ALTER, so it may write.
 //! 2. A read checks the fence *after* it has read (its snapshot is taken by then): if the
 //!    table was neither switching nor retired at the check, the switch was not yet written
 //!    when the snapshot was taken, so the read saw the old ids whole.
@@ -138,8 +140,8 @@ impl TableFences {
         self.changed.notify_all();
     }
 
-    /// Lets a write to `table` (named for messages) by a transaction registered in `epoch`
-    /// go on, after waiting at a fence if there is one (up to `timeout`).
+    /// Lets a write to `table` (named for messages) by a transaction that first wrote it in
+    /// `epoch` go on, after waiting at a fence if there is one (up to `timeout`).
     pub(crate) fn before_write(
         &self,
         table_id: u32,

@@ -5,9 +5,10 @@
 //!    the table also writes (or deletes) the row's entry in it, even when the writer's
 //!    statement was bound to a definition without the index ([`TableTxn`]'s write paths ask
 //!    [`OnlineIndexes::added_for`]).
-//! 2. The build waits until every write transaction that registered before step 1 has ended
-//!    ([`OnlineIndexes::wait_for_older_writers`]): those may have written rows without entries
-//!    that are not committed yet, so no snapshot could show them.
+//! 2. The build waits until every write transaction that wrote the table before step 1 has
+//!    ended ([`OnlineIndexes::wait_for_older_writers`]): those may have written rows without
+//!    entries that are not committed yet, so no snapshot could show them. Transactions that
+//!    wrote only other tables are not waited for.
 //! 3. It reads the table's primary keys from a snapshot taken after the wait and, in small
 //!    READ COMMITTED transactions, locks each row, reads its newest committed image and writes
 //!    its entry ([`fill`]). Holding the row's lock while computing the entry serializes the
@@ -25,18 +26,25 @@
 //! with the duplicate. The build itself fails on the same finding.
 //!
 //! Invariants:
-//! 1. Every write transaction registers in the current epoch before its first write and stays
-//!    registered until it committed or rolled back ([`WriterSlot`]).
-//! 2. An index is registered before the epoch flips, so every transaction registered after
-//!    the flip maintains it.
+//! 1. Every write transaction registers before its first write and stays registered until it
+//!    committed or rolled back ([`WriterSlot`]); before its first write to a table it records
+//!    the table with the epoch current then ([`WriterSlot::writes`]), under its own lock, which
+//!    the wait's scan takes too: a table recorded after the scan saw the writer was recorded
+//!    in the epoch after the flip.
+//! 2. An index is registered before the epoch flips, so every transaction that records the
+//!    table after the flip maintains it.
 //! 3. An entry of a building index describes its row's newest committed image or the image its
 //!    lock holder is writing: it is written only under the row's lock.
 //! 4. A failed build's index id is never published; entries a writer adds after the failure
 //!    are keys under an id no definition names, invisible, and swept at the next open
 //!    (build.rs, invariant 2).
+//! 5. A unique entry of a building or added index is read locked at its newest committed
+//!    version (`get_for_update_latest`), by the fill and by writers alike: the fill writes
+//!    entries after a REPEATABLE READ writer's snapshot, and that must not make the writer's
+//!    change of its own row's entry a snapshot conflict (1213).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
@@ -122,88 +130,123 @@ impl AddedIndex {
     }
 }
 
+/// Shards of the live writers' registry (a write transaction's begin and end lock one).
+const WRITER_SHARDS: usize = 16;
+
 /// The registry of added indexes and the writer epochs a build waits on.
 #[derive(Debug, Default)]
 pub(crate) struct OnlineIndexes {
     epoch: AtomicU64,
-    /// Write transactions registered in an epoch, by the epoch's parity. Only two epochs can
-    /// have live writers: one DDL at a time flips (store.rs, invariant 2), and only after the
-    /// epoch before the current one has drained.
-    writers: [AtomicUsize; 2],
+    next_writer: AtomicU64,
+    /// The live write transactions, by their number, sharded by it.
+    writers: [Mutex<HashMap<u64, Arc<WrittenTables>>>; WRITER_SHARDS],
     /// Whether `added` holds anything: the writers' fast path reads only this.
     any: AtomicBool,
     /// Table id -> its added indexes.
     added: RwLock<HashMap<u32, Arc<[Arc<AddedIndex>]>>>,
 }
 
+/// The tables a write transaction wrote, each with the epoch of its first write there.
+#[derive(Debug, Default)]
+struct WrittenTables {
+    tables: Mutex<Vec<(u32, u64)>>,
+    ended: AtomicBool,
+}
+
+impl WrittenTables {
+    /// Whether the transaction wrote one of `tables` in an epoch before `epoch`.
+    fn wrote_before(&self, tables: &[u32], epoch: u64) -> bool {
+        self.tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(t, e)| *e < epoch && tables.contains(t))
+    }
+}
+
 /// A write transaction's registration (invariant 1); dropping it ends the registration.
 #[derive(Debug)]
 pub(crate) struct WriterSlot {
     online: Arc<OnlineIndexes>,
-    parity: usize,
-    epoch: u64,
+    number: u64,
+    written: Arc<WrittenTables>,
 }
 
 impl WriterSlot {
-    /// The epoch the transaction registered in (fence.rs, invariant 1).
-    pub(crate) fn epoch(&self) -> u64 {
-        self.epoch
+    /// Records that the transaction writes table `table_id` (before it does) and returns the
+    /// epoch of its first write there (invariant 1; fence.rs, invariant 1).
+    pub(crate) fn writes(&self, table_id: u32) -> u64 {
+        let mut tables = self
+            .written
+            .tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(&(_, epoch)) = tables.iter().find(|(t, _)| *t == table_id) {
+            return epoch;
+        }
+        let epoch = self.online.epoch.load(Ordering::SeqCst);
+        tables.push((table_id, epoch));
+        epoch
     }
 }
 
 impl Drop for WriterSlot {
     fn drop(&mut self) {
-        self.online.writers[self.parity].fetch_sub(1, Ordering::SeqCst);
+        self.written.ended.store(true, Ordering::SeqCst);
+        self.online.shard(self.number).remove(&self.number);
     }
 }
 
 impl OnlineIndexes {
-    /// Registers a write transaction in the current epoch.
+    fn shard(&self, number: u64) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<WrittenTables>>> {
+        self.writers[(number % WRITER_SHARDS as u64) as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a write transaction.
     pub(crate) fn register_writer(self: &Arc<Self>) -> WriterSlot {
-        loop {
-            let epoch = self.epoch.load(Ordering::SeqCst);
-            let parity = (epoch % 2) as usize;
-            self.writers[parity].fetch_add(1, Ordering::SeqCst);
-            // A flip between the load and the increment may have drained this parity
-            // without seeing us: then register again in the new epoch.
-            if self.epoch.load(Ordering::SeqCst) == epoch {
-                return WriterSlot {
-                    online: Arc::clone(self),
-                    parity,
-                    epoch,
-                };
-            }
-            self.writers[parity].fetch_sub(1, Ordering::SeqCst);
+        let number = self.next_writer.fetch_add(1, Ordering::Relaxed);
+        let written = Arc::new(WrittenTables::default());
+        self.shard(number).insert(number, written.clone());
+        WriterSlot {
+            online: Arc::clone(self),
+            number,
+            written,
         }
     }
 
-    /// The epoch writers register in now; [`wait_for_older_writers`](Self::wait_for_older_writers)
-    /// moves it one on.
+    /// The epoch writers record tables in now;
+    /// [`wait_for_older_writers`](Self::wait_for_older_writers) moves it one on.
     pub(crate) fn current_epoch(&self) -> u64 {
         self.epoch.load(Ordering::SeqCst)
     }
 
-    /// Starts a new epoch and waits until every writer registered before it has ended
-    /// (invariant 2's other half). Callers hold the DDL lock, so flips never overlap.
-    pub(crate) fn wait_for_older_writers(&self, timeout: Duration) -> Result<()> {
+    /// Starts a new epoch and waits until every write transaction that wrote one of `tables`
+    /// before it has ended (invariant 2's other half); transactions that wrote only other
+    /// tables are not waited for. Callers hold the DDL lock, so flips never overlap.
+    pub(crate) fn wait_for_older_writers(&self, tables: &[u32], timeout: Duration) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let epoch = self.epoch.load(Ordering::SeqCst);
-        // Writers of the epoch before, left behind by a wait that timed out, share the parity
-        // the next epoch's writers will count in: they must be gone before the flip. No one
-        // joins them (writers register in `epoch`), so this wait ends.
-        self.drain((epoch + 1) % 2, deadline)?;
-        self.epoch.store(epoch + 1, Ordering::SeqCst);
-        self.drain(epoch % 2, deadline)
-    }
-
-    fn drain(&self, parity: u64, deadline: Instant) -> Result<()> {
+        let epoch = self.epoch.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut older: Vec<Arc<WrittenTables>> = Vec::new();
+        for shard in &self.writers {
+            let shard = shard.lock().unwrap_or_else(PoisonError::into_inner);
+            older.extend(
+                shard
+                    .values()
+                    .filter(|w| w.wrote_before(tables, epoch))
+                    .cloned(),
+            );
+        }
         let mut pause = Duration::from_micros(100);
-        while self.writers[parity as usize].load(Ordering::SeqCst) != 0 {
-            if Instant::now() >= deadline {
-                return Err(Error::LockWaitTimeout);
+        for writer in older {
+            while !writer.ended.load(Ordering::SeqCst) {
+                if Instant::now() >= deadline {
+                    return Err(Error::LockWaitTimeout);
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
         }
         Ok(())
     }

@@ -7,7 +7,8 @@
 //!    table. From then on every write of a row of the old table also writes the row's
 //!    converted image and its entries in the new indexes under the new ids, deleting what the
 //!    converted old image had there ([`Shadow::write_through`]).
-//! 2. The ALTER waits until every write transaction that registered before step 1 has ended.
+//! 2. The ALTER waits until every write transaction that wrote the table before step 1 has
+//!    ended (online.rs).
 //! 3. It reads the old table's primary keys from a snapshot taken after the wait and, in small
 //!    READ COMMITTED transactions, locks each old row, reads its newest committed image and
 //!    writes its converted form under the new ids ([`fill`]); a row deleted meanwhile is
@@ -20,15 +21,28 @@
 //! does not fail the writer's statement: it is recorded here and the ALTER fails at its end
 //! with it (`MySQL`'s online ALTER reports such errors at its end too), deleting the new ids.
 //!
-//! Only a rewrite that keeps the primary key's bytes (the same key columns, each with an
-//! unchanged key encoding, or no primary key before and after) is online: then the new key of
-//! a row is its old key under the new id, so the old row's lock also guards its shadow, and
-//! its shadow's key and non-unique entries are written without locks of their own. Other
-//! rewrites hold writers at the fence for the whole copy (alter.rs).
+//! A rewrite that keeps the primary key's bytes (the same key columns, each with an unchanged
+//! key encoding, or no primary key before and after) finds a row's shadow under its old key
+//! bytes with the new id: the old row's lock also guards its shadow, whose key and
+//! non-unique entries are written without locks of their own.
+//!
+//! A new primary key (other columns, a key column whose key bytes change, a primary key added
+//! to a table without one): a row's shadow lives under the key the new definition gives its
+//! converted image, which two old rows may share (a duplicate that fails the ALTER). So each
+//! shadow row has a *claim*: a key under one more fresh id (`claims`), the shadow's key bytes
+//! after their table id, whose value is the old row's key. A claim is locked at its newest
+//! version before the shadow under it is written or deleted, and the shadow of an old image
+//! is deleted only if its claim names that row ([`Shadow::write_rekeyed`]); a claim naming
+//! another row is a duplicate new primary key. The fill claims the key of each row it
+//! converts, or finds it claimed by the row itself (a writer got there first) or by another
+//! (a duplicate). The claims are range-deleted by the switch, or with the other new ids on
+//! failure. Dropping the primary key of a table that has one (rows then need fresh hidden row
+//! ids) still holds writers at the fence for the whole copy (alter.rs).
 //!
 //! Invariants:
 //! 1. A shadow is registered before the writer epoch flips (step 2), so every transaction
-//!    registered after the flip maintains it; older ones are waited for before the snapshot.
+//!    that first writes the table after the flip maintains it; older ones are waited for
+//!    before the snapshot.
 //! 2. A shadow row describes the converted newest committed image of its old row, or the image
 //!    its lock holder is writing: it is written only under the old row's lock.
 //! 3. A unique entry of the shadow is deleted only when it points at the writer's own row, and
@@ -37,6 +51,9 @@
 //!    a REPEATABLE READ writer's snapshot, which must not make that a write conflict.
 //! 4. A failed rewrite's ids are never published; keys a writer adds under them after the
 //!    failure are swept at the next open (build.rs, invariant 2).
+//! 5. Under a new primary key, a shadow row exists exactly where a claim names an old row
+//!    whose converted image has that key, and is that image: both are written and deleted
+//!    together, under the claim's lock and the old row's.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -53,7 +70,7 @@ use shale_engine::{
 use crate::codec::key::range_bounds;
 use crate::codec::row::{decode_row, encode_row};
 use crate::error::{Error, Result};
-use crate::index::{entry_for_row, is_unique_entry, show_entry, table_id};
+use crate::index::{entry_for_row, is_unique_entry, pk_key_of_row, show_entry, table_id};
 use crate::schema::{ColumnDef, ColumnSource, TableDef};
 use crate::value::Value;
 
@@ -104,6 +121,8 @@ pub(crate) struct Shadow {
     pub(crate) new: Arc<TableDef>,
     sources: Vec<ColumnSource>,
     convert: SharedConvert,
+    /// Under a new primary key: the index id of the claims (module doc).
+    claims: Option<u32>,
     failed: AtomicBool,
     failure: Mutex<Option<Failure>>,
 }
@@ -124,12 +143,14 @@ impl Shadow {
         new: Arc<TableDef>,
         sources: Vec<ColumnSource>,
         convert: SharedConvert,
+        claims: Option<u32>,
     ) -> Shadow {
         Shadow {
             old,
             new,
             sources,
             convert,
+            claims,
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
         }
@@ -191,6 +212,9 @@ impl Shadow {
         if self.failed.load(Ordering::Acquire) {
             return Ok(()); // the ALTER fails; its ids are discarded
         }
+        if let Some(claims) = self.claims {
+            return self.write_rekeyed(txn, claims, old, new, scratch);
+        }
         let new = match new {
             Some((row, key)) => match self.convert_row(row, 1) {
                 Ok(converted) => Some((converted, self.shadow_key(key))),
@@ -219,6 +243,108 @@ impl Shadow {
             return Ok(());
         }
         written
+    }
+
+    /// `old_row` converted (`row` as [`convert_row`](Self::convert_row)'s) and its key under
+    /// the new primary key.
+    fn rekeyed(
+        &self,
+        old_row: &[Value],
+        row: u64,
+        scratch: &mut Vec<u16>,
+    ) -> Result<Image, Failure> {
+        let converted = self.convert_row(old_row, row)?;
+        let mut key = Vec::with_capacity(16);
+        pk_key_of_row(&mut key, &self.new, &converted, None, scratch)?;
+        Ok((converted, key))
+    }
+
+    /// [`write_through`](Self::write_through) under a new primary key (module doc,
+    /// invariant 5): the old image's shadow is deleted if its claim names this row, the new
+    /// image's key is claimed for it, or found another row's (a duplicate, recorded).
+    fn write_rekeyed(
+        &self,
+        txn: &mut Transaction<'_>,
+        claims: u32,
+        old: Option<(&[Value], &[u8])>,
+        new: Option<(&[Value], &[u8])>,
+        scratch: &mut Vec<u16>,
+    ) -> Result<()> {
+        let new = match new {
+            Some((row, key)) => match self.rekeyed(row, 1, scratch) {
+                Ok(image) => Some((image, key)),
+                Err(failure) => {
+                    self.fail(failure);
+                    return Ok(());
+                }
+            },
+            None => None,
+        };
+        // An old image that does not convert has no shadow; one whose claim is missing (not
+        // filled yet) or another row's (a duplicate, recorded by whoever met it) has none
+        // of its own.
+        let mut held = None;
+        if let Some((row, key)) = old {
+            if let Ok(image) = self.rekeyed(row, 1, scratch) {
+                let claim = claim_key(claims, &image.1);
+                if txn.get_for_update_latest(&claim)?.as_deref() == Some(key) {
+                    held = Some((image, claim));
+                }
+            }
+        }
+        let mut new_claim = None;
+        if let Some(((row, shadow_key), key)) = &new {
+            let claim = claim_key(claims, shadow_key);
+            let owner = match &held {
+                Some((_, old_claim)) if *old_claim == claim => None,
+                _ => txn.get_for_update_latest(&claim)?,
+            };
+            if owner.is_some_and(|owner| owner != *key) {
+                self.fail(duplicate_primary(&self.new, row).into());
+                return Ok(());
+            }
+            new_claim = Some((claim, *key));
+        }
+        if let Some((_, claim)) = &held {
+            if new_claim.as_ref().is_none_or(|(c, _)| c != claim) {
+                txn.delete(claim)?;
+            }
+        }
+        if let Some((claim, key)) = &new_claim {
+            txn.put(claim, key)?;
+        }
+        let old = held.map(|(image, _)| image);
+        let new = new.map(|(image, _)| image);
+        let written = self.rewrite(txn, old.as_ref(), new.as_ref(), scratch);
+        if let Err(Error::DuplicateKey { table, key, entry }) = written {
+            self.fail(Error::DuplicateKey { table, key, entry }.into());
+            return Ok(());
+        }
+        written
+    }
+
+    /// The fill's half under a new primary key, for the old row `key` whose newest image is
+    /// `old_row` (locked): claims the converted image's key and writes it, unless the row
+    /// claimed it already (a writer wrote its shadow after the fill's snapshot).
+    fn fill_rekeyed(
+        &self,
+        txn: &mut Transaction<'_>,
+        claims: u32,
+        key: &[u8],
+        old_row: &[Value],
+        row: u64,
+        scratch: &mut Vec<u16>,
+    ) -> Result<(), Failure> {
+        let image = self.rekeyed(old_row, row, scratch)?;
+        let claim = claim_key(claims, &image.1);
+        match txn.get_for_update_latest(&claim).map_err(Error::from)? {
+            None => {
+                txn.put(&claim, key).map_err(Error::from)?;
+                Ok(self.rewrite(txn, None, Some(&image), scratch)?)
+            }
+            Some(owner) if owner == key => Ok(()),
+            Some(_) => Err(duplicate_primary(&self.new, &image.0).into()),
+        }
     }
 
     /// Replaces the shadow of `old` (converted image, shadow key) with `new`'s.
@@ -299,6 +425,23 @@ fn put_entries(
         }
     }
     Ok(())
+}
+
+/// The claim on the new row key `key` (module doc): under the claims' id, the key's bytes
+/// after its table id.
+fn claim_key(claims: u32, key: &[u8]) -> Vec<u8> {
+    let mut claim = claims.to_be_bytes().to_vec();
+    claim.extend_from_slice(key.get(4..).unwrap_or_default());
+    claim
+}
+
+/// The error for a second row with `row`'s new primary key.
+fn duplicate_primary(def: &TableDef, row: &[Value]) -> Error {
+    Error::DuplicateKey {
+        table: def.name.clone(),
+        key: "PRIMARY".into(),
+        entry: show_entry(row, &def.primary_key.columns),
+    }
 }
 
 /// `old_row` of `old` converted to `new`: each column from its source, a stored value through
@@ -409,9 +552,14 @@ fn fill_rows(
             continue; // deleted since the snapshot, with its shadow
         };
         let old_row = decode_row(&shadow.old, &bytes)?;
-        let row = shadow.convert_row(&old_row, before + rows + 1)?;
-        let new = (row, shadow.shadow_key(key));
-        shadow.rewrite(&mut txn, None, Some(&new), &mut scratch)?;
+        let number = before + rows + 1;
+        if let Some(claims) = shadow.claims {
+            shadow.fill_rekeyed(&mut txn, claims, key, &old_row, number, &mut scratch)?;
+        } else {
+            let row = shadow.convert_row(&old_row, number)?;
+            let new = (row, shadow.shadow_key(key));
+            shadow.rewrite(&mut txn, None, Some(&new), &mut scratch)?;
+        }
         rows += 1;
     }
     txn.commit().map_err(Error::from)?;
@@ -454,7 +602,7 @@ impl Shadows {
 }
 
 /// Whether `def` keeps `old`'s primary key bytes (module doc), given where its columns come
-/// from: then the rewrite can run online.
+/// from: then a row's shadow is under its old key bytes, and no claims are needed.
 pub(crate) fn keeps_primary_key(
     old: &TableDef,
     def: &TableDef,

@@ -13,7 +13,7 @@
 //!
 //! Concurrency with DML: DDL takes no lock on the rows. DROP TABLE, DROP DATABASE and
 //! TRUNCATE raise the table's fence (fence.rs, invariant 5) and wait for every write
-//! transaction that registered before it, as `MySQL`'s metadata lock makes them wait (up to
+//! transaction that wrote the table before it, as `MySQL`'s metadata lock makes them wait (up to
 //! `ddl_wait_timeout`, then [`Error::LockWaitTimeout`]); writers that come later wait at the
 //! fence and then find the table gone (dropped) or empty (truncated). CREATE INDEX is online
 //! (online.rs): writers go on while it fills the index, and maintain it themselves. At open,
@@ -49,7 +49,7 @@ pub struct StoreOptions {
     /// Row locks: the default lock wait timeout (`innodb_lock_wait_timeout`), deadlock
     /// detection, the transaction size cap.
     pub transactions: TransactionDbOptions,
-    /// How long CREATE INDEX waits for write transactions that began before it to end
+    /// How long DDL waits for the write transactions that wrote its table before it to end
     /// (online.rs, step 2); None: a year, `MySQL`'s `lock_wait_timeout` default.
     pub ddl_wait_timeout: Option<Duration>,
 }
@@ -287,7 +287,7 @@ impl Store {
     }
 
     /// Drops the table at once (range tombstones), after waiting for the write transactions
-    /// that began before it (module doc); the caller must not hold one itself.
+    /// that wrote it before (module doc); the caller must not hold one itself.
     pub fn drop_table(&self, database: &str, name: &str) -> Result<()> {
         let _ddl = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
@@ -321,7 +321,7 @@ impl Store {
 
     /// Empties the table at once (range tombstones over each of its indexes) and resets its
     /// `AUTO_INCREMENT` counter, as `MySQL` does, after waiting for the write transactions
-    /// that began before it (module doc); the caller must not hold one itself.
+    /// that wrote it before (module doc); the caller must not hold one itself.
     pub fn truncate_table(&self, database: &str, name: &str) -> Result<()> {
         let _ddl = self.inner.lock_ddl();
         let catalog = self.inner.catalog();
@@ -368,7 +368,7 @@ impl Store {
         let online = &self.inner.online;
         let added = online.register(def.clone(), position);
         let filled = online
-            .wait_for_older_writers(self.inner.ddl_wait_timeout)
+            .wait_for_older_writers(&[def.primary_key.index_id], self.inner.ddl_wait_timeout)
             .and_then(|()| build::fill(&self.inner.tdb, &added))
             // Published before the definition is written: from here a writer with an old
             // definition treats a duplicate as its own error, not as the build's failure.
@@ -719,15 +719,17 @@ impl StoreInner {
         self.install(new);
     }
 
-    /// Raises the fence on the tables `ids` and waits for every write transaction that
-    /// registered before it (fence.rs, invariant 5); if the wait times out the fences come
+    /// Raises the fence on the tables `ids` and waits for every write transaction that wrote
+    /// one of them before it (fence.rs, invariant 5); if the wait times out the fences come
     /// down again. Called under the DDL lock.
     fn fence_writers(&self, ids: &[u32]) -> Result<()> {
         let epoch = self.online.current_epoch() + 1;
         for &id in ids {
             self.fences.raise(id, epoch);
         }
-        let waited = self.online.wait_for_older_writers(self.ddl_wait_timeout);
+        let waited = self
+            .online
+            .wait_for_older_writers(ids, self.ddl_wait_timeout);
         if waited.is_err() {
             self.lower_fences(ids);
         }

@@ -17,9 +17,9 @@
 //!    and is written untracked (`put_entry`).
 //! 5. After [`Error::Deadlock`] the transaction has been rolled back whole and goes on as a
 //!    new, empty one (`MySQL` too ends the transaction on a deadlock).
-//! 6. Every write call registers the transaction as a writer first (online.rs, invariant 1)
-//!    and maintains, besides the caller's definition's indexes, the indexes added online that
-//!    the definition does not list yet ([`OnlineIndexes::added_for`]).
+//! 6. Every write call registers the transaction as a writer of its table first (online.rs,
+//!    invariant 1) and maintains, besides the caller's definition's indexes, the indexes
+//!    added online that the definition does not list yet ([`OnlineIndexes::added_for`]).
 //! 7. Every write call passes the table's fence first, and every read checks it once read
 //!    (fence.rs), so nothing is written or read under ids a rewriting ALTER replaced.
 //! 8. Every write call of a table being rewritten online also writes the row's converted
@@ -211,7 +211,7 @@ impl TableTxn {
         let epoch = self
             .writer
             .get_or_insert_with(|| OnlineIndexes::register_writer(&self.store.online))
-            .epoch();
+            .writes(table_id(table));
         self.store.fences.before_write(
             table_id(table),
             &table.name,
@@ -290,7 +290,9 @@ impl TableTxn {
     /// its row key) had to what `new` (under `new_key`) has; None: no row on that side.
     /// Unique entries are compared by value, not trusted by key (online.rs): one is deleted
     /// only if it points at this row, and another row's entry for the new key is a duplicate,
-    /// which fails a published index's write and a building index's build.
+    /// which fails a published index's write and a building index's build. They are read
+    /// locked at their newest version (online.rs, invariant 5): the fill writes them after a
+    /// REPEATABLE READ writer's snapshot, which must not make that a write conflict.
     fn change_added(
         &mut self,
         table: &TableDef,
@@ -312,7 +314,7 @@ impl TableTxn {
         if let Some((key, value)) = &old_entry {
             if !is_unique_entry(value) {
                 self.txn.delete_untracked(key)?;
-            } else if self.txn.get_for_update(key)?.as_deref() == Some(&value[..]) {
+            } else if self.txn.get_for_update_latest(key)?.as_deref() == Some(&value[..]) {
                 self.txn.delete(key)?;
             }
         }
@@ -323,7 +325,7 @@ impl TableTxn {
             self.txn.put_untracked(&key, &value)?;
             return Ok(());
         }
-        match self.txn.get_for_update(&key)? {
+        match self.txn.get_for_update_latest(&key)? {
             Some(other) if other != value => {
                 let duplicate = Error::DuplicateKey {
                     table: table.name.clone(),

@@ -290,3 +290,62 @@ fn a_definition_from_before_the_index_still_maintains_it() {
     txn.commit().unwrap();
     assert_whole(&store);
 }
+
+/// Whether any key of index id `id` is in the engine (committed).
+fn has_keys_of(store: &Store, id: u32) -> bool {
+    let db = store.engine().db();
+    let mut iter = db.iterator(shale_engine::ReadOptions::default()).unwrap();
+    iter.seek(&id.to_be_bytes());
+    iter.valid() && iter.key().starts_with(&id.to_be_bytes())
+}
+
+/// Regression: a REPEATABLE READ writer whose snapshot is older than an entry the fill wrote
+/// failed with a snapshot conflict (`Error::Deadlock`, 1213) when its update moved that
+/// entry: it locked the entry with a plain locking read, which validates against its
+/// snapshot. The entry is the build's, not a change the writer's snapshot governs.
+#[test]
+fn a_repeatable_read_writer_older_than_the_fill_moves_a_filled_unique_entry() {
+    let store = store(None);
+    load(&store, 1_000);
+    let table = current(&store);
+    // Snapshot taken now; no write yet, so the build does not wait for it.
+    let mut writer = store.begin(TxnOptions::default()).unwrap();
+    let old = writer
+        .get(&table, &[Value::Int(5)], LockMode::None)
+        .unwrap()
+        .unwrap();
+    // A read lock on the last row (no write: not waited for) stalls the fill's last chunk
+    // after the first ones committed.
+    let mut holder = store
+        .begin(TxnOptions {
+            isolation: IsolationLevel::ReadCommitted,
+            ..TxnOptions::default()
+        })
+        .unwrap();
+    holder
+        .get(&table, &[Value::Int(999)], LockMode::Exclusive)
+        .unwrap()
+        .unwrap();
+    let index_id = table.primary_key.index_id + 1;
+    let builder = {
+        let store = store.clone();
+        thread::spawn(move || store.create_index("d", "t", index("u", 2, true)))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !has_keys_of(&store, index_id) {
+        assert!(Instant::now() < deadline, "the fill wrote nothing");
+        thread::sleep(Duration::from_millis(1));
+    }
+    // Row 5's entry is committed by the fill, after the writer's snapshot.
+    writer.update(&table, &old, row(5, 1, 7)).unwrap();
+    writer.commit().unwrap();
+    holder.rollback();
+    builder.join().unwrap().unwrap();
+    assert_whole(&store);
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    let now = txn
+        .get(&current(&store), &[Value::Int(5)], LockMode::None)
+        .unwrap()
+        .unwrap();
+    assert_eq!(now, row(5, 1, 7));
+}
