@@ -12,6 +12,10 @@
 # report CSV rocksdb-N.csv (10-second intervals; db_bench rewrites it for each benchmark, so it
 # holds the last one's), ready for:
 #   shale bench report DIR/shale-*.json DIR/rocksdb-*.txt --svg_dir=DIR/charts
+# Like for like: Shale has defaults db_bench lacks (memtable bloom filter, idle compaction, ...;
+# every Shale run's header lists them). LIKE_DB_BENCH=1 runs Shale with --like_db_bench, which
+# sets db_bench's values; run the comparison both ways and report both (docs/benchmarks.md,
+# "Defaults that differ from db_bench"). SHALE_FLAGS adds other flags to Shale only.
 # Needs: cargo, python3; db_bench (apt-get install rocksdb-tools) for the anchor column.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +25,8 @@ benchmarks=${3:-fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom,readw
 shift $(( $# < 3 ? $# : 3 ))
 [[ ${1:-} == -- ]] && shift
 extra=("$@")
+read -r -a shale_only <<< "${SHALE_FLAGS:-}"
+[[ ${LIKE_DB_BENCH:-0} == 1 ]] && shale_only+=(--like_db_bench)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 out=${KEEP:-$work}
@@ -38,7 +44,7 @@ for i in $(seq "$runs"); do
   echo "shale run $i: load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/load.txt"
   rm -rf "$work/shale-db"
   ./target/release/shale bench "${flags[@]}" --seed="$seed" --db="$work/shale-db" \
-    --json_out="$out/shale-$i.json" "${extra[@]}" \
+    --json_out="$out/shale-$i.json" "${extra[@]}" ${shale_only[@]+"${shale_only[@]}"} \
     > "$out/shale-$i.txt" 2> "$work/shale-$i.err" || { cat "$work/shale-$i.err" >&2; exit 1; }
   rm -rf "$work/shale-db"
   if [[ -n $have_db_bench ]]; then

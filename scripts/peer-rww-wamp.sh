@@ -19,6 +19,8 @@
 # SHALE=path to a shale binary built with the rocksdb-peer feature (default
 #   target/release/shale; build: cargo build --release -p shale --features rocksdb-peer).
 # KEEP=DIR keeps the outputs (fill-N.txt, rww-N.txt with stats and levelstats, rww-N.json).
+# LIKE_DB_BENCH=1 runs Shale with --like_db_bench (db_bench's values for the Shale defaults it
+# lacks, listed in the header); run both ways and report both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-2}
@@ -35,6 +37,7 @@ mkdir -p "$out"
 flags=(--num="$num" --key_size=16 --value_size=100 --compression_ratio=0.5
   --compression_type=lz4 --bloom_bits=10 --cache_size=268435456 --threads=1 --seek_nexts=10
   --histogram=0 --engines=shale,rocksdb)
+[[ ${LIKE_DB_BENCH:-0} == 1 ]] && flags+=(--like_db_bench)
 
 for i in $(seq "$runs"); do
   db="$work/db-$i"

@@ -19,7 +19,8 @@
 # Env: DIR=path for the databases (default ./space-amp-data; must be on a real disk, not
 # tmpfs, for write_bytes to count), KEEP=1 keeps them; SHALE_ONLY=1 skips db_bench,
 # ROCKS_ONLY=1 skips shale (and its build);
-# SHALE_FLAGS / ROCKS_FLAGS add flags to one side only.
+# SHALE_FLAGS / ROCKS_FLAGS add flags to one side only; SHALE_FLAGS=--like_db_bench turns off
+# the Shale defaults db_bench lacks (the header of each Shale run lists them): run both ways.
 # Raw outputs go to $DIR/{shale,rocksdb}-{fill,overwrite}.txt (progress: .err).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -797,6 +797,18 @@ impl Db {
         crate::live_options::current(&self.inner)
     }
 
+    /// Point lookups that searched the list of one of `keyspace`'s live memtables (the active
+    /// one and the frozen ones), summed (feature `testing`): a lookup the memtable bloom filter
+    /// rules out is not counted. A flushed memtable's lookups leave the sum with it.
+    #[cfg(feature = "testing")]
+    pub fn memtable_list_lookups(&self, keyspace: &Keyspace) -> Result<usize> {
+        let view = self.inner.super_version(keyspace.id())?;
+        Ok(std::iter::once(&view.mem)
+            .chain(&view.imm)
+            .map(|mem| mem.list_lookups())
+            .sum())
+    }
+
     /// Runs `hook` in every write leader after its group's WAL record is written and the WAL
     /// lock released, before the group is inserted and published (feature `testing`: lets a
     /// test hold a group there). Returns false, leaving the first, if a hook was already set.

@@ -700,7 +700,9 @@ pub struct Options {
     pub stats_dump_period: Duration,
     /// User-key order; its name is persisted and checked on every open.
     pub comparator: Arc<dyn Comparator>,
-    /// Bytes of uncompressed blocks kept in memory.
+    /// Bytes of uncompressed blocks kept in memory: data blocks, and the index and filter
+    /// blocks of open tables (charged to it, or cached in it; never held outside it). 0 is no
+    /// block cache: index and filters are then pinned by the open tables, uncounted.
     pub block_cache_capacity: usize,
     /// Table files kept open.
     pub max_open_files: usize,

@@ -6,8 +6,11 @@
 //! entry points also assert their round trips); inputs `cargo fuzz` found crashing are in
 //! `tests/fuzz_regressions.rs`.
 //!
+//! The database's table files (blob references, range deletions, the engine's codecs) also go
+//! to shale-sst's `table` entry point.
+//!
 //! `SHALE_FUZZ_SEEDS=<dir>` also writes the valid inputs to `<dir>/<target>/` as a seed
-//! corpus for `cargo fuzz run <target>` (see fuzz/README.md).
+//! corpus for `cargo fuzz run <target>` (see fuzz/README.md, scripts/fuzz-seeds.sh).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,7 +21,8 @@ use rand::{Rng, SeedableRng};
 use shale_engine::inspect::wal::format::parse_log_file_name;
 use shale_engine::inspect::wal::{LogReader, RecoveryMode};
 use shale_engine::inspect::{
-    parse_manifest_file_name, parse_options_file_name, VersionEdit, CURRENT_FILE_NAME,
+    parse_manifest_file_name, parse_options_file_name, parse_table_file_name, VersionEdit,
+    CURRENT_FILE_NAME,
 };
 use shale_engine::testing::{
     fuzz_blob_file, fuzz_current, fuzz_manifest, fuzz_manifest_edit, fuzz_manifest_records,
@@ -38,10 +42,13 @@ enum Target {
     Current,
     Options,
     Blob,
+    /// shale-sst's `table` target, given the engine's tables (blob references, range
+    /// deletions, the engine's table properties).
+    Table,
 }
 
 impl Target {
-    const ALL: [Target; 8] = [
+    const ALL: [Target; 9] = [
         Target::Wal,
         Target::WriteBatch,
         Target::ManifestEdit,
@@ -50,6 +57,7 @@ impl Target {
         Target::Current,
         Target::Options,
         Target::Blob,
+        Target::Table,
     ];
 
     fn name(self) -> &'static str {
@@ -62,6 +70,7 @@ impl Target {
             Target::Current => "current",
             Target::Options => "options",
             Target::Blob => "blob",
+            Target::Table => "table",
         }
     }
 
@@ -75,6 +84,7 @@ impl Target {
             Target::Current => fuzz_current(data),
             Target::Options => fuzz_options(data),
             Target::Blob => fuzz_blob_file(data),
+            Target::Table => shale_sst::testing::fuzz_table(data),
         }
     }
 }
@@ -144,6 +154,8 @@ fn collect_files(fs: &MemFs, seeds: &mut Seeds) {
             seeds.entry(Target::Options).or_default().push(bytes);
         } else if shale_engine::inspect::blob::parse_blob_file_name(&name).is_some() {
             seeds.entry(Target::Blob).or_default().push(bytes);
+        } else if parse_table_file_name(&name).is_some() {
+            seeds.entry(Target::Table).or_default().push(bytes);
         }
     }
 }
@@ -228,6 +240,16 @@ fn seeds() -> Seeds {
         seeds.sort();
         seeds.dedup();
     }
+    // The engine's tables must open and verify as the `table` target opens them, so that
+    // fuzzing from them starts past the footer.
+    let check = MemFs::new();
+    let path = Path::new("/check.sst");
+    for table in seeds.get(&Target::Table).into_iter().flatten() {
+        check.write_file_for_test(path, table).unwrap();
+        let opened =
+            shale_sst::Table::open(&check, path, &shale_sst::TableOpenOptions::default()).unwrap();
+        opened.verify().unwrap();
+    }
     for target in Target::ALL {
         let n = seeds.get(&target).map_or(0, Vec::len);
         assert!(n > 0, "no seed for {}", target.name());
@@ -279,6 +301,7 @@ fn mutate(rng: &mut SmallRng, input: &[u8]) -> Vec<u8> {
 fn mutants_per_seed(target: Target) -> usize {
     match target {
         Target::Wal | Target::Manifest | Target::ManifestRecords => 150,
+        Target::Table => 40,
         _ => 300,
     }
 }
@@ -325,7 +348,10 @@ fn write_seed_corpus(dir: &Path, seeds: &Seeds) {
         let target_dir = dir.join(target.name());
         fs.create_dir_all(&target_dir).unwrap();
         for (i, input) in inputs.iter().enumerate() {
-            let mut file = fs.create(&target_dir.join(format!("seed-{i:04}"))).unwrap();
+            // `engine-`: the `table` directory also holds shale-sst's `seed-` files.
+            let mut file = fs
+                .create(&target_dir.join(format!("engine-{i:04}")))
+                .unwrap();
             file.append(input).unwrap();
             file.sync_data().unwrap();
         }

@@ -65,7 +65,8 @@ pub struct TableOpenOptions {
     /// With a block cache: keep the index and filters pinned in the open table, their memory
     /// charged to the cache's budget ([`BlockCache::charge_pinned`]) until the table is
     /// closed, so a lookup asks the cache for its data block only. One the cache cannot charge
-    /// is handled as `cache_index_and_filter_blocks` says. What `db_bench`'s default
+    /// is handled as `cache_index_and_filter_blocks` says: with it, kept in the cache under the
+    /// budget (read again when evicted); without it, pinned uncharged. What `db_bench`'s default
     /// (`cache_index_and_filter_blocks=false`) does, without leaving the memory uncounted.
     pub charge_pinned_index_and_filter: bool,
     /// The sequence number every entry of an ingested (external) table is read with, in
@@ -590,18 +591,21 @@ impl Table {
     /// Decides where the index and filters live: pinned with their memory charged to the
     /// block cache (`charge_pinned_index_and_filter`), else handed to the cache at high
     /// priority (`cache_index_and_filter_blocks`; reloaded and checked again when evicted and
-    /// needed), else pinned uncharged.
+    /// needed), else pinned uncharged (only without `cache_index_and_filter_blocks`).
     ///
-    /// One that is larger than a shard's high-priority share stays pinned by the table (as
-    /// `RocksDB` keeps them without `cache_index_and_filter_blocks`): in the cache it would be
-    /// demoted or refused at once and then read and decoded again on every lookup, hundreds of
-    /// microseconds for a filter of a few hundred KiB. Uncharged pins count in
-    /// [`Self::pinned_memory`].
+    /// The budget is strict (docs/reliability.md, "Claims and their proofs"): with
+    /// `cache_index_and_filter_blocks`, one the cache can neither charge nor hold (larger than
+    /// a shard's share, or than a shard) is not kept by the table outside the budget; it goes
+    /// into the cache, which demotes or refuses it, and is then read again when needed (a
+    /// cache too small for its tables' filters costs reads, visible as cache misses, not
+    /// memory). Uncharged pins count in [`Self::pinned_memory`].
+    ///
+    /// A cache of 0 bytes is no block cache (`RocksDB`'s `no_block_cache`): the index and
+    /// filters stay pinned, as without a cache, rather than being read again on every lookup.
     fn place_meta_blocks(&mut self, options: &TableOpenOptions) {
-        let Some(cache) = self.cache.clone() else {
+        let Some(cache) = self.cache.clone().filter(|cache| cache.capacity() > 0) else {
             return;
         };
-        let room = cache.high_priority_room();
         let key = |offset| CacheKey {
             file_id: self.file_id,
             offset,
@@ -613,8 +617,8 @@ impl Table {
                     .charge_pinned(key(offset), size)
                     .map(|charge| pins.push(charge))
                     .is_some();
-            // Not charged: into the cache when asked and it fits a shard's share.
-            !charged && options.cache_index_and_filter_blocks && size <= room
+            // Not charged: into the cache when asked, whatever its size (the strict budget).
+            !charged && options.cache_index_and_filter_blocks
         };
         if let Some(size) = self.index.as_ref().map(|index| index.memory_usage()) {
             if charge(self.footer.index.offset, size) {

@@ -1,7 +1,7 @@
 //! The block cache's strict budget: charges reserved before reads, index and filter blocks
 //! cached at high priority and reloaded after eviction, usage never above capacity.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use shale_fs::MemFs;
@@ -121,10 +121,10 @@ fn without_the_option_meta_blocks_are_pinned() {
 }
 
 #[test]
-fn meta_blocks_too_large_for_a_shard_stay_pinned_instead_of_reloading() {
+fn meta_blocks_too_large_for_the_cache_are_read_again_not_pinned() {
     let fs = MemFs::new();
     let path = Path::new("/t.sst");
-    // A 20,000-key filter (about 25 KB at 10 bits/key) against 8 KiB of high-priority room.
+    // A 20,000-key filter (about 25 KB at 10 bits/key) against a 16 KiB cache of one shard.
     write_table(&fs, path, 20_000);
     let cache = Arc::new(BlockCache::with_shards(16 << 10, 0));
     let options = TableOpenOptions {
@@ -133,21 +133,26 @@ fn meta_blocks_too_large_for_a_shard_stay_pinned_instead_of_reloading() {
         ..TableOpenOptions::default()
     };
     let table = Table::open(&fs, path, &options).unwrap();
-    assert!(
-        table.pinned_memory() >= 20_000 * 10 / 8,
-        "the filter is kept by the table: {} bytes pinned",
-        table.pinned_memory()
+    assert_eq!(
+        table.pinned_memory(),
+        0,
+        "the strict budget: nothing kept outside the cache"
     );
     let before = cache.stats();
     for i in 0..1_000u64 {
         let key = format!("absent{i:08}");
         assert_eq!(table.get(key.as_bytes(), MAX_SEQNO).unwrap(), None);
+        assert!(cache.usage() <= cache.capacity());
+    }
+    for i in (0..20_000u64).step_by(1_001) {
+        let key = format!("key{i:08}");
+        let found = table.get(key.as_bytes(), MAX_SEQNO).unwrap();
+        assert_eq!(found.expect("present").seqno, i + 1);
     }
     let after = cache.stats();
-    // The filter rejects nearly every absent key without touching the cache; a filter
-    // reloaded through the cache would miss on every lookup.
+    // The price of a cache smaller than one filter: it is read again for every lookup.
     assert!(
-        after.misses - before.misses < 100,
+        after.misses - before.misses >= 1_000,
         "{} cache misses for 1,000 filtered lookups",
         after.misses - before.misses
     );
@@ -257,4 +262,93 @@ fn pins_larger_than_one_shard_are_charged_across_the_shards() {
     assert_eq!(found.expect("present").seqno, 12_346);
     drop(table);
     assert_eq!(cache.stats().pinned, 0, "released with the table");
+}
+
+/// The block cache budget is strict (issue claim): with the options the engine opens tables
+/// with (`cache_index_and_filter_blocks` and `charge_pinned_index_and_filter`), an index or
+/// filter larger than a cache shard is charged to the budget, or else kept in the cache under
+/// it (read again when evicted); never held by the table outside the budget. Here the
+/// charges of earlier tables fill the cache's room for pins, so later tables cannot charge
+/// theirs, and their blocks are larger than a shard's high-priority share.
+#[test]
+fn the_block_cache_budget_is_strict_for_index_and_filter_blocks_larger_than_a_shard() {
+    let fs = MemFs::new();
+    // 8 shards of 64 KiB: 32 KiB of high-priority share each, 256 KiB of room for pins.
+    let cache = Arc::new(BlockCache::with_shards(512 << 10, 3));
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        cache_index_and_filter_blocks: true,
+        charge_pinned_index_and_filter: true,
+        ..TableOpenOptions::default()
+    };
+    let mut tables = Vec::new();
+    for t in 0..6u64 {
+        let path = PathBuf::from(format!("/t{t}.sst"));
+        // About 4,500 index entries and a 25 KB filter: each larger than one shard's share.
+        write_table(&fs, &path, 20_000);
+        let table = Table::open(&fs, &path, &options).unwrap();
+        tables.push(table);
+        let stats = cache.stats();
+        assert!(
+            stats.usage + stats.pinned <= stats.capacity,
+            "table {t}: over budget: {stats:?}"
+        );
+        for (n, table) in tables.iter().enumerate() {
+            assert_eq!(
+                table.pinned_memory(),
+                0,
+                "table {n} holds index or filter memory outside the budget (after opening {t})"
+            );
+        }
+    }
+    let stats = cache.stats();
+    assert!(
+        stats.pinned > 0,
+        "the first tables charged theirs: {stats:?}"
+    );
+    // Every table still answers, its meta blocks coming from the cache or read again.
+    for (t, table) in tables.iter().enumerate() {
+        for i in (0..20_000u64).step_by(997) {
+            let key = format!("key{i:08}");
+            let found = table.get(key.as_bytes(), MAX_SEQNO).unwrap();
+            assert_eq!(found.expect("present").seqno, i + 1, "table {t}");
+        }
+        assert_eq!(table.get(b"absent", MAX_SEQNO).unwrap(), None);
+        let stats = cache.stats();
+        assert!(stats.usage + stats.pinned <= stats.capacity, "{stats:?}");
+    }
+    drop(tables);
+    assert_eq!(cache.stats().pinned, 0, "released with the tables");
+}
+
+#[test]
+fn a_cache_of_zero_bytes_is_no_cache_and_index_and_filters_stay_pinned() {
+    let fs = MemFs::new();
+    let path = Path::new("/t.sst");
+    write_table(&fs, path, 2_000);
+    let cache = Arc::new(BlockCache::with_shards(0, 0));
+    let options = TableOpenOptions {
+        block_cache: Some(cache.clone()),
+        cache_index_and_filter_blocks: true,
+        charge_pinned_index_and_filter: true,
+        ..TableOpenOptions::default()
+    };
+    let table = Table::open(&fs, path, &options).unwrap();
+    assert!(
+        table.pinned_memory() > 2_000 * 10 / 8,
+        "index and filter pinned"
+    );
+    let before = cache.stats();
+    for i in (0..2_000u64).step_by(7) {
+        let key = format!("key{i:08}");
+        let found = table.get(key.as_bytes(), MAX_SEQNO).unwrap();
+        assert_eq!(found.expect("present").seqno, i + 1);
+    }
+    let after = cache.stats();
+    assert_eq!(
+        after.misses - before.misses,
+        2_000 / 7 + 1,
+        "one cache probe per lookup (its data block), not three"
+    );
+    assert_eq!((after.usage, after.pinned), (0, 0));
 }

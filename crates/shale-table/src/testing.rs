@@ -25,6 +25,12 @@ pub fn decode_row(table: &TableDef, bytes: &[u8]) -> Result<Vec<Value>> {
     crate::codec::row::decode_row(table, bytes)
 }
 
+/// A table definition as the catalog stores it (docs/format/catalog.md): seeds for the
+/// `table_definition` fuzz target.
+pub fn encode_table_definition(def: &TableDef) -> Vec<u8> {
+    crate::system::encode_table(def)
+}
+
 /// Decodes a stored table definition (untrusted bytes; docs/format/catalog.md).
 pub fn decode_table_definition(bytes: &[u8]) -> Result<TableDef> {
     crate::system::decode_table(bytes)

@@ -2,10 +2,19 @@
 //! `table_row` and `table_definition` in fuzz/) on a fixed, seeded set of inputs: valid
 //! encodings, those mutated by byte changes, truncations and insertions, and random bytes.
 //! Nothing may panic; the entry points assert their round trips.
+//!
+//! `SHALE_FUZZ_SEEDS=<dir>` also writes the valid inputs to `<dir>/<target>/` as a seed corpus
+//! (fuzz/README.md, scripts/fuzz-seeds.sh): the rows, and the definitions the catalog encodes.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shale_table::testing::{encode_row, fuzz_row, fuzz_table, fuzz_table_definition};
+use std::path::Path;
+
+use shale_fs::{FileSystem, OsFs};
+use shale_table::testing::{
+    encode_row, encode_table_definition, fuzz_row, fuzz_table, fuzz_table_definition,
+    sysbench_table,
+};
 use shale_table::Value;
 
 fn mutations(rng: &mut SmallRng, valid: &[u8], out: &mut Vec<Vec<u8>>) {
@@ -60,8 +69,11 @@ fn fuzz_entry_points_survive_mutated_and_random_inputs() {
         ],
     ];
     let mut inputs = Vec::new();
+    let mut row_seeds = Vec::new();
     for row in &rows {
-        mutations(&mut rng, &encode_row(&table, row).unwrap(), &mut inputs);
+        let encoded = encode_row(&table, row).unwrap();
+        mutations(&mut rng, &encoded, &mut inputs);
+        row_seeds.push(encoded);
     }
     for input in &inputs {
         fuzz_row(input);
@@ -84,7 +96,30 @@ fn fuzz_entry_points_survive_mutated_and_random_inputs() {
         .map(|b| u8::from_str_radix(b, 16).unwrap())
         .collect();
     mutations(&mut rng, &definition, &mut definitions);
+    // Definitions as the catalog writes them: every column type, and sysbench's table.
+    let mut definition_seeds = vec![definition];
+    for def in [fuzz_table(), sysbench_table(true), sysbench_table(false)] {
+        let encoded = encode_table_definition(&def);
+        mutations(&mut rng, &encoded, &mut definitions);
+        definition_seeds.push(encoded);
+    }
     for input in &definitions {
         fuzz_table_definition(input);
+    }
+    if let Ok(dir) = std::env::var("SHALE_FUZZ_SEEDS") {
+        write_seeds(Path::new(&dir), "table_row", &row_seeds);
+        write_seeds(Path::new(&dir), "table_definition", &definition_seeds);
+    }
+}
+
+/// Writes `seeds` to `<dir>/<target>/seed-NNNN`.
+fn write_seeds(dir: &Path, target: &str, seeds: &[Vec<u8>]) {
+    let fs = OsFs::new();
+    let target_dir = dir.join(target);
+    fs.create_dir_all(&target_dir).unwrap();
+    for (i, seed) in seeds.iter().enumerate() {
+        let mut file = fs.create(&target_dir.join(format!("seed-{i:04}"))).unwrap();
+        file.append(seed).unwrap();
+        file.sync_data().unwrap();
     }
 }

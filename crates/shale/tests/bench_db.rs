@@ -247,24 +247,53 @@ fn options_file(db: &Path) -> String {
 fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
     let db = scratch("like-db-bench");
     let out = bench(&db, &["--benchmarks=fillseq", "--num=100"]);
-    assert!(
-        out.contains("Not in db_bench: memtable bloom filter (ratio 0.01 of the write buffer), idle compaction (after 30 s); --like_db_bench turns both off"),
-        "{out}"
-    );
-    assert!(options_file(&db).contains("memtable_bloom_size_ratio=0.01"));
+    for line in [
+        "Not in db_bench (--like_db_bench sets db_bench's):",
+        "  memtable bloom filter: ratio 0.01 of the write buffer (db_bench: none",
+        "  idle compaction: after 30 s without writes",
+        "  tombstone-density compaction: files of at least 50% deletions",
+        "  memtable flush on tombstone scans: an iterator step skipping 10000 deletions",
+        "  zstd dictionary at the bottom level (with zstd): 16384 bytes",
+        "  hard pending-compaction limit: 274877906944 bytes",
+        "  open table files: at most 1000",
+        "  WAL fsync with --sync=0: about every 1000 ms",
+        "Differs from db_bench, no switch:",
+        "  level sizes: dynamic",
+        "  index and filter blocks: pinned by open tables, their memory charged to the block cache",
+    ] {
+        assert!(out.contains(line), "{line:?} missing from\n{out}");
+    }
+    let options = options_file(&db);
+    for line in [
+        "memtable_bloom_size_ratio=0.01\n",
+        "idle_compaction_after_ms=30000\n",
+        "tombstone_density_percent=50\n",
+        "max_open_files=1000\n",
+    ] {
+        assert!(options.contains(line), "{line:?} missing from\n{options}");
+    }
 
     let out = bench(
         &db,
         &["--benchmarks=fillseq", "--num=100", "--like_db_bench"],
     );
     assert!(
-        out.contains("Like db_bench: memtable bloom filter off"),
+        out.contains("Like db_bench (--like_db_bench): memtable bloom filter, idle compaction, "),
         "{out}"
     );
     assert!(!out.contains("Not in db_bench"), "{out}");
-    assert!(
-        options_file(&db).contains("memtable_bloom_size_ratio=0\n"),
-        "{}",
-        options_file(&db)
-    );
+    assert!(out.contains("Differs from db_bench, no switch:"), "{out}");
+    let options = options_file(&db);
+    for line in [
+        "memtable_bloom_size_ratio=0\n",
+        "tombstone_density_percent=0\n",
+        "tombstone_scan_flush_trigger=0\n",
+        "zstd_max_dict_bytes=0\n",
+        "hard_pending_compaction_bytes_limit=137438953472\n",
+        "max_open_files=1048576\n",
+        "sync_interval_ms=3600000\n",
+        "idle_compaction_after_ms=0\n",
+    ] {
+        assert!(options.contains(line), "{line:?} missing from\n{options}");
+    }
 }

@@ -60,9 +60,9 @@ pub struct MemTable {
     /// Heap bytes held by `range_tombstones`, for the memory estimate.
     range_tombstone_bytes: AtomicUsize,
     stats: Box<[StatsShard]>,
-    /// Point lookups that reached the list (the filter's test counts them; no shared counter
-    /// on the read path outside tests).
-    #[cfg(test)]
+    /// Point lookups that reached the list (the filter's tests count them). Only under
+    /// `cfg(test)` or feature `testing`: no counter on the read path of a normal build.
+    #[cfg(any(test, feature = "testing"))]
     list_lookups: AtomicUsize,
 }
 
@@ -117,7 +117,7 @@ impl MemTable {
             bloom: (bloom_bytes > 0).then(|| MemTableBloom::with_bytes(bloom_bytes)),
             range_tombstones: Mutex::new(Vec::new()),
             range_tombstone_bytes: AtomicUsize::new(0),
-            #[cfg(test)]
+            #[cfg(any(test, feature = "testing"))]
             list_lookups: AtomicUsize::new(0),
             stats: (0..shard_count())
                 .map(|_| StatsShard {
@@ -193,7 +193,7 @@ impl MemTable {
                 return None;
             }
         }
-        #[cfg(test)]
+        #[cfg(any(test, feature = "testing"))]
         self.list_lookups.fetch_add(1, MemoryOrder::Relaxed);
         // The largest trailer of `snapshot`: every kind at that seqno is included.
         let target = (snapshot.min(MAX_SEQNO) << 8) | u64::from(ValueKind::MAX.tag());
@@ -209,6 +209,13 @@ impl MemTable {
         }
         let kind = ValueKind::from_tag(trailer as u8).ok()?;
         Some((kind, trailer >> 8, self.list.value(position).to_vec()))
+    }
+
+    /// Point lookups ([`Self::get`]) that searched the list: the ones the bloom filter did not
+    /// rule out (feature `testing`).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn list_lookups(&self) -> usize {
+        self.list_lookups.load(MemoryOrder::Relaxed)
     }
 
     /// The largest sequence number `<= snapshot` of a range deletion covering `user_key`, or 0;

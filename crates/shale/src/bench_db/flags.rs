@@ -181,8 +181,10 @@ pub struct DbBenchArgs {
           default_value = "false", default_missing_value = "true",
           value_parser = parse_bool, action = ArgAction::Set)]
     pub statistics: bool,
-    /// Turn off Shale's defaults that `db_bench` does not have (the memtable bloom filter and
-    /// idle compaction), for a like-for-like comparison; the header names them either way.
+    /// Set `db_bench`'s value for every Shale default it does not share and Shale can switch
+    /// (memtable bloom filter, idle compaction, tombstone-driven compaction and flush, zstd
+    /// dictionary, hard pending-compaction limit, open-file limit, periodic WAL fsync), for a
+    /// like-for-like comparison; the header names them, and those no flag changes, either way.
     #[arg(long = "like_db_bench", value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_value = "false", default_missing_value = "true",
           value_parser = parse_bool, action = ArgAction::Set)]

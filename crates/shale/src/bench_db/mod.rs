@@ -8,6 +8,7 @@
 //! - [`engines`]: the engines the workloads run against (Shale, redb, `RocksDB`).
 //! - [`intervals`]: throughput per interval (`--report_interval_seconds`).
 //! - [`results`]: one JSON object per benchmark (`--json_out`).
+//! - [`db_bench_defaults`]: Shale's defaults that `db_bench` lacks (the header, `--like_db_bench`).
 //!
 //! A run: for each engine of `--engine`/`--engines` (each in its own subdirectory of `--db`
 //! with `--engines`): print the header; delete the database unless `--use_existing_db`;
@@ -15,6 +16,7 @@
 //! empty database); close. Every engine gets the same seeds, so the same keys. Results go to
 //! stdout; `... finished N ops` progress goes to stderr.
 
+mod db_bench_defaults;
 mod engines;
 mod flags;
 mod intervals;
@@ -451,7 +453,7 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
         on_off(config.use_direct_io_for_flush_and_compaction),
     );
     if engine == EngineKind::Shale {
-        text.push_str(&differences_from_db_bench(config.like_db_bench));
+        text.push_str(&db_bench_defaults::header_lines(config.like_db_bench));
     }
     if config.use_existing_db && engine == EngineKind::Shale {
         // The flag sets the codec of new tables; the existing ones keep theirs.
@@ -466,27 +468,6 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
     text.push('\n');
     let _ = write!(text, "DB path: [{}]", dir.display());
     say(&text)
-}
-
-/// The header line naming Shale's defaults that `db_bench` lacks (its own defaults, from
-/// `shale_engine::Options`), and whether `--like_db_bench` turned them off.
-fn differences_from_db_bench(like_db_bench: bool) -> String {
-    let options = shale_engine::Options::default();
-    let bloom = options.default_keyspace.memtable_bloom_size_ratio;
-    let idle = options
-        .idle_compaction_after
-        .map_or_else(|| "off".to_owned(), |d| format!("after {} s", d.as_secs()));
-    if like_db_bench {
-        format!(
-            "Like db_bench: memtable bloom filter off (default ratio {bloom}), idle compaction \
-             off (default {idle}) (--like_db_bench)\n"
-        )
-    } else {
-        format!(
-            "Not in db_bench: memtable bloom filter (ratio {bloom} of the write buffer), idle \
-             compaction ({idle}); --like_db_bench turns both off\n"
-        )
-    }
 }
 
 /// Prints `text` and a newline on stdout.

@@ -10,6 +10,7 @@ use shale_engine::{
 };
 
 use super::{destroy_own_files, Cursor, Engine, EngineBytes};
+use crate::bench_db::db_bench_defaults::apply_db_bench_defaults;
 use crate::bench_db::flags::Config;
 use crate::output::Failure;
 
@@ -47,8 +48,7 @@ impl ShaleEngine {
         keyspace.block_size = config.block_size;
         keyspace.bloom_bits_per_key = config.bloom_bits;
         if config.like_db_bench {
-            keyspace.memtable_bloom_size_ratio = 0.0;
-            options.idle_compaction_after = None;
+            apply_db_bench_defaults(&mut options);
         }
         let db = Db::open(dir, options)
             .map_err(|e| Failure::error(format!("opening --db={} failed: {e}", dir.display())))?;
