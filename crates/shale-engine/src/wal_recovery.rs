@@ -124,6 +124,16 @@ fn switch_as_leader(inner: &DbInner) -> Result<()> {
     drop(state);
     let end = recorded_end(inner, &failed);
     let old = failed.number;
+    // The edit names the failed log: its directory entry must be durable first, as for any
+    // edit naming a log (a power cut would otherwise leave a MANIFEST naming a missing file).
+    if let Err(error) = crate::write::make_wal_name_durable(inner) {
+        let state = inner.lock_state();
+        inner.set_recoverable_error_locked(
+            &state,
+            format!("syncing the directory entry of failed WAL {old} failed: {error}"),
+        );
+        return Err(error);
+    }
     let mut state = inner.lock_state();
     if !needs_switch(&state) || inner.has_sticky_error() {
         return Ok(());

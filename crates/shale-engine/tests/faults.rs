@@ -52,9 +52,12 @@ struct Harness {
     write_buffer_size: usize,
     /// What the acknowledged writes left: key -> value (`None`: deleted).
     acked: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// The effects of the first failed write: its record may have reached the WAL, so
-    /// recovery may apply it (whole) after the acknowledged ones.
+    /// The effects of a failed write whose record may have reached the WAL (the first one, or
+    /// the latest refused by a failed WAL step), so recovery may apply it (whole) after the
+    /// acknowledged ones.
     maybe: Option<Effects>,
+    /// The reason of the last pause a write got.
+    last_pause: Option<String>,
     next: u32,
 }
 
@@ -69,6 +72,7 @@ impl Harness {
             write_buffer_size,
             acked: BTreeMap::new(),
             maybe: None,
+            last_pause: None,
             next: 0,
         }
     }
@@ -112,9 +116,24 @@ impl Harness {
                 Ok(())
             }
             Err(error) => {
-                // A paused write never reached the WAL.
-                if !matches!(error, Error::Paused { .. }) {
-                    self.maybe.get_or_insert(effects);
+                match &error {
+                    // A new WAL failure (the writes paused after it repeat its reason): this
+                    // write's record may be in the failed log. The recovery's MANIFEST edit
+                    // cuts it off; if that edit fails (sticky), the next open may apply it.
+                    Error::Paused { reason }
+                        if reason.contains("writing the WAL failed")
+                            && self.last_pause.as_ref() != Some(reason) =>
+                    {
+                        self.maybe = Some(effects);
+                    }
+                    // Paused before its WAL step: never in the WAL.
+                    Error::Paused { .. } => {}
+                    _ => {
+                        self.maybe.get_or_insert(effects);
+                    }
+                }
+                if let Error::Paused { reason } = &error {
+                    self.last_pause = Some(reason.clone());
                 }
                 Err(error)
             }
