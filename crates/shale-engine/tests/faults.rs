@@ -22,7 +22,7 @@
 //!
 //! `random_faults_never_lose_acknowledged_writes` injects one random fault (operation, file
 //! kind, trigger, error) per seed into a workload with flushes and compactions; scale it with
-//! `SHALE_FAULT_SEEDS` (default 100, about half a second; 2000 ran clean). Everything else is
+//! `SHALE_FAULT_SEEDS` (default 100, about half a second; 4000 ran clean). Everything else is
 //! deterministic.
 
 use std::collections::BTreeMap;
