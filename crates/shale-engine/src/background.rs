@@ -75,9 +75,10 @@ fn should_stop(inner: &DbInner) -> bool {
     inner.shutting_down.load(Ordering::Acquire) || inner.has_sticky_error()
 }
 
+/// Flushes frozen memtables, and replaces a failed WAL (`crate::wal_recovery`).
 fn run_flushes(inner: &Arc<DbInner>) {
     loop {
-        {
+        let replace_wal = {
             let mut state = inner.lock_state();
             loop {
                 if should_stop(inner) {
@@ -88,14 +89,21 @@ fn run_flushes(inner: &Arc<DbInner>) {
                 if waited {
                     continue;
                 }
+                if crate::wal_recovery::needs_switch(&state) {
+                    break true;
+                }
                 if state.keyspaces.values().any(|k| !k.imm.is_empty()) {
-                    break;
+                    break false;
                 }
                 state = inner.wait_state(state);
             }
+        };
+        // Errors become the background error inside switch and flush_one.
+        if replace_wal {
+            let _ = crate::wal_recovery::switch(inner);
+        } else {
+            let _ = crate::flush::flush_one(inner);
         }
-        // Errors become the background error inside flush_one.
-        let _ = crate::flush::flush_one(inner);
     }
 }
 
@@ -187,12 +195,18 @@ fn run_wal_syncs(inner: &Arc<DbInner>) {
 ///
 /// Also after a background error: a failed flush or compaction must not leave acknowledged
 /// writes unsynced for good (invariant 5 of docs/architecture.md bounds their loss by time).
-/// A WAL that failed itself is poisoned, so this never retries its failed sync.
+/// A WAL that failed itself is poisoned, so this never retries its failed sync; it fails
+/// without reporting again (its failure already paused writes, `crate::wal_recovery`).
 pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
     let mut wal = loop {
         let Ok(wal) = inner.lock_wal() else {
             return Ok(()); // Read-only: there is no WAL.
         };
+        if let Some(reason) = wal.writer.poisoned_reason() {
+            return Err(Error::Background {
+                reason: format!("WAL {} failed earlier: {reason}", wal.number),
+            });
+        }
         if wal.synced_groups == wal.written_groups {
             return Ok(());
         }
@@ -244,11 +258,16 @@ pub(crate) fn sync_wal(inner: &DbInner) -> Result<()> {
     report_wal_sync(inner, result)
 }
 
-/// Makes a failed WAL sync the sticky background error. Called without the WAL lock: the
-/// state lock comes first.
+/// Makes a failed WAL sync pause writes until the WAL is replaced (`crate::wal_recovery`).
+/// Called without the WAL lock: the state lock comes first.
 fn report_wal_sync(inner: &DbInner, result: Result<()>) -> Result<()> {
     if let Err(error) = &result {
-        inner.set_background_error(format!("syncing the WAL failed: {error}"));
+        let mut state = inner.lock_state();
+        crate::wal_recovery::wal_failed(
+            inner,
+            &mut state,
+            format!("syncing the WAL failed: {error}"),
+        );
     }
     result
 }

@@ -239,10 +239,12 @@ pub(crate) fn take_cut(inner: &DbInner) -> Result<(Cut, WalPins<'_>)> {
     let (current, current_size, seqno, snapshot) = {
         let mut wal = inner.lock_wal()?;
         if let Err(error) = wal.writer.flush() {
-            // The writer is poisoned now; make that the sticky error, as a failed write does.
+            // The writer is poisoned now: pause writes until it is replaced, as after a
+            // failed write (crate::wal_recovery).
             drop(wal);
-            inner.set_background_error_locked(
-                &state,
+            crate::wal_recovery::wal_failed(
+                inner,
+                &mut state,
                 format!("flushing the WAL for a checkpoint failed: {error}"),
             );
             return Err(error);

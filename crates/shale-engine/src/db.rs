@@ -20,14 +20,16 @@
 //! 3. Every WAL file with a number below every keyspace's log number holds only flushed data
 //!    and may be deleted; a table file is deleted only when no live Version references it and
 //!    it is not being written (`pending_outputs`).
-//! 4. After a failed WAL/MANIFEST write or sync, or a panic in a background job,
+//! 4. After a failed MANIFEST write or sync, or a panic in a background job,
 //!    `background_error` is set, sticky, and every later write fails with it, until reopen.
 //!    A failed write of a flush's or compaction's table (out of space, say) sets a
 //!    *recoverable* one instead: the job deleted its partial outputs and left the memtable or
 //!    inputs in place, so nothing acknowledged is lost; writes fail with [`Error::Paused`]
 //!    while the background retries the job with backoff (`Db::resume` retries at once), and
-//!    the first job that then succeeds clears it. A sticky error replaces a recoverable one,
-//!    never the reverse.
+//!    the first job that then succeeds clears it. A failed WAL append, flush or sync is
+//!    recoverable too (`crate::wal_recovery`): it clears only once the failed log is replaced
+//!    and the memtables that needed it are flushed (`wal_recovery::blocks_clear`). A sticky
+//!    error replaces a recoverable one, never the reverse.
 //! 5. A read-only open (`crate::read_only`) has no WAL, no LOCK and no background threads;
 //!    every call that would write fails with [`Error::ReadOnly`] before touching a file.
 //! 6. A leader stores `last_allocated_seqno` before it releases the WAL lock that it held to
@@ -91,6 +93,10 @@ pub(crate) struct GroupContext {
 pub(crate) struct WalState {
     pub(crate) writer: LogWriter,
     pub(crate) number: u64,
+    /// The end of the last record whose group's WAL step (append, and the flush or sync its
+    /// durability asked for) succeeded: where a WAL recovery may end the log at most
+    /// (`crate::wal_recovery`). A refused group's record may lie after it.
+    pub(crate) written_end: u64,
     /// Groups written to this log, and how many of them a completed sync made durable: the
     /// background syncer has work while `synced_groups < written_groups`. Counts rather than
     /// a flag because `background::sync_wal` syncs without the WAL lock: a second caller must
@@ -146,6 +152,8 @@ pub(crate) struct DbState {
     /// The WAL (by the active memtables' log number) for which `write::request_presync`
     /// already woke the syncer: once per memtable.
     pub(crate) presync_requested_for: u64,
+    /// A failed WAL being replaced online (`crate::wal_recovery`); `None` otherwise.
+    pub(crate) wal_recovery: Option<crate::wal_recovery::WalRecovery>,
 }
 
 /// Why writes are refused (db.rs invariant 4).
@@ -279,6 +287,7 @@ impl DbInner {
                 group_context: None,
                 unrecorded_closed_wals: Vec::new(),
                 presync_requested_for: 0,
+                wal_recovery: None,
             }),
             state_changed: Condvar::new(),
             wal: wal.map(Mutex::new),
@@ -433,13 +442,20 @@ impl DbInner {
         self.state_changed.notify_all();
     }
 
-    /// A flush or compaction succeeded: clears a recoverable error (invariant 4).
-    pub(crate) fn clear_recoverable_error_locked(&self, _state: &DbState) {
-        if !self.has_background_error.load(Ordering::Acquire) {
+    /// A flush or compaction succeeded: clears a recoverable error (invariant 4), unless a
+    /// WAL recovery still needs its switch or flushes.
+    pub(crate) fn clear_recoverable_error_locked(&self, state: &mut DbState) {
+        if !self.has_background_error.load(Ordering::Acquire)
+            || crate::wal_recovery::blocks_clear(state)
+        {
             return;
         }
         let mut error = self.lock_background_error();
         if error.as_ref().is_some_and(|e| e.retry.is_some()) {
+            if state.wal_recovery.take().is_some() {
+                self.info_log
+                    .log("WAL recovery done: the memtables are flushed, writes resume");
+            }
             *error = None;
             self.has_background_error.store(false, Ordering::Release);
             drop(error);
@@ -465,7 +481,7 @@ impl DbInner {
     }
 
     /// Asks for the retry of a recoverable error now; returns its failure count then.
-    fn request_retry_locked(&self, _state: &DbState) -> Option<u32> {
+    pub(crate) fn request_retry_locked(&self, _state: &DbState) -> Option<u32> {
         let mut error = self.lock_background_error();
         let retry = error.as_mut()?.retry.as_mut()?;
         retry.now = true;
@@ -840,11 +856,13 @@ impl Db {
         crate::ingest::ingest(&self.inner, args, options)
     }
 
-    /// Retries now the flush or compaction whose failure paused writes ([`Error::Paused`],
-    /// e.g. after the disk filled up and space was freed) and waits for the outcome: `Ok` once
-    /// it succeeded and writes go on (or nothing was paused), the new failure if it failed
-    /// again (the background keeps retrying with backoff), and [`Error::Background`] if the
-    /// error is sticky (a failed WAL or MANIFEST write or sync): only a reopen clears that.
+    /// Retries now the flush, compaction or WAL recovery whose failure paused writes
+    /// ([`Error::Paused`], e.g. after the disk filled up and space was freed) and waits for
+    /// the outcome: `Ok` once it succeeded and writes go on (or nothing was paused), the new
+    /// failure if it failed again (the background keeps retrying with backoff), and
+    /// [`Error::Background`] if the error is sticky (a failed MANIFEST write or sync): only a
+    /// reopen clears that. A WAL recovery succeeds once the failed log is replaced by a new
+    /// one and every memtable that needed it is flushed (`crate::wal_recovery`).
     pub fn resume(&self) -> Result<()> {
         self.inner.check_open()?;
         self.inner.check_writable("resume")?;
@@ -854,10 +872,11 @@ impl Db {
         };
         if state.keyspaces.values().all(|k| k.imm.is_empty())
             && !crate::compaction::needs_compaction(&state, self.inner.options.clock.now_seconds())
+            && !crate::wal_recovery::blocks_clear(&state)
         {
             // The failed job is gone (a manual compaction's caller saw its error): nothing
             // to retry.
-            self.inner.clear_recoverable_error_locked(&state);
+            self.inner.clear_recoverable_error_locked(&mut state);
             return Ok(());
         }
         loop {
@@ -940,11 +959,20 @@ impl Db {
 
     /// Closes the database: waits for the running background job, stops the threads, and
     /// makes every acknowledged write durable (the WAL is synced), whatever its durability.
+    /// While a failed WAL is being replaced (`crate::wal_recovery`) it first retries that
+    /// once, as [`Self::resume`] does; if that fails, close returns the error, and the
+    /// acknowledged writes past the failed log's last good sync may be lost.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
 
     fn shutdown(&self) -> Result<()> {
+        if self.inner.lock_state().wal_recovery.is_some() && !self.inner.has_sticky_error() {
+            // A failed log's acknowledged writes past its last good sync are only in the
+            // memtables (crate::wal_recovery): one try to get them into tables before the
+            // threads stop. A failure is what close then returns.
+            let _ = self.resume();
+        }
         if self.inner.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }

@@ -1,8 +1,8 @@
 //! The engine's error type.
 //!
 //! Every corruption names the file and the offset where the damage was found; a failed write
-//! or sync of the WAL makes the writer sticky-failed, and every later call says so with
-//! [`Error::Background`] (docs/format/wal.md, "Writer").
+//! or sync of the WAL poisons its writer for good (docs/format/wal.md, "Writer") and pauses
+//! writes with [`Error::Paused`] until the log is replaced (`crate::wal_recovery`).
 
 use std::path::PathBuf;
 
@@ -38,13 +38,15 @@ pub enum Error {
         /// The earlier failure, as it was reported.
         reason: String,
     },
-    /// A flush or compaction failed writing its tables (most often: the disk is full), so
-    /// writes are paused; the job is retried in the background with backoff, or at once by
-    /// [`crate::Db::resume`], and writes go on once it succeeds. Nothing acknowledged is lost.
+    /// A flush or compaction failed writing its tables, or a WAL append or sync failed (most
+    /// often: the disk is full), so writes are paused; the job (for the WAL: replacing the
+    /// log and flushing the memtables) is retried in the background with backoff, or at once
+    /// by [`crate::Db::resume`], and writes go on once it succeeds. Nothing acknowledged is
+    /// lost, and a write refused with it is not applied.
     #[error(
-        "writes are paused: {reason}; the failed flush or compaction is retried in the \
-         background (Db::resume retries now) and writes resume once it succeeds: free disk \
-         space if it is full"
+        "writes are paused: {reason}; the failed flush, compaction or WAL recovery is retried \
+         in the background (Db::resume retries now) and writes resume once it succeeds: free \
+         disk space if it is full"
     )]
     Paused {
         /// The failure, as it was reported.

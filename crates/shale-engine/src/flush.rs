@@ -414,7 +414,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     }
     inner.note_pending_compaction_bytes_locked(&state);
     state.flushes_done += 1;
-    inner.clear_recoverable_error_locked(&state);
+    inner.clear_recoverable_error_locked(&mut state);
     delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();
     Ok(true)

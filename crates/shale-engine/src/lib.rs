@@ -107,6 +107,7 @@ mod test_hooks;
 pub mod testing;
 mod ttl;
 mod txn;
+mod wal_recovery;
 mod write;
 mod write_queue;
 pub use backup::{

@@ -144,6 +144,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         versions,
         keyspaces,
         Some(WalState {
+            written_end: writer.file_size(),
             writer,
             number: wal_number,
             written_groups: 0,

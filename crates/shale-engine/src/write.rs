@@ -69,6 +69,16 @@ pub(crate) fn run_as_leader<T>(
 ) -> Result<T> {
     inner.check_open()?;
     inner.check_background_error()?;
+    lead_while_paused(inner, step)
+}
+
+/// [`run_as_leader`] even while writes are paused (the WAL recovery's switch,
+/// `crate::wal_recovery`): the writers that joined the group then get the pause's error.
+pub(crate) fn lead_while_paused<T>(
+    inner: &Arc<DbInner>,
+    step: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    inner.check_open()?;
     let mut outcome = None;
     let written = inner.write_queue.write_leading(
         WriteBatch::new(),
@@ -188,6 +198,7 @@ fn lead_group(
         }
         if result.is_ok() {
             wal.written_groups += 1;
+            wal.written_end = wal.writer.file_size();
             if durability == Durability::Sync {
                 wal.synced_groups = wal.written_groups;
                 wal.synced_bytes = wal.writer.file_size();
@@ -198,11 +209,20 @@ fn lead_group(
                 .last_allocated_seqno
                 .store(first_seqno + count - 1, Ordering::Release);
         }
-        // set_background_error takes the state lock, which comes before the WAL lock.
+        // The state lock comes before the WAL lock.
+        let number = wal.number;
         drop(guard);
         if let Err(error) = result {
-            inner.set_background_error(format!("writing the WAL failed: {error}"));
-            return Err(error);
+            // The group gets the pause (write_queue invariant 3: nothing of it is inserted).
+            let mut state = inner.lock_state();
+            return Err(crate::wal_recovery::wal_failed(
+                inner,
+                &mut state,
+                format!(
+                    "writing the WAL failed (WAL {}): {error}",
+                    log_file_name(number)
+                ),
+            ));
         }
         inner.test_hooks.after_wal_record();
     }
@@ -454,23 +474,31 @@ pub(crate) fn switch_memtables(
     // header would follow a torn tail), so a torn tail can only be in the newest log. A
     // completed WAL sync promises its records survive a power cut, so the log's name goes
     // first (usually made durable already by the syncer woken at 7/8 full).
-    let new_wal = sync_wal_name_locked(inner, &mut wal)
-        .and_then(|()| wal.writer.sync())
-        .and_then(|()| create_wal(inner, number));
+    let synced = sync_wal_name_locked(inner, &mut wal).and_then(|()| wal.writer.sync());
+    if synced.is_ok() {
+        // What a WAL recovery records as the log's end if creating the next one fails.
+        wal.synced_groups = wal.written_groups;
+        wal.synced_bytes = wal.writer.file_size();
+    }
+    let new_wal = synced.and_then(|()| create_wal(inner, number));
     let closed_bytes = wal.writer.file_size();
     let (closed_number, closed_groups) = (wal.number, wal.written_groups);
     let writer = match new_wal {
         Ok(writer) => writer,
         Err(error) => {
             drop(wal);
-            inner.set_background_error_locked(
+            return Err(crate::wal_recovery::wal_failed(
+                inner,
                 state,
-                format!("switching to WAL {number} failed: {error}"),
-            );
-            return Err(error);
+                format!(
+                    "switching from WAL {} to WAL {number} failed: {error}",
+                    log_file_name(closed_number)
+                ),
+            ));
         }
     };
     *wal = WalState {
+        written_end: writer.file_size(),
         writer,
         number,
         written_groups: 0,
@@ -489,6 +517,18 @@ pub(crate) fn switch_memtables(
             .unrecorded_closed_wals
             .push((closed_number, closed_bytes));
     }
+    freeze_memtables_locked(inner, state, keyspaces, number);
+    Ok(())
+}
+
+/// Freezes the memtables of `keyspaces` behind new ones that start in WAL `number`, which is
+/// the WAL now. Run by the write leader (db.rs invariant 2).
+pub(crate) fn freeze_memtables_locked(
+    inner: &DbInner,
+    state: &mut DbState,
+    keyspaces: &[u32],
+    number: u64,
+) {
     // Frozen memtables are no longer the group's: do not keep them alive for the flush.
     state.group_context = None;
     let version = state.versions.current();
@@ -524,7 +564,6 @@ pub(crate) fn switch_memtables(
             keyspace.mem_log_number = number;
         }
     }
-    Ok(())
 }
 
 /// Adds to `edit` the synced sizes of the WALs closed since the last edit, and the live WAL's
@@ -572,7 +611,7 @@ pub(crate) fn record_live_wal_synced(inner: &DbInner) -> Result<()> {
 }
 
 /// Creates WAL file `number`. Its name is not durable yet (`WalState::name_durable`).
-fn create_wal(inner: &DbInner, number: u64) -> Result<LogWriter> {
+pub(crate) fn create_wal(inner: &DbInner, number: u64) -> Result<LogWriter> {
     let path = inner.dir.join(log_file_name(number));
     let file = inner.fs.create(&path)?;
     LogWriter::new(file, number)

@@ -1,18 +1,19 @@
 //! The engine's write failures as MySQL errors (docs/reliability.md, "Disk full and failed
 //! writes under the server").
 //!
-//! - Writes paused by a flush or compaction that could not write its table because the disk
-//!   is full (`shale_engine::Error::Paused` with ENOSPC): 1021 `Disk full (...); waiting for
-//!   someone to free some space... (errno: 28 - No space left on device)`. True to the text:
-//!   the engine retries in the background and writes go on by themselves once there is room.
-//! - Writes paused for another table-write failure: 1030 `Got error 5 - '...' from storage
-//!   engine`, with the engine's reason (it says writes resume once the retry succeeds).
-//! - A failed write or sync of the log or the MANIFEST, as the statement that hit it sees it
-//!   (`Io` of a write operation), and every later write (`Background`): 1030, with the
-//!   OS errno (28 for a full disk, else 5) and a text that says the server must be restarted
-//!   before it takes writes again, and that nothing acknowledged is lost. A failed fsync is
-//!   never retried (the kernel may have dropped the pages it could not write), so no retry
-//!   could honestly clear it; the restart's recovery reads the log instead.
+//! - Writes paused because the disk is full (`shale_engine::Error::Paused` with ENOSPC): a
+//!   flush or compaction could not write its table, or a WAL append failed. 1021 `Disk full
+//!   (...); waiting for someone to free some space... (errno: 28 - No space left on device)`.
+//!   True to the text: the engine retries in the background (for the WAL: replaces the log and
+//!   flushes the memtables) and writes go on by themselves once there is room.
+//! - Writes paused for another failure of a table write or of the WAL (a failed fsync of the
+//!   log, say): 1030 `Got error 5 - '...' from storage engine`, with the engine's reason (it
+//!   says writes resume once the retry succeeds). The failed log is never synced again; the
+//!   engine replaces it.
+//! - A failed write or sync of the MANIFEST, as the statement that hit it sees it (`Io` of a
+//!   write operation), and every later write (`Background`): 1030, with the OS errno (28 for
+//!   a full disk, else 5) and a text that says the server must be restarted before it takes
+//!   writes again, and that nothing acknowledged is lost.
 //! - A failed read: 1030 with the engine's text (no restart advice: the next read may work).
 //!
 //! Everything else from the engine stays the caller's to map.
@@ -23,7 +24,7 @@ use crate::error::SqlError;
 const ENOSPC: i32 = 28;
 const EIO: i32 = 5;
 
-/// What a client is told to do after the log or MANIFEST failed.
+/// What a client is told to do after the MANIFEST failed.
 const RESTART: &str = "the server refuses writes until it is restarted (reads still work; \
                        nothing acknowledged is lost)";
 
@@ -126,8 +127,32 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_log_write_and_the_sticky_error_after_it_say_restart() {
-        let first = injected(Op::Append, "/d/000007.wal", FaultError::NoSpace);
+    fn a_paused_log_is_1021_for_a_full_disk_and_1030_for_a_failed_fsync() {
+        let append = injected(Op::Append, "/d/000007.wal", FaultError::NoSpace);
+        let full = E::Paused {
+            reason: format!("writing the WAL failed (WAL 000007.wal): {append}"),
+        };
+        let e = storage_error(&full).unwrap();
+        assert_eq!((e.code, e.sqlstate), (1021, "HY000"));
+        assert!(e.message.starts_with("Disk full (writing the WAL"), "{e}");
+        assert!(e.message.contains("000007.wal"), "{e}");
+        assert!(!e.message.contains("restart"), "{e}");
+        let sync = injected(Op::SyncData, "/d/000007.wal", FaultError::FailedSync);
+        let failed_sync = E::Paused {
+            reason: format!("writing the WAL failed (WAL 000007.wal): {sync}"),
+        };
+        let e = storage_error(&failed_sync).unwrap();
+        assert_eq!(e.code, 1030);
+        assert!(
+            e.message.starts_with("Got error 5 - 'writes are paused"),
+            "{e}"
+        );
+        assert!(!e.message.contains("restart"), "{e}");
+    }
+
+    #[test]
+    fn a_failed_manifest_write_and_the_sticky_error_after_it_say_restart() {
+        let first = injected(Op::Append, "/d/MANIFEST-000005", FaultError::NoSpace);
         let e = storage_error(&first).unwrap();
         assert_eq!(e.code, 1030);
         assert!(e.message.starts_with("Got error 28 - '"), "{e}");
@@ -136,7 +161,7 @@ mod tests {
             "{e}"
         );
         let later = E::Background {
-            reason: "log 7 failed earlier: sync /d/000007.wal: sync failed".into(),
+            reason: "recording flushed table 12 in the MANIFEST failed: sync failed".into(),
         };
         let e = storage_error(&later).unwrap();
         assert!(

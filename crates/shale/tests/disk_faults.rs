@@ -6,13 +6,13 @@
 //! - ENOSPC on table files (a flush cannot write its table): clients get 1021 "Disk full",
 //!   the server keeps answering reads, and writes succeed again once the fault is lifted,
 //!   without a restart;
-//! - ENOSPC on the WAL, and a failed WAL fsync: the statement that hit it and every later
-//!   write get 1030 saying the server must be restarted; reads go on; lifting the fault does
-//!   not bring writes back; after a restart writes work.
+//! - ENOSPC on the WAL: clients get 1021 "Disk full" too, and a failed WAL fsync 1030 (errno
+//!   5, "writes are paused"); reads go on; once the fault is lifted the engine replaces the
+//!   log, flushes its memtables and writes go on, without a restart.
 //!
-//! Every case then restarts the server on the same directory and checks each acknowledged
-//! commit: its row is there with its value. Rows whose INSERT failed may be there or not (a
-//! failed fsync can leave the record in the OS's cache), rows never sent never are.
+//! Every case then checks each acknowledged commit (its row is there with its value), that no
+//! INSERT that got an error is applied and no row that was never sent is there, both on the
+//! running server and after a restart on the same directory.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -270,6 +270,7 @@ fn restart_and_check(dir: &Path, instance: Arc<Instance>, server: Running, histo
     let instance = open(dir, Arc::new(OsFs::new()));
     let server = Running::start(&instance);
     check_rows(&server, history, "after restart");
+    assert_no_refused_applied(&server, history, "after restart");
     let mut conn = server.connect();
     conn.query_drop("INSERT INTO t VALUES (9223372036854775807, 'after restart')")
         .expect("writes work after the restart");
@@ -350,8 +351,16 @@ fn a_full_disk_pauses_writes_with_1021_and_they_resume_when_space_returns() {
     restart_and_check(&dir, instance, server, &history);
 }
 
-/// ENOSPC on a WAL append or a failed WAL fsync: sticky until restart.
-fn log_failure_needs_a_restart(name: &str, op: OpKind, error: FaultError, errno: u16) {
+/// ENOSPC on every WAL append, or a failed fsync of every WAL: writes are refused with
+/// `code` (errno `errno` for 1030) while the fault lasts; the engine replaces the log and
+/// flushes the memtables, so once the fault is lifted writes go on without a restart.
+/// Nothing acknowledged is lost and no refused INSERT is applied, before and after a restart.
+fn log_failure_pauses_writes_until_the_log_is_replaced(
+    name: &str,
+    op: OpKind,
+    error: FaultError,
+    (code, errno): (u16, u16),
+) {
     let dir = scratch(name);
     let fault = Arc::new(FaultFs::new(Arc::new(OsFs::new())));
     let instance = open(&dir, fault.clone());
@@ -370,47 +379,85 @@ fn log_failure_needs_a_restart(name: &str, op: OpKind, error: FaultError, errno:
     });
     let during = reads_work(&server);
     assert!(during >= 100, "{during}");
-    // Lifting the fault does not clear it: a failed log write is never retried.
+    // While the fault lasts nothing is acknowledged (every write needs the log).
+    let acknowledged_during = acknowledged(&history);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(acknowledged(&history), acknowledged_during);
+    // Lifted: the background retry replaces the log and writes go on, no restart.
     fault.remove_rule(rule);
-    let seen = history.lock().unwrap().errors.len();
-    wait_for(
-        "more refusals after the fault is lifted",
-        Duration::from_secs(30),
-        || history.lock().unwrap().errors.len() >= seen + 6,
-    );
+    wait_for("writes to resume", Duration::from_secs(30), || {
+        acknowledged(&history) >= acknowledged_during + 100
+    });
     stop.store(true, Ordering::Relaxed);
     for thread in threads {
         thread.join().unwrap();
     }
     let history = Arc::try_unwrap(history).unwrap().into_inner().unwrap();
-    for (code, message) in &history.errors {
-        assert_eq!(*code, 1030, "{message}");
+    for (got, message) in &history.errors {
+        assert_eq!(*got, code, "{message}");
+        if code == 1021 {
+            assert!(message.starts_with("Disk full ("), "{message}");
+            assert!(
+                message.ends_with(
+                    "waiting for someone to free some space... (errno: 28 - No space left on \
+                     device)"
+                ),
+                "{message}"
+            );
+        } else {
+            assert!(
+                message.starts_with(&format!("Got error {errno} - 'writes are paused: ")),
+                "{message}"
+            );
+            assert!(message.ends_with("' from storage engine"), "{message}");
+        }
         assert!(
-            message.starts_with(&format!("Got error {errno} - '")),
-            "{message}"
+            message.contains(".wal"),
+            "the error names no log: {message}"
         );
-        assert!(
-            message.contains("the server refuses writes until it is restarted"),
-            "{message}"
-        );
-        assert!(message.ends_with("' from storage engine"), "{message}");
     }
     eprintln!(
-        "{name}: {} acknowledged, {} refused with 1030; first: {}",
+        "{name}: {} acknowledged, {} refused with {code}; first: {}",
         history.acknowledged.len(),
         history.errors.len(),
         history.errors[0].1
     );
-    assert!(reads_work(&server) >= 100);
+    check_rows(&server, &history, "after the fault was lifted");
+    assert_no_refused_applied(&server, &history, "after the fault was lifted");
     restart_and_check(&dir, instance, server, &history);
 }
 
-#[test]
-fn a_full_disk_under_the_log_refuses_writes_until_restart_and_loses_nothing() {
-    log_failure_needs_a_restart("enospc-wal", OpKind::Append, FaultError::NoSpace, 28);
+/// No INSERT that got an error is applied (the WAL recovery cuts a refused write out of the
+/// failed log).
+fn assert_no_refused_applied(server: &Running, history: &History, when: &str) {
+    let mut conn = server.connect();
+    for id in history.failed.keys() {
+        let found: Option<u64> = conn
+            .exec_first("SELECT id FROM t WHERE id = ?", (id,))
+            .unwrap();
+        assert_eq!(
+            found, None,
+            "{when}: refused INSERT of row {id} was applied"
+        );
+    }
 }
 
 #[test]
-fn a_failed_log_fsync_refuses_writes_until_restart_and_loses_nothing() {
-    log_failure_needs_a_restart("fsync-wal", OpKind::SyncData, FaultError::FailedSync, 5);
+fn a_full_disk_under_the_log_pauses_writes_with_1021_until_space_returns_and_loses_nothing() {
+    log_failure_pauses_writes_until_the_log_is_replaced(
+        "enospc-wal",
+        OpKind::Append,
+        FaultError::NoSpace,
+        (1021, 28),
+    );
+}
+
+#[test]
+fn a_failed_log_fsync_pauses_writes_until_the_log_is_replaced_and_loses_nothing() {
+    log_failure_pauses_writes_until_the_log_is_replaced(
+        "fsync-wal",
+        OpKind::SyncData,
+        FaultError::FailedSync,
+        (1030, 5),
+    );
 }

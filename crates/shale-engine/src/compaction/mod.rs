@@ -329,7 +329,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
     }
     inner.note_pending_compaction_bytes_locked(&state);
     state.compactions_done += 1;
-    inner.clear_recoverable_error_locked(&state);
+    inner.clear_recoverable_error_locked(&mut state);
     // Its Version no longer keeps the inputs: delete them now.
     drop(job);
     crate::flush::delete_obsolete_files(inner, &mut state);

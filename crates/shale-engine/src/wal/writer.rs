@@ -39,6 +39,10 @@ pub struct LogWriter {
     buf: Vec<u8>,
     /// The first failure, as text (invariant 3).
     poisoned: Option<String>,
+    /// Whether a sync of this file failed: past its last good sync the file's contents are
+    /// then unknown (the kernel may have dropped pages it could not write), so nobody may
+    /// sync it or trust those bytes again (`crate::wal_recovery`).
+    sync_failed: bool,
 }
 
 impl LogWriter {
@@ -79,6 +83,7 @@ impl LogWriter {
             file_size: 0,
             buf: Vec::new(),
             poisoned: None,
+            sync_failed: false,
         };
         // Invariant 3 of the format: the file header has the version 1 layout in every version.
         let header = file_header_payload(version, log_number);
@@ -106,6 +111,7 @@ impl LogWriter {
     pub fn sync(&mut self) -> Result<()> {
         self.check_healthy()?;
         let result = self.file.sync_data();
+        self.sync_failed |= result.is_err();
         self.poison_on_error(result)
     }
 
@@ -127,7 +133,14 @@ impl LogWriter {
     /// Marks the writer failed by a sync made through [`Self::concurrent_syncer`]'s handle
     /// (invariant 3), unless it has failed already.
     pub fn poison(&mut self, reason: String) {
+        self.sync_failed = true;
         self.poisoned.get_or_insert(reason);
+    }
+
+    /// Whether a sync of this log failed (through [`Self::sync`] or reported with
+    /// [`Self::poison`]): its bytes past the last good sync are not to be trusted.
+    pub fn sync_failed(&self) -> bool {
+        self.sync_failed
     }
 
     /// Bytes written to the file so far (header, padding and records).
