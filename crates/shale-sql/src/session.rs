@@ -99,11 +99,15 @@ pub(crate) struct State {
     /// The instance, for what a query shows of other sessions (information_schema's
     /// PROCESSLIST, SHALE_TRX); weak, as the instance outlives its sessions.
     pub instance: std::sync::Weak<Instance>,
+    /// `@@sql_mode`, parsed when set (sql_mode.rs rule 1).
+    pub sql_mode: crate::sql_mode::SqlMode,
 }
 
 pub(crate) struct RunEnv<'a> {
     pub(crate) state: &'a State,
     pub(crate) params: &'a [Value],
+    /// How the statement stores values strict mode refuses, and the warnings that gave.
+    pub(crate) conversions: crate::lenient_store::Conversions,
 }
 
 impl Env for RunEnv<'_> {
@@ -144,6 +148,15 @@ impl Env for RunEnv<'_> {
     fn row_counts(&self) -> (i64, u64) {
         (self.state.last_row_count, self.state.last_found_rows)
     }
+    fn store_rules(&self) -> crate::lenient_store::StoreRules {
+        self.conversions.rules
+    }
+    fn warn(&self, code: u16, message: String) {
+        self.conversions.warn(code, message);
+    }
+    fn division_by_zero(&self) -> Result<(), SqlError> {
+        self.conversions.division_by_zero()
+    }
     fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
         let instance = self.state.instance.upgrade()?;
         Some(crate::processlist::sessions_view(
@@ -180,6 +193,7 @@ impl State {
             ),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "warning_count" => Value::Int(self.warnings.len() as i64),
+            "sql_mode" => self.sql_mode.value(),
             _ if crate::engine_settings::is_engine_variable(name) => {
                 self.variable(&format!("global.{name}"))
             }
@@ -244,7 +258,7 @@ pub(crate) fn text_column(name: &str) -> ColumnMeta {
 impl Session {
     pub(crate) fn new(instance: Arc<Instance>, connection_id: u64) -> Session {
         let globals = Arc::clone(&instance.globals);
-        let (isolation, autocommit) = {
+        let (isolation, autocommit, sql_mode) = {
             let g = globals
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -255,7 +269,8 @@ impl Session {
             let autocommit = g
                 .get("autocommit")
                 .is_none_or(|v| crate::value::truth(v) != Some(false));
-            (isolation, autocommit)
+            let sql_mode = crate::sql_mode::SqlMode::of_stored(g.get("sql_mode"));
+            (isolation, autocommit, sql_mode)
         };
         let process = instance.processes.register(connection_id);
         let weak_instance = Arc::downgrade(&instance);
@@ -280,6 +295,7 @@ impl Session {
                 last_found_rows: 0,
                 account: None,
                 instance: weak_instance,
+                sql_mode,
             },
             txn: None,
             began: false,
@@ -367,6 +383,7 @@ impl Session {
         self.state.autocommit = globals
             .get("autocommit")
             .is_none_or(|v| crate::value::truth(v) != Some(false));
+        self.state.sql_mode = crate::sql_mode::SqlMode::of_stored(globals.get("sql_mode"));
     }
 
     /// The client's CLIENT_FOUND_ROWS capability: UPDATE's affected rows count the rows
@@ -979,6 +996,10 @@ impl Session {
         let env = RunEnv {
             state: &self.state,
             params,
+            conversions: crate::lenient_store::Conversions::of_statement(
+                self.state.sql_mode,
+                planned,
+            ),
         };
         let mut status = self.state.status(keep);
         let mut insert_warnings = Vec::new();
@@ -1007,13 +1028,12 @@ impl Session {
             Planned::Insert(i, plan) => exec::insert(&mut txn, i, plan.as_ref(), &env).map(|out| {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
-                status.warnings = out.warnings.len().min(usize::from(u16::MAX)) as u16;
+                let warnings = out.warnings.len() + env.conversions.count();
+                status.warnings = warnings.min(usize::from(u16::MAX)) as u16;
                 if i.rows.len() > 1 || i.select.is_some() || i.query.is_some() {
                     status.info = format!(
-                        "Records: {}  Duplicates: {}  Warnings: {}",
-                        out.records,
-                        out.duplicates,
-                        out.warnings.len()
+                        "Records: {}  Duplicates: {}  Warnings: {warnings}",
+                        out.records, out.duplicates,
                     );
                 }
                 insert_warnings = out.warnings;
@@ -1022,8 +1042,11 @@ impl Session {
             Planned::Update(u, access) => {
                 exec::update(&mut txn, u, access, &env).map(|(matched, changed)| {
                     status.affected_rows = if self.found_rows { matched } else { changed };
-                    status.info =
-                        format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
+                    let warnings = env.conversions.count();
+                    status.warnings = warnings.min(usize::from(u16::MAX)) as u16;
+                    status.info = format!(
+                        "Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"
+                    );
                     Some(status.clone())
                 })
             }
@@ -1037,14 +1060,19 @@ impl Session {
                         status.affected_rows = changed;
                     } else {
                         status.affected_rows = if self.found_rows { matched } else { changed };
-                        status.info =
-                            format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
+                        let warnings = env.conversions.count();
+                        status.warnings = warnings.min(usize::from(u16::MAX)) as u16;
+                        status.info = format!(
+                            "Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"
+                        );
                     }
                     Some(status.clone())
                 })
             }
             Planned::Command(_) => Ok(None),
         };
+        let conversion_warnings = env.conversions.take();
+        self.state.warnings.extend(conversion_warnings);
         self.state.warnings.extend(insert_warnings);
         match result {
             Ok(ok) => {
@@ -1528,6 +1556,7 @@ impl Session {
                 let env = RunEnv {
                     state: &self.state,
                     params: &[],
+                    conversions: crate::lenient_store::Conversions::default(),
                 };
                 e.eval(&[], &env)?
             }
@@ -1553,6 +1582,7 @@ impl Session {
         if global {
             let stored = match lower.as_str() {
                 "autocommit" => Value::Int(i64::from(as_bool(&v)?)),
+                "sql_mode" => crate::sql_mode::SqlMode::parse(&v)?.value(),
                 "transaction_isolation" | "tx_isolation" => {
                     let level = parse_isolation(&v).map_err(|bad| {
                         SqlError::new(
@@ -1597,6 +1627,7 @@ impl Session {
                     )
                 })?;
             }
+            "sql_mode" => self.state.sql_mode = crate::sql_mode::SqlMode::parse(&v)?,
             "time_zone" => {
                 if let Some(txn) = self.txn.as_mut() {
                     crate::timestamp::set_txn_zone(txn, &v)?;

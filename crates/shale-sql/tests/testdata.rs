@@ -221,3 +221,8 @@ fn dba_views() {
 fn functions2() {
     common::run_file("functions2");
 }
+
+#[test]
+fn sql_mode() {
+    common::run_file("sql_mode");
+}
