@@ -60,6 +60,8 @@ pub struct Identity {
 fn variable_text(session: &dyn BackendSession, name: &str) -> Option<String> {
     match session.session_variable(name)? {
         Value::Bytes(bytes) => String::from_utf8(bytes).ok(),
+        // `sql_mode` is a SET value (its bits and text).
+        Value::Set(_, text) => Some(text),
         _ => None,
     }
 }

@@ -386,7 +386,17 @@ pub(crate) fn eval(
         Builtin::Truncate => num::round(arg(0), vals.get(1), true),
         Builtin::Floor => num::floor_ceil(arg(0), false),
         Builtin::Ceil => num::floor_ceil(arg(0), true),
-        Builtin::Mod => crate::value::arith(crate::value::ArithOp::Mod, arg(0), arg(1))?,
+        Builtin::Mod => {
+            let r = crate::value::arith(crate::value::ArithOp::Mod, arg(0), arg(1))?;
+            // MOD(x, 0) is a division by zero (lenient_store.rs rule 4).
+            if matches!(r, Value::Null)
+                && !matches!(arg(0), Value::Null)
+                && !matches!(arg(1), Value::Null)
+            {
+                env.division_by_zero()?;
+            }
+            r
+        }
         Builtin::Pow => num::pow(arg(0), arg(1))?,
         Builtin::Sign => num::sign(arg(0)),
         Builtin::Math(m) => num::math(m, arg(0))?,

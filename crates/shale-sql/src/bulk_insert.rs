@@ -14,8 +14,9 @@
 //! in one transaction (`IGNORE`: duplicates skipped with warning 1062).
 //!
 //! Rules kept here:
-//! 1. Values are converted as INSERT converts them (`types::store_value`, strict mode):
-//!    bulk mode changes when rows become visible, never what is stored.
+//! 1. Values are converted as INSERT converts them (`types::store_value`, and outside strict
+//!    mode lenient_store.rs): bulk mode changes when rows become visible, never what is
+//!    stored.
 //! 2. A session has at most one running load; rows of another table finish it first.
 
 use std::path::Path;
@@ -26,6 +27,7 @@ use sqlparser::ast::{self, Statement};
 use crate::error::SqlError;
 use crate::exec::row_values;
 use crate::grants;
+use crate::lenient_store::{Conversions, StoreRules};
 use crate::load_data::{self, Duplicates, LoadData, Target};
 use crate::privilege::Need;
 use crate::result::{ResultSink, StatementStatus};
@@ -222,10 +224,17 @@ fn bulk_insert_statement(
     }])?;
     // Every value is evaluated and converted before the first row is added (rule 1).
     let mut rows = Vec::with_capacity(bound.rows.len());
+    let warnings;
     {
         let env = RunEnv {
             state: session.state(),
             params: &[],
+            conversions: Conversions::new(StoreRules::of(
+                session.state().sql_mode,
+                false,
+                bound.rows.len() > 1,
+                true,
+            )),
         };
         for (i, exprs) in bound.rows.iter().enumerate() {
             let mut given = Vec::with_capacity(exprs.len());
@@ -237,7 +246,10 @@ fn bulk_insert_statement(
             }
             rows.push(row_values(&table, given, i + 1, &env)?);
         }
+        warnings = env.conversions.take();
     }
+    let info_warnings = warnings.len();
+    session.state_mut().warnings.extend(warnings);
     let n = rows.len() as u64;
     let mut first_id = 0;
     let load = load_for(session, &table)?;
@@ -252,7 +264,7 @@ fn bulk_insert_statement(
         load.insert(&row)?;
     }
     let info = if n > 1 {
-        format!("Records: {n}  Duplicates: 0  Warnings: 0")
+        format!("Records: {n}  Duplicates: 0  Warnings: {info_warnings}")
     } else {
         String::new()
     };
@@ -385,6 +397,7 @@ fn run_load_data(
             let env = RunEnv {
                 state: session.state(),
                 params: &[],
+                conversions: Conversions::default(),
             };
             for (position, expr) in &assignments {
                 given[*position] = Some(expr.eval(&current, &env)?);
@@ -393,8 +406,15 @@ fn run_load_data(
         let env = RunEnv {
             state: session.state(),
             params: &[],
+            conversions: Conversions::new(StoreRules::of(
+                session.state().sql_mode,
+                ignore,
+                true,
+                true,
+            )),
         };
         prepared.push(row_values(&table, given, number, &env)?);
+        warnings.extend(env.conversions.take());
     }
     let use_bulk = session.bulk_mode().enabled
         || (!ignore && !session.in_transaction() && table_is_empty(session, &table)?);

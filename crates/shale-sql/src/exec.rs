@@ -1312,10 +1312,21 @@ pub(crate) fn row_values(
             None => match &col.default {
                 Some(d) => d.clone(),
                 None if col.auto_increment || col.nullable => Value::Null,
-                None => return Err(SqlError::no_default(&col.name)),
+                // Outside strict mode: the implicit default, with the error as a warning.
+                None => match crate::lenient_store::implicit_default(col) {
+                    Some(d) if env.store_rules().lenient => {
+                        env.warn(1364, SqlError::no_default(&col.name).message);
+                        d
+                    }
+                    _ => return Err(SqlError::no_default(&col.name)),
+                },
             },
         };
-        if col.auto_increment && (matches!(v, Value::Null) || to_i128(&v) == Some(0)) {
+        // 0 generates a value too, unless NO_AUTO_VALUE_ON_ZERO (lenient_store.rs).
+        if col.auto_increment
+            && (matches!(v, Value::Null)
+                || (!env.store_rules().zero_is_value && to_i128(&v) == Some(0)))
+        {
             auto = Some(pos);
             values.push(Value::Null);
             continue;

@@ -167,8 +167,18 @@ pub(crate) trait Env {
         let _ = n;
         Value::Null
     }
-    /// A warning raised while the statement evaluates (GROUP_CONCAT's 1260), which SHOW
-    /// WARNINGS lists after it; environments outside a statement drop it.
+    /// How the running statement stores values strict mode refuses (lenient_store.rs);
+    /// strict unless the environment says otherwise.
+    fn store_rules(&self) -> crate::lenient_store::StoreRules {
+        crate::lenient_store::StoreRules::default()
+    }
+    /// A division by zero gave NULL: ERROR_FOR_DIVISION_BY_ZERO's warning or error
+    /// (lenient_store.rs rule 4); nothing where no statement rules apply.
+    fn division_by_zero(&self) -> Result<(), SqlError> {
+        Ok(())
+    }
+    /// Records a warning of the running statement (a converted value, GROUP_CONCAT's 1260),
+    /// which SHOW WARNINGS lists after it; environments that keep none drop it.
     fn warn(&self, code: u16, message: String) {
         let _ = (code, message);
     }
@@ -236,7 +246,20 @@ impl Expr {
             Expr::Column(i) => row.get(*i).cloned().unwrap_or(Value::Null),
             Expr::Neg(e) => value::negate(&e.eval(row, env)?)?,
             Expr::Cast(e, target) => crate::cast::cast(&e.eval(row, env)?, *target),
-            Expr::Arith(op, a, b) => value::arith(*op, &a.eval(row, env)?, &b.eval(row, env)?)?,
+            Expr::Arith(op, a, b) => {
+                let (x, y) = (a.eval(row, env)?, b.eval(row, env)?);
+                let r = value::arith(*op, &x, &y)?;
+                // NULL from two non-NULL operands: a division by zero (lenient_store.rs
+                // rule 4).
+                if matches!(r, Value::Null)
+                    && matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod)
+                    && !matches!(x, Value::Null)
+                    && !matches!(y, Value::Null)
+                {
+                    env.division_by_zero()?;
+                }
+                r
+            }
             Expr::Cmp(op, a, b, coll) => {
                 let (x, y) = (a.eval(row, env)?, b.eval(row, env)?);
                 if *op == CmpOp::NullSafeEq {

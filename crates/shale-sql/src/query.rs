@@ -509,8 +509,14 @@ impl Env for QueryEnv<'_, '_> {
     fn outer(&self, n: usize) -> Value {
         self.outer.get(n).cloned().unwrap_or(Value::Null)
     }
+    fn store_rules(&self) -> crate::lenient_store::StoreRules {
+        self.shared.base.store_rules()
+    }
     fn warn(&self, code: u16, message: String) {
         self.shared.base.warn(code, message);
+    }
+    fn division_by_zero(&self) -> Result<(), SqlError> {
+        self.shared.base.division_by_zero()
     }
     fn subquery(&self, id: usize, outer: &[Value]) -> Result<Rc<SubqueryRows>, SqlError> {
         let sub = self

@@ -82,9 +82,6 @@ pub(crate) struct State {
     pub defaults: BTreeMap<&'static str, Value>,
     /// The last statement's warnings: level, code, message.
     pub warnings: Vec<(&'static str, u16, String)>,
-    /// Warnings the running statement raised while evaluating (`Env::warn`), moved to
-    /// `warnings` when it ends.
-    pub raised: std::cell::RefCell<Vec<(&'static str, u16, String)>>,
     /// The instance's global variables (`@@global.x`).
     pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
     /// User variables (`@x`), lower-case names.
@@ -103,11 +100,15 @@ pub(crate) struct State {
     /// The instance, for what a query shows of other sessions (information_schema's
     /// PROCESSLIST, SHALE_TRX); weak, as the instance outlives its sessions.
     pub instance: std::sync::Weak<Instance>,
+    /// `@@sql_mode`, parsed when set (sql_mode.rs rule 1).
+    pub sql_mode: crate::sql_mode::SqlMode,
 }
 
 pub(crate) struct RunEnv<'a> {
     pub(crate) state: &'a State,
     pub(crate) params: &'a [Value],
+    /// How the statement stores values strict mode refuses, and the warnings that gave.
+    pub(crate) conversions: crate::lenient_store::Conversions,
 }
 
 impl Env for RunEnv<'_> {
@@ -148,11 +149,14 @@ impl Env for RunEnv<'_> {
     fn row_counts(&self) -> (i64, u64) {
         (self.state.last_row_count, self.state.last_found_rows)
     }
+    fn store_rules(&self) -> crate::lenient_store::StoreRules {
+        self.conversions.rules
+    }
     fn warn(&self, code: u16, message: String) {
-        self.state
-            .raised
-            .borrow_mut()
-            .push(("Warning", code, message));
+        self.conversions.warn(code, message);
+    }
+    fn division_by_zero(&self) -> Result<(), SqlError> {
+        self.conversions.division_by_zero()
     }
     fn sessions_view(&self) -> Option<crate::info_schema::SessionsView> {
         let instance = self.state.instance.upgrade()?;
@@ -190,6 +194,7 @@ impl State {
             ),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
             "warning_count" => Value::Int(self.warnings.len() as i64),
+            "sql_mode" => self.sql_mode.value(),
             _ if crate::engine_settings::is_engine_variable(name) => {
                 self.variable(&format!("global.{name}"))
             }
@@ -268,7 +273,7 @@ pub(crate) fn text_column(name: &str) -> ColumnMeta {
 impl Session {
     pub(crate) fn new(instance: Arc<Instance>, connection_id: u64) -> Session {
         let globals = Arc::clone(&instance.globals);
-        let (isolation, autocommit, defaults) = {
+        let (isolation, autocommit, defaults, sql_mode) = {
             let g = globals
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -280,7 +285,8 @@ impl Session {
             let autocommit = g
                 .get("autocommit")
                 .is_none_or(|v| crate::value::truth(v) != Some(false));
-            (isolation, autocommit, defaults)
+            let sql_mode = crate::sql_mode::SqlMode::of_stored(g.get("sql_mode"));
+            (isolation, autocommit, defaults, sql_mode)
         };
         let process = instance.processes.register(connection_id);
         let weak_instance = Arc::downgrade(&instance);
@@ -297,7 +303,6 @@ impl Session {
                 vars: BTreeMap::new(),
                 defaults,
                 warnings: Vec::new(),
-                raised: std::cell::RefCell::default(),
                 globals,
                 user_vars: HashMap::new(),
                 status: BTreeMap::new(),
@@ -306,6 +311,7 @@ impl Session {
                 last_found_rows: 0,
                 account: None,
                 instance: weak_instance,
+                sql_mode,
             },
             txn: None,
             began: false,
@@ -398,6 +404,7 @@ impl Session {
         self.state.autocommit = globals
             .get("autocommit")
             .is_none_or(|v| crate::value::truth(v) != Some(false));
+        self.state.sql_mode = crate::sql_mode::SqlMode::of_stored(globals.get("sql_mode"));
     }
 
     /// The client's CLIENT_FOUND_ROWS capability: UPDATE's affected rows count the rows
@@ -1002,7 +1009,6 @@ impl Session {
             return done;
         }
         self.state.warnings.clear();
-        self.state.raised.get_mut().clear();
         let keep = self.keeps_transaction();
         let mut txn = match self.txn.take() {
             Some(t) => t,
@@ -1023,13 +1029,17 @@ impl Session {
         let env = RunEnv {
             state: &self.state,
             params,
+            conversions: crate::lenient_store::Conversions::of_statement(
+                self.state.sql_mode,
+                planned,
+            ),
         };
         let mut status = self.state.status(keep);
         let mut insert_warnings = Vec::new();
         let mut counter = crate::row_counts::RowCounter {
             inner: sink,
             rows: 0,
-            raised: &self.state.raised,
+            raised: env.conversions.raised(),
         };
         let sink = &mut counter;
         // SQL_CALC_FOUND_ROWS: every row the query found, past its LIMIT (found_rows.rs).
@@ -1052,13 +1062,12 @@ impl Session {
             Planned::Insert(i, plan) => exec::insert(&mut txn, i, plan.as_ref(), &env).map(|out| {
                 status.affected_rows = out.affected;
                 status.last_insert_id = out.first_id;
-                status.warnings = out.warnings.len().min(usize::from(u16::MAX)) as u16;
+                let warnings = out.warnings.len() + env.conversions.count();
+                status.warnings = warnings.min(usize::from(u16::MAX)) as u16;
                 if i.rows.len() > 1 || i.select.is_some() || i.query.is_some() {
                     status.info = format!(
-                        "Records: {}  Duplicates: {}  Warnings: {}",
-                        out.records,
-                        out.duplicates,
-                        out.warnings.len() + env.state.raised.borrow().len()
+                        "Records: {}  Duplicates: {}  Warnings: {warnings}",
+                        out.records, out.duplicates,
                     );
                 }
                 insert_warnings = out.warnings;
@@ -1067,8 +1076,11 @@ impl Session {
             Planned::Update(u, access) => {
                 exec::update(&mut txn, u, access, &env).map(|(matched, changed)| {
                     status.affected_rows = if self.found_rows { matched } else { changed };
-                    status.info =
-                        format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
+                    let warnings = env.conversions.count();
+                    status.warnings = warnings.min(usize::from(u16::MAX)) as u16;
+                    status.info = format!(
+                        "Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"
+                    );
                     Some(status.clone())
                 })
             }
@@ -1082,17 +1094,20 @@ impl Session {
                         status.affected_rows = changed;
                     } else {
                         status.affected_rows = if self.found_rows { matched } else { changed };
-                        status.info =
-                            format!("Rows matched: {matched}  Changed: {changed}  Warnings: 0");
+                        let warnings = env.conversions.count();
+                        status.warnings = warnings.min(usize::from(u16::MAX)) as u16;
+                        status.info = format!(
+                            "Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}"
+                        );
                     }
                     Some(status.clone())
                 })
             }
             Planned::Command(_) => Ok(None),
         };
+        let conversion_warnings = env.conversions.take();
+        self.state.warnings.extend(conversion_warnings);
         self.state.warnings.extend(insert_warnings);
-        let raised = self.state.raised.take();
-        self.state.warnings.extend(raised);
         match result {
             Ok(ok) => {
                 if keep {
@@ -1577,6 +1592,7 @@ impl Session {
                 let env = RunEnv {
                     state: &self.state,
                     params: &[],
+                    conversions: crate::lenient_store::Conversions::default(),
                 };
                 e.eval(&[], &env)?
             }
@@ -1602,6 +1618,7 @@ impl Session {
         if global {
             let stored = match lower.as_str() {
                 "autocommit" => Value::Int(i64::from(as_bool(&v)?)),
+                "sql_mode" => crate::sql_mode::SqlMode::parse(&v)?.value(),
                 "transaction_isolation" | "tx_isolation" => {
                     let level = parse_isolation(&v).map_err(|bad| {
                         SqlError::new(
@@ -1650,6 +1667,7 @@ impl Session {
                 crate::aes_funcs::check_mode(&v)?;
                 self.state.vars.insert(lower, v);
             }
+            "sql_mode" => self.state.sql_mode = crate::sql_mode::SqlMode::parse(&v)?,
             "time_zone" => {
                 if let Some(txn) = self.txn.as_mut() {
                     crate::timestamp::set_txn_zone(txn, &v)?;

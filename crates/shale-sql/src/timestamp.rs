@@ -81,7 +81,29 @@ fn fsp_of(ty: &ColumnType) -> Option<u8> {
 
 /// `value` stored into `col` (`row` 1-based): `store_value`, and for a TIMESTAMP the range
 /// check of rule 1 in the session's zone.
+/// Outside strict mode (or under IGNORE) a refused value is converted with a warning
+/// (lenient_store.rs).
 pub(crate) fn store(
+    col: &ColumnDef,
+    value: Value,
+    row: usize,
+    env: &dyn Env,
+) -> Result<Value, SqlError> {
+    let rules = env.store_rules();
+    if !rules.lenient {
+        return store_strict(col, value, row, env);
+    }
+    crate::lenient_store::store(
+        col,
+        &value,
+        row,
+        rules,
+        |v| store_strict(col, v, row, env),
+        &mut |code, message| env.warn(code, message),
+    )
+}
+
+fn store_strict(
     col: &ColumnDef,
     value: Value,
     row: usize,

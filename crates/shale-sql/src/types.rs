@@ -4,7 +4,8 @@
 //! Storing follows strict mode (`STRICT_TRANS_TABLES`): an integer outside the column's range
 //! fails with 1264, a string longer than the column with 1406, a non-numeric string for an
 //! integer column with 1366, NULL into NOT NULL with 1048. Doubles stored into integer columns
-//! round half away from zero.
+//! round half away from zero. Outside strict mode (`sql_mode`), lenient_store.rs turns what
+//! this refuses into a converted value and a warning.
 
 use shale_table::{Collation, ColumnDef, ColumnType, Value};
 

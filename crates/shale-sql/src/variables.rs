@@ -38,10 +38,7 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("collation_connection", text("utf8mb4_general_ci"));
     m.insert("collation_server", text("utf8mb4_general_ci"));
     m.insert("collation_database", text("utf8mb4_general_ci"));
-    m.insert(
-        "sql_mode",
-        text("STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION"),
-    );
+    m.insert("sql_mode", crate::sql_mode::SqlMode::DEFAULT.value());
     m.insert("time_zone", text("SYSTEM"));
     m.insert("system_time_zone", text("UTC"));
     m.insert("lower_case_table_names", Value::Int(0));

@@ -256,3 +256,8 @@ fn self_join_dml() {
 fn lateral() {
     common::run_file("lateral");
 }
+
+#[test]
+fn sql_mode() {
+    common::run_file("sql_mode");
+}

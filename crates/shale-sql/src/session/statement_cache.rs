@@ -61,7 +61,7 @@ pub(crate) struct Entry {
     pub planned: Arc<Planned>,
     pub generation: u64,
     pub database: Option<String>,
-    pub sql_mode: Value,
+    pub sql_mode: crate::sql_mode::SqlMode,
     pub needs: crate::privilege::Needs,
 }
 
@@ -395,8 +395,8 @@ impl Session {
         if crate::value::truth(&self.state.variable("shale_statement_cache")) == Some(false) {
             return None;
         }
-        let sql_mode = self.state.variable("sql_mode");
-        let normalized = normalize(sql, quoting_differs(&sql_mode))?;
+        let sql_mode = self.state.sql_mode;
+        let normalized = normalize(sql, quoting_differs(sql_mode))?;
         let generation = self.instance.generation();
         let kept = self
             .statement_cache
@@ -425,14 +425,18 @@ impl Session {
         let (text, params) = (normalized.text, normalized.params);
         Some(crate::ops::observe(self, counter, sql, sink, |s, sink| {
             s.run_rebinding(&planned, &params, sink, |s| {
-                let sql_mode = s.state.variable("sql_mode");
+                let sql_mode = s.state.sql_mode;
                 s.plan_shape(&text, sql_mode)
             })
         }))
     }
 
     /// Parses, plans and authorizes a normalized statement and keeps its plan.
-    fn plan_shape(&mut self, text: &str, sql_mode: Value) -> Result<Arc<Planned>, SqlError> {
+    fn plan_shape(
+        &mut self,
+        text: &str,
+        sql_mode: crate::sql_mode::SqlMode,
+    ) -> Result<Arc<Planned>, SqlError> {
         let generation = self.instance.generation();
         let mut statements = crate::parse::parse(text)?;
         if statements.len() != 1 {
@@ -455,14 +459,10 @@ impl Session {
     }
 }
 
-/// Rule 5: `sql_mode` has ANSI_QUOTES (or ANSI) or NO_BACKSLASH_ESCAPES.
-fn quoting_differs(sql_mode: &Value) -> bool {
-    let Value::Bytes(mode) = sql_mode else {
-        return false;
-    };
-    let upper = mode.to_ascii_uppercase();
-    let has = |needle: &[u8]| upper.windows(needle.len()).any(|w| w == needle);
-    has(b"ANSI") || has(b"NO_BACKSLASH_ESCAPES")
+/// Rule 5: `sql_mode` has ANSI_QUOTES (ANSI includes it) or NO_BACKSLASH_ESCAPES.
+fn quoting_differs(sql_mode: crate::sql_mode::SqlMode) -> bool {
+    use crate::sql_mode::SqlMode;
+    sql_mode.has(SqlMode::ANSI_QUOTES | SqlMode::NO_BACKSLASH_ESCAPES)
 }
 
 #[cfg(test)]
