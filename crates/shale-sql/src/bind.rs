@@ -491,6 +491,9 @@ impl<'a> Binder<'a> {
                         }
                     }
                     ast::UnaryOperator::Plus => (x, t),
+                    ast::UnaryOperator::BitwiseNot => {
+                        crate::bit_ops::bind(crate::bit_ops::BitOp::Not, vec![x])
+                    }
                     ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
                         (Expr::Not(x.boxed()), bool_type())
                     }
@@ -829,6 +832,15 @@ impl<'a> Binder<'a> {
             B::Modulo => arith(ArithOp::Mod),
             B::Arrow | B::LongArrow => {
                 return crate::json_bind::bind_arrow(l, &tl, r, *op == B::LongArrow)
+            }
+            B::BitwiseAnd => crate::bit_ops::bind(crate::bit_ops::BitOp::And, vec![l, r]),
+            B::BitwiseOr => crate::bit_ops::bind(crate::bit_ops::BitOp::Or, vec![l, r]),
+            B::BitwiseXor => crate::bit_ops::bind(crate::bit_ops::BitOp::Xor, vec![l, r]),
+            B::PGBitwiseShiftLeft => {
+                crate::bit_ops::bind(crate::bit_ops::BitOp::ShiftLeft, vec![l, r])
+            }
+            B::PGBitwiseShiftRight => {
+                crate::bit_ops::bind(crate::bit_ops::BitOp::ShiftRight, vec![l, r])
             }
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })

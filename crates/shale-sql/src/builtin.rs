@@ -140,6 +140,8 @@ pub(crate) enum Builtin {
     Text(crate::text_funcs::TextFunc),
     /// Trigonometry and BIT_COUNT (trig_funcs.rs).
     Trig(crate::trig_funcs::TrigFunc),
+    /// The bitwise operators (bit_ops.rs).
+    Bit(crate::bit_ops::BitOp),
     /// Named user locks (user_locks.rs).
     Lock(crate::user_locks::LockFunc),
     /// MAKE_SET, EXPORT_SET, INTERVAL() (list_funcs.rs).

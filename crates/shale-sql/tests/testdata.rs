@@ -261,3 +261,8 @@ fn lateral() {
 fn sql_mode() {
     common::run_file("sql_mode");
 }
+
+#[test]
+fn bit_ops() {
+    common::run_file("bit_ops");
+}
