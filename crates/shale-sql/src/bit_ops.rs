@@ -40,8 +40,8 @@ pub(crate) fn bind(op: BitOp, operands: Vec<Expr>) -> (Expr, SqlType) {
     )
 }
 
-/// An operand as 64 bits (rule 1); None for NULL.
-fn bits(v: &Value) -> Option<u64> {
+/// An operand as 64 bits (rule 1; BIT_COUNT counts the same bits); None for NULL.
+pub(crate) fn bits(v: &Value) -> Option<u64> {
     let n = crate::value::to_i128(v)?;
     Some(n.clamp(i128::from(i64::MIN), i128::from(u64::MAX)) as u64)
 }

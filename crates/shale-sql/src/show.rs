@@ -307,9 +307,11 @@ fn show_index(
     };
     let mut rows = Vec::new();
     let store = &session.instance().store;
+    // One row estimate for all the table's indexes; a failed estimate shows NULL.
+    let table_rows = store.table_stats(&def).map(|s| s.rows).ok();
     let mut add = |name: &str, unique: bool, columns: &[usize], index: IndexChoice| {
-        // A view's shape has no data to estimate; a failed estimate shows NULL.
-        let cardinality = store.cached_index_cardinality(&def, index).ok();
+        let cardinality =
+            table_rows.and_then(|n| store.cached_index_cardinality(&def, index, n).ok());
         for (seq, &c) in columns.iter().enumerate() {
             let col = &def.columns[c];
             rows.push(vec![

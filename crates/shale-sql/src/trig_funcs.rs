@@ -85,14 +85,8 @@ pub(crate) fn eval(f: TrigFunc, args: &[Value]) -> Result<Value, SqlError> {
     }
     let arg = |i: usize| args.get(i).unwrap_or(&Value::Null);
     if f == TrigFunc::BitCount {
-        return Ok(match crate::value::to_i128(arg(0)) {
-            Some(n) => {
-                // Past 64 bits MySQL saturates, as its integer conversion does.
-                let n = n.clamp(i128::from(i64::MIN), i128::from(u64::MAX));
-                Value::Int(i64::from((n as u64).count_ones()))
-            }
-            None => Value::Null,
-        });
+        return Ok(crate::bit_ops::bits(arg(0))
+            .map_or(Value::Null, |n| Value::Int(i64::from(n.count_ones()))));
     }
     let Some(x) = to_f64(arg(0)) else {
         return Ok(Value::Null);

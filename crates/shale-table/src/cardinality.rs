@@ -18,8 +18,8 @@
 //! by [`Store::analyze_index`] (ANALYZE TABLE); forgotten at close.
 //!
 //! Invariants:
-//! 1. An estimate reads at most [`SAMPLE_LIMIT`] entries plus [`Store::table_stats`]' walk;
-//!    never a full scan.
+//! 1. An estimate reads at most [`SAMPLE_LIMIT`] entries; never a full scan. The table's
+//!    row estimate it scales by is taken once per table by the caller.
 //! 2. The counts never decrease from one prefix to the next longer one, and none exceeds
 //!    the entries counted or estimated.
 
@@ -30,9 +30,9 @@ use shale_engine::ReadOptions;
 
 use crate::codec::key::skip_column;
 use crate::codec::Reader;
-use crate::cursor::{engine_range, IndexChoice, KeyRange};
-use crate::error::{Error, Result};
-use crate::schema::{IndexDef, TableDef};
+use crate::cursor::{engine_range, index_columns, IndexChoice, KeyRange};
+use crate::error::Result;
+use crate::schema::TableDef;
 use crate::store::Store;
 
 /// Entries of one index read per estimate.
@@ -68,30 +68,21 @@ fn moved(then: u64, now: u64) -> bool {
     then.abs_diff(now) > then / 10
 }
 
-/// The index `index` of `table` names.
-fn index_def(table: &TableDef, index: IndexChoice) -> Result<&IndexDef> {
-    match index {
-        IndexChoice::Primary => Ok(&table.primary_key),
-        IndexChoice::Secondary(i) => table.indexes.get(i).ok_or_else(|| {
-            Error::InvalidArgument(format!("table '{}' has no index #{i}", table.name))
-        }),
-    }
-}
-
 impl Store {
-    /// [`Store::index_cardinality`] as last estimated (estimated now if never).
+    /// [`Store::index_cardinality`] as last estimated, estimated again when never or when
+    /// the table's estimated `rows` ([`Store::table_stats`], taken once per table by the
+    /// caller) moved by more than a tenth since.
     pub fn cached_index_cardinality(
         &self,
         table: &TableDef,
         index: IndexChoice,
+        rows: u64,
     ) -> Result<Arc<[u64]>> {
-        let id = index_def(table, index)?.index_id;
-        if let Some((figures, then)) = self.inner.cardinalities.get(id) {
-            if !moved(then, self.table_stats(table)?.rows) {
-                return Ok(figures);
-            }
+        let id = index_columns(table, index)?.0.index_id;
+        match self.inner.cardinalities.get(id) {
+            Some((figures, then)) if !moved(then, rows) => Ok(figures),
+            _ => self.refresh_index_cardinality(table, index, rows),
         }
-        self.refresh_index_cardinality(table, index)
     }
 
     /// Estimates `index`'s cardinality again and keeps it for
@@ -100,23 +91,25 @@ impl Store {
         &self,
         table: &TableDef,
         index: IndexChoice,
+        rows: u64,
     ) -> Result<Arc<[u64]>> {
-        let id = index_def(table, index)?.index_id;
-        let rows = self.table_stats(table)?.rows;
-        let figures: Arc<[u64]> = self.index_cardinality(table, index)?.into();
+        let id = index_columns(table, index)?.0.index_id;
+        let figures: Arc<[u64]> = self.index_cardinality(table, index, rows)?.into();
         self.inner.cardinalities.put(id, Arc::clone(&figures), rows);
         Ok(figures)
     }
 
     /// The estimated number of distinct values of each leading prefix of `index`'s columns:
-    /// element `p` is for its first `p + 1` columns (see the module doc). Committed data only.
-    pub fn index_cardinality(&self, table: &TableDef, index: IndexChoice) -> Result<Vec<u64>> {
-        let columns = index_def(table, index)?
-            .columns
-            .iter()
-            .map(|&c| table.columns.get(c))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
+    /// element `p` is for its first `p + 1` columns (see the module doc). `rows` is the
+    /// table's estimated rows ([`Store::table_stats`]), which scale a sample. Committed data
+    /// only.
+    pub fn index_cardinality(
+        &self,
+        table: &TableDef,
+        index: IndexChoice,
+        rows: u64,
+    ) -> Result<Vec<u64>> {
+        let (_, columns) = index_columns(table, index)?;
         let (start, end) = engine_range(table, index, KeyRange::all(), &mut Vec::new())?;
         let mut iter = self.engine().db().iterator(ReadOptions {
             lower_bound: Some(start),
@@ -161,7 +154,7 @@ impl Store {
         }
         iter.status()?;
         if iter.valid() {
-            let rows = self.table_stats(table)?.rows.max(read);
+            let rows = rows.max(read);
             for (d, start) in distinct.iter_mut().zip(&value_start) {
                 let (values, entries) = if *d > 1 { (*d - 1, *start) } else { (*d, read) };
                 // u128 keeps the product exact; the result is at most `rows`.

@@ -15,7 +15,7 @@ use crate::codec::key::{encode_bound, range_bounds};
 use crate::codec::row::{decode_projected, decode_row};
 use crate::error::{Error, Result};
 use crate::index::{is_hidden_pk, pk_key_of_entry};
-use crate::schema::TableDef;
+use crate::schema::{ColumnDef, IndexDef, TableDef};
 use crate::txn::{LockMode, TableTxn};
 use crate::value::Value;
 
@@ -80,13 +80,11 @@ pub(crate) fn range_to_utc(
     range
 }
 
-/// The engine iterator bounds `[lower, upper)` of `range` over `index` of `table`.
-pub(crate) fn engine_range(
+/// The definition of `index` of `table` and its key columns, in key order.
+pub(crate) fn index_columns(
     table: &TableDef,
     index: IndexChoice,
-    range: KeyRange,
-    scratch: &mut Vec<u16>,
-) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+) -> Result<(&IndexDef, Vec<&ColumnDef>)> {
     let index_def = match index {
         IndexChoice::Primary => &table.primary_key,
         IndexChoice::Secondary(i) => table.indexes.get(i).ok_or_else(|| {
@@ -99,6 +97,17 @@ pub(crate) fn engine_range(
         .map(|&c| table.columns.get(c))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| Error::InvalidArgument("index names a missing column".into()))?;
+    Ok((index_def, columns))
+}
+
+/// The engine iterator bounds `[lower, upper)` of `range` over `index` of `table`.
+pub(crate) fn engine_range(
+    table: &TableDef,
+    index: IndexChoice,
+    range: KeyRange,
+    scratch: &mut Vec<u16>,
+) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+    let (index_def, columns) = index_columns(table, index)?;
     let mut encode = |bound: Bound<Vec<Value>>, lower: bool| -> Result<Bound<Vec<u8>>> {
         let (values, included) = match bound {
             Bound::Unbounded => return Ok(Bound::Unbounded),

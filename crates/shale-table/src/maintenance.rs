@@ -30,7 +30,8 @@ impl Store {
     /// The estimate of `index`'s entries and bytes of `table` as of now, after estimating its
     /// cardinality again (see the module doc).
     pub fn analyze_index(&self, table: &TableDef, index: IndexChoice) -> Result<TableStats> {
-        self.refresh_index_cardinality(table, index)?;
+        let rows = self.table_stats(table)?.rows;
+        self.refresh_index_cardinality(table, index, rows)?;
         self.records_in_range(table, index, KeyRange::all())
     }
 }

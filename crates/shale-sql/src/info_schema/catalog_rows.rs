@@ -387,6 +387,8 @@ pub(super) fn statistics(store: &Store) -> Vec<Row> {
     let mut out = Vec::new();
     for (db, tables) in &store.catalog().databases {
         for def in tables.values() {
+            // One row estimate for all the table's indexes; a failed estimate shows NULL.
+            let rows = store.table_stats(def).map(|s| s.rows).ok();
             for (n, (name, unique, cols)) in indexes(def).into_iter().enumerate() {
                 // `indexes` lists PRIMARY first unless it is hidden.
                 let index = if def.has_hidden_primary_key() {
@@ -396,7 +398,8 @@ pub(super) fn statistics(store: &Store) -> Vec<Row> {
                 } else {
                     shale_table::IndexChoice::Secondary(n - 1)
                 };
-                let cardinality = store.cached_index_cardinality(def, index).ok();
+                let cardinality =
+                    rows.and_then(|rows| store.cached_index_cardinality(def, index, rows).ok());
                 for (seq, &pos) in cols.iter().enumerate() {
                     let Some(col) = def.columns.get(pos) else {
                         continue;
