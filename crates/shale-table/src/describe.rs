@@ -88,6 +88,28 @@ impl FileTables {
     }
 }
 
+/// The columns of `key`, a user key of `table`'s index `index` (None: the primary key),
+/// in the form entries are described: `id=1`, or `name~'APPLE' -> pk (id=2)` for a
+/// secondary index key that ends in its primary key. For views of row locks and deadlocks,
+/// which otherwise show keys in hex. An error when the bytes do not decode.
+pub fn key_text(table: &TableDef, index: Option<usize>, key: &[u8]) -> Result<String> {
+    let mut reader = Reader::new(key, "key");
+    reader.take(4)?;
+    let secondary = index.and_then(|i| table.indexes.get(i));
+    let columns = key_columns(&mut reader, table, secondary.unwrap_or(&table.primary_key))?;
+    if reader.is_empty() {
+        return Ok(columns);
+    }
+    if secondary.is_none() {
+        return Err(reader.corruption("bytes after the primary key"));
+    }
+    let pk = key_columns(&mut reader, table, &table.primary_key)?;
+    if !reader.is_empty() {
+        return Err(reader.corruption("bytes after the primary key"));
+    }
+    Ok(format!("{columns} -> pk ({pk})"))
+}
+
 /// `name=value, ...` of `index`'s columns read from `reader`; a hidden primary key shows
 /// its row id.
 fn key_columns(reader: &mut Reader<'_>, table: &TableDef, index: &IndexDef) -> Result<String> {

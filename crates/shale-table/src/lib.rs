@@ -136,6 +136,7 @@ pub use bulk::{BulkLoad, BulkLoadOptions, BulkLoadSummary};
 pub use cardinality::SAMPLE_LIMIT;
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
+pub use describe::key_text;
 pub use decimal::{
     Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
 };

@@ -341,3 +341,61 @@ fn malformed_properties_are_errors_naming_the_file_and_property() {
         None
     );
 }
+
+#[test]
+fn key_text_reads_keys_of_each_index_back_into_columns() {
+    let fs = MemFs::new();
+    let store = open(&fs);
+    let (items, tags) = create(&store);
+    insert(
+        &store,
+        &items,
+        vec![item(1, "Pear", Some("p-1")), item(2, "apple", None)],
+    );
+    insert(&store, &tags, vec![vec![Value::UInt(7)]]);
+    let db = store.engine().db();
+    db.flush().unwrap();
+    let files = live_files(&fs, &store);
+    let (path, _) = &files[0];
+    let table = Table::open(&fs, path, &TableOpenOptions::default()).unwrap();
+    let mut iter = table.iter(shale_sst::ReadOptions::default());
+    iter.seek_to_first();
+    let mut texts = Vec::new();
+    while iter.valid() {
+        let key = ParsedInternalKey::parse(iter.key()).unwrap().user_key.to_vec();
+        let id = u32::from_be_bytes(*key.first_chunk::<4>().unwrap());
+        let choice = if id == items.primary_key.index_id {
+            Some((&items, None))
+        } else if id == tags.primary_key.index_id {
+            Some((&tags, None))
+        } else {
+            items
+                .indexes
+                .iter()
+                .position(|i| i.index_id == id)
+                .map(|i| (&items, Some(i)))
+        };
+        if let Some((def, index)) = choice {
+            texts.push(shale_table::key_text(def, index, &key).unwrap());
+            // A key cut short, or one read against the wrong index, is an error, never a
+            // panic or a made-up value.
+            assert!(shale_table::key_text(def, index, &key[..key.len() - 1]).is_err());
+        }
+        iter.next();
+    }
+    for expected in [
+        "id=1",
+        "id=2",
+        "name~'APPLE' -> pk (id=2)",
+        "name~'PEAR' -> pk (id=1)",
+        "code='p-1'",
+        "code=NULL -> pk (id=2)",
+    ] {
+        assert!(texts.contains(&expected.to_owned()), "{texts:#?}");
+    }
+    assert!(
+        texts.iter().any(|t| t.starts_with("row id ")),
+        "{texts:#?}"
+    );
+    assert_eq!(texts.len(), 7, "{texts:#?}");
+}

@@ -73,18 +73,18 @@ def wait():
 t = threading.Thread(target=wait)
 t.start()
 wait_for_lock_wait(root)
-locks = run(root, "SELECT l.TRANSACTION_ID, l.MODE, l.LOCK_STATUS, l.KEY, l.TABLE_SCHEMA, l.TABLE_NAME, l.INDEX_NAME FROM information_schema.SHALE_LOCKS l ORDER BY l.LOCK_STATUS")
-trx = {r[0]: r for r in run(root, "SELECT THREAD_ID, TRANSACTION_ID, STATE, WAITING_KEY, WAITING_TABLE_SCHEMA, WAITING_TABLE_NAME, WAITING_INDEX_NAME, WAITING_MODE, WAITING_FOR, LOCK_COUNT, WRITE_COUNT, QUERY FROM information_schema.SHALE_TRX WHERE THREAD_ID IN (%d, %d)" % (hid, wid))}
+locks = run(root, "SELECT l.TRANSACTION_ID, l.MODE, l.LOCK_STATUS, l.KEY, l.TABLE_SCHEMA, l.TABLE_NAME, l.INDEX_NAME, l.LOCK_DATA FROM information_schema.SHALE_LOCKS l ORDER BY l.LOCK_STATUS")
+trx = {r[0]: r for r in run(root, "SELECT THREAD_ID, TRANSACTION_ID, STATE, WAITING_KEY, WAITING_TABLE_SCHEMA, WAITING_TABLE_NAME, WAITING_INDEX_NAME, WAITING_MODE, WAITING_FOR, LOCK_COUNT, WRITE_COUNT, QUERY, WAITING_KEY_DATA FROM information_schema.SHALE_TRX WHERE THREAD_ID IN (%d, %d)" % (hid, wid))}
 h, w = trx[hid], trx[wid]
 print("holder", h[2], h[3], h[9], h[10], h[11])
-print("waiter", w[2], w[3], w[4], w[5], w[6], w[7], w[9], w[10], w[11])
+print("waiter", w[2], w[3], w[4], w[5], w[6], w[7], w[9], w[10], w[11], w[12])
 print("waiter waits for holder", w[8] == str(h[1]))
 for l in locks:
     who = {h[1]: "holder", w[1]: "waiter"}[l[0]]
-    print("lock", who, l[1], l[2], l[3], l[4], l[5], l[6])
+    print("lock", who, l[1], l[2], l[3], l[4], l[5], l[6], l[7])
 status = run(root, "SHOW ENGINE SHALE TRANSACTION STATUS")[0][2]
 print("status names the waiter's connection", ("MySQL thread id %d, query: UPDATE d.t SET v = 12" % wid) in status)
-print("status shows the wait", "LOCK WAIT" in status and "EXCLUSIVE lock on key 0000010480000001 (d.t.PRIMARY)" in status)
+print("status shows the wait", "LOCK WAIT" in status and "EXCLUSIVE lock on key 0000010480000001 (d.t.PRIMARY id=1)" in status)
 watcher_setup = [run(root, "CREATE USER 'w'@'%'"), run(root, "GRANT SELECT ON d.* TO 'w'@'%'")]
 watcher = connect("w")
 print("watcher processlist", run(watcher, "SELECT USER, INFO FROM information_schema.PROCESSLIST"))
@@ -101,10 +101,10 @@ print("after", run(root, "SELECT v FROM d.t WHERE id = 1"), run(root, "SELECT CO
     assert_eq!(
         out,
         "holder RUNNING None 1 1 None\n\
-         waiter LOCK WAIT 0000010480000001 d t PRIMARY X 0 0 UPDATE d.t SET v = 12 WHERE id = 1\n\
+         waiter LOCK WAIT 0000010480000001 d t PRIMARY X 0 0 UPDATE d.t SET v = 12 WHERE id = 1 id=1\n\
          waiter waits for holder True\n\
-         lock holder X GRANTED 0000010480000001 d t PRIMARY\n\
-         lock waiter X WAITING 0000010480000001 d t PRIMARY\n\
+         lock holder X GRANTED 0000010480000001 d t PRIMARY id=1\n\
+         lock waiter X WAITING 0000010480000001 d t PRIMARY id=1\n\
          status names the waiter's connection True\n\
          status shows the wait True\n\
          watcher processlist (('w', 'SELECT USER, INFO FROM information_schema.PROCESSLIST'),)\n\
@@ -144,11 +144,11 @@ print("older", run(older, "UPDATE d.t SET v = 12 WHERE id = 2"))
 t.join()
 print("younger", result["younger"])
 run(older, "COMMIT")
-rows = run(root, "SELECT DEADLOCK_ID, TRANSACTION_ID, WAITING_KEY, LOCK_TYPE, TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, WAITING_FOR, ROLLED_BACK, TIMESTAMP IS NOT NULL FROM information_schema.SHALE_DEADLOCKS ORDER BY TRANSACTION_ID")
+rows = run(root, "SELECT DEADLOCK_ID, TRANSACTION_ID, WAITING_KEY, LOCK_TYPE, TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, WAITING_FOR, ROLLED_BACK, TIMESTAMP IS NOT NULL, WAITING_KEY_DATA FROM information_schema.SHALE_DEADLOCKS ORDER BY TRANSACTION_ID")
 for r in rows:
     who = {old_id: "older", young_id: "younger"}[r[1]]
     waits_for = {str(old_id): "older", str(young_id): "younger"}[r[7]]
-    print(r[0], who, r[2], r[3], r[4], r[5], r[6], "waits for", waits_for, "rolled back", r[8], r[9])
+    print(r[0], who, r[2], r[3], r[4], r[5], r[6], "waits for", waits_for, "rolled back", r[8], r[9], r[10])
 status = run(root, "SHOW ENGINE SHALE TRANSACTION STATUS")[0][2]
 print("status", "LATEST DETECTED DEADLOCK" in status and ("victim: transaction %d" % young_id) in status)
 print(run(root, "SELECT * FROM d.t ORDER BY id"))
@@ -160,8 +160,8 @@ print(run(root, "SELECT * FROM d.t ORDER BY id"))
         "the younger began later True\n\
          older ()\n\
          younger error 1213 Deadlock found when trying to get lock; try restarting transaction\n\
-         1 older 0000010480000002 EXCLUSIVE d t PRIMARY waits for younger rolled back 0 1\n\
-         1 younger 0000010480000001 EXCLUSIVE d t PRIMARY waits for older rolled back 1 1\n\
+         1 older 0000010480000002 EXCLUSIVE d t PRIMARY waits for younger rolled back 0 1 id=2\n\
+         1 younger 0000010480000001 EXCLUSIVE d t PRIMARY waits for older rolled back 1 1 id=1\n\
          status True\n\
          ((1, 11), (2, 12))\n"
     );

@@ -396,6 +396,7 @@ const SHALE_TRX: &[Col] = &[
     c("TIME", UInt),
     c("THREAD_ID", NullUInt),
     c("QUERY", NullText),
+    c("WAITING_KEY_DATA", NullText),
 ];
 
 const SHALE_LOCKS: &[Col] = &[
@@ -407,6 +408,7 @@ const SHALE_LOCKS: &[Col] = &[
     c("TABLE_SCHEMA", NullText),
     c("TABLE_NAME", NullText),
     c("INDEX_NAME", NullText),
+    c("LOCK_DATA", NullText),
 ];
 
 const SHALE_DEADLOCKS: &[Col] = &[
@@ -421,6 +423,7 @@ const SHALE_DEADLOCKS: &[Col] = &[
     c("INDEX_NAME", NullText),
     c("WAITING_FOR", Text),
     c("ROLLED_BACK", UInt),
+    c("WAITING_KEY_DATA", NullText),
 ];
 
 impl InfoTable {

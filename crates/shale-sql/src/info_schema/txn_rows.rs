@@ -15,6 +15,10 @@
 //!    (`TableTxn::set_owner`); `QUERY` is that connection's running statement now, from the
 //!    process list.
 //! 4. Times are UTC (`DATETIME`, whole seconds).
+//! 5. Beside the hex, a key of a known index is read back into its columns (`LOCK_DATA`,
+//!    `WAITING_KEY_DATA`: `id=1`, as `shale tool sst` shows entries), in the spirit of
+//!    `performance_schema.data_locks.LOCK_DATA`; strings in a case-insensitive collation show
+//!    their collation weights (`name~'APPLE'`), since that is what the key holds.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -22,7 +26,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use shale_engine::{IsolationLevel, TransactionInfo};
-use shale_table::{DateTime, Store, Value};
+use shale_table::{DateTime, Store, TableDef, Value};
 
 use super::text;
 use crate::error::SqlError;
@@ -68,36 +72,62 @@ pub(super) fn processlist(view: Option<&SessionsView>) -> Vec<Row> {
         .unwrap_or_default()
 }
 
-/// Index ids of the catalog, named (rule 2).
-struct IndexNames(HashMap<u32, [String; 3]>);
+/// Index ids of the catalog, named, with their table to read keys back (rule 2).
+struct IndexNames(HashMap<u32, NamedIndex>);
+
+struct NamedIndex {
+    names: [String; 3],
+    table: Arc<TableDef>,
+    /// None: the primary key.
+    index: Option<usize>,
+}
 
 impl IndexNames {
     fn of(store: &Store) -> IndexNames {
-        let mut names = HashMap::new();
+        let mut named = HashMap::new();
         for (db, tables) in &store.catalog().databases {
             for def in tables.values() {
-                let mut add = |index: &str, id: u32| {
-                    names.insert(id, [db.clone(), def.name.clone(), index.to_string()]);
+                let mut add = |name: &str, id: u32, index: Option<usize>| {
+                    named.insert(
+                        id,
+                        NamedIndex {
+                            names: [db.clone(), def.name.clone(), name.to_string()],
+                            table: Arc::clone(def),
+                            index,
+                        },
+                    );
                 };
-                add("PRIMARY", def.primary_key.index_id);
-                for ix in &def.indexes {
-                    add(&ix.name, ix.index_id);
+                add("PRIMARY", def.primary_key.index_id, None);
+                for (i, ix) in def.indexes.iter().enumerate() {
+                    add(&ix.name, ix.index_id, Some(i));
                 }
             }
         }
-        IndexNames(names)
+        IndexNames(named)
+    }
+
+    fn lookup(&self, key: &[u8]) -> Option<&NamedIndex> {
+        key.first_chunk::<4>()
+            .and_then(|id| self.0.get(&u32::from_be_bytes(*id)))
     }
 
     /// `TABLE_SCHEMA`, `TABLE_NAME`, `INDEX_NAME` of `key`, NULL when unknown.
     fn of_key(&self, key: &[u8]) -> [Value; 3] {
-        let named = key
-            .get(..4)
-            .and_then(|prefix| <[u8; 4]>::try_from(prefix).ok())
-            .and_then(|id| self.0.get(&u32::from_be_bytes(id)));
-        match named {
-            Some([db, table, index]) => [text(db), text(table), text(index)],
+        match self.lookup(key) {
+            Some(NamedIndex {
+                names: [db, table, index],
+                ..
+            }) => [text(db), text(table), text(index)],
             None => [Value::Null, Value::Null, Value::Null],
         }
+    }
+
+    /// The key's columns as `name=value, ...` (rule 5); NULL when its index is unknown or
+    /// the bytes do not decode against it.
+    fn key_data(&self, key: &[u8]) -> Value {
+        self.lookup(key)
+            .and_then(|n| shale_table::key_text(&n.table, n.index, key).ok())
+            .map_or(Value::Null, |t| text(&t))
     }
 }
 
@@ -184,6 +214,7 @@ fn trx_row(t: &TransactionInfo, names: &IndexNames, statements: &HashMap<u64, St
         t.owner
             .and_then(|id| statements.get(&id))
             .map_or(Value::Null, |q| text(q)),
+        wait.map_or(Value::Null, |w| names.key_data(&w.key)),
     ]
 }
 
@@ -214,6 +245,7 @@ pub(super) fn shale_locks(
             schema,
             table,
             index,
+            names.key_data(key),
         ]);
     };
     for lock in engine.lock_snapshot() {
@@ -254,6 +286,7 @@ pub(super) fn shale_deadlocks(
                 index,
                 ids(&w.holders),
                 Value::UInt(u64::from(w.txn == deadlock.victim)),
+                names.key_data(&w.key),
             ]);
         }
     }
@@ -267,14 +300,18 @@ pub(crate) fn transaction_status(store: &Store, view: &SessionsView) -> Result<S
     let statements = view.statements();
     let names = IndexNames::of(store);
     let engine = store.engine();
-    let show_index = |key: &[u8]| match names.of_key(key) {
-        [Value::Bytes(db), Value::Bytes(table), Value::Bytes(index)] => format!(
-            " ({}.{}.{})",
-            String::from_utf8_lossy(&db),
-            String::from_utf8_lossy(&table),
-            String::from_utf8_lossy(&index)
-        ),
-        _ => String::new(),
+    let show_index = |key: &[u8]| match names.lookup(key) {
+        Some(NamedIndex {
+            names: [db, table, index],
+            ..
+        }) => {
+            let data = match names.key_data(key) {
+                Value::Bytes(d) => format!(" {}", String::from_utf8_lossy(&d)),
+                _ => String::new(),
+            };
+            format!(" ({db}.{table}.{index}{data})")
+        }
+        None => String::new(),
     };
     let show_key = |key: &[u8]| match hex(key) {
         Value::Bytes(h) => String::from_utf8_lossy(&h).into_owned(),
