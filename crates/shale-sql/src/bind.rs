@@ -32,6 +32,9 @@ pub(crate) struct TableRef {
     pub database: String,
     /// The name the statement calls it (alias or table name).
     pub alias: String,
+    /// Where the planner reads the table's index statistics; only for a table with a
+    /// secondary index, the only kind that offers a choice (plan.rs rule 8).
+    pub stats: Option<crate::plan_stats::StatsProvider>,
 }
 
 /// Aggregate functions.
@@ -176,6 +179,9 @@ pub(crate) struct BindContext<'a> {
     pub user: &'a str,
     /// Every table name the binder resolved, found or not (privilege.rs checks them).
     pub touched: &'a std::cell::RefCell<Vec<(String, String)>>,
+    /// The session's index statistics, for the planner (plan_stats.rs); None where a
+    /// statement is bound only to be checked (views, generated columns).
+    pub statistics: Option<&'a crate::plan_stats::StatsProvider>,
 }
 
 /// Binder state for one statement.
@@ -327,10 +333,16 @@ impl<'a> Binder<'a> {
         self.ctx.touched.borrow_mut().push((db.clone(), t.clone()));
         let def = lookup_table(self.ctx.catalog, &db, &t)
             .ok_or_else(|| SqlError::no_such_table(&db, &t))?;
+        let stats = if def.indexes.is_empty() {
+            None
+        } else {
+            self.ctx.statistics.cloned()
+        };
         Ok(TableRef {
             def,
             database: db,
             alias: alias.map_or(t, str::to_string),
+            stats,
         })
     }
 

@@ -171,6 +171,7 @@ fn bind_expression(
         variable: &variable,
         user: "",
         touched: &touched,
+        statistics: None,
     };
     let mut binder = Binder::new(&ctx);
     binder.clause = "generated column function";
@@ -178,6 +179,7 @@ fn bind_expression(
         def: def.clone(),
         database: def.database.clone(),
         alias: def.name.clone(),
+        stats: None,
     });
     let (expr, ty) = binder.expr(&parsed)?;
     if !binder.subqueries.is_empty() || crate::walk::any(&expr, &row_independent_value) {

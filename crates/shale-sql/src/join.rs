@@ -270,11 +270,13 @@ impl Planner<'_> {
     fn own_rank(&self, i: usize, pool: &[Expr]) -> u8 {
         let own = self.own(i, pool);
         match self.table(i) {
-            Some(t) => match plan::plan(&t.def, and_all(own.clone()).as_ref()).access {
-                Access::PointGet(_) => 3,
-                Access::FullScan | Access::NoTable => u8::from(!own.is_empty()),
-                _ => 2,
-            },
+            Some(t) => {
+                match plan::plan(&t.def, and_all(own.clone()).as_ref(), t.stats.as_ref()).access {
+                    Access::PointGet(_) => 3,
+                    Access::FullScan | Access::NoTable => u8::from(!own.is_empty()),
+                    _ => 2,
+                }
+            }
             None => u8::from(!own.is_empty()),
         }
     }
@@ -457,7 +459,7 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
                 let input = match &bi.source {
                     InputSource::Table(t) => StepInput::Table {
                         table: t.clone(),
-                        plan: Box::new(plan::plan(&t.def, filter.as_ref())),
+                        plan: Box::new(plan::plan(&t.def, filter.as_ref(), t.stats.as_ref())),
                         filter,
                     },
                     InputSource::Derived(q) => StepInput::Derived {
@@ -717,6 +719,7 @@ mod tests {
             }),
             database: "d".into(),
             alias: name.into(),
+            stats: None,
         }
     }
 

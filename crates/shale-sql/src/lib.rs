@@ -86,6 +86,7 @@ mod password;
 mod persist;
 mod placeholders;
 mod plan;
+mod plan_stats;
 mod privilege;
 mod processlist;
 mod query;

@@ -30,6 +30,10 @@
 //!    first when reading backwards), so rule 5 applies with an empty equality prefix.
 //! 7. An operand that is an indexed generated column's expression counts as that column
 //!    (gencol_match.rs), before any rule above.
+//! 8. When two or more indexes can serve rule 2 and every one of them has kept statistics
+//!    (ANALYZE TABLE, SHOW INDEX: plan_stats.rs), the one with the lowest estimated cost wins
+//!    instead of the longest equality prefix (equal costs go to rule 2's choice). Without statistics
+//!    the plan is a pure function of the definition and the condition.
 
 use std::fmt::Write as _;
 
@@ -37,6 +41,7 @@ use shale_table::{IndexChoice, TableDef};
 
 use crate::bind::SortKey;
 use crate::expr::{CmpOp, Expr};
+use crate::plan_stats::StatsProvider;
 
 /// The longest IN list read as separate primary key lookups.
 const MAX_MULTI_GET: usize = 1000;
@@ -307,8 +312,9 @@ fn residual(table: &TableDef, parts: &[&Expr], sargs: &[Sarg<'_>], used: &[bool]
         .reduce(|a, b| Expr::And(a.boxed(), b.boxed()))
 }
 
-/// Chooses the access path for reading `table` under `filter` (rules 1-4).
-pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
+/// Chooses the access path for reading `table` under `filter` (rules 1-4), with the table's
+/// kept index statistics when there are any (rule 8).
+pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>, stats: Option<&StatsProvider>) -> Plan {
     // A condition on an indexed generated column's expression reads as one on the column.
     let matched = filter.and_then(|f| crate::gencol_match::substitute(table, f));
     let Some(filter) = matched.as_ref().or(filter) else {
@@ -393,7 +399,8 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
     for (i, idx) in table.indexes.iter().enumerate() {
         candidates.push((IndexChoice::Secondary(i), &idx.columns));
     }
-    let mut best: Option<(usize, Access, Vec<bool>)> = None;
+    // (score, access, used conjuncts, equality prefix length, has a range) per usable index.
+    let mut usable: Vec<(usize, Access, Vec<bool>, usize, bool)> = Vec::new();
     for (choice, cols) in candidates {
         let mut used = vec![false; sargs.len()];
         let mut eq = Vec::new();
@@ -424,9 +431,11 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
             }
             break;
         }
-        let score = eq.len() * 2 + usize::from(lower.is_some() || upper.is_some());
-        if score > 0 && best.as_ref().is_none_or(|(b, _, _)| score > *b) {
-            best = Some((
+        let range = lower.is_some() || upper.is_some();
+        let score = eq.len() * 2 + usize::from(range);
+        if score > 0 {
+            let eq_len = eq.len();
+            usable.push((
                 score,
                 Access::Range {
                     index: choice,
@@ -435,18 +444,40 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
                     upper,
                 },
                 used,
+                eq_len,
+                range,
             ));
         }
     }
+    // Rule 2: the highest score, the earlier index on a tie.
+    let by_rules =
+        usable
+            .iter()
+            .enumerate()
+            .fold(None::<(usize, usize)>, |best, (i, u)| match best {
+                Some((_, score)) if score >= u.0 => best,
+                _ => Some((i, u.0)),
+            });
+    let chosen = match (by_rules, stats) {
+        (Some(_), Some(provider)) if usable.len() > 1 => {
+            by_cost(&usable, provider.of(table).as_ref()).or(by_rules.map(|(i, _)| i))
+        }
+        _ => by_rules.map(|(i, _)| i),
+    };
+    let rule_score = by_rules.map(|(_, score)| score);
+    let best = chosen.map(|i| {
+        let (score, access, used, _, _) = usable.swap_remove(i);
+        (score, access, used)
+    });
     let all_closed = |(_, ranges): &(IndexChoice, Vec<Interval>)| {
         ranges
             .iter()
             .all(|r| r.lower.is_some() && r.upper.is_some())
     };
     if let Some(m) = multi {
-        let take_multi = match &best {
+        let take_multi = match rule_score {
             None => true,
-            Some((score, _, _)) => *score < 2 && all_closed(&m),
+            Some(score) => score < 2 && all_closed(&m),
         };
         if take_multi {
             return multi_plan(m);
@@ -460,6 +491,26 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>) -> Plan {
         },
         None => full_scan(),
     }
+}
+
+/// Rule 8: the usable index of lowest cost, when every one has statistics.
+fn by_cost(
+    usable: &[(usize, Access, Vec<bool>, usize, bool)],
+    stats: Option<&crate::plan_stats::IndexStats>,
+) -> Option<usize> {
+    let stats = stats?;
+    let mut best: Option<(usize, f64, usize)> = None;
+    for (i, (score, access, _, eq_len, range)) in usable.iter().enumerate() {
+        let Access::Range { index, .. } = access else {
+            return None;
+        };
+        let cost = stats.cost(*index, *eq_len, *range)?;
+        // Equal costs go to rule 2's choice: the higher score, then the earlier index.
+        if best.is_none_or(|(_, b, b_score)| cost < b || (cost <= b && *score > b_score)) {
+            best = Some((i, cost, *score));
+        }
+    }
+    best.map(|(i, _, _)| i)
 }
 
 /// Rule 5: whether `plan`'s access path delivers `order_by`'s order (and in which direction).
@@ -834,7 +885,7 @@ mod tests {
             ),
         ];
         for (filter, want) in cases {
-            let p = plan(&t, filter.as_ref());
+            let p = plan(&t, filter.as_ref(), None);
             assert_eq!(explain(Some(&t), &p), want, "{filter:?}");
         }
     }
@@ -847,11 +898,15 @@ mod tests {
             desc,
             collation: Collation::Binary,
         };
-        let full = plan(&t, None);
+        let full = plan(&t, None, None);
         assert_eq!(order(&t, &full, &[key(0, false)]), Some(false));
         assert_eq!(order(&t, &full, &[key(0, true)]), Some(true));
         // A nullable secondary column, a string column, mixed directions: sorted.
-        let by_k = plan(&t, Some(&cmp(CmpOp::Gt, 1, Expr::Literal(Value::Int(0)))));
+        let by_k = plan(
+            &t,
+            Some(&cmp(CmpOp::Gt, 1, Expr::Literal(Value::Int(0)))),
+            None,
+        );
         assert_eq!(order(&t, &by_k, &[key(1, false)]), None);
         assert_eq!(order(&t, &full, &[key(2, false)]), None);
         assert_eq!(order(&t, &full, &[key(0, false), key(1, true)]), None);

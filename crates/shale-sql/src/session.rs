@@ -237,6 +237,8 @@ pub struct Session {
     next_statement_id: u32,
     /// This session's entry in the instance's process list (SHOW PROCESSLIST, KILL).
     process: crate::processlist::Registration,
+    /// The store's kept index statistics, for the planner (plan_stats.rs).
+    stats: crate::plan_stats::StatsProvider,
     /// PREPARE's names (lowercased) and the prepared statements they name (sql_prepare.rs).
     sql_prepared: HashMap<String, u32>,
     /// `shale_bulk_load` and its running load (bulk_insert.rs).
@@ -291,6 +293,7 @@ impl Session {
         let process = instance.processes.register(connection_id);
         let weak_instance = Arc::downgrade(&instance);
         Session {
+            stats: crate::plan_stats::StatsProvider::new(Arc::downgrade(&instance)),
             instance,
             process,
             state: State {
@@ -743,6 +746,7 @@ impl Session {
             variable: &variable,
             user: &self.state.user,
             touched,
+            statistics: Some(&self.stats),
         };
         f(&mut Binder::new(&ctx))
     }
@@ -791,7 +795,7 @@ impl Session {
                         }
                     };
                     let mut access = match &s.table {
-                        Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                        Some(t) => plan::plan(&t.def, s.filter.as_ref(), t.stats.as_ref()),
                         None => Plan {
                             access: Access::NoTable,
                             residual: s.filter.clone(),
@@ -811,7 +815,7 @@ impl Session {
                         ));
                     }
                     let plan = b.select.as_ref().map(|(s, _)| match &s.table {
-                        Some(t) => plan::plan(&t.def, s.filter.as_ref()),
+                        Some(t) => plan::plan(&t.def, s.filter.as_ref(), t.stats.as_ref()),
                         None => Plan {
                             access: Access::NoTable,
                             residual: s.filter.clone(),
@@ -831,7 +835,8 @@ impl Session {
                     if !binder.subqueries.is_empty() {
                         return Err(SqlError::unsupported("subqueries in UPDATE"));
                     }
-                    let access = plan::plan(&b.table.def, b.filter.as_ref());
+                    let access =
+                        plan::plan(&b.table.def, b.filter.as_ref(), b.table.stats.as_ref());
                     Planned::Update(b, access)
                 }
                 Statement::Delete(d) => {
@@ -839,7 +844,8 @@ impl Session {
                     if !binder.subqueries.is_empty() {
                         return Err(SqlError::unsupported("subqueries in DELETE"));
                     }
-                    let access = plan::plan(&b.table.def, b.filter.as_ref());
+                    let access =
+                        plan::plan(&b.table.def, b.filter.as_ref(), b.table.stats.as_ref());
                     Planned::Delete(b, access)
                 }
                 _ => Planned::Command(Box::new(stmt)),
@@ -1587,6 +1593,7 @@ impl Session {
                     variable: &variable,
                     user: &self.state.user,
                     touched: &touched,
+                    statistics: None,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {

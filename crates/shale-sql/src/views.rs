@@ -132,6 +132,7 @@ impl Binder<'_> {
                 ViewSecurity::Invoker => self.ctx.touched,
                 ViewSecurity::Definer => &unchecked,
             },
+            statistics: self.ctx.statistics,
         };
         let mut sub = Binder::new(&ctx);
         sub.params = self.params;
@@ -351,6 +352,7 @@ fn check_query(
         variable: &variable,
         user: &session.state().user,
         touched: &touched,
+        statistics: None,
     };
     let mut binder = Binder::new(&ctx);
     binder.views.push((db.to_string(), name.to_string()));
@@ -587,6 +589,7 @@ fn shape_of(
         variable,
         user,
         touched: &touched,
+        statistics: None,
     };
     let view = Binder::new(&ctx)
         .expand_view(&object)?

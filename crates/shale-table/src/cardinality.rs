@@ -11,56 +11,151 @@
 //! table's estimated rows (one value alone is scaled by `rows / entries read`). That is right
 //! for evenly spread duplicates and rough for skewed ones, as InnoDB's sampled pages are.
 //!
-//! [`Store::cached_index_cardinality`] keeps each index's figures in memory by index id, as
-//! InnoDB keeps transient statistics (`innodb_stats_persistent=OFF`): estimated the first
-//! time they are asked for, again when the table's estimated rows moved by more than a tenth
-//! since (InnoDB's automatic recalculation also waits for 10% of the table to change), and
-//! by [`Store::analyze_index`] (ANALYZE TABLE); forgotten at close.
+//! Each estimate is kept in memory by index id and persisted as a system key (`S` ++ index
+//! id, docs/format/catalog.md), as InnoDB keeps persistent statistics
+//! (`innodb_stats_persistent=ON`): [`Store::cached_index_cardinality`] (SHOW INDEX) estimates
+//! the first time an index is asked for when nothing was ever stored, and again when the
+//! table's estimated rows moved by more than a tenth since (InnoDB's automatic recalculation
+//! also waits for 10% of the table to change); ANALYZE TABLE always estimates again
+//! ([`Store::refresh_index_cardinality`]). [`Store::known_index_cardinality`] (the planner)
+//! only reads what is kept and never starts an estimate, so planning never reads an index.
 //!
 //! Invariants:
 //! 1. An estimate reads at most [`SAMPLE_LIMIT`] entries; never a full scan. The table's
 //!    row estimate it scales by is taken once per table by the caller.
 //! 2. The counts never decrease from one prefix to the next longer one, and none exceeds
 //!    the entries counted or estimated.
+//! 3. A stored estimate belongs to one index id; ids are never reused, so it can never
+//!    describe another index. Those of ids no longer in the catalog are deleted at open
+//!    ([`sweep_statistics`]). A stored record that does not decode, or whose column count
+//!    is not the index's, is ignored (estimated again), never trusted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use shale_engine::ReadOptions;
+use shale_engine::{Db, ReadOptions, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID};
 
 use crate::codec::key::skip_column;
 use crate::codec::Reader;
 use crate::cursor::{engine_range, index_columns, IndexChoice, KeyRange};
 use crate::error::Result;
-use crate::schema::TableDef;
+use crate::schema::{Catalog, TableDef};
 use crate::store::Store;
+use crate::system::{table_key, TAG_INDEX_STATS};
 
 /// Entries of one index read per estimate.
 pub const SAMPLE_LIMIT: u64 = 16_384;
 
-/// Cached figures by index id, with the table's estimated rows when they were made. An index
-/// id is never reused while its data may remain (schema.rs), so a rewritten or recreated
-/// index never shows an older index's figures.
+/// Figures by index id, with the table's estimated rows when they were made; `None` when the
+/// stored record was looked for and there is none. An index id is never reused while its
+/// data may remain (schema.rs), so a rewritten or recreated index never shows an older
+/// index's figures.
 #[derive(Debug, Default)]
 pub(crate) struct Cardinalities {
-    by_index: Mutex<HashMap<u32, Kept>>,
+    by_index: Mutex<HashMap<u32, Option<Kept>>>,
 }
 
 /// One index's figures and the table's estimated rows when they were made.
 type Kept = (Arc<[u64]>, u64);
 
+/// What is known of one index: looked up in memory, whether the stored record was read.
+enum Known {
+    /// Neither estimated nor read from the stored record since open.
+    NotLooked,
+    /// Estimated or read (`None`: there is no stored record).
+    Looked(Option<Kept>),
+}
+
 impl Cardinalities {
-    fn get(&self, index_id: u32) -> Option<Kept> {
-        self.lock().get(&index_id).cloned()
+    fn get(&self, index_id: u32) -> Known {
+        match self.lock().get(&index_id) {
+            None => Known::NotLooked,
+            Some(kept) => Known::Looked(kept.clone()),
+        }
     }
 
-    fn put(&self, index_id: u32, figures: Arc<[u64]>, rows: u64) {
-        self.lock().insert(index_id, (figures, rows));
+    fn put(&self, index_id: u32, kept: Option<Kept>) {
+        self.lock().insert(index_id, kept);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Kept>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Option<Kept>>> {
         self.by_index.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The version byte of a stored estimate.
+const STATS_VERSION: u8 = 1;
+
+/// `version: u8 | rows: u64 LE | count: u32 LE | count x distinct: u64 LE`.
+fn encode_stats(figures: &[u64], rows: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(13 + figures.len() * 8);
+    out.push(STATS_VERSION);
+    out.extend_from_slice(&rows.to_le_bytes());
+    let count = u32::try_from(figures.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&count.to_le_bytes());
+    for f in figures.iter().take(count as usize) {
+        out.extend_from_slice(&f.to_le_bytes());
+    }
+    out
+}
+
+/// A stored estimate of an index of `columns` columns (invariant 3: `None` when it does
+/// not decode or does not fit the index).
+fn decode_stats(bytes: &[u8], columns: usize) -> Option<Kept> {
+    let mut reader = Reader::new(bytes, "index statistics");
+    if reader.u8().ok()? != STATS_VERSION {
+        return None;
+    }
+    let rows = u64::from_le_bytes(reader.array().ok()?);
+    let count = u32::from_le_bytes(reader.array().ok()?) as usize;
+    if count != columns {
+        return None;
+    }
+    let mut figures = Vec::with_capacity(count);
+    for _ in 0..count {
+        figures.push(u64::from_le_bytes(reader.array().ok()?));
+    }
+    reader.is_empty().then(|| (figures.into(), rows))
+}
+
+/// Deletes the stored estimates of index ids not in `catalog` (invariant 3).
+pub(crate) fn sweep_statistics(db: &Db, catalog: &Catalog) -> Result<()> {
+    let live: std::collections::HashSet<u32> = catalog
+        .databases
+        .values()
+        .flat_map(|tables| tables.values())
+        .flat_map(|t| std::iter::once(&t.primary_key).chain(&t.indexes))
+        .map(|i| i.index_id)
+        .collect();
+    let start = table_key(TAG_INDEX_STATS, 0);
+    let mut end = start[..5].to_vec();
+    end[4] += 1;
+    let mut iter = db.iterator(ReadOptions {
+        lower_bound: Some(start.to_vec()),
+        upper_bound: Some(end),
+        skip_cache_fill: true,
+        ..ReadOptions::default()
+    })?;
+    iter.seek_to_first();
+    let mut batch = WriteBatch::new();
+    let mut stale = 0;
+    while iter.valid() {
+        let id = iter
+            .key()
+            .get(5..9)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_be_bytes);
+        if id.is_none_or(|id| !live.contains(&id)) {
+            batch.delete(DEFAULT_KEYSPACE_ID, iter.key())?;
+            stale += 1;
+        }
+        iter.next();
+    }
+    iter.status()?;
+    if stale > 0 {
+        db.write(batch, &WriteOptions::default())?;
+    }
+    Ok(())
 }
 
 /// Whether a table of `now` rows changed enough since `then` to estimate again.
@@ -78,15 +173,36 @@ impl Store {
         index: IndexChoice,
         rows: u64,
     ) -> Result<Arc<[u64]>> {
-        let id = index_columns(table, index)?.0.index_id;
-        match self.inner.cardinalities.get(id) {
+        match self.known_index_cardinality(table, index)? {
             Some((figures, then)) if !moved(then, rows) => Ok(figures),
             _ => self.refresh_index_cardinality(table, index, rows),
         }
     }
 
-    /// Estimates `index`'s cardinality again and keeps it for
-    /// [`Store::cached_index_cardinality`].
+    /// `index`'s figures and the table's estimated rows they were made with, as kept in
+    /// memory or stored, without estimating (the planner's view); `None` when never
+    /// estimated.
+    pub fn known_index_cardinality(
+        &self,
+        table: &TableDef,
+        index: IndexChoice,
+    ) -> Result<Option<(Arc<[u64]>, u64)>> {
+        let (def, columns) = index_columns(table, index)?;
+        let id = def.index_id;
+        if let Known::Looked(kept) = self.inner.cardinalities.get(id) {
+            return Ok(kept);
+        }
+        let stored = self
+            .engine()
+            .db()
+            .get(&table_key(TAG_INDEX_STATS, id))?
+            .and_then(|bytes| decode_stats(&bytes, columns.len()));
+        self.inner.cardinalities.put(id, stored.clone());
+        Ok(stored)
+    }
+
+    /// Estimates `index`'s cardinality again, keeps it and stores it for
+    /// [`Store::cached_index_cardinality`] and [`Store::known_index_cardinality`].
     pub(crate) fn refresh_index_cardinality(
         &self,
         table: &TableDef,
@@ -95,7 +211,22 @@ impl Store {
     ) -> Result<Arc<[u64]>> {
         let id = index_columns(table, index)?.0.index_id;
         let figures: Arc<[u64]> = self.index_cardinality(table, index, rows)?.into();
-        self.inner.cardinalities.put(id, Arc::clone(&figures), rows);
+        // Storing is best effort: SHOW INDEX must not fail because writes are paused (a
+        // full disk); the figures are kept in memory and the next estimate stores them.
+        let mut batch = WriteBatch::new();
+        if batch
+            .put(
+                DEFAULT_KEYSPACE_ID,
+                &table_key(TAG_INDEX_STATS, id),
+                &encode_stats(&figures, rows),
+            )
+            .is_ok()
+        {
+            let _ = self.engine().db().write(batch, &WriteOptions::default());
+        }
+        self.inner
+            .cardinalities
+            .put(id, Some((Arc::clone(&figures), rows)));
         Ok(figures)
     }
 

@@ -136,10 +136,10 @@ pub use bulk::{BulkLoad, BulkLoadOptions, BulkLoadSummary};
 pub use cardinality::SAMPLE_LIMIT;
 pub use check::TableCheck;
 pub use cursor::{IndexChoice, KeyRange, RowCursor};
-pub use describe::key_text;
 pub use decimal::{
     Decimal, MAX_PRECISION as DECIMAL_MAX_PRECISION, MAX_SCALE as DECIMAL_MAX_SCALE,
 };
+pub use describe::key_text;
 pub use error::{Error, Result};
 pub use file_properties::{FileTables, INDEX_IDS_PROPERTY, TABLE_DEFS_PROPERTY};
 pub use generated::{install_virtual_columns, VirtualColumns};

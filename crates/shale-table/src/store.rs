@@ -153,6 +153,7 @@ impl Store {
         };
         let catalog = load_catalog(db, next_index_id)?;
         build::sweep_orphans(db, &catalog)?;
+        crate::cardinality::sweep_statistics(db, &catalog)?;
         crate::bulk::sweep_bulk_tmp(&*engine_options.file_system, &path)?;
         Ok(Store {
             inner: Arc::new(StoreInner {

@@ -40,6 +40,8 @@ pub(crate) const TAG_TABLE: u8 = b'T';
 pub(crate) const TAG_AUTO_INCREMENT: u8 = b'A';
 /// `R ++ table id` -> hidden row id reservation (u64 little-endian).
 pub(crate) const TAG_ROW_ID: u8 = b'R';
+/// `S ++ index id` -> the index's last cardinality estimate (cardinality.rs).
+pub(crate) const TAG_INDEX_STATS: u8 = b'S';
 
 /// The catalog format this code writes and reads.
 pub(crate) const CATALOG_VERSION: u32 = 1;

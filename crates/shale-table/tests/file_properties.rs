@@ -362,7 +362,10 @@ fn key_text_reads_keys_of_each_index_back_into_columns() {
     iter.seek_to_first();
     let mut texts = Vec::new();
     while iter.valid() {
-        let key = ParsedInternalKey::parse(iter.key()).unwrap().user_key.to_vec();
+        let key = ParsedInternalKey::parse(iter.key())
+            .unwrap()
+            .user_key
+            .to_vec();
         let id = u32::from_be_bytes(*key.first_chunk::<4>().unwrap());
         let choice = if id == items.primary_key.index_id {
             Some((&items, None))
@@ -393,9 +396,6 @@ fn key_text_reads_keys_of_each_index_back_into_columns() {
     ] {
         assert!(texts.contains(&expected.to_owned()), "{texts:#?}");
     }
-    assert!(
-        texts.iter().any(|t| t.starts_with("row id ")),
-        "{texts:#?}"
-    );
+    assert!(texts.iter().any(|t| t.starts_with("row id ")), "{texts:#?}");
     assert_eq!(texts.len(), 7, "{texts:#?}");
 }

@@ -1249,3 +1249,49 @@ fn index_cardinality_counts_distinct_prefixes_by_collation_and_scales_a_sample()
         "PRIMARY cardinality {primary:?}"
     );
 }
+
+#[test]
+fn index_statistics_are_stored_across_restarts_and_swept_with_their_table() {
+    let (fs, store, _t) = setup();
+    let mut def = sbtest("kept");
+    def.indexes = vec![index("k_1", vec![1], false)];
+    let kept = store.create_table(def).unwrap();
+    let mut txn = store.begin(TxnOptions::default()).unwrap();
+    for id in 0..60 {
+        txn.insert(&kept, row(id, id % 6, "c", None)).unwrap();
+    }
+    txn.commit().unwrap();
+    let k_1 = IndexChoice::Secondary(0);
+    // Never estimated: nothing is known, and asking does not estimate.
+    assert_eq!(store.known_index_cardinality(&kept, k_1).unwrap(), None);
+    assert_eq!(store.known_index_cardinality(&kept, k_1).unwrap(), None);
+    store.analyze_index(&kept, k_1).unwrap();
+    let (figures, rows) = store.known_index_cardinality(&kept, k_1).unwrap().unwrap();
+    assert_eq!((&*figures, rows), (&[6u64][..], 60));
+    let id = kept.indexes[0].index_id;
+    store.close().unwrap();
+
+    let store = open(&fs);
+    let kept = Arc::clone(store.catalog().table("sbtest", "kept").unwrap());
+    let (figures, rows) = store.known_index_cardinality(&kept, k_1).unwrap().unwrap();
+    assert_eq!(
+        (&*figures, rows),
+        (&[6u64][..], 60),
+        "read back after a restart"
+    );
+    // The primary key was never estimated.
+    assert_eq!(
+        store
+            .known_index_cardinality(&kept, IndexChoice::Primary)
+            .unwrap(),
+        None
+    );
+    store.drop_table("sbtest", "kept").unwrap();
+    store.close().unwrap();
+
+    // The next open deletes the figures of index ids the catalog no longer has.
+    let store = open(&fs);
+    let mut key = vec![0, 0, 0, 1, b'S'];
+    key.extend_from_slice(&id.to_be_bytes());
+    assert_eq!(store.engine().db().get(&key).unwrap(), None);
+}
