@@ -26,6 +26,10 @@
 //!    the statement's subquery list and run once per distinct set of those values
 //!    (subquery.rs rule 1). A derived table without LATERAL sees none of them (1054). Inside
 //!    parentheses it may not read inputs outside them (1235).
+//! 8. A lateral input (a LATERAL derived table or a JSON_TABLE, json_table.rs) on the right
+//!    of RIGHT JOIN may not read the left side: 3668 `INNER or LEFT JOIN must be used for
+//!    LATERAL references made by 'd'`, as MySQL; one that reads nothing of it is an ordinary
+//!    input there.
 
 use std::rc::Rc;
 
@@ -192,6 +196,31 @@ pub(crate) enum InputSource {
         id: usize,
         args: Vec<Expr>,
     },
+    /// A JSON_TABLE (json_table.rs): computed per row of the inputs before it, from its
+    /// document expression over the combined row.
+    JsonTable(Box<crate::json_table::JsonTable>),
+}
+
+impl InputSource {
+    /// The expressions over the combined row this input reads per row of the inputs before
+    /// it (a LATERAL derived table's outer values, a JSON_TABLE's document); empty for the
+    /// others.
+    pub(crate) fn lateral_reads(&self) -> Vec<&Expr> {
+        match self {
+            InputSource::Lateral { args, .. } => args.iter().collect(),
+            InputSource::JsonTable(t) => vec![&t.doc],
+            InputSource::Table(_) | InputSource::Derived(_) | InputSource::Virtual(_) => Vec::new(),
+        }
+    }
+
+    /// Whether this input reads a column below position `floor` of the combined row.
+    pub(crate) fn reads_before(&self, floor: usize) -> bool {
+        self.lateral_reads().into_iter().any(|a| {
+            let mut cols = Vec::new();
+            crate::walk::columns(a, &mut cols);
+            cols.iter().any(|&c| c < floor)
+        })
+    }
 }
 
 /// One input of a multi-input FROM.
@@ -387,17 +416,18 @@ impl Binder<'_> {
                 J::FullOuter(_) => return Err(SqlError::unsupported("FULL OUTER JOIN")),
                 _ => return Err(SqlError::unsupported("this kind of join")),
             };
-            // The right side of a RIGHT JOIN is read first (rule 3): a LATERAL one there
-            // would read its outer values before they exist.
-            if kind == 'R'
-                && matches!(
-                    join.relation,
-                    ast::TableFactor::Derived { lateral: true, .. }
-                )
-            {
-                return Err(SqlError::unsupported("RIGHT JOIN LATERAL"));
-            }
+            let (first_right, floor) = (inputs.len(), self.scope.as_ref().map_or(0, Scope::width));
             let right = self.bind_factor(&join.relation, inputs)?;
+            // Rule 8: the right side of a RIGHT JOIN is read first (rule 3), so a lateral
+            // input there may not read the left side.
+            if kind == 'R' {
+                if let Some(i) = inputs[first_right..]
+                    .iter()
+                    .find(|i| i.source.reads_before(floor))
+                {
+                    return Err(forbidden_join_type(&i.name));
+                }
+            }
             let (on, hidden, star) =
                 self.join_constraint(constraint, &left, &right, kind == 'R')?;
             if let Some(scope) = self.scope.as_mut() {
@@ -616,20 +646,34 @@ impl Binder<'_> {
                 let bound = self.bind_table_with_joins(table_with_joins, inputs)?;
                 // Rule 7: a parenthesized join may be planned on its own (join.rs rule 4),
                 // where a LATERAL table could not see the inputs outside it.
-                let reads_outside = inputs[first..].iter().any(|i| match &i.source {
-                    InputSource::Lateral { args, .. } => args.iter().any(|a| {
-                        let mut cols = Vec::new();
-                        crate::walk::columns(a, &mut cols);
-                        cols.iter().any(|&c| c < floor)
-                    }),
-                    _ => false,
-                });
+                let reads_outside = inputs[first..].iter().any(|i| i.source.reads_before(floor));
                 if reads_outside {
                     return Err(SqlError::unsupported(
                         "a LATERAL derived table inside parentheses reading tables outside them",
                     ));
                 }
                 Ok(bound)
+            }
+            ast::TableFactor::JsonTable {
+                json_expr,
+                json_path,
+                columns,
+                alias,
+            } => {
+                let (table, columns) =
+                    self.bind_json_table(json_expr, json_path, columns, alias.as_ref())?;
+                let (name, width) = (table.alias.clone(), table.width());
+                self.push_input(
+                    BoundInput {
+                        source: InputSource::JsonTable(Box::new(table)),
+                        name,
+                        offset: 0,
+                        width,
+                    },
+                    String::new(),
+                    columns,
+                    inputs,
+                )
             }
             other => Err(SqlError::unsupported(format!("FROM {other}"))),
         }
@@ -705,6 +749,15 @@ impl Binder<'_> {
             inputs,
         )
     }
+}
+
+/// 3668: a lateral input on the right of RIGHT JOIN reading its left side (rule 8).
+fn forbidden_join_type(name: &str) -> SqlError {
+    SqlError::new(
+        3668,
+        "HY000",
+        format!("INNER or LEFT JOIN must be used for LATERAL references made by '{name}'"),
+    )
 }
 
 /// The names a derived table's columns go by: the query's, or `renames` (1353 for another

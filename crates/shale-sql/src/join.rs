@@ -29,8 +29,9 @@
 //!    inner input read once.
 //! 4. A parenthesized join on the inner side of a LEFT JOIN is planned on its own and read
 //!    completely (`Nested`), as are derived tables.
-//! 5. A FROM with a LATERAL derived table is read in FROM order (its outer values come from
-//!    the inputs before it), and the LATERAL input is run for each row (`PerRow`).
+//! 5. A FROM with a LATERAL derived table or a JSON_TABLE is read in FROM order (its outer
+//!    values or its document come from the inputs before it), and that input is run for
+//!    each row (`PerRow`).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -71,6 +72,12 @@ pub(crate) enum StepInput {
     Lateral {
         id: usize,
         args: Vec<Expr>,
+        filter: Option<Expr>,
+    },
+    /// A JSON_TABLE (json_table.rs), computed per row from its document (over the combined
+    /// row); `filter` in its own columns.
+    JsonTable {
+        table: Box<crate::json_table::JsonTable>,
         filter: Option<Expr>,
     },
 }
@@ -230,7 +237,10 @@ impl Planner<'_> {
     fn table(&self, i: usize) -> Option<&TableRef> {
         match &self.from.inputs[i].source {
             InputSource::Table(t) => Some(t),
-            InputSource::Derived(_) | InputSource::Virtual(_) | InputSource::Lateral { .. } => None,
+            InputSource::Derived(_)
+            | InputSource::Virtual(_)
+            | InputSource::Lateral { .. }
+            | InputSource::JsonTable(_) => None,
         }
     }
 
@@ -377,10 +387,12 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
     }
     let mut items = Vec::new();
     linearize(&from.tree, &mut items, &mut pool);
-    let lateral = from
-        .inputs
-        .iter()
-        .any(|i| matches!(i.source, InputSource::Lateral { .. }));
+    let lateral = from.inputs.iter().any(|i| {
+        matches!(
+            i.source,
+            InputSource::Lateral { .. } | InputSource::JsonTable(_)
+        )
+    });
     if !from.tree.has_outer_join() && !lateral && items.len() > 1 {
         let leaves: Vec<usize> = items
             .iter()
@@ -478,6 +490,10 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
                         args: args.clone(),
                         filter,
                     },
+                    InputSource::JsonTable(table) => StepInput::JsonTable {
+                        table: table.clone(),
+                        filter,
+                    },
                 };
                 (bi.name.clone(), bi.offset, bi.width, input)
             }
@@ -514,7 +530,10 @@ pub(crate) fn plan_join(from: &BoundFrom, filter: Option<&Expr>) -> JoinPlan {
         };
         let method = if k == 0 {
             Method::First
-        } else if matches!(input, StepInput::Lateral { .. }) {
+        } else if matches!(
+            input,
+            StepInput::Lateral { .. } | StepInput::JsonTable { .. }
+        ) {
             Method::PerRow
         } else {
             let eqs = p.equalities(&units[k], &avail, &on[k]);
@@ -580,6 +599,19 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
                     _ => "derived",
                 };
                 let mut t = format!("{kind} {}", step.name);
+                if let Some(f) = filter {
+                    let local = |c: usize| name(c + step.offset);
+                    let _ = write!(t, " filter {}", plan::render_named(f, &local));
+                }
+                t
+            }
+            StepInput::JsonTable { table, filter } => {
+                let mut t = format!(
+                    "json_table {} ({}) {}",
+                    step.name,
+                    render(&table.doc),
+                    table.describe()
+                );
                 if let Some(f) = filter {
                     let local = |c: usize| name(c + step.offset);
                     let _ = write!(t, " filter {}", plan::render_named(f, &local));
@@ -666,7 +698,10 @@ pub(crate) fn explain(plan: &JoinPlan, lines: &mut Vec<String>, indent: &str) {
             StepInput::Derived { query, .. } => {
                 crate::query::explain_query(query, lines, &format!("{indent}  "));
             }
-            StepInput::Table { .. } | StepInput::Virtual { .. } | StepInput::Lateral { .. } => {}
+            StepInput::Table { .. }
+            | StepInput::Virtual { .. }
+            | StepInput::Lateral { .. }
+            | StepInput::JsonTable { .. } => {}
         }
     }
     if let Some(r) = &plan.residual {

@@ -83,6 +83,13 @@ fn read_input(
                 out.push(r);
             }
         }
+        StepInput::JsonTable { table, filter } => {
+            // The first input: its document reads no row.
+            for r in json_table_rows(env, table, filter.as_ref(), &[])? {
+                budget.add(&r)?;
+                out.push(r);
+            }
+        }
         StepInput::Nested(nested) => {
             for r in run_join(env, nested, lock, None)? {
                 let part: Row = r
@@ -230,6 +237,24 @@ fn lateral_rows(
     Ok(out)
 }
 
+/// A JSON_TABLE's rows for `row` (join.rs rule 5), its own filter applied.
+fn json_table_rows(
+    env: &QueryEnv<'_, '_>,
+    table: &crate::json_table::JsonTable,
+    filter: Option<&Expr>,
+    row: &[Value],
+) -> Result<Vec<Row>, SqlError> {
+    let doc = table.doc.eval(row, env)?;
+    let mut out = Vec::new();
+    for r in table.rows(&doc)? {
+        crate::interrupt::row()?;
+        if passes(filter, &r, env)? {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
 /// One step over a batch of rows.
 fn apply_step(
     env: &QueryEnv<'_, '_>,
@@ -313,10 +338,15 @@ fn apply_step(
             }
             Method::NestedLoop => state.rows.as_deref().unwrap_or_default().iter().collect(),
             Method::PerRow => {
-                let StepInput::Lateral { id, args, filter } = &step.input else {
-                    return Err(SqlError::internal("per-row method without a LATERAL input"));
+                looked_up = match &step.input {
+                    StepInput::Lateral { id, args, filter } => {
+                        lateral_rows(env, *id, args, filter.as_ref(), &row)?
+                    }
+                    StepInput::JsonTable { table, filter } => {
+                        json_table_rows(env, table, filter.as_ref(), &row)?
+                    }
+                    _ => return Err(SqlError::internal("per-row method without a lateral input")),
                 };
-                looked_up = lateral_rows(env, *id, args, filter.as_ref(), &row)?;
                 looked_up.iter().collect()
             }
         };

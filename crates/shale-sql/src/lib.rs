@@ -74,6 +74,7 @@ mod json_bind;
 mod json_extra;
 mod json_funcs;
 mod json_path;
+mod json_table;
 mod lenient_store;
 mod list_funcs;
 mod load_data;

@@ -94,7 +94,9 @@ fn query_reads(q: &BoundQuery, t: &TableRef) -> bool {
                     InputSource::Table(x) => same_table(x, t),
                     InputSource::Derived(d) => query_reads(d, t),
                     // Its query is among the statement's subqueries, checked there.
-                    InputSource::Virtual(_) | InputSource::Lateral { .. } => false,
+                    InputSource::Virtual(_)
+                    | InputSource::Lateral { .. }
+                    | InputSource::JsonTable(_) => false,
                 })
             })
     };
@@ -123,11 +125,13 @@ fn target_of(from: &BoundFrom, name: &str, user: &str) -> Result<Target, SqlErro
             table: t.clone(),
             offset: input.offset,
         }),
-        InputSource::Derived(_) | InputSource::Lateral { .. } => Err(SqlError::new(
-            1288,
-            "HY000",
-            format!("The target table {name} of the UPDATE is not updatable"),
-        )),
+        InputSource::Derived(_) | InputSource::Lateral { .. } | InputSource::JsonTable(_) => {
+            Err(SqlError::new(
+                1288,
+                "HY000",
+                format!("The target table {name} of the UPDATE is not updatable"),
+            ))
+        }
         // Writes to information_schema are refused as MySQL does (1044).
         InputSource::Virtual(_) => Err(crate::info_schema::access_denied(user)),
     }

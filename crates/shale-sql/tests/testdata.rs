@@ -271,3 +271,8 @@ fn bit_ops() {
 fn plan_stats() {
     common::run_file("plan_stats");
 }
+
+#[test]
+fn json_table() {
+    common::run_file("json_table");
+}
