@@ -75,10 +75,18 @@ fn should_stop(inner: &DbInner) -> bool {
     inner.shutting_down.load(Ordering::Acquire) || inner.has_sticky_error()
 }
 
-/// Flushes frozen memtables, and replaces a failed WAL (`crate::wal_recovery`).
+/// What the flush thread does next.
+enum Job {
+    RollManifest,
+    ReplaceWal,
+    Flush,
+}
+
+/// Flushes frozen memtables, rolls the MANIFEST after a failed write
+/// (`crate::manifest_recovery`) and replaces a failed WAL (`crate::wal_recovery`).
 fn run_flushes(inner: &Arc<DbInner>) {
     loop {
-        let replace_wal = {
+        let job = {
             let mut state = inner.lock_state();
             loop {
                 if should_stop(inner) {
@@ -89,20 +97,28 @@ fn run_flushes(inner: &Arc<DbInner>) {
                 if waited {
                     continue;
                 }
+                // The MANIFEST first: the switch and the flush both write an edit.
+                if crate::manifest_recovery::needs_roll(&state) {
+                    break Job::RollManifest;
+                }
                 if crate::wal_recovery::needs_switch(&state) {
-                    break true;
+                    break Job::ReplaceWal;
                 }
                 if state.keyspaces.values().any(|k| !k.imm.is_empty()) {
-                    break false;
+                    break Job::Flush;
                 }
                 state = inner.wait_state(state);
             }
         };
-        // Errors become the background error inside switch and flush_one.
-        if replace_wal {
-            let _ = crate::wal_recovery::switch(inner);
-        } else {
-            let _ = crate::flush::flush_one(inner);
+        // Errors become the background error inside roll, switch and flush_one.
+        match job {
+            Job::RollManifest => crate::manifest_recovery::roll(inner),
+            Job::ReplaceWal => {
+                let _ = crate::wal_recovery::switch(inner);
+            }
+            Job::Flush => {
+                let _ = crate::flush::flush_one(inner);
+            }
         }
     }
 }
@@ -114,6 +130,11 @@ fn run_compactions(inner: &Arc<DbInner>) {
             loop {
                 if should_stop(inner) {
                     return;
+                }
+                // The flush thread rolls the MANIFEST; a compaction could only be refused.
+                if crate::manifest_recovery::needs_roll(&state) {
+                    state = inner.wait_state(state);
+                    continue;
                 }
                 let waited;
                 (state, waited) = wait_for_retry(inner, state);

@@ -20,15 +20,18 @@
 //! 3. Every WAL file with a number below every keyspace's log number holds only flushed data
 //!    and may be deleted; a table file is deleted only when no live Version references it and
 //!    it is not being written (`pending_outputs`).
-//! 4. After a failed MANIFEST write or sync, or a panic in a background job,
-//!    `background_error` is set, sticky, and every later write fails with it, until reopen.
+//! 4. After a panic in a background job, a failed read of a compaction's input or an edit
+//!    the version set refused as invalid, `background_error` is set, sticky, and every later
+//!    write fails with it, until reopen.
 //!    A failed write of a flush's or compaction's table (out of space, say) sets a
 //!    *recoverable* one instead: the job deleted its partial outputs and left the memtable or
 //!    inputs in place, so nothing acknowledged is lost; writes fail with [`Error::Paused`]
 //!    while the background retries the job with backoff (`Db::resume` retries at once), and
 //!    the first job that then succeeds clears it. A failed WAL append, flush or sync is
 //!    recoverable too (`crate::wal_recovery`): it clears only once the failed log is replaced
-//!    and the memtables that needed it are flushed (`wal_recovery::blocks_clear`). A sticky
+//!    and the memtables that needed it are flushed (`wal_recovery::blocks_clear`). So is a
+//!    failed MANIFEST append, sync or switch (`crate::manifest_recovery`): it clears only once
+//!    a new MANIFEST holding the current version is what `CURRENT` names. A sticky
 //!    error replaces a recoverable one, never the reverse.
 //! 5. A read-only open (`crate::read_only`) has no WAL, no LOCK and no background threads;
 //!    every call that would write fails with [`Error::ReadOnly`] before touching a file.
@@ -447,6 +450,7 @@ impl DbInner {
     pub(crate) fn clear_recoverable_error_locked(&self, state: &mut DbState) {
         if !self.has_background_error.load(Ordering::Acquire)
             || crate::wal_recovery::blocks_clear(state)
+            || crate::manifest_recovery::needs_roll(state)
         {
             return;
         }
@@ -873,6 +877,7 @@ impl Db {
         if state.keyspaces.values().all(|k| k.imm.is_empty())
             && !crate::compaction::needs_compaction(&state, self.inner.options.clock.now_seconds())
             && !crate::wal_recovery::blocks_clear(&state)
+            && !crate::manifest_recovery::needs_roll(&state)
         {
             // The failed job is gone (a manual compaction's caller saw its error): nothing
             // to retry.

@@ -38,15 +38,16 @@ pub enum Error {
         /// The earlier failure, as it was reported.
         reason: String,
     },
-    /// A flush or compaction failed writing its tables, or a WAL append or sync failed (most
-    /// often: the disk is full), so writes are paused; the job (for the WAL: replacing the
-    /// log and flushing the memtables) is retried in the background with backoff, or at once
+    /// A flush or compaction failed writing its tables, or a WAL or MANIFEST append or sync
+    /// failed (most often: the disk is full), so writes are paused; the job (for the WAL:
+    /// replacing the log and flushing the memtables; for the MANIFEST: writing a new one) is
+    /// retried in the background with backoff, or at once
     /// by [`crate::Db::resume`], and writes go on once it succeeds. Nothing acknowledged is
     /// lost, and a write refused with it is not applied.
     #[error(
-        "writes are paused: {reason}; the failed flush, compaction or WAL recovery is retried \
-         in the background (Db::resume retries now) and writes resume once it succeeds: free \
-         disk space if it is full"
+        "writes are paused: {reason}; the failed flush, compaction, WAL recovery or MANIFEST \
+         roll is retried in the background (Db::resume retries now) and writes resume once it \
+         succeeds: free disk space if it is full"
     )]
     Paused {
         /// The failure, as it was reported.

@@ -385,10 +385,14 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         crate::write::live_wal_synced_locked(inner, &mut state, &mut edit);
         state.versions.log_and_apply(edit)
     } {
-        drop(state);
-        inner.set_background_error(format!(
-            "recording flushed table {number} in the MANIFEST failed: {error}"
-        ));
+        // The memtable stays frozen and its WAL stays, as after a failed table write; the
+        // table stays while a MANIFEST a reopen may read can name it (manifest_recovery).
+        let error = crate::manifest_recovery::edit_failed(
+            inner,
+            &state,
+            format!("recording flushed table {number} in the MANIFEST failed: {error}"),
+            error,
+        );
         return Err(error);
     }
     let blob_bytes = blob_files.iter().map(BlobFileMeta::file_size).sum();

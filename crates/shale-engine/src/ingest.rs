@@ -526,9 +526,11 @@ fn install(inner: &Arc<DbInner>, candidates: &[Candidate]) -> Result<Vec<Ingeste
     let last = global_seqno.max(state.versions.last_sequence());
     state.versions.set_last_sequence(last);
     if let Err(error) = state.versions.log_and_apply(edit) {
-        inner.set_background_error_locked(
+        let error = crate::manifest_recovery::edit_failed(
+            inner,
             &state,
             format!("recording ingested tables in the MANIFEST failed: {error}"),
+            error,
         );
         return Err(error);
     }

@@ -229,11 +229,12 @@ pub(crate) fn create(
         .versions
         .create_keyspace(name, log_number)
         .map_err(|e| {
-            inner.set_background_error_locked(
+            crate::manifest_recovery::edit_failed(
+                inner,
                 &state,
                 format!("MANIFEST write failed creating keyspace {name:?}: {e}"),
-            );
-            e
+                e,
+            )
         })?;
     let mem = Arc::new(MemTable::for_write_buffer(
         inner.options.comparator.clone(),
@@ -269,11 +270,12 @@ pub(crate) fn drop_keyspace(inner: &Arc<DbInner>, name: &str) -> Result<()> {
         ));
     }
     state.versions.drop_keyspace(id).map_err(|e| {
-        inner.set_background_error_locked(
+        crate::manifest_recovery::edit_failed(
+            inner,
             &state,
             format!("MANIFEST write failed dropping keyspace {name:?}: {e}"),
-        );
-        e
+            e,
+        )
     })?;
     state.keyspaces.remove(&id);
     crate::recovery::write_options_file(inner, &mut state)?;

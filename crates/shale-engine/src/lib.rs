@@ -91,6 +91,7 @@ mod info_log;
 mod ingest;
 mod keyspace;
 mod live_status;
+mod manifest_recovery;
 mod options;
 mod read;
 mod read_latest;

@@ -29,8 +29,9 @@
 //! 3. `WAL_END` is written before the new log exists: while the failed log is still the
 //!    newest, a torn tail in it is an ordinary torn tail to an open.
 //!
-//! A failed MANIFEST write of step 2 is sticky (the MANIFEST writer is poisoned, as for any
-//! other edit), and so is a failure outside the WAL (MANIFEST, reads, a panic).
+//! A failed MANIFEST write of step 2 pauses as any failed MANIFEST write does
+//! (`crate::manifest_recovery`): the MANIFEST is rolled first, then the switch is retried. A
+//! failure outside the WAL and the MANIFEST (reads, a panic) is sticky.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -148,11 +149,13 @@ fn switch_as_leader(inner: &DbInner) -> Result<()> {
         let last = allocated.max(state.versions.last_sequence());
         state.versions.set_last_sequence(last);
         if let Err(error) = state.versions.log_and_apply(edit) {
-            inner.set_background_error_locked(
+            let error = crate::manifest_recovery::edit_failed(
+                inner,
                 &state,
                 format!(
                     "recording the end ({end}) of failed WAL {old} in the MANIFEST failed: {error}"
                 ),
+                error,
             );
             return Err(error);
         }

@@ -601,9 +601,11 @@ pub(crate) fn record_live_wal_synced(inner: &DbInner) -> Result<()> {
     let last = allocated.max(state.versions.last_sequence());
     state.versions.set_last_sequence(last);
     if let Err(error) = state.versions.log_and_apply(edit) {
-        inner.set_background_error_locked(
+        let error = crate::manifest_recovery::edit_failed(
+            inner,
             &state,
             format!("recording the synced size of the WAL failed: {error}"),
+            error,
         );
         return Err(error);
     }

@@ -352,7 +352,8 @@ fn a_failure_midway_ingests_nothing_in_any_keyspace() {
     );
 }
 
-/// The MANIFEST write fails: the error is sticky and after reopen nothing was ingested.
+/// The MANIFEST write fails: writes pause (the roll fails too while the fault lasts) and
+/// after reopen nothing was ingested.
 #[test]
 fn a_failed_manifest_write_ingests_nothing_after_reopen() {
     let mem = MemFs::new();
@@ -381,7 +382,7 @@ fn a_failed_manifest_write_ingests_nothing_after_reopen() {
     assert_eq!(get(&users, "k"), None);
     assert!(
         db.default_keyspace().put(b"x", b"1").is_err(),
-        "the error is sticky"
+        "writes are paused"
     );
     drop(db);
     fault.clear_rules();

@@ -789,7 +789,7 @@ fn crash_images_during_recovery_recover_the_same_state() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Injected failures: sticky, never retried, and recoverable
+// Injected failures: paused until a roll, never retried, and recoverable
 
 fn fault_set(memfs: &MemFs) -> (FaultFs, VersionSet) {
     let fault = FaultFs::new(Arc::new(memfs.clone()));
@@ -806,12 +806,14 @@ fn flush_edit(set: &mut VersionSet, number: u64, key: &str) -> VersionEdit {
     edit
 }
 
-fn assert_sticky(set: &mut VersionSet, first: &str) {
+/// After a failed write, every writing call is refused with `Paused` naming it (and writes
+/// nothing) until the MANIFEST is rolled.
+fn assert_paused(set: &mut VersionSet, first: &str) {
     for _ in 0..2 {
         let edit = flush_edit(set, 900, "z");
         let err = set.log_and_apply(edit).unwrap_err();
         match &err {
-            Error::Background { reason } => assert!(reason.contains(first), "{reason}"),
+            Error::Paused { reason } => assert!(reason.contains(first), "{reason}"),
             other => panic!("{other:?}"),
         }
         let err = set.create_keyspace("later", 0).unwrap_err();
@@ -828,7 +830,7 @@ fn files_of(set: &VersionSet) -> Vec<u64> {
 }
 
 #[test]
-fn failed_manifest_sync_is_sticky_and_recovery_shows_the_edit_or_not() {
+fn failed_manifest_sync_pauses_and_recovery_shows_the_edit_or_not() {
     let memfs = MemFs::new();
     let (fault, mut set) = fault_set(&memfs);
     let edit = flush_edit(&mut set, 10, "a");
@@ -846,7 +848,7 @@ fn failed_manifest_sync_is_sticky_and_recovery_shows_the_edit_or_not() {
     let err = set.log_and_apply(edit).unwrap_err();
     assert!(matches!(&err, Error::Io(e) if e.is_injected()), "{err}");
     let first = err.to_string();
-    assert_sticky(&mut set, &first);
+    assert_paused(&mut set, &first);
     // The failed sync was never retried, and the edit was not installed.
     assert_eq!(fault.op_count(OpKind::SyncData), syncs_before + 1);
     assert_eq!(files_of(&set), vec![10]);
@@ -861,7 +863,7 @@ fn failed_manifest_sync_is_sticky_and_recovery_shows_the_edit_or_not() {
 }
 
 #[test]
-fn short_manifest_write_is_sticky_and_recovery_drops_the_torn_record() {
+fn short_manifest_write_pauses_and_recovery_drops_the_torn_record() {
     let memfs = MemFs::new();
     let (fault, mut set) = fault_set(&memfs);
     let edit = flush_edit(&mut set, 10, "a");
@@ -872,7 +874,7 @@ fn short_manifest_write_is_sticky_and_recovery_drops_the_torn_record() {
     );
     let edit = flush_edit(&mut set, 11, "b");
     let first = set.log_and_apply(edit).unwrap_err().to_string();
-    assert_sticky(&mut set, &first);
+    assert_paused(&mut set, &first);
     drop(set);
     assert_eq!(files_of(&recover(&memfs).unwrap()), vec![10]);
     for seed in 0..4 {
@@ -881,8 +883,17 @@ fn short_manifest_write_is_sticky_and_recovery_drops_the_torn_record() {
     }
 }
 
+/// The MANIFEST files in the directory.
+fn manifest_names(fs: &MemFs) -> Vec<String> {
+    fs.list(dir())
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.starts_with("MANIFEST-"))
+        .collect()
+}
+
 #[test]
-fn failures_at_each_step_of_a_rollover_are_sticky_and_recoverable() {
+fn failures_at_each_step_of_a_rollover_pause_until_a_roll_succeeds() {
     let steps: [(OpKind, &str, FaultError); 6] = [
         (OpKind::Create, "MANIFEST", FaultError::Eio),
         (OpKind::Append, "MANIFEST", FaultError::NoSpace),
@@ -910,22 +921,62 @@ fn failures_at_each_step_of_a_rollover_are_sticky_and_recoverable() {
         let err = set.log_and_apply(edit).unwrap_err();
         let first = err.to_string();
         assert!(first.contains("injected"), "{op:?}: {first}");
-        assert_sticky(&mut set, &first);
+        assert_paused(&mut set, &first);
         assert_eq!(set.manifest_file_number(), old_manifest, "{op:?}");
-        drop(set);
-        fault.clear_rules();
+        // The failed edit's table stays live: a MANIFEST a reopen may read can name it.
+        assert!(set.live_files().contains(&number), "{op:?}");
+        // A roll while the fault lasts fails too, and stays due.
+        assert!(set.roll_manifest().is_err(), "{op:?}");
+        assert!(set.needs_roll(), "{op:?}");
+        assert!(
+            manifest_names(&memfs).contains(&manifest_file_name(old_manifest)),
+            "{op:?}: the old MANIFEST was deleted before CURRENT moved"
+        );
 
         let without: BTreeSet<u64> = acked.iter().copied().collect();
         let mut with = without.clone();
         with.insert(number);
+        // (Images only: recovering the live files would write a MANIFEST under the set.)
         for image in [
             memfs.crash_image(CrashMode::DropUnsynced),
             memfs.crash_image(CrashMode::Torn { seed: 1 }),
-            memfs.clone(),
         ] {
             let files: BTreeSet<u64> = files_of(&recover(&image).unwrap()).into_iter().collect();
             assert!(files == without || files == with, "{op:?}: {files:?}");
         }
+
+        // The fault lifted, the roll succeeds: CURRENT names a new MANIFEST holding the
+        // in-memory version (without the failed edit), the old ones are gone, and edits go on.
+        fault.clear_rules();
+        let images = Arc::new(AtomicUsize::new(0));
+        let captured = capture_images(&memfs, &images, 1);
+        set.roll_manifest().unwrap();
+        memfs.set_sync_hook(None);
+        assert!(!set.needs_roll(), "{op:?}");
+        assert!(!set.live_files().contains(&number), "{op:?}");
+        assert_ne!(set.manifest_file_number(), old_manifest, "{op:?}");
+        assert_eq!(
+            manifest_names(&memfs),
+            vec![manifest_file_name(set.manifest_file_number())],
+            "{op:?}"
+        );
+        // A crash at any sync of the roll recovers with or without the failed edit.
+        for (_, image) in std::mem::take(&mut *captured.lock().unwrap()) {
+            let files: BTreeSet<u64> = files_of(&recover(&image).unwrap()).into_iter().collect();
+            assert!(
+                files == without || files == with,
+                "{op:?}: roll image {files:?}"
+            );
+        }
+        let expected = state(&set);
+        let edit = flush_edit(&mut set, number + 1, "k");
+        set.log_and_apply(edit).unwrap();
+        let expected_after = state(&set);
+        assert_ne!(expected, expected_after);
+        drop(set);
+        let recovered = recover(&memfs).unwrap();
+        assert_eq!(state(&recovered), expected_after, "{op:?}");
+        assert!(!files_of(&recovered).contains(&number), "{op:?}");
     }
 }
 

@@ -2,18 +2,21 @@
 //! writes under the server").
 //!
 //! - Writes paused because the disk is full (`shale_engine::Error::Paused` with ENOSPC): a
-//!   flush or compaction could not write its table, or a WAL append failed. 1021 `Disk full
+//!   flush or compaction could not write its table, or a WAL or MANIFEST append failed. 1021
+//!   `Disk full
 //!   (...); waiting for someone to free some space... (errno: 28 - No space left on device)`.
 //!   True to the text: the engine retries in the background (for the WAL: replaces the log and
-//!   flushes the memtables) and writes go on by themselves once there is room.
-//! - Writes paused for another failure of a table write or of the WAL (a failed fsync of the
-//!   log, say): 1030 `Got error 5 - '...' from storage engine`, with the engine's reason (it
-//!   says writes resume once the retry succeeds). The failed log is never synced again; the
-//!   engine replaces it.
-//! - A failed write or sync of the MANIFEST, as the statement that hit it sees it (`Io` of a
-//!   write operation), and every later write (`Background`): 1030, with the OS errno (28 for
-//!   a full disk, else 5) and a text that says the server must be restarted before it takes
-//!   writes again, and that nothing acknowledged is lost.
+//!   flushes the memtables; for the MANIFEST: writes a new one) and writes go on by themselves
+//!   once there is room.
+//! - Writes paused for another failure of a table write, of the WAL or of the MANIFEST (a
+//!   failed fsync, say): 1030 `Got error 5 - '...' from storage engine`, with the engine's
+//!   reason (it says writes resume once the retry succeeds). The failed file is never synced
+//!   again; the engine replaces it.
+//! - A sticky error (`Background`: a panic in a background job, a failed read of a
+//!   compaction's input, ...) and a write failure that reaches the statement as a bare `Io` of
+//!   a write operation: 1030, with the OS errno (28 for a full disk, else 5) and a text that
+//!   says the server must be restarted before it takes writes again, and that nothing
+//!   acknowledged is lost.
 //! - A failed read: 1030 with the engine's text (no restart advice: the next read may work).
 //!
 //! Everything else from the engine stays the caller's to map.
@@ -151,7 +154,30 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_manifest_write_and_the_sticky_error_after_it_say_restart() {
+    fn a_paused_manifest_is_1021_for_a_full_disk_and_1030_for_a_failed_fsync_without_restart() {
+        let append = injected(Op::Append, "/d/MANIFEST-000005", FaultError::NoSpace);
+        let full = E::Paused {
+            reason: format!("recording flushed table 12 in the MANIFEST failed: {append}"),
+        };
+        let e = storage_error(&full).unwrap();
+        assert_eq!((e.code, e.sqlstate), (1021, "HY000"));
+        assert!(e.message.contains("MANIFEST-000005"), "{e}");
+        assert!(!e.message.contains("restart"), "{e}");
+        let sync = injected(Op::SyncData, "/d/MANIFEST-000005", FaultError::FailedSync);
+        let failed_sync = E::Paused {
+            reason: format!("recording flushed table 12 in the MANIFEST failed: {sync}"),
+        };
+        let e = storage_error(&failed_sync).unwrap();
+        assert_eq!(e.code, 1030);
+        assert!(
+            e.message.starts_with("Got error 5 - 'writes are paused"),
+            "{e}"
+        );
+        assert!(!e.message.contains("restart"), "{e}");
+    }
+
+    #[test]
+    fn a_bare_write_failure_and_a_sticky_error_say_restart() {
         let first = injected(Op::Append, "/d/MANIFEST-000005", FaultError::NoSpace);
         let e = storage_error(&first).unwrap();
         assert_eq!(e.code, 1030);

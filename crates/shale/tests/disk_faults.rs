@@ -8,7 +8,9 @@
 //!   without a restart;
 //! - ENOSPC on the WAL: clients get 1021 "Disk full" too, and a failed WAL fsync 1030 (errno
 //!   5, "writes are paused"); reads go on; once the fault is lifted the engine replaces the
-//!   log, flushes its memtables and writes go on, without a restart.
+//!   log, flushes its memtables and writes go on, without a restart;
+//! - ENOSPC appending to the MANIFEST (1021) or a failed fsync of it (1030, errno 5): the
+//!   engine writes a new MANIFEST once the fault is lifted and writes go on, no restart.
 //!
 //! Every case then checks each acknowledged commit (its row is there with its value), that no
 //! INSERT that got an error is applied and no row that was never sent is there, both on the
@@ -351,12 +353,14 @@ fn a_full_disk_pauses_writes_with_1021_and_they_resume_when_space_returns() {
     restart_and_check(&dir, instance, server, &history);
 }
 
-/// ENOSPC on every WAL append, or a failed fsync of every WAL: writes are refused with
-/// `code` (errno `errno` for 1030) while the fault lasts; the engine replaces the log and
-/// flushes the memtables, so once the fault is lifted writes go on without a restart.
-/// Nothing acknowledged is lost and no refused INSERT is applied, before and after a restart.
+/// ENOSPC on every append to `file` (a fragment of the name: the WAL or the MANIFEST), or a
+/// failed fsync of every such file: writes are refused with `code` (errno `errno` for 1030)
+/// while the fault lasts; the engine replaces the log and flushes the memtables, or writes a
+/// new MANIFEST, so once the fault is lifted writes go on without a restart. Nothing
+/// acknowledged is lost and no refused INSERT is applied, before and after a restart.
 fn log_failure_pauses_writes_until_the_log_is_replaced(
     name: &str,
+    file: &str,
     op: OpKind,
     error: FaultError,
     (code, errno): (u16, u16),
@@ -372,14 +376,14 @@ fn log_failure_pauses_writes_until_the_log_is_replaced(
     wait_for("100 acknowledged rows", Duration::from_secs(60), || {
         acknowledged(&history) >= 100
     });
-    let rule =
-        fault.add_rule(FaultRule::new(op, FaultTrigger::Always, error).path_contains(".wal"));
+    let rule = fault.add_rule(FaultRule::new(op, FaultTrigger::Always, error).path_contains(file));
     wait_for("clients to get errors", Duration::from_secs(30), || {
         history.lock().unwrap().errors.len() >= 6
     });
     let during = reads_work(&server);
     assert!(during >= 100, "{during}");
-    // While the fault lasts nothing is acknowledged (every write needs the log).
+    // While the fault lasts nothing is acknowledged (every write needs the log; a roll of the
+    // MANIFEST fails as long as it lasts).
     let acknowledged_during = acknowledged(&history);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(acknowledged(&history), acknowledged_during);
@@ -412,9 +416,10 @@ fn log_failure_pauses_writes_until_the_log_is_replaced(
             assert!(message.ends_with("' from storage engine"), "{message}");
         }
         assert!(
-            message.contains(".wal"),
-            "the error names no log: {message}"
+            message.contains(file),
+            "the error names no {file}: {message}"
         );
+        assert!(!message.contains("restart"), "{message}");
     }
     eprintln!(
         "{name}: {} acknowledged, {} refused with {code}; first: {}",
@@ -446,6 +451,7 @@ fn assert_no_refused_applied(server: &Running, history: &History, when: &str) {
 fn a_full_disk_under_the_log_pauses_writes_with_1021_until_space_returns_and_loses_nothing() {
     log_failure_pauses_writes_until_the_log_is_replaced(
         "enospc-wal",
+        ".wal",
         OpKind::Append,
         FaultError::NoSpace,
         (1021, 28),
@@ -456,6 +462,29 @@ fn a_full_disk_under_the_log_pauses_writes_with_1021_until_space_returns_and_los
 fn a_failed_log_fsync_pauses_writes_until_the_log_is_replaced_and_loses_nothing() {
     log_failure_pauses_writes_until_the_log_is_replaced(
         "fsync-wal",
+        ".wal",
+        OpKind::SyncData,
+        FaultError::FailedSync,
+        (1030, 5),
+    );
+}
+
+#[test]
+fn a_full_disk_under_the_manifest_pauses_writes_with_1021_until_a_new_manifest_is_written() {
+    log_failure_pauses_writes_until_the_log_is_replaced(
+        "enospc-manifest",
+        "MANIFEST",
+        OpKind::Append,
+        FaultError::NoSpace,
+        (1021, 28),
+    );
+}
+
+#[test]
+fn a_failed_manifest_fsync_pauses_writes_with_1030_until_a_new_manifest_is_written() {
+    log_failure_pauses_writes_until_the_log_is_replaced(
+        "fsync-manifest",
+        "MANIFEST",
         OpKind::SyncData,
         FaultError::FailedSync,
         (1030, 5),

@@ -309,10 +309,14 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
         state.pending_outputs.remove(&blob.number);
     }
     if let Err(error) = applied {
-        drop(state);
-        inner.set_background_error(format!(
-            "recording a compaction in the MANIFEST failed: {error}"
-        ));
+        // The inputs stay; the outputs stay while a MANIFEST a reopen may read can name
+        // them (manifest_recovery).
+        let error = crate::manifest_recovery::edit_failed(
+            inner,
+            &state,
+            format!("recording a compaction in the MANIFEST failed: {error}"),
+            error,
+        );
         return Err(error);
     }
     record_stats(

@@ -4,9 +4,15 @@
 //! Invariants:
 //! 1. `current` is what the MANIFEST records: an edit is installed only after its record was
 //!    appended and synced, and an edit that fails the builder's checks writes nothing.
-//! 2. After the first failed MANIFEST append, sync or switch, `failed` holds its text and
-//!    nothing is written again: every writing call returns [`Error::Background`] naming it. A
-//!    failed sync is never retried.
+//! 2. After a failed MANIFEST append, sync or switch, a roll is due (`roll`): nothing is
+//!    appended to that MANIFEST again (a failed sync is never retried, and a record after a
+//!    torn one would be unreadable), and every writing call returns [`Error::Paused`] naming
+//!    the failure until [`VersionSet::roll_manifest`] has written a new MANIFEST holding a
+//!    snapshot of `current` and `CURRENT` names it durably. The failed edit is not installed:
+//!    it may or may not be in the old MANIFEST, and either state is one a reopen may see until
+//!    `CURRENT` moves, so the files it added stay in [`VersionSet::live_files`] until then,
+//!    and neither the old MANIFEST nor one `CURRENT` may name after a failed switch is
+//!    deleted before then (docs/format/manifest.md, "Rolling after a failed write").
 //! 3. `next_file_number` is above every number in use: files of any version, log numbers, the
 //!    MANIFEST, and (after recovery) every numbered file found in the directory.
 //! 4. `old_versions` holds a `Weak` for every version that stopped being current while someone
@@ -73,7 +79,22 @@ pub struct VersionSet {
     manifest: Option<ManifestWriter>,
     /// The MANIFEST `CURRENT` named when this set was recovered or last switched.
     manifest_number: u64,
-    failed: Option<String>,
+    /// Set after a failed MANIFEST write: the MANIFEST must be rolled (invariant 2).
+    roll: Option<PendingRoll>,
+}
+
+/// What a MANIFEST roll due after a failed write must keep until `CURRENT` names the new one
+/// durably (invariant 2).
+#[derive(Debug, Default)]
+struct PendingRoll {
+    /// The latest failure (of the edit, or of a roll since).
+    reason: String,
+    /// Table and blob files added by edits that failed: a MANIFEST a reopen may still read
+    /// can name them.
+    in_doubt_files: BTreeSet<u64>,
+    /// MANIFESTs written by a switch that failed at `CURRENT`: the rename may have happened,
+    /// so `CURRENT` may name one of them.
+    in_doubt_manifests: Vec<u64>,
 }
 
 impl fmt::Debug for VersionSet {
@@ -87,7 +108,7 @@ impl fmt::Debug for VersionSet {
             .field("last_sequence", &self.last_sequence)
             .field("max_keyspace_id", &self.max_keyspace_id)
             .field("files", &self.current.total_files())
-            .field("failed", &self.failed)
+            .field("roll", &self.roll)
             .finish_non_exhaustive()
     }
 }
@@ -259,7 +280,7 @@ impl PendingRecovery {
             max_keyspace_id: replayed.max_keyspace_id,
             manifest: Some(manifest),
             manifest_number,
-            failed: None,
+            roll: None,
         })
     }
 }
@@ -349,7 +370,7 @@ impl VersionSet {
             max_keyspace_id: DEFAULT_KEYSPACE_ID,
             manifest: Some(manifest),
             manifest_number,
-            failed: None,
+            roll: None,
         })
     }
 
@@ -424,7 +445,7 @@ impl VersionSet {
             max_keyspace_id: replayed.max_keyspace_id,
             manifest: None,
             manifest_number,
-            failed: None,
+            roll: None,
         })
     }
 
@@ -440,8 +461,9 @@ impl VersionSet {
     /// switching to a new MANIFEST if this one is too large), syncs, and installs the new
     /// version. Returns only once the edit is durable.
     ///
-    /// If writing fails the error is returned and the version set is failed: every later
-    /// writing call returns `Background` naming this error, until the database is reopened.
+    /// If writing fails the error is returned, the edit is not installed, and a roll is due
+    /// (invariant 2): every later writing call returns `Paused` naming this error until
+    /// [`Self::roll_manifest`] succeeds.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
         self.check_healthy()?;
         if edit.manifest_format_version.is_some() || edit.comparator.is_some() {
@@ -497,7 +519,7 @@ impl VersionSet {
         let record = edit.encode();
 
         let written = match new_manifest {
-            Some(number) => self.switch_manifest(number, &record),
+            Some(number) => self.switch_manifest(number, Some(&record)),
             None => match self.manifest.as_mut() {
                 Some(manifest) => manifest
                     .log
@@ -507,7 +529,13 @@ impl VersionSet {
             },
         };
         if let Err(e) = written {
-            self.failed = Some(e.to_string());
+            let roll = self.roll.get_or_insert_with(PendingRoll::default);
+            roll.reason = e.to_string();
+            let added = edit.new_files.iter().map(|f| f.meta.number);
+            let blobs = edit.blob_file_additions.iter().map(|b| b.number);
+            roll.in_doubt_files.extend(added.chain(blobs));
+            // The ids stay used: the failed edit may be on disk (invariant 5).
+            self.max_keyspace_id = max_keyspace_id;
             return Err(e);
         }
         self.max_keyspace_id = max_keyspace_id;
@@ -525,8 +553,11 @@ impl VersionSet {
     }
 
     /// Starts MANIFEST `number` with a snapshot of the current state followed by `record`,
-    /// points `CURRENT` at it and removes the previous one.
-    fn switch_manifest(&mut self, number: u64, record: &[u8]) -> Result<()> {
+    /// points `CURRENT` at it and removes the previous one (and those a failed switch left).
+    ///
+    /// A failure before `CURRENT` is touched removes the new file (nothing names it); one at
+    /// `CURRENT` keeps it: the rename may have happened, so `CURRENT` may name it now.
+    fn switch_manifest(&mut self, number: u64, record: Option<&[u8]>) -> Result<()> {
         let snapshot = snapshot_edit(
             &self.current,
             self.comparator.name(),
@@ -534,14 +565,24 @@ impl VersionSet {
             self.last_sequence,
             self.max_keyspace_id,
         );
-        let manifest = start_manifest(
-            &*self.fs,
-            &self.dir,
-            number,
-            &snapshot.encode(),
-            Some(record),
-        )?;
-        write_current(&*self.fs, &self.dir, number)?;
+        let new_path = self.dir.join(manifest_file_name(number));
+        let manifest =
+            match start_manifest(&*self.fs, &self.dir, number, &snapshot.encode(), record) {
+                Ok(manifest) => manifest,
+                Err(e) => {
+                    // Best effort: a leftover is above the live number, so not swept; a
+                    // reopen's sweep removes it.
+                    let _ = self.fs.remove(&new_path);
+                    return Err(e);
+                }
+            };
+        if let Err(e) = write_current(&*self.fs, &self.dir, number) {
+            self.roll
+                .get_or_insert_with(PendingRoll::default)
+                .in_doubt_manifests
+                .push(number);
+            return Err(e);
+        }
         self.manifest_number = number;
         if let Some(old) = self.manifest.replace(manifest) {
             let old_path = old.path.clone();
@@ -549,6 +590,42 @@ impl VersionSet {
             // Best effort, as in `recover`.
             let _ = self.fs.remove(&old_path);
         }
+        if let Some(roll) = &mut self.roll {
+            for abandoned in roll.in_doubt_manifests.drain(..) {
+                let _ = self
+                    .fs
+                    .remove(&self.dir.join(manifest_file_name(abandoned)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a MANIFEST write failed and [`Self::roll_manifest`] has not succeeded since
+    /// (invariant 2).
+    pub fn needs_roll(&self) -> bool {
+        self.roll.is_some()
+    }
+
+    /// After a failed MANIFEST write (invariant 2): writes a new MANIFEST holding a snapshot of
+    /// the current version, syncs it, points `CURRENT` at it (rename, directory sync) and
+    /// removes the old one; then edits are accepted again. Does nothing when no roll is due.
+    /// A failure leaves the roll due, with its reason, for the next attempt.
+    pub fn roll_manifest(&mut self) -> Result<()> {
+        if self.roll.is_none() {
+            return Ok(());
+        }
+        if self.manifest.is_none() {
+            return Err(read_only_error());
+        }
+        let number = self.new_file_number();
+        if let Err(e) = self.switch_manifest(number, None) {
+            if let Some(roll) = &mut self.roll {
+                roll.reason = format!("writing a new MANIFEST ({number}) failed: {e}");
+            }
+            return Err(e);
+        }
+        // `CURRENT` names a MANIFEST without the failed edits: their files are free to go.
+        self.roll = None;
         Ok(())
     }
 
@@ -565,18 +642,26 @@ impl VersionSet {
         if self.manifest.is_none() {
             return Err(read_only_error());
         }
-        match &self.failed {
+        match &self.roll {
             None => Ok(()),
-            Some(reason) => Err(Error::Background {
-                reason: format!("a MANIFEST write failed earlier: {reason}"),
+            Some(roll) => Err(Error::Paused {
+                reason: format!(
+                    "a MANIFEST write failed and no new MANIFEST is written yet: {}",
+                    roll.reason
+                ),
             }),
         }
     }
 
-    /// The first failure of a MANIFEST write, if the version set is failed.
+    /// The latest failure of a MANIFEST write while a roll is due.
     #[cfg(any(test, feature = "testing"))]
     pub fn failed_reason(&self) -> Option<&str> {
-        self.failed.as_deref()
+        self.roll.as_ref().map(|r| r.reason.as_str())
+    }
+
+    /// [`Self::failed_reason`], owned, for the database's pause.
+    pub(crate) fn failed_reason_text(&self) -> Option<String> {
+        self.roll.as_ref().map(|r| r.reason.clone())
     }
 
     /// Allocates a file number (for a WAL, table, MANIFEST or OPTIONS file).
@@ -691,8 +776,9 @@ impl VersionSet {
         self.max_keyspace_id
     }
 
-    /// The numbers of the table and blob files referenced by the current version or by any
-    /// older version someone still holds. A file not in this set (and not being written by a
+    /// The numbers of the table and blob files referenced by the current version, by any
+    /// older version someone still holds, or by a failed edit while a roll is due (invariant
+    /// 2). A file not in this set (and not being written by a
     /// running flush or compaction) may be deleted.
     pub fn live_files(&self) -> BTreeSet<u64> {
         let mut live = BTreeSet::new();
@@ -705,6 +791,9 @@ impl VersionSet {
             if let Some(version) = old.upgrade() {
                 add(&version);
             }
+        }
+        if let Some(roll) = &self.roll {
+            live.extend(roll.in_doubt_files.iter().copied());
         }
         live
     }
