@@ -129,9 +129,32 @@ impl TableLock {
     }
 }
 
+/// Hashes a table id as itself: ids are small distinct integers, and the lock table is on
+/// every statement's path (`SipHash` would cost more than the rest of the lock).
+#[derive(Debug, Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, id: u32) {
+        self.0 = u64::from(id);
+    }
+}
+
+type TableMap = HashMap<u32, TableLock, std::hash::BuildHasherDefault<IdHasher>>;
+
 #[derive(Debug, Default)]
 struct Shard {
-    tables: Mutex<HashMap<u32, TableLock>>,
+    tables: Mutex<TableMap>,
     /// Signalled when a lock is released or a request withdrawn.
     changed: Condvar,
 }
@@ -175,7 +198,7 @@ impl MetadataLocks {
         &self.shards[table_id as usize % SHARDS]
     }
 
-    fn tables(shard: &Shard) -> MutexGuard<'_, HashMap<u32, TableLock>> {
+    fn tables(shard: &Shard) -> MutexGuard<'_, TableMap> {
         shard.tables.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
