@@ -234,6 +234,7 @@ impl From<shale_table::Error> for SqlError {
                 format!("Incorrect datetime value: '{value}' for column '{column}' at row 1"),
             ),
             E::LockWaitTimeout => SqlError::lock_wait_timeout(),
+            E::Interrupted => crate::interrupt::interrupted(),
             E::Deadlock => SqlError::deadlock(),
             E::TableDefChanged { .. } => SqlError::table_definition_changed(),
             E::Engine(engine) => crate::storage_error::storage_error(&engine)

@@ -111,6 +111,15 @@ pub(crate) fn observe(
         None
     };
     let watch = Watch::install(session.process().clone(), deadline);
+    // Metadata lock waits (DDL for the transactions using its tables, statements for a DDL)
+    // end after `lock_wait_timeout` seconds or at KILL.
+    let _metadata_wait = shale_table::MetadataWait {
+        timeout: Duration::from_secs_f64(
+            number(session, "lock_wait_timeout").clamp(1.0, 31_536_000.0),
+        ),
+        waiter: Some(session.process().clone()),
+    }
+    .install();
     let mut observed = Observed {
         inner: sink,
         affected: 0,

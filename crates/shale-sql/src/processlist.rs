@@ -76,6 +76,22 @@ impl std::fmt::Debug for Process {
     }
 }
 
+/// The table layer's metadata lock waits (shale-table's `metadata_lock.rs`) end at KILL and
+/// show as the statement's State.
+impl shale_table::LockWaiter for Process {
+    fn interrupted(&self) -> bool {
+        self.interrupt_requested()
+    }
+
+    fn waiting(&self, waiting: bool) {
+        if waiting {
+            self.set_state(shale_table::WAITING_STATE);
+        } else {
+            self.clear_state();
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -131,6 +147,11 @@ impl Process {
         let mut a = lock(&self.activity);
         user.clone_into(&mut a.user);
         host.clone_into(&mut a.host);
+    }
+
+    /// Clears what [`set_state`](Self::set_state) set.
+    pub(crate) fn clear_state(&self) {
+        lock(&self.activity).state = None;
     }
 
     /// Sets what the running statement shows as its State (progress); the statement's end

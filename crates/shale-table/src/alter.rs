@@ -44,6 +44,7 @@ use crate::codec::row::{decode_row, encode_row};
 use crate::error::{Error, Result};
 use crate::fill::{discard, RowWriter};
 use crate::index::table_id;
+use crate::metadata_lock::ExclusiveLock;
 use crate::schema::{Catalog, ColumnDef, ColumnSource, IndexDef, PastVersion, TableDef};
 use crate::shadow::{self, Convert, Failure, Shadow, SharedConvert};
 use crate::store::{
@@ -203,6 +204,7 @@ impl Store {
         def.past_versions = Vec::new();
         validate_table(&def)?;
         if instant_possible(&old, &def, &sources) {
+            let _table = self.inner.lock_tables(&[table_id(&old)])?;
             let def = self.alter_instant(&catalog, &old, def, sources)?;
             return Ok((def, AlterMethod::Instant));
         }
@@ -236,8 +238,8 @@ impl Store {
         } else {
             self.rewrite_fenced(&old, &def, &sources, &*shared)
         };
-        let rows = match copied {
-            Ok(rows) => rows,
+        let (rows, _table) = match copied {
+            Ok(copied) => copied,
             Err(failure) => {
                 shadows.remove(old_id);
                 fences.lower(old_id);
@@ -264,9 +266,10 @@ impl Store {
         Ok((def, AlterMethod::Rewrite { rows }))
     }
 
-    /// An online rewrite's copy (shadow.rs steps 1 to 3), then the fence raised for the
-    /// switch and the writers still maintaining the shadow waited for (step 4). Returns the
-    /// rows the fill wrote.
+    /// An online rewrite's copy (shadow.rs steps 1 to 3), then the table's metadata lock
+    /// taken (every transaction that used it has ended), the fence raised for the switch and
+    /// the writers still maintaining the shadow waited for (step 4). Returns the rows the
+    /// fill wrote and the lock, held until the switch is done.
     fn rewrite_online(
         &self,
         old: &Arc<TableDef>,
@@ -274,9 +277,9 @@ impl Store {
         sources: Vec<ColumnSource>,
         convert: SharedConvert,
         claims: Option<u32>,
-    ) -> Result<u64, Failure> {
+    ) -> Result<(u64, ExclusiveLock<'_>), Failure> {
         let (fences, online) = (&self.inner.fences, &self.inner.online);
-        let timeout = self.inner.ddl_wait_timeout;
+        let timeout = self.inner.ddl_wait();
         let shadow = Arc::new(Shadow::new(
             old.clone(),
             def.clone(),
@@ -288,26 +291,31 @@ impl Store {
         let ids = [table_id(old)];
         online.wait_for_older_writers(&ids, timeout)?;
         let rows = shadow::fill(&self.inner.tdb, &shadow)?;
+        // Taken before the fence: a transaction it waits for may still write the table.
+        let table = self.inner.lock_tables(&ids)?;
         fences.raise(table_id(old), online.current_epoch() + 1);
         online.wait_for_older_writers(&ids, timeout)?;
         shadow.check()?;
-        Ok(rows)
+        Ok((rows, table))
     }
 
-    /// A rewrite that cannot run online: writers are kept off the table from the start
-    /// (fence.rs), those that may have written it already are waited for, and the rows are
-    /// copied from one snapshot.
+    /// A rewrite that cannot run online: the table's metadata lock is taken and writers are
+    /// kept off the table from the start (fence.rs), those that may have written it already
+    /// are waited for, and the rows are copied from one snapshot. Returns the rows copied and
+    /// the lock.
     fn rewrite_fenced(
         &self,
         old: &TableDef,
         def: &TableDef,
         sources: &[ColumnSource],
         convert: &Convert,
-    ) -> Result<u64, Failure> {
+    ) -> Result<(u64, ExclusiveLock<'_>), Failure> {
         let (fences, online) = (&self.inner.fences, &self.inner.online);
+        let table = self.inner.lock_tables(&[table_id(old)])?;
         fences.raise(table_id(old), online.current_epoch() + 1);
-        online.wait_for_older_writers(&[table_id(old)], self.inner.ddl_wait_timeout)?;
-        self.rewrite_rows(old, def, sources, convert)
+        online.wait_for_older_writers(&[table_id(old)], self.inner.ddl_wait())?;
+        let rows = self.rewrite_rows(old, def, sources, convert)?;
+        Ok((rows, table))
     }
 
     /// The one synced write that makes a rewritten table current (invariant 1), deleting
@@ -463,6 +471,13 @@ impl Store {
     pub fn rename_tables(&self, renames: &[(&str, &str, &str, &str)]) -> Result<()> {
         let _ddl = self.inner.lock_ddl();
         let mut catalog = (*self.inner.catalog()).clone();
+        let ids: Vec<u32> = renames
+            .iter()
+            .filter_map(|&(database, name, _, _)| {
+                catalog.table(database, name).map(|d| table_id(d))
+            })
+            .collect();
+        let _tables = self.inner.lock_tables(&ids)?;
         let mut changed: Vec<Arc<TableDef>> = Vec::new();
         for &(database, name, to_database, to_name) in renames {
             let old = table_of(&catalog, database, name)?;

@@ -23,6 +23,10 @@ pub enum Error {
     BulkLoadOverlap { table: String },
     #[error("lock wait timeout exceeded; try restarting transaction")]
     LockWaitTimeout,
+    /// A wait for a metadata lock was ended by the caller's
+    /// [`LockWaiter`](crate::LockWaiter) (`MySQL`'s KILL QUERY).
+    #[error("interrupted while waiting for a metadata lock")]
+    Interrupted,
     #[error("deadlock found when trying to get lock; try restarting transaction")]
     Deadlock,
     /// A TIMESTAMP value outside '1970-01-01 00:00:01'..'2038-01-19 03:14:07' UTC; `value` is

@@ -114,6 +114,7 @@ mod fill;
 mod generated;
 mod index;
 mod maintenance;
+mod metadata_lock;
 mod online;
 mod schema;
 mod sequence;
@@ -143,6 +144,7 @@ pub use describe::key_text;
 pub use error::{Error, Result};
 pub use file_properties::{FileTables, INDEX_IDS_PROPERTY, TABLE_DEFS_PROPERTY};
 pub use generated::{install_virtual_columns, VirtualColumns};
+pub use metadata_lock::{LockWaiter, MetadataWait, MetadataWaitGuard, WAITING_STATE};
 pub use schema::{
     AutoTimestamp, Catalog, ColumnDef, ColumnSource, Generated, IndexDef, PastVersion, TableDef,
 };

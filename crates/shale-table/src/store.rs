@@ -11,8 +11,10 @@
 //! 4. After open, the default keyspace holds keys only under index ids of the catalog
 //!    (build.rs sweeps the rest).
 //!
-//! Concurrency with DML: DDL takes no lock on the rows. DROP TABLE, DROP DATABASE and
-//! TRUNCATE raise the table's fence (fence.rs, invariant 5) and wait for every write
+//! Concurrency with DML: DDL takes no lock on the rows. It takes its tables' metadata locks
+//! exclusive (`metadata_lock.rs`), so it waits for every open transaction that used them, and
+//! statements that come after it wait for it. DROP TABLE, DROP DATABASE and
+//! TRUNCATE also raise the table's fence (fence.rs, invariant 5) and wait for every write
 //! transaction that wrote the table before it, as `MySQL`'s metadata lock makes them wait (up to
 //! `ddl_wait_timeout`, then [`Error::LockWaitTimeout`]); writers that come later wait at the
 //! fence and then find the table gone (dropped) or empty (truncated). CREATE INDEX is online
@@ -33,6 +35,7 @@ use crate::codec::Reader;
 use crate::error::{Error, Result};
 use crate::fence::TableFences;
 use crate::file_properties::{IndexIdCollectorFactory, SharedCatalog};
+use crate::metadata_lock::{ExclusiveLock, MetadataLocks};
 use crate::online::OnlineIndexes;
 use crate::schema::{Catalog, ColumnDef, IndexDef, TableDef};
 use crate::sequence::Sequence;
@@ -78,8 +81,13 @@ pub(crate) struct StoreInner {
     pub(crate) fences: TableFences,
     /// Tables being rewritten online, which every writer also writes converted (shadow.rs).
     pub(crate) shadows: Shadows,
-    /// `MySQL`'s `lock_wait_timeout`: how long DDL waits for writers, and writers for DDL.
+    /// `MySQL`'s `lock_wait_timeout`: how long DDL waits for writers, and writers for DDL
+    /// (shortened by the thread's [`MetadataWait`](crate::MetadataWait): read it through
+    /// [`StoreInner::ddl_wait`]).
     pub(crate) ddl_wait_timeout: Duration,
+    /// Metadata locks between DDL and the transactions that use its tables
+    /// (`metadata_lock.rs`).
+    pub(crate) metadata: Arc<MetadataLocks>,
     /// Index cardinalities by index id, once estimated (cardinality.rs).
     pub(crate) cardinalities: crate::cardinality::Cardinalities,
 }
@@ -173,6 +181,7 @@ impl Store {
                 shadows: Shadows::default(),
                 cardinalities: crate::cardinality::Cardinalities::default(),
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
+                metadata: Arc::default(),
             }),
         })
     }
@@ -210,6 +219,7 @@ impl Store {
             .values()
             .map(|def| def.primary_key.index_id)
             .collect();
+        let _tables = self.inner.lock_tables(&ids)?;
         self.inner.fence_writers(&ids)?;
         let written = (|| {
             let mut batch = WriteBatch::new();
@@ -294,6 +304,7 @@ impl Store {
         let catalog = self.inner.catalog();
         let def = table_of(&catalog, database, name)?;
         let ids = [def.primary_key.index_id];
+        let _table = self.inner.lock_tables(&ids)?;
         self.inner.fence_writers(&ids)?;
         let written = (|| {
             let mut batch = WriteBatch::new();
@@ -328,6 +339,7 @@ impl Store {
         let catalog = self.inner.catalog();
         let def = table_of(&catalog, database, name)?;
         let ids = [def.primary_key.index_id];
+        let _table = self.inner.lock_tables(&ids)?;
         self.inner.fence_writers(&ids)?;
         let written = (|| {
             let mut batch = WriteBatch::new();
@@ -368,9 +380,16 @@ impl Store {
         *next_id = after;
         let online = &self.inner.online;
         let added = online.register(def.clone(), position);
+        let mut table_lock = None;
         let filled = online
-            .wait_for_older_writers(&[def.primary_key.index_id], self.inner.ddl_wait_timeout)
+            .wait_for_older_writers(&[def.primary_key.index_id], self.inner.ddl_wait())
             .and_then(|()| build::fill(&self.inner.tdb, &added))
+            // Transactions that used the table without the index end first: a later
+            // statement of theirs would read it from a snapshot older than its entries.
+            .and_then(|()| {
+                table_lock = Some(self.inner.lock_tables(&[def.primary_key.index_id])?);
+                Ok(())
+            })
             // Published before the definition is written: from here a writer with an old
             // definition treats a duplicate as its own error, not as the build's failure.
             .and_then(|()| added.publish())
@@ -412,6 +431,7 @@ impl Store {
             })?;
         let dropped = def.indexes.remove(position);
         validate_table(&def)?;
+        let _table = self.inner.lock_tables(&[def.primary_key.index_id])?;
         let mut batch = WriteBatch::new();
         batch.put(
             DEFAULT_KEYSPACE_ID,
@@ -728,9 +748,7 @@ impl StoreInner {
         for &id in ids {
             self.fences.raise(id, epoch);
         }
-        let waited = self
-            .online
-            .wait_for_older_writers(ids, self.ddl_wait_timeout);
+        let waited = self.online.wait_for_older_writers(ids, self.ddl_wait());
         if waited.is_err() {
             self.lower_fences(ids);
         }
@@ -741,6 +759,18 @@ impl StoreInner {
         for &id in ids {
             self.fences.lower(id);
         }
+    }
+
+    /// How long DDL waits for transactions, and transactions for DDL: the store's
+    /// `ddl_wait_timeout`, or the thread's shorter `lock_wait_timeout` (`metadata_lock.rs`).
+    pub(crate) fn ddl_wait(&self) -> Duration {
+        crate::metadata_lock::wait_timeout(self.ddl_wait_timeout)
+    }
+
+    /// Takes the tables `ids` exclusive for a DDL statement (`metadata_lock.rs`): waits for
+    /// the transactions that use them to end. Called under the DDL lock (invariant 2).
+    pub(crate) fn lock_tables(&self, ids: &[u32]) -> Result<ExclusiveLock<'_>> {
+        self.metadata.lock_exclusive(ids, self.ddl_wait_timeout)
     }
 
     pub(crate) fn lock_ddl(&self) -> std::sync::MutexGuard<'_, u32> {

@@ -24,6 +24,8 @@
 //!    (fence.rs), so nothing is written or read under ids a rewriting ALTER replaced.
 //! 8. Every write call of a table being rewritten online also writes the row's converted
 //!    image under the new definition's ids, while it holds the row's lock (shadow.rs).
+//! 9. Every read and write call takes the table's metadata lock shared first, and the
+//!    transaction holds it until it ends (`metadata_lock.rs`), so DDL waits for it.
 
 use std::borrow::Cow;
 use std::ops::Bound;
@@ -41,6 +43,7 @@ use crate::index::{
     entry_for_row, is_hidden_pk, is_unique_entry, pk_key_from_values, pk_key_of_row, show_entry,
     table_id,
 };
+use crate::metadata_lock::SharedLocks;
 use crate::online::{AddedIndex, OnlineIndexes, WriterSlot};
 use crate::schema::TableDef;
 use crate::store::StoreInner;
@@ -94,6 +97,9 @@ pub struct TableTxn {
     scratch: Vec<u16>,
     /// The UTC offset TIMESTAMP values cross the API at, in microseconds (zone.rs).
     zone_offset: i64,
+    /// The tables this transaction used, locked shared until it ends (invariant 9). The
+    /// last field: released after `txn` is committed or rolled back.
+    metadata: SharedLocks,
 }
 
 /// An index entry to write: (key, value).
@@ -123,9 +129,11 @@ impl TableTxn {
             ..TransactionOptions::default()
         };
         let txn = store.tdb.begin_shared(options.clone())?;
+        let metadata = SharedLocks::new(Arc::clone(&store.metadata));
         Ok(TableTxn {
             txn,
             writer: None,
+            metadata,
             store,
             options,
             key: Vec::new(),
@@ -194,6 +202,7 @@ impl TableTxn {
     /// Invariant 4: after a deadlock, start over as a fresh transaction.
     pub(crate) fn after<T>(&mut self, result: Result<T>) -> Result<T> {
         if matches!(result, Err(Error::Deadlock)) {
+            self.metadata.release_all();
             if let Ok(fresh) = self.store.tdb.begin_shared(self.options.clone()) {
                 fresh.set_owner(self.txn.owner());
                 std::mem::replace(&mut self.txn, fresh).rollback();
@@ -202,12 +211,46 @@ impl TableTxn {
         result
     }
 
-    /// Runs `body`, a write call to `table`, as one atomic statement (invariants 1, 6 and 7).
+    /// Takes `table`'s metadata lock shared unless this transaction holds it (invariant 9).
+    /// A transaction that had to wait for a DDL statement and finds its definition no longer
+    /// usable fails as a read of a retired definition does ([`Error::TableDefChanged`] when
+    /// the table was rewritten or an index dropped, [`Error::NoSuchTable`] when it was
+    /// dropped or renamed).
+    fn use_table(&mut self, table: &TableDef) -> Result<()> {
+        let id = table_id(table);
+        if self.metadata.holds(id) {
+            return Ok(());
+        }
+        let first = self.metadata.is_empty();
+        let locked = self.metadata.lock(id, self.store.ddl_wait_timeout);
+        if !self.after(locked)? {
+            return Ok(());
+        }
+        if first {
+            // Nothing read yet: the snapshot is taken after the DDL waited for, as the first
+            // read of a `MySQL` transaction takes it after its metadata lock.
+            self.txn.refresh_unused_snapshot();
+        }
+        match self.store.catalog().table(&table.database, &table.name) {
+            None => Err(Error::NoSuchTable {
+                database: table.database.clone(),
+                table: table.name.clone(),
+            }),
+            Some(current) if still_usable(current, table) => Ok(()),
+            Some(_) => Err(Error::TableDefChanged {
+                table: table.name.clone(),
+            }),
+        }
+    }
+
+    /// Runs `body`, a write call to `table`, as one atomic statement (invariants 1, 6, 7
+    /// and 9).
     fn statement<T>(
         &mut self,
         table: &TableDef,
         body: impl FnOnce(&mut Self) -> Result<T>,
     ) -> Result<T> {
+        self.use_table(table)?;
         let epoch = self
             .writer
             .get_or_insert_with(|| OnlineIndexes::register_writer(&self.store.online))
@@ -216,7 +259,7 @@ impl TableTxn {
             table_id(table),
             &table.name,
             epoch,
-            self.store.ddl_wait_timeout,
+            self.store.ddl_wait(),
         )?;
         self.txn.set_savepoint();
         let result = body(self);
@@ -417,6 +460,7 @@ impl TableTxn {
         pk: &[Value],
         lock: LockMode,
     ) -> Result<Option<Vec<Value>>> {
+        self.use_table(table)?;
         let pk = self.pk_to_utc(table, pk);
         let mut key = std::mem::take(&mut self.key);
         let result = pk_key_from_values(&mut key, table, &pk, &mut self.scratch)
@@ -445,6 +489,7 @@ impl TableTxn {
         lock: LockMode,
         columns: &[usize],
     ) -> Result<Option<Vec<Value>>> {
+        self.use_table(table)?;
         let pk = self.pk_to_utc(table, pk);
         let mut key = std::mem::take(&mut self.key);
         let result = pk_key_from_values(&mut key, table, &pk, &mut self.scratch)
@@ -490,6 +535,7 @@ impl TableTxn {
         reverse: bool,
         lock: LockMode,
     ) -> Result<RowCursor<'_>> {
+        self.use_table(table)?;
         let range = crate::cursor::range_to_utc(table, index, range, self.zone_offset);
         let result = self.open_cursor(table, index, range);
         let (def, iter, secondary) = self.after(result)?;
@@ -753,4 +799,16 @@ impl TableTxn {
     pub fn rollback(self) {
         self.txn.rollback();
     }
+}
+
+/// Whether `bound`, a definition a statement was bound to before it waited for a DDL
+/// statement, may still be used now that `current` is the catalog's: the same table id
+/// (not rewritten) and none of its indexes dropped. Indexes added since are maintained
+/// anyway (online.rs), and rows of an older schema version stay readable.
+fn still_usable(current: &TableDef, bound: &TableDef) -> bool {
+    table_id(current) == table_id(bound)
+        && bound
+            .indexes
+            .iter()
+            .all(|b| current.indexes.iter().any(|c| c.index_id == b.index_id))
 }

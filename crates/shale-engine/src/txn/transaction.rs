@@ -113,6 +113,22 @@ impl<'db> Transaction<'db> {
         self.snapshot.as_ref().map(Snapshot::seqno)
     }
 
+    /// Takes the snapshot again, now, if the transaction holds no lock and wrote nothing;
+    /// returns whether it did. For a caller that knows it has not read through the old
+    /// snapshot yet (shale-table, after waiting for a DDL statement, so its first read sees
+    /// what the DDL did). Savepoints stay.
+    pub fn refresh_unused_snapshot(&mut self) -> bool {
+        if !self.uses_snapshot()
+            || !self.locks.is_empty()
+            || !self.read_set.is_empty()
+            || self.batch.rows() > 0
+        {
+            return false;
+        }
+        self.refresh_snapshot();
+        true
+    }
+
     fn uses_snapshot(&self) -> bool {
         self.optimistic || self.options.isolation == IsolationLevel::RepeatableRead
     }

@@ -1,0 +1,239 @@
+//! Metadata locks through sessions (shale-table's `metadata_lock.rs`): DDL waits for the open
+//! transactions that read a table, not only for its writers; statements that come after a
+//! waiting DDL queue behind it; the wait ends at `lock_wait_timeout` (1205) or KILL QUERY
+//! (1317) and shows as "Waiting for table metadata lock" in SHOW PROCESSLIST.
+//!
+//! No test depends on timing: a wait is observed through SHOW PROCESSLIST before the test
+//! goes on, and the few `is_finished` checks only assert that something did *not* happen.
+
+mod common;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use common::TextSink;
+use shale_sql::{Instance, Session, SqlError, Value};
+
+const WAITING: &str = "Waiting for table metadata lock";
+
+fn run(session: &mut Session, sql: &str) -> TextSink {
+    let mut sink = TextSink::default();
+    session
+        .execute(sql, &mut sink)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    sink
+}
+
+fn fail(session: &mut Session, sql: &str) -> SqlError {
+    let mut sink = TextSink::default();
+    match session.execute(sql, &mut sink) {
+        Ok(()) => panic!("{sql} succeeded: {}", sink.out),
+        Err(e) => e,
+    }
+}
+
+/// `d.t` and `d.u`, 3 rows each; a session in `d`.
+fn setup(instance: &Arc<Instance>) -> Session {
+    let mut s = instance.session();
+    run(&mut s, "CREATE DATABASE d");
+    run(&mut s, "USE d");
+    for table in ["t", "u"] {
+        run(
+            &mut s,
+            &format!("CREATE TABLE {table} (id INT PRIMARY KEY, v INT)"),
+        );
+        run(
+            &mut s,
+            &format!("INSERT INTO {table} VALUES (1, 10), (2, 20), (3, 30)"),
+        );
+    }
+    s
+}
+
+/// A session in `d` with its connection id.
+fn session(instance: &Arc<Instance>) -> (Session, i64) {
+    let mut s = instance.session();
+    run(&mut s, "USE d");
+    let id = match &run(&mut s, "SELECT CONNECTION_ID()").rows[0][0] {
+        Value::Int(i) => *i,
+        Value::UInt(u) => i64::try_from(*u).unwrap(),
+        other => panic!("connection id {other:?}"),
+    };
+    (s, id)
+}
+
+/// Runs `sqls` in order in `session` on a thread; returns the last one's result.
+fn spawn(mut session: Session, sqls: &[&str]) -> JoinHandle<Result<TextSink, SqlError>> {
+    let sqls: Vec<String> = sqls.iter().map(|s| (*s).to_owned()).collect();
+    std::thread::spawn(move || {
+        let (last, before) = sqls.split_last().unwrap();
+        for sql in before {
+            run(&mut session, sql);
+        }
+        let mut sink = TextSink::default();
+        session.execute(last, &mut sink).map(|()| sink)
+    })
+}
+
+/// Waits (up to a minute, then fails) until connection `id` shows `state` in SHOW
+/// PROCESSLIST.
+fn wait_for_state(observer: &mut Session, id: i64, state: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let list = run(observer, "SHOW PROCESSLIST");
+        let shown = list.rows.iter().any(|row| {
+            matches!(&row[0], Value::Int(i) if *i == id)
+                || matches!(&row[0], Value::UInt(u) if i64::try_from(*u).ok() == Some(id))
+        } && row[6] == Value::Bytes(state.as_bytes().to_vec()));
+        if shown {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "connection {id} never showed {state:?}: {:?}",
+            list.rows
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn count(session: &mut Session, table: &str) -> Value {
+    run(session, &format!("SELECT COUNT(*) FROM {table}")).rows[0][0].clone()
+}
+
+#[test]
+fn drop_waits_for_an_open_reader_which_keeps_seeing_the_table_until_its_commit() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    let (ddl, ddl_id) = session(&instance);
+    let drop_table = spawn(ddl, &["DROP TABLE t"]);
+    let (mut observer, _) = session(&instance);
+    wait_for_state(&mut observer, ddl_id, WAITING);
+    // REPEATABLE READ: the transaction reads the table it read before, whole.
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    let rows = run(&mut reader, "SELECT v FROM t WHERE id = 2");
+    assert_eq!(rows.rows, vec![vec![Value::Int(20)]]);
+    assert!(
+        !drop_table.is_finished(),
+        "DROP did not wait for the reader"
+    );
+    run(&mut reader, "COMMIT");
+    drop_table.join().unwrap().unwrap();
+    let error = fail(&mut reader, "SELECT * FROM t");
+    assert_eq!(error.code, 1146, "{error}");
+}
+
+#[test]
+fn lock_wait_timeout_ends_the_ddl_wait_with_1205_and_leaves_the_table() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    let (mut ddl, _) = session(&instance);
+    run(&mut ddl, "SET SESSION lock_wait_timeout = 1");
+    for sql in [
+        "DROP TABLE t",
+        "TRUNCATE TABLE t",
+        "RENAME TABLE t TO t2",
+        "ALTER TABLE t ADD COLUMN w INT",
+        "ALTER TABLE t MODIFY v BIGINT",
+    ] {
+        let error = fail(&mut ddl, sql);
+        assert_eq!(error.code, 1205, "{sql}: {error}");
+        assert_eq!(
+            error.message, "Lock wait timeout exceeded; try restarting transaction",
+            "{sql}"
+        );
+    }
+    // Nothing changed, and other sessions were never held once the DDL gave up.
+    assert_eq!(count(&mut ddl, "t"), Value::Int(3));
+    run(&mut reader, "COMMIT");
+    run(&mut ddl, "DROP TABLE t");
+}
+
+#[test]
+fn a_select_behind_a_waiting_drop_waits_and_then_finds_no_table() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    let (ddl, ddl_id) = session(&instance);
+    let drop_table = spawn(ddl, &["DROP TABLE t"]);
+    let (mut observer, _) = session(&instance);
+    wait_for_state(&mut observer, ddl_id, WAITING);
+    let (late, late_id) = session(&instance);
+    let select = spawn(late, &["SELECT COUNT(*) FROM t"]);
+    wait_for_state(&mut observer, late_id, WAITING);
+    // Another table is not held up.
+    assert_eq!(count(&mut observer, "u"), Value::Int(3));
+    run(&mut reader, "COMMIT");
+    drop_table.join().unwrap().unwrap();
+    let error = select.join().unwrap().unwrap_err();
+    assert_eq!(error.code, 1146, "{error}");
+}
+
+#[test]
+fn kill_query_ends_a_waiting_ddl_and_the_queued_statements_go_on() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    let (ddl, ddl_id) = session(&instance);
+    let truncate = spawn(ddl, &["TRUNCATE TABLE t"]);
+    let (mut observer, _) = session(&instance);
+    wait_for_state(&mut observer, ddl_id, WAITING);
+    let (late, late_id) = session(&instance);
+    let insert = spawn(late, &["INSERT INTO t VALUES (4, 40)"]);
+    wait_for_state(&mut observer, late_id, WAITING);
+    run(&mut observer, &format!("KILL QUERY {ddl_id}"));
+    let error = truncate.join().unwrap().unwrap_err();
+    assert_eq!(error.code, 1317, "{error}");
+    insert.join().unwrap().unwrap();
+    run(&mut reader, "COMMIT");
+    assert_eq!(
+        count(&mut reader, "t"),
+        Value::Int(4),
+        "TRUNCATE did not run"
+    );
+}
+
+#[test]
+fn two_ddls_on_a_held_table_both_finish_once_the_reader_ends() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    let (first, first_id) = session(&instance);
+    let alter = spawn(first, &["ALTER TABLE t ADD COLUMN w INT"]);
+    let (mut observer, _) = session(&instance);
+    wait_for_state(&mut observer, first_id, WAITING);
+    let (second, _) = session(&instance);
+    let drop_table = spawn(second, &["DROP TABLE t"]);
+    run(&mut reader, "COMMIT");
+    alter.join().unwrap().unwrap();
+    drop_table.join().unwrap().unwrap();
+    let error = fail(&mut reader, "SELECT * FROM t");
+    assert_eq!(error.code, 1146, "{error}");
+}
+
+#[test]
+fn a_transaction_that_would_wait_for_a_ddl_waiting_for_it_is_the_deadlock_victim() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    // RENAME takes u, then waits for t, which the reader holds.
+    let (ddl, ddl_id) = session(&instance);
+    let rename = spawn(ddl, &["RENAME TABLE u TO u2, t TO t2"]);
+    let (mut observer, _) = session(&instance);
+    wait_for_state(&mut observer, ddl_id, WAITING);
+    let error = fail(&mut reader, "SELECT COUNT(*) FROM u");
+    assert_eq!(error.code, 1213, "{error}");
+    // The deadlock rolled the transaction back: its lock on t went with it.
+    rename.join().unwrap().unwrap();
+    assert_eq!(count(&mut reader, "t2"), Value::Int(3));
+    assert_eq!(count(&mut reader, "u2"), Value::Int(3));
+}
