@@ -105,6 +105,7 @@ mod status;
 mod storage_error;
 mod string_funcs;
 mod subquery;
+mod syntax_mode;
 mod table_maintenance;
 mod temporal;
 mod text_funcs;

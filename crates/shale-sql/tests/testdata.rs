@@ -266,3 +266,8 @@ fn sql_mode() {
 fn bit_ops() {
     common::run_file("bit_ops");
 }
+
+#[test]
+fn syntax_modes() {
+    common::run_file("syntax_modes");
+}
