@@ -1273,9 +1273,7 @@ impl<'a> Binder<'a> {
                             {
                                 ids.last().map(|i| i.value.clone()).unwrap_or_default()
                             }
-                            other => crate::placeholders::unnumber(
-                                crate::func_syntax::printed_name(other.to_string()),
-                            ),
+                            other => crate::placeholders::unnumber(crate::column_name::of(other)),
                         },
                     };
                     let (x, t) = self.expr(e)?;

@@ -45,6 +45,7 @@ mod calendar_funcs;
 mod cast;
 mod charset;
 mod check_table;
+mod column_name;
 mod compress_funcs;
 mod date_format;
 mod datetime_funcs;

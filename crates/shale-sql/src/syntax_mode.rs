@@ -19,7 +19,9 @@
 //!    NOTs and do not change.
 //! 4. `REAL_AS_FLOAT`: the type REAL is FLOAT (column definitions, CAST); without it REAL is
 //!    DOUBLE, as sqlparser's `DataType::Real` already binds.
-//! 5. Everything else is `MySqlDialect`'s: every method it overrides is passed on, and
+//! 5. `!x` is MySQL's logical NOT at its own precedence, above unary minus and `^` (`!1 + 1`
+//!    is `(!1) + 1`), in every mode; `MySqlDialect` does not parse it.
+//! 6. Everything else is `MySqlDialect`'s: every method it overrides is passed on, and
 //!    [`ModeDialect::dialect`] answers `MySqlDialect`'s type, so sqlparser's own checks for the
 //!    MySQL dialect hold too.
 //!
@@ -68,7 +70,7 @@ impl Syntax {
     }
 }
 
-/// MySQL's dialect under `syntax` (rule 5).
+/// MySQL's dialect under `syntax` (rule 6).
 #[derive(Debug)]
 pub(crate) struct ModeDialect {
     pub syntax: Syntax,
@@ -96,7 +98,7 @@ pub(crate) fn backtick_identifiers(tokens: &mut [TokenWithSpan]) {
     }
 }
 
-/// Parses `text` into statements under `syntax` (rules 1 to 5).
+/// Parses `text` into statements under `syntax` (rules 1 to 6).
 pub(crate) fn parse_statements(text: &str, syntax: Syntax) -> Result<Vec<Statement>, ParserError> {
     let dialect = ModeDialect::new(syntax);
     let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, text)
@@ -179,25 +181,32 @@ impl Dialect for ModeDialect {
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
-        if !self.syntax.high_not_precedence {
-            return self.inner.parse_prefix(parser);
-        }
-        let is_not = |t: &Token| matches!(t, Token::Word(w) if w.keyword == Keyword::NOT);
-        let next_is_exists = matches!(&parser.peek_nth_token_ref(1).token,
-            Token::Word(w) if w.keyword == Keyword::EXISTS);
-        if !is_not(&parser.peek_token_ref().token) || next_is_exists {
+        let bang = parser.peek_token_ref().token == Token::ExclamationMark;
+        let high_not = self.syntax.high_not_precedence
+            && matches!(&parser.peek_token_ref().token,
+                Token::Word(w) if w.keyword == Keyword::NOT)
+            && !matches!(&parser.peek_nth_token_ref(1).token,
+                Token::Word(w) if w.keyword == Keyword::EXISTS);
+        if !(bang || high_not) {
             return self.inner.parse_prefix(parser);
         }
         parser.advance_token();
-        // As tightly as `!` (rule 3): only `.`, `::` and `[` bind tighter.
+        // As tightly as `!` (rules 3 and 5): only `.`, `::` and `[` bind tighter.
         let operand = match parser.parse_subexpr(self.prec_value(Precedence::DoubleColon) - 1) {
-            Ok(e) => e,
+            Ok(e) => Box::new(e),
             Err(e) => return Some(Err(e)),
         };
-        Some(Ok(Expr::Nested(Box::new(Expr::UnaryOp {
-            op: UnaryOperator::Not,
-            expr: Box::new(operand),
-        }))))
+        Some(Ok(if bang {
+            Expr::UnaryOp {
+                op: UnaryOperator::BangNot,
+                expr: operand,
+            }
+        } else {
+            Expr::Nested(Box::new(Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr: operand,
+            }))
+        }))
     }
 
     fn parse_data_type(&self, parser: &mut Parser) -> Option<Result<DataType, ParserError>> {
@@ -214,7 +223,7 @@ impl Dialect for ModeDialect {
         }))
     }
 
-    // Rule 5: the rest is MySqlDialect's.
+    // Rule 6: the rest is MySqlDialect's.
 
     fn supports_string_literal_table_alias(&self, explicit: bool) -> bool {
         self.inner.supports_string_literal_table_alias(explicit)
