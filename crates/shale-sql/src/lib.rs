@@ -37,6 +37,7 @@ mod aes_funcs;
 mod agg_collect;
 mod alter;
 mod bind;
+mod bit_bytes;
 mod bit_ops;
 mod builtin;
 mod builtin_eval;

@@ -271,3 +271,8 @@ fn bit_ops() {
 fn syntax_modes() {
     common::run_file("syntax_modes");
 }
+
+#[test]
+fn bit_bytes() {
+    common::run_file("bit_bytes");
+}
