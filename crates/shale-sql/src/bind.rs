@@ -503,9 +503,10 @@ impl<'a> Binder<'a> {
                         }
                     }
                     ast::UnaryOperator::Plus => (x, t),
-                    ast::UnaryOperator::BitwiseNot => {
-                        crate::bit_ops::bind(crate::bit_ops::BitOp::Not, vec![x])
-                    }
+                    ast::UnaryOperator::BitwiseNot => crate::bit_bytes::bind(
+                        crate::bit_ops::BitOp::Not,
+                        vec![(x, t, crate::bit_bytes::is_plain_literal(expr))],
+                    ),
                     ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
                         (Expr::Not(x.boxed()), bool_type())
                     }
@@ -845,14 +846,27 @@ impl<'a> Binder<'a> {
             B::Arrow | B::LongArrow => {
                 return crate::json_bind::bind_arrow(l, &tl, r, *op == B::LongArrow)
             }
-            B::BitwiseAnd => crate::bit_ops::bind(crate::bit_ops::BitOp::And, vec![l, r]),
-            B::BitwiseOr => crate::bit_ops::bind(crate::bit_ops::BitOp::Or, vec![l, r]),
-            B::BitwiseXor => crate::bit_ops::bind(crate::bit_ops::BitOp::Xor, vec![l, r]),
-            B::PGBitwiseShiftLeft => {
-                crate::bit_ops::bind(crate::bit_ops::BitOp::ShiftLeft, vec![l, r])
-            }
-            B::PGBitwiseShiftRight => {
-                crate::bit_ops::bind(crate::bit_ops::BitOp::ShiftRight, vec![l, r])
+            B::BitwiseAnd
+            | B::BitwiseOr
+            | B::BitwiseXor
+            | B::PGBitwiseShiftLeft
+            | B::PGBitwiseShiftRight => {
+                use crate::bit_ops::BitOp;
+                let bit_op = match op {
+                    B::BitwiseAnd => BitOp::And,
+                    B::BitwiseOr => BitOp::Or,
+                    B::BitwiseXor => BitOp::Xor,
+                    B::PGBitwiseShiftLeft => BitOp::ShiftLeft,
+                    _ => BitOp::ShiftRight,
+                };
+                let literal = crate::bit_bytes::is_plain_literal;
+                crate::bit_bytes::bind(
+                    bit_op,
+                    vec![
+                        (l, tl.clone(), literal(left)),
+                        (r, tr.clone(), literal(right)),
+                    ],
+                )
             }
             other => return Err(SqlError::unsupported(format!("operator {other}"))),
         })
@@ -1285,9 +1299,7 @@ impl<'a> Binder<'a> {
                             {
                                 ids.last().map(|i| i.value.clone()).unwrap_or_default()
                             }
-                            other => crate::placeholders::unnumber(
-                                crate::func_syntax::printed_name(other.to_string()),
-                            ),
+                            other => crate::placeholders::unnumber(crate::column_name::of(other)),
                         },
                     };
                     let (x, t) = self.expr(e)?;

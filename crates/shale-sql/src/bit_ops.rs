@@ -6,8 +6,8 @@
 //!    value; past 64 bits the value saturates as MySQL's integer conversion does. The result
 //!    is BIGINT UNSIGNED; a NULL operand gives NULL.
 //! 2. A shift by 64 or more (or by a negative count, which is a huge unsigned one) is 0.
-//! 3. MySQL 8 evaluates two binary-string operands bytewise; Shale always evaluates
-//!    numerically (docs/sql.md).
+//! 3. Binary-string operands are evaluated bytewise instead where MySQL 8 does so
+//!    (bit_bytes.rs decides and evaluates).
 
 // The clamp on the line before each cast keeps it in range.
 #![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]

@@ -142,6 +142,8 @@ pub(crate) enum Builtin {
     Trig(crate::trig_funcs::TrigFunc),
     /// The bitwise operators (bit_ops.rs).
     Bit(crate::bit_ops::BitOp),
+    /// The bitwise operators over binary strings (bit_bytes.rs).
+    BitBytes(crate::bit_ops::BitOp),
     /// Named user locks (user_locks.rs).
     Lock(crate::user_locks::LockFunc),
     /// MAKE_SET, EXPORT_SET, INTERVAL() (list_funcs.rs).

@@ -416,6 +416,7 @@ pub(crate) fn eval(
         Builtin::Calendar(c) => crate::calendar_funcs::eval(c, &vals)?,
         Builtin::Trig(t) => crate::trig_funcs::eval(t, &vals)?,
         Builtin::Bit(op) => crate::bit_ops::eval(op, &vals),
+        Builtin::BitBytes(op) => crate::bit_bytes::eval(op, &vals)?,
         Builtin::Lock(l) => crate::user_locks::eval(l, &vals)?,
         Builtin::List(l) => crate::list_funcs::eval(l, &vals),
         Builtin::Inet(i) => crate::inet_funcs::eval(i, arg(0)),

@@ -185,7 +185,7 @@ fn bulk_insert(
     sql: &str,
     sink: &mut dyn ResultSink,
 ) -> Option<Result<(), SqlError>> {
-    let statements = match crate::parse::parse(sql) {
+    let statements = match crate::parse::parse_as(sql, session.syntax()) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };

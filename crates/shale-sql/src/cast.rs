@@ -28,6 +28,8 @@ pub(crate) enum CastTarget {
     Time {
         fsp: u8,
     },
+    /// DOUBLE, and REAL unless `sql_mode` has REAL_AS_FLOAT (syntax_mode.rs rule 4).
+    Double,
 }
 
 impl CastTarget {
@@ -63,6 +65,9 @@ impl CastTarget {
             D::Time(fsp, ast::TimezoneInfo::None) => CastTarget::Time {
                 fsp: fsp.unwrap_or(0).min(6) as u8,
             },
+            D::Double(ast::ExactNumberInfo::None) | D::DoublePrecision | D::Real => {
+                CastTarget::Double
+            }
             D::Signed | D::SignedInteger => CastTarget::Signed,
             D::Unsigned | D::UnsignedInteger => CastTarget::Unsigned,
             D::Char(_) | D::Character(_) | D::Varchar(_) | D::Nvarchar(_) | D::Binary(_) => {
@@ -89,6 +94,7 @@ impl CastTarget {
                 collation: shale_table::Collation::Utf8mb4GeneralCi,
                 len: 255,
             },
+            CastTarget::Double => SqlType::Double,
         }
     }
 }
@@ -140,6 +146,7 @@ pub(crate) fn cast(value: &Value, target: CastTarget) -> Value {
         CastTarget::Signed => Value::Int(to_i128(value).unwrap_or(0) as i64),
         CastTarget::Unsigned => Value::UInt(to_i128(value).unwrap_or(0) as u64),
         CastTarget::Char => Value::Bytes(display(value).into_bytes()),
+        CastTarget::Double => crate::value::to_f64(value).map_or(Value::Null, Value::Double),
     }
 }
 

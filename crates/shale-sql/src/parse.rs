@@ -27,27 +27,25 @@
 //!    parse as it is, so no other statement pays for it.
 
 use sqlparser::ast::Statement;
-use sqlparser::dialect::MySqlDialect;
-use sqlparser::parser::{Parser, ParserError};
+
+use sqlparser::parser::ParserError;
 
 use crate::error::SqlError;
+use crate::syntax_mode::{parse_statements, Syntax};
 
-/// Parses `sql` into statements (an empty text gives none).
+/// Parses `sql` into statements (an empty text gives none) as if `sql_mode` changed nothing
+/// of the syntax: for stored text (views) and text Shale makes itself.
 pub(crate) fn parse(sql: &str) -> Result<Vec<Statement>, SqlError> {
+    parse_as(sql, Syntax::DEFAULT)
+}
+
+/// Parses `sql` into statements under the parse-changing flags of a session's `sql_mode`
+/// (syntax_mode.rs).
+pub(crate) fn parse_as(sql: &str, syntax: Syntax) -> Result<Vec<Statement>, SqlError> {
     let text = preprocess(sql);
-    let parsed = Parser::new(&MySqlDialect {})
-        .with_recursion_limit(200)
-        .try_with_sql(&text)
-        .and_then(|mut p| p.parse_statements());
-    parsed.or_else(|e| {
-        // Rule 7: a view's WITH CHECK OPTION, which sqlparser does not parse.
-        let again = |t: &str| {
-            Parser::new(&MySqlDialect {})
-                .with_recursion_limit(200)
-                .try_with_sql(t)
-                .and_then(|mut p| p.parse_statements())
-                .ok()
-        };
+    parse_statements(&text, syntax).or_else(|e| {
+        // Rule 9: a view's WITH CHECK OPTION, which sqlparser does not parse.
+        let again = |t: &str| parse_statements(t, syntax).ok();
         crate::views::parse_with_check_option(&text, again).ok_or_else(|| syntax_error(&text, &e))
     })
 }

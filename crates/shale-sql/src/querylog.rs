@@ -165,7 +165,7 @@ pub(crate) fn slow(session: &Session, entry: &SlowEntry<'_>) {
 /// EXPLAIN's plan of a one-statement text, on one line. Planned again here (only for a
 /// statement that was slow, so the hot path never pays for it).
 fn plan_of(session: &Session, sql: &str) -> String {
-    let statements = match crate::parse::parse(sql) {
+    let statements = match crate::parse::parse_as(sql, session.syntax()) {
         Ok(s) if s.len() == 1 => s,
         Ok(_) => return "(not shown for a text of several statements)".into(),
         Err(_) => return "(none)".into(),

@@ -61,6 +61,8 @@ pub(crate) enum Planned {
 #[derive(Debug)]
 struct Prepared {
     sql: String,
+    /// How `sql` was parsed: a re-plan parses it so again, whatever `sql_mode` is now.
+    syntax: crate::syntax_mode::Syntax,
     planned: Arc<Planned>,
     generation: u64,
     params: usize,
@@ -473,7 +475,8 @@ impl Session {
             let (name, source) = prepare?;
             return self.sql_prepare(&name, &source, sink);
         }
-        let statements = crate::parse::parse(sql)?;
+        let syntax = self.syntax();
+        let statements = crate::parse::parse_as(sql, syntax)?;
         if statements.is_empty() {
             return Err(SqlError::new(1065, "42000", "Query was empty"));
         }
@@ -486,7 +489,7 @@ impl Session {
                 let planned = s.plan(stmt)?;
                 // Parsed again only for a rerun, so the common path keeps no copy.
                 s.run_rebinding(&planned, &[], sink, |s| {
-                    let stmt = crate::parse::parse(sql)?.swap_remove(i);
+                    let stmt = crate::parse::parse_as(sql, syntax)?.swap_remove(i);
                     s.plan(stmt).map(Arc::new)
                 })
             })?;
@@ -501,7 +504,8 @@ impl Session {
     }
 
     fn prepare_text(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
-        let mut statements = crate::parse::parse(&crate::placeholders::number(sql))?;
+        let syntax = self.syntax();
+        let mut statements = crate::parse::parse_as(&crate::placeholders::number(sql), syntax)?;
         if statements.len() != 1 {
             return Err(SqlError::new(
                 1064,
@@ -544,6 +548,7 @@ impl Session {
             id,
             Prepared {
                 sql: sql.to_string(),
+                syntax,
                 planned: Arc::new(planned),
                 generation: self.instance.generation(),
                 params,
@@ -608,12 +613,10 @@ impl Session {
     /// Plans prepared statement `id` again from its text, against the catalog of DDL
     /// generation `generation`, and keeps the new plan.
     fn replan_prepared(&mut self, id: u32, generation: u64) -> Result<Arc<Planned>, SqlError> {
-        let sql = self
-            .prepared
-            .get(&id)
-            .map(|p| p.sql.clone())
-            .unwrap_or_default();
-        let mut statements = crate::parse::parse(&crate::placeholders::number(&sql))?;
+        let Some((sql, syntax)) = self.prepared.get(&id).map(|p| (p.sql.clone(), p.syntax)) else {
+            return Err(SqlError::unknown_prepared(id));
+        };
+        let mut statements = crate::parse::parse_as(&crate::placeholders::number(&sql), syntax)?;
         if statements.is_empty() {
             return Err(SqlError::unknown_prepared(id));
         }
@@ -649,6 +652,11 @@ impl Session {
         self.state.database = Some(name.to_string());
         self.process().set_db(Some(name));
         Ok(())
+    }
+
+    /// How this session's `sql_mode` parses statement text (syntax_mode.rs).
+    pub(crate) fn syntax(&self) -> crate::syntax_mode::Syntax {
+        crate::syntax_mode::Syntax::of(self.state.sql_mode)
     }
 
     pub fn current_database(&self) -> Option<&str> {

@@ -73,6 +73,7 @@ impl SqlMode {
     pub const NO_ZERO_DATE: u64 = 1 << 24;
     pub const ERROR_FOR_DIVISION_BY_ZERO: u64 = 1 << 26;
     pub const TRADITIONAL: u64 = 1 << 27;
+    pub const HIGH_NOT_PRECEDENCE: u64 = 1 << 29;
     pub const NO_ENGINE_SUBSTITUTION: u64 = 1 << 30;
 
     /// What ANSI stands for (rule 4).

@@ -276,3 +276,13 @@ fn plan_stats() {
 fn json_table() {
     common::run_file("json_table");
 }
+
+#[test]
+fn syntax_modes() {
+    common::run_file("syntax_modes");
+}
+
+#[test]
+fn bit_bytes() {
+    common::run_file("bit_bytes");
+}

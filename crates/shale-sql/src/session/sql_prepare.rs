@@ -125,7 +125,7 @@ impl Session {
                 other => crate::value::display(&other),
             },
         };
-        let statements = crate::parse::parse(&text)?;
+        let statements = crate::parse::parse_as(&text, self.syntax())?;
         if statements.iter().any(|s| {
             matches!(
                 s,

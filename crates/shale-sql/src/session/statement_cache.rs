@@ -438,7 +438,8 @@ impl Session {
         sql_mode: crate::sql_mode::SqlMode,
     ) -> Result<Arc<Planned>, SqlError> {
         let generation = self.instance.generation();
-        let mut statements = crate::parse::parse(text)?;
+        let syntax = crate::syntax_mode::Syntax::of(sql_mode);
+        let mut statements = crate::parse::parse_as(text, syntax)?;
         if statements.len() != 1 {
             return Err(SqlError::syntax(text, 1));
         }
