@@ -176,6 +176,8 @@ pub(crate) struct BindContext<'a> {
     pub user: &'a str,
     /// Every table name the binder resolved, found or not (privilege.rs checks them).
     pub touched: &'a std::cell::RefCell<Vec<(String, String)>>,
+    /// The collation string literals take (coercibility.rs); empty for the server default.
+    pub collation_connection: &'a str,
 }
 
 /// Binder state for one statement.
@@ -538,7 +540,11 @@ impl<'a> Binder<'a> {
                 let (x, tx) = self.expr(expr)?;
                 let (lo, tl) = self.expr(low)?;
                 let (hi, th) = self.expr(high)?;
-                let collation = pick_collation(&[&tx, &tl, &th]);
+                let collation = crate::coercibility::for_comparison(
+                    self,
+                    &[(expr, &tx), (low, &tl), (high, &th)],
+                    "between",
+                )?;
                 (
                     Expr::Between {
                         expr: x.boxed(),
@@ -567,13 +573,17 @@ impl<'a> Binder<'a> {
                     items.push(i);
                     types.push(t);
                 }
-                let refs: Vec<&SqlType> = types.iter().collect();
+                let operands: Vec<(&ast::Expr, &SqlType)> = std::iter::once(expr.as_ref())
+                    .chain(list.iter())
+                    .zip(types.iter())
+                    .collect();
+                let collation = crate::coercibility::for_comparison(self, &operands, "in")?;
                 (
                     Expr::InList {
                         expr: x.boxed(),
                         list: items,
                         negated: *negated,
-                        collation: pick_collation(&refs),
+                        collation,
                     },
                     bool_type(),
                 )
@@ -636,7 +646,11 @@ impl<'a> Binder<'a> {
                         pattern: p.boxed(),
                         negated: *negated,
                         escape,
-                        collation: pick_collation(&[&tx, &tp]),
+                        collation: crate::coercibility::for_comparison(
+                            self,
+                            &[(expr, &tx), (pattern, &tp)],
+                            "like",
+                        )?,
                     },
                     bool_type(),
                 )
@@ -685,6 +699,9 @@ impl<'a> Binder<'a> {
                 )
             }
             ast::Expr::Function(f) => self.function(f)?,
+            ast::Expr::Collate { expr, collation } => {
+                crate::coercibility::bind_collate(self, expr, collation)?
+            }
             other => return crate::builtin::bind_special(self, other),
         })
     }
@@ -784,15 +801,19 @@ impl<'a> Binder<'a> {
         }
         let (l, tl) = self.expr(left)?;
         let (r, tr) = self.expr(right)?;
-        let cmp = |op: CmpOp| {
+        let cmp = |op: CmpOp| -> Result<(Expr, SqlType), SqlError> {
             if let Some(json) = crate::json_bind::bind_compare(op, (&l, &tl), (&r, &tr)) {
-                return json;
+                return Ok(json);
             }
-            let collation = pick_collation(&[&tl, &tr]);
-            (
+            let collation = crate::coercibility::for_comparison(
+                self,
+                &[(left, &tl), (right, &tr)],
+                crate::coercibility::cmp_name(op),
+            )?;
+            Ok((
                 Expr::Cmp(op, l.clone().boxed(), r.clone().boxed(), collation),
                 bool_type(),
-            )
+            ))
         };
         let arith = |op: ArithOp| {
             let (l, tl) = crate::json_bind::arith_operand(l.clone(), tl.clone());
@@ -814,13 +835,13 @@ impl<'a> Binder<'a> {
             (Expr::Arith(op, l.clone().boxed(), r.clone().boxed()), t)
         };
         Ok(match op {
-            B::Eq => cmp(CmpOp::Eq),
-            B::Spaceship => cmp(CmpOp::NullSafeEq),
-            B::NotEq => cmp(CmpOp::Ne),
-            B::Lt => cmp(CmpOp::Lt),
-            B::LtEq => cmp(CmpOp::Le),
-            B::Gt => cmp(CmpOp::Gt),
-            B::GtEq => cmp(CmpOp::Ge),
+            B::Eq => cmp(CmpOp::Eq)?,
+            B::Spaceship => cmp(CmpOp::NullSafeEq)?,
+            B::NotEq => cmp(CmpOp::Ne)?,
+            B::Lt => cmp(CmpOp::Lt)?,
+            B::LtEq => cmp(CmpOp::Le)?,
+            B::Gt => cmp(CmpOp::Gt)?,
+            B::GtEq => cmp(CmpOp::Ge)?,
             B::And => (Expr::And(l.boxed(), r.boxed()), bool_type()),
             B::Or => (Expr::Or(l.boxed(), r.boxed()), bool_type()),
             B::Xor => (Expr::Xor(l.boxed(), r.boxed()), bool_type()),

@@ -171,6 +171,7 @@ fn bind_expression(
         variable: &variable,
         user: "",
         touched: &touched,
+        collation_connection: "",
     };
     let mut binder = Binder::new(&ctx);
     binder.clause = "generated column function";

@@ -45,6 +45,7 @@ mod calendar_funcs;
 mod cast;
 mod charset;
 mod check_table;
+mod coercibility;
 mod compress_funcs;
 mod date_format;
 mod datetime_funcs;

@@ -743,6 +743,7 @@ impl Session {
             variable: &variable,
             user: &self.state.user,
             touched,
+            collation_connection: self.collation_connection(),
         };
         f(&mut Binder::new(&ctx))
     }
@@ -1587,6 +1588,7 @@ impl Session {
                     variable: &variable,
                     user: &self.state.user,
                     touched: &touched,
+                    collation_connection: self.collation_connection(),
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {
@@ -1668,6 +1670,10 @@ impl Session {
                 self.state.vars.insert(lower, v);
             }
             "sql_mode" => self.state.sql_mode = crate::sql_mode::SqlMode::parse(&v)?,
+            "character_set_client"
+            | "character_set_connection"
+            | "character_set_results"
+            | "collation_connection" => self.set_names_variable(&lower, &v)?,
             "time_zone" => {
                 if let Some(txn) = self.txn.as_mut() {
                     crate::timestamp::set_txn_zone(txn, &v)?;

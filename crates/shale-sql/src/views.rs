@@ -132,6 +132,8 @@ impl Binder<'_> {
                 ViewSecurity::Invoker => self.ctx.touched,
                 ViewSecurity::Definer => &unchecked,
             },
+            // A view's literals keep the collation of the session that created it (MySQL).
+            collation_connection: &def.collation_connection,
         };
         let mut sub = Binder::new(&ctx);
         sub.params = self.params;
@@ -351,6 +353,7 @@ fn check_query(
         variable: &variable,
         user: &session.state().user,
         touched: &touched,
+        collation_connection: session.collation_connection(),
     };
     let mut binder = Binder::new(&ctx);
     binder.views.push((db.to_string(), name.to_string()));
@@ -587,6 +590,7 @@ fn shape_of(
         variable,
         user,
         touched: &touched,
+        collation_connection: &def.collation_connection,
     };
     let view = Binder::new(&ctx)
         .expand_view(&object)?

@@ -266,3 +266,8 @@ fn sql_mode() {
 fn bit_ops() {
     common::run_file("bit_ops");
 }
+
+#[test]
+fn collations() {
+    common::run_file("collations");
+}
