@@ -245,9 +245,9 @@ fn quoted_run(bytes: &[u8], start: usize, mode: TextMode) -> Option<(Vec<u8>, us
             Some(b'"') if !mode.ansi_quotes => {}
             _ => return Some((value, end)),
         }
-        let (more, more_end) = string_literal(bytes, next, mode)?;
-        value.extend_from_slice(&more);
-        end = more_end;
+        let (joined, joined_end) = string_literal(bytes, next, mode)?;
+        value.extend_from_slice(&joined);
+        end = joined_end;
     }
 }
 
