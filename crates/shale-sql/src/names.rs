@@ -131,6 +131,13 @@ impl Session {
                 self.state_mut().vars.insert(name.to_owned(), Value::Null);
                 return Ok(());
             }
+            Value::Null => {
+                return Err(SqlError::new(
+                    1231,
+                    "42000",
+                    format!("Variable '{name}' can't be set to the value of 'NULL'"),
+                ))
+            }
             Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
             other => crate::value::as_text(other).unwrap_or_default(),
         };
