@@ -1,6 +1,6 @@
 //! A multi-statement text that changes the connection's character sets: each statement is
 //! read in the character sets in force when it starts, as MySQL reads it (shale-server's
-//! split.rs and command.rs), compared with MariaDB's answers. PyMySQL sends one COM_QUERY of
+//! split.rs and command.rs), compared with MariaDB's answers. PyMySQL sends one `COM_QUERY` of
 //! raw bytes (`SET NAMES latin1; INSERT ... 'caf\xE9'; SET NAMES utf8mb4; ...`); the mariadb
 //! client sends one too under `DELIMITER //`. The collation a `SET NAMES ... COLLATE` in the
 //! same text gives literals, and a failing statement in the middle, are checked the same way.
