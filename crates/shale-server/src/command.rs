@@ -23,7 +23,7 @@ use crate::protocol::{capability, command, errors, status, OkPacket};
 use crate::results::{put_columns, put_end, Output, ResultWriter};
 use crate::results_charset::conversion_target;
 use crate::server::Shared;
-use crate::split::has_several_statements;
+use crate::split::{has_several_statements, statements_changing_charsets};
 use crate::statement_text::{self, TextMode};
 use crate::text::put_column_definition;
 use crate::tls::TlsSession;
@@ -254,6 +254,12 @@ impl CommandHandler {
         match code {
             command::QUIT => return true,
             command::QUERY => {
+                if self.capabilities & capability::MULTI_STATEMENTS != 0 {
+                    if let Some(statements) = statements_changing_charsets(body) {
+                        self.query_each(&statements, output);
+                        return false;
+                    }
+                }
                 let sql = match statement_text::to_utf8(body, self.text_mode()) {
                     Ok(sql) => sql,
                     Err(error) => {
@@ -334,6 +340,32 @@ impl CommandHandler {
             _ => output.err(&errors::unknown_command(code)),
         }
         false
+    }
+
+    /// A multi-statement COM_QUERY that may change the character sets (split.rs): each
+    /// statement is read in `character_set_client` and answered in `character_set_results`
+    /// as they are when it starts, as MySQL does; the first error ends the text.
+    fn query_each(&mut self, statements: &[&[u8]], output: &mut Output) {
+        for (i, text) in statements.iter().enumerate() {
+            let more = i + 1 < statements.len();
+            output.set_results_charset(self.results_target());
+            let sql = match statement_text::to_utf8(text, self.text_mode()) {
+                Ok(sql) => sql,
+                Err(error) => return output.err(&error),
+            };
+            let mut writer = ResultWriter::new(output, self.capabilities, false);
+            let result = self.session.execute(
+                &sql,
+                &mut MoreResults {
+                    inner: &mut writer,
+                    more,
+                },
+            );
+            if result.is_err() || !more {
+                writer.finish(result, self.status());
+                return;
+            }
+        }
     }
 
     /// COM_STMT_PREPARE -> COM_STMT_PREPARE_OK, parameter definitions, column definitions.
@@ -522,5 +554,40 @@ impl ResultSink for ColumnCapture {
     }
     fn end(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
         Ok(())
+    }
+}
+
+/// Marks a statement's last packet with `SERVER_MORE_RESULTS_EXISTS` when another statement
+/// of the same text follows ([`CommandHandler::query_each`]).
+struct MoreResults<'a, 'o> {
+    inner: &'a mut ResultWriter<'o>,
+    more: bool,
+}
+
+impl MoreResults<'_, '_> {
+    fn mark(&self, status: &StatementStatus) -> StatementStatus {
+        let mut s = status.clone();
+        s.more_results |= self.more;
+        s
+    }
+}
+
+impl ResultSink for MoreResults<'_, '_> {
+    fn ok(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        let status = self.mark(status);
+        self.inner.ok(&status)
+    }
+    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
+        self.inner.columns(columns)
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.inner.row(row)
+    }
+    fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        let status = self.mark(status);
+        self.inner.end(&status)
+    }
+    fn local_infile(&mut self, name: &str) -> Result<Option<Vec<u8>>, SqlError> {
+        self.inner.local_infile(name)
     }
 }

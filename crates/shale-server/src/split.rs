@@ -60,6 +60,62 @@ pub fn has_several_statements(sql: &[u8]) -> bool {
     false
 }
 
+/// The statements of a multi-statement text, when one of them may change how the next ones
+/// are read (`SET NAMES`, `SET CHARACTER SET`, `SET character_set_client`, ...): MySQL reads
+/// each statement of a text in the character sets in force when it starts, so such a text
+/// is converted and run one statement at a time (command.rs). None for a single statement
+/// or a text that names no character set, which runs whole. Pieces are split at top-level
+/// `;` by the same scan as [`has_several_statements`]; a last piece of only whitespace and
+/// comments is dropped. Every character set Shale reads is ASCII-compatible, so the bytes
+/// `;`, quotes and comment marks mean the same before the text is decoded.
+pub fn statements_changing_charsets(sql: &[u8]) -> Option<Vec<&[u8]>> {
+    let lower = sql.to_ascii_lowercase();
+    let names_charset = [
+        &b"names"[..],
+        b"character",
+        b"charset",
+        b"collation_connection",
+    ]
+    .iter()
+    .any(|word| find(&lower, 0, word).is_some());
+    if !names_charset || !has_several_statements(sql) {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < sql.len() {
+        match sql[i] {
+            b'\'' | b'"' | b'`' => match skip_quoted(sql, i) {
+                Some(end) => i = end,
+                None => break,
+            },
+            b'#' => i = skip_line(sql, i),
+            b'-' if sql.get(i + 1) == Some(&b'-')
+                && sql.get(i + 2).is_none_or(u8::is_ascii_whitespace) =>
+            {
+                i = skip_line(sql, i);
+            }
+            b'/' if sql.get(i + 1) == Some(&b'*') => match find(sql, i + 2, b"*/") {
+                Some(end) => i = end + 2,
+                None => break,
+            },
+            b';' => {
+                pieces.push(&sql[start..i]);
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    let rest = &sql[start..];
+    // `x;rest` has a second statement only when `rest` is more than whitespace and comments.
+    if has_several_statements(&[b"x;", rest].concat()) {
+        pieces.push(rest);
+    }
+    Some(pieces)
+}
+
 /// The index after the closing quote of the quoted run starting at `start`.
 fn skip_quoted(sql: &[u8], start: usize) -> Option<usize> {
     let quote = sql[start];
@@ -122,6 +178,34 @@ mod tests {
         ] {
             assert!(!has_several_statements(sql.as_bytes()), "{sql}");
         }
+    }
+
+    #[test]
+    fn texts_that_change_charsets_split_into_statements() {
+        let split = |sql: &str| {
+            statements_changing_charsets(sql.as_bytes()).map(|v| {
+                v.iter()
+                    .map(|p| String::from_utf8_lossy(p).into_owned())
+                    .collect()
+            })
+        };
+        assert_eq!(split("SELECT 1; SELECT 2"), None);
+        assert_eq!(split("SET NAMES latin1"), None);
+        assert_eq!(
+            split("SET NAMES latin1; SELECT 'a;b' -- ;\n; SELECT 2; /* end */ "),
+            Some(vec![
+                "SET NAMES latin1".to_owned(),
+                " SELECT 'a;b' -- ;\n".to_owned(),
+                " SELECT 2".to_owned(),
+            ])
+        );
+        assert_eq!(
+            split("SET character_set_client = latin1;SELECT 1"),
+            Some(vec![
+                "SET character_set_client = latin1".to_owned(),
+                "SELECT 1".to_owned()
+            ])
+        );
     }
 
     #[test]

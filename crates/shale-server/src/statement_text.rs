@@ -11,6 +11,8 @@
 //!   `X'hex'` of the literal's bytes, a binary string as the original is;
 //! - `_cs'...'` and `_cs X'..'`/`_cs 0x..` for the other known character sets become a
 //!   plain `'...'` of the bytes decoded from `cs` (1300 if they are not characters of it);
+//! - quoted strings right after an introduced one are part of it (`_binary'a' 'b'` is
+//!   `X'6162'`), as MySQL's lexer joins them;
 //! - a plain literal whose bytes are not UTF-8, from a utf8mb4 or binary client, becomes
 //!   `X'hex'` too. PyMySQL sends `bytes` parameters so by default (raw, in `'...'`, without
 //!   `_binary` unless `binary_prefix=True`). MySQL takes such a literal's bytes as they are:
@@ -228,6 +230,27 @@ fn string_literal(bytes: &[u8], start: usize, mode: TextMode) -> Option<(Vec<u8>
     None
 }
 
+/// A quoted string starting at `start` and the quoted strings right after it (spaces
+/// between): MySQL reads `_binary'a' 'b'` as one literal, `'ab'`, and the introducer
+/// applies to all of it. Its value and end; None if a string does not end.
+fn quoted_run(bytes: &[u8], start: usize, mode: TextMode) -> Option<(Vec<u8>, usize)> {
+    let (mut value, mut end) = string_literal(bytes, start, mode)?;
+    loop {
+        let next = bytes[end..]
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .map_or(bytes.len(), |n| end + n);
+        match bytes.get(next) {
+            Some(b'\'') => {}
+            Some(b'"') if !mode.ansi_quotes => {}
+            _ => return Some((value, end)),
+        }
+        let (joined, joined_end) = string_literal(bytes, next, mode)?;
+        value.extend_from_slice(&joined);
+        end = joined_end;
+    }
+}
+
 /// The literal after an introducer that ends at `from` (spaces may come between): a quoted
 /// string, `X'hex'` or `0xhex`. Its value and end; None if no literal follows.
 fn introduced_literal(bytes: &[u8], from: usize, mode: TextMode) -> Option<(Vec<u8>, usize)> {
@@ -236,8 +259,8 @@ fn introduced_literal(bytes: &[u8], from: usize, mode: TextMode) -> Option<(Vec<
         .position(|b| !b.is_ascii_whitespace())
         .map_or(bytes.len(), |n| from + n);
     match bytes.get(start)? {
-        b'\'' => string_literal(bytes, start, mode),
-        b'"' if !mode.ansi_quotes => string_literal(bytes, start, mode),
+        b'\'' => quoted_run(bytes, start, mode),
+        b'"' if !mode.ansi_quotes => quoted_run(bytes, start, mode),
         b'x' | b'X' if bytes.get(start + 1) == Some(&b'\'') => {
             let close = bytes[start + 2..].iter().position(|&b| b == b'\'')? + start + 2;
             let digits = &bytes[start + 2..close];
@@ -392,6 +415,19 @@ mod tests {
         // Under ANSI_QUOTES "..." is an identifier.
         let text = read_in(br#"SELECT "_binary'x'""#, Charset::Utf8mb4, "ANSI").unwrap();
         assert_eq!(text, r#"SELECT "_binary'x'""#);
+    }
+
+    #[test]
+    fn adjacent_strings_after_an_introducer_are_one_literal() {
+        assert_eq!(
+            read(b"SELECT _binary'a' 'b'\n\"c\", 1"),
+            "SELECT X'616263', 1"
+        );
+        assert_eq!(read(b"SELECT _latin1'caf' '\xE9'"), "SELECT 'caf\u{e9}'");
+        // A hex literal is not joined with what follows.
+        assert_eq!(read(b"SELECT _binary X'61' AS x"), "SELECT X'61' AS x");
+        // Unterminated: left for the parser.
+        assert_eq!(read(b"SELECT _binary'a' 'b"), "SELECT _binary'a' 'b");
     }
 
     #[test]

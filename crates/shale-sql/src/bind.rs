@@ -182,6 +182,8 @@ pub(crate) struct BindContext<'a> {
     /// The session's index statistics, for the planner (plan_stats.rs); None where a
     /// statement is bound only to be checked (views, generated columns).
     pub statistics: Option<&'a crate::plan_stats::StatsProvider>,
+    /// The collation string literals take (coercibility.rs); empty for the server default.
+    pub collation_connection: &'a str,
 }
 
 /// Binder state for one statement.
@@ -551,7 +553,11 @@ impl<'a> Binder<'a> {
                 let (x, tx) = self.expr(expr)?;
                 let (lo, tl) = self.expr(low)?;
                 let (hi, th) = self.expr(high)?;
-                let collation = pick_collation(&[&tx, &tl, &th]);
+                let collation = crate::coercibility::for_comparison(
+                    self,
+                    &[(expr, &tx), (low, &tl), (high, &th)],
+                    "between",
+                )?;
                 (
                     Expr::Between {
                         expr: x.boxed(),
@@ -580,13 +586,17 @@ impl<'a> Binder<'a> {
                     items.push(i);
                     types.push(t);
                 }
-                let refs: Vec<&SqlType> = types.iter().collect();
+                let operands: Vec<(&ast::Expr, &SqlType)> = std::iter::once(expr.as_ref())
+                    .chain(list.iter())
+                    .zip(types.iter())
+                    .collect();
+                let collation = crate::coercibility::for_comparison(self, &operands, "in")?;
                 (
                     Expr::InList {
                         expr: x.boxed(),
                         list: items,
                         negated: *negated,
-                        collation: pick_collation(&refs),
+                        collation,
                     },
                     bool_type(),
                 )
@@ -649,7 +659,11 @@ impl<'a> Binder<'a> {
                         pattern: p.boxed(),
                         negated: *negated,
                         escape,
-                        collation: pick_collation(&[&tx, &tp]),
+                        collation: crate::coercibility::for_comparison(
+                            self,
+                            &[(expr, &tx), (pattern, &tp)],
+                            "like",
+                        )?,
                     },
                     bool_type(),
                 )
@@ -698,6 +712,9 @@ impl<'a> Binder<'a> {
                 )
             }
             ast::Expr::Function(f) => self.function(f)?,
+            ast::Expr::Collate { expr, collation } => {
+                crate::coercibility::bind_collate(self, expr, collation)?
+            }
             other => return crate::builtin::bind_special(self, other),
         })
     }
@@ -797,15 +814,19 @@ impl<'a> Binder<'a> {
         }
         let (l, tl) = self.expr(left)?;
         let (r, tr) = self.expr(right)?;
-        let cmp = |op: CmpOp| {
+        let cmp = |op: CmpOp| -> Result<(Expr, SqlType), SqlError> {
             if let Some(json) = crate::json_bind::bind_compare(op, (&l, &tl), (&r, &tr)) {
-                return json;
+                return Ok(json);
             }
-            let collation = pick_collation(&[&tl, &tr]);
-            (
+            let collation = crate::coercibility::for_comparison(
+                self,
+                &[(left, &tl), (right, &tr)],
+                crate::coercibility::cmp_name(op),
+            )?;
+            Ok((
                 Expr::Cmp(op, l.clone().boxed(), r.clone().boxed(), collation),
                 bool_type(),
-            )
+            ))
         };
         let arith = |op: ArithOp| {
             let (l, tl) = crate::json_bind::arith_operand(l.clone(), tl.clone());
@@ -827,13 +848,13 @@ impl<'a> Binder<'a> {
             (Expr::Arith(op, l.clone().boxed(), r.clone().boxed()), t)
         };
         Ok(match op {
-            B::Eq => cmp(CmpOp::Eq),
-            B::Spaceship => cmp(CmpOp::NullSafeEq),
-            B::NotEq => cmp(CmpOp::Ne),
-            B::Lt => cmp(CmpOp::Lt),
-            B::LtEq => cmp(CmpOp::Le),
-            B::Gt => cmp(CmpOp::Gt),
-            B::GtEq => cmp(CmpOp::Ge),
+            B::Eq => cmp(CmpOp::Eq)?,
+            B::Spaceship => cmp(CmpOp::NullSafeEq)?,
+            B::NotEq => cmp(CmpOp::Ne)?,
+            B::Lt => cmp(CmpOp::Lt)?,
+            B::LtEq => cmp(CmpOp::Le)?,
+            B::Gt => cmp(CmpOp::Gt)?,
+            B::GtEq => cmp(CmpOp::Ge)?,
             B::And => (Expr::And(l.boxed(), r.boxed()), bool_type()),
             B::Or => (Expr::Or(l.boxed(), r.boxed()), bool_type()),
             B::Xor => (Expr::Xor(l.boxed(), r.boxed()), bool_type()),

@@ -172,6 +172,7 @@ fn bind_expression(
         user: "",
         touched: &touched,
         statistics: None,
+        collation_connection: "",
     };
     let mut binder = Binder::new(&ctx);
     binder.clause = "generated column function";

@@ -47,6 +47,7 @@ mod cast;
 mod charset;
 mod check_table;
 mod column_name;
+mod coercibility;
 mod compress_funcs;
 mod date_format;
 mod datetime_funcs;

@@ -17,14 +17,18 @@ use shale_table::Value;
 use crate::error::SqlError;
 use crate::session::Session;
 
-/// MySQL's collation ids (the handshake's byte), names and character sets, for the
-/// character sets Shale records. The first collation of a character set is its default
+/// MySQL's collation ids (the handshake's byte holds those below 256), names and character
+/// sets, for the character sets Shale records. The first collation of a character set is its default
 /// under `SET NAMES` (MySQL 8's, so utf8mb4 means `utf8mb4_0900_ai_ci`).
-const COLLATIONS: [(u8, &str, &str); 11] = [
+const COLLATIONS: [(u16, &str, &str); 15] = [
     (255, "utf8mb4_0900_ai_ci", "utf8mb4"),
     (45, "utf8mb4_general_ci", "utf8mb4"),
     (46, "utf8mb4_bin", "utf8mb4"),
     (224, "utf8mb4_unicode_ci", "utf8mb4"),
+    (246, "utf8mb4_unicode_520_ci", "utf8mb4"),
+    (278, "utf8mb4_0900_as_cs", "utf8mb4"),
+    (305, "utf8mb4_0900_as_ci", "utf8mb4"),
+    (309, "utf8mb4_0900_bin", "utf8mb4"),
     (33, "utf8mb3_general_ci", "utf8mb3"),
     (83, "utf8mb3_bin", "utf8mb3"),
     (192, "utf8mb3_unicode_ci", "utf8mb3"),
@@ -33,6 +37,14 @@ const COLLATIONS: [(u8, &str, &str); 11] = [
     (11, "ascii_general_ci", "ascii"),
     (63, "binary", "binary"),
 ];
+
+/// The character set a collation MySQL names belongs to, for the collations Shale knows.
+pub(crate) fn charset_of_collation(name: &str) -> Option<&'static str> {
+    COLLATIONS
+        .iter()
+        .find(|(_, known, _)| known.eq_ignore_ascii_case(name))
+        .map(|(_, _, set)| *set)
+}
 
 /// What the session starts with (the server's `character_set_server`/`collation_server`).
 const DEFAULT: (&str, &str) = ("utf8mb4", "utf8mb4_general_ci");
@@ -81,7 +93,10 @@ impl Session {
     /// one of [`COLLATIONS`]; otherwise the session keeps the server's defaults (as MySQL does
     /// for an id it does not know). False if the id was not known.
     pub fn set_client_collation(&mut self, id: u8) -> bool {
-        match COLLATIONS.iter().find(|(known, _, _)| *known == id) {
+        match COLLATIONS
+            .iter()
+            .find(|(known, _, _)| *known == u16::from(id))
+        {
             Some((_, collation, charset)) => {
                 self.record_names(charset, collation);
                 true
@@ -102,6 +117,57 @@ impl Session {
         };
         self.record_names(charset, collation);
         Ok(())
+    }
+
+    /// `SET character_set_client | character_set_connection | character_set_results |
+    /// collation_connection = name`, as MySQL sets them: a collation also sets
+    /// `character_set_connection` to its character set, `character_set_connection` sets
+    /// `collation_connection` to the set's default, and `character_set_results` may be NULL.
+    /// 1115 for an unknown character set, 1273 for an unknown collation.
+    pub(crate) fn set_names_variable(&mut self, name: &str, v: &Value) -> Result<(), SqlError> {
+        let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
+        let wanted = match v {
+            Value::Null if name == "character_set_results" => {
+                self.state_mut().vars.insert(name.to_owned(), Value::Null);
+                return Ok(());
+            }
+            Value::Null => {
+                return Err(SqlError::new(
+                    1231,
+                    "42000",
+                    format!("Variable '{name}' can't be set to the value of 'NULL'"),
+                ))
+            }
+            Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+            other => crate::value::as_text(other).unwrap_or_default(),
+        };
+        let vars = &mut self.state_mut().vars;
+        if name == "collation_connection" {
+            let lower = wanted.to_ascii_lowercase().replace("utf8_", "utf8mb3_");
+            let (_, collation, set) = COLLATIONS
+                .iter()
+                .find(|(_, known, _)| *known == lower)
+                .ok_or_else(|| {
+                    SqlError::new(1273, "HY000", format!("Unknown collation: '{wanted}'"))
+                })?;
+            vars.insert("collation_connection".to_owned(), text(collation));
+            vars.insert("character_set_connection".to_owned(), text(set));
+            return Ok(());
+        }
+        let (set, default) = resolve(&wanted, None)?;
+        vars.insert(name.to_owned(), text(set));
+        if name == "character_set_connection" {
+            vars.insert("collation_connection".to_owned(), text(default));
+        }
+        Ok(())
+    }
+
+    /// The session's `collation_connection` (the collation string literals take).
+    pub(crate) fn collation_connection(&self) -> &str {
+        match self.state().vars.get("collation_connection") {
+            Some(Value::Bytes(b)) => std::str::from_utf8(b).unwrap_or(""),
+            _ => "",
+        }
     }
 
     fn record_names(&mut self, charset: &str, collation: &str) {

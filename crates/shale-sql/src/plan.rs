@@ -34,10 +34,14 @@
 //!    (ANALYZE TABLE, SHOW INDEX: plan_stats.rs), the one with the lowest estimated cost wins
 //!    instead of the longest equality prefix (equal costs go to rule 2's choice). Without statistics
 //!    the plan is a pure function of the definition and the condition.
+//! 9. A comparison in a case-insensitive collation of a column stored in a binary or `_bin`
+//!    one (`b = 'A' COLLATE utf8mb4_general_ci`, coercibility.rs) bounds no access path: the
+//!    index's order would miss the rows that differ in case. (The other way round the index
+//!    gives a superset, which rule 4 filters.)
 
 use std::fmt::Write as _;
 
-use shale_table::{IndexChoice, TableDef};
+use shale_table::{Collation, IndexChoice, TableDef};
 
 use crate::bind::SortKey;
 use crate::expr::{CmpOp, Expr};
@@ -258,11 +262,34 @@ fn branch_intervals(e: &Expr, out: &mut Vec<(usize, Interval)>) -> Option<()> {
     }
 }
 
+/// Rule 9: false when `e` (or a branch of it) compares a column stored in a binary or `_bin`
+/// collation under a case-insensitive one.
+fn collations_fit(table: &TableDef, e: &Expr) -> bool {
+    let fits = |column: &Expr, collation: Collation| match column {
+        Expr::Column(c) if collation == Collation::Utf8mb4GeneralCi => table
+            .columns
+            .get(*c)
+            .is_none_or(|col| crate::types::SqlType::of_column(&col.ty).collation() == collation),
+        _ => true,
+    };
+    match e {
+        Expr::Or(a, b) | Expr::And(a, b) => collations_fit(table, a) && collations_fit(table, b),
+        Expr::Cmp(_, a, b, collation) => fits(a, *collation) && fits(b, *collation),
+        Expr::Between {
+            expr, collation, ..
+        }
+        | Expr::InList {
+            expr, collation, ..
+        } => fits(expr, *collation),
+        _ => true,
+    }
+}
+
 /// Rule 6: the first conjunct that is an OR (or IN list) of intervals on the leading column
 /// of an index, as that index and its intervals.
 fn multi_range(table: &TableDef, parts: &[&Expr]) -> Option<(IndexChoice, Vec<Interval>)> {
     parts.iter().find_map(|p| {
-        if !matches!(p, Expr::Or(..) | Expr::InList { .. }) {
+        if !matches!(p, Expr::Or(..) | Expr::InList { .. }) || !collations_fit(table, p) {
             return None;
         }
         let mut found = Vec::new();
@@ -326,7 +353,10 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>, stats: Option<&Stats
     };
     let mut parts = Vec::new();
     conjuncts(filter, &mut parts);
-    let sargs = sargs(&parts);
+    let sargs: Vec<Sarg<'_>> = sargs(&parts)
+        .into_iter()
+        .filter(|s| collations_fit(table, parts[s.conjunct]))
+        .collect();
     let full_scan = || Plan {
         access: Access::FullScan,
         residual: Some(filter.clone()),
@@ -346,6 +376,7 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>, stats: Option<&Stats
                     negated: false,
                     ..
                 } if matches!(expr.as_ref(), Expr::Column(c) if c == pk_column)
+                    && collations_fit(table, p)
                     && !list.is_empty()
                     && list.len() <= MAX_MULTI_GET
                     && list.iter().all(Expr::is_row_independent) =>

@@ -755,6 +755,7 @@ impl Session {
             user: &self.state.user,
             touched,
             statistics: Some(&self.stats),
+            collation_connection: self.collation_connection(),
         };
         f(&mut Binder::new(&ctx))
     }
@@ -1602,6 +1603,7 @@ impl Session {
                     user: &self.state.user,
                     touched: &touched,
                     statistics: None,
+                    collation_connection: self.collation_connection(),
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {
@@ -1683,6 +1685,10 @@ impl Session {
                 self.state.vars.insert(lower, v);
             }
             "sql_mode" => self.state.sql_mode = crate::sql_mode::SqlMode::parse(&v)?,
+            "character_set_client"
+            | "character_set_connection"
+            | "character_set_results"
+            | "collation_connection" => self.set_names_variable(&lower, &v)?,
             "time_zone" => {
                 if let Some(txn) = self.txn.as_mut() {
                     crate::timestamp::set_txn_zone(txn, &v)?;

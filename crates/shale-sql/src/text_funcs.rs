@@ -22,7 +22,8 @@
 //!    letters, skipping vowels (and H, W, Y) and a code equal to the last one written,
 //!    padded with '0' to 4 characters and never truncated (MySQL's variant); other
 //!    characters are skipped.
-//! 7. CHARSET, COLLATION and COERCIBILITY are fixed by the argument's type while binding.
+//! 7. CHARSET, COLLATION and COERCIBILITY are fixed while binding, from the argument's
+//!    derivation (coercibility.rs).
 
 // Every narrowing cast here follows a range check or clamp on the line before it.
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
@@ -63,10 +64,6 @@ fn int_type() -> SqlType {
         unsigned: false,
         len: 21,
     }
-}
-
-fn literal(s: &str) -> Expr {
-    Expr::Literal(Value::Bytes(s.as_bytes().to_vec()))
 }
 
 /// Names, argument counts and result types; None for a name not of this module.
@@ -138,69 +135,17 @@ fn bind_known(
                 len: 1,
             },
         ),
-        "CHARSET" => return Ok((literal(charset(&first)), str_type(64))),
-        "COLLATION" => return Ok((literal(collation(&first)), str_type(64))),
+        "CHARSET" | "COLLATION" => {
+            let v = crate::coercibility::describe(binder, name, args[0], &first);
+            return Ok((Expr::Literal(v), str_type(64)));
+        }
         "COERCIBILITY" => {
-            let c = coercibility(args[0], &first);
-            return Ok((Expr::Literal(Value::Int(c)), int_type()));
+            let v = crate::coercibility::describe(binder, name, args[0], &first);
+            return Ok((Expr::Literal(v), int_type()));
         }
         _ => unreachable!("bind lists the names"),
     };
     Ok((Expr::Func(Func::Builtin(Builtin::Text(f)), bound), t))
-}
-
-/// Rule 7.
-fn charset(t: &SqlType) -> &'static str {
-    match t {
-        SqlType::Str {
-            collation: Collation::Binary,
-            ..
-        } => "binary",
-        SqlType::Str { .. } | SqlType::Json => "utf8mb4",
-        _ => "binary",
-    }
-}
-
-fn collation(t: &SqlType) -> &'static str {
-    match t {
-        SqlType::Str {
-            collation: Collation::Utf8mb4GeneralCi,
-            ..
-        } => "utf8mb4_general_ci",
-        SqlType::Str {
-            collation: Collation::Utf8mb4Bin,
-            ..
-        }
-        | SqlType::Json => "utf8mb4_bin",
-        _ => "binary",
-    }
-}
-
-/// MySQL's levels: 0 explicit COLLATE, 2 a column, 3 a system constant (USER(), ...),
-/// 4 another string, 5 a number or temporal value, 6 NULL.
-fn coercibility(arg: &ast::Expr, t: &SqlType) -> i64 {
-    match arg {
-        ast::Expr::Collate { .. } => 0,
-        ast::Expr::Nested(inner) => coercibility(inner, t),
-        ast::Expr::Value(v) if matches!(v.value, ast::Value::Null) => 6,
-        _ if !matches!(t, SqlType::Str { .. } | SqlType::Json) => 5,
-        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => 2,
-        ast::Expr::Function(f)
-            if matches!(
-                f.name.to_string().to_ascii_uppercase().as_str(),
-                "USER"
-                    | "CURRENT_USER"
-                    | "SESSION_USER"
-                    | "SYSTEM_USER"
-                    | "DATABASE"
-                    | "SCHEMA"
-                    | "VERSION"
-            ) =>
-        {
-            3
-        }
-        _ => 4,
-    }
 }
 
 fn text(s: String) -> Value {

@@ -133,6 +133,8 @@ impl Binder<'_> {
                 ViewSecurity::Definer => &unchecked,
             },
             statistics: self.ctx.statistics,
+            // A view's literals keep the collation of the session that created it (MySQL).
+            collation_connection: &def.collation_connection,
         };
         let mut sub = Binder::new(&ctx);
         sub.params = self.params;
@@ -353,6 +355,7 @@ fn check_query(
         user: &session.state().user,
         touched: &touched,
         statistics: None,
+        collation_connection: session.collation_connection(),
     };
     let mut binder = Binder::new(&ctx);
     binder.views.push((db.to_string(), name.to_string()));
@@ -590,6 +593,7 @@ fn shape_of(
         user,
         touched: &touched,
         statistics: None,
+        collation_connection: &def.collation_connection,
     };
     let view = Binder::new(&ctx)
         .expand_view(&object)?

@@ -286,3 +286,8 @@ fn syntax_modes() {
 fn bit_bytes() {
     common::run_file("bit_bytes");
 }
+
+#[test]
+fn collations() {
+    common::run_file("collations");
+}
