@@ -171,6 +171,7 @@ fn bind_expression(
         variable: &variable,
         user: "",
         touched: &touched,
+        full_group_by: false,
     };
     let mut binder = Binder::new(&ctx);
     binder.clause = "generated column function";

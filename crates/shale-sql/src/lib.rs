@@ -62,6 +62,7 @@ mod func_syntax;
 mod gencol_match;
 mod gencols;
 mod grants;
+mod group_check;
 mod hash_funcs;
 mod inet_funcs;
 mod info_schema;

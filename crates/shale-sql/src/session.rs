@@ -743,6 +743,10 @@ impl Session {
             variable: &variable,
             user: &self.state.user,
             touched,
+            full_group_by: self
+                .state
+                .sql_mode
+                .has(crate::sql_mode::SqlMode::ONLY_FULL_GROUP_BY),
         };
         f(&mut Binder::new(&ctx))
     }
@@ -1587,6 +1591,7 @@ impl Session {
                     variable: &variable,
                     user: &self.state.user,
                     touched: &touched,
+                    full_group_by: false,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {

@@ -132,6 +132,8 @@ impl Binder<'_> {
                 ViewSecurity::Invoker => self.ctx.touched,
                 ViewSecurity::Definer => &unchecked,
             },
+            // A view's query was checked when the view was created (CREATE VIEW below).
+            full_group_by: false,
         };
         let mut sub = Binder::new(&ctx);
         sub.params = self.params;
@@ -351,6 +353,10 @@ fn check_query(
         variable: &variable,
         user: &session.state().user,
         touched: &touched,
+        full_group_by: session
+            .state()
+            .sql_mode
+            .has(crate::sql_mode::SqlMode::ONLY_FULL_GROUP_BY),
     };
     let mut binder = Binder::new(&ctx);
     binder.views.push((db.to_string(), name.to_string()));
@@ -587,6 +593,7 @@ fn shape_of(
         variable,
         user,
         touched: &touched,
+        full_group_by: false,
     };
     let view = Binder::new(&ctx)
         .expand_view(&object)?

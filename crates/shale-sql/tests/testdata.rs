@@ -266,3 +266,8 @@ fn sql_mode() {
 fn bit_ops() {
     common::run_file("bit_ops");
 }
+
+#[test]
+fn full_group_by() {
+    common::run_file("full_group_by");
+}
