@@ -1,7 +1,7 @@
 //! `sql_mode` through a real client against `shale serve`: PyMySQL sees the normalised mode,
 //! error 1231 for an unknown one, and, outside strict mode, INSERT and UPDATE storing clipped
 //! values with the warning count in the OK packet and the warnings in SHOW WARNINGS, and
-//! ONLY_FULL_GROUP_BY's 1055 and 1140.
+//! `ONLY_FULL_GROUP_BY`'s 1055 and 1140.
 //!
 //! A test whose client is missing prints SKIPPED and passes, except under CI=true.
 
