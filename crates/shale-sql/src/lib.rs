@@ -75,6 +75,7 @@ mod json_bind;
 mod json_extra;
 mod json_funcs;
 mod json_path;
+mod last_counts;
 mod lenient_store;
 mod list_funcs;
 mod load_data;

@@ -271,3 +271,8 @@ fn bit_ops() {
 fn full_group_by() {
     common::run_file("full_group_by");
 }
+
+#[test]
+fn last_counts() {
+    common::run_file("last_counts");
+}
