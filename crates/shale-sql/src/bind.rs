@@ -6,7 +6,8 @@
 //!    `db.t.c`, where `t` is the table's name or alias. Unknown names fail with 1054.
 //! 2. Aggregates (COUNT, SUM, AVG, MIN, MAX) are collected into [`AggSpec`]s; after grouping,
 //!    a row is the group's first row followed by one value per aggregate, so a column outside
-//!    GROUP BY reads the first row's value (MySQL without ONLY_FULL_GROUP_BY).
+//!    GROUP BY reads the first row's value (MySQL without ONLY_FULL_GROUP_BY; with it,
+//!    group_check.rs refuses such a SELECT).
 //! 3. ORDER BY names a select alias, a position (`ORDER BY 2`) or an expression over the row.
 //! 4. `?` placeholders are numbered in text order.
 
@@ -184,6 +185,8 @@ pub(crate) struct BindContext<'a> {
     pub statistics: Option<&'a crate::plan_stats::StatsProvider>,
     /// The collation string literals take (coercibility.rs); empty for the server default.
     pub collation_connection: &'a str,
+    /// Whether grouped SELECTs are checked for ONLY_FULL_GROUP_BY (group_check.rs).
+    pub full_group_by: bool,
 }
 
 /// Binder state for one statement.
@@ -1390,6 +1393,15 @@ impl<'a> Binder<'a> {
             Some(ast::LockType::Update) => LockMode::Exclusive,
         };
         let grouped = !aggs.is_empty() || !group_by.is_empty();
+        if grouped && self.ctx.full_group_by {
+            self.check_full_group_by(&crate::group_check::GroupedSelect {
+                group_by: &group_by,
+                filter: filter.as_ref(),
+                projection: &projection,
+                having: having.as_ref(),
+                order_by: &order_by,
+            })?;
+        }
         if !grouped && having.is_some() && self.table.is_none() && self.scope.is_none() {
             return Err(SqlError::unsupported("HAVING without a table"));
         }

@@ -173,6 +173,7 @@ fn bind_expression(
         touched: &touched,
         statistics: None,
         collation_connection: "",
+        full_group_by: false,
     };
     let mut binder = Binder::new(&ctx);
     binder.clause = "generated column function";

@@ -104,6 +104,8 @@ pub(crate) struct State {
     pub instance: std::sync::Weak<Instance>,
     /// `@@sql_mode`, parsed when set (sql_mode.rs rule 1).
     pub sql_mode: crate::sql_mode::SqlMode,
+    /// `@@warning_count` / `@@error_count` (last_counts.rs).
+    pub last_counts: crate::last_counts::LastCounts,
 }
 
 pub(crate) struct RunEnv<'a> {
@@ -195,7 +197,8 @@ impl State {
                     .to_vec(),
             ),
             "last_insert_id" | "identity" => Value::UInt(self.last_insert_id),
-            "warning_count" => Value::Int(self.warnings.len() as i64),
+            "warning_count" => self.last_counts.warning_count(),
+            "error_count" => self.last_counts.error_count(),
             "sql_mode" => self.sql_mode.value(),
             _ if crate::engine_settings::is_engine_variable(name) => {
                 self.variable(&format!("global.{name}"))
@@ -317,6 +320,7 @@ impl Session {
                 account: None,
                 instance: weak_instance,
                 sql_mode,
+                last_counts: crate::last_counts::LastCounts::default(),
             },
             txn: None,
             began: false,
@@ -428,7 +432,10 @@ impl Session {
     pub fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         self.process().begin("Query", sql)?;
         crate::querylog::general(self, "Query", sql);
+        let warnings = self.state.warnings.len();
+        self.state.last_counts.statement_starts(warnings);
         let result = on_big_stack(sql, || self.execute_text(sql, sink));
+        self.state.last_counts.statement_ended(result.is_err());
         self.process().end(self.state.database.as_deref());
         result
     }
@@ -576,9 +583,12 @@ impl Session {
         self.process().begin("Execute", &sql)?;
         crate::querylog::general(self, "Execute", &sql);
         crate::status::count(self, crate::status::Counter::ComStmtExecute, 1);
+        let warnings = self.state.warnings.len();
+        self.state.last_counts.statement_starts(warnings);
         let result = crate::ops::observe(self, counter, &sql, sink, |s, sink| {
             s.execute_prepared_observed(id, params, sink)
         });
+        self.state.last_counts.statement_ended(result.is_err());
         self.process().end(self.state.database.as_deref());
         result
     }
@@ -756,6 +766,10 @@ impl Session {
             touched,
             statistics: Some(&self.stats),
             collation_connection: self.collation_connection(),
+            full_group_by: self
+                .state
+                .sql_mode
+                .has(crate::sql_mode::SqlMode::ONLY_FULL_GROUP_BY),
         };
         f(&mut Binder::new(&ctx))
     }
@@ -1604,6 +1618,7 @@ impl Session {
                     touched: &touched,
                     statistics: None,
                     collation_connection: self.collation_connection(),
+                    full_group_by: false,
                 };
                 let (e, _) = Binder::new(&ctx).expr(other)?;
                 let env = RunEnv {

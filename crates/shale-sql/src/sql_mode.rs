@@ -90,10 +90,10 @@ impl SqlMode {
         | Self::ERROR_FOR_DIVISION_BY_ZERO
         | Self::NO_ENGINE_SUBSTITUTION;
 
-    /// Shale's default: MySQL 8's default without ONLY_FULL_GROUP_BY, which Shale does not
-    /// check yet (docs/sql.md, "SQL modes").
+    /// Shale's default: MySQL 8's (docs/sql.md, "SQL modes").
     pub const DEFAULT: SqlMode = SqlMode(
-        Self::STRICT_TRANS_TABLES
+        Self::ONLY_FULL_GROUP_BY
+            | Self::STRICT_TRANS_TABLES
             | Self::NO_ZERO_IN_DATE
             | Self::NO_ZERO_DATE
             | Self::ERROR_FOR_DIVISION_BY_ZERO
@@ -246,15 +246,14 @@ mod tests {
 
     #[test]
     fn mysql8_default_bits() {
-        // MySQL 8's default mode is 1168113696 as a number; Shale's leaves out
-        // ONLY_FULL_GROUP_BY (32).
+        // MySQL 8's default mode is 1168113696 as a number, and Shale's is the same.
         let mysql = SqlMode::parse(&text(
             "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,\
              ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION",
         ))
         .unwrap();
         assert_eq!(mysql.bits(), 1_168_113_696);
-        assert_eq!(SqlMode::DEFAULT.bits(), 1_168_113_696 - 32);
+        assert_eq!(SqlMode::DEFAULT, mysql);
         assert_eq!(SqlMode::parse(&Value::Int(1_168_113_696)).unwrap(), mysql);
         assert!(SqlMode::DEFAULT.strict());
         assert!(!SqlMode::parse(&text("")).unwrap().strict());

@@ -50,6 +50,8 @@ pub(crate) enum TextFunc {
     Conv,
     Soundex,
     IsNull,
+    /// ANY_VALUE(x): x, exempt from ONLY_FULL_GROUP_BY (group_check.rs rule 1).
+    AnyValue,
 }
 
 fn str_type(len: u32) -> SqlType {
@@ -73,9 +75,16 @@ pub(crate) fn bind(
     args: &[&ast::Expr],
 ) -> Option<Result<(Expr, SqlType), SqlError>> {
     let (min, max) = match name {
-        // ANY_VALUE(x) is x: GROUP BY already lets a column outside it read the group's
-        // first row (docs/sql.md), which is what ANY_VALUE asks for.
-        "ANY_VALUE" if args.len() == 1 => return Some(binder.expr(args[0])),
+        // ANY_VALUE(x) reads x of the group's first row, as a column outside GROUP BY does;
+        // the call stays in the bound expression so ONLY_FULL_GROUP_BY can exempt it.
+        "ANY_VALUE" if args.len() == 1 => {
+            return Some(binder.expr(args[0]).map(|(e, t)| {
+                (
+                    Expr::Func(Func::Builtin(Builtin::Text(TextFunc::AnyValue)), vec![e]),
+                    t,
+                )
+            }))
+        }
         "FORMAT" => (2, 3),
         "INSERT" => (4, 4),
         "CHAR" => (1, usize::MAX),
@@ -167,6 +176,7 @@ pub(crate) fn eval(f: TextFunc, args: &[Value]) -> Value {
         TextFunc::Conv => conv(arg(0), arg(1), arg(2)),
         TextFunc::Soundex => as_bytes(arg(0)).map_or(Value::Null, |b| text(soundex(&b))),
         TextFunc::IsNull => Value::Int(i64::from(matches!(arg(0), Value::Null))),
+        TextFunc::AnyValue => arg(0).clone(),
     }
 }
 

@@ -135,6 +135,8 @@ impl Binder<'_> {
             statistics: self.ctx.statistics,
             // A view's literals keep the collation of the session that created it (MySQL).
             collation_connection: &def.collation_connection,
+            // A view's query was checked when the view was created (CREATE VIEW below).
+            full_group_by: false,
         };
         let mut sub = Binder::new(&ctx);
         sub.params = self.params;
@@ -356,6 +358,10 @@ fn check_query(
         touched: &touched,
         statistics: None,
         collation_connection: session.collation_connection(),
+        full_group_by: session
+            .state()
+            .sql_mode
+            .has(crate::sql_mode::SqlMode::ONLY_FULL_GROUP_BY),
     };
     let mut binder = Binder::new(&ctx);
     binder.views.push((db.to_string(), name.to_string()));
@@ -594,6 +600,7 @@ fn shape_of(
         touched: &touched,
         statistics: None,
         collation_connection: &def.collation_connection,
+        full_group_by: false,
     };
     let view = Binder::new(&ctx)
         .expand_view(&object)?

@@ -291,3 +291,13 @@ fn bit_bytes() {
 fn collations() {
     common::run_file("collations");
 }
+
+#[test]
+fn full_group_by() {
+    common::run_file("full_group_by");
+}
+
+#[test]
+fn last_counts() {
+    common::run_file("last_counts");
+}
