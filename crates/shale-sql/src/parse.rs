@@ -25,6 +25,9 @@
 //!    sqlparser does not parse, is parsed without the clause, which becomes the view option
 //!    `check_option = 'LOCAL' | 'CASCADED'` (views.rs rule 3). Only when the text fails to
 //!    parse as it is, so no other statement pays for it.
+//! 10. UPDATE's comma-separated table list (`UPDATE t1, t2 SET ...`), which sqlparser does
+//!     not parse, has its commas read as `CROSS JOIN` (update_tables.rs). Also only when the
+//!     text fails to parse as it is.
 
 use sqlparser::ast::Statement;
 
@@ -46,7 +49,14 @@ pub(crate) fn parse_as(sql: &str, syntax: Syntax) -> Result<Vec<Statement>, SqlE
     parse_statements(&text, syntax).or_else(|e| {
         // Rule 9: a view's WITH CHECK OPTION, which sqlparser does not parse.
         let again = |t: &str| parse_statements(t, syntax).ok();
-        crate::views::parse_with_check_option(&text, again).ok_or_else(|| syntax_error(&text, &e))
+        // Rule 10: UPDATE's comma-separated table list.
+        let comma_update = || {
+            crate::update_tables::comma_tables_as_joins(&text)
+                .and_then(|t| parse_statements(&t, syntax).ok())
+        };
+        crate::views::parse_with_check_option(&text, again)
+            .or_else(comma_update)
+            .ok_or_else(|| syntax_error(&text, &e))
     })
 }
 

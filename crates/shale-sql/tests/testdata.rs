@@ -301,3 +301,8 @@ fn full_group_by() {
 fn last_counts() {
     common::run_file("last_counts");
 }
+
+#[test]
+fn update_comma() {
+    common::run_file("update_comma");
+}
