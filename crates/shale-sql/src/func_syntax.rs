@@ -35,8 +35,9 @@ pub(crate) fn printed_name(text: String) -> String {
     }
 }
 
-/// The end (exclusive) of a quoted text starting at `i`.
-fn skip_quoted(b: &[u8], mut i: usize) -> usize {
+/// The end (exclusive) of a quoted text starting at `i` (the text's length when it is not
+/// closed).
+pub(crate) fn skip_quoted(b: &[u8], mut i: usize) -> usize {
     let q = b[i];
     i += 1;
     while i < b.len() && b[i] != q {

@@ -601,15 +601,7 @@ pub(crate) fn render_named(e: &Expr, name: &dyn Fn(usize) -> String) -> String {
         Expr::SysVar(v) => format!("@@{v}"),
         Expr::UserVar(v) => format!("@{v}"),
         Expr::Cmp(op, a, b, _) => {
-            let sym = match op {
-                CmpOp::Eq => "=",
-                CmpOp::NullSafeEq => "<=>",
-                CmpOp::Ne => "<>",
-                CmpOp::Lt => "<",
-                CmpOp::Le => "<=",
-                CmpOp::Gt => ">",
-                CmpOp::Ge => ">=",
-            };
+            let sym = crate::coercibility::cmp_name(*op);
             format!(
                 "{} {sym} {}",
                 render_named(a, table),

@@ -14,6 +14,8 @@
 //!    same for inner and outer joins (the cross product is associative with them), and the
 //!    only difference is that `c` may name `t1`, which MySQL refuses with 1054.
 
+use crate::func_syntax::skip_quoted;
+
 /// The text with its UPDATE table list's commas made `CROSS JOIN` (rule 2); `None` when the
 /// text is not such an UPDATE.
 pub(crate) fn comma_tables_as_joins(sql: &str) -> Option<String> {
@@ -29,16 +31,7 @@ pub(crate) fn comma_tables_as_joins(sql: &str) -> Option<String> {
     let set_at = loop {
         let b = *bytes.get(i)?;
         match b {
-            b'\'' | b'"' | b'`' => {
-                i += 1;
-                while *bytes.get(i)? != b {
-                    if bytes[i] == b'\\' && b != b'`' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-            }
+            b'\'' | b'"' | b'`' => i = skip_quoted(bytes, i),
             b'#' | b';' => return None,
             b'-' if bytes.get(i + 1) == Some(&b'-') => return None,
             b'/' if bytes.get(i + 1) == Some(&b'*') => return None,
@@ -96,16 +89,7 @@ fn has_statement_end(text: &str) -> bool {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            q @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != q {
-                    if bytes[i] == b'\\' && q != b'`' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-            }
+            b'\'' | b'"' | b'`' => i = skip_quoted(bytes, i),
             b';' => return !text[i + 1..].trim().trim_matches(';').trim().is_empty(),
             _ => i += 1,
         }
