@@ -633,11 +633,12 @@ pub(crate) fn create_like(
     sink.ok(&session.status())
 }
 
-/// Collects a statement's result set (CREATE TABLE ... SELECT reads its query through it).
+/// Collects a statement's result set (CREATE TABLE ... SELECT reads its query through it, and
+/// SET a variable's value from a subquery).
 #[derive(Default)]
-struct Collected {
-    columns: Vec<crate::result::ColumnMeta>,
-    rows: Vec<Vec<Value>>,
+pub(crate) struct Collected {
+    pub(crate) columns: Vec<crate::result::ColumnMeta>,
+    pub(crate) rows: Vec<Vec<Value>>,
 }
 
 impl ResultSink for Collected {

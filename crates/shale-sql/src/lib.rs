@@ -102,6 +102,7 @@ mod result;
 mod row_compare;
 mod row_counts;
 mod session;
+mod set_assign;
 mod set_ops;
 mod set_type;
 mod settings;

@@ -28,6 +28,9 @@
 //! 10. UPDATE's comma-separated table list (`UPDATE t1, t2 SET ...`), which sqlparser does
 //!     not parse, has its commas read as `CROSS JOIN` (update_tables.rs). Also only when the
 //!     text fails to parse as it is.
+//! 11. `:=` as SET's assignment operator (`SET @n := 5`), which sqlparser does not parse
+//!     there, is read as `=` where it assigns (set_assign.rs). Also only when the text fails
+//!     to parse as it is.
 
 use sqlparser::ast::Statement;
 
@@ -54,8 +57,14 @@ pub(crate) fn parse_as(sql: &str, syntax: Syntax) -> Result<Vec<Statement>, SqlE
             crate::update_tables::comma_tables_as_joins(&text)
                 .and_then(|t| parse_statements(&t, syntax).ok())
         };
+        // Rule 11: SET's `:=`.
+        let set_assign = || {
+            crate::set_assign::colon_equals_as_equals(&text)
+                .and_then(|t| parse_statements(&t, syntax).ok())
+        };
         crate::views::parse_with_check_option(&text, again)
             .or_else(comma_update)
+            .or_else(set_assign)
             .ok_or_else(|| syntax_error(&text, &e))
     })
 }

@@ -1579,6 +1579,20 @@ impl Session {
         }
     }
 
+    /// `SET @x = (SELECT ...)`: the value of an expression holding a subquery, read by running
+    /// `SELECT expr` in this session (its transaction, privileges and errors: 1242 for a
+    /// subquery of several rows).
+    fn value_of_query(&mut self, e: &ast::Expr) -> Result<Value, SqlError> {
+        let mut result = crate::alter::Collected::default();
+        self.execute_text(&format!("SELECT {e}"), &mut result)?;
+        Ok(result
+            .rows
+            .into_iter()
+            .next()
+            .and_then(|row| row.into_iter().next())
+            .unwrap_or(Value::Null))
+    }
+
     fn assign(&mut self, name: &str, values: &[ast::Expr], global: bool) -> Result<(), SqlError> {
         let user = name.starts_with('@') && !name.starts_with("@@");
         let lower = name.trim_start_matches('@').to_ascii_lowercase();
@@ -1606,6 +1620,7 @@ impl Session {
                     text_value(&id.value)
                 }
             }
+            other if holds_subquery(other) => self.value_of_query(other)?,
             other => {
                 let catalog = shale_table::Catalog::default();
                 let variable = |n: &str| self.state.defaults.get(n).cloned();
@@ -1849,4 +1864,18 @@ impl ResultSink for MoreResults<'_> {
             self.inner.end(status)
         }
     }
+}
+
+/// Whether `e` holds a subquery (`SET` evaluates those through a SELECT).
+fn holds_subquery(e: &ast::Expr) -> bool {
+    ast::visit_expressions(e, |x| match x {
+        ast::Expr::Subquery(_)
+        | ast::Expr::Exists { .. }
+        | ast::Expr::In {
+            target: ast::InTarget::Subquery(_),
+            ..
+        } => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
 }

@@ -306,3 +306,8 @@ fn last_counts() {
 fn update_comma() {
     common::run_file("update_comma");
 }
+
+#[test]
+fn set_subquery() {
+    common::run_file("set_subquery");
+}
