@@ -130,6 +130,15 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     )?;
     let names = fs.list(dir)?;
     let version = versions.current();
+    // Invariant 4, early: the Version's tables are opened now, before the WAL replay, so a
+    // writer compacting them away during a long replay cannot fail this attempt (a file
+    // already deleted still starts the open over, invariant 2).
+    let read_mode = crate::direct_io::table_read_mode(&options);
+    let mut pinned_tables = BTreeMap::new();
+    for (_, _, file) in version.all_files() {
+        let path = crate::table_cache::table_file_name(dir, file.number);
+        pinned_tables.insert(file.number, fs.open_read_with(&path, read_mode)?);
+    }
     let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
     let mode = match options.wal_recovery_mode {
         RecoveryMode::AbsoluteConsistency => RecoveryMode::TolerateCorruptedTailRecords,
@@ -194,9 +203,17 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     );
     for (keyspace, _, file) in version.all_files() {
         let extractor = extractors.get(&keyspace).cloned().flatten();
-        inner
-            .table_cache
-            .get(file.number, file.global_seqno, extractor.as_ref())?;
+        match pinned_tables.remove(&file.number) {
+            Some(pinned) => inner.table_cache.get_from(
+                file.number,
+                pinned,
+                file.global_seqno,
+                extractor.as_ref(),
+            )?,
+            None => inner
+                .table_cache
+                .get(file.number, file.global_seqno, extractor.as_ref())?,
+        };
     }
     // Blob files too: an open handle keeps a file the writer deletes readable.
     for number in version.blob_files().keys() {

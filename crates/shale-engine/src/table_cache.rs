@@ -203,6 +203,39 @@ impl TableCache {
         Ok(entry)
     }
 
+    /// [`TableCache::get`], reading the table from `file` (already open) when it is not
+    /// cached: a read-only open pins its tables' files before its long WAL replay, so a
+    /// writer deleting them meanwhile does not fail the open.
+    pub(crate) fn get_from(
+        &self,
+        number: u64,
+        file: Arc<dyn shale_fs::RandomAccessFile>,
+        global_seqno: Option<SeqNo>,
+        prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
+    ) -> Result<Arc<Table>> {
+        if let Some(table) = self.cached(number) {
+            return Ok(table);
+        }
+        let options = TableOpenOptions {
+            prefix_extractor: prefix_extractor.cloned(),
+            global_seqno,
+            ..self.open_options.clone()
+        };
+        let table = Table::open_file(file, &options)?;
+        let mut state = self
+            .shard(number)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.clock += 1;
+        let now = state.clock;
+        Ok(state
+            .tables
+            .entry(number)
+            .or_insert_with(|| (table, now))
+            .0
+            .clone())
+    }
+
     /// The open table for file `number` if it is open, without opening it.
     pub(crate) fn cached(&self, number: u64) -> Option<Arc<Table>> {
         let state = self
