@@ -44,7 +44,7 @@ use crate::options_file::OptionsFile;
 use crate::recovery::{
     build_memtables, check_wals_present, keyspace_options, oldest_needed_wal, read_wals, NUM_LEVELS,
 };
-use crate::version::{manifest_file_name, read_current, VersionSet};
+use crate::version::{manifest_file_name, read_current, Version, VersionSet};
 use crate::wal::format::log_file_name;
 use crate::wal::RecoveryMode;
 
@@ -97,6 +97,24 @@ fn is_missing_file(error: &Error) -> bool {
     }
 }
 
+/// Invariant 4, early: the Version's table files are opened right after the MANIFEST is
+/// read, before the WAL replay, so a writer compacting them away during a long replay cannot
+/// fail the attempt (a file already deleted still starts the open over, invariant 2).
+fn pin_tables(
+    fs: &dyn shale_fs::FileSystem,
+    dir: &Path,
+    version: &Version,
+    options: &Options,
+) -> Result<BTreeMap<u64, Arc<dyn shale_fs::RandomAccessFile>>> {
+    let read_mode = crate::direct_io::table_read_mode(options);
+    let mut pinned = BTreeMap::new();
+    for (_, _, file) in version.all_files() {
+        let path = crate::table_cache::table_file_name(dir, file.number);
+        pinned.insert(file.number, fs.open_read_with(&path, read_mode)?);
+    }
+    Ok(pinned)
+}
+
 fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     let fs = options.file_system.clone();
     if !database_exists(&*fs, dir)? {
@@ -130,15 +148,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     )?;
     let names = fs.list(dir)?;
     let version = versions.current();
-    // Invariant 4, early: the Version's tables are opened now, before the WAL replay, so a
-    // writer compacting them away during a long replay cannot fail this attempt (a file
-    // already deleted still starts the open over, invariant 2).
-    let read_mode = crate::direct_io::table_read_mode(&options);
-    let mut pinned_tables = BTreeMap::new();
-    for (_, _, file) in version.all_files() {
-        let path = crate::table_cache::table_file_name(dir, file.number);
-        pinned_tables.insert(file.number, fs.open_read_with(&path, read_mode)?);
-    }
+    let pinned_tables = pin_tables(&*fs, dir, &version, &options)?;
     let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
     let mode = match options.wal_recovery_mode {
         RecoveryMode::AbsoluteConsistency => RecoveryMode::TolerateCorruptedTailRecords,
@@ -201,6 +211,21 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     let inner = DbInner::new(
         options, dir, None, versions, keyspaces, None, last_seqno, report,
     );
+    keep_files_open(&inner, &version, pinned_tables, &extractors)?;
+    // Invariant 4: the WALs stay open with the view.
+    let mut inner = inner;
+    inner.replayed_wals = replayed_wals;
+    Ok(inner)
+}
+
+/// Opens every table and blob file of `version` into the caches, tables from their pinned
+/// files (invariant 4): an open handle keeps a file the writer deletes readable.
+fn keep_files_open(
+    inner: &DbInner,
+    version: &Version,
+    mut pinned_tables: BTreeMap<u64, Arc<dyn shale_fs::RandomAccessFile>>,
+    extractors: &BTreeMap<u32, Option<Arc<dyn shale_sst::PrefixExtractor>>>,
+) -> Result<()> {
     for (keyspace, _, file) in version.all_files() {
         let extractor = extractors.get(&keyspace).cloned().flatten();
         match pinned_tables.remove(&file.number) {
@@ -215,12 +240,9 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
                 .get(file.number, file.global_seqno, extractor.as_ref())?,
         };
     }
-    // Blob files too: an open handle keeps a file the writer deletes readable.
+    // Blob files too.
     for number in version.blob_files().keys() {
         inner.blob_cache.get(*number)?;
     }
-    // Invariant 4: the WALs stay open with the view.
-    let mut inner = inner;
-    inner.replayed_wals = replayed_wals;
-    Ok(inner)
+    Ok(())
 }
