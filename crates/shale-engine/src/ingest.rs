@@ -215,17 +215,20 @@ pub(crate) fn ingest(
     let result = bring_in(inner, &candidates, options)
         .and_then(|()| crate::write::run_as_leader(inner, || install(inner, &candidates)));
     let mut state = inner.lock_state();
-    if result.is_err() && inner.background_error().is_some() {
-        // The MANIFEST may or may not hold the edit: the files stay until the next open,
-        // which deletes them if they are unreferenced.
+    if result.is_err() && inner.background_error().is_some() && !state.versions.needs_roll() {
+        // A sticky error: the MANIFEST may or may not hold the edit, so the files stay until
+        // the next open, which deletes them if they are unreferenced.
         return result;
     }
     for candidate in &candidates {
         state.pending_outputs.remove(&candidate.number);
     }
     if result.is_err() {
-        // Invariant 1: nothing of a failed ingestion stays behind.
-        for candidate in &candidates {
+        // Invariant 1: nothing of a failed ingestion stays behind, except the files a failed
+        // MANIFEST write left in doubt: the roll keeps them until `CURRENT` names a MANIFEST
+        // without them, and the obsolete-file sweep deletes them then.
+        let in_doubt = state.versions.live_files();
+        for candidate in candidates.iter().filter(|c| !in_doubt.contains(&c.number)) {
             let path = table_file_name(&inner.dir, candidate.number);
             if inner.fs.exists(&path).unwrap_or(false) {
                 let _ = inner.fs.remove(&path);

@@ -228,17 +228,16 @@ fn keep_files_open(
 ) -> Result<()> {
     for (keyspace, _, file) in version.all_files() {
         let extractor = extractors.get(&keyspace).cloned().flatten();
-        match pinned_tables.remove(&file.number) {
-            Some(pinned) => inner.table_cache.get_from(
-                file.number,
-                pinned,
-                file.global_seqno,
-                extractor.as_ref(),
-            )?,
-            None => inner
-                .table_cache
-                .get(file.number, file.global_seqno, extractor.as_ref())?,
-        };
+        // pin_tables opened every table of this Version.
+        let pinned = pinned_tables.remove(&file.number).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "read-only open: table {} of the Version was not pinned",
+                file.number
+            ))
+        })?;
+        inner
+            .table_cache
+            .get_from(file.number, pinned, file.global_seqno, extractor.as_ref())?;
     }
     // Blob files too.
     for number in version.blob_files().keys() {

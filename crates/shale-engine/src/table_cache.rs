@@ -156,27 +156,60 @@ impl TableCache {
         global_seqno: Option<SeqNo>,
         prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
     ) -> Result<Arc<Table>> {
-        {
-            let mut state = self
-                .shard(number)
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            state.clock += 1;
-            let now = state.clock;
-            if let Some((table, used)) = state.tables.get_mut(&number) {
-                *used = now;
-                return Ok(table.clone());
-            }
+        if let Some(table) = self.touch(number) {
+            return Ok(table);
         }
         // Open outside the lock: it reads several blocks.
+        let file = self
+            .fs
+            .open_read_with(&table_file_name(&self.dir, number), self.read_mode)?;
+        self.open_into(number, file, global_seqno, prefix_extractor)
+    }
+
+    /// [`TableCache::get`], reading the table from `file` (already open) when it is not
+    /// cached: a read-only open pins its tables' files before its long WAL replay, so a
+    /// writer deleting them meanwhile does not fail the open.
+    pub(crate) fn get_from(
+        &self,
+        number: u64,
+        file: Arc<dyn shale_fs::RandomAccessFile>,
+        global_seqno: Option<SeqNo>,
+        prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
+    ) -> Result<Arc<Table>> {
+        if let Some(table) = self.touch(number) {
+            return Ok(table);
+        }
+        self.open_into(number, file, global_seqno, prefix_extractor)
+    }
+
+    /// The cached table for `number`, marked as just used.
+    fn touch(&self, number: u64) -> Option<Arc<Table>> {
+        let mut state = self
+            .shard(number)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.clock += 1;
+        let now = state.clock;
+        state.tables.get_mut(&number).map(|(table, used)| {
+            *used = now;
+            table.clone()
+        })
+    }
+
+    /// Opens the table in `file` and caches it as `number` (or takes the one another thread
+    /// cached meanwhile), evicting the shard's least recently used table past its capacity.
+    fn open_into(
+        &self,
+        number: u64,
+        file: Arc<dyn shale_fs::RandomAccessFile>,
+        global_seqno: Option<SeqNo>,
+        prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
+    ) -> Result<Arc<Table>> {
         let options = TableOpenOptions {
             prefix_extractor: prefix_extractor.cloned(),
             global_seqno,
             ..self.open_options.clone()
         };
-        let file = self
-            .fs
-            .open_read_with(&table_file_name(&self.dir, number), self.read_mode)?;
         let table = Table::open_file(file, &options)?;
         let mut state = self
             .shard(number)
@@ -201,39 +234,6 @@ impl TableCache {
             }
         }
         Ok(entry)
-    }
-
-    /// [`TableCache::get`], reading the table from `file` (already open) when it is not
-    /// cached: a read-only open pins its tables' files before its long WAL replay, so a
-    /// writer deleting them meanwhile does not fail the open.
-    pub(crate) fn get_from(
-        &self,
-        number: u64,
-        file: Arc<dyn shale_fs::RandomAccessFile>,
-        global_seqno: Option<SeqNo>,
-        prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
-    ) -> Result<Arc<Table>> {
-        if let Some(table) = self.cached(number) {
-            return Ok(table);
-        }
-        let options = TableOpenOptions {
-            prefix_extractor: prefix_extractor.cloned(),
-            global_seqno,
-            ..self.open_options.clone()
-        };
-        let table = Table::open_file(file, &options)?;
-        let mut state = self
-            .shard(number)
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        state.clock += 1;
-        let now = state.clock;
-        Ok(state
-            .tables
-            .entry(number)
-            .or_insert_with(|| (table, now))
-            .0
-            .clone())
     }
 
     /// The open table for file `number` if it is open, without opening it.

@@ -571,7 +571,14 @@ pub(crate) fn freeze_memtables_locked(
 /// every MANIFEST edit carries them for free. Called with the state lock held (the WAL lock
 /// comes after it).
 pub(crate) fn live_wal_synced_locked(inner: &DbInner, state: &mut DbState, edit: &mut VersionEdit) {
-    for (number, size) in state.unrecorded_closed_wals.drain(..) {
+    let version = state.versions.current();
+    // A closed WAL's size stays listed until the Version records it (or no longer needs the
+    // WAL): an edit that failed (a MANIFEST pause) did not record it, and the next one must.
+    let oldest = crate::recovery::oldest_needed_wal(&version);
+    state.unrecorded_closed_wals.retain(|&(number, size)| {
+        number >= oldest && version.wal_synced(number).unwrap_or(0) < size
+    });
+    for &(number, size) in &state.unrecorded_closed_wals {
         edit.set_wal_synced(number, size);
     }
     let Ok(wal) = inner.lock_wal() else {
@@ -579,7 +586,6 @@ pub(crate) fn live_wal_synced_locked(inner: &DbInner, state: &mut DbState, edit:
     };
     let (number, synced) = (wal.number, wal.synced_bytes);
     drop(wal);
-    let version = state.versions.current();
     let recorded = version.wal_synced(number).unwrap_or(0);
     // A replayed log has an exact recorded end instead; the live log never has one.
     if synced > recorded && version.wal_end(number).is_none() {
@@ -592,9 +598,12 @@ pub(crate) fn live_wal_synced_locked(inner: &DbInner, state: &mut DbState, edit:
 /// edit does and nothing else.
 pub(crate) fn record_live_wal_synced(inner: &DbInner) -> Result<()> {
     let mut state = inner.lock_state();
+    if inner.check_background_error().is_err() {
+        return Ok(());
+    }
     let mut edit = VersionEdit::new();
     live_wal_synced_locked(inner, &mut state, &mut edit);
-    if edit.wal_synced.is_empty() || inner.check_background_error().is_err() {
+    if edit.wal_synced.is_empty() {
         return Ok(());
     }
     let allocated = inner.last_allocated_seqno.load(Ordering::Acquire);

@@ -3,8 +3,10 @@
 //! checks the contract of STYLE.md "Errors" and db.rs invariant 4:
 //!
 //! - the failing call returns an error naming the operation and the file;
-//! - from then on every write fails with `Error::Background`, whose text says why and that the
-//!   database must be reopened (a sticky background error), while reads keep working;
+//! - from then on every write fails while reads keep working: with `Error::Paused` after a
+//!   failed table, WAL or MANIFEST write (the engine recovers by itself: a retry, a new log, a
+//!   new MANIFEST), with `Error::Background`, whose text says the database must be reopened,
+//!   after a panic in a background job (a sticky background error);
 //! - a failed sync is never retried (shale-fs durability contract, rule 3);
 //! - after reopening (on the same files, as after a process restart, and on a crash image, as
 //!   after a power cut) every acknowledged write is there and a failed batch is all or nothing;
