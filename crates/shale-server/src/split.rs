@@ -69,7 +69,10 @@ pub fn has_several_statements(sql: &[u8]) -> bool {
 /// comments is dropped. Every character set Shale reads is ASCII-compatible, so the bytes
 /// `;`, quotes and comment marks mean the same before the text is decoded.
 pub fn statements_changing_charsets(sql: &[u8]) -> Option<Vec<&[u8]>> {
-    let lower = sql.to_ascii_lowercase();
+    // Most texts hold one statement: that scan first, then the words (without a copy).
+    if !has_several_statements(sql) {
+        return None;
+    }
     let names_charset = [
         &b"names"[..],
         b"character",
@@ -77,8 +80,11 @@ pub fn statements_changing_charsets(sql: &[u8]) -> Option<Vec<&[u8]>> {
         b"collation_connection",
     ]
     .iter()
-    .any(|word| find(&lower, 0, word).is_some());
-    if !names_charset || !has_several_statements(sql) {
+    .any(|word| {
+        sql.windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word))
+    });
+    if !names_charset {
         return None;
     }
     let mut pieces = Vec::new();

@@ -89,12 +89,15 @@ fn unequal_lengths() -> SqlError {
 
 /// Evaluates `op` bytewise over its operand values (rules 2 to 4).
 pub(crate) fn eval(op: BitOp, args: &[Value]) -> Result<Value, SqlError> {
+    // Only the first operand is changed in place; the second is read where it is.
     let bytes = |i: usize| match args.get(i) {
         None | Some(Value::Null) => None,
-        Some(Value::Bytes(b)) => Some(b.clone()),
-        Some(other) => Some(crate::value::display(other).into_bytes()),
+        Some(Value::Bytes(b)) => Some(std::borrow::Cow::Borrowed(b.as_slice())),
+        Some(other) => Some(std::borrow::Cow::Owned(
+            crate::value::display(other).into_bytes(),
+        )),
     };
-    let Some(mut a) = bytes(0) else {
+    let Some(mut a) = bytes(0).map(std::borrow::Cow::into_owned) else {
         return Ok(Value::Null);
     };
     match op {
@@ -112,7 +115,7 @@ pub(crate) fn eval(op: BitOp, args: &[Value]) -> Result<Value, SqlError> {
             if a.len() != b.len() {
                 return Err(unequal_lengths());
             }
-            for (x, y) in a.iter_mut().zip(&b) {
+            for (x, y) in a.iter_mut().zip(b.iter()) {
                 *x = match op {
                     BitOp::And => *x & y,
                     BitOp::Or => *x | y,

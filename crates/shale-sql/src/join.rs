@@ -1,6 +1,6 @@
 //! Planning a multi-input FROM (from.rs): the order inputs are read in, how each later
 //! input finds its rows for a row of the ones before it, and where each condition is
-//! checked. A pure function of the bound FROM and WHERE, tested with EXPLAIN fixtures
+//! checked. A function of the bound FROM and WHERE (and plan.rs's statistics rule), tested with EXPLAIN fixtures
 //! (testdata/join.test and the unit tests below).
 //!
 //! Rules:

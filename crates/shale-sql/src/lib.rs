@@ -7,7 +7,7 @@
 //!
 //! A statement goes through phases, each a module with its own types (docs/sql.md):
 //! `parse` (sqlparser's AST, MySQL pre-pass) -> `bind` (names resolved, types fixed; `ddl`
-//! for CREATE) -> `plan` (access path, a pure function) -> `exec` (operators pulling rows
+//! for CREATE) -> `plan` (access path, from the definition, the condition and kept statistics) -> `exec` (operators pulling rows
 //! from a `TableTxn` into the sink). `value` and `types` hold MySQL's value semantics;
 //! `session` runs transactions and session commands; `show` answers SHOW/DESCRIBE/EXPLAIN.
 //! What a DBA sees and changes of running sessions goes through `ops`: `processlist` (SHOW

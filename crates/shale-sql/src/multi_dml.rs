@@ -53,10 +53,19 @@ pub(crate) struct PlannedDml {
     pub view_check: Option<crate::view_dml::ViewCheck>,
 }
 
-/// Whether an expression may hold a subquery (by its text: a false positive only takes the
-/// general path).
-fn may_hold_subquery(e: &ast::Expr) -> bool {
-    e.to_string().to_ascii_uppercase().contains("SELECT")
+/// Whether `e` holds a subquery (a scalar one, EXISTS or IN): such an UPDATE or DELETE takes
+/// this module's general path, and SET evaluates such a value through a SELECT.
+pub(crate) fn holds_subquery(e: &ast::Expr) -> bool {
+    ast::visit_expressions(e, |x| match x {
+        ast::Expr::Subquery(_)
+        | ast::Expr::Exists { .. }
+        | ast::Expr::In {
+            target: ast::InTarget::Subquery(_),
+            ..
+        } => std::ops::ControlFlow::Break(()),
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// Whether `u` needs this module: joins, or a subquery in SET or WHERE of an UPDATE without
@@ -67,8 +76,8 @@ pub(crate) fn is_general_update(u: &ast::Update) -> bool {
     }
     u.order_by.is_empty()
         && u.limit.is_none()
-        && (u.selection.as_ref().is_some_and(may_hold_subquery)
-            || u.assignments.iter().any(|a| may_hold_subquery(&a.value)))
+        && (u.selection.as_ref().is_some_and(holds_subquery)
+            || u.assignments.iter().any(|a| holds_subquery(&a.value)))
 }
 
 /// The DELETE counterpart of `is_general_update`.
@@ -76,9 +85,7 @@ pub(crate) fn is_general_delete(d: &ast::Delete) -> bool {
     if !d.tables.is_empty() || d.using.is_some() {
         return true;
     }
-    d.order_by.is_empty()
-        && d.limit.is_none()
-        && d.selection.as_ref().is_some_and(may_hold_subquery)
+    d.order_by.is_empty() && d.limit.is_none() && d.selection.as_ref().is_some_and(holds_subquery)
 }
 
 fn same_table(a: &TableRef, b: &TableRef) -> bool {

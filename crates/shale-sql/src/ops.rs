@@ -77,12 +77,17 @@ fn number(session: &Session, name: &str) -> f64 {
     } else {
         state.variable(&format!("global.{name}"))
     };
+    number_value(&value)
+}
+
+/// A variable's value as a number (text is parsed; anything else is 0).
+fn number_value(value: &Value) -> f64 {
     match value {
-        Value::Int(i) => i as f64,
-        Value::UInt(u) => u as f64,
-        Value::Double(d) => d,
-        Value::Bytes(b) => String::from_utf8_lossy(&b).trim().parse().unwrap_or(0.0),
-        other => crate::value::as_text(&other)
+        Value::Int(i) => *i as f64,
+        Value::UInt(u) => *u as f64,
+        Value::Double(d) => *d,
+        Value::Bytes(b) => String::from_utf8_lossy(b).trim().parse().unwrap_or(0.0),
+        other => crate::value::as_text(other)
             .and_then(|t| t.parse().ok())
             .unwrap_or(0.0),
     }
@@ -113,10 +118,11 @@ pub(crate) fn observe(
     let watch = Watch::install(session.process().clone(), deadline);
     // Metadata lock waits (DDL for the transactions using its tables, statements for a DDL)
     // end after `lock_wait_timeout` seconds or at KILL.
+    // The session's own value (set at connect from the global one, as in MySQL): reading it
+    // takes no lock that other sessions share.
+    let lock_wait = number_value(&session.state().variable("lock_wait_timeout"));
     let _metadata_wait = shale_table::MetadataWait {
-        timeout: Duration::from_secs_f64(
-            number(session, "lock_wait_timeout").clamp(1.0, 31_536_000.0),
-        ),
+        timeout: Duration::from_secs_f64(lock_wait.clamp(1.0, 31_536_000.0)),
         waiter: Some(session.process().clone()),
     }
     .install();

@@ -81,6 +81,20 @@ pub(crate) fn first_word(sql: &str) -> &str {
     &text[..end]
 }
 
+/// `sql` with the `width` bytes at each of `starts` (ascending, not overlapping) replaced by
+/// `with`: how the pre-pass rewrites tokens it found by scanning.
+pub(crate) fn replace_at(sql: &str, starts: &[usize], width: usize, with: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + starts.len() * with.len());
+    let mut from = 0;
+    for &at in starts {
+        out.push_str(&sql[from..at]);
+        out.push_str(with);
+        from = at + width;
+    }
+    out.push_str(&sql[from..]);
+    out
+}
+
 /// Whether `first_word(sql)` is one of `words` (ASCII case-insensitive).
 pub(crate) fn starts_with_any(sql: &str, words: &[&str]) -> bool {
     let first = first_word(sql);

@@ -1,5 +1,6 @@
-//! Planning: choosing how a statement reads its table. A pure function of the table's
-//! definition and the bound WHERE condition; tested with text fixtures (testdata/plan.test:
+//! Planning: choosing how a statement reads its table. A function of the table's
+//! definition, the bound WHERE condition and, where two indexes compete, the kept index
+//! statistics (rule 8); tested with text fixtures (testdata/plan.test:
 //! statement in, EXPLAIN text out).
 //!
 //! Rules, applied to the AND-ed conjuncts of WHERE of the form `column op constant` (or
@@ -491,7 +492,7 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>, stats: Option<&Stats
             });
     let chosen = match (by_rules, stats) {
         (Some(_), Some(provider)) if usable.len() > 1 => {
-            by_cost(&usable, provider.of(table).as_ref()).or(by_rules.map(|(i, _)| i))
+            by_cost(table, &usable, provider).or(by_rules.map(|(i, _)| i))
         }
         _ => by_rules.map(|(i, _)| i),
     };
@@ -526,16 +527,16 @@ pub(crate) fn plan(table: &TableDef, filter: Option<&Expr>, stats: Option<&Stats
 
 /// Rule 8: the usable index of lowest cost, when every one has statistics.
 fn by_cost(
+    table: &TableDef,
     usable: &[(usize, Access, Vec<bool>, usize, bool)],
-    stats: Option<&crate::plan_stats::IndexStats>,
+    stats: &StatsProvider,
 ) -> Option<usize> {
-    let stats = stats?;
     let mut best: Option<(usize, f64, usize)> = None;
     for (i, (score, access, _, eq_len, range)) in usable.iter().enumerate() {
         let Access::Range { index, .. } = access else {
             return None;
         };
-        let cost = stats.cost(*index, *eq_len, *range)?;
+        let cost = stats.cost(table, *index, *eq_len, *range)?;
         // Equal costs go to rule 2's choice: the higher score, then the earlier index.
         if best.is_none_or(|(_, b, b_score)| cost < b || (cost <= b && *score > b_score)) {
             best = Some((i, cost, *score));

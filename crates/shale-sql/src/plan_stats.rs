@@ -7,7 +7,9 @@
 //!    (`Store::known_index_cardinality`); an index never estimated has none.
 //! 2. They only break what the rules cannot: plan.rs asks for them when two or more indexes
 //!    could serve the WHERE condition, and uses them only when each of those has figures;
-//!    otherwise the rules alone choose, as before any ANALYZE.
+//!    otherwise the rules alone choose, as before any ANALYZE. Only those indexes' figures
+//!    are looked up. Figures of an empty table cost every index 0, so the rules choose then
+//!    too.
 //! 3. The cost of a candidate is its estimated rows, twice that for a secondary index (each
 //!    entry is followed by a primary key lookup): `rows / distinct(prefix)` for an equality
 //!    prefix, a third of that (or of the table) for a range, `MySQL`'s rough guess when it
@@ -15,7 +17,7 @@
 
 use std::sync::{Arc, Weak};
 
-use shale_table::{IndexChoice, Store, TableDef};
+use shale_table::{IndexChoice, TableDef};
 
 use crate::instance::Instance;
 
@@ -31,8 +33,22 @@ impl StatsProvider {
         StatsProvider(Arc::new(instance))
     }
 
-    pub(crate) fn of(&self, table: &TableDef) -> Option<IndexStats> {
-        self.0.upgrade().map(|i| IndexStats::of(&i.store, table))
+    /// The cost of reading `table`'s `index` with `eq` equal leading columns and maybe a
+    /// range on the next (rule 3); `None` when the index has no kept figures.
+    pub(crate) fn cost(
+        &self,
+        table: &TableDef,
+        index: IndexChoice,
+        eq: usize,
+        range: bool,
+    ) -> Option<f64> {
+        let instance = self.0.upgrade()?;
+        let (distinct, rows) = instance
+            .store
+            .known_index_cardinality(table, index)
+            .ok()
+            .flatten()?;
+        Some(cost(index, rows, &distinct, eq, range))
     }
 }
 
@@ -42,95 +58,46 @@ impl std::fmt::Debug for StatsProvider {
     }
 }
 
-/// Per index, the estimated rows per value of each leading prefix, and the table's rows.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct IndexStats {
-    primary: Option<Estimate>,
-    secondary: Vec<Option<Estimate>>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct Estimate {
-    rows: u64,
-    distinct: Arc<[u64]>,
-}
-
-impl IndexStats {
-    fn of(store: &Store, table: &TableDef) -> IndexStats {
-        let known = |choice| {
-            store
-                .known_index_cardinality(table, choice)
-                .ok()
-                .flatten()
-                // An estimate of an empty table says nothing about how values spread.
-                .filter(|(_, rows)| *rows > 0)
-                .map(|(distinct, rows)| Estimate { rows, distinct })
-        };
-        IndexStats {
-            primary: known(IndexChoice::Primary),
-            secondary: (0..table.indexes.len())
-                .map(|i| known(IndexChoice::Secondary(i)))
-                .collect(),
-        }
+/// Rule 3 for an index of a table of `rows` rows whose leading prefixes have `distinct`
+/// values each.
+fn cost(index: IndexChoice, rows: u64, distinct: &[u64], eq: usize, range: bool) -> f64 {
+    #[allow(clippy::cast_precision_loss)] // estimates: a few digits matter
+    let rows = rows as f64;
+    let mut matched = match eq.checked_sub(1) {
+        None => rows,
+        #[allow(clippy::cast_precision_loss)]
+        Some(p) => rows / distinct.get(p).copied().unwrap_or(1).max(1) as f64,
+    };
+    if range {
+        matched /= 3.0;
     }
-
-    /// The cost of reading `index` with `eq` equal leading columns and maybe a range on the
-    /// next (rule 3); `None` when the index has no figures.
-    pub(crate) fn cost(&self, index: IndexChoice, eq: usize, range: bool) -> Option<f64> {
-        let estimate = match index {
-            IndexChoice::Primary => self.primary.as_ref(),
-            IndexChoice::Secondary(i) => self.secondary.get(i)?.as_ref(),
-        }?;
-        #[allow(clippy::cast_precision_loss)] // estimates: a few digits matter
-        let rows = estimate.rows as f64;
-        let mut matched = match eq.checked_sub(1) {
-            None => rows,
-            #[allow(clippy::cast_precision_loss)]
-            Some(p) => rows / estimate.distinct.get(p).copied().unwrap_or(1).max(1) as f64,
-        };
-        if range {
-            matched /= 3.0;
-        }
-        let lookups = match index {
-            IndexChoice::Primary => 1.0,
-            IndexChoice::Secondary(_) => 2.0,
-        };
-        Some(matched * lookups)
-    }
+    let lookups = match index {
+        IndexChoice::Primary => 1.0,
+        IndexChoice::Secondary(_) => 2.0,
+    };
+    matched * lookups
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn stats(primary: (u64, &[u64]), secondary: &[(u64, &[u64])]) -> IndexStats {
-        let e = |(rows, distinct): (u64, &[u64])| {
-            Some(Estimate {
-                rows,
-                distinct: distinct.into(),
-            })
-        };
-        IndexStats {
-            primary: e(primary),
-            secondary: secondary.iter().map(|&s| e(s)).collect(),
-        }
-    }
-
     #[test]
     fn cost_is_rows_per_value_and_secondary_lookups_count_twice() {
-        let s = stats((1000, &[1000]), &[(1000, &[2]), (1000, &[500, 1000])]);
-        assert_eq!(s.cost(IndexChoice::Primary, 1, false), Some(1.0));
-        assert_eq!(s.cost(IndexChoice::Secondary(0), 1, false), Some(1000.0));
-        assert_eq!(s.cost(IndexChoice::Secondary(1), 1, false), Some(4.0));
-        assert_eq!(s.cost(IndexChoice::Secondary(1), 2, false), Some(2.0));
-        let third = s.cost(IndexChoice::Primary, 0, true).unwrap();
-        assert!((third - 1000.0 / 3.0).abs() < 1e-9);
-        assert_eq!(s.cost(IndexChoice::Secondary(5), 1, false), None);
+        let (pk, k0, k1) = (
+            IndexChoice::Primary,
+            IndexChoice::Secondary(0),
+            IndexChoice::Secondary(1),
+        );
+        assert!((cost(pk, 1000, &[1000], 1, false) - 1.0).abs() < 1e-9);
+        assert!((cost(k0, 1000, &[2], 1, false) - 1000.0).abs() < 1e-9);
+        assert!((cost(k1, 1000, &[500, 1000], 1, false) - 4.0).abs() < 1e-9);
+        assert!((cost(k1, 1000, &[500, 1000], 2, false) - 2.0).abs() < 1e-9);
+        assert!((cost(pk, 1000, &[1000], 0, true) - 1000.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]
     fn no_distinct_value_counts_as_one_rather_than_dividing_by_zero() {
-        let s = stats((10, &[0]), &[(10, &[0])]);
-        assert_eq!(s.cost(IndexChoice::Secondary(0), 1, false), Some(20.0));
+        assert!((cost(IndexChoice::Secondary(0), 10, &[0], 1, false) - 20.0).abs() < 1e-9);
     }
 }

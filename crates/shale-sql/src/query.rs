@@ -294,7 +294,7 @@ pub(crate) fn plan_select(s: BoundSelect) -> PlannedSelect {
     PlannedSelect { select: s, join }
 }
 
-/// Plans a bound query (a pure function, like plan.rs).
+/// Plans a bound query (join.rs and plan.rs choose each input's access).
 pub(crate) fn plan_query(q: BoundQuery) -> PlannedQuery {
     match q {
         BoundQuery::Select(s) => PlannedQuery::Select(Box::new(plan_select(*s))),

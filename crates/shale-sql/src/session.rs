@@ -1581,10 +1581,18 @@ impl Session {
 
     /// `SET @x = (SELECT ...)`: the value of an expression holding a subquery, read by running
     /// `SELECT expr` in this session (its transaction, privileges and errors: 1242 for a
-    /// subquery of several rows).
+    /// subquery of several rows). The parsed expression is planned as it is: printed back as
+    /// text its literals would be read again (backslashes included).
     fn value_of_query(&mut self, e: &ast::Expr) -> Result<Value, SqlError> {
+        let mut stmt = crate::parse::parse("SELECT NULL")?.swap_remove(0);
+        if let Statement::Query(q) = &mut stmt {
+            if let ast::SetExpr::Select(select) = q.body.as_mut() {
+                select.projection = vec![ast::SelectItem::UnnamedExpr(e.clone())];
+            }
+        }
+        let planned = self.plan(stmt)?;
         let mut result = crate::alter::Collected::default();
-        self.execute_text(&format!("SELECT {e}"), &mut result)?;
+        self.run(&planned, &[], &mut result)?;
         Ok(result
             .rows
             .into_iter()
@@ -1620,7 +1628,7 @@ impl Session {
                     text_value(&id.value)
                 }
             }
-            other if holds_subquery(other) => self.value_of_query(other)?,
+            other if crate::multi_dml::holds_subquery(other) => self.value_of_query(other)?,
             other => {
                 let catalog = shale_table::Catalog::default();
                 let variable = |n: &str| self.state.defaults.get(n).cloned();
@@ -1864,18 +1872,4 @@ impl ResultSink for MoreResults<'_> {
             self.inner.end(status)
         }
     }
-}
-
-/// Whether `e` holds a subquery (`SET` evaluates those through a SELECT).
-fn holds_subquery(e: &ast::Expr) -> bool {
-    ast::visit_expressions(e, |x| match x {
-        ast::Expr::Subquery(_)
-        | ast::Expr::Exists { .. }
-        | ast::Expr::In {
-            target: ast::InTarget::Subquery(_),
-            ..
-        } => std::ops::ControlFlow::Break(()),
-        _ => std::ops::ControlFlow::Continue(()),
-    })
-    .is_break()
 }

@@ -45,15 +45,7 @@ pub(crate) fn colon_equals_as_equals(sql: &str) -> Option<String> {
     if found.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(sql.len());
-    let mut from = 0;
-    for at in found {
-        out.push_str(&sql[from..at]);
-        out.push_str(" =");
-        from = at + 2;
-    }
-    out.push_str(&sql[from..]);
-    Some(out)
+    Some(crate::parse::replace_at(sql, &found, 2, " ="))
 }
 
 /// Whether `text` (from an assignment's start to a `:=`) is an optional scope word and one

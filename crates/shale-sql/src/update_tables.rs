@@ -71,15 +71,7 @@ pub(crate) fn comma_tables_as_joins(sql: &str) -> Option<String> {
     if has_statement_end(&sql[set_at..]) {
         return None;
     }
-    let mut out = String::with_capacity(sql.len() + commas.len() * 12);
-    let mut from = 0;
-    for c in commas {
-        out.push_str(&sql[from..c]);
-        out.push_str(" CROSS JOIN ");
-        from = c + 1;
-    }
-    out.push_str(&sql[from..]);
-    Some(out)
+    Some(crate::parse::replace_at(sql, &commas, 1, " CROSS JOIN "))
 }
 
 /// Whether `text` has a `;` outside quotes before its end (trailing white space and `;`

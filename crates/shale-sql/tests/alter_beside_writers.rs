@@ -8,16 +8,8 @@ mod common;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::TextSink;
+use common::{run, TextSink};
 use shale_sql::{Session, Value};
-
-fn run(session: &mut Session, sql: &str) -> TextSink {
-    let mut sink = TextSink::default();
-    session
-        .execute(sql, &mut sink)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    sink
-}
 
 fn count(session: &mut Session, sql: &str) -> i64 {
     match run(session, sql).rows.first().and_then(|r| r.first()) {

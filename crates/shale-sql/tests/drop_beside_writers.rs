@@ -8,27 +8,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::TextSink;
+use common::{fail, run};
 use shale_engine::Options;
 use shale_fs::MemFs;
-use shale_sql::{Instance, InstanceOptions, Session, SqlError, Value};
+use shale_sql::{Instance, InstanceOptions, Session, Value};
 use shale_table::StoreOptions;
-
-fn run(session: &mut Session, sql: &str) -> TextSink {
-    let mut sink = TextSink::default();
-    session
-        .execute(sql, &mut sink)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    sink
-}
-
-fn fail(session: &mut Session, sql: &str) -> SqlError {
-    let mut sink = TextSink::default();
-    match session.execute(sql, &mut sink) {
-        Ok(()) => panic!("{sql} succeeded: {}", sink.out),
-        Err(e) => e,
-    }
-}
 
 /// An instance whose DDL waits at most `ddl_wait` for writers (`lock_wait_timeout`).
 fn instance(ddl_wait: Option<Duration>) -> Arc<Instance> {

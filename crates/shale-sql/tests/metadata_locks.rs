@@ -12,26 +12,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::TextSink;
+use common::{fail, run, TextSink};
 use shale_sql::{Instance, Session, SqlError, Value};
 
 const WAITING: &str = "Waiting for table metadata lock";
-
-fn run(session: &mut Session, sql: &str) -> TextSink {
-    let mut sink = TextSink::default();
-    session
-        .execute(sql, &mut sink)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    sink
-}
-
-fn fail(session: &mut Session, sql: &str) -> SqlError {
-    let mut sink = TextSink::default();
-    match session.execute(sql, &mut sink) {
-        Ok(()) => panic!("{sql} succeeded: {}", sink.out),
-        Err(e) => e,
-    }
-}
 
 /// `d.t` and `d.u`, 3 rows each; a session in `d`.
 fn setup(instance: &Arc<Instance>) -> Session {

@@ -7,16 +7,8 @@ mod common;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::TextSink;
+use common::{run, TextSink};
 use shale_sql::{Session, Value};
-
-fn run(session: &mut Session, sql: &str) -> TextSink {
-    let mut sink = TextSink::default();
-    session
-        .execute(sql, &mut sink)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    sink
-}
 
 /// The single value `sql` returns.
 fn value(session: &mut Session, sql: &str) -> Value {

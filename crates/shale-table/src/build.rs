@@ -137,17 +137,22 @@ pub(crate) fn delete_index_range(batch: &mut WriteBatch, index_id: u32) -> Resul
     Ok(())
 }
 
-/// Deletes every key of the default keyspace under an index id that `catalog` does not have
-/// (invariant 2): one seek per distinct id present. Returns the ids swept.
-pub(crate) fn sweep_orphans(db: &Db, catalog: &Catalog) -> Result<Vec<u32>> {
-    let live: BTreeSet<u32> = catalog
+/// The index ids of every table and index in `catalog`.
+pub(crate) fn live_index_ids(catalog: &Catalog) -> BTreeSet<u32> {
+    catalog
         .databases
         .values()
         .flat_map(|tables| tables.values())
         .flat_map(|t| std::iter::once(&t.primary_key).chain(&t.indexes))
         .map(|i| i.index_id)
-        .chain(std::iter::once(crate::system::SYSTEM_INDEX_ID))
-        .collect();
+        .collect()
+}
+
+/// Deletes every key of the default keyspace under an index id that `catalog` does not have
+/// (invariant 2): one seek per distinct id present. Returns the ids swept.
+pub(crate) fn sweep_orphans(db: &Db, catalog: &Catalog) -> Result<Vec<u32>> {
+    let mut live = live_index_ids(catalog);
+    live.insert(crate::system::SYSTEM_INDEX_ID);
     let mut orphans = Vec::new();
     let mut iter = db.iterator(ReadOptions {
         skip_cache_fill: true,

@@ -26,8 +26,9 @@
 //! 2. The counts never decrease from one prefix to the next longer one, and none exceeds
 //!    the entries counted or estimated.
 //! 3. A stored estimate belongs to one index id; ids are never reused, so it can never
-//!    describe another index. Those of ids no longer in the catalog are deleted at open
-//!    ([`sweep_statistics`]). A stored record that does not decode, or whose column count
+//!    describe another index. DROP TABLE and TRUNCATE delete their indexes' records with
+//!    the rows (store.rs); those of ids no longer in the catalog otherwise (DROP INDEX, a
+//!    rewriting ALTER) are deleted at open ([`sweep_statistics`]). A stored record that does not decode, or whose column count
 //!    is not the index's, is ignored (estimated again), never trusted.
 
 use std::collections::HashMap;
@@ -78,6 +79,16 @@ impl Cardinalities {
         self.lock().insert(index_id, kept);
     }
 
+    /// Keeps `stored` (read from disk) unless an estimate was kept meanwhile; what is kept.
+    fn put_stored(&self, index_id: u32, stored: Option<Kept>) -> Option<Kept> {
+        self.lock().entry(index_id).or_insert(stored).clone()
+    }
+
+    /// Forgets `index_id`'s figures (TRUNCATE deleted its rows and its stored record).
+    pub(crate) fn forget(&self, index_id: u32) {
+        self.lock().remove(&index_id);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Option<Kept>>> {
         self.by_index.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -120,13 +131,7 @@ fn decode_stats(bytes: &[u8], columns: usize) -> Option<Kept> {
 
 /// Deletes the stored estimates of index ids not in `catalog` (invariant 3).
 pub(crate) fn sweep_statistics(db: &Db, catalog: &Catalog) -> Result<()> {
-    let live: std::collections::HashSet<u32> = catalog
-        .databases
-        .values()
-        .flat_map(|tables| tables.values())
-        .flat_map(|t| std::iter::once(&t.primary_key).chain(&t.indexes))
-        .map(|i| i.index_id)
-        .collect();
+    let live = crate::build::live_index_ids(catalog);
     let start = table_key(TAG_INDEX_STATS, 0);
     let mut end = start[..5].to_vec();
     end[4] += 1;
@@ -197,8 +202,7 @@ impl Store {
             .db()
             .get(&table_key(TAG_INDEX_STATS, id))?
             .and_then(|bytes| decode_stats(&bytes, columns.len()));
-        self.inner.cardinalities.put(id, stored.clone());
-        Ok(stored)
+        Ok(self.inner.cardinalities.put_stored(id, stored))
     }
 
     /// Estimates `index`'s cardinality again, keeps it and stores it for
@@ -294,5 +298,27 @@ impl Store {
             }
         }
         Ok(distinct)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decode_stats, encode_stats};
+
+    #[test]
+    fn a_stored_record_that_does_not_fit_is_ignored() {
+        let good = encode_stats(&[3, 7], 10);
+        let (figures, rows) = decode_stats(&good, 2).unwrap();
+        assert_eq!((&*figures, rows), (&[3u64, 7][..], 10));
+        // Invariant 3: another column count, a cut record, trailing bytes, another version.
+        assert!(decode_stats(&good, 1).is_none());
+        assert!(decode_stats(&good[..good.len() - 1], 2).is_none());
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(decode_stats(&longer, 2).is_none());
+        let mut other_version = good;
+        other_version[0] = 2;
+        assert!(decode_stats(&other_version, 2).is_none());
+        assert!(decode_stats(&[], 2).is_none());
     }
 }

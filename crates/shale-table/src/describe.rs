@@ -49,10 +49,7 @@ impl FileTables {
         reader.take(4)?;
         let text = match index.and_then(|i| table.indexes.get(i)) {
             None => {
-                let pk = key_columns(&mut reader, table, &table.primary_key)?;
-                if !reader.is_empty() {
-                    return Err(reader.corruption("bytes after the primary key"));
-                }
+                let pk = key_text(table, None, key)?;
                 if deleted {
                     format!("{name} ({pk}) deleted")
                 } else {

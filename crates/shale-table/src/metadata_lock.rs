@@ -6,9 +6,8 @@
 //! autocommit mode is a transaction of one statement, so it holds the lock for the statement).
 //! DROP TABLE, DROP DATABASE, TRUNCATE, RENAME, DROP INDEX and an ALTER TABLE that changes
 //! the definition in place or rewrites the table take an *exclusive* lock for the whole
-//! statement; CREATE INDEX and the online rewrites take it only at their start and again for
-//! their switch, so writers go on while rows are copied (as `InnoDB`'s online DDL holds an
-//! upgradable lock in between). The fence (fence.rs) stays for the table layer's own
+//! statement; CREATE INDEX and the online rewrites take it only for their switch, after the
+//! copy, so writers go on while rows are copied (as `InnoDB`'s online DDL does). The fence (fence.rs) stays for the table layer's own
 //! background writers, which take no metadata lock.
 //!
 //! A wait ends at the deadline ([`Error::LockWaitTimeout`], `MySQL`'s 1205) or when the

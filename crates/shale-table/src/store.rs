@@ -349,6 +349,9 @@ impl Store {
         })();
         if written.is_ok() {
             self.inner.forget_sequences(def.primary_key.index_id);
+            for index in std::iter::once(&def.primary_key).chain(&def.indexes) {
+                self.inner.cardinalities.forget(index.index_id);
+            }
         }
         // The table keeps its ids: writers waiting at the fence go on into the empty table.
         self.inner.lower_fences(&ids);
@@ -656,6 +659,13 @@ fn delete_data_batch(batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
         sys,
         &system::table_key(TAG_ROW_ID, def.primary_key.index_id),
     )?;
+    // Kept statistics describe the rows deleted (cardinality.rs invariant 3).
+    for index in std::iter::once(&def.primary_key).chain(&def.indexes) {
+        batch.delete(
+            sys,
+            &system::table_key(system::TAG_INDEX_STATS, index.index_id),
+        )?;
+    }
     Ok(())
 }
 

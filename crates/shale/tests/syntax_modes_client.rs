@@ -1,7 +1,8 @@
 //! The `sql_mode` flags that change parsing (`ANSI_QUOTES`, `PIPES_AS_CONCAT`,
 //! `HIGH_NOT_PRECEDENCE`, `REAL_AS_FLOAT`) through real clients against `shale serve`: PyMySQL's
 //! escaped parameters and column names under ANSI, a view made under ANSI read by a session
-//! without it, and the mariadb client's multi-statement text.
+//! without it, and statements the mariadb client sends one after another from one `-e` text
+//! (it splits the text at `;` itself, so each is its own `COM_QUERY`).
 //!
 //! A test whose client is missing prints SKIPPED and passes, except under CI=true.
 

@@ -301,14 +301,11 @@ pub(crate) fn transaction_status(store: &Store, view: &SessionsView) -> Result<S
     let names = IndexNames::of(store);
     let engine = store.engine();
     let show_index = |key: &[u8]| match names.lookup(key) {
-        Some(NamedIndex {
-            names: [db, table, index],
-            ..
-        }) => {
-            let data = match names.key_data(key) {
-                Value::Bytes(d) => format!(" {}", String::from_utf8_lossy(&d)),
-                _ => String::new(),
-            };
+        Some(named) => {
+            let [db, table, index] = &named.names;
+            let data = shale_table::key_text(&named.table, named.index, key)
+                .map(|d| format!(" {d}"))
+                .unwrap_or_default();
             format!(" ({db}.{table}.{index}{data})")
         }
         None => String::new(),

@@ -27,6 +27,24 @@ use shale_sql::{
 };
 use shale_table::StoreOptions;
 
+/// Runs `sql` in `session`, panicking with the statement on an error; what it returned.
+pub fn run(session: &mut Session, sql: &str) -> TextSink {
+    let mut sink = TextSink::default();
+    session
+        .execute(sql, &mut sink)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    sink
+}
+
+/// The error `sql` fails with in `session`, panicking when it succeeds.
+pub fn fail(session: &mut Session, sql: &str) -> SqlError {
+    let mut sink = TextSink::default();
+    match session.execute(sql, &mut sink) {
+        Ok(()) => panic!("{sql} succeeded: {}", sink.out),
+        Err(e) => e,
+    }
+}
+
 /// An instance on a fresh in-memory file system.
 pub fn instance() -> Arc<Instance> {
     Instance::open(
