@@ -97,20 +97,34 @@ fn is_missing_file(error: &Error) -> bool {
     }
 }
 
-/// Invariant 4, early: the Version's table files are opened right after the MANIFEST is
-/// read, before the WAL replay, so a writer compacting them away during a long replay cannot
-/// fail the attempt (a file already deleted still starts the open over, invariant 2).
-fn pin_tables(
+/// The Version's files opened by [`pin_files`], by file number.
+#[derive(Default)]
+struct PinnedFiles {
+    tables: BTreeMap<u64, Arc<dyn shale_fs::RandomAccessFile>>,
+    blobs: BTreeMap<u64, Arc<dyn shale_fs::RandomAccessFile>>,
+}
+
+/// Invariant 4, early: the Version's table and blob files are opened right after the MANIFEST
+/// is read, before the WAL replay, so a writer compacting them away (or collecting a blob
+/// file's garbage) during a long replay cannot fail the attempt (a file already deleted still
+/// starts the open over, invariant 2).
+fn pin_files(
     fs: &dyn shale_fs::FileSystem,
     dir: &Path,
     version: &Version,
     options: &Options,
-) -> Result<BTreeMap<u64, Arc<dyn shale_fs::RandomAccessFile>>> {
+) -> Result<PinnedFiles> {
     let read_mode = crate::direct_io::table_read_mode(options);
-    let mut pinned = BTreeMap::new();
+    let mut pinned = PinnedFiles::default();
     for (_, _, file) in version.all_files() {
         let path = crate::table_cache::table_file_name(dir, file.number);
-        pinned.insert(file.number, fs.open_read_with(&path, read_mode)?);
+        pinned
+            .tables
+            .insert(file.number, fs.open_read_with(&path, read_mode)?);
+    }
+    for &number in version.blob_files().keys() {
+        let path = crate::blob::blob_file_name(dir, number);
+        pinned.blobs.insert(number, fs.open_read(&path)?);
     }
     Ok(pinned)
 }
@@ -148,7 +162,7 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     )?;
     let names = fs.list(dir)?;
     let version = versions.current();
-    let pinned_tables = pin_tables(&*fs, dir, &version, &options)?;
+    let pinned = pin_files(&*fs, dir, &version, &options)?;
     let keyspace_options = keyspace_options(dir, &options, &version, persisted.as_ref())?;
     let mode = match options.wal_recovery_mode {
         RecoveryMode::AbsoluteConsistency => RecoveryMode::TolerateCorruptedTailRecords,
@@ -211,37 +225,43 @@ fn open_once(dir: &Path, options: Options) -> Result<DbInner> {
     let inner = DbInner::new(
         options, dir, None, versions, keyspaces, None, last_seqno, report,
     );
-    keep_files_open(&inner, &version, pinned_tables, &extractors)?;
+    keep_files_open(&inner, &version, pinned, &extractors)?;
     // Invariant 4: the WALs stay open with the view.
     let mut inner = inner;
     inner.replayed_wals = replayed_wals;
     Ok(inner)
 }
 
-/// Opens every table and blob file of `version` into the caches, tables from their pinned
-/// files (invariant 4): an open handle keeps a file the writer deletes readable.
+/// Opens every table and blob file of `version` into the caches from their pinned files
+/// (invariant 4): an open handle keeps a file the writer deletes readable.
 fn keep_files_open(
     inner: &DbInner,
     version: &Version,
-    mut pinned_tables: BTreeMap<u64, Arc<dyn shale_fs::RandomAccessFile>>,
+    mut pinned: PinnedFiles,
     extractors: &BTreeMap<u32, Option<Arc<dyn shale_sst::PrefixExtractor>>>,
 ) -> Result<()> {
+    let not_pinned = |kind: &str, number: u64| {
+        Error::InvalidArgument(format!(
+            "read-only open: {kind} {number} of the Version was not pinned"
+        ))
+    };
     for (keyspace, _, file) in version.all_files() {
         let extractor = extractors.get(&keyspace).cloned().flatten();
-        // pin_tables opened every table of this Version.
-        let pinned = pinned_tables.remove(&file.number).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "read-only open: table {} of the Version was not pinned",
-                file.number
-            ))
-        })?;
+        // pin_files opened every table and blob file of this Version.
+        let table = pinned
+            .tables
+            .remove(&file.number)
+            .ok_or_else(|| not_pinned("table", file.number))?;
         inner
             .table_cache
-            .get_from(file.number, pinned, file.global_seqno, extractor.as_ref())?;
+            .get_from(file.number, table, file.global_seqno, extractor.as_ref())?;
     }
-    // Blob files too.
-    for number in version.blob_files().keys() {
-        inner.blob_cache.get(*number)?;
+    for &number in version.blob_files().keys() {
+        let blob = pinned
+            .blobs
+            .remove(&number)
+            .ok_or_else(|| not_pinned("blob file", number))?;
+        inner.blob_cache.get_from(number, blob)?;
     }
     Ok(())
 }

@@ -554,3 +554,100 @@ fn transactions_read_blob_values_and_their_own_writes() {
     drop(iter);
     txn.commit().unwrap();
 }
+
+/// A file system that deletes every blob file the first time a WAL is opened for reading:
+/// the moment of a read-only open's replay when a writer's blob garbage collection could
+/// delete a blob file the open's Version still names.
+#[derive(Debug)]
+struct BlobsGoDuringReplay {
+    inner: Arc<MemFs>,
+    fired: std::sync::atomic::AtomicBool,
+}
+
+impl FileSystem for BlobsGoDuringReplay {
+    fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn shale_fs::WritableFile>> {
+        self.inner.create(path)
+    }
+    fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn shale_fs::WritableFile>> {
+        self.inner.open_append(path)
+    }
+    fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn shale_fs::RandomAccessFile>> {
+        let is_wal = path.extension().is_some_and(|e| e == "wal");
+        if is_wal && !self.fired.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            for number in blob_files_on_disk(&self.inner) {
+                let blob = shale_engine::inspect::blob::blob_file_name(Path::new(DIR), number);
+                self.inner.remove(&blob)?;
+            }
+        }
+        self.inner.open_read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> shale_fs::Result<()> {
+        self.inner.remove(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
+        self.inner.hard_link(from, to)
+    }
+    fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> shale_fs::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> shale_fs::Result<Box<dyn shale_fs::FileLock>> {
+        self.inner.lock(path)
+    }
+    fn size(&self, path: &Path) -> shale_fs::Result<u64> {
+        self.inner.size(path)
+    }
+    fn exists(&self, path: &Path) -> shale_fs::Result<bool> {
+        self.inner.exists(path)
+    }
+}
+
+#[test]
+fn a_read_only_open_pins_blob_files_before_its_wal_replay() {
+    let fs = Arc::new(MemFs::new());
+    let db = Db::open(DIR, options(&fs, blob_keyspace())).unwrap();
+    let ks = db.default_keyspace();
+    for i in 0..50 {
+        ks.put(&key(i), &value(i, 1, 1000)).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(blob_files_on_disk(&fs).len(), 1);
+    // Left in the WAL, so the read-only open replays it.
+    ks.put(b"in the wal", b"small").unwrap();
+    db.close().unwrap();
+
+    let replay_deletes = Arc::new(BlobsGoDuringReplay {
+        inner: fs.clone(),
+        fired: std::sync::atomic::AtomicBool::new(false),
+    });
+    let reader = Db::open_read_only(
+        DIR,
+        Options {
+            file_system: replay_deletes.clone(),
+            ..options(&fs, blob_keyspace())
+        },
+    )
+    .unwrap();
+    assert!(replay_deletes
+        .fired
+        .load(std::sync::atomic::Ordering::SeqCst));
+    assert!(blob_files_on_disk(&fs).is_empty(), "the blob file is gone");
+    // The view opened the blob file before the replay, and reads it through that handle.
+    let view = reader.default_keyspace();
+    for i in 0..50 {
+        assert_eq!(
+            view.get(&key(i)).unwrap(),
+            Some(value(i, 1, 1000)),
+            "key {i}"
+        );
+    }
+    assert_eq!(view.get(b"in the wal").unwrap(), Some(b"small".to_vec()));
+}

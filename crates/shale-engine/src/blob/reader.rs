@@ -45,7 +45,14 @@ impl BlobFileReader {
 
     /// Opens blob file `path`, checking its header.
     pub(crate) fn open(fs: &dyn FileSystem, path: &Path) -> Result<BlobFileReader> {
-        let file = fs.open_read(path)?;
+        BlobFileReader::from_file(fs.open_read(path)?, path)
+    }
+
+    /// Reads the blob file already open as `file` (found at `path`), checking its header.
+    pub(crate) fn from_file(
+        file: Arc<dyn RandomAccessFile>,
+        path: &Path,
+    ) -> Result<BlobFileReader> {
         let size = file.size()?;
         if size < HEADER_SIZE + FOOTER_SIZE {
             return Err(corruption(
@@ -252,19 +259,42 @@ impl BlobFileCache {
 
     /// The open reader of blob file `number`, opening it if needed.
     pub(crate) fn get(&self, number: u64) -> Result<Arc<BlobFileReader>> {
-        {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            state.clock += 1;
-            let now = state.clock;
-            if let Some((reader, used)) = state.files.get_mut(&number) {
-                *used = now;
-                return Ok(reader.clone());
-            }
+        if let Some(reader) = self.touch(number) {
+            return Ok(reader);
         }
-        let reader = Arc::new(BlobFileReader::open(
-            &*self.fs,
-            &blob_file_name(&self.dir, number),
-        )?);
+        let reader = BlobFileReader::open(&*self.fs, &blob_file_name(&self.dir, number))?;
+        Ok(self.insert(number, reader))
+    }
+
+    /// The reader of blob file `number`, read from `file` (already open) if it is not cached:
+    /// a read-only open pins its Version's files before a writer can delete them.
+    pub(crate) fn get_from(
+        &self,
+        number: u64,
+        file: Arc<dyn RandomAccessFile>,
+    ) -> Result<Arc<BlobFileReader>> {
+        if let Some(reader) = self.touch(number) {
+            return Ok(reader);
+        }
+        let reader = BlobFileReader::from_file(file, &blob_file_name(&self.dir, number))?;
+        Ok(self.insert(number, reader))
+    }
+
+    /// The cached reader for `number`, marked as just used.
+    fn touch(&self, number: u64) -> Option<Arc<BlobFileReader>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.clock += 1;
+        let now = state.clock;
+        state.files.get_mut(&number).map(|(reader, used)| {
+            *used = now;
+            reader.clone()
+        })
+    }
+
+    /// Caches `reader` as `number` (or takes the one another thread cached meanwhile),
+    /// evicting the least recently used reader past the capacity.
+    fn insert(&self, number: u64, reader: BlobFileReader) -> Arc<BlobFileReader> {
+        let reader = Arc::new(reader);
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.clock += 1;
         let now = state.clock;
@@ -284,7 +314,7 @@ impl BlobFileCache {
                 state.files.remove(&oldest);
             }
         }
-        Ok(entry)
+        entry
     }
 
     /// The value a `BlobIndex` entry of `user_key` refers to. `stored` is the entry's value
