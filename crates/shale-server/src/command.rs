@@ -23,12 +23,13 @@ use crate::protocol::{capability, command, errors, status, OkPacket};
 use crate::results::{put_columns, put_end, Output, ResultWriter};
 use crate::results_charset::conversion_target;
 use crate::server::Shared;
-use crate::split::{has_several_statements, statements_changing_charsets};
+use crate::split::may_change_reading;
 use crate::statement_text::{self, TextMode};
 use crate::text::put_column_definition;
 use crate::tls::TlsSession;
 use crate::wire::{put_u16, put_u32, Reader};
-use shale_sql::Charset;
+use shale_sql::statement_split::{has_several_statements, split_first, Lexing};
+use shale_sql::{Charset, MoreResults};
 
 /// What a connection's session shares with the task that watches the connection.
 #[derive(Debug, Default)]
@@ -254,22 +255,24 @@ impl CommandHandler {
         match code {
             command::QUIT => return true,
             command::QUERY => {
-                if self.capabilities & capability::MULTI_STATEMENTS != 0 {
-                    if let Some(statements) = statements_changing_charsets(body) {
-                        self.query_each(&statements, output);
-                        return false;
-                    }
+                let text_mode = self.text_mode();
+                let lexing = Lexing {
+                    backslash_escapes: !text_mode.no_backslash_escapes,
+                };
+                let multi = self.capabilities & capability::MULTI_STATEMENTS != 0;
+                // Most texts hold one statement: that scan before the words.
+                if multi && has_several_statements(body, lexing) && may_change_reading(body) {
+                    self.query_each(body, output);
+                    return false;
                 }
-                let sql = match statement_text::to_utf8(body, self.text_mode()) {
+                let sql = match statement_text::to_utf8(body, text_mode) {
                     Ok(sql) => sql,
                     Err(error) => {
                         output.err(&error);
                         return false;
                     }
                 };
-                if self.capabilities & capability::MULTI_STATEMENTS == 0
-                    && has_several_statements(body)
-                {
+                if !multi && has_several_statements(body, lexing) {
                     output.err(&errors::multi_statements_off());
                     return false;
                 }
@@ -342,14 +345,23 @@ impl CommandHandler {
         false
     }
 
-    /// A multi-statement COM_QUERY that may change the character sets (split.rs): each
-    /// statement is read in `character_set_client` and answered in `character_set_results`
-    /// as they are when it starts, as MySQL does; the first error ends the text.
-    fn query_each(&mut self, statements: &[&[u8]], output: &mut Output) {
-        for (i, text) in statements.iter().enumerate() {
-            let more = i + 1 < statements.len();
+    /// A multi-statement COM_QUERY that may change the character sets or `sql_mode`
+    /// (split.rs): each statement is split off, read in `character_set_client` (and under
+    /// `sql_mode`) and answered in `character_set_results` as they are when it starts, as
+    /// MySQL does; the first error ends the text.
+    fn query_each(&mut self, body: &[u8], output: &mut Output) {
+        let mut rest = body;
+        loop {
+            let text_mode = self.text_mode();
+            let lexing = Lexing {
+                backslash_escapes: !text_mode.no_backslash_escapes,
+            };
+            let (text, after) = match split_first(rest, lexing) {
+                Some((first, after)) => (first, Some(after)),
+                None => (rest, None),
+            };
             output.set_results_charset(self.results_target());
-            let sql = match statement_text::to_utf8(text, self.text_mode()) {
+            let sql = match statement_text::to_utf8(text, text_mode) {
                 Ok(sql) => sql,
                 Err(error) => return output.err(&error),
             };
@@ -358,12 +370,15 @@ impl CommandHandler {
                 &sql,
                 &mut MoreResults {
                     inner: &mut writer,
-                    more,
+                    more: after.is_some(),
                 },
             );
-            if result.is_err() || !more {
-                writer.finish(result, self.status());
-                return;
+            match after {
+                Some(after) if result.is_ok() => rest = after,
+                _ => {
+                    writer.finish(result, self.status());
+                    return;
+                }
             }
         }
     }
@@ -554,40 +569,5 @@ impl ResultSink for ColumnCapture {
     }
     fn end(&mut self, _: &StatementStatus) -> Result<(), SqlError> {
         Ok(())
-    }
-}
-
-/// Marks a statement's last packet with `SERVER_MORE_RESULTS_EXISTS` when another statement
-/// of the same text follows ([`CommandHandler::query_each`]).
-struct MoreResults<'a, 'o> {
-    inner: &'a mut ResultWriter<'o>,
-    more: bool,
-}
-
-impl MoreResults<'_, '_> {
-    fn mark(&self, status: &StatementStatus) -> StatementStatus {
-        let mut s = status.clone();
-        s.more_results |= self.more;
-        s
-    }
-}
-
-impl ResultSink for MoreResults<'_, '_> {
-    fn ok(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
-        let status = self.mark(status);
-        self.inner.ok(&status)
-    }
-    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
-        self.inner.columns(columns)
-    }
-    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
-        self.inner.row(row)
-    }
-    fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
-        let status = self.mark(status);
-        self.inner.end(&status)
-    }
-    fn local_infile(&mut self, name: &str) -> Result<Option<Vec<u8>>, SqlError> {
-        self.inner.local_infile(name)
     }
 }

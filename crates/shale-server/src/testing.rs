@@ -9,7 +9,10 @@ use crate::prepared::Statements;
 /// statement's parameter count). Any panic is a bug.
 pub fn fuzz_client_packet(data: &[u8]) {
     let _ = parse_handshake_response(data);
-    let _ = crate::split::has_several_statements(data);
+    let _ = shale_sql::statement_split::has_several_statements(
+        data,
+        shale_sql::statement_split::Lexing::default(),
+    );
     let params = data.first().map_or(0, |b| usize::from(b % 8));
     let body = data.get(1..).unwrap_or_default();
     let mut statements = Statements::default();

@@ -109,6 +109,7 @@ mod settings;
 mod show;
 mod sql_mode;
 mod stat_aggs;
+pub mod statement_split;
 mod status;
 mod storage_error;
 mod string_funcs;
@@ -141,7 +142,9 @@ pub use password::{
 pub use persist::{parse_file as parse_persisted_settings, PERSIST_FILE};
 pub use processlist::KillHook;
 pub use querylog::{GENERAL_LOG_FILE, SLOW_LOG_FILE};
-pub use result::{write_text, ColumnMeta, ColumnTypeCode, ResultSink, StatementStatus};
+pub use result::{
+    write_text, ColumnMeta, ColumnTypeCode, MoreResults, ResultSink, StatementStatus,
+};
 pub use session::{PreparedInfo, Session};
 pub use shale_table::{DateTime, Decimal, IsolationLevel, Value};
 pub use sql_mode::SqlMode;

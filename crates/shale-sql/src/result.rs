@@ -82,6 +82,50 @@ pub trait ResultSink {
     }
 }
 
+/// A sink for one statement of a multi-statement text: sets `more_results` on the statuses
+/// it passes on when another statement follows, and passes everything else through
+/// (LOAD DATA LOCAL's file request included).
+pub struct MoreResults<'a> {
+    pub inner: &'a mut dyn ResultSink,
+    pub more: bool,
+}
+
+impl std::fmt::Debug for MoreResults<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MoreResults")
+            .field("more", &self.more)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MoreResults<'_> {
+    fn mark(&self, status: &StatementStatus) -> StatementStatus {
+        let mut status = status.clone();
+        status.more_results |= self.more;
+        status
+    }
+}
+
+impl ResultSink for MoreResults<'_> {
+    fn ok(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        let status = self.mark(status);
+        self.inner.ok(&status)
+    }
+    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
+        self.inner.columns(columns)
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.inner.row(row)
+    }
+    fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        let status = self.mark(status);
+        self.inner.end(&status)
+    }
+    fn local_infile(&mut self, name: &str) -> Result<Option<Vec<u8>>, SqlError> {
+        self.inner.local_infile(name)
+    }
+}
+
 /// The text MySQL shows for a value (the text protocol, the mysql client's output): integers
 /// in decimal, doubles in their shortest round-trip form, FLOAT (`float`) at its own
 /// precision, strings as they are. NULL writes nothing; callers show it their own way.

@@ -432,15 +432,51 @@ impl Session {
     pub fn execute(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         self.process().begin("Query", sql)?;
         crate::querylog::general(self, "Query", sql);
-        let warnings = self.state.warnings.len();
-        self.state.last_counts.statement_starts(warnings);
         let result = on_big_stack(sql, || self.execute_text(sql, sink));
-        self.state.last_counts.statement_ended(result.is_err());
         self.process().end(self.state.database.as_deref());
         result
     }
 
+    /// Runs each statement of `sql` in turn (statement_split.rs): a statement is split off
+    /// and parsed under the state its predecessors left (`SET sql_mode` included). The first
+    /// error ends the text; every result but the last says more follow.
     fn execute_text(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        let mut rest = sql;
+        while let Some((first, after)) =
+            crate::statement_split::split_first_str(rest, self.lexing())
+        {
+            let mut wrapped = crate::result::MoreResults {
+                inner: &mut *sink,
+                more: true,
+            };
+            self.execute_counted(first, &mut wrapped)?;
+            rest = after;
+        }
+        self.execute_counted(rest, sink)
+    }
+
+    /// One statement of a text, counted for `@@warning_count` and `@@error_count`
+    /// (last_counts.rs) as a statement of its own, as MySQL counts it.
+    fn execute_counted(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
+        let warnings = self.state.warnings.len();
+        self.state.last_counts.statement_starts(warnings);
+        let result = self.execute_statement(sql, sink);
+        self.state.last_counts.statement_ended(result.is_err());
+        result
+    }
+
+    /// How statement text is split now (statement_split.rs).
+    fn lexing(&self) -> crate::statement_split::Lexing {
+        crate::statement_split::Lexing {
+            backslash_escapes: !self
+                .state
+                .sql_mode
+                .has(crate::sql_mode::SqlMode::NO_BACKSLASH_ESCAPES),
+        }
+    }
+
+    /// Runs one statement's text (the parser may still find several in it: each runs).
+    fn execute_statement(&mut self, sql: &str, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
         if let Some(result) = crate::bulk_insert::intercept(self, sql, sink) {
             return result;
         }
@@ -490,7 +526,7 @@ impl Session {
         let n = statements.len();
         for (i, stmt) in statements.into_iter().enumerate() {
             let more = i + 1 < n;
-            let mut wrapped = MoreResults { inner: sink, more };
+            let mut wrapped = crate::result::MoreResults { inner: sink, more };
             let counter = crate::status::command_counter(&stmt);
             crate::ops::observe(self, counter, sql, &mut wrapped, |s, sink| {
                 let planned = s.plan(stmt)?;
@@ -1839,37 +1875,4 @@ fn count_params(stmt: &Statement) -> usize {
                 .filter(|t| matches!(t, sqlparser::tokenizer::Token::Placeholder(p) if p.starts_with('?')))
                 .count()
         })
-}
-
-/// Sets `more_results` on every status a statement of a multi-statement text reports.
-struct MoreResults<'a> {
-    inner: &'a mut dyn ResultSink,
-    more: bool,
-}
-
-impl ResultSink for MoreResults<'_> {
-    fn ok(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
-        if self.more {
-            let mut s = status.clone();
-            s.more_results = true;
-            self.inner.ok(&s)
-        } else {
-            self.inner.ok(status)
-        }
-    }
-    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
-        self.inner.columns(columns)
-    }
-    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
-        self.inner.row(row)
-    }
-    fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
-        if self.more {
-            let mut s = status.clone();
-            s.more_results = true;
-            self.inner.end(&s)
-        } else {
-            self.inner.end(status)
-        }
-    }
 }
