@@ -1,9 +1,11 @@
 //! Background threads: one flushes frozen memtables, one compacts, one syncs the WAL about
 //! every `sync_interval` for `Flush` and `Buffered` writes.
 //!
-//! A panic in a job is caught and becomes the sticky background error (db.rs invariant 4), so
-//! a bug in a background job stops writes with a clear message instead of leaving a database
-//! that silently stopped flushing.
+//! A panic in the unlocked part of a flush or compaction (writing its tables) is caught there
+//! and retried a few times (`crate::job_panic`). A panic anywhere else ends the thread and
+//! becomes the sticky background error (db.rs invariant 4), so a bug in a background job
+//! stops writes with a clear message instead of leaving a database that silently stopped
+//! flushing.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
@@ -139,6 +141,11 @@ fn run_compactions(inner: &Arc<DbInner>) {
                 let waited;
                 (state, waited) = wait_for_retry(inner, state);
                 if waited {
+                    continue;
+                }
+                // After a failed read of an input (compaction/read_failure.rs).
+                if let Some(wait) = state.compaction_reads.backoff_remaining() {
+                    state = wait_timeout(inner, state, wait);
                     continue;
                 }
                 let now = inner.options.clock.now_seconds();
@@ -293,7 +300,9 @@ fn report_wal_sync(inner: &DbInner, result: Result<()>) -> Result<()> {
     result
 }
 
-/// Waits until no memtable is frozen and no compaction is needed or running.
+/// Waits until no memtable is frozen and no compaction is needed or running. Fails with a
+/// background error, or with the read error of a compaction that waits to be retried
+/// (`compaction::read_failure`: it may never succeed, and waiting must not hang).
 pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     let mut state = inner.lock_state();
     loop {
@@ -303,6 +312,9 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
             && !crate::compaction::needs_compaction(&state, inner.options.clock.now_seconds());
         if idle {
             return Ok(());
+        }
+        if let Some(error) = state.compaction_reads.failing() {
+            return Err(error);
         }
         inner.check_open()?;
         state = inner.wait_state(state);

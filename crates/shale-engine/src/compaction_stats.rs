@@ -73,7 +73,7 @@ impl CompactionStats {
         version: &Version,
         keyspaces: &[(u32, KeyspaceOptions)],
         io: &[LevelIoStats],
-        totals: DbStats,
+        totals: &DbStats,
     ) -> CompactionStats {
         let num_levels = version.num_levels();
         let mut levels: Vec<LevelCompactionStats> = (0..num_levels)
@@ -96,7 +96,10 @@ impl CompactionStats {
             }
         }
         levels.retain(|row| row.files > 0 || row.io != LevelIoStats::default());
-        CompactionStats { levels, totals }
+        CompactionStats {
+            levels,
+            totals: *totals,
+        }
     }
 }
 

@@ -20,9 +20,12 @@
 //! 3. Every WAL file with a number below every keyspace's log number holds only flushed data
 //!    and may be deleted; a table file is deleted only when no live Version references it and
 //!    it is not being written (`pending_outputs`).
-//! 4. After a panic in a background job, a failed read of a compaction's input or an edit
-//!    the version set refused as invalid, `background_error` is set, sticky, and every later
-//!    write fails with it, until reopen.
+//! 4. After a panic in a background job outside a flush's or compaction's table writing (or
+//!    a lock it poisoned, or too many panics in a row: `crate::job_panic`), or an edit the
+//!    version set refused as invalid, `background_error` is set, sticky, and every later
+//!    write fails with it, until reopen. A failed read of a compaction's input sets no error
+//!    (`compaction::read_failure`: backoff, or the damaged table is no longer compacted).
+//!    A panic inside table writing is recoverable, as below, a few times in a row.
 //!    A failed write of a flush's or compaction's table (out of space, say) sets a
 //!    *recoverable* one instead: the job deleted its partial outputs and left the memtable or
 //!    inputs in place, so nothing acknowledged is lost; writes fail with [`Error::Paused`]
@@ -157,6 +160,11 @@ pub(crate) struct DbState {
     pub(crate) presync_requested_for: u64,
     /// A failed WAL being replaced online (`crate::wal_recovery`); `None` otherwise.
     pub(crate) wal_recovery: Option<crate::wal_recovery::WalRecovery>,
+    /// Compactions failed reading their inputs, and the tables found damaged
+    /// (`crate::compaction::read_failure`).
+    pub(crate) compaction_reads: crate::compaction::CompactionReadFailures,
+    /// Flush and compaction jobs that panicked in a row (`crate::job_panic`).
+    pub(crate) job_panics: crate::job_panic::JobPanics,
 }
 
 /// Why writes are refused (db.rs invariant 4).
@@ -181,6 +189,14 @@ pub(crate) struct Retry {
 /// it, up to [`MAX_RETRY_DELAY`].
 const FIRST_RETRY_DELAY: Duration = Duration::from_millis(100);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+
+/// How long to wait before the next try after `failures` failed ones (1 or more): the
+/// backoff of invariant 4, 100 ms doubling to 5 s.
+pub(crate) fn retry_delay(failures: u32) -> Duration {
+    FIRST_RETRY_DELAY
+        .saturating_mul(1 << failures.saturating_sub(1).min(16))
+        .min(MAX_RETRY_DELAY)
+}
 
 /// Everything the parts of the engine share. Background threads hold an `Arc` of it.
 #[derive(Debug)]
@@ -291,6 +307,8 @@ impl DbInner {
                 unrecorded_closed_wals: Vec::new(),
                 presync_requested_for: 0,
                 wal_recovery: None,
+                compaction_reads: crate::compaction::CompactionReadFailures::default(),
+                job_panics: crate::job_panic::JobPanics::default(),
             }),
             state_changed: Condvar::new(),
             wal: wal.map(Mutex::new),
@@ -350,7 +368,7 @@ impl DbInner {
             (state.versions.current(), keyspaces)
         };
         let io = self.stats.level_snapshot(version.num_levels());
-        CompactionStats::build(&version, &keyspaces, &io, self.db_stats())
+        CompactionStats::build(&version, &keyspaces, &io, &self.db_stats())
     }
 
     /// Tells the rate limiter's auto-tuning the pending compaction bytes of all keyspaces.
@@ -384,6 +402,12 @@ impl DbInner {
             Some(wal) => Ok(wal.lock().unwrap_or_else(PoisonError::into_inner)),
             None => Err(Error::ReadOnly("writing the WAL".into())),
         }
+    }
+
+    /// Whether a thread panicked holding the state or the WAL lock (`crate::job_panic`): what
+    /// the lock guards may be half-changed.
+    pub(crate) fn locks_poisoned(&self) -> bool {
+        self.state.is_poisoned() || self.wal.as_ref().is_some_and(Mutex::is_poisoned)
     }
 
     /// Whether the database was opened read-only ([`Db::open_read_only`]).
@@ -429,9 +453,7 @@ impl DbInner {
                 retry: Some(retry), ..
             }) => retry.failures.saturating_add(1),
         };
-        let delay = FIRST_RETRY_DELAY
-            .saturating_mul(1 << (failures - 1).min(16))
-            .min(MAX_RETRY_DELAY);
+        let delay = retry_delay(failures);
         *error = Some(BackgroundError {
             reason,
             retry: Some(Retry {
@@ -708,7 +730,17 @@ impl Db {
         crate::flush::flush_and_wait(&self.inner)
     }
 
-    /// Waits until no flush or compaction is pending (tests and tools).
+    /// The tables a compaction found damaged since open, by number, with the damage: no
+    /// compaction takes them as inputs again (docs/reliability.md, "A failed read of a
+    /// compaction input"). Empty on a healthy database.
+    pub fn damaged_tables(&self) -> Vec<(u64, String)> {
+        self.inner.lock_state().compaction_reads.damaged()
+    }
+
+    /// Waits until no flush or compaction is pending (tests and tools). Fails with the
+    /// background error, or with the read error of a compaction that failed reading an input
+    /// and waits to be tried again (docs/reliability.md, "A failed read of a compaction
+    /// input"), rather than wait for a retry that may never succeed.
     pub fn wait_for_background_work(&self) -> Result<()> {
         if self.inner.is_read_only() {
             // No background work ever runs (the replayed memtables stay frozen in memory).
@@ -837,6 +869,20 @@ impl Db {
         self.inner.test_hooks.set_after_wal_record(Box::new(hook))
     }
 
+    /// Runs `hook` in every flush job where it starts writing its table, holding no lock
+    /// (feature `testing`: a panicking hook is a bug inside a flush). False if one was set.
+    #[cfg(feature = "testing")]
+    pub fn set_in_flush_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
+        self.inner.test_hooks.set_in_flush(Box::new(hook))
+    }
+
+    /// Runs `hook` in every compaction that merges, where it starts, holding no lock
+    /// (feature `testing`). False if one was set.
+    #[cfg(feature = "testing")]
+    pub fn set_in_compaction_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
+        self.inner.test_hooks.set_in_compaction(Box::new(hook))
+    }
+
     /// Ingests external table files (written by [`crate::TableFileWriter`]) into their
     /// keyspaces atomically: all files of all keyspaces become visible at once, at one new
     /// sequence number above every earlier write, each placed at the deepest level where it
@@ -866,11 +912,16 @@ impl Db {
     /// failure if it failed again (the background keeps retrying with backoff), and
     /// [`Error::Background`] if the error is sticky (a failed MANIFEST write or sync): only a
     /// reopen clears that. A WAL recovery succeeds once the failed log is replaced by a new
-    /// one and every memtable that needed it is flushed (`crate::wal_recovery`).
+    /// one and every memtable that needed it is flushed (`crate::wal_recovery`). A compaction
+    /// waiting to be retried after a failed read of an input (which pauses only writes at a
+    /// stop trigger) is also tried now, without waiting for its outcome.
     pub fn resume(&self) -> Result<()> {
         self.inner.check_open()?;
         self.inner.check_writable("resume")?;
         let mut state = self.inner.lock_state();
+        // A compaction waiting after a failed read is tried now (compaction/read_failure.rs).
+        state.compaction_reads.retry_now();
+        self.inner.state_changed.notify_all();
         let Some(failures) = self.inner.request_retry_locked(&state) else {
             return self.inner.check_background_error();
         };

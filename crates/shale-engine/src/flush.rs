@@ -20,6 +20,9 @@
 //!    Each flush edit carries every other keyspace's log number forward to the oldest WAL it
 //!    needs (an idle keyspace's moves at every WAL switch, in memory), so idle keyspaces do
 //!    not pin WALs past the next flush.
+//! 5. A failed directory sync of the active WAL's name before the edit (which names the log)
+//!    is a WAL failure (`crate::wal_recovery`): the table is deleted, the memtable stays
+//!    frozen, and the recovery retries the sync before any edit names the log.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -318,16 +321,37 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
         return Ok(false);
     };
     let started = Instant::now();
-    let (written, blob_numbers) = write_flush_files(
-        inner,
-        &frozen.mem,
-        number,
-        options,
-        ttl,
-        &snapshots,
-        blob_settings,
-    );
+    // Only the table write runs without the state lock: a panic there changed nothing
+    // shared (`crate::job_panic`).
+    let outcome = crate::job_panic::catch(|| {
+        inner.test_hooks.in_flush();
+        write_flush_files(
+            inner,
+            &frozen.mem,
+            number,
+            options,
+            ttl,
+            &snapshots,
+            blob_settings,
+        )
+    });
     let mut state = inner.lock_state();
+    let (written, blob_numbers) = match outcome {
+        Ok(outcome) => outcome,
+        Err(panic) => {
+            // The memtable stays frozen and its WAL stays. Blob files it started stay
+            // pending (their numbers died with the write) until the next open deletes them.
+            state.pending_outputs.remove(&number);
+            let _ = inner.fs.remove(&table_file_name(&inner.dir, number));
+            return Err(crate::job_panic::panicked_locked(
+                inner,
+                &mut state,
+                crate::job_panic::JobKind::Flush,
+                &format!("flushing a memtable to table {number}"),
+                &panic,
+            ));
+        }
+    };
     for output in std::iter::once(&number).chain(&blob_numbers) {
         state.pending_outputs.remove(output);
     }
@@ -370,11 +394,19 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     }
     // The edit names the active log: its name must be durable before the MANIFEST says so.
     if let Err(error) = crate::write::make_wal_name_durable(inner) {
-        inner.set_background_error_locked(
-            &state,
-            format!("syncing the directory entry of the WAL failed: {error}"),
+        // No MANIFEST names the table: it goes, and the memtable stays frozen with its WAL.
+        // The WAL recovery retries the directory sync with backoff (invariant 5).
+        let _ = inner.fs.remove(&table_file_name(&inner.dir, number));
+        discard_blob_files(&*inner.fs, &inner.dir, &blob_numbers);
+        let reason = format!(
+            "syncing the directory entry of the WAL failed before recording flushed table \
+             {number}: {error}"
         );
-        return Err(error);
+        if !error.is_retryable_write() {
+            inner.set_background_error_locked(&state, reason);
+            return Err(error);
+        }
+        return Err(crate::wal_recovery::wal_failed(inner, &mut state, reason));
     }
     if let Err(error) = {
         let allocated = inner
@@ -418,6 +450,7 @@ pub(crate) fn flush_one(inner: &Arc<DbInner>) -> Result<bool> {
     }
     inner.note_pending_compaction_bytes_locked(&state);
     state.flushes_done += 1;
+    state.job_panics.succeeded(crate::job_panic::JobKind::Flush);
     inner.clear_recoverable_error_locked(&mut state);
     delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();

@@ -218,13 +218,19 @@ pub(crate) fn create(
     }
     let log_number = inner.lock_wal()?.number;
     // The edit names this log: its name must be durable before the MANIFEST says so.
-    crate::write::make_wal_name_durable(inner).map_err(|e| {
-        inner.set_background_error_locked(
-            &state,
-            format!("syncing the directory entry of WAL {log_number} failed: {e}"),
+    if let Err(error) = crate::write::make_wal_name_durable(inner) {
+        let reason = format!(
+            "syncing the directory entry of WAL {log_number} failed creating keyspace \
+             {name:?}: {error}"
         );
-        e
-    })?;
+        if !error.is_retryable_write() {
+            inner.set_background_error_locked(&state, reason);
+            return Err(error);
+        }
+        // Nothing was recorded: the WAL recovery retries the sync, then the creation can be
+        // made again (`crate::wal_recovery`).
+        return Err(crate::wal_recovery::wal_failed(inner, &mut state, reason));
+    }
     let id = state
         .versions
         .create_keyspace(name, log_number)

@@ -89,6 +89,7 @@ mod flush;
 mod idle;
 mod info_log;
 mod ingest;
+mod job_panic;
 mod keyspace;
 mod live_status;
 mod manifest_recovery;

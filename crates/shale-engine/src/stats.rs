@@ -78,6 +78,14 @@ pub struct DbStats {
     pub recovery_wal_drops: u64,
     /// Bytes of WAL data the open dropped.
     pub recovery_wal_dropped_bytes: u64,
+    /// Compactions that failed reading an input with an I/O error (retried after a backoff;
+    /// docs/reliability.md, "A failed read of a compaction input").
+    pub compaction_read_errors: u64,
+    /// Tables a compaction found damaged (checksum mismatch, bad block): never picked for a
+    /// compaction again until reopen ([`crate::Db::damaged_tables`] lists them).
+    pub damaged_tables: u64,
+    /// Flush and compaction jobs that panicked (retried a few times, then sticky).
+    pub background_job_panics: u64,
 }
 
 /// `flushes 4, written .. B; compactions 3 (trivial moves 1) ...`, then the compactions by
@@ -126,6 +134,14 @@ impl fmt::Display for DbStats {
             self.stall_micros,
             self.longest_stop_micros
         )?;
+        if self.compaction_read_errors + self.damaged_tables + self.background_job_panics > 0 {
+            write!(
+                f,
+                "\nbackground failures: compaction read errors {}, damaged tables {}, job \
+                 panics {}",
+                self.compaction_read_errors, self.damaged_tables, self.background_job_panics
+            )?;
+        }
         if self.recovery_wal_drops > 0 {
             write!(
                 f,
@@ -167,6 +183,9 @@ pub(crate) struct StatCounters {
     pub stall_memtable_stops: AtomicU64,
     pub stall_micros: AtomicU64,
     pub longest_stop_micros: AtomicU64,
+    pub compaction_read_errors: AtomicU64,
+    pub damaged_tables: AtomicU64,
+    pub background_job_panics: AtomicU64,
     pub levels: LevelCounterTable,
 }
 
@@ -323,6 +342,9 @@ impl StatCounters {
             rate_limited_compaction_bytes: 0,
             recovery_wal_drops: 0,
             recovery_wal_dropped_bytes: 0,
+            compaction_read_errors: get(&self.compaction_read_errors),
+            damaged_tables: get(&self.damaged_tables),
+            background_job_panics: get(&self.background_job_panics),
         }
     }
 

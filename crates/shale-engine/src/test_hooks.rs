@@ -15,6 +15,12 @@ pub(crate) struct TestHooks {
     /// allocated and the WAL lock released, before the group inserts and publishes.
     #[cfg(feature = "testing")]
     after_wal_record: OnceLock<Hook>,
+    /// Run by a flush job where it starts writing its table (no lock held).
+    #[cfg(feature = "testing")]
+    in_flush: OnceLock<Hook>,
+    /// Run by a compaction that merges, where it starts (no lock held).
+    #[cfg(feature = "testing")]
+    in_compaction: OnceLock<Hook>,
 }
 
 impl std::fmt::Debug for TestHooks {
@@ -29,6 +35,32 @@ impl TestHooks {
         if let Some(hook) = self.after_wal_record.get() {
             hook();
         }
+    }
+
+    pub(crate) fn in_flush(&self) {
+        #[cfg(feature = "testing")]
+        if let Some(hook) = self.in_flush.get() {
+            hook();
+        }
+    }
+
+    pub(crate) fn in_compaction(&self) {
+        #[cfg(feature = "testing")]
+        if let Some(hook) = self.in_compaction.get() {
+            hook();
+        }
+    }
+
+    /// Sets the hook [`Self::in_flush`] runs; false if one was already set.
+    #[cfg(feature = "testing")]
+    pub(crate) fn set_in_flush(&self, hook: Hook) -> bool {
+        self.in_flush.set(hook).is_ok()
+    }
+
+    /// Sets the hook [`Self::in_compaction`] runs; false if one was already set.
+    #[cfg(feature = "testing")]
+    pub(crate) fn set_in_compaction(&self, hook: Hook) -> bool {
+        self.in_compaction.set(hook).is_ok()
     }
 
     /// Sets the hook [`Self::after_wal_record`] runs; false if one was already set.

@@ -8,7 +8,11 @@
 //!    nothing of the group reached a memtable), the writer of the failed log is poisoned (it
 //!    never appends or syncs again: after a failed fdatasync the kernel may have dropped the
 //!    pages it could not write, so the file's state past its last good sync is unknown), and
-//!    a recoverable error pauses every later write. The first retry is due at once.
+//!    a recoverable error pauses every later write. The first retry is due at once. A failed
+//!    directory sync making the log's name durable is reported here too, by whoever needed
+//!    it (a `Sync` write, the WAL syncer, a memtable switch, a flush or keyspace change about
+//!    to write an edit naming the log): step 2 syncs the directory again before any edit
+//!    names the log, and a new log replaces it.
 //! 2. [`switch`], run as the write leader (no insert in flight, db.rs invariant 2). First a
 //!    MANIFEST edit records the failed log's end (`WAL_END`, see [`recorded_end`]): a later
 //!    open reads the log only that far, so a refused write whose record reached the file (its

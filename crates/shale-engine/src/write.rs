@@ -295,6 +295,7 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>>
                 Some((
                     &counters.stall_level0_stops,
                     "L0 files reached level0_stop_writes_trigger",
+                    k.id,
                 ))
             } else if reached(
                 k.options.hard_pending_compaction_bytes_limit,
@@ -303,12 +304,27 @@ fn stall_for_compaction(inner: &Arc<DbInner>) -> Result<MutexGuard<'_, DbState>>
                 Some((
                     &counters.stall_pending_bytes_stops,
                     "pending compaction bytes reached hard_pending_compaction_bytes_limit",
+                    k.id,
                 ))
             } else {
                 None
             }
         });
-        if let Some((counter, cause)) = stop {
+        if let Some((counter, cause, keyspace)) = stop {
+            // A compaction a damaged table blocks never ends the stop: fail, do not wait.
+            let now = inner.options.clock.now_seconds();
+            if let Some(error) = crate::compaction::blocked_write_error(&state, keyspace, now) {
+                return Err(error);
+            }
+            // Nor does one that keeps failing to read its inputs: pause rather than wait.
+            if let Some(error) = state.compaction_reads.failing() {
+                return Err(Error::Paused {
+                    reason: format!(
+                        "writes stopped ({cause}) while compactions fail reading their inputs \
+                         and wait to be retried: {error}"
+                    ),
+                });
+            }
             if stopped.is_none() {
                 StatCounters::add(counter, 1);
                 stopped = Some(Instant::now());

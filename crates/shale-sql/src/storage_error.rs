@@ -12,8 +12,8 @@
 //!   failed fsync, say): 1030 `Got error 5 - '...' from storage engine`, with the engine's
 //!   reason (it says writes resume once the retry succeeds). The failed file is never synced
 //!   again; the engine replaces it.
-//! - A sticky error (`Background`: a panic in a background job, a failed read of a
-//!   compaction's input, ...) and a write failure that reaches the statement as a bare `Io` of
+//! - A sticky error (`Background`: a panic outside a job's table writing, three in a row, an
+//!   invalid edit) and a write failure that reaches the statement as a bare `Io` of
 //!   a write operation: 1030, with the OS errno (28 for a full disk, else 5) and a text that
 //!   says the server must be restarted before it takes writes again, and that nothing
 //!   acknowledged is lost.

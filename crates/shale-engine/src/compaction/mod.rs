@@ -52,12 +52,14 @@ mod background_manual;
 mod picker;
 #[cfg(test)]
 mod picker_tests;
+mod read_failure;
 mod subcompaction;
 
 pub(crate) use background_manual::start as start_background_compact_range;
 pub use background_manual::BackgroundCompaction;
 use picker::CompactionReason;
 pub(crate) use picker::{estimated_pending_bytes, level_targets, scores, Compaction};
+pub(crate) use read_failure::{blocked_write_error, CompactionReadFailures};
 
 /// An output is cut before it would overlap more than this many target file sizes of the
 /// level below its own (so compacting it later stays bounded), as `LevelDB` does.
@@ -87,12 +89,14 @@ fn pick(state: &DbState, now: u64) -> Option<Job> {
         .values()
         .filter(|k| !state.compacting.contains(&k.id))
         .find_map(|keyspace| {
-            picker::pick(&version, keyspace.id, &keyspace.options, now).map(|compaction| Job {
-                compaction,
-                options: keyspace.options.clone(),
-                keyspace_name: keyspace.name.clone(),
-                version: version.clone(),
-            })
+            picker::pick(&version, keyspace.id, &keyspace.options, now)
+                .filter(|c| !state.compaction_reads.reads_damaged(c))
+                .map(|compaction| Job {
+                    compaction,
+                    options: keyspace.options.clone(),
+                    keyspace_name: keyspace.name.clone(),
+                    version: version.clone(),
+                })
         })
 }
 
@@ -191,7 +195,9 @@ pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
             else {
                 continue;
             };
-            let Some(compaction) = picker::pick_idle(&version, keyspace, &options) else {
+            let Some(compaction) = picker::pick_idle(&version, keyspace, &options)
+                .filter(|c| !state.compaction_reads.reads_damaged(c))
+            else {
                 continue;
             };
             mark_compacting(inner, &mut state, &compaction);
@@ -242,16 +248,16 @@ fn mark_compacting(inner: &DbInner, state: &mut DbState, compaction: &Compaction
 fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) -> Result<()> {
     let compaction = &job.compaction;
     let started = Instant::now();
-    let result = if compaction.trivial_move {
-        Ok(RunOutput::default())
-    } else {
-        run(inner, &job, snapshots)
-    };
+    let outcome = merge(inner, &job, snapshots);
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let mut state = inner.lock_state();
     state.compacting.remove(&compaction.keyspace);
     state.compaction_outputs.remove(&compaction.keyspace);
     inner.state_changed.notify_all();
+    let result = match outcome {
+        Ok(result) => result,
+        Err(panic) => return Err(report_panic_locked(inner, &mut state, compaction, &panic)),
+    };
     let RunOutput {
         tables: outputs,
         blob_files,
@@ -265,16 +271,7 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
             return Ok(());
         }
         Err(error) => {
-            // `run` deleted the partial outputs; the inputs stay where they were.
-            let reason = format!(
-                "compaction of keyspace {} failed ({compaction}): {error}",
-                compaction.keyspace
-            );
-            if !error.is_retryable_write() {
-                inner.set_background_error_locked(&state, reason);
-            } else if !manual {
-                inner.set_recoverable_error_locked(&state, reason);
-            }
+            report_failure_locked(inner, &mut state, compaction, &error, manual);
             return Err(error);
         }
     };
@@ -333,12 +330,75 @@ fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) ->
     }
     inner.note_pending_compaction_bytes_locked(&state);
     state.compactions_done += 1;
+    state.compaction_reads.succeeded();
+    state
+        .job_panics
+        .succeeded(crate::job_panic::JobKind::Compaction);
     inner.clear_recoverable_error_locked(&mut state);
     // Its Version no longer keeps the inputs: delete them now.
     drop(job);
     crate::flush::delete_obsolete_files(inner, &mut state);
     inner.state_changed.notify_all();
     Ok(())
+}
+
+/// Runs the merge of `job` (nothing for a trivial move); `Err` with its message if it
+/// panicked. Only the merge runs without the state lock: a panic there changed nothing shared
+/// (`crate::job_panic`).
+fn merge(
+    inner: &DbInner,
+    job: &Job,
+    snapshots: &[SeqNo],
+) -> std::result::Result<Result<RunOutput>, String> {
+    if job.compaction.trivial_move {
+        return Ok(Ok(RunOutput::default()));
+    }
+    crate::job_panic::catch(|| {
+        inner.test_hooks.in_compaction();
+        run(inner, job, snapshots)
+    })
+}
+
+/// Reports that the merge of `compaction` panicked with `panic`. Its outputs stay pending
+/// (their numbers died with the merge), so on disk until the next open deletes them as
+/// unreferenced; the inputs stay.
+fn report_panic_locked(
+    inner: &DbInner,
+    state: &mut DbState,
+    compaction: &Compaction,
+    panic: &str,
+) -> Error {
+    let what = format!(
+        "compaction of keyspace {} ({compaction})",
+        compaction.keyspace
+    );
+    let kind = crate::job_panic::JobKind::Compaction;
+    crate::job_panic::panicked_locked(inner, state, kind, &what, panic)
+}
+
+/// Reports the failure `error` of `compaction`, whose partial outputs `run` deleted (the
+/// inputs stay where they were): a failed table write pauses writes (only a `manual` job's
+/// caller sees it), a failed read is handled by `read_failure`, anything else is sticky.
+fn report_failure_locked(
+    inner: &DbInner,
+    state: &mut DbState,
+    compaction: &Compaction,
+    error: &Error,
+    manual: bool,
+) {
+    let reason = format!(
+        "compaction of keyspace {} failed ({compaction}): {error}",
+        compaction.keyspace
+    );
+    if error.is_retryable_write() {
+        if !manual {
+            inner.set_recoverable_error_locked(state, reason);
+        }
+    } else if read_failure::is_read_failure(error) {
+        read_failure::failed_locked(inner, state, compaction, error, &reason, manual);
+    } else {
+        inner.set_background_error_locked(state, reason);
+    }
 }
 
 /// Counts a finished compaction in `DbStats` and the per-level stats.

@@ -46,6 +46,9 @@ const COUNTERS: &[(&str, Counter)] = &[
     ("stall-level0-slowdowns", |s| s.stall_level0_slowdowns),
     ("stall-level0-stops", |s| s.stall_level0_stops),
     ("stall-memtable-stops", |s| s.stall_memtable_stops),
+    ("compaction-read-errors", |s| s.compaction_read_errors),
+    ("damaged-tables", |s| s.damaged_tables),
+    ("background-job-panics", |s| s.background_job_panics),
 ];
 
 /// Every property of the keyspace `opened` works on, name and value, in a fixed order.
