@@ -311,3 +311,18 @@ fn update_comma() {
 fn set_subquery() {
     common::run_file("set_subquery");
 }
+
+#[test]
+fn join_views() {
+    common::run_file("join_views");
+}
+
+#[test]
+fn view_multi_dml() {
+    common::run_file("view_multi_dml");
+}
+
+#[test]
+fn group_derived() {
+    common::run_file("group_derived");
+}
