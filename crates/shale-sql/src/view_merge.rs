@@ -81,7 +81,9 @@ impl Merger<'_> {
                     None => false,
                 }
             }),
-            Writes::Targets(targets) => targets.iter().any(|t| names.qualifies(&[t.clone()])),
+            Writes::Targets(targets) => targets
+                .iter()
+                .any(|t| names.qualifies(std::slice::from_ref(t))),
         }
     }
 
@@ -89,17 +91,12 @@ impl Merger<'_> {
     fn merge(&mut self, twj: &mut ast::TableWithJoins, nested: bool) -> Result<(), SqlError> {
         use ast::JoinOperator as J;
         let right_at = |joins: &[ast::Join], from: usize| {
-            joins[from..]
+            joins
                 .iter()
+                .skip(from)
                 .any(|j| matches!(j.join_operator, J::Right(_) | J::RightOuter(_)))
         };
         let first = match twj.joins.first().map(|j| &j.join_operator) {
-            None if nested => Place::Nowhere,
-            None => Place::Where,
-            Some(J::Left(_) | J::LeftOuter(_)) if nested || right_at(&twj.joins, 1) => {
-                Place::Nowhere
-            }
-            Some(J::Left(_) | J::LeftOuter(_)) => Place::Where,
             Some(
                 J::Join(_)
                 | J::Inner(_)
@@ -108,7 +105,12 @@ impl Merger<'_> {
                 | J::Right(_)
                 | J::RightOuter(_),
             ) => Place::On(0),
-            Some(_) => Place::Nowhere,
+            // Alone, or the kept side of a LEFT JOIN: WHERE, unless parentheses or a later
+            // RIGHT JOIN may NULL-extend it.
+            None | Some(J::Left(_) | J::LeftOuter(_)) if !nested && !right_at(&twj.joins, 1) => {
+                Place::Where
+            }
+            _ => Place::Nowhere,
         };
         let mut places = vec![first];
         for (i, j) in twj.joins.iter().enumerate() {
@@ -178,19 +180,16 @@ impl Merger<'_> {
             return Ok(None);
         };
         let reference = alias.clone().unwrap_or_else(|| def.name.clone());
-        let resolved = match resolve(self.catalog, &def, &reference, 0)? {
-            Ok(r) => r,
-            Err(_) => {
-                // Only its names are known: written when a target names it.
-                let names = Names {
-                    qualifiers: view_qualifiers(&def, alias.as_deref()),
-                    columns: Vec::new(),
-                };
-                if self.written(&names) {
-                    return Err(not_updatable(&reference, self.statement));
-                }
-                return Ok(None);
+        let Ok(resolved) = resolve(self.catalog, &def, &reference, 0)? else {
+            // Only its names are known: written when a target names it.
+            let names = Names {
+                qualifiers: view_qualifiers(&def, alias.as_deref()),
+                columns: Vec::new(),
+            };
+            if self.written(&names) {
+                return Err(not_updatable(&reference, self.statement));
             }
+            return Ok(None);
         };
         let names = view_names(&def, alias.as_deref(), &resolved);
         if !self.written(&names) {
