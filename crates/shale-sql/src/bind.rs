@@ -1402,6 +1402,9 @@ impl<'a> Binder<'a> {
                 order_by: &order_by,
             })?;
         }
+        if distinct && self.ctx.full_group_by {
+            self.check_distinct_order(&projection, &order_by)?;
+        }
         if !grouped && having.is_some() && self.table.is_none() && self.scope.is_none() {
             return Err(SqlError::unsupported("HAVING without a table"));
         }

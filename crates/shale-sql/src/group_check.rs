@@ -17,9 +17,12 @@
 //!      whose columns are NOT NULL (or known non-NULL by an equality below), are dependent;
 //!    - `x = y` and `x = constant` in the AND-ed parts of WHERE and of the ON of inner joins
 //!      that no outer join is above: y (or x) becomes dependent (and known non-NULL).
-//!
-//!    Columns of derived tables and views have no keys here: only GROUP BY and equalities
-//!    make them dependent (MySQL also looks through to the underlying table's keys).
+//!    - a derived table's (or view's) every column, once all columns of one of its keys are
+//!      dependent (MySQL 8's "functional dependencies derived from views"). Its keys: the
+//!      result columns that are its GROUP BY expressions, when each of them is one; or, for
+//!      a SELECT that does not group (DISTINCT keeps keys), the result columns that are
+//!      plain references to a key of every table it reads (the PRIMARY KEY, or a UNIQUE key
+//!      of NOT NULL columns; a derived table's own keys likewise), when all are selected.
 //! 3. What is checked, in MySQL's order: the select list ("SELECT list", numbered by
 //!    position), then with GROUP BY the ORDER BY keys that are not select-list expressions
 //!    ("ORDER BY clause", numbered by key), then HAVING ("HAVING clause", numbered 1). A
@@ -27,14 +30,18 @@
 //!    The first failure is 1055 (with GROUP BY) or 1140 (aggregates without it), in MySQL
 //!    8's wording, naming the column as `db.alias.column` (`alias.column` for a derived
 //!    table).
-//! 4. Not checked: window functions' PARTITION BY / ORDER BY, and DISTINCT with ORDER BY on
-//!    a column outside the select list (MySQL 8's 3065).
+//! 4. SELECT DISTINCT with ORDER BY: a key that is not a select-list expression may read
+//!    only columns the select list has as such (MySQL 8's 3065, "...references column
+//!    '...' which is not in SELECT list; this is incompatible with DISTINCT"); aggregates
+//!    and outer references are not checked here.
+//! 5. Not checked: window functions' PARTITION BY / ORDER BY.
 
 use crate::bind::{Binder, SortKey};
 use crate::builtin::Builtin;
 use crate::error::SqlError;
 use crate::expr::{CmpOp, Expr, Func};
 use crate::from::{InputSource, JoinTree};
+use crate::query::BoundQuery;
 use crate::text_funcs::TextFunc;
 
 /// The parts of a bound SELECT the check reads.
@@ -50,6 +57,12 @@ pub(crate) struct GroupedSelect<'a> {
 struct KeyedTable<'a> {
     offset: usize,
     def: &'a shale_table::TableDef,
+}
+
+/// A derived table of the FROM: its columns in the row, and its keys (positions in the row).
+struct KeyedDerived {
+    columns: std::ops::Range<usize>,
+    keys: Vec<Vec<usize>>,
 }
 
 /// The dependence sets of rule 2.
@@ -91,6 +104,37 @@ impl Binder<'_> {
         Ok(())
     }
 
+    /// Rule 4: 3065 for the first ORDER BY key of a DISTINCT SELECT reading a column the
+    /// select list does not have.
+    pub(crate) fn check_distinct_order(
+        &self,
+        projection: &[Expr],
+        order_by: &[SortKey],
+    ) -> Result<(), SqlError> {
+        let width = self.row_width();
+        for (i, key) in order_by.iter().enumerate() {
+            if projection.contains(&key.expr) {
+                continue;
+            }
+            let mut missing = None;
+            unselected_column(&key.expr, width, projection, &mut missing);
+            if let Some(pos) = missing {
+                return Err(SqlError::new(
+                    3065,
+                    "HY000",
+                    format!(
+                        "Expression #{} of ORDER BY clause is not in SELECT list, references \
+                         column '{}' which is not in SELECT list; this is incompatible with \
+                         DISTINCT",
+                        i + 1,
+                        self.qualified_column_name(pos)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Rule 2, to its fixed point.
     fn dependence<'q>(&self, q: &GroupedSelect<'q>, width: usize) -> Dependence<'q> {
         let mut deps = Dependence {
@@ -111,15 +155,24 @@ impl Binder<'_> {
             conjuncts(f, &mut equalities);
         }
         let mut tables = Vec::new();
+        let mut derived = Vec::new();
         match (&self.from, &self.table) {
             (Some(from), _) => {
                 inner_join_conditions(&from.tree, false, &mut equalities);
                 for input in &from.inputs {
-                    if let InputSource::Table(t) = &input.source {
-                        tables.push(KeyedTable {
+                    match &input.source {
+                        InputSource::Table(t) => tables.push(KeyedTable {
                             offset: input.offset,
                             def: &t.def,
-                        });
+                        }),
+                        InputSource::Derived(q) => derived.push(KeyedDerived {
+                            columns: input.offset..input.offset + input.width,
+                            keys: query_keys(q)
+                                .into_iter()
+                                .map(|k| k.into_iter().map(|c| input.offset + c).collect())
+                                .collect(),
+                        }),
+                        _ => {}
                     }
                 }
             }
@@ -134,6 +187,9 @@ impl Binder<'_> {
             changed = false;
             for t in &tables {
                 changed |= deps.whole_table_by_key(t);
+            }
+            for d in &derived {
+                changed |= deps.whole_derived_by_key(d);
             }
             for e in &equalities {
                 changed |= deps.by_equality(e);
@@ -242,6 +298,29 @@ impl Dependence<'_> {
         false
     }
 
+    /// A key of derived table `d` entirely dependent makes all of `d` dependent; whether
+    /// that added any.
+    fn whole_derived_by_key(&mut self, d: &KeyedDerived) -> bool {
+        if d.columns
+            .clone()
+            .all(|p| self.dependent.get(p) == Some(&true))
+        {
+            return false;
+        }
+        let determined = d
+            .keys
+            .iter()
+            .any(|k| k.iter().all(|&p| self.dependent.get(p) == Some(&true)));
+        if determined {
+            for p in d.columns.clone() {
+                if let Some(dep) = self.dependent.get_mut(p) {
+                    *dep = true;
+                }
+            }
+        }
+        determined
+    }
+
     /// `x = y` with x dependent, or `x = constant`, makes y (x) dependent and non-NULL;
     /// whether that added any.
     fn by_equality(&mut self, e: &Expr) -> bool {
@@ -265,6 +344,19 @@ impl Dependence<'_> {
             }
         }
         changed
+    }
+}
+
+/// The first column of this query's row that `e` reads and the select list does not have as
+/// such (rule 4).
+fn unselected_column(e: &Expr, width: usize, projection: &[Expr], found: &mut Option<usize>) {
+    if found.is_some() {
+        return;
+    }
+    match e {
+        Expr::Column(p) if *p < width && !projection.contains(e) => *found = Some(*p),
+        Expr::Column(_) => {}
+        _ => crate::walk::children(e, &mut |c| unselected_column(c, width, projection, found)),
     }
 }
 
@@ -297,4 +389,68 @@ fn inner_join_conditions<'e>(tree: &'e JoinTree, under_outer: bool, out: &mut Ve
         inner_join_conditions(left, under_outer, out);
         inner_join_conditions(right, under_outer || *left_outer, out);
     }
+}
+
+/// The keys of a derived table's query, as its result columns (rule 2).
+fn query_keys(q: &BoundQuery) -> Vec<Vec<usize>> {
+    let BoundQuery::Select(s) = q else {
+        return Vec::new();
+    };
+    let result_column = |e: &Expr| s.projection.iter().position(|p| p == e);
+    if s.grouped {
+        if s.group_by.is_empty() {
+            return Vec::new();
+        }
+        let key: Option<Vec<usize>> = s.group_by.iter().map(result_column).collect();
+        return key.into_iter().collect();
+    }
+    // One key of every input read, each as row positions; their union is a key of the rows.
+    let mut input_keys: Vec<Vec<Vec<usize>>> = Vec::new();
+    match (&s.from, &s.table) {
+        (Some(from), _) => {
+            for input in &from.inputs {
+                let keys = match &input.source {
+                    InputSource::Table(t) => table_keys(&t.def),
+                    InputSource::Derived(inner) => query_keys(inner),
+                    _ => return Vec::new(),
+                };
+                input_keys.push(
+                    keys.into_iter()
+                        .map(|k| k.into_iter().map(|c| input.offset + c).collect())
+                        .collect(),
+                );
+            }
+        }
+        (None, Some(t)) => input_keys.push(table_keys(&t.def)),
+        (None, None) => return Vec::new(),
+    }
+    let mut key = Vec::new();
+    for keys in input_keys {
+        // The first key of this input whose every column is selected.
+        let selected = keys.iter().find_map(|k| {
+            k.iter()
+                .map(|&p| result_column(&Expr::Column(p)))
+                .collect::<Option<Vec<usize>>>()
+        });
+        match selected {
+            Some(columns) => key.extend(columns),
+            None => return Vec::new(),
+        }
+    }
+    vec![key]
+}
+
+/// A table's keys as column numbers: its PRIMARY KEY and its UNIQUE keys of NOT NULL
+/// columns.
+fn table_keys(def: &shale_table::TableDef) -> Vec<Vec<usize>> {
+    std::iter::once(&def.primary_key)
+        .filter(|k| !k.columns.is_empty())
+        .chain(def.indexes.iter().filter(|k| {
+            k.unique
+                && k.columns
+                    .iter()
+                    .all(|&c| def.columns.get(c).is_some_and(|c| !c.nullable))
+        }))
+        .map(|k| k.columns.clone())
+        .collect()
 }

@@ -127,6 +127,7 @@ mod user_locks;
 mod value;
 mod variables;
 mod view_dml;
+mod view_merge;
 mod view_resolve;
 mod views;
 mod walk;

@@ -3,7 +3,8 @@
 //! SET holds a subquery. The FROM is bound and planned as a SELECT's (from.rs, join.rs) and
 //! read completely with exclusive locks before the first write; then each target row is
 //! written once. Rules:
-//! 1. A target is a base table of the FROM, named by its alias; a derived table is 1288.
+//! 1. A target is a base table of the FROM, named by its alias; a derived table is 1288. A
+//!    view the statement writes was merged into the FROM before binding (view_merge.rs).
 //! 2. A row NULL-extended by a LEFT JOIN is not a target row; a target row met by several
 //!    joined rows is updated (deleted) once, with the first joined row's values. Every SET
 //!    expression reads the joined row as it was read, before any write.
@@ -345,6 +346,8 @@ struct Pending {
 /// target's assignments computed from the joined row (column, value).
 struct TargetRow {
     slot: usize,
+    /// The joined row it was met in, for a view's CHECK OPTION (view_dml.rs rule 6).
+    joined: usize,
     values: Vec<(usize, Value)>,
 }
 
@@ -375,7 +378,7 @@ pub(crate) fn run(
         let mut key = String::new();
         let mut row_number = 0usize;
         // Every value is computed from the joined rows as read, before any change.
-        for row in &rows {
+        for (joined, row) in rows.iter().enumerate() {
             for (ti, t) in p.targets.iter().enumerate() {
                 let def = &*t.table.def;
                 let Some(old) = row.get(t.offset..t.offset + def.columns.len()) else {
@@ -415,7 +418,11 @@ pub(crate) fn run(
                     };
                     values.push((*c, crate::timestamp::store(col, v, row_number, env)?));
                 }
-                met[ti].push(TargetRow { slot, values });
+                met[ti].push(TargetRow {
+                    slot,
+                    joined,
+                    values,
+                });
             }
         }
         // Then each target's changes, target by target in FROM order (rule 5), on the row
@@ -425,7 +432,13 @@ pub(crate) fn run(
         order.sort_by_key(|&ti| p.targets[ti].offset);
         for ti in order {
             let def = &*p.targets[ti].table.def;
-            for TargetRow { slot, values } in std::mem::take(&mut met[ti]) {
+            let offset = p.targets[ti].offset;
+            for TargetRow {
+                slot,
+                joined,
+                values,
+            } in std::mem::take(&mut met[ti])
+            {
                 matched += 1;
                 let entry = &mut pending[group[ti]][slot];
                 let Some(current) = entry.new.take() else {
@@ -450,7 +463,12 @@ pub(crate) fn run(
                     continue;
                 }
                 if let Some(check) = &p.view_check {
-                    check.verify(&new, env)?;
+                    // The check reads the joined row, with this target's part as written.
+                    let mut row = rows.get(joined).cloned().unwrap_or_default();
+                    if let Some(part) = row.get_mut(offset..offset + new.len()) {
+                        part.clone_from_slice(&new);
+                    }
+                    check.verify(&row, env)?;
                 }
                 entry.new = Some(new);
                 changed += 1;

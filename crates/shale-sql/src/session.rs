@@ -759,7 +759,7 @@ impl Session {
             let planned = self
                 .bind_and_plan(w.stmt, &touched, w.check.as_ref())
                 .map_err(|e| crate::view_dml::translate(w.target.as_ref(), e));
-            crate::view_dml::hide(&mut touched.borrow_mut(), w.hidden.as_ref());
+            crate::view_dml::hide(&mut touched.borrow_mut(), &w.hidden);
             planned
         });
         for (db, table) in touched.into_inner() {

@@ -4,11 +4,11 @@
 //! a `WITH CHECK OPTION` becomes a condition every written row must meet (`ViewCheck`).
 //!
 //! Rules:
-//! 1. A view is updatable (view_resolve.rs) when its SELECT reads one base table or one updatable view, with no
-//!    DISTINCT, GROUP BY, HAVING, aggregate or window function, UNION (or other set
-//!    operation), WITH, LIMIT, subquery in the select list, or subquery in WHERE naming the
-//!    table it reads, and is not ALGORITHM=TEMPTABLE (MySQL's list). Otherwise INSERT is 1471,
-//!    UPDATE and DELETE 1288.
+//! 1. A view is updatable (view_resolve.rs) when its SELECT reads base tables or updatable
+//!    views (one, or several joined: a join view), with no DISTINCT, GROUP BY, HAVING,
+//!    aggregate or window function, UNION (or other set operation), WITH, LIMIT, subquery in
+//!    the select list, or subquery in WHERE naming a table it reads, and is not
+//!    ALGORITHM=TEMPTABLE (MySQL's list). Otherwise INSERT is 1471, UPDATE and DELETE 1288.
 //! 2. A view column is a base column when its expression is a column reference. UPDATE may
 //!    set only those (1348 otherwise); INSERT needs every view column to be one, each base
 //!    column at most once (1471), and every base column left out to have a default (1423).
@@ -24,36 +24,57 @@
 //!    SQL SECURITY INVOKER view passes the need down to what it reads; the first DEFINER view
 //!    stops it there (the definer's own privileges are not checked, as for reads, views.rs
 //!    rule 2).
-//! 6. The multi-table forms (`UPDATE v JOIN u ...`, `DELETE v FROM v ...`) do not write
-//!    through views: a view target there is 1288 (multi_dml.rs binds it as a derived table).
+//! 6. A join view (MySQL's and MariaDB's rules): UPDATE may set the columns of one of its
+//!    base tables (1393 for two); it becomes a multi-table UPDATE over the view's joins
+//!    (multi_dml.rs), so ORDER BY and LIMIT are 1221 there. INSERT needs a column list
+//!    (1394) naming columns of one base table (1393), whose row alone is inserted; a view
+//!    with an outer join is not insertable (1471). DELETE is 1395. Its CHECK OPTION is
+//!    checked on the joined row as updated; for INSERT, on the inserted row with the other
+//!    tables' columns NULL (MariaDB's result).
+//! 7. The multi-table forms (`UPDATE v JOIN u ...`, `DELETE v FROM v ...`) merge each view
+//!    they write into the statement's FROM (view_merge.rs); a view they only read stays a
+//!    derived table.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use shale_table::{Catalog, ViewDef, ViewSecurity};
-use sqlparser::ast::{self, Statement};
+use sqlparser::ast::{self, Statement, VisitMut, VisitorMut};
 
 use crate::error::SqlError;
 use crate::expr::{Env, Expr};
 use crate::privilege::Need;
 use crate::session::Session;
 use crate::view_resolve::{
-    and, base_column, resolve, strip_qualifiers, substitute, Names, Resolved,
+    and, base_reference, resolve, substitute, table_factor, BaseTable, Names, Resolved,
 };
 
 /// What a write through a view turned into.
 pub(crate) struct Rewritten {
-    /// The statement on the base table (the input unchanged when it names no view).
+    /// The statement on the base tables (the input unchanged when it names no view).
     pub stmt: Statement,
-    /// The condition a written row must meet (rule 4), over the base table, and the view
+    /// The condition a written row must meet (rule 4), over the base tables, and the view
     /// `db.v` the error names.
     pub check: Option<(ast::Expr, String)>,
     /// What the INVOKER views pass down (rule 5).
     pub needs: Vec<Need>,
-    /// The base table, when a DEFINER view reads it: the binder's SELECT need on it is
-    /// dropped (rule 5).
-    pub hidden: Option<(String, String)>,
+    /// The base tables DEFINER views read: the binder's SELECT needs on them are dropped
+    /// (rule 5).
+    pub hidden: Vec<(String, String)>,
     /// The view the statement names and the statement's kind, for `translate`.
     pub target: Option<(String, &'static str)>,
+}
+
+impl Rewritten {
+    pub(crate) fn unchanged(stmt: Statement) -> Rewritten {
+        Rewritten {
+            stmt,
+            check: None,
+            needs: Vec::new(),
+            hidden: Vec::new(),
+            target: None,
+        }
+    }
 }
 
 /// A subquery of the statement reading the view's table is 1443 for a view where it is
@@ -92,7 +113,7 @@ impl ViewCheck {
     }
 }
 
-fn not_updatable(name: &str, statement: &str) -> SqlError {
+pub(crate) fn not_updatable(name: &str, statement: &str) -> SqlError {
     SqlError::new(
         1288,
         "HY000",
@@ -108,8 +129,36 @@ fn not_insertable(name: &str) -> SqlError {
     )
 }
 
+/// 1393: a statement writing two base tables of a join view (rule 6).
+pub(crate) fn several_tables(view: &ViewDef) -> SqlError {
+    SqlError::new(
+        1393,
+        "HY000",
+        format!(
+            "Can not modify more than one base table through a join view '{}.{}'",
+            view.database, view.name
+        ),
+    )
+}
+
+/// 1395: DELETE from a join view (rule 6).
+pub(crate) fn join_delete(view: &ViewDef) -> SqlError {
+    SqlError::new(
+        1395,
+        "HY000",
+        format!(
+            "Can not delete from join view '{}.{}'",
+            view.database, view.name
+        ),
+    )
+}
+
+fn not_updatable_column(column: &str) -> SqlError {
+    SqlError::new(1348, "HY000", format!("Column '{column}' is not updatable"))
+}
+
 /// The view `name` names, with its database.
-fn view_named(
+pub(crate) fn view_named(
     session: &Session,
     catalog: &Catalog,
     name: &ast::ObjectName,
@@ -123,36 +172,53 @@ fn view_named(
     catalog.view(&db, &n).cloned()
 }
 
-fn base_name(r: &Resolved) -> ast::ObjectName {
+fn base_name(t: &BaseTable) -> ast::ObjectName {
     ast::ObjectName::from(vec![
-        ast::Ident::new(r.base_db.clone()),
-        ast::Ident::new(r.base.name.clone()),
+        ast::Ident::new(t.db.clone()),
+        ast::Ident::new(t.def.name.clone()),
     ])
 }
 
-fn table_alias(name: &str) -> ast::TableAlias {
-    ast::TableAlias {
-        explicit: true,
-        name: ast::Ident::new(name),
-        columns: Vec::new(),
-        at: None,
-    }
+/// The base table an assignment's target names through the view, as `reference.column`
+/// (1054 for a name not the view's, 1348 for a column that is no base column).
+pub(crate) fn assignment_target(
+    a: &ast::Assignment,
+    names: &Names,
+) -> Result<(String, String), SqlError> {
+    let ast::AssignmentTarget::ColumnName(target) = &a.target else {
+        return Err(SqlError::unsupported(a.to_string()));
+    };
+    let parts = crate::bind::ident_name(target);
+    let Some((column, qualifier)) = parts.split_last() else {
+        return Err(SqlError::unsupported(a.to_string()));
+    };
+    let Some(e) = (qualifier.is_empty() || names.qualifies(qualifier))
+        .then(|| names.column(column))
+        .flatten()
+    else {
+        return Err(SqlError::unknown_column(&parts.join("."), "field list"));
+    };
+    let Some((reference, base)) = base_reference(e) else {
+        return Err(not_updatable_column(column));
+    };
+    Ok((reference.to_string(), base.to_string()))
 }
 
-/// Rewrites `stmt` when its target is a view (rules 1 to 5); returns it unchanged otherwise.
+/// `reference.column` as an assignment target.
+pub(crate) fn qualified_target(reference: &str, column: &str) -> ast::AssignmentTarget {
+    ast::AssignmentTarget::ColumnName(ast::ObjectName::from(vec![
+        crate::view_resolve::reference_ident(reference),
+        ast::Ident::new(column),
+    ]))
+}
+
+/// Rewrites `stmt` when its target is a view (rules 1 to 7); returns it unchanged otherwise.
 pub(crate) fn rewrite(session: &Session, stmt: Statement) -> Result<Rewritten, SqlError> {
-    let unchanged = |stmt| Rewritten {
-        stmt,
-        check: None,
-        needs: Vec::new(),
-        hidden: None,
-        target: None,
-    };
     if !matches!(
         stmt,
         Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
     ) {
-        return Ok(unchanged(stmt));
+        return Ok(Rewritten::unchanged(stmt));
     }
     let catalog = session.instance().store.catalog();
     // The common case costs one look at the catalog.
@@ -161,180 +227,214 @@ pub(crate) fn rewrite(session: &Session, stmt: Statement) -> Result<Rewritten, S
         .values()
         .all(std::collections::BTreeMap::is_empty)
     {
-        return Ok(unchanged(stmt));
+        return Ok(Rewritten::unchanged(stmt));
     }
     match stmt {
-        Statement::Insert(mut ins) => {
-            let ast::TableObject::TableName(name) = &ins.table else {
-                return Ok(unchanged(Statement::Insert(ins)));
-            };
-            let Some(def) = view_named(session, &catalog, name) else {
-                return Ok(unchanged(Statement::Insert(ins)));
-            };
-            let label = def.name.clone();
-            let reference = def.name.clone();
-            let Ok(r) = resolve(&catalog, &def, &reference, 0)? else {
-                return Err(not_insertable(&label));
-            };
-            let names = view_names(&r, &def, None);
-            rewrite_insert(&mut ins, &r, &names, &label)?;
-            let privs = insert_privs(&ins);
-            ins.table = ast::TableObject::TableName(base_name(&r));
-            Ok(finish(Statement::Insert(ins), &r, privs, false, "INSERT"))
+        Statement::Insert(ins) => rewrite_insert(session, &catalog, ins),
+        Statement::Update(u) if !u.table.joins.is_empty() || u.from.is_some() => {
+            crate::view_merge::update(session, &catalog, u) // rule 7
         }
-        Statement::Update(mut u) => {
-            let ast::TableFactor::Table { name, alias, .. } = &u.table.relation else {
-                return Ok(unchanged(Statement::Update(u)));
-            };
-            let Some(def) = view_named(session, &catalog, name) else {
-                return Ok(unchanged(Statement::Update(u)));
-            };
-            if !u.table.joins.is_empty() || u.from.is_some() {
-                return Err(not_updatable(&def.name, "UPDATE")); // rule 6
-            }
-            let alias = alias.as_ref().map(|a| a.name.value.clone());
-            let reference = alias.clone().unwrap_or_else(|| def.name.clone());
-            let Ok(r) = resolve(&catalog, &def, &reference, 0)? else {
-                return Err(not_updatable(&def.name, "UPDATE"));
-            };
-            let names = view_names(&r, &def, alias.as_deref());
-            for a in &mut u.assignments {
-                let ast::AssignmentTarget::ColumnName(target) = &a.target else {
-                    return Err(SqlError::unsupported(a.to_string()));
-                };
-                let parts = crate::bind::ident_name(target);
-                let Some((column, qualifier)) = parts.split_last() else {
-                    return Err(SqlError::unsupported(a.to_string()));
-                };
-                let Some(e) = (qualifier.is_empty() || names.qualifies(qualifier))
-                    .then(|| names.column(column))
-                    .flatten()
-                else {
-                    return Err(SqlError::unknown_column(&parts.join("."), "field list"));
-                };
-                let Some(base) = base_column(e) else {
-                    return Err(SqlError::new(
-                        1348,
-                        "HY000",
-                        format!("Column '{column}' is not updatable"),
-                    ));
-                };
-                a.target = ast::AssignmentTarget::ColumnName(ast::ObjectName::from(vec![
-                    ast::Ident::new(reference.clone()),
-                    ast::Ident::new(base),
-                ]));
-                substitute(&mut a.value, &names, "field list")?;
-            }
-            // The statement's own WHERE reads columns (SELECT), not the view's.
-            let read = if u.selection.is_some() {
-                crate::grants::SELECT
-            } else {
-                0
-            };
-            u.selection = with_filters(u.selection.take(), &r, &names)?;
-            for o in &mut u.order_by {
-                substitute(&mut o.expr, &names, "order clause")?;
-            }
-            u.table.relation = ast::TableFactor::Table {
-                name: base_name(&r),
-                alias: Some(table_alias(&reference)),
-                args: None,
-                with_hints: Vec::new(),
-                version: None,
-                with_ordinality: false,
-                partitions: Vec::new(),
-                json_path: None,
-                sample: None,
-                index_directives: Vec::new(),
-                inheritance: None,
-            };
-            Ok(finish(
-                Statement::Update(u),
-                &r,
-                crate::grants::UPDATE | read,
-                true,
-                "UPDATE",
-            ))
-        }
-        Statement::Delete(mut d) => {
-            let from = match &mut d.from {
-                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
-            };
-            let single = d.tables.is_empty()
-                && d.using.is_none()
-                && from.len() == 1
-                && from[0].joins.is_empty();
-            if !single {
-                // Rule 6: the targets of the multi-table forms.
-                let targets: Vec<ast::ObjectName> = if d.tables.is_empty() {
-                    from.iter()
-                        .filter(|t| t.joins.is_empty())
-                        .filter_map(|t| match &t.relation {
-                            ast::TableFactor::Table { name, .. } => Some(name.clone()),
-                            _ => None,
-                        })
-                        .collect()
-                } else {
-                    d.tables.clone()
-                };
-                if let Some(def) = targets
-                    .iter()
-                    .find_map(|n| view_named(session, &catalog, n))
-                {
-                    return Err(not_updatable(&def.name, "DELETE"));
-                }
-                return Ok(unchanged(Statement::Delete(d)));
-            }
-            let ast::TableFactor::Table { name, alias, .. } = &mut from[0].relation else {
-                return Ok(unchanged(Statement::Delete(d)));
-            };
-            let Some(def) = view_named(session, &catalog, name) else {
-                return Ok(unchanged(Statement::Delete(d)));
-            };
-            let alias_name = alias.as_ref().map(|a| a.name.value.clone());
-            let reference = alias_name.clone().unwrap_or_else(|| def.name.clone());
-            let Ok(r) = resolve(&catalog, &def, &reference, 0)? else {
-                return Err(not_updatable(&def.name, "DELETE"));
-            };
-            *name = base_name(&r);
-            *alias = Some(table_alias(&reference));
-            let names = view_names(&r, &def, alias_name.as_deref());
-            let read = if d.selection.is_some() {
-                crate::grants::SELECT
-            } else {
-                0
-            };
-            d.selection = with_filters(d.selection.take(), &r, &names)?;
-            for o in &mut d.order_by {
-                substitute(&mut o.expr, &names, "order clause")?;
-            }
-            let mut out = finish(
-                Statement::Delete(d),
-                &r,
-                crate::grants::DELETE | read,
-                true,
-                "DELETE",
-            );
-            out.check = None; // DELETE writes no row to check.
-            Ok(out)
-        }
-        other => Ok(unchanged(other)),
+        Statement::Update(u) => rewrite_update(session, &catalog, u),
+        Statement::Delete(d) => rewrite_delete(session, &catalog, d),
+        other => Ok(Rewritten::unchanged(other)),
     }
 }
 
-/// The names the statement may use for the view (rule 3).
-fn view_names(r: &Resolved, def: &ViewDef, alias: Option<&str>) -> Names {
-    let qualifiers = match alias {
+fn rewrite_insert(
+    session: &Session,
+    catalog: &Catalog,
+    mut ins: ast::Insert,
+) -> Result<Rewritten, SqlError> {
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Ok(Rewritten::unchanged(Statement::Insert(ins)));
+    };
+    let Some(def) = view_named(session, catalog, name) else {
+        return Ok(Rewritten::unchanged(Statement::Insert(ins)));
+    };
+    let label = def.name.clone();
+    let Ok(r) = resolve(catalog, &def, &def.name, 0)? else {
+        return Err(not_insertable(&label));
+    };
+    let names = view_names(&def, None, &r);
+    // Rule 6: the one base table of a join view the column list names.
+    let target = if r.is_join() {
+        if r.outer {
+            return Err(not_insertable(&label));
+        }
+        if ins.columns.is_empty() {
+            return Err(SqlError::new(
+                1394,
+                "HY000",
+                format!(
+                    "Can not insert into join view '{}.{}' without fields list",
+                    def.database, def.name
+                ),
+            ));
+        }
+        let mut target: Option<String> = None;
+        for c in &ins.columns {
+            let column = crate::bind::ident_name(c).pop().unwrap_or_default();
+            let Some(e) = names.column(&column) else {
+                return Err(SqlError::unknown_column(&column, "field list"));
+            };
+            let Some((reference, _)) = base_reference(e) else {
+                return Err(not_insertable(&label));
+            };
+            match &target {
+                Some(t) if t != reference => return Err(several_tables(&def)),
+                Some(_) => {}
+                None => target = Some(reference.to_string()),
+            }
+        }
+        target.unwrap_or_default()
+    } else {
+        r.single().reference.clone()
+    };
+    let Some(table) = r.table(&target) else {
+        return Err(SqlError::internal("a view column of no base table"));
+    };
+    map_insert_columns(&mut ins, &r, table, &names, &def)?;
+    let privs = insert_privs(&ins);
+    ins.table = ast::TableObject::TableName(base_name(table));
+    let mut out = finish(Statement::Insert(ins), &r, table, privs, "INSERT");
+    // INSERT binds its check over the inserted row under its table's own name.
+    if let Some((c, _)) = &mut out.check {
+        as_row_of(c, &target);
+    }
+    Ok(out)
+}
+
+fn rewrite_update(
+    session: &Session,
+    catalog: &Catalog,
+    mut u: ast::Update,
+) -> Result<Rewritten, SqlError> {
+    let ast::TableFactor::Table { name, alias, .. } = &u.table.relation else {
+        return Ok(Rewritten::unchanged(Statement::Update(u)));
+    };
+    let Some(def) = view_named(session, catalog, name) else {
+        return Ok(Rewritten::unchanged(Statement::Update(u)));
+    };
+    let alias = alias.as_ref().map(|a| a.name.value.clone());
+    let reference = alias.clone().unwrap_or_else(|| def.name.clone());
+    let Ok(r) = resolve(catalog, &def, &reference, 0)? else {
+        return Err(not_updatable(&def.name, "UPDATE"));
+    };
+    let names = view_names(&def, alias.as_deref(), &r);
+    let mut written: Option<String> = None;
+    for a in &mut u.assignments {
+        let (table, column) = assignment_target(a, &names)?;
+        match &written {
+            Some(w) if *w != table => return Err(several_tables(&def)),
+            Some(_) => {}
+            None => written = Some(table.clone()),
+        }
+        a.target = qualified_target(&table, &column);
+        substitute(&mut a.value, &names, "field list")?;
+    }
+    // The statement's own WHERE reads columns (SELECT), not the view's.
+    let read = if u.selection.is_some() {
+        crate::grants::SELECT
+    } else {
+        0
+    };
+    u.selection = with_filters(u.selection.take(), &r, &names)?;
+    for o in &mut u.order_by {
+        substitute(&mut o.expr, &names, "order clause")?;
+    }
+    let Some(table) = written.as_deref().and_then(|w| r.table(w)) else {
+        return Err(SqlError::unsupported("UPDATE without SET"));
+    };
+    // A join view becomes a multi-table UPDATE over its joins (rule 6).
+    u.table = if r.is_join() {
+        r.from.clone()
+    } else {
+        ast::TableWithJoins {
+            relation: table_factor(&table.db, &table.def.name, &reference),
+            joins: Vec::new(),
+        }
+    };
+    Ok(finish(
+        Statement::Update(u),
+        &r,
+        table,
+        crate::grants::UPDATE | read,
+        "UPDATE",
+    ))
+}
+
+fn rewrite_delete(
+    session: &Session,
+    catalog: &Catalog,
+    mut d: ast::Delete,
+) -> Result<Rewritten, SqlError> {
+    let from = match &mut d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    let single =
+        d.tables.is_empty() && d.using.is_none() && from.len() == 1 && from[0].joins.is_empty();
+    if !single {
+        return crate::view_merge::delete(session, catalog, d); // rule 7
+    }
+    let ast::TableFactor::Table { name, alias, .. } = &mut from[0].relation else {
+        return Ok(Rewritten::unchanged(Statement::Delete(d)));
+    };
+    let Some(def) = view_named(session, catalog, name) else {
+        return Ok(Rewritten::unchanged(Statement::Delete(d)));
+    };
+    let alias_name = alias.as_ref().map(|a| a.name.value.clone());
+    let reference = alias_name.clone().unwrap_or_else(|| def.name.clone());
+    let Ok(r) = resolve(catalog, &def, &reference, 0)? else {
+        return Err(not_updatable(&def.name, "DELETE"));
+    };
+    if r.is_join() {
+        return Err(join_delete(&def));
+    }
+    let table = r.single();
+    from[0].relation = table_factor(&table.db, &table.def.name, &reference);
+    let names = view_names(&def, alias_name.as_deref(), &r);
+    let read = if d.selection.is_some() {
+        crate::grants::SELECT
+    } else {
+        0
+    };
+    d.selection = with_filters(d.selection.take(), &r, &names)?;
+    for o in &mut d.order_by {
+        substitute(&mut o.expr, &names, "order clause")?;
+    }
+    let mut out = finish(
+        Statement::Delete(d),
+        &r,
+        table,
+        crate::grants::DELETE | read,
+        "DELETE",
+    );
+    out.check = None; // DELETE writes no row to check.
+    Ok(out)
+}
+
+/// What the statement may call the view: its alias, or its name with or without database.
+pub(crate) fn view_qualifiers(def: &ViewDef, alias: Option<&str>) -> Vec<Vec<String>> {
+    match alias {
         Some(a) => vec![vec![a.to_string()]],
         None => vec![
             vec![def.name.clone()],
             vec![def.database.clone(), def.name.clone()],
         ],
-    };
+    }
+}
+
+/// The names the statement may use for the view (rule 3).
+pub(crate) fn view_names(def: &ViewDef, alias: Option<&str>, r: &Resolved) -> Names {
     Names {
-        qualifiers,
+        qualifiers: view_qualifiers(def, alias),
         columns: r.columns.clone(),
     }
+}
+
+/// Every view's WHERE, AND-ed.
+pub(crate) fn view_filter(r: &Resolved) -> Option<ast::Expr> {
+    r.filters.iter().map(|(f, _)| f.clone()).reduce(and)
 }
 
 /// The statement's WHERE on the view's columns AND every view's WHERE.
@@ -343,13 +443,7 @@ fn with_filters(
     r: &Resolved,
     names: &Names,
 ) -> Result<Option<ast::Expr>, SqlError> {
-    let mut out: Option<ast::Expr> = None;
-    for (f, _) in &r.filters {
-        out = Some(match out {
-            Some(o) => and(o, f.clone()),
-            None => f.clone(),
-        });
-    }
+    let mut out = view_filter(r);
     if let Some(mut w) = selection {
         substitute(&mut w, names, "where clause")?;
         out = Some(match out {
@@ -371,43 +465,59 @@ fn insert_privs(ins: &ast::Insert) -> u32 {
     privs
 }
 
-/// INSERT's column list mapped onto the base table (rule 2).
-fn rewrite_insert(
+/// INSERT's column list mapped onto the base table `table` (rules 2 and 6).
+fn map_insert_columns(
     ins: &mut ast::Insert,
     r: &Resolved,
+    table: &BaseTable,
     names: &Names,
-    label: &str,
+    view: &ViewDef,
 ) -> Result<(), SqlError> {
-    let mut bases: Vec<String> = Vec::new();
-    for (_, e) in &r.columns {
-        let Some(b) = base_column(e) else {
-            return Err(not_insertable(label));
-        };
-        if bases.iter().any(|x| x.eq_ignore_ascii_case(b)) {
+    let label = &view.name;
+    let listed: Vec<String> = if ins.columns.is_empty() {
+        // Every view column must be a base column, each at most once.
+        let mut bases: Vec<String> = Vec::new();
+        for (_, e) in &r.columns {
+            let Some((_, b)) = base_reference(e) else {
+                return Err(not_insertable(label));
+            };
+            if bases.iter().any(|x| x.eq_ignore_ascii_case(b)) {
+                return Err(not_insertable(label));
+            }
+            bases.push(b.to_string());
+        }
+        bases
+    } else {
+        if !r.is_join() && r.columns.iter().any(|(_, e)| base_reference(e).is_none()) {
             return Err(not_insertable(label));
         }
-        bases.push(b.to_string());
-    }
-    let listed: Vec<String> = if ins.columns.is_empty() {
-        bases.clone()
-    } else {
-        let mut out = Vec::new();
+        let mut out: Vec<String> = Vec::new();
         for c in &ins.columns {
-            let parts = crate::bind::ident_name(c);
-            let column = parts.last().cloned().unwrap_or_default();
+            let column = crate::bind::ident_name(c).pop().unwrap_or_default();
             let Some(e) = names.column(&column) else {
                 return Err(SqlError::unknown_column(&column, "field list"));
             };
-            out.push(base_column(e).unwrap_or_default().to_string());
+            let Some((_, b)) = base_reference(e) else {
+                return Err(not_insertable(label));
+            };
+            out.push(b.to_string());
+        }
+        if !r.is_join() {
+            // A base column two view columns name may not be inserted (MySQL's rule).
+            let mut seen: Vec<&str> = Vec::new();
+            for (_, e) in &r.columns {
+                if let Some((_, b)) = base_reference(e) {
+                    if seen.iter().any(|x| x.eq_ignore_ascii_case(b)) {
+                        return Err(not_insertable(label));
+                    }
+                    seen.push(b);
+                }
+            }
         }
         out
     };
     // Base columns the view leaves out must have a default (1423, as MySQL in strict mode).
-    let view = r
-        .chain
-        .first()
-        .map(|d| format!("{}.{}", d.database, d.name));
-    for c in &r.base.columns {
+    for c in &table.def.columns {
         let given = listed.iter().any(|l| l.eq_ignore_ascii_case(&c.name));
         let defaulted = c.default.is_some()
             || c.nullable
@@ -419,8 +529,8 @@ fn rewrite_insert(
                 1423,
                 "HY000",
                 format!(
-                    "Field of view '{}' underlying table doesn't have a default value",
-                    view.clone().unwrap_or_default()
+                    "Field of view '{}.{}' underlying table doesn't have a default value",
+                    view.database, view.name
                 ),
             ));
         }
@@ -430,28 +540,28 @@ fn rewrite_insert(
         .map(|c| ast::ObjectName::from(vec![ast::Ident::new(c)]))
         .collect();
     if let Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) = &mut ins.on {
+        // The inserted table's columns, unqualified; a join view's other columns are not
+        // this row's.
         let unqualified = Names {
             qualifiers: names.qualifiers.clone(),
             columns: names
                 .columns
                 .iter()
-                .map(|(n, e)| {
-                    let plain = base_column(e)
-                        .map_or_else(|| e.clone(), |b| ast::Expr::Identifier(ast::Ident::new(b)));
-                    (n.clone(), plain)
+                .filter_map(|(n, e)| match base_reference(e) {
+                    Some((reference, b)) if reference == table.reference => {
+                        Some((n.clone(), ast::Expr::Identifier(ast::Ident::new(b))))
+                    }
+                    Some(_) => None,
+                    None if r.is_join() => None,
+                    None => Some((n.clone(), e.clone())),
                 })
                 .collect(),
         };
         for a in assignments {
-            let ast::AssignmentTarget::ColumnName(target) = &a.target else {
-                return Err(SqlError::unsupported(a.to_string()));
-            };
-            let parts = crate::bind::ident_name(target);
-            let column = parts.last().cloned().unwrap_or_default();
-            let Some(e) = names.column(&column) else {
-                return Err(SqlError::unknown_column(&column, "field list"));
-            };
-            let base = base_column(e).unwrap_or_default().to_string();
+            let (reference, base) = assignment_target(a, names)?;
+            if reference != table.reference {
+                return Err(several_tables(view));
+            }
             a.target =
                 ast::AssignmentTarget::ColumnName(ast::ObjectName::from(vec![ast::Ident::new(
                     base,
@@ -462,61 +572,96 @@ fn rewrite_insert(
     Ok(())
 }
 
-/// The check, needs and hidden table of a rewritten statement (rules 4 and 5).
-fn finish(
+/// The check, needs and hidden tables of a statement that writes `table` (rules 4 and 5).
+pub(crate) fn finish(
     stmt: Statement,
     r: &Resolved,
+    table: &BaseTable,
     privs: u32,
-    qualified: bool,
     op: &'static str,
 ) -> Rewritten {
-    let mut check: Option<ast::Expr> = None;
-    for (f, checked) in &r.filters {
-        if *checked {
-            check = Some(match check {
-                Some(c) => and(c, f.clone()),
-                None => f.clone(),
-            });
-        }
-    }
-    if !qualified {
-        // INSERT binds its check over the table under its own name.
-        if let Some(c) = &mut check {
-            strip_qualifiers(c);
-        }
-    }
-    let top = r
-        .chain
-        .first()
-        .map(|d| format!("{}.{}", d.database, d.name))
-        .unwrap_or_default();
-    let target = r.chain.first().map(|d| (d.name.clone(), op));
-    let mut needs = Vec::new();
-    let mut hidden = None;
-    for (i, def) in r.chain.iter().enumerate() {
+    let mut out = Rewritten {
+        stmt,
+        check: check_of(r, table),
+        needs: Vec::new(),
+        hidden: Vec::new(),
+        target: table.path.first().map(|d| (d.name.clone(), op)),
+    };
+    pass_down(r, table, privs, &mut out);
+    out
+}
+
+/// The condition rule 4 checks for a write of `table` through the view, with the view
+/// `db.v` its error names.
+pub(crate) fn check_of(r: &Resolved, table: &BaseTable) -> Option<(ast::Expr, String)> {
+    let check = r
+        .filters
+        .iter()
+        .filter(|(_, checked)| *checked)
+        .map(|(f, _)| f.clone())
+        .reduce(and)?;
+    let view = table.path.first()?;
+    Some((check, format!("{}.{}", view.database, view.name)))
+}
+
+/// Rule 5 for the written table; every table a DEFINER view reads is hidden.
+pub(crate) fn pass_down(r: &Resolved, table: &BaseTable, privs: u32, out: &mut Rewritten) {
+    for (i, def) in table.path.iter().enumerate() {
         if def.security == ViewSecurity::Definer {
-            hidden = Some((r.base_db.clone(), r.base.name.clone()));
             break;
         }
-        let (db, table) = match r.chain.get(i + 1) {
+        let (db, name) = match table.path.get(i + 1) {
             Some(next) => (next.database.clone(), next.name.clone()),
-            None => (r.base_db.clone(), r.base.name.clone()),
+            None => (table.db.clone(), table.def.name.clone()),
         };
-        needs.push(Need::Table { privs, db, table });
+        out.needs.push(Need::Table {
+            privs,
+            db,
+            table: name,
+        });
     }
-    Rewritten {
-        stmt,
-        check: check.map(|c| (c, top)),
-        needs,
-        hidden,
-        target,
+    for t in &r.tables {
+        if t.path.iter().any(|d| d.security == ViewSecurity::Definer) {
+            out.hidden.push((t.db.clone(), t.def.name.clone()));
+        }
     }
 }
 
-/// Drops the binder's SELECT need on a table a DEFINER view reads (rule 5): the first time
-/// the binder resolved it, which is the rewritten statement's target.
-pub(crate) fn hide(touched: &mut Vec<(String, String)>, hidden: Option<&(String, String)>) {
-    if let Some((db, table)) = hidden {
+/// A check over the base tables as a condition on the row of the table called `reference`:
+/// its columns unqualified, another table's columns NULL (rule 6).
+fn as_row_of(e: &mut ast::Expr, reference: &str) {
+    struct Row<'a>(&'a str, usize);
+    impl VisitorMut for Row<'_> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.1 += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.1 -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+            if self.1 == 0 {
+                let named = base_reference(e).map(|(r, c)| (r == self.0, c.to_string()));
+                if let Some((own, column)) = named {
+                    *e = if own {
+                        ast::Expr::Identifier(ast::Ident::new(column))
+                    } else {
+                        ast::Expr::Value(ast::Value::Null.into())
+                    };
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = e.visit(&mut Row(reference, 0));
+}
+
+/// Drops the binder's SELECT need on each table a DEFINER view reads (rule 5): the first
+/// time the binder resolved it.
+pub(crate) fn hide(touched: &mut Vec<(String, String)>, hidden: &[(String, String)]) {
+    for (db, table) in hidden {
         if let Some(i) = touched
             .iter()
             .position(|(d, t)| d == db && t.eq_ignore_ascii_case(table))

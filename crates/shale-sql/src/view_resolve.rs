@@ -1,7 +1,16 @@
-//! What an updatable view stands for (view_dml.rs rule 1): a view resolved down to its base
-//! table, with each view column as an expression over that table and each level's WHERE, and
-//! the substitution that turns a statement's names for a view's columns into those
-//! expressions (rule 3).
+//! What an updatable view stands for (view_dml.rs rule 1): a view resolved down to the base
+//! tables it reads, with the joins between them, each view column as an expression over
+//! those tables and each level's WHERE, and the substitution that turns a statement's names
+//! for a view's columns into those expressions (rule 3).
+//!
+//! Rules:
+//! 1. Each base table gets the name the rewritten statement calls it by (its reference):
+//!    a view reading one relation gives it the view's own reference; a view joining several
+//!    gives each `reference.alias` (the alias, or table name, its SELECT uses), unique
+//!    because aliases are unique within one SELECT.
+//! 2. A join view's joins (inner, LEFT and RIGHT, with ON or none) are kept as they are, over
+//!    the references; USING, NATURAL, derived tables and table functions make a view not
+//!    updatable here. Comma-separated items are joined by CROSS JOIN.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -14,17 +23,45 @@ use crate::error::SqlError;
 /// Why a view cannot be written (rule 1), kept until the statement's kind picks the error.
 pub(crate) struct NotUpdatable;
 
-/// A view resolved down to its base table.
+/// One base table a view reads.
+pub(crate) struct BaseTable {
+    pub(crate) db: String,
+    pub(crate) def: Arc<TableDef>,
+    /// What the rewritten statement calls it (rule 1).
+    pub(crate) reference: String,
+    /// The views from the named one down to this table.
+    pub(crate) path: Vec<Arc<ViewDef>>,
+}
+
+/// A view resolved down to its base tables.
 pub(crate) struct Resolved {
-    pub(crate) base_db: String,
-    pub(crate) base: Arc<TableDef>,
-    /// The view's columns: name, and expression over the base table (columns qualified by
-    /// the name the rewritten statement gives the base table).
+    pub(crate) tables: Vec<BaseTable>,
+    /// What the view reads, over the references: one table, or the joins of several.
+    pub(crate) from: ast::TableWithJoins,
+    /// Whether an outer join is among the joins (such a view is not insertable).
+    pub(crate) outer: bool,
+    /// The view's columns: name, and expression over the base tables (columns qualified by
+    /// their table's reference).
     pub(crate) columns: Vec<(String, ast::Expr)>,
-    /// Each level's WHERE (over the base table) with whether rule 4 checks it, top first.
+    /// Each level's WHERE (over the base tables) with whether rule 4 checks it, top first.
     pub(crate) filters: Vec<(ast::Expr, bool)>,
-    /// The views from the named one down.
-    pub(crate) chain: Vec<Arc<ViewDef>>,
+}
+
+impl Resolved {
+    /// Whether the view reads several base tables (a join view).
+    pub(crate) fn is_join(&self) -> bool {
+        self.tables.len() > 1
+    }
+
+    /// The base table called `reference`.
+    pub(crate) fn table(&self, reference: &str) -> Option<&BaseTable> {
+        self.tables.iter().find(|t| t.reference == reference)
+    }
+
+    /// The one base table of a view that is no join view.
+    pub(crate) fn single(&self) -> &BaseTable {
+        &self.tables[0]
+    }
 }
 
 /// The names a statement may call a relation by: `[alias]`, or `[name]` and `[db, name]`.
@@ -48,11 +85,35 @@ impl Names {
     }
 }
 
+/// Where a substitution looks names up, and what it does with names it does not know.
+#[derive(Clone, Copy)]
+pub(crate) enum Lookup {
+    /// Every unqualified name, and every name at this query's level, must be a relation's
+    /// column (1054 otherwise).
+    Strict,
+    /// Names of no relation listed are left as they are (they belong to the statement's
+    /// other tables); an unqualified name several relations have is 1052.
+    Lenient,
+}
+
 /// Replaces column references with what they stand for (rule 3).
 struct Substitute<'a> {
-    names: &'a Names,
+    relations: &'a [Names],
+    lookup: Lookup,
     clause: &'static str,
     depth: usize,
+}
+
+impl Substitute<'_> {
+    /// What an unqualified `name` stands for, if a relation has it.
+    fn unqualified(&self, name: &str) -> Result<Option<ast::Expr>, SqlError> {
+        let mut found = self.relations.iter().filter_map(|r| r.column(name));
+        let first = found.next().cloned();
+        if first.is_some() && found.next().is_some() {
+            return Err(crate::from::ambiguous(name, self.clause));
+        }
+        Ok(first)
+    }
 }
 
 impl VisitorMut for Substitute<'_> {
@@ -69,6 +130,7 @@ impl VisitorMut for Substitute<'_> {
     }
 
     fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<SqlError> {
+        let strict = matches!(self.lookup, Lookup::Strict);
         let replacement = match e {
             ast::Expr::Identifier(id) if self.depth == 0 => {
                 // `@v` user variables and `DEFAULT` are not columns.
@@ -77,11 +139,13 @@ impl VisitorMut for Substitute<'_> {
                 {
                     return ControlFlow::Continue(());
                 }
-                match self.names.column(&id.value) {
-                    Some(r) => r.clone(),
-                    None => {
+                match self.unqualified(&id.value) {
+                    Ok(Some(r)) => r,
+                    Ok(None) if !strict => return ControlFlow::Continue(()),
+                    Ok(None) => {
                         return ControlFlow::Break(SqlError::unknown_column(&id.value, self.clause))
                     }
+                    Err(err) => return ControlFlow::Break(err),
                 }
             }
             ast::Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
@@ -89,16 +153,16 @@ impl VisitorMut for Substitute<'_> {
                 let Some((column, qualifier)) = names.split_last() else {
                     return ControlFlow::Continue(());
                 };
-                if !self.names.qualifies(qualifier) {
-                    if self.depth == 0 {
+                let Some(relation) = self.relations.iter().find(|r| r.qualifies(qualifier)) else {
+                    if self.depth == 0 && strict {
                         return ControlFlow::Break(SqlError::unknown_column(
                             &names.join("."),
                             self.clause,
                         ));
                     }
                     return ControlFlow::Continue(());
-                }
-                match self.names.column(column) {
+                };
+                match relation.column(column) {
                     Some(r) => r.clone(),
                     None => {
                         return ControlFlow::Break(SqlError::unknown_column(
@@ -118,13 +182,25 @@ impl VisitorMut for Substitute<'_> {
     }
 }
 
+/// Replaces the names in `e` of one relation's columns with what they stand for (rule 3).
 pub(crate) fn substitute(
     e: &mut ast::Expr,
     names: &Names,
     clause: &'static str,
 ) -> Result<(), SqlError> {
+    substitute_in(e, std::slice::from_ref(names), Lookup::Strict, clause)
+}
+
+/// Replaces the names in `e` of the columns of `relations` with what they stand for.
+pub(crate) fn substitute_in(
+    e: &mut ast::Expr,
+    relations: &[Names],
+    lookup: Lookup,
+    clause: &'static str,
+) -> Result<(), SqlError> {
     let mut visitor = Substitute {
-        names,
+        relations,
+        lookup,
         clause,
         depth: 0,
     };
@@ -139,15 +215,6 @@ pub(crate) fn and(a: ast::Expr, b: ast::Expr) -> ast::Expr {
         left: Box::new(ast::Expr::Nested(Box::new(a))),
         op: ast::BinaryOperator::And,
         right: Box::new(ast::Expr::Nested(Box::new(b))),
-    }
-}
-
-/// The column a view column's expression names, if it is a plain reference (rule 2).
-pub(crate) fn base_column(e: &ast::Expr) -> Option<&str> {
-    match e {
-        ast::Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.as_str()),
-        ast::Expr::Identifier(id) => Some(id.value.as_str()),
-        _ => None,
     }
 }
 
@@ -197,8 +264,208 @@ fn computes_over_rows(e: &mut ast::Expr) -> bool {
     f.0
 }
 
-/// Resolves `def` down to its base table (rule 1). `reference` is the name the rewritten
-/// statement calls the base table; `depth` counts views above this one.
+/// The base table reference and column a view column's expression names, if it is a plain
+/// reference to a base column.
+pub(crate) fn base_reference(e: &ast::Expr) -> Option<(&str, &str)> {
+    match e {
+        ast::Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+            Some((parts[0].value.as_str(), parts[1].value.as_str()))
+        }
+        _ => None,
+    }
+}
+
+/// What the relations of one view's FROM resolved to so far.
+struct Merge<'c> {
+    catalog: &'c Catalog,
+    view: Arc<ViewDef>,
+    /// The view's database, for unqualified table names.
+    database: String,
+    reference: String,
+    /// Whether the FROM is one relation (rule 1: it takes the view's reference).
+    single: bool,
+    depth: usize,
+    relations: Vec<Names>,
+    tables: Vec<BaseTable>,
+    filters: Vec<(ast::Expr, bool)>,
+    outer: bool,
+}
+
+impl Merge<'_> {
+    /// One relation of the FROM, as the factor the rewritten statement reads.
+    fn factor(
+        &mut self,
+        factor: &ast::TableFactor,
+    ) -> Result<Result<ast::TableFactor, NotUpdatable>, SqlError> {
+        let (name, alias) = match factor {
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } => (name, alias),
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => {
+                return Ok(self
+                    .joins(table_with_joins)?
+                    .map(|twj| ast::TableFactor::NestedJoin {
+                        table_with_joins: Box::new(twj),
+                        alias: None,
+                    }))
+            }
+            _ => return Ok(Err(NotUpdatable)),
+        };
+        let parts = crate::bind::ident_name(name);
+        let (db, table) = match parts.as_slice() {
+            [t] => (self.database.clone(), t.clone()),
+            [d, t] => (d.clone(), t.clone()),
+            _ => return Ok(Err(NotUpdatable)),
+        };
+        // What the view's SELECT calls the relation.
+        let qualifiers = match alias {
+            Some(a) => vec![vec![a.name.value.clone()]],
+            None => vec![vec![table.clone()], vec![db.clone(), table.clone()]],
+        };
+        let reference = if self.single {
+            self.reference.clone()
+        } else {
+            let local = alias.as_ref().map_or(&table, |a| &a.name.value);
+            format!("{}.{local}", self.reference)
+        };
+        if let Some(inner) = self.catalog.view(&db, &table) {
+            let below = match resolve(self.catalog, inner, &reference, self.depth + 1)? {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            self.outer |= below.outer;
+            self.filters.extend(below.filters);
+            self.tables.extend(below.tables);
+            self.relations.push(Names {
+                qualifiers,
+                columns: below.columns,
+            });
+            return Ok(Ok(if below.from.joins.is_empty() {
+                below.from.relation
+            } else {
+                ast::TableFactor::NestedJoin {
+                    table_with_joins: Box::new(below.from),
+                    alias: None,
+                }
+            }));
+        }
+        let Some(base) = crate::bind::lookup_table(self.catalog, &db, &table) else {
+            return Ok(Err(NotUpdatable));
+        };
+        let columns = base
+            .columns
+            .iter()
+            .map(|c| {
+                let e = ast::Expr::CompoundIdentifier(vec![
+                    reference_ident(&reference),
+                    ast::Ident::new(c.name.clone()),
+                ]);
+                (c.name.clone(), e)
+            })
+            .collect();
+        self.relations.push(Names {
+            qualifiers,
+            columns,
+        });
+        self.tables.push(BaseTable {
+            db: db.clone(),
+            def: base,
+            reference: reference.clone(),
+            path: Vec::new(),
+        });
+        Ok(Ok(table_factor(&db, &table, &reference)))
+    }
+
+    /// A relation with its joins, each ON over the base tables (it may name the relations
+    /// before it).
+    fn joins(
+        &mut self,
+        twj: &ast::TableWithJoins,
+    ) -> Result<Result<ast::TableWithJoins, NotUpdatable>, SqlError> {
+        use ast::JoinOperator as J;
+        let relation = match self.factor(&twj.relation)? {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut joins = Vec::new();
+        for j in &twj.joins {
+            let constraint = match &j.join_operator {
+                J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::StraightJoin(c) => c,
+                J::Left(c) | J::LeftOuter(c) | J::Right(c) | J::RightOuter(c) => {
+                    self.outer = true;
+                    c
+                }
+                _ => return Ok(Err(NotUpdatable)),
+            };
+            if !matches!(
+                constraint,
+                ast::JoinConstraint::On(_) | ast::JoinConstraint::None
+            ) {
+                return Ok(Err(NotUpdatable));
+            }
+            let relation = match self.factor(&j.relation)? {
+                Ok(f) => f,
+                Err(e) => return Ok(Err(e)),
+            };
+            let mut join_operator = j.join_operator.clone();
+            if let J::Join(ast::JoinConstraint::On(e))
+            | J::Inner(ast::JoinConstraint::On(e))
+            | J::CrossJoin(ast::JoinConstraint::On(e))
+            | J::StraightJoin(ast::JoinConstraint::On(e))
+            | J::Left(ast::JoinConstraint::On(e))
+            | J::LeftOuter(ast::JoinConstraint::On(e))
+            | J::Right(ast::JoinConstraint::On(e))
+            | J::RightOuter(ast::JoinConstraint::On(e)) = &mut join_operator
+            {
+                substitute_in(e, &self.relations, Lookup::Strict, "on clause")
+                    .map_err(|_| invalid(&self.view))?;
+            }
+            joins.push(ast::Join {
+                relation,
+                global: false,
+                join_operator,
+            });
+        }
+        Ok(Ok(ast::TableWithJoins { relation, joins }))
+    }
+}
+
+/// A reference as an identifier, quoted: a join view's references hold dots (rule 1), and a
+/// statement printed and parsed again must read each as one name.
+pub(crate) fn reference_ident(reference: &str) -> ast::Ident {
+    ast::Ident::with_quote('`', reference)
+}
+
+/// `db.table AS reference`.
+pub(crate) fn table_factor(db: &str, table: &str, reference: &str) -> ast::TableFactor {
+    ast::TableFactor::Table {
+        name: ast::ObjectName::from(vec![ast::Ident::new(db), ast::Ident::new(table)]),
+        alias: Some(ast::TableAlias {
+            explicit: true,
+            name: reference_ident(reference),
+            columns: Vec::new(),
+            at: None,
+        }),
+        args: None,
+        with_hints: Vec::new(),
+        version: None,
+        with_ordinality: false,
+        partitions: Vec::new(),
+        json_path: None,
+        sample: None,
+        index_directives: Vec::new(),
+        inheritance: None,
+    }
+}
+
+/// Resolves `def` down to its base tables (rule 1). `reference` is the name the rewritten
+/// statement calls what the view reads; `depth` counts views above this one.
 pub(crate) fn resolve(
     catalog: &Catalog,
     def: &Arc<ViewDef>,
@@ -237,80 +504,57 @@ pub(crate) fn resolve(
         || select.having.is_some()
         || select.qualify.is_some()
         || !select.named_window.is_empty()
-        || select.from.len() != 1
-        || !select.from[0].joins.is_empty()
+        || select.from.is_empty()
     {
         return Ok(Err(NotUpdatable));
     }
-    let ast::TableFactor::Table {
-        name, alias, args, ..
-    } = &select.from[0].relation
-    else {
-        return Ok(Err(NotUpdatable));
+    let mut merge = Merge {
+        catalog,
+        view: def.clone(),
+        database: def.database.clone(),
+        reference: reference.to_string(),
+        single: select.from.len() == 1 && select.from[0].joins.is_empty(),
+        depth,
+        relations: Vec::new(),
+        tables: Vec::new(),
+        filters: Vec::new(),
+        outer: false,
     };
-    if args.is_some() {
-        return Ok(Err(NotUpdatable));
-    }
-    let parts = crate::bind::ident_name(name);
-    let (db, table) = match parts.as_slice() {
-        [t] => (def.database.clone(), t.clone()),
-        [d, t] => (d.clone(), t.clone()),
-        _ => return Ok(Err(NotUpdatable)),
-    };
-    // What the view's SELECT calls the relation it reads.
-    let qualifiers = match alias {
-        Some(a) => vec![vec![a.name.value.clone()]],
-        None => vec![vec![table.clone()], vec![db.clone(), table.clone()]],
-    };
-    let mut below = match catalog.view(&db, &table) {
-        Some(inner) => match resolve(catalog, inner, reference, depth + 1)? {
-            Ok(r) => r,
+    let mut items = Vec::new();
+    for twj in &select.from {
+        match merge.joins(twj)? {
+            Ok(item) => items.push(item),
             Err(e) => return Ok(Err(e)),
-        },
-        None => {
-            let Some(base) = crate::bind::lookup_table(catalog, &db, &table) else {
-                return Ok(Err(NotUpdatable));
-            };
-            let columns = base
-                .columns
-                .iter()
-                .map(|c| {
-                    let e = ast::Expr::CompoundIdentifier(vec![
-                        ast::Ident::new(reference),
-                        ast::Ident::new(c.name.clone()),
-                    ]);
-                    (c.name.clone(), e)
-                })
-                .collect();
-            Resolved {
-                base_db: db.clone(),
-                base,
-                columns,
-                filters: Vec::new(),
-                chain: Vec::new(),
-            }
         }
-    };
-    let names = Names {
-        qualifiers,
-        columns: std::mem::take(&mut below.columns),
-    };
-    // A subquery in WHERE that names the table the view reads (MySQL's rule).
+    }
+    let names = std::mem::take(&mut merge.relations);
+    // A subquery in WHERE that names a table the view reads (MySQL's rule).
     if let Some(w) = &select.selection {
         let text = w.to_string().to_ascii_uppercase();
-        if text.contains("SELECT") && text.contains(&table.to_ascii_uppercase()) {
+        if text.contains("SELECT")
+            && merge
+                .tables
+                .iter()
+                .any(|t| text.contains(&t.def.name.to_ascii_uppercase()))
+        {
             return Ok(Err(NotUpdatable));
         }
     }
     let mut columns = Vec::new();
     for item in &mut select.projection {
         match item {
-            ast::SelectItem::Wildcard(_) => columns.extend(names.columns.iter().cloned()),
+            ast::SelectItem::Wildcard(_) => {
+                columns.extend(names.iter().flat_map(|n| n.columns.iter().cloned()));
+            }
             ast::SelectItem::QualifiedWildcard(
                 ast::SelectItemQualifiedWildcardKind::ObjectName(q),
                 _,
-            ) if names.qualifies(&crate::bind::ident_name(q)) => {
-                columns.extend(names.columns.iter().cloned());
+            ) => {
+                let qualifier = crate::bind::ident_name(q);
+                let Some(relation) = names.iter().find(|n| n.qualifies(&qualifier)) else {
+                    return Err(invalid(def));
+                };
+                columns.extend(relation.columns.iter().cloned());
             }
             ast::SelectItem::UnnamedExpr(e) => {
                 if computes_over_rows(e) {
@@ -323,14 +567,15 @@ pub(crate) fn resolve(
                     }
                     other => other.to_string(),
                 };
-                substitute(e, &names, "field list").map_err(|_| invalid(def))?;
+                substitute_in(e, &names, Lookup::Strict, "field list").map_err(|_| invalid(def))?;
                 columns.push((label, e.clone()));
             }
             ast::SelectItem::ExprWithAlias { expr, alias } => {
                 if computes_over_rows(expr) {
                     return Ok(Err(NotUpdatable));
                 }
-                substitute(expr, &names, "field list").map_err(|_| invalid(def))?;
+                substitute_in(expr, &names, Lookup::Strict, "field list")
+                    .map_err(|_| invalid(def))?;
                 columns.push((alias.value.clone(), expr.clone()));
             }
             _ => return Ok(Err(NotUpdatable)),
@@ -346,23 +591,49 @@ pub(crate) fn resolve(
     }
     let mut filters = Vec::new();
     if let Some(mut w) = select.selection.take() {
-        substitute(&mut w, &names, "where clause").map_err(|_| invalid(def))?;
+        substitute_in(&mut w, &names, Lookup::Strict, "where clause").map_err(|_| invalid(def))?;
         filters.push((w, def.check_option != ViewCheckOption::None));
     }
     // Rule 4: CASCADED makes every view below checked.
     let cascade = def.check_option == ViewCheckOption::Cascaded;
-    for (_, checked) in &mut below.filters {
+    for (_, checked) in &mut merge.filters {
         *checked |= cascade;
     }
-    filters.extend(below.filters);
-    let mut chain = vec![def.clone()];
-    chain.extend(below.chain);
+    filters.extend(merge.filters);
+    for t in &mut merge.tables {
+        t.path.insert(0, def.clone());
+    }
+    let mut items = items.into_iter();
+    let Some(mut from) = items.next() else {
+        return Ok(Err(NotUpdatable));
+    };
+    // A view over one join view reads that view's joins, not one parenthesized relation.
+    if from.joins.is_empty() {
+        if let ast::TableFactor::NestedJoin {
+            table_with_joins,
+            alias: None,
+        } = from.relation
+        {
+            from = *table_with_joins;
+        }
+    }
+    // Rule 2: `a, b` is `a CROSS JOIN b`.
+    for item in items {
+        from.joins.push(ast::Join {
+            relation: ast::TableFactor::NestedJoin {
+                table_with_joins: Box::new(item),
+                alias: None,
+            },
+            global: false,
+            join_operator: ast::JoinOperator::CrossJoin(ast::JoinConstraint::None),
+        });
+    }
     Ok(Ok(Resolved {
-        base_db: below.base_db,
-        base: below.base,
+        tables: merge.tables,
+        from,
+        outer: merge.outer,
         columns,
         filters,
-        chain,
     }))
 }
 
@@ -382,31 +653,4 @@ fn invalid(def: &ViewDef) -> SqlError {
 /// check of CREATE VIEW ... WITH CHECK OPTION.
 pub(crate) fn is_updatable(catalog: &Catalog, def: &Arc<ViewDef>) -> bool {
     matches!(resolve(catalog, def, &def.name, 0), Ok(Ok(_)))
-}
-
-/// `ref.c` to `c` throughout (outside subqueries).
-pub(crate) fn strip_qualifiers(e: &mut ast::Expr) {
-    struct Strip(usize);
-    impl VisitorMut for Strip {
-        type Break = ();
-        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
-            self.0 += 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
-            self.0 -= 1;
-            ControlFlow::Continue(())
-        }
-        fn post_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
-            if self.0 == 0 {
-                if let ast::Expr::CompoundIdentifier(parts) = e {
-                    if let Some(last) = parts.pop() {
-                        *e = ast::Expr::Identifier(last);
-                    }
-                }
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let _ = e.visit(&mut Strip(0));
 }

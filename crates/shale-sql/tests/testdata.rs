@@ -316,3 +316,18 @@ fn set_subquery() {
 fn multi_statement() {
     common::run_file("multi_statement");
 }
+
+#[test]
+fn join_views() {
+    common::run_file("join_views");
+}
+
+#[test]
+fn view_multi_dml() {
+    common::run_file("view_multi_dml");
+}
+
+#[test]
+fn group_derived() {
+    common::run_file("group_derived");
+}
