@@ -23,7 +23,7 @@
 //!    ingest when an index was added online that its definition lacks (its files would hold
 //!    no entries for it).
 //!
-//! 5. A load holds its table's metadata lock as a writer does (metadata_lock.rs), from its
+//! 5. A load holds its table's metadata lock as a writer does (`metadata_lock.rs`), from its
 //!    start until it is finished or dropped: DROP, TRUNCATE, ALTER and LOCK TABLES wait for
 //!    it, and a load that waited for one of them starts only if the table is still the one
 //!    it was given.

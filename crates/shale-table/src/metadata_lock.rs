@@ -171,10 +171,8 @@ impl TableLock {
         if owner.is_some() && self.write_owner == owner {
             return true;
         }
-        self.write_owner.is_none()
-            && !self.exclusive
-            && !self.requested
-            && !(write && self.read_locked_by_other(owner))
+        let read_locked = write && self.read_locked_by_other(owner);
+        self.write_owner.is_none() && !self.exclusive && !self.requested && !read_locked
     }
 
     fn read_locked_by_other(&self, owner: Option<u64>) -> bool {
@@ -341,12 +339,15 @@ impl MetadataLocks {
         let shard = self.shard(table_id);
         let mut tables = Self::tables(shard);
         let lock = tables.entry(table_id).or_default();
-        let granted = grant(lock);
-        if !matches!(granted, Ok(false)) {
-            if lock.idle() {
-                tables.remove(&table_id);
+        match grant(lock) {
+            Ok(true) => return Ok(false),
+            Ok(false) => {}
+            Err(error) => {
+                if lock.idle() {
+                    tables.remove(&table_id);
+                }
+                return Err(error);
             }
-            return granted;
         }
         drop(tables);
         let (timeout, waiter) = current_wait(store_timeout);
