@@ -73,13 +73,16 @@ pub(crate) fn intercept(
     sql: &str,
     sink: &mut dyn ResultSink,
 ) -> Option<Result<(), SqlError>> {
+    // A bulk load takes its table's metadata lock: the wait ends as a statement's does.
     if let Some(parsed) = load_data::parse_load_data(sql) {
+        let _wait = crate::ops::metadata_wait(session).install();
         return Some(parsed.and_then(|load| run_load_data(session, &load, sink)));
     }
     if let Some(on) = parse_set_bulk_load(sql) {
         return Some(on.and_then(|on| set_bulk_load(session, on, sink)));
     }
     if session.bulk_mode().enabled && first_word_is(sql, "INSERT") {
+        let _wait = crate::ops::metadata_wait(session).install();
         return bulk_insert(session, sql, sink);
     }
     None

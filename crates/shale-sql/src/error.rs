@@ -237,6 +237,11 @@ impl From<shale_table::Error> for SqlError {
             E::Interrupted => crate::interrupt::interrupted(),
             E::Deadlock => SqlError::deadlock(),
             E::TableDefChanged { .. } => SqlError::table_definition_changed(),
+            E::TableLockedForRead { table } => SqlError::new(
+                1099,
+                "HY000",
+                format!("Table '{table}' was locked with a READ lock and can't be updated"),
+            ),
             E::Engine(engine) => crate::storage_error::storage_error(&engine)
                 .unwrap_or_else(|| SqlError::internal(engine)),
             other => SqlError::internal(other),

@@ -115,6 +115,7 @@ mod storage_error;
 mod string_funcs;
 mod subquery;
 mod syntax_mode;
+mod table_locks;
 mod table_maintenance;
 mod temporal;
 mod text_funcs;

@@ -93,6 +93,19 @@ fn number_value(value: &Value) -> f64 {
     }
 }
 
+/// How the metadata lock waits of `session`'s statement behave: they end after
+/// `lock_wait_timeout` seconds or at KILL, and the session's LOCK TABLES locks do not hold
+/// it up. The session's own value (set at connect from the global one, as in MySQL): reading
+/// it takes no lock that other sessions share.
+pub(crate) fn metadata_wait(session: &Session) -> shale_table::MetadataWait {
+    let lock_wait = number_value(&session.state().variable("lock_wait_timeout"));
+    shale_table::MetadataWait {
+        timeout: Duration::from_secs_f64(lock_wait.clamp(1.0, 31_536_000.0)),
+        waiter: Some(session.process().clone()),
+        owner: Some(session.connection_id()),
+    }
+}
+
 /// Runs one statement (`run`) with the bookkeeping every statement gets: Questions, Queries
 /// and its Com_ counter; a [`Watch`] so KILL and `max_execution_time` (read-only SELECTs
 /// only, as in MySQL; the session variable or the statement's hint) can stop it; the rows it
@@ -116,16 +129,7 @@ pub(crate) fn observe(
         None
     };
     let watch = Watch::install(session.process().clone(), deadline);
-    // Metadata lock waits (DDL for the transactions using its tables, statements for a DDL)
-    // end after `lock_wait_timeout` seconds or at KILL.
-    // The session's own value (set at connect from the global one, as in MySQL): reading it
-    // takes no lock that other sessions share.
-    let lock_wait = number_value(&session.state().variable("lock_wait_timeout"));
-    let _metadata_wait = shale_table::MetadataWait {
-        timeout: Duration::from_secs_f64(lock_wait.clamp(1.0, 31_536_000.0)),
-        waiter: Some(session.process().clone()),
-    }
-    .install();
+    let _metadata_wait = metadata_wait(session).install();
     let mut observed = Observed {
         inner: sink,
         affected: 0,

@@ -250,6 +250,8 @@ pub struct Session {
     bulk: crate::bulk_insert::BulkMode,
     /// Plans of text INSERTs by shape (statement_cache.rs).
     statement_cache: statement_cache::StatementCache,
+    /// The tables LOCK TABLES took (table_locks.rs); released when dropped.
+    table_locks: Option<shale_table::SessionLocks>,
 }
 
 /// What a session's variables start from: the global values (SET GLOBAL sql_mode = ''
@@ -331,6 +333,7 @@ impl Session {
             sql_prepared: HashMap::new(),
             bulk: crate::bulk_insert::BulkMode::default(),
             statement_cache: statement_cache::StatementCache::default(),
+            table_locks: None,
         }
     }
 
@@ -927,8 +930,14 @@ impl Session {
         Ok(txn)
     }
 
+    /// Replaces the session's LOCK TABLES locks (table_locks.rs); returns whether it held
+    /// some.
+    pub(crate) fn set_table_locks(&mut self, locks: Option<shale_table::SessionLocks>) -> bool {
+        std::mem::replace(&mut self.table_locks, locks).is_some()
+    }
+
     /// Commits the open transaction, if any.
-    fn commit_open(&mut self) -> Result<(), SqlError> {
+    pub(crate) fn commit_open(&mut self) -> Result<(), SqlError> {
         self.began = false;
         self.savepoints.clear();
         match self.txn.take() {
@@ -1036,10 +1045,15 @@ impl Session {
         }
     }
 
-    /// [`run`](Self::run), and an autocommit write told that a rewriting ALTER TABLE replaced
-    /// its table while it ran (1412, shale-table's fence.rs) is planned again by `replan`
-    /// against the new definition and rerun, up to `MAX_RETRIES` times: nothing of it was
-    /// committed or sent. Inside a transaction 1412 goes to the client, as in `MySQL`.
+    /// [`run`](Self::run), and a statement told that a DDL statement replaced its table's
+    /// definition while it waited or ran (1412: a rewriting ALTER TABLE, shale-table's
+    /// fence.rs and metadata_lock.rs) is planned again by `replan` against the new definition
+    /// and rerun, up to `MAX_RETRIES` times, as MySQL binds a statement only after its
+    /// metadata locks: an autocommit INSERT, UPDATE or DELETE (nothing of it was committed),
+    /// and a SELECT that sent nothing to the client yet, in autocommit mode or inside a
+    /// transaction (a REPEATABLE READ snapshot older than the rewrite gets 1412 again from the
+    /// rerun, as InnoDB's consistent read of a rebuilt table does). A write inside a
+    /// transaction keeps its 1412.
     fn run_rebinding(
         &mut self,
         planned: &Planned,
@@ -1047,13 +1061,23 @@ impl Session {
         sink: &mut dyn ResultSink,
         mut replan: impl FnMut(&mut Self) -> Result<Arc<Planned>, SqlError>,
     ) -> Result<(), SqlError> {
-        let retryable = writes_rows(planned) && !self.keeps_transaction() && self.txn.is_none();
-        let mut result = self.run(planned, params, sink);
+        let reads = matches!(planned, Planned::Select(..) | Planned::Query(..));
+        let retryable =
+            reads || writes_rows(planned) && !self.keeps_transaction() && self.txn.is_none();
+        let mut watched = Watched {
+            inner: sink,
+            used: false,
+        };
+        let mut result = self.run(planned, params, &mut watched);
         let mut attempt = 0;
-        while retryable && attempt < MAX_RETRIES && matches!(&result, Err(e) if e.code == 1412) {
+        while retryable
+            && !watched.used
+            && attempt < MAX_RETRIES
+            && matches!(&result, Err(e) if e.code == 1412)
+        {
             attempt += 1;
             let fresh = replan(self)?;
-            result = self.run(&fresh, params, sink);
+            result = self.run(&fresh, params, &mut watched);
         }
         result
     }
@@ -1272,6 +1296,8 @@ impl Session {
         match stmt {
             Statement::StartTransaction { .. } => {
                 self.commit_open()?;
+                // As MySQL's START TRANSACTION, it releases LOCK TABLES' locks.
+                self.unlock_tables_only();
                 // The snapshot is taken by the first statement, as InnoDB takes it at the
                 // first read.
                 self.began = true;
@@ -1875,4 +1901,34 @@ fn count_params(stmt: &Statement) -> usize {
                 .filter(|t| matches!(t, sqlparser::tokenizer::Token::Placeholder(p) if p.starts_with('?')))
                 .count()
         })
+}
+
+/// Forwards a statement's results and remembers whether anything reached the client (a
+/// statement that sent something cannot be rerun).
+struct Watched<'a> {
+    inner: &'a mut dyn ResultSink,
+    used: bool,
+}
+
+impl ResultSink for Watched<'_> {
+    fn ok(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        self.used = true;
+        self.inner.ok(status)
+    }
+    fn columns(&mut self, columns: &[ColumnMeta]) -> Result<(), SqlError> {
+        self.used = true;
+        self.inner.columns(columns)
+    }
+    fn row(&mut self, row: &[Value]) -> Result<(), SqlError> {
+        self.used = true;
+        self.inner.row(row)
+    }
+    fn end(&mut self, status: &StatementStatus) -> Result<(), SqlError> {
+        self.used = true;
+        self.inner.end(status)
+    }
+    fn local_infile(&mut self, name: &str) -> Result<Option<Vec<u8>>, SqlError> {
+        self.used = true;
+        self.inner.local_infile(name)
+    }
 }

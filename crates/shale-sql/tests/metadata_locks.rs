@@ -221,3 +221,192 @@ fn a_transaction_that_would_wait_for_a_ddl_waiting_for_it_is_the_deadlock_victim
     assert_eq!(count(&mut reader, "t2"), Value::Int(3));
     assert_eq!(count(&mut reader, "u2"), Value::Int(3));
 }
+
+#[test]
+fn a_select_queued_behind_a_rewriting_alter_is_bound_again_and_reads_the_new_table() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+    // The rewrite copies the rows, then waits at its switch for the reader.
+    let (ddl, ddl_id) = session(&instance);
+    let alter = spawn(ddl, &["ALTER TABLE t MODIFY v VARCHAR(10) NOT NULL"]);
+    let (mut observer, _) = session(&instance);
+    wait_for_state(&mut observer, ddl_id, WAITING);
+    let (autocommit, autocommit_id) = session(&instance);
+    let select = spawn(autocommit, &["SELECT v FROM t WHERE id = 2"]);
+    wait_for_state(&mut observer, autocommit_id, WAITING);
+    // A transaction's first read, prepared: bound again too, its snapshot taken after the wait.
+    let (mut in_transaction, in_transaction_id) = session(&instance);
+    let prepared = in_transaction
+        .prepare("SELECT COUNT(*), MAX(v) FROM t")
+        .unwrap()
+        .id;
+    let first_read = std::thread::spawn(move || {
+        run(&mut in_transaction, "BEGIN");
+        let mut sink = TextSink::default();
+        in_transaction
+            .execute_prepared(prepared, &[], &mut sink)
+            .map(|()| sink)
+    });
+    wait_for_state(&mut observer, in_transaction_id, WAITING);
+    run(&mut reader, "COMMIT");
+    alter.join().unwrap().unwrap();
+    let rows = select.join().unwrap().unwrap().rows;
+    assert_eq!(rows, vec![vec![Value::Bytes(b"20".to_vec())]]);
+    let rows = first_read.join().unwrap().unwrap().rows;
+    assert_eq!(
+        rows,
+        vec![vec![Value::Int(3), Value::Bytes(b"30".to_vec())]]
+    );
+}
+
+#[test]
+fn a_repeatable_read_snapshot_older_than_a_rewrite_still_gets_1412() {
+    let instance = common::instance();
+    let mut reader = setup(&instance);
+    run(&mut reader, "BEGIN");
+    assert_eq!(count(&mut reader, "u"), Value::Int(3));
+    let (mut ddl, _) = session(&instance);
+    run(&mut ddl, "ALTER TABLE t MODIFY v VARCHAR(10) NOT NULL");
+    // InnoDB: the transaction's read view predates the rebuilt table.
+    let error = fail(&mut reader, "SELECT COUNT(*) FROM t");
+    assert_eq!(error.code, 1412, "{error}");
+    run(&mut reader, "COMMIT");
+    assert_eq!(count(&mut reader, "t"), Value::Int(3));
+}
+
+/// A session in `d` whose metadata lock waits end after a second.
+fn impatient(instance: &Arc<Instance>) -> Session {
+    let (mut s, _) = session(instance);
+    run(&mut s, "SET SESSION lock_wait_timeout = 1");
+    s
+}
+
+#[test]
+fn lock_tables_write_keeps_other_sessions_from_reading_and_writing_until_unlock() {
+    let instance = common::instance();
+    let mut owner = setup(&instance);
+    run(&mut owner, "LOCK TABLES t WRITE");
+    // The owner uses its table, DDL included, without waiting for its own lock.
+    run(&mut owner, "INSERT INTO t VALUES (4, 40)");
+    assert_eq!(count(&mut owner, "t"), Value::Int(4));
+    run(&mut owner, "ALTER TABLE t ADD COLUMN w INT");
+    let mut other = impatient(&instance);
+    for sql in [
+        "SELECT COUNT(*) FROM t",
+        "INSERT INTO t VALUES (5, 50, 0)",
+        "DROP TABLE t",
+        "LOCK TABLES t READ",
+    ] {
+        let error = fail(&mut other, sql);
+        assert_eq!(error.code, 1205, "{sql}: {error}");
+    }
+    assert_eq!(
+        count(&mut other, "u"),
+        Value::Int(3),
+        "another table is free"
+    );
+    let (reader, reader_id) = session(&instance);
+    let select = spawn(reader, &["SELECT COUNT(*) FROM t"]);
+    let (mut observer, _) = session(&instance);
+    wait_for_state(&mut observer, reader_id, WAITING);
+    run(&mut owner, "UNLOCK TABLES");
+    assert_eq!(
+        select.join().unwrap().unwrap().rows,
+        vec![vec![Value::Int(4)]]
+    );
+    run(&mut other, "DROP TABLE t");
+}
+
+#[test]
+fn lock_tables_read_keeps_writers_out_and_lets_readers_in() {
+    let instance = common::instance();
+    let mut owner = setup(&instance);
+    run(&mut owner, "LOCK TABLES t READ, u WRITE");
+    let error = fail(&mut owner, "INSERT INTO t VALUES (4, 40)");
+    assert_eq!(error.code, 1099, "{error}");
+    assert_eq!(
+        error.message,
+        "Table 't' was locked with a READ lock and can't be updated"
+    );
+    run(&mut owner, "INSERT INTO u VALUES (4, 40)");
+    let (mut other, _) = session(&instance);
+    assert_eq!(count(&mut other, "t"), Value::Int(3), "readers go on");
+    let (writer, writer_id) = session(&instance);
+    let insert = spawn(writer, &["INSERT INTO t VALUES (4, 40)"]);
+    wait_for_state(&mut other, writer_id, WAITING);
+    // A second session may hold the table READ too.
+    run(&mut other, "LOCK TABLES t READ");
+    run(&mut owner, "UNLOCK TABLES");
+    assert!(!insert.is_finished(), "the writer went past a READ lock");
+    run(&mut other, "UNLOCK TABLES");
+    insert.join().unwrap().unwrap();
+    assert_eq!(count(&mut owner, "t"), Value::Int(4));
+    assert_eq!(count(&mut owner, "u"), Value::Int(4));
+}
+
+#[test]
+fn lock_tables_waits_for_the_transactions_that_use_the_table() {
+    let instance = common::instance();
+    let mut user = setup(&instance);
+    run(&mut user, "BEGIN");
+    assert_eq!(count(&mut user, "t"), Value::Int(3));
+    let mut locker = impatient(&instance);
+    // A reader holds WRITE off, not READ.
+    let error = fail(&mut locker, "LOCK TABLES t WRITE");
+    assert_eq!(error.code, 1205, "{error}");
+    run(&mut locker, "LOCK TABLES t READ");
+    run(&mut locker, "UNLOCK TABLES");
+    // A writer holds READ off too.
+    run(&mut user, "INSERT INTO t VALUES (4, 40)");
+    let error = fail(&mut locker, "LOCK TABLES t READ");
+    assert_eq!(error.code, 1205, "{error}");
+    run(&mut user, "COMMIT");
+    run(&mut locker, "LOCK TABLES t READ");
+    // START TRANSACTION releases the locks, as in MySQL.
+    run(&mut locker, "START TRANSACTION");
+    run(&mut user, "INSERT INTO t VALUES (5, 50)");
+    run(&mut locker, "COMMIT");
+}
+
+#[test]
+fn lock_tables_on_a_view_locks_its_base_tables_and_a_closed_session_releases_them() {
+    let instance = common::instance();
+    let mut owner = setup(&instance);
+    run(
+        &mut owner,
+        "CREATE VIEW v AS SELECT t.id, u.v FROM t JOIN u USING (id)",
+    );
+    run(&mut owner, "CREATE VIEW w AS SELECT * FROM v");
+    run(&mut owner, "LOCK TABLES w WRITE");
+    let mut other = impatient(&instance);
+    for sql in ["SELECT COUNT(*) FROM t", "SELECT COUNT(*) FROM u"] {
+        let error = fail(&mut other, sql);
+        assert_eq!(error.code, 1205, "{sql}: {error}");
+    }
+    let error = fail(&mut owner, "LOCK TABLES missing READ");
+    assert_eq!(error.code, 1146, "{error}");
+    // The failed LOCK TABLES released the earlier locks, as MySQL's does.
+    assert_eq!(count(&mut other, "t"), Value::Int(3));
+    run(&mut owner, "LOCK TABLES t WRITE");
+    drop(owner);
+    assert_eq!(count(&mut other, "t"), Value::Int(3));
+}
+
+#[test]
+fn a_running_bulk_load_holds_its_table_like_a_writer() {
+    let instance = common::instance();
+    let mut loader = setup(&instance);
+    run(&mut loader, "SET SESSION shale_bulk_load = 1");
+    run(&mut loader, "INSERT INTO t VALUES (10, 100), (11, 110)");
+    let mut other = impatient(&instance);
+    for sql in ["DROP TABLE t", "TRUNCATE TABLE t", "LOCK TABLES t READ"] {
+        let error = fail(&mut other, sql);
+        assert_eq!(error.code, 1205, "{sql}: {error}");
+    }
+    assert_eq!(count(&mut other, "t"), Value::Int(3), "readers go on");
+    run(&mut loader, "SET SESSION shale_bulk_load = 0");
+    assert_eq!(count(&mut other, "t"), Value::Int(5));
+    run(&mut other, "DROP TABLE t");
+}

@@ -23,6 +23,11 @@
 //!    ingest when an index was added online that its definition lacks (its files would hold
 //!    no entries for it).
 //!
+//! 5. A load holds its table's metadata lock as a writer does (`metadata_lock.rs`), from its
+//!    start until it is finished or dropped: DROP, TRUNCATE, ALTER and LOCK TABLES wait for
+//!    it, and a load that waited for one of them starts only if the table is still the one
+//!    it was given.
+//!
 //! Not coordinated with concurrent writers to the same table (as in `MyRocks`): the overlap
 //! check and the ingestion are not one atomic step, so a row another session inserts into
 //! the loaded key range meanwhile may be shadowed by the loaded one.
@@ -39,6 +44,7 @@ use crate::codec::key::range_bounds;
 use crate::codec::row::{decode_row, encode_row};
 use crate::error::{Error, Result};
 use crate::index::{entry_for_row, is_hidden_pk, pk_key_of_row, show_entry, table_id};
+use crate::metadata_lock::SharedLocks;
 use crate::online::{OnlineIndexes, WriterSlot};
 use crate::schema::TableDef;
 use crate::store::{Store, StoreInner};
@@ -99,6 +105,8 @@ pub struct BulkLoad {
     scratch: Vec<u16>,
     /// Invariant 4: held until the load is finished or dropped.
     _writer: WriterSlot,
+    /// Invariant 5: the table's metadata lock, a writer's, held as long.
+    _metadata: SharedLocks,
 }
 
 impl Store {
@@ -106,6 +114,10 @@ impl Store {
     /// [`BulkLoad::finish`].
     pub fn bulk_load(&self, table: &TableDef, options: BulkLoadOptions) -> Result<BulkLoad> {
         let inner = self.inner().clone();
+        let mut metadata = SharedLocks::new(Arc::clone(&inner.metadata));
+        if metadata.lock(table_id(table), &table.name, true, inner.ddl_wait_timeout)? {
+            crate::txn::check_still_usable(&inner.catalog(), table)?;
+        }
         let table = inner.shared_def(table);
         let fs = inner.engine_options.file_system.clone();
         let dir = inner.path.join(BULK_TMP_DIR);
@@ -119,6 +131,7 @@ impl Store {
         writer.writes(table.primary_key.index_id);
         Ok(BulkLoad {
             _writer: writer,
+            _metadata: metadata,
             store: inner,
             table,
             dir,

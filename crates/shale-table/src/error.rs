@@ -37,6 +37,9 @@ pub enum Error {
     /// (fence.rs); binding it again reaches the new definition.
     #[error("table definition of '{table}' has changed, please retry transaction")]
     TableDefChanged { table: String },
+    /// A write to a table the session holds with LOCK TABLES ... READ (`MySQL`'s 1099).
+    #[error("table '{table}' was locked with a READ lock and can't be updated")]
+    TableLockedForRead { table: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("corruption: {0}")]

@@ -10,6 +10,14 @@
 //! copy, so writers go on while rows are copied (as `InnoDB`'s online DDL does). The fence (fence.rs) stays for the table layer's own
 //! background writers, which take no metadata lock.
 //!
+//! LOCK TABLES ([`Store::lock_tables_for_session`](crate::Store::lock_tables_for_session))
+//! takes table locks a session holds across statements until UNLOCK TABLES, as `MySQL`'s
+//! LOCK TABLES does: WRITE lets no other session use the table (it waits for every
+//! transaction that used it, like a DDL), READ lets no other session write it (it waits for
+//! every transaction that wrote it). The holder's own statements (the thread's
+//! [`MetadataWait::owner`]) pass its locks, DDL included; a transaction that holds a table
+//! shared records whether it wrote it, which a READ lock waits for.
+//!
 //! A wait ends at the deadline ([`Error::LockWaitTimeout`], `MySQL`'s 1205) or when the
 //! [`LockWaiter`] installed on the calling thread says the statement was killed
 //! ([`Error::Interrupted`]). The deadline is the shorter of the store's `ddl_wait_timeout`
@@ -26,7 +34,10 @@
 //!    (the DML is the victim, as in `MySQL`), and its locks go with its rollback.
 //! 4. Exclusive requests come one at a time (the store's DDL mutex is held around them), so
 //!    two DDL statements never deadlock on metadata locks.
-//! 5. The lock table is sharded by table id: the hot path (an uncontended shared lock and its
+//! 5. A table lock of LOCK TABLES is taken under the store's DDL mutex too, one table after
+//!    another as a DDL takes them, so it never deadlocks with a DDL or another LOCK TABLES;
+//!    once held, its owner waits for no metadata lock of the tables it holds.
+//! 6. The lock table is sharded by table id: the hot path (an uncontended shared lock and its
 //!    release) locks one shard's mutex, never a store-wide one.
 
 use std::cell::RefCell;
@@ -62,12 +73,16 @@ pub struct MetadataWait {
     /// At most this long (the store's `ddl_wait_timeout` is the limit when shorter).
     pub timeout: Duration,
     pub waiter: Option<Arc<dyn LockWaiter>>,
+    /// The session the statement runs for (the SQL layer's connection id): its own LOCK
+    /// TABLES locks do not hold it up.
+    pub owner: Option<u64>,
 }
 
 impl std::fmt::Debug for MetadataWait {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetadataWait")
             .field("timeout", &self.timeout)
+            .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
 }
@@ -106,9 +121,23 @@ fn current_wait(store_timeout: Duration) -> (Duration, Option<Arc<dyn LockWaiter
     })
 }
 
+/// The session this thread's statement runs for, if the caller said.
+fn current_owner() -> Option<u64> {
+    CURRENT.with(|c| c.borrow().as_ref().and_then(|w| w.owner))
+}
+
 /// The store's timeout for DDL waits, shortened by the thread's [`MetadataWait`].
 pub(crate) fn wait_timeout(store_timeout: Duration) -> Duration {
     current_wait(store_timeout).0
+}
+
+/// How LOCK TABLES locks a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableLockMode {
+    /// Other sessions may read the table, not write it.
+    Read,
+    /// Other sessions may neither read nor write the table.
+    Write,
 }
 
 /// One table's lock.
@@ -116,15 +145,60 @@ pub(crate) fn wait_timeout(store_timeout: Duration) -> Duration {
 struct TableLock {
     /// Transactions holding it shared.
     shared: u32,
+    /// Those of `shared` that wrote the table.
+    writers: u32,
     /// A DDL holds it exclusive.
     exclusive: bool,
-    /// A DDL waits for it exclusive.
+    /// A DDL (or LOCK TABLES ... WRITE) waits for it exclusive.
     requested: bool,
+    /// Sessions holding it with LOCK TABLES ... READ.
+    read_owners: Vec<u64>,
+    /// The session holding it with LOCK TABLES ... WRITE.
+    write_owner: Option<u64>,
 }
 
 impl TableLock {
     fn idle(&self) -> bool {
-        self.shared == 0 && !self.exclusive && !self.requested
+        self.shared == 0
+            && !self.exclusive
+            && !self.requested
+            && self.read_owners.is_empty()
+            && self.write_owner.is_none()
+    }
+
+    /// Whether a transaction of `owner` may take it shared (to write it: `write`).
+    fn shared_grantable(&self, owner: Option<u64>, write: bool) -> bool {
+        if owner.is_some() && self.write_owner == owner {
+            return true;
+        }
+        let read_locked = write && self.read_locked_by_other(owner);
+        self.write_owner.is_none() && !self.exclusive && !self.requested && !read_locked
+    }
+
+    fn read_locked_by_other(&self, owner: Option<u64>) -> bool {
+        self.read_owners.iter().any(|&o| Some(o) != owner)
+    }
+
+    /// Whether a DDL of `owner` may take it exclusive.
+    fn exclusive_grantable(&self, owner: Option<u64>) -> bool {
+        self.shared == 0
+            && !self.exclusive
+            && (self.write_owner.is_none() || self.write_owner == owner)
+            && !self.read_locked_by_other(owner)
+    }
+
+    /// Whether `owner` may take it with LOCK TABLES in `mode`.
+    fn table_lock_grantable(&self, owner: u64, mode: TableLockMode) -> bool {
+        let others_lock = self.write_owner.is_some_and(|o| o != owner);
+        match mode {
+            TableLockMode::Read => !self.exclusive && !others_lock && self.writers == 0,
+            TableLockMode::Write => {
+                self.shared == 0
+                    && !self.exclusive
+                    && !others_lock
+                    && !self.read_locked_by_other(Some(owner))
+            }
+        }
     }
 }
 
@@ -202,20 +276,78 @@ impl MetadataLocks {
     }
 
     /// Takes `table_id` shared for a transaction that holds `held` already (which must not
-    /// list `table_id`, invariant 2). Returns whether it had to wait: a DDL may have changed
-    /// the table meanwhile.
+    /// list `table_id`, invariant 2), to write it if `write` (`table` names it in the error
+    /// when the session's own LOCK TABLES ... READ forbids that). Returns whether it had to
+    /// wait: a DDL may have changed the table meanwhile.
     pub(crate) fn lock_shared(
         &self,
         table_id: u32,
+        table: &str,
+        write: bool,
         held: &[u32],
         store_timeout: Duration,
     ) -> Result<bool> {
+        self.wait_shared(table_id, table, write, false, held, store_timeout)
+    }
+
+    /// Marks `table_id`, which the transaction holds shared (listed in `held`), written:
+    /// waits while another session holds it with LOCK TABLES ... READ.
+    pub(crate) fn upgrade_shared(
+        &self,
+        table_id: u32,
+        table: &str,
+        held: &[u32],
+        store_timeout: Duration,
+    ) -> Result<()> {
+        self.wait_shared(table_id, table, true, true, held, store_timeout)
+            .map(drop)
+    }
+
+    /// [`lock_shared`](Self::lock_shared), or with `held_already` the upgrade of a held
+    /// lock to a writer's (which waits for LOCK TABLES ... READ of other sessions only).
+    fn wait_shared(
+        &self,
+        table_id: u32,
+        table: &str,
+        write: bool,
+        held_already: bool,
+        held: &[u32],
+        store_timeout: Duration,
+    ) -> Result<bool> {
+        let owner = current_owner();
+        let grant = |lock: &mut TableLock| -> Result<bool> {
+            if write && owner.is_some_and(|o| lock.read_owners.contains(&o)) {
+                return Err(Error::TableLockedForRead {
+                    table: table.to_owned(),
+                });
+            }
+            let grantable = if held_already {
+                !lock.read_locked_by_other(owner)
+            } else {
+                lock.shared_grantable(owner, write)
+            };
+            if grantable {
+                if !held_already {
+                    lock.shared += 1;
+                }
+                if write {
+                    lock.writers += 1;
+                }
+            }
+            Ok(grantable)
+        };
         let shard = self.shard(table_id);
         let mut tables = Self::tables(shard);
         let lock = tables.entry(table_id).or_default();
-        if !lock.exclusive && !lock.requested {
-            lock.shared += 1;
-            return Ok(false);
+        match grant(lock) {
+            Ok(true) => return Ok(false),
+            Ok(false) => {}
+            Err(error) => {
+                if lock.idle() {
+                    tables.remove(&table_id);
+                }
+                return Err(error);
+            }
         }
         drop(tables);
         let (timeout, waiter) = current_wait(store_timeout);
@@ -223,15 +355,24 @@ impl MetadataLocks {
         let _showing = Showing::new(waiter.as_ref());
         loop {
             // Invariant 3: checked without this shard's mutex (another shard's is taken).
-            if held.iter().any(|&id| self.is_requested(id)) {
+            if held
+                .iter()
+                .any(|&id| id != table_id && self.is_requested(id))
+            {
                 self.forget_if_idle(table_id);
                 return Err(Error::Deadlock);
             }
             let mut tables = Self::tables(shard);
             let lock = tables.entry(table_id).or_default();
-            if !lock.exclusive && !lock.requested {
-                lock.shared += 1;
-                return Ok(true);
+            match grant(lock) {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(error) => {
+                    if lock.idle() {
+                        tables.remove(&table_id);
+                    }
+                    return Err(error);
+                }
             }
             if let Err(error) = give_up(deadline, waiter.as_ref()) {
                 if lock.idle() {
@@ -249,9 +390,9 @@ impl MetadataLocks {
         }
     }
 
-    /// Releases one shared hold of each of `ids`.
-    pub(crate) fn unlock_shared(&self, ids: &[u32]) {
-        for &id in ids {
+    /// Releases one shared hold of each of `ids` (with whether the holder wrote the table).
+    pub(crate) fn unlock_shared(&self, ids: &[(u32, bool)]) {
+        for &(id, wrote) in ids {
             let shard = self.shard(id);
             let mut tables = Self::tables(shard);
             let Some(lock) = tables.get_mut(&id) else {
@@ -259,6 +400,13 @@ impl MetadataLocks {
                 continue;
             };
             lock.shared = lock.shared.saturating_sub(1);
+            if wrote {
+                lock.writers = lock.writers.saturating_sub(1);
+                if lock.writers == 0 {
+                    // A LOCK TABLES ... READ may wait for the last writer.
+                    shard.changed.notify_all();
+                }
+            }
             if lock.shared == 0 {
                 if lock.requested {
                     shard.changed.notify_all();
@@ -291,6 +439,7 @@ impl MetadataLocks {
     ) -> Result<ExclusiveLock<'_>> {
         let (timeout, waiter) = current_wait(store_timeout);
         let deadline = Instant::now() + timeout;
+        let owner = current_owner();
         let mut granted = ExclusiveLock {
             locks: self,
             ids: Vec::with_capacity(ids.len()),
@@ -305,7 +454,7 @@ impl MetadataLocks {
             tables.entry(id).or_default().requested = true;
             loop {
                 let lock = tables.entry(id).or_default();
-                if lock.shared == 0 && !lock.exclusive {
+                if lock.exclusive_grantable(owner) {
                     lock.requested = false;
                     lock.exclusive = true;
                     granted.ids.push(id);
@@ -332,6 +481,141 @@ impl MetadataLocks {
             }
         }
         Ok(granted)
+    }
+}
+
+impl MetadataLocks {
+    /// Takes `tables` (id and mode) for LOCK TABLES of session `owner`, one after another,
+    /// waiting for the transactions that use them as [`lock_exclusive`](Self::lock_exclusive)
+    /// does (a WRITE lock queues new statements behind it meanwhile). Called under the
+    /// store's DDL mutex (invariant 5). On failure none is kept.
+    pub(crate) fn lock_for_session(
+        self: &Arc<Self>,
+        owner: u64,
+        tables: &[(u32, TableLockMode)],
+        store_timeout: Duration,
+    ) -> Result<SessionLocks> {
+        let (timeout, waiter) = current_wait(store_timeout);
+        let deadline = Instant::now() + timeout;
+        let mut granted = SessionLocks {
+            locks: Arc::clone(self),
+            owner,
+            held: Vec::with_capacity(tables.len()),
+        };
+        let mut showing = None;
+        for &(id, mode) in tables {
+            let shard = self.shard(id);
+            let mut tables = Self::tables(shard);
+            // Our own request (a repeated name); a DDL's is never pending here (invariant 5).
+            let queue = mode == TableLockMode::Write;
+            loop {
+                let lock = tables.entry(id).or_default();
+                if lock.table_lock_grantable(owner, mode) {
+                    if queue {
+                        lock.requested = false;
+                    }
+                    match mode {
+                        TableLockMode::Read => lock.read_owners.push(owner),
+                        TableLockMode::Write => lock.write_owner = Some(owner),
+                    }
+                    granted.held.push((id, mode));
+                    break;
+                }
+                if let Err(error) = give_up(deadline, waiter.as_ref()) {
+                    if queue {
+                        lock.requested = false;
+                    }
+                    if lock.idle() {
+                        tables.remove(&id);
+                    }
+                    shard.changed.notify_all();
+                    return Err(error);
+                }
+                if queue {
+                    lock.requested = true;
+                }
+                if showing.is_none() {
+                    showing = Some(Showing::new(waiter.as_ref()));
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                tables = shard
+                    .changed
+                    .wait_timeout(tables, left.min(POLL))
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
+        Ok(granted)
+    }
+}
+
+/// The table locks a session took with LOCK TABLES; dropping it (UNLOCK TABLES, a new LOCK
+/// TABLES, the session's end) releases them.
+#[derive(Debug)]
+pub struct SessionLocks {
+    locks: Arc<MetadataLocks>,
+    owner: u64,
+    held: Vec<(u32, TableLockMode)>,
+}
+
+impl SessionLocks {
+    /// The session's lock on table `table_id`, if it holds one.
+    #[must_use]
+    pub fn mode_of(&self, table_id: u32) -> Option<TableLockMode> {
+        self.held
+            .iter()
+            .filter(|(id, _)| *id == table_id)
+            .map(|(_, mode)| *mode)
+            .max_by_key(|mode| *mode == TableLockMode::Write)
+    }
+}
+
+impl Drop for SessionLocks {
+    fn drop(&mut self) {
+        for &(id, mode) in &self.held {
+            let shard = self.locks.shard(id);
+            let mut tables = MetadataLocks::tables(shard);
+            if let Some(lock) = tables.get_mut(&id) {
+                match mode {
+                    TableLockMode::Read => {
+                        if let Some(at) = lock.read_owners.iter().position(|&o| o == self.owner) {
+                            lock.read_owners.swap_remove(at);
+                        }
+                    }
+                    TableLockMode::Write => lock.write_owner = None,
+                }
+                if lock.idle() {
+                    tables.remove(&id);
+                }
+            }
+            shard.changed.notify_all();
+        }
+    }
+}
+
+impl crate::Store {
+    /// LOCK TABLES for session `owner` (module doc): takes each of `tables` (database, table,
+    /// mode; views already replaced by their base tables) until the returned locks are
+    /// dropped. Fails with [`Error::NoSuchTable`] for a missing table, and like a DDL's wait
+    /// ([`Error::LockWaitTimeout`], [`Error::Interrupted`]); then none is kept.
+    pub fn lock_tables_for_session(
+        &self,
+        owner: u64,
+        tables: &[(String, String, TableLockMode)],
+    ) -> Result<SessionLocks> {
+        let inner = self.inner();
+        let _ddl = inner.lock_ddl();
+        let catalog = inner.catalog();
+        let ids = tables
+            .iter()
+            .map(|(database, name, mode)| {
+                crate::store::table_of(&catalog, database, name)
+                    .map(|def| (crate::index::table_id(&def), *mode))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        inner
+            .metadata
+            .lock_for_session(owner, &ids, inner.ddl_wait_timeout)
     }
 }
 
@@ -370,12 +654,14 @@ impl Drop for ExclusiveLock<'_> {
     }
 }
 
-/// The shared locks one transaction holds; released when it is dropped (after the
-/// transaction's commit or rollback: it is the transaction's last field).
+/// The shared locks one transaction holds, each with whether the transaction wrote the
+/// table; released when it is dropped (after the transaction's commit or rollback: it is the
+/// transaction's last field).
 #[derive(Debug)]
 pub(crate) struct SharedLocks {
     locks: Arc<MetadataLocks>,
     ids: Vec<u32>,
+    written: Vec<bool>,
 }
 
 impl SharedLocks {
@@ -383,6 +669,7 @@ impl SharedLocks {
         SharedLocks {
             locks,
             ids: Vec::new(),
+            written: Vec::new(),
         }
     }
 
@@ -391,23 +678,45 @@ impl SharedLocks {
         self.ids.is_empty()
     }
 
-    /// Whether `table_id` is held (the hot path of every statement after the first).
-    pub(crate) fn holds(&self, table_id: u32) -> bool {
-        self.ids.contains(&table_id)
+    /// Whether `table_id` is held, to write it if `write` (the hot path of every statement
+    /// after the first).
+    pub(crate) fn holds(&self, table_id: u32, write: bool) -> bool {
+        self.ids
+            .iter()
+            .position(|&id| id == table_id)
+            .is_some_and(|at| !write || self.written[at])
     }
 
-    /// Takes `table_id` shared (see [`MetadataLocks::lock_shared`]); returns whether it
-    /// waited.
-    pub(crate) fn lock(&mut self, table_id: u32, store_timeout: Duration) -> Result<bool> {
-        let waited = self.locks.lock_shared(table_id, &self.ids, store_timeout)?;
+    /// Takes `table_id` (named `table`) shared, to write it if `write` (see
+    /// [`MetadataLocks::lock_shared`]), or marks a held one written; returns whether it
+    /// waited for a DDL.
+    pub(crate) fn lock(
+        &mut self,
+        table_id: u32,
+        table: &str,
+        write: bool,
+        store_timeout: Duration,
+    ) -> Result<bool> {
+        if let Some(at) = self.ids.iter().position(|&id| id == table_id) {
+            if write && !self.written[at] {
+                self.locks
+                    .upgrade_shared(table_id, table, &self.ids, store_timeout)?;
+                self.written[at] = true;
+            }
+            return Ok(false);
+        }
+        let waited = self
+            .locks
+            .lock_shared(table_id, table, write, &self.ids, store_timeout)?;
         self.ids.push(table_id);
+        self.written.push(write);
         Ok(waited)
     }
 
     /// Releases every lock held (a deadlock's rollback, invariant 3).
     pub(crate) fn release_all(&mut self) {
-        self.locks.unlock_shared(&self.ids);
-        self.ids.clear();
+        let held: Vec<(u32, bool)> = self.ids.drain(..).zip(self.written.drain(..)).collect();
+        self.locks.unlock_shared(&held);
     }
 }
 
@@ -446,7 +755,10 @@ mod tests {
     fn exclusive_waits_for_shared_holders_and_new_readers_queue_behind_it() {
         let locks = Arc::new(MetadataLocks::default());
         let mut reader = SharedLocks::new(locks.clone());
-        assert!(!reader.lock(7, LONG).unwrap(), "no wait without DDL");
+        assert!(
+            !reader.lock(7, "t", false, LONG).unwrap(),
+            "no wait without DDL"
+        );
         let granted = Arc::new(AtomicBool::new(false));
         let ddl = {
             let (locks, granted) = (locks.clone(), granted.clone());
@@ -467,15 +779,16 @@ mod tests {
                 let _wait = MetadataWait {
                     timeout: LONG,
                     waiter: Some(flag),
+                    owner: None,
                 }
                 .install();
-                SharedLocks::new(locks).lock(7, LONG)
+                SharedLocks::new(locks).lock(7, "t", false, LONG)
             })
         };
         while flag.waits.load(Ordering::SeqCst) == 0 {
             std::thread::yield_now();
         }
-        assert!(reader.holds(7));
+        assert!(reader.holds(7, false));
         assert!(
             !granted.load(Ordering::SeqCst),
             "DDL granted beside a reader"
@@ -494,27 +807,33 @@ mod tests {
     fn an_exclusive_wait_ends_at_its_deadline_and_lets_queued_readers_go() {
         let locks = Arc::new(MetadataLocks::default());
         let mut holder = SharedLocks::new(locks.clone());
-        holder.lock(7, LONG).unwrap();
-        assert!(!SharedLocks::new(locks.clone()).lock(8, LONG).unwrap());
+        holder.lock(7, "t", false, LONG).unwrap();
+        assert!(!SharedLocks::new(locks.clone())
+            .lock(8, "u", false, LONG)
+            .unwrap());
         assert!(matches!(
             locks.lock_exclusive(&[8, 7], Duration::from_millis(30)),
             Err(Error::LockWaitTimeout)
         ));
         let mut other = SharedLocks::new(locks.clone());
-        assert!(!other.lock(7, LONG).unwrap(), "the request was withdrawn");
-        assert!(!other.lock(8, LONG).unwrap(), "and 8 released");
+        assert!(
+            !other.lock(7, "t", false, LONG).unwrap(),
+            "the request was withdrawn"
+        );
+        assert!(!other.lock(8, "u", false, LONG).unwrap(), "and 8 released");
     }
 
     #[test]
     fn a_killed_wait_ends_and_a_holder_waiting_behind_its_own_table_is_a_deadlock() {
         let locks = Arc::new(MetadataLocks::default());
         let mut holder = SharedLocks::new(locks.clone());
-        holder.lock(1, LONG).unwrap();
+        holder.lock(1, "t", false, LONG).unwrap();
         let flag = Arc::new(Flag::default());
         flag.killed.store(true, Ordering::SeqCst);
         let _wait = MetadataWait {
             timeout: LONG,
             waiter: Some(flag.clone()),
+            owner: None,
         }
         .install();
         assert!(matches!(
@@ -530,8 +849,104 @@ mod tests {
         while !locks.is_requested(1) {
             std::thread::yield_now();
         }
-        assert!(matches!(holder.lock(2, LONG), Err(Error::Deadlock)));
+        assert!(matches!(
+            holder.lock(2, "u", false, LONG),
+            Err(Error::Deadlock)
+        ));
         holder.release_all();
         ddl.join().unwrap().unwrap();
+    }
+
+    fn as_owner(owner: u64) -> MetadataWaitGuard {
+        MetadataWait {
+            timeout: Duration::from_millis(30),
+            waiter: None,
+            owner: Some(owner),
+        }
+        .install()
+    }
+
+    #[test]
+    fn table_locks_keep_other_sessions_out_and_let_their_owner_in() {
+        let locks = Arc::new(MetadataLocks::default());
+        let read = locks
+            .lock_for_session(1, &[(7, TableLockMode::Read)], LONG)
+            .unwrap();
+        {
+            let _other = as_owner(2);
+            let mut txn = SharedLocks::new(locks.clone());
+            assert!(!txn.lock(7, "t", false, LONG).unwrap(), "readers go on");
+            assert!(matches!(
+                txn.lock(7, "t", true, LONG),
+                Err(Error::LockWaitTimeout)
+            ));
+            assert!(matches!(
+                locks.lock_exclusive(&[7], LONG),
+                Err(Error::LockWaitTimeout)
+            ));
+        }
+        {
+            let _owner = as_owner(1);
+            assert!(matches!(
+                SharedLocks::new(locks.clone()).lock(7, "t", true, LONG),
+                Err(Error::TableLockedForRead { table }) if table == "t"
+            ));
+        }
+        drop(read);
+        let write = locks
+            .lock_for_session(1, &[(7, TableLockMode::Write)], LONG)
+            .unwrap();
+        {
+            let _owner = as_owner(1);
+            let mut txn = SharedLocks::new(locks.clone());
+            assert!(!txn.lock(7, "t", true, LONG).unwrap());
+            drop(txn);
+            drop(locks.lock_exclusive(&[7], LONG).unwrap());
+        }
+        {
+            let _other = as_owner(2);
+            assert!(matches!(
+                SharedLocks::new(locks.clone()).lock(7, "t", false, LONG),
+                Err(Error::LockWaitTimeout)
+            ));
+            assert!(matches!(
+                locks.lock_for_session(2, &[(7, TableLockMode::Read)], LONG),
+                Err(Error::LockWaitTimeout)
+            ));
+        }
+        drop(write);
+        assert!(locks
+            .shards
+            .iter()
+            .all(|s| MetadataLocks::tables(s).is_empty()));
+    }
+
+    #[test]
+    fn a_read_table_lock_waits_for_writers_only() {
+        let locks = Arc::new(MetadataLocks::default());
+        let _wait = as_owner(3);
+        let mut reader = SharedLocks::new(locks.clone());
+        reader.lock(7, "t", false, LONG).unwrap();
+        drop(
+            locks
+                .lock_for_session(1, &[(7, TableLockMode::Read)], LONG)
+                .unwrap(),
+        );
+        assert!(matches!(
+            locks.lock_for_session(1, &[(7, TableLockMode::Write)], LONG),
+            Err(Error::LockWaitTimeout)
+        ));
+        reader.lock(7, "t", true, LONG).unwrap();
+        assert!(reader.holds(7, true));
+        assert!(matches!(
+            locks.lock_for_session(1, &[(7, TableLockMode::Read)], LONG),
+            Err(Error::LockWaitTimeout)
+        ));
+        reader.release_all();
+        drop(
+            locks
+                .lock_for_session(1, &[(7, TableLockMode::Read)], LONG)
+                .unwrap(),
+        );
     }
 }

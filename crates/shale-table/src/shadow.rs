@@ -37,7 +37,10 @@
 //! converts, or finds it claimed by the row itself (a writer got there first) or by another
 //! (a duplicate). The claims are range-deleted by the switch, or with the other new ids on
 //! failure. Dropping the primary key of a table that has one (rows then need fresh hidden row
-//! ids) still holds writers at the fence for the whole copy (alter.rs).
+//! ids) still holds writers at the fence for the whole copy (alter.rs). Claims would make it
+//! online too, the other way round: a claim keyed by the *old* key, naming the hidden row id
+//! its shadow got (allocated by whoever claims first, writer or fill), so a writer finds the
+//! shadow of the row it changes. Not built yet.
 //!
 //! Invariants:
 //! 1. A shadow is registered before the writer epoch flips (step 2), so every transaction

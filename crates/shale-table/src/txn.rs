@@ -211,18 +211,21 @@ impl TableTxn {
         result
     }
 
-    /// Takes `table`'s metadata lock shared unless this transaction holds it (invariant 9).
+    /// Takes `table`'s metadata lock shared, marked a writer's if `write`, unless this
+    /// transaction holds it so (invariant 9).
     /// A transaction that had to wait for a DDL statement and finds its definition no longer
     /// usable fails as a read of a retired definition does ([`Error::TableDefChanged`] when
     /// the table was rewritten or an index dropped, [`Error::NoSuchTable`] when it was
     /// dropped or renamed).
-    fn use_table(&mut self, table: &TableDef) -> Result<()> {
+    fn use_table(&mut self, table: &TableDef, write: bool) -> Result<()> {
         let id = table_id(table);
-        if self.metadata.holds(id) {
+        if self.metadata.holds(id, write) {
             return Ok(());
         }
         let first = self.metadata.is_empty();
-        let locked = self.metadata.lock(id, self.store.ddl_wait_timeout);
+        let locked = self
+            .metadata
+            .lock(id, &table.name, write, self.store.ddl_wait_timeout);
         if !self.after(locked)? {
             return Ok(());
         }
@@ -231,16 +234,7 @@ impl TableTxn {
             // read of a `MySQL` transaction takes it after its metadata lock.
             self.txn.refresh_unused_snapshot();
         }
-        match self.store.catalog().table(&table.database, &table.name) {
-            None => Err(Error::NoSuchTable {
-                database: table.database.clone(),
-                table: table.name.clone(),
-            }),
-            Some(current) if still_usable(current, table) => Ok(()),
-            Some(_) => Err(Error::TableDefChanged {
-                table: table.name.clone(),
-            }),
-        }
+        check_still_usable(&self.store.catalog(), table)
     }
 
     /// Runs `body`, a write call to `table`, as one atomic statement (invariants 1, 6, 7
@@ -250,7 +244,7 @@ impl TableTxn {
         table: &TableDef,
         body: impl FnOnce(&mut Self) -> Result<T>,
     ) -> Result<T> {
-        self.use_table(table)?;
+        self.use_table(table, true)?;
         let epoch = self
             .writer
             .get_or_insert_with(|| OnlineIndexes::register_writer(&self.store.online))
@@ -460,7 +454,7 @@ impl TableTxn {
         pk: &[Value],
         lock: LockMode,
     ) -> Result<Option<Vec<Value>>> {
-        self.use_table(table)?;
+        self.use_table(table, false)?;
         let pk = self.pk_to_utc(table, pk);
         let mut key = std::mem::take(&mut self.key);
         let result = pk_key_from_values(&mut key, table, &pk, &mut self.scratch)
@@ -489,7 +483,7 @@ impl TableTxn {
         lock: LockMode,
         columns: &[usize],
     ) -> Result<Option<Vec<Value>>> {
-        self.use_table(table)?;
+        self.use_table(table, false)?;
         let pk = self.pk_to_utc(table, pk);
         let mut key = std::mem::take(&mut self.key);
         let result = pk_key_from_values(&mut key, table, &pk, &mut self.scratch)
@@ -535,7 +529,7 @@ impl TableTxn {
         reverse: bool,
         lock: LockMode,
     ) -> Result<RowCursor<'_>> {
-        self.use_table(table)?;
+        self.use_table(table, false)?;
         let range = crate::cursor::range_to_utc(table, index, range, self.zone_offset);
         let result = self.open_cursor(table, index, range);
         let (def, iter, secondary) = self.after(result)?;
@@ -798,6 +792,22 @@ impl TableTxn {
 
     pub fn rollback(self) {
         self.txn.rollback();
+    }
+}
+
+/// Fails when `bound`, a definition a statement was bound to before it waited for a DDL
+/// statement, is no longer usable in `catalog` ([`Error::NoSuchTable`] when the table was
+/// dropped or renamed, [`Error::TableDefChanged`] when it was rewritten or lost an index).
+pub(crate) fn check_still_usable(catalog: &crate::schema::Catalog, bound: &TableDef) -> Result<()> {
+    match catalog.table(&bound.database, &bound.name) {
+        None => Err(Error::NoSuchTable {
+            database: bound.database.clone(),
+            table: bound.name.clone(),
+        }),
+        Some(current) if still_usable(current, bound) => Ok(()),
+        Some(_) => Err(Error::TableDefChanged {
+            table: bound.name.clone(),
+        }),
     }
 }
 

@@ -95,6 +95,7 @@ fn spawn_waiting(
             let _wait = MetadataWait {
                 timeout,
                 waiter: Some(caller),
+                owner: None,
             }
             .install();
             ddl(&store)
@@ -179,6 +180,7 @@ fn a_reader_that_comes_after_a_waiting_ddl_waits_behind_it() {
             let _wait = MetadataWait {
                 timeout: LONG,
                 waiter: Some(late),
+                owner: None,
             }
             .install();
             let mut txn = store.begin(TxnOptions::default()).unwrap();

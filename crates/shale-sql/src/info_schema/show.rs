@@ -9,8 +9,8 @@
 //! 2. SHOW TABLE STATUS, COLLATION and CHARACTER SET are SELECTs over the
 //!    `information_schema` tables with MySQL's SHOW column names, so `LIKE` and `WHERE`
 //!    (over those names) behave as for any query.
-//! 3. LOCK TABLES checks that each table or view exists (1146) and then locks nothing: Shale
-//!    has no table locks; a reader sees one snapshot per statement or transaction anyway.
+//! 3. LOCK TABLES and UNLOCK TABLES take and release the session's table locks
+//!    (table_locks.rs).
 
 use std::fmt::Write as _;
 
@@ -49,7 +49,7 @@ pub(crate) enum ShowCommand {
         database: Option<String>,
     },
     /// `(database, table)` of each table named.
-    LockTables(Vec<(Option<String>, String)>),
+    LockTables(Vec<crate::table_locks::LockItem>),
     UnlockTables,
     /// `ALTER TABLE t {DISABLE|ENABLE} KEYS` (mysqldump wraps its INSERTs in them): nothing
     /// to do, MySQL's note 1031 as for InnoDB.
@@ -265,7 +265,7 @@ pub(crate) fn recognize(sql: &str) -> Option<ShowCommand> {
 }
 
 /// `t [[AS] alias] {READ [LOCAL] | [LOW_PRIORITY] WRITE} [, ...]`.
-fn lock_tables(toks: &[Token]) -> Option<Vec<(Option<String>, String)>> {
+fn lock_tables(toks: &[Token]) -> Option<Vec<crate::table_locks::LockItem>> {
     let mut out = Vec::new();
     for item in toks.split(|t| *t == Token::Punct(',')) {
         let (name, rest) = match item {
@@ -288,13 +288,12 @@ fn lock_tables(toks: &[Token]) -> Option<Vec<(Option<String>, String)>> {
             [first, tail @ ..] if !matches!(*first, "READ" | "WRITE" | "LOW_PRIORITY") => tail,
             all => all,
         };
-        if !matches!(
-            mode,
-            ["READ" | "WRITE"] | ["READ", "LOCAL"] | ["LOW_PRIORITY", "WRITE"]
-        ) {
-            return None;
-        }
-        out.push(name);
+        let mode = match mode {
+            ["READ"] | ["READ", "LOCAL"] => shale_table::TableLockMode::Read,
+            ["WRITE"] | ["LOW_PRIORITY", "WRITE"] => shale_table::TableLockMode::Write,
+            _ => return None,
+        };
+        out.push((name.0, name.1, mode));
     }
     (!out.is_empty()).then_some(out)
 }
@@ -515,17 +514,7 @@ impl ShowCommand {
                 session.text_rows(sink, &columns, &[])
             }
             ShowCommand::LockTables(tables) => {
-                let catalog = session.instance().store.catalog();
-                for (db, t) in tables {
-                    let db = match db {
-                        Some(d) => d.clone(),
-                        None => session.current_db()?,
-                    };
-                    let is_view = catalog.view(&db, t).is_some();
-                    if crate::bind::lookup_table(&catalog, &db, t).is_none() && !is_view {
-                        return Err(SqlError::no_such_table(&db, t));
-                    }
-                }
+                session.lock_tables(tables)?;
                 session.state_mut().warnings.clear();
                 ok(session, sink)
             }
@@ -551,6 +540,7 @@ impl ShowCommand {
                 ok(session, sink)
             }
             ShowCommand::UnlockTables => {
+                session.unlock_tables()?;
                 session.state_mut().warnings.clear();
                 ok(session, sink)
             }
@@ -606,8 +596,12 @@ mod tests {
         assert_eq!(
             recognize("LOCK TABLES `t` READ /*!32311 LOCAL */, d.u AS x WRITE"),
             Some(ShowCommand::LockTables(vec![
-                (None, "t".into()),
-                (Some("d".into()), "u".into())
+                (None, "t".into(), shale_table::TableLockMode::Read),
+                (
+                    Some("d".into()),
+                    "u".into(),
+                    shale_table::TableLockMode::Write
+                )
             ]))
         );
         assert_eq!(
