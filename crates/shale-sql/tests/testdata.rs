@@ -311,3 +311,13 @@ fn update_comma() {
 fn set_subquery() {
     common::run_file("set_subquery");
 }
+
+#[test]
+fn plan_stats_prepared() {
+    common::run_file("plan_stats_prepared");
+}
+
+#[test]
+fn stats_variables() {
+    common::run_file("stats_variables");
+}

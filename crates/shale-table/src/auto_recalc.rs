@@ -131,7 +131,10 @@ impl Shared {
                         .unwrap_or_else(PoisonError::into_inner)
                         .0
                 }
-                None => self.wake.wait(queue).unwrap_or_else(PoisonError::into_inner),
+                None => self
+                    .wake
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner),
             };
         }
     }
@@ -169,7 +172,10 @@ impl AutoRecalc {
 
     /// The changes counted of `table` so far (an estimate about to begin: rule 3).
     pub(crate) fn changed(&self, table: u32) -> u64 {
-        self.shared.shard(table).get(&table).map_or(0, |c| c.changed)
+        self.shared
+            .shard(table)
+            .get(&table)
+            .map_or(0, |c| c.changed)
     }
 
     /// `table` was estimated with `rows` rows after `counted` changes were counted (rule 3).
@@ -302,7 +308,11 @@ impl Store {
 
     /// Whether automatic recalculation is on.
     pub fn stats_auto_recalc(&self) -> bool {
-        self.inner.auto_recalc.shared.enabled.load(Ordering::Relaxed)
+        self.inner
+            .auto_recalc
+            .shared
+            .enabled
+            .load(Ordering::Relaxed)
     }
 }
 
@@ -332,7 +342,10 @@ mod tests {
         looked_at(&recalc, 7);
         recalc.estimated(7, 100, recalc.changed(7), false);
         recalc.note_changes(7, 10);
-        assert!(queued(&recalc).is_empty(), "10 of 100 rows is not more than a tenth");
+        assert!(
+            queued(&recalc).is_empty(),
+            "10 of 100 rows is not more than a tenth"
+        );
         recalc.note_changes(7, 1);
         assert_eq!(queued(&recalc).iter().map(|q| q.1).collect::<Vec<_>>(), [7]);
         // Rule 4: queued once however many changes follow.
