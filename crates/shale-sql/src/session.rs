@@ -1711,7 +1711,7 @@ impl Session {
                 }
                 crate::settings::STATS_AUTO_RECALC => {
                     let on = as_bool(&v)?;
-                    self.instance.store.set_stats_auto_recalc(on);
+                    self.instance.set_stats_auto_recalc(on);
                     Value::Int(i64::from(on))
                 }
                 _ => self.check_global_setting(&lower, v)?,

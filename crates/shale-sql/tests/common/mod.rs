@@ -50,10 +50,7 @@ pub fn fail(session: &mut Session, sql: &str) -> SqlError {
 /// (a test that needs it sets `shale_stats_auto_recalc` ON).
 pub fn instance() -> Arc<Instance> {
     let instance = open_instance();
-    run(
-        &mut instance.session(),
-        "SET GLOBAL shale_stats_auto_recalc = OFF",
-    );
+    instance.set_stats_auto_recalc(false);
     instance
 }
 
