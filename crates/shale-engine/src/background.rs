@@ -31,7 +31,7 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
         ("shale-flush", run_flushes as fn(&Arc<DbInner>)),
         ("shale-wal-sync", run_wal_syncs),
     ] {
-        threads.push(spawn(inner, name.to_owned(), job)?);
+        threads.push(spawn(inner, name, job)?);
     }
     start_compaction_threads(inner, &mut threads)?;
     Ok(threads)
@@ -40,13 +40,13 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
 /// Starts `job` on a thread called `name`; a panic becomes the background error.
 fn spawn(
     inner: &Arc<DbInner>,
-    name: String,
+    name: &str,
     job: impl FnOnce(&Arc<DbInner>) + Send + 'static,
 ) -> Result<JoinHandle<()>> {
     let inner = inner.clone();
-    let thread_name = name.clone();
+    let thread_name = name.to_owned();
     Builder::new()
-        .name(name.clone())
+        .name(name.to_owned())
         .spawn(move || {
             let name = thread_name;
             if catch_unwind(AssertUnwindSafe(|| job(&inner))).is_err() {
@@ -82,7 +82,7 @@ pub(crate) fn start_compaction_threads(
             } else {
                 format!("shale-compact-{number}")
             };
-            match spawn(inner, name, move |inner| run_compactions(inner, number)) {
+            match spawn(inner, &name, move |inner| run_compactions(inner, number)) {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {
                     state.compaction_threads.remove(&number);

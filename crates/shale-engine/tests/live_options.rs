@@ -476,16 +476,16 @@ fn max_background_jobs_starts_and_stops_compaction_threads_live() {
 
 #[test]
 fn max_background_jobs_below_two_is_refused_at_open() {
-    let error = Db::open(
+    let Err(error) = Db::open(
         DIR,
         Options {
             file_system: Arc::new(MemFs::new()),
             max_background_jobs: 1,
             ..Options::default()
         },
-    )
-    .err()
-    .expect("opened with one background job")
-    .to_string();
+    ) else {
+        panic!("opened with one background job");
+    };
+    let error = error.to_string();
     assert!(error.contains("max_background_jobs"), "{error}");
 }

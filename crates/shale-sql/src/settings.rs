@@ -47,7 +47,7 @@ const READ_ONLY: [&str; 15] = [
 
 /// `innodb_stats_auto_recalc`'s twin: whether the table layer estimates a table's index
 /// statistics again once more than a tenth of its rows changed (shale-table's
-/// auto_recalc.rs). GLOBAL-only; the store holds the value.
+/// `auto_recalc.rs`). GLOBAL-only; the store holds the value.
 pub(crate) const STATS_AUTO_RECALC: &str = "shale_stats_auto_recalc";
 
 /// A whole number from a variable's value (None when it is not one).

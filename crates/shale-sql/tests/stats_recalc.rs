@@ -1,5 +1,5 @@
 //! Index statistics estimated again in the background (`shale_stats_auto_recalc`, shale-table's
-//! auto_recalc.rs) reach the planner without ANALYZE TABLE.
+//! `auto_recalc.rs`) reach the planner without ANALYZE TABLE.
 
 mod common;
 

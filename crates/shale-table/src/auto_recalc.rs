@@ -239,23 +239,22 @@ impl Drop for AutoRecalc {
 }
 
 /// The thread: looks at each due table while the store lives.
-fn run(shared: &Shared, store: &Weak<StoreInner>) {
-    while let Some(table) = shared.next() {
+fn run(recalc: &Shared, store: &Weak<StoreInner>) {
+    while let Some(table) = recalc.next() {
         let Some(inner) = store.upgrade() else {
             return;
         };
         let store = Store::from_inner(inner);
         // A failed estimate (a paused engine) is tried again at the table's next change.
-        let _ = recalculate(shared, &store, table);
-        let mut shard = shared.shard(table);
-        if let Some(changes) = shard.get_mut(&table) {
+        let _ = recalculate(recalc, &store, table);
+        if let Some(changes) = recalc.shard(table).get_mut(&table) {
             changes.queued = false;
         }
     }
 }
 
 /// Looks at `table` (rules 1, 3 and 4).
-fn recalculate(shared: &Shared, store: &Store, table: u32) -> Result<()> {
+fn recalculate(recalc: &Shared, store: &Store, table: u32) -> Result<()> {
     let catalog = store.catalog();
     let def = catalog
         .databases
@@ -263,14 +262,14 @@ fn recalculate(shared: &Shared, store: &Store, table: u32) -> Result<()> {
         .flat_map(|tables| tables.values())
         .find(|def| table_id(def) == table);
     let Some(def) = def else {
-        shared.shard(table).remove(&table);
+        recalc.shard(table).remove(&table);
         return Ok(());
     };
-    let threshold = shared.shard(table).get(&table).and_then(|c| c.threshold);
+    let threshold = recalc.shard(table).get(&table).and_then(|c| c.threshold);
     if threshold.is_none() {
         if let Some((_, rows)) = store.known_index_cardinality(def, IndexChoice::Primary)? {
-            let mut shard = shared.shard(table);
-            let changes = shard.entry(table).or_default();
+            let mut counts = recalc.shard(table);
+            let changes = counts.entry(table).or_default();
             changes.threshold = Some(rows / 10);
             if changes.changed <= rows / 10 {
                 return Ok(());

@@ -90,7 +90,7 @@ pub(crate) struct StoreInner {
     pub(crate) metadata: Arc<MetadataLocks>,
     /// Index cardinalities by index id, once estimated (cardinality.rs).
     pub(crate) cardinalities: crate::cardinality::Cardinalities,
-    /// Rows changed per table and the thread that estimates them again (auto_recalc.rs).
+    /// Rows changed per table and the thread that estimates them again (`auto_recalc.rs`).
     pub(crate) auto_recalc: crate::auto_recalc::AutoRecalc,
 }
 

@@ -97,7 +97,7 @@ pub struct TableTxn {
     scratch: Vec<u16>,
     /// The UTC offset TIMESTAMP values cross the API at, in microseconds (zone.rs).
     zone_offset: i64,
-    /// Rows written per table id, added to the store's counts at commit (auto_recalc.rs).
+    /// Rows written per table id, added to the store's counts at commit (`auto_recalc.rs`).
     changed: Vec<(u32, u64)>,
     /// The tables this transaction used, locked shared until it ends (invariant 9). The
     /// last field: released after `txn` is committed or rolled back.
@@ -805,7 +805,7 @@ impl TableTxn {
         Ok(())
     }
 
-    /// Counts one row written to `table` (auto_recalc.rs): a transaction writes few tables.
+    /// Counts one row written to `table` (`auto_recalc.rs`): a transaction writes few tables.
     fn count_change(&mut self, table: u32) {
         match self.changed.iter_mut().find(|(id, _)| *id == table) {
             Some((_, rows)) => *rows += 1,
