@@ -1,5 +1,14 @@
-//! Background threads: one flushes frozen memtables, one compacts, one syncs the WAL about
-//! every `sync_interval` for `Flush` and `Buffered` writes.
+//! Background threads: one flushes frozen memtables, `max_background_jobs - 1` compact,
+//! one syncs the WAL about every `sync_interval` for `Flush` and `Buffered` writes.
+//!
+//! Invariants:
+//! 1. Compaction thread `n` runs while `n < max_background_jobs - 1`; the numbers of those
+//!    running are kept in `DbState::compaction_threads`, changed under the state lock only:
+//!    a thread adds its number before it is spawned and removes it as it ends. A raised limit
+//!    starts the missing numbers at once (`Db::set_options`); a lowered one is seen by a
+//!    thread the next time it looks for work, after the compaction it runs, if any.
+//! 2. Compaction threads never compact the same keyspace at once (`DbState::compacting`).
+//!    Only thread 0 runs idle compactions.
 //!
 //! A panic in the unlocked part of a flush or compaction (writing its tables) is caught there
 //! and retried a few times (`crate::job_panic`). A panic anywhere else ends the thread and
@@ -22,23 +31,70 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let mut threads = Vec::new();
     for (name, job) in [
         ("shale-flush", run_flushes as fn(&Arc<DbInner>)),
-        ("shale-compact", run_compactions),
         ("shale-wal-sync", run_wal_syncs),
     ] {
-        let inner = inner.clone();
-        let thread = Builder::new()
-            .name(name.to_owned())
-            .spawn(move || {
-                if catch_unwind(AssertUnwindSafe(|| job(&inner))).is_err() {
-                    inner.set_background_error(format!("the {name} background thread panicked"));
-                }
-            })
-            .map_err(|e| Error::Background {
-                reason: format!("cannot start the {name} thread: {e}"),
-            })?;
-        threads.push(thread);
+        threads.push(spawn(inner, name, job)?);
     }
+    start_compaction_threads(inner, &mut threads)?;
     Ok(threads)
+}
+
+/// Starts `job` on a thread called `name`; a panic becomes the background error.
+fn spawn(
+    inner: &Arc<DbInner>,
+    name: &str,
+    job: impl FnOnce(&Arc<DbInner>) + Send + 'static,
+) -> Result<JoinHandle<()>> {
+    let inner = inner.clone();
+    let thread_name = name.to_owned();
+    Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            let name = thread_name;
+            if catch_unwind(AssertUnwindSafe(|| job(&inner))).is_err() {
+                inner.set_background_error(format!("the {name} background thread panicked"));
+            }
+        })
+        .map_err(|e| Error::Background {
+            reason: format!("cannot start the {name} thread: {e}"),
+        })
+}
+
+/// Compaction threads the current `max_background_jobs` allows (invariant 1).
+fn compaction_thread_limit(inner: &DbInner) -> usize {
+    inner
+        .max_background_jobs
+        .load(Ordering::Acquire)
+        .saturating_sub(1)
+        .max(1)
+}
+
+/// Starts the compaction threads the limit allows and that do not run (invariant 1),
+/// adding them to `threads`; wakes the others, so any above a lowered limit ends.
+pub(crate) fn start_compaction_threads(
+    inner: &Arc<DbInner>,
+    threads: &mut Vec<JoinHandle<()>>,
+) -> Result<()> {
+    let mut state = inner.lock_state();
+    for number in 0..compaction_thread_limit(inner) {
+        if state.compaction_threads.insert(number) {
+            // The first keeps the name of the single compaction thread there used to be.
+            let name = if number == 0 {
+                "shale-compact".to_owned()
+            } else {
+                format!("shale-compact-{number}")
+            };
+            match spawn(inner, &name, move |inner| run_compactions(inner, number)) {
+                Ok(thread) => threads.push(thread),
+                Err(error) => {
+                    state.compaction_threads.remove(&number);
+                    return Err(error);
+                }
+            }
+        }
+    }
+    inner.state_changed.notify_all();
+    Ok(())
 }
 
 /// While a recoverable error pauses writes and its retry time (or `Db::resume`) has not come,
@@ -125,12 +181,15 @@ fn run_flushes(inner: &Arc<DbInner>) {
     }
 }
 
-fn run_compactions(inner: &Arc<DbInner>) {
+/// Compaction thread `number` (invariants 1 and 2).
+fn run_compactions(inner: &Arc<DbInner>, number: usize) {
     loop {
         let idle_due = {
             let mut state = inner.lock_state();
             loop {
-                if should_stop(inner) {
+                if should_stop(inner) || number >= compaction_thread_limit(inner) {
+                    state.compaction_threads.remove(&number);
+                    inner.state_changed.notify_all();
                     return;
                 }
                 // The flush thread rolls the MANIFEST; a compaction could only be refused.
@@ -152,7 +211,8 @@ fn run_compactions(inner: &Arc<DbInner>) {
                 if crate::compaction::needs_compaction(&state, now) {
                     break false;
                 }
-                let Some(after) = inner.options.idle_compaction_after else {
+                let Some(after) = inner.options.idle_compaction_after.filter(|_| number == 0)
+                else {
                     state = inner.wait_state(state);
                     continue;
                 };

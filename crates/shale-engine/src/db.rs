@@ -139,6 +139,8 @@ pub(crate) struct DbState {
     pub(crate) pending_outputs: BTreeSet<u64>,
     /// Keyspaces a compaction is running for.
     pub(crate) compacting: BTreeSet<u32>,
+    /// The numbers of the compaction threads running (`crate::background`, invariant 1).
+    pub(crate) compaction_threads: BTreeSet<usize>,
     /// What each running compaction will write: ingestion keeps its files out of that range
     /// of the output level (`crate::ingest`), where they would overlap the outputs.
     pub(crate) compaction_outputs: BTreeMap<u32, CompactionOutputRange>,
@@ -240,6 +242,8 @@ pub(crate) struct DbInner {
     /// The durability of writes that name none (`Options::durability`, changed live by
     /// `Db::set_options`).
     pub(crate) default_durability: crate::live_options::DefaultDurability,
+    /// `Options::max_background_jobs`, changed live by `Db::set_options`.
+    pub(crate) max_background_jobs: std::sync::atomic::AtomicUsize,
     /// Where tests stop engine threads (feature `testing`).
     pub(crate) test_hooks: TestHooks,
     /// What the open replayed from the WALs and dropped ([`Db::recovery_report`]).
@@ -299,6 +303,7 @@ impl DbInner {
                 keyspaces,
                 pending_outputs: BTreeSet::new(),
                 compacting: BTreeSet::new(),
+                compaction_threads: BTreeSet::new(),
                 compaction_outputs: BTreeMap::new(),
                 flushes_done: 0,
                 compactions_done: 0,
@@ -326,6 +331,7 @@ impl DbInner {
             stats: StatCounters::default(),
             idle: IdleTracker::default(),
             default_durability: crate::live_options::DefaultDurability::new(options.durability),
+            max_background_jobs: std::sync::atomic::AtomicUsize::new(options.max_background_jobs),
             rate_limiter: writable.then(|| {
                 Arc::new(RateLimiter::new(
                     options.rate_limit_bytes_per_sec,
@@ -833,6 +839,8 @@ impl Db {
     /// Changes options while the database is open, all or none: `rate_limit_bytes_per_sec`
     /// (0 turns the limiter off), `block_cache_capacity` (a smaller one evicts at once),
     /// `durability` (`sync`, `flush` or `buffered`: the default of later writes), and, for
+    /// `max_background_jobs` (compaction threads start at once, or stop after their running
+    /// compaction), and, for
     /// every keyspace open now, `write_buffer_size`, `max_write_buffer_number`,
     /// `level0_slowdown_writes_trigger`, `level0_stop_writes_trigger` and the
     /// `soft_`/`hard_pending_compaction_bytes_limit`s ([`crate::LIVE_OPTIONS`]). A bad name or
@@ -840,7 +848,21 @@ impl Db {
     /// [`Error::InvalidArgument`] naming it and changes nothing. The changes last until close;
     /// the OPTIONS file keeps the open-time options (`crate::live_options`).
     pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
-        crate::live_options::set(&self.inner, changes)
+        // Under the lock `close` takes the threads with, so it joins any started here.
+        let mut threads = self.threads.lock().unwrap_or_else(PoisonError::into_inner);
+        crate::live_options::set(&self.inner, changes)?;
+        if self.inner.is_read_only() {
+            return Ok(());
+        }
+        threads.retain(|t| !t.is_finished());
+        crate::background::start_compaction_threads(&self.inner, &mut threads)
+    }
+
+    /// How many compaction threads run now (feature `testing`): `max_background_jobs - 1`
+    /// once threads above a lowered limit finished their compaction.
+    #[cfg(feature = "testing")]
+    pub fn compaction_threads(&self) -> usize {
+        self.inner.lock_state().compaction_threads.len()
     }
 
     /// The current values of the options [`Self::set_options`] changes, named as it names

@@ -125,7 +125,7 @@ pub use ingest::{IngestArg, IngestOptions, IngestedFile};
 pub use keyspace::Keyspace;
 pub use live_options::LIVE_OPTIONS;
 pub use live_status::{KeyspaceLiveStatus, LiveStatus};
-pub use options::{Durability, KeyspaceOptions, Options, WriteOptions};
+pub use options::{Durability, KeyspaceOptions, Options, WriteOptions, MAX_BACKGROUND_JOBS};
 pub use read::{DbIterator, ReadOptions};
 pub use recovery_report::{DropReason, DroppedWalData, RecoveryReport, ReplayedWal};
 pub use repair::{

@@ -10,6 +10,9 @@
 //!   once (`ShardedLru::set_capacity`).
 //! - `durability`: an atomic read by every write that names none (`db::durability_of`), so
 //!   the write path takes no new lock.
+//! - `max_background_jobs`: an atomic the compaction threads read each time they look for
+//!   work; `Db::set_options` then starts the threads a raised limit allows, and threads
+//!   above a lowered one end after their running compaction (background.rs, invariant 1).
 //! - keyspace options: `KeyspaceState::options` under the state lock, which the write path
 //!   already holds when it checks stalls and memtable size (write.rs); waiters are woken so a
 //!   raised stop trigger releases stalled writes at once.
@@ -28,7 +31,7 @@ use crate::options::{Durability, KeyspaceOptions};
 
 /// The options [`crate::Db::set_options`] accepts, in the order [`crate::Db::live_options`]
 /// lists them.
-pub const LIVE_OPTIONS: [&str; 9] = [
+pub const LIVE_OPTIONS: [&str; 10] = [
     "rate_limit_bytes_per_sec",
     "block_cache_capacity",
     "durability",
@@ -38,6 +41,7 @@ pub const LIVE_OPTIONS: [&str; 9] = [
     "soft_pending_compaction_bytes_limit",
     "hard_pending_compaction_bytes_limit",
     "max_write_buffer_number",
+    "max_background_jobs",
 ];
 
 /// One parsed change.
@@ -46,6 +50,7 @@ enum Change {
     RateLimit(u64),
     BlockCache(usize),
     Durability(Durability),
+    BackgroundJobs(usize),
     Keyspace(fn(&mut KeyspaceOptions, u64), u64),
 }
 
@@ -109,6 +114,13 @@ fn parse(name: &str, value: &str) -> Result<Change> {
                 |o, n| o.level0_stop_writes_trigger = usize::try_from(n).unwrap_or(usize::MAX),
                 n,
             )
+        }
+        "max_background_jobs" => {
+            let n = parse_u64(name, value)?;
+            let jobs = to_usize(name, value, n)?;
+            crate::options::check_background_jobs(jobs)
+                .map_err(|_| bad_value(name, value, "expected 2 to 64"))?;
+            Change::BackgroundJobs(jobs)
         }
         "soft_pending_compaction_bytes_limit" => Change::Keyspace(
             |o, n| o.soft_pending_compaction_bytes_limit = n,
@@ -201,6 +213,9 @@ pub(crate) fn set(inner: &DbInner, changes: &[(&str, &str)]) -> Result<()> {
             }
             Change::BlockCache(bytes) => inner.table_cache.set_block_cache_capacity(bytes),
             Change::Durability(durability) => inner.default_durability.set(durability),
+            Change::BackgroundJobs(jobs) => {
+                inner.max_background_jobs.store(jobs, Ordering::Release);
+            }
             Change::Keyspace(..) => {}
         }
     }
@@ -239,6 +254,10 @@ pub(crate) fn current(inner: &DbInner) -> Vec<(String, String)> {
         keyspace.soft_pending_compaction_bytes_limit.to_string(),
         keyspace.hard_pending_compaction_bytes_limit.to_string(),
         keyspace.max_write_buffer_number.to_string(),
+        inner
+            .max_background_jobs
+            .load(Ordering::Acquire)
+            .to_string(),
     ];
     LIVE_OPTIONS
         .iter()

@@ -734,6 +734,27 @@ pub struct Options {
     /// cached pages out of the page cache. WAL, MANIFEST, OPTIONS, blob and ingested files stay
     /// buffered. Default off.
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Background jobs that may run at once (`RocksDB`'s `max_background_jobs`): one is the
+    /// flush thread, the rest compaction threads, each compacting a keyspace no other
+    /// compaction holds (one compaction per keyspace at a time, so more threads help only a
+    /// database with several keyspaces). 2 (the default) to
+    /// [`MAX_BACKGROUND_JOBS`]; changed live by [`crate::Db::set_options`].
+    pub max_background_jobs: usize,
+}
+
+/// The largest `max_background_jobs`.
+pub const MAX_BACKGROUND_JOBS: usize = 64;
+
+/// Checks a `max_background_jobs` value, naming the option.
+pub(crate) fn check_background_jobs(jobs: usize) -> Result<()> {
+    if (2..=MAX_BACKGROUND_JOBS).contains(&jobs) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "max_background_jobs {jobs} must be between 2 (one flush, one compaction) and \
+             {MAX_BACKGROUND_JOBS}"
+        )))
+    }
 }
 
 impl Default for Options {
@@ -761,6 +782,7 @@ impl Default for Options {
             rate_limiter_auto_tune: false,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
+            max_background_jobs: 2,
         }
     }
 }
@@ -791,6 +813,7 @@ impl Options {
                     .into(),
             ));
         }
+        check_background_jobs(self.max_background_jobs)?;
         if self.max_open_files < 16 {
             return Err(Error::InvalidArgument(format!(
                 "max_open_files {} must be at least 16",

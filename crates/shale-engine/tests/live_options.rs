@@ -415,3 +415,77 @@ fn a_lower_stop_trigger_stalls_writes_and_a_higher_one_releases_them() {
     fs.set(Gate::Open);
     db.wait_for_background_work().unwrap();
 }
+
+/// Waits (bounded) until `done` holds.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn max_background_jobs_starts_and_stops_compaction_threads_live() {
+    let db = open(
+        Arc::new(MemFs::new()),
+        Options {
+            default_keyspace: small_keyspace(),
+            ..Options::default()
+        },
+    );
+    // One flush thread and one compaction thread.
+    assert_eq!(live(&db, "max_background_jobs"), "2");
+    assert_eq!(db.compaction_threads(), 1);
+    db.set_options(&[("max_background_jobs", "5")]).unwrap();
+    assert_eq!(live(&db, "max_background_jobs"), "5");
+    // Started before set_options returns.
+    assert_eq!(db.compaction_threads(), 4);
+    db.set_options(&[("max_background_jobs", "3")]).unwrap();
+    assert_eq!(live(&db, "max_background_jobs"), "3");
+    wait_until("two compaction threads are left", || {
+        db.compaction_threads() == 2
+    });
+    // Bad values are refused, naming the option, and change nothing.
+    for bad in ["1", "0", "65", "two"] {
+        let error = db
+            .set_options(&[("max_background_jobs", bad)])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("max_background_jobs"), "{error}");
+    }
+    assert_eq!(live(&db, "max_background_jobs"), "3");
+    assert_eq!(db.compaction_threads(), 2);
+
+    // The threads left compact: two keyspaces with L0 past its trigger both get compacted.
+    let other = db.create_keyspace("other", small_keyspace()).unwrap();
+    for round in 0..4u64 {
+        for i in 0..50 {
+            db.put(&key(round * 50 + i), b"v").unwrap();
+            other.put(&key(round * 50 + i), b"v").unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.wait_for_background_work().unwrap();
+    let stats = db.stats();
+    assert!(stats.compactions + stats.trivial_moves >= 2, "{stats:?}");
+    assert_eq!(db.get(&key(199)).unwrap().as_deref(), Some(&b"v"[..]));
+    drop(other);
+    db.close().unwrap();
+}
+
+#[test]
+fn max_background_jobs_below_two_is_refused_at_open() {
+    let Err(error) = Db::open(
+        DIR,
+        Options {
+            file_system: Arc::new(MemFs::new()),
+            max_background_jobs: 1,
+            ..Options::default()
+        },
+    ) else {
+        panic!("opened with one background job");
+    };
+    let error = error.to_string();
+    assert!(error.contains("max_background_jobs"), "{error}");
+}

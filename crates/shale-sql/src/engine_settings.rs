@@ -45,7 +45,7 @@ const fn variable(name: &'static str, option: &'static str, min: u64, max: u64) 
 /// `MyRocks`' names where it has one (`rocksdb_rate_limiter_bytes_per_sec`,
 /// `rocksdb_block_cache_size`, `innodb_flush_log_at_trx_commit`'s meaning), the engine's own
 /// option names otherwise.
-const VARIABLES: [EngineVariable; 8] = [
+const VARIABLES: [EngineVariable; 9] = [
     variable(
         "shale_rate_limiter_bytes_per_sec",
         "rate_limit_bytes_per_sec",
@@ -90,6 +90,14 @@ const VARIABLES: [EngineVariable; 8] = [
         "hard_pending_compaction_bytes_limit",
         0,
         i64::MAX as u64,
+    ),
+    // MyRocks' rocksdb_max_background_jobs: one flush thread, the rest compaction threads
+    // (at least one of each).
+    variable(
+        "shale_max_background_jobs",
+        "max_background_jobs",
+        2,
+        shale_engine::MAX_BACKGROUND_JOBS as u64,
     ),
 ];
 

@@ -452,6 +452,16 @@ impl Instance {
         self.globals_changed();
     }
 
+    /// Switches the background re-estimate of index statistics on or off and shows it as
+    /// `@@global.shale_stats_auto_recalc` (settings.rs); what SET GLOBAL of it does.
+    pub fn set_stats_auto_recalc(&self, on: bool) {
+        self.store.set_stats_auto_recalc(on);
+        self.set_global(
+            crate::settings::STATS_AUTO_RECALC,
+            Value::Int(i64::from(on)),
+        );
+    }
+
     /// Marks the global variables changed (after the change is made).
     pub(crate) fn globals_changed(&self) {
         self.globals_version.fetch_add(1, Ordering::Release);

@@ -10,7 +10,9 @@
 //! 3. DDL, BEGIN and SET autocommit=1 commit an open transaction first.
 //!
 //! Prepared statements are bound and planned once; the plan is reused while the instance's
-//! DDL generation is unchanged, and re-planned from its text after any DDL.
+//! DDL generation and the store's statistics version are unchanged ([`PlanEpoch`]), and
+//! re-planned from its text after any DDL or after index statistics changed (ANALYZE TABLE,
+//! their automatic recalculation), so an index choice follows the new figures.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -64,10 +66,20 @@ struct Prepared {
     /// How `sql` was parsed: a re-plan parses it so again, whatever `sql_mode` is now.
     syntax: crate::syntax_mode::Syntax,
     planned: Arc<Planned>,
-    generation: u64,
+    /// What the plan was made under; another at execution re-plans.
+    epoch: PlanEpoch,
     params: usize,
     /// What it needs, checked at every execution (privilege.rs rule 4).
     needs: crate::privilege::Needs,
+}
+
+/// What a kept plan depends on besides its text: the catalog (the instance's DDL
+/// generation) and the index statistics the planner weighed (the store's statistics
+/// version). Both only grow, so a plan made under an older pair is stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PlanEpoch {
+    generation: u64,
+    statistics: u64,
 }
 
 /// Session state an expression may read (everything but the transaction).
@@ -200,7 +212,9 @@ impl State {
             "warning_count" => self.last_counts.warning_count(),
             "error_count" => self.last_counts.error_count(),
             "sql_mode" => self.sql_mode.value(),
-            _ if crate::engine_settings::is_engine_variable(name) => {
+            _ if crate::engine_settings::is_engine_variable(name)
+                || name == crate::settings::STATS_AUTO_RECALC =>
+            {
                 self.variable(&format!("global.{name}"))
             }
             _ => self
@@ -571,6 +585,8 @@ impl Session {
         }
         let stmt = statements.remove(0);
         let params = count_params(&stmt);
+        // Taken before planning: a change while planning makes the plan stale.
+        let epoch = self.plan_epoch();
         let (planned, needs) = self.plan_with_needs(stmt)?;
         self.authorize(&needs)?;
         if matches!(planned, Planned::Command(_)) && sql.len() > BIG_STATEMENT {
@@ -596,7 +612,7 @@ impl Session {
                 sql: sql.to_string(),
                 syntax,
                 planned: Arc::new(planned),
-                generation: self.instance.generation(),
+                epoch,
                 params,
                 needs,
             },
@@ -638,11 +654,11 @@ impl Session {
         params: &[Value],
         sink: &mut dyn ResultSink,
     ) -> Result<(), SqlError> {
-        let generation = self.instance.generation();
+        let epoch = self.plan_epoch();
         let (planned, stale, count) = match self.prepared.get(&id) {
             Some(p) => {
                 self.authorize(&p.needs)?;
-                (Arc::clone(&p.planned), p.generation != generation, p.params)
+                (Arc::clone(&p.planned), p.epoch != epoch, p.params)
             }
             None => return Err(SqlError::unknown_prepared(id)),
         };
@@ -650,18 +666,27 @@ impl Session {
             return Err(SqlError::wrong_param_count());
         }
         let planned = if stale {
-            self.replan_prepared(id, generation)?
+            self.replan_prepared(id, epoch)?
         } else {
             planned
         };
         self.run_rebinding(&planned, params, sink, |s| {
-            s.replan_prepared(id, s.instance.generation())
+            let epoch = s.plan_epoch();
+            s.replan_prepared(id, epoch)
         })
     }
 
-    /// Plans prepared statement `id` again from its text, against the catalog of DDL
-    /// generation `generation`, and keeps the new plan.
-    fn replan_prepared(&mut self, id: u32, generation: u64) -> Result<Arc<Planned>, SqlError> {
+    /// The DDL generation and statistics version a plan made now is made under.
+    fn plan_epoch(&self) -> PlanEpoch {
+        PlanEpoch {
+            generation: self.instance.generation(),
+            statistics: self.instance.store.statistics_version(),
+        }
+    }
+
+    /// Plans prepared statement `id` again from its text, against the catalog and the
+    /// statistics of `epoch` (taken before), and keeps the new plan.
+    fn replan_prepared(&mut self, id: u32, epoch: PlanEpoch) -> Result<Arc<Planned>, SqlError> {
         let Some((sql, syntax)) = self.prepared.get(&id).map(|p| (p.sql.clone(), p.syntax)) else {
             return Err(SqlError::unknown_prepared(id));
         };
@@ -674,7 +699,7 @@ impl Session {
         let fresh = Arc::new(fresh);
         if let Some(p) = self.prepared.get_mut(&id) {
             p.planned = Arc::clone(&fresh);
-            p.generation = generation;
+            p.epoch = epoch;
             p.needs = needs;
         }
         Ok(fresh)
@@ -1745,6 +1770,11 @@ impl Session {
                         )
                     })?;
                     Value::Bytes(variables::isolation_name(level).as_bytes().to_vec())
+                }
+                crate::settings::STATS_AUTO_RECALC => {
+                    let on = as_bool(&v)?;
+                    self.instance.set_stats_auto_recalc(on);
+                    Value::Int(i64::from(on))
                 }
                 _ => self.check_global_setting(&lower, v)?,
             };

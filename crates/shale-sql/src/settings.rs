@@ -4,9 +4,8 @@
 //! ones (error 1229 for `SET SESSION`).
 //!
 //! The engine's live options (`shale_flush_log_at_trx_commit`, block cache size, write buffer
-//! size, compaction rate limit, stall thresholds) are GLOBAL-only and change the engine at once
-//! (engine_settings.rs); `shale_max_background_jobs` is read-only (the engine's thread count is
-//! fixed).
+//! size, compaction rate limit, stall thresholds, `shale_max_background_jobs`) are
+//! GLOBAL-only and change the engine at once (engine_settings.rs).
 
 use shale_table::Value;
 
@@ -26,7 +25,7 @@ const LIVE_GLOBAL: [(&str, u64, u64); 6] = [
 ];
 
 /// Variables a running server cannot change: startup settings and the engine's options.
-const READ_ONLY: [&str; 16] = [
+const READ_ONLY: [&str; 15] = [
     "port",
     "socket",
     "datadir",
@@ -38,7 +37,6 @@ const READ_ONLY: [&str; 16] = [
     "character_set_system",
     "have_ssl",
     "license",
-    "shale_max_background_jobs",
     // The log files are opened at start (`--general-log`, `--slow-query-log`).
     "general_log",
     "slow_query_log",
@@ -46,6 +44,11 @@ const READ_ONLY: [&str; 16] = [
     "shale_use_direct_reads",
     "shale_use_direct_io_for_flush_and_compaction",
 ];
+
+/// `innodb_stats_auto_recalc`'s twin: whether the table layer estimates a table's index
+/// statistics again once more than a tenth of its rows changed (shale-table's
+/// `auto_recalc.rs`). GLOBAL-only; the store holds the value.
+pub(crate) const STATS_AUTO_RECALC: &str = "shale_stats_auto_recalc";
 
 /// A whole number from a variable's value (None when it is not one).
 pub(crate) fn as_u64(v: &Value) -> Option<u64> {
@@ -77,7 +80,10 @@ pub(crate) fn check_session_setting(name: &str) -> Result<(), SqlError> {
             format!("SESSION variable '{name}' is read-only. Use SET GLOBAL to assign the value"),
         ));
     }
-    if name == "max_connections" || crate::engine_settings::is_engine_variable(name) {
+    if name == "max_connections"
+        || name == STATS_AUTO_RECALC
+        || crate::engine_settings::is_engine_variable(name)
+    {
         return Err(SqlError::new(
             1229,
             "HY000",

@@ -109,8 +109,7 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     );
     m.insert("shale_block_cache_size", Value::Int(64 << 20));
     // The engine's other live options (engine_settings.rs; the instance publishes the values
-    // it opened with as the global ones, these only list them), and its fixed thread count:
-    // one flush and one compaction thread.
+    // it opened with as the global ones, these only list them).
     for name in [
         "shale_rate_limiter_bytes_per_sec",
         "shale_write_buffer_size",
@@ -118,16 +117,18 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
         "shale_level0_stop_writes_trigger",
         "shale_soft_pending_compaction_bytes_limit",
         "shale_hard_pending_compaction_bytes_limit",
+        "shale_max_background_jobs",
     ] {
         m.insert(name, Value::Null);
     }
-    m.insert("shale_max_background_jobs", Value::Int(2));
     // SET GLOBAL shale_create_checkpoint = 'DIR' makes a checkpoint; it always reads ''.
     m.insert("shale_create_checkpoint", text(""));
     m.insert("cte_max_recursion_depth", Value::Int(1000));
     m.insert("sql_safe_updates", Value::Int(0));
     // Whether text INSERTs run kept plans by shape (session/statement_cache.rs).
     m.insert("shale_statement_cache", Value::Int(1));
+    // Index statistics estimated again after a tenth of a table changed (settings.rs).
+    m.insert("shale_stats_auto_recalc", Value::Int(1));
     m
 }
 

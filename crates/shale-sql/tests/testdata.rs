@@ -331,3 +331,13 @@ fn view_multi_dml() {
 fn group_derived() {
     common::run_file("group_derived");
 }
+
+#[test]
+fn plan_stats_prepared() {
+    common::run_file("plan_stats_prepared");
+}
+
+#[test]
+fn stats_variables() {
+    common::run_file("stats_variables");
+}

@@ -256,6 +256,9 @@ impl BulkLoad {
                 ..IngestOptions::default()
             },
         )?;
+        store
+            .auto_recalc
+            .note_changes(self.table.primary_key.index_id, self.rows);
         Ok(BulkLoadSummary {
             rows: self.rows,
             files: self.outputs.len(),

@@ -32,6 +32,7 @@
 //!    is not the index's, is ignored (estimated again), never trusted.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use shale_engine::{Db, ReadOptions, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID};
@@ -54,6 +55,8 @@ pub const SAMPLE_LIMIT: u64 = 16_384;
 #[derive(Debug, Default)]
 pub(crate) struct Cardinalities {
     by_index: Mutex<HashMap<u32, Option<Kept>>>,
+    /// Raised whenever figures are estimated or forgotten ([`Store::statistics_version`]).
+    version: AtomicU64,
 }
 
 /// One index's figures and the table's estimated rows when they were made.
@@ -77,6 +80,7 @@ impl Cardinalities {
 
     fn put(&self, index_id: u32, kept: Option<Kept>) {
         self.lock().insert(index_id, kept);
+        self.version.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Keeps `stored` (read from disk) unless an estimate was kept meanwhile; what is kept.
@@ -87,6 +91,7 @@ impl Cardinalities {
     /// Forgets `index_id`'s figures (TRUNCATE deleted its rows and its stored record).
     pub(crate) fn forget(&self, index_id: u32) {
         self.lock().remove(&index_id);
+        self.version.fetch_add(1, Ordering::AcqRel);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Option<Kept>>> {
@@ -169,6 +174,15 @@ fn moved(then: u64, now: u64) -> bool {
 }
 
 impl Store {
+    /// A number raised whenever any index's figures are estimated again or forgotten
+    /// (ANALYZE TABLE, SHOW INDEX, the automatic recalculation, TRUNCATE), so a plan chosen
+    /// with older figures can tell it should be chosen again. Reading the stored figures
+    /// for the first time does not raise it: the planner reads them itself when it needs
+    /// them, so no plan was made without them.
+    pub fn statistics_version(&self) -> u64 {
+        self.inner.cardinalities.version.load(Ordering::Acquire)
+    }
+
     /// [`Store::index_cardinality`] as last estimated, estimated again when never or when
     /// the table's estimated `rows` ([`Store::table_stats`], taken once per table by the
     /// caller) moved by more than a tenth since.

@@ -92,12 +92,14 @@
 //! | `bulk`, `bulk_sort` | bulk load: rows sorted into table files and ingested |
 //! | `check` | CHECK TABLE |
 //! | `stats` | approximate table sizes for the planner |
+//! | `auto_recalc` | index statistics estimated again after a tenth of a table changed |
 //! | `file_properties` | the index ids and definitions every table file records |
 //! | `describe` | a table file's entries shown as rows (`shale tool sst`) |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
 
 mod alter;
+mod auto_recalc;
 mod build;
 mod bulk;
 mod bulk_sort;

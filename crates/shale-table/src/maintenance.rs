@@ -30,8 +30,14 @@ impl Store {
     /// The estimate of `index`'s entries and bytes of `table` as of now, after estimating its
     /// cardinality again (see the module doc).
     pub fn analyze_index(&self, table: &TableDef, index: IndexChoice) -> Result<TableStats> {
+        let id = crate::index::table_id(table);
+        let counted = self.inner.auto_recalc.changed(id);
         let rows = self.table_stats(table)?.rows;
         self.refresh_index_cardinality(table, index, rows)?;
+        if matches!(index, IndexChoice::Primary) {
+            // The changes counted so far are estimated (auto_recalc.rs, rule 3).
+            self.inner.auto_recalc.estimated(id, rows, counted, false);
+        }
         self.records_in_range(table, index, KeyRange::all())
     }
 }

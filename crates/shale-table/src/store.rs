@@ -90,6 +90,8 @@ pub(crate) struct StoreInner {
     pub(crate) metadata: Arc<MetadataLocks>,
     /// Index cardinalities by index id, once estimated (cardinality.rs).
     pub(crate) cardinalities: crate::cardinality::Cardinalities,
+    /// Rows changed per table and the thread that estimates them again (`auto_recalc.rs`).
+    pub(crate) auto_recalc: crate::auto_recalc::AutoRecalc,
 }
 
 /// An open database directory: the engine and the catalog. Share it
@@ -163,7 +165,7 @@ impl Store {
         build::sweep_orphans(db, &catalog)?;
         crate::cardinality::sweep_statistics(db, &catalog)?;
         crate::bulk::sweep_bulk_tmp(&*engine_options.file_system, &path)?;
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(StoreInner {
                 tdb: Arc::new(tdb),
                 path,
@@ -180,10 +182,13 @@ impl Store {
                 fences: TableFences::default(),
                 shadows: Shadows::default(),
                 cardinalities: crate::cardinality::Cardinalities::default(),
+                auto_recalc: crate::auto_recalc::AutoRecalc::default(),
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
                 metadata: Arc::default(),
             }),
-        })
+        };
+        crate::auto_recalc::AutoRecalc::start(&store.inner)?;
+        Ok(store)
     }
 
     /// The current catalog snapshot.
@@ -352,6 +357,7 @@ impl Store {
             for index in std::iter::once(&def.primary_key).chain(&def.indexes) {
                 self.inner.cardinalities.forget(index.index_id);
             }
+            self.inner.auto_recalc.forget(def.primary_key.index_id);
         }
         // The table keeps its ids: writers waiting at the fence go on into the empty table.
         self.inner.lower_fences(&ids);
@@ -467,6 +473,7 @@ impl Store {
 
     /// Closes the engine cleanly (everything durable). Fails if a [`TableTxn`] is still alive.
     pub fn close(self) -> Result<()> {
+        self.inner.auto_recalc.stop();
         let inner = Arc::try_unwrap(self.inner).map_err(|_| {
             Error::InvalidArgument("cannot close the store while transactions are open".into())
         })?;

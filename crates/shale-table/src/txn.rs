@@ -97,6 +97,8 @@ pub struct TableTxn {
     scratch: Vec<u16>,
     /// The UTC offset TIMESTAMP values cross the API at, in microseconds (zone.rs).
     zone_offset: i64,
+    /// Rows written per table id, added to the store's counts at commit (`auto_recalc.rs`).
+    changed: Vec<(u32, u64)>,
     /// The tables this transaction used, locked shared until it ends (invariant 9). The
     /// last field: released after `txn` is committed or rolled back.
     metadata: SharedLocks,
@@ -139,6 +141,7 @@ impl TableTxn {
             key: Vec::new(),
             scratch: Vec::new(),
             zone_offset: 0,
+            changed: Vec::new(),
         })
     }
 
@@ -203,6 +206,7 @@ impl TableTxn {
     pub(crate) fn after<T>(&mut self, result: Result<T>) -> Result<T> {
         if matches!(result, Err(Error::Deadlock)) {
             self.metadata.release_all();
+            self.changed.clear();
             if let Ok(fresh) = self.store.tdb.begin_shared(self.options.clone()) {
                 fresh.set_owner(self.txn.owner());
                 std::mem::replace(&mut self.txn, fresh).rollback();
@@ -259,6 +263,7 @@ impl TableTxn {
         let result = body(self);
         if result.is_ok() {
             let _ = self.txn.pop_savepoint();
+            self.count_change(table_id(table));
         } else {
             let _ = self.txn.rollback_to_savepoint();
         }
@@ -787,7 +792,19 @@ impl TableTxn {
     }
 
     pub fn commit(self) -> Result<()> {
-        Ok(self.txn.commit()?)
+        self.txn.commit()?;
+        for (table, rows) in self.changed {
+            self.store.auto_recalc.note_changes(table, rows);
+        }
+        Ok(())
+    }
+
+    /// Counts one row written to `table` (`auto_recalc.rs`): a transaction writes few tables.
+    fn count_change(&mut self, table: u32) {
+        match self.changed.iter_mut().find(|(id, _)| *id == table) {
+            Some((_, rows)) => *rows += 1,
+            None => self.changed.push((table, 1)),
+        }
     }
 
     pub fn rollback(self) {

@@ -1253,6 +1253,8 @@ fn index_cardinality_counts_distinct_prefixes_by_collation_and_scales_a_sample()
 #[test]
 fn index_statistics_are_stored_across_restarts_and_swept_with_their_table() {
     let (fs, store, _t) = setup();
+    // Nothing estimates behind the test's back.
+    store.set_stats_auto_recalc(false);
     let mut def = sbtest("kept");
     def.indexes = vec![index("k_1", vec![1], false)];
     let kept = store.create_table(def).unwrap();
@@ -1294,4 +1296,45 @@ fn index_statistics_are_stored_across_restarts_and_swept_with_their_table() {
     let mut key = vec![0, 0, 0, 1, b'S'];
     key.extend_from_slice(&id.to_be_bytes());
     assert_eq!(store.engine().db().get(&key).unwrap(), None);
+}
+
+#[test]
+fn index_statistics_are_estimated_again_once_a_tenth_of_the_rows_changed() {
+    let (_fs, store, _t) = setup();
+    let mut def = sbtest("auto");
+    def.indexes = vec![index("k_1", vec![1], false)];
+    let auto = store.create_table(def).unwrap();
+    let k_1 = IndexChoice::Secondary(0);
+    let insert = |ids: std::ops::Range<i64>, k: fn(i64) -> i64| {
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        for id in ids {
+            txn.insert(&auto, row(id, k(id), "c", None)).unwrap();
+        }
+        txn.commit().unwrap();
+    };
+    insert(0..100, |id| id % 2);
+    // Waits (bounded) until k_1's figures are `expected`, made with `rows` rows.
+    let wait_for = |expected: u64, rows: u64| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            let known = store.known_index_cardinality(&auto, k_1).unwrap();
+            if known
+                .as_ref()
+                .is_some_and(|(figures, r)| figures[0] == expected && *r == rows)
+            {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "k_1's figures are still {known:?}, not [{expected}] of {rows} rows"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // A table never estimated is estimated at its first change.
+    wait_for(2, 100);
+    // 100 more rows with a value each: more than a tenth of 100 changed.
+    insert(100..200, |id| id);
+    wait_for(102, 200);
+    assert!(store.stats_auto_recalc());
 }

@@ -448,7 +448,7 @@ connect().close()
 assert error_of(ca, "SET GLOBAL max_connections = 'many'") == 1232
 assert error_of(ca, "SET SESSION max_connections = 10") == 1229
 assert error_of(ca, "SET GLOBAL port = 1") == 1238
-assert error_of(ca, "SET GLOBAL shale_max_background_jobs = 4") == 1238
+assert error_of(ca, "SET GLOBAL shale_use_direct_reads = 1") == 1238
 # SET SESSION wait_timeout closes this idle connection after it.
 c = connect()
 cc = c.cursor()

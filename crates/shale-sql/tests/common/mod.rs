@@ -45,8 +45,17 @@ pub fn fail(session: &mut Session, sql: &str) -> SqlError {
     }
 }
 
-/// An instance on a fresh in-memory file system.
+/// An instance on a fresh in-memory file system, with the background recalculation of
+/// index statistics off: it would change SHOW INDEX figures and plans at times of its own
+/// (a test that needs it sets `shale_stats_auto_recalc` ON).
 pub fn instance() -> Arc<Instance> {
+    let instance = open_instance();
+    instance.set_stats_auto_recalc(false);
+    instance
+}
+
+/// An instance on a fresh in-memory file system, as `shale serve` opens one.
+pub fn open_instance() -> Arc<Instance> {
     Instance::open(
         "/db",
         InstanceOptions {
