@@ -311,3 +311,8 @@ fn update_comma() {
 fn set_subquery() {
     common::run_file("set_subquery");
 }
+
+#[test]
+fn uca_collations() {
+    common::run_file("uca_collations");
+}
