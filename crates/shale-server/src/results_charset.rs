@@ -134,8 +134,14 @@ mod tests {
     fn latin1_columns_say_utf8mb4_when_not_converted() {
         let latin1 = column(ColumnTypeCode::VarString, 8, 40);
         assert_eq!(unconverted_column(&latin1).map(|c| c.charset), Some(255));
-        assert_eq!(unconverted_column(&column(ColumnTypeCode::VarString, 45, 40)), None);
-        assert_eq!(unconverted_column(&column(ColumnTypeCode::Long, 8, 11)), None);
+        assert_eq!(
+            unconverted_column(&column(ColumnTypeCode::VarString, 45, 40)),
+            None
+        );
+        assert_eq!(
+            unconverted_column(&column(ColumnTypeCode::Long, 8, 11)),
+            None
+        );
     }
 
     #[test]

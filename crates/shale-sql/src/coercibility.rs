@@ -504,9 +504,15 @@ mod tests {
 
     #[test]
     fn names_map_to_the_collations_shale_compares_in() {
-        assert_eq!(effective("utf8mb4_0900_as_cs"), Collation::Utf8mb4Uca900AsCs);
+        assert_eq!(
+            effective("utf8mb4_0900_as_cs"),
+            Collation::Utf8mb4Uca900AsCs
+        );
         assert_eq!(effective("latin1_bin"), Collation::Utf8mb4Bin);
-        assert_eq!(effective("utf8mb4_0900_ai_ci"), Collation::Utf8mb4Uca900AiCi);
+        assert_eq!(
+            effective("utf8mb4_0900_ai_ci"),
+            Collation::Utf8mb4Uca900AiCi
+        );
         assert_eq!(effective("utf8mb3_unicode_ci"), Collation::Utf8mb4UnicodeCi);
         assert_eq!(effective("latin1_swedish_ci"), Collation::Latin1SwedishCi);
         assert_eq!(effective("ascii_general_ci"), Collation::Utf8mb4GeneralCi);

@@ -257,16 +257,14 @@ pub(crate) fn compare(collation: Collation, a: &[u8], b: &[u8]) -> Ordering {
         prefix += 1;
     }
     let (a, b) = (&a[prefix..], &b[prefix..]);
-    match shape(collation) {
-        Shape::PadSpace { pad, .. } => compare_padded(collation, pad, a, b),
-        _ => {
-            let (mut wa, mut wb) = (Vec::new(), Vec::new());
-            weights(collation, a, &mut wa);
-            weights(collation, b, &mut wb);
-            // Level separators are 0, below every weight: a shorter level sorts first.
-            wa.cmp(&wb)
-        }
+    if let Shape::PadSpace { pad, .. } = shape(collation) {
+        return compare_padded(collation, pad, a, b);
     }
+    let (mut wa, mut wb) = (Vec::new(), Vec::new());
+    weights(collation, a, &mut wa);
+    weights(collation, b, &mut wb);
+    // Level separators are 0, below every weight: a shorter level sorts first.
+    wa.cmp(&wb)
 }
 
 /// [`compare`] for PAD SPACE collations, the shorter string padded with `pad`.
@@ -359,7 +357,7 @@ mod tests {
         );
     }
 
-    /// Comparisons whose results MySQL documents or returns (unicode_ci, general_ci checked
+    /// Comparisons whose results MySQL documents or returns (`unicode_ci`, `general_ci` checked
     /// on MariaDB 10.11, which shares those tables; 0900 from allkeys-9.0.0.txt).
     #[test]
     fn collations_compare_as_mysql_does() {

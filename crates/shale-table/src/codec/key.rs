@@ -356,12 +356,12 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
             Shape::PadSpace { wide, .. } => {
                 let chunk_bytes = if wide { 2 * CHUNK } else { CHUNK };
                 loop {
-                reader.take(chunk_bytes)?;
-                match reader.u8()? {
-                    CHUNK_END => break,
-                    CHUNK_LESS | CHUNK_GREATER => {}
-                    _ => return Err(reader.corruption("bad chunk marker in a string")),
-                }
+                    reader.take(chunk_bytes)?;
+                    match reader.u8()? {
+                        CHUNK_END => break,
+                        CHUNK_LESS | CHUNK_GREATER => {}
+                        _ => return Err(reader.corruption("bad chunk marker in a string")),
+                    }
                 }
             }
         },

@@ -92,7 +92,7 @@ impl Uca900 {
     }
 }
 
-/// Whether a code point is a Unified_Ideograph of Unicode 9.0, and which implicit base it
+/// Whether a code point is a `Unified_Ideograph` of Unicode 9.0, and which implicit base it
 /// takes (UTS #10 section 10.1.3): 0xFB40 for the core blocks, 0xFB80 for the extensions.
 fn han_base(code: u32) -> Option<u16> {
     const CORE_COMPAT: [u32; 12] = [
@@ -136,13 +136,12 @@ pub(super) fn uca900_elements(c: char, out: &mut Vec<Element>) {
         return;
     }
     // Implicit weights: [.AAAA.0020.0002][.BBBB.0000.0000].
-    let (first, second) = match code {
-        0x17000..=0x18AFF => (0xFB00, (code - 0x17000) | 0x8000),
-        _ => {
-            let base = han_base(code).unwrap_or(0xFBC0);
-            // `code >> 15` is at most 0x21, so the sum stays in 16 bits.
-            (base + (code >> 15) as u16, (code & 0x7FFF) | 0x8000)
-        }
+    let (first, second) = if (0x17000..=0x18AFF).contains(&code) {
+        (0xFB00, (code - 0x17000) | 0x8000)
+    } else {
+        let base = han_base(code).unwrap_or(0xFBC0);
+        // `code >> 15` is at most 0x21, so the sum stays in 16 bits.
+        (base + (code >> 15) as u16, (code & 0x7FFF) | 0x8000)
     };
     out.push(Element {
         primary: first,
