@@ -8,7 +8,9 @@
 //!    are never converted.
 //! 2. `character_set_results = NULL` converts nothing, and so does utf8mb4, which is what
 //!    Shale stores: column definitions then keep the column's own collation id (MySQL would
-//!    send 255, utf8mb4's default, for a utf8mb4 target).
+//!    send 255, utf8mb4's default, for a utf8mb4 target), except a latin1 column's, whose
+//!    UTF-8 values go out labelled utf8mb4 (255) so that clients decode them right
+//!    ([`unconverted_column`]).
 //! 3. Conversion never fails: a character the target lacks is sent as `?`.
 
 use std::borrow::Cow;
@@ -37,6 +39,18 @@ pub fn is_text(column: &ColumnMeta) -> bool {
                 | ColumnTypeCode::Blob
                 | ColumnTypeCode::Json
         )
+}
+
+/// The column definition as it goes out when results are not converted: the column's own,
+/// but a text column of a character set whose bytes are not UTF-8 (latin1, id 8) says
+/// utf8mb4, the bytes Shale sends (None when the column goes out as it is).
+pub fn unconverted_column(column: &ColumnMeta) -> Option<ColumnMeta> {
+    if !is_text(column) || column.charset != Charset::Latin1.collation_id() {
+        return None;
+    }
+    let mut out = column.clone();
+    out.charset = Charset::Utf8mb4.collation_id();
+    Some(out)
 }
 
 /// The column definition as it goes out to a client reading results in `target`: the
@@ -114,6 +128,20 @@ mod tests {
             decimals: 0,
             charset,
         }
+    }
+
+    #[test]
+    fn latin1_columns_say_utf8mb4_when_not_converted() {
+        let latin1 = column(ColumnTypeCode::VarString, 8, 40);
+        assert_eq!(unconverted_column(&latin1).map(|c| c.charset), Some(255));
+        assert_eq!(
+            unconverted_column(&column(ColumnTypeCode::VarString, 45, 40)),
+            None
+        );
+        assert_eq!(
+            unconverted_column(&column(ColumnTypeCode::Long, 8, 11)),
+            None
+        );
     }
 
     #[test]

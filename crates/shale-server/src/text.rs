@@ -8,7 +8,7 @@ use std::io::Write as _;
 
 use shale_sql::{ColumnMeta, ColumnTypeCode, Value};
 
-use crate::results_charset::converted_column;
+use crate::results_charset::{converted_column, unconverted_column};
 use crate::wire::{put_lenenc_bytes, put_lenenc_int, put_u16, put_u32};
 use shale_sql::Charset;
 
@@ -27,7 +27,13 @@ pub fn put_column_definition(
             converted = converted_column(column, target);
             &converted
         }
-        None => column,
+        None => match unconverted_column(column) {
+            Some(relabelled) => {
+                converted = relabelled;
+                &converted
+            }
+            None => column,
+        },
     };
     let name = |text| in_target(text, target);
     put_lenenc_bytes(out, b"def");

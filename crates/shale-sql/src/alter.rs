@@ -664,11 +664,7 @@ impl ResultSink for Collected {
 pub(crate) fn column_of_result(meta: &crate::result::ColumnMeta) -> ColumnDef {
     use crate::result::ColumnTypeCode as C;
     let unsigned = meta.flags & crate::types::flags::UNSIGNED != 0;
-    let collation = match meta.charset {
-        63 => shale_table::Collation::Binary,
-        46 => shale_table::Collation::Utf8mb4Bin,
-        _ => shale_table::Collation::Utf8mb4GeneralCi,
-    };
+    let collation = crate::types::collation_of_id(meta.charset);
     let chars = if collation == shale_table::Collation::Binary {
         meta.length
     } else {

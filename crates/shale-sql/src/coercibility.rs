@@ -22,11 +22,12 @@
 //! 6. A comparison (`=`, `<`, BETWEEN, IN, LIKE) whose result is NONE is an error: 1267
 //!    naming both operands, 1270 naming three, 1271 for more, as MySQL reports them.
 //!
-//! Shale stores and compares in three collations (binary, utf8mb4_bin, utf8mb4_general_ci),
-//! so a derivation also carries the one its strings compare in: `binary` itself, a `_bin` or
-//! `_cs` name compares as utf8mb4_bin (by code point), every `_ci` name as
-//! utf8mb4_general_ci. A column's derivation is named after the collation Shale stored for
-//! it (DDL keeps no other name).
+//! Shale stores and compares in eight collations (binary, utf8mb4_bin, utf8mb4_general_ci,
+//! utf8mb4_0900_ai_ci, utf8mb4_0900_as_cs, utf8mb4_unicode_ci, latin1_swedish_ci,
+//! utf8mb3_general_ci), so a derivation also carries the one its strings compare in
+//! ([`effective`]): its own, else a `_bin` or `_cs` name compares as utf8mb4_bin (by code
+//! point), any other `_ci` name as utf8mb4_general_ci. A column's derivation is named after
+//! the collation Shale stored for it (DDL keeps no other name).
 //!
 //! The derivation of an expression is read from its syntax and bound type ([`derive`]): a
 //! function's coercibility is the lowest of its arguments' (a column or COLLATE inside makes
@@ -104,13 +105,19 @@ fn charset_of(name: &str) -> &str {
     name.split('_').next().unwrap_or(name)
 }
 
-fn effective(name: &str) -> Collation {
-    if name == "binary" {
-        Collation::Binary
-    } else if name.ends_with("_bin") || name.ends_with("_cs") {
-        Collation::Utf8mb4Bin
-    } else {
-        Collation::Utf8mb4GeneralCi
+/// The collation Shale compares a MySQL collation name in: its own where Shale has it
+/// (utf8mb3_unicode_ci is utf8mb4_unicode_ci on the BMP, all utf8mb3 holds), else a `_bin`
+/// or `_cs` name by code point and a `_ci` one as utf8mb4_general_ci.
+pub(crate) fn effective(name: &str) -> Collation {
+    match name {
+        "binary" => Collation::Binary,
+        "utf8mb4_0900_ai_ci" => Collation::Utf8mb4Uca900AiCi,
+        "utf8mb4_0900_as_cs" => Collation::Utf8mb4Uca900AsCs,
+        "utf8mb4_unicode_ci" | "utf8mb3_unicode_ci" => Collation::Utf8mb4UnicodeCi,
+        "latin1_swedish_ci" => Collation::Latin1SwedishCi,
+        "utf8mb3_general_ci" => Collation::Utf8mb3GeneralCi,
+        _ if name.ends_with("_bin") || name.ends_with("_cs") => Collation::Utf8mb4Bin,
+        _ => Collation::Utf8mb4GeneralCi,
     }
 }
 
@@ -124,6 +131,11 @@ pub(crate) fn stored_name(c: Collation) -> &'static str {
         Collation::Binary => "binary",
         Collation::Utf8mb4Bin => "utf8mb4_bin",
         Collation::Utf8mb4GeneralCi => "utf8mb4_general_ci",
+        Collation::Utf8mb4Uca900AiCi => "utf8mb4_0900_ai_ci",
+        Collation::Utf8mb4Uca900AsCs => "utf8mb4_0900_as_cs",
+        Collation::Utf8mb4UnicodeCi => "utf8mb4_unicode_ci",
+        Collation::Latin1SwedishCi => "latin1_swedish_ci",
+        Collation::Utf8mb3GeneralCi => "utf8mb3_general_ci",
     }
 }
 
@@ -492,9 +504,30 @@ mod tests {
 
     #[test]
     fn names_map_to_the_collations_shale_compares_in() {
-        assert_eq!(effective("utf8mb4_0900_as_cs"), Collation::Utf8mb4Bin);
+        assert_eq!(
+            effective("utf8mb4_0900_as_cs"),
+            Collation::Utf8mb4Uca900AsCs
+        );
         assert_eq!(effective("latin1_bin"), Collation::Utf8mb4Bin);
-        assert_eq!(effective("utf8mb4_0900_ai_ci"), Collation::Utf8mb4GeneralCi);
+        assert_eq!(
+            effective("utf8mb4_0900_ai_ci"),
+            Collation::Utf8mb4Uca900AiCi
+        );
+        assert_eq!(effective("utf8mb3_unicode_ci"), Collation::Utf8mb4UnicodeCi);
+        assert_eq!(effective("latin1_swedish_ci"), Collation::Latin1SwedishCi);
+        assert_eq!(effective("ascii_general_ci"), Collation::Utf8mb4GeneralCi);
+        for c in [
+            Collation::Binary,
+            Collation::Utf8mb4Bin,
+            Collation::Utf8mb4GeneralCi,
+            Collation::Utf8mb4Uca900AiCi,
+            Collation::Utf8mb4Uca900AsCs,
+            Collation::Utf8mb4UnicodeCi,
+            Collation::Latin1SwedishCi,
+            Collation::Utf8mb3GeneralCi,
+        ] {
+            assert_eq!(effective(stored_name(c)), c, "names round-trip");
+        }
         assert_eq!(effective("binary"), Collation::Binary);
         assert_eq!(normalize("UTF8_BIN"), "utf8mb3_bin");
     }

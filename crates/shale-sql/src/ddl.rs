@@ -3,7 +3,8 @@
 //!
 //! Types map as MySQL's do: INT/INTEGER, TINYINT, SMALLINT, MEDIUMINT, BIGINT (UNSIGNED),
 //! FLOAT, DOUBLE/REAL, CHAR, VARCHAR, TEXT (all sizes), BINARY, VARBINARY, BLOB. Strings are
-//! utf8mb4 with `utf8mb4_general_ci` unless `COLLATE utf8mb4_bin` says otherwise. Any ENGINE
+//! utf8mb4 with `utf8mb4_general_ci` unless CHARACTER SET or COLLATE says otherwise
+//! (coercibility.rs names the collations Shale stores). Any ENGINE
 //! is accepted and the table is stored in Shale (warning 1266).
 
 use shale_table::{Collation, ColumnDef, ColumnType, IndexDef, TableDef, Value};
@@ -168,16 +169,49 @@ fn decimal_type(info: &ast::ExactNumberInfo, column: &str) -> Result<ColumnType,
     })
 }
 
-fn collation_named(name: &str) -> Result<Collation, SqlError> {
-    let n = name.to_ascii_lowercase();
-    match n.as_str() {
-        "utf8mb4_bin" | "utf8_bin" | "utf8mb3_bin" => Ok(Collation::Utf8mb4Bin),
-        "binary" => Ok(Collation::Binary),
-        _ if n.ends_with("_ci") || n.ends_with("_cs") => Ok(Collation::Utf8mb4GeneralCi),
-        _ => Err(SqlError::new(
+/// The collation a column declared `COLLATE name` stores (coercibility.rs's
+/// [`effective`](crate::coercibility::effective) mapping), checked against the character set
+/// it declared, if any (1253).
+fn collation_named(name: &str, charset: Option<&str>) -> Result<Collation, SqlError> {
+    let n = name.trim_matches('`').to_ascii_lowercase();
+    let n = match n.strip_prefix("utf8_") {
+        Some(rest) => format!("utf8mb3_{rest}"),
+        None => n,
+    };
+    let Some(set) = crate::names::charset_of_collation(&n) else {
+        if n.ends_with("_ci") || n.ends_with("_cs") || n.ends_with("_bin") {
+            // A collation names.rs does not list: compared as its suffix says.
+            return Ok(crate::coercibility::effective(&n));
+        }
+        return Err(SqlError::new(
             1273,
             "HY000",
             format!("Unknown collation: '{name}'"),
+        ));
+    };
+    if let Some(declared) = charset.filter(|c| *c != set) {
+        return Err(SqlError::new(
+            1253,
+            "42000",
+            format!("COLLATION '{n}' is not valid for CHARACTER SET '{declared}'"),
+        ));
+    }
+    Ok(crate::coercibility::effective(&n))
+}
+
+/// The collation a column declared `CHARACTER SET name` (and no COLLATE) stores: the set's
+/// default (Shale's utf8mb4 default is utf8mb4_general_ci; latin1_swedish_ci,
+/// utf8mb3_general_ci as MySQL's).
+fn charset_default(name: &str) -> Result<Collation, SqlError> {
+    match crate::charset::Charset::from_name(name) {
+        Some(crate::charset::Charset::Binary) => Ok(Collation::Binary),
+        Some(crate::charset::Charset::Latin1) => Ok(Collation::Latin1SwedishCi),
+        Some(crate::charset::Charset::Utf8mb3) => Ok(Collation::Utf8mb3GeneralCi),
+        Some(_) => Ok(Collation::Utf8mb4GeneralCi),
+        None => Err(SqlError::new(
+            1115,
+            "42000",
+            format!("Unknown character set: '{name}'"),
         )),
     }
 }
@@ -229,7 +263,7 @@ pub(crate) fn default_value(e: &ast::Expr) -> Result<Value, SqlError> {
 /// declared PRIMARY KEY and UNIQUE.
 pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), SqlError> {
     let (mut is_pk, mut is_unique) = (false, false);
-    let mut collation = Collation::Utf8mb4GeneralCi;
+    let (mut charset, mut collation_name) = (None, None);
     let mut nullable = true;
     let mut default = None;
     let mut auto_increment = false;
@@ -260,18 +294,23 @@ pub(crate) fn column_def(c: &ast::ColumnDef) -> Result<(ColumnDef, bool, bool), 
             {
                 auto_increment = true;
             }
-            ast::ColumnOption::Collation(n) => {
-                collation = collation_named(&n.to_string())?;
-            }
+            ast::ColumnOption::Collation(n) => collation_name = Some(n.to_string()),
             ast::ColumnOption::CharacterSet(n) => {
-                if n.to_string().eq_ignore_ascii_case("binary") {
-                    collation = Collation::Binary;
-                }
+                let name = n.to_string().trim_matches('`').to_ascii_lowercase();
+                charset = Some(match name.as_str() {
+                    "utf8" => "utf8mb3".to_owned(),
+                    _ => name,
+                });
             }
             ast::ColumnOption::Comment(_) => {}
             other => return Err(SqlError::unsupported(format!("column option {other}"))),
         }
     }
+    let collation = match (&collation_name, &charset) {
+        (Some(name), set) => collation_named(name, set.as_deref())?,
+        (None, Some(set)) => charset_default(set)?,
+        (None, None) => Collation::Utf8mb4GeneralCi,
+    };
     let ty = column_type(&c.data_type, collation, &c.name.value)?;
     let mut col = ColumnDef {
         name: c.name.value.clone(),
@@ -562,32 +601,34 @@ fn quote_value(v: &Value) -> String {
     }
 }
 
+/// A column's ` [CHARACTER SET cs] COLLATE name` in SHOW CREATE TABLE, as MySQL writes it
+/// for a collation other than the table's default (empty for that and for binary strings).
+fn collation_clause(ty: &ColumnType) -> String {
+    let collation = match ty {
+        ColumnType::Char { collation, .. }
+        | ColumnType::VarChar { collation, .. }
+        | ColumnType::Text { collation }
+        | ColumnType::Enum { collation, .. }
+        | ColumnType::Set { collation, .. } => *collation,
+        _ => return String::new(),
+    };
+    if matches!(collation, Collation::Binary | Collation::Utf8mb4GeneralCi) {
+        return String::new();
+    }
+    let name = crate::coercibility::stored_name(collation);
+    match crate::names::charset_of_collation(name) {
+        Some(set) if set != "utf8mb4" => format!(" CHARACTER SET {set} COLLATE {name}"),
+        _ => format!(" COLLATE {name}"),
+    }
+}
+
 /// SHOW CREATE TABLE's text.
 pub(crate) fn show_create(def: &TableDef) -> String {
     let mut lines = Vec::new();
     for c in &def.columns {
         let mut l = format!("  `{}` {}", c.name, type_text(&c.ty));
         let generated = crate::gencols::show_clause(c);
-        if matches!(
-            c.ty,
-            ColumnType::Char {
-                collation: Collation::Utf8mb4Bin,
-                ..
-            } | ColumnType::VarChar {
-                collation: Collation::Utf8mb4Bin,
-                ..
-            } | ColumnType::Text {
-                collation: Collation::Utf8mb4Bin
-            } | ColumnType::Enum {
-                collation: Collation::Utf8mb4Bin,
-                ..
-            } | ColumnType::Set {
-                collation: Collation::Utf8mb4Bin,
-                ..
-            }
-        ) {
-            l.push_str(" COLLATE utf8mb4_bin");
-        }
+        l.push_str(&collation_clause(&c.ty));
         if let Some(clause) = generated {
             l.push_str(&clause);
             if !c.nullable {

@@ -542,11 +542,7 @@ pub(crate) fn count_value(e: Option<&Expr>, env: &dyn Env, default: u64) -> Resu
 }
 
 fn collation_of_charset(charset: u16) -> Collation {
-    match charset {
-        63 => Collation::Binary,
-        46 => Collation::Utf8mb4Bin,
-        _ => Collation::Utf8mb4GeneralCi,
-    }
+    crate::types::collation_of_id(charset)
 }
 
 /// A text key under which equal values (in `collation`) collide: GROUP BY and DISTINCT.

@@ -38,11 +38,13 @@
 //! 9. A comparison in a case-insensitive collation of a column stored in a binary or `_bin`
 //!    one (`b = 'A' COLLATE utf8mb4_general_ci`, coercibility.rs) bounds no access path: the
 //!    index's order would miss the rows that differ in case. (The other way round the index
-//!    gives a superset, which rule 4 filters.)
+//!    gives a superset, which rule 4 filters.) A text column in any other collation
+//!    (utf8mb4_0900_ai_ci, utf8mb4_unicode_ci, ...) bounds a path only for a comparison in
+//!    its own collation.
 
 use std::fmt::Write as _;
 
-use shale_table::{Collation, IndexChoice, TableDef};
+use shale_table::{Collation, ColumnType, IndexChoice, TableDef};
 
 use crate::bind::SortKey;
 use crate::expr::{CmpOp, Expr};
@@ -271,6 +273,25 @@ fn collations_fit(table: &TableDef, e: &Expr) -> bool {
             .columns
             .get(*c)
             .is_none_or(|col| crate::types::SqlType::of_column(&col.ty).collation() == collation),
+        Expr::Column(c) => table.columns.get(*c).is_none_or(|col| {
+            let stored = crate::types::SqlType::of_column(&col.ty).collation();
+            let is_text = matches!(
+                col.ty,
+                ColumnType::Char { .. }
+                    | ColumnType::VarChar { .. }
+                    | ColumnType::Text { .. }
+                    | ColumnType::Enum { .. }
+                    | ColumnType::Set { .. }
+            );
+            // Only the three first collations order each other's supersets.
+            let legacy = |c: Collation| {
+                matches!(
+                    c,
+                    Collation::Binary | Collation::Utf8mb4Bin | Collation::Utf8mb4GeneralCi
+                )
+            };
+            stored == collation || !is_text || (legacy(stored) && legacy(collation))
+        }),
         _ => true,
     };
     match e {

@@ -60,12 +60,32 @@ pub(crate) mod flags {
     pub const NUM: u16 = 32768;
 }
 
-/// utf8mb4 collation ids.
+/// MySQL's collation ids.
 pub(crate) fn collation_id(c: Collation) -> u16 {
     match c {
         Collation::Binary => 63,
         Collation::Utf8mb4Bin => 46,
         Collation::Utf8mb4GeneralCi => 45,
+        Collation::Utf8mb4Uca900AiCi => 255,
+        Collation::Utf8mb4Uca900AsCs => 278,
+        Collation::Utf8mb4UnicodeCi => 224,
+        Collation::Latin1SwedishCi => 8,
+        Collation::Utf8mb3GeneralCi => 33,
+    }
+}
+
+/// The collation of a MySQL collation id (result metadata read back, CREATE TABLE ...
+/// SELECT): the inverse of [`collation_id`], another id compared as utf8mb4_general_ci.
+pub(crate) fn collation_of_id(id: u16) -> Collation {
+    match id {
+        63 => Collation::Binary,
+        46 => Collation::Utf8mb4Bin,
+        255 => Collation::Utf8mb4Uca900AiCi,
+        278 => Collation::Utf8mb4Uca900AsCs,
+        224 => Collation::Utf8mb4UnicodeCi,
+        8 => Collation::Latin1SwedishCi,
+        33 => Collation::Utf8mb3GeneralCi,
+        _ => Collation::Utf8mb4GeneralCi,
     }
 }
 

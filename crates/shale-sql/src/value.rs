@@ -142,13 +142,17 @@ pub(crate) fn sort_key(s: &[u8], collation: Collation) -> String {
     match collation {
         // Bytes as they are: every byte maps to one char, so distinct strings stay distinct.
         Collation::Binary => s.iter().map(|&b| char::from(b)).collect(),
-        Collation::Utf8mb4Bin | Collation::Utf8mb4GeneralCi => {
+        _ => {
             let mut w = Vec::with_capacity(s.len());
             collation.equality_weights(s, &mut w);
-            // Weights are BMP characters other than surrogates (or bytes): each maps to one
-            // distinct char.
+            // Each 16-bit weight maps to one distinct char: those in the surrogate range
+            // and above move up by 0x800, past the surrogates.
             w.into_iter()
-                .map(|x| char::from_u32(u32::from(x)).unwrap_or('\u{fffd}'))
+                .map(|x| {
+                    let x = u32::from(x);
+                    let code = if x >= 0xD800 { x + 0x800 } else { x };
+                    char::from_u32(code).unwrap_or('\u{fffd}')
+                })
                 .collect()
         }
     }
@@ -360,25 +364,42 @@ pub(crate) fn like(value: &Value, pattern: &Value, escape: char, collation: Coll
     let (Some(v), Some(p)) = (as_text(value), as_text(pattern)) else {
         return Value::Null;
     };
-    let fold = |s: String| -> Vec<char> {
-        if collation == Collation::Utf8mb4GeneralCi {
-            s.chars().map(fold_ci).collect()
-        } else {
-            s.chars().collect()
+    let matched = match collation {
+        Collation::Binary | Collation::Utf8mb4Bin => {
+            let keyed = |s: &str| s.chars().map(|c| (c, c)).collect::<Vec<_>>();
+            like_match(&keyed(&v), &keyed(&p), escape)
+        }
+        Collation::Utf8mb4GeneralCi => {
+            let keyed = |s: &str| s.chars().map(|c| (c, fold_ci(c))).collect::<Vec<_>>();
+            like_match(&keyed(&v), &keyed(&p), escape)
+        }
+        // Character by character, each character by its own weights (as MySQL's LIKE for
+        // these collations): 'é' matches 'E' under utf8mb4_0900_ai_ci.
+        _ => {
+            let keyed = |s: &str| {
+                s.chars()
+                    .map(|c| {
+                        let mut w = Vec::new();
+                        collation.char_weights(c, &mut w);
+                        (c, w)
+                    })
+                    .collect::<Vec<_>>()
+            };
+            like_match(&keyed(&v), &keyed(&p), escape)
         }
     };
-    let v = fold(v);
-    let p = fold(p);
-    from_bool(Some(like_match(&v, &p, escape)))
+    from_bool(Some(matched))
 }
 
-fn like_match(v: &[char], p: &[char], escape: char) -> bool {
+/// LIKE over characters, each with the key it matches by (itself, its fold, its weights):
+/// `%`, `_` and the escape are read from the character, literals compare their keys.
+fn like_match<K: PartialEq>(v: &[(char, K)], p: &[(char, K)], escape: char) -> bool {
     // Iterative matcher with backtracking to the last `%` (linear-ish, no recursion).
     let (mut vi, mut pi) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while vi < v.len() {
         if pi < p.len() {
-            let c = p[pi];
+            let c = p[pi].0;
             if c == '%' {
                 star = Some((pi, vi));
                 pi += 1;
@@ -390,11 +411,11 @@ fn like_match(v: &[char], p: &[char], escape: char) -> bool {
                 continue;
             }
             let (lit, step) = if c == escape && pi + 1 < p.len() {
-                (p[pi + 1], 2)
+                (&p[pi + 1].1, 2)
             } else {
-                (c, 1)
+                (&p[pi].1, 1)
             };
-            if lit == v[vi] {
+            if *lit == v[vi].1 {
                 pi += step;
                 vi += 1;
                 continue;
@@ -409,7 +430,7 @@ fn like_match(v: &[char], p: &[char], escape: char) -> bool {
             None => return false,
         }
     }
-    while pi < p.len() && p[pi] == '%' {
+    while pi < p.len() && p[pi].0 == '%' {
         pi += 1;
     }
     pi == p.len()

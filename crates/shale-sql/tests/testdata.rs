@@ -341,3 +341,8 @@ fn plan_stats_prepared() {
 fn stats_variables() {
     common::run_file("stats_variables");
 }
+
+#[test]
+fn uca_collations() {
+    common::run_file("uca_collations");
+}

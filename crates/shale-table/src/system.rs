@@ -79,6 +79,11 @@ fn collation_tag(collation: Collation) -> u8 {
         Collation::Binary => 1,
         Collation::Utf8mb4Bin => 2,
         Collation::Utf8mb4GeneralCi => 3,
+        Collation::Utf8mb4Uca900AiCi => 4,
+        Collation::Utf8mb4Uca900AsCs => 5,
+        Collation::Utf8mb4UnicodeCi => 6,
+        Collation::Latin1SwedishCi => 7,
+        Collation::Utf8mb3GeneralCi => 8,
     }
 }
 
@@ -87,6 +92,11 @@ fn collation_from_tag(reader: &Reader<'_>, tag: u8) -> Result<Collation> {
         1 => Collation::Binary,
         2 => Collation::Utf8mb4Bin,
         3 => Collation::Utf8mb4GeneralCi,
+        4 => Collation::Utf8mb4Uca900AiCi,
+        5 => Collation::Utf8mb4Uca900AsCs,
+        6 => Collation::Utf8mb4UnicodeCi,
+        7 => Collation::Latin1SwedishCi,
+        8 => Collation::Utf8mb3GeneralCi,
         _ => return Err(reader.corruption(&format!("unknown collation tag {tag}"))),
     })
 }

@@ -9,6 +9,18 @@ pub enum Collation {
     Utf8mb4Bin,
     /// utf8mb4, case-insensitive (`MariaDB`'s default for utf8mb4).
     Utf8mb4GeneralCi,
+    /// `utf8mb4_0900_ai_ci` (`MySQL` 8's default): UCA 9.0.0 primary weights, accent- and
+    /// case-insensitive, NO PAD.
+    Utf8mb4Uca900AiCi,
+    /// `utf8mb4_0900_as_cs`: UCA 9.0.0, three levels (accent- and case-sensitive), NO PAD.
+    Utf8mb4Uca900AsCs,
+    /// `utf8mb4_unicode_ci`: UCA 4.0.0 primary weights of the BMP, PAD SPACE.
+    Utf8mb4UnicodeCi,
+    /// `latin1_swedish_ci`: `MySQL`'s latin1 sort order, PAD SPACE.
+    Latin1SwedishCi,
+    /// `utf8mb3_general_ci`: `MySQL`'s `general_ci` table of the BMP (accents of every
+    /// script folded), PAD SPACE.
+    Utf8mb3GeneralCi,
 }
 
 /// A column's declared type.

@@ -34,8 +34,7 @@ pub(super) fn collation_name(ty: &ColumnType) -> Option<&'static str> {
     };
     match collation {
         Collation::Binary => None,
-        Collation::Utf8mb4Bin => Some("utf8mb4_bin"),
-        Collation::Utf8mb4GeneralCi => Some("utf8mb4_general_ci"),
+        other => Some(crate::coercibility::stored_name(other)),
     }
 }
 
@@ -351,7 +350,9 @@ pub(super) fn columns(store: &Store) -> Vec<Row> {
                 precision,
                 scale,
                 fsp,
-                collation.map_or(Value::Null, |_| text("utf8mb4")),
+                collation.map_or(Value::Null, |name| {
+                    text(crate::names::charset_of_collation(name).unwrap_or("utf8mb4"))
+                }),
                 collation.map_or(Value::Null, text),
                 text(&crate::ddl::type_text(&c.ty)),
                 text(column_key(&def, pos)),

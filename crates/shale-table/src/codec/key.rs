@@ -12,7 +12,7 @@
 
 use std::ops::Bound;
 
-use super::collation::{self, SPACE};
+use super::collation::{self, Shape};
 use super::Reader;
 use crate::decimal::Decimal;
 use crate::error::{Error, Result};
@@ -254,21 +254,33 @@ pub(crate) fn encode_column(
 }
 
 fn encode_string(out: &mut Vec<u8>, collation: Collation, bytes: &[u8], scratch: &mut Vec<u16>) {
-    if !collation::pads_spaces(collation) {
-        // NO PAD: 0x00 escaped as 0x00 0xFF, terminated by 0x00 0x01.
-        for &b in bytes {
-            out.push(b);
-            if b == 0 {
-                out.push(0xFF);
+    let (pad, wide) = match collation::shape(collation) {
+        Shape::Bytes => {
+            // NO PAD: 0x00 escaped as 0x00 0xFF, terminated by 0x00 0x01.
+            for &b in bytes {
+                out.push(b);
+                if b == 0 {
+                    out.push(0xFF);
+                }
             }
+            out.extend_from_slice(&[0x00, 0x01]);
+            return;
         }
-        out.extend_from_slice(&[0x00, 0x01]);
-        return;
-    }
+        Shape::NoPad { .. } => {
+            // Weights are never 0 inside a level (collation invariant 3): the level
+            // separators the weights hold and the final 0 sort below every weight.
+            collation::weights(collation, bytes, scratch);
+            for &w in scratch.iter() {
+                out.extend_from_slice(&w.to_be_bytes());
+            }
+            out.extend_from_slice(&[0x00, 0x00]);
+            return;
+        }
+        Shape::PadSpace { pad, wide } => (pad, wide),
+    };
     collation::weights(collation, bytes, scratch);
-    let wide = collation == Collation::Utf8mb4GeneralCi;
     let mut len = scratch.len();
-    while len > 0 && scratch[len - 1] == SPACE {
+    while len > 0 && scratch[len - 1] == pad {
         len -= 1;
     }
     let units = &scratch[..len];
@@ -276,11 +288,12 @@ fn encode_string(out: &mut Vec<u8>, collation: Collation, bytes: &[u8], scratch:
     loop {
         let end = (start + CHUNK).min(len);
         for i in start..start + CHUNK {
-            // `end` is min(start + CHUNK, len): past it the chunk is padded with spaces.
-            let unit = units.get(i).copied().unwrap_or(SPACE);
+            // `end` is min(start + CHUNK, len): past it the chunk is padded.
+            let unit = units.get(i).copied().unwrap_or(pad);
             if wide {
                 out.extend_from_slice(&unit.to_be_bytes());
             } else {
+                // Narrow weights are bytes (bin's UTF-8 bytes, latin1's table).
                 out.push(unit as u8);
             }
         }
@@ -288,9 +301,9 @@ fn encode_string(out: &mut Vec<u8>, collation: Collation, bytes: &[u8], scratch:
             out.push(CHUNK_END);
             return;
         }
-        // Trailing spaces are gone, so the rest holds a non-space weight.
-        let marker = match units[end..].iter().find(|&&u| u != SPACE) {
-            Some(&u) if u < SPACE => CHUNK_LESS,
+        // Trailing pads are gone, so the rest holds a weight other than the pad.
+        let marker = match units[end..].iter().find(|&&u| u != pad) {
+            Some(&u) if u < pad => CHUNK_LESS,
             Some(_) => CHUNK_GREATER,
             None => CHUNK_END,
         };
@@ -325,30 +338,33 @@ pub(crate) fn skip_column(reader: &mut Reader<'_>, column: &ColumnDef) -> Result
             reader.take(usize::from(width))?;
         }
         Kind::Decimal { .. } => super::decimal::skip_key(reader)?,
-        Kind::String(Collation::Binary) => loop {
-            if reader.u8()? == 0 {
-                match reader.u8()? {
-                    0xFF => {}
-                    0x01 => break,
-                    _ => return Err(reader.corruption("bad escape in a binary string")),
+        Kind::String(collation) => match collation::shape(collation) {
+            Shape::Bytes => loop {
+                if reader.u8()? == 0 {
+                    match reader.u8()? {
+                        0xFF => {}
+                        0x01 => break,
+                        _ => return Err(reader.corruption("bad escape in a binary string")),
+                    }
+                }
+            },
+            Shape::NoPad { levels } => {
+                for _ in 0..levels {
+                    while reader.take(2)? != [0, 0] {}
+                }
+            }
+            Shape::PadSpace { wide, .. } => {
+                let chunk_bytes = if wide { 2 * CHUNK } else { CHUNK };
+                loop {
+                    reader.take(chunk_bytes)?;
+                    match reader.u8()? {
+                        CHUNK_END => break,
+                        CHUNK_LESS | CHUNK_GREATER => {}
+                        _ => return Err(reader.corruption("bad chunk marker in a string")),
+                    }
                 }
             }
         },
-        Kind::String(collation) => {
-            let chunk_bytes = if collation == Collation::Utf8mb4GeneralCi {
-                2 * CHUNK
-            } else {
-                CHUNK
-            };
-            loop {
-                reader.take(chunk_bytes)?;
-                match reader.u8()? {
-                    CHUNK_END => break,
-                    CHUNK_LESS | CHUNK_GREATER => {}
-                    _ => return Err(reader.corruption("bad chunk marker in a string")),
-                }
-            }
-        }
     }
     Ok(())
 }
@@ -749,6 +765,11 @@ mod tests {
                 Collation::Binary,
                 Collation::Utf8mb4Bin,
                 Collation::Utf8mb4GeneralCi,
+                Collation::Utf8mb4Uca900AiCi,
+                Collation::Utf8mb4Uca900AsCs,
+                Collation::Utf8mb4UnicodeCi,
+                Collation::Latin1SwedishCi,
+                Collation::Utf8mb3GeneralCi,
             ] {
                 columns.push(column(ColumnType::VarChar { len: 20, collation }, nullable));
             }
