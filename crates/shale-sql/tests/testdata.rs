@@ -311,3 +311,8 @@ fn update_comma() {
 fn set_subquery() {
     common::run_file("set_subquery");
 }
+
+#[test]
+fn update_ignore() {
+    common::run_file("update_ignore");
+}
