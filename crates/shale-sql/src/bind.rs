@@ -1778,6 +1778,7 @@ pub(crate) fn unify(a: &SqlType, b: &SqlType) -> SqlType {
         | (SqlType::Decimal { .. }, SqlType::Int { .. }) => {
             crate::decimal::arith_type(ArithOp::Add, a, b)
         }
+        (SqlType::Float, SqlType::Float) => SqlType::Float,
         _ => SqlType::Double,
     }
 }

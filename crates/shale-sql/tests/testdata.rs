@@ -316,3 +316,8 @@ fn set_subquery() {
 fn update_ignore() {
     common::run_file("update_ignore");
 }
+
+#[test]
+fn cast_float() {
+    common::run_file("cast_float");
+}
