@@ -82,20 +82,22 @@ impl CastTarget {
                 CastTarget::Double
             }
             D::Float(ast::ExactNumberInfo::None) => CastTarget::Float,
-            D::Float(ast::ExactNumberInfo::Precision(p)) => match *p {
-                0..=FLOAT_PRECISION_BITS => CastTarget::Float,
-                0..=DOUBLE_PRECISION_BITS => CastTarget::Double,
-                _ => {
-                    return Err(SqlError::new(
-                        1426,
-                        "42000",
-                        format!(
-                            "Too-big precision {p} specified for 'CAST'. Maximum is \
-                             {DOUBLE_PRECISION_BITS}."
-                        ),
-                    ))
-                }
-            },
+            D::Float(ast::ExactNumberInfo::Precision(p)) if *p <= FLOAT_PRECISION_BITS => {
+                CastTarget::Float
+            }
+            D::Float(ast::ExactNumberInfo::Precision(p)) if *p <= DOUBLE_PRECISION_BITS => {
+                CastTarget::Double
+            }
+            D::Float(ast::ExactNumberInfo::Precision(p)) => {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!(
+                        "Too-big precision {p} specified for 'CAST'. Maximum is \
+                         {DOUBLE_PRECISION_BITS}."
+                    ),
+                ))
+            }
             // MySQL's CAST takes no FLOAT(M,D): a syntax error at the comma.
             D::Float(ast::ExactNumberInfo::PrecisionAndScale(_, scale)) => {
                 return Err(SqlError::syntax(&format!(",{scale})"), 1))
