@@ -159,6 +159,9 @@ pub(crate) struct BoundUpdate {
     pub limit: Option<Expr>,
     /// A view's CHECK OPTION each changed row must meet (view_dml.rs).
     pub view_check: Option<crate::view_dml::ViewCheck>,
+    /// UPDATE IGNORE: a row a unique key or the CHECK OPTION refuses stays as it was, with a
+    /// warning; values convert with warnings (lenient_store.rs).
+    pub ignore: bool,
 }
 
 /// A bound DELETE.
@@ -168,6 +171,8 @@ pub(crate) struct BoundDelete {
     pub filter: Option<Expr>,
     pub order_by: Vec<SortKey>,
     pub limit: Option<Expr>,
+    /// DELETE IGNORE: errors a write statement may downgrade warn instead (lenient_store.rs).
+    pub ignore: bool,
 }
 
 /// What binding needs besides the statement.
@@ -1628,6 +1633,7 @@ impl<'a> Binder<'a> {
             order_by,
             limit,
             view_check: None,
+            ignore: crate::dml_modifiers::has_ignore(&u.optimizer_hints),
         })
     }
 
@@ -1661,6 +1667,7 @@ impl<'a> Binder<'a> {
             filter,
             order_by,
             limit,
+            ignore: crate::dml_modifiers::has_ignore(&d.optimizer_hints),
         })
     }
 }
@@ -1774,6 +1781,7 @@ pub(crate) fn unify(a: &SqlType, b: &SqlType) -> SqlType {
         | (SqlType::Decimal { .. }, SqlType::Int { .. }) => {
             crate::decimal::arith_type(ArithOp::Add, a, b)
         }
+        (SqlType::Float, SqlType::Float) => SqlType::Float,
         _ => SqlType::Double,
     }
 }

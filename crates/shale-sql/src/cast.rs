@@ -2,6 +2,12 @@
 //! conversions: numbers to DECIMAL round half away from zero and clamp to the type's largest
 //! value; text that is not a date casts to NULL; SIGNED/UNSIGNED round and wrap to 64 bits as
 //! MySQL's integer casts do; CHAR gives the value's text.
+//!
+//! Floating point (MySQL 8.0.17+): DOUBLE, DOUBLE PRECISION and REAL give a DOUBLE (REAL a
+//! FLOAT under REAL_AS_FLOAT, syntax_mode.rs rule 4); FLOAT gives a single-precision FLOAT,
+//! and FLOAT(p) one for p <= 24, a DOUBLE for 25 <= p <= 53, error 1426 past 53. A value
+//! past FLOAT's range is error 1690, as MySQL's (which names the expression; Shale names
+//! the value).
 
 use shale_table::{DateTime, Decimal, Value, DECIMAL_MAX_PRECISION};
 use sqlparser::ast;
@@ -30,7 +36,14 @@ pub(crate) enum CastTarget {
     },
     /// DOUBLE, and REAL unless `sql_mode` has REAL_AS_FLOAT (syntax_mode.rs rule 4).
     Double,
+    /// FLOAT, FLOAT(p) for p <= 24, and REAL under REAL_AS_FLOAT.
+    Float,
 }
+
+/// FLOAT(p) is single precision up to this many bits of mantissa, DOUBLE up to
+/// [`DOUBLE_PRECISION_BITS`] (MySQL's PRECISION_FOR_FLOAT and PRECISION_FOR_DOUBLE).
+const FLOAT_PRECISION_BITS: u64 = 24;
+const DOUBLE_PRECISION_BITS: u64 = 53;
 
 impl CastTarget {
     /// The target of `CAST(... AS data_type)`; 1235 for types CAST does not support here.
@@ -68,6 +81,27 @@ impl CastTarget {
             D::Double(ast::ExactNumberInfo::None) | D::DoublePrecision | D::Real => {
                 CastTarget::Double
             }
+            D::Float(ast::ExactNumberInfo::None) => CastTarget::Float,
+            D::Float(ast::ExactNumberInfo::Precision(p)) if *p <= FLOAT_PRECISION_BITS => {
+                CastTarget::Float
+            }
+            D::Float(ast::ExactNumberInfo::Precision(p)) if *p <= DOUBLE_PRECISION_BITS => {
+                CastTarget::Double
+            }
+            D::Float(ast::ExactNumberInfo::Precision(p)) => {
+                return Err(SqlError::new(
+                    1426,
+                    "42000",
+                    format!(
+                        "Too-big precision {p} specified for 'CAST'. Maximum is \
+                         {DOUBLE_PRECISION_BITS}."
+                    ),
+                ))
+            }
+            // MySQL's CAST takes no FLOAT(M,D): a syntax error at the comma.
+            D::Float(ast::ExactNumberInfo::PrecisionAndScale(_, scale)) => {
+                return Err(SqlError::syntax(&format!(",{scale})"), 1))
+            }
             D::Signed | D::SignedInteger => CastTarget::Signed,
             D::Unsigned | D::UnsignedInteger => CastTarget::Unsigned,
             D::Char(_) | D::Character(_) | D::Varchar(_) | D::Nvarchar(_) | D::Binary(_) => {
@@ -95,6 +129,7 @@ impl CastTarget {
                 len: 255,
             },
             CastTarget::Double => SqlType::Double,
+            CastTarget::Float => SqlType::Float,
         }
     }
 }
@@ -111,15 +146,15 @@ fn decimal_max(precision: u8, scale: u8) -> Decimal {
     Decimal::parse(&text).unwrap_or_else(Decimal::zero)
 }
 
-/// `CAST(value AS target)`.
-pub(crate) fn cast(value: &Value, target: CastTarget) -> Value {
+/// `CAST(value AS target)`; only a FLOAT past its range fails (1690).
+pub(crate) fn cast(value: &Value, target: CastTarget) -> Result<Value, SqlError> {
     if matches!(value, Value::Null) {
-        return Value::Null;
+        return Ok(Value::Null);
     }
-    match target {
+    Ok(match target {
         CastTarget::Decimal { precision, scale } => {
             let Some(d) = crate::decimal::to_decimal(value) else {
-                return Value::Null;
+                return Ok(Value::Null);
             };
             let d = d.round_to(scale);
             if d.fits(precision, scale) {
@@ -147,7 +182,23 @@ pub(crate) fn cast(value: &Value, target: CastTarget) -> Value {
         CastTarget::Unsigned => Value::UInt(to_i128(value).unwrap_or(0) as u64),
         CastTarget::Char => Value::Bytes(display(value).into_bytes()),
         CastTarget::Double => crate::value::to_f64(value).map_or(Value::Null, Value::Double),
-    }
+        CastTarget::Float => match crate::value::to_f64(value) {
+            None => Value::Null,
+            Some(d) if d.abs() > f64::from(f32::MAX) => {
+                // The value as a client prints it (`1e39`, not its 40 digits).
+                let mut shown = String::new();
+                crate::result::write_text(&mut shown, value, false);
+                return Err(SqlError::new(
+                    1690,
+                    "22003",
+                    format!("FLOAT value is out of range in 'cast({shown} as float)'"),
+                ));
+            }
+            // Rounded to the nearest f32: what a FLOAT holds.
+            #[allow(clippy::cast_possible_truncation)]
+            Some(d) => Value::Double(f64::from(d as f32)),
+        },
+    })
 }
 
 /// A typed literal: `DATE '...'`, `TIMESTAMP '...'` / `DATETIME '...'` (the fraction digits
@@ -198,6 +249,55 @@ mod tests {
     }
 
     #[test]
+    fn float_targets_follow_the_precision() {
+        use ast::ExactNumberInfo::{None as Plain, Precision, PrecisionAndScale};
+        let of = |info| CastTarget::of(&ast::DataType::Float(info));
+        assert_eq!(of(Plain).unwrap(), CastTarget::Float);
+        assert_eq!(of(Precision(0)).unwrap(), CastTarget::Float);
+        assert_eq!(of(Precision(24)).unwrap(), CastTarget::Float);
+        assert_eq!(of(Precision(25)).unwrap(), CastTarget::Double);
+        assert_eq!(of(Precision(53)).unwrap(), CastTarget::Double);
+        let e = of(Precision(54)).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                1426,
+                "Too-big precision 54 specified for 'CAST'. Maximum is 53."
+            )
+        );
+        assert_eq!(of(PrecisionAndScale(5, 2)).unwrap_err().code, 1064);
+        let meta = CastTarget::Float.result_type().meta("f", true);
+        assert_eq!(
+            (meta.type_code, meta.length),
+            (crate::result::ColumnTypeCode::Float, 12)
+        );
+    }
+
+    #[test]
+    fn float_casts_round_to_single_precision() {
+        let float = |v: Value| cast(&v, CastTarget::Float);
+        assert_eq!(
+            float(Value::Double(0.1)).unwrap(),
+            Value::Double(f64::from(0.1f32))
+        );
+        assert_eq!(float(b("2.5abc")).unwrap(), Value::Double(2.5));
+        assert_eq!(
+            float(Value::Int(16_777_217)).unwrap(),
+            Value::Double(16_777_216.0)
+        );
+        assert_eq!(float(Value::Null).unwrap(), Value::Null);
+        let max = f64::from(f32::MAX);
+        assert_eq!(float(Value::Double(-max)).unwrap(), Value::Double(-max));
+        let e = float(Value::Double(1e39)).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (1690, "FLOAT value is out of range in 'cast(1e39 as float)'")
+        );
+        assert_eq!(float(b("1e39")).unwrap_err().code, 1690);
+        assert_eq!(float(Value::Double(-1e300)).unwrap_err().code, 1690);
+    }
+
+    #[test]
     fn casts() {
         let dec = CastTarget::Decimal {
             precision: 5,
@@ -229,7 +329,11 @@ mod tests {
             (Value::Null, CastTarget::Signed, "NULL"),
         ];
         for (v, target, want) in cases {
-            assert_eq!(display(&cast(&v, target)), want, "{v:?} as {target:?}");
+            assert_eq!(
+                display(&cast(&v, target).unwrap()),
+                want,
+                "{v:?} as {target:?}"
+            );
         }
         assert_eq!(decimal_max(3, 3).to_string(), "0.999");
     }

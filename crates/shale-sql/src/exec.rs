@@ -1009,14 +1009,40 @@ pub(crate) fn update(
         )?;
         crate::gencols::fill(table, &mut new, matched as usize)?;
         if new != old {
-            if let Some(check) = &u.view_check {
-                check.verify(&new, env)?;
+            let check = u.view_check.as_ref();
+            if update_row(txn, table, &old, new, check, u.ignore, env)? {
+                changed += 1;
             }
-            txn.update(table, &old, new)?;
-            changed += 1;
         }
     }
     Ok((matched, changed))
+}
+
+/// Writes one row of an UPDATE; false when IGNORE skipped it: under IGNORE, a row a unique
+/// key (1062) or the view's CHECK OPTION (1369) refuses stays as it was, with the error as a
+/// warning, as MySQL's UPDATE IGNORE. A refused write leaves nothing of itself behind:
+/// `TableTxn::update` undoes the index writes it made before the one that failed.
+pub(crate) fn update_row(
+    txn: &mut TableTxn,
+    table: &TableDef,
+    old: &[Value],
+    new: Vec<Value>,
+    check: Option<&crate::view_dml::ViewCheck>,
+    ignore: bool,
+    env: &dyn Env,
+) -> Result<bool, SqlError> {
+    let written = match check.map_or(Ok(()), |c| c.verify(&new, env)) {
+        Ok(()) => txn.update(table, old, new).map_err(SqlError::from),
+        Err(e) => Err(e),
+    };
+    match written {
+        Ok(()) => Ok(true),
+        Err(e) if ignore && matches!(e.code, 1062 | 1369) => {
+            env.warn(e.code, e.message);
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Runs a DELETE; returns the rows deleted.
@@ -1272,7 +1298,17 @@ pub(crate) fn insert(
             row[pos] = int_value(&table.columns[pos].ty, i128::from(id));
         }
         if let Some(check) = &ins.view_check {
-            check.verify(&row, env)?;
+            match check.verify(&row, env) {
+                Ok(()) => {}
+                // INSERT IGNORE skips a row the CHECK OPTION refuses, as MySQL, which does
+                // not count it in Records either.
+                Err(e) if matches!(ins.on_duplicate, OnDuplicate::Ignore) => {
+                    out.warnings.push(("Warning", e.code, e.message));
+                    out.records -= 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
         }
         if matches!(ins.on_duplicate, OnDuplicate::Error) {
             txn.insert(table, row)?;

@@ -245,7 +245,7 @@ impl Expr {
             Expr::Param(n) => env.param(*n),
             Expr::Column(i) => row.get(*i).cloned().unwrap_or(Value::Null),
             Expr::Neg(e) => value::negate(&e.eval(row, env)?)?,
-            Expr::Cast(e, target) => crate::cast::cast(&e.eval(row, env)?, *target),
+            Expr::Cast(e, target) => crate::cast::cast(&e.eval(row, env)?, *target)?,
             Expr::Arith(op, a, b) => {
                 let (x, y) = (a.eval(row, env)?, b.eval(row, env)?);
                 let r = value::arith(*op, &x, &y)?;

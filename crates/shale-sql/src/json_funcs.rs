@@ -434,7 +434,7 @@ pub(crate) fn eval(f: JsonFunc, vals: &[Value]) -> Result<Value, SqlError> {
                         Json::Bool(b) => Value::Int(i64::from(*b)),
                         other => Value::Bytes(other.unquoted().into_bytes()),
                     };
-                    crate::cast::cast(&v, c)
+                    crate::cast::cast(&v, c)?
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! Storing a value strict mode refuses, as MySQL does without STRICT_TRANS_TABLES /
-//! STRICT_ALL_TABLES, and under INSERT IGNORE in any mode: the nearest value the column
-//! holds, with a warning.
+//! STRICT_ALL_TABLES, and under INSERT IGNORE or UPDATE IGNORE in any mode: the nearest value
+//! the column holds, with a warning.
 //!
 //! 1. Strict checks run first and unchanged (`types::store_value`); only a refused value
 //!    comes here, so the strict path pays nothing for this module.
@@ -61,8 +61,8 @@ pub(crate) enum DivisionByZero {
 }
 
 impl StoreRules {
-    /// The rules of a statement under `mode`; `ignore` is INSERT IGNORE (or LOAD DATA's
-    /// IGNORE/LOCAL), `many_rows` says whether the statement can store more than one row's
+    /// The rules of a statement under `mode`; `ignore` is the IGNORE of INSERT, UPDATE or
+    /// DELETE (or LOAD DATA's IGNORE/LOCAL), `many_rows` says whether the statement can store more than one row's
     /// values (multi-row INSERT, INSERT ... SELECT, UPDATE, LOAD DATA), `writes` whether it
     /// changes rows (INSERT, UPDATE, DELETE) rather than only reading them.
     pub(crate) fn of(
@@ -119,7 +119,9 @@ impl Conversions {
                 matches!(i.on_duplicate, crate::bind::OnDuplicate::Ignore),
                 i.rows.len() > 1 || i.select.is_some() || i.query.is_some(),
             ),
-            Planned::Update(..) | Planned::MultiTable(..) | Planned::Delete(..) => (false, true),
+            Planned::Update(u, _) => (u.ignore, true),
+            Planned::MultiTable(m) => (m.ignore, true),
+            Planned::Delete(d, _) => (d.ignore, true),
             Planned::Select(..) | Planned::Query(..) | Planned::Command(..) => {
                 return Conversions::new(StoreRules::of(mode, false, false, false))
             }

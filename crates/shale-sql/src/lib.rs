@@ -54,6 +54,7 @@ mod datetime_funcs;
 mod ddl;
 mod decimal;
 mod derived_pushdown;
+mod dml_modifiers;
 mod engine_settings;
 mod enum_type;
 mod error;

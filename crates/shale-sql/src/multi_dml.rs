@@ -20,6 +20,10 @@
 //!    aliases gets both, the later alias's last, and is written once.
 //!    Setting a primary key column through either alias is MySQL's 1706. A row deleted
 //!    through both aliases is deleted once.
+//! 6. UPDATE IGNORE: a target row the view's CHECK OPTION refuses keeps its values, and a
+//!    row a unique key refuses when written is left as it was (exec.rs `update_row`); each
+//!    with a warning and not counted as changed. Rows are written in the order the join
+//!    first met them, so which of two rows wanting one key value gets it follows that order.
 
 use std::collections::{HashMap, HashSet};
 
@@ -52,6 +56,8 @@ pub(crate) struct PlannedDml {
     pub subqueries: Vec<PlannedSubquery>,
     /// A view's CHECK OPTION each changed row must meet (view_dml.rs).
     pub view_check: Option<crate::view_dml::ViewCheck>,
+    /// UPDATE IGNORE / DELETE IGNORE (rule 6).
+    pub ignore: bool,
 }
 
 /// Whether `e` holds a subquery (a scalar one, EXISTS or IN): such an UPDATE or DELETE takes
@@ -170,6 +176,7 @@ fn finish(
     assignments: Vec<(usize, usize, Expr)>,
     delete: bool,
     subqueries: Vec<BoundSubquery>,
+    ignore: bool,
 ) -> Result<PlannedDml, SqlError> {
     for (i, a) in targets.iter().enumerate() {
         // Rule 5: a primary key column set through one of two aliases of a table.
@@ -211,6 +218,7 @@ fn finish(
         delete,
         subqueries: crate::query::plan_subqueries(subqueries),
         view_check: None,
+        ignore,
     })
 }
 
@@ -271,6 +279,7 @@ pub(crate) fn plan_update(b: &mut Binder<'_>, u: &ast::Update) -> Result<Planned
         assignments,
         false,
         subqueries,
+        crate::dml_modifiers::has_ignore(&u.optimizer_hints),
     )
 }
 
@@ -333,6 +342,7 @@ pub(crate) fn plan_delete(b: &mut Binder<'_>, d: &ast::Delete) -> Result<Planned
         Vec::new(),
         true,
         subqueries,
+        crate::dml_modifiers::has_ignore(&d.optimizer_hints),
     )
 }
 
@@ -340,6 +350,8 @@ pub(crate) fn plan_delete(b: &mut Binder<'_>, d: &ast::Delete) -> Result<Planned
 struct Pending {
     old: Vec<Value>,
     new: Option<Vec<Value>>,
+    /// The changes counted for it, taken back if IGNORE skips its write (rule 6).
+    changes: u64,
 }
 
 /// One target row met by the join: its slot in its table's pending rows, and the values its
@@ -405,6 +417,7 @@ pub(crate) fn run(
                         pending[g].push(Pending {
                             old: old.to_vec(),
                             new: Some(old.to_vec()),
+                            changes: 0,
                         });
                         index[g].insert(key.clone(), pending[g].len() - 1);
                         pending[g].len() - 1
@@ -468,18 +481,34 @@ pub(crate) fn run(
                     if let Some(part) = row.get_mut(offset..offset + new.len()) {
                         part.clone_from_slice(&new);
                     }
-                    check.verify(&row, env)?;
+                    match check.verify(&row, env) {
+                        Ok(()) => {}
+                        Err(e) if p.ignore => {
+                            env.warn(e.code, e.message);
+                            entry.new = Some(current);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
                 entry.new = Some(new);
+                entry.changes += 1;
                 changed += 1;
             }
         }
         for (g, rows) in pending.into_iter().enumerate() {
             let def = &*p.targets[g].table.def;
-            for Pending { old, new } in rows {
+            for Pending { old, new, changes } in rows {
                 match new {
                     None => env.txn()?.delete(def, &old)?,
-                    Some(new) if new != old => env.txn()?.update(def, &old, new)?,
+                    Some(new) if new != old => {
+                        let mut txn = env.txn()?;
+                        let written =
+                            crate::exec::update_row(&mut txn, def, &old, new, None, p.ignore, env)?;
+                        if !written {
+                            changed -= changes;
+                        }
+                    }
                     Some(_) => {}
                 }
             }

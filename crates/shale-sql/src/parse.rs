@@ -31,6 +31,9 @@
 //! 11. `:=` as SET's assignment operator (`SET @n := 5`), which sqlparser does not parse
 //!     there, is read as `=` where it assigns (set_assign.rs). Also only when the text fails
 //!     to parse as it is.
+//! 12. UPDATE's and DELETE's modifiers (`UPDATE LOW_PRIORITY IGNORE`, `DELETE QUICK
+//!     IGNORE`), which sqlparser does not parse, are taken out of the tokens of every text
+//!     before parsing, IGNORE left as a marker the statement carries (dml_modifiers.rs).
 
 use sqlparser::ast::Statement;
 

@@ -98,12 +98,14 @@ pub(crate) fn backtick_identifiers(tokens: &mut [TokenWithSpan]) {
     }
 }
 
-/// Parses `text` into statements under `syntax` (rules 1 to 6).
+/// Parses `text` into statements under `syntax` (rules 1 to 6), UPDATE's and DELETE's
+/// modifiers taken out first (dml_modifiers.rs).
 pub(crate) fn parse_statements(text: &str, syntax: Syntax) -> Result<Vec<Statement>, ParserError> {
     let dialect = ModeDialect::new(syntax);
     let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, text)
         .with_unescape(true)
         .tokenize_with_location()?;
+    crate::dml_modifiers::take_modifiers(&mut tokens)?;
     if syntax.ansi_quotes {
         backtick_identifiers(&mut tokens);
     }

@@ -22,6 +22,9 @@ pub(crate) enum SqlType {
         len: u32,
     },
     Double,
+    /// A single-precision FLOAT (`CAST(x AS FLOAT)`): an f64 that holds an f32, sent as
+    /// MYSQL_TYPE_FLOAT so clients print it at its own precision.
+    Float,
     /// An exact decimal of at most `precision` digits, `scale` of them after the point.
     Decimal {
         precision: u8,
@@ -168,6 +171,12 @@ impl SqlType {
             SqlType::Double => {
                 m.type_code = ColumnTypeCode::Double;
                 m.length = 23;
+                m.decimals = 31;
+                m.flags |= flags::NUM | flags::BINARY;
+            }
+            SqlType::Float => {
+                m.type_code = ColumnTypeCode::Float;
+                m.length = 12;
                 m.decimals = 31;
                 m.flags |= flags::NUM | flags::BINARY;
             }

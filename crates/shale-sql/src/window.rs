@@ -507,7 +507,10 @@ impl Binder<'_> {
                     let numeric = match spec.order_by.as_slice() {
                         [o] => matches!(
                             self.expr(&o.expr)?.1,
-                            SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Double
+                            SqlType::Int { .. }
+                                | SqlType::Decimal { .. }
+                                | SqlType::Double
+                                | SqlType::Float
                         ),
                         _ => false,
                     };
@@ -546,7 +549,11 @@ impl Binder<'_> {
             if !x.is_row_independent()
                 || !matches!(
                     t,
-                    SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Double | SqlType::Null
+                    SqlType::Int { .. }
+                        | SqlType::Decimal { .. }
+                        | SqlType::Double
+                        | SqlType::Float
+                        | SqlType::Null
                 )
             {
                 return Err(frame_illegal(display));

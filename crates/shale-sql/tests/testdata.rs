@@ -346,3 +346,13 @@ fn stats_variables() {
 fn uca_collations() {
     common::run_file("uca_collations");
 }
+
+#[test]
+fn update_ignore() {
+    common::run_file("update_ignore");
+}
+
+#[test]
+fn cast_float() {
+    common::run_file("cast_float");
+}

@@ -13,6 +13,8 @@
 //! - `CHECK TABLE` of the fuzzed tables fails at the end (indexes disagree with rows).
 //!
 //! Errors with MySQL codes are the expected outcome of most statements and are only counted.
+//! Statements run in blocks of 100, every other block without `ONLY_FULL_GROUP_BY` in its
+//! `sql_mode` ([`block_sql_mode`]), so random GROUP BY queries group rather than fail 1055.
 //!
 //! Size: `SHALE_SQL_FUZZ_STATEMENTS` per worker (default 1,500), `SHALE_SQL_FUZZ_SECONDS`
 //! (default 120: a worker stops at whichever comes first), `SHALE_SQL_FUZZ_WORKERS` (2),
@@ -83,6 +85,21 @@ fn run(conn: &mut Conn, sql: &str, prepared: bool) -> Result<(), mysql::Error> {
     Ok(())
 }
 
+/// The `SET sql_mode` of statement `n`'s block of 100: MySQL 8's default, and for every
+/// other block the same without `ONLY_FULL_GROUP_BY`, under which most generated grouped
+/// queries (a select list of random expressions grouped by its first, or aggregates beside
+/// plain columns) fail with 1055 / 1140 before they group anything. So half the statements
+/// exercise grouping, and half the checks that refuse it.
+fn block_sql_mode(n: u64) -> &'static str {
+    if (n / 100).is_multiple_of(2) {
+        "SET SESSION sql_mode = 'ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,\
+         NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+    } else {
+        "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,\
+         ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'"
+    }
+}
+
 /// A statement with no answer after this long is a hang.
 const STATEMENT_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -142,6 +159,10 @@ fn run_worker(
                 let _ = conn.query_drop(sql);
             }
         }
+        if n % 100 == 0 {
+            conn.query_drop(block_sql_mode(n))
+                .expect("set the block's sql_mode");
+        }
         let sql = generator.statement();
         let prepared = n % 10 == 3;
         let started = Instant::now();
@@ -185,6 +206,8 @@ fn run_worker(
                 return;
             }
             conn = fuzz_connection(port).expect("reconnect");
+            conn.query_drop(block_sql_mode(n))
+                .expect("set the block's sql_mode");
         }
     }
 }
