@@ -297,13 +297,15 @@ fn a_read_only_open_of_a_missing_database_fails_without_creating_it() {
 /// What `RacingFs` runs before opening a table.
 type Hook = Box<dyn FnOnce() + Send>;
 
-/// A hook run before a table is opened (once), a hook run at the first listing of the
+/// A hook run before a table is opened (once), one run before a WAL is opened for reading
+/// (once: a read-only open's replay), a hook run at the first listing of the
 /// directory after a MANIFEST was opened (once), and a count of table opens to fail as if the file had been deleted:
 /// the writer moving on in the middle of a read-only open.
 #[derive(Clone)]
 struct RacingFs {
     inner: MemFs,
     before_table_open: Arc<Mutex<Option<Hook>>>,
+    before_wal_open: Arc<Mutex<Option<Hook>>>,
     after_manifest_open: Arc<Mutex<Option<Hook>>>,
     manifest_opened: Arc<AtomicBool>,
     vanished_opens: Arc<AtomicUsize>,
@@ -314,6 +316,7 @@ impl RacingFs {
         RacingFs {
             inner,
             before_table_open: Arc::new(Mutex::new(None)),
+            before_wal_open: Arc::new(Mutex::new(None)),
             after_manifest_open: Arc::new(Mutex::new(None)),
             manifest_opened: Arc::new(AtomicBool::new(false)),
             vanished_opens: Arc::new(AtomicUsize::new(0)),
@@ -340,6 +343,12 @@ impl FileSystem for RacingFs {
             .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST"))
         {
             self.manifest_opened.store(true, Ordering::SeqCst);
+        }
+        if path.extension().is_some_and(|e| e == "wal") {
+            let hook = self.before_wal_open.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
         }
         if path.extension().is_some_and(|e| e == "sst") {
             let hook = self.before_table_open.lock().unwrap().take();
@@ -657,4 +666,58 @@ fn a_view_of_a_read_only_directory_is_checkpointed_and_backed_up() {
         .unwrap();
     check_copy(&root.join("restored"), last);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_read_only_open_pins_blob_files_before_its_wal_replay() {
+    let memfs = MemFs::new();
+    let racing = RacingFs::new(memfs.clone());
+    let blob_options = || {
+        let mut options = options(Arc::new(racing.clone()));
+        options.default_keyspace.write_buffer_size = 1 << 20;
+        options.default_keyspace.enable_blob_files = true;
+        options.default_keyspace.min_blob_size = 100;
+        options
+    };
+    let dir = Path::new("/db");
+    let blob_files = || -> Vec<String> {
+        let names = memfs.list(dir).unwrap();
+        names
+            .into_iter()
+            .filter(|n| shale_engine::inspect::blob::parse_blob_file_name(n).is_some())
+            .collect()
+    };
+    let value = |i: u64| format!("value {i} ").repeat(100).into_bytes();
+    let db = Db::open(dir, blob_options()).unwrap();
+    let ks = db.default_keyspace();
+    for i in 0..50 {
+        ks.put(&key(i), &value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(blob_files().len(), 1);
+    // Left in the WAL, so the read-only open replays it.
+    ks.put(b"in the wal", b"small").unwrap();
+    db.close().unwrap();
+
+    // The writer's blob garbage collection, as it could run during a long replay.
+    let fs = memfs.clone();
+    *racing.before_wal_open.lock().unwrap() = Some(Box::new(move || {
+        for name in fs.list(dir).unwrap() {
+            if shale_engine::inspect::blob::parse_blob_file_name(&name).is_some() {
+                fs.remove(&dir.join(name)).unwrap();
+            }
+        }
+    }));
+    let reader = Db::open_read_only(dir, blob_options()).unwrap();
+    assert!(
+        racing.before_wal_open.lock().unwrap().is_none(),
+        "the hook ran"
+    );
+    assert!(blob_files().is_empty(), "the blob file is gone");
+    // The view opened the blob file before the replay, and reads it through that handle.
+    let view = reader.default_keyspace();
+    for i in 0..50 {
+        assert_eq!(view.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
+    }
+    assert_eq!(view.get(b"in the wal").unwrap(), Some(b"small".to_vec()));
 }
