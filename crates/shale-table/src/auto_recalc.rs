@@ -25,8 +25,9 @@
 //!    thread meets it.
 //! 5. Switched off ([`Store::set_stats_auto_recalc`]), changes are still counted and nothing
 //!    is queued; switched on again, the next change of a table past its threshold queues it.
-//! 6. The thread holds the store only while it estimates; [`Store::close`] stops and joins it
-//!    first, and dropping the store stops it.
+//! 6. The thread holds the store only while it estimates; [`Store::close`] and dropping the
+//!    handle [`Store::open`] returned both stop and join it, so the engine is closed (its
+//!    LOCK released) when they return, not later when an estimate ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

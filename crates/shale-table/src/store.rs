@@ -99,6 +99,18 @@ pub(crate) struct StoreInner {
 #[derive(Debug)]
 pub struct Store {
     pub(crate) inner: Arc<StoreInner>,
+    /// The handle [`Store::open`] returned (not one lent by a transaction or the statistics
+    /// thread): dropping it stops and joins the statistics thread, so the engine is closed
+    /// (its LOCK released) when the drop returns, unless transactions still hold it.
+    owner: bool,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.owner {
+            self.inner.auto_recalc.stop();
+        }
+    }
 }
 
 fn sync() -> WriteOptions {
@@ -106,8 +118,12 @@ fn sync() -> WriteOptions {
 }
 
 impl Store {
+    /// A handle that shares the store without owning it (dropping it stops nothing).
     pub(crate) fn from_inner(inner: Arc<StoreInner>) -> Store {
-        Store { inner }
+        Store {
+            inner,
+            owner: false,
+        }
     }
 
     /// Opens (creating if missing) the store at `path`. The default keyspace's
@@ -186,6 +202,7 @@ impl Store {
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
                 metadata: Arc::default(),
             }),
+            owner: true,
         };
         crate::auto_recalc::AutoRecalc::start(&store.inner)?;
         Ok(store)
@@ -473,8 +490,10 @@ impl Store {
 
     /// Closes the engine cleanly (everything durable). Fails if a [`TableTxn`] is still alive.
     pub fn close(self) -> Result<()> {
-        self.inner.auto_recalc.stop();
-        let inner = Arc::try_unwrap(self.inner).map_err(|_| {
+        let inner = Arc::clone(&self.inner);
+        // Stops and joins the statistics thread, which may hold the store.
+        drop(self);
+        let inner = Arc::try_unwrap(inner).map_err(|_| {
             Error::InvalidArgument("cannot close the store while transactions are open".into())
         })?;
         let StoreInner { tdb, .. } = inner;

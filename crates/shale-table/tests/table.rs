@@ -1338,3 +1338,29 @@ fn index_statistics_are_estimated_again_once_a_tenth_of_the_rows_changed() {
     wait_for(102, 200);
     assert!(store.stats_auto_recalc());
 }
+
+#[test]
+fn dropping_the_store_closes_the_engine_even_while_statistics_are_estimated() {
+    // A first change queues a table at once, so the statistics thread is estimating (and
+    // holding the store) around the moment the test drops it; the reopen must never find
+    // the engine's LOCK still held. Many tables, many rounds: the race is narrow.
+    let fs = MemFs::new();
+    for round in 0..30 {
+        let store = open(&fs);
+        if round == 0 {
+            store.create_database("sbtest").unwrap();
+        }
+        let mut def = sbtest(&format!("r{round}"));
+        def.indexes = vec![index("k_1", vec![1], false)];
+        let t = store.create_table(def).unwrap();
+        let mut txn = store.begin(TxnOptions::default()).unwrap();
+        for id in 0..300 {
+            txn.insert(&t, row(id, id % 7, "c", None)).unwrap();
+        }
+        txn.commit().unwrap();
+        // Vary how far the thread got (it is due at once) before the drop.
+        std::thread::sleep(Duration::from_millis(round % 3));
+        drop(store);
+    }
+    open(&fs).close().unwrap();
+}
