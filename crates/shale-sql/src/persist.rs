@@ -28,7 +28,7 @@ pub const PERSIST_FILE: &str = "shale-auto.cnf";
 
 /// What may be persisted: the SQL variable, the `shale serve` option it becomes, and whether
 /// it can change live (SET PERSIST) or only at the next start (SET PERSIST_ONLY).
-const PERSISTABLE: [(&str, &str, bool); 12] = [
+const PERSISTABLE: [(&str, &str, bool); 14] = [
     ("max_connections", "max-connections", true),
     ("wait_timeout", "wait-timeout", true),
     ("interactive_timeout", "interactive-timeout", true),
@@ -61,6 +61,8 @@ const PERSISTABLE: [(&str, &str, bool); 12] = [
         "hard-pending-compaction-bytes-limit",
         true,
     ),
+    ("shale_max_background_jobs", "max-background-jobs", true),
+    ("shale_stats_auto_recalc", "stats-auto-recalc", true),
 ];
 
 /// A recognised statement.
@@ -179,15 +181,24 @@ fn literal(value: &str) -> String {
     value.to_owned()
 }
 
-/// `shale_flush_log_at_trx_commit`'s values as `--durability` names (MySQL's meanings of
-/// innodb_flush_log_at_trx_commit).
-fn durability(value: &str) -> Option<&'static str> {
-    match value {
-        "0" => Some("buffered"),
-        "1" => Some("sync"),
-        "2" => Some("flush"),
-        _ => None,
-    }
+const FLUSH_LOG: &str = "shale_flush_log_at_trx_commit";
+
+/// A value of variable `name` as its `shale serve` option takes it: the durability names
+/// for `shale_flush_log_at_trx_commit` (MySQL's meanings of innodb_flush_log_at_trx_commit),
+/// ON or OFF for `shale_stats_auto_recalc`, a number for the others; `None` if it is none
+/// of those.
+fn file_value(name: &str, value: &str) -> Option<String> {
+    let word = value.to_ascii_uppercase();
+    let text = match (name, word.as_str()) {
+        (FLUSH_LOG, "0") => "buffered",
+        (FLUSH_LOG, "1") => "sync",
+        (FLUSH_LOG, "2") => "flush",
+        (crate::settings::STATS_AUTO_RECALC, "1" | "ON" | "TRUE") => "ON",
+        (crate::settings::STATS_AUTO_RECALC, "0" | "OFF" | "FALSE") => "OFF",
+        (FLUSH_LOG | crate::settings::STATS_AUTO_RECALC, _) => return None,
+        _ => return value.parse::<u64>().ok().map(|n| n.to_string()),
+    };
+    Some(text.to_owned())
 }
 
 fn wrong_value(name: &str, value: &str) -> SqlError {
@@ -217,19 +228,20 @@ pub(crate) fn run(
             };
             let text = if only {
                 let text = literal(&value);
-                if name == "shale_flush_log_at_trx_commit" {
-                    durability(&text)
-                        .ok_or_else(|| wrong_value(&name, &text))?
-                        .to_owned()
-                } else if let Ok(n) = text.parse::<u64>() {
-                    n.to_string()
-                } else {
-                    return Err(SqlError::new(
-                        1232,
-                        "42000",
-                        format!("Incorrect argument type to variable '{name}'"),
-                    ));
-                }
+                file_value(&name, &text).ok_or_else(|| {
+                    if matches!(
+                        name.as_str(),
+                        FLUSH_LOG | crate::settings::STATS_AUTO_RECALC
+                    ) {
+                        wrong_value(&name, &text)
+                    } else {
+                        SqlError::new(
+                            1232,
+                            "42000",
+                            format!("Incorrect argument type to variable '{name}'"),
+                        )
+                    }
+                })?
             } else {
                 if !live {
                     return Err(SqlError::new(
@@ -247,13 +259,7 @@ pub(crate) fn run(
                 };
                 session.set(set)?;
                 let stored = session.instance().global_number(&name).unwrap_or_default();
-                if name == "shale_flush_log_at_trx_commit" {
-                    durability(&stored.to_string())
-                        .ok_or_else(|| wrong_value(&name, &value))?
-                        .to_owned()
-                } else {
-                    stored.to_string()
-                }
+                file_value(&name, &stored.to_string()).ok_or_else(|| wrong_value(&name, &value))?
             };
             settings.insert(option.to_owned(), text);
         }

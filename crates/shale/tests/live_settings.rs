@@ -92,15 +92,26 @@ fn engine_options_change_live_and_persist_across_a_restart() {
             None,
             "SET PERSIST shale_write_buffer_size = 8388608; \
              SET PERSIST shale_flush_log_at_trx_commit = 2; \
-             SET PERSIST shale_rate_limiter_bytes_per_sec = 1048576",
+             SET PERSIST shale_rate_limiter_bytes_per_sec = 1048576; \
+             SET PERSIST shale_max_background_jobs = 3; \
+             SET PERSIST shale_stats_auto_recalc = OFF",
         )
         .unwrap();
+    assert_eq!(
+        value(&server, "SELECT @@global.shale_stats_auto_recalc"),
+        "0"
+    );
     let persisted = std::fs::read_to_string(server.datadir.join("shale-auto.cnf")).unwrap();
     assert!(persisted.contains("durability = flush"), "{persisted}");
     assert!(
         persisted.contains("write-buffer-size = 8388608"),
         "{persisted}"
     );
+    assert!(persisted.contains("stats-auto-recalc = OFF"), "{persisted}");
+    let error = server
+        .query(None, "SET PERSIST_ONLY shale_stats_auto_recalc = 'maybe'")
+        .unwrap_err();
+    assert!(error.contains("ERROR 1231"), "{error}");
     server.stop();
 
     let server = start_shale(&dir);
@@ -111,6 +122,13 @@ fn engine_options_change_live_and_persist_across_a_restart() {
              @@global.shale_rate_limiter_bytes_per_sec"
         ),
         "8388608\t2\t1048576"
+    );
+    assert_eq!(
+        value(
+            &server,
+            "SELECT @@global.shale_max_background_jobs, @@global.shale_stats_auto_recalc"
+        ),
+        "3\t0"
     );
     // Not persisted: back to the start value.
     assert_eq!(

@@ -139,6 +139,15 @@ pub struct ServeArgs {
     /// Pending compaction bytes at which writes stop (default 256 GiB; 0: never).
     #[arg(long, value_name = "BYTES")]
     pub hard_pending_compaction_bytes_limit: Option<u64>,
+    /// Background jobs: one flush thread and N-1 compaction threads (2 to 64, default 2;
+    /// `MyRocks`' `rocksdb_max_background_jobs`). Also `SET GLOBAL shale_max_background_jobs`.
+    #[arg(long, value_name = "N")]
+    pub max_background_jobs: Option<u64>,
+    /// Re-estimate a table's index statistics in the background once a tenth of its rows
+    /// changed: ON (the default) or OFF (`innodb_stats_auto_recalc`). Also `SET GLOBAL
+    /// shale_stats_auto_recalc`.
+    #[arg(long, value_name = "ON|OFF", value_parser = parse_on_off)]
+    pub stats_auto_recalc: Option<bool>,
     /// Serve the GLOBAL status counters at http://127.0.0.1:PORT/metrics in Prometheus's
     /// format (`mysqld_exporter`'s metric names); 0 picks a free port (printed).
     #[arg(long, value_name = "PORT")]
@@ -169,6 +178,14 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
         .ok_or_else(|| "expected sync, flush or buffered".into())
 }
 
+fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text.to_ascii_uppercase().as_str() {
+        "ON" | "1" | "TRUE" => Ok(true),
+        "OFF" | "0" | "FALSE" => Ok(false),
+        _ => Err("expected ON or OFF".into()),
+    }
+}
+
 fn parse_isolation(text: &str) -> Result<IsolationLevel, String> {
     match text.to_ascii_uppercase().replace('_', "-").as_str() {
         "REPEATABLE-READ" => Ok(IsolationLevel::RepeatableRead),
@@ -196,6 +213,9 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     let instance = Instance::open(&args.datadir, options)
         .map_err(|e| sql_failure(&format!("opening {}", args.datadir.display()), &e))?;
     apply_engine_options(&instance, args)?;
+    if let Some(on) = args.stats_auto_recalc {
+        instance.set_stats_auto_recalc(on);
+    }
     instance
         .open_query_logs(args.general_log, args.slow_query_log)
         .map_err(|e| sql_failure("opening the query logs", &e))?;
@@ -299,6 +319,7 @@ fn apply_engine_options(instance: &Instance, args: &ServeArgs) -> Result<(), Fai
             "hard_pending_compaction_bytes_limit",
             args.hard_pending_compaction_bytes_limit,
         ),
+        ("max_background_jobs", args.max_background_jobs),
     ];
     let values: Vec<(&str, String)> = flags
         .iter()

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Thread scaling against release RocksDB (issue 28): readrandom, seekrandom and
+# readwhilewriting at 1, 2, 4 and 8 threads on one filled database per engine, and fillrandom
+# with 1, 4 and 8 writers with and without sync, each engine in the same process through the
+# peer harness (`shale bench --engines=shale,rocksdb`). Prints one table per run; the raw
+# per-benchmark JSON lines stay in $OUT.
+#
+#   cargo build --release -p shale --features rocksdb-peer
+#   BIN=target/release/shale OUT=threads-1 scripts/bench-threads.sh
+#
+# Knobs (environment): BIN, OUT (results directory), DB (database directory, on a disk file
+# system), NUM (keys of the read database, 5M), SECS (seconds per read benchmark and per
+# unsynced fill, 20), SYNC_SECS (seconds per synced fill, 15), READ_THREADS ("1 2 4 8"),
+# WRITERS ("1 4 8"), ENGINES (shale,rocksdb).
+set -euo pipefail
+
+BIN=${BIN:-target/release/shale}
+OUT=${OUT:-bench-threads}
+DB=${DB:-$OUT/db}
+NUM=${NUM:-5000000}
+SECS=${SECS:-20}
+SYNC_SECS=${SYNC_SECS:-15}
+READ_THREADS=${READ_THREADS:-"1 2 4 8"}
+WRITERS=${WRITERS:-"1 4 8"}
+ENGINES=${ENGINES:-shale,rocksdb}
+
+mkdir -p "$OUT"
+COMMON=(--engines="$ENGINES" --key_size=16 --value_size=100 --compression_ratio=0.5
+  --compression_type=lz4 --bloom_bits=10 --cache_size=268435456 --seek_nexts=10
+  --histogram=1 --seed=28)
+
+echo "== fill: $NUM keys per engine, then wait for compaction" >&2
+"$BIN" bench "${COMMON[@]}" --db="$DB/read" --num="$NUM" \
+  --benchmarks=fillrandom,waitforcompaction --json_out="$OUT/fill.json" >"$OUT/fill.log"
+
+for t in $READ_THREADS; do
+  echo "== reads: $t thread(s), $SECS s each" >&2
+  "$BIN" bench "${COMMON[@]}" --db="$DB/read" --num="$NUM" --use_existing_db \
+    --threads="$t" --duration="$SECS" --benchmarks=readrandom,seekrandom,readwhilewriting \
+    --json_out="$OUT/reads-$t.json" >"$OUT/reads-$t.log"
+done
+
+for sync in 0 1; do
+  secs=$SECS
+  [ "$sync" = 1 ] && secs=$SYNC_SECS
+  for w in $WRITERS; do
+    echo "== fillrandom: $w writer(s), sync=$sync, $secs s" >&2
+    # --num is per writer and is the key range each draws from; --duration ends the fill.
+    "$BIN" bench "${COMMON[@]}" --db="$DB/fill" --num="$NUM" --threads="$w" --sync="$sync" \
+      --duration="$secs" --benchmarks=fillrandom \
+      --json_out="$OUT/fill-w$w-sync$sync.json" >"$OUT/fill-w$w-sync$sync.log"
+  done
+done
+
+python3 - "$OUT" <<'EOF'
+import glob, json, os, sys
+out = sys.argv[1]
+rows = {}
+for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+    name = os.path.basename(path)[:-5]
+    if name == "fill":
+        continue
+    sync = " sync" if name.endswith("sync1") else ""
+    for line in open(path):
+        r = json.loads(line)
+        key = (r["benchmark"] + sync, r["threads"])
+        rows.setdefault(key, {})[r["engine"]] = r
+print("| benchmark | threads | Shale ops/s | RocksDB ops/s | Shale/RocksDB | Shale p99 us | RocksDB p99 us | Shale p99.9 us | RocksDB p99.9 us |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+order = ["readrandom", "seekrandom", "readwhilewriting", "fillrandom", "fillrandom sync"]
+for (bench, threads) in sorted(rows, key=lambda k: (order.index(k[0]) if k[0] in order else 99, k[1])):
+    e = rows[(bench, threads)]
+    s, r = e.get("shale"), e.get("rocksdb")
+    f = lambda x, k: "" if x is None or x.get(k) is None else f"{x[k]:,.0f}" if k == "ops_per_sec" else f"{x[k]:.1f}"
+    ratio = f"{s['ops_per_sec'] / r['ops_per_sec']:.2f}" if s and r and r["ops_per_sec"] else ""
+    print(f"| {bench} | {threads} | {f(s,'ops_per_sec')} | {f(r,'ops_per_sec')} | {ratio} | "
+          f"{f(s,'p99_micros')} | {f(r,'p99_micros')} | {f(s,'p999_micros')} | {f(r,'p999_micros')} |")
+EOF
