@@ -242,6 +242,11 @@ impl From<shale_table::Error> for SqlError {
                 "HY000",
                 format!("Table '{table}' was locked with a READ lock and can't be updated"),
             ),
+            E::TableNotLocked { table } => SqlError::new(
+                1100,
+                "HY000",
+                format!("Table '{table}' was not locked with LOCK TABLES"),
+            ),
             E::Engine(engine) => crate::storage_error::storage_error(&engine)
                 .unwrap_or_else(|| SqlError::internal(engine)),
             other => SqlError::internal(other),

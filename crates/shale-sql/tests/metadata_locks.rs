@@ -320,6 +320,27 @@ fn lock_tables_write_keeps_other_sessions_from_reading_and_writing_until_unlock(
 }
 
 #[test]
+fn under_lock_tables_other_tables_are_1100_and_a_rewrite_keeps_the_lock() {
+    let instance = common::instance();
+    let mut owner = setup(&instance);
+    run(&mut owner, "LOCK TABLES t WRITE");
+    for sql in ["SELECT COUNT(*) FROM u", "INSERT INTO u VALUES (4, 40)"] {
+        let error = fail(&mut owner, sql);
+        assert_eq!(error.code, 1100, "{sql}: {error}");
+        assert_eq!(error.message, "Table 'u' was not locked with LOCK TABLES");
+    }
+    // A rewrite gives t new ids: the lock moves to them.
+    run(&mut owner, "ALTER TABLE t MODIFY v VARCHAR(10)");
+    run(&mut owner, "INSERT INTO t VALUES (4, 'x')");
+    let mut other = impatient(&instance);
+    let error = fail(&mut other, "SELECT COUNT(*) FROM t");
+    assert_eq!(error.code, 1205, "the rewritten table is still locked: {error}");
+    run(&mut owner, "UNLOCK TABLES");
+    assert_eq!(count(&mut other, "t"), Value::Int(4));
+    assert_eq!(count(&mut owner, "u"), Value::Int(3));
+}
+
+#[test]
 fn lock_tables_read_keeps_writers_out_and_lets_readers_in() {
     let instance = common::instance();
     let mut owner = setup(&instance);

@@ -261,6 +261,9 @@ impl Store {
         fences.born(table_id(&def), db.latest_seqno());
         self.inner.forget_sequences(old_id);
         self.inner.install(replaced(&catalog, &old, def.clone()));
+        self.inner
+            .metadata
+            .move_session_locks(old_id, table_id(&def));
         fences.retire(old_id);
         shadows.remove(old_id);
         Ok((def, AlterMethod::Rewrite { rows }))

@@ -40,6 +40,10 @@ pub enum Error {
     /// A write to a table the session holds with LOCK TABLES ... READ (`MySQL`'s 1099).
     #[error("table '{table}' was locked with a READ lock and can't be updated")]
     TableLockedForRead { table: String },
+    /// A table the session did not name in its LOCK TABLES while it holds table locks
+    /// (`MySQL`'s 1100).
+    #[error("table '{table}' was not locked with LOCK TABLES")]
+    TableNotLocked { table: String },
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("corruption: {0}")]

@@ -16,7 +16,10 @@
 //! transaction that used it, like a DDL), READ lets no other session write it (it waits for
 //! every transaction that wrote it). The holder's own statements (the thread's
 //! [`MetadataWait::owner`]) pass its locks, DDL included; a transaction that holds a table
-//! shared records whether it wrote it, which a READ lock waits for.
+//! shared records whether it wrote it, which a READ lock waits for. While a session holds
+//! table locks, its transactions may use only those tables: any other fails with
+//! [`Error::TableNotLocked`] (`MySQL`'s 1100), a write to one it holds READ with
+//! [`Error::TableLockedForRead`] (1099).
 //!
 //! A wait ends at the deadline ([`Error::LockWaitTimeout`], `MySQL`'s 1205) or when the
 //! [`LockWaiter`] installed on the calling thread says the statement was killed
@@ -39,9 +42,14 @@
 //!    once held, its owner waits for no metadata lock of the tables it holds.
 //! 6. The lock table is sharded by table id: the hot path (an uncontended shared lock and its
 //!    release) locks one shard's mutex, never a store-wide one.
+//! 7. A session's table locks are listed once, in `MetadataLocks::sessions`, and follow its
+//!    tables: a rewriting ALTER TABLE under the session's own WRITE lock gives the table new
+//!    ids, and [`MetadataLocks::move_session_locks`] moves the lock to them, so other
+//!    sessions stay out of the rewritten table and UNLOCK TABLES releases the new ids.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -236,12 +244,20 @@ struct Shard {
 #[derive(Debug)]
 pub(crate) struct MetadataLocks {
     shards: Vec<Shard>,
+    /// The tables each session holds with LOCK TABLES, by owner: the only tables its
+    /// transactions may use, and what its [`SessionLocks`] releases (invariant 7).
+    /// `any_session` is whether the map has an entry, so the hot path of sessions without
+    /// table locks reads one atomic.
+    sessions: Mutex<HashMap<u64, Vec<(u32, TableLockMode)>>>,
+    any_session: AtomicBool,
 }
 
 impl Default for MetadataLocks {
     fn default() -> Self {
         MetadataLocks {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            sessions: Mutex::default(),
+            any_session: AtomicBool::new(false),
         }
     }
 }
@@ -273,6 +289,103 @@ impl MetadataLocks {
 
     fn tables(shard: &Shard) -> MutexGuard<'_, TableMap> {
         shard.tables.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<u64, Vec<(u32, TableLockMode)>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Fails with [`Error::TableNotLocked`] when `owner` holds table locks and `table_id`
+    /// (named `table`) is not one of them.
+    fn check_locked_by_session(
+        &self,
+        owner: Option<u64>,
+        table_id: u32,
+        table: &str,
+    ) -> Result<()> {
+        let Some(owner) = owner else {
+            return Ok(());
+        };
+        if !self.any_session.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        match self.sessions().get(&owner) {
+            Some(held) if !held.iter().any(|(id, _)| *id == table_id) => {
+                Err(Error::TableNotLocked {
+                    table: table.to_owned(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Records that `owner` holds `id` in `mode` with LOCK TABLES.
+    fn add_session_lock(&self, owner: u64, id: u32, mode: TableLockMode) {
+        let mut sessions = self.sessions();
+        sessions.entry(owner).or_default().push((id, mode));
+        self.any_session.store(true, Ordering::Release);
+    }
+
+    /// Releases every table lock `owner` holds with LOCK TABLES.
+    fn release_session_locks(&self, owner: u64) {
+        let held = {
+            let mut sessions = self.sessions();
+            let held = sessions.remove(&owner).unwrap_or_default();
+            self.any_session
+                .store(!sessions.is_empty(), Ordering::Release);
+            held
+        };
+        for (id, mode) in held {
+            let shard = self.shard(id);
+            let mut tables = Self::tables(shard);
+            if let Some(lock) = tables.get_mut(&id) {
+                match mode {
+                    TableLockMode::Read => {
+                        if let Some(at) = lock.read_owners.iter().position(|&o| o == owner) {
+                            lock.read_owners.swap_remove(at);
+                        }
+                    }
+                    TableLockMode::Write => lock.write_owner = None,
+                }
+                if lock.idle() {
+                    tables.remove(&id);
+                }
+            }
+            shard.changed.notify_all();
+        }
+    }
+
+    /// A rewrite gave table `old` the new table id `new` (invariant 7): the LOCK TABLES
+    /// locks on `old` now hold `new`. Called under the DDL mutex with `old` held exclusive,
+    /// so no session takes or releases a table lock on either meanwhile.
+    pub(crate) fn move_session_locks(&self, old: u32, new: u32) {
+        if !self.any_session.load(Ordering::Acquire) {
+            return;
+        }
+        let (read_owners, write_owner) = {
+            let mut tables = Self::tables(self.shard(old));
+            let Some(lock) = tables.get_mut(&old) else {
+                return;
+            };
+            (
+                std::mem::take(&mut lock.read_owners),
+                lock.write_owner.take(),
+            )
+        };
+        if read_owners.is_empty() && write_owner.is_none() {
+            return;
+        }
+        for held in self.sessions().values_mut() {
+            for (id, _) in held.iter_mut().filter(|(id, _)| *id == old) {
+                *id = new;
+            }
+        }
+        let shard = self.shard(new);
+        let mut tables = Self::tables(shard);
+        let lock = tables.entry(new).or_default();
+        lock.read_owners.extend(read_owners);
+        lock.write_owner = lock.write_owner.or(write_owner);
+        shard.changed.notify_all();
     }
 
     /// Takes `table_id` shared for a transaction that holds `held` already (which must not
@@ -315,6 +428,7 @@ impl MetadataLocks {
         store_timeout: Duration,
     ) -> Result<bool> {
         let owner = current_owner();
+        self.check_locked_by_session(owner, table_id, table)?;
         let grant = |lock: &mut TableLock| -> Result<bool> {
             if write && owner.is_some_and(|o| lock.read_owners.contains(&o)) {
                 return Err(Error::TableLockedForRead {
@@ -497,10 +611,10 @@ impl MetadataLocks {
     ) -> Result<SessionLocks> {
         let (timeout, waiter) = current_wait(store_timeout);
         let deadline = Instant::now() + timeout;
-        let mut granted = SessionLocks {
+        // Dropped on failure: releases what was granted.
+        let granted = SessionLocks {
             locks: Arc::clone(self),
             owner,
-            held: Vec::with_capacity(tables.len()),
         };
         let mut showing = None;
         for &(id, mode) in tables {
@@ -518,7 +632,7 @@ impl MetadataLocks {
                         TableLockMode::Read => lock.read_owners.push(owner),
                         TableLockMode::Write => lock.write_owner = Some(owner),
                     }
-                    granted.held.push((id, mode));
+                    self.add_session_lock(owner, id, mode);
                     break;
                 }
                 if let Err(error) = give_up(deadline, waiter.as_ref()) {
@@ -550,46 +664,16 @@ impl MetadataLocks {
 }
 
 /// The table locks a session took with LOCK TABLES; dropping it (UNLOCK TABLES, a new LOCK
-/// TABLES, the session's end) releases them.
+/// TABLES, the session's end) releases them. A session holds one at a time (invariant 7).
 #[derive(Debug)]
 pub struct SessionLocks {
     locks: Arc<MetadataLocks>,
     owner: u64,
-    held: Vec<(u32, TableLockMode)>,
-}
-
-impl SessionLocks {
-    /// The session's lock on table `table_id`, if it holds one.
-    #[must_use]
-    pub fn mode_of(&self, table_id: u32) -> Option<TableLockMode> {
-        self.held
-            .iter()
-            .filter(|(id, _)| *id == table_id)
-            .map(|(_, mode)| *mode)
-            .max_by_key(|mode| *mode == TableLockMode::Write)
-    }
 }
 
 impl Drop for SessionLocks {
     fn drop(&mut self) {
-        for &(id, mode) in &self.held {
-            let shard = self.locks.shard(id);
-            let mut tables = MetadataLocks::tables(shard);
-            if let Some(lock) = tables.get_mut(&id) {
-                match mode {
-                    TableLockMode::Read => {
-                        if let Some(at) = lock.read_owners.iter().position(|&o| o == self.owner) {
-                            lock.read_owners.swap_remove(at);
-                        }
-                    }
-                    TableLockMode::Write => lock.write_owner = None,
-                }
-                if lock.idle() {
-                    tables.remove(&id);
-                }
-            }
-            shard.changed.notify_all();
-        }
+        self.locks.release_session_locks(self.owner);
     }
 }
 
