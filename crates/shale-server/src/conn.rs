@@ -233,10 +233,20 @@ fn client_hosts(ip: IpAddr) -> (String, Vec<String>) {
     }
 }
 
-fn lookup_user(shared: &Shared, user: &str, hosts: &[String]) -> Option<UserRecord> {
-    hosts
-        .iter()
-        .find_map(|host| shared.backend.lookup_user(user, host).ok().flatten())
+/// The account `user` logs in as from one of `hosts` (most specific first). A failed read
+/// of the accounts (a storage error) is an error, never an unknown user: that would answer
+/// "Access denied" and count a failed login against a client that did nothing wrong.
+fn lookup_user(
+    shared: &Shared,
+    user: &str,
+    hosts: &[String],
+) -> Result<Option<UserRecord>, SqlError> {
+    for host in hosts {
+        if let Some(record) = shared.backend.lookup_user(user, host)? {
+            return Ok(Some(record));
+        }
+    }
+    Ok(None)
 }
 
 /// The connection phase, with the switch to TLS when the client asks for it; `None` when it
@@ -372,7 +382,13 @@ fn check_account(
             return None;
         }
     }
-    let record = lookup_user(shared, &response.user, &hosts);
+    let record = match lookup_user(shared, &response.user, &hosts) {
+        Ok(record) => record,
+        Err(error) => {
+            send_error(conn.get_mut(), seq, &error);
+            return None;
+        }
+    };
     let exists = record.is_some();
     // An unknown user goes through the same steps as a known one with a wrong password.
     let plugin = record.as_ref().map_or_else(

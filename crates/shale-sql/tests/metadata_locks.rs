@@ -334,7 +334,10 @@ fn under_lock_tables_other_tables_are_1100_and_a_rewrite_keeps_the_lock() {
     run(&mut owner, "INSERT INTO t VALUES (4, 'x')");
     let mut other = impatient(&instance);
     let error = fail(&mut other, "SELECT COUNT(*) FROM t");
-    assert_eq!(error.code, 1205, "the rewritten table is still locked: {error}");
+    assert_eq!(
+        error.code, 1205,
+        "the rewritten table is still locked: {error}"
+    );
     run(&mut owner, "UNLOCK TABLES");
     assert_eq!(count(&mut other, "t"), Value::Int(4));
     assert_eq!(count(&mut owner, "u"), Value::Int(3));

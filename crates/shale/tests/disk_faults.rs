@@ -11,6 +11,9 @@
 //!   log, flushes its memtables and writes go on, without a restart;
 //! - ENOSPC appending to the MANIFEST (1021) or a failed fsync of it (1030, errno 5): the
 //!   engine writes a new MANIFEST once the fault is lifted and writes go on, no restart.
+//! - EIO reading table files: compactions fail (counted in `Shale_compaction_read_errors`,
+//!   retried with backoff), clients go on reading and writing, and once the fault is lifted
+//!   a compaction runs to its end, without a restart.
 //!
 //! Every case then checks each acknowledged commit (its row is there with its value), that no
 //! INSERT that got an error is applied and no row that was never sent is there, both on the
@@ -489,4 +492,97 @@ fn a_failed_manifest_fsync_pauses_writes_with_1030_until_a_new_manifest_is_writt
         FaultError::FailedSync,
         (1030, 5),
     );
+}
+
+/// A GLOBAL status counter of the server, through `conn` (opened before a fault: a login
+/// reads the accounts from the tables).
+fn status(conn: &mut Conn, name: &str) -> u64 {
+    let row: Option<(String, u64)> = conn
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .unwrap();
+    row.unwrap_or_else(|| panic!("no status variable {name}")).1
+}
+
+#[test]
+fn failed_compaction_reads_keep_the_server_serving_and_compaction_resumes_once_they_stop() {
+    let dir = scratch("eio-compaction-reads");
+    let fault = Arc::new(FaultFs::new(Arc::new(OsFs::new())));
+    let instance = open(&dir, fault.clone());
+    let server = Running::start(&instance);
+    setup(&server);
+    let history = Arc::new(Mutex::new(History::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads = writers(&server, 2, &stop, &history);
+    wait_for("200 acknowledged rows", Duration::from_secs(60), || {
+        acknowledged(&history) >= 200
+    });
+
+    // A third of the reads of table files fail with EIO: a compaction reads many blocks, so
+    // each one fails (compaction.rs read_failure: a transient error, retried with backoff);
+    // a client read that meets the fault gets an error and the next one may succeed.
+    let mut watcher = server.connect();
+    let rule = fault.add_rule(
+        FaultRule::new(
+            OpKind::Read,
+            FaultTrigger::Probability { p: 0.3, seed: 26 },
+            FaultError::Eio,
+        )
+        .path_contains(".sst"),
+    );
+    wait_for(
+        "a compaction to fail reading its input",
+        Duration::from_secs(120),
+        || status(&mut watcher, "Shale_compaction_read_errors") >= 2,
+    );
+    assert_eq!(
+        watcher.query_first::<u64, _>("SELECT 1").unwrap(),
+        Some(1),
+        "the server answers while compactions fail"
+    );
+    // A login that cannot read the accounts gets that error, not "Access denied" (1045).
+    for _ in 0..5 {
+        let opts = OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(server.addr.port())
+            .user(Some("root"))
+            .pass(Some(""))
+            .prefer_socket(false);
+        if let Err(mysql::Error::MySqlError(e)) = Conn::new(opts) {
+            assert_ne!(e.code, 1045, "a failed read is not a wrong password: {e:?}");
+        }
+    }
+    let during = acknowledged(&history);
+    wait_for("writes to go on", Duration::from_secs(60), || {
+        acknowledged(&history) >= during + 50
+    });
+
+    // The fault ends: a compaction runs to its end (the backoff is at most 5 s).
+    fault.remove_rule(rule);
+    let compactions = status(&mut watcher, "Shale_compactions");
+    let read_errors = status(&mut watcher, "Shale_compaction_read_errors");
+    wait_for("a compaction to succeed", Duration::from_secs(60), || {
+        status(&mut watcher, "Shale_compactions") > compactions
+    });
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    assert_eq!(
+        status(&mut watcher, "Shale_damaged_tables"),
+        0,
+        "EIO is no damage"
+    );
+    drop(watcher);
+    let history = Arc::try_unwrap(history).unwrap().into_inner().unwrap();
+    eprintln!(
+        "EIO on compaction reads: {} acknowledged, {} client errors, {read_errors} failed compactions",
+        history.acknowledged.len(),
+        history.errors.len()
+    );
+    check_rows(&server, &history, "after the fault was lifted");
+    let mut conn = server.connect();
+    let check: Vec<(String, String, String, String)> = conn.query("CHECK TABLE t").unwrap();
+    assert_eq!(check.last().unwrap().3, "OK", "{check:?}");
+    drop(conn);
+    restart_and_check(&dir, instance, server, &history);
 }
