@@ -1128,6 +1128,140 @@ impl<'a> Binder<'a> {
         Ok(x)
     }
 
+    /// One GROUP BY item, resolved as `MySQL` resolves it: a position in the select list
+    /// (`GROUP BY 1`; a wildcard counts as the columns it stands for), else a column of the
+    /// FROM clause, else a select alias (GROUP BY looks at the FROM clause first, ORDER BY at
+    /// the aliases). An item that stands for an aggregate is 1056.
+    fn group_item(
+        &mut self,
+        e: &ast::Expr,
+        projection: &[ast::SelectItem],
+    ) -> Result<(Expr, SqlType), SqlError> {
+        if let ast::Expr::Value(v) = e {
+            if let ast::Value::Number(n, _) = &v.value {
+                if let Ok(pos) = n.parse::<usize>() {
+                    return self.group_position(n, pos, projection);
+                }
+            }
+        }
+        let bound = self.expr(e);
+        if let (Err(error), ast::Expr::Identifier(id)) = (&bound, e) {
+            if error.code == 1054 {
+                let aliased = projection.iter().find_map(|item| match item {
+                    ast::SelectItem::ExprWithAlias { expr, alias }
+                        if alias.value.eq_ignore_ascii_case(&id.value) =>
+                    {
+                        Some(expr)
+                    }
+                    _ => None,
+                });
+                if let Some(expr) = aliased {
+                    return self.grouped_select_expr(expr, &id.value);
+                }
+            }
+        }
+        bound
+    }
+
+    /// `GROUP BY n`: the select list's nth column (`text` is n as written).
+    fn group_position(
+        &mut self,
+        text: &str,
+        pos: usize,
+        projection: &[ast::SelectItem],
+    ) -> Result<(Expr, SqlType), SqlError> {
+        let mut seen = 0;
+        for item in projection {
+            let columns = match item {
+                ast::SelectItem::UnnamedExpr(expr) => {
+                    seen += 1;
+                    if seen == pos {
+                        return self.grouped_select_expr(expr, &expr.to_string());
+                    }
+                    continue;
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    seen += 1;
+                    if seen == pos {
+                        return self.grouped_select_expr(expr, &alias.value);
+                    }
+                    continue;
+                }
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    self.wildcard_columns(item)?
+                }
+                ast::SelectItem::ExprWithAliases { .. } => {
+                    return Err(SqlError::unsupported(item.to_string()))
+                }
+            };
+            if pos > seen {
+                if let Some((column, ty)) = columns.get(pos - seen - 1) {
+                    return Ok((Expr::Column(*column), ty.clone()));
+                }
+            }
+            seen += columns.len();
+        }
+        Err(SqlError::unknown_column(text, "group statement"))
+    }
+
+    /// The columns (position, type) a wildcard of the select list stands for.
+    fn wildcard_columns(&self, item: &ast::SelectItem) -> Result<Vec<(usize, SqlType)>, SqlError> {
+        let unknown =
+            |alias: &str| SqlError::new(1051, "42S02", format!("Unknown table '{alias}'"));
+        let qualifier = match item {
+            ast::SelectItem::QualifiedWildcard(
+                ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                _,
+            ) => Some(ident_name(name).pop().unwrap_or_default()),
+            ast::SelectItem::QualifiedWildcard(..) => {
+                return Err(SqlError::unsupported(item.to_string()))
+            }
+            _ => None,
+        };
+        if let Some(scope) = &self.scope {
+            let positions = match &qualifier {
+                Some(alias) => scope.input_columns(alias).ok_or_else(|| unknown(alias))?,
+                None => scope.star.clone(),
+            };
+            return positions
+                .into_iter()
+                .map(|pos| {
+                    scope
+                        .column_at(pos)
+                        .map(|c| (pos, c.ty.clone()))
+                        .ok_or_else(|| SqlError::internal("star"))
+                })
+                .collect();
+        }
+        let Some(t) = &self.table else {
+            return Err(SqlError::new(1096, "HY000", "No tables used"));
+        };
+        if let Some(alias) = qualifier.filter(|a| !t.alias.eq_ignore_ascii_case(a)) {
+            return Err(unknown(&alias));
+        }
+        Ok(t.def
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(pos, c)| (pos, SqlType::of_column(&c.ty)))
+            .collect())
+    }
+
+    /// A select list expression that a GROUP BY item names (by alias or position).
+    fn grouped_select_expr(
+        &mut self,
+        expr: &ast::Expr,
+        name: &str,
+    ) -> Result<(Expr, SqlType), SqlError> {
+        self.expr(expr).map_err(|error| {
+            if error.code == 1111 {
+                SqlError::new(1056, "42000", format!("Can't group on '{name}'"))
+            } else {
+                error
+            }
+        })
+    }
+
     pub(crate) fn order_by(
         &mut self,
         items: &[ast::OrderByExpr],
@@ -1238,7 +1372,7 @@ impl<'a> Binder<'a> {
                 let mut out = Vec::new();
                 for e in exprs {
                     self.clause = "group statement";
-                    let r = self.expr(e);
+                    let r = self.group_item(e, &s.projection);
                     self.clause = "field list";
                     let (x, t) = r?;
                     out.push(x);

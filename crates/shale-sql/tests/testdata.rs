@@ -293,6 +293,11 @@ fn collations() {
 }
 
 #[test]
+fn group_by_names() {
+    common::run_file("group_by_names");
+}
+
+#[test]
 fn full_group_by() {
     common::run_file("full_group_by");
 }
