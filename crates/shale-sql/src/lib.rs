@@ -62,6 +62,7 @@ mod exec;
 mod expr;
 mod found_rows;
 mod from;
+mod from_dual;
 mod func_syntax;
 mod gencol_match;
 mod gencols;

@@ -34,6 +34,8 @@
 //! 12. UPDATE's and DELETE's modifiers (`UPDATE LOW_PRIORITY IGNORE`, `DELETE QUICK
 //!     IGNORE`), which sqlparser does not parse, are taken out of the tokens of every text
 //!     before parsing, IGNORE left as a marker the statement carries (dml_modifiers.rs).
+//! 13. `FROM DUAL` is taken out of the tokens of every text, so the SELECT has no FROM
+//!     clause (from_dual.rs).
 
 use sqlparser::ast::Statement;
 

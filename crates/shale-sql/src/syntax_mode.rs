@@ -106,6 +106,7 @@ pub(crate) fn parse_statements(text: &str, syntax: Syntax) -> Result<Vec<Stateme
         .with_unescape(true)
         .tokenize_with_location()?;
     crate::dml_modifiers::take_modifiers(&mut tokens)?;
+    crate::from_dual::take_from_dual(&mut tokens);
     if syntax.ansi_quotes {
         backtick_identifiers(&mut tokens);
     }
