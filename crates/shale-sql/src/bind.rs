@@ -1478,7 +1478,7 @@ impl<'a> Binder<'a> {
                         }),
                         _ => None,
                     };
-                    let meta = match (&x, &self.table) {
+                    let mut meta = match (&x, &self.table) {
                         _ if scope_meta.is_some() => {
                             scope_meta.unwrap_or_else(|| t.meta(&name, true))
                         }
@@ -1490,6 +1490,14 @@ impl<'a> Binder<'a> {
                             !matches!(x, Expr::Literal(ref v) if !matches!(v, Value::Null)),
                         ),
                     };
+                    // `c COLLATE x` binds to the column with x in its type: the result column
+                    // has x (what clients see, and what DISTINCT compares by). Binary
+                    // columns stay binary.
+                    if let (Expr::Column(_), SqlType::Str { collation, .. }) = (&x, &t) {
+                        if meta.charset != 63 {
+                            meta.charset = crate::types::collation_id(*collation);
+                        }
+                    }
                     projection.push(x);
                     types.push(t);
                     columns.push(meta);
