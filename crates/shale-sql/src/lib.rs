@@ -103,6 +103,7 @@ mod recursive;
 mod result;
 mod row_compare;
 mod row_counts;
+mod select_into;
 mod session;
 mod set_assign;
 mod set_ops;

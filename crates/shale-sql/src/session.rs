@@ -541,12 +541,16 @@ impl Session {
             return Err(SqlError::new(1065, "42000", "Query was empty"));
         }
         let n = statements.len();
-        for (i, stmt) in statements.into_iter().enumerate() {
+        for (i, mut stmt) in statements.into_iter().enumerate() {
             let more = i + 1 < n;
             let mut wrapped = crate::result::MoreResults { inner: sink, more };
             let counter = crate::status::command_counter(&stmt);
+            let into = crate::select_into::take_targets(&mut stmt);
             crate::ops::observe(self, counter, sql, &mut wrapped, |s, sink| {
                 let planned = s.plan(stmt)?;
+                if let Some(targets) = into {
+                    return crate::select_into::run(s, &planned, &targets?, sink);
+                }
                 // Parsed again only for a rerun, so the common path keeps no copy.
                 s.run_rebinding(&planned, &[], sink, |s| {
                     let stmt = crate::parse::parse_as(sql, syntax)?.swap_remove(i);
@@ -1049,7 +1053,7 @@ impl Session {
     /// conflict (1213: under REPEATABLE READ a row changed after its snapshot) is retried in a
     /// fresh transaction, up to `MAX_RETRIES` times: nothing was committed or sent to the
     /// client yet, and InnoDB would have waited for the row instead of failing.
-    fn run(
+    pub(crate) fn run(
         &mut self,
         planned: &Planned,
         params: &[Value],
