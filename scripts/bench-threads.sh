@@ -11,7 +11,12 @@
 # Knobs (environment): BIN, OUT (results directory), DB (database directory, on a disk file
 # system), NUM (keys of the read database, 5M), SECS (seconds per read benchmark and per
 # unsynced fill, 20), SYNC_SECS (seconds per synced fill, 15), READ_THREADS ("1 2 4 8"),
-# WRITERS ("1 4 8"), ENGINES (shale,rocksdb).
+# WRITERS ("1 4 8"), ENGINES (shale,rocksdb), RWW_WRITE_RATE (readwhilewriting's writer,
+# bytes per second, 2 MiB), SKIP_FILL=1 (reuse $DB/read from a run before).
+#
+# Each invocation gets its own --seed: a thread's key stream is derived from the seed and its
+# thread number, so a read run with the fill's seed would read exactly the keys the fill
+# wrote, in its order (every key found), and another thread count would not.
 set -euo pipefail
 
 BIN=${BIN:-target/release/shale}
@@ -23,21 +28,35 @@ SYNC_SECS=${SYNC_SECS:-15}
 READ_THREADS=${READ_THREADS:-"1 2 4 8"}
 WRITERS=${WRITERS:-"1 4 8"}
 ENGINES=${ENGINES:-shale,rocksdb}
+RWW_WRITE_RATE=${RWW_WRITE_RATE:-2097152}
 
 mkdir -p "$OUT"
 COMMON=(--engines="$ENGINES" --key_size=16 --value_size=100 --compression_ratio=0.5
   --compression_type=lz4 --bloom_bits=10 --cache_size=268435456 --seek_nexts=10
-  --histogram=1 --seed=28)
+  --histogram=1)
 
-echo "== fill: $NUM keys per engine, then wait for compaction" >&2
-"$BIN" bench "${COMMON[@]}" --db="$DB/read" --num="$NUM" \
-  --benchmarks=fillrandom,waitforcompaction --json_out="$OUT/fill.json" >"$OUT/fill.log"
+if [ "${SKIP_FILL:-0}" != 1 ]; then
+  echo "== fill: $NUM keys per engine, then wait for compaction" >&2
+  "$BIN" bench "${COMMON[@]}" --seed=28 --db="$DB/read" --num="$NUM" \
+    --benchmarks=fillrandom,waitforcompaction --json_out="$OUT/fill.json" >"$OUT/fill.log"
+fi
 
+# Reads first, every thread count, on the database as the fill left it; then
+# readwhilewriting, whose writer changes the database. Its writer is held to RWW_WRITE_RATE
+# bytes per second so both engines' databases grow alike (an unthrottled writer writes more
+# into the faster engine, which then reads a bigger database).
 for t in $READ_THREADS; do
   echo "== reads: $t thread(s), $SECS s each" >&2
-  "$BIN" bench "${COMMON[@]}" --db="$DB/read" --num="$NUM" --use_existing_db \
-    --threads="$t" --duration="$SECS" --benchmarks=readrandom,seekrandom,readwhilewriting \
+  "$BIN" bench "${COMMON[@]}" --seed=$((1000 + t)) --db="$DB/read" --num="$NUM" --use_existing_db \
+    --threads="$t" --duration="$SECS" --benchmarks=readrandom,seekrandom \
     --json_out="$OUT/reads-$t.json" >"$OUT/reads-$t.log"
+done
+for t in $READ_THREADS; do
+  echo "== readwhilewriting: $t reader(s) and one writer, $SECS s" >&2
+  "$BIN" bench "${COMMON[@]}" --seed=$((1100 + t)) --db="$DB/read" --num="$NUM" --use_existing_db \
+    --threads="$t" --duration="$SECS" --benchmarks=readwhilewriting \
+    --benchmark_write_rate_limit="$RWW_WRITE_RATE" \
+    --json_out="$OUT/rww-$t.json" >"$OUT/rww-$t.log"
 done
 
 for sync in 0 1; do
@@ -46,7 +65,8 @@ for sync in 0 1; do
   for w in $WRITERS; do
     echo "== fillrandom: $w writer(s), sync=$sync, $secs s" >&2
     # --num is per writer and is the key range each draws from; --duration ends the fill.
-    "$BIN" bench "${COMMON[@]}" --db="$DB/fill" --num="$NUM" --threads="$w" --sync="$sync" \
+    "$BIN" bench "${COMMON[@]}" --seed=$((2000 + 10 * w + sync)) --db="$DB/fill" --num="$NUM" \
+      --threads="$w" --sync="$sync" \
       --duration="$secs" --benchmarks=fillrandom \
       --json_out="$OUT/fill-w$w-sync$sync.json" >"$OUT/fill-w$w-sync$sync.log"
   done
