@@ -382,13 +382,9 @@ fn check_account(
             return None;
         }
     }
-    let record = match lookup_user(shared, &response.user, &hosts) {
-        Ok(record) => record,
-        Err(error) => {
-            send_error(conn.get_mut(), seq, &error);
-            return None;
-        }
-    };
+    let record = lookup_user(shared, &response.user, &hosts)
+        .map_err(|error| send_error(conn.get_mut(), seq, &error))
+        .ok()?;
     let exists = record.is_some();
     // An unknown user goes through the same steps as a known one with a wrong password.
     let plugin = record.as_ref().map_or_else(

@@ -465,6 +465,36 @@ pub(super) fn key_column_usage(store: &Store) -> Vec<Row> {
     out
 }
 
+/// A row per PRIMARY KEY and UNIQUE key (a hidden primary key is none), as MySQL lists them;
+/// Shale has no FOREIGN KEY or CHECK constraints.
+pub(super) fn table_constraints(store: &Store) -> Vec<Row> {
+    let mut out = Vec::new();
+    for (db, tables) in &store.catalog().databases {
+        for def in tables.values() {
+            for (name, unique, _) in indexes(def) {
+                if !unique {
+                    continue;
+                }
+                let kind = if name == "PRIMARY" && !def.has_hidden_primary_key() {
+                    "PRIMARY KEY"
+                } else {
+                    "UNIQUE"
+                };
+                out.push(vec![
+                    text(CATALOG),
+                    text(db),
+                    text(name),
+                    text(db),
+                    text(&def.name),
+                    text(kind),
+                    text("YES"),
+                ]);
+            }
+        }
+    }
+    out
+}
+
 pub(super) fn shale_ddl(store: &Store) -> Vec<Row> {
     let mut out = Vec::new();
     for (db, tables) in &store.catalog().databases {

@@ -93,6 +93,7 @@ pub(crate) fn rows(
         InfoTable::Columns => Ok(catalog_rows::columns(store)),
         InfoTable::Statistics => Ok(catalog_rows::statistics(store)),
         InfoTable::KeyColumnUsage => Ok(catalog_rows::key_column_usage(store)),
+        InfoTable::TableConstraints => Ok(catalog_rows::table_constraints(store)),
         InfoTable::Engines => Ok(engine_rows::engines()),
         InfoTable::Collations => Ok(engine_rows::collations()),
         InfoTable::CharacterSets => Ok(engine_rows::character_sets()),
@@ -100,9 +101,11 @@ pub(crate) fn rows(
         InfoTable::ShaleKeyspaces => engine_rows::shale_keyspaces(store),
         InfoTable::ShaleCompactionStats => Ok(engine_rows::shale_compaction_stats(store)),
         InfoTable::Views => Ok(crate::views::info_schema_views(store)),
-        InfoTable::Routines | InfoTable::Triggers | InfoTable::Files | InfoTable::Partitions => {
-            Ok(Vec::new())
-        }
+        InfoTable::Routines
+        | InfoTable::Triggers
+        | InfoTable::Files
+        | InfoTable::Partitions
+        | InfoTable::ReferentialConstraints => Ok(Vec::new()),
     }
 }
 

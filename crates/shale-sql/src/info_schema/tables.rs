@@ -70,6 +70,10 @@ pub(crate) enum InfoTable {
     Columns,
     Statistics,
     KeyColumnUsage,
+    /// Each table's PRIMARY KEY and UNIQUE keys.
+    TableConstraints,
+    /// Always empty: Shale has no foreign keys (ORMs read it to learn a schema).
+    ReferentialConstraints,
     Engines,
     Collations,
     CharacterSets,
@@ -98,7 +102,7 @@ pub(crate) enum InfoTable {
 }
 
 /// Every table, in `SHOW TABLES` order.
-pub(crate) const ALL: [InfoTable; 20] = [
+pub(crate) const ALL: [InfoTable; 22] = [
     InfoTable::CharacterSets,
     InfoTable::Collations,
     InfoTable::Columns,
@@ -107,6 +111,7 @@ pub(crate) const ALL: [InfoTable; 20] = [
     InfoTable::KeyColumnUsage,
     InfoTable::Partitions,
     InfoTable::ProcessList,
+    InfoTable::ReferentialConstraints,
     InfoTable::Routines,
     InfoTable::Schemata,
     InfoTable::ShaleCompactionStats,
@@ -116,6 +121,7 @@ pub(crate) const ALL: [InfoTable; 20] = [
     InfoTable::ShaleLocks,
     InfoTable::ShaleTrx,
     InfoTable::Statistics,
+    InfoTable::TableConstraints,
     InfoTable::Tables,
     InfoTable::Triggers,
     InfoTable::Views,
@@ -213,6 +219,30 @@ const KEY_COLUMN_USAGE: &[Col] = &[
     c("REFERENCED_TABLE_SCHEMA", NullText),
     c("REFERENCED_TABLE_NAME", NullText),
     c("REFERENCED_COLUMN_NAME", NullText),
+];
+
+const TABLE_CONSTRAINTS: &[Col] = &[
+    c("CONSTRAINT_CATALOG", Text),
+    c("CONSTRAINT_SCHEMA", Text),
+    c("CONSTRAINT_NAME", Text),
+    c("TABLE_SCHEMA", Text),
+    c("TABLE_NAME", Text),
+    c("CONSTRAINT_TYPE", Text),
+    c("ENFORCED", Text),
+];
+
+const REFERENTIAL_CONSTRAINTS: &[Col] = &[
+    c("CONSTRAINT_CATALOG", Text),
+    c("CONSTRAINT_SCHEMA", Text),
+    c("CONSTRAINT_NAME", Text),
+    c("UNIQUE_CONSTRAINT_CATALOG", Text),
+    c("UNIQUE_CONSTRAINT_SCHEMA", Text),
+    c("UNIQUE_CONSTRAINT_NAME", NullText),
+    c("MATCH_OPTION", Text),
+    c("UPDATE_RULE", Text),
+    c("DELETE_RULE", Text),
+    c("TABLE_NAME", Text),
+    c("REFERENCED_TABLE_NAME", Text),
 ];
 
 const ENGINES: &[Col] = &[
@@ -435,6 +465,8 @@ impl InfoTable {
             InfoTable::Columns => "COLUMNS",
             InfoTable::Statistics => "STATISTICS",
             InfoTable::KeyColumnUsage => "KEY_COLUMN_USAGE",
+            InfoTable::TableConstraints => "TABLE_CONSTRAINTS",
+            InfoTable::ReferentialConstraints => "REFERENTIAL_CONSTRAINTS",
             InfoTable::Engines => "ENGINES",
             InfoTable::Collations => "COLLATIONS",
             InfoTable::CharacterSets => "CHARACTER_SETS",
@@ -466,6 +498,8 @@ impl InfoTable {
             InfoTable::Columns => COLUMNS,
             InfoTable::Statistics => STATISTICS,
             InfoTable::KeyColumnUsage => KEY_COLUMN_USAGE,
+            InfoTable::TableConstraints => TABLE_CONSTRAINTS,
+            InfoTable::ReferentialConstraints => REFERENTIAL_CONSTRAINTS,
             InfoTable::Engines => ENGINES,
             InfoTable::Collations => COLLATIONS,
             InfoTable::CharacterSets => CHARACTER_SETS,
