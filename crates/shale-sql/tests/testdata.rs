@@ -361,3 +361,8 @@ fn update_ignore() {
 fn cast_float() {
     common::run_file("cast_float");
 }
+
+#[test]
+fn insert_set() {
+    common::run_file("insert_set");
+}
