@@ -559,7 +559,7 @@ fn map_insert_columns(
     // A VALUES row may read the row's columns (bind.rs) by their view names.
     if let Some(ast::SetExpr::Values(values)) = ins.source.as_mut().map(|q| q.body.as_mut()) {
         for row in &mut values.rows {
-            for e in row.content.iter_mut() {
+            for e in &mut row.content {
                 if !crate::insert_set::is_default_keyword(e) {
                     substitute(e, &unqualified, "field list")?;
                 }
