@@ -138,6 +138,10 @@ pub(crate) enum OnDuplicate {
 pub(crate) struct BoundInsert {
     pub table: TableRef,
     pub rows: Vec<Vec<Option<Expr>>>,
+    /// The VALUES columns in list order, when a value reads a column of the row being
+    /// inserted: each row is then evaluated in this order over the row as built so far
+    /// (exec.rs, `values_row`). None when no value reads one.
+    pub value_order: Option<Vec<usize>>,
     /// INSERT ... SELECT from at most one table, without subqueries: the query, and the
     /// table column each of its columns fills.
     pub select: Option<(Box<BoundSelect>, Vec<usize>)>,
@@ -1637,6 +1641,14 @@ impl<'a> Binder<'a> {
                     .ok_or_else(|| SqlError::unknown_column(&name, "field list"))?;
                 t.push(pos);
             }
+            if let Some(twice) = t.iter().enumerate().find(|(i, p)| t[..*i].contains(p)) {
+                let name = &table.def.columns[*twice.1].name;
+                return Err(SqlError::new(
+                    1110,
+                    "42000",
+                    format!("Column '{name}' specified twice"),
+                ));
+            }
             t
         };
         let Some(source) = &ins.source else {
@@ -1666,14 +1678,16 @@ impl<'a> Binder<'a> {
             return Ok(BoundInsert {
                 table,
                 rows: Vec::new(),
+                value_order: None,
                 select,
                 query,
                 on_duplicate,
                 view_check: None,
             });
         };
-        // Values may not name columns of the row being inserted (MySQL allows it; rare).
-        self.table = None;
+        // A value may read a column of the row being inserted: one listed before it has its
+        // new value, any other its default (exec.rs, `values_row`), as in MySQL.
+        let mut reads_row = false;
         let mut rows = Vec::with_capacity(values.rows.len());
         for (i, row) in values.rows.iter().enumerate() {
             if row.content.len() != targets.len() {
@@ -1681,10 +1695,10 @@ impl<'a> Binder<'a> {
             }
             let mut out: Vec<Option<Expr>> = vec![None; ncols];
             for (e, &pos) in row.content.iter().zip(&targets) {
-                let is_default = matches!(e, ast::Expr::Identifier(id)
-                    if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"));
-                if !is_default {
-                    out[pos] = Some(self.expr(e)?.0);
+                if !crate::insert_set::is_default_keyword(e) {
+                    let value = self.expr(e)?.0;
+                    reads_row |= crate::walk::any(&value, &|x| matches!(x, Expr::Column(_)));
+                    out[pos] = Some(value);
                 }
             }
             rows.push(out);
@@ -1693,6 +1707,7 @@ impl<'a> Binder<'a> {
         Ok(BoundInsert {
             table,
             rows,
+            value_order: reads_row.then_some(targets),
             select: None,
             query: None,
             on_duplicate,

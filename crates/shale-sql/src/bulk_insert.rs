@@ -188,14 +188,16 @@ fn bulk_insert(
     sql: &str,
     sink: &mut dyn ResultSink,
 ) -> Option<Result<(), SqlError>> {
-    let statements = match crate::parse::parse_as(sql, session.syntax()) {
+    let mut statements = match crate::parse::parse_as(sql, session.syntax()) {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let [Statement::Insert(insert)] = statements.as_slice() else {
+    let [Statement::Insert(insert)] = statements.as_mut_slice() else {
         return None;
     };
-    Some(bulk_insert_statement(session, insert, sink))
+    let result = crate::insert_set::insert_to_values(insert)
+        .and_then(|()| bulk_insert_statement(session, insert, sink));
+    Some(result)
 }
 
 fn bulk_insert_statement(
@@ -240,13 +242,8 @@ fn bulk_insert_statement(
             )),
         };
         for (i, exprs) in bound.rows.iter().enumerate() {
-            let mut given = Vec::with_capacity(exprs.len());
-            for e in exprs {
-                given.push(match e {
-                    Some(e) => Some(e.eval(&[], &env)?),
-                    None => None,
-                });
-            }
+            let order = bound.value_order.as_deref();
+            let given = crate::exec::values_row(&table, exprs, order, i + 1, &env)?;
             rows.push(row_values(&table, given, i + 1, &env)?);
         }
         warnings = env.conversions.take();

@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 use std::ops::Bound;
 
 use shale_table::{
-    Collation, ColumnType, IndexChoice, KeyRange, LockMode, RowCursor, TableDef, TableTxn, Value,
+    Collation, ColumnDef, ColumnType, IndexChoice, KeyRange, LockMode, RowCursor, TableDef,
+    TableTxn, Value,
 };
 
 use crate::bind::{
@@ -1262,15 +1263,14 @@ pub(crate) fn insert(
         }
         _ => {
             let mut rows = Vec::with_capacity(ins.rows.len());
-            for exprs in &ins.rows {
-                let mut row = Vec::with_capacity(ncols);
-                for e in exprs {
-                    row.push(match e {
-                        Some(e) => Some(e.eval(&[], env)?),
-                        None => None,
-                    });
-                }
-                rows.push(row);
+            for (i, exprs) in ins.rows.iter().enumerate() {
+                rows.push(values_row(
+                    table,
+                    exprs,
+                    ins.value_order.as_deref(),
+                    i + 1,
+                    env,
+                )?);
             }
             rows
         }
@@ -1318,6 +1318,73 @@ pub(crate) fn insert(
         }
     }
     Ok(out)
+}
+
+/// The values of one VALUES row, one optional value per column (`None`: its default).
+///
+/// With `order` (the columns in list order; bind.rs sets it when a value reads a column of
+/// the row) the values are evaluated in that order over the row as built so far, as MySQL
+/// does: a column listed earlier reads as its new value, stored (converted to the column's
+/// type), any other as its default. Such a value is handed on stored; storing it again in
+/// `row_values` changes nothing.
+pub(crate) fn values_row(
+    table: &TableDef,
+    exprs: &[Option<Expr>],
+    order: Option<&[usize]>,
+    row_number: usize,
+    env: &dyn Env,
+) -> Result<Vec<Option<Value>>, SqlError> {
+    let Some(order) = order else {
+        let mut row = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            row.push(match e {
+                Some(e) => Some(e.eval(&[], env)?),
+                None => None,
+            });
+        }
+        return Ok(row);
+    };
+    let mut scope = table
+        .columns
+        .iter()
+        .map(|col| default_before_insert(col, env))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut given = vec![None; exprs.len()];
+    for &pos in order {
+        let (Some(Some(e)), Some(col)) = (exprs.get(pos), table.columns.get(pos)) else {
+            continue; // DEFAULT: the column keeps its default
+        };
+        let v = e.eval(&scope, env)?;
+        let zero_generates = !env.store_rules().zero_is_value && to_i128(&v) == Some(0);
+        if col.generated.is_some() {
+            // Refused by row_values (3105), which names the column.
+            given[pos] = Some(v);
+        } else if col.auto_increment && (matches!(v, Value::Null) || zero_generates) {
+            // Generated when the row is written; until then it reads as 0, as in MySQL.
+            scope[pos] = int_value(&col.ty, 0);
+            given[pos] = Some(v);
+        } else {
+            let stored = crate::timestamp::store(col, v, row_number, env)?;
+            scope[pos] = stored.clone();
+            given[pos] = Some(stored);
+        }
+    }
+    Ok(given)
+}
+
+/// What a column of a row being inserted reads as before a value is given to it: its
+/// default, or, without one, NULL if it may be NULL and else its type's zero value (0, '',
+/// the zero date), as MySQL's record starts out.
+fn default_before_insert(col: &ColumnDef, env: &dyn Env) -> Result<Value, SqlError> {
+    if col.auto_timestamp.on_insert {
+        return crate::timestamp::now(col, env);
+    }
+    Ok(match &col.default {
+        Some(d) => d.clone(),
+        None if col.nullable || col.generated.is_some() => Value::Null,
+        None if col.auto_increment => int_value(&col.ty, 0),
+        None => crate::lenient_store::implicit_default(col).unwrap_or(Value::Null),
+    })
 }
 
 /// A row as INSERT stores it: one optional value per column (`None`: its default) converted

@@ -71,6 +71,7 @@ mod group_check;
 mod hash_funcs;
 mod inet_funcs;
 mod info_schema;
+mod insert_set;
 mod instance;
 mod interrupt;
 mod join;

@@ -781,8 +781,10 @@ impl Session {
     /// first, so a table the account may not touch is 1142 whether or not it exists.
     fn plan_with_needs(
         &self,
-        stmt: Statement,
+        mut stmt: Statement,
     ) -> Result<(Planned, crate::privilege::Needs), SqlError> {
+        // INSERT ... SET is its VALUES form from here on (insert_set.rs).
+        crate::insert_set::to_values(&mut stmt)?;
         let mut needs = crate::privilege::needs_of(self.state.database.as_deref(), &stmt)?;
         let touched = std::cell::RefCell::default();
         // A write through a view becomes one on its base table (view_dml.rs).

@@ -539,24 +539,34 @@ fn map_insert_columns(
         .into_iter()
         .map(|c| ast::ObjectName::from(vec![ast::Ident::new(c)]))
         .collect();
+    // The inserted table's columns, unqualified; a join view's other columns are not this
+    // row's.
+    let unqualified = Names {
+        qualifiers: names.qualifiers.clone(),
+        columns: names
+            .columns
+            .iter()
+            .filter_map(|(n, e)| match base_reference(e) {
+                Some((reference, b)) if reference == table.reference => {
+                    Some((n.clone(), ast::Expr::Identifier(ast::Ident::new(b))))
+                }
+                Some(_) => None,
+                None if r.is_join() => None,
+                None => Some((n.clone(), e.clone())),
+            })
+            .collect(),
+    };
+    // A VALUES row may read the row's columns (bind.rs) by their view names.
+    if let Some(ast::SetExpr::Values(values)) = ins.source.as_mut().map(|q| q.body.as_mut()) {
+        for row in &mut values.rows {
+            for e in &mut row.content {
+                if !crate::insert_set::is_default_keyword(e) {
+                    substitute(e, &unqualified, "field list")?;
+                }
+            }
+        }
+    }
     if let Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) = &mut ins.on {
-        // The inserted table's columns, unqualified; a join view's other columns are not
-        // this row's.
-        let unqualified = Names {
-            qualifiers: names.qualifiers.clone(),
-            columns: names
-                .columns
-                .iter()
-                .filter_map(|(n, e)| match base_reference(e) {
-                    Some((reference, b)) if reference == table.reference => {
-                        Some((n.clone(), ast::Expr::Identifier(ast::Ident::new(b))))
-                    }
-                    Some(_) => None,
-                    None if r.is_join() => None,
-                    None => Some((n.clone(), e.clone())),
-                })
-                .collect(),
-        };
         for a in assignments {
             let (reference, base) = assignment_target(a, names)?;
             if reference != table.reference {

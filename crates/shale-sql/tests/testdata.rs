@@ -366,3 +366,8 @@ fn cast_float() {
 fn select_into() {
     common::run_file("select_into");
 }
+
+#[test]
+fn insert_set() {
+    common::run_file("insert_set");
+}
