@@ -361,3 +361,8 @@ fn update_ignore() {
 fn cast_float() {
     common::run_file("cast_float");
 }
+
+#[test]
+fn rollup() {
+    common::run_file("rollup");
+}
