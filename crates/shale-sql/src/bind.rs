@@ -1096,7 +1096,11 @@ impl<'a> Binder<'a> {
         spec: AggSpec,
         result_type: SqlType,
     ) -> Result<(Expr, SqlType), SqlError> {
-        let ncols = self.row_width() + self.rollup.as_ref().map_or(0, |r| r.width());
+        let ncols = self.row_width()
+            + self
+                .rollup
+                .as_ref()
+                .map_or(0, crate::rollup::RollupKeys::width);
         let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
         let idx = match aggs.iter().position(|a| *a == spec) {
             Some(i) => i,
@@ -1618,7 +1622,10 @@ impl<'a> Binder<'a> {
         };
         let aggs = self.aggs.take().unwrap_or_default();
         let mut windows = self.windows.take().map(|w| w.calls).unwrap_or_default();
-        let rollup_width = self.rollup.as_ref().map_or(0, |r| r.width());
+        let rollup_width = self
+            .rollup
+            .as_ref()
+            .map_or(0, crate::rollup::RollupKeys::width);
         if !windows.is_empty() {
             let first = self.row_width() + rollup_width + aggs.len();
             Binder::finish_windows(

@@ -206,3 +206,47 @@ pub(crate) fn compare(
     }
     Ordering::Equal
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rolled_up_keys_sort_after_every_value_of_their_prefix() {
+        let coll = [Collation::Binary, Collation::Binary];
+        let group = |a: i64, b: Option<i64>, level| {
+            let b = b.map_or(Value::Null, Value::Int);
+            (vec![Value::Int(a), b], level)
+        };
+        let mut rows = vec![
+            (vec![Value::Null, Value::Null], 0),
+            group(2, None, 1),
+            group(1, Some(5), 2),
+            group(2, Some(1), 2),
+            group(1, None, 1),
+            group(1, None, 2),
+        ];
+        rows.sort_by(|a, b| compare((&a.0, a.1), (&b.0, b.1), &coll));
+        let levels: Vec<(Value, usize)> = rows.iter().map(|r| (r.0[0].clone(), r.1)).collect();
+        assert_eq!(
+            levels,
+            vec![
+                (Value::Int(1), 2), // (1, NULL): a real NULL key sorts first
+                (Value::Int(1), 2),
+                (Value::Int(1), 1),
+                (Value::Int(2), 2),
+                (Value::Int(2), 1),
+                (Value::Null, 0),
+            ]
+        );
+        assert_eq!(rows[0].0[1], Value::Null);
+        assert_eq!(rows[1].0[1], Value::Int(5));
+    }
+
+    #[test]
+    fn rollup_columns_null_the_keys_a_row_rolls_up() {
+        let mut out = Vec::new();
+        columns(&[Value::Int(7), Value::Int(8)], 1, &mut out);
+        assert_eq!(out, vec![Value::Int(7), Value::Null, Value::Int(1)]);
+    }
+}
