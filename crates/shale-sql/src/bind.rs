@@ -7,7 +7,8 @@
 //! 2. Aggregates (COUNT, SUM, AVG, MIN, MAX) are collected into [`AggSpec`]s; after grouping,
 //!    a row is the group's first row followed by one value per aggregate, so a column outside
 //!    GROUP BY reads the first row's value (MySQL without ONLY_FULL_GROUP_BY; with it,
-//!    group_check.rs refuses such a SELECT).
+//!    group_check.rs refuses such a SELECT). WITH ROLLUP puts its rollup columns between the
+//!    first row and the aggregates (rollup.rs).
 //! 3. ORDER BY names a select alias, a position (`ORDER BY 2`) or an expression over the row.
 //! 4. `?` placeholders are numbered in text order.
 
@@ -93,6 +94,8 @@ pub(crate) struct BoundSelect {
     pub aggs: Vec<AggSpec>,
     /// Whether rows are grouped (aggregates or GROUP BY present).
     pub grouped: bool,
+    /// GROUP BY ... WITH ROLLUP: super-aggregate rows follow the groups (rollup.rs).
+    pub rollup: bool,
     pub having: Option<Expr>,
     pub projection: Vec<Expr>,
     pub columns: Vec<ColumnMeta>,
@@ -233,6 +236,8 @@ pub(crate) struct Binder<'a> {
     pub(crate) views: Vec<(String, String)>,
     /// SELECTs bound so far that say SQL_CALC_FOUND_ROWS (found_rows.rs rule 1).
     pub(crate) calc_found_rows: usize,
+    /// While the clauses after a GROUP BY ... WITH ROLLUP are bound: its keys (rollup.rs).
+    pub(crate) rollup: Option<crate::rollup::RollupKeys>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -272,6 +277,7 @@ impl<'a> Binder<'a> {
             working: None,
             views: Vec::new(),
             calc_found_rows: 0,
+            rollup: None,
         }
     }
 
@@ -913,6 +919,9 @@ impl<'a> Binder<'a> {
         if name == "JSON_VALUE" {
             return crate::json_bind::bind_json_value(self, f);
         }
+        if name == "GROUPING" {
+            return self.grouping_call(f);
+        }
         if let Some(func) = crate::agg_collect::func_of(&name) {
             if self.aggs.is_none() {
                 return Err(SqlError::invalid_group());
@@ -1091,7 +1100,11 @@ impl<'a> Binder<'a> {
         spec: AggSpec,
         result_type: SqlType,
     ) -> Result<(Expr, SqlType), SqlError> {
-        let ncols = self.row_width();
+        let ncols = self.row_width()
+            + self
+                .rollup
+                .as_ref()
+                .map_or(0, crate::rollup::RollupKeys::width);
         let aggs = self.aggs.as_mut().ok_or_else(SqlError::invalid_group)?;
         let idx = match aggs.iter().position(|a| *a == spec) {
             Some(i) => i,
@@ -1101,6 +1114,53 @@ impl<'a> Binder<'a> {
             }
         };
         Ok((Expr::Column(ncols + idx), result_type))
+    }
+
+    /// `GROUPING(e, ..)` (rollup.rs rule 3).
+    fn grouping_call(&mut self, f: &ast::Function) -> Result<(Expr, SqlType), SqlError> {
+        if self.clause == "group statement" {
+            return Err(SqlError::new(
+                1056,
+                "42000",
+                "Can't group on 'GROUPING function'",
+            ));
+        }
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Err(SqlError::syntax(&f.to_string(), 1));
+        };
+        if self.aggs.is_none() || self.rollup.is_none() {
+            return Err(SqlError::invalid_group());
+        }
+        let mut args = Vec::with_capacity(list.args.len());
+        for (n, a) in list.args.iter().enumerate() {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = a else {
+                return Err(SqlError::syntax(&f.to_string(), 1));
+            };
+            let (x, _) = self.aggregate_argument(e).map_err(|error| {
+                if error.code == 1111 {
+                    SqlError::new(
+                        3602,
+                        "HY000",
+                        format!(
+                            "Argument #{} of GROUPING function is not in GROUP BY",
+                            n + 1
+                        ),
+                    )
+                } else {
+                    error
+                }
+            })?;
+            args.push(x);
+        }
+        let rollup = self.rollup.as_ref().ok_or_else(SqlError::invalid_group)?;
+        let mask = rollup.grouping(&args)?;
+        Ok((
+            mask,
+            SqlType::Int {
+                unsigned: false,
+                len: 21,
+            },
+        ))
     }
 
     /// A condition bound in `clause` (ON of a join).
@@ -1135,12 +1195,13 @@ impl<'a> Binder<'a> {
     /// One GROUP BY item, resolved as `MySQL` resolves it: a position in the select list
     /// (`GROUP BY 1`; a wildcard counts as the columns it stands for), else a column of the
     /// FROM clause, else a select alias (GROUP BY looks at the FROM clause first, ORDER BY at
-    /// the aliases). An item that stands for an aggregate is 1056.
+    /// the aliases). An item that stands for an aggregate is 1056. Also gives the select
+    /// item (its index in `projection`) the GROUP BY item names, if it names one.
     fn group_item(
         &mut self,
         e: &ast::Expr,
         projection: &[ast::SelectItem],
-    ) -> Result<(Expr, SqlType), SqlError> {
+    ) -> Result<(Expr, SqlType, Option<usize>), SqlError> {
         if let ast::Expr::Value(v) = e {
             if let ast::Value::Number(n, _) = &v.value {
                 if let Ok(pos) = n.parse::<usize>() {
@@ -1151,20 +1212,24 @@ impl<'a> Binder<'a> {
         let bound = self.expr(e);
         if let (Err(error), ast::Expr::Identifier(id)) = (&bound, e) {
             if error.code == 1054 {
-                let aliased = projection.iter().find_map(|item| match item {
-                    ast::SelectItem::ExprWithAlias { expr, alias }
-                        if alias.value.eq_ignore_ascii_case(&id.value) =>
-                    {
-                        Some(expr)
-                    }
-                    _ => None,
-                });
-                if let Some(expr) = aliased {
-                    return self.grouped_select_expr(expr, &id.value);
+                let aliased = projection
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, item)| match item {
+                        ast::SelectItem::ExprWithAlias { expr, alias }
+                            if alias.value.eq_ignore_ascii_case(&id.value) =>
+                        {
+                            Some((i, expr))
+                        }
+                        _ => None,
+                    });
+                if let Some((i, expr)) = aliased {
+                    let (x, t) = self.grouped_select_expr(expr, &id.value)?;
+                    return Ok((x, t, Some(i)));
                 }
             }
         }
-        bound
+        bound.map(|(x, t)| (x, t, None))
     }
 
     /// `GROUP BY n`: the select list's nth column (`text` is n as written).
@@ -1173,21 +1238,23 @@ impl<'a> Binder<'a> {
         text: &str,
         pos: usize,
         projection: &[ast::SelectItem],
-    ) -> Result<(Expr, SqlType), SqlError> {
+    ) -> Result<(Expr, SqlType, Option<usize>), SqlError> {
         let mut seen = 0;
-        for item in projection {
+        for (i, item) in projection.iter().enumerate() {
             let columns = match item {
                 ast::SelectItem::UnnamedExpr(expr) => {
                     seen += 1;
                     if seen == pos {
-                        return self.grouped_select_expr(expr, &expr.to_string());
+                        let (x, t) = self.grouped_select_expr(expr, &expr.to_string())?;
+                        return Ok((x, t, Some(i)));
                     }
                     continue;
                 }
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
                     seen += 1;
                     if seen == pos {
-                        return self.grouped_select_expr(expr, &alias.value);
+                        let (x, t) = self.grouped_select_expr(expr, &alias.value)?;
+                        return Ok((x, t, Some(i)));
                     }
                     continue;
                 }
@@ -1200,7 +1267,7 @@ impl<'a> Binder<'a> {
             };
             if pos > seen {
                 if let Some((column, ty)) = columns.get(pos - seen - 1) {
-                    return Ok((Expr::Column(*column), ty.clone()));
+                    return Ok((Expr::Column(*column), ty.clone(), None));
                 }
             }
             seen += columns.len();
@@ -1371,21 +1438,55 @@ impl<'a> Binder<'a> {
             None => None,
         };
         let mut group_collations = Vec::new();
-        let group_by = match &s.group_by {
-            ast::GroupByExpr::Expressions(exprs, mods) if mods.is_empty() => {
-                let mut out = Vec::new();
-                for e in exprs {
-                    self.clause = "group statement";
-                    let r = self.group_item(e, &s.projection);
-                    self.clause = "field list";
-                    let (x, t) = r?;
-                    out.push(x);
-                    group_collations.push(t.collation());
-                }
-                out
-            }
-            _ => return Err(SqlError::unsupported("this GROUP BY")),
-        };
+        // For each GROUP BY key, the select item it names (rollup.rs rule 2).
+        let mut group_sources = Vec::new();
+        let (items, rollup) = crate::rollup::group_by_items(&s.group_by)?;
+        let mut group_by = Vec::with_capacity(items.len());
+        for e in items {
+            self.clause = "group statement";
+            let r = self.group_item(e, &s.projection);
+            self.clause = "field list";
+            let (x, t, source) = r?;
+            group_by.push(x);
+            group_collations.push(t.collation());
+            group_sources.push(source);
+        }
+        let saved_rollup = self.rollup.take();
+        if rollup {
+            self.rollup = Some(crate::rollup::RollupKeys {
+                keys: group_by.clone(),
+                first: self.row_width(),
+            });
+        }
+        let bound = self.select_after_grouping(
+            s,
+            filter,
+            distinct,
+            group_by,
+            group_collations,
+            &group_sources,
+            order_by,
+            limit_clause,
+            locks,
+        );
+        self.rollup = saved_rollup;
+        bound
+    }
+
+    /// The rest of [`Binder::select_body`]: the clauses after GROUP BY.
+    #[allow(clippy::too_many_arguments)]
+    fn select_after_grouping(
+        &mut self,
+        s: &ast::Select,
+        filter: Option<Expr>,
+        distinct: bool,
+        group_by: Vec<Expr>,
+        group_collations: Vec<Collation>,
+        group_sources: &[Option<usize>],
+        order_by: Option<&ast::OrderBy>,
+        limit_clause: Option<&ast::LimitClause>,
+        locks: &[ast::LockClause],
+    ) -> Result<BoundSelect, SqlError> {
         // Projection, HAVING and ORDER BY may hold aggregates; projection and ORDER BY
         // window functions.
         self.aggs = Some(Vec::new());
@@ -1393,7 +1494,9 @@ impl<'a> Binder<'a> {
         let mut projection = Vec::new();
         let mut types = Vec::new();
         let mut columns = Vec::new();
-        for item in &s.projection {
+        // For each result column, the GROUP BY key that names its select item.
+        let mut named_keys: Vec<Option<usize>> = Vec::new();
+        for (item_index, item) in s.projection.iter().enumerate() {
             match item {
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(_, _)
                     if self.scope.is_some() =>
@@ -1505,11 +1608,14 @@ impl<'a> Binder<'a> {
                     projection.push(x);
                     types.push(t);
                     columns.push(meta);
+                    named_keys.push(group_sources.iter().position(|&g| g == Some(item_index)));
                 }
                 ast::SelectItem::ExprWithAliases { .. } => {
                     return Err(SqlError::unsupported(item.to_string()))
                 }
             }
+            // Wildcard columns name no key.
+            named_keys.resize(projection.len(), None);
         }
         let windows = self.windows.take();
         let having = match &s.having {
@@ -1527,9 +1633,13 @@ impl<'a> Binder<'a> {
             },
         };
         let aggs = self.aggs.take().unwrap_or_default();
-        let windows = self.windows.take().map(|w| w.calls).unwrap_or_default();
+        let mut windows = self.windows.take().map(|w| w.calls).unwrap_or_default();
+        let rollup_width = self
+            .rollup
+            .as_ref()
+            .map_or(0, crate::rollup::RollupKeys::width);
         if !windows.is_empty() {
-            let first = self.row_width() + aggs.len();
+            let first = self.row_width() + rollup_width + aggs.len();
             Binder::finish_windows(
                 first,
                 projection
@@ -1551,6 +1661,7 @@ impl<'a> Binder<'a> {
                 projection: &projection,
                 having: having.as_ref(),
                 order_by: &order_by,
+                rollup: self.rollup.is_some(),
             })?;
         }
         if distinct && self.ctx.full_group_by {
@@ -1558,6 +1669,23 @@ impl<'a> Binder<'a> {
         }
         if !grouped && having.is_some() && self.table.is_none() && self.scope.is_none() {
             return Err(SqlError::unsupported("HAVING without a table"));
+        }
+        let mut having = having;
+        if let Some(rollup) = &self.rollup {
+            for ((e, meta), named) in projection.iter_mut().zip(&mut columns).zip(&named_keys) {
+                let wrapped = rollup.wrap(e, *named);
+                if wrapped != *e {
+                    meta.flags &= !crate::types::flags::NOT_NULL;
+                    *e = wrapped;
+                }
+            }
+            having = having.map(|h| rollup.wrap(&h, None));
+            for call in &mut windows {
+                call.exprs_mut(&mut |e| *e = rollup.wrap(e, None));
+            }
+            for k in &mut order_by {
+                k.expr = rollup.wrap(&k.expr, None);
+            }
         }
         Ok(BoundSelect {
             table: self.table.clone(),
@@ -1567,6 +1695,7 @@ impl<'a> Binder<'a> {
             group_collations,
             aggs,
             grouped,
+            rollup: self.rollup.is_some(),
             having,
             projection,
             columns,

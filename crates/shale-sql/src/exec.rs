@@ -575,6 +575,12 @@ type Group = (
     Vec<Option<std::collections::HashSet<String>>>,
 );
 
+/// Where a group of a ROLLUP sits (rollup.rs): its keys and how many of them it keeps.
+struct RollupPlace {
+    keys: Vec<Value>,
+    level: usize,
+}
+
 /// One aggregate's running state.
 #[derive(Debug, Clone)]
 pub(crate) enum AggState {
@@ -827,7 +833,12 @@ pub(crate) fn select_rows(
     if s.grouped {
         let collations = &s.group_collations;
         let mut groups: Vec<Group> = Vec::new();
-        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut places: Vec<RollupPlace> = Vec::new();
+        // The levels each row is grouped at: all keys, and with ROLLUP every shorter prefix.
+        let nkeys = s.group_by.len();
+        let lowest = if s.rollup { 0 } else { nkeys };
+        // Per level, the groups by key.
+        let mut index: Vec<HashMap<String, usize>> = vec![HashMap::new(); nkeys + 1];
         let mut key = String::new();
         let mut kv = Vec::new();
         while let Some(row) = src.next_row()? {
@@ -838,24 +849,34 @@ pub(crate) fn select_rows(
             for g in &s.group_by {
                 kv.push(g.eval(&row, env)?);
             }
-            group_key(&kv, collations, &mut key);
-            let gi = match index.get(&key) {
-                Some(&i) => i,
-                None => {
-                    index.insert(key.clone(), groups.len());
-                    groups.push((
-                        row.clone(),
-                        s.aggs.iter().map(new_state).collect(),
-                        vec![None; s.aggs.len()],
-                    ));
-                    groups.len() - 1
+            for level in (lowest..=nkeys).rev() {
+                group_key(&kv[..level], collations, &mut key);
+                let gi = match index[level].get(&key) {
+                    Some(&i) => i,
+                    None => {
+                        index[level].insert(key.clone(), groups.len());
+                        groups.push((
+                            row.clone(),
+                            s.aggs.iter().map(new_state).collect(),
+                            vec![None; s.aggs.len()],
+                        ));
+                        if s.rollup {
+                            places.push(RollupPlace {
+                                keys: kv.clone(),
+                                level,
+                            });
+                        }
+                        groups.len() - 1
+                    }
+                };
+                let (_, states, seen) = &mut groups[gi];
+                for ((spec, st), seen) in s.aggs.iter().zip(states.iter_mut()).zip(seen.iter_mut())
+                {
+                    accumulate(spec, st, seen, &row, env)?;
                 }
-            };
-            let (_, states, seen) = &mut groups[gi];
-            for ((spec, st), seen) in s.aggs.iter().zip(states.iter_mut()).zip(seen.iter_mut()) {
-                accumulate(spec, st, seen, &row, env)?;
             }
         }
+        drop(index);
         if groups.is_empty() && s.group_by.is_empty() {
             let ncols = s.width();
             groups.push((
@@ -864,8 +885,22 @@ pub(crate) fn select_rows(
                 vec![None; s.aggs.len()],
             ));
         }
-        for (first, states, _) in groups {
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        if s.rollup {
+            order.sort_by(|&a, &b| {
+                let (a, b) = (&places[a], &places[b]);
+                crate::rollup::compare((&a.keys, a.level), (&b.keys, b.level), collations)
+            });
+        }
+        let mut groups: Vec<Option<Group>> = groups.into_iter().map(Some).collect();
+        for gi in order {
+            let Some((first, states, _)) = groups[gi].take() else {
+                continue;
+            };
             let mut row = first;
+            if let Some(place) = places.get(gi) {
+                crate::rollup::columns(&place.keys, place.level, &mut row);
+            }
             for (spec, st) in s.aggs.iter().zip(states) {
                 row.push(finish(spec, st, env)?);
             }

@@ -12,14 +12,16 @@
 //!    functionally dependent on the GROUP BY columns (rule 2). A subquery's correlation
 //!    values are expressions of this query's row and are checked like any other.
 //! 2. Functional dependence, built to a fixed point from the GROUP BY columns (none without
-//!    GROUP BY):
+//!    GROUP BY; none beyond them WITH ROLLUP, whose super-aggregate rows hold NULL for
+//!    them, as MySQL's):
 //!    - a base table's every column, once all columns of its PRIMARY KEY, or of a UNIQUE key
 //!      whose columns are NOT NULL (or known non-NULL by an equality below), are dependent;
 //!    - `x = y` and `x = constant` in the AND-ed parts of WHERE and of the ON of inner joins
 //!      that no outer join is above: y (or x) becomes dependent (and known non-NULL).
 //!    - a derived table's (or view's) every column, once all columns of one of its keys are
 //!      dependent (MySQL 8's "functional dependencies derived from views"). Its keys: the
-//!      result columns that are its GROUP BY expressions, when each of them is one; or, for
+//!      result columns that are its GROUP BY expressions, when each of them is one (not
+//!      WITH ROLLUP, whose super-aggregate rows repeat them); or, for
 //!      a SELECT that does not group (DISTINCT keeps keys), the result columns that are
 //!      plain references to a key of every table it reads (the PRIMARY KEY, or a UNIQUE key
 //!      of NOT NULL columns; a derived table's own keys likewise), when all are selected.
@@ -51,6 +53,8 @@ pub(crate) struct GroupedSelect<'a> {
     pub projection: &'a [Expr],
     pub having: Option<&'a Expr>,
     pub order_by: &'a [SortKey],
+    /// WITH ROLLUP: no functional dependence (rule 2).
+    pub rollup: bool,
 }
 
 /// A base table of the FROM: where its columns start in the row.
@@ -149,6 +153,9 @@ impl Binder<'_> {
                     deps.dependent[*p] = true;
                 }
             }
+        }
+        if q.rollup {
+            return deps;
         }
         let mut equalities = Vec::new();
         if let Some(f) = q.filter {
@@ -398,7 +405,8 @@ fn query_keys(q: &BoundQuery) -> Vec<Vec<usize>> {
     };
     let result_column = |e: &Expr| s.projection.iter().position(|p| p == e);
     if s.grouped {
-        if s.group_by.is_empty() {
+        // ROLLUP's super-aggregate rows repeat key values (with NULLs): no key.
+        if s.group_by.is_empty() || s.rollup {
             return Vec::new();
         }
         let key: Option<Vec<usize>> = s.group_by.iter().map(result_column).collect();

@@ -102,6 +102,7 @@ mod query;
 mod querylog;
 mod recursive;
 mod result;
+mod rollup;
 mod row_compare;
 mod row_counts;
 mod select_into;

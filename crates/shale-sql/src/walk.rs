@@ -121,11 +121,23 @@ pub(crate) fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
 
 /// `e` with every column `c` replaced by the expression `f(c)`.
 pub(crate) fn replace_columns(e: &Expr, f: &dyn Fn(usize) -> Expr) -> Expr {
-    let m = |x: &Expr| replace_columns(x, f);
-    let b = |x: &Expr| replace_columns(x, f).boxed();
+    replace(e, &|x| match x {
+        Expr::Column(c) => Some(f(*c)),
+        _ => None,
+    })
+}
+
+/// `e` with every outermost part `x` for which `f(x)` is `Some` replaced by it (in `e`'s row,
+/// as [`children`] walks it).
+pub(crate) fn replace(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
+    if let Some(x) = f(e) {
+        return x;
+    }
+    let m = |x: &Expr| replace(x, f);
+    let b = |x: &Expr| replace(x, f).boxed();
     match e {
-        Expr::Column(c) => f(*c),
-        Expr::Literal(_)
+        Expr::Column(_)
+        | Expr::Literal(_)
         | Expr::Param(_)
         | Expr::SysVar(_)
         | Expr::UserVar(_)

@@ -96,6 +96,46 @@ pub(crate) struct WindowCall {
     pub name: String,
 }
 
+impl WindowCall {
+    /// Calls `f` with every expression of the call that is evaluated over the grouped row:
+    /// arguments, PARTITION BY and ORDER BY (frame offsets are constants).
+    pub(crate) fn exprs_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        match &mut self.func {
+            WindowFunc::RowNumber
+            | WindowFunc::Rank
+            | WindowFunc::DenseRank
+            | WindowFunc::PercentRank
+            | WindowFunc::CumeDist => {}
+            WindowFunc::Ntile(e) | WindowFunc::FirstValue(e) | WindowFunc::LastValue(e) => f(e),
+            WindowFunc::NthValue(e, n) => {
+                f(e);
+                f(n);
+            }
+            WindowFunc::Shift {
+                expr,
+                offset,
+                default,
+                ..
+            } => {
+                f(expr);
+                f(offset);
+                if let Some(d) = default {
+                    f(d);
+                }
+            }
+            WindowFunc::Aggregate(spec) => {
+                if let Some(a) = &mut spec.arg {
+                    f(a);
+                }
+            }
+        }
+        self.window.partition_by.iter_mut().for_each(&mut *f);
+        for k in &mut self.window.order_by {
+            f(&mut k.expr);
+        }
+    }
+}
+
 /// The windows of the SELECT being bound: the WINDOW clause and the calls found so far.
 #[derive(Debug, Default)]
 pub(crate) struct WindowScope {

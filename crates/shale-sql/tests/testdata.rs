@@ -371,3 +371,8 @@ fn select_into() {
 fn insert_set() {
     common::run_file("insert_set");
 }
+
+#[test]
+fn rollup() {
+    common::run_file("rollup");
+}
