@@ -3,18 +3,19 @@
 //! a database whose WAL tail was torn (and tolerated at its open) opens under every recovery
 //! mode without bringing the torn write back.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use common::gate::latched_fs;
 use shale_engine::inspect::wal::RecoveryMode;
 use shale_engine::{
     Db, Durability, Keyspace, KeyspaceOptions, Options, ReadOptions, Snapshot, WriteBatch,
 };
-use shale_fs::{
-    CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
-};
+use shale_fs::{CrashMode, FileSystem, MemFs, Op};
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     let mut options = Options {
@@ -221,66 +222,6 @@ fn a_checkpoint_refuses_a_non_empty_directory_and_holds_tables() {
     );
 }
 
-/// A `MemFs` whose table creations wait while the gate is closed: holds the flush of what
-/// the open replayed back, so the checkpoint is taken while the torn WAL is still needed.
-#[derive(Debug, Clone)]
-struct GatedFs {
-    inner: MemFs,
-    gate: Arc<(Mutex<bool>, Condvar)>,
-}
-
-impl GatedFs {
-    fn open_gate(&self) {
-        *self.gate.0.lock().unwrap() = true;
-        self.gate.1.notify_all();
-    }
-}
-
-impl FileSystem for GatedFs {
-    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        if path.extension().is_some_and(|e| e == "sst") {
-            let mut open = self.gate.0.lock().unwrap();
-            while !*open {
-                open = self.gate.1.wait(open).unwrap();
-            }
-        }
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> FsResult<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> FsResult<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> FsResult<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> FsResult<bool> {
-        self.inner.exists(path)
-    }
-}
-
 #[test]
 fn a_checkpoint_of_a_tolerated_torn_tail_never_brings_it_back() {
     let fs = MemFs::new();
@@ -304,12 +245,13 @@ fn a_checkpoint_of_a_tolerated_torn_tail_never_brings_it_back() {
     let len = image.size(&wal).unwrap();
     image.truncate_for_test(&wal, len - 5).unwrap();
 
-    let gated = GatedFs {
-        inner: image.clone(),
-        gate: Arc::new((Mutex::new(false), Condvar::new())),
-    };
+    // Table creations wait at the latch: holds the flush of what the open replayed back, so
+    // the checkpoint is taken while the torn WAL is still needed.
+    let (gated, latch) = latched_fs(image.clone(), |call| {
+        call.op == Op::Create && call.has_extension("sst")
+    });
     let mut gated_options = sync_options.clone();
-    gated_options.file_system = Arc::new(gated.clone());
+    gated_options.file_system = Arc::new(gated);
     let db = Db::open("/db", gated_options).unwrap();
     assert_eq!(db.get(b"tail").unwrap(), None, "the torn write was dropped");
     db.put(b"after", b"open").unwrap();
@@ -318,7 +260,7 @@ fn a_checkpoint_of_a_tolerated_torn_tail_never_brings_it_back() {
         info.files.iter().any(|(n, _)| *n == wal_name),
         "the torn WAL is still needed: {info:?}"
     );
-    gated.open_gate();
+    latch.open();
     db.close().unwrap();
     for mode in [
         RecoveryMode::TolerateCorruptedTailRecords,

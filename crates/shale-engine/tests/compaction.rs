@@ -4,17 +4,20 @@
 //! compaction of a range; write stalls are counted by reason. The picker's choices themselves
 //! are tested from text shapes in `testdata/compaction/` (`cargo test --lib picker`).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::gate::{gated_mem_fs, on_thread, Gate};
 use shale_engine::inspect::wal::{LogReader, RecoveryMode};
 use shale_engine::inspect::{
     manifest_file_name, parse_manifest_file_name, FileMetaData, VersionEdit,
 };
 use shale_engine::{Db, DbStats, KeyspaceOptions, Options, ReadOptions};
-use shale_fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use shale_fs::{FaultFs, FileSystem, MemFs, Op};
 use shale_sst::{Comparator, Compression, Table, TableOpenOptions};
 
 const DIR: &str = "/db";
@@ -588,107 +591,25 @@ fn bottommost_tables_train_a_zstd_dictionary() {
     );
 }
 
-/// A `MemFs` that, once armed, holds the compaction thread as it opens its first table, or
-/// (`hold_flushes`) the flush thread as it creates its next table.
-#[derive(Debug, Default)]
-struct GatedFs {
-    inner: MemFs,
-    hold_flushes: bool,
-    gate: Mutex<Gate>,
-    changed: Condvar,
+/// A `MemFs` whose compaction thread, once the gate is armed, is held as it opens a table.
+fn holding_compactions() -> (FaultFs, Arc<Gate>) {
+    gated_mem_fs(|call| {
+        call.op == Op::OpenRead && call.has_extension("sst") && on_thread("shale-compact")
+    })
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    #[default]
-    Open,
-    Armed,
-    Holding,
-}
-
-impl GatedFs {
-    fn set(&self, gate: Gate) {
-        *self.gate.lock().unwrap() = gate;
-        self.changed.notify_all();
-    }
-
-    /// Blocks the calling thread while the gate is armed for it.
-    fn pass(&self, held_thread: &str, path: &Path) {
-        let held = std::thread::current().name() == Some(held_thread);
-        if held && path.extension().is_some_and(|e| e == "sst") {
-            let mut gate = self.gate.lock().unwrap();
-            if *gate == Gate::Armed {
-                *gate = Gate::Holding;
-                self.changed.notify_all();
-                drop(
-                    self.changed
-                        .wait_while(gate, |g| *g == Gate::Holding)
-                        .unwrap(),
-                );
-            }
-        }
-    }
-
-    fn wait_for(&self, wanted: Gate) {
-        let gate = self.gate.lock().unwrap();
-        let (_gate, timeout) = self
-            .changed
-            .wait_timeout_while(gate, Duration::from_secs(20), |g| *g != wanted)
-            .unwrap();
-        assert!(!timeout.timed_out(), "the gate never became {wanted:?}");
-    }
-}
-
-impl FileSystem for GatedFs {
-    fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        if self.hold_flushes {
-            self.pass("shale-flush", path);
-        }
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
-        if !self.hold_flushes {
-            self.pass("shale-compact", path);
-        }
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> shale_fs::Result<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> shale_fs::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> shale_fs::Result<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> shale_fs::Result<bool> {
-        self.inner.exists(path)
-    }
+/// A `MemFs` whose flush thread, once the gate is armed, is held as it creates a table.
+fn holding_flushes() -> (FaultFs, Arc<Gate>) {
+    gated_mem_fs(|call| {
+        call.op == Op::Create && call.has_extension("sst") && on_thread("shale-flush")
+    })
 }
 
 /// While a compaction is held, L0 grows: a write at the slowdown trigger is delayed and
 /// counted, a write at the stop trigger waits (counted once) until the compaction finishes.
 #[test]
 fn level0_stalls_are_counted_by_reason() {
-    let fs = Arc::new(GatedFs::default());
+    let (fs, gate) = holding_compactions();
     let keyspace = KeyspaceOptions {
         write_buffer_size: 1 << 20,
         level0_compaction_trigger: 2,
@@ -696,8 +617,8 @@ fn level0_stalls_are_counted_by_reason() {
         level0_stop_writes_trigger: 4,
         ..tiny_leveled()
     };
-    let db = Arc::new(Db::open(DIR, options(fs.clone(), keyspace)).unwrap());
-    fs.set(Gate::Armed);
+    let db = Arc::new(Db::open(DIR, options(Arc::new(fs), keyspace)).unwrap());
+    gate.arm();
     // The same keys in every table, so the compaction merges (and opens) them.
     let write_table = |round: u64| {
         for i in 0..50 {
@@ -708,7 +629,7 @@ fn level0_stalls_are_counted_by_reason() {
     db.flush().unwrap();
     write_table(1);
     db.flush().unwrap();
-    fs.wait_for(Gate::Holding); // compacting the two L0 tables, held
+    gate.wait_until_held(); // compacting the two L0 tables, held
     write_table(2);
     db.flush().unwrap(); // L0: 3 tables
     assert_eq!(db.stats().stall_level0_stops, 0);
@@ -728,7 +649,7 @@ fn level0_stalls_are_counted_by_reason() {
         !writer.is_finished(),
         "a write went through at the stop trigger"
     );
-    fs.set(Gate::Open);
+    gate.release();
     writer.join().unwrap().unwrap();
     db.wait_for_background_work().unwrap();
     let stats = db.stats();
@@ -745,17 +666,14 @@ fn level0_stalls_are_counted_by_reason() {
 /// stall) until the flush finishes.
 #[test]
 fn memtable_stalls_are_counted() {
-    let fs = Arc::new(GatedFs {
-        hold_flushes: true,
-        ..GatedFs::default()
-    });
+    let (fs, gate) = holding_flushes();
     let keyspace = KeyspaceOptions {
         write_buffer_size: 4 << 10,
         max_write_buffer_number: 2,
         ..tiny_leveled()
     };
-    let db = Arc::new(Db::open(DIR, options(fs.clone(), keyspace)).unwrap());
-    fs.set(Gate::Armed);
+    let db = Arc::new(Db::open(DIR, options(Arc::new(fs), keyspace)).unwrap());
+    gate.arm();
     let writer = {
         let db = db.clone();
         std::thread::spawn(move || {
@@ -764,7 +682,7 @@ fn memtable_stalls_are_counted() {
             }
         })
     };
-    fs.wait_for(Gate::Holding); // the first frozen memtable's flush is held
+    gate.wait_until_held(); // the first frozen memtable's flush is held
     let deadline = Instant::now() + Duration::from_secs(20);
     while db.stats().stall_memtable_stops == 0 {
         assert!(Instant::now() < deadline, "the writer never stopped");
@@ -774,7 +692,7 @@ fn memtable_stalls_are_counted() {
         !writer.is_finished(),
         "writes went on with every memtable full"
     );
-    fs.set(Gate::Open);
+    gate.release();
     writer.join().unwrap();
     let stats = db.stats();
     assert!(stats.stall_memtable_stops >= 1, "{stats:?}");
@@ -789,22 +707,22 @@ fn memtable_stalls_are_counted() {
 #[test]
 fn pending_compaction_bytes_stalls_are_counted() {
     for (soft, hard) in [(1, 0), (0, 1)] {
-        let fs = Arc::new(GatedFs::default());
+        let (fs, gate) = holding_compactions();
         let keyspace = KeyspaceOptions {
             write_buffer_size: 1 << 20,
             soft_pending_compaction_bytes_limit: soft,
             hard_pending_compaction_bytes_limit: hard,
             ..tiny_leveled()
         };
-        let db = Arc::new(Db::open(DIR, options(fs.clone(), keyspace)).unwrap());
-        fs.set(Gate::Armed);
+        let db = Arc::new(Db::open(DIR, options(Arc::new(fs), keyspace)).unwrap());
+        gate.arm();
         for round in 0..2 {
             for i in 0..50 {
                 db.put(&key(i), &value(i, round, 20)).unwrap();
             }
             db.flush().unwrap();
         }
-        fs.wait_for(Gate::Holding); // L0 at its trigger of 2, its compaction held
+        gate.wait_until_held(); // L0 at its trigger of 2, its compaction held
         let writer = {
             let db = db.clone();
             std::thread::spawn(move || db.put(b"late", b"1"))
@@ -819,10 +737,10 @@ fn pending_compaction_bytes_stalls_are_counted() {
                 !writer.is_finished(),
                 "a write went through above the hard limit"
             );
-            fs.set(Gate::Open);
+            gate.release();
         }
         writer.join().unwrap().unwrap();
-        fs.set(Gate::Open);
+        gate.release();
         db.wait_for_background_work().unwrap();
         let stats = db.stats();
         if hard > 0 {

@@ -460,77 +460,22 @@ fn scans_still_read_ahead_under_direct_reads() {
 }
 
 /// `MemFs` that refuses `O_DIRECT` as tmpfs did before Linux 6.6 (`EINVAL` at open).
-#[derive(Debug)]
-struct RefusingFs(MemFs);
-
-impl RefusingFs {
-    fn refuse(path: &Path, op: shale_fs::Op) -> shale_fs::Error {
-        shale_fs::Error::DirectIoUnsupported {
-            op,
-            path: path.to_path_buf(),
+fn refusing_fs() -> FaultFs {
+    let fs = FaultFs::new(Arc::new(MemFs::new()));
+    fs.set_hook(|call| match call.mode {
+        Some(IoMode::Direct) => Err(shale_fs::Error::DirectIoUnsupported {
+            op: call.op,
+            path: call.path.to_path_buf(),
             source: std::io::Error::from_raw_os_error(22),
-        }
-    }
-}
-
-impl FileSystem for RefusingFs {
-    fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.0.create(path)
-    }
-    fn create_with(&self, path: &Path, mode: IoMode) -> shale_fs::Result<Box<dyn WritableFile>> {
-        match mode {
-            IoMode::Direct => Err(Self::refuse(path, shale_fs::Op::Create)),
-            IoMode::Buffered => self.0.create(path),
-        }
-    }
-    fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.0.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
-        self.0.open_read(path)
-    }
-    fn open_read_with(
-        &self,
-        path: &Path,
-        mode: IoMode,
-    ) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
-        match mode {
-            IoMode::Direct => Err(Self::refuse(path, shale_fs::Op::OpenRead)),
-            IoMode::Buffered => self.0.open_read(path),
-        }
-    }
-    fn rename(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.0.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> shale_fs::Result<()> {
-        self.0.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.0.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
-        self.0.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.0.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.0.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> shale_fs::Result<Box<dyn FileLock>> {
-        self.0.lock(path)
-    }
-    fn size(&self, path: &Path) -> shale_fs::Result<u64> {
-        self.0.size(path)
-    }
-    fn exists(&self, path: &Path) -> shale_fs::Result<bool> {
-        self.0.exists(path)
-    }
+        }),
+        _ => Ok(()),
+    });
+    fs
 }
 
 #[test]
 fn a_file_system_that_refuses_o_direct_fails_the_open_naming_the_option() {
-    let fs = Arc::new(RefusingFs(MemFs::new()));
+    let fs = Arc::new(refusing_fs());
     for (reads, writes, named) in [
         (true, false, "use_direct_reads"),
         (false, true, "use_direct_io_for_flush_and_compaction"),

@@ -37,8 +37,7 @@ use shale_engine::{
     Db, Durability, Error, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 use shale_fs::{
-    CrashMode, FaultError, FaultFs, FaultRule, FaultTrigger, FileLock, FileSystem, MemFs, OpKind,
-    RandomAccessFile, Result as FsResult, WritableFile,
+    CrashMode, FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, MemFs, Op, OpKind,
 };
 
 const DIR: &str = "/db";
@@ -787,68 +786,24 @@ fn failed_compaction_read_is_retried_while_writes_go_on() {
 // ---------------------------------------------------------------------------------------------
 // A panic in a background job.
 
-/// Panics when a table file is created while armed: a bug inside a flush.
-#[derive(Debug, Clone)]
-struct PanickingFs {
-    inner: MemFs,
-    armed: Arc<AtomicBool>,
-}
-
-impl FileSystem for PanickingFs {
-    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        let is_table = path.extension().is_some_and(|e| e == "sst");
-        assert!(
-            !(is_table && self.armed.load(Ordering::SeqCst)),
-            "injected panic creating {}",
-            path.display()
-        );
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> FsResult<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> FsResult<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> FsResult<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> FsResult<bool> {
-        self.inner.exists(path)
-    }
-}
-
 /// A flush that panics every time is retried (`crate::job_panic`) and sticky after three
 /// panics in a row (`tests/background_resume.rs`: a panic that goes away is not).
 #[test]
 fn panic_in_every_background_flush_is_sticky() {
     let mut harness = Harness::new(Durability::Sync, 4096);
     let armed = Arc::new(AtomicBool::new(false));
-    let fs = PanickingFs {
-        inner: harness.mem.clone(),
-        armed: armed.clone(),
-    };
+    // Panics when a table file is created while armed: a bug inside a flush.
+    let fs = FaultFs::new(Arc::new(harness.mem.clone()));
+    let panics = armed.clone();
+    fs.set_hook(move |call| {
+        let creates_table = call.op == Op::Create && call.has_extension("sst");
+        assert!(
+            !(creates_table && panics.load(Ordering::SeqCst)),
+            "injected panic creating {}",
+            call.path.display()
+        );
+        Ok(())
+    });
     let db = Db::open(DIR, harness.options(Arc::new(fs))).unwrap();
     harness.write(&db).unwrap();
     armed.store(true, Ordering::SeqCst);

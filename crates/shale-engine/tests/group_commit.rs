@@ -8,69 +8,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shale_engine::{Db, Durability, Options, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID};
-use shale_fs::{DataSyncer, MemFs, Result as FsResult, WritableFile};
-
-mod wal_wrapping_fs;
-use wal_wrapping_fs::WalWrappingFs;
+use shale_fs::{FaultFs, MemFs, Op};
 
 /// How long each WAL sync takes.
 const SYNC_TIME: Duration = Duration::from_millis(2);
-
-#[derive(Debug)]
-struct SlowWal {
-    file: Box<dyn WritableFile>,
-    syncs: Arc<AtomicUsize>,
-}
-
-#[derive(Debug)]
-struct SlowSyncer {
-    inner: Box<dyn DataSyncer>,
-    syncs: Arc<AtomicUsize>,
-}
-
-impl WritableFile for SlowWal {
-    fn append(&mut self, data: &[u8]) -> FsResult<()> {
-        self.file.append(data)
-    }
-    fn flush(&mut self) -> FsResult<()> {
-        self.file.flush()
-    }
-    fn sync_data(&mut self) -> FsResult<()> {
-        std::thread::sleep(SYNC_TIME);
-        self.syncs.fetch_add(1, Ordering::SeqCst);
-        self.file.sync_data()
-    }
-    fn concurrent_syncer(&mut self) -> FsResult<Option<Box<dyn DataSyncer>>> {
-        Ok(self.file.concurrent_syncer()?.map(|inner| {
-            Box::new(SlowSyncer {
-                inner,
-                syncs: self.syncs.clone(),
-            }) as Box<dyn DataSyncer>
-        }))
-    }
-    fn len(&self) -> u64 {
-        self.file.len()
-    }
-}
-
-impl DataSyncer for SlowSyncer {
-    fn sync_data(&self) -> FsResult<()> {
-        std::thread::sleep(SYNC_TIME);
-        self.syncs.fetch_add(1, Ordering::SeqCst);
-        self.inner.sync_data()
-    }
-}
 
 /// Opens a database with counted, slow WAL syncs; runs `writers` threads each committing
 /// `commits` one-key batches with `WriteOptions::sync()`; returns the WAL syncs they caused.
 fn syncs_for(writers: usize, commits: usize) -> usize {
     let syncs = Arc::new(AtomicUsize::new(0));
     let counter = syncs.clone();
-    let fs = WalWrappingFs::new(MemFs::new(), move |file| {
-        Box::new(SlowWal {
-            file,
-            syncs: counter.clone(),
-        })
+    let fs = FaultFs::new(Arc::new(MemFs::new()));
+    fs.set_hook(move |call| {
+        // Either way of syncing: the file's own sync or its concurrent syncer's.
+        if call.op == Op::SyncData && call.has_extension("wal") {
+            std::thread::sleep(SYNC_TIME);
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
     });
     let db = Arc::new(
         Db::open(

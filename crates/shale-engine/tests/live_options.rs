@@ -1,12 +1,15 @@
 //! `Db::set_options` changes options while the database is open (issue 24): each test shows
 //! the change taking effect without a reopen, and bad input refused with the option named.
 
-use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+mod common;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::gate::{gated_mem_fs, on_thread};
+
 use shale_engine::{Db, KeyspaceOptions, Options, LIVE_OPTIONS};
-use shale_fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use shale_fs::{FileSystem, MemFs, Op};
 use shale_sst::Compression;
 
 const DIR: &str = "/db";
@@ -268,98 +271,17 @@ fn a_smaller_write_buffer_flushes_sooner() {
     assert!(files >= 1, "no flush after the write buffer shrank");
 }
 
-/// A `MemFs` that, once armed, holds the compaction thread as it opens its first table, so L0
-/// grows while the test changes the stall triggers.
-#[derive(Debug, Default)]
-struct GatedFs {
-    inner: MemFs,
-    gate: Mutex<Gate>,
-    changed: Condvar,
-}
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    #[default]
-    Open,
-    Armed,
-    Holding,
-}
-
-impl GatedFs {
-    fn set(&self, gate: Gate) {
-        *self.gate.lock().unwrap() = gate;
-        self.changed.notify_all();
-    }
-
-    fn wait_for(&self, wanted: Gate) {
-        let gate = self.gate.lock().unwrap();
-        let (_gate, timeout) = self
-            .changed
-            .wait_timeout_while(gate, Duration::from_secs(20), |g| *g != wanted)
-            .unwrap();
-        assert!(!timeout.timed_out(), "the gate never became {wanted:?}");
-    }
-}
-
-impl FileSystem for GatedFs {
-    fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
-        let compacting = std::thread::current().name() == Some("shale-compact");
-        if compacting && path.extension().is_some_and(|e| e == "sst") {
-            let mut gate = self.gate.lock().unwrap();
-            if *gate == Gate::Armed {
-                *gate = Gate::Holding;
-                self.changed.notify_all();
-                drop(
-                    self.changed
-                        .wait_while(gate, |g| *g == Gate::Holding)
-                        .unwrap(),
-                );
-            }
-        }
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> shale_fs::Result<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> shale_fs::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> shale_fs::Result<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> shale_fs::Result<bool> {
-        self.inner.exists(path)
-    }
-}
-
 /// With a compaction held, L0 holds three tables: lowering the stop trigger to 3 stalls the
 /// next write, and raising it again releases that write, all without a reopen.
 #[test]
 fn a_lower_stop_trigger_stalls_writes_and_a_higher_one_releases_them() {
-    let fs = Arc::new(GatedFs::default());
+    // The compaction thread, once the gate is armed, is held as it opens a table, so L0
+    // grows while the test changes the stall triggers.
+    let (fs, gate) = gated_mem_fs(|call| {
+        call.op == Op::OpenRead && call.has_extension("sst") && on_thread("shale-compact")
+    });
     let db = Arc::new(open(
-        fs.clone(),
+        Arc::new(fs),
         Options {
             default_keyspace: KeyspaceOptions {
                 level0_compaction_trigger: 2,
@@ -368,7 +290,7 @@ fn a_lower_stop_trigger_stalls_writes_and_a_higher_one_releases_them() {
             ..Options::default()
         },
     ));
-    fs.set(Gate::Armed);
+    gate.arm();
     let write_table = |round: u64| {
         for i in 0..50 {
             db.put(&key(i), &round.to_le_bytes()).unwrap();
@@ -377,7 +299,7 @@ fn a_lower_stop_trigger_stalls_writes_and_a_higher_one_releases_them() {
     };
     write_table(0);
     write_table(1);
-    fs.wait_for(Gate::Holding); // compacting the two L0 tables, held
+    gate.wait_until_held(); // compacting the two L0 tables, held
     write_table(2);
     assert_eq!(db.level_file_counts(&db.default_keyspace()).unwrap()[0], 3);
     db.put(b"before", b"1").unwrap();
@@ -412,7 +334,7 @@ fn a_lower_stop_trigger_stalls_writes_and_a_higher_one_releases_them() {
     writer.join().unwrap().unwrap();
     assert_eq!(db.get(b"stopped").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(db.level_file_counts(&db.default_keyspace()).unwrap()[0], 3);
-    fs.set(Gate::Open);
+    gate.release();
     db.wait_for_background_work().unwrap();
 }
 

@@ -7,6 +7,7 @@
 // The op lists read as the model test prints them: `Put { .. }`, `Seek(..)`.
 #![allow(clippy::enum_glob_use)]
 
+mod common;
 mod model_harness;
 
 use model_harness::BatchOp::*;
@@ -15,11 +16,12 @@ use model_harness::Move::*;
 use model_harness::Op::*;
 use model_harness::{k, replay, Config};
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
+
+use common::gate::{gated_mem_fs, on_thread};
 
 use shale_engine::{Db, Error, Keyspace, KeyspaceOptions, Options};
-use shale_fs::{CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use shale_fs::{CrashMode, FileSystem, MemFs};
 
 /// A reversed range deletion (`start > end`) was accepted into the WAL and the memtable, then
 /// refused by the table writer: the flush failed (a sticky background error) and every later
@@ -303,14 +305,16 @@ fn an_idle_keyspace_does_not_pin_old_wals() {
 /// live Version named them any more), the compaction failed to open them, and its failure
 /// became the sticky background error: every later write failed. Fixed in `compaction.rs`: a
 /// compaction holds the Version it was picked from, so its inputs stay live until it ends.
-/// The model run hit a narrow window; [`GatedFs`] holds the compaction in it.
+/// The model run hit a narrow window; a gate holds the compaction in it, as it opens a table.
 #[test]
 fn dropping_a_keyspace_during_its_compaction_leaves_the_database_writable() {
-    let fs = Arc::new(GatedFs::default());
+    let (fs, gate) = gated_mem_fs(|call| {
+        call.op == shale_fs::Op::OpenRead && call.has_extension("sst") && on_thread("shale-compact")
+    });
     let db = Db::open(
         "/db",
         Options {
-            file_system: fs.clone(),
+            file_system: Arc::new(fs),
             ..Options::default()
         },
     )
@@ -322,7 +326,7 @@ fn dropping_a_keyspace_during_its_compaction_leaves_the_database_writable() {
     let doomed = db.create_keyspace("doomed", options).unwrap();
     for table in 0..2 {
         if table == 1 {
-            fs.arm();
+            gate.arm();
         }
         // The same keys in both tables: they overlap, so the compaction merges them (tables
         // overlapping nothing would move down without being opened).
@@ -333,105 +337,12 @@ fn dropping_a_keyspace_during_its_compaction_leaves_the_database_writable() {
         }
         db.flush().unwrap();
     }
-    fs.wait_until_held();
+    gate.wait_until_held();
     db.drop_keyspace("doomed").unwrap();
-    fs.release();
+    gate.release();
     db.wait_for_background_work().unwrap();
     db.put(b"still", b"writable").unwrap();
     db.close().unwrap();
-}
-
-/// A `MemFs` that, once armed, stops the compaction thread as it opens its first table until
-/// released.
-#[derive(Debug, Default)]
-struct GatedFs {
-    inner: MemFs,
-    gate: Mutex<Gate>,
-    changed: Condvar,
-}
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    #[default]
-    Open,
-    Armed,
-    Holding,
-}
-
-impl GatedFs {
-    fn arm(&self) {
-        *self.gate.lock().unwrap() = Gate::Armed;
-    }
-
-    fn wait_until_held(&self) {
-        let gate = self.gate.lock().unwrap();
-        let (gate, timeout) = self
-            .changed
-            .wait_timeout_while(gate, Duration::from_secs(20), |g| *g != Gate::Holding)
-            .unwrap();
-        assert!(
-            !timeout.timed_out(),
-            "the compaction never opened a table ({:?})",
-            *gate
-        );
-    }
-
-    fn release(&self) {
-        *self.gate.lock().unwrap() = Gate::Open;
-        self.changed.notify_all();
-    }
-}
-
-impl FileSystem for GatedFs {
-    fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
-        let compacting = std::thread::current().name() == Some("shale-compact");
-        if compacting && path.extension().is_some_and(|e| e == "sst") {
-            let mut gate = self.gate.lock().unwrap();
-            if *gate == Gate::Armed {
-                *gate = Gate::Holding;
-                self.changed.notify_all();
-                drop(
-                    self.changed
-                        .wait_while(gate, |g| *g == Gate::Holding)
-                        .unwrap(),
-                );
-            }
-        }
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> shale_fs::Result<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> shale_fs::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> shale_fs::Result<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> shale_fs::Result<bool> {
-        self.inner.exists(path)
-    }
 }
 
 /// An ingested table holds a put inside its own range deletion, both at the ingestion's one

@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use shale_engine::{Db, Durability, Error, KeyspaceOptions, Options, ReadOptions, WriteBatch};
 use shale_fs::{
-    FaultError, FaultRule, FaultTrigger, FileLock, FileSystem, MemFs, Op, OpKind, OsFs,
-    RandomAccessFile, WritableFile,
+    FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, FsCall, MemFs, Op, OpKind, OsFs,
 };
 
 /// Keys batch `i` overwrites: batch `i` puts `k{i % KEYS}` and `{ks}:k{i % KEYS}` in the
@@ -294,16 +293,15 @@ fn a_read_only_open_of_a_missing_database_fails_without_creating_it() {
     assert!(!fs.exists(Path::new("/nothing")).unwrap());
 }
 
-/// What `RacingFs` runs before opening a table.
+/// What a `Race` runs at its moment, once.
 type Hook = Box<dyn FnOnce() + Send>;
 
-/// A hook run before a table is opened (once), one run before a WAL is opened for reading
-/// (once: a read-only open's replay), a hook run at the first listing of the
-/// directory after a MANIFEST was opened (once), and a count of table opens to fail as if the file had been deleted:
-/// the writer moving on in the middle of a read-only open.
-#[derive(Clone)]
-struct RacingFs {
-    inner: MemFs,
+/// The writer moving on in the middle of a read-only open, as a `FaultFs` hook: a hook run
+/// before a table is opened, one run before a WAL is opened for reading (a read-only open's
+/// replay), one run at the first listing of the directory after a MANIFEST was opened (each
+/// once), and a count of table opens to fail as if the file had been deleted.
+#[derive(Clone, Default)]
+struct Race {
     before_table_open: Arc<Mutex<Option<Hook>>>,
     before_wal_open: Arc<Mutex<Option<Hook>>>,
     after_manifest_open: Arc<Mutex<Option<Hook>>>,
@@ -311,104 +309,62 @@ struct RacingFs {
     vanished_opens: Arc<AtomicUsize>,
 }
 
-impl RacingFs {
-    fn new(inner: MemFs) -> Self {
-        RacingFs {
-            inner,
-            before_table_open: Arc::new(Mutex::new(None)),
-            before_wal_open: Arc::new(Mutex::new(None)),
-            after_manifest_open: Arc::new(Mutex::new(None)),
-            manifest_opened: Arc::new(AtomicBool::new(false)),
-            vanished_opens: Arc::new(AtomicUsize::new(0)),
-        }
-    }
+/// `inner` with a `Race` run at its calls.
+fn racing_fs(inner: MemFs) -> (FaultFs, Race) {
+    let fs = FaultFs::new(Arc::new(inner));
+    let race = Race::default();
+    let hooked = race.clone();
+    fs.set_hook(move |call| hooked.at(call));
+    (fs, race)
 }
 
-impl std::fmt::Debug for RacingFs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RacingFs").finish_non_exhaustive()
-    }
-}
-
-impl FileSystem for RacingFs {
-    fn create(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> shale_fs::Result<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> shale_fs::Result<Arc<dyn RandomAccessFile>> {
-        if path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST"))
-        {
-            self.manifest_opened.store(true, Ordering::SeqCst);
-        }
-        if path.extension().is_some_and(|e| e == "wal") {
-            let hook = self.before_wal_open.lock().unwrap().take();
+impl Race {
+    fn at(&self, call: &FsCall<'_>) -> shale_fs::Result<()> {
+        let run_once = |hook: &Mutex<Option<Hook>>| {
+            let hook = hook.lock().unwrap().take();
             if let Some(hook) = hook {
                 hook();
             }
-        }
-        if path.extension().is_some_and(|e| e == "sst") {
-            let hook = self.before_table_open.lock().unwrap().take();
-            if let Some(hook) = hook {
-                hook();
-            }
-            let vanish = self
-                .vanished_opens
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok();
-            if vanish {
-                return Err(shale_fs::Error::NotFound {
-                    op: Op::OpenRead,
-                    path: path.to_path_buf(),
-                });
-            }
-        }
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> shale_fs::Result<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> shale_fs::Result<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> shale_fs::Result<Vec<String>> {
-        let hook = if self.manifest_opened.load(Ordering::SeqCst) {
-            self.after_manifest_open.lock().unwrap().take()
-        } else {
-            None
         };
-        if let Some(hook) = hook {
-            hook();
+        match call.op {
+            Op::OpenRead => {
+                if call
+                    .path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST"))
+                {
+                    self.manifest_opened.store(true, Ordering::SeqCst);
+                }
+                if call.has_extension("wal") {
+                    run_once(&self.before_wal_open);
+                }
+                if call.has_extension("sst") {
+                    run_once(&self.before_table_open);
+                    let vanish = self
+                        .vanished_opens
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                        .is_ok();
+                    if vanish {
+                        return Err(shale_fs::Error::NotFound {
+                            op: Op::OpenRead,
+                            path: call.path.to_path_buf(),
+                        });
+                    }
+                }
+            }
+            Op::List if self.manifest_opened.load(Ordering::SeqCst) => {
+                run_once(&self.after_manifest_open);
+            }
+            _ => {}
         }
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> shale_fs::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> shale_fs::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> shale_fs::Result<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> shale_fs::Result<bool> {
-        self.inner.exists(path)
+        Ok(())
     }
 }
 
 #[test]
 fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
     let mem = MemFs::new();
-    let racing = RacingFs::new(mem.clone());
+    let (racing, race) = racing_fs(mem.clone());
     let db = Arc::new(Db::open("/db", options(Arc::new(mem.clone()))).unwrap());
     let users = db
         .create_keyspace("users", KeyspaceOptions::default())
@@ -434,7 +390,7 @@ fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
     // keep some files): the MANIFEST the view read names files that are gone. Only an open that starts
     // over sees the new writes.
     let writer = db.clone();
-    *racing.before_table_open.lock().unwrap() = Some(Box::new(move || {
+    *race.before_table_open.lock().unwrap() = Some(Box::new(move || {
         let users = writer.keyspace("users").unwrap();
         for i in 1001..=1300 {
             writer
@@ -451,7 +407,7 @@ fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
     }));
     let view = Db::open_read_only("/db", options(Arc::new(racing.clone()))).unwrap();
     assert!(
-        racing.before_table_open.lock().unwrap().is_none(),
+        race.before_table_open.lock().unwrap().is_none(),
         "the hook never ran"
     );
     assert!(
@@ -464,14 +420,14 @@ fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
     drop(view);
 
     // A file that stays missing: the open gives up after a bounded number of attempts.
-    racing.vanished_opens.store(usize::MAX, Ordering::SeqCst);
+    race.vanished_opens.store(usize::MAX, Ordering::SeqCst);
     let error = Db::open_read_only("/db", options(Arc::new(racing.clone()))).unwrap_err();
     assert!(
         error.to_string().contains("no such file") && error.to_string().contains(".sst"),
         "{error}"
     );
     // A few vanishing opens are absorbed by the retries.
-    racing.vanished_opens.store(3, Ordering::SeqCst);
+    race.vanished_opens.store(3, Ordering::SeqCst);
     let view = Db::open_read_only("/db", options(Arc::new(racing))).unwrap();
     assert_eq!(check_view(&view), 1300);
     drop(view);
@@ -486,7 +442,7 @@ fn the_open_starts_over_when_the_writer_deletes_a_table_it_named() {
 #[test]
 fn the_open_starts_over_when_the_writer_deletes_a_wal_after_the_manifest_was_read() {
     let mem = MemFs::new();
-    let racing = RacingFs::new(mem.clone());
+    let (racing, race) = racing_fs(mem.clone());
     let db = Arc::new(Db::open("/db", options(Arc::new(mem.clone()))).unwrap());
     let users = db
         .create_keyspace("users", KeyspaceOptions::default())
@@ -509,13 +465,13 @@ fn the_open_starts_over_when_the_writer_deletes_a_wal_after_the_manifest_was_rea
     // After the open read the MANIFEST and before it lists the WALs to replay, the writer
     // flushes, which deletes the WAL holding 201..=260.
     let writer = db.clone();
-    *racing.after_manifest_open.lock().unwrap() = Some(Box::new(move || {
+    *race.after_manifest_open.lock().unwrap() = Some(Box::new(move || {
         writer.flush().unwrap();
         writer.wait_for_background_work().unwrap();
     }));
     let view = Db::open_read_only("/db", options(Arc::new(racing.clone()))).unwrap();
     assert!(
-        racing.after_manifest_open.lock().unwrap().is_none(),
+        race.after_manifest_open.lock().unwrap().is_none(),
         "the hook never ran"
     );
     let wals_after = wal_numbers(&mem);
@@ -671,7 +627,7 @@ fn a_view_of_a_read_only_directory_is_checkpointed_and_backed_up() {
 #[test]
 fn a_read_only_open_pins_blob_files_before_its_wal_replay() {
     let memfs = MemFs::new();
-    let racing = RacingFs::new(memfs.clone());
+    let (racing, race) = racing_fs(memfs.clone());
     let blob_options = || {
         let mut options = options(Arc::new(racing.clone()));
         options.default_keyspace.write_buffer_size = 1 << 20;
@@ -701,7 +657,7 @@ fn a_read_only_open_pins_blob_files_before_its_wal_replay() {
 
     // The writer's blob garbage collection, as it could run during a long replay.
     let fs = memfs.clone();
-    *racing.before_wal_open.lock().unwrap() = Some(Box::new(move || {
+    *race.before_wal_open.lock().unwrap() = Some(Box::new(move || {
         for name in fs.list(dir).unwrap() {
             if shale_engine::inspect::blob::parse_blob_file_name(&name).is_some() {
                 fs.remove(&dir.join(name)).unwrap();
@@ -710,7 +666,7 @@ fn a_read_only_open_pins_blob_files_before_its_wal_replay() {
     }));
     let reader = Db::open_read_only(dir, blob_options()).unwrap();
     assert!(
-        racing.before_wal_open.lock().unwrap().is_none(),
+        race.before_wal_open.lock().unwrap().is_none(),
         "the hook ran"
     );
     assert!(blob_files().is_empty(), "the blob file is gone");

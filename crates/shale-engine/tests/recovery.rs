@@ -11,84 +11,16 @@
 mod common;
 
 use std::path::Path;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use common::batch_in_version_2_encoding;
+use common::gate::latched_fs;
 use shale_engine::inspect::wal::format::FORMAT_VERSION;
 use shale_engine::inspect::wal::{LogReader, LogWriter, RecoveryMode};
 use shale_engine::{Db, Durability, Options, WriteBatch, WriteOptions};
-use shale_fs::{
-    CrashMode, FileLock, FileSystem, MemFs, RandomAccessFile, Result as FsResult, WritableFile,
-};
+use shale_fs::{CrashMode, FileSystem, MemFs, Op};
 
 const DIR: &str = "/db";
-
-/// A `MemFs` whose table creations wait while the gate is closed: holds the background flush
-/// back so a crash image can be taken before it.
-#[derive(Debug, Clone)]
-struct GatedFs {
-    inner: MemFs,
-    gate: Arc<(Mutex<bool>, Condvar)>,
-}
-
-impl GatedFs {
-    fn new(inner: MemFs) -> Self {
-        GatedFs {
-            inner,
-            gate: Arc::new((Mutex::new(false), Condvar::new())),
-        }
-    }
-
-    fn open_gate(&self) {
-        *self.gate.0.lock().unwrap() = true;
-        self.gate.1.notify_all();
-    }
-}
-
-impl FileSystem for GatedFs {
-    fn create(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        if path.extension().is_some_and(|e| e == "sst") {
-            let mut open = self.gate.0.lock().unwrap();
-            while !*open {
-                open = self.gate.1.wait(open).unwrap();
-            }
-        }
-        self.inner.create(path)
-    }
-    fn open_append(&self, path: &Path) -> FsResult<Box<dyn WritableFile>> {
-        self.inner.open_append(path)
-    }
-    fn open_read(&self, path: &Path) -> FsResult<Arc<dyn RandomAccessFile>> {
-        self.inner.open_read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> FsResult<()> {
-        self.inner.remove(path)
-    }
-    fn hard_link(&self, from: &Path, to: &Path) -> FsResult<()> {
-        self.inner.hard_link(from, to)
-    }
-    fn list(&self, dir: &Path) -> FsResult<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> FsResult<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> FsResult<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> FsResult<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-    fn size(&self, path: &Path) -> FsResult<u64> {
-        self.inner.size(path)
-    }
-    fn exists(&self, path: &Path) -> FsResult<bool> {
-        self.inner.exists(path)
-    }
-}
 
 fn options(fs: Arc<dyn FileSystem>, mode: RecoveryMode) -> Options {
     let mut options = Options {
@@ -164,14 +96,18 @@ fn damaged_database(damage: impl FnOnce(&MemFs, &Path)) -> (MemFs, String) {
 /// Opens `image` with the flush held back, checks it with `check_first`, writes `b000..b019`
 /// (acknowledged, synced, in a new WAL), and returns the crash image taken before any flush.
 fn open_write_and_crash(image: &MemFs, mode: RecoveryMode, check_first: impl Fn(&Db)) -> MemFs {
-    let gated = GatedFs::new(image.clone());
-    let db = Db::open(DIR, options(Arc::new(gated.clone()), mode)).unwrap();
+    // Table creations wait at the latch: holds the background flush back so a crash image
+    // can be taken before it.
+    let (gated, latch) = latched_fs(image.clone(), |call| {
+        call.op == Op::Create && call.has_extension("sst")
+    });
+    let db = Db::open(DIR, options(Arc::new(gated), mode)).unwrap();
     check_first(&db);
     put_all(&db, "b", 20);
     db.write(shale_engine::WriteBatch::new(), &WriteOptions::sync())
         .unwrap();
     let crashed = image.crash_image(CrashMode::DropUnsynced);
-    gated.open_gate();
+    latch.open();
     drop(db);
     assert!(
         files(&crashed, ".sst").is_empty(),

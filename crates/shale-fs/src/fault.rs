@@ -12,15 +12,21 @@
 //!   and the call fails; on `sync_dir` nothing is synced. On any other operation it acts like
 //!   `Eio`.
 //!
+//! A test can also set a hook ([`FaultFs::set_hook`]): a closure run on the calling thread for
+//! every call, before the rules, with what the call is ([`FsCall`]). It may block (hold a
+//! background job at a chosen file), count, act on the file system, or fail the call with any
+//! [`Error`] (which then is not counted as injected).
+//!
 //! Invariants:
 //! 1. A rule's trigger sees only the calls matching its operation and path filter, numbered
 //!    from 1 in the order they reached the `FaultFs` (calls are serialized on one lock).
-//! 2. Without rules a `FaultFs` behaves exactly like its inner file system.
+//! 2. Without rules or hook a `FaultFs` behaves exactly like its inner file system.
+//! 3. The hook runs with no lock of the `FaultFs` held, so it may block or call back into it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -187,6 +193,53 @@ impl FaultRule {
     }
 }
 
+/// One call through a [`FaultFs`], as its hook sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct FsCall<'a> {
+    /// The operation.
+    pub op: Op,
+    /// The file or directory it is on; for rename and hard link, the source.
+    pub path: &'a Path,
+    /// For rename and hard link: the destination.
+    pub to: Option<&'a Path>,
+    /// For an open (`create`, `open_append`, `open_read` and their `_with` forms): the mode
+    /// asked for, [`IoMode::Buffered`] for the forms without one. `None` for other calls.
+    pub mode: Option<IoMode>,
+}
+
+impl<'a> FsCall<'a> {
+    fn on(op: Op, path: &'a Path) -> Self {
+        Self {
+            op,
+            path,
+            to: None,
+            mode: None,
+        }
+    }
+
+    fn open(op: Op, path: &'a Path, mode: IoMode) -> Self {
+        Self {
+            mode: Some(mode),
+            ..Self::on(op, path)
+        }
+    }
+
+    fn between(op: Op, from: &'a Path, to: &'a Path) -> Self {
+        Self {
+            to: Some(to),
+            ..Self::on(op, from)
+        }
+    }
+
+    /// Whether the call is on a file whose name ends with `.{extension}`.
+    pub fn has_extension(&self, extension: &str) -> bool {
+        self.path.extension().is_some_and(|e| e == extension)
+    }
+}
+
+/// A [`FaultFs`] hook: runs before every call; an error fails the call with it.
+pub type FsHook = dyn Fn(&FsCall<'_>) -> Result<()> + Send + Sync;
+
 /// Names a rule added to a [`FaultFs`], for [`FaultFs::remove_rule`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RuleId(u64);
@@ -221,11 +274,21 @@ struct Rules {
     next_id: u64,
 }
 
-#[derive(Debug)]
 struct Shared {
     rules: Mutex<Rules>,
+    hook: RwLock<Option<Arc<FsHook>>>,
     op_counts: [AtomicU64; OpKind::COUNT],
     injected: AtomicU64,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("rules", &self.rules)
+            .field("op_counts", &self.op_counts)
+            .field("injected", &self.injected)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Shared {
@@ -234,10 +297,25 @@ impl Shared {
         self.rules.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Counts a call of `op` and returns the failure to inject, if any.
-    fn check(&self, op: Op, paths: &[&Path]) -> Option<FaultError> {
+    /// Counts `call`, runs the hook on it (its error fails the call), and returns the
+    /// failure the rules inject, if any.
+    fn check(&self, call: FsCall<'_>) -> Result<Option<FaultError>> {
+        let op = call.op;
         self.op_counts[OpKind::from(op).index()].fetch_add(1, Ordering::SeqCst);
         self.op_counts[OpKind::Any.index()].fetch_add(1, Ordering::SeqCst);
+        // Cloned out so that the hook runs with no lock held (invariant 3).
+        let hook = self
+            .hook
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(hook) = hook {
+            hook(&call)?;
+        }
+        let paths: &[&Path] = match call.to {
+            Some(to) => &[call.path, to],
+            None => &[call.path],
+        };
         let mut rules = self.rules();
         let mut fault = None;
         for active in &mut rules.rules {
@@ -248,13 +326,13 @@ impl Shared {
         if fault.is_some() {
             self.injected.fetch_add(1, Ordering::SeqCst);
         }
-        fault
+        Ok(fault)
     }
 
-    /// Fails a call of `op` on `path` if a rule says so.
-    fn guard(&self, op: Op, path: &Path) -> Result<()> {
-        match self.check(op, &[path]) {
-            Some(fault) => Err(injected(op, path, fault)),
+    /// Fails `call` if the hook or a rule says so.
+    fn guard(&self, call: FsCall<'_>) -> Result<()> {
+        match self.check(call)? {
+            Some(fault) => Err(injected(call.op, call.path, fault)),
             None => Ok(()),
         }
     }
@@ -283,6 +361,7 @@ impl FaultFs {
             inner,
             shared: Arc::new(Shared {
                 rules: Mutex::new(Rules::default()),
+                hook: RwLock::new(None),
                 op_counts: std::array::from_fn(|_| AtomicU64::new(0)),
                 injected: AtomicU64::new(0),
             }),
@@ -320,6 +399,24 @@ impl FaultFs {
         rules.rules.len() != before
     }
 
+    /// Sets the hook run before every call (replacing any earlier one); see the module docs.
+    pub fn set_hook(&self, hook: impl Fn(&FsCall<'_>) -> Result<()> + Send + Sync + 'static) {
+        *self
+            .shared
+            .hook
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(hook));
+    }
+
+    /// Removes the hook.
+    pub fn clear_hook(&self) {
+        *self
+            .shared
+            .hook
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
     /// Removes every rule (counters are kept).
     pub fn clear_rules(&self) {
         self.shared.rules().rules.clear();
@@ -338,7 +435,8 @@ impl FaultFs {
 
 impl FileSystem for FaultFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.shared.guard(Op::Create, path)?;
+        self.shared
+            .guard(FsCall::open(Op::Create, path, IoMode::Buffered))?;
         Ok(Box::new(FaultWritableFile {
             inner: self.inner.create(path)?,
             path: path.to_path_buf(),
@@ -347,7 +445,8 @@ impl FileSystem for FaultFs {
     }
 
     fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.shared.guard(Op::OpenAppend, path)?;
+        self.shared
+            .guard(FsCall::open(Op::OpenAppend, path, IoMode::Buffered))?;
         Ok(Box::new(FaultWritableFile {
             inner: self.inner.open_append(path)?,
             path: path.to_path_buf(),
@@ -356,7 +455,8 @@ impl FileSystem for FaultFs {
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.shared.guard(Op::OpenRead, path)?;
+        self.shared
+            .guard(FsCall::open(Op::OpenRead, path, IoMode::Buffered))?;
         Ok(Arc::new(FaultRandomAccessFile {
             inner: self.inner.open_read(path)?,
             shared: self.shared.clone(),
@@ -366,7 +466,7 @@ impl FileSystem for FaultFs {
     // The direct-I/O opens count and fail as `create` and `open_read` do, and hand the mode
     // to the wrapped file system.
     fn create_with(&self, path: &Path, mode: IoMode) -> Result<Box<dyn WritableFile>> {
-        self.shared.guard(Op::Create, path)?;
+        self.shared.guard(FsCall::open(Op::Create, path, mode))?;
         Ok(Box::new(FaultWritableFile {
             inner: self.inner.create_with(path, mode)?,
             path: path.to_path_buf(),
@@ -375,7 +475,7 @@ impl FileSystem for FaultFs {
     }
 
     fn open_read_with(&self, path: &Path, mode: IoMode) -> Result<Arc<dyn RandomAccessFile>> {
-        self.shared.guard(Op::OpenRead, path)?;
+        self.shared.guard(FsCall::open(Op::OpenRead, path, mode))?;
         Ok(Arc::new(FaultRandomAccessFile {
             inner: self.inner.open_read_with(path, mode)?,
             shared: self.shared.clone(),
@@ -383,51 +483,51 @@ impl FileSystem for FaultFs {
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        if let Some(fault) = self.shared.check(Op::Rename, &[from, to]) {
+        if let Some(fault) = self.shared.check(FsCall::between(Op::Rename, from, to))? {
             return Err(injected(Op::Rename, from, fault));
         }
         self.inner.rename(from, to)
     }
 
     fn remove(&self, path: &Path) -> Result<()> {
-        self.shared.guard(Op::Remove, path)?;
+        self.shared.guard(FsCall::on(Op::Remove, path))?;
         self.inner.remove(path)
     }
 
     fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
-        if let Some(fault) = self.shared.check(Op::HardLink, &[from, to]) {
+        if let Some(fault) = self.shared.check(FsCall::between(Op::HardLink, from, to))? {
             return Err(injected(Op::HardLink, from, fault));
         }
         self.inner.hard_link(from, to)
     }
 
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.shared.guard(Op::List, dir)?;
+        self.shared.guard(FsCall::on(Op::List, dir))?;
         self.inner.list(dir)
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.shared.guard(Op::CreateDir, dir)?;
+        self.shared.guard(FsCall::on(Op::CreateDir, dir))?;
         self.inner.create_dir_all(dir)
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.shared.guard(Op::SyncDir, dir)?;
+        self.shared.guard(FsCall::on(Op::SyncDir, dir))?;
         self.inner.sync_dir(dir)
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
-        self.shared.guard(Op::Lock, path)?;
+        self.shared.guard(FsCall::on(Op::Lock, path))?;
         self.inner.lock(path)
     }
 
     fn size(&self, path: &Path) -> Result<u64> {
-        self.shared.guard(Op::Size, path)?;
+        self.shared.guard(FsCall::on(Op::Size, path))?;
         self.inner.size(path)
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {
-        self.shared.guard(Op::Exists, path)?;
+        self.shared.guard(FsCall::on(Op::Exists, path))?;
         self.inner.exists(path)
     }
 
@@ -446,7 +546,7 @@ struct FaultWritableFile {
 
 impl WritableFile for FaultWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        match self.shared.check(Op::Append, &[&self.path]) {
+        match self.shared.check(FsCall::on(Op::Append, &self.path))? {
             None => self.inner.append(data),
             Some(FaultError::ShortWrite) => {
                 self.inner.append(&data[..data.len() / 2])?;
@@ -457,17 +557,17 @@ impl WritableFile for FaultWritableFile {
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.shared.guard(Op::Flush, &self.path)?;
+        self.shared.guard(FsCall::on(Op::Flush, &self.path))?;
         self.inner.flush()
     }
 
     fn start_writeback(&mut self) -> Result<()> {
-        self.shared.guard(Op::Flush, &self.path)?;
+        self.shared.guard(FsCall::on(Op::Flush, &self.path))?;
         self.inner.start_writeback()
     }
 
     fn sync_data(&mut self) -> Result<()> {
-        match self.shared.check(Op::SyncData, &[&self.path]) {
+        match self.shared.check(FsCall::on(Op::SyncData, &self.path))? {
             None => self.inner.sync_data(),
             Some(FaultError::FailedSync) => {
                 self.inner.flush()?;
@@ -478,7 +578,7 @@ impl WritableFile for FaultWritableFile {
     }
 
     fn concurrent_syncer(&mut self) -> Result<Option<Box<dyn DataSyncer>>> {
-        self.shared.guard(Op::Flush, &self.path)?;
+        self.shared.guard(FsCall::on(Op::Flush, &self.path))?;
         Ok(self.inner.concurrent_syncer()?.map(|inner| {
             Box::new(FaultDataSyncer {
                 inner,
@@ -503,7 +603,7 @@ struct FaultDataSyncer {
 
 impl DataSyncer for FaultDataSyncer {
     fn sync_data(&self) -> Result<()> {
-        match self.shared.check(Op::SyncData, &[&self.path]) {
+        match self.shared.check(FsCall::on(Op::SyncData, &self.path))? {
             None => self.inner.sync_data(),
             Some(fault) => Err(injected(Op::SyncData, &self.path, fault)),
         }
@@ -519,12 +619,12 @@ struct FaultRandomAccessFile {
 
 impl RandomAccessFile for FaultRandomAccessFile {
     fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.shared.guard(Op::Read, self.inner.path())?;
+        self.shared.guard(FsCall::on(Op::Read, self.inner.path()))?;
         self.inner.read_exact_at(offset, buf)
     }
 
     fn size(&self) -> Result<u64> {
-        self.shared.guard(Op::Size, self.inner.path())?;
+        self.shared.guard(FsCall::on(Op::Size, self.inner.path()))?;
         self.inner.size()
     }
 

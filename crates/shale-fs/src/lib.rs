@@ -5,7 +5,8 @@
 //!   buffered or `O_DIRECT` reads and writes, chosen per open by [`IoMode`]);
 //! - [`MemFs`]: memory that knows which bytes and directory entries are durable and can
 //!   produce the image a power cut would leave ([`MemFs::crash_image`]);
-//! - [`FaultFs`]: a wrapper that injects failures by operation, path and count.
+//! - [`FaultFs`]: a wrapper that injects failures by operation, path and count, and runs a
+//!   test's hook before every call.
 //!
 //! # Durability contract (what callers must do, and what `MemFs` models)
 //! 1. Appended bytes are durable only after [`WritableFile::sync_data`] returns `Ok`.
@@ -32,7 +33,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use error::{Error, Op, Result};
-pub use fault::{FaultError, FaultFs, FaultRule, FaultTrigger, OpKind, RuleId};
+pub use fault::{FaultError, FaultFs, FaultRule, FaultTrigger, FsCall, FsHook, OpKind, RuleId};
 pub use mem::{CrashMode, MemFs, SyncHook};
 pub use os::OsFs;
 pub use replace::{replace_file_durably, temp_path};

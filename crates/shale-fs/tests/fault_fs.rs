@@ -1,10 +1,12 @@
-//! Behaviour of `FaultFs` wrapped around `MemFs`: triggers, error kinds, filters, counters.
+//! Behaviour of `FaultFs` wrapped around `MemFs`: triggers, error kinds, filters, counters,
+//! the hook.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use shale_fs::{
-    CrashMode, Error, FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, MemFs, Op, OpKind,
+    CrashMode, Error, FaultError, FaultFs, FaultRule, FaultTrigger, FileSystem, FsCall, IoMode,
+    MemFs, Op, OpKind,
 };
 
 fn setup() -> (MemFs, FaultFs) {
@@ -308,4 +310,127 @@ fn a_concurrent_syncer_fails_as_the_file_sync_would() {
     );
     let image = mem.crash_image(CrashMode::DropUnsynced);
     assert_eq!(image.file_contents(p("1.wal")).expect("contents"), b"");
+}
+
+/// What a hook saw of one call, owned.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    op: Op,
+    path: PathBuf,
+    to: Option<PathBuf>,
+    mode: Option<IoMode>,
+}
+
+fn recording_hook(fs: &FaultFs) -> Arc<Mutex<Vec<Seen>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    fs.set_hook(move |call: &FsCall<'_>| {
+        log.lock().unwrap().push(Seen {
+            op: call.op,
+            path: call.path.to_path_buf(),
+            to: call.to.map(Path::to_path_buf),
+            mode: call.mode,
+        });
+        Ok(())
+    });
+    seen
+}
+
+#[test]
+fn the_hook_sees_every_call_with_its_paths_and_open_mode() {
+    let (_, fs) = setup();
+    let seen = recording_hook(&fs);
+    let mut file = fs.create_with(&p("1.sst"), IoMode::Direct).expect("create");
+    file.append(b"abc").expect("append");
+    file.sync_data().expect("sync");
+    drop(file);
+    fs.rename(&p("1.sst"), &p("2.sst")).expect("rename");
+    let reader = fs.open_read(&p("2.sst")).expect("open");
+    let mut buf = [0; 3];
+    reader.read_exact_at(0, &mut buf).expect("read");
+    fs.list(Path::new("/db")).expect("list");
+    let on = |op, name: &str| Seen {
+        op,
+        path: p(name),
+        to: None,
+        mode: None,
+    };
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            Seen {
+                mode: Some(IoMode::Direct),
+                ..on(Op::Create, "1.sst")
+            },
+            on(Op::Append, "1.sst"),
+            on(Op::SyncData, "1.sst"),
+            Seen {
+                to: Some(p("2.sst")),
+                ..on(Op::Rename, "1.sst")
+            },
+            Seen {
+                mode: Some(IoMode::Buffered),
+                ..on(Op::OpenRead, "2.sst")
+            },
+            on(Op::Read, "2.sst"),
+            Seen {
+                path: PathBuf::from("/db"),
+                ..on(Op::List, "")
+            },
+        ]
+    );
+}
+
+#[test]
+fn a_hook_error_fails_the_call_before_it_reaches_the_inner_file_system() {
+    let (mem, fs) = setup();
+    fs.set_hook(|call: &FsCall<'_>| {
+        if call.op == Op::Create && call.has_extension("sst") {
+            return Err(Error::NotFound {
+                op: call.op,
+                path: call.path.to_path_buf(),
+            });
+        }
+        Ok(())
+    });
+    let err = fs.create(&p("1.sst")).expect_err("refused by the hook");
+    assert!(err.is_not_found(), "{err}");
+    assert!(!mem.exists(&p("1.sst")).expect("exists"), "not created");
+    assert_eq!(fs.injected_count(), 0, "a hook's failure is not injected");
+    assert_eq!(fs.op_count(OpKind::Create), 1, "but the call is counted");
+    fs.create(&p("1.wal")).expect("other files pass");
+    fs.clear_hook();
+    fs.create(&p("1.sst")).expect("no hook, no failure");
+}
+
+#[test]
+fn the_hook_runs_before_the_rules_and_with_no_lock_held() {
+    let (_, fs) = setup();
+    fs.add_rule(FaultRule::new(
+        OpKind::Exists,
+        FaultTrigger::Nth(1),
+        FaultError::Eio,
+    ));
+    let inner_fs = fs.clone();
+    let calls = Arc::new(Mutex::new(0));
+    let counted = calls.clone();
+    fs.set_hook(move |call: &FsCall<'_>| {
+        let first = {
+            let mut calls = counted.lock().unwrap();
+            *calls += 1;
+            *calls == 1
+        };
+        // Calling back into the `FaultFs` from the hook must not deadlock.
+        if call.op == Op::Exists && first {
+            inner_fs.size(&p("missing")).expect_err("no such file");
+        }
+        Ok(())
+    });
+    assert!(fs.exists(&p("x")).is_err(), "the rule still fires");
+    assert_eq!(
+        *calls.lock().unwrap(),
+        2,
+        "the exists call and the nested size"
+    );
+    assert_eq!(fs.injected_count(), 1);
 }

@@ -1,6 +1,9 @@
-//! Helpers shared by the WAL tests: writing logs on a `MemFs` and reading them back.
+//! Helpers shared by the WAL tests: writing logs on a `MemFs` and reading them back; and
+//! (`gate`) gates a `FaultFs` hook holds background jobs at.
 
 #![allow(dead_code)] // Each test binary uses a different subset.
+
+pub mod gate;
 
 use std::path::{Path, PathBuf};
 
