@@ -16,9 +16,15 @@
 //!    queueing (the lone-writer fast path): it marks the group active under the lock, so
 //!    every writer arriving meanwhile queues behind it and is woken when it finishes. Its
 //!    group obeys invariants 1 to 3 like any other.
+//! 6. Every change a queued writer may wait for is counted in `WriteQueue::changes` under the
+//!    queue's lock (`notify_locked`). A writer spins a little on that count before it
+//!    blocks, and blocks only after seeing, under the lock, that the count has not moved, so
+//!    no wake-up is lost.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use shale_sst::SeqNo;
 
@@ -29,6 +35,16 @@ use crate::options::Durability;
 /// Limits what one leader takes into its group, so that a huge group does not delay small
 /// writers behind it for long.
 const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// How long a queued writer spins, yielding its CPU, for the queue to change before it blocks
+/// on the condition variable (invariant 6). A group's turn takes microseconds when it does not
+/// sync; a blocked writer costs a futex wait and a wake-up, and on a virtual machine whose
+/// other CPU is idle the wake-up is slow (tens of µs): 4 unsynced writers made 27k writes/s
+/// there, against 165k for RocksDB, whose `WriteThread` also spins before it blocks.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// Busy-spin rounds before the spin starts yielding.
+const BUSY_ROUNDS: u32 = 64;
 
 /// What the leader tells the group after its WAL step.
 #[derive(Debug)]
@@ -107,6 +123,8 @@ struct QueueState<C> {
 pub(crate) struct WriteQueue<C> {
     state: Mutex<QueueState<C>>,
     changed: Condvar,
+    /// Changes a queued writer may wait for, counted under `state`'s lock (invariant 6).
+    changes: AtomicU64,
 }
 
 impl<C: Send + Sync> WriteQueue<C> {
@@ -122,6 +140,7 @@ impl<C: Send + Sync> WriteQueue<C> {
                 waiters: 0,
             }),
             changed: Condvar::new(),
+            changes: AtomicU64::new(0),
         }
     }
 
@@ -129,7 +148,16 @@ impl<C: Send + Sync> WriteQueue<C> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wait<'a>(&self, mut guard: MutexGuard<'a, QueueState<C>>) -> MutexGuard<'a, QueueState<C>> {
+    /// Waits for the next change of the queue (invariant 6): spins for up to [`SPIN`], then
+    /// blocks. Returns with the lock held again.
+    fn wait<'a>(&'a self, guard: MutexGuard<'a, QueueState<C>>) -> MutexGuard<'a, QueueState<C>> {
+        let seen = self.changes.load(Ordering::Acquire);
+        drop(guard);
+        let changed = self.spin_until_changed(seen);
+        let mut guard = self.lock();
+        if changed || self.changes.load(Ordering::Acquire) != seen {
+            return guard;
+        }
         guard.waiters += 1;
         let mut guard = self
             .changed
@@ -139,9 +167,30 @@ impl<C: Send + Sync> WriteQueue<C> {
         guard
     }
 
-    /// Wakes the waiting writers, if there are any: a lone writer then makes no futex call.
-    /// Waiters register under the lock the caller holds, so none is missed.
+    /// Whether the count of changes moved from `seen` within [`SPIN`].
+    fn spin_until_changed(&self, seen: u64) -> bool {
+        let start = Instant::now();
+        let mut round = 0u32;
+        loop {
+            if self.changes.load(Ordering::Acquire) != seen {
+                return true;
+            }
+            if round < BUSY_ROUNDS {
+                round += 1;
+                std::hint::spin_loop();
+            } else if start.elapsed() < SPIN {
+                std::thread::yield_now();
+            } else {
+                return false;
+            }
+        }
+    }
+
+    /// Counts a change (invariant 6) and wakes the blocked writers, if there are any: a lone
+    /// writer then makes no futex call. Waiters register under the lock the caller holds, so
+    /// none is missed.
     fn notify_locked(&self, state: &QueueState<C>) {
+        self.changes.fetch_add(1, Ordering::Release);
         if state.waiters > 0 {
             self.changed.notify_all();
         }
