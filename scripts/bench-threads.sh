@@ -10,7 +10,7 @@
 #
 # Knobs (environment): BIN, OUT (results directory), DB (database directory, on a disk file
 # system), NUM (keys of the read database, 5M), SECS (seconds per read benchmark and per
-# unsynced fill, 20), SYNC_SECS (seconds per synced fill, 15), READ_THREADS ("1 2 4 8"),
+# unsynced fill, 20), SYNC_SECS (seconds per synced fill, 15), READ_THREADS ("1 2 4 8"; " " runs no reads),
 # WRITERS ("1 4 8"), ENGINES (shale,rocksdb), RWW_WRITE_RATE (readwhilewriting's writer,
 # bytes per second, 2 MiB), SKIP_FILL=1 (reuse $DB/read from a run before).
 #
