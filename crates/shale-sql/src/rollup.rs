@@ -218,7 +218,7 @@ mod tests {
             let b = b.map_or(Value::Null, Value::Int);
             (vec![Value::Int(a), b], level)
         };
-        let mut rows = vec![
+        let mut rows = [
             (vec![Value::Null, Value::Null], 0),
             group(2, None, 1),
             group(1, Some(5), 2),
