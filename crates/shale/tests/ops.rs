@@ -485,7 +485,7 @@ ca.execute("SET PERSIST wait_timeout = 600")
 # Only for the next start: the running server keeps what it has.
 ca.execute("SELECT @@global.shale_flush_log_at_trx_commit")
 assert ca.fetchone() == (1,)
-assert error_of(ca, "SET PERSIST shale_max_background_jobs = 4") == 1235
+assert error_of(ca, "SET PERSIST shale_use_direct_reads = 1") == 1235
 assert error_of(ca, "SET PERSIST_ONLY shale_flush_log_at_trx_commit = 7") == 1231
 assert error_of(ca, "SET PERSIST_ONLY max_connections = 'many'") == 1232
 assert error_of(ca, "SET PERSIST port = 1") == 1235
