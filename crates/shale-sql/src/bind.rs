@@ -1266,7 +1266,7 @@ impl<'a> Binder<'a> {
                 }
             };
             if pos > seen {
-                if let Some((column, ty)) = columns.get(pos - seen - 1) {
+                if let Some((column, ty, _)) = columns.get(pos - seen - 1) {
                     return Ok((Expr::Column(*column), ty.clone(), None));
                 }
             }
@@ -1275,46 +1275,64 @@ impl<'a> Binder<'a> {
         Err(SqlError::unknown_column(text, "group statement"))
     }
 
-    /// The columns (position, type) a wildcard of the select list stands for.
-    fn wildcard_columns(&self, item: &ast::SelectItem) -> Result<Vec<(usize, SqlType)>, SqlError> {
+    /// The columns a wildcard of the select list stands for: position, type and result
+    /// metadata.
+    fn wildcard_columns(
+        &self,
+        item: &ast::SelectItem,
+    ) -> Result<Vec<(usize, SqlType, crate::result::ColumnMeta)>, SqlError> {
         let unknown =
             |alias: &str| SqlError::new(1051, "42S02", format!("Unknown table '{alias}'"));
-        let qualifier = match item {
-            ast::SelectItem::QualifiedWildcard(
-                ast::SelectItemQualifiedWildcardKind::ObjectName(name),
-                _,
-            ) => Some(ident_name(name).pop().unwrap_or_default()),
-            ast::SelectItem::QualifiedWildcard(..) => {
-                return Err(SqlError::unsupported(item.to_string()))
-            }
-            _ => None,
-        };
         if let Some(scope) = &self.scope {
-            let positions = match &qualifier {
-                Some(alias) => scope.input_columns(alias).ok_or_else(|| unknown(alias))?,
-                None => scope.star.clone(),
+            let positions = match item {
+                ast::SelectItem::QualifiedWildcard(
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                    _,
+                ) => {
+                    let alias = ident_name(name).pop().unwrap_or_default();
+                    scope.input_columns(&alias).ok_or_else(|| unknown(&alias))?
+                }
+                ast::SelectItem::QualifiedWildcard(..) => {
+                    return Err(SqlError::unsupported(item.to_string()))
+                }
+                _ => scope.star.clone(),
             };
             return positions
                 .into_iter()
                 .map(|pos| {
                     scope
                         .column_at(pos)
-                        .map(|c| (pos, c.ty.clone()))
+                        .map(|c| (pos, c.ty.clone(), c.meta.clone()))
                         .ok_or_else(|| SqlError::internal("star"))
                 })
                 .collect();
         }
+        if let ast::SelectItem::QualifiedWildcard(kind, _) = item {
+            let qualifier = match kind {
+                ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                    ident_name(n).pop().unwrap_or_default()
+                }
+                ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+            };
+            if !self
+                .table
+                .as_ref()
+                .is_some_and(|t| t.alias.eq_ignore_ascii_case(&qualifier))
+            {
+                return Err(unknown(&qualifier));
+            }
+        }
         let Some(t) = &self.table else {
             return Err(SqlError::new(1096, "HY000", "No tables used"));
         };
-        if let Some(alias) = qualifier.filter(|a| !t.alias.eq_ignore_ascii_case(a)) {
-            return Err(unknown(&alias));
-        }
         Ok(t.def
             .columns
             .iter()
             .enumerate()
-            .map(|(pos, c)| (pos, SqlType::of_column(&c.ty)))
+            .map(|(pos, c)| {
+                let meta = column_meta(&t.database, &t.alias, &t.def, pos, &c.name);
+                (pos, SqlType::of_column(&c.ty), meta)
+            })
             .collect())
     }
 
@@ -1498,64 +1516,11 @@ impl<'a> Binder<'a> {
         let mut named_keys: Vec<Option<usize>> = Vec::new();
         for (item_index, item) in s.projection.iter().enumerate() {
             match item {
-                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(_, _)
-                    if self.scope.is_some() =>
-                {
-                    let scope = self
-                        .scope
-                        .as_ref()
-                        .ok_or_else(|| SqlError::internal("scope"))?;
-                    let positions = match item {
-                        ast::SelectItem::QualifiedWildcard(
-                            ast::SelectItemQualifiedWildcardKind::ObjectName(name),
-                            _,
-                        ) => {
-                            let alias = ident_name(name).pop().unwrap_or_default();
-                            scope.input_columns(&alias).ok_or_else(|| {
-                                SqlError::new(1051, "42S02", format!("Unknown table '{alias}'"))
-                            })?
-                        }
-                        ast::SelectItem::QualifiedWildcard(..) => {
-                            return Err(SqlError::unsupported(item.to_string()))
-                        }
-                        _ => scope.star.clone(),
-                    };
-                    for pos in positions {
-                        let c = scope
-                            .column_at(pos)
-                            .ok_or_else(|| SqlError::internal("star"))?;
-                        projection.push(Expr::Column(pos));
-                        types.push(c.ty.clone());
-                        columns.push(c.meta.clone());
-                    }
-                }
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(_, _) => {
-                    if let ast::SelectItem::QualifiedWildcard(kind, _) = item {
-                        let qualifier = match kind {
-                            ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
-                                ident_name(n).pop().unwrap_or_default()
-                            }
-                            ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
-                        };
-                        if !self
-                            .table
-                            .as_ref()
-                            .is_some_and(|t| t.alias.eq_ignore_ascii_case(&qualifier))
-                        {
-                            return Err(SqlError::new(
-                                1051,
-                                "42S02",
-                                format!("Unknown table '{qualifier}'"),
-                            ));
-                        }
-                    }
-                    let Some(t) = &self.table else {
-                        return Err(SqlError::new(1096, "HY000", "No tables used"));
-                    };
-                    for (pos, c) in t.def.columns.iter().enumerate() {
+                    for (pos, ty, meta) in self.wildcard_columns(item)? {
                         projection.push(Expr::Column(pos));
-                        types.push(SqlType::of_column(&c.ty));
-                        columns.push(column_meta(&t.database, &t.alias, &t.def, pos, &c.name));
+                        types.push(ty);
+                        columns.push(meta);
                     }
                 }
                 ast::SelectItem::UnnamedExpr(e)
