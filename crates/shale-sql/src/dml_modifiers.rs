@@ -109,7 +109,7 @@ fn keyword_at(tokens: &[TokenWithSpan], i: usize) -> Option<&'static str> {
 }
 
 /// The unquoted word at `tokens[i]`.
-fn word_at(tokens: &[TokenWithSpan], i: usize) -> Option<&str> {
+pub(crate) fn word_at(tokens: &[TokenWithSpan], i: usize) -> Option<&str> {
     match &tokens.get(i)?.token {
         Token::Word(w) if w.quote_style.is_none() => Some(&w.value),
         _ => None,
@@ -117,7 +117,7 @@ fn word_at(tokens: &[TokenWithSpan], i: usize) -> Option<&str> {
 }
 
 /// The first token at or after `from` that is not white space or a comment.
-fn next_significant(tokens: &[TokenWithSpan], from: usize) -> usize {
+pub(crate) fn next_significant(tokens: &[TokenWithSpan], from: usize) -> usize {
     let mut i = from;
     while matches!(tokens.get(i), Some(t) if matches!(t.token, Token::Whitespace(_))) {
         i += 1;

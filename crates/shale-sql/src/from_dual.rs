@@ -8,18 +8,22 @@
 //!    MySQL, so there it is never a table; `` `dual` `` and `db.dual` stay names.
 //! 2. Comments and white space around the two words stay where they were.
 
-use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
+
+use crate::dml_modifiers::{next_significant, word_at};
 
 /// Takes every `FROM DUAL` out of `tokens` (rule 1).
 pub(crate) fn take_from_dual(tokens: &mut Vec<TokenWithSpan>) {
+    let is = |tokens: &[TokenWithSpan], i, word: &str| {
+        word_at(tokens, i).is_some_and(|w| w.eq_ignore_ascii_case(word))
+    };
     let mut i = 0;
     while i < tokens.len() {
-        if is_unquoted(tokens, i, |w| w.keyword == Keyword::FROM) {
+        if is(tokens, i, "FROM") {
             let dual = next_significant(tokens, i + 1);
             let after = next_significant(tokens, dual + 1);
             let dotted = matches!(tokens.get(after), Some(t) if t.token == Token::Period);
-            if !dotted && is_unquoted(tokens, dual, |w| w.value.eq_ignore_ascii_case("DUAL")) {
+            if !dotted && is(tokens, dual, "DUAL") {
                 tokens.remove(dual);
                 tokens.remove(i);
                 continue;
@@ -27,24 +31,6 @@ pub(crate) fn take_from_dual(tokens: &mut Vec<TokenWithSpan>) {
         }
         i += 1;
     }
-}
-
-fn is_unquoted(
-    tokens: &[TokenWithSpan],
-    i: usize,
-    test: impl Fn(&sqlparser::tokenizer::Word) -> bool,
-) -> bool {
-    matches!(tokens.get(i), Some(TokenWithSpan { token: Token::Word(w), .. })
-        if w.quote_style.is_none() && test(w))
-}
-
-/// The first token at or after `from` that is not white space or a comment.
-fn next_significant(tokens: &[TokenWithSpan], from: usize) -> usize {
-    let mut i = from;
-    while matches!(tokens.get(i), Some(t) if matches!(t.token, Token::Whitespace(_))) {
-        i += 1;
-    }
-    i
 }
 
 #[cfg(test)]
