@@ -74,17 +74,21 @@ impl Running {
         }
     }
 
-    fn connect(&self) -> Conn {
-        let opts = OptsBuilder::new()
+    /// root@localhost over TCP, in database `db`.
+    fn opts(&self, db: Option<&str>) -> OptsBuilder {
+        OptsBuilder::new()
             .ip_or_hostname(Some("127.0.0.1"))
             .tcp_port(self.addr.port())
             .user(Some("root"))
             .pass(Some(""))
-            .db_name(Some("d"))
+            .db_name(db)
             .prefer_socket(false)
             .read_timeout(Some(Duration::from_secs(60)))
-            .write_timeout(Some(Duration::from_secs(60)));
-        Conn::new(opts).expect("connect")
+            .write_timeout(Some(Duration::from_secs(60)))
+    }
+
+    fn connect(&self) -> Conn {
+        Conn::new(self.opts(Some("d"))).expect("connect")
     }
 
     /// Stops the listener and waits until every session has ended.
@@ -252,13 +256,7 @@ fn check_rows(server: &Running, history: &History, when: &str) {
 }
 
 fn setup(server: &Running) {
-    let opts = OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(server.addr.port())
-        .user(Some("root"))
-        .pass(Some(""))
-        .prefer_socket(false);
-    let mut conn = Conn::new(opts).unwrap();
+    let mut conn = Conn::new(server.opts(None)).unwrap();
     conn.query_drop("CREATE DATABASE d").unwrap();
     conn.query_drop("CREATE TABLE d.t (id BIGINT PRIMARY KEY, v VARCHAR(300))")
         .unwrap();
@@ -541,13 +539,7 @@ fn failed_compaction_reads_keep_the_server_serving_and_compaction_resumes_once_t
     );
     // A login that cannot read the accounts gets that error, not "Access denied" (1045).
     for _ in 0..5 {
-        let opts = OptsBuilder::new()
-            .ip_or_hostname(Some("127.0.0.1"))
-            .tcp_port(server.addr.port())
-            .user(Some("root"))
-            .pass(Some(""))
-            .prefer_socket(false);
-        if let Err(mysql::Error::MySqlError(e)) = Conn::new(opts) {
+        if let Err(mysql::Error::MySqlError(e)) = Conn::new(server.opts(None)) {
             assert_ne!(e.code, 1045, "a failed read is not a wrong password: {e:?}");
         }
     }
