@@ -457,7 +457,7 @@ impl<'a> Binder<'a> {
                         },
                     ));
                 }
-                if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT") {
+                if crate::insert_set::is_default_ident(id) {
                     return Err(SqlError::unsupported("DEFAULT here"));
                 }
                 match self.column(&[id.value.as_str()], &id.value) {

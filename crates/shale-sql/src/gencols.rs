@@ -442,9 +442,7 @@ pub(crate) fn skip_assignment(
     let Some(column) = def.columns.get(pos).filter(|c| c.generated.is_some()) else {
         return Ok(false);
     };
-    let is_default = matches!(value, ast::Expr::Identifier(id)
-        if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"));
-    if is_default {
+    if crate::insert_set::is_default_keyword(value) {
         Ok(true)
     } else {
         Err(value_not_allowed(&column.name, &def.name))

@@ -62,8 +62,12 @@ pub(crate) fn insert_to_values(ins: &mut ast::Insert) -> Result<(), SqlError> {
 
 /// Whether a VALUES value is the keyword DEFAULT (the parser reads it as a name).
 pub(crate) fn is_default_keyword(e: &ast::Expr) -> bool {
-    matches!(e, ast::Expr::Identifier(id)
-        if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"))
+    matches!(e, ast::Expr::Identifier(id) if is_default_ident(id))
+}
+
+/// Whether a name is the unquoted keyword DEFAULT.
+pub(crate) fn is_default_ident(id: &ast::Ident) -> bool {
+    id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT")
 }
 
 #[cfg(test)]

@@ -134,9 +134,7 @@ impl VisitorMut for Substitute<'_> {
         let replacement = match e {
             ast::Expr::Identifier(id) if self.depth == 0 => {
                 // `@v` user variables and `DEFAULT` are not columns.
-                if id.value.starts_with('@')
-                    || (id.quote_style.is_none() && id.value.eq_ignore_ascii_case("DEFAULT"))
-                {
+                if id.value.starts_with('@') || crate::insert_set::is_default_ident(id) {
                     return ControlFlow::Continue(());
                 }
                 match self.unqualified(&id.value) {
