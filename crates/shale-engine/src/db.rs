@@ -49,6 +49,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use arc_swap::Guard;
 use shale_fs::{FileLock, FileSystem};
 use shale_sst::{BlockCache, Comparator, InternalKeyComparator, SeqNo};
 
@@ -65,6 +66,7 @@ use crate::memtable::MemTable;
 use crate::options::{Durability, KeyspaceOptions, Options, WriteOptions};
 use crate::rate_limiter::{IoPriority, RateLimiter};
 use crate::read::{DbIterator, ReadOptions};
+use crate::read_views::ReadViews;
 use crate::recovery_report::RecoveryReport;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{DbStats, StatCounters};
@@ -208,6 +210,8 @@ pub(crate) struct DbInner {
     pub(crate) options: Options,
     pub(crate) comparator: Arc<InternalKeyComparator>,
     pub(crate) state: Mutex<DbState>,
+    /// The keyspaces' read views, for lookups that take no lock (`crate::read_views`).
+    pub(crate) read_views: ReadViews,
     /// Signalled when a flush or compaction finishes, work is queued, or on shutdown.
     pub(crate) state_changed: Condvar,
     /// `None` when the database is open read-only (`crate::read_only`): there is no WAL to
@@ -298,6 +302,7 @@ impl DbInner {
             fs,
             dir: dir.to_path_buf(),
             comparator: Arc::new(InternalKeyComparator::new(options.comparator.clone())),
+            read_views: ReadViews::new(&keyspaces),
             state: Mutex::new(DbState {
                 versions,
                 keyspaces,
@@ -576,14 +581,15 @@ impl DbInner {
 
     /// The current read view of a keyspace.
     pub(crate) fn super_version(&self, keyspace: u32) -> Result<Arc<SuperVersion>> {
-        let state = self.lock_state();
-        state
-            .keyspaces
-            .get(&keyspace)
-            .map(|k| k.super_version.clone())
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("keyspace id {keyspace} does not exist (dropped?)"))
-            })
+        self.read_view(keyspace).map(Guard::into_inner)
+    }
+
+    /// The current read view of `keyspace`, held without a reference count of its own (a
+    /// lookup's; an iterator keeps an `Arc` from [`DbInner::super_version`]).
+    pub(crate) fn read_view(&self, keyspace: u32) -> Result<Guard<Arc<SuperVersion>>> {
+        self.read_views.load(keyspace).ok_or_else(|| {
+            Error::InvalidArgument(format!("keyspace id {keyspace} does not exist (dropped?)"))
+        })
     }
 
     pub(crate) fn user_comparator(&self) -> &Arc<dyn Comparator> {

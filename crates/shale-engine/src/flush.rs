@@ -45,7 +45,7 @@ use crate::options::{KeyspaceOptions, WriteOptions};
 use crate::rate_limiter::{IoPriority, RateLimitedFile, RateLimiter};
 use crate::snapshot::stripe;
 use crate::stats::StatCounters;
-use crate::table_cache::table_file_name;
+use crate::table_cache::{table_file_name, PinnedTable};
 use crate::version::{FileMetaData, VersionEdit};
 use crate::wal::format::parse_log_file_name;
 
@@ -104,6 +104,7 @@ pub(crate) fn file_meta(number: u64, size: u64, props: &TableProperties) -> Resu
         oldest_entry_time: None,
         global_seqno: None,
         oldest_blob_file: None,
+        pinned_table: PinnedTable::default(),
     })
 }
 

@@ -45,7 +45,7 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::keyspace::Keyspace;
 use crate::memtable::MemTable;
-use crate::table_cache::table_file_name;
+use crate::table_cache::{table_file_name, PinnedTable};
 use crate::version::{FileMetaData, Version, VersionEdit};
 
 /// The files to ingest into one keyspace.
@@ -124,6 +124,7 @@ impl Candidate {
             oldest_entry_time: None,
             global_seqno: Some(global_seqno),
             oldest_blob_file: None,
+            pinned_table: PinnedTable::default(),
         })
     }
 }

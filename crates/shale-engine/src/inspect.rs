@@ -23,7 +23,7 @@ use crate::wal::RecoveryMode;
 pub use crate::options_file::{
     options_file_name, parse_options_file_name, OptionsFile, OPTIONS_FORMAT_VERSION,
 };
-pub use crate::table_cache::table_file_name;
+pub use crate::table_cache::{table_file_name, PinnedTable};
 pub use crate::version::{
     manifest_file_name, parse_manifest_file_name, DeletedFile, FileMetaData, NewFile, Version,
     VersionEdit, CURRENT_FILE_NAME, MANIFEST_FORMAT_VERSION,

@@ -13,6 +13,8 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 
+use arc_swap::ArcSwap;
+
 use shale_sst::{PrefixExtractor, SeqNo};
 
 use crate::batch::WriteBatch;
@@ -21,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::KeyspaceOptions;
 use crate::read::{DbIterator, ReadOptions, TableReadPlan};
+use crate::read_views::ViewSlot;
 use crate::version::Version;
 
 /// A fixed read view of one keyspace.
@@ -59,6 +62,8 @@ pub(crate) struct KeyspaceState {
     /// Oldest first.
     pub(crate) imm: VecDeque<FrozenMemTable>,
     pub(crate) super_version: Arc<SuperVersion>,
+    /// Where `super_version` is published for lookups (`crate::read_views`, invariant 1).
+    pub(crate) published: ViewSlot,
     /// Compaction work the current Version needs (`estimated_pending_bytes`), for the write
     /// stalls; refreshed with the read view.
     pub(crate) pending_compaction_bytes: u64,
@@ -91,6 +96,7 @@ impl KeyspaceState {
             mem,
             mem_log_number,
             imm: VecDeque::new(),
+            published: Arc::new(ArcSwap::new(super_version.clone())),
             super_version,
             pending_compaction_bytes,
         }
@@ -117,6 +123,7 @@ impl KeyspaceState {
             prefix_extractor: self.options.prefix_extractor.clone(),
             table_plan,
         });
+        self.published.store(self.super_version.clone());
     }
 
     /// The oldest WAL this keyspace still needs (invariant 2).
@@ -253,6 +260,7 @@ pub(crate) fn create(
         id,
         KeyspaceState::new(id, name.to_owned(), options, mem, log_number, version),
     );
+    inner.read_views.publish(&state.keyspaces);
     crate::recovery::write_options_file(inner, &mut state)?;
     Ok(Keyspace::new(inner.clone(), id, name.to_owned()))
 }
@@ -284,6 +292,7 @@ pub(crate) fn drop_keyspace(inner: &Arc<DbInner>, name: &str) -> Result<()> {
         )
     })?;
     state.keyspaces.remove(&id);
+    inner.read_views.publish(&state.keyspaces);
     crate::recovery::write_options_file(inner, &mut state)?;
     crate::flush::delete_obsolete_files(inner, &mut state);
     Ok(())

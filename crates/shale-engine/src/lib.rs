@@ -97,6 +97,7 @@ mod options;
 mod read;
 mod read_latest;
 mod read_only;
+mod read_views;
 mod recovery;
 mod recovery_report;
 mod repair;
@@ -125,7 +126,9 @@ pub use ingest::{IngestArg, IngestOptions, IngestedFile};
 pub use keyspace::Keyspace;
 pub use live_options::LIVE_OPTIONS;
 pub use live_status::{KeyspaceLiveStatus, LiveStatus};
-pub use options::{Durability, KeyspaceOptions, Options, WriteOptions, MAX_BACKGROUND_JOBS};
+pub use options::{
+    Durability, KeyspaceOptions, Options, WriteOptions, MAX_BACKGROUND_JOBS, UNLIMITED_OPEN_FILES,
+};
 pub use read::{DbIterator, ReadOptions};
 pub use recovery_report::{DropReason, DroppedWalData, RecoveryReport, ReplayedWal};
 pub use repair::{

@@ -704,7 +704,9 @@ pub struct Options {
     /// blocks of open tables (charged to it, or cached in it; never held outside it). 0 is no
     /// block cache: index and filters are then pinned by the open tables, uncounted.
     pub block_cache_capacity: usize,
-    /// Table files kept open.
+    /// Table files kept open (at least 16). [`UNLIMITED_OPEN_FILES`] keeps every table open
+    /// once read and pins it in its file's metadata, so a lookup reaches it without the table
+    /// cache's lock (`RocksDB`'s `max_open_files = -1`). Default 1000.
     pub max_open_files: usize,
     /// Verify block checksums on every read.
     pub verify_checksums: bool,
@@ -744,6 +746,10 @@ pub struct Options {
 
 /// The largest `max_background_jobs`.
 pub const MAX_BACKGROUND_JOBS: usize = 64;
+
+/// `Options::max_open_files` without a limit: every table stays open once read, pinned in its
+/// file's metadata ([`crate::inspect::FileMetaData::pinned_table`]).
+pub const UNLIMITED_OPEN_FILES: usize = usize::MAX;
 
 /// Checks a `max_background_jobs` value, naming the option.
 pub(crate) fn check_background_jobs(jobs: usize) -> Result<()> {

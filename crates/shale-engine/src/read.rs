@@ -78,7 +78,7 @@ pub(crate) fn get(
 ) -> Result<Option<Vec<u8>>> {
     inner.check_open()?;
     inner.idle.read();
-    let view = inner.super_version(keyspace)?;
+    let view = inner.read_view(keyspace)?;
     let snapshot = snapshot_seqno(inner, options);
     get_from(inner, keyspace, &view, key, snapshot)
 }
@@ -92,7 +92,7 @@ pub(crate) fn multi_get(
 ) -> Result<Vec<Option<Vec<u8>>>> {
     inner.check_open()?;
     inner.idle.read();
-    let view = inner.super_version(keyspace)?;
+    let view = inner.read_view(keyspace)?;
     let snapshot = snapshot_seqno(inner, options);
     keys.iter()
         .map(|key| get_from(inner, keyspace, &view, key, snapshot))
@@ -177,9 +177,7 @@ fn get_stored(
             {
                 continue;
             }
-            let table = inner
-                .table_cache
-                .get(file.number, file.global_seqno, extractor)?;
+            let table = inner.table_cache.table_of(file, extractor)?;
             tombstone = tombstone.max(covering(cmp, table.range_tombstones(), key, snapshot));
             if let Some(found) = table.get(key, snapshot)? {
                 let kind = found.kind;

@@ -11,20 +11,75 @@
 //!    handle keeps the bytes readable until dropped on POSIX file systems.
 //! 2. A shard holds at most `shard_capacity` tables and `shards * shard_capacity <=
 //!    capacity`, so at most `capacity` tables are open through the cache.
+//! 3. Only with no limit ([`UNLIMITED_OPEN_FILES`]) does a table also live in its file's
+//!    metadata ([`PinnedTable`]): nothing is ever evicted then, so the pin keeps open no table
+//!    the cache would have closed, and a lookup that finds it writes no shared cache line
+//!    (no shard lock, no reference count). The pinned table is the one the cache holds for
+//!    that number (a number's table never changes), and it closes with the last Version
+//!    naming the file, as invariant 1 allows.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use shale_fs::{FileSystem, IoMode};
 use shale_sst::{BlockCache, Comparator, PrefixExtractor, SeqNo, Table, TableOpenOptions};
 
 use crate::error::Result;
+use crate::options::UNLIMITED_OPEN_FILES;
+use crate::version::FileMetaData;
 
 /// Name of table file `number` in the database directory.
 pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
+}
+
+/// A file's open table, held by its [`FileMetaData`] when the database keeps every table open
+/// (invariant 3). A cache, not a property of the file: every two compare equal.
+#[derive(Clone, Default)]
+pub struct PinnedTable(OnceLock<Arc<Table>>);
+
+impl PinnedTable {
+    /// Whether a lookup has pinned the file's open table here.
+    pub fn is_open(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
+impl PartialEq for PinnedTable {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for PinnedTable {}
+
+impl std::fmt::Debug for PinnedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.is_open() {
+            "PinnedTable(open)"
+        } else {
+            "PinnedTable(-)"
+        })
+    }
+}
+
+/// A table found for a lookup: borrowed from its file's metadata when pinned, else shared
+/// with the cache.
+pub(crate) enum TableRef<'a> {
+    Pinned(&'a Table),
+    Cached(Arc<Table>),
+}
+
+impl std::ops::Deref for TableRef<'_> {
+    type Target = Table;
+    fn deref(&self) -> &Table {
+        match self {
+            TableRef::Pinned(table) => table,
+            TableRef::Cached(table) => table,
+        }
+    }
 }
 
 /// Open tables keyed by file number, evicting the least recently used.
@@ -37,6 +92,8 @@ pub(crate) struct TableCache {
     read_mode: IoMode,
     shard_capacity: usize,
     shards: Box<[Mutex<CacheState>]>,
+    /// Whether tables are pinned in their files' metadata too (invariant 3).
+    pins_tables: bool,
 }
 
 /// At most this many shards; fewer when `capacity` is small, so each keeps several tables.
@@ -134,6 +191,7 @@ impl TableCache {
             },
             read_mode,
             shard_capacity,
+            pins_tables: capacity == UNLIMITED_OPEN_FILES,
             shards: (0..shards)
                 .map(|_| Mutex::new(CacheState::default()))
                 .collect(),
@@ -164,6 +222,24 @@ impl TableCache {
             .fs
             .open_read_with(&table_file_name(&self.dir, number), self.read_mode)?;
         self.open_into(number, file, global_seqno, prefix_extractor)
+    }
+
+    /// The open table of `file` for a lookup: its pinned table when it has one, else the
+    /// cache's (pinning it when tables are kept open, invariant 3).
+    pub(crate) fn table_of<'f>(
+        &self,
+        file: &'f FileMetaData,
+        prefix_extractor: Option<&Arc<dyn PrefixExtractor>>,
+    ) -> Result<TableRef<'f>> {
+        if let Some(table) = file.pinned_table.0.get() {
+            return Ok(TableRef::Pinned(table));
+        }
+        let table = self.get(file.number, file.global_seqno, prefix_extractor)?;
+        if self.pins_tables {
+            // Another reader may have pinned it meanwhile: the same table (one per number).
+            return Ok(TableRef::Pinned(file.pinned_table.0.get_or_init(|| table)));
+        }
+        Ok(TableRef::Cached(table))
     }
 
     /// [`TableCache::get`], reading the table from `file` (already open) when it is not

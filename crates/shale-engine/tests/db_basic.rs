@@ -332,3 +332,72 @@ fn flush_leaves_out_versions_no_snapshot_can_see() {
         ]
     );
 }
+
+/// Whether every table file of the default keyspace has its open table pinned in its metadata.
+fn pinned_files(db: &Db) -> (usize, usize) {
+    let version = db.current_version();
+    let files: Vec<_> = (0..shale_engine::DEFAULT_NUM_LEVELS)
+        .flat_map(|level| {
+            version
+                .files(shale_engine::DEFAULT_KEYSPACE_ID, level)
+                .to_vec()
+        })
+        .collect();
+    let pinned = files.iter().filter(|f| f.pinned_table.is_open()).count();
+    (pinned, files.len())
+}
+
+fn read_every_key(db: &Db, round: u32) {
+    for i in 0..3000u32 {
+        assert_eq!(
+            db.get(format!("key{i:05}").as_bytes()).unwrap(),
+            Some(format!("value{i}-{round}").into_bytes()),
+            "key{i:05}"
+        );
+    }
+}
+
+#[test]
+fn with_no_open_file_limit_lookups_pin_each_table_in_its_metadata() {
+    let fs = MemFs::new();
+    let unlimited = || Options {
+        max_open_files: shale_engine::UNLIMITED_OPEN_FILES,
+        // No compaction may replace the files between the reads and the checks.
+        idle_compaction_after: None,
+        ..options(&fs)
+    };
+    let put_round = |db: &Db, round: u32| {
+        for i in 0..3000u32 {
+            db.put(
+                format!("key{i:05}").as_bytes(),
+                format!("value{i}-{round}").as_bytes(),
+            )
+            .unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_background_work().unwrap();
+    };
+    let db = Db::open("/db", unlimited()).unwrap();
+    put_round(&db, 0);
+    let (pinned, files) = pinned_files(&db);
+    assert!(files > 0);
+    assert_eq!(pinned, 0, "nothing read yet");
+    // The files hold disjoint ranges of one round's keys: reading every key opens each.
+    read_every_key(&db, 0);
+    assert_eq!(pinned_files(&db), (files, files));
+
+    // Compacted into one sorted level, every key is in exactly one file: the reads pin them
+    // all, and find the values of the newest round.
+    put_round(&db, 1);
+    db.compact_range(&db.default_keyspace(), None, None)
+        .unwrap();
+    read_every_key(&db, 1);
+    let (pinned, files) = pinned_files(&db);
+    assert_eq!(pinned, files);
+    db.close().unwrap();
+
+    // With a limit the table cache alone holds open tables.
+    let db = Db::open("/db", options(&fs)).unwrap();
+    read_every_key(&db, 1);
+    assert_eq!(pinned_files(&db).0, 0);
+}

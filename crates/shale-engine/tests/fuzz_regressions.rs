@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use shale_engine::inspect::wal::{LogReader, LogWriter, RecoveryMode};
-use shale_engine::inspect::{manifest_file_name, FileMetaData, VersionEdit};
+use shale_engine::inspect::{manifest_file_name, FileMetaData, PinnedTable, VersionEdit};
 use shale_engine::testing::VersionSet;
 use shale_engine::testing::{fuzz_manifest, fuzz_manifest_records, manifest_records_input};
 use shale_engine::{Error, DEFAULT_NUM_LEVELS};
@@ -138,6 +138,7 @@ fn manifest_with_table_file_number_u64_max() {
             oldest_entry_time: None,
             global_seqno: None,
             oldest_blob_file: None,
+            pinned_table: PinnedTable::default(),
         },
     );
     edit.last_sequence = Some(1);
@@ -171,6 +172,7 @@ fn manifest_lowering_last_sequence_below_a_file() {
             oldest_entry_time: None,
             global_seqno: None,
             oldest_blob_file: None,
+            pinned_table: PinnedTable::default(),
         },
     );
     add.last_sequence = Some(27);

@@ -22,7 +22,7 @@ mod model_harness;
 use std::time::Duration;
 
 use model_harness::{run_config, Config, Leveling};
-use shale_engine::Durability;
+use shale_engine::{Durability, UNLIMITED_OPEN_FILES};
 use shale_sst::{ChecksumType, Compression};
 
 const CASES: usize = 16;
@@ -84,7 +84,8 @@ fn small_lz4_bloom_flush() {
     );
 }
 
-/// Two-byte prefixes (prefix iteration and prefix filters), zstd, `Buffered` durability.
+/// Two-byte prefixes (prefix iteration and prefix filters), zstd, `Buffered` durability, every
+/// table kept open and pinned in its file's metadata.
 #[test]
 fn prefix2_zstd_buffered() {
     run_config(
@@ -101,7 +102,7 @@ fn prefix2_zstd_buffered() {
             sync_interval: Duration::from_millis(20),
             checksum: ChecksumType::Xxh3,
             block_cache_capacity: 1 << 20,
-            max_open_files: 1000,
+            max_open_files: UNLIMITED_OPEN_FILES,
             max_value_len: 300,
             keys_per_group: 24,
             blob_values: None,

@@ -18,7 +18,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use shale_engine::inspect::wal::{LogReader, LogWriter, RecoveryMode};
 use shale_engine::inspect::{
-    manifest_file_name, DeletedFile, FileMetaData, NewFile, Version, VersionEdit,
+    manifest_file_name, DeletedFile, FileMetaData, NewFile, PinnedTable, Version, VersionEdit,
     CURRENT_FILE_NAME, MANIFEST_FORMAT_VERSION,
 };
 use shale_engine::testing::{VersionSet, MANIFEST_MAGIC, SAFE_TO_IGNORE};
@@ -52,6 +52,7 @@ fn meta(number: u64, smallest: &str, largest: &str, seqnos: (u64, u64)) -> FileM
         oldest_entry_time: None,
         global_seqno: None,
         oldest_blob_file: None,
+        pinned_table: PinnedTable::default(),
     }
 }
 
@@ -208,6 +209,7 @@ fn random_edit(rng: &mut SmallRng) -> VersionEdit {
             oldest_entry_time: rng.gen_bool(0.5).then(|| rng.gen()),
             global_seqno: rng.gen_bool(0.3).then(|| rng.gen_range(0..=MAX_SEQNO)),
             oldest_blob_file: None,
+            pinned_table: PinnedTable::default(),
         };
         edit.add_file(rng.gen(), rng.gen_range(0..100), meta);
     }

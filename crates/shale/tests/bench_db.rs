@@ -255,7 +255,7 @@ fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
         "  memtable flush on tombstone scans: an iterator step skipping 10000 deletions",
         "  zstd dictionary at the bottom level (with zstd): 16384 bytes",
         "  hard pending-compaction limit: 274877906944 bytes",
-        "  open table files: at most 1000",
+        "Open files: no limit",
         "  WAL fsync with --sync=0: about every 1000 ms",
         "Differs from db_bench, no switch:",
         "  level sizes: dynamic",
@@ -268,10 +268,17 @@ fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
         "memtable_bloom_size_ratio=0.01\n",
         "idle_compaction_after_ms=30000\n",
         "tombstone_density_percent=50\n",
-        "max_open_files=1000\n",
+        // `--open_files=-1`, db_bench's default and the flag's.
+        "max_open_files=18446744073709551615\n",
     ] {
         assert!(options.contains(line), "{line:?} missing from\n{options}");
     }
+    let out = bench(
+        &db,
+        &["--benchmarks=fillseq", "--num=100", "--open_files=1000"],
+    );
+    assert!(out.contains("Open files: 1000"), "{out}");
+    assert!(options_file(&db).contains("max_open_files=1000\n"));
 
     let out = bench(
         &db,
@@ -290,7 +297,7 @@ fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
         "tombstone_scan_flush_trigger=0\n",
         "zstd_max_dict_bytes=0\n",
         "hard_pending_compaction_bytes_limit=137438953472\n",
-        "max_open_files=1048576\n",
+        "max_open_files=18446744073709551615\n",
         "sync_interval_ms=3600000\n",
         "idle_compaction_after_ms=0\n",
     ] {

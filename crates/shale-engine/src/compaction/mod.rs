@@ -1056,6 +1056,7 @@ fn merge_range(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table_cache::PinnedTable;
     use shale_sst::BytewiseComparator;
 
     fn table(number: u64, smallest: &str, largest: &str, size: u64) -> Arc<FileMetaData> {
@@ -1072,6 +1073,7 @@ mod tests {
             oldest_entry_time: None,
             global_seqno: None,
             oldest_blob_file: None,
+            pinned_table: PinnedTable::default(),
         })
     }
 

@@ -40,6 +40,7 @@ use shale_sst::{BytewiseComparator, InternalKey, ValueKind, MAX_SEQNO};
 use super::picker::{estimated_pending_bytes, level_targets, pick, pick_idle, pick_manual, scores};
 use crate::blob::BlobFileMeta;
 use crate::options::KeyspaceOptions;
+use crate::table_cache::PinnedTable;
 use crate::version::{FileMetaData, Version, VersionEdit, VersionSet};
 
 struct Case {
@@ -124,6 +125,7 @@ fn file_meta(number: u64, spec: &str, seqno: u64) -> FileMetaData {
         oldest_entry_time,
         global_seqno: None,
         oldest_blob_file,
+        pinned_table: PinnedTable::default(),
     }
 }
 

@@ -598,6 +598,7 @@ impl<'a> VersionBuilder<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table_cache::PinnedTable;
     use shale_sst::{BytewiseComparator, InternalKey, ValueKind};
 
     fn file(number: u64, smallest: &str, largest: &str, seqno: u64) -> FileMetaData {
@@ -614,6 +615,7 @@ mod tests {
             oldest_entry_time: None,
             global_seqno: None,
             oldest_blob_file: None,
+            pinned_table: PinnedTable::default(),
         }
     }
 

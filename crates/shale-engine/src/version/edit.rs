@@ -19,6 +19,7 @@ use super::coding::{put_bytes, put_varint32, put_varint64, utf8, DecodeFailure, 
 use super::levels::FileMetaData;
 use crate::blob::BlobFileMeta;
 use crate::error::Result;
+use crate::table_cache::PinnedTable;
 
 /// The magic at the start of the `MANIFEST_HEADER` field.
 pub const MANIFEST_MAGIC: &[u8; 8] = b"SHALEMAN";
@@ -701,6 +702,7 @@ fn decode_new_file(r: &mut Reader<'_>) -> Decoded<NewFile> {
             oldest_entry_time,
             global_seqno,
             oldest_blob_file,
+            pinned_table: PinnedTable::default(),
         },
     })
 }
@@ -809,6 +811,7 @@ mod tests {
             oldest_entry_time: Some(1_699_999_000),
             global_seqno: None,
             oldest_blob_file: Some(5),
+            pinned_table: PinnedTable::default(),
         }
     }
 

@@ -18,6 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::blob::BlobFileMeta;
+use crate::table_cache::PinnedTable;
 use shale_sst::{describe_internal_key, printable, Comparator, InternalKey, SeqNo};
 
 /// What the engine knows about one table file without opening it.
@@ -51,6 +52,11 @@ pub struct FileMetaData {
     /// the MANIFEST): the blob garbage-collection picker finds the tables holding up the
     /// oldest blob files by it.
     pub oldest_blob_file: Option<u64>,
+    /// The file's open table, kept here by the first lookup that opened it when the database
+    /// keeps every table open ([`crate::UNLIMITED_OPEN_FILES`]); empty otherwise. Not part of
+    /// the file's identity (equal whatever it holds) and never persisted: build it with
+    /// `Default::default()`.
+    pub pinned_table: PinnedTable,
 }
 
 impl FileMetaData {

@@ -3,7 +3,7 @@
 //! run prints and for `--like_db_bench`, which sets `db_bench`'s value wherever Shale has a
 //! switch for it.
 //!
-//! The flags both tools take (sizes, codec, bloom bits, cache, sync) are set from the same
+//! The flags both tools take (sizes, codec, bloom bits, cache, open files, sync) are set from the same
 //! command line, so only engine defaults that no flag names are listed here. The switchable
 //! ones are read from the options the run opens with, so the header cannot drift from the code;
 //! the rest are properties of Shale's design with no switch, stated so a reader knows which
@@ -17,9 +17,6 @@ use shale_engine::Options;
 /// `db_bench`'s `--hard_pending_compaction_bytes_limit` (128 GiB; `RocksDB`'s own default
 /// is 256 GiB).
 const DB_BENCH_HARD_PENDING_COMPACTION_BYTES: u64 = 128 << 30;
-/// Stands for `db_bench`'s `--open_files=-1` (no limit): more table files than any benchmark
-/// makes.
-const UNLIMITED_OPEN_FILES: usize = 1 << 20;
 /// The longest WAL sync interval Shale accepts: with `--sync=0`, `db_bench` never syncs the WAL.
 const LONGEST_SYNC_INTERVAL: Duration = Duration::from_secs(3600);
 
@@ -119,13 +116,6 @@ pub fn switchable_differences(options: &Options) -> Vec<Difference> {
             "137438953472 bytes (--hard_pending_compaction_bytes_limit)",
         );
     }
-    if options.max_open_files < UNLIMITED_OPEN_FILES {
-        differ(
-            "open table files",
-            format!("at most {}", options.max_open_files),
-            "no limit (--open_files=-1)",
-        );
-    }
     if options.sync_interval < LONGEST_SYNC_INTERVAL {
         differ(
             "WAL fsync with --sync=0",
@@ -145,7 +135,6 @@ pub fn apply_db_bench_defaults(options: &mut Options) {
     keyspace.zstd_max_dict_bytes = 0;
     keyspace.hard_pending_compaction_bytes_limit = DB_BENCH_HARD_PENDING_COMPACTION_BYTES;
     options.idle_compaction_after = None;
-    options.max_open_files = UNLIMITED_OPEN_FILES;
     options.sync_interval = LONGEST_SYNC_INTERVAL;
 }
 
@@ -183,7 +172,7 @@ mod tests {
         let defaults = switchable_differences(&Options::default());
         // Each switch named in the header, as of this version's defaults.
         let names: Vec<_> = defaults.iter().map(|d| d.what).collect();
-        assert_eq!(names.len(), 8, "{names:?}");
+        assert_eq!(names.len(), 7, "{names:?}");
         let mut options = Options::default();
         apply_db_bench_defaults(&mut options);
         assert_eq!(switchable_differences(&options), Vec::new());

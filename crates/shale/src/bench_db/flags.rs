@@ -129,6 +129,10 @@ pub struct DbBenchArgs {
     /// Block cache bytes; negative or 0: no block cache.
     #[arg(long = "cache_size", value_name = "BYTES", default_value_t = 8 << 20, allow_negative_numbers = true)]
     pub cache_size: i64,
+    /// Table files kept open; -1 (`db_bench`'s default): no limit, each table stays open once
+    /// read, pinned in its file's metadata (Shale and the rocksdb peer alike).
+    #[arg(long = "open_files", value_name = "N", default_value_t = -1, allow_negative_numbers = true)]
+    pub open_files: i64,
     /// Largest automatic readahead window of an iterator per table file (Shale only; as
     /// `db_bench`'s flag of the same name); 0 turns readahead off.
     #[arg(long = "max_auto_readahead_size", value_name = "BYTES", default_value_t = 256 << 10)]
@@ -257,6 +261,8 @@ pub struct Config {
     pub compression: Compression,
     pub bloom_bits: u32,
     pub cache_size: usize,
+    /// `--open_files`; `None`: no limit.
+    pub open_files: Option<usize>,
     pub max_auto_readahead_size: usize,
     pub use_direct_reads: bool,
     pub use_direct_io_for_flush_and_compaction: bool,
@@ -350,6 +356,7 @@ impl Config {
             .map_err(|_| format!("--bloom_bits={} is too large", args.bloom_bits))?;
         let cache_size = usize::try_from(args.cache_size.max(0))
             .map_err(|_| format!("--cache_size={} is too large", args.cache_size))?;
+        let open_files = open_files(args.open_files)?;
         let (engines, engine_subdirs) = engines_of(args)?;
         let or_num = |n: i64| u64::try_from(n).unwrap_or(args.num);
         Ok(Config {
@@ -363,6 +370,7 @@ impl Config {
             compression,
             bloom_bits,
             cache_size,
+            open_files,
             max_auto_readahead_size: args.max_auto_readahead_size,
             use_direct_reads: args.use_direct_reads,
             use_direct_io_for_flush_and_compaction: args.use_direct_io_for_flush_and_compaction,
@@ -392,6 +400,18 @@ impl Config {
 }
 
 /// The defaults with `--db=db`, for tests of the modules that take a [`Config`].
+/// `--open_files`: `None` for -1 (no limit), else a limit the engines accept.
+fn open_files(flag: i64) -> Result<Option<usize>, String> {
+    if flag == -1 {
+        return Ok(None);
+    }
+    usize::try_from(flag)
+        .ok()
+        .filter(|&n| n >= 16)
+        .map(Some)
+        .ok_or_else(|| format!("--open_files={flag} must be -1 (no limit) or at least 16"))
+}
+
 #[cfg(test)]
 pub fn default_config(db: &std::path::Path) -> Config {
     use clap::Parser;
@@ -503,6 +523,17 @@ mod tests {
         assert!(!config.use_direct_reads);
         let err = parse(&["--engine=redb", "--use_direct_reads"]).unwrap_err();
         assert!(err.contains("redb has no direct I/O"), "{err}");
+    }
+
+    #[test]
+    fn open_files_is_unlimited_by_default_as_in_db_bench() {
+        assert_eq!(parse(&[]).unwrap().open_files, None);
+        assert_eq!(parse(&["--open_files=-1"]).unwrap().open_files, None);
+        assert_eq!(parse(&["--open_files=500"]).unwrap().open_files, Some(500));
+        for bad in ["--open_files=8", "--open_files=-2"] {
+            let err = parse(&[bad]).unwrap_err();
+            assert!(err.contains("--open_files="), "{err}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `RocksDB` (through the `rocksdb` crate, which builds librocksdb-sys in release) behind the
 //! [`Engine`] seam, with the options `db_bench` would set from the same flags: compression,
-//! bloom bits per key, an LRU block cache of `--cache_size`, block size, write buffer size,
+//! bloom bits per key, an LRU block cache of `--cache_size`, `--open_files`, block size, write buffer size,
 //! `--sync` on every write, `--use_direct_reads` and `--use_direct_io_for_flush_and_compaction`,
 //! two background jobs, and dynamic level bytes (`RocksDB`'s default
 //! since 8.4). Statistics are on so that the bytes written by WAL, flush and compaction can be
@@ -48,6 +48,12 @@ fn options(config: &Config) -> Result<Options, Failure> {
     });
     options.set_write_buffer_size(config.write_buffer_size);
     options.set_max_background_jobs(2);
+    // -1: no limit (table readers pinned), db_bench's default and `--open_files`'s.
+    options.set_max_open_files(
+        config
+            .open_files
+            .map_or(-1, |n| i32::try_from(n).unwrap_or(i32::MAX)),
+    );
     options.set_level_compaction_dynamic_level_bytes(true);
     options.enable_statistics();
     options.set_use_direct_reads(config.use_direct_reads);

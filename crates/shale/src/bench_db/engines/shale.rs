@@ -7,6 +7,7 @@ use std::path::Path;
 
 use shale_engine::{
     Db, DbIterator, Durability, Keyspace, Options, ReadOptions, WriteBatch, WriteOptions,
+    UNLIMITED_OPEN_FILES,
 };
 
 use super::{destroy_own_files, Cursor, Engine, EngineBytes};
@@ -35,6 +36,7 @@ impl ShaleEngine {
             create_if_missing: !config.use_existing_db,
             durability,
             block_cache_capacity: config.cache_size,
+            max_open_files: config.open_files.unwrap_or(UNLIMITED_OPEN_FILES),
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..Options::default()
