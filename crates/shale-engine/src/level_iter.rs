@@ -66,6 +66,9 @@ pub struct LevelFile {
     pub file_number: u64,
     /// An ingested table's global seqno (docs/format/sst.md), which its reader applies.
     pub global_seqno: Option<shale_sst::SeqNo>,
+    /// The open table, when the database keeps every table open (the read plan pins it, as
+    /// the file's metadata does: `crate::table_cache` invariant 3).
+    pub pinned_table: crate::table_cache::PinnedTable,
 }
 
 /// Concatenates the tables of one sorted level; see the module docs.

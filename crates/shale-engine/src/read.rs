@@ -25,7 +25,7 @@ use crate::options::{Durability, WriteOptions};
 use crate::range_del::RangeDelSet;
 use crate::snapshot::Snapshot;
 use crate::stats::StatCounters;
-use crate::table_cache::TableCache;
+use crate::table_cache::{PinnedTable, TableCache};
 
 /// Per-read choices.
 #[derive(Debug, Clone)]
@@ -386,7 +386,10 @@ fn level_opener(
 ) -> TableOpener {
     let (table_cache, table_options) = (table_cache.clone(), table_options.clone());
     Arc::new(move |file: &LevelFile| {
-        let table = table_cache.get(file.file_number, file.global_seqno, extractor.as_ref())?;
+        let table = match file.pinned_table.get() {
+            Some(table) => table.clone(),
+            None => table_cache.get(file.file_number, file.global_seqno, extractor.as_ref())?,
+        };
         let iter = table.iter(table_options.clone());
         Ok(if let Some(seek_target) = &prefix_seek_target {
             LevelTable::Other(Box::new(PrefixCheckedIter {
@@ -480,27 +483,28 @@ fn table_read_plan<'a>(
     let mut levels = Vec::with_capacity(version.num_levels());
     for level in 0..version.num_levels() {
         let files = version.files(keyspace, level);
+        let mut level_files = Vec::with_capacity(if level == 0 { 0 } else { files.len() });
         for file in files {
-            let table = inner.table_cache.get(
-                file.number,
-                file.global_seqno,
-                view.prefix_extractor.as_ref(),
-            )?;
+            let table = inner
+                .table_cache
+                .table_of(file, view.prefix_extractor.as_ref())?;
             tombstones.extend_from_slice(table.range_tombstones());
+            if level > 0 {
+                let pinned_table = if inner.table_cache.pins_tables {
+                    PinnedTable::holding(table.into_arc())
+                } else {
+                    PinnedTable::default()
+                };
+                level_files.push(LevelFile {
+                    smallest: file.smallest.clone(),
+                    largest: file.largest.clone(),
+                    file_number: file.number,
+                    global_seqno: file.global_seqno,
+                    pinned_table,
+                });
+            }
         }
-        levels.push(if level == 0 {
-            Arc::from([])
-        } else {
-            files
-                .iter()
-                .map(|f| LevelFile {
-                    smallest: f.smallest.clone(),
-                    largest: f.largest.clone(),
-                    file_number: f.number,
-                    global_seqno: f.global_seqno,
-                })
-                .collect()
-        });
+        levels.push(Arc::from(level_files));
     }
     Ok(view.table_plan.get_or_init(|| TableReadPlan {
         levels,
@@ -543,7 +547,8 @@ pub(crate) fn iter(
     for file in level0 {
         let table = inner
             .table_cache
-            .get(file.number, file.global_seqno, extractor.as_ref())?;
+            .table_of(file, extractor.as_ref())?
+            .into_arc();
         let iter = table.iter(table_options.clone());
         if let Some(seek_target) = &prefix_seek_target {
             children.push(SourceIter::Other(Box::new(PrefixCheckedIter {

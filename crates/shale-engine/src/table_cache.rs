@@ -45,6 +45,16 @@ impl PinnedTable {
     pub fn is_open(&self) -> bool {
         self.0.get().is_some()
     }
+
+    /// The pinned table, if any.
+    pub(crate) fn get(&self) -> Option<&Arc<Table>> {
+        self.0.get()
+    }
+
+    /// A pin already holding `table`.
+    pub(crate) fn holding(table: Arc<Table>) -> Self {
+        PinnedTable(OnceLock::from(table))
+    }
 }
 
 impl PartialEq for PinnedTable {
@@ -68,8 +78,18 @@ impl std::fmt::Debug for PinnedTable {
 /// A table found for a lookup: borrowed from its file's metadata when pinned, else shared
 /// with the cache.
 pub(crate) enum TableRef<'a> {
-    Pinned(&'a Table),
+    Pinned(&'a Arc<Table>),
     Cached(Arc<Table>),
+}
+
+impl TableRef<'_> {
+    /// The table as an owned `Arc`, for an iterator that outlives the lookup.
+    pub(crate) fn into_arc(self) -> Arc<Table> {
+        match self {
+            TableRef::Pinned(table) => table.clone(),
+            TableRef::Cached(table) => table,
+        }
+    }
 }
 
 impl std::ops::Deref for TableRef<'_> {
@@ -93,7 +113,7 @@ pub(crate) struct TableCache {
     shard_capacity: usize,
     shards: Box<[Mutex<CacheState>]>,
     /// Whether tables are pinned in their files' metadata too (invariant 3).
-    pins_tables: bool,
+    pub(crate) pins_tables: bool,
 }
 
 /// At most this many shards; fewer when `capacity` is small, so each keeps several tables.

@@ -19,6 +19,7 @@ use std::time::Instant;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
+use shale_engine::inspect::PinnedTable;
 use shale_engine::testing::{
     DbIter, DbIterOptions, InternalIterator, LevelFile, LevelIter, LevelTable, MergingIter,
     RangeDelSet, SourceIter, TableOpener, VecIterator,
@@ -197,6 +198,7 @@ fn level_files(files: &[Vec<(Vec<u8>, Vec<u8>)>]) -> Arc<[LevelFile]> {
             largest: InternalKey::from_encoded(f[f.len() - 1].0.clone()).unwrap(),
             file_number: number as u64,
             global_seqno: None,
+            pinned_table: PinnedTable::default(),
         })
         .collect()
 }
