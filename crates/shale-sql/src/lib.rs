@@ -130,6 +130,7 @@ mod trig_funcs;
 mod types;
 mod update_tables;
 mod user_locks;
+mod user_vars;
 mod value;
 mod variables;
 mod view_dml;

@@ -376,3 +376,13 @@ fn insert_set() {
 fn rollup() {
     common::run_file("rollup");
 }
+
+#[test]
+fn select_into_trailing() {
+    common::run_file("select_into_trailing");
+}
+
+#[test]
+fn user_var_assign() {
+    common::run_file("user_var_assign");
+}
