@@ -112,6 +112,7 @@ mod set_ops;
 mod set_type;
 mod settings;
 mod show;
+mod show_where;
 mod sql_mode;
 mod stat_aggs;
 pub mod statement_split;

@@ -386,3 +386,8 @@ fn select_into_trailing() {
 fn user_var_assign() {
     common::run_file("user_var_assign");
 }
+
+#[test]
+fn show_where() {
+    common::run_file("show_where");
+}
