@@ -17,6 +17,8 @@
 //!    An assignment is never a constant either, and a condition that holds one is never
 //!    pushed into a derived table (which would evaluate it twice).
 //! 4. What a statement assigned stays assigned when the statement fails later.
+//!    A subquery runs once per statement, or once per distinct outer values when correlated
+//!    (subquery.rs rule 1), and an assignment inside it as often (MariaDB: once per row).
 //! 5. Only user variables are targets: `@@x := 1` and `c := 1` are error 1064.
 
 use std::cell::RefCell;
