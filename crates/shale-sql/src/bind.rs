@@ -238,6 +238,9 @@ pub(crate) struct Binder<'a> {
     pub(crate) calc_found_rows: usize,
     /// While the clauses after a GROUP BY ... WITH ROLLUP are bound: its keys (rollup.rs).
     pub(crate) rollup: Option<crate::rollup::RollupKeys>,
+    /// The user variables the statement assigns with `:=`, whose reads are per row
+    /// (user_vars.rs rule 3).
+    pub(crate) assigned_vars: Rc<std::collections::HashSet<String>>,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -278,6 +281,7 @@ impl<'a> Binder<'a> {
             views: Vec::new(),
             calc_found_rows: 0,
             rollup: None,
+            assigned_vars: Rc::default(),
         }
     }
 
@@ -293,6 +297,7 @@ impl<'a> Binder<'a> {
         sub.depth = self.depth;
         sub.views.clone_from(&self.views);
         sub.calc_found_rows = self.calc_found_rows;
+        sub.assigned_vars = Rc::clone(&self.assigned_vars);
         sub
     }
 
@@ -449,8 +454,14 @@ impl<'a> Binder<'a> {
                     return self.variable(&[id.value.as_str()]);
                 }
                 if let (Some(name), None) = (id.value.strip_prefix('@'), id.quote_style) {
+                    let name = name.trim_matches('`').to_ascii_lowercase();
+                    let read = if self.assigned_vars.contains(&name) {
+                        Expr::UserVarPerRow(name)
+                    } else {
+                        Expr::UserVar(name)
+                    };
                     return Ok((
-                        Expr::UserVar(name.trim_matches('`').to_ascii_lowercase()),
+                        read,
                         SqlType::Str {
                             collation: Collation::Utf8mb4GeneralCi,
                             len: 255,
@@ -532,6 +543,15 @@ impl<'a> Binder<'a> {
                     }
                     other => return Err(SqlError::unsupported(format!("operator {other}"))),
                 }
+            }
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Assignment,
+                right,
+            } => {
+                let name = crate::user_vars::target(left)?;
+                let (value, ty) = self.expr(right)?;
+                (Expr::AssignUserVar(name, value.boxed()), ty)
             }
             ast::Expr::BinaryOp { left, op, right } => {
                 if let Some(rewritten) = crate::row_compare::comparison(left, op, right) {

@@ -383,7 +383,7 @@ fn run_load_data(
     for (mut given, vars, number) in rows {
         if !assignments.is_empty() {
             for (name, value) in vars {
-                session.state_mut().user_vars.insert(name, value);
+                session.state().user_vars.set(name, value);
             }
             let current: Vec<Value> = given
                 .iter()

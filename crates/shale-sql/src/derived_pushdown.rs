@@ -12,7 +12,8 @@
 //! 1. Only a plain SELECT takes conditions; a UNION or a recursive CTE takes none.
 //! 2. A condition is pushed only when every output column it reads is an expression that
 //!    evaluates the same however often and wherever it is evaluated: no subquery, no volatile
-//!    function (RAND, UUID, ...), no `LAST_INSERT_ID()`.
+//!    function (RAND, UUID, ...), no `LAST_INSERT_ID()`, no user variable the statement
+//!    assigns and no assignment (user_vars.rs rule 3: pushed, it would run twice).
 //! 3. A condition holding a subquery stays outside (subqueries are numbered per statement and
 //!    bound to where they appear).
 //! 4. The derived table's own filter step keeps the condition too; pushing it only lets fewer
@@ -72,6 +73,7 @@ fn evaluates_alike(e: &Expr) -> bool {
 
 fn volatile_free(e: &Expr) -> bool {
     match e {
+        Expr::UserVarPerRow(_) | Expr::AssignUserVar(..) => false,
         Expr::Func(f, args) => {
             *f != crate::expr::Func::LastInsertId
                 && !matches!(f, crate::expr::Func::Builtin(b) if b.is_volatile())

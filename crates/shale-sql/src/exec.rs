@@ -917,17 +917,54 @@ pub(crate) fn select_rows(
     }
     drop(src);
     crate::window::compute(&mut rows, &s.windows, env)?;
+    // A sort key that is a select-list expression takes the value the select list computed
+    // (user_vars.rs rule 2: an assignment runs once per row).
+    let key_sources: Vec<Option<usize>> = s
+        .order_by
+        .iter()
+        .map(|k| s.projection.iter().position(|e| *e == k.expr))
+        .collect();
+    let assigns = crate::user_vars::assigns;
+    // A select list that assigns runs in the order the rows are sent, unless a sort key
+    // needs what it assigns (rule 2).
+    let project_after_sort = !s.order_by.is_empty()
+        && s.projection.iter().any(assigns)
+        && s.order_by.iter().zip(&key_sources).all(|(k, source)| {
+            !assigns(&k.expr) && source.is_none_or(|i| !assigns(&s.projection[i]))
+        });
     let mut out: Vec<(Vec<Value>, Vec<Value>)> = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let mut keys = Vec::with_capacity(s.order_by.len());
-        for k in &s.order_by {
-            keys.push(k.expr.eval(row, env)?);
+    if project_after_sort {
+        let mut keyed = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut keys = Vec::with_capacity(s.order_by.len());
+            for k in &s.order_by {
+                keys.push(k.expr.eval(&row, env)?);
+            }
+            keyed.push((keys, row));
         }
-        let mut vals = Vec::with_capacity(s.projection.len());
-        for e in &s.projection {
-            vals.push(e.eval(row, env)?);
+        sort_rows(&mut keyed, &s.order_by);
+        for (keys, row) in keyed {
+            let mut vals = Vec::with_capacity(s.projection.len());
+            for e in &s.projection {
+                vals.push(e.eval(&row, env)?);
+            }
+            out.push((keys, vals));
         }
-        out.push((keys, vals));
+    } else {
+        for row in &rows {
+            let mut vals = Vec::with_capacity(s.projection.len());
+            for e in &s.projection {
+                vals.push(e.eval(row, env)?);
+            }
+            let mut keys = Vec::with_capacity(s.order_by.len());
+            for (k, source) in s.order_by.iter().zip(&key_sources) {
+                keys.push(match source {
+                    Some(i) => vals[*i].clone(),
+                    None => k.expr.eval(row, env)?,
+                });
+            }
+            out.push((keys, vals));
+        }
     }
     if s.distinct {
         let collations: Vec<Collation> = s
@@ -942,7 +979,7 @@ pub(crate) fn select_rows(
             seen.insert(key.clone())
         });
     }
-    if !s.order_by.is_empty() {
+    if !s.order_by.is_empty() && !project_after_sort {
         sort_rows(&mut out, &s.order_by);
     }
     for (_, vals) in out

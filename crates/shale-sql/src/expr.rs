@@ -120,8 +120,14 @@ pub(crate) enum Expr {
     Func(Func, Vec<Expr>),
     /// A system variable (`@@name`), read from the session when evaluated.
     SysVar(String),
-    /// A user variable (`@name`, lower-case), read from the session when evaluated.
+    /// A user variable (`@name`, lower-case), read from the session when evaluated; a
+    /// constant for the statement's run.
     UserVar(String),
+    /// A user variable the statement itself assigns: read afresh at each evaluation, never
+    /// a constant of the statement (user_vars.rs rule 3).
+    UserVarPerRow(String),
+    /// `@name := value`: sets the variable to the value, which it is (user_vars.rs).
+    AssignUserVar(String, Box<Expr>),
     /// A subquery of the statement (subquery.rs), evaluated through [`Env::subquery`].
     Subquery(Box<crate::subquery::SubqueryExpr>),
     /// Inside a correlated subquery: the n-th value it reads from the enclosing query's row.
@@ -143,6 +149,11 @@ pub(crate) trait Env {
     fn variable(&self, name: &str) -> Value;
     /// A user variable's value (NULL when never set).
     fn user_variable(&self, name: &str) -> Value;
+    /// `@name := value` (user_vars.rs); refused where no session keeps variables.
+    fn assign_user_variable(&self, name: &str, value: Value) -> Result<(), SqlError> {
+        let _ = value;
+        Err(SqlError::unsupported(format!("@{name} := here")))
+    }
     /// When the statement started, in microseconds since 1970-01-01 UTC (what NOW() shows).
     fn statement_time(&self) -> i64;
     /// ROW_COUNT() and FOUND_ROWS(): the previous statement's (row_counts.rs).
@@ -192,7 +203,7 @@ impl Expr {
     /// Whether the expression reads no row column (a constant for the statement's run).
     pub(crate) fn is_row_independent(&self) -> bool {
         match self {
-            Expr::Column(_) => false,
+            Expr::Column(_) | Expr::UserVarPerRow(_) | Expr::AssignUserVar(..) => false,
             Expr::Literal(_)
             | Expr::Param(_)
             | Expr::SysVar(_)
@@ -416,7 +427,12 @@ impl Expr {
                 value
             }
             Expr::SysVar(name) => env.variable(name),
-            Expr::UserVar(name) => env.user_variable(name),
+            Expr::UserVar(name) | Expr::UserVarPerRow(name) => env.user_variable(name),
+            Expr::AssignUserVar(name, value) => {
+                let v = value.eval(row, env)?;
+                env.assign_user_variable(name, v.clone())?;
+                v
+            }
             Expr::Subquery(s) => s.eval(row, env)?,
             Expr::OuterRef(n) => env.outer(*n),
         })

@@ -110,6 +110,8 @@ fn row_independent_value(e: &Expr) -> bool {
         Expr::Param(_)
         | Expr::SysVar(_)
         | Expr::UserVar(_)
+        | Expr::UserVarPerRow(_)
+        | Expr::AssignUserVar(..)
         | Expr::Subquery(_)
         | Expr::OuterRef(_) => true,
         Expr::Func(func, _) => match func {

@@ -112,7 +112,10 @@ pub(crate) fn bind(
 /// no fixed character set, so they count as binary.
 fn with_argument_kind(f: InetFunc, e: &Expr, ty: &SqlType) -> InetFunc {
     let text = matches!(ty, SqlType::Str { collation, .. } if *collation != Collation::Binary)
-        && !matches!(e, Expr::Param(_) | Expr::UserVar(_) | Expr::SysVar(_));
+        && !matches!(
+            e,
+            Expr::Param(_) | Expr::UserVar(_) | Expr::UserVarPerRow(_) | Expr::SysVar(_)
+        );
     let binary = !text;
     match f {
         InetFunc::Inet6Ntoa { .. } => InetFunc::Inet6Ntoa { binary },

@@ -27,18 +27,16 @@ pub(crate) fn command(
             crate::processlist::kill(session, *id, connection, sink)
         }
         Statement::ShowStatus { filter, global, .. } => {
-            let pattern = match filter {
-                None => None,
+            let (pattern, condition) = match filter {
+                None => (None, None),
                 Some(
                     ast::ShowStatementFilter::Like(p)
                     | ast::ShowStatementFilter::ILike(p)
                     | ast::ShowStatementFilter::NoKeyword(p),
-                ) => Some(p.as_str()),
-                Some(ast::ShowStatementFilter::Where(_)) => {
-                    return Err(SqlError::unsupported("SHOW STATUS ... WHERE"))
-                }
+                ) => (Some(p.as_str()), None),
+                Some(ast::ShowStatementFilter::Where(condition)) => (None, Some(condition)),
             };
-            crate::status::show(session, *global, pattern, sink)
+            crate::status::show(session, *global, pattern, condition, sink)
         }
         other => Err(SqlError::unsupported(other.to_string())),
     }

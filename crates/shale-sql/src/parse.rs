@@ -36,6 +36,9 @@
 //!     before parsing, IGNORE left as a marker the statement carries (dml_modifiers.rs).
 //! 13. `FROM DUAL` is taken out of the tokens of every text, so the SELECT has no FROM
 //!     clause (from_dual.rs).
+//! 14. A trailing `INTO @a, @b` (`SELECT .. FROM t .. LIMIT 1 INTO @a`) is moved in the
+//!     tokens to right after the select list, where sqlparser reads it (select_into.rs
+//!     rule 5).
 
 use sqlparser::ast::Statement;
 

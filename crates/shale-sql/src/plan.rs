@@ -621,7 +621,8 @@ pub(crate) fn render_named(e: &Expr, name: &dyn Fn(usize) -> String) -> String {
         Expr::OuterRef(n) => format!("outer#{n}"),
         Expr::Subquery(s) => format!("subquery#{}", s.id),
         Expr::SysVar(v) => format!("@@{v}"),
-        Expr::UserVar(v) => format!("@{v}"),
+        Expr::UserVar(v) | Expr::UserVarPerRow(v) => format!("@{v}"),
+        Expr::AssignUserVar(v, value) => format!("(@{v} := {})", render_named(value, table)),
         Expr::Cmp(op, a, b, _) => {
             let sym = crate::coercibility::cmp_name(*op);
             format!(

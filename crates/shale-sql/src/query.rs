@@ -497,6 +497,9 @@ impl Env for QueryEnv<'_, '_> {
     fn user_variable(&self, name: &str) -> Value {
         self.shared.base.user_variable(name)
     }
+    fn assign_user_variable(&self, name: &str, value: Value) -> Result<(), SqlError> {
+        self.shared.base.assign_user_variable(name, value)
+    }
     fn statement_time(&self) -> i64 {
         self.shared.base.statement_time()
     }

@@ -99,7 +99,7 @@ pub(crate) struct State {
     /// The instance's global variables (`@@global.x`).
     pub globals: Arc<Mutex<BTreeMap<String, Value>>>,
     /// User variables (`@x`), lower-case names.
-    pub user_vars: HashMap<String, Value>,
+    pub user_vars: crate::user_vars::UserVars,
     /// Status variables the server sets for this connection (`Ssl_cipher`), which
     /// `SHOW STATUS` lists; a reset keeps them (they describe the connection).
     pub status: BTreeMap<String, String>,
@@ -153,11 +153,11 @@ impl Env for RunEnv<'_> {
         self.state.variable(name)
     }
     fn user_variable(&self, name: &str) -> Value {
-        self.state
-            .user_vars
-            .get(name)
-            .cloned()
-            .unwrap_or(Value::Null)
+        self.state.user_vars.get(name)
+    }
+    fn assign_user_variable(&self, name: &str, value: Value) -> Result<(), SqlError> {
+        self.state.user_vars.set(name.to_string(), value);
+        Ok(())
     }
     fn statement_time(&self) -> i64 {
         self.state.statement_time
@@ -328,7 +328,7 @@ impl Session {
                 defaults,
                 warnings: Vec::new(),
                 globals,
-                user_vars: HashMap::new(),
+                user_vars: crate::user_vars::UserVars::default(),
                 status: BTreeMap::new(),
                 statement_time: 0,
                 last_row_count: -1,
@@ -861,6 +861,7 @@ impl Session {
             return Ok(Planned::Command(Box::new(stmt)));
         }
         self.bind_touching(touched, |binder| {
+            binder.assigned_vars = std::rc::Rc::new(crate::user_vars::assigned_in(&stmt));
             let planned = match &stmt {
                 Statement::Query(q) => {
                     let mut bound = binder.query(q)?;
@@ -1746,7 +1747,7 @@ impl Session {
             }
         };
         if user {
-            self.state.user_vars.insert(lower, v);
+            self.state.user_vars.set(lower, v);
             return Ok(());
         }
         let as_bool = |v: &Value| -> Result<bool, SqlError> {

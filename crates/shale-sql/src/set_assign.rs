@@ -6,8 +6,8 @@
 //!    pays for the scan.
 //! 2. A `:=` becomes `=` only where it assigns: outside quotes and parentheses, right after a
 //!    variable name that follows SET, a scope word (SESSION, GLOBAL, LOCAL, PERSIST) or a
-//!    top-level comma. A `:=` inside an expression (`SET @a = (@b := 1)`) is left as it is,
-//!    so it stays an error instead of becoming a comparison.
+//!    top-level comma. A `:=` inside an expression (`SET @a = (@b := 1)`) is left as it is:
+//!    it is the assignment operator there (user_vars.rs), never a comparison.
 
 use crate::func_syntax::skip_quoted;
 

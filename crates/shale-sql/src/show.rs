@@ -12,15 +12,23 @@ fn text(s: &str) -> Value {
     Value::Bytes(s.as_bytes().to_vec())
 }
 
-/// A LIKE filter on names (None: every name).
-fn like_filter(filter: Option<&ast::ShowStatementFilter>) -> Result<Option<String>, SqlError> {
+/// A LIKE filter on names (None: every name, or a WHERE, which [`where_condition`] gives).
+fn like_filter(filter: Option<&ast::ShowStatementFilter>) -> Option<String> {
     match filter {
-        None => Ok(None),
-        Some(ast::ShowStatementFilter::Like(p) | ast::ShowStatementFilter::ILike(p)) => {
-            Ok(Some(p.clone()))
-        }
-        Some(ast::ShowStatementFilter::NoKeyword(p)) => Ok(Some(p.clone())),
-        Some(ast::ShowStatementFilter::Where(_)) => Err(SqlError::unsupported("SHOW ... WHERE")),
+        Some(
+            ast::ShowStatementFilter::Like(p)
+            | ast::ShowStatementFilter::ILike(p)
+            | ast::ShowStatementFilter::NoKeyword(p),
+        ) => Some(p.clone()),
+        Some(ast::ShowStatementFilter::Where(_)) | None => None,
+    }
+}
+
+/// A `WHERE condition` over the SHOW's output columns (show_where.rs).
+fn where_condition(filter: Option<&ast::ShowStatementFilter>) -> Option<&ast::Expr> {
+    match filter {
+        Some(ast::ShowStatementFilter::Where(condition)) => Some(condition),
+        _ => None,
     }
 }
 
@@ -59,7 +67,8 @@ pub(crate) fn show(
 ) -> Result<(), SqlError> {
     match stmt {
         Statement::ShowDatabases { show_options, .. } => {
-            let pattern = like_filter(options_filter(show_options).as_ref())?;
+            let filter = options_filter(show_options);
+            let pattern = like_filter(filter.as_ref());
             let catalog = session.instance().store.catalog();
             let mut names: Vec<String> = catalog.databases.keys().cloned().collect();
             names.push(crate::info_schema::DATABASE.to_string());
@@ -70,14 +79,18 @@ pub(crate) fn show(
                 .filter(|n| crate::privilege::shows_db(session, n))
                 .map(|n| vec![text(n)])
                 .collect();
+            let cols = [text_column("Database")];
+            let rows =
+                crate::show_where::retain(session, &cols, rows, where_condition(filter.as_ref()))?;
             session.state_mut().warnings.clear();
-            session.text_rows(sink, &[text_column("Database")], &rows)
+            session.text_rows(sink, &cols, &rows)
         }
         Statement::ShowTables {
             show_options, full, ..
         } => {
             let db = show_in_db(session, show_options)?;
-            let pattern = like_filter(options_filter(show_options).as_ref())?;
+            let filter = options_filter(show_options);
+            let pattern = like_filter(filter.as_ref());
             let catalog = session.instance().store.catalog();
             let virtual_tables =
                 crate::info_schema::is_database(&db).then(crate::info_schema::table_names);
@@ -109,11 +122,13 @@ pub(crate) fn show(
             if *full {
                 cols.push(text_column("Table_type"));
             }
+            let rows =
+                crate::show_where::retain(session, &cols, rows, where_condition(filter.as_ref()))?;
             session.state_mut().warnings.clear();
             session.text_rows(sink, &cols, &rows)
         }
         Statement::ShowVariables { filter, global, .. } => {
-            let pattern = like_filter(filter.as_ref())?;
+            let pattern = like_filter(filter.as_ref());
             let state = session.state();
             let prefix = if *global { "global." } else { "" };
             let mut names: Vec<String> = state.defaults.keys().map(|k| (*k).to_string()).collect();
@@ -131,27 +146,10 @@ pub(crate) fn show(
                     ]
                 })
                 .collect();
-            session.text_rows(
-                sink,
-                &[text_column("Variable_name"), text_column("Value")],
-                &rows,
-            )
-        }
-        Statement::ShowStatus { filter, .. } => {
-            // Only the connection's own status variables the server set; no made-up counters.
-            let pattern = like_filter(filter.as_ref())?;
-            let rows: Vec<Vec<Value>> = session
-                .state()
-                .status
-                .iter()
-                .filter(|(n, _)| matches(n, pattern.as_ref()))
-                .map(|(n, v)| vec![text(n), text(v)])
-                .collect();
-            session.text_rows(
-                sink,
-                &[text_column("Variable_name"), text_column("Value")],
-                &rows,
-            )
+            let cols = [text_column("Variable_name"), text_column("Value")];
+            let rows =
+                crate::show_where::retain(session, &cols, rows, where_condition(filter.as_ref()))?;
+            session.text_rows(sink, &cols, &rows)
         }
         Statement::ShowVariable { variable } => {
             let words: Vec<String> = variable
@@ -240,9 +238,17 @@ pub(crate) fn show(
             else {
                 return Err(SqlError::syntax("", 1));
             };
-            describe(session, name, *full, sink)
+            describe(
+                session,
+                name,
+                *full,
+                options_filter(show_options).as_ref(),
+                sink,
+            )
         }
-        Statement::ExplainTable { table_name, .. } => describe(session, table_name, false, sink),
+        Statement::ExplainTable { table_name, .. } => {
+            describe(session, table_name, false, None, sink)
+        }
         Statement::Explain {
             statement,
             analyze: false,
@@ -377,13 +383,15 @@ pub(crate) fn cardinality_value(figures: Option<&[u64]>, seq: usize) -> Value {
         .map_or(Value::Null, Value::Int)
 }
 
-/// DESCRIBE / SHOW COLUMNS.
+/// DESCRIBE / SHOW COLUMNS [LIKE 'pattern' | WHERE condition] (LIKE on `Field`).
 fn describe(
     session: &mut Session,
     name: &ast::ObjectName,
     full: bool,
+    filter: Option<&ast::ShowStatementFilter>,
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
+    let pattern = like_filter(filter);
     let (db, t) = qualify(session, name)?;
     let catalog = session.instance().store.catalog();
     let def = match crate::bind::lookup_table(&catalog, &db, &t) {
@@ -393,6 +401,9 @@ fn describe(
     };
     let mut rows = Vec::new();
     for (pos, c) in def.columns.iter().enumerate() {
+        if !matches(&c.name, pattern.as_ref()) {
+            continue;
+        }
         let key = if def.primary_key.columns.contains(&pos) {
             "PRI"
         } else if def
@@ -456,6 +467,7 @@ fn describe(
     if full {
         cols.extend([text_column("Privileges"), text_column("Comment")]);
     }
+    let rows = crate::show_where::retain(session, &cols, rows, where_condition(filter))?;
     session.state_mut().warnings.clear();
     session.text_rows(sink, &cols, &rows)
 }

@@ -289,11 +289,12 @@ fn engine_figures(instance: &Instance) -> Vec<(String, String)> {
     .collect()
 }
 
-/// SHOW [GLOBAL | SESSION] STATUS [LIKE 'pattern'].
+/// SHOW [GLOBAL | SESSION] STATUS [LIKE 'pattern' | WHERE condition] (show_where.rs).
 pub(crate) fn show(
     session: &mut Session,
     global: bool,
     pattern: Option<&str>,
+    condition: Option<&sqlparser::ast::Expr>,
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
     let text = |s: &str| Value::Bytes(s.as_bytes().to_vec());
@@ -311,10 +312,8 @@ pub(crate) fn show(
         })
         .map(|(n, v)| vec![text(&n), text(&v)])
         .collect();
+    let columns = [text_column("Variable_name"), text_column("Value")];
+    let rows = crate::show_where::retain(session, &columns, rows, condition)?;
     session.state_mut().warnings.clear();
-    session.text_rows(
-        sink,
-        &[text_column("Variable_name"), text_column("Value")],
-        &rows,
-    )
+    session.text_rows(sink, &columns, &rows)
 }

@@ -21,7 +21,10 @@
 //!    DOUBLE, as sqlparser's `DataType::Real` already binds.
 //! 5. `!x` is MySQL's logical NOT at its own precedence, above unary minus and `^` (`!1 + 1`
 //!    is `(!1) + 1`), in every mode; `MySqlDialect` does not parse it.
-//! 6. Everything else is `MySqlDialect`'s: every method it overrides is passed on, and
+//! 6. `@x := expr`, the assignment inside an expression (user_vars.rs), binds weaker than
+//!    every other operator and to the right, as in MySQL: `@a := 1 OR 0` is `@a := (1 OR
+//!    0)`, `@a := @b := 1` is `@a := (@b := 1)`. `MySqlDialect` reads `:=` as a comparison.
+//! 7. Everything else is `MySqlDialect`'s: every method it overrides is passed on, and
 //!    [`ModeDialect::dialect`] answers `MySqlDialect`'s type, so sqlparser's own checks for the
 //!    MySQL dialect hold too.
 //!
@@ -70,7 +73,10 @@ impl Syntax {
     }
 }
 
-/// MySQL's dialect under `syntax` (rule 6).
+/// `:=`'s precedence (rule 6): below OR's, above the 0 a whole expression is parsed at.
+const ASSIGNMENT_PRECEDENCE: u8 = 1;
+
+/// MySQL's dialect under `syntax` (rule 7).
 #[derive(Debug)]
 pub(crate) struct ModeDialect {
     pub syntax: Syntax,
@@ -99,7 +105,8 @@ pub(crate) fn backtick_identifiers(tokens: &mut [TokenWithSpan]) {
 }
 
 /// Parses `text` into statements under `syntax` (rules 1 to 6), UPDATE's and DELETE's
-/// modifiers taken out first (dml_modifiers.rs).
+/// modifiers taken out first (dml_modifiers.rs), `FROM DUAL` dropped (from_dual.rs) and a
+/// trailing INTO moved after the select list (select_into.rs).
 pub(crate) fn parse_statements(text: &str, syntax: Syntax) -> Result<Vec<Statement>, ParserError> {
     let dialect = ModeDialect::new(syntax);
     let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, text)
@@ -107,6 +114,7 @@ pub(crate) fn parse_statements(text: &str, syntax: Syntax) -> Result<Vec<Stateme
         .tokenize_with_location()?;
     crate::dml_modifiers::take_modifiers(&mut tokens)?;
     crate::from_dual::take_from_dual(&mut tokens);
+    crate::select_into::move_trailing_into(&mut tokens);
     if syntax.ansi_quotes {
         backtick_identifiers(&mut tokens);
     }
@@ -145,6 +153,9 @@ impl Dialect for ModeDialect {
     }
 
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
+        if parser.peek_token_ref().token == Token::Assignment {
+            return Some(Ok(ASSIGNMENT_PRECEDENCE));
+        }
         if parser.peek_token_ref().token == Token::StringConcat {
             let prec = if self.syntax.pipes_as_concat {
                 // Above `*` (MulDivModOp), below `::`/`!` (rule 2).
@@ -178,6 +189,19 @@ impl Dialect for ModeDialect {
                     op: BinaryOperator::Or,
                     right: Box::new(right),
                 }
+            }));
+        }
+        if parser.peek_token_ref().token == Token::Assignment {
+            parser.advance_token();
+            // Right to left (rule 6): the value takes every operator, `:=` too.
+            let value = match parser.parse_subexpr(ASSIGNMENT_PRECEDENCE - 1) {
+                Ok(v) => v,
+                Err(e) => return Some(Err(e)),
+            };
+            return Some(Ok(Expr::BinaryOp {
+                left: Box::new(expr.clone()),
+                op: BinaryOperator::Assignment,
+                right: Box::new(value),
             }));
         }
         self.inner.parse_infix(parser, expr, precedence)
@@ -226,7 +250,7 @@ impl Dialect for ModeDialect {
         }))
     }
 
-    // Rule 6: the rest is MySqlDialect's.
+    // Rule 7: the rest is MySqlDialect's.
 
     fn supports_string_literal_table_alias(&self, explicit: bool) -> bool {
         self.inner.supports_string_literal_table_alias(explicit)

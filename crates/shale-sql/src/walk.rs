@@ -15,8 +15,10 @@ pub(crate) fn children<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
         | Expr::Column(_)
         | Expr::SysVar(_)
         | Expr::UserVar(_)
+        | Expr::UserVarPerRow(_)
         | Expr::OuterRef(_) => {}
         Expr::Neg(a)
+        | Expr::AssignUserVar(_, a)
         | Expr::Cast(a, _)
         | Expr::Not(a)
         | Expr::IsNull(a, _)
@@ -141,7 +143,9 @@ pub(crate) fn replace(e: &Expr, f: &dyn Fn(&Expr) -> Option<Expr>) -> Expr {
         | Expr::Param(_)
         | Expr::SysVar(_)
         | Expr::UserVar(_)
+        | Expr::UserVarPerRow(_)
         | Expr::OuterRef(_) => e.clone(),
+        Expr::AssignUserVar(name, value) => Expr::AssignUserVar(name.clone(), b(value)),
         Expr::Neg(a) => Expr::Neg(b(a)),
         Expr::Cast(a, target) => Expr::Cast(b(a), *target),
         Expr::Not(a) => Expr::Not(b(a)),

@@ -376,3 +376,18 @@ fn insert_set() {
 fn rollup() {
     common::run_file("rollup");
 }
+
+#[test]
+fn select_into_trailing() {
+    common::run_file("select_into_trailing");
+}
+
+#[test]
+fn user_var_assign() {
+    common::run_file("user_var_assign");
+}
+
+#[test]
+fn show_where() {
+    common::run_file("show_where");
+}

@@ -98,11 +98,7 @@ fn user_variable(text: &str) -> Option<String> {
 
 impl Session {
     fn user_variable_value(&self, name: &str) -> Value {
-        self.state
-            .user_vars
-            .get(name)
-            .cloned()
-            .unwrap_or(Value::Null)
+        self.state.user_vars.get(name)
     }
 
     /// PREPARE name FROM source (rules 1 and 2).
