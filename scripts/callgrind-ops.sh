@@ -11,6 +11,7 @@
 #   BIN=PATH runs that binary instead of building target/release/shale.
 #   CACHE=BYTES sets --cache_size (default 268435456, which holds all of a 200,000-key
 #   database; a few MiB makes the reads miss the block cache).
+#   EXTRA="FLAGS" adds flags to every run (e.g. EXTRA=--open_files=1000).
 #   KEEP_DB=DIR keeps a copy of the filled read database in DIR and reads a copy of DIR when
 #   it exists, so runs before and after a read-side change read the same table files.
 # Fill benchmarks start from a fresh database; the others read one database filled first
@@ -35,6 +36,8 @@ trap 'rm -rf "$work"' EXIT
 flags=(--num="$num" --key_size=16 --value_size=100 --compression_ratio=0.5
   --compression_type=lz4 --bloom_bits=10 --cache_size="${CACHE:-268435456}" --threads=1
   --seek_nexts=10 --seed=1001)
+# shellcheck disable=SC2206 # EXTRA is a list of flags, split on spaces.
+if [[ -n ${EXTRA:-} ]]; then flags+=($EXTRA); fi
 if [[ -n ${BIN:-} ]]; then
   bin=$BIN
 else
