@@ -604,8 +604,8 @@ fn data_block_of(dir: &Path, prefix: &[u8]) -> (PathBuf, u64, u64) {
     names.sort();
     for name in names.iter().filter(|n| n.ends_with(".sst")) {
         let path = dir.join(name);
-        let table = shale_sst::Table::open(&fs, &path, &shale_sst::TableOpenOptions::default())
-            .unwrap();
+        let table =
+            shale_sst::Table::open(&fs, &path, &shale_sst::TableOpenOptions::default()).unwrap();
         let entries = table.index_entries().unwrap();
         let inside: Vec<usize> = (1..entries.len())
             .filter(|&i| {
@@ -618,7 +618,10 @@ fn data_block_of(dir: &Path, prefix: &[u8]) -> (PathBuf, u64, u64) {
             return (path, handle.offset, handle.size);
         }
     }
-    panic!("no table file in {} holds a whole block of t", dir.display());
+    panic!(
+        "no table file in {} holds a whole block of t",
+        dir.display()
+    );
 }
 
 /// XORs `len` bytes of `file` at `at`, in place (same inode: open handles see the change).
@@ -639,7 +642,9 @@ fn flip_bytes(file: &Path, at: u64, len: usize) {
 }
 
 fn multi_row_insert(conn: &mut Conn, ids: impl Iterator<Item = u64>) {
-    let rows: Vec<String> = ids.map(|id| format!("({id}, '{}')", value_of(id))).collect();
+    let rows: Vec<String> = ids
+        .map(|id| format!("({id}, '{}')", value_of(id)))
+        .collect();
     for chunk in rows.chunks(100) {
         conn.query_drop(format!("INSERT INTO t VALUES {}", chunk.join(", ")))
             .unwrap();
@@ -689,9 +694,11 @@ fn a_damaged_table_file_is_marked_the_server_keeps_serving_and_a_restart_remembe
         }
         Err(other) => panic!("the connection failed: {other}"),
     }
-    wait_for("the damaged file to be marked", Duration::from_secs(60), || {
-        status(&mut watcher, "Shale_damaged_tables") >= 1
-    });
+    wait_for(
+        "the damaged file to be marked",
+        Duration::from_secs(60),
+        || status(&mut watcher, "Shale_damaged_tables") >= 1,
+    );
     let marked = damaged_files(&mut watcher);
     assert_eq!(marked.len(), 1, "{marked:?}");
     assert_eq!(marked[0].0, file_name, "{marked:?}");
@@ -713,6 +720,9 @@ fn a_damaged_table_file_is_marked_the_server_keeps_serving_and_a_restart_remembe
             Err(mysql::Error::MySqlError(e)) => {
                 assert!(id % 2 == 0, "undamaged row {id} failed: {e:?}");
                 assert!(e.message.contains(&file_name), "row {id}: {e:?}");
+                if damaged_rows == 0 {
+                    eprintln!("a read of damaged row {id}: {} {}", e.code, e.message);
+                }
                 damaged_rows += 1;
             }
             Err(other) => panic!("the connection failed: {other}"),

@@ -129,11 +129,9 @@ pub(super) fn shale_compaction_stats(store: &Store) -> Vec<Row> {
 /// with the damage a compaction found in it (NULL when none; docs/reliability.md).
 pub(super) fn shale_table_files(store: &Store) -> Vec<Row> {
     let db = store.engine().db();
-    let damage: std::collections::BTreeMap<u64, String> =
-        db.damaged_tables().into_iter().collect();
+    let damage: std::collections::BTreeMap<u64, String> = db.damaged_tables().into_iter().collect();
     let version = db.current_version();
-    let names: std::collections::BTreeMap<u32, String> =
-        version.keyspaces().into_iter().collect();
+    let names: std::collections::BTreeMap<u32, String> = version.keyspaces().into_iter().collect();
     version
         .all_files()
         .map(|(keyspace, level, file)| {
