@@ -602,7 +602,8 @@ fn data_block_of(dir: &Path, prefix: &[u8]) -> (PathBuf, u64, u64) {
     let fs = OsFs::new();
     let mut names = fs.list(dir).unwrap();
     names.sort();
-    for name in names.iter().filter(|n| n.ends_with(".sst")) {
+    // Table files are `NNNNNN.sst`, lower case, as the engine names them.
+    for name in names.iter().filter(|n| n.strip_suffix(".sst").is_some()) {
         let path = dir.join(name);
         let table =
             shale_sst::Table::open(&fs, &path, &shale_sst::TableOpenOptions::default()).unwrap();
@@ -761,4 +762,24 @@ fn a_damaged_table_file_is_marked_the_server_keeps_serving_and_a_restart_remembe
     drop(conn);
     server.stop();
     instance.close().unwrap();
+    // The DBA tool shows the mark under the file.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["tool", "manifest", "--shape-only"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let number = file_name.trim_end_matches(".sst");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with(number))
+        .unwrap_or_else(|| panic!("{number} not listed: {text}"));
+    assert!(
+        lines
+            .get(at + 1)
+            .is_some_and(|l| l.contains(&format!("DAMAGED at offset {offset}"))),
+        "{text}"
+    );
 }

@@ -169,6 +169,7 @@ impl PartialEq for Version {
 impl Eq for Version {}
 
 impl Version {
+    #[allow(clippy::too_many_arguments)] // one per part of the state; only the builder calls it
     pub(crate) fn new(
         comparator: Arc<dyn Comparator>,
         num_levels: usize,
