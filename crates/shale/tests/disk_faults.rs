@@ -762,10 +762,14 @@ fn a_damaged_table_file_is_marked_the_server_keeps_serving_and_a_restart_remembe
     drop(conn);
     server.stop();
     instance.close().unwrap();
-    // The DBA tool shows the mark under the file.
+    assert_tool_shows_mark(&dir, &file_name, offset);
+}
+
+/// `shale tool manifest --shape-only` shows the mark on the line after `file_name`'s.
+fn assert_tool_shows_mark(dir: &Path, file_name: &str, offset: u64) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_shale"))
         .args(["tool", "manifest", "--shape-only"])
-        .arg(&dir)
+        .arg(dir)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
