@@ -10,8 +10,9 @@
 //! 2. Compaction threads never compact the same keyspace at once (`DbState::compacting`).
 //!    Only thread 0 runs idle compactions.
 //!
-//! A panic in the unlocked part of a flush or compaction (writing its tables) is caught there
-//! and retried a few times (`crate::job_panic`). A panic anywhere else ends the thread and
+//! A panic in the unlocked part of a flush or compaction (writing its tables, in a
+//! subcompaction too) is caught there and retried a few times (`crate::job_panic`, which says
+//! why nothing else is). A panic anywhere else ends the thread and
 //! becomes the sticky background error (db.rs invariant 4), so a bug in a background job
 //! stops writes with a clear message instead of leaving a database that silently stopped
 //! flushing.

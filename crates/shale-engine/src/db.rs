@@ -288,6 +288,14 @@ impl DbInner {
             crate::direct_io::table_read_mode(&options),
         ));
         let blob_cache = Arc::new(BlobFileCache::new(fs.clone(), dir, max_open_files));
+        // Damage marks the MANIFEST remembers (compaction/read_failure.rs invariant 2).
+        let compaction_reads =
+            crate::compaction::CompactionReadFailures::remembered(&versions.current(), dir);
+        let stats = StatCounters::default();
+        StatCounters::add(
+            &stats.damaged_tables,
+            compaction_reads.damaged_count() as u64,
+        );
         let info_log = if wal.is_some() && options.info_log {
             InfoLog::open(
                 fs.clone(),
@@ -317,7 +325,7 @@ impl DbInner {
                 unrecorded_closed_wals: Vec::new(),
                 presync_requested_for: 0,
                 wal_recovery: None,
-                compaction_reads: crate::compaction::CompactionReadFailures::default(),
+                compaction_reads,
                 job_panics: crate::job_panic::JobPanics::default(),
             }),
             state_changed: Condvar::new(),
@@ -333,7 +341,7 @@ impl DbInner {
             snapshots: SnapshotList::default(),
             shutting_down: AtomicBool::new(false),
             wal_sync_requested: AtomicBool::new(false),
-            stats: StatCounters::default(),
+            stats,
             idle: IdleTracker::default(),
             default_durability: crate::live_options::DefaultDurability::new(options.durability),
             max_background_jobs: std::sync::atomic::AtomicUsize::new(options.max_background_jobs),
@@ -742,11 +750,13 @@ impl Db {
         crate::flush::flush_and_wait(&self.inner)
     }
 
-    /// The tables a compaction found damaged since open, by number, with the damage: no
-    /// compaction takes them as inputs again (docs/reliability.md, "A failed read of a
-    /// compaction input"). Empty on a healthy database.
+    /// The live tables marked damaged, by number, with the damage: found by a compaction
+    /// since open or remembered by the MANIFEST from an earlier one. No background compaction
+    /// takes them as inputs (docs/reliability.md, "A failed read of a compaction input"); a
+    /// mark goes with its table. Empty on a healthy database.
     pub fn damaged_tables(&self) -> Vec<(u64, String)> {
-        self.inner.lock_state().compaction_reads.damaged()
+        let state = self.inner.lock_state();
+        state.compaction_reads.damaged(&state.versions.current())
     }
 
     /// Waits until no flush or compaction is pending (tests and tools). Fails with the
@@ -902,6 +912,14 @@ impl Db {
     #[cfg(feature = "testing")]
     pub fn set_in_flush_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
         self.inner.test_hooks.set_in_flush(Box::new(hook))
+    }
+
+    /// Runs `hook` in every subcompaction thread (each range of a split compaction but the
+    /// first, which runs on the compaction's own thread) where it starts, holding no lock
+    /// (feature `testing`). False if one was set.
+    #[cfg(feature = "testing")]
+    pub fn set_in_subcompaction_hook(&self, hook: impl Fn() + Send + Sync + 'static) -> bool {
+        self.inner.test_hooks.set_in_subcompaction(Box::new(hook))
     }
 
     /// Runs `hook` in every compaction that merges, where it starts, holding no lock

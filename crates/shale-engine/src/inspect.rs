@@ -25,8 +25,8 @@ pub use crate::options_file::{
 };
 pub use crate::table_cache::{table_file_name, PinnedTable};
 pub use crate::version::{
-    manifest_file_name, parse_manifest_file_name, DeletedFile, FileMetaData, NewFile, Version,
-    VersionEdit, CURRENT_FILE_NAME, MANIFEST_FORMAT_VERSION,
+    manifest_file_name, parse_manifest_file_name, DamagedFile, DeletedFile, FileMetaData, NewFile,
+    Version, VersionEdit, CURRENT_FILE_NAME, MANIFEST_FORMAT_VERSION,
 };
 
 /// The write-ahead log: record format, reader and writer (docs/format/wal.md).

@@ -20,8 +20,22 @@
 //!    invariant 4): the same bug could be hit by the next job, and a pause is what the user
 //!    sees either way.
 //!
-//! A panic anywhere else on a background thread (outside a job's unlocked part) ends the
-//! thread and is sticky at once (`crate::background`).
+//! The unlocked part of a compaction includes its subcompactions: a range thread's panic is
+//! raised again on the compaction's thread once every range has ended and every output is
+//! discarded (`compaction::run`), so it is caught and retried as the compaction's own panic;
+//! the Version is untouched there as well.
+//!
+//! A panic anywhere else on a background thread ends the thread and is sticky at once
+//! (`crate::background`), because there the retry's premise does not hold:
+//! - picking a job, installing its edit and Version, and deleting obsolete files run under
+//!   the state lock, so a panic there poisons it: the edit may be in the MANIFEST and not in
+//!   memory, a keyspace left marked compacting, a file deleted that the Version still names;
+//! - a MANIFEST roll holds the state lock throughout, and a WAL switch reads the failed log
+//!   back as the write group's leader: a panic leaves the leadership (and every queued
+//!   writer) unreleased, which only the switch's own end gives back;
+//! - the WAL sync thread's `fdatasync` runs without a lock, but after a panic inside it no
+//!   one knows whether the sync happened, and a sync of unknown outcome is never retried
+//!   (the shale-fs durability contract).
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -81,8 +81,9 @@ pub struct DbStats {
     /// Compactions that failed reading an input with an I/O error (retried after a backoff;
     /// docs/reliability.md, "A failed read of a compaction input").
     pub compaction_read_errors: u64,
-    /// Tables a compaction found damaged (checksum mismatch, bad block): never picked for a
-    /// compaction again until reopen ([`crate::Db::damaged_tables`] lists them).
+    /// Tables marked damaged since open (checksum mismatch, bad block), counting the marks
+    /// the MANIFEST remembered at open: never picked for a background compaction while live
+    /// ([`crate::Db::damaged_tables`] lists those still live).
     pub damaged_tables: u64,
     /// Flush and compaction jobs that panicked (retried a few times, then sticky).
     pub background_job_panics: u64,

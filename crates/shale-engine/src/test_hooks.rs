@@ -21,6 +21,10 @@ pub(crate) struct TestHooks {
     /// Run by a compaction that merges, where it starts (no lock held).
     #[cfg(feature = "testing")]
     in_compaction: OnceLock<Hook>,
+    /// Run by each subcompaction thread (every range but the first) where it starts (no lock
+    /// held).
+    #[cfg(feature = "testing")]
+    in_subcompaction: OnceLock<Hook>,
 }
 
 impl std::fmt::Debug for TestHooks {
@@ -49,6 +53,19 @@ impl TestHooks {
         if let Some(hook) = self.in_compaction.get() {
             hook();
         }
+    }
+
+    pub(crate) fn in_subcompaction(&self) {
+        #[cfg(feature = "testing")]
+        if let Some(hook) = self.in_subcompaction.get() {
+            hook();
+        }
+    }
+
+    /// Sets the hook [`Self::in_subcompaction`] runs; false if one was already set.
+    #[cfg(feature = "testing")]
+    pub(crate) fn set_in_subcompaction(&self, hook: Hook) -> bool {
+        self.in_subcompaction.set(hook).is_ok()
     }
 
     /// Sets the hook [`Self::in_flush`] runs; false if one was already set.

@@ -6,8 +6,9 @@
 //! - a failed read of a compaction input: an I/O error is retried with backoff while writes
 //!   go on; a damaged table is marked, never compacted again, reads and writes go on, and a
 //!   write stall it would make endless fails with the damage instead;
-//! - a panic while a flush or compaction writes its tables: retried, sticky after three in a
-//!   row.
+//! - a damage mark is remembered by the MANIFEST across a restart and leaves with its table;
+//! - a panic while a flush or compaction (or a subcompaction) writes its tables: retried,
+//!   sticky after three in a row.
 //!
 //! Every acknowledged write is checked after the recovery, after a restart and (under
 //! `Sync`) on a power-cut image.
@@ -367,6 +368,95 @@ fn a_damaged_compaction_input_is_marked_and_never_compacted_again() {
     db.close().unwrap();
 }
 
+/// Writes keys 0..100 with values naming `round` into `keyspace`.
+fn write_round(keyspace: &shale_engine::Keyspace, round: u32) {
+    for n in 0..KEYS {
+        let value = format!("round{round}-{}", "x".repeat(100));
+        keyspace
+            .put(format!("key{n:06}").as_bytes(), value.as_bytes())
+            .unwrap();
+    }
+}
+
+/// The mark a compaction makes is in the MANIFEST: a restart (even read-only, where no
+/// compaction runs) lists it without reading the damage again, no background compaction picks
+/// the table after the restart, and the mark leaves with the table (its keyspace dropped).
+#[test]
+fn a_damage_mark_is_remembered_after_a_restart_and_leaves_with_its_table() {
+    let run = Run::new(|_| {});
+    let keyspace_options = run
+        .options(Arc::new(run.fault.clone()))
+        .default_keyspace
+        .clone();
+    let db = run.open();
+    let doomed = db
+        .create_keyspace("doomed", keyspace_options.clone())
+        .unwrap();
+    write_round(&doomed, 0);
+    db.flush().unwrap();
+    db.close().unwrap();
+    let damaged = *tables(&run.mem).first().expect("the flush wrote a table");
+    let mut bytes = run.mem.file_contents(table_path(damaged)).unwrap();
+    bytes[20] ^= 0x40;
+    run.mem
+        .write_file_for_test(table_path(damaged), &bytes)
+        .unwrap();
+
+    let db = run.open();
+    let doomed = db.keyspace("doomed").unwrap();
+    write_round(&doomed, 1);
+    db.flush().unwrap();
+    wait_until("the compaction finds the damage", || {
+        db.stats().damaged_tables == 1
+    });
+    db.close().unwrap();
+
+    // Read-only: no compaction runs, so only the MANIFEST can say.
+    let options = run.options(Arc::new(run.fault.clone()));
+    let db = Db::open_read_only(DIR, options).unwrap();
+    let listed = db.damaged_tables();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].0, damaged, "{listed:?}");
+    assert!(
+        listed[0].1.contains(&format!("{damaged:06}.sst")),
+        "{listed:?}"
+    );
+    assert_eq!(db.stats().damaged_tables, 1);
+    db.close().unwrap();
+
+    let db = run.open();
+    assert_eq!(db.damaged_tables().len(), 1);
+    let doomed = db.keyspace("doomed").unwrap();
+    write_round(&doomed, 2);
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(
+        db.stats().compactions,
+        0,
+        "a background compaction read the remembered damaged table"
+    );
+    // A manual compaction still tries, and reports the damage to its caller.
+    let error = db.compact_range(&doomed, None, None).unwrap_err();
+    assert!(error.is_corruption(), "{error}");
+    assert!(
+        error.to_string().contains(&format!("{damaged:06}.sst")),
+        "{error}"
+    );
+    assert_eq!(
+        doomed.get(b"key000007").unwrap().as_deref(),
+        Some(format!("round2-{}", "x".repeat(100)).as_bytes())
+    );
+    drop(doomed);
+    db.drop_keyspace("doomed").unwrap();
+    assert!(db.damaged_tables().is_empty(), "{:?}", db.damaged_tables());
+    assert!(db.current_version().damaged_files().is_empty());
+    db.close().unwrap();
+    let db = run.open();
+    assert!(db.damaged_tables().is_empty(), "{:?}", db.damaged_tables());
+    assert_eq!(db.stats().damaged_tables, 0);
+    db.close().unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // A panic in a flush or a compaction.
 
@@ -452,4 +542,39 @@ fn a_panic_in_a_compaction_is_retried() {
     run.assert_acked_present(&db, "after the retry");
     db.close().unwrap();
     run.check_recovery("panicking compaction");
+}
+
+/// A subcompaction runs on its own thread: its panic is the compaction's, retried like one
+/// (it used to stop writes until a reopen).
+#[test]
+fn a_panic_in_a_subcompaction_is_retried() {
+    let mut run = Run::new(|options| {
+        options.default_keyspace.max_subcompactions = 4;
+        options.default_keyspace.target_file_size = 8 << 10;
+    });
+    let db = run.open();
+    let panics = Arc::new(AtomicU32::new(0));
+    let hook_panics = panics.clone();
+    assert!(db.set_in_subcompaction_hook(move || {
+        let earlier = hook_panics.fetch_add(1, Ordering::SeqCst);
+        assert!(earlier >= 1, "injected panic in a subcompaction");
+    }));
+    for _ in 0..2 {
+        run.write_all(&db, 100);
+        if let Err(error) = db.flush() {
+            assert_paused(&error, "injected panic in a subcompaction");
+        }
+    }
+    wait_until("the compaction is retried and succeeds", || {
+        db.stats().compactions >= 1
+    });
+    assert!(panics.load(Ordering::SeqCst) >= 2, "no subcompaction ran");
+    run.write_until_accepted(&db, "after the panic", |e| assert_paused(e, "panicked"));
+    db.wait_for_background_work().unwrap();
+    assert!(db.stats().subcompactions >= 2);
+    assert_eq!(db.stats().background_job_panics, 1);
+    assert_eq!(db.level_file_counts(&db.default_keyspace()).unwrap()[0], 0);
+    run.assert_acked_present(&db, "after the retry");
+    db.close().unwrap();
+    run.check_recovery("panicking subcompaction");
 }

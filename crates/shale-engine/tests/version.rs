@@ -124,6 +124,11 @@ fn full_edit() -> VersionEdit {
         }],
         blob_file_garbage: vec![(9, 1, u64::MAX)],
         deleted_blob_files: vec![u64::MAX],
+        damaged_files: vec![shale_engine::inspect::DamagedFile {
+            number: u64::MAX,
+            offset: u64::MAX,
+            detail: "block checksum mismatch ✓".to_owned(),
+        }],
     };
     let mut m = meta(44, "a", "\u{0}\u{ff}zz", (0, MAX_SEQNO));
     m.size = u64::MAX;
@@ -652,6 +657,57 @@ fn keyspaces_are_created_dropped_and_never_reuse_ids() {
     edit.set_log_number(1, 8);
     set.log_and_apply(edit).unwrap();
     assert_eq!(set.min_log_number_to_keep(), 7);
+}
+
+#[test]
+fn damage_marks_survive_recovery_and_leave_with_their_tables() {
+    let fs = MemFs::new();
+    let mut set = create(&fs);
+    let users = set.create_keyspace("users", 0).unwrap();
+    set.set_last_sequence(10);
+    let mut edit = VersionEdit::new();
+    edit.add_file(0, 1, meta(50, "a", "b", (1, 10)));
+    edit.add_file(0, 1, meta(51, "c", "d", (1, 10)));
+    edit.add_file(users, 0, meta(52, "a", "b", (1, 10)));
+    set.log_and_apply(edit).unwrap();
+    // Only a live table can be marked; the refused edit changes nothing.
+    let mut not_live = VersionEdit::new();
+    not_live.mark_damaged(49, 0, "gone");
+    let err = set.log_and_apply(not_live).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    let mut marks = VersionEdit::new();
+    marks.mark_damaged(50, 4096, "block checksum mismatch");
+    marks.mark_damaged(51, 0, "bad footer");
+    marks.mark_damaged(52, 7, "bad block");
+    set.log_and_apply(marks).unwrap();
+    let marked =
+        |set: &VersionSet| -> Vec<u64> { set.current().damaged_files().keys().copied().collect() };
+    assert_eq!(marked(&set), [50, 51, 52]);
+    // A restart reads them back (record 0 of the new MANIFEST carries them on).
+    drop(set);
+    let mut set = recover(&fs).unwrap();
+    assert_eq!(marked(&set), [50, 51, 52]);
+    let version = set.current();
+    let mark = &version.damaged_files()[&50];
+    assert_eq!(
+        (mark.offset, mark.detail.as_str()),
+        (4096, "block checksum mismatch")
+    );
+    // A move to another level keeps the mark (the same file); a deleted table takes its mark
+    // along, and a dropped keyspace the marks of all its tables.
+    let mut edit = VersionEdit::new();
+    edit.delete_file(0, 1, 50);
+    edit.add_file(0, 2, meta(50, "a", "b", (1, 10)));
+    set.log_and_apply(edit).unwrap();
+    assert_eq!(marked(&set), [50, 51, 52]);
+    let mut edit = VersionEdit::new();
+    edit.delete_file(0, 1, 51);
+    set.log_and_apply(edit).unwrap();
+    set.drop_keyspace(users).unwrap();
+    assert_eq!(marked(&set), [50]);
+    drop(set);
+    let set = recover(&fs).unwrap();
+    assert_eq!(marked(&set), [50]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -233,6 +233,9 @@ fn edit_lines(edit: &VersionEdit, render: Render) -> Vec<String> {
     for number in &edit.deleted_blob_files {
         lines.push(format!("delete blob file {number:06}"));
     }
+    for d in &edit.damaged_files {
+        lines.push(format!("mark damaged {d}"));
+    }
     if lines.is_empty() {
         lines.push("(empty edit)".to_owned());
     }
@@ -268,6 +271,9 @@ fn edit_json(offset: u64, edit: &VersionEdit, render: Render) -> Value {
             .map(|(n, c, b)| json!({ "number": n, "records": c, "bytes": b }))
             .collect::<Vec<_>>(),
         "deleted_blob_files": edit.deleted_blob_files,
+        "damaged_files": edit.damaged_files.iter()
+            .map(|d| json!({ "number": d.number, "offset": d.offset, "detail": d.detail }))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -299,6 +305,13 @@ fn shape_text(state: &ManifestState, render: Render, out: &mut impl Write) -> io
             )?;
             for f in files {
                 writeln!(out, "    {}", file_text(f, render))?;
+                if let Some(d) = version.damaged_files().get(&f.number) {
+                    writeln!(
+                        out,
+                        "      DAMAGED at offset {}: {} (not compacted; repair or restore it)",
+                        d.offset, d.detail
+                    )?;
+                }
             }
         }
         blob_files_text(version, id, true, out)?;
@@ -322,7 +335,15 @@ fn shape_json(state: &ManifestState, render: Render) -> Value {
                         "level": level,
                         "bytes": version.level_size(id, level),
                         "files": version.files(id, level).iter()
-                            .map(|f| file_json(f, render)).collect::<Vec<_>>(),
+                            .map(|f| {
+                                let mut file = file_json(f, render);
+                                if let Some(d) = version.damaged_files().get(&f.number) {
+                                    file["damaged"] =
+                                        json!({ "offset": d.offset, "detail": d.detail });
+                                }
+                                file
+                            })
+                            .collect::<Vec<_>>(),
                     })
                 })
                 .collect();

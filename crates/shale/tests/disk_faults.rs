@@ -14,6 +14,10 @@
 //! - EIO reading table files: compactions fail (counted in `Shale_compaction_read_errors`,
 //!   retried with backoff), clients go on reading and writing, and once the fault is lifted
 //!   a compaction runs to its end, without a restart.
+//! - a damaged data block in a table file (bytes flipped on disk under the running server):
+//!   the compaction that meets it marks the file, the server keeps serving, undamaged rows
+//!   read and write as before, a read of a damaged row is an error naming the file (never
+//!   wrong data), the operator sees the mark, and it is still there after a restart.
 //!
 //! Every case then checks each acknowledged commit (its row is there with its value), that no
 //! INSERT that got an error is applied and no row that was never sent is there, both on the
@@ -577,4 +581,209 @@ fn failed_compaction_reads_keep_the_server_serving_and_compaction_resumes_once_t
     assert_eq!(check.last().unwrap().3, "OK", "{check:?}");
     drop(conn);
     restart_and_check(&dir, instance, server, &history);
+}
+
+/// The key prefix of `d.t`'s primary index: its 4-byte index id, big-endian
+/// (docs/format/table-keys.md).
+fn primary_index_prefix(conn: &mut Conn) -> [u8; 4] {
+    let id: u64 = conn
+        .query_first(
+            "SELECT INDEX_ID FROM information_schema.SHALE_DDL \
+             WHERE TABLE_SCHEMA = 'd' AND TABLE_NAME = 't' AND INDEX_NAME = 'PRIMARY'",
+        )
+        .unwrap()
+        .expect("t has a primary index");
+    u32::try_from(id).unwrap().to_be_bytes()
+}
+
+/// A data block of a table file in `dir` holding only keys that start with `prefix` (its
+/// neighbours' separators start with it too): the file and the block's offset and size.
+fn data_block_of(dir: &Path, prefix: &[u8]) -> (PathBuf, u64, u64) {
+    let fs = OsFs::new();
+    let mut names = fs.list(dir).unwrap();
+    names.sort();
+    // Table files are `NNNNNN.sst`, lower case, as the engine names them.
+    for name in names.iter().filter(|n| n.strip_suffix(".sst").is_some()) {
+        let path = dir.join(name);
+        let table =
+            shale_sst::Table::open(&fs, &path, &shale_sst::TableOpenOptions::default()).unwrap();
+        let entries = table.index_entries().unwrap();
+        let inside: Vec<usize> = (1..entries.len())
+            .filter(|&i| {
+                entries[i - 1].separator.starts_with(prefix)
+                    && entries[i].separator.starts_with(prefix)
+            })
+            .collect();
+        if let Some(&i) = inside.get(inside.len() / 2) {
+            let handle = entries[i].handle;
+            return (path, handle.offset, handle.size);
+        }
+    }
+    panic!(
+        "no table file in {} holds a whole block of t",
+        dir.display()
+    );
+}
+
+/// XORs `len` bytes of `file` at `at`, in place (same inode: open handles see the change).
+fn flip_bytes(file: &Path, at: u64, len: usize) {
+    use std::os::unix::fs::FileExt as _;
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file)
+        .unwrap();
+    let mut bytes = vec![0; len];
+    handle.read_exact_at(&mut bytes, at).unwrap();
+    for b in &mut bytes {
+        *b ^= 0x5a;
+    }
+    handle.write_all_at(&bytes, at).unwrap();
+    handle.sync_all().unwrap();
+}
+
+fn multi_row_insert(conn: &mut Conn, ids: impl Iterator<Item = u64>) {
+    let rows: Vec<String> = ids
+        .map(|id| format!("({id}, '{}')", value_of(id)))
+        .collect();
+    for chunk in rows.chunks(100) {
+        conn.query_drop(format!("INSERT INTO t VALUES {}", chunk.join(", ")))
+            .unwrap();
+    }
+}
+
+/// The damage marks `SHALE_TABLE_FILES` shows, as (file name, damage).
+fn damaged_files(conn: &mut Conn) -> Vec<(String, String)> {
+    conn.query(
+        "SELECT FILE_NAME, DAMAGE FROM information_schema.SHALE_TABLE_FILES \
+         WHERE DAMAGE IS NOT NULL ORDER BY FILE_NAME",
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_damaged_table_file_is_marked_the_server_keeps_serving_and_a_restart_remembers() {
+    let dir = scratch("damaged-table");
+    let instance = open(&dir, Arc::new(OsFs::new()));
+    let server = Running::start(&instance);
+    setup(&server);
+    let mut conn = server.connect();
+    // Even ids, compacted into the last level's files; the damage goes into one of them.
+    let evens: Vec<u64> = (0..2000).map(|n| n * 2).collect();
+    multi_row_insert(&mut conn, evens.iter().copied());
+    conn.query_drop("OPTIMIZE TABLE t").unwrap();
+    let prefix = primary_index_prefix(&mut conn);
+    let (file, offset, size) = data_block_of(&dir, &prefix);
+    let file_name = file.file_name().unwrap().to_str().unwrap().to_owned();
+    // Flip bytes in the middle of the block, in place (the server holds the file open): its
+    // checksum no longer matches. Nothing has read the block since the compaction wrote it,
+    // so no cache holds it.
+    flip_bytes(&file, offset + size / 2, 8);
+
+    // Odd ids land in new tables overlapping every file of t, so compacting them down has to
+    // read the damaged block.
+    multi_row_insert(&mut conn, (0..2000).map(|n| n * 2 + 1));
+    let mut watcher = server.connect();
+    match conn.query::<(String, String, String, String), _>("OPTIMIZE TABLE t") {
+        // MySQL reports a failed OPTIMIZE in its result rows; an error names the file too.
+        Ok(rows) => assert!(
+            rows.iter().any(|r| r.3.contains(&file_name)),
+            "OPTIMIZE did not report the damage: {rows:?}"
+        ),
+        Err(mysql::Error::MySqlError(e)) => {
+            assert!(e.message.contains(&file_name), "{e:?}");
+        }
+        Err(other) => panic!("the connection failed: {other}"),
+    }
+    wait_for(
+        "the damaged file to be marked",
+        Duration::from_secs(60),
+        || status(&mut watcher, "Shale_damaged_tables") >= 1,
+    );
+    let marked = damaged_files(&mut watcher);
+    assert_eq!(marked.len(), 1, "{marked:?}");
+    assert_eq!(marked[0].0, file_name, "{marked:?}");
+    let engine_status: Vec<(String, String, String)> =
+        watcher.query("SHOW ENGINE SHALE STATUS").unwrap();
+    assert!(
+        engine_status
+            .iter()
+            .any(|(kind, name, _)| kind == "DAMAGED_TABLE" && *name == file_name),
+        "SHOW ENGINE SHALE STATUS lacks the damaged table"
+    );
+
+    // The server keeps serving: every row reads its own value or fails naming the file; the
+    // undamaged ones (every odd row, most even ones) read, and writes go on.
+    let mut damaged_rows = 0;
+    for id in 0..4000u64 {
+        match conn.exec_first::<String, _, _>("SELECT v FROM t WHERE id = ?", (id,)) {
+            Ok(value) => assert_eq!(value, Some(value_of(id)), "row {id}"),
+            Err(mysql::Error::MySqlError(e)) => {
+                assert!(id % 2 == 0, "undamaged row {id} failed: {e:?}");
+                assert!(e.message.contains(&file_name), "row {id}: {e:?}");
+                if damaged_rows == 0 {
+                    eprintln!("a read of damaged row {id}: {} {}", e.code, e.message);
+                }
+                damaged_rows += 1;
+            }
+            Err(other) => panic!("the connection failed: {other}"),
+        }
+    }
+    assert!(
+        (1..200).contains(&damaged_rows),
+        "{damaged_rows} rows read the damaged block"
+    );
+    conn.query_drop("INSERT INTO t VALUES (100000, 'after the damage')")
+        .expect("writes go on beside a damaged table");
+    let scan = conn.query::<u64, _>("SELECT COUNT(*) FROM t");
+    match scan {
+        Ok(count) => panic!("a scan over the damaged block gave an answer: {count:?}"),
+        Err(mysql::Error::MySqlError(e)) => assert!(e.message.contains(&file_name), "{e:?}"),
+        Err(other) => panic!("the connection failed: {other}"),
+    }
+    eprintln!("damaged {file_name} at {offset} ({size} bytes): {damaged_rows} rows unreadable");
+    drop((conn, watcher));
+
+    // A restart remembers the mark (the MANIFEST holds it) before any compaction runs.
+    server.stop();
+    instance.close().unwrap();
+    let instance = open(&dir, Arc::new(OsFs::new()));
+    let server = Running::start(&instance);
+    let mut conn = server.connect();
+    assert_eq!(damaged_files(&mut conn), marked, "the mark after a restart");
+    assert_eq!(status(&mut conn, "Shale_damaged_tables"), 1);
+    assert_eq!(
+        conn.exec_first::<String, _, _>("SELECT v FROM t WHERE id = ?", (1u64,))
+            .unwrap(),
+        Some(value_of(1))
+    );
+    conn.query_drop("INSERT INTO t VALUES (100001, 'after the restart')")
+        .expect("writes work after the restart");
+    drop(conn);
+    server.stop();
+    instance.close().unwrap();
+    assert_tool_shows_mark(&dir, &file_name, offset);
+}
+
+/// `shale tool manifest --shape-only` shows the mark on the line after `file_name`'s.
+fn assert_tool_shows_mark(dir: &Path, file_name: &str, offset: u64) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shale"))
+        .args(["tool", "manifest", "--shape-only"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let number = file_name.trim_end_matches(".sst");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with(number))
+        .unwrap_or_else(|| panic!("{number} not listed: {text}"));
+    assert!(
+        lines
+            .get(at + 1)
+            .is_some_and(|l| l.contains(&format!("DAMAGED at offset {offset}"))),
+        "{text}"
+    );
 }

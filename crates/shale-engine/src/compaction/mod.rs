@@ -720,21 +720,27 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<RunOutput> {
             lower = Some(boundary.as_slice());
         }
         ranges.push((lower, None));
-        let results: Vec<Result<RunOutput>> = std::thread::scope(|scope| {
+        // A range thread's panic is kept, and raised again here once every range is done
+        // and every output discarded: the compaction's own catch (`merge`) then reports it as
+        // a panic of the job, retried like one (`crate::job_panic`).
+        let (results, panic) = std::thread::scope(|scope| {
             let handles: Vec<_> = ranges[1..]
                 .iter()
                 .map(|&range| {
                     std::thread::Builder::new()
                         .name("shale-subcompact".into())
                         .spawn_scoped(scope, move || {
+                            inner.test_hooks.in_subcompaction();
                             run_range(inner, job, snapshots, range, gc_cutoff)
                         })
                 })
                 .collect();
             let mut results = vec![run_range(inner, job, snapshots, ranges[0], gc_cutoff)];
+            let mut panic = None;
             for handle in handles {
                 results.push(match handle {
-                    Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    Ok(handle) => handle.join().unwrap_or_else(|payload| {
+                        panic.get_or_insert(payload);
                         Err(Error::Background {
                             reason: "a subcompaction thread panicked".into(),
                         })
@@ -744,7 +750,7 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<RunOutput> {
                     }),
                 });
             }
-            results
+            (results, panic)
         });
         // A failed range discarded its own outputs; the others' go too, as nothing of the
         // compaction is installed.
@@ -760,6 +766,9 @@ fn run(inner: &DbInner, job: &Job, snapshots: &[SeqNo]) -> Result<RunOutput> {
         }
         if let Some(error) = error {
             output.discard(inner);
+            if let Some(payload) = panic {
+                std::panic::resume_unwind(payload);
+            }
             return Err(error);
         }
         output

@@ -26,8 +26,14 @@
 //! 1. A table in [`CompactionReadFailures::damaged`] is never an input of a compaction the
 //!    background picks (`compaction::pick`); a manual `compact_range` still tries and returns
 //!    the damage to its caller.
-//! 2. The marks live in memory: a reopen forgets them, and the first compaction to read the
-//!    damage again marks the table again.
+//! 2. A mark is written to the MANIFEST (a `DAMAGED_FILE` edit, docs/format/manifest.md) when
+//!    it is made, and an open starts with the marks its MANIFEST holds, so a restart does not
+//!    read the damage again to find it. The MANIFEST forgets a mark when its table leaves the
+//!    Version (repair, a range deletion that drops the file, a dropped keyspace); a mark only
+//!    in memory (its MANIFEST write failed, or the table was gone by then) is never listed once
+//!    the table is not live, and table numbers are never reused.
+//! 3. Writing a mark changes nothing but the marks: the edit adds and deletes no file, so the
+//!    Version's files and every reader's view stay as they were.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +42,8 @@ use std::time::{Duration, Instant};
 use crate::db::{DbInner, DbState};
 use crate::error::Error;
 use crate::stats::StatCounters;
+use crate::table_cache::table_file_name;
+use crate::version::{Version, VersionEdit};
 
 use super::Compaction;
 
@@ -51,6 +59,32 @@ pub(crate) struct CompactionReadFailures {
 }
 
 impl CompactionReadFailures {
+    /// The failures an open starts with: the damage marks `version` holds (invariant 2) of
+    /// the database in `dir`.
+    pub(crate) fn remembered(version: &Version, dir: &Path) -> Self {
+        let damaged = version
+            .damaged_files()
+            .values()
+            .map(|mark| {
+                let damage = Error::Corruption {
+                    file: table_file_name(dir, mark.number),
+                    offset: mark.offset,
+                    detail: mark.detail.clone(),
+                };
+                (mark.number, damage)
+            })
+            .collect();
+        CompactionReadFailures {
+            backoff: None,
+            damaged,
+        }
+    }
+
+    /// How many tables are marked damaged.
+    pub(crate) fn damaged_count(&self) -> usize {
+        self.damaged.len()
+    }
+
     /// Whether `compaction` reads a damaged table (invariant 1).
     pub(crate) fn reads_damaged(&self, compaction: &Compaction) -> bool {
         !self.damaged.is_empty()
@@ -83,10 +117,17 @@ impl CompactionReadFailures {
         self.backoff = None;
     }
 
-    /// The damaged tables, by number, with what is wrong with each.
-    pub(crate) fn damaged(&self) -> Vec<(u64, String)> {
+    /// The damaged tables live in `version`, by number, with what is wrong with each
+    /// (invariant 2: a mark whose table is gone is not listed).
+    pub(crate) fn damaged(&self, version: &Version) -> Vec<(u64, String)> {
+        if self.damaged.is_empty() {
+            return Vec::new();
+        }
+        let live: std::collections::HashSet<u64> =
+            version.all_files().map(|(_, _, f)| f.number).collect();
         self.damaged
             .iter()
+            .filter(|(number, _)| live.contains(number))
             .map(|(number, damage)| (*number, damage.to_string()))
             .collect()
     }
@@ -109,12 +150,19 @@ fn table_number(path: &Path) -> Option<u64> {
         .ok()
 }
 
-/// The file a corruption names.
-fn corrupt_file(error: &Error) -> Option<&Path> {
+/// The file, offset and detail a corruption names.
+fn corruption_parts(error: &Error) -> Option<(&Path, u64, &str)> {
     match error {
-        Error::Corruption { file, .. } | Error::Sst(shale_sst::Error::Corruption { file, .. }) => {
-            Some(file)
+        Error::Corruption {
+            file,
+            offset,
+            detail,
         }
+        | Error::Sst(shale_sst::Error::Corruption {
+            file,
+            offset,
+            detail,
+        }) => Some((file, *offset, detail)),
         _ => None,
     }
 }
@@ -134,13 +182,14 @@ pub(crate) fn failed_locked(
     if error.is_corruption() {
         // The table the damage names; a damaged blob file or an unnamed file marks every
         // input table, so the same compaction is not picked again either way.
-        let named = corrupt_file(error)
-            .and_then(table_number)
+        let named = corruption_parts(error)
+            .and_then(|(file, _, _)| table_number(file))
             .filter(|n| compaction.all_inputs().any(|(_, f)| f.number == *n));
         let tables: Vec<u64> = match named {
             Some(number) => vec![number],
             None => compaction.all_inputs().map(|(_, f)| f.number).collect(),
         };
+        let mut marked = Vec::new();
         for number in tables {
             if failures.damaged.insert(number, error.duplicate()).is_none() {
                 StatCounters::add(&inner.stats.damaged_tables, 1);
@@ -148,8 +197,10 @@ pub(crate) fn failed_locked(
                     "table {number:06}.sst is damaged and is no longer compacted (reads and \
                      writes go on; repair or restore it): {reason}"
                 ));
+                marked.push(number);
             }
         }
+        record_marks_locked(inner, state, compaction.keyspace, &marked, error);
         return;
     }
     StatCounters::add(&inner.stats.compaction_read_errors, 1);
@@ -169,6 +220,56 @@ pub(crate) fn failed_locked(
     ));
 }
 
+/// Writes the marks of tables `numbers` (damaged as `error` says) to the MANIFEST
+/// (invariant 2) and installs the Version holding them. A table no longer live is skipped; a
+/// failed MANIFEST write keeps the marks in memory and pauses writes until the MANIFEST is
+/// rolled, as any failed edit does (`manifest_recovery`).
+fn record_marks_locked(
+    inner: &DbInner,
+    state: &mut DbState,
+    keyspace: u32,
+    numbers: &[u64],
+    error: &Error,
+) {
+    if numbers.is_empty() || inner.is_read_only() {
+        return;
+    }
+    let version = state.versions.current();
+    let live: std::collections::HashSet<u64> =
+        version.all_files().map(|(_, _, f)| f.number).collect();
+    let (offset, detail) = corruption_parts(error)
+        .map_or((0, error.to_string()), |(_, offset, detail)| {
+            (offset, detail.to_owned())
+        });
+    let mut edit = VersionEdit::new();
+    for number in numbers {
+        if live.contains(number) && !version.damaged_files().contains_key(number) {
+            edit.mark_damaged(*number, offset, &detail);
+        }
+    }
+    if edit.is_empty() {
+        return;
+    }
+    match state.versions.log_and_apply(edit) {
+        Ok(()) => {
+            // Invariant 3: only the marks changed; the read view takes the new Version so
+            // it stays the current one.
+            let version = state.versions.current();
+            if let Some(k) = state.keyspaces.get_mut(&keyspace) {
+                k.install_super_version(version);
+            }
+        }
+        Err(write_error) => {
+            let _ = crate::manifest_recovery::edit_failed(
+                inner,
+                state,
+                format!("recording damaged tables in the MANIFEST failed: {write_error}"),
+                write_error,
+            );
+        }
+    }
+}
+
 /// The error a write gets instead of waiting at a stop trigger of `keyspace` when the
 /// compaction that would end the stop needs a damaged table (`now`: the clock).
 pub(crate) fn blocked_write_error(state: &DbState, keyspace: u32, now: u64) -> Option<Error> {
@@ -182,22 +283,13 @@ pub(crate) fn blocked_write_error(state: &DbState, keyspace: u32, now: u64) -> O
     let (number, damage) = compaction
         .all_inputs()
         .find_map(|(_, f)| Some((f.number, failures.damaged.get(&f.number)?)))?;
-    let (file, offset, detail) = match damage {
-        Error::Corruption {
-            file,
-            offset,
-            detail,
-        }
-        | Error::Sst(shale_sst::Error::Corruption {
-            file,
-            offset,
-            detail,
-        }) => (file.clone(), *offset, detail.clone()),
+    let (file, offset, detail) = match corruption_parts(damage) {
+        Some((file, offset, detail)) => (file.to_path_buf(), offset, detail.to_owned()),
         // Only corruptions are marked; kept total for any other.
-        other => (
+        None => (
             PathBuf::from(format!("{number:06}.sst")),
             0,
-            other.to_string(),
+            damage.to_string(),
         ),
     };
     Some(Error::Corruption {

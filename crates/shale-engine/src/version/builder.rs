@@ -21,6 +21,8 @@
 //!    discarded (callers never build from it).
 //! 4. A built version keeps a WAL's recorded end only while the WAL is at or above some
 //!    keyspace's log number (below every one it is never read again).
+//! 5. A damage mark names a live table: an edit may only mark a live table, and the mark of a
+//!    table leaves with it (an edit that deletes the table or drops its keyspace).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -28,7 +30,7 @@ use std::sync::Arc;
 
 use shale_sst::{Comparator, InternalKeyComparator};
 
-use super::edit::VersionEdit;
+use super::edit::{DamagedFile, VersionEdit};
 use super::levels::{FileMetaData, KeyspaceFiles, Level, Version};
 use crate::blob::BlobFileMeta;
 
@@ -130,6 +132,8 @@ pub(crate) struct VersionBuilder<'a> {
     wals_tracked: bool,
     /// The live blob files (a whole copy: a database has few, and edits touch few).
     blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
+    /// Damage marks of live tables (invariant 5; a whole copy: a database has few).
+    damaged_files: BTreeMap<u64, DamagedFile>,
 }
 
 impl<'a> VersionBuilder<'a> {
@@ -149,6 +153,7 @@ impl<'a> VersionBuilder<'a> {
             wal_synced: BTreeMap::new(),
             wals_tracked: false,
             blob_files: BTreeMap::new(),
+            damaged_files: BTreeMap::new(),
         }
     }
 
@@ -160,6 +165,7 @@ impl<'a> VersionBuilder<'a> {
         builder.wal_synced = base.wal_synced_sizes().clone();
         builder.wals_tracked = base.wals_tracked();
         builder.blob_files = base.blob_files().clone();
+        builder.damaged_files = base.damaged_files().clone();
         for (id, k) in base.keyspace_map() {
             builder.keyspaces.insert(
                 *id,
@@ -217,6 +223,34 @@ impl<'a> VersionBuilder<'a> {
         }
         // Step 7: once set, WAL tracking stays on (a snapshot carries it on).
         self.wals_tracked |= edit.wals_tracked;
+        self.mark_damaged(edit, origin)
+    }
+
+    /// Step 10 (invariant 5): marks live tables damaged, then forgets the marks of tables this
+    /// edit took out of the version (deleted, or their keyspace dropped).
+    fn mark_damaged(&mut self, edit: &VersionEdit, origin: u64) -> Built<()> {
+        for mark in &edit.damaged_files {
+            if self.lookup(mark.number).is_none() {
+                return Err(BuildError::new(
+                    origin,
+                    format!(
+                        "cannot mark table {:06} damaged: it is not a live table",
+                        mark.number
+                    ),
+                ));
+            }
+            self.damaged_files.insert(mark.number, mark.clone());
+        }
+        if !self.damaged_files.is_empty()
+            && (!edit.deleted_files.is_empty() || !edit.dropped_keyspaces.is_empty())
+        {
+            let marked: Vec<u64> = self.damaged_files.keys().copied().collect();
+            for number in marked {
+                if self.lookup(number).is_none() {
+                    self.damaged_files.remove(&number);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -503,6 +537,7 @@ impl<'a> VersionBuilder<'a> {
                 wal_synced,
                 self.wals_tracked,
                 self.blob_files,
+                self.damaged_files,
             ),
             removed: self.removed,
             added,

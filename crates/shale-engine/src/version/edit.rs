@@ -61,6 +61,10 @@ pub(crate) mod tag {
     /// A WAL's synced size; advisory for readers that do not know it (they only skip a
     /// check), so it may be skipped.
     pub const WAL_SYNCED: u32 = super::SAFE_TO_IGNORE | 0x0d;
+    /// A table a compaction found damaged; advisory (a reader that skips it only forgets the
+    /// mark and finds the damage again at the next compaction that reads the table), so it
+    /// may be skipped.
+    pub const DAMAGED_FILE: u32 = super::SAFE_TO_IGNORE | 0x0e;
 }
 
 /// The name of a tag, for tools and error messages.
@@ -79,6 +83,7 @@ pub(crate) fn tag_name(tag: u32) -> &'static str {
         tag::WAL_END => "WAL_END",
         tag::WALS_TRACKED => "WALS_TRACKED",
         tag::WAL_SYNCED => "WAL_SYNCED",
+        tag::DAMAGED_FILE => "DAMAGED_FILE",
         tag::BLOB_FILE_ADDITION => "BLOB_FILE_ADDITION",
         tag::BLOB_FILE_GARBAGE => "BLOB_FILE_GARBAGE",
         tag::BLOB_FILE_DELETION => "BLOB_FILE_DELETION",
@@ -109,6 +114,18 @@ pub struct NewFile {
     pub level: u32,
     /// What the file holds.
     pub meta: FileMetaData,
+}
+
+/// A live table file a read found damaged (docs/format/manifest.md, `DAMAGED_FILE`): no
+/// background compaction takes it as an input while it is live.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DamagedFile {
+    /// The table file's number.
+    pub number: u64,
+    /// Where in the file the damage was found (0 when the read could not say).
+    pub offset: u64,
+    /// What is wrong, as the read reported it.
+    pub detail: String,
 }
 
 /// One atomic change to the database's shape: keyspaces added or dropped, table files added
@@ -150,6 +167,9 @@ pub struct VersionEdit {
     /// WAL files known synced up to a size, as (log number, synced bytes): a recovery that
     /// finds less valid data there refuses it (docs/format/manifest.md, `WAL_SYNCED`).
     pub wal_synced: Vec<(u64, u64)>,
+    /// Live tables marked damaged, at most one mark a file (docs/format/manifest.md,
+    /// `DAMAGED_FILE`).
+    pub damaged_files: Vec<DamagedFile>,
     /// Blob files added, with their record count and bytes (garbage is always 0 here).
     pub blob_file_additions: Vec<BlobFileMeta>,
     /// Garbage added to blob files, as (file number, records, bytes).
@@ -204,6 +224,20 @@ impl VersionEdit {
         match self.wal_synced.iter_mut().find(|(l, _)| *l == log_number) {
             Some(entry) => entry.1 = entry.1.max(size),
             None => self.wal_synced.push((log_number, size)),
+        }
+    }
+
+    /// Marks live table `number` damaged at `offset`, as `detail` says (a second mark of the
+    /// file in this edit replaces the first).
+    pub fn mark_damaged(&mut self, number: u64, offset: u64, detail: &str) {
+        let mark = DamagedFile {
+            number,
+            offset,
+            detail: detail.to_owned(),
+        };
+        match self.damaged_files.iter_mut().find(|d| d.number == number) {
+            Some(entry) => *entry = mark,
+            None => self.damaged_files.push(mark),
         }
     }
 
@@ -313,6 +347,12 @@ impl VersionEdit {
             put_varint64(&mut body, *log_number);
             put_varint64(&mut body, *size);
             put_field(out, tag::WAL_SYNCED, &mut body);
+        }
+        for d in &self.damaged_files {
+            put_varint64(&mut body, d.number);
+            put_varint64(&mut body, d.offset);
+            body.extend_from_slice(d.detail.as_bytes());
+            put_field(out, tag::DAMAGED_FILE, &mut body);
         }
         for b in &self.blob_file_additions {
             put_varint32(&mut body, b.keyspace);
@@ -546,6 +586,23 @@ fn decode_field(
             }
             edit.wal_synced.push((log_number, size));
         }
+        tag::DAMAGED_FILE => {
+            let number = r.varint64("file number")?;
+            let offset = r.varint64("damage offset")?;
+            let detail_at = r.at();
+            let detail = utf8(r.rest(), detail_at, "damage detail")?;
+            if edit.damaged_files.iter().any(|d| d.number == number) {
+                return Err(DecodeFailure::corrupt(
+                    field_at,
+                    format!("a second DAMAGED_FILE field for file {number}"),
+                ));
+            }
+            edit.damaged_files.push(DamagedFile {
+                number,
+                offset,
+                detail,
+            });
+        }
         tag::BLOB_FILE_ADDITION | tag::BLOB_FILE_GARBAGE | tag::BLOB_FILE_DELETION => {
             return decode_blob_field(edit, tag, r, field_at);
         }
@@ -717,6 +774,16 @@ impl fmt::Display for DeletedFile {
     }
 }
 
+impl fmt::Display for DamagedFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:06}.sst at offset {}: {}",
+            self.number, self.offset, self.detail
+        )
+    }
+}
+
 impl fmt::Display for NewFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -769,6 +836,9 @@ impl fmt::Display for VersionEdit {
         }
         for (log_number, size) in &self.wal_synced {
             lines.push(format!("wal synced {log_number:06}.wal: {size}"));
+        }
+        for d in &self.damaged_files {
+            lines.push(format!("damaged file {d}"));
         }
         for b in &self.blob_file_additions {
             lines.push(format!(
@@ -966,6 +1036,38 @@ mod tests {
         assert_ne!(tag::WALS_TRACKED & SAFE_TO_IGNORE, 0);
         let err = VersionEdit::decode(&[data.clone(), data].concat()).unwrap_err();
         assert!(err.to_string().contains("WALS_TRACKED"), "{err}");
+    }
+
+    #[test]
+    fn damaged_files_round_trip_once_per_file_and_are_skipped_as_unknown() {
+        let mut edit = VersionEdit::new();
+        edit.mark_damaged(12, 4096, "block checksum mismatch");
+        edit.mark_damaged(13, 0, "bad footer");
+        edit.mark_damaged(12, 100, "checksum mismatch");
+        assert_eq!(edit.damaged_files.len(), 2);
+        assert_eq!(edit.damaged_files[0].offset, 100);
+        let data = edit.encode();
+        assert_eq!(VersionEdit::decode(&data).unwrap(), edit);
+        assert!(
+            edit.to_string()
+                .contains("damaged file 000012.sst at offset 100: checksum mismatch"),
+            "{edit}"
+        );
+        // An older reader sees an unknown tag marked safe to ignore.
+        assert_eq!(tag::DAMAGED_FILE, 8206);
+        assert_ne!(tag::DAMAGED_FILE & SAFE_TO_IGNORE, 0);
+        let mut once = VersionEdit::new();
+        once.mark_damaged(12, 1, "x");
+        let twice = [once.encode(), once.encode()].concat();
+        let err = VersionEdit::decode(&twice).unwrap_err();
+        assert!(
+            err.is_corruption() && err.to_string().contains("DAMAGED_FILE"),
+            "{err}"
+        );
+        let mut not_utf8 = Vec::new();
+        put_varint32(&mut not_utf8, tag::DAMAGED_FILE);
+        put_bytes(&mut not_utf8, &[12, 0, 0xff]);
+        assert!(VersionEdit::decode(&not_utf8).unwrap_err().is_corruption());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::edit::DamagedFile;
 use crate::blob::BlobFileMeta;
 use crate::table_cache::PinnedTable;
 use shale_sst::{describe_internal_key, printable, Comparator, InternalKey, SeqNo};
@@ -152,6 +153,9 @@ pub struct Version {
     wals_tracked: bool,
     /// The live blob files of every keyspace, by number (docs/format/blob.md).
     blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
+    /// Live tables marked damaged, by number (docs/format/manifest.md, `DAMAGED_FILE`); a
+    /// mark leaves with its file.
+    damaged_files: BTreeMap<u64, DamagedFile>,
 }
 
 /// Versions are equal when they hold the same keyspaces, files, WAL ends and WAL tracking (the comparator
@@ -164,12 +168,14 @@ impl PartialEq for Version {
             && self.wal_synced == other.wal_synced
             && self.wals_tracked == other.wals_tracked
             && self.blob_files == other.blob_files
+            && self.damaged_files == other.damaged_files
     }
 }
 
 impl Eq for Version {}
 
 impl Version {
+    #[allow(clippy::too_many_arguments)] // one per part of the state; only the builder calls it
     pub(crate) fn new(
         comparator: Arc<dyn Comparator>,
         num_levels: usize,
@@ -178,6 +184,7 @@ impl Version {
         wal_synced: BTreeMap<u64, u64>,
         wals_tracked: bool,
         blob_files: BTreeMap<u64, Arc<BlobFileMeta>>,
+        damaged_files: BTreeMap<u64, DamagedFile>,
     ) -> Self {
         Version {
             comparator,
@@ -187,7 +194,13 @@ impl Version {
             wal_synced,
             wals_tracked,
             blob_files,
+            damaged_files,
         }
+    }
+
+    /// The live tables marked damaged, by number (`DAMAGED_FILE`).
+    pub fn damaged_files(&self) -> &BTreeMap<u64, DamagedFile> {
+        &self.damaged_files
     }
 
     /// Every live blob file, by number.
@@ -391,6 +404,9 @@ impl fmt::Display for Version {
         }
         for blob in self.blob_files.values() {
             write!(f, "\n{blob}")?;
+        }
+        for damaged in self.damaged_files.values() {
+            write!(f, "\ndamaged {damaged}")?;
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ mod levels;
 mod manifest;
 mod set;
 
-pub use edit::{DeletedFile, NewFile, VersionEdit, MANIFEST_FORMAT_VERSION};
+pub use edit::{DamagedFile, DeletedFile, NewFile, VersionEdit, MANIFEST_FORMAT_VERSION};
 #[cfg(feature = "testing")]
 pub use edit::{MANIFEST_MAGIC, SAFE_TO_IGNORE};
 pub use levels::{FileMetaData, Version};

@@ -160,6 +160,7 @@ fn snapshot_edit(
     for blob in version.blob_files().values() {
         edit.add_blob_file(blob);
     }
+    edit.damaged_files = version.damaged_files().values().cloned().collect();
     edit
 }
 

@@ -1,6 +1,7 @@
 //! Rows that describe the server and the engine: ENGINES, COLLATIONS, CHARACTER_SETS (what
-//! Shale supports, fixed), SHALE_KEYSPACES (each keyspace's options now) and
-//! SHALE_COMPACTION_STATS (`Db::compaction_stats`, the table `shale bench` prints).
+//! Shale supports, fixed), SHALE_KEYSPACES (each keyspace's options now),
+//! SHALE_COMPACTION_STATS (`Db::compaction_stats`, the table `shale bench` prints) and
+//! SHALE_TABLE_FILES (the live table files, with their damage marks).
 
 use shale_table::{Store, Value};
 
@@ -122,4 +123,30 @@ pub(super) fn shale_compaction_stats(store: &Store) -> Vec<Row> {
         ]);
     }
     out
+}
+
+/// `SHALE_TABLE_FILES`: every live table file of the current Version, by keyspace and level,
+/// with the damage a compaction found in it (NULL when none; docs/reliability.md).
+pub(super) fn shale_table_files(store: &Store) -> Vec<Row> {
+    let db = store.engine().db();
+    let damage: std::collections::BTreeMap<u64, String> = db.damaged_tables().into_iter().collect();
+    let version = db.current_version();
+    let names: std::collections::BTreeMap<u32, String> = version.keyspaces().into_iter().collect();
+    version
+        .all_files()
+        .map(|(keyspace, level, file)| {
+            vec![
+                text(&format!("{:06}.sst", file.number)),
+                Value::UInt(u64::from(keyspace)),
+                text(names.get(&keyspace).map_or("", String::as_str)),
+                Value::UInt(level as u64),
+                Value::UInt(file.size),
+                Value::UInt(file.num_entries),
+                Value::UInt(file.num_deletions),
+                Value::UInt(file.smallest_seqno),
+                Value::UInt(file.largest_seqno),
+                damage.get(&file.number).map_or(Value::Null, |d| text(d)),
+            ]
+        })
+        .collect()
 }

@@ -2,7 +2,8 @@
 //! (Type, Name, Status text), from the same figures `shale tool property` and `shale bench`
 //! print: the compaction stats table with the stall counters, the work counters since open
 //! (flushes, compactions by reason, WAL bytes), each keyspace's memtables, compaction
-//! backlog and files per level, the block cache, and the transaction counters.
+//! backlog and files per level, a row for each table marked damaged, the block cache, and
+//! the transaction counters.
 
 use std::fmt::Write as _;
 
@@ -52,6 +53,10 @@ pub(super) fn rows(store: &Store) -> Vec<Vec<Value>> {
             }
         }
         out.push(row("KEYSPACE", &ks.name, &status));
+    }
+    // Only when there are any, so a healthy database's status keeps its shape.
+    for (number, damage) in db.damaged_tables() {
+        out.push(row("DAMAGED_TABLE", &format!("{number:06}.sst"), &damage));
     }
     let cache = live.block_cache;
     out.push(row(

@@ -100,6 +100,7 @@ pub(crate) fn rows(
         InfoTable::ShaleDdl => Ok(catalog_rows::shale_ddl(store)),
         InfoTable::ShaleKeyspaces => engine_rows::shale_keyspaces(store),
         InfoTable::ShaleCompactionStats => Ok(engine_rows::shale_compaction_stats(store)),
+        InfoTable::ShaleTableFiles => Ok(engine_rows::shale_table_files(store)),
         InfoTable::Views => Ok(crate::views::info_schema_views(store)),
         InfoTable::Routines
         | InfoTable::Triggers

@@ -99,10 +99,12 @@ pub(crate) enum InfoTable {
     ShaleLocks,
     /// The last deadlocks (MyRocks' `ROCKSDB_DEADLOCK`).
     ShaleDeadlocks,
+    /// Every live table file with its level and damage mark (MyRocks' `ROCKSDB_SST_PROPS`).
+    ShaleTableFiles,
 }
 
 /// Every table, in `SHOW TABLES` order.
-pub(crate) const ALL: [InfoTable; 22] = [
+pub(crate) const ALL: [InfoTable; 23] = [
     InfoTable::CharacterSets,
     InfoTable::Collations,
     InfoTable::Columns,
@@ -119,6 +121,7 @@ pub(crate) const ALL: [InfoTable; 22] = [
     InfoTable::ShaleDeadlocks,
     InfoTable::ShaleKeyspaces,
     InfoTable::ShaleLocks,
+    InfoTable::ShaleTableFiles,
     InfoTable::ShaleTrx,
     InfoTable::Statistics,
     InfoTable::TableConstraints,
@@ -394,6 +397,19 @@ const SHALE_COMPACTION_STATS: &[Col] = &[
     c("COMPACTIONS", UInt),
 ];
 
+const SHALE_TABLE_FILES: &[Col] = &[
+    c("FILE_NAME", Text),
+    c("KEYSPACE_ID", UInt),
+    c("KEYSPACE_NAME", Text),
+    c("LEVEL", UInt),
+    c("SIZE_BYTES", UInt),
+    c("ENTRIES", UInt),
+    c("DELETIONS", UInt),
+    c("SMALLEST_SEQNO", UInt),
+    c("LARGEST_SEQNO", UInt),
+    c("DAMAGE", NullText),
+];
+
 const PROCESSLIST: &[Col] = &[
     c("ID", UInt),
     c("USER", Text),
@@ -482,6 +498,7 @@ impl InfoTable {
             InfoTable::ShaleTrx => "SHALE_TRX",
             InfoTable::ShaleLocks => "SHALE_LOCKS",
             InfoTable::ShaleDeadlocks => "SHALE_DEADLOCKS",
+            InfoTable::ShaleTableFiles => "SHALE_TABLE_FILES",
         }
     }
 
@@ -515,6 +532,7 @@ impl InfoTable {
             InfoTable::ShaleTrx => SHALE_TRX,
             InfoTable::ShaleLocks => SHALE_LOCKS,
             InfoTable::ShaleDeadlocks => SHALE_DEADLOCKS,
+            InfoTable::ShaleTableFiles => SHALE_TABLE_FILES,
         }
     }
 }
