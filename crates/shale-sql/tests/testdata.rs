@@ -376,3 +376,8 @@ fn insert_set() {
 fn rollup() {
     common::run_file("rollup");
 }
+
+#[test]
+fn temp_tables() {
+    common::run_file("temp_tables");
+}
