@@ -78,6 +78,10 @@ impl TempTables {
             if let Some(tables) = laid.databases.get_mut(&t.database) {
                 tables.insert(t.name.clone(), t.clone());
             }
+            // A view of the name is shadowed too.
+            if let Some(views) = laid.views.get_mut(&t.database) {
+                views.retain(|name, _| !name.eq_ignore_ascii_case(&t.name));
+            }
         }
         let laid = Arc::new(laid);
         *overlay = Some((base, laid.clone()));
@@ -86,13 +90,19 @@ impl TempTables {
 
     fn add(&mut self, def: Arc<TableDef>) {
         self.tables.push(def);
-        *self.overlay.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .overlay
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     fn remove(&mut self, def: &TableDef) {
         self.tables
             .retain(|t| t.primary_key.index_id != def.primary_key.index_id);
-        *self.overlay.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .overlay
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     /// Drops every temporary table (rule 4). Best effort: a table whose drop fails is left
@@ -101,7 +111,10 @@ impl TempTables {
         for def in std::mem::take(&mut self.tables) {
             let _ = store.drop_temporary_table(&def);
         }
-        *self.overlay.get_mut().unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .overlay
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = None;
     }
 }
 
@@ -278,7 +291,9 @@ pub(crate) fn truncate(session: &Session, def: &TableDef) -> Result<(), SqlError
 /// is one of the session's.
 pub(crate) fn refuse(session: &Session, db: &str, name: &str, what: &str) -> Result<(), SqlError> {
     if session.temp_tables().find(db, name).is_some() {
-        return Err(SqlError::unsupported(format!("{what} of a temporary table")));
+        return Err(SqlError::unsupported(format!(
+            "{what} of a temporary table"
+        )));
     }
     Ok(())
 }

@@ -44,6 +44,13 @@ impl TemporaryTables {
             .contains(&table_id)
     }
 
+    fn len(&self) -> usize {
+        self.ids
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     fn insert(&self, table_id: u32) {
         self.ids
             .write()
@@ -107,6 +114,11 @@ impl Store {
     /// Whether `table_id` is a temporary table's alive in this process.
     pub fn is_temporary(&self, table_id: u32) -> bool {
         self.inner.temporary.contains(table_id)
+    }
+
+    /// How many temporary tables are alive now, in every session.
+    pub fn temporary_table_count(&self) -> usize {
+        self.inner.temporary.len()
     }
 
     fn forget_temporary(&self, def: &TableDef) {

@@ -89,13 +89,14 @@ fn keys_of(store: &Store, ids: &[u32]) -> Vec<Vec<u8>> {
     let mut found = Vec::new();
     while iter.valid() {
         let key = iter.key();
-        let owner = key.get(..4).map(|b| u32::from_be_bytes(b.try_into().unwrap()));
+        let owner = key
+            .get(..4)
+            .map(|b| u32::from_be_bytes(b.try_into().unwrap()));
         let named = key
             .get(5..9)
             .filter(|_| owner == Some(1))
             .map(|b| u32::from_be_bytes(b.try_into().unwrap()));
-        if owner.is_some_and(|o| ids.contains(&o)) || named.is_some_and(|n| ids.contains(&n))
-        {
+        if owner.is_some_and(|o| ids.contains(&o)) || named.is_some_and(|n| ids.contains(&n)) {
             found.push(key.to_vec());
         }
         iter.next();
@@ -122,7 +123,10 @@ fn a_temporary_table_is_not_in_the_catalog_and_its_drop_leaves_nothing() {
     assert!(store.is_temporary(temp.primary_key.index_id));
     // The catalog still names the base table only.
     let catalog = store.catalog();
-    assert_eq!(catalog.table("d", "t").unwrap().primary_key, base.primary_key);
+    assert_eq!(
+        catalog.table("d", "t").unwrap().primary_key,
+        base.primary_key
+    );
     insert(&store, &temp, 0..5);
     assert_eq!((count(&store, &base), count(&store, &temp)), (3, 5));
     assert!(!keys_of(&store, &ids_of(&temp)).is_empty());
