@@ -56,7 +56,7 @@ fn insert(store: &Store, def: &TableDef, rows: std::ops::Range<i64>) {
     let mut txn = store.begin(TxnOptions::default()).unwrap();
     for k in rows {
         let id = txn.next_auto_increment(def).unwrap();
-        txn.insert(def, vec![Value::Int(id as i64), Value::Int(k)])
+        txn.insert(def, vec![Value::UInt(id), Value::Int(k)])
             .unwrap();
     }
     txn.commit().unwrap();

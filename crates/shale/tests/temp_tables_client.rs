@@ -1,6 +1,6 @@
 //! Temporary tables through `shale serve` with `PyMySQL` (issue 22): each connection's
 //! temporary table is its own and shadows the base table only for it, and it is dropped when
-//! the connection closes or is reset (COM_RESET_CONNECTION), as `Shale_temporary_tables`
+//! the connection closes or is reset (`COM_RESET_CONNECTION`), as `Shale_temporary_tables`
 //! (the temporary tables alive in the server) shows.
 //!
 //! Skips without `PyMySQL`.
