@@ -526,6 +526,7 @@ pub(crate) fn alter_table(
 ) -> Result<(), SqlError> {
     session.ddl_prelude()?;
     let (db, name) = qualify(session, &at.name)?;
+    crate::temp_tables::refuse(session, &db, &name, "ALTER TABLE")?;
     let instance = session.instance().clone();
     let catalog = instance.store.catalog();
     let old = crate::bind::lookup_table(&catalog, &db, &name)
@@ -576,6 +577,7 @@ pub(crate) fn rename_tables(
     for r in renames {
         let (db, name) = qualify(session, &r.old_name)?;
         let (to_db, to_name) = qualify(session, &r.new_name)?;
+        crate::temp_tables::refuse(session, &db, &name, "RENAME TABLE")?;
         names.push((db, name, to_db, to_name));
     }
     if crate::views::rename(session, &names)? {
@@ -608,7 +610,8 @@ pub(crate) fn create_like(
     let (from_db, from_name) = qualify(session, source)?;
     let instance = session.instance().clone();
     let catalog = instance.store.catalog();
-    let from = crate::bind::lookup_table(&catalog, &from_db, &from_name)
+    // The source may be the session's temporary table (temp_tables.rs rule 1).
+    let from = crate::bind::lookup_table(&session.catalog(), &from_db, &from_name)
         .ok_or_else(|| SqlError::no_such_table(&from_db, &from_name))?;
     if !catalog.databases.contains_key(&db) {
         return Err(SqlError::unknown_database(&db));
@@ -757,6 +760,29 @@ pub(crate) fn create_select(
     let mut result = Collected::default();
     session.execute(&query.to_string(), &mut result)?;
     session.ddl_prelude()?;
+    let def = select_table_def(db, name, &result.columns)?;
+    let columns = def.columns.clone();
+    let mut rows = result.rows.into_iter().enumerate().map(|(i, row)| {
+        row.into_iter()
+            .zip(&columns)
+            .map(|(value, column)| store_value(column, value, i + 1))
+            .collect::<Result<Vec<Value>, SqlError>>()
+    });
+    let (_, count) = instance.store.create_table_with_rows(def, &mut rows)?;
+    instance.bump_generation();
+    let mut st = session.status();
+    st.affected_rows = count;
+    st.info = format!("Records: {count}  Duplicates: 0  Warnings: 0");
+    sink.ok(&st)
+}
+
+/// The table CREATE TABLE ... SELECT makes of the query's result columns: no primary key,
+/// each column typed by [`column_of_result`] (1060 for a name twice).
+pub(crate) fn select_table_def(
+    db: String,
+    name: String,
+    columns: &[crate::result::ColumnMeta],
+) -> Result<TableDef, SqlError> {
     let mut def = TableDef {
         database: db,
         name,
@@ -771,7 +797,7 @@ pub(crate) fn create_select(
         schema_version: 1,
         past_versions: Vec::new(),
     };
-    for meta in &result.columns {
+    for meta in columns {
         let column = column_of_result(meta);
         if def.column_position(&column.name).is_some() {
             return Err(SqlError::new(
@@ -782,17 +808,5 @@ pub(crate) fn create_select(
         }
         def.columns.push(column);
     }
-    let columns = def.columns.clone();
-    let mut rows = result.rows.into_iter().enumerate().map(|(i, row)| {
-        row.into_iter()
-            .zip(&columns)
-            .map(|(value, column)| store_value(column, value, i + 1))
-            .collect::<Result<Vec<Value>, SqlError>>()
-    });
-    let (_, count) = instance.store.create_table_with_rows(def, &mut rows)?;
-    instance.bump_generation();
-    let mut st = session.status();
-    st.affected_rows = count;
-    st.info = format!("Records: {count}  Duplicates: 0  Warnings: 0");
-    sink.ok(&st)
+    Ok(def)
 }

@@ -115,7 +115,7 @@ pub(crate) fn per_table(
             None => session.current_db()?,
         };
         let label = format!("{db}.{name}");
-        let catalog = session.instance().store.catalog();
+        let catalog = session.catalog();
         let messages = match crate::bind::lookup_table(&catalog, &db, name) {
             None => vec![
                 ("Error", format!("Table '{db}.{name}' doesn't exist")),

@@ -123,6 +123,7 @@ mod subquery;
 mod syntax_mode;
 mod table_locks;
 mod table_maintenance;
+mod temp_tables;
 mod temporal;
 mod text_funcs;
 mod time_type;

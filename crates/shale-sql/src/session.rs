@@ -266,6 +266,16 @@ pub struct Session {
     statement_cache: statement_cache::StatementCache,
     /// The tables LOCK TABLES took (table_locks.rs); released when dropped.
     table_locks: Option<shale_table::SessionLocks>,
+    /// CREATE TEMPORARY TABLE's tables, dropped when the session ends (temp_tables.rs).
+    temp_tables: crate::temp_tables::TempTables,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Its transaction may have written a temporary table: it ends first.
+        self.rollback_open();
+        self.temp_tables.drop_all(&self.instance.store);
+    }
 }
 
 /// What a session's variables start from: the global values (SET GLOBAL sql_mode = ''
@@ -348,6 +358,7 @@ impl Session {
             bulk: crate::bulk_insert::BulkMode::default(),
             statement_cache: statement_cache::StatementCache::default(),
             table_locks: None,
+            temp_tables: crate::temp_tables::TempTables::default(),
         }
     }
 
@@ -410,6 +421,10 @@ impl Session {
         // A running bulk load ends with the session variable that started it.
         let _ = self.bulk.reset();
         self.rollback_open();
+        if !self.temp_tables.is_empty() {
+            self.temp_tables.drop_all(&self.instance.store);
+            self.instance.bump_generation();
+        }
         self.prepared.clear();
         self.sql_prepared.clear();
         self.statement_cache.clear();
@@ -755,6 +770,23 @@ impl Session {
         let Some(account) = &self.state.account else {
             return Ok(());
         };
+        // The session's own temporary tables need no table privilege (temp_tables.rs rule 5).
+        let own = |db: &str, table: &str| self.temp_tables.find(db, table).is_some();
+        let filtered: Vec<crate::privilege::Need>;
+        let needs = if self.temp_tables.is_empty() {
+            needs
+        } else {
+            filtered = needs
+                .iter()
+                .filter(|n| match n {
+                    crate::privilege::Need::Table { db, table, .. }
+                    | crate::privilege::Need::AnyOnTable { db, table } => !own(db, table),
+                    _ => true,
+                })
+                .cloned()
+                .collect();
+            &filtered
+        };
         let (user, client_host) = self
             .state
             .user
@@ -825,7 +857,7 @@ impl Session {
         touched: &std::cell::RefCell<Vec<(String, String)>>,
         f: impl FnOnce(&mut Binder<'_>) -> Result<R, SqlError>,
     ) -> Result<R, SqlError> {
-        let catalog = self.instance.store.catalog();
+        let catalog = self.catalog();
         let defaults = &self.state.defaults;
         let variable = |name: &str| defaults.get(name).cloned();
         let ctx = BindContext {
@@ -1416,6 +1448,13 @@ impl Session {
                 self.ok(sink, 1)
             }
             Statement::Drop {
+                object_type: ast::ObjectType::Table,
+                if_exists,
+                names,
+                temporary: true,
+                ..
+            } => crate::temp_tables::drop_temporary(self, *if_exists, names, sink),
+            Statement::Drop {
                 object_type,
                 if_exists,
                 names,
@@ -1424,6 +1463,9 @@ impl Session {
             } => self.drop(*object_type, *if_exists, names, table.as_ref(), sink),
             Statement::CreateView(cv) => crate::views::create_view(self, cv, sink),
             Statement::AlterView(av) => crate::views::alter_view(self, av, sink),
+            Statement::CreateTable(ct) if ct.temporary => {
+                crate::temp_tables::create(self, ct, sink)
+            }
             Statement::CreateTable(ct) if ct.like.is_some() => {
                 crate::alter::create_like(self, ct, sink)
             }
@@ -1458,6 +1500,7 @@ impl Session {
             Statement::CreateIndex(ci) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&ci.table_name)?;
+                crate::temp_tables::refuse(self, &db, &name, "CREATE INDEX")?;
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
                     .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
@@ -1475,6 +1518,7 @@ impl Session {
             Statement::AlterTable(at) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&at.name)?;
+                crate::temp_tables::refuse(self, &db, &name, "ALTER TABLE")?;
                 for op in &at.operations {
                     let catalog = self.instance.store.catalog();
                     let def = crate::bind::lookup_table(&catalog, &db, &name)
@@ -1499,6 +1543,10 @@ impl Session {
                 self.ddl_prelude()?;
                 for target in &t.table_names {
                     let (db, name) = self.qualify(&target.name)?;
+                    if let Some(def) = self.temp_tables.find(&db, &name) {
+                        crate::temp_tables::truncate(self, &def)?;
+                        continue;
+                    }
                     let catalog = self.instance.store.catalog();
                     let def = crate::bind::lookup_table(&catalog, &db, &name)
                         .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
@@ -1572,8 +1620,14 @@ impl Session {
                 let catalog = self.instance.store.catalog();
                 let mut missing = Vec::new();
                 let mut found = Vec::new();
+                let mut temporary = Vec::new();
                 for n in names {
                     let (db, name) = self.qualify(n)?;
+                    // The session's temporary table first (temp_tables.rs rule 3).
+                    if self.temp_tables.find(&db, &name).is_some() {
+                        temporary.push((db, name));
+                        continue;
+                    }
                     match crate::bind::lookup_table(&catalog, &db, &name) {
                         Some(def) => found.push((db, def.name.clone())),
                         None => missing.push(format!("{db}.{name}")),
@@ -1581,6 +1635,9 @@ impl Session {
                 }
                 if !missing.is_empty() && !if_exists {
                     return Err(SqlError::unknown_table_drop(&missing.join(",")));
+                }
+                for (db, name) in temporary {
+                    crate::temp_tables::drop_named(self, &db, &name)?;
                 }
                 for (db, name) in found {
                     self.instance.store.drop_table(&db, &name)?;
@@ -1598,6 +1655,7 @@ impl Session {
                     return Err(SqlError::unsupported("DROP INDEX without ON table"));
                 };
                 let (db, name) = self.qualify(t)?;
+                crate::temp_tables::refuse(self, &db, &name, "DROP INDEX")?;
                 let index = crate::bind::ident_name(index).join(".");
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
@@ -1852,6 +1910,54 @@ impl Session {
 
     pub(crate) fn state(&self) -> &State {
         &self.state
+    }
+
+    /// The catalog this session's statements resolve names in: the store's, with the
+    /// session's temporary tables laid over it (temp_tables.rs rule 1).
+    pub(crate) fn catalog(&self) -> Arc<shale_table::Catalog> {
+        self.temp_tables.over(self.instance.store.catalog())
+    }
+
+    pub(crate) fn temp_tables(&self) -> &crate::temp_tables::TempTables {
+        &self.temp_tables
+    }
+
+    pub(crate) fn temp_tables_mut(&mut self) -> &mut crate::temp_tables::TempTables {
+        &mut self.temp_tables
+    }
+
+    /// Runs `body` as one statement of the session's transaction: inside an open one (undone
+    /// alone if it fails), else in a transaction of its own, committed after it.
+    pub(crate) fn in_transaction_statement(
+        &mut self,
+        body: impl FnOnce(&mut TableTxn) -> Result<(), SqlError>,
+    ) -> Result<(), SqlError> {
+        let keep = self.keeps_transaction();
+        let mut txn = match self.txn.take() {
+            Some(t) => t,
+            None => self.begin_txn()?,
+        };
+        if keep {
+            txn.set_savepoint();
+        }
+        match body(&mut txn) {
+            Ok(()) if keep => {
+                txn.release_savepoint()?;
+                self.txn = Some(txn);
+                Ok(())
+            }
+            Ok(()) => Ok(txn.commit()?),
+            Err(e) => {
+                if keep && !e.rolls_back_transaction() && txn.rollback_to_savepoint().is_ok() {
+                    self.txn = Some(txn);
+                } else {
+                    txn.rollback();
+                    self.savepoints.clear();
+                    self.began = false;
+                }
+                Err(e)
+            }
+        }
     }
 
     pub(crate) fn state_mut(&mut self) -> &mut State {

@@ -215,17 +215,22 @@ pub(crate) fn show(
             obj_name,
         } => {
             let (db, name) = qualify(session, obj_name)?;
-            let catalog = session.instance().store.catalog();
-            if catalog.view(&db, &name).is_some() {
+            let catalog = session.catalog();
+            let temporary = session.temp_tables().find(&db, &name).is_some();
+            if !temporary && catalog.view(&db, &name).is_some() {
                 return crate::views::show_create(session, obj_name, sink);
             }
             let def = crate::bind::lookup_table(&catalog, &db, &name)
                 .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+            let mut create = crate::ddl::show_create(&def);
+            if temporary {
+                create = crate::temp_tables::show_create(create);
+            }
             session.state_mut().warnings.clear();
             session.text_rows(
                 sink,
                 &[text_column("Table"), text_column("Create Table")],
-                &[vec![text(&def.name), text(&crate::ddl::show_create(&def))]],
+                &[vec![text(&def.name), text(&create)]],
             )
         }
         Statement::ShowColumns {
@@ -304,7 +309,7 @@ fn show_index(
         }
         _ => return Err(SqlError::syntax(&names.join(" "), 1)),
     };
-    let catalog = session.instance().store.catalog();
+    let catalog = session.catalog();
     // A view has no indexes: an empty result, as MySQL's.
     let def = match crate::bind::lookup_table(&catalog, &db, &t) {
         Some(def) => def,
@@ -393,7 +398,7 @@ fn describe(
 ) -> Result<(), SqlError> {
     let pattern = like_filter(filter);
     let (db, t) = qualify(session, name)?;
-    let catalog = session.instance().store.catalog();
+    let catalog = session.catalog();
     let def = match crate::bind::lookup_table(&catalog, &db, &t) {
         Some(def) => def,
         None => crate::views::shape(session, &db, &t)?

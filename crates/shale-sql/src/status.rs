@@ -215,6 +215,11 @@ pub(crate) fn global_variables(instance: &Instance) -> Vec<(String, String)> {
         ("Uptime_since_flush_status", uptime),
         ("Threads_connected", processes.connected() as u64),
         ("Threads_running", processes.running() as u64),
+        // Alive now, in every session (temp_tables.rs): a gauge, as Threads_connected.
+        (
+            "Shale_temporary_tables",
+            instance.store.temporary_table_count() as u64,
+        ),
     ];
     out.extend(
         figures

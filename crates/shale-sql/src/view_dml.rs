@@ -220,7 +220,8 @@ pub(crate) fn rewrite(session: &Session, stmt: Statement) -> Result<Rewritten, S
     ) {
         return Ok(Rewritten::unchanged(stmt));
     }
-    let catalog = session.instance().store.catalog();
+    // A temporary table shadows a view of its name (temp_tables.rs rule 1).
+    let catalog = session.catalog();
     // The common case costs one look at the catalog.
     if catalog
         .views

@@ -391,3 +391,8 @@ fn user_var_assign() {
 fn show_where() {
     common::run_file("show_where");
 }
+
+#[test]
+fn temp_tables() {
+    common::run_file("temp_tables");
+}

@@ -94,6 +94,7 @@
 //! | `stats` | approximate table sizes for the planner |
 //! | `auto_recalc` | index statistics estimated again after a tenth of a table changed |
 //! | `file_properties` | the index ids and definitions every table file records |
+//! | `temporary` | CREATE TEMPORARY TABLE's ids and rows; the sweep of their leftovers at open |
 //! | `describe` | a table file's entries shown as rows (`shale tool sst`) |
 //! | `codec` | memcomparable keys, row values, collation weights |
 //! | `schema`, `types`, `value`, `error` | the public data types |
@@ -125,6 +126,7 @@ mod stats;
 mod store;
 mod system;
 mod temporal;
+mod temporary;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod time;

@@ -92,6 +92,8 @@ pub(crate) struct StoreInner {
     pub(crate) cardinalities: crate::cardinality::Cardinalities,
     /// Rows changed per table and the thread that estimates them again (`auto_recalc.rs`).
     pub(crate) auto_recalc: crate::auto_recalc::AutoRecalc,
+    /// The ids of the temporary tables alive now (temporary.rs).
+    pub(crate) temporary: crate::temporary::TemporaryTables,
 }
 
 /// An open database directory: the engine and the catalog. Share it
@@ -180,6 +182,7 @@ impl Store {
         let catalog = load_catalog(db, next_index_id)?;
         build::sweep_orphans(db, &catalog)?;
         crate::cardinality::sweep_statistics(db, &catalog)?;
+        crate::temporary::sweep_reservations(db, &catalog)?;
         crate::bulk::sweep_bulk_tmp(&*engine_options.file_system, &path)?;
         let store = Store {
             inner: Arc::new(StoreInner {
@@ -201,6 +204,7 @@ impl Store {
                 auto_recalc: crate::auto_recalc::AutoRecalc::default(),
                 ddl_wait_timeout: ddl_wait_timeout.unwrap_or(DEFAULT_DDL_WAIT),
                 metadata: Arc::default(),
+                temporary: crate::temporary::TemporaryTables::default(),
             }),
             owner: true,
         };
@@ -671,7 +675,7 @@ pub(crate) fn validate_table(def: &TableDef) -> Result<()> {
     Ok(())
 }
 
-fn delete_data_batch(batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
+pub(crate) fn delete_data_batch(batch: &mut WriteBatch, def: &TableDef) -> Result<()> {
     delete_index_range(batch, def.primary_key.index_id)?;
     for index in &def.indexes {
         delete_index_range(batch, index.index_id)?;

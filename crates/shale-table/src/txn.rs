@@ -223,7 +223,8 @@ impl TableTxn {
     /// dropped or renamed).
     fn use_table(&mut self, table: &TableDef, write: bool) -> Result<()> {
         let id = table_id(table);
-        if self.metadata.holds(id, write) {
+        // Only its session uses a temporary table (temporary.rs invariant 4).
+        if self.metadata.holds(id, write) || self.store.temporary.contains(id) {
             return Ok(());
         }
         let first = self.metadata.is_empty();
