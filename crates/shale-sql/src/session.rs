@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use shale_table::{IsolationLevel, TableTxn, TxnOptions, Value};
+use shale_table::{IsolationLevel, TableLockMode, TableTxn, TxnOptions, Value};
 use sqlparser::ast::{self, Statement};
 
 use crate::bind::{BindContext, Binder, BoundDelete, BoundInsert, BoundSelect, BoundUpdate};
@@ -967,6 +967,11 @@ impl Session {
         std::mem::replace(&mut self.table_locks, locks).is_some()
     }
 
+    /// The session's LOCK TABLES locks, if it holds some.
+    pub(crate) fn table_locks(&self) -> Option<&shale_table::SessionLocks> {
+        self.table_locks.as_ref()
+    }
+
     /// Commits the open transaction, if any.
     pub(crate) fn commit_open(&mut self) -> Result<(), SqlError> {
         self.began = false;
@@ -1395,6 +1400,7 @@ impl Session {
                 ..
             } => {
                 self.ddl_prelude()?;
+                self.refuse_under_table_locks()?;
                 let name = crate::bind::ident_name(db_name).join(".");
                 if crate::info_schema::is_database(&name) {
                     return Err(crate::info_schema::access_denied(&self.state.user));
@@ -1447,6 +1453,7 @@ impl Session {
                     }
                     return Err(SqlError::table_exists(&name));
                 }
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let (def, warnings) = crate::ddl::table_def(&db, &name, ct)?;
                 crate::gencols::check_table(&catalog, &def)?;
                 self.instance.store.create_table(def)?;
@@ -1457,6 +1464,7 @@ impl Session {
             Statement::CreateIndex(ci) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&ci.table_name)?;
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
                     .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
@@ -1474,6 +1482,7 @@ impl Session {
             Statement::AlterTable(at) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&at.name)?;
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 for op in &at.operations {
                     let catalog = self.instance.store.catalog();
                     let def = crate::bind::lookup_table(&catalog, &db, &name)
@@ -1498,6 +1507,7 @@ impl Session {
                 self.ddl_prelude()?;
                 for target in &t.table_names {
                     let (db, name) = self.qualify(&target.name)?;
+                    self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                     let catalog = self.instance.store.catalog();
                     let def = crate::bind::lookup_table(&catalog, &db, &name)
                         .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
@@ -1534,6 +1544,7 @@ impl Session {
         self.ddl_prelude()?;
         match object_type {
             ast::ObjectType::Database | ast::ObjectType::Schema => {
+                self.refuse_under_table_locks()?;
                 let mut dropped = 0;
                 for n in names {
                     let name = crate::bind::ident_name(n).join(".");
@@ -1568,11 +1579,16 @@ impl Session {
             }
             ast::ObjectType::View => crate::views::drop_views(self, if_exists, names, sink),
             ast::ObjectType::Table => {
+                let mut qualified = Vec::new();
+                for n in names {
+                    let (db, name) = self.qualify(n)?;
+                    self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
+                    qualified.push((db, name));
+                }
                 let catalog = self.instance.store.catalog();
                 let mut missing = Vec::new();
                 let mut found = Vec::new();
-                for n in names {
-                    let (db, name) = self.qualify(n)?;
+                for (db, name) in qualified {
                     match crate::bind::lookup_table(&catalog, &db, &name) {
                         Some(def) => found.push((db, def.name.clone())),
                         None => missing.push(format!("{db}.{name}")),
@@ -1597,6 +1613,7 @@ impl Session {
                     return Err(SqlError::unsupported("DROP INDEX without ON table"));
                 };
                 let (db, name) = self.qualify(t)?;
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let index = crate::bind::ident_name(index).join(".");
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
