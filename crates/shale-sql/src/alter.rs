@@ -8,7 +8,9 @@
 //! ALTER TABLE statements made only of ADD INDEX / DROP INDEX stay on the CREATE INDEX path
 //! (session.rs).
 
-use shale_table::{ColumnDef, ColumnSource, ColumnType, IndexDef, TableChange, TableDef, Value};
+use shale_table::{
+    ColumnDef, ColumnSource, ColumnType, IndexDef, TableChange, TableDef, TableLockMode, Value,
+};
 use sqlparser::ast::{self, AlterTableOperation as Op};
 
 use crate::error::SqlError;
@@ -527,6 +529,7 @@ pub(crate) fn alter_table(
     session.ddl_prelude()?;
     let (db, name) = qualify(session, &at.name)?;
     crate::temp_tables::refuse(session, &db, &name, "ALTER TABLE")?;
+    session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
     let instance = session.instance().clone();
     let catalog = instance.store.catalog();
     let old = crate::bind::lookup_table(&catalog, &db, &name)
@@ -578,6 +581,13 @@ pub(crate) fn rename_tables(
         let (db, name) = qualify(session, &r.old_name)?;
         let (to_db, to_name) = qualify(session, &r.new_name)?;
         crate::temp_tables::refuse(session, &db, &name, "RENAME TABLE")?;
+        // A source renamed by an earlier pair keeps that table's lock (MySQL 8).
+        let renamed_before = names
+            .iter()
+            .any(|(_, _, d, n): &(String, String, String, String)| *d == db && *n == name);
+        if !renamed_before {
+            session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
+        }
         names.push((db, name, to_db, to_name));
     }
     if crate::views::rename(session, &names)? {
@@ -627,6 +637,8 @@ pub(crate) fn create_like(
         }
         return Err(SqlError::table_exists(&name));
     }
+    session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
+    session.check_ddl_lock(&from_db, &from_name, TableLockMode::Read)?;
     let mut def = (*from).clone();
     def.database = db;
     def.name = name;
@@ -757,6 +769,7 @@ pub(crate) fn create_select(
         }
         return Err(SqlError::table_exists(&name));
     }
+    session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
     let mut result = Collected::default();
     session.execute(&query.to_string(), &mut result)?;
     session.ddl_prelude()?;

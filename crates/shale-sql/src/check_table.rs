@@ -11,7 +11,7 @@
 //!    error, as in MySQL; so is a table whose rows and indexes disagree (`error: Corrupt`).
 //!    Every option is accepted and the check is always the full one.
 
-use shale_table::{TableDef, Value};
+use shale_table::{TableDef, TableLockMode, Value};
 
 use crate::error::SqlError;
 use crate::result::ResultSink;
@@ -103,6 +103,7 @@ pub(crate) type Messages = Vec<(&'static str, String)>;
 pub(crate) fn per_table(
     session: &mut Session,
     op: &str,
+    need: TableLockMode,
     tables: &[(Option<String>, String)],
     sink: &mut dyn ResultSink,
     mut each: impl FnMut(&mut Session, &TableDef, &str) -> Result<Messages, SqlError>,
@@ -115,13 +116,27 @@ pub(crate) fn per_table(
             None => session.current_db()?,
         };
         let label = format!("{db}.{name}");
+        // The session's temporary tables over the catalog (temp_tables.rs).
         let catalog = session.catalog();
-        let messages = match crate::bind::lookup_table(&catalog, &db, name) {
-            None => vec![
-                ("Error", format!("Table '{db}.{name}' doesn't exist")),
+        // table_locks.rs rule 4: under LOCK TABLES, a row for a table not locked for `need`
+        // (a temporary table needs no lock, as in MySQL).
+        let lock = if session.temp_tables().find(&db, name).is_some() {
+            Ok(())
+        } else {
+            session.check_ddl_lock(&db, name, need)
+        };
+        let messages = match lock {
+            Err(e) => vec![
+                ("Error", e.message),
                 ("status", "Operation failed".to_owned()),
             ],
-            Some(def) => each(session, &def, &label)?,
+            Ok(()) => match crate::bind::lookup_table(&catalog, &db, name) {
+                None => vec![
+                    ("Error", format!("Table '{db}.{name}' doesn't exist")),
+                    ("status", "Operation failed".to_owned()),
+                ],
+                Some(def) => each(session, &def, &label)?,
+            },
         };
         for (kind, text) in messages {
             rows.push(vec![
@@ -142,29 +157,36 @@ pub(crate) fn check_tables(
     tables: &[(Option<String>, String)],
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
-    per_table(session, "check", tables, sink, |session, def, _label| {
-        let mut txn = session.begin_txn()?;
-        let outcome = txn.check_table(def);
-        txn.rollback();
-        Ok(match outcome {
-            Ok(check) if check.is_ok() => vec![("status", "OK".to_owned())],
-            Ok(check) => vec![
-                (
-                    "error",
-                    format!(
-                        "{} rows; index entries {:?}; {} entries without their row; \
+    per_table(
+        session,
+        "check",
+        TableLockMode::Read,
+        tables,
+        sink,
+        |session, def, _label| {
+            let mut txn = session.begin_txn()?;
+            let outcome = txn.check_table(def);
+            txn.rollback();
+            Ok(match outcome {
+                Ok(check) if check.is_ok() => vec![("status", "OK".to_owned())],
+                Ok(check) => vec![
+                    (
+                        "error",
+                        format!(
+                            "{} rows; index entries {:?}; {} entries without their row; \
                          {} rows without their entry",
-                        check.rows,
-                        check.index_entries,
-                        check.entries_without_rows.len(),
-                        check.rows_without_entries.len()
+                            check.rows,
+                            check.index_entries,
+                            check.entries_without_rows.len(),
+                            check.rows_without_entries.len()
+                        ),
                     ),
-                ),
-                ("error", "Corrupt".to_owned()),
-            ],
-            Err(e) => vec![("error", e.to_string()), ("error", "Corrupt".to_owned())],
-        })
-    })
+                    ("error", "Corrupt".to_owned()),
+                ],
+                Err(e) => vec![("error", e.to_string()), ("error", "Corrupt".to_owned())],
+            })
+        },
+    )
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use shale_table::{IsolationLevel, TableTxn, TxnOptions, Value};
+use shale_table::{IsolationLevel, TableLockMode, TableTxn, TxnOptions, Value};
 use sqlparser::ast::{self, Statement};
 
 use crate::bind::{BindContext, Binder, BoundDelete, BoundInsert, BoundSelect, BoundUpdate};
@@ -1000,6 +1000,11 @@ impl Session {
         std::mem::replace(&mut self.table_locks, locks).is_some()
     }
 
+    /// The session's LOCK TABLES locks, if it holds some.
+    pub(crate) fn table_locks(&self) -> Option<&shale_table::SessionLocks> {
+        self.table_locks.as_ref()
+    }
+
     /// Commits the open transaction, if any.
     pub(crate) fn commit_open(&mut self) -> Result<(), SqlError> {
         self.began = false;
@@ -1428,6 +1433,7 @@ impl Session {
                 ..
             } => {
                 self.ddl_prelude()?;
+                self.refuse_under_table_locks()?;
                 let name = crate::bind::ident_name(db_name).join(".");
                 if crate::info_schema::is_database(&name) {
                     return Err(crate::info_schema::access_denied(&self.state.user));
@@ -1490,6 +1496,7 @@ impl Session {
                     }
                     return Err(SqlError::table_exists(&name));
                 }
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let (def, warnings) = crate::ddl::table_def(&db, &name, ct)?;
                 crate::gencols::check_table(&catalog, &def)?;
                 self.instance.store.create_table(def)?;
@@ -1501,6 +1508,7 @@ impl Session {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&ci.table_name)?;
                 crate::temp_tables::refuse(self, &db, &name, "CREATE INDEX")?;
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
                     .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
@@ -1519,6 +1527,7 @@ impl Session {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&at.name)?;
                 crate::temp_tables::refuse(self, &db, &name, "ALTER TABLE")?;
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 for op in &at.operations {
                     let catalog = self.instance.store.catalog();
                     let def = crate::bind::lookup_table(&catalog, &db, &name)
@@ -1547,6 +1556,7 @@ impl Session {
                         crate::temp_tables::truncate(self, &def)?;
                         continue;
                     }
+                    self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                     let catalog = self.instance.store.catalog();
                     let def = crate::bind::lookup_table(&catalog, &db, &name)
                         .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
@@ -1583,6 +1593,7 @@ impl Session {
         self.ddl_prelude()?;
         match object_type {
             ast::ObjectType::Database | ast::ObjectType::Schema => {
+                self.refuse_under_table_locks()?;
                 let mut dropped = 0;
                 for n in names {
                     let name = crate::bind::ident_name(n).join(".");
@@ -1617,12 +1628,20 @@ impl Session {
             }
             ast::ObjectType::View => crate::views::drop_views(self, if_exists, names, sink),
             ast::ObjectType::Table => {
+                let mut qualified = Vec::new();
+                for n in names {
+                    let (db, name) = self.qualify(n)?;
+                    // A session's temporary table needs no LOCK TABLES lock (MySQL).
+                    if self.temp_tables.find(&db, &name).is_none() {
+                        self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
+                    }
+                    qualified.push((db, name));
+                }
                 let catalog = self.instance.store.catalog();
                 let mut missing = Vec::new();
                 let mut found = Vec::new();
                 let mut temporary = Vec::new();
-                for n in names {
-                    let (db, name) = self.qualify(n)?;
+                for (db, name) in qualified {
                     // The session's temporary table first (temp_tables.rs rule 3).
                     if self.temp_tables.find(&db, &name).is_some() {
                         temporary.push((db, name));
@@ -1656,6 +1675,7 @@ impl Session {
                 };
                 let (db, name) = self.qualify(t)?;
                 crate::temp_tables::refuse(self, &db, &name, "DROP INDEX")?;
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let index = crate::bind::ident_name(index).join(".");
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)

@@ -10,6 +10,15 @@
 //!    START TRANSACTION releases them too, and so does the end of the session.
 //! 3. A session's own write to a table it holds READ fails with 1099; its statements and DDL
 //!    on tables it holds WRITE never wait for its own lock.
+//! 4. The holder's DDL may change only a table it holds WRITE ([`Session::check_ddl_lock`]):
+//!    ALTER, DROP, TRUNCATE, CREATE/DROP INDEX, RENAME (of each source) and OPTIMIZE fail
+//!    with 1100 on a table it did not lock and 1099 on one it holds READ; ANALYZE and CHECK
+//!    need READ. CREATE TABLE (plain, LIKE, AS SELECT) of a new name fails with 1100, as a
+//!    name not locked (MySQL and MariaDB agree). A dropped table leaves the set: its name
+//!    is then not locked. A table keeps its lock through ALTER TABLE ... RENAME and RENAME
+//!    TABLE (MySQL 8's rule; MariaDB refuses RENAME TABLE under LOCK TABLES with 1192).
+//! 5. View DDL, CREATE DATABASE and DROP DATABASE are refused with 1192 while the session
+//!    holds table locks ([`Session::refuse_under_table_locks`]), as in MySQL and MariaDB.
 
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
@@ -61,6 +70,44 @@ impl Session {
     /// Releases the session's table locks; returns whether it held any.
     pub(crate) fn unlock_tables_only(&mut self) -> bool {
         self.set_table_locks(None)
+    }
+
+    /// Rule 4: fails when the session holds table locks and `db.name` is not one it holds in
+    /// a mode that allows `need` (`Write`: the DDL changes the table; `Read`: it reads it).
+    /// A name that is no table (a new one, a dropped one) is not locked.
+    pub(crate) fn check_ddl_lock(
+        &self,
+        db: &str,
+        name: &str,
+        need: TableLockMode,
+    ) -> Result<(), SqlError> {
+        let Some(locks) = self.table_locks() else {
+            return Ok(());
+        };
+        let catalog = self.instance().store.catalog();
+        let mode =
+            crate::bind::lookup_table(&catalog, db, name).and_then(|def| locks.mode_of(&def));
+        let table = name.to_owned();
+        match (mode, need) {
+            (None, _) => Err(shale_table::Error::TableNotLocked { table }.into()),
+            (Some(TableLockMode::Read), TableLockMode::Write) => {
+                Err(shale_table::Error::TableLockedForRead { table }.into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Rule 5: MySQL's 1192 for a statement not allowed while the session holds table locks.
+    pub(crate) fn refuse_under_table_locks(&self) -> Result<(), SqlError> {
+        if self.table_locks().is_some() {
+            return Err(SqlError::new(
+                1192,
+                "HY000",
+                "Can't execute the given command because you have active locked tables or an \
+                 active transaction",
+            ));
+        }
+        Ok(())
     }
 }
 

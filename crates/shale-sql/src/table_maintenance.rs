@@ -19,7 +19,7 @@
 //!    Info is the statement, as for every statement.
 //! 4. Both need SELECT and INSERT on each table (MySQL's rule).
 
-use shale_table::{IndexChoice, TableDef};
+use shale_table::{IndexChoice, TableDef, TableLockMode};
 
 use crate::check_table::{per_table, qualified_name, split_word};
 use crate::error::SqlError;
@@ -126,32 +126,43 @@ pub(crate) fn run(
     tables: &[(Option<String>, String)],
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
-    per_table(session, kind.op(), tables, sink, |session, def, label| {
-        let indexes = indexes(def);
-        for (n, (index, index_name)) in indexes.iter().enumerate() {
-            if session.process().interrupt_requested() {
-                return Err(crate::interrupt::interrupted());
+    let need = match kind {
+        Maintenance::Optimize => TableLockMode::Write,
+        Maintenance::Analyze => TableLockMode::Read,
+    };
+    per_table(
+        session,
+        kind.op(),
+        need,
+        tables,
+        sink,
+        |session, def, label| {
+            let indexes = indexes(def);
+            for (n, (index, index_name)) in indexes.iter().enumerate() {
+                if session.process().interrupt_requested() {
+                    return Err(crate::interrupt::interrupted());
+                }
+                session.process().set_state(&format!(
+                    "{} {label}: index {} of {} ({index_name})",
+                    kind.state(),
+                    n + 1,
+                    indexes.len()
+                ));
+                let store = &session.instance().store;
+                let outcome = match kind {
+                    Maintenance::Optimize => store.compact_index(def, *index),
+                    Maintenance::Analyze => store.analyze_index(def, *index).map(|_| ()),
+                };
+                if let Err(e) = outcome {
+                    return Ok(vec![
+                        ("Error", e.to_string()),
+                        ("status", "Operation failed".to_owned()),
+                    ]);
+                }
             }
-            session.process().set_state(&format!(
-                "{} {label}: index {} of {} ({index_name})",
-                kind.state(),
-                n + 1,
-                indexes.len()
-            ));
-            let store = &session.instance().store;
-            let outcome = match kind {
-                Maintenance::Optimize => store.compact_index(def, *index),
-                Maintenance::Analyze => store.analyze_index(def, *index).map(|_| ()),
-            };
-            if let Err(e) = outcome {
-                return Ok(vec![
-                    ("Error", e.to_string()),
-                    ("status", "Operation failed".to_owned()),
-                ]);
-            }
-        }
-        Ok(vec![("status", "OK".to_owned())])
-    })
+            Ok(vec![("status", "OK".to_owned())])
+        },
+    )
 }
 
 #[cfg(test)]

@@ -260,6 +260,7 @@ fn write_view(
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
     session.ddl_prelude()?;
+    session.refuse_under_table_locks()?;
     let (db, name) = qualify(session, spec.name)?;
     let catalog = session.instance().store.catalog();
     if !catalog.databases.contains_key(&db) {
@@ -418,11 +419,15 @@ pub(crate) fn drop_views(
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
     session.ddl_prelude()?;
+    session.refuse_under_table_locks()?;
+    let qualified = names
+        .iter()
+        .map(|n| qualify(session, n))
+        .collect::<Result<Vec<_>, _>>()?;
     let catalog = session.instance().store.catalog();
     let mut found = Vec::new();
     let mut missing = Vec::new();
-    for n in names {
-        let (db, name) = qualify(session, n)?;
+    for (db, name) in qualified {
         if let Some(view) = catalog.view(&db, &name) {
             found.push((view.database.clone(), view.name.clone()));
         } else if crate::bind::lookup_table(&catalog, &db, &name).is_some() {

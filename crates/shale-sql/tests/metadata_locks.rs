@@ -434,3 +434,98 @@ fn a_running_bulk_load_holds_its_table_like_a_writer() {
     assert_eq!(count(&mut other, "t"), Value::Int(5));
     run(&mut other, "DROP TABLE t");
 }
+
+fn text(value: &str) -> Value {
+    Value::Bytes(value.as_bytes().to_vec())
+}
+
+#[test]
+fn under_lock_tables_ddl_may_change_only_a_table_locked_write() {
+    let instance = common::instance();
+    let mut owner = setup(&instance);
+    for table in ["r", "w"] {
+        run(
+            &mut owner,
+            &format!("CREATE TABLE {table} (id INT PRIMARY KEY, v INT)"),
+        );
+    }
+    run(&mut owner, "LOCK TABLES t WRITE, r READ, w WRITE");
+    for (sql, code, table) in [
+        ("ALTER TABLE u ADD COLUMN w INT", 1100, "u"),
+        ("ALTER TABLE r ADD COLUMN w INT", 1099, "r"),
+        ("ALTER TABLE r ADD INDEX k (v)", 1099, "r"),
+        ("TRUNCATE TABLE u", 1100, "u"),
+        ("TRUNCATE TABLE r", 1099, "r"),
+        ("CREATE INDEX k ON u (v)", 1100, "u"),
+        ("CREATE INDEX k ON r (v)", 1099, "r"),
+        ("DROP INDEX k ON r", 1099, "r"),
+        ("DROP TABLE u", 1100, "u"),
+        ("DROP TABLE t, r", 1099, "r"),
+        ("DROP TABLE IF EXISTS missing", 1100, "missing"),
+        ("RENAME TABLE r TO r2", 1099, "r"),
+        ("RENAME TABLE u TO u2", 1100, "u"),
+        ("CREATE TABLE n (a INT)", 1100, "n"),
+        ("CREATE TABLE n LIKE t", 1100, "n"),
+        ("CREATE TABLE n AS SELECT * FROM t", 1100, "n"),
+    ] {
+        let error = fail(&mut owner, sql);
+        assert_eq!(error.code, code, "{sql}: {error}");
+        let expected = if code == 1100 {
+            format!("Table '{table}' was not locked with LOCK TABLES")
+        } else {
+            format!("Table '{table}' was locked with a READ lock and can't be updated")
+        };
+        assert_eq!(error.message, expected, "{sql}");
+    }
+    for sql in [
+        "CREATE VIEW v AS SELECT * FROM t",
+        "DROP VIEW IF EXISTS v",
+        "CREATE DATABASE d2",
+        "DROP DATABASE d",
+    ] {
+        let error = fail(&mut owner, sql);
+        assert_eq!(error.code, 1192, "{sql}: {error}");
+    }
+    let error = fail(&mut owner, "CREATE TABLE t (a INT)");
+    assert_eq!(error.code, 1050, "an existing name is 1050 first: {error}");
+    // Nothing above changed a table: r keeps its columns, t its rows.
+    assert_eq!(count(&mut owner, "t"), Value::Int(3));
+    assert_eq!(run(&mut owner, "SELECT * FROM r").columns.len(), 2);
+    // OPTIMIZE needs WRITE; ANALYZE and CHECK need READ; each answers per table.
+    let rows = run(&mut owner, "OPTIMIZE TABLE r, t").rows;
+    assert_eq!(rows[0][2], text("Error"), "{rows:?}");
+    assert_eq!(
+        rows[0][3],
+        text("Table 'r' was locked with a READ lock and can't be updated")
+    );
+    assert_eq!(rows.last().unwrap()[3], text("OK"), "{rows:?}");
+    let rows = run(&mut owner, "ANALYZE TABLE r, u").rows;
+    assert_eq!(rows[0][3], text("OK"), "{rows:?}");
+    assert_eq!(
+        rows[1][3],
+        text("Table 'u' was not locked with LOCK TABLES"),
+        "{rows:?}"
+    );
+    let rows = run(&mut owner, "CHECK TABLE r").rows;
+    assert_eq!(rows[0][3], text("OK"), "{rows:?}");
+    // On a table locked WRITE, DDL runs.
+    run(&mut owner, "CREATE INDEX k ON t (v)");
+    run(&mut owner, "DROP INDEX k ON t");
+    run(&mut owner, "ALTER TABLE t ADD COLUMN w INT");
+    run(&mut owner, "TRUNCATE TABLE t");
+    run(&mut owner, "INSERT INTO t VALUES (1, 1, 1)");
+    // RENAME TABLE keeps the lock on the table under its new name (MySQL 8).
+    run(&mut owner, "RENAME TABLE t TO t2");
+    run(&mut owner, "INSERT INTO t2 VALUES (2, 2, 2)");
+    let mut other = impatient(&instance);
+    let error = fail(&mut other, "SELECT COUNT(*) FROM t2");
+    assert_eq!(error.code, 1205, "t2 is still locked: {error}");
+    // A dropped table leaves the set: its name is then not locked.
+    run(&mut owner, "DROP TABLE w");
+    let error = fail(&mut owner, "CREATE TABLE w (a INT)");
+    assert_eq!(error.code, 1100, "{error}");
+    run(&mut owner, "UNLOCK TABLES");
+    assert_eq!(count(&mut other, "t2"), Value::Int(2));
+    run(&mut owner, "CREATE TABLE w AS SELECT * FROM t2");
+    assert_eq!(count(&mut other, "w"), Value::Int(2));
+}

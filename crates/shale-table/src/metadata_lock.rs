@@ -671,6 +671,21 @@ pub struct SessionLocks {
     owner: u64,
 }
 
+impl SessionLocks {
+    /// How the session holds `table` (whose definition is current), if it does: a DDL
+    /// statement of the holder may change only a table it holds WRITE.
+    #[must_use]
+    pub fn mode_of(&self, table: &crate::TableDef) -> Option<TableLockMode> {
+        let id = crate::index::table_id(table);
+        self.locks
+            .sessions()
+            .get(&self.owner)?
+            .iter()
+            .find(|(held, _)| *held == id)
+            .map(|&(_, mode)| mode)
+    }
+}
+
 impl Drop for SessionLocks {
     fn drop(&mut self) {
         self.locks.release_session_locks(self.owner);
