@@ -627,15 +627,7 @@ pub(crate) fn create_like(
         return Err(SqlError::unknown_database(&db));
     }
     if crate::bind::lookup_table(&catalog, &db, &name).is_some() {
-        if ct.if_not_exists {
-            session.state_mut().warnings.push((
-                "Note",
-                1050,
-                format!("Table '{name}' already exists"),
-            ));
-            return sink.ok(&session.status());
-        }
-        return Err(SqlError::table_exists(&name));
+        return session.table_already_exists(&name, ct.if_not_exists, sink);
     }
     session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
     session.check_ddl_lock(&from_db, &from_name, TableLockMode::Read)?;
@@ -759,15 +751,7 @@ pub(crate) fn create_select(
         return Err(SqlError::unknown_database(&db));
     }
     if crate::bind::lookup_table(&catalog, &db, &name).is_some() {
-        if ct.if_not_exists {
-            session.state_mut().warnings.push((
-                "Note",
-                1050,
-                format!("Table '{name}' already exists"),
-            ));
-            return sink.ok(&session.status());
-        }
-        return Err(SqlError::table_exists(&name));
+        return session.table_already_exists(&name, ct.if_not_exists, sink);
     }
     session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
     let mut result = Collected::default();

@@ -1309,6 +1309,22 @@ impl Session {
         }
     }
 
+    /// CREATE TABLE of a name in use: with IF NOT EXISTS, note 1050 and an OK; else 1050.
+    pub(crate) fn table_already_exists(
+        &mut self,
+        name: &str,
+        if_not_exists: bool,
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        if !if_not_exists {
+            return Err(SqlError::table_exists(name));
+        }
+        self.state
+            .warnings
+            .push(("Note", 1050, format!("Table '{name}' already exists")));
+        self.ok(sink, 0)
+    }
+
     pub(crate) fn ok(&self, sink: &mut dyn ResultSink, affected: u64) -> Result<(), SqlError> {
         let mut st = self.state.status(self.in_transaction());
         st.affected_rows = affected;
@@ -1486,15 +1502,7 @@ impl Session {
                     return Err(SqlError::unknown_database(&db));
                 }
                 if crate::bind::lookup_table(&catalog, &db, &name).is_some() {
-                    if ct.if_not_exists {
-                        self.state.warnings.push((
-                            "Note",
-                            1050,
-                            format!("Table '{name}' already exists"),
-                        ));
-                        return self.ok(sink, 0);
-                    }
-                    return Err(SqlError::table_exists(&name));
+                    return self.table_already_exists(&name, ct.if_not_exists, sink);
                 }
                 self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let (def, warnings) = crate::ddl::table_def(&db, &name, ct)?;

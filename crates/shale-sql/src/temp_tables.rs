@@ -149,15 +149,7 @@ pub(crate) fn create(
         return Err(SqlError::unknown_database(&db));
     }
     if session.temp_tables().find(&db, &name).is_some() {
-        if ct.if_not_exists {
-            session.state_mut().warnings.push((
-                "Note",
-                1050,
-                format!("Table '{name}' already exists"),
-            ));
-            return sink.ok(&session.status());
-        }
-        return Err(SqlError::table_exists(&name));
+        return session.table_already_exists(&name, ct.if_not_exists, sink);
     }
     let mut rows = Vec::new();
     let def = if let Some(like) = &ct.like {
