@@ -29,8 +29,10 @@
 //! Invariants:
 //! 1. Text without an introducer or a non-UTF-8 literal (from a utf8mb4 or binary client)
 //!    is only decoded, never rewritten; text that needs neither is borrowed, not copied.
-//! 2. A rewritten literal has exactly the value the original has in MySQL, in a form the
-//!    parser reads whatever `sql_mode` says (only `\\`, `\'` and `\0` escapes, hex).
+//! 2. A rewritten literal has exactly the value the original has in MySQL, in the form the
+//!    parser reads under the session's `sql_mode`: hex, or `'...'` with `\\`, `\'` and `\0`
+//!    escapes, or under NO_BACKSLASH_ESCAPES (where the parser takes `\` as it is) with only
+//!    `''` for a quote.
 //! 3. A literal that does not end (no closing quote) is left as it is, for the parser to
 //!    report.
 
@@ -132,7 +134,7 @@ pub fn to_utf8(bytes: &[u8], mode: TextMode) -> Result<Cow<'_, str>, SqlError> {
                 match introduced {
                     Some((charset, (value, end))) => {
                         out.push_str(&mode.client.decode(&bytes[done..i])?);
-                        put_literal(&mut out, charset, &value)?;
+                        put_literal(&mut out, charset, &value, mode)?;
                         done = end;
                         rewrote = true;
                         i = end;
@@ -306,7 +308,12 @@ fn put_hex(out: &mut String, value: &[u8]) {
 }
 
 /// An introduced literal's value as a literal the parser reads (invariant 2).
-fn put_literal(out: &mut String, charset: Charset, value: &[u8]) -> Result<(), SqlError> {
+fn put_literal(
+    out: &mut String,
+    charset: Charset,
+    value: &[u8],
+    mode: TextMode,
+) -> Result<(), SqlError> {
     if charset == Charset::Binary {
         put_hex(out, value);
         return Ok(());
@@ -315,6 +322,8 @@ fn put_literal(out: &mut String, charset: Charset, value: &[u8]) -> Result<(), S
     out.push('\'');
     for c in text.chars() {
         match c {
+            '\'' if mode.no_backslash_escapes => out.push_str("''"),
+            _ if mode.no_backslash_escapes => out.push(c),
             '\\' => out.push_str("\\\\"),
             '\'' => out.push_str("\\'"),
             '\0' => out.push_str("\\0"),
@@ -390,6 +399,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(text, "SELECT X'615C2762'");
+        // A text literal is rewritten for a parser that takes `\` as it is.
+        let text = read_in(
+            b"SELECT _latin1'\\\xE9''s'",
+            Charset::Utf8mb4,
+            "NO_BACKSLASH_ESCAPES",
+        )
+        .unwrap();
+        assert_eq!(text, "SELECT '\\\u{e9}''s'");
     }
 
     #[test]

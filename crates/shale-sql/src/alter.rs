@@ -755,7 +755,7 @@ pub(crate) fn create_select(
     }
     session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
     let mut result = Collected::default();
-    session.execute(&query.to_string(), &mut result)?;
+    session.run_query(query, &mut result)?;
     session.ddl_prelude()?;
     let def = select_table_def(db, name, &result.columns)?;
     let columns = def.columns.clone();

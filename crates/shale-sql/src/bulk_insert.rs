@@ -606,7 +606,7 @@ fn bind_set(
         quote(database),
         quote(&table.name)
     );
-    let statements = crate::parse::parse(&sql)?;
+    let statements = crate::parse::parse_as(&sql, session.syntax())?;
     let [Statement::Update(update)] = statements.as_slice() else {
         return Err(SqlError::syntax(text, 1));
     };

@@ -19,7 +19,10 @@ use crate::session::{text_column, Session};
 
 /// The tables named by `sql` if it is a single CHECK TABLE statement: (database or `None`
 /// for the current one, table), unquoted.
-pub(crate) fn parse_check_table(sql: &str) -> Option<Vec<(Option<String>, String)>> {
+pub(crate) fn parse_check_table(
+    sql: &str,
+    ansi_quotes: bool,
+) -> Option<Vec<(Option<String>, String)>> {
     let text = sql.trim().trim_end_matches(';').trim_end();
     let (head, rest) = split_word(text)?;
     if !head.eq_ignore_ascii_case("CHECK") {
@@ -31,7 +34,7 @@ pub(crate) fn parse_check_table(sql: &str) -> Option<Vec<(Option<String>, String
     }
     let mut names = Vec::new();
     loop {
-        let (name, after) = qualified_name(rest)?;
+        let (name, after) = qualified_name(rest, ansi_quotes)?;
         names.push(name);
         let after = after.trim_start();
         if let Some(next) = after.strip_prefix(',') {
@@ -59,24 +62,34 @@ pub(crate) fn split_word(text: &str) -> Option<(&str, &str)> {
     (end > 0).then(|| (&text[..end], &text[end..]))
 }
 
-/// `name`, `` `name` ``, `db.name` with either part quoted; returns the rest of the text.
-pub(crate) fn qualified_name(text: &str) -> Option<((Option<String>, String), &str)> {
-    let (first, rest) = identifier(text.trim_start())?;
+/// `name`, `` `name` ``, `db.name` with either part quoted (also `"name"` under
+/// ANSI_QUOTES, `ansi_quotes`); returns the rest of the text.
+pub(crate) fn qualified_name(
+    text: &str,
+    ansi_quotes: bool,
+) -> Option<((Option<String>, String), &str)> {
+    let (first, rest) = identifier(text.trim_start(), ansi_quotes)?;
     if let Some(after_dot) = rest.strip_prefix('.') {
-        let (second, rest) = identifier(after_dot)?;
+        let (second, rest) = identifier(after_dot, ansi_quotes)?;
         return Some(((Some(first), second), rest));
     }
     Some(((None, first), rest))
 }
 
-fn identifier(text: &str) -> Option<(String, &str)> {
-    if let Some(quoted) = text.strip_prefix('`') {
+fn identifier(text: &str, ansi_quotes: bool) -> Option<(String, &str)> {
+    let quote = match text.chars().next() {
+        Some('`') => Some('`'),
+        Some('"') if ansi_quotes => Some('"'),
+        _ => None,
+    };
+    if let Some(quote) = quote {
+        let quoted = &text[1..];
         let mut name = String::new();
         let mut chars = quoted.char_indices();
         while let Some((i, c)) = chars.next() {
-            if c == '`' {
-                if quoted[i + 1..].starts_with('`') {
-                    name.push('`');
+            if c == quote {
+                if quoted[i + 1..].starts_with(quote) {
+                    name.push(quote);
                     chars.next();
                 } else {
                     return Some((name, &quoted[i + 1..]));
@@ -194,7 +207,7 @@ mod tests {
     use super::*;
 
     fn names(sql: &str) -> Option<Vec<(Option<String>, String)>> {
-        parse_check_table(sql)
+        parse_check_table(sql, false)
     }
 
     fn n(db: Option<&str>, table: &str) -> (Option<String>, String) {
@@ -216,5 +229,14 @@ mod tests {
         assert_eq!(names("CHECK TABLE t; SELECT 1"), None);
         assert_eq!(names("CHECKSUM TABLE t"), None);
         assert_eq!(names("SELECT 1"), None);
+    }
+
+    #[test]
+    fn double_quotes_name_a_table_only_under_ansi_quotes() {
+        assert_eq!(
+            parse_check_table("CHECK TABLE \"d\".\"t\"\"x\", `u`", true),
+            Some(vec![n(Some("d"), "t\"x"), n(None, "u")])
+        );
+        assert_eq!(names("CHECK TABLE \"t\""), None);
     }
 }

@@ -50,7 +50,7 @@ pub(crate) fn declared(option: &ast::ColumnOption) -> Result<Option<Generated>, 
         return Err(SqlError::unsupported("GENERATED ... AS IDENTITY"));
     };
     Ok(Some(Generated {
-        expression: expr.to_string(),
+        expression: crate::syntax_mode::stored_text(expr),
         stored: matches!(
             generation_expr_mode,
             Some(ast::GeneratedExpressionMode::Stored)

@@ -8,14 +8,17 @@
 
 use std::borrow::Cow;
 
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::syntax_mode::{ModeDialect, Syntax};
 
 /// `sql` with every `?` placeholder numbered (unchanged when it has none, or does not
 /// tokenize: the parser reports that). Even a lone `?` is numbered: a rewrite may copy it
-/// (row_compare.rs).
-pub(crate) fn number(sql: &str) -> Cow<'_, str> {
-    let Ok(tokens) = Tokenizer::new(&MySqlDialect {}, sql).tokenize_with_location() else {
+/// (row_compare.rs). `syntax` is the one the text is parsed under, so a `?` inside a
+/// string literal is never taken for a placeholder, whatever the quoting rules.
+pub(crate) fn number(sql: &str, syntax: Syntax) -> Cow<'_, str> {
+    let dialect = ModeDialect::new(syntax);
+    let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize_with_location() else {
         return Cow::Borrowed(sql);
     };
     let starts: Vec<(u64, u64)> = tokens
@@ -85,6 +88,10 @@ pub(crate) fn unnumber(text: String) -> String {
 mod tests {
     use super::*;
 
+    fn number(sql: &str) -> Cow<'_, str> {
+        super::number(sql, Syntax::DEFAULT)
+    }
+
     #[test]
     fn placeholders_are_numbered_in_text_order_and_nothing_else_changes() {
         assert_eq!(
@@ -106,5 +113,26 @@ mod tests {
         assert_eq!(unnumber("a + ?10 * '?3'".into()), "a + ? * '?3'");
         assert_eq!(index("?12"), Some(12));
         assert_eq!(index("?"), None);
+    }
+
+    #[test]
+    fn a_question_mark_in_a_string_is_no_placeholder_under_any_quoting() {
+        let no_backslash = Syntax {
+            no_backslash_escapes: true,
+            ..Syntax::DEFAULT
+        };
+        // `'a\'` ends at its second quote only when `\` escapes nothing.
+        assert_eq!(
+            super::number("SELECT 'a\\', ?, '?'", no_backslash),
+            "SELECT 'a\\', ?0, '?'"
+        );
+        let ansi = Syntax {
+            ansi_quotes: true,
+            ..Syntax::DEFAULT
+        };
+        assert_eq!(
+            super::number("SELECT \"?\" FROM t WHERE a = ?", ansi),
+            "SELECT \"?\" FROM t WHERE a = ?0"
+        );
     }
 }

@@ -515,7 +515,8 @@ impl Session {
         if let Some(result) = self.run_through_cache(sql, sink) {
             return result;
         }
-        if let Some(tables) = crate::check_table::parse_check_table(sql) {
+        if let Some(tables) = crate::check_table::parse_check_table(sql, self.syntax().ansi_quotes)
+        {
             let mut needs = Vec::new();
             for (db, table) in &tables {
                 let db = db.clone().map_or_else(|| self.current_db(), Ok)?;
@@ -525,7 +526,9 @@ impl Session {
             self.authorize(&needs)?;
             return crate::check_table::check_tables(self, &tables, sink);
         }
-        if let Some((kind, tables)) = crate::table_maintenance::parse(sql) {
+        if let Some((kind, tables)) =
+            crate::table_maintenance::parse(sql, self.syntax().ansi_quotes)
+        {
             let needs = crate::table_maintenance::needs(self, &tables)?;
             self.authorize(&needs)?;
             return crate::table_maintenance::run(self, kind, &tables, sink);
@@ -546,7 +549,7 @@ impl Session {
         if let Some(show) = crate::info_schema::show::recognize(sql) {
             return show.run(self, sink);
         }
-        if let Some(prepare) = sql_prepare::parse_prepare(sql) {
+        if let Some(prepare) = sql_prepare::parse_prepare(sql, self.syntax()) {
             let (name, source) = prepare?;
             return self.sql_prepare(&name, &source, sink);
         }
@@ -576,6 +579,18 @@ impl Session {
         Ok(())
     }
 
+    /// Runs the SELECT of a CREATE TABLE ... AS SELECT from its tree. Printing it and parsing
+    /// the text again would read its string literals under the session's `sql_mode` in a
+    /// form printed for another (syntax_mode.rs rule 8).
+    pub(crate) fn run_query(
+        &mut self,
+        query: &sqlparser::ast::Query,
+        sink: &mut dyn ResultSink,
+    ) -> Result<(), SqlError> {
+        let planned = self.plan(Statement::Query(Box::new(query.clone())))?;
+        self.run(&planned, &[], sink)
+    }
+
     /// Prepares one statement with `?` placeholders.
     pub fn prepare(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
         crate::status::count(self, crate::status::Counter::ComStmtPrepare, 1);
@@ -584,7 +599,8 @@ impl Session {
 
     fn prepare_text(&mut self, sql: &str) -> Result<PreparedInfo, SqlError> {
         let syntax = self.syntax();
-        let mut statements = crate::parse::parse_as(&crate::placeholders::number(sql), syntax)?;
+        let mut statements =
+            crate::parse::parse_as(&crate::placeholders::number(sql, syntax), syntax)?;
         if statements.len() != 1 {
             return Err(SqlError::new(
                 1064,
@@ -709,7 +725,8 @@ impl Session {
         let Some((sql, syntax)) = self.prepared.get(&id).map(|p| (p.sql.clone(), p.syntax)) else {
             return Err(SqlError::unknown_prepared(id));
         };
-        let mut statements = crate::parse::parse_as(&crate::placeholders::number(&sql), syntax)?;
+        let mut statements =
+            crate::parse::parse_as(&crate::placeholders::number(&sql, syntax), syntax)?;
         if statements.is_empty() {
             return Err(SqlError::unknown_prepared(id));
         }
@@ -2062,8 +2079,9 @@ fn parse_isolation(v: &Value) -> Result<IsolationLevel, String> {
 
 /// Counts the `?` placeholders of a statement.
 fn count_params(stmt: &Statement) -> usize {
-    // The tokenizer is the reliable counter: every Placeholder token is one parameter.
-    let text = stmt.to_string();
+    // The tokenizer is the reliable counter: every Placeholder token is one parameter. The
+    // text is printed in the form the default dialect reads (syntax_mode.rs rule 8).
+    let text = crate::syntax_mode::stored_text(stmt);
     sqlparser::tokenizer::Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, &text)
         .tokenize()
         .map_or(0, |tokens| {

@@ -24,7 +24,14 @@
 //! 6. `@x := expr`, the assignment inside an expression (user_vars.rs), binds weaker than
 //!    every other operator and to the right, as in MySQL: `@a := 1 OR 0` is `@a := (1 OR
 //!    0)`, `@a := @b := 1` is `@a := (@b := 1)`. `MySqlDialect` reads `:=` as a comparison.
-//! 7. Everything else is `MySqlDialect`'s: every method it overrides is passed on, and
+//! 7. `NO_BACKSLASH_ESCAPES`: `\` is an ordinary character in string literals (`'a\'` is
+//!    the two characters `a\`); without it `\n`, `\'`, `\\` ... are escapes, as MySQL reads
+//!    them.
+//! 8. Text printed from the tree to be stored and parsed again (a view's SELECT, a generated
+//!    column's expression) goes through [`stored_text`]: it is read back under
+//!    [`Syntax::DEFAULT`], where `\` escapes, but sqlparser prints a string's value with only
+//!    its quotes doubled, so a value holding `\` would come back as another value.
+//! 9. Everything else is `MySqlDialect`'s: every method it overrides is passed on, and
 //!    [`ModeDialect::dialect`] answers `MySqlDialect`'s type, so sqlparser's own checks for the
 //!    MySQL dialect hold too.
 //!
@@ -33,9 +40,12 @@
 //! parsed again under the mode it was prepared with, and a view's text is parsed under
 //! [`Syntax::DEFAULT`] (it is stored in that form).
 
+use std::ops::ControlFlow;
+
 use sqlparser::ast::{
     BinaryOperator, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
-    FunctionArguments, Ident, ObjectName, Statement, UnaryOperator,
+    FunctionArguments, Ident, ObjectName, Statement, UnaryOperator, Value, ValueWithSpan, VisitMut,
+    VisitorMut,
 };
 use sqlparser::dialect::{BindPlaceholderStyle, Dialect, MySqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
@@ -45,13 +55,14 @@ use sqlparser::tokenizer::{Token, TokenWithSpan};
 use crate::sql_mode::SqlMode;
 
 /// The parse-changing part of a `sql_mode`.
-#[allow(clippy::struct_excessive_bools)] // four independent mode flags, as sql_mode has them
+#[allow(clippy::struct_excessive_bools)] // five independent mode flags, as sql_mode has them
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Syntax {
     pub ansi_quotes: bool,
     pub pipes_as_concat: bool,
     pub high_not_precedence: bool,
     pub real_as_float: bool,
+    pub no_backslash_escapes: bool,
 }
 
 impl Syntax {
@@ -61,6 +72,7 @@ impl Syntax {
         pipes_as_concat: false,
         high_not_precedence: false,
         real_as_float: false,
+        no_backslash_escapes: false,
     };
 
     pub fn of(mode: SqlMode) -> Syntax {
@@ -69,6 +81,7 @@ impl Syntax {
             pipes_as_concat: mode.has(SqlMode::PIPES_AS_CONCAT),
             high_not_precedence: mode.has(SqlMode::HIGH_NOT_PRECEDENCE),
             real_as_float: mode.has(SqlMode::REAL_AS_FLOAT),
+            no_backslash_escapes: mode.has(SqlMode::NO_BACKSLASH_ESCAPES),
         }
     }
 }
@@ -76,7 +89,7 @@ impl Syntax {
 /// `:=`'s precedence (rule 6): below OR's, above the 0 a whole expression is parsed at.
 const ASSIGNMENT_PRECEDENCE: u8 = 1;
 
-/// MySQL's dialect under `syntax` (rule 7).
+/// MySQL's dialect under `syntax` (rule 9).
 #[derive(Debug)]
 pub(crate) struct ModeDialect {
     pub syntax: Syntax,
@@ -102,6 +115,44 @@ pub(crate) fn backtick_identifiers(tokens: &mut [TokenWithSpan]) {
             }
         }
     }
+}
+
+/// `node` printed for storage (rule 8): every string literal's `\\` and quote are escaped
+/// with `\\`, so parsing the text under [`Syntax::DEFAULT`] gives back the same values.
+pub(crate) fn stored_text<T: Clone + std::fmt::Display + VisitMut>(node: &T) -> String {
+    struct EscapeStrings;
+    impl VisitorMut for EscapeStrings {
+        type Break = ();
+        fn pre_visit_value(&mut self, value: &mut ValueWithSpan) -> ControlFlow<()> {
+            match &mut value.value {
+                Value::SingleQuotedString(s) | Value::NationalStringLiteral(s) => {
+                    *s = escaped(s, '\'');
+                }
+                Value::DoubleQuotedString(s) => *s = escaped(s, '"'),
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    // sqlparser doubles a quote unless a `\\` comes before it, so a quote escaped here
+    // is printed as it is.
+    fn escaped(s: &str, quote: char) -> String {
+        let mut out = String::with_capacity(s.len() + 2);
+        for c in s.chars() {
+            if c == '\\' || c == quote {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+    let text = node.to_string();
+    if !text.contains('\\') {
+        return text;
+    }
+    let mut copy = node.clone();
+    let _ = copy.visit(&mut EscapeStrings);
+    copy.to_string()
 }
 
 /// Parses `text` into statements under `syntax` (rules 1 to 6), UPDATE's and DELETE's
@@ -250,7 +301,7 @@ impl Dialect for ModeDialect {
         }))
     }
 
-    // Rule 7: the rest is MySqlDialect's.
+    // Rule 9: the rest is MySqlDialect's.
 
     fn supports_string_literal_table_alias(&self, explicit: bool) -> bool {
         self.inner.supports_string_literal_table_alias(explicit)
@@ -268,7 +319,8 @@ impl Dialect for ModeDialect {
         self.inner.ordered_bind_placeholder_style()
     }
     fn supports_string_literal_backslash_escape(&self) -> bool {
-        self.inner.supports_string_literal_backslash_escape()
+        // Rule 7.
+        !self.syntax.no_backslash_escapes && self.inner.supports_string_literal_backslash_escape()
     }
     fn supports_string_literal_concatenation(&self) -> bool {
         self.inner.supports_string_literal_concatenation()

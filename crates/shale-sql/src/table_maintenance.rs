@@ -58,7 +58,7 @@ pub(crate) type Parsed = (Maintenance, Vec<(Option<String>, String)>);
 /// Recognizes one OPTIMIZE TABLE or ANALYZE TABLE statement (`;` optional); `None` for any
 /// other text (ANALYZE TABLE ... UPDATE/DROP HISTOGRAM included, which is not supported and
 /// falls through to the parser's error).
-pub(crate) fn parse(sql: &str) -> Option<Parsed> {
+pub(crate) fn parse(sql: &str, ansi_quotes: bool) -> Option<Parsed> {
     let text = sql.trim().trim_end_matches(';').trim_end();
     let (head, mut rest) = split_word(text)?;
     let kind = if head.eq_ignore_ascii_case("OPTIMIZE") {
@@ -79,7 +79,7 @@ pub(crate) fn parse(sql: &str) -> Option<Parsed> {
     rest = after;
     let mut names = Vec::new();
     loop {
-        let (name, after) = qualified_name(rest)?;
+        let (name, after) = qualified_name(rest, ansi_quotes)?;
         names.push(name);
         let after = after.trim_start();
         if let Some(next) = after.strip_prefix(',') {
@@ -169,6 +169,10 @@ pub(crate) fn run(
 mod tests {
     use super::*;
 
+    fn parse_text(sql: &str) -> Option<Parsed> {
+        parse(sql, false)
+    }
+
     fn n(db: Option<&str>, table: &str) -> (Option<String>, String) {
         (db.map(str::to_string), table.to_string())
     }
@@ -176,23 +180,23 @@ mod tests {
     #[test]
     fn recognizes_optimize_and_analyze_forms() {
         assert_eq!(
-            parse("OPTIMIZE TABLE t"),
+            parse_text("OPTIMIZE TABLE t"),
             Some((Maintenance::Optimize, vec![n(None, "t")]))
         );
         assert_eq!(
-            parse("analyze local table a, `b c`.`d`;"),
+            parse_text("analyze local table a, `b c`.`d`;"),
             Some((
                 Maintenance::Analyze,
                 vec![n(None, "a"), n(Some("b c"), "d")]
             ))
         );
         assert_eq!(
-            parse("OPTIMIZE NO_WRITE_TO_BINLOG TABLES db.t"),
+            parse_text("OPTIMIZE NO_WRITE_TO_BINLOG TABLES db.t"),
             Some((Maintenance::Optimize, vec![n(Some("db"), "t")]))
         );
-        assert_eq!(parse("ANALYZE TABLE t UPDATE HISTOGRAM ON c"), None);
-        assert_eq!(parse("OPTIMIZE TABLE"), None);
-        assert_eq!(parse("OPTIMIZE TABLE t; SELECT 1"), None);
-        assert_eq!(parse("SELECT 1"), None);
+        assert_eq!(parse_text("ANALYZE TABLE t UPDATE HISTOGRAM ON c"), None);
+        assert_eq!(parse_text("OPTIMIZE TABLE"), None);
+        assert_eq!(parse_text("OPTIMIZE TABLE t; SELECT 1"), None);
+        assert_eq!(parse_text("SELECT 1"), None);
     }
 }

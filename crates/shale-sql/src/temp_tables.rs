@@ -170,7 +170,7 @@ pub(crate) fn create(
             ));
         }
         let mut result = crate::alter::Collected::default();
-        session.execute(&query.to_string(), &mut result)?;
+        session.run_query(query, &mut result)?;
         session.state_mut().warnings.clear();
         let def = crate::alter::select_table_def(db, name, &result.columns)?;
         rows = result.rows;

@@ -299,7 +299,7 @@ fn write_view(
         database: db,
         name,
         columns: spec.columns.clone(),
-        query: spec.query.to_string(),
+        query: crate::syntax_mode::stored_text(spec.query),
         algorithm: match params.and_then(|p| p.algorithm.as_ref()) {
             None | Some(ast::CreateViewAlgorithm::Undefined) => ViewAlgorithm::Undefined,
             Some(ast::CreateViewAlgorithm::Merge) => ViewAlgorithm::Merge,

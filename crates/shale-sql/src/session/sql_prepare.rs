@@ -18,6 +18,7 @@ use sqlparser::ast::{self, Statement};
 use super::Session;
 use crate::error::SqlError;
 use crate::result::ResultSink;
+use crate::syntax_mode::Syntax;
 
 /// Where PREPARE takes its text from.
 pub(crate) enum PrepareSource {
@@ -34,8 +35,12 @@ fn unknown_handler(name: &str, command: &str) -> SqlError {
 }
 
 /// `(name, source)` when `sql` is a single `PREPARE name FROM ...` statement; an error
-/// when it starts so but the source is neither a string nor a user variable.
-pub(crate) fn parse_prepare(sql: &str) -> Option<Result<(String, PrepareSource), SqlError>> {
+/// when it starts so but the source is neither a string nor a user variable. `syntax` is
+/// the session's: under ANSI_QUOTES `"..."` is a name, not the source text.
+pub(crate) fn parse_prepare(
+    sql: &str,
+    syntax: Syntax,
+) -> Option<Result<(String, PrepareSource), SqlError>> {
     let text = sql.trim().trim_end_matches(';').trim_end();
     let (head, rest) = text.split_once(char::is_whitespace)?;
     if !head.eq_ignore_ascii_case("PREPARE") {
@@ -48,10 +53,15 @@ pub(crate) fn parse_prepare(sql: &str) -> Option<Result<(String, PrepareSource),
     if !from.eq_ignore_ascii_case("FROM") {
         return None;
     }
-    let name = name.trim_matches('`').to_string();
+    let name = if syntax.ansi_quotes {
+        name.trim_matches(|c| c == '`' || c == '"')
+    } else {
+        name.trim_matches('`')
+    }
+    .to_string();
     // The source is parsed as an expression of `SELECT`, so quoting and escapes are the
     // parser's.
-    let parsed = crate::parse::parse(&format!("SELECT {source}"));
+    let parsed = crate::parse::parse_as(&format!("SELECT {source}"), syntax);
     let expr = match parsed.as_deref() {
         Ok([Statement::Query(q)]) => match q.body.as_ref() {
             ast::SetExpr::Select(s) if s.projection.len() == 1 => match &s.projection[0] {
@@ -129,7 +139,7 @@ impl Session {
                     | Statement::Execute { .. }
                     | Statement::Deallocate { .. }
             )
-        }) || parse_prepare(&text).is_some()
+        }) || parse_prepare(&text, self.syntax()).is_some()
         {
             return Err(SqlError::new(
                 1295,
