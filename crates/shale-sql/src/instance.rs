@@ -129,6 +129,7 @@ impl Instance {
         let isolation = options.transaction_isolation;
         let dir = path.as_ref().to_path_buf();
         let fs = Arc::clone(&options.store.engine.file_system);
+        let max_open_files = options.store.engine.max_open_files;
         shale_table::install_virtual_columns(Arc::new(crate::gencols::Evaluator));
         let store = Store::open(path, options.store)?;
         let catalog = store.catalog();
@@ -179,6 +180,13 @@ impl Instance {
         }
         instance.reload_grants()?;
         crate::engine_settings::publish(&instance);
+        // Fixed at open (read-only): -1 for no limit, as `rocksdb_max_open_files` shows it.
+        let open_files = if max_open_files == shale_engine::UNLIMITED_OPEN_FILES {
+            -1
+        } else {
+            i64::try_from(max_open_files).unwrap_or(-1)
+        };
+        instance.set_global("shale_max_open_files", Value::Int(open_files));
         Ok(instance)
     }
 

@@ -25,7 +25,7 @@ const LIVE_GLOBAL: [(&str, u64, u64); 6] = [
 ];
 
 /// Variables a running server cannot change: startup settings and the engine's options.
-const READ_ONLY: [&str; 15] = [
+const READ_ONLY: [&str; 16] = [
     "port",
     "socket",
     "datadir",
@@ -43,6 +43,8 @@ const READ_ONLY: [&str; 15] = [
     // The engine opens table files with O_DIRECT or not at start (`--use-direct-reads`).
     "shale_use_direct_reads",
     "shale_use_direct_io_for_flush_and_compaction",
+    // The engine's table cache is sized at open (`--max-open-files`).
+    "shale_max_open_files",
 ];
 
 /// `innodb_stats_auto_recalc`'s twin: whether the table layer estimates a table's index

@@ -103,6 +103,8 @@ pub(crate) fn defaults() -> BTreeMap<&'static str, Value> {
     m.insert("slow_query_log", Value::Int(0));
     // Whether the engine reads / writes table files with O_DIRECT (set at start).
     m.insert("shale_use_direct_reads", Value::Int(0));
+    // Table files the engine keeps open (-1: all, pinned); `shale serve --max-open-files`.
+    m.insert("shale_max_open_files", Value::Int(1000));
     m.insert(
         "shale_use_direct_io_for_flush_and_compaction",
         Value::Int(0),

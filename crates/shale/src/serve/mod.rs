@@ -13,6 +13,7 @@ mod certs;
 pub mod config;
 mod datadir;
 mod metrics;
+mod open_files;
 
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -72,6 +73,13 @@ pub struct ServeArgs {
     /// start; the server refuses to start where the file system refuses `O_DIRECT`.
     #[arg(long)]
     pub use_direct_reads: bool,
+    /// Table files the engine keeps open (`MyRocks`' `rocksdb_max_open_files`): -2, the
+    /// default, is half the process's open-file limit (`ulimit -n`); -1 keeps every table
+    /// open and pinned (fastest reads; one descriptor per table file); else at least 16.
+    /// Fixed at start; shown as `shale_max_open_files`.
+    #[arg(long, value_name = "N", default_value_t = open_files::AUTO, allow_hyphen_values = true,
+          value_parser = open_files::parse)]
+    pub max_open_files: i64,
     /// Write the table files of flushes and compactions with `O_DIRECT` (`MyRocks`'
     /// `rocksdb_use_direct_io_for_flush_and_compaction`). Fixed at start.
     #[arg(long)]
@@ -208,6 +216,7 @@ pub fn run(args: &ServeArgs) -> Result<(), Failure> {
     options.store.engine.block_cache_capacity = args.block_cache_size;
     options.store.engine.durability = args.durability;
     options.store.engine.use_direct_reads = args.use_direct_reads;
+    options.store.engine.max_open_files = open_files::engine_limit(args.max_open_files);
     options.store.engine.use_direct_io_for_flush_and_compaction =
         args.use_direct_io_for_flush_and_compaction;
     let instance = Instance::open(&args.datadir, options)
