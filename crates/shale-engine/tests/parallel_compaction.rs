@@ -327,6 +327,7 @@ fn many_writers_and_compaction_threads_in_one_keyspace_match_a_model() {
     let db = Db::open(DIR, options(fs.clone(), keyspace.clone(), 6)).unwrap();
     let cmp = db.current_version().comparator().clone();
     let stop = AtomicBool::new(false);
+    let writers_done = AtomicBool::new(false);
     let most_running = AtomicUsize::new(0);
     let model = std::thread::scope(|scope| {
         // Checks the live levels while the writers and compactions run.
@@ -338,6 +339,21 @@ fn many_writers_and_compaction_threads_in_one_keyspace_match_a_model() {
                 checks += 1;
                 std::thread::yield_now();
             }
+        });
+        // Manual compactions of key ranges meanwhile: each step waits for the running
+        // compactions it would meet and runs alone (claims invariant 6).
+        let manual = scope.spawn(|| {
+            let keyspace = db.default_keyspace();
+            let mut rng = Rng(0x00c0_ffee);
+            let mut done = 0;
+            while !writers_done.load(Ordering::SeqCst) || done < 2 {
+                let start = rng.below(WRITERS * KEYS_PER_WRITER);
+                let end = start + rng.below(2000);
+                db.compact_range(&keyspace, Some(&key(start)), Some(&key(end)))
+                    .unwrap();
+                done += 1;
+            }
+            done
         });
         let writers: Vec<_> = (0..WRITERS)
             .map(|writer| {
@@ -353,6 +369,8 @@ fn many_writers_and_compaction_threads_in_one_keyspace_match_a_model() {
         for writer in writers {
             model.extend(writer.join().unwrap());
         }
+        writers_done.store(true, Ordering::SeqCst);
+        assert!(manual.join().unwrap() >= 2);
         db.wait_for_background_work().unwrap();
         stop.store(true, Ordering::SeqCst);
         checker.join().unwrap();
@@ -360,6 +378,7 @@ fn many_writers_and_compaction_threads_in_one_keyspace_match_a_model() {
     });
     let stats = db.stats();
     assert!(stats.compactions > 10, "{stats:?}");
+    assert!(stats.manual_compactions >= 2, "{stats:?}");
     assert_eq!(scan(&db), model);
     check_levels(&*cmp, &live_levels(&db), "after the run");
     let (compaction_edits, replayed) = replay_and_check(&*fs, &*cmp);

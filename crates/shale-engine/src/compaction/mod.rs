@@ -142,29 +142,44 @@ pub(crate) fn compact_range(
     crate::flush::flush_and_wait(inner)?;
     let num_levels = inner.lock_state().versions.num_levels();
     for level in 0..num_levels - 1 {
-        let mut state = inner.lock_state();
-        state.compaction_claims.hold_for_manual(keyspace);
-        let step;
-        (state, step) = start_manual_step(inner, state, keyspace, level, (start, end));
-        let (job, claim, snapshots) = match step {
-            Ok(Some(step)) => step,
-            other => {
-                state.compaction_claims.release_manual(keyspace);
-                inner.state_changed.notify_all();
-                other?;
-                continue;
-            }
-        };
+        // Declared before the state guard, so dropped after it on every return.
+        let _hold = ManualHold::take(inner, keyspace);
+        let state = inner.lock_state();
+        let (state, step) = start_manual_step(inner, state, keyspace, level, (start, end));
         drop(state);
-        let result = execute(inner, job, claim, &snapshots, true);
+        let Some((job, claim, snapshots)) = step? else {
+            continue;
+        };
+        execute(inner, job, claim, &snapshots, true)?;
+    }
+    inner.check_open()
+}
+
+/// A keyspace held for one manual step (`claims` invariant 6), released when dropped: also
+/// on an early return or a panic, so the keyspace's background compactions always resume.
+/// Takes the state lock in both `take` and `drop`, so it is never created or dropped while
+/// the caller holds it.
+struct ManualHold<'a> {
+    inner: &'a DbInner,
+    keyspace: u32,
+}
+
+impl<'a> ManualHold<'a> {
+    fn take(inner: &'a DbInner, keyspace: u32) -> Self {
         inner
             .lock_state()
             .compaction_claims
-            .release_manual(keyspace);
-        inner.state_changed.notify_all();
-        result?;
+            .hold_for_manual(keyspace);
+        ManualHold { inner, keyspace }
     }
-    inner.check_open()
+}
+
+impl Drop for ManualHold<'_> {
+    fn drop(&mut self) {
+        let mut state = self.inner.lock_state();
+        state.compaction_claims.release_manual(self.keyspace);
+        self.inner.state_changed.notify_all();
+    }
 }
 
 /// What a started manual step runs: its job, its claims and the live snapshots.
