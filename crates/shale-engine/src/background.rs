@@ -7,8 +7,9 @@
 //!    a thread adds its number before it is spawned and removes it as it ends. A raised limit
 //!    starts the missing numbers at once (`Db::set_options`); a lowered one is seen by a
 //!    thread the next time it looks for work, after the compaction it runs, if any.
-//! 2. Compaction threads never compact the same keyspace at once (`DbState::compacting`).
-//!    Only thread 0 runs idle compactions.
+//! 2. Compaction threads take concurrent work in one keyspace only as far as the claims of the
+//!    running compactions allow (compaction/claims.rs: disjoint files and output ranges, one
+//!    from L0 at a time). Only thread 0 runs idle compactions.
 //!
 //! A panic in the unlocked part of a flush or compaction (writing its tables, in a
 //! subcompaction too) is caught there and retried a few times (`crate::job_panic`, which says
@@ -369,7 +370,7 @@ pub(crate) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     loop {
         inner.check_background_error()?;
         let idle = state.keyspaces.values().all(|k| k.imm.is_empty())
-            && state.compacting.is_empty()
+            && state.compaction_claims.is_empty()
             && !crate::compaction::needs_compaction(&state, inner.options.clock.now_seconds());
         if idle {
             return Ok(());

@@ -124,14 +124,6 @@ pub(crate) struct WalState {
     pub(crate) record: GroupRecord,
 }
 
-/// The level and user-key range a running compaction writes its outputs to.
-#[derive(Debug, Clone)]
-pub(crate) struct CompactionOutputRange {
-    pub(crate) level: usize,
-    pub(crate) smallest: Vec<u8>,
-    pub(crate) largest: Vec<u8>,
-}
-
 /// State guarded by the main mutex.
 #[derive(Debug)]
 pub(crate) struct DbState {
@@ -139,13 +131,13 @@ pub(crate) struct DbState {
     pub(crate) keyspaces: BTreeMap<u32, KeyspaceState>,
     /// Table files being written by flushes or compactions (never deleted as obsolete).
     pub(crate) pending_outputs: BTreeSet<u64>,
-    /// Keyspaces a compaction is running for.
-    pub(crate) compacting: BTreeSet<u32>,
+    /// What each running compaction reads and writes, and the keyspaces a manual compaction
+    /// holds (`crate::compaction::CompactionClaims`, whose invariants say when compactions of
+    /// one keyspace may run at once; ingestion keeps its files out of the output ranges,
+    /// `crate::ingest`).
+    pub(crate) compaction_claims: crate::compaction::CompactionClaims,
     /// The numbers of the compaction threads running (`crate::background`, invariant 1).
     pub(crate) compaction_threads: BTreeSet<usize>,
-    /// What each running compaction will write: ingestion keeps its files out of that range
-    /// of the output level (`crate::ingest`), where they would overlap the outputs.
-    pub(crate) compaction_outputs: BTreeMap<u32, CompactionOutputRange>,
     /// Flushes and compactions finished since open (tests and tools wait on these).
     pub(crate) flushes_done: u64,
     pub(crate) compactions_done: u64,
@@ -315,9 +307,8 @@ impl DbInner {
                 versions,
                 keyspaces,
                 pending_outputs: BTreeSet::new(),
-                compacting: BTreeSet::new(),
+                compaction_claims: crate::compaction::CompactionClaims::default(),
                 compaction_threads: BTreeSet::new(),
-                compaction_outputs: BTreeMap::new(),
                 flushes_done: 0,
                 compactions_done: 0,
                 pinned_wals: BTreeMap::new(),
@@ -879,6 +870,12 @@ impl Db {
     #[cfg(feature = "testing")]
     pub fn compaction_threads(&self) -> usize {
         self.inner.lock_state().compaction_threads.len()
+    }
+
+    /// How many compactions run now (background, idle and manual ones).
+    #[cfg(feature = "testing")]
+    pub fn running_compactions(&self) -> usize {
+        self.inner.lock_state().compaction_claims.running()
     }
 
     /// The current values of the options [`Self::set_options`] changes, named as it names

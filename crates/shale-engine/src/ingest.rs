@@ -612,23 +612,22 @@ fn memtable_overlaps(cmp: &dyn Comparator, mem: &Arc<MemTable>, file: &Candidate
 }
 
 /// The deepest level where `candidate` overlaps nothing at that level or above, nor the
-/// output range of a running compaction of its keyspace into that level. Overlap is judged on
+/// output range of any running compaction of its keyspace into that level (several may run,
+/// compaction/claims.rs). Overlap is judged on
 /// inclusive user-key ranges (an exclusive range-deletion end counts), which at worst places a
 /// file one level higher than needed.
 fn pick_level(inner: &DbInner, state: &DbState, version: &Version, candidate: &Candidate) -> usize {
     let cmp = inner.user_comparator();
     let (smallest, largest) = (candidate.smallest.user_key(), candidate.largest.user_key());
-    let running = state.compaction_outputs.get(&candidate.keyspace);
     let mut chosen = 0;
     for level in 0..version.num_levels() {
         let overlapping = !version
             .overlapping_files(candidate.keyspace, level, smallest, largest)
             .is_empty();
-        let in_compaction = running.is_some_and(|r| {
-            r.level == level
-                && cmp.compare(&r.smallest, largest).is_le()
-                && cmp.compare(smallest, &r.largest).is_le()
-        });
+        let in_compaction = state
+            .compaction_claims
+            .output_ranges(candidate.keyspace)
+            .any(|r| r.level == level && r.overlaps(&**cmp, smallest, largest));
         if overlapping || in_compaction {
             break;
         }

@@ -29,7 +29,7 @@
 //! (`crate::background`), because there the retry's premise does not hold:
 //! - picking a job, installing its edit and Version, and deleting obsolete files run under
 //!   the state lock, so a panic there poisons it: the edit may be in the MANIFEST and not in
-//!   memory, a keyspace left marked compacting, a file deleted that the Version still names;
+//!   memory, a compaction's files left claimed, a file deleted that the Version still names;
 //! - a MANIFEST roll holds the state lock throughout, and a WAL switch reads the failed log
 //!   back as the write group's leader: a panic leaves the leadership (and every queued
 //!   writer) unreleased, which only the switch's own end gives back;

@@ -737,9 +737,10 @@ pub struct Options {
     /// buffered. Default off.
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Background jobs that may run at once (`RocksDB`'s `max_background_jobs`): one is the
-    /// flush thread, the rest compaction threads, each compacting a keyspace no other
-    /// compaction holds (one compaction per keyspace at a time, so more threads help only a
-    /// database with several keyspaces). 2 (the default) to
+    /// flush thread, the rest compaction threads. Several compactions of one keyspace run at
+    /// once when their files and output ranges are apart (one from L0 at a time, as in
+    /// `RocksDB`), so more threads drain a compaction backlog faster even in a database with
+    /// one keyspace (docs/compaction.md). 2 (the default) to
     /// [`MAX_BACKGROUND_JOBS`]; changed live by [`crate::Db::set_options`].
     pub max_background_jobs: usize,
 }

@@ -2,8 +2,11 @@
 //! (`picker`) chooses the work from a Version and the keyspace's options; this module runs it:
 //! a trivial move is one MANIFEST edit, anything else merges the inputs into new tables of the
 //! output level, cut at `target_file_size` and before an output would overlap more than
-//! `GRANDPARENT_OVERLAP_FACTOR` target sizes of the level below it. One compaction runs per
-//! keyspace at a time (`DbState::compacting`), background or manual (`Db::compact_range`).
+//! `GRANDPARENT_OVERLAP_FACTOR` target sizes of the level below it. Several compactions of one
+//! keyspace run at once when their files and output ranges are apart (`claims`, which states
+//! the rules): each claims what it reads and writes when picked, under the state lock, and
+//! releases it when it installs or fails; a manual step (`Db::compact_range`) runs alone in
+//! its keyspace.
 //!
 //! What is dropped (ARCHITECTURE.md invariant 3: nothing a live snapshot can see):
 //! - snapshot stripes: with live snapshots S, entry seqno `s` is in stripe `count(S < s)`;
@@ -25,7 +28,7 @@
 //! the repeated zero trailer then costs a data block almost nothing after compression.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 use shale_sst::{
@@ -36,7 +39,7 @@ use shale_sst::{
 use crate::blob::{
     decode_reference, discard_blob_files, BlobFileMeta, BlobGarbage, BlobOutputs, BlobSettings,
 };
-use crate::db::{CompactionOutputRange, DbInner, DbState};
+use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::flush::{file_meta, writer_options};
 use crate::iterator::InternalIterator;
@@ -49,6 +52,7 @@ use crate::table_cache::table_file_name;
 use crate::version::{FileMetaData, Version, VersionEdit};
 
 mod background_manual;
+mod claims;
 mod picker;
 #[cfg(test)]
 mod picker_tests;
@@ -57,6 +61,8 @@ mod subcompaction;
 
 pub(crate) use background_manual::start as start_background_compact_range;
 pub use background_manual::BackgroundCompaction;
+use claims::ClaimId;
+pub(crate) use claims::CompactionClaims;
 use picker::CompactionReason;
 pub(crate) use picker::{estimated_pending_bytes, level_targets, scores, Compaction};
 pub(crate) use read_failure::{blocked_write_error, CompactionReadFailures};
@@ -77,19 +83,22 @@ struct Job {
     version: Arc<Version>,
 }
 
-/// Whether some keyspace not already compacting needs a compaction (`now`: the clock).
+/// Whether some keyspace needs a compaction that may start beside the running ones.
 pub(crate) fn needs_compaction(state: &DbState, now: u64) -> bool {
     pick(state, now).is_some()
 }
 
+/// The compaction to start next: the first keyspace's (by id) that needs one the running
+/// compactions allow (`claims`), skipping keyspaces a manual compaction holds.
 fn pick(state: &DbState, now: u64) -> Option<Job> {
     let version = state.versions.current();
     state
         .keyspaces
         .values()
-        .filter(|k| !state.compacting.contains(&k.id))
+        .filter(|k| !state.compaction_claims.held_for_manual(k.id))
         .find_map(|keyspace| {
-            picker::pick(&version, keyspace.id, &keyspace.options, now)
+            let busy = state.compaction_claims.busy(keyspace.id);
+            picker::pick(&version, keyspace.id, &keyspace.options, now, &busy)
                 .filter(|c| !state.compaction_reads.reads_damaged(c))
                 .map(|compaction| Job {
                     compaction,
@@ -100,17 +109,17 @@ fn pick(state: &DbState, now: u64) -> Option<Job> {
         })
 }
 
-/// Runs one compaction if one is needed.
+/// Starts one compaction if one is needed and may run beside the running ones, and runs it.
 pub(crate) fn compact_once(inner: &Arc<DbInner>) -> Result<()> {
-    let (job, snapshots) = {
+    let (job, claim, snapshots) = {
         let mut state = inner.lock_state();
         let Some(job) = pick(&state, inner.options.clock.now_seconds()) else {
             return Ok(());
         };
-        mark_compacting(inner, &mut state, &job.compaction);
-        (job, live_snapshots(inner))
+        let claim = claim(inner, &mut state, &job.compaction);
+        (job, claim, live_snapshots(inner))
     };
-    execute(inner, job, &snapshots, false)
+    execute(inner, job, claim, &snapshots, false)
 }
 
 fn live_snapshots(inner: &DbInner) -> Vec<SeqNo> {
@@ -121,7 +130,9 @@ fn live_snapshots(inner: &DbInner) -> Vec<SeqNo> {
 
 /// Manual compaction of `keyspace` over `[start, end]` (`None`: unbounded): flushes, then
 /// compacts every level from L0 down into the next, so the range's data ends in the last
-/// non-empty level with shadowed versions and bottommost tombstones gone. Waits.
+/// non-empty level with shadowed versions and bottommost tombstones gone. Waits. Each step
+/// runs alone in the keyspace (`claims` invariant 6): it waits for the keyspace's running
+/// compactions to end, and none starts meanwhile.
 pub(crate) fn compact_range(
     inner: &Arc<DbInner>,
     keyspace: u32,
@@ -131,46 +142,92 @@ pub(crate) fn compact_range(
     crate::flush::flush_and_wait(inner)?;
     let num_levels = inner.lock_state().versions.num_levels();
     for level in 0..num_levels - 1 {
-        let (job, snapshots) = {
-            let mut state = inner.lock_state();
-            loop {
-                inner.check_background_error()?;
-                inner.check_open()?;
-                if !state.keyspaces.contains_key(&keyspace) {
-                    return Err(Error::InvalidArgument(format!(
-                        "keyspace id {keyspace} does not exist (dropped?)"
-                    )));
-                }
-                if !state.compacting.contains(&keyspace) {
-                    break;
-                }
-                state = inner.wait_state(state);
-            }
-            let version = state.versions.current();
-            let Some((options, keyspace_name)) = state
-                .keyspaces
-                .get(&keyspace)
-                .map(|k| (k.options.clone(), k.name.clone()))
-            else {
-                continue;
-            };
-            let Some(compaction) =
-                picker::pick_manual(&version, keyspace, &options, level, start, end)
-            else {
-                continue;
-            };
-            mark_compacting(inner, &mut state, &compaction);
-            let job = Job {
-                compaction,
-                options,
-                keyspace_name,
-                version,
-            };
-            (job, live_snapshots(inner))
+        // Declared before the state guard, so dropped after it on every return.
+        let _hold = ManualHold::take(inner, keyspace);
+        let state = inner.lock_state();
+        let (state, step) = start_manual_step(inner, state, keyspace, level, (start, end));
+        drop(state);
+        let Some((job, claim, snapshots)) = step? else {
+            continue;
         };
-        execute(inner, job, &snapshots, true)?;
+        execute(inner, job, claim, &snapshots, true)?;
     }
     inner.check_open()
+}
+
+/// A keyspace held for one manual step (`claims` invariant 6), released when dropped: also
+/// on an early return or a panic, so the keyspace's background compactions always resume.
+/// Takes the state lock in both `take` and `drop`, so it is never created or dropped while
+/// the caller holds it.
+struct ManualHold<'a> {
+    inner: &'a DbInner,
+    keyspace: u32,
+}
+
+impl<'a> ManualHold<'a> {
+    fn take(inner: &'a DbInner, keyspace: u32) -> Self {
+        inner
+            .lock_state()
+            .compaction_claims
+            .hold_for_manual(keyspace);
+        ManualHold { inner, keyspace }
+    }
+}
+
+impl Drop for ManualHold<'_> {
+    fn drop(&mut self) {
+        let mut state = self.inner.lock_state();
+        state.compaction_claims.release_manual(self.keyspace);
+        self.inner.state_changed.notify_all();
+    }
+}
+
+/// What a started manual step runs: its job, its claims and the live snapshots.
+type ManualStep = (Job, ClaimId, Vec<SeqNo>);
+
+/// A manual step of `compact_range` (its keyspace held): waits until no compaction of the
+/// keyspace runs, then picks and claims the compaction of `level` over `range`, if any.
+fn start_manual_step<'a>(
+    inner: &Arc<DbInner>,
+    mut state: MutexGuard<'a, DbState>,
+    keyspace: u32,
+    level: usize,
+    (start, end): (Option<&[u8]>, Option<&[u8]>),
+) -> (MutexGuard<'a, DbState>, Result<Option<ManualStep>>) {
+    loop {
+        if let Err(error) = inner.check_background_error().and(inner.check_open()) {
+            return (state, Err(error));
+        }
+        if !state.keyspaces.contains_key(&keyspace) {
+            let error =
+                Error::InvalidArgument(format!("keyspace id {keyspace} does not exist (dropped?)"));
+            return (state, Err(error));
+        }
+        if !state.compaction_claims.runs_in(keyspace) {
+            break;
+        }
+        state = inner.wait_state(state);
+    }
+    let version = state.versions.current();
+    let Some((options, keyspace_name)) = state
+        .keyspaces
+        .get(&keyspace)
+        .map(|k| (k.options.clone(), k.name.clone()))
+    else {
+        return (state, Ok(None));
+    };
+    let Some(compaction) = picker::pick_manual(&version, keyspace, &options, level, start, end)
+    else {
+        return (state, Ok(None));
+    };
+    let claim = claim(inner, &mut state, &compaction);
+    let job = Job {
+        compaction,
+        options,
+        keyspace_name,
+        version,
+    };
+    (state, Ok(Some((job, claim, live_snapshots(inner)))))
 }
 
 /// Idle compaction (writes stopped, reads go on): flushes the memtables, then compacts every
@@ -181,10 +238,10 @@ pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
     crate::flush::flush_and_wait(inner)?;
     let keyspaces: Vec<u32> = inner.lock_state().keyspaces.keys().copied().collect();
     for keyspace in keyspaces {
-        let (job, snapshots) = {
+        let (job, claim, snapshots) = {
             let mut state = inner.lock_state();
             inner.check_open()?;
-            if state.compacting.contains(&keyspace) {
+            if state.compaction_claims.held_for_manual(keyspace) {
                 continue;
             }
             let version = state.versions.current();
@@ -195,64 +252,52 @@ pub(crate) fn compact_idle(inner: &Arc<DbInner>) -> Result<()> {
             else {
                 continue;
             };
-            let Some(compaction) = picker::pick_idle(&version, keyspace, &options)
-                .filter(|c| !state.compaction_reads.reads_damaged(c))
-            else {
+            let busy = state.compaction_claims.busy(keyspace);
+            let Some(compaction) = picker::pick_idle(&version, keyspace, &options).filter(|c| {
+                busy.allows(&**inner.user_comparator(), c)
+                    && !state.compaction_reads.reads_damaged(c)
+            }) else {
                 continue;
             };
-            mark_compacting(inner, &mut state, &compaction);
+            let claim = claim(inner, &mut state, &compaction);
             let job = Job {
                 compaction,
                 options,
                 keyspace_name,
                 version,
             };
-            (job, live_snapshots(inner))
+            (job, claim, live_snapshots(inner))
         };
-        execute(inner, job, &snapshots, false)?;
+        execute(inner, job, claim, &snapshots, false)?;
     }
     Ok(())
 }
 
-/// Marks the keyspace of `compaction` compacting and records the range its outputs cover:
-/// every output key comes from an input, so the inputs' user-key range bounds them.
-fn mark_compacting(inner: &DbInner, state: &mut DbState, compaction: &Compaction) {
-    state.compacting.insert(compaction.keyspace);
-    let cmp = inner.user_comparator();
-    let mut inputs = compaction.all_inputs().map(|(_, f)| f);
-    let Some(first) = inputs.next() else {
-        return;
-    };
-    let mut range = CompactionOutputRange {
-        level: compaction.output_level,
-        smallest: first.smallest.user_key().to_vec(),
-        largest: first.largest.user_key().to_vec(),
-    };
-    for file in inputs {
-        if cmp
-            .compare(file.smallest.user_key(), &range.smallest)
-            .is_lt()
-        {
-            range.smallest = file.smallest.user_key().to_vec();
-        }
-        if cmp.compare(file.largest.user_key(), &range.largest).is_gt() {
-            range.largest = file.largest.user_key().to_vec();
-        }
-    }
-    state.compaction_outputs.insert(compaction.keyspace, range);
+/// Records what `compaction` reads and writes (`claims`); the caller checked that the running
+/// compactions allow it.
+fn claim(inner: &DbInner, state: &mut DbState, compaction: &Compaction) -> ClaimId {
+    state
+        .compaction_claims
+        .claim(&**inner.user_comparator(), compaction)
 }
 
-/// Runs `job` (its keyspace is marked compacting) and installs the result. A `manual` job's
-/// failure to write its tables is only returned to its caller; a background job's pauses
-/// writes until a retry succeeds (db.rs invariant 4).
-fn execute(inner: &Arc<DbInner>, job: Job, snapshots: &[SeqNo], manual: bool) -> Result<()> {
+/// Runs `job` (claimed as `claim`) and installs the result, releasing the claims under the
+/// same lock as the install, so no compaction picked after sees its inputs free but still in
+/// the Version. A `manual` job's failure to write its tables is only returned to its caller;
+/// a background job's pauses writes until a retry succeeds (db.rs invariant 4).
+fn execute(
+    inner: &Arc<DbInner>,
+    job: Job,
+    claim: ClaimId,
+    snapshots: &[SeqNo],
+    manual: bool,
+) -> Result<()> {
     let compaction = &job.compaction;
     let started = Instant::now();
     let outcome = merge(inner, &job, snapshots);
     let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let mut state = inner.lock_state();
-    state.compacting.remove(&compaction.keyspace);
-    state.compaction_outputs.remove(&compaction.keyspace);
+    state.compaction_claims.release(claim);
     inner.state_changed.notify_all();
     let result = match outcome {
         Ok(result) => result,

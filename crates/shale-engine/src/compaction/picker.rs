@@ -30,6 +30,13 @@
 //!   the output level; unless an input holds deletions and nothing lies below the output level
 //!   (invariant 4).
 //!
+//! Running compactions (`claims`): [`pick`] is given what the keyspace's running compactions
+//! claim ([`Busy`]) and returns only a compaction that [`Busy::allows`]; the level scores
+//! then count only the bytes (L0: the files) no running compaction takes, as `RocksDB`'s
+//! `being_compacted` does, and when the best level's compaction is not allowed the next
+//! file of that level by overlap, then the next level by score, is tried (`RocksDB`'s
+//! `LevelCompactionPicker`). The TTL, tombstone and blob reasons choose among free files.
+//!
 //! Invariants of a [`Compaction`] it returns:
 //! 1. `output_level > start_level`, and `output_level` is `start_level + 1` or, from L0, the
 //!    base level (every level in between is empty).
@@ -39,8 +46,11 @@
 //! 4. No `trivial_move` of an input holding deletions when `drop_tombstones`: it is rewritten,
 //!    so deletions reach a level with nothing below them only through a merge that drops all
 //!    no snapshot needs.
+//! 5. From [`pick`]: [`Busy::allows`] it (no input claimed, no overlap with an output range
+//!    being written into its output level, not from L0 while an L0 compaction runs).
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -118,6 +128,72 @@ impl Compaction {
 
     pub(crate) fn input_bytes(&self) -> u64 {
         self.all_inputs().map(|(_, f)| f.size).sum()
+    }
+
+    /// The level and user-key range its outputs are written to: every output key comes from
+    /// an input, so the union of the inputs' ranges bounds them (`None`: no inputs).
+    pub(crate) fn output_range(&self, cmp: &dyn Comparator) -> Option<OutputRange> {
+        let (smallest, largest) = key_range(cmp, self.all_inputs().map(|(_, f)| f))?;
+        Some(OutputRange {
+            level: self.output_level,
+            smallest,
+            largest,
+        })
+    }
+}
+
+/// The level and inclusive user-key range a running compaction writes its outputs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OutputRange {
+    pub level: usize,
+    pub smallest: Vec<u8>,
+    pub largest: Vec<u8>,
+}
+
+impl OutputRange {
+    /// Whether `[smallest, largest]` (inclusive user keys) shares a key with this range.
+    pub(crate) fn overlaps(&self, cmp: &dyn Comparator, smallest: &[u8], largest: &[u8]) -> bool {
+        cmp.compare(&self.smallest, largest).is_le() && cmp.compare(smallest, &self.largest).is_le()
+    }
+}
+
+/// What the running compactions of one keyspace claim (`claims`), for [`pick`].
+#[derive(Debug, Default)]
+pub(crate) struct Busy {
+    /// The numbers of every file a running compaction reads (`RocksDB`'s `being_compacted`).
+    pub files: HashSet<u64>,
+    /// The ranges running compactions write to.
+    pub outputs: Vec<OutputRange>,
+    /// A compaction from L0 runs.
+    pub level0: bool,
+}
+
+impl Busy {
+    /// Whether `compaction` may run beside the running ones: it is not from L0 while one from
+    /// L0 runs (L0 files overlap each other), none of its inputs (the output level's included)
+    /// is claimed, and its output range overlaps no range being written into its output
+    /// level. So no file is read by two compactions, two never write overlapping ranges into
+    /// one level, and none writes where another's inputs are.
+    pub(crate) fn allows(&self, cmp: &dyn Comparator, compaction: &Compaction) -> bool {
+        if compaction.start_level == 0 && self.level0 {
+            return false;
+        }
+        if compaction
+            .all_inputs()
+            .any(|(_, f)| self.files.contains(&f.number))
+        {
+            return false;
+        }
+        compaction.output_range(cmp).is_none_or(|range| {
+            !self.outputs.iter().any(|running| {
+                running.level == range.level
+                    && running.overlaps(cmp, &range.smallest, &range.largest)
+            })
+        })
+    }
+
+    fn is_free(&self, file: &FileMetaData) -> bool {
+        !self.files.contains(&file.number)
     }
 }
 
@@ -235,15 +311,35 @@ pub(crate) fn scores(
     options: &KeyspaceOptions,
     targets: &LevelTargets,
 ) -> Vec<(usize, f64)> {
+    free_scores(version, keyspace, options, targets, &Busy::default())
+}
+
+/// [`scores`] counting only the files no running compaction claims (`RocksDB` scores by the
+/// bytes not being compacted): a level whose excess is already being compacted away does not
+/// start more compactions of it.
+fn free_scores(
+    version: &Version,
+    keyspace: u32,
+    options: &KeyspaceOptions,
+    targets: &LevelTargets,
+    busy: &Busy,
+) -> Vec<(usize, f64)> {
     let last = version.num_levels() - 1;
+    let free = |level: usize| {
+        version
+            .files(keyspace, level)
+            .iter()
+            .filter(|f| busy.is_free(f))
+    };
     #[allow(clippy::cast_precision_loss)] // scores are ratios; f64 is exact far past any count
     let mut scores = vec![(
         0,
-        version.num_files(keyspace, 0) as f64 / options.level0_compaction_trigger as f64,
+        free(0).count() as f64 / options.level0_compaction_trigger as f64,
     )];
     for level in targets.base_level..last {
+        let bytes: u64 = free(level).map(|f| f.size).sum();
         #[allow(clippy::cast_precision_loss)]
-        let score = version.level_size(keyspace, level) as f64 / targets.max_bytes[level] as f64;
+        let score = bytes as f64 / targets.max_bytes[level] as f64;
         scores.push((level, score));
     }
     scores
@@ -283,45 +379,117 @@ pub(crate) fn estimated_pending_bytes(
     u64::try_from(pending).unwrap_or(u64::MAX)
 }
 
-/// The compaction keyspace `keyspace` needs most: a level scoring 1 or more, else a file past
-/// the TTL, else a file dense in deletions. `now` is the clock in seconds since the epoch.
+/// The compaction keyspace `keyspace` needs most that `busy` allows (invariant 5): a level
+/// scoring 1 or more (the highest first), else a file past the TTL, else a file dense in
+/// deletions, else one holding the oldest blob references. `now` is the clock in seconds
+/// since the epoch.
 pub(crate) fn pick(
     version: &Version,
     keyspace: u32,
     options: &KeyspaceOptions,
     now: u64,
+    busy: &Busy,
 ) -> Option<Compaction> {
     let targets = level_targets(version, keyspace, options);
-    let mut scores = scores(version, keyspace, options, &targets);
+    let mut scores = free_scores(version, keyspace, options, &targets, busy);
     // Highest first; the sort is stable, so ties keep the upper level first.
     scores.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let by_score = scores.first().filter(|(_, score)| *score >= 1.0);
-    let (level, file, score, reason) = if let Some(&(level, score)) = by_score {
-        let reason = if level == 0 {
-            CompactionReason::Level0FileCount
-        } else {
-            CompactionReason::LevelScore
-        };
-        (level, None, score, reason)
-    } else {
-        let (level, file, score, reason) = expired_file(version, keyspace, options, now)
-            .map(|(l, f, s)| (l, f, s, CompactionReason::Ttl))
-            .or_else(|| {
-                densest_tombstone_file(version, keyspace, options)
-                    .map(|(l, f, s)| (l, f, s, CompactionReason::TombstoneDensity))
-            })
-            .or_else(|| {
-                blob_garbage_file(version, keyspace, options)
-                    .map(|(l, f, s)| (l, f, s, CompactionReason::BlobGarbage))
-            })?;
-        (level, Some(file), score, reason)
-    };
     let cmp = version.comparator();
-    let (inputs, output_level) = if level == 0 {
-        (version.files(keyspace, 0).to_vec(), targets.base_level)
-    } else if level == version.num_levels() - 1 {
-        let file = file?;
-        return Some(Compaction {
+    let by_score = scores
+        .iter()
+        .take_while(|(_, score)| *score >= 1.0)
+        .find_map(|&(level, score)| {
+            pick_level(version, keyspace, &**cmp, &targets, (level, score), busy)
+        });
+    if by_score.is_some() {
+        return by_score;
+    }
+    let by_file = [
+        (
+            CompactionReason::Ttl,
+            expired_file(version, keyspace, options, now, busy),
+        ),
+        (
+            CompactionReason::TombstoneDensity,
+            densest_tombstone_file(version, keyspace, options, busy),
+        ),
+        (
+            CompactionReason::BlobGarbage,
+            blob_garbage_file(version, keyspace, options, busy),
+        ),
+    ];
+    by_file.into_iter().find_map(|(reason, chosen)| {
+        let (level, file, score) = chosen?;
+        let compaction = of_file(
+            version,
+            keyspace,
+            &**cmp,
+            &targets,
+            reason,
+            (level, file, score),
+        );
+        Some(compaction).filter(|c| busy.allows(&**cmp, c))
+    })
+}
+
+/// The compaction of `level` (scoring `score`, 1 or more) that `busy` allows: from L0 every
+/// file into the base level; deeper, the free file whose overlap with the next level is least
+/// relative to its own size, else the next such file (ties: the first by key).
+fn pick_level(
+    version: &Version,
+    keyspace: u32,
+    cmp: &dyn Comparator,
+    targets: &LevelTargets,
+    (level, score): (usize, f64),
+    busy: &Busy,
+) -> Option<Compaction> {
+    if level == 0 {
+        let inputs = version.files(keyspace, 0).to_vec();
+        let reason = CompactionReason::Level0FileCount;
+        let compaction = complete(
+            version,
+            keyspace,
+            cmp,
+            reason,
+            score,
+            0,
+            targets.base_level,
+            inputs,
+        );
+        return Some(compaction).filter(|c| busy.allows(cmp, c));
+    }
+    files_by_overlap(version, keyspace, level, busy)
+        .into_iter()
+        .map(|file| {
+            let reason = CompactionReason::LevelScore;
+            complete(
+                version,
+                keyspace,
+                cmp,
+                reason,
+                score,
+                level,
+                level + 1,
+                vec![file],
+            )
+        })
+        .find(|c| busy.allows(cmp, c))
+}
+
+/// The compaction for `file` of `level`, chosen for `reason`: from L0 every file goes to the
+/// base level (L0 files overlap, and taking all keeps the newest-first order trivially
+/// right); a last-level file is rewritten in place (nothing lies below it); any other goes
+/// to the next level.
+fn of_file(
+    version: &Version,
+    keyspace: u32,
+    cmp: &dyn Comparator,
+    targets: &LevelTargets,
+    reason: CompactionReason,
+    (level, file, score): (usize, Arc<FileMetaData>, f64),
+) -> Compaction {
+    if level == version.num_levels() - 1 {
+        return Compaction {
             keyspace,
             reason,
             score,
@@ -333,24 +501,23 @@ pub(crate) fn pick(
             drop_tombstones: true,
             bottommost_level: true,
             trivial_move: false,
-        });
-    } else {
-        let file = match file {
-            Some(file) => file,
-            None => least_overlapping_file(version, keyspace, level)?,
         };
+    }
+    let (inputs, output_level) = if level == 0 {
+        (version.files(keyspace, 0).to_vec(), targets.base_level)
+    } else {
         (vec![file], level + 1)
     };
-    Some(complete(
+    complete(
         version,
         keyspace,
-        &**cmp,
+        cmp,
         reason,
         score,
         level,
         output_level,
         inputs,
-    ))
+    )
 }
 
 /// The files the tombstone reason may choose, with their levels: every level but the last
@@ -375,6 +542,7 @@ fn expired_file(
     keyspace: u32,
     options: &KeyspaceOptions,
     now: u64,
+    busy: &Busy,
 ) -> Option<(usize, Arc<FileMetaData>, f64)> {
     let ttl = options.ttl?.as_secs().max(1);
     let mut best: Option<(usize, &Arc<FileMetaData>, u64)> = None;
@@ -384,7 +552,7 @@ fn expired_file(
             .iter()
             .map(move |f| (level, f))
     });
-    for (level, file) in all_levels {
+    for (level, file) in all_levels.filter(|(_, f)| busy.is_free(f)) {
         let Some(time) = file.oldest_entry_time() else {
             continue;
         };
@@ -404,13 +572,15 @@ fn densest_tombstone_file(
     version: &Version,
     keyspace: u32,
     options: &KeyspaceOptions,
+    busy: &Busy,
 ) -> Option<(usize, Arc<FileMetaData>, f64)> {
     let percent = u128::from(options.tombstone_density_percent);
     if percent == 0 {
         return None;
     }
     let mut best: Option<(usize, &Arc<FileMetaData>)> = None;
-    for (level, file) in files_above_last_level(version, keyspace) {
+    let free = files_above_last_level(version, keyspace).filter(|(_, f)| busy.is_free(f));
+    for (level, file) in free {
         let (deletions, entries) = (
             u128::from(file.num_deletions),
             u128::from(file.num_entries.max(1)),
@@ -468,6 +638,7 @@ fn blob_garbage_file(
     version: &Version,
     keyspace: u32,
     options: &KeyspaceOptions,
+    busy: &Busy,
 ) -> Option<(usize, Arc<FileMetaData>, f64)> {
     let cutoff = blob_gc_cutoff(version, keyspace, options)?;
     let threshold = options.blob_garbage_collection_force_threshold;
@@ -492,7 +663,7 @@ fn blob_garbage_file(
         version
             .files(keyspace, level)
             .iter()
-            .find(|f| f.oldest_blob_file == Some(oldest))
+            .find(|f| f.oldest_blob_file == Some(oldest) && busy.is_free(f))
             .map(|f| (level, f.clone(), ratio))
     })
 }
@@ -560,34 +731,41 @@ pub(crate) fn pick_manual(
     ))
 }
 
-/// The file of `level` with the least overlap with the next level relative to its size
-/// (ties: the first by key). Rewriting it moves the most bytes down per byte rewritten.
-fn least_overlapping_file(
+/// The files of `level` no running compaction claims, the least overlap with the next level
+/// relative to its own size first (ties: by key). Rewriting the first moves the most bytes
+/// down per byte rewritten.
+fn files_by_overlap(
     version: &Version,
     keyspace: u32,
     level: usize,
-) -> Option<Arc<FileMetaData>> {
-    let mut best: Option<(u128, u128, &Arc<FileMetaData>)> = None;
-    for file in version.files(keyspace, level) {
-        let overlap: u64 = version
-            .overlapping_files(
-                keyspace,
-                level + 1,
-                file.smallest.user_key(),
-                file.largest.user_key(),
-            )
-            .iter()
-            .map(|f| f.size)
-            .sum();
-        let (overlap, size) = (u128::from(overlap), u128::from(file.size.max(1)));
-        // overlap / size < best_overlap / best_size, without division.
-        let better = best
-            .is_none_or(|(best_overlap, best_size, _)| overlap * best_size < best_overlap * size);
-        if better {
-            best = Some((overlap, size, file));
-        }
-    }
-    best.map(|(_, _, file)| file.clone())
+    busy: &Busy,
+) -> Vec<Arc<FileMetaData>> {
+    let mut ranked: Vec<(u128, u128, &Arc<FileMetaData>)> = version
+        .files(keyspace, level)
+        .iter()
+        .filter(|f| busy.is_free(f))
+        .map(|file| {
+            let overlap: u64 = version
+                .overlapping_files(
+                    keyspace,
+                    level + 1,
+                    file.smallest.user_key(),
+                    file.largest.user_key(),
+                )
+                .iter()
+                .map(|f| f.size)
+                .sum();
+            (u128::from(overlap), u128::from(file.size.max(1)), file)
+        })
+        .collect();
+    // overlap_a / size_a against overlap_b / size_b, without division; the sort is stable.
+    ranked.sort_by(|(overlap_a, size_a, _), (overlap_b, size_b, _)| {
+        (overlap_a * size_b).cmp(&(overlap_b * size_a))
+    });
+    ranked
+        .into_iter()
+        .map(|(_, _, file)| file.clone())
+        .collect()
 }
 
 /// The user-key range `[smallest, largest]` of `files` (not empty).

@@ -27,7 +27,9 @@
 //!   which G are garbage (one record a byte).
 //! - Commands: `pick` (the automatic choice), `idle` (the idle compaction) and
 //!   `manual Ln [start..end]`. Each prints the level
-//!   targets and scores, then the compaction or `none`.
+//!   targets and scores, then the compaction or `none`. `pick` may name what running
+//!   compactions claim: `busy=N,M` (file numbers; an L0 one means an L0 compaction runs) and
+//!   `writing=Ln:a..b` (an output range, repeatable).
 //! - Expected output runs to the next blank line.
 
 use std::fmt::Write as _;
@@ -37,7 +39,9 @@ use std::sync::Arc;
 use shale_fs::{FileSystem, MemFs, OsFs};
 use shale_sst::{BytewiseComparator, InternalKey, ValueKind, MAX_SEQNO};
 
-use super::picker::{estimated_pending_bytes, level_targets, pick, pick_idle, pick_manual, scores};
+use super::picker::{
+    estimated_pending_bytes, level_targets, pick, pick_idle, pick_manual, scores, Busy, OutputRange,
+};
 use crate::blob::BlobFileMeta;
 use crate::options::KeyspaceOptions;
 use crate::table_cache::PinnedTable;
@@ -208,8 +212,8 @@ fn run_case(case: &Case) -> String {
         }
         let pending = estimated_pending_bytes(&version, 0, &options);
         let _ = writeln!(out, "\npending {pending}");
-        let picked = if command == "pick" {
-            pick(&version, 0, &options, now)
+        let picked = if let Some(claims) = command.strip_prefix("pick") {
+            pick(&version, 0, &options, now, &busy(&version, claims))
         } else if command == "idle" {
             pick_idle(&version, 0, &options)
         } else {
@@ -239,6 +243,31 @@ fn run_case(case: &Case) -> String {
         }
     }
     out
+}
+
+/// The claims a `pick` line names (`busy=N,M writing=Ln:a..b`).
+fn busy(version: &Version, claims: &str) -> Busy {
+    let mut busy = Busy::default();
+    for word in claims.split_whitespace() {
+        if let Some(numbers) = word.strip_prefix("busy=") {
+            for number in numbers.split(',') {
+                let number: u64 = number.parse().expect("busy=N,M: file numbers");
+                busy.level0 |= version.files(0, 0).iter().any(|f| f.number == number);
+                busy.files.insert(number);
+            }
+        } else if let Some(range) = word.strip_prefix("writing=L") {
+            let (level, keys) = range.split_once(':').expect("writing=Ln:a..b");
+            let (smallest, largest) = keys.split_once("..").expect("writing=Ln:a..b");
+            busy.outputs.push(OutputRange {
+                level: level.parse().expect("writing=Ln: a level"),
+                smallest: smallest.as_bytes().to_vec(),
+                largest: largest.as_bytes().to_vec(),
+            });
+        } else {
+            panic!("pick: unknown claim {word:?}");
+        }
+    }
+    busy
 }
 
 /// The version holding `files`, built through a `VersionSet` so an impossible shape (an

@@ -279,7 +279,9 @@ pub(crate) fn blocked_write_error(state: &DbState, keyspace: u32, now: u64) -> O
     }
     let k = state.keyspaces.get(&keyspace)?;
     let version = state.versions.current();
-    let compaction = super::picker::pick(&version, keyspace, &k.options, now)?;
+    // The compaction the keyspace needs, whatever runs: a running one ends, the damage stays.
+    let idle = super::picker::Busy::default();
+    let compaction = super::picker::pick(&version, keyspace, &k.options, now, &idle)?;
     let (number, damage) = compaction
         .all_inputs()
         .find_map(|(_, f)| Some((f.number, failures.damaged.get(&f.number)?)))?;
