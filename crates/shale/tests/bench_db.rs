@@ -255,7 +255,7 @@ fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
         "  memtable flush on tombstone scans: an iterator step skipping 10000 deletions",
         "  zstd dictionary at the bottom level (with zstd): 16384 bytes",
         "  hard pending-compaction limit: 274877906944 bytes",
-        "Open files: no limit",
+        "Open files: no limit  Background jobs: 2",
         "  WAL fsync with --sync=0: about every 1000 ms",
         "Differs from db_bench, no switch:",
         "  level sizes: dynamic",
@@ -279,6 +279,13 @@ fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
     );
     assert!(out.contains("Open files: 1000"), "{out}");
     assert!(options_file(&db).contains("max_open_files=1000\n"));
+
+    let out = bench(
+        &db,
+        &["--benchmarks=fillseq", "--num=100", "--max_background_jobs=4"],
+    );
+    assert!(out.contains("Background jobs: 4"), "{out}");
+    assert!(options_file(&db).contains("max_background_jobs=4\n"));
 
     let out = bench(
         &db,

@@ -108,7 +108,8 @@ impl CompactionClaims {
         self.running.is_empty()
     }
 
-    /// How many compactions run.
+    /// How many compactions run (`Db::running_compactions`, for tests).
+    #[cfg(feature = "testing")]
     pub(crate) fn running(&self) -> usize {
         self.running.len()
     }

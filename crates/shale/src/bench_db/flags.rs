@@ -133,6 +133,10 @@ pub struct DbBenchArgs {
     /// read, pinned in its file's metadata (Shale and the rocksdb peer alike).
     #[arg(long = "open_files", value_name = "N", default_value_t = -1, allow_negative_numbers = true)]
     pub open_files: i64,
+    /// Background threads: one flush thread and N-1 compaction threads (`db_bench`'s flag and
+    /// default; 2 to 64), for both engines.
+    #[arg(long = "max_background_jobs", value_name = "N", default_value_t = 2)]
+    pub max_background_jobs: usize,
     /// Largest automatic readahead window of an iterator per table file (Shale only; as
     /// `db_bench`'s flag of the same name); 0 turns readahead off.
     #[arg(long = "max_auto_readahead_size", value_name = "BYTES", default_value_t = 256 << 10)]
@@ -263,6 +267,7 @@ pub struct Config {
     pub cache_size: usize,
     /// `--open_files`; `None`: no limit.
     pub open_files: Option<usize>,
+    pub max_background_jobs: usize,
     pub max_auto_readahead_size: usize,
     pub use_direct_reads: bool,
     pub use_direct_io_for_flush_and_compaction: bool,
@@ -357,6 +362,13 @@ impl Config {
         let cache_size = usize::try_from(args.cache_size.max(0))
             .map_err(|_| format!("--cache_size={} is too large", args.cache_size))?;
         let open_files = open_files(args.open_files)?;
+        if !(2..=shale_engine::MAX_BACKGROUND_JOBS).contains(&args.max_background_jobs) {
+            return Err(format!(
+                "--max_background_jobs={} must be 2 to {}",
+                args.max_background_jobs,
+                shale_engine::MAX_BACKGROUND_JOBS
+            ));
+        }
         let (engines, engine_subdirs) = engines_of(args)?;
         let or_num = |n: i64| u64::try_from(n).unwrap_or(args.num);
         Ok(Config {
@@ -371,6 +383,7 @@ impl Config {
             bloom_bits,
             cache_size,
             open_files,
+            max_background_jobs: args.max_background_jobs,
             max_auto_readahead_size: args.max_auto_readahead_size,
             use_direct_reads: args.use_direct_reads,
             use_direct_io_for_flush_and_compaction: args.use_direct_io_for_flush_and_compaction,
@@ -533,6 +546,17 @@ mod tests {
         for bad in ["--open_files=8", "--open_files=-2"] {
             let err = parse(&[bad]).unwrap_err();
             assert!(err.contains("--open_files="), "{err}");
+        }
+    }
+
+    #[test]
+    fn background_jobs_default_to_db_benchs_two_and_take_two_to_sixty_four() {
+        assert_eq!(parse(&[]).unwrap().max_background_jobs, 2);
+        let config = parse(&["--max_background_jobs=8"]).unwrap();
+        assert_eq!(config.max_background_jobs, 8);
+        for bad in ["--max_background_jobs=1", "--max_background_jobs=65"] {
+            let err = parse(&[bad]).unwrap_err();
+            assert!(err.contains("--max_background_jobs="), "{err}");
         }
     }
 

@@ -434,7 +434,7 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
          Write rate: {} bytes/second\n\
          Compression: {}\n\
          Bloom bits: {}  Block cache: {} bytes  Block size: {}  Write buffer: {}\n\
-         Open files: {}\n\
+         Open files: {}  Background jobs: {}\n\
          Durability: {}\n\
          Direct I/O: reads {}, flush and compaction {}\n",
         env!("CARGO_PKG_VERSION"),
@@ -452,6 +452,7 @@ fn header(config: &Config, engine: EngineKind, dir: &Path) -> Result<(), Failure
         config
             .open_files
             .map_or_else(|| "no limit".to_owned(), |n| n.to_string()),
+        config.max_background_jobs,
         if config.sync { "sync" } else { "flush" },
         on_off(config.use_direct_reads),
         on_off(config.use_direct_io_for_flush_and_compaction),

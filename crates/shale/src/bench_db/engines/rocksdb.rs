@@ -47,7 +47,7 @@ fn options(config: &Config) -> Result<Options, Failure> {
         }
     });
     options.set_write_buffer_size(config.write_buffer_size);
-    options.set_max_background_jobs(2);
+    options.set_max_background_jobs(i32::try_from(config.max_background_jobs).unwrap_or(2));
     // -1: no limit (table readers pinned), db_bench's default and `--open_files`'s.
     options.set_max_open_files(
         config

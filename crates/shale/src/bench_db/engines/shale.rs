@@ -37,6 +37,7 @@ impl ShaleEngine {
             durability,
             block_cache_capacity: config.cache_size,
             max_open_files: config.open_files.unwrap_or(UNLIMITED_OPEN_FILES),
+            max_background_jobs: config.max_background_jobs,
             use_direct_reads: config.use_direct_reads,
             use_direct_io_for_flush_and_compaction: config.use_direct_io_for_flush_and_compaction,
             ..Options::default()
