@@ -118,6 +118,7 @@ mod generated;
 mod index;
 mod maintenance;
 mod metadata_lock;
+mod name_lock;
 mod online;
 mod schema;
 mod sequence;
@@ -148,6 +149,7 @@ pub use describe::key_text;
 pub use error::{Error, Result};
 pub use file_properties::{FileTables, INDEX_IDS_PROPERTY, TABLE_DEFS_PROPERTY};
 pub use generated::{install_virtual_columns, VirtualColumns};
+pub use name_lock::ExclusiveNames;
 pub use metadata_lock::{
     LockWaiter, MetadataWait, MetadataWaitGuard, SessionLocks, TableLockMode, WAITING_STATE,
 };
