@@ -729,7 +729,7 @@ impl Session {
             p.planned = Arc::clone(&fresh);
             p.epoch = epoch;
             p.needs = needs;
-            p.views = self.views_in_use.borrow().clone();
+            p.views.clone_from(&self.views_in_use.borrow());
         }
         Ok(fresh)
     }

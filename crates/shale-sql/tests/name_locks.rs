@@ -151,7 +151,9 @@ fn a_select_queued_behind_alter_view_reads_the_new_definition() {
     let prepared = reader.prepare("SELECT COUNT(*) FROM v").unwrap();
     run(&mut reader, "BEGIN");
     let mut sink = TextSink::default();
-    reader.execute_prepared(prepared.id, &[], &mut sink).unwrap();
+    reader
+        .execute_prepared(prepared.id, &[], &mut sink)
+        .unwrap();
     assert_eq!(sink.rows, vec![vec![Value::Int(3)]]);
     let (ddl, ddl_id) = session(&instance);
     let alter = spawn(ddl, &["ALTER VIEW v AS SELECT id, v FROM t WHERE id > 1"]);
@@ -164,7 +166,11 @@ fn a_select_queued_behind_alter_view_reads_the_new_definition() {
     run(&mut reader, "COMMIT");
     alter.join().unwrap().unwrap();
     let late = late_select.join().unwrap().unwrap();
-    assert_eq!(late.rows, vec![vec![Value::Int(2)]], "bound to the new view");
+    assert_eq!(
+        late.rows,
+        vec![vec![Value::Int(2)]],
+        "bound to the new view"
+    );
 }
 
 #[test]

@@ -149,10 +149,10 @@ pub use describe::key_text;
 pub use error::{Error, Result};
 pub use file_properties::{FileTables, INDEX_IDS_PROPERTY, TABLE_DEFS_PROPERTY};
 pub use generated::{install_virtual_columns, VirtualColumns};
-pub use name_lock::ExclusiveNames;
 pub use metadata_lock::{
     LockWaiter, MetadataWait, MetadataWaitGuard, SessionLocks, TableLockMode, WAITING_STATE,
 };
+pub use name_lock::ExclusiveNames;
 pub use schema::{
     AutoTimestamp, Catalog, ColumnDef, ColumnSource, Generated, IndexDef, PastVersion, TableDef,
 };

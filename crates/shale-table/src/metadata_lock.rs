@@ -37,7 +37,7 @@
 //!    (the DML is the victim, as in `MySQL`), and its locks go with its rollback.
 //! 4. Exclusive requests come one at a time (the store's DDL mutex is held around them), so
 //!    two DDL statements never deadlock on metadata locks.
-//!    Locks on names (views, names being created: name_lock.rs) are taken before that
+//!    Locks on names (views, names being created: `name_lock.rs`) are taken before that
 //!    mutex, in sorted order; a transaction's held names count for invariant 3 too.
 //! 5. A table lock of LOCK TABLES is taken under the store's DDL mutex too, one table after
 //!    another as a DDL takes them, so it never deadlocks with a DDL or another LOCK TABLES;
@@ -137,7 +137,7 @@ fn current_owner() -> Option<u64> {
     CURRENT.with(|c| c.borrow().as_ref().and_then(|w| w.owner))
 }
 
-/// Who holds a name lock (name_lock.rs): the session the statement runs for, or its thread
+/// Who holds a name lock (`name_lock.rs`): the session the statement runs for, or its thread
 /// when the caller named no session, so a holder recognises its own locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Holder {
@@ -146,7 +146,10 @@ pub(crate) enum Holder {
 }
 
 pub(crate) fn current_holder() -> Holder {
-    current_owner().map_or_else(|| Holder::Thread(std::thread::current().id()), Holder::Session)
+    current_owner().map_or_else(
+        || Holder::Thread(std::thread::current().id()),
+        Holder::Session,
+    )
 }
 
 /// The store's timeout for DDL waits, shortened by the thread's [`MetadataWait`].
@@ -265,7 +268,7 @@ pub(crate) struct MetadataLocks {
     /// table locks reads one atomic.
     sessions: Mutex<HashMap<u64, Vec<(u32, TableLockMode)>>>,
     any_session: AtomicBool,
-    /// Locks on names: tables being created, views (name_lock.rs).
+    /// Locks on names: tables being created, views (`name_lock.rs`).
     pub(crate) names: Arc<NameLocks>,
 }
 
@@ -419,7 +422,14 @@ impl MetadataLocks {
         held_names: &[(NameKey, Holder)],
         store_timeout: Duration,
     ) -> Result<bool> {
-        self.wait_shared(table_id, table, write, false, held, held_names, store_timeout)
+        self.wait_shared(
+            table_id,
+            table,
+            write,
+            false,
+            (held, held_names),
+            store_timeout,
+        )
     }
 
     /// Marks `table_id`, which the transaction holds shared (listed in `held`), written:
@@ -432,8 +442,15 @@ impl MetadataLocks {
         held_names: &[(NameKey, Holder)],
         store_timeout: Duration,
     ) -> Result<()> {
-        self.wait_shared(table_id, table, true, true, held, held_names, store_timeout)
-            .map(drop)
+        self.wait_shared(
+            table_id,
+            table,
+            true,
+            true,
+            (held, held_names),
+            store_timeout,
+        )
+        .map(drop)
     }
 
     /// [`lock_shared`](Self::lock_shared), or with `held_already` the upgrade of a held
@@ -444,8 +461,7 @@ impl MetadataLocks {
         table: &str,
         write: bool,
         held_already: bool,
-        held: &[u32],
-        held_names: &[(NameKey, Holder)],
+        (held, held_names): (&[u32], &[(NameKey, Holder)]),
         store_timeout: Duration,
     ) -> Result<bool> {
         let owner = current_owner();
@@ -559,7 +575,9 @@ impl MetadataLocks {
     ) -> bool {
         held.iter()
             .any(|&id| Some(id) != waiting_for && self.is_requested(id))
-            || held_names.iter().any(|(key, _)| self.names.is_requested(key))
+            || held_names
+                .iter()
+                .any(|(key, _)| self.names.is_requested(key))
     }
 
     fn is_requested(&self, table_id: u32) -> bool {
@@ -792,7 +810,7 @@ pub(crate) struct SharedLocks {
     locks: Arc<MetadataLocks>,
     ids: Vec<u32>,
     written: Vec<bool>,
-    /// The views' names it holds (name_lock.rs), each with its holder.
+    /// The views' names it holds (`name_lock.rs`), each with its holder.
     names: Vec<(NameKey, Holder)>,
 }
 
@@ -832,22 +850,32 @@ impl SharedLocks {
     ) -> Result<bool> {
         if let Some(at) = self.ids.iter().position(|&id| id == table_id) {
             if write && !self.written[at] {
-                self.locks
-                    .upgrade_shared(table_id, table, &self.ids, &self.names, store_timeout)?;
+                self.locks.upgrade_shared(
+                    table_id,
+                    table,
+                    &self.ids,
+                    &self.names,
+                    store_timeout,
+                )?;
                 self.written[at] = true;
             }
             return Ok(false);
         }
-        let waited = self
-            .locks
-            .lock_shared(table_id, table, write, &self.ids, &self.names, store_timeout)?;
+        let waited = self.locks.lock_shared(
+            table_id,
+            table,
+            write,
+            &self.ids,
+            &self.names,
+            store_timeout,
+        )?;
         self.ids.push(table_id);
         self.written.push(write);
         Ok(waited)
     }
 
     /// Takes the name `key` shared (a view the transaction reads), unless held already
-    /// (name_lock.rs); returns whether it waited for a DDL.
+    /// (`name_lock.rs`); returns whether it waited for a DDL.
     pub(crate) fn lock_name(&mut self, key: NameKey, store_timeout: Duration) -> Result<bool> {
         if self.names.iter().any(|(k, _)| *k == key) {
             return Ok(false);

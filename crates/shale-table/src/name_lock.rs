@@ -5,7 +5,7 @@
 //! a transaction that reads a view takes its name *shared* until it ends
 //! ([`TableTxn::lock_view_names`](crate::TableTxn::lock_view_names)), so DROP / ALTER VIEW
 //! waits for the transactions that used the view, and a statement that uses the view while
-//! one waits queues behind it. Waits end as the table-id locks' do (metadata_lock.rs): at
+//! one waits queues behind it. Waits end as the table-id locks' do (`metadata_lock.rs`): at
 //! `lock_wait_timeout` ([`Error::LockWaitTimeout`]) or KILL ([`Error::Interrupted`]).
 //!
 //! Lock order (why this cannot hang):
@@ -20,7 +20,7 @@
 //!    holds. A DDL statement commits its session's transaction before it locks (`MySQL`'s
 //!    implicit commit), so it holds no shared lock of its own then anyway.
 //! 3. A transaction waiting for a name while it holds a table or name some DDL waits for is
-//!    the deadlock victim at once ([`Error::Deadlock`]), as for table ids (metadata_lock.rs
+//!    the deadlock victim at once ([`Error::Deadlock`]), as for table ids (`metadata_lock.rs`
 //!    invariant 3).
 //! 4. New shared holders queue behind a waiting exclusive request (a stream of readers of a
 //!    view cannot starve DROP VIEW); a transaction that holds the name already goes on.

@@ -216,7 +216,7 @@ impl TableTxn {
     }
 
     /// Takes the names of the views `views` (database, name) a statement reads shared until
-    /// the transaction ends, as `MySQL` locks a view's name (name_lock.rs), so DROP and ALTER
+    /// the transaction ends, as `MySQL` locks a view's name (`name_lock.rs`), so DROP and ALTER
     /// VIEW wait for it. After a wait for a DDL statement on one of them the statement was
     /// bound to a definition that may be gone: [`Error::TableDefChanged`] names the view
     /// (bind it again); [`Error::Deadlock`] rolls the transaction back (invariant 4).
