@@ -590,6 +590,11 @@ pub(crate) fn rename_tables(
         }
         names.push((db, name, to_db, to_name));
     }
+    let both: Vec<(String, String)> = names
+        .iter()
+        .flat_map(|(a, b, c, d)| [(a.clone(), b.clone()), (c.clone(), d.clone())])
+        .collect();
+    let _names = session.lock_names(&both)?;
     if crate::views::rename(session, &names)? {
         return sink.ok(&session.status());
     }
@@ -618,6 +623,8 @@ pub(crate) fn create_like(
         None => return Err(SqlError::unsupported("CREATE TABLE without LIKE")),
     };
     let (from_db, from_name) = qualify(session, source)?;
+    // The source's definition is copied from one catalog snapshot, whole.
+    let _name = session.lock_names(&[(db.clone(), name.clone())])?;
     let instance = session.instance().clone();
     let catalog = instance.store.catalog();
     // The source may be the session's temporary table (temp_tables.rs rule 1).
@@ -745,6 +752,9 @@ pub(crate) fn create_select(
             "CREATE TABLE with column definitions and a SELECT",
         ));
     }
+    // Held across the SELECT too, as MySQL does: no other session creates or uses the name
+    // meanwhile; the SELECT itself passes it (a view of that name, name_lock.rs rule 2).
+    let _name = session.lock_names(&[(db.clone(), name.clone())])?;
     let instance = session.instance().clone();
     let catalog = instance.store.catalog();
     if !catalog.databases.contains_key(&db) {

@@ -71,6 +71,8 @@ struct Prepared {
     params: usize,
     /// What it needs, checked at every execution (privilege.rs rule 4).
     needs: crate::privilege::Needs,
+    /// The views it reads, locked at every execution (views.rs rule 6).
+    views: Vec<(String, String)>,
 }
 
 /// What a kept plan depends on besides its text: the catalog (the instance's DDL
@@ -268,6 +270,10 @@ pub struct Session {
     table_locks: Option<shale_table::SessionLocks>,
     /// CREATE TEMPORARY TABLE's tables, dropped when the session ends (temp_tables.rs).
     temp_tables: crate::temp_tables::TempTables,
+    /// The views the statement about to run was bound through (database, name): its
+    /// transaction locks their names before it runs (views.rs rule 6). Set by every plan,
+    /// kept or fresh.
+    views_in_use: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl Drop for Session {
@@ -359,6 +365,7 @@ impl Session {
             statement_cache: statement_cache::StatementCache::default(),
             table_locks: None,
             temp_tables: crate::temp_tables::TempTables::default(),
+            views_in_use: std::cell::RefCell::default(),
         }
     }
 
@@ -650,6 +657,7 @@ impl Session {
                 epoch,
                 params,
                 needs,
+                views: self.views_in_use.borrow().clone(),
             },
         );
         Ok(PreparedInfo {
@@ -693,6 +701,7 @@ impl Session {
         let (planned, stale, count) = match self.prepared.get(&id) {
             Some(p) => {
                 self.authorize(&p.needs)?;
+                self.views_in_use.replace(p.views.clone());
                 (Arc::clone(&p.planned), p.epoch != epoch, p.params)
             }
             None => return Err(SqlError::unknown_prepared(id)),
@@ -737,6 +746,7 @@ impl Session {
             p.planned = Arc::clone(&fresh);
             p.epoch = epoch;
             p.needs = needs;
+            p.views.clone_from(&self.views_in_use.borrow());
         }
         Ok(fresh)
     }
@@ -837,14 +847,17 @@ impl Session {
         let mut needs = crate::privilege::needs_of(self.state.database.as_deref(), &stmt)?;
         let touched = std::cell::RefCell::default();
         // A write through a view becomes one on its base table (view_dml.rs).
-        let planned = crate::view_dml::rewrite(self, stmt).and_then(|w| {
-            needs.extend(w.needs);
-            let planned = self
-                .bind_and_plan(w.stmt, &touched, w.check.as_ref())
-                .map_err(|e| crate::view_dml::translate(w.target.as_ref(), e));
-            crate::view_dml::hide(&mut touched.borrow_mut(), &w.hidden);
-            planned
+        let (planned, views) = crate::views::collect_bound_views(|| {
+            crate::view_dml::rewrite(self, stmt).and_then(|w| {
+                needs.extend(w.needs);
+                let planned = self
+                    .bind_and_plan(w.stmt, &touched, w.check.as_ref())
+                    .map_err(|e| crate::view_dml::translate(w.target.as_ref(), e));
+                crate::view_dml::hide(&mut touched.borrow_mut(), &w.hidden);
+                planned
+            })
         });
+        self.views_in_use.replace(views);
         for (db, table) in touched.into_inner() {
             let covered = needs.iter().any(|n| {
                 matches!(n, crate::privilege::Need::Table { db: d, table: t, .. }
@@ -1219,7 +1232,14 @@ impl Session {
         let sink = &mut counter;
         // SQL_CALC_FOUND_ROWS: every row the query found, past its LIMIT (found_rows.rs).
         let mut found_rows = None;
-        let result = match planned {
+        // The views' names first, as MySQL opens a view (views.rs rule 6).
+        let views = self.views_in_use.borrow().clone();
+        let locked = if views.is_empty() {
+            Ok(())
+        } else {
+            txn.lock_view_names(&views).map_err(SqlError::from)
+        };
+        let result = locked.and_then(|()| match planned {
             Planned::Select(s, access) => {
                 exec::select(&mut txn, s, access, &env, sink, &status).map(|()| None)
             }
@@ -1279,7 +1299,7 @@ impl Session {
                 })
             }
             Planned::Command(_) => Ok(None),
-        };
+        });
         let conversion_warnings = env.conversions.take();
         self.state.warnings.extend(conversion_warnings);
         self.state.warnings.extend(insert_warnings);
@@ -1370,6 +1390,18 @@ impl Session {
     pub(crate) fn ddl_prelude(&mut self) -> Result<(), SqlError> {
         self.state.warnings.clear();
         self.commit_open()
+    }
+
+    /// Takes `names` (database, name) exclusive for a DDL statement that creates, changes or
+    /// drops them (shale-table's name_lock.rs): called after [`ddl_prelude`](Self::ddl_prelude)
+    /// (the session's own transaction, and its shared locks, ended) and before the statement's
+    /// first call into the store (lock order: names, then the store's DDL mutex, then table
+    /// ids). Waits up to `lock_wait_timeout` (1205), or until KILL QUERY (1317).
+    pub(crate) fn lock_names(
+        &self,
+        names: &[(String, String)],
+    ) -> Result<shale_table::ExclusiveNames, SqlError> {
+        Ok(self.instance.store.lock_names(names)?)
     }
 
     pub(crate) fn current_db(&self) -> Result<String, SqlError> {
@@ -1514,6 +1546,7 @@ impl Session {
             Statement::CreateTable(ct) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&ct.name)?;
+                let _name = self.lock_names(&[(db.clone(), name.clone())])?;
                 let catalog = self.instance.store.catalog();
                 if !catalog.databases.contains_key(&db) {
                     return Err(SqlError::unknown_database(&db));
@@ -1640,6 +1673,17 @@ impl Session {
                         )),
                         None => return Err(SqlError::drop_unknown_database(&name)),
                         Some(count) => {
+                            // Its views go too: each waits for the transactions reading it.
+                            let views: Vec<(String, String)> = self
+                                .instance
+                                .store
+                                .catalog()
+                                .views
+                                .get(&name)
+                                .into_iter()
+                                .flat_map(|v| v.keys().map(|view| (name.clone(), view.clone())))
+                                .collect();
+                            let _views = self.lock_names(&views)?;
                             self.instance.store.drop_database(&name)?;
                             dropped += count as u64;
                             if self.state.database.as_deref() == Some(name.as_str()) {

@@ -20,6 +20,12 @@
 //!    no longer binds (a table or column it reads was dropped) is 1356 when read.
 //! 5. At most `MAX_VIEW_NESTING` views are expanded inside one another (1235 past it, at
 //!    CREATE VIEW or when read), so a chain of views cannot overflow the session's stack.
+//! 6. Metadata locks (shale-table's name_lock.rs): a statement's transaction takes the name
+//!    of every view it was bound through (nested ones too) shared before it runs, and holds
+//!    it until the transaction ends; a wait for a DDL statement on one of them ends in 1412,
+//!    which binds the statement again (session.rs `run_rebinding`). CREATE [OR REPLACE] /
+//!    ALTER / DROP VIEW and RENAME of a view take their names exclusive before anything
+//!    else, after the implicit commit, so they wait for the transactions that used them.
 
 use std::sync::Arc;
 
@@ -36,6 +42,25 @@ use crate::session::{text_column, Session};
 /// How many views may be expanded inside one another: each level binds on the session's
 /// stack (rule 5).
 pub(crate) const MAX_VIEW_NESTING: usize = 64;
+
+thread_local! {
+    /// The views bound on this thread while [`collect_bound_views`] runs (rule 6); None
+    /// outside it, where nothing is kept.
+    static BOUND_VIEWS: std::cell::RefCell<Option<Vec<(String, String)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `bind` and returns with its result the views it bound through (rule 6), each once.
+pub(crate) fn collect_bound_views<R>(bind: impl FnOnce() -> R) -> (R, Vec<(String, String)>) {
+    let outer = BOUND_VIEWS.with(|v| v.borrow_mut().replace(Vec::new()));
+    let result = bind();
+    let mut views = BOUND_VIEWS
+        .with(|v| std::mem::replace(&mut *v.borrow_mut(), outer))
+        .unwrap_or_default();
+    views.sort();
+    views.dedup();
+    (result, views)
+}
 
 /// A view bound for one statement: its definition and its bound SELECT.
 pub(crate) struct ExpandedView {
@@ -99,6 +124,11 @@ impl Binder<'_> {
         let Some(def) = self.ctx.catalog.view(&db, &n).cloned() else {
             return Ok(None);
         };
+        BOUND_VIEWS.with(|v| {
+            if let Some(views) = v.borrow_mut().as_mut() {
+                views.push((def.database.clone(), def.name.clone()));
+            }
+        });
         self.ctx
             .touched
             .borrow_mut()
@@ -262,6 +292,9 @@ fn write_view(
     session.ddl_prelude()?;
     session.refuse_under_table_locks()?;
     let (db, name) = qualify(session, spec.name)?;
+    // Rule 6: before the definition is bound (CREATE OR REPLACE VIEW v AS ... FROM v reads
+    // the old v under its own lock).
+    let _name = session.lock_names(&[(db.clone(), name.clone())])?;
     let catalog = session.instance().store.catalog();
     if !catalog.databases.contains_key(&db) {
         return Err(SqlError::unknown_database(&db));
@@ -424,6 +457,7 @@ pub(crate) fn drop_views(
         .iter()
         .map(|n| qualify(session, n))
         .collect::<Result<Vec<_>, _>>()?;
+    let _names = session.lock_names(&qualified)?;
     let catalog = session.instance().store.catalog();
     let mut found = Vec::new();
     let mut missing = Vec::new();

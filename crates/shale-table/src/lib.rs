@@ -118,6 +118,7 @@ mod generated;
 mod index;
 mod maintenance;
 mod metadata_lock;
+mod name_lock;
 mod online;
 mod schema;
 mod sequence;
@@ -151,6 +152,7 @@ pub use generated::{install_virtual_columns, VirtualColumns};
 pub use metadata_lock::{
     LockWaiter, MetadataWait, MetadataWaitGuard, SessionLocks, TableLockMode, WAITING_STATE,
 };
+pub use name_lock::ExclusiveNames;
 pub use schema::{
     AutoTimestamp, Catalog, ColumnDef, ColumnSource, Generated, IndexDef, PastVersion, TableDef,
 };

@@ -37,6 +37,8 @@
 //!    (the DML is the victim, as in `MySQL`), and its locks go with its rollback.
 //! 4. Exclusive requests come one at a time (the store's DDL mutex is held around them), so
 //!    two DDL statements never deadlock on metadata locks.
+//!    Locks on names (views, names being created: `name_lock.rs`) are taken before that
+//!    mutex, in sorted order; a transaction's held names count for invariant 3 too.
 //! 5. A table lock of LOCK TABLES is taken under the store's DDL mutex too, one table after
 //!    another as a DDL takes them, so it never deadlocks with a DDL or another LOCK TABLES;
 //!    once held, its owner waits for no metadata lock of the tables it holds.
@@ -54,13 +56,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::name_lock::{NameKey, NameLocks};
 
 /// Shards of the lock table (a power of two).
 const SHARDS: usize = 64;
 
 /// How long one sleep of a waiter lasts at most, so KILL and a deadlock formed after the
 /// wait began are noticed.
-const POLL: Duration = Duration::from_millis(20);
+pub(crate) const POLL: Duration = Duration::from_millis(20);
 
 /// What `SHOW PROCESSLIST` shows as the State of a statement waiting here.
 pub const WAITING_STATE: &str = "Waiting for table metadata lock";
@@ -122,7 +125,7 @@ impl MetadataWait {
 }
 
 /// The deadline of a wait starting now and the waiter, given the store's timeout.
-fn current_wait(store_timeout: Duration) -> (Duration, Option<Arc<dyn LockWaiter>>) {
+pub(crate) fn current_wait(store_timeout: Duration) -> (Duration, Option<Arc<dyn LockWaiter>>) {
     CURRENT.with(|c| match c.borrow().as_ref() {
         Some(wait) => (wait.timeout.min(store_timeout), wait.waiter.clone()),
         None => (store_timeout, None),
@@ -132,6 +135,21 @@ fn current_wait(store_timeout: Duration) -> (Duration, Option<Arc<dyn LockWaiter
 /// The session this thread's statement runs for, if the caller said.
 fn current_owner() -> Option<u64> {
     CURRENT.with(|c| c.borrow().as_ref().and_then(|w| w.owner))
+}
+
+/// Who holds a name lock (`name_lock.rs`): the session the statement runs for, or its thread
+/// when the caller named no session, so a holder recognises its own locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holder {
+    Session(u64),
+    Thread(std::thread::ThreadId),
+}
+
+pub(crate) fn current_holder() -> Holder {
+    current_owner().map_or_else(
+        || Holder::Thread(std::thread::current().id()),
+        Holder::Session,
+    )
 }
 
 /// The store's timeout for DDL waits, shortened by the thread's [`MetadataWait`].
@@ -250,6 +268,8 @@ pub(crate) struct MetadataLocks {
     /// table locks reads one atomic.
     sessions: Mutex<HashMap<u64, Vec<(u32, TableLockMode)>>>,
     any_session: AtomicBool,
+    /// Locks on names: tables being created, views (`name_lock.rs`).
+    pub(crate) names: Arc<NameLocks>,
 }
 
 impl Default for MetadataLocks {
@@ -258,15 +278,16 @@ impl Default for MetadataLocks {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             sessions: Mutex::default(),
             any_session: AtomicBool::new(false),
+            names: Arc::default(),
         }
     }
 }
 
 /// Tells the waiter when a wait begins and ends.
-struct Showing<'w>(Option<&'w Arc<dyn LockWaiter>>);
+pub(crate) struct Showing<'w>(Option<&'w Arc<dyn LockWaiter>>);
 
 impl<'w> Showing<'w> {
-    fn new(waiter: Option<&'w Arc<dyn LockWaiter>>) -> Self {
+    pub(crate) fn new(waiter: Option<&'w Arc<dyn LockWaiter>>) -> Self {
         if let Some(w) = waiter {
             w.waiting(true);
         }
@@ -398,9 +419,17 @@ impl MetadataLocks {
         table: &str,
         write: bool,
         held: &[u32],
+        held_names: &[(NameKey, Holder)],
         store_timeout: Duration,
     ) -> Result<bool> {
-        self.wait_shared(table_id, table, write, false, held, store_timeout)
+        self.wait_shared(
+            table_id,
+            table,
+            write,
+            false,
+            (held, held_names),
+            store_timeout,
+        )
     }
 
     /// Marks `table_id`, which the transaction holds shared (listed in `held`), written:
@@ -410,10 +439,18 @@ impl MetadataLocks {
         table_id: u32,
         table: &str,
         held: &[u32],
+        held_names: &[(NameKey, Holder)],
         store_timeout: Duration,
     ) -> Result<()> {
-        self.wait_shared(table_id, table, true, true, held, store_timeout)
-            .map(drop)
+        self.wait_shared(
+            table_id,
+            table,
+            true,
+            true,
+            (held, held_names),
+            store_timeout,
+        )
+        .map(drop)
     }
 
     /// [`lock_shared`](Self::lock_shared), or with `held_already` the upgrade of a held
@@ -424,7 +461,7 @@ impl MetadataLocks {
         table: &str,
         write: bool,
         held_already: bool,
-        held: &[u32],
+        (held, held_names): (&[u32], &[(NameKey, Holder)]),
         store_timeout: Duration,
     ) -> Result<bool> {
         let owner = current_owner();
@@ -469,10 +506,7 @@ impl MetadataLocks {
         let _showing = Showing::new(waiter.as_ref());
         loop {
             // Invariant 3: checked without this shard's mutex (another shard's is taken).
-            if held
-                .iter()
-                .any(|&id| id != table_id && self.is_requested(id))
-            {
+            if self.any_requested(held, held_names, Some(table_id)) {
                 self.forget_if_idle(table_id);
                 return Err(Error::Deadlock);
             }
@@ -529,6 +563,21 @@ impl MetadataLocks {
                 }
             }
         }
+    }
+
+    /// Whether a DDL waits for one of the tables `held` (but `waiting_for`) or names
+    /// `held_names` a transaction holds: it must not wait then (invariant 3).
+    pub(crate) fn any_requested(
+        &self,
+        held: &[u32],
+        held_names: &[(NameKey, Holder)],
+        waiting_for: Option<u32>,
+    ) -> bool {
+        held.iter()
+            .any(|&id| Some(id) != waiting_for && self.is_requested(id))
+            || held_names
+                .iter()
+                .any(|(key, _)| self.names.is_requested(key))
     }
 
     fn is_requested(&self, table_id: u32) -> bool {
@@ -719,7 +768,7 @@ impl crate::Store {
 }
 
 /// Fails a wait past its deadline or of a killed statement.
-fn give_up(deadline: Instant, waiter: Option<&Arc<dyn LockWaiter>>) -> Result<()> {
+pub(crate) fn give_up(deadline: Instant, waiter: Option<&Arc<dyn LockWaiter>>) -> Result<()> {
     if waiter.is_some_and(|w| w.interrupted()) {
         return Err(Error::Interrupted);
     }
@@ -761,6 +810,8 @@ pub(crate) struct SharedLocks {
     locks: Arc<MetadataLocks>,
     ids: Vec<u32>,
     written: Vec<bool>,
+    /// The views' names it holds (`name_lock.rs`), each with its holder.
+    names: Vec<(NameKey, Holder)>,
 }
 
 impl SharedLocks {
@@ -769,12 +820,13 @@ impl SharedLocks {
             locks,
             ids: Vec::new(),
             written: Vec::new(),
+            names: Vec::new(),
         }
     }
 
     /// Whether no table is held (the transaction has read and written no table yet).
     pub(crate) fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.ids.is_empty() && self.names.is_empty()
     }
 
     /// Whether `table_id` is held, to write it if `write` (the hot path of every statement
@@ -798,17 +850,41 @@ impl SharedLocks {
     ) -> Result<bool> {
         if let Some(at) = self.ids.iter().position(|&id| id == table_id) {
             if write && !self.written[at] {
-                self.locks
-                    .upgrade_shared(table_id, table, &self.ids, store_timeout)?;
+                self.locks.upgrade_shared(
+                    table_id,
+                    table,
+                    &self.ids,
+                    &self.names,
+                    store_timeout,
+                )?;
                 self.written[at] = true;
             }
             return Ok(false);
         }
-        let waited = self
-            .locks
-            .lock_shared(table_id, table, write, &self.ids, store_timeout)?;
+        let waited = self.locks.lock_shared(
+            table_id,
+            table,
+            write,
+            &self.ids,
+            &self.names,
+            store_timeout,
+        )?;
         self.ids.push(table_id);
         self.written.push(write);
+        Ok(waited)
+    }
+
+    /// Takes the name `key` shared (a view the transaction reads), unless held already
+    /// (`name_lock.rs`); returns whether it waited for a DDL.
+    pub(crate) fn lock_name(&mut self, key: NameKey, store_timeout: Duration) -> Result<bool> {
+        if self.names.iter().any(|(k, _)| *k == key) {
+            return Ok(false);
+        }
+        let (ids, names) = (&self.ids, &self.names);
+        let (holder, waited) = self.locks.names.lock_shared(&key, store_timeout, || {
+            self.locks.any_requested(ids, names, None)
+        })?;
+        self.names.push((key, holder));
         Ok(waited)
     }
 
@@ -816,6 +892,9 @@ impl SharedLocks {
     pub(crate) fn release_all(&mut self) {
         let held: Vec<(u32, bool)> = self.ids.drain(..).zip(self.written.drain(..)).collect();
         self.locks.unlock_shared(&held);
+        for (key, holder) in self.names.drain(..) {
+            self.locks.names.unlock_shared(&key, holder);
+        }
     }
 }
 

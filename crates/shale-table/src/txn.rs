@@ -215,6 +215,28 @@ impl TableTxn {
         result
     }
 
+    /// Takes the names of the views `views` (database, name) a statement reads shared until
+    /// the transaction ends, as `MySQL` locks a view's name (`name_lock.rs`), so DROP and ALTER
+    /// VIEW wait for it. After a wait for a DDL statement on one of them the statement was
+    /// bound to a definition that may be gone: [`Error::TableDefChanged`] names the view
+    /// (bind it again); [`Error::Deadlock`] rolls the transaction back (invariant 4).
+    pub fn lock_view_names(&mut self, views: &[(String, String)]) -> Result<()> {
+        for (database, name) in views {
+            let first = self.metadata.is_empty();
+            let key = crate::name_lock::name_key(database, name);
+            let locked = self.metadata.lock_name(key, self.store.ddl_wait_timeout);
+            if self.after(locked)? {
+                if first {
+                    self.txn.refresh_unused_snapshot();
+                }
+                return Err(Error::TableDefChanged {
+                    table: name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Takes `table`'s metadata lock shared, marked a writer's if `write`, unless this
     /// transaction holds it so (invariant 9).
     /// A transaction that had to wait for a DDL statement and finds its definition no longer

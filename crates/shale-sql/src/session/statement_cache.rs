@@ -63,6 +63,8 @@ pub(crate) struct Entry {
     pub database: Option<String>,
     pub sql_mode: crate::sql_mode::SqlMode,
     pub needs: crate::privilege::Needs,
+    /// The views it reads, locked at every run (views.rs rule 6).
+    pub views: Vec<(String, String)>,
 }
 
 /// A session's kept plans, keyed by normalized text.
@@ -408,6 +410,7 @@ impl Session {
                     return Some(Err(e));
                 }
                 crate::status::count(self, Counter::StatementCacheHits, 1);
+                self.views_in_use.replace(entry.views.clone());
                 Arc::clone(&entry.planned)
             }
             // Stale (DDL since) or planned under other settings: planned again below.
@@ -454,6 +457,7 @@ impl Session {
                 database: self.state.database.clone(),
                 sql_mode,
                 needs,
+                views: self.views_in_use.borrow().clone(),
             },
         );
         Ok(planned)
