@@ -22,8 +22,8 @@ use sqlparser::ast::{self, Statement};
 
 use crate::error::SqlError;
 use crate::grants::{
-    Account, Grants, ALTER, CREATE, DELETE, DROP, INDEX, INSERT, PRIVILEGES, SELECT, SUPER,
-    SYSTEM_VARIABLES_ADMIN, UPDATE,
+    Account, Grants, ALTER, CREATE, CREATE_TEMPORARY_TABLES, DELETE, DROP, INDEX, INSERT,
+    PRIVILEGES, SELECT, SUPER, SYSTEM_VARIABLES_ADMIN, UPDATE,
 };
 
 /// One thing a statement needs.
@@ -270,6 +270,15 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
             for name in relation_names(from) {
                 needs.push(table_need(current, name, DELETE | read)?);
             }
+        }
+        // MySQL: CREATE TEMPORARY TABLE needs only the CREATE TEMPORARY TABLES privilege on
+        // its database (1044 without it), and then none on the table (temp_tables.rs rule 5).
+        Statement::CreateTable(ct) if ct.temporary => {
+            let (db, _) = qualify(current, &ct.name)?;
+            needs.push(Need::Db {
+                privs: CREATE_TEMPORARY_TABLES,
+                db,
+            });
         }
         Statement::CreateTable(ct) => {
             needs.push(table_need(current, &ct.name, CREATE)?);
