@@ -295,6 +295,14 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
         Statement::AlterTable(at) => {
             needs.push(table_need(current, &at.name, ALTER | CREATE | INSERT)?);
         }
+        // MySQL: RENAME TABLE needs ALTER and DROP on each source, CREATE and INSERT on each
+        // new name (a session's temporary source needs none, Session::authorize).
+        Statement::RenameTable(renames) => {
+            for r in renames {
+                needs.push(table_need(current, &r.old_name, ALTER | DROP)?);
+                needs.push(table_need(current, &r.new_name, CREATE | INSERT)?);
+            }
+        }
         Statement::Truncate(t) => {
             for target in &t.table_names {
                 needs.push(table_need(current, &target.name, DROP)?);

@@ -110,10 +110,12 @@ impl TempTables {
 
     /// Puts `new` in the place of `old` (an ALTER, rename or TRUNCATE).
     fn replace(&mut self, old: &TableDef, new: Arc<TableDef>) {
-        for t in &mut self.tables {
-            if t.primary_key.index_id == old.primary_key.index_id {
-                *t = new.clone();
-            }
+        if let Some(t) = self
+            .tables
+            .iter_mut()
+            .find(|t| t.primary_key.index_id == old.primary_key.index_id)
+        {
+            *t = new;
         }
         self.changed();
     }
