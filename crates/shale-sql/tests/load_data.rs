@@ -241,24 +241,15 @@ fn generated_columns_are_computed_and_indexed_and_refuse_values() {
 }
 
 /// LOAD DATA and bulk-mode INSERTs write the session's temporary table of the name, never
-/// the base table it shadows (`bulk_insert.rs` rule 3): in a transaction, visible at once.
+/// the base table it shadows (`bulk_insert.rs` rule 3), in a transaction, visible at once.
 #[test]
 fn temporary_tables_are_loaded_in_a_transaction() {
     let files = Files::new("temporary");
     files.write("rows.tsv", "1\ta\n2\tb\n");
     let mut r = runner(&files);
-    for sql in [
-        "CREATE TEMPORARY TABLE t (id INT PRIMARY KEY, c VARCHAR(10))",
-        "BEGIN",
-    ] {
-        assert!(r.run(sql).starts_with("ok"), "{sql}");
-    }
-    assert_eq!(
-        r.run("LOAD DATA INFILE 'rows.tsv' INTO TABLE t"),
-        "ok affected=2 info=\"Records: 2  Deleted: 0  Skipped: 0  Warnings: 0\" in_transaction\n"
-    );
-    assert_eq!(r.run("ROLLBACK"), "ok affected=0\n");
-    assert_eq!(r.run("SELECT * FROM t"), "id\tc\nend\n");
+    let create = "CREATE TEMPORARY TABLE t (id INT PRIMARY KEY, c VARCHAR(10))";
+    assert_eq!(r.run(create), "ok affected=0\n");
+    // The empty table would take the bulk path were it a base table.
     assert_eq!(
         r.run("LOAD DATA INFILE 'rows.tsv' INTO TABLE t"),
         "ok affected=2 info=\"Records: 2  Deleted: 0  Skipped: 0  Warnings: 0\"\n"
