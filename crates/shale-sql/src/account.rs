@@ -17,7 +17,9 @@ use shale_table::{LockMode, TxnOptions, Value};
 use crate::account_lock::Policy;
 use crate::account_parse::{AccountStatement, Auth, Name, Target};
 use crate::error::SqlError;
-use crate::grants::{self, Account, Privs, ALL_GLOBAL, ALL_TABLE, CREATE_USER, GRANT_OPTION};
+use crate::grants::{
+    self, Account, Privs, ALL_DB, ALL_GLOBAL, ALL_TABLE, CREATE_USER, GRANT_OPTION,
+};
 use crate::password;
 use crate::result::ResultSink;
 use crate::session::{text_column, Session};
@@ -442,7 +444,7 @@ fn may_grant(
 /// SHOW GRANTS' lines, MySQL's shapes: the global line (USAGE when empty) first.
 fn show_grants(grants: &grants::Grants, account: &Account) -> Vec<String> {
     let names = |p: Privs, all_bits: u32| -> String {
-        if p.has(all_bits) && all_bits == ALL_TABLE {
+        if p.has(all_bits) && all_bits != ALL_GLOBAL {
             return "ALL PRIVILEGES".into();
         }
         let list: Vec<&str> = grants::PRIVILEGES
@@ -477,7 +479,7 @@ fn show_grants(grants: &grants::Grants, account: &Account) -> Vec<String> {
     for (db, p) in dbs {
         lines.push(format!(
             "GRANT {} ON `{db}`.* TO {to}{}",
-            names(p, ALL_TABLE),
+            names(p, ALL_DB),
             with(p)
         ));
     }

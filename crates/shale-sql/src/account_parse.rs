@@ -5,7 +5,7 @@
 
 use crate::account_lock::LockOptions;
 use crate::error::SqlError;
-use crate::grants::{self, Account, Level, Privs, ALL_GLOBAL, ALL_TABLE, GRANT_OPTION};
+use crate::grants::{self, Account, Level, Privs, ALL_DB, ALL_GLOBAL, ALL_TABLE, GRANT_OPTION};
 use crate::password::{CACHING_SHA2, NATIVE_PASSWORD};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -289,23 +289,26 @@ impl Parser {
                 bits |= GRANT_OPTION;
             } else if !self.eat_word("USAGE") {
                 // (USAGE is no privilege: GRANT USAGE only checks that the account exists.)
-                // One- or two-word names (CREATE USER, SHOW DATABASES).
-                let first = self.name_part()?.to_ascii_uppercase();
-                let two = match self.tokens.get(self.pos) {
-                    Some(Token::Word(w)) => Some(format!("{first} {}", w.to_ascii_uppercase())),
-                    _ => None,
-                };
-                if let Some(p) = two
-                    .as_ref()
-                    .and_then(|two| grants::PRIVILEGES.iter().find(|p| p.name == two))
-                {
-                    self.pos += 1;
-                    bits |= p.bit;
-                } else if let Some(p) = grants::PRIVILEGES.iter().find(|p| p.name == first) {
-                    bits |= p.bit;
-                } else {
-                    return Err(syntax(&first));
+                // Names of one to three words (CREATE USER, CREATE TEMPORARY TABLES), the
+                // longest that names a privilege.
+                let mut name = self.name_part()?.to_ascii_uppercase();
+                let mut found = grants::PRIVILEGES.iter().find(|p| p.name == name);
+                let mut words = 0;
+                for more in 1..=2 {
+                    let Some(Token::Word(w)) = self.tokens.get(self.pos + more - 1) else {
+                        break;
+                    };
+                    name = format!("{name} {}", w.to_ascii_uppercase());
+                    if let Some(p) = grants::PRIVILEGES.iter().find(|p| p.name == name) {
+                        found = Some(p);
+                        words = more;
+                    }
                 }
+                let Some(p) = found else {
+                    return Err(syntax(name.split(' ').next().unwrap_or_default()));
+                };
+                self.pos += words;
+                bits |= p.bit;
             }
             if !self.eat_punct(',') {
                 return Ok((bits, all));
@@ -371,12 +374,20 @@ impl Parser {
 /// there.
 fn privs_at(bits: u32, all: bool, target: &Target) -> Result<Privs, SqlError> {
     let global = matches!(target, Target::Global);
-    let all_bits = if global { ALL_GLOBAL } else { ALL_TABLE };
+    let all_bits = match target {
+        Target::Global => ALL_GLOBAL,
+        Target::Db(_) => ALL_DB,
+        Target::Table(..) => ALL_TABLE,
+    };
     let bits = bits | if all { all_bits } else { 0 };
     if !global {
-        let misplaced = grants::PRIVILEGES
-            .iter()
-            .any(|p| bits & p.bit != 0 && p.level == Level::Global);
+        let misplaced = grants::PRIVILEGES.iter().any(|p| {
+            bits & p.bit != 0
+                && match target {
+                    Target::Table(..) => p.level != Level::Any,
+                    _ => p.level == Level::Global,
+                }
+        });
         if misplaced {
             return Err(match target {
                 Target::Db(_) => SqlError::new(

@@ -528,36 +528,78 @@ pub(crate) fn alter_table(
 ) -> Result<(), SqlError> {
     session.ddl_prelude()?;
     let (db, name) = qualify(session, &at.name)?;
-    crate::temp_tables::refuse(session, &db, &name, "ALTER TABLE")?;
-    session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
+    let temporary = session.temp_tables().find(&db, &name);
+    if temporary.is_none() {
+        session.check_ddl_lock(&db, &name, TableLockMode::Write)?;
+    }
     let instance = session.instance().clone();
     let catalog = instance.store.catalog();
-    let old = crate::bind::lookup_table(&catalog, &db, &name)
-        .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
+    let old = match &temporary {
+        Some(def) => def.clone(),
+        None => crate::bind::lookup_table(&catalog, &db, &name)
+            .ok_or_else(|| SqlError::no_such_table(&db, &name))?,
+    };
     let mut draft = Draft::new(&old);
     let current = session.current_db().ok();
     for op in &at.operations {
         draft.apply(op, current.as_deref())?;
     }
     let change = draft.into_change(&old);
+    if let Some(old) = temporary {
+        crate::gencols::check_alter(&session.catalog(), &old, &change)?;
+        let renames_only = at
+            .operations
+            .iter()
+            .all(|op| matches!(op, Op::RenameTable { .. }));
+        if renames_only {
+            let pair = (db, name, change.def.database, change.def.name);
+            let renames = crate::temp_tables::TempRenames::plan(session, vec![pair])?;
+            renames.apply(session);
+            return done(session, 0, sink);
+        }
+        let rows = crate::temp_tables::alter(session, &old, change, converter())?;
+        return done(session, rows, sink);
+    }
     crate::gencols::check_alter(&catalog, &old, &change)?;
-    let (_, method) = instance.store.alter_table(
-        &db,
-        &old.name,
-        change,
-        std::sync::Arc::new(|_: &ColumnDef, new: &ColumnDef, value: Value, row: u64| {
-            convert(new, value, row)
-        }),
-    )?;
+    let (_, method) = instance
+        .store
+        .alter_table(&db, &old.name, change, converter())?;
     instance.bump_generation();
     let rows = match method {
         shale_table::AlterMethod::Instant => 0,
         shale_table::AlterMethod::Rewrite { rows } => rows,
     };
+    done(session, rows, sink)
+}
+
+/// ALTER TABLE's conversion of a rewritten row's values ([`convert`]).
+fn converter() -> shale_table::ConvertFn<SqlError> {
+    std::sync::Arc::new(|_: &ColumnDef, new: &ColumnDef, value: Value, row: u64| {
+        convert(new, value, row)
+    })
+}
+
+/// ALTER TABLE's OK: the rows rewritten.
+fn done(session: &Session, rows: u64, sink: &mut dyn ResultSink) -> Result<(), SqlError> {
     let mut st = session.status();
     st.affected_rows = rows;
     st.info = format!("Records: {rows}  Duplicates: 0  Warnings: 0");
     sink.ok(&st)
+}
+
+/// CREATE INDEX or DROP INDEX of the session's temporary table `old`: `new` is its definition
+/// with the index added (id 0) or removed; the rows are copied under it (temp_tables.rs
+/// rule 7).
+pub(crate) fn alter_temporary(
+    session: &mut Session,
+    old: &std::sync::Arc<TableDef>,
+    new: TableDef,
+    sink: &mut dyn ResultSink,
+) -> Result<(), SqlError> {
+    let sources = (0..old.columns.len()).map(ColumnSource::Stored).collect();
+    let change = TableChange { def: new, sources };
+    let rows = crate::temp_tables::alter(session, old, change, converter())?;
+    done(session, rows, sink)
 }
 
 fn qualify(session: &Session, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
@@ -576,11 +618,17 @@ pub(crate) fn rename_tables(
     sink: &mut dyn ResultSink,
 ) -> Result<(), SqlError> {
     session.ddl_prelude()?;
-    let mut names = Vec::new();
+    let mut pairs = Vec::new();
     for r in renames {
         let (db, name) = qualify(session, &r.old_name)?;
         let (to_db, to_name) = qualify(session, &r.new_name)?;
-        crate::temp_tables::refuse(session, &db, &name, "RENAME TABLE")?;
+        pairs.push((db, name, to_db, to_name));
+    }
+    // The session's temporary tables are renamed in the session (temp_tables.rs rule 7),
+    // after the base tables (which may fail as a whole).
+    let temporary = crate::temp_tables::TempRenames::plan(session, pairs)?;
+    let mut names = Vec::new();
+    for (db, name, to_db, to_name) in temporary.base.clone() {
         // A source renamed by an earlier pair keeps that table's lock (MySQL 8).
         let renamed_before = names
             .iter()
@@ -595,16 +643,18 @@ pub(crate) fn rename_tables(
         .flat_map(|(a, b, c, d)| [(a.clone(), b.clone()), (c.clone(), d.clone())])
         .collect();
     let _names = session.lock_names(&both)?;
-    if crate::views::rename(session, &names)? {
-        return sink.ok(&session.status());
+    if !crate::views::rename(session, &names)? && !names.is_empty() {
+        let instance = session.instance().clone();
+        let borrowed: Vec<(&str, &str, &str, &str)> = names
+            .iter()
+            .map(|(a, b, c, d)| (a.as_str(), b.as_str(), c.as_str(), d.as_str()))
+            .collect();
+        instance.store.rename_tables(&borrowed)?;
+        instance.bump_generation();
     }
-    let instance = session.instance().clone();
-    let borrowed: Vec<(&str, &str, &str, &str)> = names
-        .iter()
-        .map(|(a, b, c, d)| (a.as_str(), b.as_str(), c.as_str(), d.as_str()))
-        .collect();
-    instance.store.rename_tables(&borrowed)?;
-    instance.bump_generation();
+    if temporary.any {
+        temporary.apply(session);
+    }
     sink.ok(&session.status())
 }
 

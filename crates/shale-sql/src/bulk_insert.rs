@@ -18,6 +18,9 @@
 //!    mode lenient_store.rs): bulk mode changes when rows become visible, never what is
 //!    stored.
 //! 2. A session has at most one running load; rows of another table finish it first.
+//! 3. A temporary table is never bulk loaded (a load's files are ingested under the store's
+//!    catalog, which does not have it): LOAD DATA into one inserts in a transaction, and an
+//!    INSERT into one while bulk mode is on runs as a plain INSERT.
 
 use std::path::Path;
 
@@ -195,9 +198,29 @@ fn bulk_insert(
     let [Statement::Insert(insert)] = statements.as_mut_slice() else {
         return None;
     };
+    if writes_temporary(session, insert) {
+        return None;
+    }
     let result = crate::insert_set::insert_to_values(insert)
         .and_then(|()| bulk_insert_statement(session, insert, sink));
     Some(result)
+}
+
+/// Whether `insert` writes the session's temporary table (rule 3).
+fn writes_temporary(session: &Session, insert: &ast::Insert) -> bool {
+    let ast::TableObject::TableName(name) = &insert.table else {
+        return false;
+    };
+    let parts = crate::bind::ident_name(name);
+    let (db, table) = match parts.as_slice() {
+        [t] => match session.current_db() {
+            Ok(db) => (db, t.clone()),
+            Err(_) => return false,
+        },
+        [d, t] => (d.clone(), t.clone()),
+        _ => return false,
+    };
+    session.temp_tables().find(&db, &table).is_some()
 }
 
 fn bulk_insert_statement(
@@ -296,13 +319,13 @@ fn run_load_data(
         });
     }
     session.authorize(&needs)?;
+    // The session's temporary table of the name first (temp_tables.rs rule 1).
     let table = session
-        .instance()
-        .store
         .catalog()
         .table(&database, &load.table)
         .cloned()
         .ok_or_else(|| SqlError::no_such_table(&database, &load.table))?;
+    let temporary = session.temp_tables().find(&database, &table.name).is_some();
     let data = read_input(session, load, sink)?;
     let data = convert_charset(load.charset.as_deref(), data)?;
     // Which column (or user variable) each field fills.
@@ -416,8 +439,9 @@ fn run_load_data(
         prepared.push(row_values(&table, given, number, &env)?);
         warnings.extend(env.conversions.take());
     }
-    let use_bulk = session.bulk_mode().enabled
-        || (!ignore && !session.in_transaction() && table_is_empty(session, &table)?);
+    let use_bulk = !temporary
+        && (session.bulk_mode().enabled
+            || (!ignore && !session.in_transaction() && table_is_empty(session, &table)?));
     let (affected, skipped) = if use_bulk {
         insert_bulk(session, &table, prepared)?
     } else {

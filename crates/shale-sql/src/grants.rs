@@ -35,6 +35,8 @@ pub(crate) struct Privs(pub u32);
 pub(crate) enum Level {
     /// `*.*` only.
     Global,
+    /// `*.*` and `db.*` (CREATE TEMPORARY TABLES: 1144 on a table).
+    Database,
     /// `*.*`, `db.*` and `db.table`.
     Any,
 }
@@ -65,6 +67,7 @@ pub(crate) const CREATE_USER: u32 = 1 << 13;
 pub(crate) const CONNECTION_ADMIN: u32 = 1 << 14;
 pub(crate) const SYSTEM_VARIABLES_ADMIN: u32 = 1 << 15;
 pub(crate) const GRANT_OPTION: u32 = 1 << 16;
+pub(crate) const CREATE_TEMPORARY_TABLES: u32 = 1 << 17;
 
 /// Every privilege Shale knows, in the order SHOW GRANTS lists them (MySQL's order; the
 /// dynamic ones, upper-case with underscores, come after the static ones).
@@ -148,6 +151,12 @@ pub(crate) const PRIVILEGES: &[Privilege] = &[
         level: Level::Global,
     },
     Privilege {
+        bit: CREATE_TEMPORARY_TABLES,
+        name: "CREATE TEMPORARY TABLES",
+        stored: "Create_tmp_table",
+        level: Level::Database,
+    },
+    Privilege {
         bit: CREATE_USER,
         name: "CREATE USER",
         stored: "Create_user",
@@ -173,10 +182,13 @@ pub(crate) const PRIVILEGES: &[Privilege] = &[
     },
 ];
 
-/// What `ALL [PRIVILEGES]` means on `db.*` and `db.table`.
+/// What `ALL [PRIVILEGES]` means on `db.table`.
 pub(crate) const ALL_TABLE: u32 = SELECT | INSERT | UPDATE | DELETE | CREATE | DROP | INDEX | ALTER;
-/// What `ALL [PRIVILEGES]` means on `*.*`: every privilege but GRANT OPTION.
-pub(crate) const ALL_GLOBAL: u32 = (GRANT_OPTION << 1) - 1 - GRANT_OPTION;
+/// What `ALL [PRIVILEGES]` means on `db.*`.
+pub(crate) const ALL_DB: u32 = ALL_TABLE | CREATE_TEMPORARY_TABLES;
+/// What `ALL [PRIVILEGES]` means on `*.*`: every privilege but GRANT OPTION (the highest
+/// bit is the last one added).
+pub(crate) const ALL_GLOBAL: u32 = (CREATE_TEMPORARY_TABLES << 1) - 1 - GRANT_OPTION;
 
 impl Privs {
     pub fn has(self, bits: u32) -> bool {
@@ -569,8 +581,8 @@ mod tests {
         assert_eq!(Privs::from_set("Select,Insert,Grant"), p);
         assert_eq!(Privs::from_set("select, Bogus"), Privs(SELECT));
         assert!(!Privs(ALL_GLOBAL).any(GRANT_OPTION));
-        assert!(Privs(ALL_GLOBAL).has(ALL_TABLE | SUPER | CREATE_USER | SYSTEM_VARIABLES_ADMIN));
-        // Every bit below GRANT OPTION names a privilege, so ALL_GLOBAL holds no stray bit.
+        assert!(Privs(ALL_GLOBAL).has(ALL_DB | SUPER | CREATE_USER | SYSTEM_VARIABLES_ADMIN));
+        // Every bit of ALL_GLOBAL names a privilege, so it holds no stray bit.
         let named = PRIVILEGES.iter().fold(0, |acc, p| acc | p.bit);
         assert_eq!(named, ALL_GLOBAL | GRANT_OPTION);
     }

@@ -22,8 +22,8 @@ use sqlparser::ast::{self, Statement};
 
 use crate::error::SqlError;
 use crate::grants::{
-    Account, Grants, ALTER, CREATE, DELETE, DROP, INDEX, INSERT, PRIVILEGES, SELECT, SUPER,
-    SYSTEM_VARIABLES_ADMIN, UPDATE,
+    Account, Grants, ALTER, CREATE, CREATE_TEMPORARY_TABLES, DELETE, DROP, INDEX, INSERT,
+    PRIVILEGES, SELECT, SUPER, SYSTEM_VARIABLES_ADMIN, UPDATE,
 };
 
 /// One thing a statement needs.
@@ -271,6 +271,15 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
                 needs.push(table_need(current, name, DELETE | read)?);
             }
         }
+        // MySQL: CREATE TEMPORARY TABLE needs only the CREATE TEMPORARY TABLES privilege on
+        // its database (1044 without it), and then none on the table (temp_tables.rs rule 5).
+        Statement::CreateTable(ct) if ct.temporary => {
+            let (db, _) = qualify(current, &ct.name)?;
+            needs.push(Need::Db {
+                privs: CREATE_TEMPORARY_TABLES,
+                db,
+            });
+        }
         Statement::CreateTable(ct) => {
             needs.push(table_need(current, &ct.name, CREATE)?);
         }
@@ -285,6 +294,14 @@ pub(crate) fn needs_of(current: Option<&str>, stmt: &Statement) -> Result<Needs,
         // MySQL: ALTER TABLE needs ALTER, CREATE and INSERT on the table.
         Statement::AlterTable(at) => {
             needs.push(table_need(current, &at.name, ALTER | CREATE | INSERT)?);
+        }
+        // MySQL: RENAME TABLE needs ALTER and DROP on each source, CREATE and INSERT on each
+        // new name (a session's temporary source needs none, Session::authorize).
+        Statement::RenameTable(renames) => {
+            for r in renames {
+                needs.push(table_need(current, &r.old_name, ALTER | DROP)?);
+                needs.push(table_need(current, &r.new_name, CREATE | INSERT)?);
+            }
         }
         Statement::Truncate(t) => {
             for target in &t.table_names {

@@ -1039,10 +1039,12 @@ impl Session {
     pub(crate) fn commit_open(&mut self) -> Result<(), SqlError> {
         self.began = false;
         self.savepoints.clear();
-        match self.txn.take() {
-            Some(t) => Ok(t.commit()?),
+        let committed = match self.txn.take() {
+            Some(t) => t.commit(),
             None => Ok(()),
-        }
+        };
+        self.temp_tables.drop_retired(&self.instance.store);
+        Ok(committed?)
     }
 
     fn rollback_open(&mut self) {
@@ -1051,6 +1053,13 @@ impl Session {
         if let Some(t) = self.txn.take() {
             t.rollback();
         }
+        self.temp_tables.drop_retired(&self.instance.store);
+    }
+
+    /// Whether an engine transaction is open across statements (BEGIN, or autocommit off
+    /// after a statement).
+    pub(crate) fn transaction_open(&self) -> bool {
+        self.txn.is_some()
     }
 
     /// SAVEPOINT: a no-op outside a transaction, as in MySQL with autocommit.
@@ -1565,7 +1574,11 @@ impl Session {
             Statement::CreateIndex(ci) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&ci.table_name)?;
-                crate::temp_tables::refuse(self, &db, &name, "CREATE INDEX")?;
+                if let Some(def) = self.temp_tables.find(&db, &name) {
+                    let mut new = (*def).clone();
+                    new.indexes.push(crate::ddl::index_def(&def, ci)?);
+                    return crate::alter::alter_temporary(self, &def, new, sink);
+                }
                 self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
@@ -1580,11 +1593,19 @@ impl Session {
             Statement::AlterTable(at) if crate::alter::handles(at) => {
                 crate::alter::alter_table(self, at, sink)
             }
+            // A temporary table's index-only ALTER is a rewrite as any other (temp_tables.rs
+            // rule 7).
+            Statement::AlterTable(at)
+                if self
+                    .qualify(&at.name)
+                    .is_ok_and(|(db, name)| self.temp_tables.find(&db, &name).is_some()) =>
+            {
+                crate::alter::alter_table(self, at, sink)
+            }
             Statement::RenameTable(renames) => crate::alter::rename_tables(self, renames, sink),
             Statement::AlterTable(at) => {
                 self.ddl_prelude()?;
                 let (db, name) = self.qualify(&at.name)?;
-                crate::temp_tables::refuse(self, &db, &name, "ALTER TABLE")?;
                 self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 for op in &at.operations {
                     let catalog = self.instance.store.catalog();
@@ -1607,9 +1628,21 @@ impl Session {
                 sink.ok(&st)
             }
             Statement::Truncate(t) => {
-                self.ddl_prelude()?;
+                let mut targets = Vec::new();
                 for target in &t.table_names {
-                    let (db, name) = self.qualify(&target.name)?;
+                    targets.push(self.qualify(&target.name)?);
+                }
+                // Only TRUNCATE of temporary tables leaves the transaction open (MySQL;
+                // temp_tables.rs rule 8).
+                if targets
+                    .iter()
+                    .all(|(db, name)| self.temp_tables.find(db, name).is_some())
+                {
+                    self.state.warnings.clear();
+                } else {
+                    self.ddl_prelude()?;
+                }
+                for (db, name) in targets {
                     if let Some(def) = self.temp_tables.find(&db, &name) {
                         crate::temp_tables::truncate(self, &def)?;
                         continue;
@@ -1743,9 +1776,20 @@ impl Session {
                     return Err(SqlError::unsupported("DROP INDEX without ON table"));
                 };
                 let (db, name) = self.qualify(t)?;
-                crate::temp_tables::refuse(self, &db, &name, "DROP INDEX")?;
-                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let index = crate::bind::ident_name(index).join(".");
+                if let Some(def) = self.temp_tables.find(&db, &name) {
+                    let mut new = (*def).clone();
+                    let Some(at) = new
+                        .indexes
+                        .iter()
+                        .position(|i| i.name.eq_ignore_ascii_case(&index))
+                    else {
+                        return Err(no_such_index(&index));
+                    };
+                    new.indexes.remove(at);
+                    return crate::alter::alter_temporary(self, &def, new, sink);
+                }
+                self.check_ddl_lock(&db, &name, TableLockMode::Write)?;
                 let catalog = self.instance.store.catalog();
                 let def = crate::bind::lookup_table(&catalog, &db, &name)
                     .ok_or_else(|| SqlError::no_such_table(&db, &name))?;
@@ -1768,11 +1812,7 @@ impl Session {
             .iter()
             .find(|i| i.name.eq_ignore_ascii_case(index))
         else {
-            return Err(SqlError::new(
-                1091,
-                "42000",
-                format!("Can't DROP INDEX `{index}`; check that it exists"),
-            ));
+            return Err(no_such_index(index));
         };
         Ok(self.instance.store.drop_index(db, &def.name, &ix.name)?)
     }
@@ -2164,4 +2204,13 @@ impl ResultSink for Watched<'_> {
         self.used = true;
         self.inner.local_infile(name)
     }
+}
+
+/// DROP INDEX of an index the table does not have.
+fn no_such_index(index: &str) -> SqlError {
+    SqlError::new(
+        1091,
+        "42000",
+        format!("Can't DROP INDEX `{index}`; check that it exists"),
+    )
 }

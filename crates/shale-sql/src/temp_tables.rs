@@ -21,14 +21,22 @@
 //!    (`Session::authorize` skips them).
 //! 6. A temporary table's DDL bumps the instance's DDL generation, so no kept plan (prepared
 //!    statement, statement cache) still names a table that shadowing changed.
-//! 7. ALTER TABLE, CREATE/DROP INDEX and RENAME TABLE of a temporary table are refused
-//!    (1235) rather than applied to the base table of its name. CHECK, ANALYZE and OPTIMIZE
-//!    TABLE work on it as on a base table; LOCK TABLES of its name locks the base table
-//!    (MySQL needs no lock on a temporary table).
+//! 7. ALTER TABLE, CREATE/DROP INDEX and RENAME TABLE (ALTER TABLE ... RENAME too) of a
+//!    temporary table change only the session's definition: a rename keeps the rows, any other
+//!    change copies them into fresh index ids (shale-table's temporary.rs). Like a base
+//!    table's ALTER they commit the open transaction first (MySQL). CHECK, ANALYZE and
+//!    OPTIMIZE TABLE work on it as on a base table; LOCK TABLES of its name locks the base
+//!    table (MySQL needs no lock on a temporary table).
+//! 8. TRUNCATE of a temporary table does not commit the open transaction (MySQL). Inside one
+//!    the table moves to fresh, empty index ids, so the transaction's snapshot no longer sees
+//!    its rows; the old ids are dropped again when the transaction ends
+//!    ([`TempTables::drop_retired`]), since a commit writes the transaction's own writes
+//!    under them.
+//! 9. A view may not refer to a temporary table (1352, views.rs).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use shale_table::{Catalog, Store, TableDef, Value};
+use shale_table::{Catalog, ConvertFn, Store, TableChange, TableDef, Value};
 use sqlparser::ast;
 
 use crate::error::SqlError;
@@ -40,6 +48,9 @@ use crate::types::store_value;
 #[derive(Debug, Default)]
 pub(crate) struct TempTables {
     tables: Vec<Arc<TableDef>>,
+    /// Definitions a TRUNCATE inside a transaction replaced, dropped once more when the
+    /// transaction ends (rule 8).
+    retired: Vec<Arc<TableDef>>,
     /// The last catalog laid over, and the result (rule 1): rebuilt when the store's catalog
     /// or the session's tables change.
     overlay: Mutex<Option<(Arc<Catalog>, Arc<Catalog>)>>,
@@ -49,12 +60,7 @@ impl TempTables {
     /// The temporary table `db`.`name`: names match exactly, else ASCII case-insensitively
     /// (as `bind::lookup_table`).
     pub(crate) fn find(&self, db: &str, name: &str) -> Option<Arc<TableDef>> {
-        let mut in_db = self.tables.iter().filter(|t| t.database == db);
-        in_db
-            .clone()
-            .find(|t| t.name == name)
-            .or_else(|| in_db.find(|t| t.name.eq_ignore_ascii_case(name)))
-            .cloned()
+        find_in(&self.tables, db, name)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -99,10 +105,34 @@ impl TempTables {
     fn remove(&mut self, def: &TableDef) {
         self.tables
             .retain(|t| t.primary_key.index_id != def.primary_key.index_id);
+        self.changed();
+    }
+
+    /// Puts `new` in the place of `old` (an ALTER, rename or TRUNCATE).
+    fn replace(&mut self, old: &TableDef, new: Arc<TableDef>) {
+        if let Some(t) = self
+            .tables
+            .iter_mut()
+            .find(|t| t.primary_key.index_id == old.primary_key.index_id)
+        {
+            *t = new;
+        }
+        self.changed();
+    }
+
+    fn changed(&mut self) {
         *self
             .overlay
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Drops the index ids a TRUNCATE inside the transaction that just ended replaced (rule
+    /// 8). Best effort, as [`TempTables::drop_all`].
+    pub(crate) fn drop_retired(&mut self, store: &Store) {
+        for def in std::mem::take(&mut self.retired) {
+            let _ = store.drop_temporary_table(&def);
+        }
     }
 
     /// Drops every temporary table (rule 4). Best effort: a table whose drop fails is left
@@ -111,11 +141,20 @@ impl TempTables {
         for def in std::mem::take(&mut self.tables) {
             let _ = store.drop_temporary_table(&def);
         }
-        *self
-            .overlay
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner) = None;
+        self.drop_retired(store);
+        self.changed();
     }
+}
+
+/// The table `db`.`name` of `tables`: names match exactly, else ASCII case-insensitively (as
+/// `bind::lookup_table`).
+fn find_in(tables: &[Arc<TableDef>], db: &str, name: &str) -> Option<Arc<TableDef>> {
+    let mut in_db = tables.iter().filter(|t| t.database == db);
+    in_db
+        .clone()
+        .find(|t| t.name == name)
+        .or_else(|| in_db.find(|t| t.name.eq_ignore_ascii_case(name)))
+        .cloned()
 }
 
 fn qualify(session: &Session, name: &ast::ObjectName) -> Result<(String, String), SqlError> {
@@ -273,21 +312,113 @@ pub(crate) fn drop_temporary(
     sink.ok(&session.status())
 }
 
-/// TRUNCATE of a temporary table: empties it and resets its `AUTO_INCREMENT` counter. The
-/// caller committed the open transaction first (its snapshot would still see the rows).
-pub(crate) fn truncate(session: &Session, def: &TableDef) -> Result<(), SqlError> {
-    Ok(session.instance().store.truncate_temporary_table(def)?)
-}
-
-/// The 1235 of DDL that Shale does not apply to temporary tables (rule 7), when `db`.`name`
-/// is one of the session's.
-pub(crate) fn refuse(session: &Session, db: &str, name: &str, what: &str) -> Result<(), SqlError> {
-    if session.temp_tables().find(db, name).is_some() {
-        return Err(SqlError::unsupported(format!(
-            "{what} of a temporary table"
-        )));
+/// TRUNCATE of a temporary table: empties it and resets its `AUTO_INCREMENT` counter,
+/// without committing the open transaction (rule 8).
+pub(crate) fn truncate(session: &mut Session, def: &Arc<TableDef>) -> Result<(), SqlError> {
+    let instance = session.instance().clone();
+    if session.transaction_open() {
+        let renewed = instance.store.renew_temporary_table(def)?;
+        let tables = session.temp_tables_mut();
+        tables.replace(def, renewed);
+        tables.retired.push(def.clone());
+    } else {
+        instance.store.truncate_temporary_table(def)?;
     }
     Ok(())
+}
+
+/// ALTER TABLE (or CREATE / DROP INDEX) of the session's temporary table `old`: its rows
+/// copied into fresh ids under `change`'s definition (rule 7); the rows copied. The caller
+/// has committed the open transaction.
+pub(crate) fn alter(
+    session: &mut Session,
+    old: &Arc<TableDef>,
+    change: TableChange,
+    convert: ConvertFn<SqlError>,
+) -> Result<u64, SqlError> {
+    check_target(session, &session.temp_tables().tables, old, &change.def)?;
+    let instance = session.instance().clone();
+    let (def, rows) = instance.store.alter_temporary_table(old, change, convert)?;
+    session.temp_tables_mut().replace(old, def);
+    instance.bump_generation();
+    Ok(rows)
+}
+
+/// A renamed temporary table's new name: its database must exist (1049) and no other
+/// temporary table in `tables` have the name (1050). A base table of the name may exist:
+/// the temporary table shadows it (rule 1).
+fn check_target(
+    session: &Session,
+    tables: &[Arc<TableDef>],
+    old: &TableDef,
+    new: &TableDef,
+) -> Result<(), SqlError> {
+    if !session
+        .instance()
+        .store
+        .catalog()
+        .databases
+        .contains_key(&new.database)
+    {
+        return Err(SqlError::unknown_database(&new.database));
+    }
+    match find_in(tables, &new.database, &new.name) {
+        Some(t) if t.primary_key.index_id != old.primary_key.index_id => {
+            Err(SqlError::table_exists(&new.name))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// RENAME TABLE's pairs split between the session's temporary tables, renamed in the session
+/// (rule 7), and the base tables. A pair's source is a temporary table when one has that
+/// name after the pairs before it (`RENAME TABLE t TO x, x TO y` moves temporary `t`
+/// twice), as MariaDB resolves it. Every temporary pair is checked before any table is
+/// renamed; the caller renames the base tables (all or none) and then calls
+/// [`TempRenames::apply`].
+pub(crate) struct TempRenames {
+    /// The session's temporary tables as they will be.
+    tables: Vec<Arc<TableDef>>,
+    /// Whether some pair names a temporary table.
+    pub(crate) any: bool,
+    /// The base tables' pairs, in order: `(db, name, to db, to name)`.
+    pub(crate) base: Vec<(String, String, String, String)>,
+}
+
+impl TempRenames {
+    pub(crate) fn plan(
+        session: &Session,
+        pairs: Vec<(String, String, String, String)>,
+    ) -> Result<TempRenames, SqlError> {
+        let mut tables = session.temp_tables().tables.clone();
+        let mut any = false;
+        let mut base = Vec::new();
+        for (db, name, to_db, to_name) in pairs {
+            let Some(old) = find_in(&tables, &db, &name) else {
+                base.push((db, name, to_db, to_name));
+                continue;
+            };
+            any = true;
+            let mut def = (*old).clone();
+            def.database = to_db;
+            def.name = to_name;
+            check_target(session, &tables, &old, &def)?;
+            let def = Arc::new(def);
+            for t in &mut tables {
+                if t.primary_key.index_id == old.primary_key.index_id {
+                    *t = def.clone();
+                }
+            }
+        }
+        Ok(TempRenames { tables, any, base })
+    }
+
+    pub(crate) fn apply(self, session: &mut Session) {
+        let tables = session.temp_tables_mut();
+        tables.tables = self.tables;
+        tables.changed();
+        session.instance().bump_generation();
+    }
 }
 
 /// `CREATE TEMPORARY TABLE` for SHOW CREATE TABLE of a temporary table.

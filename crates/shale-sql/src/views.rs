@@ -380,7 +380,9 @@ fn check_query(
     name: &str,
     spec: &ViewSpec<'_>,
 ) -> Result<(), SqlError> {
-    let catalog = session.instance().store.catalog();
+    // With the session's temporary tables, so a name one shadows is refused below rather
+    // than bound to the base table.
+    let catalog = session.catalog();
     let touched = std::cell::RefCell::default();
     let defaults = &session.state().defaults;
     let variable = |n: &str| defaults.get(n).cloned();
@@ -401,8 +403,18 @@ fn check_query(
     binder.views.push((db.to_string(), name.to_string()));
     let bound = binder.query(spec.query);
     let params = binder.params;
+    let touched = touched.take();
+    if let Some((_, table)) = touched
+        .iter()
+        .find(|(db, table)| session.temp_tables().find(db, table).is_some())
+    {
+        return Err(SqlError::new(
+            1352,
+            "HY000",
+            format!("View's SELECT refers to a temporary table '{table}'"),
+        ));
+    }
     let needs: Vec<crate::privilege::Need> = touched
-        .take()
         .into_iter()
         .map(|(db, table)| crate::privilege::Need::Table {
             privs: crate::grants::SELECT,

@@ -239,3 +239,29 @@ fn generated_columns_are_computed_and_indexed_and_refuse_values() {
          not allowed.\n"
     );
 }
+
+/// LOAD DATA and bulk-mode INSERTs write the session's temporary table of the name, never
+/// the base table it shadows (`bulk_insert.rs` rule 3), in a transaction, visible at once.
+#[test]
+fn temporary_tables_are_loaded_in_a_transaction() {
+    let files = Files::new("temporary");
+    files.write("rows.tsv", "1\ta\n2\tb\n");
+    let mut r = runner(&files);
+    let create = "CREATE TEMPORARY TABLE t (id INT PRIMARY KEY, c VARCHAR(10))";
+    assert_eq!(r.run(create), "ok affected=0\n");
+    // The empty table would take the bulk path were it a base table.
+    assert_eq!(
+        r.run("LOAD DATA INFILE 'rows.tsv' INTO TABLE t"),
+        "ok affected=2 info=\"Records: 2  Deleted: 0  Skipped: 0  Warnings: 0\"\n"
+    );
+    assert_eq!(r.run("SET SESSION shale_bulk_load = 1"), "ok affected=0\n");
+    assert_eq!(r.run("INSERT INTO t VALUES (3, 'c')"), "ok affected=1\n");
+    // A bulk load's rows would be invisible until it finishes.
+    assert_eq!(
+        r.run("SELECT * FROM t ORDER BY id"),
+        "id\tc\n1\ta\n2\tb\n3\tc\nend\n"
+    );
+    assert_eq!(r.run("SET SESSION shale_bulk_load = 0"), "ok affected=0\n");
+    assert_eq!(r.run("DROP TEMPORARY TABLE t"), "ok affected=0\n");
+    assert_eq!(r.run("SELECT COUNT(*) FROM t"), "COUNT(*)\n0\nend\n");
+}

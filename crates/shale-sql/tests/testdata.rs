@@ -401,3 +401,8 @@ fn temp_tables() {
 fn backslash_escapes() {
     common::run_file("backslash_escapes");
 }
+
+#[test]
+fn temp_alter() {
+    common::run_file("temp_alter");
+}

@@ -425,7 +425,7 @@ impl Store {
 
     /// Writes every row of `old`, converted, with its index entries under `def`'s (new)
     /// ids, from one snapshot; returns the row count.
-    fn rewrite_rows(
+    pub(crate) fn rewrite_rows(
         &self,
         old: &TableDef,
         def: &TableDef,
@@ -509,7 +509,7 @@ impl Store {
 
 /// The caller's error for a failed rewrite: its own conversion error as it gave it, or the
 /// table layer's error converted.
-fn caller_error<E: From<Error> + 'static>(failure: Failure) -> E {
+pub(crate) fn caller_error<E: From<Error> + 'static>(failure: Failure) -> E {
     match failure {
         Failure::Table(error) => E::from(error),
         Failure::Caller(error) => match error.downcast::<E>() {
@@ -554,7 +554,11 @@ fn check_target(catalog: &Catalog, old: &TableDef, def: &TableDef) -> Result<()>
     Ok(())
 }
 
-fn check_sources(old: &TableDef, def: &TableDef, sources: &[ColumnSource]) -> Result<()> {
+pub(crate) fn check_sources(
+    old: &TableDef,
+    def: &TableDef,
+    sources: &[ColumnSource],
+) -> Result<()> {
     if sources.len() != def.columns.len() {
         return Err(Error::InvalidArgument(format!(
             "{} column sources for {} columns",

@@ -16,14 +16,20 @@
 //!    left behind.
 //! 4. Transactions take no metadata lock on a temporary table (only its session uses it, so
 //!    no DDL of another session can wait for it or be seen waiting).
+//! 5. A temporary table's ALTER (or TRUNCATE inside a transaction) moves it to fresh index
+//!    ids rather than changing rows in place: no other session can see it, so there is
+//!    nothing to fence or lock, and the old ids are simply dropped afterwards.
 
 use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use shale_engine::{ReadOptions, WriteBatch, WriteOptions, DEFAULT_KEYSPACE_ID};
 
+use crate::alter::{caller_error, check_sources, ConvertFn, TableChange};
 use crate::error::{Error, Result};
-use crate::schema::{Catalog, TableDef};
+use crate::fill::discard;
+use crate::schema::{Catalog, ColumnDef, TableDef};
+use crate::shadow::Failure;
 use crate::store::{
     assign_index_ids, check_name, normalize_primary_key, persist_next_index_id, validate_table,
     Store,
@@ -73,18 +79,7 @@ impl Store {
     /// [`Store::drop_temporary_table`]. Its database must exist; a base table of the same
     /// name may (the caller's name resolution decides which one a name means).
     pub fn create_temporary_table(&self, mut def: TableDef) -> Result<Arc<TableDef>> {
-        let mut next_id = self.inner.lock_ddl();
-        if !self.inner.catalog().databases.contains_key(&def.database) {
-            return Err(Error::NoSuchDatabase(def.database));
-        }
-        check_name("table", &def.name)?;
-        normalize_primary_key(&mut def);
-        def.schema_version = 1;
-        validate_table(&def)?;
-        let after = assign_index_ids(&mut def, *next_id)?;
-        persist_next_index_id(self.inner.tdb.db(), after)?;
-        *next_id = after;
-        self.inner.temporary.insert(def.primary_key.index_id);
+        self.assign_temporary_ids(&mut def)?;
         Ok(Arc::new(def))
     }
 
@@ -108,6 +103,92 @@ impl Store {
         crate::store::delete_data_batch(&mut batch, def)?;
         self.inner.tdb.db().write(batch, &WriteOptions::default())?;
         self.forget_temporary(def);
+        Ok(())
+    }
+
+    /// Replaces a temporary table's definition (ALTER TABLE, CREATE / DROP INDEX of a
+    /// temporary table) by copying its rows, converted, into fresh index ids (invariant 5),
+    /// then dropping the old ids. `change.def` may name another database or table (a rename
+    /// the caller has checked). `convert` is as [`Store::alter_table`]'s. Returns the new
+    /// definition and the rows copied. The rows are read from one snapshot: the caller must
+    /// not hold an open write transaction (its writes would be left behind). On failure the
+    /// new ids are deleted and `old` is left whole.
+    pub fn alter_temporary_table<E: From<Error> + Send + 'static>(
+        &self,
+        old: &TableDef,
+        change: TableChange,
+        convert: ConvertFn<E>,
+    ) -> std::result::Result<(Arc<TableDef>, u64), E> {
+        let TableChange { mut def, sources } = change;
+        check_sources(old, &def, &sources)?;
+        let (first, after) = self.assign_temporary_ids(&mut def)?;
+        let db = self.inner.tdb.db();
+        let convert = move |was: &ColumnDef, column: &ColumnDef, value, row| {
+            convert(was, column, value, row).map_err(|e| Failure::Caller(Box::new(e)))
+        };
+        let rows = match self.rewrite_rows(old, &def, &sources, &convert) {
+            Ok(rows) => rows,
+            Err(failure) => {
+                self.inner.temporary.remove(first);
+                discard(db, first..after);
+                return Err(caller_error(failure));
+            }
+        };
+        self.move_auto_increment(old, &def)?;
+        self.drop_temporary_table(old)?;
+        Ok((Arc::new(def), rows))
+    }
+
+    /// An empty copy of a temporary table under fresh index ids, its `AUTO_INCREMENT` counter
+    /// reset (TRUNCATE inside an open transaction, invariant 5). The old ids' rows are
+    /// deleted now; the caller drops the old ids once more (with
+    /// [`Store::drop_temporary_table`]) after its transaction ends, since a commit writes
+    /// the transaction's own writes under them.
+    pub fn renew_temporary_table(&self, old: &TableDef) -> Result<Arc<TableDef>> {
+        let mut def = old.clone();
+        self.assign_temporary_ids(&mut def)?;
+        self.drop_temporary_table(old)?;
+        Ok(Arc::new(def))
+    }
+
+    /// Checks `def` as [`Store::create_temporary_table`] does and gives it fresh index ids,
+    /// registered as a temporary table's; the range of ids used.
+    fn assign_temporary_ids(&self, def: &mut TableDef) -> Result<(u32, u32)> {
+        let mut next_id = self.inner.lock_ddl();
+        if !self.inner.catalog().databases.contains_key(&def.database) {
+            return Err(Error::NoSuchDatabase(def.database.clone()));
+        }
+        check_name("table", &def.name)?;
+        normalize_primary_key(def);
+        def.schema_version = 1;
+        def.past_versions = Vec::new();
+        validate_table(def)?;
+        let first = *next_id;
+        let after = assign_index_ids(def, first)?;
+        persist_next_index_id(self.inner.tdb.db(), after)?;
+        *next_id = after;
+        self.inner.temporary.insert(first);
+        Ok((first, after))
+    }
+
+    /// Carries the `AUTO_INCREMENT` counter of `old` over to `def` (a rewrite hands out no
+    /// value twice).
+    fn move_auto_increment(&self, old: &TableDef, def: &TableDef) -> Result<()> {
+        let db = self.inner.tdb.db();
+        let old_id = old.primary_key.index_id;
+        let reserved = match self.inner.loaded_next(TAG_AUTO_INCREMENT, old_id) {
+            Some(next) => Some(next.to_le_bytes().to_vec()),
+            None => db.get(&system::table_key(TAG_AUTO_INCREMENT, old_id))?,
+        };
+        if let Some(reserved) = reserved {
+            let mut batch = WriteBatch::new();
+            batch.put(
+                DEFAULT_KEYSPACE_ID,
+                &system::table_key(TAG_AUTO_INCREMENT, def.primary_key.index_id),
+                &reserved,
+            )?;
+            db.write(batch, &WriteOptions::default())?;
+        }
         Ok(())
     }
 
