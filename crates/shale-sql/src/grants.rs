@@ -254,7 +254,33 @@ pub(crate) struct Grants {
     table: HashMap<(Account, String, String), Privs>,
 }
 
+/// Global grants `(account, privileges)` and database grants `(account, db, privileges)`.
+pub(crate) type GrantsHolding = (Vec<(Account, Privs)>, Vec<(Account, String, Privs)>);
+
 impl Grants {
+    /// The global and database-level grants that include `bit`.
+    pub fn holding(&self, bit: u32) -> GrantsHolding {
+        let globals = self
+            .global
+            .iter()
+            .filter(|(_, p)| p.has(bit))
+            .map(|(a, p)| (a.clone(), *p))
+            .collect();
+        let dbs = self
+            .db
+            .iter()
+            .filter(|(_, p)| p.has(bit))
+            .map(|((a, d), p)| (a.clone(), d.clone(), *p))
+            .collect();
+        (globals, dbs)
+    }
+
+    /// Whether any global or database grant includes `bit`.
+    pub fn anyone_holds(&self, bit: u32) -> bool {
+        let (globals, dbs) = self.holding(bit);
+        !globals.is_empty() || !dbs.is_empty()
+    }
+
     pub fn global(&self, account: &Account) -> Privs {
         self.global.get(account).copied().unwrap_or_default()
     }

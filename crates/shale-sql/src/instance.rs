@@ -179,6 +179,7 @@ impl Instance {
             }
         }
         instance.reload_grants()?;
+        instance.upgrade_temporary_table_grants()?;
         crate::engine_settings::publish(&instance);
         // Fixed at open (read-only): -1 for no limit, as `rocksdb_max_open_files` shows it.
         let open_files = if max_open_files == shale_engine::UNLIMITED_OPEN_FILES {
@@ -245,6 +246,37 @@ impl Instance {
         let all = crate::grants::Privs(crate::grants::ALL_GLOBAL | crate::grants::GRANT_OPTION);
         crate::grants::write_global(&self.store, &mut txn, &account, old, all)?;
         txn.commit()?;
+        self.reload_grants()
+    }
+
+    /// A data directory from before the CREATE TEMPORARY TABLES privilege (no grant holds it
+    /// anywhere): every global or database grant of CREATE gains it, as MySQL's upgrade sets
+    /// `Create_tmp_table_priv` from `Create_priv`, so accounts (root among them) keep making
+    /// temporary tables. A directory made since has it in root's grants, so this runs once.
+    fn upgrade_temporary_table_grants(&self) -> Result<(), SqlError> {
+        use crate::grants::{Privs, CREATE, CREATE_TEMPORARY_TABLES};
+        let grants = self.grants();
+        let (globals, dbs) = grants.holding(CREATE);
+        if grants.anyone_holds(CREATE_TEMPORARY_TABLES) || (globals.is_empty() && dbs.is_empty())
+        {
+            return Ok(());
+        }
+        {
+            let _guard = self
+                .account_lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut txn = self.store.begin(TxnOptions::default())?;
+            for (account, old) in globals {
+                let new = Privs(old.0 | CREATE_TEMPORARY_TABLES);
+                crate::grants::write_global(&self.store, &mut txn, &account, old, new)?;
+            }
+            for (account, db, old) in dbs {
+                let new = Privs(old.0 | CREATE_TEMPORARY_TABLES);
+                crate::grants::write_db(&self.store, &mut txn, &account, &db, new)?;
+            }
+            txn.commit()?;
+        }
         self.reload_grants()
     }
 
