@@ -396,3 +396,8 @@ fn show_where() {
 fn temp_tables() {
     common::run_file("temp_tables");
 }
+
+#[test]
+fn collation_mixing() {
+    common::run_file("collation_mixing");
+}
