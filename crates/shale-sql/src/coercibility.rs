@@ -406,7 +406,10 @@ fn mix(
 /// never read for another node that reuses a dropped node's address. Shared by a
 /// statement's binders.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Derivations(Rc<RefCell<HashMap<(bool, usize), Option<Derivation>>>>);
+pub(crate) struct Derivations(Rc<RefCell<HashMap<MixedKey, Option<Derivation>>>>);
+
+/// A [`Mixed`] node's key: whether it is a CASE, and its address.
+type MixedKey = (bool, usize);
 
 /// What a mixed result is recorded under: a CASE, or a call by its first argument.
 #[derive(Clone, Copy)]
@@ -416,7 +419,7 @@ pub(crate) enum Mixed<'x> {
 }
 
 impl Mixed<'_> {
-    fn key(self) -> (bool, usize) {
+    fn key(self) -> MixedKey {
         match self {
             Mixed::Case(e) => (true, std::ptr::from_ref(e) as usize),
             Mixed::Call(first) => (false, std::ptr::from_ref(first) as usize),
