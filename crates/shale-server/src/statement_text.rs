@@ -9,8 +9,10 @@
 //!
 //! - `_binary'...'` (and `_binary"..."`, `_binary X'..'`, `_binary 0x..`) becomes
 //!   `X'hex'` of the literal's bytes, a binary string as the original is;
-//! - `_cs'...'` and `_cs X'..'`/`_cs 0x..` for the other known character sets become a
-//!   plain `'...'` of the bytes decoded from `cs` (1300 if they are not characters of it);
+//! - `_cs'...'` and `_cs X'..'`/`_cs 0x..` for the other known character sets become
+//!   `_cs'...'` of the bytes decoded from `cs` (1300 if they are not characters of it): the
+//!   introducer stays, as it gives the literal its collation (the SQL layer's
+//!   coercibility.rs);
 //! - quoted strings right after an introduced one are part of it (`_binary'a' 'b'` is
 //!   `X'6162'`), as MySQL's lexer joins them;
 //! - a plain literal whose bytes are not UTF-8, from a utf8mb4 or binary client, becomes
@@ -319,6 +321,10 @@ fn put_literal(
         return Ok(());
     }
     let text = charset.decode(value)?;
+    // The introducer stays: the literal has its character set's collation (MySQL's
+    // "Character Set Introducers"), which the SQL layer gives it.
+    out.push('_');
+    out.push_str(charset.name());
     out.push('\'');
     for c in text.chars() {
         match c {
@@ -440,7 +446,10 @@ mod tests {
             read(b"SELECT _binary'a' 'b'\n\"c\", 1"),
             "SELECT X'616263', 1"
         );
-        assert_eq!(read(b"SELECT _latin1'caf' '\xE9'"), "SELECT 'caf\u{e9}'");
+        assert_eq!(
+            read(b"SELECT _latin1'caf' '\xE9'"),
+            "SELECT _latin1'caf\u{e9}'"
+        );
         // A hex literal is not joined with what follows.
         assert_eq!(read(b"SELECT _binary X'61' AS x"), "SELECT X'61' AS x");
         // Unterminated: left for the parser.
@@ -455,16 +464,19 @@ mod tests {
     #[test]
     fn other_introducers_decode_their_own_charset() {
         // latin1 bytes inside a utf8mb4 statement.
-        assert_eq!(read(b"SELECT _latin1'caf\xE9 \x80'"), "SELECT 'café €'");
+        assert_eq!(
+            read(b"SELECT _latin1'caf\xE9 \x80'"),
+            "SELECT _latin1'café €'"
+        );
         assert_eq!(
             read(b"SELECT _utf8mb4'it''s \\\\ \\0'"),
-            "SELECT 'it\\'s \\\\ \\0'"
+            "SELECT _utf8mb4'it\\'s \\\\ \\0'"
         );
         assert_eq!(
             read(b"SELECT _utf8mb4 X'C3A9', _binary 0x41, _latin1 0xE9"),
-            "SELECT 'é', X'41', 'é'"
+            "SELECT _utf8mb4'é', X'41', _latin1'é'"
         );
-        assert_eq!(read(b"SELECT _utf8mb4 0x141"), "SELECT '\u{1}A'");
+        assert_eq!(read(b"SELECT _utf8mb4 0x141"), "SELECT _utf8mb4'\u{1}A'");
         let error = to_utf8(b"SELECT _utf8mb4'\xFF'", TextMode::default()).unwrap_err();
         assert_eq!(error.message, "Invalid utf8mb4 character string: 'FF'");
         let error = to_utf8(b"SELECT _ascii'\xE9'", TextMode::default()).unwrap_err();

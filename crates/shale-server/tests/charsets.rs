@@ -148,7 +148,7 @@ fn statement_text_arrives_as_utf8() {
         &mut c,
         b"echo 'caf\xE9 \x80', _binary'\xE9', _utf8mb4'\xC3\xA9'",
     );
-    assert_eq!(values[0], "'café €', X'E9', 'é'".as_bytes());
+    assert_eq!(values[0], "'café €', X'E9', _utf8mb4'é'".as_bytes());
 }
 
 /// COM_STMT_EXECUTE of statement `id` with new-params-bound types and string values.

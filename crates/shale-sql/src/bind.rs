@@ -241,6 +241,9 @@ pub(crate) struct Binder<'a> {
     /// The user variables the statement assigns with `:=`, whose reads are per row
     /// (user_vars.rs rule 3).
     pub(crate) assigned_vars: Rc<std::collections::HashSet<String>>,
+    /// The collation derivations of the string results bound so far that mix their
+    /// arguments' collations (coercibility.rs, [`crate::coercibility::Derivations`]).
+    pub(crate) derivations: crate::coercibility::Derivations,
 }
 
 /// The deepest expression nesting a statement may have: bound expressions are evaluated
@@ -282,6 +285,7 @@ impl<'a> Binder<'a> {
             calc_found_rows: 0,
             rollup: None,
             assigned_vars: Rc::default(),
+            derivations: crate::coercibility::Derivations::default(),
         }
     }
 
@@ -298,6 +302,7 @@ impl<'a> Binder<'a> {
         sub.views.clone_from(&self.views);
         sub.calc_found_rows = self.calc_found_rows;
         sub.assigned_vars = Rc::clone(&self.assigned_vars);
+        sub.derivations = self.derivations.clone();
         sub
     }
 
@@ -723,35 +728,62 @@ impl<'a> Binder<'a> {
                 };
                 let mut whens = Vec::new();
                 let mut result_type = SqlType::Null;
+                let mut results = Vec::new();
                 for cw in conditions {
                     let (w, tw) = self.expr(&cw.condition)?;
                     let (r, tr) = self.expr(&cw.result)?;
                     types.push(tw);
                     result_type = unify(&result_type, &tr);
+                    results.push((&cw.result, tr));
                     whens.push((w, r));
                 }
                 let otherwise = match else_result {
                     Some(e) => {
                         let (x, t) = self.expr(e)?;
                         result_type = unify(&result_type, &t);
+                        results.push((e.as_ref(), t));
                         Some(x.boxed())
                     }
                     None => None,
                 };
-                let refs: Vec<&SqlType> = types.iter().collect();
+                // `CASE x WHEN v ...` compares x with each v in one collation; the result
+                // arms mix into the result's.
+                let collation = match operand {
+                    Some(o) => {
+                        let mut compared = vec![(o.as_ref(), &types[0])];
+                        compared.extend(conditions.iter().map(|cw| &cw.condition).zip(&types[1..]));
+                        crate::coercibility::for_comparison(self, &compared, "case")?
+                    }
+                    None => {
+                        let refs: Vec<&SqlType> = types.iter().collect();
+                        pick_collation(&refs)
+                    }
+                };
+                let arms: Vec<(&ast::Expr, &SqlType)> =
+                    results.iter().map(|(e, t)| (*e, t)).collect();
+                let mixed = crate::coercibility::for_result(
+                    self,
+                    crate::coercibility::Mixed::Case(e),
+                    &arms,
+                    "case",
+                    false,
+                )?;
                 (
                     Expr::Case {
                         operand: op,
                         whens,
                         otherwise,
-                        collation: pick_collation(&refs),
+                        collation,
                     },
-                    result_type,
+                    crate::coercibility::with_collation(result_type, mixed),
                 )
             }
             ast::Expr::Function(f) => self.function(f)?,
             ast::Expr::Collate { expr, collation } => {
                 crate::coercibility::bind_collate(self, expr, collation)?
+            }
+            ast::Expr::Prefixed { prefix, value } => {
+                crate::coercibility::bind_introduced(prefix, value)?
             }
             other => return crate::builtin::bind_special(self, other),
         })
@@ -1027,7 +1059,7 @@ impl<'a> Binder<'a> {
         }
         let mut bound = Vec::with_capacity(args.len());
         let mut types = Vec::new();
-        for a in args {
+        for a in &args {
             let (e, t) = self.expr(a)?;
             bound.push(e);
             types.push(t);
@@ -1066,6 +1098,19 @@ impl<'a> Binder<'a> {
             // Bound by builtin.rs, never by this table.
             Func::Builtin(_) => SqlType::Null,
         };
+        // The result's collation mixes the arguments' it may come from (coercibility.rs).
+        let (mixed_from, op) = match func {
+            Func::Concat => (0, "concat"),
+            Func::IfNull => (0, "ifnull"),
+            Func::Coalesce => (0, "coalesce"),
+            Func::If => (1, "if"),
+            _ => return Ok((Expr::Func(func, bound), t)),
+        };
+        let operands: Vec<(&ast::Expr, &SqlType)> =
+            args.iter().copied().zip(&types).skip(mixed_from).collect();
+        let node = crate::coercibility::Mixed::Call(args[0]);
+        let mixed = crate::coercibility::for_result(self, node, &operands, op, false)?;
+        let t = crate::coercibility::with_collation(t, mixed);
         Ok((Expr::Func(func, bound), t))
     }
 
@@ -2105,7 +2150,7 @@ fn number_literal(n: &str) -> Result<(Expr, SqlType), SqlError> {
     }
 }
 
-fn decode_hex(h: &str) -> Option<Vec<u8>> {
+pub(crate) fn decode_hex(h: &str) -> Option<Vec<u8>> {
     let h = if h.len() % 2 == 1 {
         format!("0{h}")
     } else {

@@ -426,6 +426,23 @@ pub(crate) fn bind_call(
     }
     let refs: Vec<&SqlType> = types.iter().collect();
     let coll = pick_collation(&refs);
+    // The functions whose result mixes their arguments' collations (GREATEST and LEAST
+    // also compare in it, as MySQL does, even when it is NONE); NULLIF compares in the mix
+    // and returns its first argument.
+    let operands: Vec<(&ast::Expr, &SqlType)> = args.iter().copied().zip(&types).collect();
+    let (coll, mixed) = match name {
+        "GREATEST" | "LEAST" | "CONCAT_WS" => {
+            let op = name.to_ascii_lowercase();
+            let node = crate::coercibility::Mixed::Call(args[0]);
+            let mixed = crate::coercibility::for_result(binder, node, &operands, &op, false)?;
+            (mixed.unwrap_or(coll), mixed)
+        }
+        "NULLIF" => (
+            crate::coercibility::for_comparison(binder, &operands, "nullif")?,
+            None,
+        ),
+        _ => (coll, None),
+    };
     let first = types.first().cloned().unwrap_or(SqlType::Null);
     let text_len = |extra: u32| {
         str_type(
@@ -720,6 +737,12 @@ pub(crate) fn bind_call(
                 format!("FUNCTION {name} does not exist"),
             ))
         }
+    };
+    let t = match f {
+        Builtin::Greatest(_) | Builtin::Least(_) | Builtin::ConcatWs => {
+            crate::coercibility::with_collation(t, mixed)
+        }
+        _ => t,
     };
     Ok(call(f, bound, t))
 }

@@ -145,6 +145,39 @@ impl Charset {
         }
     }
 
+    /// Whether `c` is a character of this character set (`binary` and utf8mb4 hold all).
+    pub fn holds(self, c: char) -> bool {
+        match self {
+            Charset::Latin1 => latin1_byte(c).is_some(),
+            Charset::Ascii => c.is_ascii(),
+            Charset::Utf8mb3 => c.len_utf8() < 4,
+            Charset::Utf8mb4 | Charset::Binary => true,
+        }
+    }
+
+    /// The character set of a stored collation's columns.
+    pub(crate) fn of_collation(c: shale_table::Collation) -> Charset {
+        match c {
+            shale_table::Collation::Latin1SwedishCi => Charset::Latin1,
+            shale_table::Collation::Utf8mb3GeneralCi => Charset::Utf8mb3,
+            shale_table::Collation::Binary => Charset::Binary,
+            _ => Charset::Utf8mb4,
+        }
+    }
+
+    /// `text` with each character this set lacks as `?` (what MySQL stores outside strict
+    /// mode), and whether any was.
+    pub(crate) fn replace_lacking(self, text: String) -> (String, bool) {
+        if text.chars().all(|c| self.holds(c)) {
+            return (text, false);
+        }
+        let kept = text
+            .chars()
+            .map(|c| if self.holds(c) { c } else { '?' })
+            .collect();
+        (kept, true)
+    }
+
     /// UTF-8 `text` in this character set; a character it lacks becomes `?` (borrowed when
     /// nothing changes). Bytes that are not UTF-8 (a binary value in a text column) go out
     /// unchanged.

@@ -10,17 +10,28 @@
 //! (a literal: its collation is the session's `collation_connection`, or binary for `X'..'`),
 //! 5 NUMERIC (numbers and temporal values), 6 IGNORABLE (NULL).
 //!
-//! Rules, applied pairwise over the operands in order ([`aggregate`]):
+//! Rules, applied pairwise over the string operands in order ([`merge`], as MySQL's
+//! DTCollation::aggregate):
 //! 1. The same collation: it, with the lower coercibility.
 //! 2. One side in the binary character set (`X'..'`, VARBINARY, BLOB): it wins unless the
 //!    other side's coercibility is lower.
-//! 3. Otherwise the lower coercibility wins.
-//! 4. Equal coercibility, different character sets: a Unicode one wins over a non-Unicode
-//!    one, utf8mb4 over utf8mb3; anything else is NONE.
-//! 5. Equal coercibility, the same character set: both EXPLICIT is an error at once; else a
-//!    `_bin` collation wins over a `_ci`/`_cs` one; else NONE.
-//! 6. A comparison (`=`, `<`, BETWEEN, IN, LIKE) whose result is NONE is an error: 1267
-//!    naming both operands, 1270 naming three, 1271 for more, as MySQL reports them.
+//! 3. Other character sets: the side the other converts to without loss wins (a Unicode set
+//!    held at least as strongly, at the same level over a non-Unicode one, utf8mb4 over
+//!    utf8mb3; any set over ascii); else the stronger side when the weaker is only a literal
+//!    or system constant (3 or more); else the mix is an error (`_latin1'a' COLLATE
+//!    latin1_bin = utf8mb4_column`).
+//! 4. The same character set: the lower coercibility wins.
+//! 5. The same set and level: both EXPLICIT is an error; else a `_bin` collation wins over a
+//!    `_ci`/`_cs` one; else the set's `_bin` with coercibility NONE.
+//! 6. A comparison (`=`, `<`, BETWEEN, IN, LIKE, `CASE x WHEN`, NULLIF) whose mix ends NONE is
+//!    an error; so is a UNION column's (1271 'UNION'). Errors are 1267 naming both operands,
+//!    1270 naming three, 1271 for more, as MySQL reports them.
+//!
+//! A string result mixes the operands it may come from ([`for_result`]): CASE, COALESCE,
+//! IF, IFNULL (their result arms), CONCAT, CONCAT_WS, GREATEST, LEAST; NONE is allowed
+//! there (`CONCAT(a, b)` of two `_ci` columns), but not when the result is compared. A UNION
+//! column mixes the parts' ([`for_union`]). An introduced literal (`_latin1'a'`) has its
+//! character set's default collation, MySQL 8's (utf8mb4_0900_ai_ci for `_utf8mb4`).
 //!
 //! Shale stores and compares in eight collations (binary, utf8mb4_bin, utf8mb4_general_ci,
 //! utf8mb4_0900_ai_ci, utf8mb4_0900_as_cs, utf8mb4_unicode_ci, latin1_swedish_ci,
@@ -30,10 +41,14 @@
 //! the collation Shale stored for it (DDL keeps no other name).
 //!
 //! The derivation of an expression is read from its syntax and bound type ([`derive`]): a
-//! function's coercibility is the lowest of its arguments' (a column or COLLATE inside makes
-//! it IMPLICIT or EXPLICIT), its collation the bound type's.
+//! mixed result's is recorded when it is bound ([`Derivations`]); any other function's
+//! coercibility is the lowest of its arguments' (a column or COLLATE inside makes it
+//! IMPLICIT or EXPLICIT), its collation the bound type's.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 use shale_table::{Collation, Value};
 use sqlparser::ast;
@@ -180,7 +195,16 @@ pub(crate) fn derive(binder: &Binder<'_>, e: &ast::Expr, t: &SqlType) -> Derivat
     if !matches!(t, SqlType::Str { .. } | SqlType::Json) {
         return Derivation::new("binary", Coercibility::Numeric);
     }
+    if let Some(mixed) = binder.derivations.get(e) {
+        return mixed;
+    }
     match e {
+        ast::Expr::Prefixed { prefix, .. } => {
+            let name = introducer_charset(prefix)
+                .and_then(crate::names::default_collation)
+                .map_or("binary", |(_, collation)| collation);
+            Derivation::new(name, Coercibility::Coercible)
+        }
         ast::Expr::Value(v) => match v.value {
             ast::Value::HexStringLiteral(_) => Derivation::new("binary", Coercibility::Coercible),
             _ => Derivation::new(connection(binder), Coercibility::Coercible),
@@ -277,7 +301,19 @@ pub(crate) fn bind_collate(
     Ok((x, t))
 }
 
-/// Rules 1-5: the derivation of a mix of two.
+/// Whether strings in `wide`'s character set can hold `narrow`'s, so that a mix converts
+/// `narrow` to `wide` (MySQL converts to Unicode, utf8mb3 to utf8mb4, and from ASCII):
+/// `wide` must hold its collation at least as strongly, and at the same level the conversion
+/// must widen.
+fn converts_to(wide: &Derivation, narrow: &Derivation) -> bool {
+    let (w, n) = (wide.charset(), narrow.charset());
+    let stronger = wide.coercibility < narrow.coercibility;
+    let level = wide.coercibility == narrow.coercibility;
+    (is_unicode(w) && (stronger || level && (!is_unicode(n) || w == "utf8mb4" && n == "utf8mb3")))
+        || (n == "ascii" && (stronger || level && w != "ascii"))
+}
+
+/// Rules 1-5: the derivation of a mix of two; Err when they do not mix at all.
 fn merge(a: Derivation, b: Derivation) -> Result<Derivation, ()> {
     if a.name == b.name {
         let coercibility = a.coercibility.min(b.coercibility);
@@ -285,20 +321,32 @@ fn merge(a: Derivation, b: Derivation) -> Result<Derivation, ()> {
     }
     let (set_a, set_b) = (a.charset().to_owned(), b.charset().to_owned());
     if set_a != set_b {
-        if set_a == "binary" {
-            return Ok(if a.coercibility <= b.coercibility {
+        // Rules 2 and 4 (MySQL's DTCollation::aggregate): a binary string, else a
+        // conversion that loses nothing, else the side that holds its collation more
+        // strongly when the other is only a literal or system constant.
+        return if set_a == "binary" {
+            Ok(if a.coercibility <= b.coercibility {
                 a
             } else {
                 b
-            });
-        }
-        if set_b == "binary" {
-            return Ok(if b.coercibility <= a.coercibility {
+            })
+        } else if set_b == "binary" {
+            Ok(if b.coercibility <= a.coercibility {
                 b
             } else {
                 a
-            });
-        }
+            })
+        } else if converts_to(&a, &b) {
+            Ok(a)
+        } else if converts_to(&b, &a) {
+            Ok(b)
+        } else if a.coercibility < b.coercibility && b.coercibility >= Coercibility::SysConst {
+            Ok(a)
+        } else if b.coercibility < a.coercibility && a.coercibility >= Coercibility::SysConst {
+            Ok(b)
+        } else {
+            Err(())
+        };
     }
     if a.coercibility != b.coercibility {
         return Ok(if a.coercibility < b.coercibility {
@@ -306,18 +354,6 @@ fn merge(a: Derivation, b: Derivation) -> Result<Derivation, ()> {
         } else {
             b
         });
-    }
-    if set_a != set_b {
-        let rank = |s: &str| match s {
-            "utf8mb4" => 2,
-            "utf8mb3" => 1,
-            _ => 0,
-        };
-        return match rank(&set_a).cmp(&rank(&set_b)) {
-            std::cmp::Ordering::Greater if is_unicode(&set_a) => Ok(a),
-            std::cmp::Ordering::Less if is_unicode(&set_b) => Ok(b),
-            _ => Ok(Derivation::new(format!("{set_a}_bin"), Coercibility::None)),
-        };
     }
     if a.coercibility == Coercibility::Explicit {
         return Err(());
@@ -329,6 +365,226 @@ fn merge(a: Derivation, b: Derivation) -> Result<Derivation, ()> {
         return Ok(b);
     }
     Ok(Derivation::new(format!("{set_a}_bin"), Coercibility::None))
+}
+
+/// The mix of the strings among `operands` (numbers and NULL take no part; None without a
+/// string), as MySQL aggregates them for `op`; with `compares`, a mix that ends with no
+/// winner (NONE) is an error too, as a comparison needs one collation.
+fn mix(
+    binder: &Binder<'_>,
+    operands: &[(&ast::Expr, &SqlType)],
+    op: &str,
+    compares: bool,
+) -> Result<Option<Derivation>, SqlError> {
+    let derived: Vec<Derivation> = operands.iter().map(|(e, t)| derive(binder, e, t)).collect();
+    let mut acc: Option<Derivation> = None;
+    for d in derived
+        .iter()
+        .filter(|d| d.coercibility < Coercibility::Numeric)
+    {
+        acc = Some(match acc {
+            None => d.clone(),
+            Some(so_far) => merge(so_far, d.clone()).map_err(|()| illegal_mix(&derived, op))?,
+        });
+    }
+    if compares
+        && acc
+            .as_ref()
+            .is_some_and(|d| d.coercibility == Coercibility::None)
+    {
+        return Err(illegal_mix(&derived, op));
+    }
+    Ok(acc)
+}
+
+/// The derivations of bound expressions whose collation is a mix of their operands' (CASE,
+/// COALESCE, IF, IFNULL, NULLIF, GREATEST, LEAST, CONCAT, CONCAT_WS), recorded when each is
+/// bound and read by [`derive`]. A CASE is keyed by the address of its syntax node, a call by
+/// that of its first argument's (the binder of a call sees its arguments, not the call).
+/// Sound because `derive` is only asked about nodes of the statement being bound, after they
+/// were bound, and binding such a node always records (or clears) its entry, so an entry is
+/// never read for another node that reuses a dropped node's address. Shared by a
+/// statement's binders.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Derivations(Rc<RefCell<HashMap<MixedKey, Option<Derivation>>>>);
+
+/// A [`Mixed`] node's key: whether it is a CASE, and its address.
+type MixedKey = (bool, usize);
+
+/// What a mixed result is recorded under: a CASE, or a call by its first argument.
+#[derive(Clone, Copy)]
+pub(crate) enum Mixed<'x> {
+    Case(&'x ast::Expr),
+    Call(&'x ast::Expr),
+}
+
+impl Mixed<'_> {
+    fn key(self) -> MixedKey {
+        match self {
+            Mixed::Case(e) => (true, std::ptr::from_ref(e) as usize),
+            Mixed::Call(first) => (false, std::ptr::from_ref(first) as usize),
+        }
+    }
+
+    /// The key `e` is recorded under, if it is of a kind that records.
+    fn of(e: &ast::Expr) -> Option<Mixed<'_>> {
+        match e {
+            ast::Expr::Case { .. } => Some(Mixed::Case(e)),
+            ast::Expr::Function(f) => match &f.args {
+                ast::FunctionArguments::List(list) => match list.args.first()? {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(first)) => {
+                        Some(Mixed::Call(first))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+impl Derivations {
+    fn get(&self, e: &ast::Expr) -> Option<Derivation> {
+        let key = Mixed::of(e)?.key();
+        self.0.borrow().get(&key).cloned().flatten()
+    }
+
+    fn record(&self, node: Mixed<'_>, d: Option<Derivation>) {
+        self.0.borrow_mut().insert(node.key(), d);
+    }
+}
+
+/// The collation of a string result made of `operands` (the result arms of CASE, COALESCE,
+/// IF, IFNULL; all arguments of NULLIF, GREATEST, LEAST, CONCAT, CONCAT_WS), recorded under
+/// `node` for [`derive`]; `op` names it in errors as MySQL does (`case`, `coalesce`,
+/// `concat`, ...), `compares` for the functions that compare their arguments (NULLIF,
+/// GREATEST, LEAST). None without a string operand.
+pub(crate) fn for_result(
+    binder: &Binder<'_>,
+    node: Mixed<'_>,
+    operands: &[(&ast::Expr, &SqlType)],
+    op: &str,
+    compares: bool,
+) -> Result<Option<Collation>, SqlError> {
+    let mixed = mix(binder, operands, op, compares)?;
+    let collation = mixed.as_ref().map(Derivation::collation);
+    binder.derivations.record(node, mixed);
+    Ok(collation)
+}
+
+/// The collation of each UNION (INTERSECT, EXCEPT) result column: the mix of the parts'
+/// columns, each given by its select-list expression where known (None: a column of a part
+/// whose list has `*`, or a parenthesized part). MySQL's messages: 1267 naming the two that
+/// do not mix, 1271 `Illegal mix of collations for operation 'UNION'` when the mix has no
+/// winner (NONE), as a DISTINCT needs one collation to compare rows in.
+pub(crate) fn for_union(
+    binder: &Binder<'_>,
+    parts: &[Vec<(Option<&ast::Expr>, &SqlType)>],
+    width: usize,
+) -> Result<Vec<Option<Collation>>, SqlError> {
+    let column = |e: Option<&ast::Expr>, t: &SqlType| match (e, t) {
+        (Some(e), t) => derive(binder, e, t),
+        (None, SqlType::Str { collation, .. }) => {
+            Derivation::new(stored_name(*collation), Coercibility::Implicit)
+        }
+        (None, SqlType::Null) => Derivation::new("binary", Coercibility::Ignorable),
+        (None, _) => Derivation::new("binary", Coercibility::Numeric),
+    };
+    (0..width)
+        .map(|i| {
+            let mut acc: Option<Derivation> = None;
+            for part in parts {
+                let Some((e, t)) = part.get(i) else { continue };
+                let d = column(*e, t);
+                if d.coercibility >= Coercibility::Numeric {
+                    continue;
+                }
+                acc = Some(match acc {
+                    None => d,
+                    Some(so_far) => merge(so_far.clone(), d.clone())
+                        .map_err(|()| illegal_mix(&[so_far, d], "UNION"))?,
+                });
+            }
+            if acc
+                .as_ref()
+                .is_some_and(|d| d.coercibility == Coercibility::None)
+            {
+                return Err(illegal_mix(&[], "UNION"));
+            }
+            Ok(acc.map(|d| d.collation()))
+        })
+        .collect()
+}
+
+/// `t` with collation `c` when it is a string type (the type of a mixed result).
+pub(crate) fn with_collation(t: SqlType, c: Option<Collation>) -> SqlType {
+    match (t, c) {
+        (SqlType::Str { len, .. }, Some(collation)) => SqlType::Str { collation, len },
+        (t, _) => t,
+    }
+}
+
+/// The character set an introducer (`_latin1`) names, if Shale knows it.
+fn introducer_charset(prefix: &ast::Ident) -> Option<&str> {
+    let name = prefix.value.strip_prefix('_')?;
+    crate::names::default_collation(name).map(|(set, _)| set)
+}
+
+/// Binds `_charset'text'` (and `_charset X'hex'`): a literal in the character set's
+/// default collation, coercible (MySQL's "Character Set Introducers"). `_binary` is a
+/// binary string. Quoted text is UTF-8 already (the server decoded the client's bytes for
+/// the introducer's character set); it must be characters of that set (1300). Hex digits
+/// are the set's bytes.
+pub(crate) fn bind_introduced(
+    prefix: &ast::Ident,
+    value: &ast::Expr,
+) -> Result<(Expr, SqlType), SqlError> {
+    let Some(set) = introducer_charset(prefix) else {
+        // Not a character set Shale knows: MySQL reads such a word as a column name.
+        return Err(SqlError::unknown_column(&prefix.value, "field list"));
+    };
+    let charset = crate::Charset::from_name(set)
+        .ok_or_else(|| SqlError::unsupported(format!("character set {set}")))?;
+    let (text, hex) = match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                (s.as_bytes().to_vec(), false)
+            }
+            ast::Value::HexStringLiteral(h) => (
+                crate::bind::decode_hex(h)
+                    .ok_or_else(|| SqlError::syntax(&format!("x'{h}'"), 1))?,
+                true,
+            ),
+            other => return Err(SqlError::unsupported(format!("{prefix}{other}"))),
+        },
+        other => return Err(SqlError::unsupported(format!("{prefix} {other}"))),
+    };
+    if charset == crate::Charset::Binary {
+        let len = text.len() as u32;
+        let t = SqlType::Str {
+            collation: Collation::Binary,
+            len,
+        };
+        return Ok((Expr::Literal(Value::Bytes(text)), t));
+    }
+    let text = if hex {
+        charset.decode(&text)?.into_owned()
+    } else {
+        // latin1 takes any text here (its columns keep what latin1 lacks); the others must
+        // hold every character.
+        let utf8 = String::from_utf8(text).map_err(|e| SqlError::internal(e.to_string()))?;
+        if charset != crate::Charset::Latin1 {
+            charset.decode(utf8.as_bytes())?;
+        }
+        utf8
+    };
+    let (_, default) = crate::names::default_collation(set).unwrap_or(("utf8mb4", "binary"));
+    let t = SqlType::Str {
+        collation: effective(default),
+        len: text.chars().count() as u32,
+    };
+    Ok((Expr::Literal(Value::Bytes(text.into_bytes())), t))
 }
 
 /// Rule 6: the collation a comparison of `operands` uses, `op` naming it in errors
@@ -352,14 +608,8 @@ pub(crate) fn for_comparison(
             None => crate::bind::pick_collation(&types),
         });
     }
-    let mut acc = strings[0].clone();
-    for d in &strings[1..] {
-        acc = match merge(acc, (*d).clone()) {
-            Ok(next) if next.coercibility != Coercibility::None => next,
-            _ => return Err(illegal_mix(&derived, op)),
-        };
-    }
-    Ok(acc.collation())
+    let mixed = mix(binder, operands, op, true)?;
+    Ok(mixed.map_or(Collation::Utf8mb4GeneralCi, |d| d.collation()))
 }
 
 /// A comparison operator as MySQL's messages name it.
@@ -473,10 +723,22 @@ mod tests {
                 d("utf8mb4_0900_ai_ci", Coercible),
                 Ok(d("utf8mb4_0900_ai_ci", Coercible)),
             ),
+            // ASCII converts to latin1; latin1 EXPLICIT does not to a utf8mb4 column.
             (
                 d("latin1_swedish_ci", Implicit),
                 d("ascii_general_ci", Implicit),
-                Ok(d("latin1_bin", NoneLevel)),
+                Ok(d("latin1_swedish_ci", Implicit)),
+            ),
+            (
+                d("latin1_bin", Explicit),
+                d("utf8mb4_general_ci", Implicit),
+                Err(()),
+            ),
+            // A literal converts to a column's character set.
+            (
+                d("latin1_swedish_ci", Implicit),
+                d("utf8mb4_0900_ai_ci", Coercible),
+                Ok(d("latin1_swedish_ci", Implicit)),
             ),
         ];
         for (a, b, want) in cases {

@@ -21,6 +21,10 @@ pub(crate) fn of(e: &ast::Expr) -> String {
             | ast::Value::NationalStringLiteral(s) => s.clone(),
             _ => printed(e),
         },
+        // `_latin1'abc'` is named `abc`, as in MySQL.
+        ast::Expr::Prefixed { value, .. } if matches!(value.as_ref(), ast::Expr::Value(_)) => {
+            of(value)
+        }
         _ => printed(e),
     }
 }

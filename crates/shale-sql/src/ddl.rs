@@ -255,6 +255,12 @@ pub(crate) fn default_value(e: &ast::Expr) -> Result<Value, SqlError> {
             op: ast::UnaryOperator::Minus,
             expr,
         } => crate::value::negate(&default_value(expr)?),
+        ast::Expr::Prefixed { prefix, value } => {
+            match crate::coercibility::bind_introduced(prefix, value)?.0 {
+                crate::expr::Expr::Literal(v) => Ok(v),
+                _ => Err(SqlError::unsupported(format!("DEFAULT {e}"))),
+            }
+        }
         other => Err(SqlError::unsupported(format!("DEFAULT {other}"))),
     }
 }

@@ -374,7 +374,10 @@ fn adjust(
                 return Some((Value::Bytes(cut), 1265, truncated()));
             }
             let (text, code, message) = match String::from_utf8(bytes) {
-                Ok(t) => (t, 1265, truncated()),
+                Ok(t) => match crate::Charset::of_collation(*collation).replace_lacking(t) {
+                    (t, true) => (t, 1366, err.message.clone()),
+                    (t, false) => (t, 1265, truncated()),
+                },
                 Err(e) => {
                     let valid = e.utf8_error().valid_up_to();
                     let mut b = e.into_bytes();
@@ -385,11 +388,18 @@ fn adjust(
             let cut = text.char_indices().nth(len).map_or(text.len(), |(i, _)| i);
             Some((Value::Bytes(text.as_bytes()[..cut].to_vec()), code, message))
         }
-        ColumnType::Text { .. } => match value {
-            Value::Bytes(b) => {
-                let valid = std::str::from_utf8(b).err()?.valid_up_to();
-                Some((Value::Bytes(b[..valid].to_vec()), 1366, err.message.clone()))
-            }
+        ColumnType::Text { collation } => match value {
+            Value::Bytes(b) => match std::str::from_utf8(b) {
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    Some((Value::Bytes(b[..valid].to_vec()), 1366, err.message.clone()))
+                }
+                Ok(text) => {
+                    let charset = crate::Charset::of_collation(*collation);
+                    let (kept, replaced) = charset.replace_lacking(text.to_owned());
+                    replaced.then(|| (Value::Bytes(kept.into_bytes()), 1366, err.message.clone()))
+                }
+            },
             _ => None,
         },
         ColumnType::Enum { .. } => Some((Value::Enum(0, String::new()), 1265, truncated())),

@@ -46,6 +46,12 @@ pub(crate) fn charset_of_collation(name: &str) -> Option<&'static str> {
         .map(|(_, _, set)| *set)
 }
 
+/// A character set's name as MySQL reports it and its default collation (MySQL 8's:
+/// utf8mb4 is `utf8mb4_0900_ai_ci`), for a name Shale knows (`utf8` is utf8mb3).
+pub(crate) fn default_collation(charset: &str) -> Option<(&'static str, &'static str)> {
+    resolve(charset, None).ok()
+}
+
 /// What the session starts with (the server's `character_set_server`/`collation_server`).
 const DEFAULT: (&str, &str) = ("utf8mb4", "utf8mb4_general_ci");
 

@@ -117,6 +117,24 @@ pub(crate) fn flatten<'q>(
     }
 }
 
+/// The select-list expressions of a set operation's part, when it is a SELECT whose list
+/// has `width` items and no `*`.
+fn select_list(leaf: &ast::SetExpr, width: usize) -> Option<Vec<&ast::Expr>> {
+    let ast::SetExpr::Select(s) = leaf else {
+        return None;
+    };
+    let items: Vec<&ast::Expr> =
+        s.projection
+            .iter()
+            .map(|item| match item {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+    (items.len() == width).then_some(items)
+}
+
 impl Binder<'_> {
     /// Binds a query: one SELECT, or several combined by UNION, INTERSECT and EXCEPT.
     pub(crate) fn query(&mut self, q: &ast::Query) -> Result<BoundQuery, SqlError> {
@@ -132,7 +150,7 @@ impl Binder<'_> {
         let mut leaves = Vec::new();
         let tree = crate::set_ops::tree(&q.body, &mut leaves)?;
         let mut parts = Vec::with_capacity(leaves.len());
-        for body in leaves {
+        for body in leaves.iter().copied() {
             let mut sub = self.child(None);
             let bound = match body {
                 ast::SetExpr::Select(s) => sub.select_body(s, None, None, &[]),
@@ -158,6 +176,23 @@ impl Binder<'_> {
             for (t, u) in types.iter_mut().zip(&p.types) {
                 *t = unify(t, u);
             }
+        }
+        // Each string column's collation mixes the parts' (coercibility.rs).
+        let described: Vec<Vec<(Option<&ast::Expr>, &SqlType)>> = leaves
+            .iter()
+            .zip(&parts)
+            .map(|(leaf, part)| {
+                let items = select_list(leaf, n);
+                part.types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (items.as_ref().map(|items| items[i]), t))
+                    .collect()
+            })
+            .collect();
+        let mixed = crate::coercibility::for_union(self, &described, n)?;
+        for (t, c) in types.iter_mut().zip(mixed) {
+            *t = crate::coercibility::with_collation(t.clone(), c);
         }
         let columns: Vec<ColumnMeta> = (0..n)
             .map(|i| {

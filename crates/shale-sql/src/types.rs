@@ -419,7 +419,7 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
                 }
                 return Ok(Value::Bytes(bytes));
             }
-            let text = valid_text(bytes, &col.name, row)?;
+            let text = valid_text(bytes, *collation, &col.name, row)?;
             let chars = text.chars().count();
             let mut text = if chars > len {
                 // Trailing spaces past the length are cut (MySQL: note 1265); anything else
@@ -448,30 +448,41 @@ pub(crate) fn store_value(col: &ColumnDef, value: Value, row: usize) -> Result<V
                 Ok(Value::Bytes(bytes))
             } else {
                 Ok(Value::Bytes(
-                    valid_text(bytes, &col.name, row)?.into_bytes(),
+                    valid_text(bytes, *collation, &col.name, row)?.into_bytes(),
                 ))
             }
         }
     }
 }
 
-/// Text for a utf8mb4 column: 1366 for bytes that are not UTF-8, as MySQL's strict mode.
-fn valid_text(bytes: Vec<u8>, column: &str, row: usize) -> Result<String, SqlError> {
-    String::from_utf8(bytes).map_err(|e| {
-        let bad = e.as_bytes()[e.utf8_error().valid_up_to()..]
-            .iter()
-            .take(4)
-            .fold(String::new(), |mut acc, b| {
-                use std::fmt::Write as _;
-                let _ = write!(acc, "\\x{b:02X}");
-                acc
-            });
+/// Text for a column in `collation`: 1366 for bytes that are not UTF-8, or for a character
+/// the column's character set lacks (an emoji into a latin1 or utf8mb3 column), as MySQL's
+/// strict mode; the message shows the bytes from the first bad one.
+fn valid_text(
+    bytes: Vec<u8>,
+    collation: Collation,
+    column: &str,
+    row: usize,
+) -> Result<String, SqlError> {
+    let incorrect = |bad: &[u8]| {
+        let shown = bad.iter().take(4).fold(String::new(), |mut acc, b| {
+            use std::fmt::Write as _;
+            let _ = write!(acc, "\\x{b:02X}");
+            acc
+        });
         SqlError::new(
             1366,
             "22007",
-            format!("Incorrect string value: '{bad}' for column '{column}' at row {row}"),
+            format!("Incorrect string value: '{shown}' for column '{column}' at row {row}"),
         )
-    })
+    };
+    let text = String::from_utf8(bytes)
+        .map_err(|e| incorrect(&e.as_bytes()[e.utf8_error().valid_up_to()..]))?;
+    let charset = crate::Charset::of_collation(collation);
+    match text.char_indices().find(|(_, c)| !charset.holds(*c)) {
+        Some((at, _)) => Err(incorrect(&text.as_bytes()[at..])),
+        None => Ok(text),
+    }
 }
 
 #[cfg(test)]

@@ -406,3 +406,8 @@ fn backslash_escapes() {
 fn temp_alter() {
     common::run_file("temp_alter");
 }
+
+#[test]
+fn collation_mixing() {
+    common::run_file("collation_mixing");
+}
