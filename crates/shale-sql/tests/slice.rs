@@ -675,3 +675,56 @@ fn reset_rolls_back_and_forgets() {
         1243
     );
 }
+
+/// A data directory from before the CREATE TEMPORARY TABLES privilege has no grant of it
+/// anywhere; at open every global or database CREATE grant gains it (MySQL's upgrade sets
+/// `Create_tmp_table_priv` from `Create_priv`). Here the old state is made by revoking it
+/// from every account.
+#[test]
+fn grants_from_before_create_temporary_tables_gain_it_with_create() {
+    let fs = Arc::new(MemFs::new());
+    let options = || InstanceOptions {
+        transaction_isolation: shale_sql::IsolationLevel::default(),
+        store: StoreOptions {
+            engine: Options {
+                file_system: fs.clone(),
+                ..Options::default()
+            },
+            ..StoreOptions::default()
+        },
+    };
+    let grants = |instance: &Arc<Instance>, account: &str| {
+        run(&mut instance.session(), &format!("SHOW GRANTS FOR {account}")).out
+    };
+    {
+        let instance = Instance::open("/db", options()).unwrap();
+        let mut s = instance.session();
+        run(&mut s, "CREATE DATABASE d");
+        for account in ["g@localhost", "d@localhost", "n@localhost"] {
+            run(&mut s, &format!("CREATE USER {account}"));
+        }
+        run(&mut s, "GRANT CREATE, SELECT ON *.* TO g@localhost");
+        run(&mut s, "GRANT CREATE ON d.* TO d@localhost");
+        run(&mut s, "GRANT SELECT ON *.* TO n@localhost");
+        run(
+            &mut s,
+            "REVOKE CREATE TEMPORARY TABLES ON *.* FROM g@localhost",
+        );
+        drop(s);
+        assert!(!grants(&instance, "g@localhost").contains("TEMPORARY"));
+        assert!(!grants(&instance, "d@localhost").contains("TEMPORARY"));
+        instance.close().unwrap();
+    }
+    let instance = Instance::open("/db", options()).unwrap();
+    let g = grants(&instance, "g@localhost");
+    assert!(
+        g.contains("GRANT SELECT, CREATE, CREATE TEMPORARY TABLES ON *.*"),
+        "{g}"
+    );
+    let d = grants(&instance, "d@localhost");
+    assert!(
+        d.contains("GRANT CREATE, CREATE TEMPORARY TABLES ON `d`.*"),
+        "{d}"
+    );
+    assert!(!grants(&instance, "n@localhost").contains("TEMPORARY"));
+}
