@@ -257,8 +257,7 @@ impl Instance {
         use crate::grants::{Privs, CREATE, CREATE_TEMPORARY_TABLES};
         let grants = self.grants();
         let (globals, dbs) = grants.holding(CREATE);
-        if grants.anyone_holds(CREATE_TEMPORARY_TABLES) || (globals.is_empty() && dbs.is_empty())
-        {
+        if grants.anyone_holds(CREATE_TEMPORARY_TABLES) || (globals.is_empty() && dbs.is_empty()) {
             return Ok(());
         }
         {

@@ -694,7 +694,11 @@ fn grants_from_before_create_temporary_tables_gain_it_with_create() {
         },
     };
     let grants = |instance: &Arc<Instance>, account: &str| {
-        run(&mut instance.session(), &format!("SHOW GRANTS FOR {account}")).out
+        run(
+            &mut instance.session(),
+            &format!("SHOW GRANTS FOR {account}"),
+        )
+        .out
     };
     {
         let instance = Instance::open("/db", options()).unwrap();

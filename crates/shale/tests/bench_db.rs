@@ -282,7 +282,11 @@ fn the_header_names_defaults_db_bench_lacks_and_a_flag_turns_them_off() {
 
     let out = bench(
         &db,
-        &["--benchmarks=fillseq", "--num=100", "--max_background_jobs=4"],
+        &[
+            "--benchmarks=fillseq",
+            "--num=100",
+            "--max_background_jobs=4",
+        ],
     );
     assert!(out.contains("Background jobs: 4"), "{out}");
     assert!(options_file(&db).contains("max_background_jobs=4\n"));

@@ -301,26 +301,7 @@ const MAX_THREADS: usize = 1024;
 impl Config {
     /// Checks the flags, naming the one that is wrong.
     pub fn from_args(args: &DbBenchArgs) -> Result<Config, String> {
-        let mut benchmarks = Vec::new();
-        // Empty names are skipped, as db_bench does (`--benchmarks=fillseq,,readrandom`).
-        for name in args
-            .benchmarks
-            .split(',')
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-        {
-            let benchmark = Benchmark::from_name(name).ok_or_else(|| {
-                let known: Vec<&str> = Benchmark::ALL.iter().map(|(n, _)| *n).collect();
-                format!(
-                    "--benchmarks: unknown benchmark {name:?} (known: {})",
-                    known.join(", ")
-                )
-            })?;
-            benchmarks.push(benchmark);
-        }
-        if benchmarks.is_empty() {
-            return Err("--benchmarks names no benchmark".into());
-        }
+        let benchmarks = benchmark_list(&args.benchmarks)?;
         if args.num == 0 {
             return Err("--num must be at least 1".into());
         }
@@ -362,13 +343,7 @@ impl Config {
         let cache_size = usize::try_from(args.cache_size.max(0))
             .map_err(|_| format!("--cache_size={} is too large", args.cache_size))?;
         let open_files = open_files(args.open_files)?;
-        if !(2..=shale_engine::MAX_BACKGROUND_JOBS).contains(&args.max_background_jobs) {
-            return Err(format!(
-                "--max_background_jobs={} must be 2 to {}",
-                args.max_background_jobs,
-                shale_engine::MAX_BACKGROUND_JOBS
-            ));
-        }
+        let max_background_jobs = background_jobs(args.max_background_jobs)?;
         let (engines, engine_subdirs) = engines_of(args)?;
         let or_num = |n: i64| u64::try_from(n).unwrap_or(args.num);
         Ok(Config {
@@ -383,7 +358,7 @@ impl Config {
             bloom_bits,
             cache_size,
             open_files,
-            max_background_jobs: args.max_background_jobs,
+            max_background_jobs,
             max_auto_readahead_size: args.max_auto_readahead_size,
             use_direct_reads: args.use_direct_reads,
             use_direct_io_for_flush_and_compaction: args.use_direct_io_for_flush_and_compaction,
@@ -413,6 +388,38 @@ impl Config {
 }
 
 /// The defaults with `--db=db`, for tests of the modules that take a [`Config`].
+/// `--benchmarks`: the names in order; empty names are skipped, as `db_bench` does
+/// (`--benchmarks=fillseq,,readrandom`).
+fn benchmark_list(flag: &str) -> Result<Vec<Benchmark>, String> {
+    let mut benchmarks = Vec::new();
+    for name in flag.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let benchmark = Benchmark::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Benchmark::ALL.iter().map(|(n, _)| *n).collect();
+            format!(
+                "--benchmarks: unknown benchmark {name:?} (known: {})",
+                known.join(", ")
+            )
+        })?;
+        benchmarks.push(benchmark);
+    }
+    if benchmarks.is_empty() {
+        return Err("--benchmarks names no benchmark".into());
+    }
+    Ok(benchmarks)
+}
+
+/// `--max_background_jobs`: what the engine takes (2 to 64).
+fn background_jobs(flag: usize) -> Result<usize, String> {
+    if (2..=shale_engine::MAX_BACKGROUND_JOBS).contains(&flag) {
+        Ok(flag)
+    } else {
+        Err(format!(
+            "--max_background_jobs={flag} must be 2 to {}",
+            shale_engine::MAX_BACKGROUND_JOBS
+        ))
+    }
+}
+
 /// `--open_files`: `None` for -1 (no limit), else a limit the engines accept.
 fn open_files(flag: i64) -> Result<Option<usize>, String> {
     if flag == -1 {

@@ -54,7 +54,7 @@ fn soft_open_file_limit() -> Option<u64> {
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes only the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } != 0 {
         // Unknowable: the engine's own default bound.
         return Some(2000);
     }
