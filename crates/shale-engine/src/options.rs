@@ -853,6 +853,10 @@ impl Options {
             ),
             ("max_open_files".to_owned(), self.max_open_files.to_string()),
             (
+                "max_background_jobs".to_owned(),
+                self.max_background_jobs.to_string(),
+            ),
+            (
                 "idle_compaction_after_ms".to_owned(),
                 self.idle_compaction_after
                     .map_or(0, |d| d.as_millis())

@@ -412,7 +412,7 @@ mod tests {
             "NO_BACKSLASH_ESCAPES",
         )
         .unwrap();
-        assert_eq!(text, "SELECT '\\\u{e9}''s'");
+        assert_eq!(text, "SELECT _latin1'\\\u{e9}''s'");
     }
 
     #[test]
