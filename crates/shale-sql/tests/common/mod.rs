@@ -16,6 +16,8 @@
 
 #![allow(dead_code)]
 
+pub mod sessions;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
