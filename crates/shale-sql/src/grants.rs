@@ -277,8 +277,7 @@ impl Grants {
 
     /// Whether any global or database grant includes `bit`.
     pub fn anyone_holds(&self, bit: u32) -> bool {
-        let (globals, dbs) = self.holding(bit);
-        !globals.is_empty() || !dbs.is_empty()
+        self.global.values().chain(self.db.values()).any(|p| p.has(bit))
     }
 
     pub fn global(&self, account: &Account) -> Privs {

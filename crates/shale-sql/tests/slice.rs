@@ -155,16 +155,7 @@ fn sysbench_slice_at_scale() {
 #[test]
 fn users_survive_reopen() {
     let fs = Arc::new(MemFs::new());
-    let options = || InstanceOptions {
-        transaction_isolation: shale_sql::IsolationLevel::default(),
-        store: StoreOptions {
-            engine: Options {
-                file_system: fs.clone(),
-                ..Options::default()
-            },
-            ..StoreOptions::default()
-        },
-    };
+    let options = || common::options_on(&fs);
     let root = UserRecord {
         user: "root".into(),
         host: "%".into(),
@@ -683,16 +674,7 @@ fn reset_rolls_back_and_forgets() {
 #[test]
 fn grants_from_before_create_temporary_tables_gain_it_with_create() {
     let fs = Arc::new(MemFs::new());
-    let options = || InstanceOptions {
-        transaction_isolation: shale_sql::IsolationLevel::default(),
-        store: StoreOptions {
-            engine: Options {
-                file_system: fs.clone(),
-                ..Options::default()
-            },
-            ..StoreOptions::default()
-        },
-    };
+    let options = || common::options_on(&fs);
     let grants = |instance: &Arc<Instance>, account: &str| {
         run(
             &mut instance.session(),

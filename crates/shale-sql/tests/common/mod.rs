@@ -58,20 +58,21 @@ pub fn instance() -> Arc<Instance> {
 
 /// An instance on a fresh in-memory file system, as `shale serve` opens one.
 pub fn open_instance() -> Arc<Instance> {
-    Instance::open(
-        "/db",
-        InstanceOptions {
-            transaction_isolation: shale_sql::IsolationLevel::default(),
-            store: StoreOptions {
-                engine: Options {
-                    file_system: Arc::new(MemFs::new()),
-                    ..Options::default()
-                },
-                ..StoreOptions::default()
+    Instance::open("/db", options_on(&Arc::new(MemFs::new()))).expect("open instance")
+}
+
+/// The default options over the in-memory file system `fs` (keep it to open `/db` again).
+pub fn options_on(fs: &Arc<MemFs>) -> InstanceOptions {
+    InstanceOptions {
+        transaction_isolation: shale_sql::IsolationLevel::default(),
+        store: StoreOptions {
+            engine: Options {
+                file_system: fs.clone(),
+                ..Options::default()
             },
+            ..StoreOptions::default()
         },
-    )
-    .expect("open instance")
+    }
 }
 
 /// Records results as text.
