@@ -277,7 +277,10 @@ impl Grants {
 
     /// Whether any global or database grant includes `bit`.
     pub fn anyone_holds(&self, bit: u32) -> bool {
-        self.global.values().chain(self.db.values()).any(|p| p.has(bit))
+        self.global
+            .values()
+            .chain(self.db.values())
+            .any(|p| p.has(bit))
     }
 
     pub fn global(&self, account: &Account) -> Privs {
